@@ -1,0 +1,104 @@
+"""The command line: a click group whose commands load lazily.
+
+Each command lives in its own module and is a thin wrapper over one library call. Loading them lazily
+keeps `batchcompact --help` instant: no command module (and so no litellm, polars or pyarrow) is
+imported until that command runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+
+import click
+
+from batchcompact import __version__
+
+# name -> (module, attribute, one-line help shown by --help without importing the module)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "validate": ("batchcompact.cli.validate", "validate", "Check session files for problems."),
+    "show": ("batchcompact.cli.show", "show", "Show one session: tree, compactions, context."),
+    "plan": ("batchcompact.cli.plan", "plan", "Plan compactions and estimate their cost (dry run)."),
+    "run": ("batchcompact.cli.run", "run", "Compact sessions: plan, summarize, write, report."),
+    "report": ("batchcompact.cli.report", "report", "Usage and cost across session archives."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name, (module, _, _) in COMMANDS.items() if _module_exists(module)]
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attr, _ = COMMANDS[name]
+        if not _module_exists(module):
+            return None
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def _module_exists(module: str) -> bool:
+    from importlib.util import find_spec
+
+    return find_spec(module) is not None
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="batchcompact")
+@click.option("-v", "--verbose", count=True, help="Log each decision to stderr (-vv for debug).")
+@click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr; no progress bars.")
+@click.pass_context
+def cli(ctx: click.Context, verbose: int, quiet: bool) -> None:
+    """Compact archived LLM coding-agent sessions (pi, Claude Code, Codex) in bulk.
+
+    Exit codes: 0 all ok or skipped, 1 some sessions failed or are invalid, 2 usage error,
+    3 run aborted (authentication, lock held, budget refused).
+
+    Set BATCHCOMPACT_DEBUG=1 to see tracebacks.
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["verbose"] = verbose
+    ctx.obj["quiet"] = quiet
+    level = logging.WARNING
+    if quiet:
+        level = logging.ERROR
+    elif verbose == 1:
+        level = logging.INFO
+    elif verbose >= 2:
+        level = logging.DEBUG
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+
+
+def main() -> None:
+    """Entry point: run the group and map our exceptions to exit codes."""
+    from batchcompact.errors import BatchCompactError
+
+    try:
+        rv = cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except BatchCompactError as exc:
+        if os.environ.get("BATCHCOMPACT_DEBUG"):
+            raise
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    else:
+        # Commands return their exit code (an int); None means success.
+        sys.exit(rv if isinstance(rv, int) else 0)

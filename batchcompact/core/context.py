@@ -1,0 +1,182 @@
+"""What the model sees: pi's `buildSessionContext` and `convertToLlm` (reference section 6).
+
+Wrapper texts are byte-for-byte pi's, including the missing newline before `</summary>` in branch
+summaries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from batchcompact.core.entries import Entry
+
+COMPACTION_SUMMARY_PREFIX = (
+    "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+)
+COMPACTION_SUMMARY_SUFFIX = "\n</summary>"
+BRANCH_SUMMARY_PREFIX = "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
+BRANCH_SUMMARY_SUFFIX = "</summary>"
+
+
+@dataclass(frozen=True)
+class ContextMessage:
+    """An AgentMessage of the context and the entry it came from (None for a synthesized one)."""
+
+    message: dict[str, Any]
+    entry: Entry | None
+
+    @property
+    def line(self) -> int | None:
+        return self.entry.line if self.entry is not None else None
+
+
+@dataclass(frozen=True)
+class SessionContext:
+    messages: list[ContextMessage]
+    thinking_level: str
+    model: dict[str, str] | None
+    compaction: Entry | None
+
+
+def parse_timestamp_ms(value: Any) -> int | None:
+    """ISO-8601 string to epoch milliseconds, as JavaScript's Date.parse (None when unparsable)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return int(value)
+    if not isinstance(value, str):
+        return None
+    try:
+        return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return None
+
+
+def entry_to_message(entry: Entry) -> dict[str, Any] | None:
+    """The AgentMessage an entry contributes to the context, or None (pi's mapping, section 6.3)."""
+    kind = entry.type
+    data = entry.data
+    if kind == "message":
+        return entry.message
+    if kind == "custom_message":
+        return {
+            "role": "custom",
+            "customType": data.get("customType"),
+            "content": data.get("content"),
+            "display": data.get("display"),
+            "details": data.get("details"),
+            "timestamp": parse_timestamp_ms(data.get("timestamp")),
+        }
+    if kind == "branch_summary" and data.get("summary"):
+        return {
+            "role": "branchSummary",
+            "summary": data.get("summary"),
+            "fromId": data.get("fromId"),
+            "timestamp": parse_timestamp_ms(data.get("timestamp")),
+        }
+    return None
+
+
+def compaction_message(entry: Entry) -> dict[str, Any]:
+    return {
+        "role": "compactionSummary",
+        "summary": entry.data.get("summary", ""),
+        "tokensBefore": entry.data.get("tokensBefore"),
+        "timestamp": parse_timestamp_ms(entry.data.get("timestamp")),
+    }
+
+
+def build_session_context(path: list[Entry]) -> SessionContext:
+    """The context of a root-first path: latest compaction summary, kept entries, later entries."""
+    thinking_level = "off"
+    model: dict[str, str] | None = None
+    compaction_index = -1
+    for index, entry in enumerate(path):
+        if entry.type == "thinking_level_change":
+            thinking_level = entry.data.get("thinkingLevel", thinking_level)
+        elif entry.type == "model_change":
+            model = {"provider": entry.data.get("provider"), "modelId": entry.data.get("modelId")}
+        elif entry.type == "message":
+            message = entry.message
+            if message is not None and message.get("role") == "assistant":
+                model = {"provider": message.get("provider"), "modelId": message.get("model")}
+        elif entry.type == "compaction":
+            compaction_index = index
+
+    out: list[ContextMessage] = []
+
+    def add(entry: Entry) -> None:
+        message = entry_to_message(entry)
+        if message is not None:
+            out.append(ContextMessage(message, entry))
+
+    if compaction_index < 0:
+        for entry in path:
+            add(entry)
+        return SessionContext(out, thinking_level, model, None)
+
+    compaction = path[compaction_index]
+    out.append(ContextMessage(compaction_message(compaction), None))
+    retained = compaction.data.get("retainedTail")
+    if isinstance(retained, list):
+        out.extend(ContextMessage(m, None) for m in retained if isinstance(m, dict))
+    else:
+        first_kept = compaction.data.get("firstKeptEntryId")
+        keeping = False
+        for entry in path[:compaction_index]:
+            if entry.id == first_kept:
+                keeping = True
+            if keeping:
+                add(entry)
+    for entry in path[compaction_index + 1 :]:
+        add(entry)
+    return SessionContext(out, thinking_level, model, compaction)
+
+
+def bash_execution_to_text(message: dict[str, Any]) -> str:
+    text = f"Ran `{message.get('command', '')}`\n"
+    output = message.get("output")
+    text += f"```\n{output}\n```" if output else "(no output)"
+    exit_code = message.get("exitCode")
+    if message.get("cancelled"):
+        text += "\n\n(command cancelled)"
+    elif exit_code is not None and exit_code != 0:
+        text += f"\n\nCommand exited with code {exit_code}"
+    if message.get("truncated") and message.get("fullOutputPath"):
+        text += f"\n\n[Output truncated. Full output: {message['fullOutputPath']}]"
+    return text
+
+
+def _user_text(text: str, timestamp: Any) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": timestamp}
+
+
+def convert_message(message: dict[str, Any]) -> dict[str, Any] | None:
+    """One AgentMessage to an LLM message (pi's convertToLlm), or None when it is dropped."""
+    role = message.get("role")
+    if role in ("user", "assistant", "toolResult"):
+        return message
+    timestamp = message.get("timestamp")
+    if role == "bashExecution":
+        if message.get("excludeFromContext"):
+            return None
+        return _user_text(bash_execution_to_text(message), timestamp)
+    if role == "custom":
+        content = message.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        return {"role": "user", "content": content if isinstance(content, list) else [], "timestamp": timestamp}
+    if role == "compactionSummary":
+        return _user_text(COMPACTION_SUMMARY_PREFIX + message.get("summary", "") + COMPACTION_SUMMARY_SUFFIX, timestamp)
+    if role == "branchSummary":
+        return _user_text(BRANCH_SUMMARY_PREFIX + message.get("summary", "") + BRANCH_SUMMARY_SUFFIX, timestamp)
+    return None
+
+
+def convert_to_llm(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for message in messages:
+        converted = convert_message(message)
+        if converted is not None:
+            out.append(converted)
+    return out

@@ -1,0 +1,246 @@
+"""Planning a compaction: pi's `prepareCompaction` (reference 3.4) with the FIX boundary, as a pure value.
+
+Given a root-first path and settings, `prepare_compaction` returns a `CompactionPlan` or a `Skip` with a
+reason. No I/O, no model call, no clock. Fixes over pi (docs/compaction.md): a summary of nothing is never
+planned; no false split turn after a metadata entry; the previous summary survives a split turn with no
+history; custom instructions reach both calls of a split turn.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from batchcompact.core.calls import HISTORY, TURN_PREFIX, SummaryCall
+from batchcompact.core.context import build_session_context, compaction_message, convert_to_llm, entry_to_message
+from batchcompact.core.cutpoint import find_cut_point
+from batchcompact.core.entries import Entry
+from batchcompact.core.fileops import FileOps
+from batchcompact.core.prompts import (
+    SUMMARIZATION_SYSTEM_PROMPT,
+    build_summary_prompt,
+    build_turn_prefix_prompt,
+)
+from batchcompact.core.serialize import serialize_conversation
+from batchcompact.core.tokens import estimate_context_tokens, estimate_tokens
+
+DEFAULT_RESERVE_TOKENS = 16384
+DEFAULT_KEEP_RECENT_TOKENS = 20000
+# Output assumed for a cost estimate: a checkpoint is rarely longer than this (capped by max_tokens).
+EST_OUTPUT_TOKENS = {HISTORY: 2000, TURN_PREFIX: 1000, "branch": 1000}
+
+
+@dataclass(frozen=True)
+class CompactionSettings:
+    reserve_tokens: int = DEFAULT_RESERVE_TOKENS
+    keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS
+    context_window: int | None = None  # overrides the model's window
+    threshold_percent: float | None = None
+    threshold_tokens: int | None = None
+    force: bool = False
+    instructions: str | None = None
+    prune_tool_outputs: bool = False
+    fix_false_split: bool = True
+
+    def threshold(self, window: int) -> int:
+        """Compact when tokens > threshold: --threshold-tokens, else --threshold-percent, else window - reserve."""
+        if self.threshold_tokens is not None and self.threshold_tokens > 0:
+            return min(max(int(self.threshold_tokens), 1), max(window - 1, 1))
+        if self.threshold_percent is not None and self.threshold_percent > 0:
+            pct = min(max(self.threshold_percent, 1), 99)
+            return math.floor(window * pct / 100)
+        return window - self.reserve_tokens
+
+
+@dataclass(frozen=True)
+class Skip:
+    """Nothing to do for this session, and why."""
+
+    reason: str
+    tokens_before: int | None = None
+    context_window: int | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    first_kept_entry_id: str
+    first_kept_index: int  # index into the path
+    first_kept_line: int | None
+    turn_start_line: int | None
+    split_turn: bool
+    tokens_before: int
+    tokens_after_est: int
+    messages_to_summarize: int
+    turn_prefix_messages: int
+    read_files: list[str]
+    modified_files: list[str]
+    calls: list[SummaryCall]
+    previous_summary: str | None
+    history_fallback: str | None  # text used as the history part when it needs no call
+    context_window: int | None
+    model: str | None
+    leaf_id: str | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def session_model(path: list[Entry]) -> tuple[str | None, str | None]:
+    """(provider, model id) of the last model_change or assistant message on the path."""
+    model = build_session_context_model(path)
+    return (model or {}).get("provider"), (model or {}).get("modelId")
+
+
+def build_session_context_model(path: list[Entry]) -> dict[str, Any] | None:
+    model = None
+    for entry in path:
+        if entry.type == "model_change":
+            model = {"provider": entry.data.get("provider"), "modelId": entry.data.get("modelId")}
+        elif entry.type == "message":
+            message = entry.message
+            if message is not None and message.get("role") == "assistant":
+                model = {"provider": message.get("provider"), "modelId": message.get("model")}
+    return model
+
+
+def _summary_messages(entries: list[Entry]) -> list[dict[str, Any]]:
+    """The messages of a range as compaction sees them; FIX skips earlier compaction entries."""
+    out = []
+    for entry in entries:
+        if entry.type == "compaction":
+            continue
+        message = entry_to_message(entry)
+        if message is not None:
+            out.append(message)
+    return out
+
+
+def prepare_compaction(
+    path: list[Entry], settings: CompactionSettings, context_window: int | None = None
+) -> CompactionPlan | Skip:
+    """Plan the compaction of the active path `path` (root first)."""
+    provider, model_id = session_model(path)
+    window = settings.context_window or context_window
+    if not path:
+        return Skip("empty session", 0, window, model_id)
+    if path[-1].type == "compaction":
+        return Skip("already compacted", None, window, model_id)
+
+    context = build_session_context(path)
+    tokens_before = estimate_context_tokens([m.message for m in context.messages]).tokens
+    if not settings.force:
+        if window is None:
+            return Skip(
+                f"unknown context window for model {model_id!r}; pass --context-window N",
+                tokens_before,
+                None,
+                model_id,
+            )
+        threshold = settings.threshold(window)
+        if tokens_before <= threshold:
+            return Skip(f"below threshold ({tokens_before} <= {threshold} tokens)", tokens_before, window, model_id)
+
+    prev_index = -1
+    for index in range(len(path) - 1, -1, -1):
+        if path[index].type == "compaction":
+            prev_index = index
+            break
+    boundary_start = prev_index + 1
+    previous = path[prev_index] if prev_index >= 0 else None
+    if previous is not None:
+        kept_id = previous.data.get("firstKeptEntryId")
+        for index in range(prev_index):
+            if path[index].id == kept_id:
+                boundary_start = index
+                break
+
+    cut = find_cut_point(
+        path, boundary_start, len(path), settings.keep_recent_tokens, fix_false_split=settings.fix_false_split
+    )
+    first_kept = path[cut.first_kept_index] if cut.first_kept_index < len(path) else None
+    if first_kept is None or first_kept.id is None:
+        return Skip("nothing to compact (no entry to keep)", tokens_before, window, model_id)
+
+    history_end = cut.turn_start_index if cut.is_split_turn else cut.first_kept_index
+    history = _summary_messages(path[boundary_start:history_end])
+    prefix = _summary_messages(path[cut.turn_start_index : cut.first_kept_index]) if cut.is_split_turn else []
+    history_llm = convert_to_llm(history)
+    prefix_llm = convert_to_llm(prefix)
+    history_text = serialize_conversation(history_llm)
+    prefix_text = serialize_conversation(prefix_llm)
+    split = cut.is_split_turn and bool(prefix_text)
+    if not history_text and not split:
+        return Skip(
+            "nothing to summarize: everything since the last compaction fits in keep_recent_tokens",
+            tokens_before,
+            window,
+            model_id,
+        )
+
+    previous_summary = previous.data.get("summary") if previous is not None else None
+    file_ops = FileOps()
+    if previous is not None and not previous.data.get("fromHook"):
+        file_ops.add_details(previous.data.get("details"))
+    for message in history:
+        file_ops.add_message(message)
+    if cut.is_split_turn:
+        for message in prefix:
+            file_ops.add_message(message)
+    read_files, modified_files = file_ops.lists()
+
+    calls: list[SummaryCall] = []
+    history_fallback = None
+    if history_text:
+        calls.append(
+            SummaryCall(
+                kind=HISTORY,
+                system_prompt=SUMMARIZATION_SYSTEM_PROMPT,
+                user_prompt=build_summary_prompt(history_text, previous_summary, settings.instructions),
+                max_tokens=math.floor(0.8 * settings.reserve_tokens),
+                messages=tuple(history_llm),
+                previous_summary=previous_summary,
+                instructions=settings.instructions,
+            )
+        )
+    else:
+        # pi sends "No prior history." and drops the previous summary here; we keep it.
+        history_fallback = previous_summary or "No prior history."
+    if split:
+        calls.append(
+            SummaryCall(
+                kind=TURN_PREFIX,
+                system_prompt=SUMMARIZATION_SYSTEM_PROMPT,
+                user_prompt=build_turn_prefix_prompt(prefix_text, settings.instructions),
+                max_tokens=math.floor(0.5 * settings.reserve_tokens),
+                messages=tuple(prefix_llm),
+                instructions=settings.instructions,
+            )
+        )
+
+    kept_tokens = 0
+    for entry in path[cut.first_kept_index :]:
+        message = compaction_message(entry) if entry.type == "compaction" else entry_to_message(entry)
+        if message is not None and entry.type != "compaction":
+            kept_tokens += estimate_tokens(message)
+    summary_est = sum(min(c.max_tokens, EST_OUTPUT_TOKENS.get(c.kind, 2000)) for c in calls)
+    turn_start = path[cut.turn_start_index] if split else None
+    return CompactionPlan(
+        first_kept_entry_id=first_kept.id,
+        first_kept_index=cut.first_kept_index,
+        first_kept_line=first_kept.line,
+        turn_start_line=turn_start.line if turn_start is not None else None,
+        split_turn=split,
+        tokens_before=tokens_before,
+        tokens_after_est=kept_tokens + summary_est,
+        messages_to_summarize=len(history),
+        turn_prefix_messages=len(prefix) if split else 0,
+        read_files=read_files,
+        modified_files=modified_files,
+        calls=calls,
+        previous_summary=previous_summary,
+        history_fallback=history_fallback,
+        context_window=window,
+        model=model_id,
+        leaf_id=path[-1].id,
+        extra={"provider": provider, "boundary_start": boundary_start, "pi_split_turn": cut.is_split_turn},
+    )

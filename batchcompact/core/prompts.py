@@ -1,0 +1,171 @@
+"""Summary prompts, in this project's own words, asking for the exact headings pi uses (reference 5).
+
+The user text layout (`<conversation>` block, `<previous-summary>` block, "Additional focus") and the
+headings are what pi-compatible agents expect to find in a checkpoint; the instructions around them
+are ours.
+"""
+
+from __future__ import annotations
+
+SUMMARIZATION_SYSTEM_PROMPT = (
+    "You are a context summarization assistant: you read a conversation between a user and an AI coding "
+    "assistant and write a structured summary of it in exactly the format you are given. "
+    "Do not continue the conversation, do not answer any question in it, and output nothing but the summary."
+)
+
+_SECTIONS = """## Goal
+[What the user is trying to achieve. Several goals may be listed.]
+
+## Constraints & Preferences
+- [Requirements, conventions and preferences the user stated, or "(none)"]
+
+## Progress
+### Done
+- [x] [Finished work, with file paths]
+
+### In Progress
+- [ ] [Work that was under way]
+
+### Blocked
+- [Problems that stop progress, if any]
+
+## Key Decisions
+- **[Decision]**: [Why it was made]
+
+## Next Steps
+1. [What should happen next, in order]
+
+## Critical Context
+- [Data, values, error messages and references needed to go on, or "(none)"]"""
+
+SUMMARY_PROMPT = f"""The messages above are a conversation that has to be condensed into a context checkpoint. Another model will continue the work from this checkpoint alone, so it must hold everything needed to go on.
+
+Write the checkpoint in exactly this format:
+
+{_SECTIONS}
+
+Be concise. Keep exact file paths, function names, commands and error messages."""
+
+UPDATE_SUMMARY_PROMPT = f"""The messages above are new conversation that follows an earlier checkpoint, given in <previous-summary>. Update that checkpoint with them.
+
+Rules:
+- Keep every piece of information from the previous summary unless it has clearly stopped mattering.
+- Add the new progress, decisions and context from the new messages.
+- Move items from "In Progress" to "Done" when they were finished.
+- Rewrite "Next Steps" to match where the work stands now.
+- Keep exact file paths, function names, commands and error messages.
+
+Write the updated checkpoint in exactly this format (keep what was there and add to it):
+
+{_SECTIONS}
+
+Be concise."""
+
+TURN_PREFIX_PROMPT = """The messages above are the PREFIX of a single turn that was too large to keep whole. The SUFFIX of that turn (the most recent work) is kept verbatim and follows this summary. Summarize the prefix so that the suffix makes sense on its own.
+
+Write exactly this format:
+
+## Original Request
+[What the user asked for in this turn]
+
+## Early Progress
+- [What was done and learned in the prefix: files, commands, results]
+
+## Context for Suffix
+- [What the kept suffix needs to be understood: state, values, open questions]
+
+Be brief."""
+
+BRANCH_SUMMARY_PROMPT = """The messages above are a branch of a conversation that the user left to go back to an earlier point. Summarize that branch so its lessons are not lost when the user continues elsewhere.
+
+Write exactly this format:
+
+## Goal
+[What the user was trying to achieve on this branch]
+
+## Constraints & Preferences
+- [Requirements and preferences stated, or "(none)"]
+
+## Progress
+### Done
+- [x] [Finished work, with file paths]
+
+### In Progress
+- [ ] [Work that was under way]
+
+### Blocked
+- [Problems that stopped progress, if any]
+
+## Key Decisions
+- **[Decision]**: [Why it was made]
+
+## Next Steps
+1. [What would have come next]
+
+Be concise. Keep exact file paths, function names and error messages."""
+
+BRANCH_SUMMARY_PREAMBLE = (
+    "The user explored a different conversation branch before returning here.\nSummary of that exploration:\n\n"
+)
+
+SPLIT_TURN_SEPARATOR = "\n\n---\n\n**Turn Context (split turn):**\n\n"
+NO_PRIOR_HISTORY = "No prior history."
+
+HISTORY_HEADINGS = (
+    "## Goal",
+    "## Constraints & Preferences",
+    "## Progress",
+    "### Done",
+    "### In Progress",
+    "### Blocked",
+    "## Key Decisions",
+    "## Next Steps",
+    "## Critical Context",
+)
+TURN_PREFIX_HEADINGS = ("## Original Request", "## Early Progress", "## Context for Suffix")
+BRANCH_HEADINGS = HISTORY_HEADINGS[:-1]
+
+
+def _conversation(conversation: str) -> str:
+    return f"<conversation>\n{conversation}\n</conversation>\n\n"
+
+
+def _focus(instructions: str | None) -> str:
+    return f"\n\nAdditional focus: {instructions}" if instructions else ""
+
+
+def build_summary_prompt(
+    conversation: str, previous_summary: str | None = None, instructions: str | None = None
+) -> str:
+    """The initial prompt, or the update prompt when a previous summary exists."""
+    if previous_summary:
+        return (
+            _conversation(conversation)
+            + f"<previous-summary>\n{previous_summary}\n</previous-summary>\n\n"
+            + UPDATE_SUMMARY_PROMPT
+            + _focus(instructions)
+        )
+    return _conversation(conversation) + SUMMARY_PROMPT + _focus(instructions)
+
+
+def build_turn_prefix_prompt(conversation: str, instructions: str | None = None) -> str:
+    """The turn-prefix prompt. Unlike pi (issue #9348) custom instructions reach it too."""
+    return _conversation(conversation) + TURN_PREFIX_PROMPT + _focus(instructions)
+
+
+def build_branch_summary_prompt(
+    conversation: str, instructions: str | None = None, replace_instructions: bool = False
+) -> str:
+    if instructions and replace_instructions:
+        return _conversation(conversation) + instructions
+    return _conversation(conversation) + BRANCH_SUMMARY_PROMPT + _focus(instructions)
+
+
+def format_file_operations(read_files: list[str], modified_files: list[str]) -> str:
+    """The `<read-files>` / `<modified-files>` tags appended to a summary ("" when both are empty)."""
+    sections = []
+    if read_files:
+        sections.append("<read-files>\n" + "\n".join(read_files) + "\n</read-files>")
+    if modified_files:
+        sections.append("<modified-files>\n" + "\n".join(modified_files) + "\n</modified-files>")
+    return "\n\n" + "\n\n".join(sections) if sections else ""

@@ -1,0 +1,101 @@
+"""The entry tree of a session: id index, children, active leaf, paths, branches (reference 1.3, 1.5).
+
+Invariants: `path()` always terminates (parent cycles are cut and reported); the active leaf is the
+entry on the last line of the file, as pi's `_buildIndex` sets it, whatever its type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from batchcompact.core.entries import ERROR, Entry, Problem
+
+
+class SessionTree:
+    def __init__(self, entries: list[Entry], path_name: str = "") -> None:
+        self.entries = entries
+        self.by_id: dict[str, Entry] = {}
+        self.children: dict[str | None, list[Entry]] = {}
+        self.problems: list[Problem] = []
+        for entry in entries:
+            if entry.id is None:
+                continue
+            if entry.id in self.by_id:
+                first = self.by_id[entry.id]
+                self.problems.append(
+                    Problem(path_name, entry.line, ERROR, f"duplicate id {entry.id!r} (first used on line {first.line})")
+                )
+            self.by_id[entry.id] = entry  # later wins, as in pi's index
+        for entry in entries:
+            parent = entry.parent_id
+            if parent is not None and parent not in self.by_id:
+                self.problems.append(
+                    Problem(path_name, entry.line, ERROR, f"parentId {parent!r} points to no entry")
+                )
+            if parent == entry.id:
+                parent = None
+            self.children.setdefault(parent, []).append(entry)
+        self.leaf: Entry | None = entries[-1] if entries else None
+        self._find_cycles(path_name)
+
+    def _find_cycles(self, path_name: str) -> None:
+        state: dict[str, int] = {}  # 1 = on the current walk, 2 = known to reach a root
+        for entry in self.entries:
+            if entry.id is None or state.get(entry.id) == 2:
+                continue
+            walk: list[str] = []
+            node: Entry | None = entry
+            while node is not None and node.id is not None and state.get(node.id) != 2:
+                if state.get(node.id) == 1:
+                    self.problems.append(
+                        Problem(path_name, node.line, ERROR, f"parent cycle through entry {node.id!r}")
+                    )
+                    break
+                state[node.id] = 1
+                walk.append(node.id)
+                parent = node.parent_id
+                node = self.by_id.get(parent) if parent is not None and parent != node.id else None
+            for entry_id in walk:
+                state[entry_id] = 2
+
+    def get(self, entry_id: str | None) -> Entry | None:
+        return self.by_id.get(entry_id) if entry_id is not None else None
+
+    def path(self, leaf: Entry | str | None = None) -> list[Entry]:
+        """Entries from the root to `leaf` (default: the active leaf), root first."""
+        node = self.leaf if leaf is None else (self.by_id.get(leaf) if isinstance(leaf, str) else leaf)
+        out: list[Entry] = []
+        seen: set[int] = set()
+        while node is not None and id(node) not in seen:
+            seen.add(id(node))
+            out.append(node)
+            parent = node.parent_id
+            node = self.by_id.get(parent) if parent is not None and parent != node.id else None
+        out.reverse()
+        return out
+
+    def leaves(self) -> list[Entry]:
+        """Entries with no children, in file order."""
+        return [e for e in self.entries if e.id is not None and not self.children.get(e.id)]
+
+    def abandoned_leaves(self) -> list[Entry]:
+        """Leaves that are not on the active path: the ends of branches the user left behind."""
+        on_path = {id(e) for e in self.path()}
+        return [e for e in self.leaves() if id(e) not in on_path]
+
+    def common_ancestor(self, a: Entry | str, b: Entry | str) -> Entry | None:
+        """The deepest entry on both paths, or None when they share no entry."""
+        on_b = {id(e) for e in self.path(b)}
+        ancestor = None
+        for entry in self.path(a):
+            if id(entry) in on_b:
+                ancestor = entry
+            else:
+                break
+        return ancestor
+
+    def index_of(self, path: Iterable[Entry], entry_id: str) -> int:
+        for index, entry in enumerate(path):
+            if entry.id == entry_id:
+                return index
+        return -1

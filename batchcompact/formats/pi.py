@@ -1,0 +1,101 @@
+"""Reader of pi JSONL sessions (reference sections 1, 2, 6): strict, streaming, line-numbered."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from batchcompact.core.entries import ERROR, KNOWN_ENTRY_TYPES, MESSAGE_ROLES, WARNING, Entry, Problem
+from batchcompact.core.migrate import header_version, migrate
+from batchcompact.core.session import Session
+from batchcompact.formats.jsonl import iter_json_lines
+
+
+def read_pi_session(path: str | Path) -> Session:
+    """Read one pi session file. Never raises on bad content: problems are collected on the Session."""
+    name = str(path)
+    problems: list[Problem] = []
+    header: dict[str, Any] | None = None
+    raw_entries: list[dict[str, Any]] = []
+    lines: list[int] = []
+    first = True
+    try:
+        for lineno, obj in iter_json_lines(path, problems):
+            if first:
+                first = False
+                if obj.get("type") == "session":
+                    header = obj
+                    if not isinstance(obj.get("id"), str):
+                        problems.append(Problem(name, lineno, ERROR, "session header has no string 'id'"))
+                    continue
+                problems.append(
+                    Problem(name, lineno, ERROR, "missing session header: the first line must have type 'session'")
+                )
+            if obj.get("type") == "session":
+                problems.append(Problem(name, lineno, WARNING, "a second session header; ignored"))
+                continue
+            raw_entries.append(obj)
+            lines.append(lineno)
+    except OSError as exc:
+        problems.append(Problem(name, None, ERROR, f"cannot read file: {exc.strerror or exc}"))
+    version = header_version(header) if header is not None else 3
+    if header is not None and version >= 2:
+        _check_v2_ids(name, raw_entries, lines, problems)
+    if header is not None:
+        migrate(header, raw_entries)
+    entries = [Entry(data, lineno) for data, lineno in zip(raw_entries, lines, strict=True)]
+    _check_entries(name, entries, problems)
+    session = Session(name, "pi", header, entries, version=version if header is not None else None, problems=problems)
+    _check_compactions(session)
+    return session
+
+
+def _check_v2_ids(name: str, raw: list[dict[str, Any]], lines: list[int], problems: list[Problem]) -> None:
+    for data, lineno in zip(raw, lines, strict=True):
+        if not isinstance(data.get("id"), str):
+            problems.append(Problem(name, lineno, ERROR, f"{data.get('type')!r} entry has no string 'id'"))
+        if "parentId" not in data:
+            problems.append(Problem(name, lineno, ERROR, f"{data.get('type')!r} entry has no 'parentId'"))
+        elif data["parentId"] is not None and not isinstance(data["parentId"], str):
+            problems.append(Problem(name, lineno, ERROR, "'parentId' must be a string or null"))
+
+
+def _check_entries(name: str, entries: list[Entry], problems: list[Problem]) -> None:
+    for entry in entries:
+        if entry.type not in KNOWN_ENTRY_TYPES:
+            problems.append(
+                Problem(name, entry.line, WARNING, f"unknown entry type {entry.type!r}; kept and ignored for context")
+            )
+        elif entry.type == "message":
+            message = entry.data.get("message")
+            if not isinstance(message, dict):
+                problems.append(Problem(name, entry.line, ERROR, "message entry has no 'message' object"))
+            elif message.get("role") not in MESSAGE_ROLES:
+                problems.append(
+                    Problem(name, entry.line, WARNING, f"unknown message role {message.get('role')!r}; ignored")
+                )
+
+
+def _check_compactions(session: Session) -> None:
+    """A compaction's firstKeptEntryId must be on the path to that compaction."""
+    tree = session.tree
+    assert tree is not None
+    for entry in session.entries:
+        if entry.type != "compaction":
+            continue
+        kept = entry.data.get("firstKeptEntryId")
+        if not isinstance(kept, str):
+            if "retainedTail" not in entry.data:
+                session.problems.append(
+                    Problem(session.path, entry.line, ERROR, "compaction has no string 'firstKeptEntryId'")
+                )
+            continue
+        if not any(e.id == kept for e in tree.path(entry)):
+            session.problems.append(
+                Problem(
+                    session.path,
+                    entry.line,
+                    ERROR,
+                    f"compaction firstKeptEntryId {kept!r} is not on the path to this compaction",
+                )
+            )
