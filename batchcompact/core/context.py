@@ -38,6 +38,13 @@ class SessionContext:
     thinking_level: str
     model: dict[str, str] | None
     compaction: Entry | None
+    stale_count: int = 0  # leading messages (summary + kept) whose usage predates the compaction
+
+    def trigger_tokens(self) -> int:
+        """Context size with stale usage ignored: what decides whether to compact (again)."""
+        from batchcompact.core.tokens import estimate_context_tokens
+
+        return estimate_context_tokens([m.message for m in self.messages], usage_from=self.stale_count).tokens
 
 
 def parse_timestamp_ms(value: Any) -> int | None:
@@ -128,9 +135,10 @@ def build_session_context(path: list[Entry]) -> SessionContext:
                 keeping = True
             if keeping:
                 add(entry)
+    stale = len(out)
     for entry in path[compaction_index + 1 :]:
         add(entry)
-    return SessionContext(out, thinking_level, model, compaction)
+    return SessionContext(out, thinking_level, model, compaction, stale)
 
 
 def bash_execution_to_text(message: dict[str, Any]) -> str:

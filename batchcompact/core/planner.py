@@ -128,6 +128,7 @@ def prepare_compaction(
 
     context = build_session_context(path)
     tokens_before = estimate_context_tokens([m.message for m in context.messages]).tokens
+    trigger_tokens = context.trigger_tokens()
     if not settings.force:
         if window is None:
             return Skip(
@@ -137,8 +138,8 @@ def prepare_compaction(
                 model_id,
             )
         threshold = settings.threshold(window)
-        if tokens_before <= threshold:
-            return Skip(f"below threshold ({tokens_before} <= {threshold} tokens)", tokens_before, window, model_id)
+        if trigger_tokens <= threshold:
+            return Skip(f"below threshold ({trigger_tokens} <= {threshold} tokens)", tokens_before, window, model_id)
 
     prev_index = -1
     for index in range(len(path) - 1, -1, -1):

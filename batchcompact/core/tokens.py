@@ -102,9 +102,13 @@ class ContextEstimate:
     last_usage_index: int | None
 
 
-def estimate_context_tokens(messages: list[dict[str, Any]]) -> ContextEstimate:
-    """The context size: last usable assistant usage plus estimates of the messages after it."""
-    for index in range(len(messages) - 1, -1, -1):
+def estimate_context_tokens(messages: list[dict[str, Any]], usage_from: int = 0) -> ContextEstimate:
+    """The context size: last usable assistant usage plus estimates of the messages after it.
+
+    Usage on messages before index `usage_from` is ignored: after a compaction the kept messages carry
+    usage measured on the old, larger context (pi guards against that stale usage too).
+    """
+    for index in range(len(messages) - 1, usage_from - 1, -1):
         usage = usable_usage(messages[index])
         if usage is not None:
             used = usage_tokens(usage)

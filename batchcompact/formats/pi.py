@@ -99,3 +99,53 @@ def _check_compactions(session: Session) -> None:
                     f"compaction firstKeptEntryId {kept!r} is not on the path to this compaction",
                 )
             )
+
+
+def build_compaction(session: Session, plan: Any, summary: str, *, usage: dict[str, Any] | None,
+                     now_iso: str, from_hook: bool = False) -> list[dict[str, Any]]:
+    """The lines to append to a pi session for `plan` (pure): one v3 compaction entry."""
+    from batchcompact.core.apply import build_compaction_entry
+
+    entry = build_compaction_entry(
+        plan,
+        summary,
+        existing_ids=(e.id for e in session.entries if isinstance(e.id, str)),
+        session_id=session.session_id or "",
+        timestamp=now_iso,
+        usage=usage,
+        from_hook=from_hook,
+    )
+    return [entry]
+
+
+def verify(original: Session, written: Session, plan: Any) -> list[str]:
+    """What is wrong with a written pi file (empty when it is good)."""
+    from batchcompact.core.context import build_session_context
+
+    problems = [str(p) for p in written.errors]
+    count = len(original.entries)
+    if len(written.entries) <= count:
+        problems.append("no new entry was written")
+        return problems
+    for before, after in zip(original.entries, written.entries[:count], strict=True):
+        if before.data != after.data:
+            problems.append(f"original entry on line {before.line} changed")
+            break
+    try:
+        from batchcompact.schemas import validate_entry
+
+        for entry in written.entries[count:]:
+            for message in validate_entry(entry.data):
+                problems.append(f"line {entry.line}: schema: {message}")
+    except ImportError:  # pragma: no cover - schemas ship with the package
+        problems.append("schemas are not installed")
+    path = written.path_entries()
+    if not path or path[-1].type != "compaction":
+        problems.append("the active leaf is not the new compaction")
+        return problems
+    context = build_session_context(path).messages
+    if not context or context[0].message.get("role") != "compactionSummary":
+        problems.append("the rebuilt context does not start with the summary")
+    elif len(context) > 1 and context[1].message.get("role") == "toolResult":
+        problems.append("the kept region starts with a tool result separated from its call")
+    return problems

@@ -1,0 +1,93 @@
+"""Flag sets shared by several commands, as decorators. Flag names equal keyword names."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from batchcompact.core.planner import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS, CompactionSettings
+
+
+def _default_jobs() -> int:
+    return max(os.cpu_count() or 1, 1)
+
+
+def planner_options(func):
+    """The settings of the pure planner (pi's compaction settings plus oh-my-pi's thresholds)."""
+    options = [
+        click.option("--keep-recent-tokens", type=click.IntRange(min=1), default=DEFAULT_KEEP_RECENT_TOKENS,
+                     show_default=True, help="Tokens of recent history kept verbatim after the cut."),
+        click.option("--reserve-tokens", type=click.IntRange(min=0), default=DEFAULT_RESERVE_TOKENS,
+                     show_default=True, help="Tokens reserved for the reply; compact when context > window - reserve."),
+        click.option("--context-window", type=click.IntRange(min=1), default=None,
+                     help="Context window of the sessions' model (default: from litellm's bundled model map)."),
+        click.option("--threshold-percent", type=click.FloatRange(min=1, max=99), default=None,
+                     help="Compact when context > this percent of the window (oh-my-pi's thresholdPercent)."),
+        click.option("--threshold-tokens", type=click.IntRange(min=1), default=None,
+                     help="Compact when context > this many tokens (oh-my-pi's thresholdTokens)."),
+        click.option("--force", is_flag=True, help="Plan a compaction whatever the session's size (like /compact)."),
+        click.option("--instructions", default=None, metavar="TEXT",
+                     help="Extra focus for the summary (like /compact TEXT); reaches every summary call."),
+        click.option("--prune-tool-outputs", is_flag=True,
+                     help="Also replace old, large tool outputs with a marker (oh-my-pi pruning)."),
+        click.option("--pricing", "pricing", type=click.Path(exists=True, dir_okay=False), default=None,
+                     help="JSON file of model prices (litellm's map shape) overriding the bundled map."),
+        click.option("--jobs", type=click.IntRange(min=1), default=None,
+                     help="Processes used to read and plan files [default: number of cores]."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def build_settings(
+    keep_recent_tokens: int,
+    reserve_tokens: int,
+    context_window: int | None,
+    threshold_percent: float | None,
+    threshold_tokens: int | None,
+    force: bool,
+    instructions: str | None,
+    prune_tool_outputs: bool,
+) -> CompactionSettings:
+    return CompactionSettings(
+        reserve_tokens=reserve_tokens,
+        keep_recent_tokens=keep_recent_tokens,
+        context_window=context_window,
+        threshold_percent=threshold_percent,
+        threshold_tokens=threshold_tokens,
+        force=force,
+        instructions=instructions,
+        prune_tool_outputs=prune_tool_outputs,
+    )
+
+
+def pop_settings(kwargs: dict) -> CompactionSettings:
+    """Take the planner options out of a command's kwargs and build the settings."""
+    names = (
+        "keep_recent_tokens",
+        "reserve_tokens",
+        "context_window",
+        "threshold_percent",
+        "threshold_tokens",
+        "force",
+        "instructions",
+        "prune_tool_outputs",
+    )
+    return build_settings(**{name: kwargs.pop(name) for name in names})
+
+
+def resolve_jobs(jobs: int | None) -> int:
+    return jobs if jobs else _default_jobs()
+
+
+def output_options(formats: tuple[str, ...] = ("table", "json", "csv", "parquet")):
+    def decorator(func):
+        func = click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), default=None,
+                            help="Write the result to FILE instead of stdout (parquet needs it).")(func)
+        func = click.option("--format", "fmt", type=click.Choice(formats), default="table", show_default=True,
+                            help="Output format.")(func)
+        return func
+
+    return decorator

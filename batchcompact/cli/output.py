@@ -1,0 +1,80 @@
+"""Writing rows as a table, JSON, CSV or Parquet. stdout carries results; stderr carries the rest."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any, TextIO
+
+import click
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4f}" if value < 100 else f"{value:,.2f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, list):
+        return str(len(value))
+    return str(value)
+
+
+def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> str:
+    """A plain aligned text table; `columns` are (key, heading) pairs."""
+    cells = [[heading for _, heading in columns]]
+    cells += [[_cell(row.get(key)) for key, _ in columns] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    lines = []
+    for index, row in enumerate(cells):
+        lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+        if index == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def open_output(path: str | None) -> TextIO:
+    return open(path, "w", encoding="utf-8", newline="") if path else sys.stdout
+
+
+def write_json_rows(rows: Iterable[dict[str, Any]], out: TextIO) -> int:
+    """Stream a JSON list, one object per line; returns the number of rows."""
+    count = 0
+    out.write("[")
+    for row in rows:
+        out.write(",\n" if count else "\n")
+        out.write(json.dumps(row, ensure_ascii=False, default=str))
+        count += 1
+    out.write("\n]\n" if count else "]\n")
+    return count
+
+
+def write_csv_rows(rows: Iterable[dict[str, Any]], columns: Sequence[str], out: TextIO) -> int:
+    writer = csv.DictWriter(out, fieldnames=list(columns), extrasaction="ignore")
+    writer.writeheader()
+    count = 0
+    for row in rows:
+        writer.writerow({k: (";".join(v) if isinstance(v, list) else v) for k, v in row.items()})
+        count += 1
+    return count
+
+
+def require_output(fmt: str, output: str | None) -> None:
+    if fmt == "parquet" and not output:
+        raise click.UsageError("--format parquet needs --output FILE")
+
+
+def echo_err(text: str) -> None:
+    click.echo(text, err=True)
+
+
+def to_text(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> str:
+    buffer = io.StringIO()
+    buffer.write(format_table(rows, columns))
+    return buffer.getvalue()

@@ -1,0 +1,127 @@
+"""`batchcompact plan`: the free dry run. Which sessions need compaction, where each is cut, what it costs."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import click
+
+from batchcompact.cli.options import output_options, planner_options, pop_settings, resolve_jobs
+from batchcompact.cli.output import echo_err, format_table, open_output, require_output, write_csv_rows, write_json_rows
+
+TABLE_COLUMNS = (
+    ("path", "session"),
+    ("status", "status"),
+    ("model", "model"),
+    ("tokens_before", "tokens"),
+    ("context_window", "window"),
+    ("first_kept_line", "cut@line"),
+    ("split_turn", "split"),
+    ("messages_to_summarize", "msgs"),
+    ("calls", "calls"),
+    ("prompt_tokens", "prompt tok"),
+    ("est_cost_usd", "est $"),
+)
+
+
+class Totals:
+    def __init__(self) -> None:
+        self.status: Counter[str] = Counter()
+        self.calls = 0
+        self.prompt_tokens = 0
+        self.tokens_before = 0
+        self.tokens_after = 0
+        self.cost = 0.0
+        self.batch_cost = 0.0
+        self.unpriced = 0
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.status[row["status"]] += 1
+        if row["status"] != "compact":
+            return
+        self.calls += row["calls"] or 0
+        self.prompt_tokens += row["prompt_tokens"] or 0
+        self.tokens_before += row["tokens_before"] or 0
+        self.tokens_after += row["tokens_after_est"] or 0
+        if row["est_cost_usd"] is None:
+            self.unpriced += 1
+        else:
+            self.cost += row["est_cost_usd"]
+            self.batch_cost += row["est_batch_cost_usd"] or 0.0
+
+    def summary(self) -> str:
+        parts = ", ".join(f"{n} {s}" for s, n in sorted(self.status.items()))
+        cost = f"${self.cost:.4f} on demand, ${self.batch_cost:.4f} with a batch API"
+        if self.unpriced:
+            cost += f" (+ {self.unpriced} sessions whose summary model has no known price)"
+        return (
+            f"{sum(self.status.values())} sessions: {parts or 'none'}\n"
+            f"to compact: {self.status['compact']} sessions, {self.tokens_before:,} -> ~{self.tokens_after:,} tokens, "
+            f"{self.calls} calls, {self.prompt_tokens:,} prompt tokens\n"
+            f"estimated cost: {cost}"
+        )
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True)
+@planner_options
+@click.option("--summary-model", default=None, metavar="MODEL",
+              help="Model to price the summaries with (any litellm name). Default: the built-in offline "
+                   "summarizer, which costs nothing. Output is estimated at 2000 tokens per summary and "
+                   "1000 per split-turn prefix, capped by max_tokens.")
+@output_options()
+@click.pass_context
+def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, fmt: str, output: str | None,
+         pricing: str | None, jobs: int | None, **kwargs: Any) -> int:
+    """Plan compactions of the sessions under PATHS (files, directories, globs) without calling any model.
+
+    One row per session: status `compact`, `skip` (with the reason) or `error` (unreadable; see
+    `batchcompact validate`). Exit 0 unless the command line is wrong.
+
+    \b
+    Examples:
+      batchcompact plan ~/.pi/agent/sessions
+      batchcompact plan sample_sessions --force --keep-recent-tokens 5000 --format json
+      batchcompact plan archive/ --summary-model gpt-4o-mini --format parquet -o plan.parquet
+    """
+    from batchcompact.formats.scan import iter_session_files
+    from batchcompact.pipeline.planning import PLAN_COLUMNS, PlanOptions, iter_plan_rows
+
+    require_output(fmt, output)
+    settings = pop_settings(kwargs)
+    options = PlanOptions(summary_model=summary_model, pricing_file=pricing)
+    files = (str(item.path) for item in iter_session_files(paths))
+    totals = Totals()
+    warned: set[str] = set()
+
+    def rows():
+        for row in iter_plan_rows(files, settings, options, jobs=resolve_jobs(jobs)):
+            totals.add(row)
+            if row["status"] == "compact" and row["est_cost_usd"] is None and row["summary_model"] not in warned:
+                warned.add(row["summary_model"])
+                echo_err(f"warning: no price known for {row['summary_model']!r}; its cost is reported as null")
+            yield row
+
+    if fmt == "table":
+        collected = list(rows())
+        with open_output(output) as out:
+            if collected:
+                out.write(format_table(collected, TABLE_COLUMNS) + "\n\n")
+            out.write(totals.summary() + "\n")
+        return 0
+    if fmt == "json":
+        out = open_output(output)
+        write_json_rows(rows(), out)
+    elif fmt == "csv":
+        out = open_output(output)
+        write_csv_rows(rows(), PLAN_COLUMNS, out)
+    else:
+        from batchcompact.pipeline.plan_parquet import write_plan_parquet
+
+        write_plan_parquet(rows(), output)
+        out = None
+    if out is not None and output:
+        out.close()
+    echo_err(totals.summary())
+    return 0

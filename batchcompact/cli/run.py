@@ -1,0 +1,143 @@
+"""`batchcompact run`: the main job. Compact whole archives safely and resumably."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from batchcompact.cli.options import planner_options, pop_settings, resolve_jobs
+from batchcompact.cli.summarize_options import pool_options, pool_settings_from, summarizer_options
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+
+
+def parse_duration(text: str) -> float:
+    """'10m' -> 600.0; units s, m, h, d; a bare number is seconds."""
+    match = _DURATION.match(text)
+    if not match:
+        raise click.BadParameter(f"{text!r} is not a duration like 30s, 10m, 2h or 1d")
+    value, unit = float(match.group(1)), match.group(2) or "s"
+    return value * {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit]
+
+
+def _summary_text(summary: Any, wall: float) -> str:
+    rows = summary.rows
+    by = summary.by_status
+    before = sum(r["tokens_before"] or 0 for r in rows if r["status"] == "compacted")
+    after = sum(r["tokens_after_est"] or 0 for r in rows if r["status"] == "compacted")
+    calls = sum(r["calls"] or 0 for r in rows)
+    cost = sum(r["cost_usd"] or 0.0 for r in rows)
+    unpriced = sum(1 for r in rows if r["status"] == "compacted" and r["cost_usd"] is None)
+    lines = [
+        f"run {summary.run_id}: {len(rows)} sessions: "
+        + (", ".join(f"{n} {s}" for s, n in sorted(by.items())) or "none"),
+        f"tokens (compacted sessions): {before:,} -> ~{after:,}",
+        f"summary calls: {calls}, cost ${cost:.4f}" + (f" (+{unpriced} unpriced)" if unpriced else ""),
+        f"wall time: {wall:.1f}s",
+    ]
+    if summary.report_path:
+        lines.append(f"report: {summary.report_path}")
+    failed = [r for r in rows if r["status"] in ("failed", "changed_during_run", "budget_exhausted")]
+    for row in failed[:20]:
+        lines.append(f"  {row['status']}: {row['input_path']}: {row['reason']}")
+    if len(failed) > 20:
+        lines.append(f"  ... and {len(failed) - 20} more (see the report)")
+    if summary.aborted:
+        lines.append(f"run aborted: {summary.aborted}")
+    return "\n".join(lines)
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--output-dir", "-o", type=click.Path(file_okay=False), default=None,
+              help="Write compacted sessions here, mirroring each input's path under its argument.")
+@click.option("--in-place", is_flag=True, help="Replace originals (atomically, after verification).")
+@click.option("--no-backup", is_flag=True, help="With --in-place: do not keep NAME.jsonl.bak.")
+@click.option("--copy-unchanged", is_flag=True, help="Also copy sessions that need nothing to --output-dir.")
+@click.option("--min-age", default="10m", show_default=True, metavar="DURATION",
+              help="Skip files modified more recently than this (live sessions); 0 to disable.")
+@click.option("--state", "state", type=click.Path(dir_okay=False), default=None,
+              help="Run state database [default: OUTPUT_DIR/.batchcompact/state.sqlite].")
+@click.option("--report-dir", type=click.Path(file_okay=False), default=None,
+              help="Folder of compactions-<run>.parquet reports [default: OUTPUT_DIR/.batchcompact/reports].")
+@click.option("--max-cost", type=click.FloatRange(min=0), default=None, metavar="USD",
+              help="Refuse to start above this estimate; stop launching calls once spend reaches it.")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="Compact at most N sessions.")
+@click.option("--dry-run", is_flag=True, help="Plan only (same as `batchcompact plan`).")
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@planner_options
+@summarizer_options
+@pool_options
+@click.pass_context
+def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_place: bool, no_backup: bool,
+        copy_unchanged: bool, min_age: str, state: str | None, report_dir: str | None, max_cost: float | None,
+        limit: int | None, dry_run: bool, as_json: bool, pricing: str | None, jobs: int | None, model: str,
+        api_base: str | None, api_key: str | None, timeout: float, summarizer: str | None, no_redact: bool,
+        concurrency: int, rpm: float | None, tpm: float | None, max_attempts: int, **kwargs: Any) -> int:
+    """Compact the sessions under PATHS: plan, summarize, write, verify, report.
+
+    Without --model the built-in offline summarizer writes the summaries (no network, no key, cost 0).
+    Originals are never modified unless --in-place. Reruns skip finished sessions and never pay twice
+    for a summary. Exit codes: 0 all compacted or skipped, 1 some sessions failed, 2 usage error,
+    3 run aborted (authentication, lock held, budget refused).
+
+    \b
+    Examples:
+      batchcompact run sample_sessions --output-dir out --min-age 0
+      batchcompact run ~/.pi/agent/sessions -o compacted --model openai/gpt-4o-mini --max-cost 5
+      batchcompact run archive/ --in-place --model anthropic/claude-haiku-4-5 --concurrency 16 --rpm 500
+    """
+    import time
+
+    from batchcompact.pipeline.run import RunOptions, run_archive
+
+    if dry_run:
+        from batchcompact.cli.plan import plan as plan_command
+
+        return ctx.invoke(plan_command, paths=paths, summary_model=None if model == "builtin" else model,
+                          fmt="table", output=None, pricing=pricing, jobs=jobs, **kwargs)
+    if in_place == bool(output_dir):
+        raise click.UsageError("choose where to write: --output-dir DIR, or --in-place")
+    settings = pop_settings(kwargs)
+    from batchcompact.summarize import build_summarizer
+
+    summarizer_obj = build_summarizer(model, api_base=api_base, api_key=api_key, timeout=timeout,
+                                      summarizer_spec=summarizer, pricing_file=pricing)
+    pool = pool_settings_from(concurrency=concurrency, rpm=rpm, tpm=tpm, max_attempts=max_attempts,
+                              max_cost_usd=max_cost, redact=not no_redact)
+    quiet = (ctx.find_root().obj or {}).get("quiet", False)
+    options = RunOptions(
+        output_dir=Path(output_dir) if output_dir else None,
+        in_place=in_place,
+        backup=not no_backup,
+        copy_unchanged=copy_unchanged,
+        min_age_s=parse_duration(min_age),
+        state_path=Path(state) if state else None,
+        report_dir=Path(report_dir) if report_dir else None,
+        max_cost_usd=max_cost,
+        limit=limit,
+        jobs=resolve_jobs(jobs),
+        summary_model=model if not summarizer else f"custom:{summarizer}",
+        pricing_file=pricing,
+        progress=sys.stderr.isatty() and not quiet,
+    )
+    started = time.monotonic()
+    summary = run_archive(paths, settings, options, summarizer_obj, pool)
+    wall = time.monotonic() - started
+    if as_json:
+        click.echo(json.dumps({
+            "run_id": summary.run_id,
+            "by_status": summary.by_status,
+            "report": str(summary.report_path) if summary.report_path else None,
+            "aborted": summary.aborted,
+            "exit_code": summary.exit_code,
+            "sessions": summary.rows,
+        }, default=str, indent=1))
+    else:
+        click.echo(_summary_text(summary, wall))
+    return summary.exit_code

@@ -1,0 +1,84 @@
+"""`batchcompact show`: one session as a person would want to see it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+
+def _render_block(block: Any) -> str:
+    if not isinstance(block, dict):
+        return str(block)
+    kind = block.get("type")
+    if kind == "text":
+        return block.get("text") or ""
+    if kind == "thinking":
+        return f"(thinking) {block.get('thinking') or ''}"
+    if kind == "toolCall":
+        args = json.dumps(block.get("arguments", {}), ensure_ascii=False)
+        return f"(tool call {block.get('name')}) {args}"
+    if kind == "image":
+        return f"(image {block.get('mimeType', '')})"
+    return f"({kind})"
+
+
+def render_message(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(_render_block(b) for b in content or ())
+
+
+@click.command()
+@click.argument("session_path", metavar="SESSION", type=click.Path(exists=True, dir_okay=False))
+@click.option("--context", "with_context", is_flag=True, help="Print the rebuilt LLM context, message by message.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def show(session_path: str, with_context: bool, fmt: str) -> int:
+    """Show one session: header, entry counts, tree and branches, compactions, context size, problems.
+
+    \b
+    Examples:
+      batchcompact show sample_sessions/pi/branched.jsonl
+      batchcompact show out/pi/big-refactor.jsonl --context
+      batchcompact show session.jsonl --format json
+    """
+    from batchcompact.pipeline.inspect import describe_session
+    from batchcompact.pipeline.planning import read_session
+
+    session = read_session(session_path)
+    info = describe_session(session, with_context=with_context)
+    if fmt == "json":
+        click.echo(json.dumps(info, ensure_ascii=False, indent=2, default=str))
+        return 0 if session.compactable else 1
+    header = session.header or {}
+    click.echo(f"{info['path']}  ({info['format']}, version {info['version']})")
+    click.echo(f"session {info['session_id']}  cwd {header.get('cwd', '-')}")
+    click.echo(f"entries: {info['entries']}  " + ", ".join(f"{k} {v}" for k, v in sorted(info["entry_types"].items())))
+    if info["message_roles"]:
+        click.echo("messages: " + ", ".join(f"{k} {v}" for k, v in sorted(info["message_roles"].items())))
+    model = info["model"] or {}
+    click.echo(f"model: {model.get('provider')}/{model.get('modelId')}  thinking: {info['thinking_level']}")
+    click.echo(f"active leaf: {info['leaf_id']} (line {info['leaf_line']}), path of {info['path_entries']} entries")
+    for branch in info["branches"]:
+        click.echo(
+            f"  abandoned branch: leaf {branch['leaf_id']} (line {branch['leaf_line']}), from "
+            f"{branch['common_ancestor_id'] or 'root'}, {branch['entries']} entries, ~{branch['tokens']:,} tokens"
+        )
+    for comp in info["compactions"]:
+        click.echo(
+            f"compaction {comp['id']} (line {comp['line']}): keeps from {comp['first_kept_entry_id']}, "
+            f"{comp['tokens_before']} tokens before"
+        )
+    ctx = info["context"]
+    click.echo(f"context: {ctx['messages']} messages, ~{ctx['tokens']:,} tokens")
+    for problem in session.problems:
+        click.echo(str(problem))
+    if with_context:
+        click.echo("")
+        for record in info["context_messages"]:
+            where = f"line {record['line']}" if record["line"] is not None else "synthesized"
+            click.echo(f"--- {record['role']} ({record['source_role']}, {where})")
+            click.echo(render_message(record["message"]))
+    return 0 if session.compactable else 1

@@ -1,0 +1,85 @@
+"""Find session files under the paths a user gives: files, directories (recursive) and globs."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from batchcompact.errors import UsageError
+
+SESSION_SUFFIXES = (".jsonl", ".jsonl.zst")
+# Files this program leaves beside sessions; never read them as sessions.
+IGNORED_SUFFIXES = (".bak", ".tmp", ".partial")
+
+
+@dataclass(frozen=True)
+class ScanItem:
+    path: Path
+    root: Path  # the argument it was found under; outputs mirror `path` relative to it
+
+    @property
+    def relative(self) -> Path:
+        try:
+            return self.path.relative_to(self.root)
+        except ValueError:
+            return Path(self.path.name)
+
+
+def _is_session_name(name: str) -> bool:
+    return name.endswith(SESSION_SUFFIXES) and ".batchcompact-" not in name
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        dirs[:] = [d for d in dirs if not d.startswith(".batchcompact")]
+        for name in sorted(files):
+            if _is_session_name(name):
+                yield Path(folder) / name
+
+
+def iter_session_files(paths: Iterable[str | Path]) -> Iterator[ScanItem]:
+    """Every session file under `paths`, each once, in a stable order.
+
+    A file argument is taken whatever its name; directories are walked for `*.jsonl` (and `.jsonl.zst`);
+    an argument with `*`, `?` or `[` is a glob (`**` recurses). A path that does not exist is a usage error.
+    """
+    seen: set[Path] = set()
+    for arg in paths:
+        text = str(arg)
+        if any(ch in text for ch in "*?[") and not Path(text).exists():
+            matches = sorted(glob.glob(text, recursive=True))
+            if not matches:
+                raise UsageError(f"no file matches {text!r}")
+            base = Path(_glob_base(text))
+            candidates = []
+            for match in matches:
+                p = Path(match)
+                candidates.extend((f, base) for f in (_walk(p) if p.is_dir() else [p]) if _is_session_name(f.name))
+        else:
+            p = Path(text)
+            if not p.exists():
+                raise UsageError(f"path not found: {text}")
+            if p.is_dir():
+                candidates = [(f, p) for f in _walk(p)]
+            else:
+                candidates = [(p, p.parent)]
+        for path, root in candidates:
+            key = path.resolve()
+            if key in seen:
+                continue
+            seen.add(key)
+            yield ScanItem(path, root)
+
+
+def _glob_base(pattern: str) -> str:
+    parts = Path(pattern).parts
+    base: list[str] = []
+    for part in parts:
+        if any(ch in part for ch in "*?["):
+            break
+        base.append(part)
+    return str(Path(*base)) if base else "."

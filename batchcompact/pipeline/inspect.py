@@ -1,0 +1,95 @@
+"""A person's (and a program's) view of one session: counts, tree, compactions, context, problems."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from batchcompact.core.context import build_session_context, convert_message
+from batchcompact.core.session import Session
+from batchcompact.core.tokens import estimate_context_tokens, estimate_tokens
+
+
+def describe_branches(session: Session) -> list[dict[str, Any]]:
+    """Abandoned branches: leaves off the active path, their common ancestor, size."""
+    tree = session.tree
+    assert tree is not None
+    out = []
+    leaf = tree.leaf
+    for branch_leaf in tree.abandoned_leaves():
+        ancestor = tree.common_ancestor(branch_leaf, leaf) if leaf is not None else None
+        branch = tree.path(branch_leaf)
+        start = 0
+        if ancestor is not None:
+            start = next(i for i, e in enumerate(branch) if e is ancestor) + 1
+        entries = branch[start:]
+        tokens = sum(estimate_tokens(e.message) for e in entries if e.message is not None)
+        out.append(
+            {
+                "leaf_id": branch_leaf.id,
+                "leaf_line": branch_leaf.line,
+                "common_ancestor_id": ancestor.id if ancestor is not None else None,
+                "common_ancestor_line": ancestor.line if ancestor is not None else None,
+                "entries": len(entries),
+                "tokens": tokens,
+            }
+        )
+    return out
+
+
+def describe_session(session: Session, with_context: bool = False) -> dict[str, Any]:
+    tree = session.tree
+    assert tree is not None
+    types = Counter(e.type for e in session.entries)
+    roles = Counter(e.role for e in session.entries if e.type == "message")
+    path = tree.path() if session.entries else []
+    context = build_session_context(path)
+    messages = [m.message for m in context.messages]
+    # Usage recorded before the latest compaction measured the old context: ignore it.
+    estimate = estimate_context_tokens(messages, usage_from=context.stale_count)
+    compactions = [
+        {
+            "id": e.id,
+            "line": e.line,
+            "first_kept_entry_id": e.data.get("firstKeptEntryId"),
+            "tokens_before": e.data.get("tokensBefore"),
+            "from_hook": bool(e.data.get("fromHook")),
+        }
+        for e in path
+        if e.type == "compaction"
+    ]
+    context_messages = []
+    for item in context.messages:
+        llm = convert_message(item.message)
+        if llm is None:
+            continue
+        record: dict[str, Any] = {"role": llm.get("role"), "source_role": item.message.get("role"), "line": item.line}
+        if with_context:
+            record["message"] = llm
+        context_messages.append(record)
+    return {
+        "path": session.path,
+        "format": session.format,
+        "session_id": session.session_id,
+        "version": session.version,
+        "header": session.header,
+        "entries": len(session.entries),
+        "entry_types": dict(types),
+        "message_roles": {str(k): v for k, v in roles.items()},
+        "leaf_id": tree.leaf.id if tree.leaf is not None else None,
+        "leaf_line": tree.leaf.line if tree.leaf is not None else None,
+        "path_entries": len(path),
+        "branches": describe_branches(session),
+        "compactions": compactions,
+        "model": context.model,
+        "thinking_level": context.thinking_level,
+        "context": {
+            "messages": len(context_messages),
+            "tokens": estimate.tokens,
+            "usage_tokens": estimate.usage_tokens,
+            "trailing_tokens": estimate.trailing_tokens,
+        },
+        "context_messages": context_messages,
+        "problems": [p.as_dict() for p in session.problems],
+        "compactable": session.compactable,
+    }

@@ -1,0 +1,192 @@
+"""Plan many session files: read, plan (pure core), count prompt tokens exactly, estimate cost.
+
+Files are planned in a process pool with a bounded window of work in flight, and rows stream out in
+input order, so memory does not grow with the number of sessions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from batchcompact.core.calls import SummaryCall
+from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
+from batchcompact.core.session import Session
+from batchcompact.pipeline.parallel import map_bounded
+
+log = logging.getLogger(__name__)
+
+BUILTIN = "builtin"
+
+PLAN_COLUMNS = (
+    "path",
+    "format",
+    "session_id",
+    "status",
+    "reason",
+    "model",
+    "context_window",
+    "tokens_before",
+    "tokens_after_est",
+    "first_kept_entry_id",
+    "first_kept_line",
+    "turn_start_line",
+    "split_turn",
+    "messages_to_summarize",
+    "turn_prefix_messages",
+    "read_files",
+    "modified_files",
+    "calls",
+    "prompt_tokens",
+    "est_output_tokens",
+    "summary_model",
+    "est_cost_usd",
+    "est_batch_cost_usd",
+    "entries",
+    "problems",
+)
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """What the shell adds to the core settings: the summary model and its prices."""
+
+    summary_model: str | None = None  # None / "builtin" -> the built-in offline summarizer (free)
+    pricing_file: str | None = None
+
+
+def read_session(path: str | Path) -> Session:
+    """Read a session file of any supported format."""
+    try:
+        from batchcompact.formats.detect import read_session as read_any
+    except ImportError:  # pragma: no cover - until the multi-format reader exists
+        from batchcompact.formats.pi import read_pi_session
+
+        return read_pi_session(path)
+    return read_any(path)
+
+
+def resolve_context_window(session: Session, model: str | None, provider: str | None, pricing_file: str | None):
+    window = session.extra.get("context_window") if session.extra else None
+    if window:
+        return int(window)
+    if not model:
+        return None
+    from batchcompact.pricing import PriceTable
+
+    return PriceTable.load(pricing_file).context_window(model, provider)
+
+
+def count_call_tokens(calls: list[SummaryCall], summary_model: str | None) -> list[SummaryCall]:
+    """Fill each call's exact prompt token count (system + user prompt) for the summary model."""
+    from batchcompact.tokenizer import count_tokens
+
+    encoding_model = None if summary_model in (None, BUILTIN) else summary_model
+    return [
+        dataclasses.replace(
+            call, prompt_tokens=count_tokens(call.system_prompt, encoding_model) + count_tokens(call.user_prompt, encoding_model)
+        )
+        for call in calls
+    ]
+
+
+def estimate_cost(
+    calls: list[SummaryCall], est_output: int, summary_model: str | None, pricing_file: str | None
+) -> tuple[float | None, float | None]:
+    """(on-demand, batch-API) cost in USD; (0, 0) for the built-in summarizer; None when unpriced."""
+    if summary_model in (None, BUILTIN):
+        return 0.0, 0.0
+    from batchcompact.pricing import PriceTable
+
+    table = PriceTable.load(pricing_file)
+    prompt = sum(c.prompt_tokens for c in calls)
+    on_demand = table.cost(summary_model, input_tokens=prompt, output_tokens=est_output)
+    batch = table.cost(summary_model, input_tokens=prompt, output_tokens=est_output, batch=True)
+    return on_demand, batch
+
+
+def plan_session(
+    session: Session, settings: CompactionSettings, options: PlanOptions
+) -> tuple[CompactionPlan | Skip | None, dict[str, Any]]:
+    """Plan one read session; returns the plan (None for an unreadable session) and its report row."""
+    row: dict[str, Any] = dict.fromkeys(PLAN_COLUMNS)
+    row.update(
+        path=session.path,
+        format=session.format,
+        session_id=session.session_id,
+        entries=len(session.entries),
+        problems=len(session.problems),
+        read_files=[],
+        modified_files=[],
+        calls=0,
+        prompt_tokens=0,
+        est_output_tokens=0,
+        split_turn=False,
+        messages_to_summarize=0,
+        turn_prefix_messages=0,
+        summary_model=options.summary_model or BUILTIN,
+    )
+    if not session.compactable:
+        errors = session.errors
+        more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+        row.update(status="error", reason=f"{errors[0]}{more}")
+        return None, row
+    from batchcompact.core.planner import session_model
+
+    path = session.path_entries()
+    provider, model = session_model(path)
+    window = settings.context_window or resolve_context_window(session, model, provider, options.pricing_file)
+    plan = prepare_compaction(path, settings, window)
+    row.update(model=model, context_window=window)
+    if isinstance(plan, Skip):
+        row.update(status="skip", reason=plan.reason, tokens_before=plan.tokens_before)
+        return plan, row
+    calls = count_call_tokens(plan.calls, options.summary_model)
+    plan = dataclasses.replace(plan, calls=calls)
+    from batchcompact.core.planner import EST_OUTPUT_TOKENS
+
+    est_output = sum(min(c.max_tokens, EST_OUTPUT_TOKENS.get(c.kind, 2000)) for c in calls)
+    cost, batch_cost = estimate_cost(calls, est_output, options.summary_model, options.pricing_file)
+    row.update(
+        status="compact",
+        reason="split turn" if plan.split_turn else "",
+        tokens_before=plan.tokens_before,
+        tokens_after_est=plan.tokens_after_est,
+        first_kept_entry_id=plan.first_kept_entry_id,
+        first_kept_line=plan.first_kept_line,
+        turn_start_line=plan.turn_start_line,
+        split_turn=plan.split_turn,
+        messages_to_summarize=plan.messages_to_summarize,
+        turn_prefix_messages=plan.turn_prefix_messages,
+        read_files=plan.read_files,
+        modified_files=plan.modified_files,
+        calls=len(calls),
+        prompt_tokens=sum(c.prompt_tokens for c in calls),
+        est_output_tokens=est_output,
+        est_cost_usd=cost,
+        est_batch_cost_usd=batch_cost,
+    )
+    return plan, row
+
+
+def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> dict[str, Any]:
+    """Read and plan one file; every failure becomes an `error` row, never an exception."""
+    try:
+        session = read_session(path)
+        return plan_session(session, settings, options)[1]
+    except Exception as exc:  # a bug on one file must not stop the others
+        log.exception("planning %s failed", path)
+        row: dict[str, Any] = dict.fromkeys(PLAN_COLUMNS)
+        row.update(path=str(path), status="error", reason=f"internal error: {exc!r}", read_files=[], modified_files=[])
+        return row
+
+
+def iter_plan_rows(
+    paths: Iterable[str], settings: CompactionSettings, options: PlanOptions, jobs: int = 1
+) -> Iterator[dict[str, Any]]:
+    """Plan rows in input order, planned by `jobs` processes with bounded work in flight."""
+    return map_bounded(plan_file, paths, jobs, settings, options)

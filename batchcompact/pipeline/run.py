@@ -1,0 +1,521 @@
+"""`run`: plan -> summarize -> apply -> write -> report over whole archives, safely and resumably.
+
+Phase 1 plans every file in a process pool (rows only, no prompts kept), so the cost estimate is known
+before any money is spent. Phase 2 re-reads each session to compact (checking it did not change),
+plans it again and streams it through the summary pool; each finished job is applied and written
+right away, so a kill loses at most the calls in flight, and those that were paid for are in the state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import importlib
+import logging
+import os
+import secrets
+import shutil
+import signal
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from batchcompact.core.apply import compose_summary, usage_record
+from batchcompact.core.context import build_session_context
+from batchcompact.core.planner import CompactionPlan, CompactionSettings
+from batchcompact.core.tokens import estimate_tokens
+from batchcompact.errors import RunAborted, VerificationError
+from batchcompact.formats.scan import ScanItem, iter_session_files
+from batchcompact.pipeline.parallel import map_bounded
+from batchcompact.pipeline.planning import PlanOptions, plan_session, read_session
+from batchcompact.pipeline.runreport import empty_row, write_compactions
+from batchcompact.pipeline.state import Fingerprint, RunState, call_key, fingerprint_file, settings_hash
+from batchcompact.pipeline.writer import ChangedDuringRun, write_session
+
+log = logging.getLogger(__name__)
+
+COMPACTED = "compacted"
+SKIPPED = "skipped"
+FAILED = "failed"
+BUDGET_EXHAUSTED = "budget_exhausted"
+CHANGED = "changed_during_run"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    output_dir: Path | None = None
+    in_place: bool = False
+    backup: bool = True
+    copy_unchanged: bool = False
+    min_age_s: float = 600.0
+    state_path: Path | None = None
+    report_dir: Path | None = None
+    max_cost_usd: float | None = None
+    limit: int | None = None
+    jobs: int = 1
+    summary_model: str = "builtin"
+    pricing_file: str | None = None
+    progress: bool = False
+
+    def resolved_state_path(self) -> Path:
+        if self.state_path is not None:
+            return self.state_path
+        if self.output_dir is not None:
+            return self.output_dir / ".batchcompact" / "state.sqlite"
+        return default_state_home() / "state.sqlite"
+
+    def resolved_report_dir(self) -> Path:
+        if self.report_dir is not None:
+            return self.report_dir
+        if self.output_dir is not None:
+            return self.output_dir / ".batchcompact" / "reports"
+        return default_state_home() / "reports"
+
+
+def default_state_home() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "batchcompact"
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    rows: list[dict[str, Any]]
+    report_path: Path | None
+    started_at: datetime
+    ended_at: datetime
+    aborted: str | None = None
+    by_status: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        if self.aborted:
+            return 3
+        return 1 if self.by_status.get(FAILED) else 0
+
+
+@dataclass
+class _Pending:
+    """A session between planning and writing (kept only while its job is in flight)."""
+
+    item: ScanItem
+    fingerprint: Fingerprint
+    session: Any
+    plan: CompactionPlan
+    row: dict[str, Any]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _new_run_id(moment: datetime) -> str:
+    return moment.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def _format_module(fmt: str):
+    return importlib.import_module(f"batchcompact.formats.{fmt}")
+
+
+def _row_from_plan(plan_row: dict[str, Any], item: ScanItem, run_id: str, started: datetime) -> dict[str, Any]:
+    row = empty_row()
+    row.update(
+        run_id=run_id,
+        started_at=started,
+        input_path=str(item.path),
+        session_id=plan_row.get("session_id"),
+        format=plan_row.get("format"),
+        entries=plan_row.get("entries"),
+        tokens_before=plan_row.get("tokens_before"),
+        tokens_after_est=plan_row.get("tokens_after_est"),
+        first_kept_entry_id=plan_row.get("first_kept_entry_id"),
+        messages_summarized=plan_row.get("messages_to_summarize") or 0,
+        split_turn=bool(plan_row.get("split_turn")),
+        est_cost_usd=plan_row.get("est_cost_usd"),
+        session_model=plan_row.get("model"),
+    )
+    return row
+
+
+def _phase1(args: tuple[str, str, float], settings: CompactionSettings, options: PlanOptions) -> dict[str, Any]:
+    """Fingerprint, age check, read and plan one file (runs in a worker process)."""
+    path, root, min_age = args
+    record: dict[str, Any] = {"path": path, "root": root}
+    try:
+        fingerprint = fingerprint_file(path)
+    except OSError as exc:
+        record.update(status="error", reason=f"cannot read: {exc}", fingerprint=None, plan_row={})
+        return record
+    record["fingerprint"] = fingerprint
+    age = time.time() - fingerprint.mtime_ns / 1e9
+    if min_age > 0 and age < min_age:
+        record.update(status="young", reason=f"modified {age:.0f}s ago, under --min-age (live session?)", plan_row={})
+        return record
+    try:
+        session = read_session(path)
+        _, row = plan_session(session, settings, options)
+    except Exception as exc:  # one file's bug must not stop the archive
+        log.exception("planning %s failed", path)
+        record.update(status="error", reason=f"internal error: {exc!r}", plan_row={})
+        return record
+    record.update(status=row["status"], reason=row["reason"], plan_row=row)
+    return record
+
+
+class _CachingSummarizer:
+    """Wraps a summarizer: a summary already paid for (same model and prompt) is reused from the state."""
+
+    def __init__(self, inner: Any, state: RunState, model_key: str) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.state = state
+        self.model_key = model_key
+        self.reused = 0
+        self.cacheable = inner.name != "builtin"
+
+    async def summarize(self, call):
+        from batchcompact.summarize.base import SummaryResult
+
+        if not self.cacheable:
+            return await self.inner.summarize(call)
+        key = call_key(self.model_key, call.system_prompt, call.user_prompt, call.max_tokens)
+        cached = self.state.get_summary(key)
+        if cached is not None:
+            self.reused += 1
+            result = SummaryResult(**cached)
+            # Paid in an earlier run: this run spends nothing on it.
+            return dataclasses.replace(result, cost_usd=0.0, calls=0, attempts=0, latency_s=0.0,
+                                       prompt_tokens=0, completion_tokens=0, cache_read_tokens=0,
+                                       cache_write_tokens=0, overflow_calls=0, redactions={},
+                                       model=result.model)
+        result = await self.inner.summarize(call)
+        self.state.put_summary(key, dataclasses.asdict(result))
+        return result
+
+
+class Runner:
+    def __init__(self, settings: CompactionSettings, options: RunOptions, summarizer: Any, pool_settings: Any,
+                 *, clock=None, sleep=None) -> None:
+        self.settings = settings
+        self.options = options
+        self.summarizer = summarizer
+        self.pool_settings = pool_settings
+        self.clock = clock
+        self.sleep = sleep
+        self.started = _now()
+        self.run_id = _new_run_id(self.started)
+        self.plan_options = PlanOptions(summary_model=options.summary_model, pricing_file=options.pricing_file)
+        self.settings_key = settings_hash(
+            {
+                "settings": dataclasses.asdict(settings),
+                "summary_model": options.summary_model,
+                "summarizer": getattr(summarizer, "name", None),
+                "in_place": options.in_place,
+                "output_dir": str(options.output_dir) if options.output_dir else None,
+            }
+        )
+        self.rows: list[dict[str, Any]] = []
+        self.pending: dict[str, _Pending] = {}
+        self.bars: dict[str, Any] = {}
+
+    # -- progress ------------------------------------------------------------------------------------
+    def _bar(self, name: str, total: int | None, desc: str):
+        if not self.options.progress:
+            return None
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, desc=desc, unit="session", leave=False, dynamic_ncols=True)
+        self.bars[name] = bar
+        return bar
+
+    def _tick(self, name: str, **postfix: Any) -> None:
+        bar = self.bars.get(name)
+        if bar is not None:
+            bar.update(1)
+            if postfix:
+                bar.set_postfix(postfix, refresh=False)
+
+    def _close_bars(self) -> None:
+        for bar in self.bars.values():
+            bar.close()
+        self.bars.clear()
+
+    # -- the run -------------------------------------------------------------------------------------
+    def output_path(self, item: ScanItem) -> Path:
+        if self.options.in_place:
+            return item.path
+        assert self.options.output_dir is not None
+        return self.options.output_dir / item.relative
+
+    def finish(self, row: dict[str, Any], status: str, reason: str | None = None) -> None:
+        row["status"] = status
+        if reason is not None:
+            row["reason"] = reason
+        row["ended_at"] = _now()
+        self.rows.append(row)
+        log.info("%s: %s%s", row["input_path"], status, f" ({row['reason']})" if row.get("reason") else "")
+
+    def run(self, paths: Iterable[str]) -> RunSummary:
+        items = list(iter_session_files(paths))
+        with RunState(self.options.resolved_state_path()) as state:
+            try:
+                to_compact = self._plan_all(items, state)
+                aborted = self._summarize_all(to_compact, state)
+            finally:
+                self._close_bars()
+                for pending in self.pending.values():  # interrupted before their job finished
+                    self.finish(pending.row, SKIPPED, "run stopped before this session was summarized")
+                self.pending.clear()
+                report_path = write_compactions(self.rows, self.options.resolved_report_dir(), self.run_id)
+        by_status: dict[str, int] = {}
+        for row in self.rows:
+            by_status[row["status"]] = by_status.get(row["status"], 0) + 1
+        return RunSummary(self.run_id, self.rows, report_path, self.started, _now(), aborted, by_status)
+
+    def _plan_all(self, items: list[ScanItem], state: RunState) -> list[tuple[ScanItem, Fingerprint, dict]]:
+        bar = self._bar("plan", len(items), "planning")
+        args = ((str(i.path), str(i.root), self.options.min_age_s) for i in items)
+        to_compact: list[tuple[ScanItem, Fingerprint, dict]] = []
+        est_total = 0.0
+        for item, record in zip(items, map_bounded(_phase1, args, self.options.jobs, self.settings, self.plan_options),
+                                strict=True):
+            if bar is not None:
+                bar.update(1)
+            plan_row = record["plan_row"]
+            row = _row_from_plan(plan_row, item, self.run_id, self.started)
+            status = record["status"]
+            fingerprint = record.get("fingerprint")
+            if status == "young":
+                self.finish(row, SKIPPED, record["reason"])
+                continue
+            if status == "error":
+                self.finish(row, FAILED, record["reason"])
+                continue
+            done = state.finished(str(item.path), fingerprint, self.settings_key)
+            if done is not None:
+                row["output_path"] = done["output_path"]
+                self.finish(row, SKIPPED, f"finished in an earlier run ({done['status']})")
+                continue
+            if status == "skip":
+                self._copy_unchanged(item, row)
+                state.record(str(item.path), fingerprint, self.settings_key, SKIPPED, row.get("output_path"),
+                             record["reason"], self.run_id)
+                self.finish(row, SKIPPED, record["reason"])
+                continue
+            if self.options.limit is not None and len(to_compact) >= self.options.limit:
+                self.finish(row, SKIPPED, f"--limit {self.options.limit} reached")
+                continue
+            est_total += plan_row.get("est_cost_usd") or 0.0
+            to_compact.append((item, fingerprint, row))
+        if self.options.max_cost_usd is not None and est_total > self.options.max_cost_usd:
+            for _, _, row in to_compact:
+                self.finish(row, BUDGET_EXHAUSTED, "estimated cost exceeds --max-cost; run refused")
+            raise RunAborted(
+                f"the estimated cost ${est_total:.4f} exceeds --max-cost ${self.options.max_cost_usd:.4f}; "
+                "nothing was summarized (raise --max-cost or use --limit)"
+            )
+        return to_compact
+
+    def _copy_unchanged(self, item: ScanItem, row: dict[str, Any]) -> None:
+        if not self.options.copy_unchanged or self.options.in_place:
+            return
+        target = self.output_path(item)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.batchcompact-copy")
+        shutil.copy2(item.path, tmp)
+        os.replace(tmp, target)
+        row["output_path"] = str(target)
+
+    def _summarize_all(self, to_compact: list[tuple[ScanItem, Fingerprint, dict]], state: RunState) -> str | None:
+        if not to_compact:
+            return None
+        from batchcompact.summarize.pool import run_jobs
+
+        caching = _CachingSummarizer(self.summarizer, state, self.options.summary_model)
+        self._bar("summarize", len(to_compact), "compacting")
+        stop = asyncio.Event()
+        spent = {"cost": 0.0}
+
+        async def jobs():
+            from batchcompact.summarize.pool import SummaryJob
+
+            for item, fingerprint, row in to_compact:
+                pending = await asyncio.to_thread(self._prepare, item, fingerprint, row, state)
+                if pending is None:
+                    continue
+                self.pending[str(item.path)] = pending
+                yield SummaryJob(str(item.path), list(pending.plan.calls))
+
+        async def on_outcome(outcome) -> None:
+            pending = self.pending.pop(outcome.key, None)
+            if pending is None:
+                return
+            spent["cost"] += outcome.cost_usd
+            await asyncio.to_thread(self._complete, pending, outcome, state)
+            self._tick("summarize", cost=f"${spent['cost']:.4f}")
+
+        async def main():
+            loop = asyncio.get_running_loop()
+            try:
+                loop.add_signal_handler(signal.SIGINT, stop.set)
+                loop.add_signal_handler(signal.SIGTERM, stop.set)
+            except (NotImplementedError, RuntimeError):  # not the main thread (tests)
+                pass
+            try:
+                return await run_jobs(jobs(), caching, self.pool_settings, on_outcome=on_outcome,
+                                      clock=self.clock, sleep=self.sleep, stop_event=stop)
+            finally:
+                try:
+                    loop.remove_signal_handler(signal.SIGINT)
+                    loop.remove_signal_handler(signal.SIGTERM)
+                except (NotImplementedError, RuntimeError):
+                    pass
+
+        asyncio.run(main())
+        return self._abort_reason
+
+    _abort_reason: str | None = None
+
+    def _prepare(self, item: ScanItem, fingerprint: Fingerprint, row: dict[str, Any], state: RunState):
+        """Re-read and re-plan one session just before summarizing it (None when it is finished here)."""
+        try:
+            current = fingerprint_file(item.path)
+        except OSError as exc:
+            self.finish(row, FAILED, f"cannot read: {exc}")
+            return None
+        if (current.size, current.sha256) != (fingerprint.size, fingerprint.sha256):
+            self.finish(row, CHANGED, "the file changed after it was planned")
+            return None
+        session = read_session(item.path)
+        plan, plan_row = plan_session(session, self.settings, self.plan_options)
+        if not isinstance(plan, CompactionPlan):
+            self.finish(row, SKIPPED, plan_row.get("reason"))
+            return None
+        return _Pending(item, current, session, plan, row)
+
+    def _complete(self, pending: _Pending, outcome: Any, state: RunState) -> None:
+        """Apply the summaries, write, verify, record: the session's outcome becomes its row."""
+        row = pending.row
+        results = [r for r in outcome.results if r is not None]
+        row.update(
+            calls=sum(r.calls for r in results),
+            attempts=outcome.attempts,
+            prompt_tokens=sum(r.prompt_tokens for r in results),
+            completion_tokens=sum(r.completion_tokens for r in results),
+            cache_read_tokens=sum(r.cache_read_tokens for r in results),
+            cache_write_tokens=sum(r.cache_write_tokens for r in results),
+            cost_usd=None if any(r.cost_usd is None for r in results) else sum(r.cost_usd for r in results),
+            latency_s=max((r.latency_s for r in results), default=0.0),
+            model=results[0].model if results else self.options.summary_model,
+            redactions=sum(r.redaction_count for r in results),
+            overflow_recovery=any(r.overflow_calls for r in results),
+            reused_summaries=sum(1 for r in results if r.calls == 0 and self.summarizer.name != "builtin"),
+        )
+        if outcome.status == "aborted":
+            self._abort_reason = outcome.error
+            self.finish(row, FAILED, f"run aborted: {outcome.error}")
+            return
+        if outcome.status == "budget_exhausted":
+            self.finish(row, BUDGET_EXHAUSTED, outcome.error or "--max-cost reached")
+            return
+        if outcome.status == "skipped":
+            self.finish(row, SKIPPED, outcome.error)
+            return
+        if outcome.status == "cancelled":
+            self.finish(row, SKIPPED, "run stopped before this session was summarized")
+            return
+        if outcome.status != "ok":
+            self.finish(row, FAILED, outcome.error)
+            return
+        try:
+            output = self._write(pending, outcome)
+        except ChangedDuringRun as exc:
+            self.finish(row, CHANGED, str(exc))
+            return
+        except VerificationError as exc:
+            self.finish(row, FAILED, f"verification failed: {exc}")
+            return
+        except OSError as exc:
+            self.finish(row, FAILED, f"write failed: {exc}")
+            return
+        row["output_path"] = output
+        state.record(str(pending.item.path), pending.fingerprint, self.settings_key, COMPACTED, output, None,
+                     self.run_id)
+        self.finish(row, COMPACTED, "")
+
+    def _write(self, pending: _Pending, outcome: Any) -> str:
+        plan = pending.plan
+        session = pending.session
+        texts = {call.kind: result.text for call, result in zip(plan.calls, outcome.results, strict=True)}
+        summary = compose_summary(plan, texts)
+        results = [r for r in outcome.results if r is not None]
+        tokens = (
+            sum(r.prompt_tokens for r in results),
+            sum(r.completion_tokens for r in results),
+            sum(r.cache_read_tokens for r in results),
+            sum(r.cache_write_tokens for r in results),
+        )
+        cost = None if any(r.cost_usd is None for r in results) else sum(r.cost_usd for r in results)
+        usage = usage_record(*tokens, cost, self._cost_parts(results[0].model if results else None, *tokens))
+        from_hook = any(getattr(r, "from_hook", False) for r in results)
+        module = _format_module(session.format)
+        lines = module.build_compaction(session, plan, summary, usage=usage, now_iso=_iso(_now()), from_hook=from_hook)
+        target = self.output_path(pending.item)
+
+        def verify(tmp: Path) -> list[str]:
+            written = read_session(tmp)
+            problems = module.verify(session, written, plan)
+            problems.extend(self._check_size(written, plan))
+            return problems
+
+        result = write_session(session, lines, target, pending.fingerprint, verify,
+                               in_place=self.options.in_place, backup=self.options.backup)
+        return result.output_path
+
+    def _cost_parts(self, model: str | None, prompt: int, completion: int, cache_read: int,
+                    cache_write: int) -> dict[str, float] | None:
+        """Per-part costs from the price table (None when the model has no price there)."""
+        if not model or self.summarizer.name == "builtin":
+            return None
+        from batchcompact.pricing import PriceTable
+
+        info = PriceTable.load(self.options.pricing_file).lookup(model)
+        rates = info.rates() if info is not None else ()
+        if not rates:
+            return None
+        rate = rates[0]
+        for tier in rates[1:]:
+            if prompt + cache_read + cache_write > tier.above_tokens:
+                rate = tier
+        return {
+            "input": prompt * rate.input_cost_per_token,
+            "output": completion * rate.output_cost_per_token,
+            "cacheRead": cache_read * rate.cache_read_input_token_cost,
+            "cacheWrite": cache_write * rate.cache_creation_input_token_cost,
+        }
+
+    def _check_size(self, written: Any, plan: CompactionPlan) -> list[str]:
+        """The rebuilt context (estimated, stale usage ignored) must be under the trigger threshold."""
+        window = self.settings.context_window or plan.context_window
+        if window is None:
+            return []
+        context = build_session_context(written.path_entries())
+        tokens = sum(estimate_tokens(m.message) for m in context.messages)
+        threshold = self.settings.threshold(window)
+        if tokens > threshold:
+            return [f"the rebuilt context (~{tokens} tokens) is still above the threshold ({threshold})"]
+        return []
+
+
+def run_archive(paths: Iterable[str], settings: CompactionSettings, options: RunOptions, summarizer: Any,
+                pool_settings: Any, **kwargs: Any) -> RunSummary:
+    """Compact every session under `paths`; see the module docstring for the guarantees."""
+    summary = Runner(settings, options, summarizer, pool_settings, **kwargs).run(paths)
+    return summary

@@ -1,0 +1,87 @@
+"""The `run` report: one row per session seen, as Parquet with an explicit, versioned schema.
+
+Each run writes its own file `compactions-<run_id>.parquet` in the report folder, so runs accumulate
+and `polars.read_parquet("reports/*.parquet")` reads them together. Columns are added, never repurposed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+COMPACTIONS_SCHEMA_VERSION = "1"
+
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("run_id", "string"),
+    ("started_at", "timestamp"),
+    ("ended_at", "timestamp"),
+    ("input_path", "string"),
+    ("output_path", "string"),
+    ("session_id", "string"),
+    ("format", "string"),
+    ("status", "string"),
+    ("reason", "string"),
+    ("entries", "int64"),
+    ("tokens_before", "int64"),
+    ("tokens_after_est", "int64"),
+    ("first_kept_entry_id", "string"),
+    ("messages_summarized", "int64"),
+    ("split_turn", "bool"),
+    ("branch_summaries", "int64"),
+    ("calls", "int64"),
+    ("attempts", "int64"),
+    ("reused_summaries", "int64"),
+    ("prompt_tokens", "int64"),
+    ("completion_tokens", "int64"),
+    ("cache_read_tokens", "int64"),
+    ("cache_write_tokens", "int64"),
+    ("cost_usd", "float64"),
+    ("est_cost_usd", "float64"),
+    ("latency_s", "float64"),
+    ("model", "string"),
+    ("session_model", "string"),
+    ("redactions", "int64"),
+    ("overflow_recovery", "bool"),
+)
+
+
+def compactions_schema():
+    import pyarrow as pa
+
+    types = {
+        "string": pa.string(),
+        "int64": pa.int64(),
+        "float64": pa.float64(),
+        "bool": pa.bool_(),
+        "timestamp": pa.timestamp("us", tz="UTC"),
+    }
+    return pa.schema(
+        [(name, types[kind]) for name, kind in COLUMNS],
+        metadata={"batchcompact_table": "compactions", "schema_version": COMPACTIONS_SCHEMA_VERSION},
+    )
+
+
+def empty_row() -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(name for name, _ in COLUMNS)
+    for name, kind in COLUMNS:
+        if kind == "int64" and name not in ("entries", "tokens_before", "tokens_after_est"):
+            row[name] = 0
+    row["split_turn"] = False
+    row["overflow_recovery"] = False
+    return row
+
+
+def write_compactions(rows: list[dict[str, Any]], report_dir: Path, run_id: str) -> Path:
+    """Write the run's rows atomically as `compactions-<run_id>.parquet`; returns its path."""
+    import os
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    report_dir.mkdir(parents=True, exist_ok=True)
+    target = report_dir / f"compactions-{run_id}.parquet"
+    tmp = report_dir / f".compactions-{run_id}.parquet.tmp"
+    table = pa.Table.from_pylist(rows, schema=compactions_schema())
+    pq.write_table(table, tmp)
+    os.replace(tmp, target)
+    return target

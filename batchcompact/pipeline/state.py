@@ -1,0 +1,141 @@
+"""Run state: what each session's outcome was, the summaries already paid for, and the run lock.
+
+SQLite (stdlib) in WAL mode; every record is committed as soon as it is known, so a run killed at any
+moment loses at most the calls in flight. Summaries are stored by the hash of exactly what was sent
+(model, system prompt, user prompt, max_tokens), so a rerun never pays twice for the same summary.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from batchcompact.errors import LockHeldError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    input_path TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    settings_hash TEXT NOT NULL,
+    status TEXT NOT NULL,
+    output_path TEXT,
+    reason TEXT,
+    run_id TEXT,
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (input_path, fingerprint, settings_hash)
+);
+CREATE TABLE IF NOT EXISTS summaries (
+    call_key TEXT PRIMARY KEY,
+    result TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+"""
+
+# Outcomes after which a rerun has nothing left to do for that input.
+FINAL_STATUSES = frozenset({"compacted", "skipped"})
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    size: int
+    mtime_ns: int
+    sha256: str
+
+    def __str__(self) -> str:
+        return f"{self.size}:{self.sha256}"
+
+
+def fingerprint_file(path: str | Path) -> Fingerprint:
+    """Size, mtime and content hash, taken so that a change made while we read is noticed."""
+    stat = os.stat(path)
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return Fingerprint(stat.st_size, stat.st_mtime_ns, digest.hexdigest())
+
+
+def call_key(model: str, system_prompt: str, user_prompt: str, max_tokens: int) -> str:
+    digest = hashlib.sha256()
+    for part in (model, system_prompt, user_prompt, str(max_tokens)):
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+def settings_hash(values: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+class RunState:
+    """The state database plus an exclusive lock held for the whole run."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock_handle = open(str(self.path) + ".lock", "a+")
+        try:
+            fcntl.flock(self._lock_handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock_handle.seek(0)
+            holder = self._lock_handle.read().strip() or "unknown"
+            self._lock_handle.close()
+            raise LockHeldError(
+                f"another batchcompact run holds the lock on {self.path} (pid {holder}); "
+                "wait for it to finish, or pass a different --state"
+            ) from None
+        self._lock_handle.seek(0)
+        self._lock_handle.truncate()
+        self._lock_handle.write(str(os.getpid()))
+        self._lock_handle.flush()
+        self.db = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.executescript(SCHEMA)
+        self.db.commit()
+
+    def close(self) -> None:
+        self.db.close()
+        fcntl.flock(self._lock_handle.fileno(), fcntl.LOCK_UN)
+        self._lock_handle.close()
+
+    def __enter__(self) -> RunState:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def finished(self, input_path: str, fingerprint: Fingerprint, settings: str) -> dict[str, Any] | None:
+        """The recorded final outcome for this exact input and settings, if any."""
+        row = self.db.execute(
+            "SELECT status, output_path, reason FROM sessions WHERE input_path=? AND fingerprint=? AND settings_hash=?",
+            (input_path, str(fingerprint), settings),
+        ).fetchone()
+        if row is None or row[0] not in FINAL_STATUSES:
+            return None
+        return {"status": row[0], "output_path": row[1], "reason": row[2]}
+
+    def record(self, input_path: str, fingerprint: Fingerprint, settings: str, status: str,
+               output_path: str | None, reason: str | None, run_id: str) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (input_path, str(fingerprint), settings, status, output_path, reason, run_id, time.time()),
+        )
+        self.db.commit()
+
+    def get_summary(self, key: str) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT result FROM summaries WHERE call_key=?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put_summary(self, key: str, result: dict[str, Any]) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO summaries VALUES (?, ?, ?)", (key, json.dumps(result), time.time())
+        )
+        self.db.commit()

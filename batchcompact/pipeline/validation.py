@@ -1,0 +1,36 @@
+"""Validate session files: structural checks of the readers plus JSON Schema checks of every entry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from batchcompact.core.entries import ERROR, Problem
+
+
+def validate_file(path: str) -> dict[str, Any]:
+    """Problems of one file as a row: path, format, entries, errors, warnings, problems."""
+    from batchcompact.pipeline.planning import read_session
+
+    try:
+        session = read_session(path)
+        problems = list(session.problems)
+        if session.format == "pi":
+            from batchcompact.schemas import validate_session
+
+            problems.extend(validate_session(session))
+        fmt, entries, session_id = session.format, len(session.entries), session.session_id
+    except Exception as exc:  # one broken file must not stop the others
+        problems = [Problem(path, None, ERROR, f"internal error while reading: {exc!r}")]
+        fmt, entries, session_id = None, 0, None
+    problems.sort(key=lambda p: (p.line or 0))
+    errors = sum(1 for p in problems if p.severity == ERROR)
+    return {
+        "path": path,
+        "format": fmt,
+        "session_id": session_id,
+        "entries": entries,
+        "valid": errors == 0,
+        "errors": errors,
+        "warnings": len(problems) - errors,
+        "problems": [p.as_dict() for p in problems],
+    }
