@@ -1,0 +1,270 @@
+"""Planning: cut points, split turns, the FIX boundary, pi's bugs fixed, fixture conformance, properties."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import fixture_path
+from factories import Builder
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from batchcompact.core.calls import HISTORY, TURN_PREFIX
+from batchcompact.core.cutpoint import find_cut_point
+from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
+from batchcompact.core.prompts import NO_PRIOR_HISTORY
+from batchcompact.core.tree import SessionTree
+from batchcompact.formats.pi import read_pi_session
+
+FORCE = CompactionSettings(force=True)
+
+
+def _path(b: Builder):
+    return SessionTree(b.objects()).path()
+
+
+def test_false_split_after_metadata_matches_pi_without_the_fix_and_is_fixed_with_it():
+    # The reference's example [u0, a1, tlc2, u3, a4]: pi gives {firstKept: 2, turnStart: 0, split: true}.
+    b = Builder()
+    b.user("u0" * 40)
+    b.assistant("a1" * 40)
+    b.meta()
+    b.user("u3" * 10)
+    b.assistant("a4" * 10)
+    entries = b.objects()
+    pi = find_cut_point(entries, 0, 5, 10, fix_false_split=False)
+    assert (pi.first_kept_index, pi.turn_start_index, pi.is_split_turn) == (2, 0, True)
+    fixed = find_cut_point(entries, 0, 5, 10)
+    assert (fixed.first_kept_index, fixed.turn_start_index, fixed.is_split_turn) == (2, -1, False)
+
+
+def test_cut_never_lands_on_tool_result_and_falls_back_when_budget_crossed_in_results():
+    b = Builder()
+    b.user("do it")
+    b.assistant("", calls=[("bash", {"command": "x"})])
+    b.tool_result("r" * 400)
+    b.tool_result("r" * 400)
+    entries = b.objects()
+    cut = find_cut_point(entries, 0, len(entries), 50)
+    # Budget crossed inside trailing tool results with no cut point after: keep everything (#7201).
+    assert cut.first_kept_index == 0 and not cut.is_split_turn
+
+
+def test_split_turn_plans_two_calls_with_instructions_in_both():
+    b = Builder()
+    b.user("old request " * 30)
+    b.assistant("old answer " * 30)
+    b.user("big request")
+    for index in range(6):
+        b.assistant(f"step {index} " * 20, calls=[("edit", {"path": f"src/f{index}.py"})])
+        b.tool_result("out " * 50)
+    settings = CompactionSettings(force=True, keep_recent_tokens=300, instructions="focus on tests")
+    plan = prepare_compaction(_path(b), settings)
+    assert isinstance(plan, CompactionPlan) and plan.split_turn
+    assert [c.kind for c in plan.calls] == [HISTORY, TURN_PREFIX]
+    assert all(c.user_prompt.endswith("Additional focus: focus on tests") for c in plan.calls)
+    assert plan.calls[0].max_tokens == 13107 and plan.calls[1].max_tokens == 8192
+    assert plan.turn_prefix_messages > 0 and plan.messages_to_summarize == 2
+
+
+def test_nothing_to_summarize_is_a_skip_not_an_empty_call():
+    b = Builder()
+    b.user("hi")
+    b.assistant("hello")
+    plan = prepare_compaction(_path(b), FORCE)
+    assert isinstance(plan, Skip) and plan.reason.startswith("nothing to summarize")
+
+
+def test_split_turn_with_no_history_keeps_the_previous_summary():
+    b = Builder()
+    first = b.user("first")
+    b.assistant("a")
+    b.add("compaction", summary="PREVIOUS", firstKeptEntryId=first, tokensBefore=5,
+          details={"readFiles": ["r.txt"], "modifiedFiles": ["m.txt"]}, fromHook=False)
+    # Everything after the boundary is one turn (started by 'first') too big to keep whole: the history
+    # part is empty. pi would send "No prior history." and drop PREVIOUS; we keep PREVIOUS.
+    for index in range(5):
+        b.assistant(f"work {index} " * 40)
+    plan = prepare_compaction(_path(b), CompactionSettings(force=True, keep_recent_tokens=150))
+    assert isinstance(plan, CompactionPlan) and plan.split_turn
+    assert [c.kind for c in plan.calls] == [TURN_PREFIX]
+    assert plan.history_fallback == "PREVIOUS" != NO_PRIOR_HISTORY
+    assert plan.read_files == ["r.txt"] and plan.modified_files == ["m.txt"]
+    from batchcompact.core.apply import compose_summary
+
+    summary = compose_summary(plan, {TURN_PREFIX: "PREFIX"})
+    assert summary.startswith("PREVIOUS\n\n---\n\n**Turn Context (split turn):**\n\nPREFIX\n\n<read-files>")
+
+
+def test_update_prompt_carries_previous_summary():
+    b = Builder()
+    b.user("q1 " * 100)
+    b.assistant("a1 " * 100)
+    kept = b.user("q2 " * 100)
+    b.assistant("a2 " * 100)
+    b.add("compaction", summary="PREVIOUS", firstKeptEntryId=kept, tokensBefore=5)
+    b.user("q3 " * 100)
+    b.assistant("a3 " * 100)
+    plan = prepare_compaction(_path(b), CompactionSettings(force=True, keep_recent_tokens=100))
+    assert isinstance(plan, CompactionPlan) and not plan.split_turn
+    history = plan.calls[0]
+    assert history.previous_summary == "PREVIOUS"
+    assert "<previous-summary>\nPREVIOUS\n</previous-summary>" in history.user_prompt
+    # FIX boundary: the earlier kept region (q2, a2) is summarized again, the compaction entry is not.
+    assert plan.messages_to_summarize == 2
+
+
+def test_already_compacted_and_threshold_and_unknown_window():
+    b = Builder()
+    u = b.user("x" * 400)
+    b.assistant("y" * 400, usage=150_000)
+    b.add("compaction", summary="S", firstKeptEntryId=u, tokensBefore=1)
+    assert prepare_compaction(_path(b), FORCE).reason == "already compacted"
+    b.user("next")
+    plan = prepare_compaction(_path(b), CompactionSettings(), context_window=128_000)
+    # The only usage predates the compaction: it is stale and must not trigger another compaction.
+    assert isinstance(plan, Skip) and plan.reason.startswith("below threshold")
+    fresh = Builder()
+    fresh.user("x")
+    fresh.assistant("y", usage=120_000)
+    assert isinstance(prepare_compaction(_path(fresh), CompactionSettings(), context_window=128_000), Skip)
+    fresh.user("z" * 40_000)
+    small_keep = CompactionSettings(keep_recent_tokens=1000)
+    assert isinstance(prepare_compaction(_path(fresh), small_keep, context_window=128_000), CompactionPlan)
+    unknown = prepare_compaction(_path(fresh), small_keep)
+    assert isinstance(unknown, Skip) and "unknown context window" in unknown.reason
+
+
+@pytest.mark.parametrize(
+    ("settings", "window", "threshold"),
+    [
+        (CompactionSettings(), 200_000, 183_616),
+        (CompactionSettings(threshold_percent=80), 200_000, 160_000),
+        (CompactionSettings(threshold_tokens=90_000), 200_000, 90_000),
+        (CompactionSettings(threshold_tokens=500_000), 200_000, 199_999),
+        (CompactionSettings(threshold_percent=80, threshold_tokens=1000), 200_000, 1000),
+    ],
+)
+def test_thresholds(settings, window, threshold):
+    assert settings.threshold(window) == threshold
+
+
+# Values from pi's algorithm (reference 3.3-3.4, FIX boundary) on the real fixtures, with --force.
+# Columns: keep, first kept line, turn start line, split, messages summarized, prefix messages,
+# tokens before, read files, modified files.
+FIXTURE_TABLE = {
+    "large-session.jsonl": [
+        (2000, 1009, 988, True, 882, 21, 177657, 6, 23),
+        (5000, 985, 980, True, 874, 5, 177657, 6, 23),
+        (20000, 839, 836, True, 730, 3, 177657, 7, 20),
+        (50000, 396, 389, True, 361, 7, 177657, 6, 15),
+        (100000, 29, 26, True, 23, 3, 177657, 6, 1),
+    ],
+    "before-compaction.jsonl": [
+        (2000, 1002, None, False, 444, 0, 180820, 2, 12),
+        (5000, 1002, None, False, 444, 0, 180820, 2, 12),
+        (20000, 948, 941, True, 383, 7, 180820, 2, 12),
+        (50000, 792, 791, True, 233, 1, 180820, 1, 6),
+        (100000, 692, 679, True, 126, 13, 180820, 0, 2),
+    ],
+}
+
+
+def _independent_count(path, start_line: int, end_line: int) -> int:
+    """Messages in lines [start, end) counted straight from the JSON, compactions excluded."""
+    count = 0
+    with open(path) as handle:
+        for lineno, raw in enumerate(handle, 1):
+            if start_line <= lineno < end_line:
+                kind = json.loads(raw)["type"]
+                count += kind in ("message", "custom_message", "branch_summary")
+    return count
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURE_TABLE))
+def test_fixture_cut_points_match_pi(name):
+    path = fixture_path("pi", name)
+    session = read_pi_session(path)
+    entries = session.tree.path()
+    boundary_line = 2
+    compactions = [e for e in entries if e.type == "compaction"]
+    if compactions:  # FIX: the boundary is the previous compaction's first kept entry
+        kept = compactions[-1].data["firstKeptEntryId"]
+        boundary_line = next(e.line for e in entries if e.id == kept)
+    for keep, first, turn, split, msgs, prefix, before, nread, nmod in FIXTURE_TABLE[name]:
+        plan = prepare_compaction(entries, CompactionSettings(force=True, keep_recent_tokens=keep))
+        assert isinstance(plan, CompactionPlan), plan
+        got = (plan.first_kept_line, plan.turn_start_line, plan.split_turn, plan.messages_to_summarize,
+               plan.turn_prefix_messages, plan.tokens_before, len(plan.read_files), len(plan.modified_files))
+        assert got == (first, turn, split, msgs, prefix, before, nread, nmod), keep
+        history_end = turn if split else first
+        assert msgs == _independent_count(path, boundary_line, history_end)
+        assert prefix == (_independent_count(path, turn, first) if split else 0)
+        assert entries[plan.first_kept_index].role != "toolResult"
+        # The pi bug fixes change nothing here.
+        pi_plan = prepare_compaction(
+            entries, CompactionSettings(force=True, keep_recent_tokens=keep, fix_false_split=False)
+        )
+        assert (pi_plan.first_kept_line, pi_plan.split_turn) == (first, split)
+
+
+def test_fixture_second_compaction_uses_fix_boundary_not_snap():
+    session = read_pi_session(fixture_path("pi", "before-compaction.jsonl"))
+    plan = prepare_compaction(session.tree.path(), CompactionSettings(force=True))
+    # SNAP would start after the compaction on line 629; FIX starts at its first kept entry (line 552).
+    assert plan.extra["boundary_start"] == 550
+    assert plan.previous_summary.startswith("# Context Checkpoint")
+
+
+# ---- properties ----------------------------------------------------------------------------------
+
+ROLE = st.sampled_from(["user", "assistant", "tool", "meta", "bash"])
+
+
+def _build(steps):
+    b = Builder()
+    for kind, size in steps:
+        text = "w" * size
+        if kind == "user":
+            b.user(text)
+        elif kind == "assistant":
+            b.assistant(text, calls=[("read", {"path": f"f{size}.py"})] if size % 2 else [], usage=size * 3)
+        elif kind == "tool":
+            b.tool_result(text)
+        elif kind == "meta":
+            b.meta()
+        else:
+            b.add("message", message={"role": "bashExecution", "command": "ls", "output": text, "exitCode": 0})
+    return b
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=st.lists(st.tuples(ROLE, st.integers(1, 3000)), min_size=1, max_size=40),
+       keep=st.integers(1, 20000))
+def test_planning_properties(steps, keep):
+    b = _build(steps)
+    path = _path(b)
+    settings_ = CompactionSettings(force=True, keep_recent_tokens=keep)
+    plan = prepare_compaction(path, settings_)
+    assert plan == prepare_compaction(path, settings_) or isinstance(plan, CompactionPlan)  # deterministic
+    if isinstance(plan, Skip):
+        return
+    first = path[plan.first_kept_index]
+    assert first.role != "toolResult"
+    from batchcompact.core.tokens import estimate_tokens
+
+    kept = sum(estimate_tokens(e.message) for e in path[plan.first_kept_index:] if e.message is not None)
+    everything = plan.first_kept_index == 0
+    assert kept >= keep or everything or any(e.role == "toolResult" for e in path[plan.first_kept_index - 1:plan.first_kept_index])
+    assert plan.calls and all(c.user_prompt for c in plan.calls)
+    # Applying the plan never leaves an orphan tool result at the start of the kept region, and the
+    # compacted session is then "already compacted".
+    b.add("compaction", summary="S", firstKeptEntryId=plan.first_kept_entry_id, tokensBefore=plan.tokens_before)
+    new_path = _path(b)
+    from batchcompact.core.context import build_session_context
+
+    ctx = build_session_context(new_path).messages
+    assert ctx[0].message["role"] == "compactionSummary"
+    assert len(ctx) == 1 or ctx[1].message["role"] != "toolResult"
+    assert prepare_compaction(new_path, settings_).reason == "already compacted"
