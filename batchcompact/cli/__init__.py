@@ -38,6 +38,27 @@ class LazyGroup(click.Group):
             return None
         return getattr(importlib.import_module(module), attr)
 
+    def invoke(self, ctx: click.Context):
+        """Our exceptions become click errors here, and only here: message + exit code."""
+        from batchcompact.errors import BatchCompactError, UsageError
+
+        try:
+            rv = super().invoke(ctx)
+        except UsageError as exc:
+            if os.environ.get("BATCHCOMPACT_DEBUG"):
+                raise
+            raise click.UsageError(str(exc)) from exc
+        except BatchCompactError as exc:
+            if os.environ.get("BATCHCOMPACT_DEBUG"):
+                raise
+            error = click.ClickException(str(exc))
+            error.exit_code = exc.exit_code
+            raise error from exc
+        # Commands return their exit code; make it the process's in every mode (CliRunner included).
+        if isinstance(rv, int) and rv != 0:
+            ctx.exit(rv)
+        return rv
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
         if rows:

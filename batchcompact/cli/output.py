@@ -6,7 +6,8 @@ import csv
 import io
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TextIO
 
 import click
@@ -39,8 +40,14 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, st
     return "\n".join(lines)
 
 
-def open_output(path: str | None) -> TextIO:
-    return open(path, "w", encoding="utf-8", newline="") if path else sys.stdout
+@contextmanager
+def open_output(path: str | None) -> Iterator[TextIO]:
+    """FILE opened for writing (closed afterwards), or stdout (left open)."""
+    if not path:
+        yield sys.stdout
+        return
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        yield handle
 
 
 def write_json_rows(rows: Iterable[dict[str, Any]], out: TextIO) -> int:

@@ -110,18 +110,15 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
                 out.write(format_table(collected, TABLE_COLUMNS) + "\n\n")
             out.write(totals.summary() + "\n")
         return 0
-    if fmt == "json":
-        out = open_output(output)
-        write_json_rows(rows(), out)
-    elif fmt == "csv":
-        out = open_output(output)
-        write_csv_rows(rows(), PLAN_COLUMNS, out)
-    else:
+    if fmt == "parquet":
         from batchcompact.pipeline.plan_parquet import write_plan_parquet
 
         write_plan_parquet(rows(), output)
-        out = None
-    if out is not None and output:
-        out.close()
+    else:
+        with open_output(output) as out:
+            if fmt == "json":
+                write_json_rows(rows(), out)
+            else:
+                write_csv_rows(rows(), PLAN_COLUMNS, out)
     echo_err(totals.summary())
     return 0

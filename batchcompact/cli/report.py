@@ -1,0 +1,175 @@
+"""`batchcompact report`: usage and cost across session archives (a thin wrapper over batchcompact.report)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import date, datetime
+
+import click
+
+from batchcompact.errors import BatchCompactError
+
+SOURCES = ("pi", "claude", "codex", "batchcompact")
+
+
+def _parse_date(ctx, param, value: str | None) -> date | None:
+    if value is None:
+        return None
+    for fmt in ("%Y-%m-%d", "%Y%m%d"):
+        try:
+            return datetime.strptime(value, fmt).date()
+        except ValueError:
+            continue
+    raise click.BadParameter(f"{value!r} is not a date; use YYYY-MM-DD or YYYYMMDD")
+
+
+def _check_timezone(ctx, param, value: str) -> str:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise click.BadParameter(
+            f"unknown time zone {value!r} (use an IANA name such as Europe/Berlin)"
+        ) from None
+    return value
+
+
+@click.command("report")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option(
+    "--by",
+    type=click.Choice(["day", "week", "month", "session", "project", "model"]),
+    default="day",
+    show_default=True,
+    help="Group rows by this key.",
+)
+@click.option("--breakdown", is_flag=True, help="Split each group per model.")
+@click.option("--since", callback=_parse_date, metavar="DATE", help="First day to include (YYYY-MM-DD).")
+@click.option("--until", callback=_parse_date, metavar="DATE", help="Last day to include (YYYY-MM-DD).")
+@click.option(
+    "--source", "sources", multiple=True, type=click.Choice(SOURCES), help="Only these sources (repeatable)."
+)
+@click.option(
+    "--timezone",
+    default="UTC",
+    show_default=True,
+    callback=_check_timezone,
+    help="Time zone for days, weeks, months and --since/--until.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "csv", "parquet"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")
+@click.option(
+    "--pricing",
+    "pricing_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="JSON price map (litellm's shape) overriding the bundled prices.",
+)
+@click.option(
+    "--cost-mode",
+    type=click.Choice(["auto", "calculate", "recorded"]),
+    default="auto",
+    show_default=True,
+    help="auto: recorded cost where the file has one, else computed.",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False),
+    help="Usage cache folder [default: $XDG_CACHE_HOME/batchcompact or ~/.cache/batchcompact].",
+)
+@click.option("--no-cache", is_flag=True, help="Parse everything; neither read nor write the cache.")
+@click.option("--jobs", type=click.IntRange(min=1), help="Processes for parsing [default: CPUs, at most 8].")
+@click.option(
+    "--chart", type=click.Path(dir_okay=False), help="Draw cost per period by model (.html or .png)."
+)
+def report(
+    paths,
+    by,
+    breakdown,
+    since,
+    until,
+    sources,
+    timezone,
+    fmt,
+    output,
+    pricing_file,
+    cost_mode,
+    cache_dir,
+    no_cache,
+    jobs,
+    chart,
+) -> int:
+    """Usage and cost across session archives (pi, Claude Code, Codex, batchcompact runs).
+
+    PATHS are files or folders (walked for *.jsonl, *.jsonl.zst and compactions*.parquet).
+    Tokens: input = non-cached input for every source; cost is USD.
+
+    \b
+    Examples:
+      batchcompact report ~/.claude/projects ~/.codex/sessions --by month
+      batchcompact report ~/.pi/agent/sessions --by model --since 2026-01-01 --format json
+      batchcompact report runs/ --source batchcompact --by session --chart cost.html
+    """
+    from batchcompact.report import ReportSettings, build_report, collect_usage
+    from batchcompact.report.render import write_report
+
+    settings = ReportSettings(
+        by=by,
+        breakdown=breakdown,
+        since=since,
+        until=until,
+        sources=tuple(sources),
+        timezone=timezone,
+        cost_mode=cost_mode,
+        pricing_file=pricing_file,
+    )
+    try:
+        if fmt == "parquet" and not output:
+            raise click.UsageError("--format parquet needs --output FILE")
+        collected = collect_usage(paths, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs)
+        try:
+            for warning in collected.warnings:
+                click.echo(f"warning: {warning}", err=True)
+            result = build_report(collected.parts, settings)
+            if chart:
+                from dataclasses import replace
+
+                from batchcompact.report.chart import write_chart
+
+                period = by if by in ("day", "week", "month") else "day"
+                write_chart(
+                    build_report(collected.parts, replace(settings, by=period, breakdown=True)), chart
+                )
+        finally:
+            collected.cleanup()
+        if result.unpriced_models:
+            click.echo(
+                "warning: no price for "
+                + ", ".join(result.unpriced_models)
+                + " (their computed cost is unknown; marked * in the table; add them with --pricing FILE)",
+                err=True,
+            )
+        text = write_report(result, fmt, output)
+        if text:
+            click.echo(text, nl=False)
+        click.echo(
+            f"{collected.files} files: {collected.extracted} parsed, {collected.cached} from cache", err=True
+        )
+    except BatchCompactError as exc:
+        if os.environ.get("BATCHCOMPACT_DEBUG"):
+            raise
+        click.echo(f"Error: {exc}", err=True)
+        return exc.exit_code
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(report())

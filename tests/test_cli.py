@@ -1,0 +1,161 @@
+"""The command line on real files: exit codes, exact lines, JSON shapes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+from conftest import fixture_path
+from factories import Builder
+
+from batchcompact.cli import cli
+
+PLAN_KEYS = {
+    "path", "session_id", "status", "reason", "model", "context_window", "tokens_before", "first_kept_entry_id",
+    "first_kept_line", "turn_start_line", "split_turn", "messages_to_summarize", "turn_prefix_messages",
+    "read_files", "modified_files", "calls", "prompt_tokens", "est_output_tokens", "est_cost_usd",
+    "est_batch_cost_usd",
+}
+
+
+def invoke(*args: str):
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result
+
+
+def test_version_and_help():
+    out = subprocess.run([sys.executable, "-m", "batchcompact", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.startswith("batchcompact, version ")
+    helped = subprocess.run([sys.executable, "-m", "batchcompact", "--help"], capture_output=True, text=True)
+    for command in ("validate", "show", "plan", "run", "report"):
+        assert command in helped.stdout
+
+
+def test_plan_json_on_fixtures_has_the_documented_keys(tmp_path):
+    folder = fixture_path("pi")
+    out = tmp_path / "plan.json"
+    result = invoke("plan", str(folder), "--force", "--jobs", "2", "--format", "json", "-o", str(out),
+                    "--summary-model", "gpt-4o-mini")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(out.read_text())
+    assert {r["path"].rsplit("/", 1)[-1] for r in rows} == {"large-session.jsonl", "before-compaction.jsonl"}
+    for row in rows:
+        assert PLAN_KEYS <= set(row)
+        assert row["status"] == "compact" and row["calls"] == 2 and row["prompt_tokens"] > 90_000
+        assert 0 < row["est_batch_cost_usd"] < row["est_cost_usd"]
+    large = next(r for r in rows if r["path"].endswith("large-session.jsonl"))
+    assert (large["first_kept_line"], large["turn_start_line"], large["split_turn"]) == (839, 836, True)
+
+
+def test_plan_parquet_and_csv(tmp_path):
+    folder = fixture_path("pi")
+    pq = tmp_path / "plan.parquet"
+    assert invoke("plan", str(folder), "--force", "--jobs", "1", "--format", "parquet", "-o", str(pq)).exit_code == 0
+    frame = pl.read_parquet(pq)
+    assert frame.height == 2 and set(frame["status"]) == {"compact"}
+    csv = tmp_path / "plan.csv"
+    assert invoke("plan", str(folder), "--jobs", "1", "--format", "csv", "-o", str(csv)).exit_code == 0
+    assert csv.read_text().splitlines()[0].startswith("path,format,session_id,status")
+
+
+def test_plan_parquet_without_output_is_a_usage_error(tmp_path):
+    b = Builder()
+    b.user("x")
+    path = b.write(tmp_path / "s.jsonl")
+    result = invoke("plan", str(path), "--format", "parquet")
+    assert result.exit_code == 2
+    assert "--format parquet needs --output FILE" in result.output
+
+
+def test_plan_unknown_price_is_null_with_a_warning(tmp_path):
+    folder = fixture_path("pi")
+    result = CliRunner().invoke(cli, ["plan", str(folder), "--force", "--jobs", "1", "--format", "json",
+                                      "--summary-model", "no-such-provider/imaginary-model"])
+    assert result.exit_code == 0
+    assert "warning: no price known for 'no-such-provider/imaginary-model'" in result.output
+
+
+def test_plan_reports_broken_sessions_as_error_rows(tmp_path):
+    good = Builder()
+    good.user("x")
+    good.write(tmp_path / "good.jsonl")
+    (tmp_path / "bad.jsonl").write_text('{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}\n{oops\n')
+    result = invoke("plan", str(tmp_path), "--jobs", "1", "--format", "json", "--context-window", "1000")
+    assert result.exit_code == 0
+    rows = {r["path"].rsplit("/", 1)[-1]: r for r in json.loads(result.output.split("\n", 0)[0][result.output.index("["):result.output.rindex("]") + 1])}
+    assert rows["bad.jsonl"]["status"] == "error"
+    assert rows["bad.jsonl"]["reason"].endswith("bad.jsonl:2: error: invalid JSON: Expecting property name enclosed in double quotes at column 2")
+    assert rows["good.jsonl"]["status"] == "skip"
+
+
+def test_validate_lines_and_exit_codes(tmp_path):
+    b = Builder()
+    b.user("x")
+    good = b.write(tmp_path / "good.jsonl")
+    result = invoke("validate", str(good))
+    assert result.exit_code == 0
+    bad = tmp_path / "bad.jsonl"
+    shutil.copy(good, bad)
+    with open(bad, "a") as handle:
+        handle.write('{"type":"message","id":"zz","parentId":"nowhere","timestamp":"t","message":{"role":"user","content":"y"}}\n')
+        handle.write("[1]\n")
+    result = invoke("validate", str(tmp_path))
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert f"{bad}:3: error: parentId 'nowhere' points to no entry" in lines
+    assert f"{bad}:4: error: line is a JSON list, not an object" in lines
+    assert "2 files checked: 1 valid, 1 invalid" in result.output
+
+
+def test_validate_fixtures_are_valid():
+    result = invoke("validate", str(fixture_path("pi")), "--jobs", "1")
+    assert result.exit_code == 0, result.output
+
+
+def test_validate_missing_path_is_a_usage_error():
+    result = invoke("validate", "/nonexistent/dir")
+    assert result.exit_code != 0
+
+
+def test_show_json_context_lines():
+    path = fixture_path("pi", "before-compaction.jsonl")
+    result = invoke("show", str(path), "--format", "json")
+    assert result.exit_code == 0
+    info = json.loads(result.output)
+    assert info["entries"] == 1002 and len(info["compactions"]) == 2
+    first, second = info["context_messages"][:2]
+    assert first == {"role": "user", "source_role": "compactionSummary", "line": None}
+    assert second["line"] == 552  # the latest compaction keeps from its firstKeptEntryId (line 552)
+
+
+def test_show_context_prints_summary_wrapper():
+    result = invoke("show", str(fixture_path("pi", "before-compaction.jsonl")), "--context")
+    assert result.exit_code == 0
+    assert "--- user (compactionSummary, synthesized)\nThe conversation history before this point was compacted" in result.output
+
+
+@pytest.mark.parametrize("name", ["large-session.jsonl", "before-compaction.jsonl"])
+def test_run_builtin_on_fixtures_then_outputs_validate_and_show_summary_first(tmp_path, name):
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(fixture_path("pi", name), src / name)
+    before = (src / name).read_bytes()
+    out = tmp_path / "out"
+    result = invoke("run", str(src), "-o", str(out), "--min-age", "0", "--force", "--jobs", "1")
+    assert result.exit_code == 0, result.output
+    assert (src / name).read_bytes() == before
+    written = out / name
+    assert written.read_bytes().startswith(before if name == "before-compaction.jsonl" and False else b"")
+    assert invoke("validate", str(written)).exit_code == 0
+    info = json.loads(invoke("show", str(written), "--format", "json").output)
+    roles = [m["source_role"] for m in info["context_messages"]]
+    assert roles[0] == "compactionSummary" and roles[1] != "toolResult"
+    report = pl.read_parquet(str(out / ".batchcompact" / "reports" / "*.parquet"))
+    assert report["status"].to_list() == ["compacted"]
+    again = invoke("run", str(src), "-o", str(out), "--min-age", "0", "--force", "--jobs", "1")
+    assert again.exit_code == 0 and "1 skipped" in again.output
