@@ -27,10 +27,18 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def short_path(text: str, width: int = 56) -> str:
+    """The tail of a long path, so a table stays readable; the full path is in json/csv/parquet."""
+    return text if len(text) <= width else "…" + text[-(width - 1):]
+
+
 def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> str:
-    """A plain aligned text table; `columns` are (key, heading) pairs."""
+    """A plain aligned text table; `columns` are (key, heading) pairs; path-like columns are shortened."""
     cells = [[heading for _, heading in columns]]
-    cells += [[_cell(row.get(key)) for key, _ in columns] for row in rows]
+    cells += [
+        [short_path(str(row.get(key))) if "path" in key and row.get(key) else _cell(row.get(key)) for key, _ in columns]
+        for row in rows
+    ]
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
     lines = []
     for index, row in enumerate(cells):

@@ -22,6 +22,7 @@ from batchcompact.core.prompts import (
     build_summary_prompt,
     build_turn_prefix_prompt,
 )
+from batchcompact.core.pruning import PruneAction, plan_pruning
 from batchcompact.core.serialize import serialize_conversation
 from batchcompact.core.tokens import estimate_context_tokens, estimate_tokens
 
@@ -83,6 +84,7 @@ class CompactionPlan:
     model: str | None
     leaf_id: str | None
     extra: dict[str, Any] = field(default_factory=dict)
+    prune: list[PruneAction] = field(default_factory=list)  # tool outputs to replace in the kept region
 
 
 def session_model(path: list[Entry]) -> tuple[str | None, str | None]:
@@ -224,6 +226,8 @@ def prepare_compaction(
         if message is not None and entry.type != "compaction":
             kept_tokens += estimate_tokens(message)
     summary_est = sum(min(c.max_tokens, EST_OUTPUT_TOKENS.get(c.kind, 2000)) for c in calls)
+    prune = plan_pruning(path, cut.first_kept_index) if settings.prune_tool_outputs else []
+    kept_tokens -= sum(a.tokens for a in prune)
     turn_start = path[cut.turn_start_index] if split else None
     return CompactionPlan(
         first_kept_entry_id=first_kept.id,
@@ -244,4 +248,5 @@ def prepare_compaction(
         model=model_id,
         leaf_id=path[-1].id,
         extra={"provider": provider, "boundary_start": boundary_start, "pi_split_turn": cut.is_split_turn},
+        prune=prune,
     )

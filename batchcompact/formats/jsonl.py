@@ -23,7 +23,8 @@ def _describe_json_error(exc: Exception, text: bytes) -> str:
     if isinstance(exc, RecursionError):
         return "JSON nested too deeply to parse"
     if isinstance(exc, json.JSONDecodeError):
-        return f"invalid JSON: {exc.msg} at column {exc.colno}"
+        message = exc.msg[:-3] if exc.msg.endswith(" at") else exc.msg
+        return f"invalid JSON: {message} at column {exc.colno}"
     return f"invalid JSON: {exc}"
 
 

@@ -36,6 +36,8 @@ PLAN_SCHEMA = pa.schema(
         ("est_batch_cost_usd", pa.float64()),
         ("entries", pa.int64()),
         ("problems", pa.int64()),
+        ("prune_results", pa.int64()),
+        ("prune_tokens", pa.int64()),
     ],
     metadata={"batchcompact_table": "plan", "schema_version": PLAN_SCHEMA_VERSION},
 )

@@ -48,6 +48,8 @@ PLAN_COLUMNS = (
     "est_batch_cost_usd",
     "entries",
     "problems",
+    "prune_results",
+    "prune_tokens",
 )
 
 
@@ -169,6 +171,8 @@ def plan_session(
         est_output_tokens=est_output,
         est_cost_usd=cost,
         est_batch_cost_usd=batch_cost,
+        prune_results=len(plan.prune),
+        prune_tokens=sum(a.tokens for a in plan.prune),
     )
     return plan, row
 

@@ -17,7 +17,10 @@ def validate_file(path: str) -> dict[str, Any]:
         if session.format == "pi":
             from batchcompact.schemas import validate_session
 
-            problems.extend(validate_session(session))
+            # A line the reader already reported (an error, or an unknown role it tolerates) is not
+            # reported a second time by the schema.
+            seen = {p.line for p in problems if p.line is not None}
+            problems.extend(p for p in validate_session(session) if p.line not in seen)
         fmt, entries, session_id = session.format, len(session.entries), session.session_id
     except Exception as exc:  # one broken file must not stop the others
         problems = [Problem(path, None, ERROR, f"internal error while reading: {exc!r}")]
