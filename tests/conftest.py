@@ -65,3 +65,51 @@ def _loopback_only(monkeypatch):
     monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
     monkeypatch.setattr(socket.socket, "connect_ex", _guarded_connect_ex)
     yield
+
+
+# --- summarizer fixtures (summarize/ owner) -------------------------------------------------------------
+class FakeSummarizer:
+    """A summarizer for pipeline tests: `enqueue(text)` scripts answers (or exceptions); `history` records calls.
+
+    With nothing enqueued it answers with a small valid checkpoint naming the call's kind.
+    """
+
+    name = "fake"
+    remote = True
+
+    def __init__(self):
+        self.queue: list = []
+        self.history: list = []
+
+    def enqueue(self, *items) -> None:
+        self.queue.extend(items)
+
+    async def summarize(self, call):
+        from batchcompact.summarize.base import SummaryResult
+
+        self.history.append(call)
+        item = self.queue.pop(0) if self.queue else f"## Goal\nfake {call.kind} summary {len(self.history)}"
+        if isinstance(item, BaseException):
+            raise item
+        if isinstance(item, SummaryResult):
+            return item
+        return SummaryResult(text=item, model="fake", prompt_tokens=len(call.user_prompt) // 4,
+                             completion_tokens=len(item) // 4, cost_usd=0.0)
+
+
+@pytest.fixture
+def fake_summarizer() -> FakeSummarizer:
+    return FakeSummarizer()
+
+
+@pytest.fixture
+def llm_server():
+    """An OpenAI-compatible server on 127.0.0.1 (tests/llm_server.py); `.api_base` for litellm."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from llm_server import LLMServer
+
+    server = LLMServer().start()
+    yield server
+    server.stop()

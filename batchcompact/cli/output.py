@@ -24,7 +24,11 @@ def _cell(value: Any) -> str:
         return f"{value:,}"
     if isinstance(value, list):
         return str(len(value))
-    return str(value)
+    text = str(value)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+LEFT_ALIGNED = frozenset({"status", "model", "reason", "format", "source"})
 
 
 def short_path(text: str, width: int = 56) -> str:
@@ -40,9 +44,12 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, st
         for row in rows
     ]
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    left = [i == 0 or key in LEFT_ALIGNED for i, (key, _) in enumerate(columns)]
     lines = []
     for index, row in enumerate(cells):
-        lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+        lines.append(
+            "  ".join(c.ljust(w) if left[i] else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+        )
         if index == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)

@@ -22,6 +22,7 @@ TABLE_COLUMNS = (
     ("calls", "calls"),
     ("prompt_tokens", "prompt tok"),
     ("est_cost_usd", "est $"),
+    ("reason", "reason"),
 )
 
 

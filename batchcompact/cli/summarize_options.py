@@ -84,7 +84,9 @@ def pool_options(func: Callable) -> Callable:
             callback=_positive,
             help="Model calls in flight at once.",
         ),
-        click.option("--rpm", type=float, default=None, callback=_positive, help="Requests per minute limit."),
+        click.option(
+            "--rpm", type=float, default=None, callback=_positive, help="Requests per minute limit."
+        ),
         click.option("--tpm", type=float, default=None, callback=_positive, help="Tokens per minute limit."),
         click.option(
             "--max-attempts",
