@@ -160,9 +160,12 @@ def report(
         text = write_report(result, fmt, output)
         if text:
             click.echo(text, nl=False)
-        click.echo(
-            f"{collected.files} files: {collected.extracted} parsed, {collected.cached} from cache", err=True
-        )
+        ctx = click.get_current_context()
+        if not (ctx.obj or {}).get("quiet"):
+            click.echo(
+                f"{collected.files} files: {collected.extracted} parsed, {collected.cached} from cache",
+                err=True,
+            )
     except BatchCompactError as exc:
         if os.environ.get("BATCHCOMPACT_DEBUG"):
             raise

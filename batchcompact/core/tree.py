@@ -36,6 +36,7 @@ class SessionTree:
                 parent = None
             self.children.setdefault(parent, []).append(entry)
         self.leaf: Entry | None = entries[-1] if entries else None
+        self._active_path: list[Entry] | None = None
         self._find_cycles(path_name)
 
     def _find_cycles(self, path_name: str) -> None:
@@ -62,8 +63,17 @@ class SessionTree:
         return self.by_id.get(entry_id) if entry_id is not None else None
 
     def path(self, leaf: Entry | str | None = None) -> list[Entry]:
-        """Entries from the root to `leaf` (default: the active leaf), root first."""
-        node = self.leaf if leaf is None else (self.by_id.get(leaf) if isinstance(leaf, str) else leaf)
+        """Entries from the root to `leaf` (default: the active leaf), root first.
+
+        The active path is computed once and shared: callers must not mutate the returned list.
+        """
+        if leaf is None:
+            if self._active_path is None:
+                self._active_path = self._walk(self.leaf)
+            return self._active_path
+        return self._walk(self.by_id.get(leaf) if isinstance(leaf, str) else leaf)
+
+    def _walk(self, node: Entry | None) -> list[Entry]:
         out: list[Entry] = []
         seen: set[int] = set()
         while node is not None and id(node) not in seen:

@@ -80,6 +80,9 @@ def _check_compactions(session: Session) -> None:
     """A compaction's firstKeptEntryId must be on the path to that compaction."""
     tree = session.tree
     assert tree is not None
+    active = tree.path()
+    position = {id(e): i for i, e in enumerate(active)}
+    index_by_id = {e.id: i for i, e in enumerate(active)}
     for entry in session.entries:
         if entry.type != "compaction":
             continue
@@ -90,7 +93,11 @@ def _check_compactions(session: Session) -> None:
                     Problem(session.path, entry.line, ERROR, "compaction has no string 'firstKeptEntryId'")
                 )
             continue
-        if not any(e.id == kept for e in tree.path(entry)):
+        if id(entry) in position:  # on the active path: one shared walk
+            ok = index_by_id.get(kept, len(active)) < position[id(entry)]
+        else:
+            ok = any(e.id == kept for e in tree.path(entry))
+        if not ok:
             session.problems.append(
                 Problem(
                     session.path,

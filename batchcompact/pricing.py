@@ -1,0 +1,412 @@
+"""Model prices and context windows from litellm's bundled map, read as plain JSON.
+
+`import litellm` costs seconds, so this module never imports it: `importlib.util.find_spec("litellm")`
+locates the installed package without executing it, and the bundled
+`model_prices_and_context_window_backup.json` is read with `json`. Nothing is ever downloaded.
+
+A `--pricing FILE` is a JSON object of the same shape (model key -> fields). Its entries are merged
+over the bundled ones field by field, so an override may give just the prices it changes; a key the
+bundled map lacks is added.
+
+Name resolution (`PriceTable.lookup`), first hit wins:
+  1. the name as written (stripped), then lower-cased;
+  2. with a `provider` given, `"<alias>/<model>"` is tried BEFORE the bare name (so provider `google`
+     + `gemini-2.5-flash` gives `gemini/gemini-2.5-flash`, not the Vertex entry); the alias
+     maps agent provider names to litellm prefixes (`google` -> `gemini`, `openai-codex` -> `openai`, ...);
+  3. the bare model with a known provider prefix removed (`anthropic/claude-opus-4-5` -> `claude-opus-4-5`);
+  4. each of the above with decorations removed: a `:thinking`/`:free`-style suffix, a `@version`,
+     a trailing `-latest`, a date suffix `-20250929` / `-2025-09-29` (so unknown snapshot dates fall back
+     to the model's alias entry);
+  5. for a `claude-*` name still unresolved, Bedrock's `anthropic.<name>-v1:0` (same list price; the
+     bundled map drops retired Anthropic ids such as `claude-sonnet-4-20250514` but keeps Bedrock's);
+  6. otherwise `None`: an unknown model is never priced as free.
+
+Costs (`PriceTable.cost`): `input_tokens` is NON-cached input. cache-read tokens use
+`cache_read_input_token_cost` and cache-write tokens `cache_creation_input_token_cost`; either falls
+back to `input_cost_per_token` when the map has no cache price. Tiered prices
+(`*_above_<N>k_tokens`) apply to the whole request when its prompt (input + cache read + cache write)
+exceeds N thousand tokens, the way Anthropic and Google bill. `batch=True` uses the `*_batches`
+prices where the map has them, otherwise the standard prices (an upper bound).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from batchcompact.errors import UsageError
+
+BUNDLED_MAP_NAME = "model_prices_and_context_window_backup.json"
+
+# Agent provider names -> litellm key prefixes.
+PROVIDER_ALIASES: dict[str, str] = {
+    "google": "gemini",
+    "google-gemini-cli": "gemini",
+    "google-generative-ai": "gemini",
+    "gemini": "gemini",
+    "google-vertex": "vertex_ai",
+    "vertex": "vertex_ai",
+    "vertex_ai": "vertex_ai",
+    "openai": "openai",
+    "openai-codex": "openai",
+    "azure-openai-responses": "azure",
+    "azure": "azure",
+    "anthropic": "anthropic",
+    "amazon-bedrock": "bedrock",
+    "bedrock": "bedrock",
+    "mistral": "mistral",
+    "groq": "groq",
+    "xai": "xai",
+    "openrouter": "openrouter",
+    "deepseek": "deepseek",
+}
+
+_DATE_SUFFIX = re.compile(r"-(?:20\d{6}|20\d{2}-\d{2}-\d{2})$")
+_TIER_KEY = re.compile(
+    r"^(input_cost_per_token|output_cost_per_token|cache_read_input_token_cost|"
+    r"cache_creation_input_token_cost)_above_(\d+)k_tokens(_batches)?$"
+)
+
+
+@dataclass(frozen=True)
+class PriceTier:
+    """Prices (USD per token) that replace the base prices when the prompt exceeds `above_tokens`."""
+
+    above_tokens: int
+    input_cost_per_token: float | None = None
+    output_cost_per_token: float | None = None
+    cache_read_input_token_cost: float | None = None
+    cache_creation_input_token_cost: float | None = None
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """One model's entry in the price map. Prices are USD per token; None means the map has no price."""
+
+    key: str
+    max_input_tokens: int | None
+    max_output_tokens: int | None
+    input_cost_per_token: float | None
+    output_cost_per_token: float | None
+    cache_read_input_token_cost: float | None
+    cache_creation_input_token_cost: float | None
+    input_cost_per_token_batches: float | None
+    output_cost_per_token_batches: float | None
+    supports_reasoning: bool
+    provider: str | None = None
+    mode: str | None = None
+    cache_read_input_token_cost_batches: float | None = None
+    cache_creation_input_token_cost_batches: float | None = None
+    input_cost_per_token_above_200k_tokens: float | None = None
+    output_cost_per_token_above_200k_tokens: float | None = None
+    cache_read_input_token_cost_above_200k_tokens: float | None = None
+    cache_creation_input_token_cost_above_200k_tokens: float | None = None
+    tiers: tuple[PriceTier, ...] = ()
+    batch_tiers: tuple[PriceTier, ...] = ()
+
+    @property
+    def priced(self) -> bool:
+        return self.input_cost_per_token is not None and self.output_cost_per_token is not None
+
+    @classmethod
+    def from_entry(cls, key: str, entry: dict[str, Any]) -> ModelInfo:
+        """Build from one map entry, tolerating missing or non-numeric fields."""
+        tiers: dict[tuple[int, bool], dict[str, float]] = {}
+        for field, value in entry.items():
+            match = _TIER_KEY.match(field)
+            if match and _num(value) is not None:
+                slot = (int(match.group(2)) * 1000, bool(match.group(3)))
+                tiers.setdefault(slot, {})[match.group(1)] = _num(value)
+        base_tiers = tuple(PriceTier(t, **p) for (t, b), p in sorted(tiers.items()) if not b)
+        batch_tiers = tuple(PriceTier(t, **p) for (t, b), p in sorted(tiers.items()) if b)
+        max_input = _int(entry.get("max_input_tokens"))
+        max_output = _int(entry.get("max_output_tokens"))
+        if max_input is None and max_output is None:
+            max_input = _int(entry.get("max_tokens"))  # legacy single field
+        return cls(
+            key=key,
+            max_input_tokens=max_input,
+            max_output_tokens=max_output,
+            input_cost_per_token=_num(entry.get("input_cost_per_token")),
+            output_cost_per_token=_num(entry.get("output_cost_per_token")),
+            cache_read_input_token_cost=_num(entry.get("cache_read_input_token_cost")),
+            cache_creation_input_token_cost=_num(entry.get("cache_creation_input_token_cost")),
+            input_cost_per_token_batches=_num(entry.get("input_cost_per_token_batches")),
+            output_cost_per_token_batches=_num(entry.get("output_cost_per_token_batches")),
+            supports_reasoning=bool(entry.get("supports_reasoning", False)),
+            provider=entry.get("litellm_provider")
+            if isinstance(entry.get("litellm_provider"), str)
+            else None,
+            mode=entry.get("mode") if isinstance(entry.get("mode"), str) else None,
+            cache_read_input_token_cost_batches=_num(entry.get("cache_read_input_token_cost_batches")),
+            cache_creation_input_token_cost_batches=_num(
+                entry.get("cache_creation_input_token_cost_batches")
+            ),
+            input_cost_per_token_above_200k_tokens=_num(entry.get("input_cost_per_token_above_200k_tokens")),
+            output_cost_per_token_above_200k_tokens=_num(
+                entry.get("output_cost_per_token_above_200k_tokens")
+            ),
+            cache_read_input_token_cost_above_200k_tokens=_num(
+                entry.get("cache_read_input_token_cost_above_200k_tokens")
+            ),
+            cache_creation_input_token_cost_above_200k_tokens=_num(
+                entry.get("cache_creation_input_token_cost_above_200k_tokens")
+            ),
+            tiers=base_tiers,
+            batch_tiers=batch_tiers,
+        )
+
+    def cost(
+        self,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        batch: bool = False,
+    ) -> float | None:
+        """USD for one request; `input_tokens` excludes cached tokens. None when the model is unpriced."""
+        rates = self.rates(batch=batch)
+        if not rates:
+            return None
+        prompt = input_tokens + cache_read_tokens + cache_write_tokens
+        chosen = rates[0]
+        for rate in rates[1:]:  # ascending thresholds: the highest one exceeded wins
+            if prompt > rate.above_tokens:
+                chosen = rate
+        return (
+            input_tokens * chosen.input_cost_per_token
+            + output_tokens * chosen.output_cost_per_token
+            + cache_read_tokens * chosen.cache_read_input_token_cost
+            + cache_write_tokens * chosen.cache_creation_input_token_cost
+        )
+
+    def rates(self, *, batch: bool = False) -> tuple[PriceTier, ...]:
+        """Fully resolved price sets, base first (above_tokens = -1) then tiers by ascending threshold.
+
+        Every field is filled: a tier lacking a price takes the base one; cache prices missing from
+        the map take the input price. Empty when the model is unpriced.
+        """
+        if not self.priced:
+            return ()
+        inp, out = self.input_cost_per_token, self.output_cost_per_token
+        read, write = self.cache_read_input_token_cost, self.cache_creation_input_token_cost
+        tiers = self.tiers
+        if batch:
+            inp = _first(self.input_cost_per_token_batches, inp)
+            out = _first(self.output_cost_per_token_batches, out)
+            read = _first(self.cache_read_input_token_cost_batches, read)
+            write = _first(self.cache_creation_input_token_cost_batches, write)
+            tiers = self.batch_tiers or self.tiers
+        base = PriceTier(-1, inp, out, _first(read, inp), _first(write, inp))
+        out_rates = [base]
+        for tier in tiers:
+            t_inp = _first(tier.input_cost_per_token, inp)
+            out_rates.append(
+                PriceTier(
+                    tier.above_tokens,
+                    t_inp,
+                    _first(tier.output_cost_per_token, out),
+                    _first(tier.cache_read_input_token_cost, base.cache_read_input_token_cost),
+                    _first(tier.cache_creation_input_token_cost, base.cache_creation_input_token_cost),
+                )
+            )
+        return tuple(out_rates)
+
+
+class PriceTable:
+    """The merged price map with name resolution. Build it with `PriceTable.load()` (cached)."""
+
+    def __init__(self, entries: dict[str, dict[str, Any]], source: str = "") -> None:
+        self._entries = {k: v for k, v in entries.items() if isinstance(v, dict) and k != "sample_spec"}
+        self._lower = {k.lower(): k for k in self._entries}
+        self._infos: dict[str, ModelInfo] = {}
+        self._resolved: dict[tuple[str, str | None], str | None] = {}
+        self.source = source
+
+    @classmethod
+    def load(cls, pricing_file: str | Path | None = None) -> PriceTable:
+        """The bundled map with `pricing_file`'s entries merged over it; cached per file."""
+        key = str(Path(pricing_file).expanduser().resolve()) if pricing_file else None
+        return _load_cached(key)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._entries
+
+    def resolve(self, model: str, provider: str | None = None) -> str | None:
+        """The map key that `model` (as an agent wrote it) resolves to, or None. See the module docstring."""
+        if not model:
+            return None
+        cache_key = (model, provider)
+        if cache_key not in self._resolved:
+            self._resolved[cache_key] = self._resolve(model.strip(), provider)
+        return self._resolved[cache_key]
+
+    def lookup(self, model: str, provider: str | None = None) -> ModelInfo | None:
+        key = self.resolve(model, provider)
+        if key is None:
+            return None
+        if key not in self._infos:
+            self._infos[key] = ModelInfo.from_entry(key, self._entries[key])
+        return self._infos[key]
+
+    def context_window(self, model: str, provider: str | None = None) -> int | None:
+        info = self.lookup(model, provider)
+        return info.max_input_tokens if info else None
+
+    def max_output_tokens(self, model: str, provider: str | None = None) -> int | None:
+        info = self.lookup(model, provider)
+        return info.max_output_tokens if info else None
+
+    def cost(
+        self,
+        model: str,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        batch: bool = False,
+        provider: str | None = None,
+    ) -> float | None:
+        """USD for one request (`input_tokens` = non-cached input); None when the model is unpriced."""
+        info = self.lookup(model, provider)
+        if info is None:
+            return None
+        return info.cost(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_read_tokens=cache_read_tokens,
+            cache_write_tokens=cache_write_tokens,
+            batch=batch,
+        )
+
+    def _find(self, name: str) -> str | None:
+        if name in self._entries:
+            return name
+        return self._lower.get(name.lower())
+
+    def _resolve(self, model: str, provider: str | None) -> str | None:
+        prefix, _, bare = model.partition("/") if "/" in model else ("", "", model)
+        provider_alias = PROVIDER_ALIASES.get(provider.lower(), provider.lower()) if provider else None
+        candidates: list[str] = []
+        for name in _variants(model):
+            if provider_alias:
+                candidates.append(f"{provider_alias}/{name}")
+            candidates.append(name)
+        if prefix:
+            prefix_alias = PROVIDER_ALIASES.get(prefix.lower(), prefix.lower())
+            for name in _variants(bare):
+                candidates.append(f"{prefix_alias}/{name}")
+                if provider_alias:
+                    candidates.append(f"{provider_alias}/{name}")
+                candidates.append(name)
+        for candidate in candidates:
+            found = self._find(candidate)
+            if found:
+                return found
+        if prefix and "/" in bare:  # "openrouter/anthropic/claude-..." -> "anthropic/claude-..."
+            return self._resolve(bare, provider)
+        # Anthropic retires old ids from the map while Bedrock keeps them at the same price.
+        for name in _variants(bare):
+            if name.lower().startswith("claude-"):
+                for bedrock in (f"anthropic.{name}-v1:0", f"anthropic.{name}-v1", f"anthropic.{name}"):
+                    found = self._find(bedrock)
+                    if found:
+                        return found
+        return None
+
+
+def _variants(name: str) -> list[str]:
+    """`name` and the forms with agent decorations removed, most specific first."""
+    out = [name]
+    base = name
+    for sep in (":", "@"):
+        if sep in base and not base.startswith("ft:"):
+            stem = base.split(sep, 1)[0]
+            if stem and stem not in out:
+                out.append(stem)
+                base = stem
+    if base.endswith("-latest"):
+        base = base[: -len("-latest")]
+        out.append(base)
+    undated = _DATE_SUFFIX.sub("", base)
+    if undated != base:
+        out.append(undated)
+    if base.lower().startswith("claude") and "." in base:  # "claude-sonnet-4.5" -> "claude-sonnet-4-5"
+        out.append(undated.replace(".", "-"))
+    return out
+
+
+def bundled_map_path() -> Path:
+    """Where litellm's bundled price map lives, found without importing litellm."""
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        raise UsageError("litellm is not installed, so there is no bundled price map; pass --pricing FILE")
+    for location in spec.submodule_search_locations:
+        path = Path(location) / BUNDLED_MAP_NAME
+        if path.is_file():
+            return path
+    raise UsageError(f"litellm's {BUNDLED_MAP_NAME} was not found; pass --pricing FILE")
+
+
+def read_price_map(path: str | Path) -> dict[str, dict[str, Any]]:
+    """Read a price map JSON file (model key -> fields)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        raise UsageError(f"pricing file {path} does not exist") from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"pricing file {path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"pricing file {path} must be a JSON object mapping model names to prices")
+    return data
+
+
+@functools.lru_cache(maxsize=8)
+def _load_cached(pricing_file: str | None) -> PriceTable:
+    bundled = bundled_map_path()
+    entries = dict(read_price_map(bundled))
+    source = f"litellm {_litellm_version()} bundled map"
+    if pricing_file:
+        for key, fields in read_price_map(pricing_file).items():
+            if isinstance(fields, dict):
+                merged = dict(entries.get(key) or {})
+                merged.update(fields)
+                entries[key] = merged
+        source += f" + {pricing_file}"
+    return PriceTable(entries, source=source)
+
+
+def _litellm_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("litellm")
+    except PackageNotFoundError:
+        return "(unknown version)"
+
+
+def _first(value: float | None, fallback: float | None) -> float | None:
+    return fallback if value is None else value
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value)

@@ -1,0 +1,237 @@
+"""Usage parts -> report rows, with polars.
+
+Steps (all lazy until the final collect):
+1. scan the per-file parts; keep one row per `dedupe_key` across files (the largest usage), so a
+   Claude request copied into a resumed or forked session is counted once;
+2. add `computed_cost_usd` from the price table (tiered rates where the map has them; null when the
+   model is unpriced) and `cost_usd` by cost mode: `auto` = recorded where the file has a cost, else
+   computed; `calculate` = computed; `recorded` = recorded only;
+3. filter by source and by local date (`since`/`until` inclusive, in `timezone`);
+4. group by the period (`day`, `week` = ISO week starting Monday, `month`) or by `session`,
+   `project`, `model`; `breakdown` adds the model to the group key.
+Cost sums skip nulls; `unpriced_requests` counts the requests whose cost is unknown, so an unpriced
+model is reported, never silently free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+
+import polars as pl
+
+from batchcompact.pricing import PriceTable
+
+GROUPINGS = ("day", "week", "month", "session", "project", "model")
+COST_MODES = ("auto", "calculate", "recorded")
+SUM_COLUMNS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "total_tokens",
+)
+GROUP_KEYS = {
+    "day": ["date"],
+    "week": ["week"],
+    "month": ["month"],
+    "session": ["session_id", "source", "project"],
+    "project": ["project"],
+    "model": ["model"],
+}
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    by: str = "day"
+    breakdown: bool = False
+    since: date | None = None
+    until: date | None = None
+    sources: tuple[str, ...] = ()
+    timezone: str = "UTC"
+    cost_mode: str = "auto"
+    pricing_file: str | None = None
+
+
+@dataclass
+class Report:
+    """Report rows (one per group), the totals and the models no price was found for."""
+
+    settings: ReportSettings
+    keys: list[str]
+    rows: pl.DataFrame
+    totals: dict
+    unpriced_models: list[str] = field(default_factory=list)
+    pricing_source: str = ""
+
+
+REPORT_COLUMNS = (
+    "source",
+    "session_id",
+    "project",
+    "timestamp",
+    "provider",
+    "model",
+    "kind",
+    "dedupe_key",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "total_tokens",
+    "recorded_cost_usd",
+)
+
+
+def scan_usage(parts: list[str]) -> pl.LazyFrame:
+    """The columns reports need, one row per dedupe_key (the largest usage wins; ties: first session id)."""
+    from batchcompact.report.schema import USAGE_SCHEMA
+
+    if not parts:
+        return pl.from_arrow(USAGE_SCHEMA.empty_table()).lazy().select(REPORT_COLUMNS)
+    lf = pl.scan_parquet(parts).select(REPORT_COLUMNS)
+    rank = ["output_tokens", "total_tokens", "session_id"]
+    keyed = (
+        lf.filter(pl.col("dedupe_key").is_not_null())
+        .group_by("dedupe_key")
+        .agg(pl.all().sort_by(rank, descending=[True, True, False], nulls_last=True).first())
+        .select(REPORT_COLUMNS)
+    )
+    return pl.concat([lf.filter(pl.col("dedupe_key").is_null()), keyed])
+
+
+def price_frame(
+    table: PriceTable, pairs: list[tuple[str | None, str | None]]
+) -> tuple[pl.DataFrame, int, list]:
+    """Rates per (model, provider) as columns r<i>_above/_in/_out/_cr/_cw; also tier count and unpriced models."""
+    records = []
+    unpriced = set()
+    width = 1
+    for model, provider in pairs:
+        info = table.lookup(model, provider) if model else None
+        rates = info.rates() if info else ()
+        if not rates:
+            unpriced.add(model or "(unknown)")
+        width = max(width, len(rates))
+        records.append((model or "", provider or "", rates))
+    data: dict[str, list] = {"_model": [r[0] for r in records], "_provider": [r[1] for r in records]}
+    for i in range(width):
+        for suffix, attr in (
+            ("above", "above_tokens"),
+            ("in", "input_cost_per_token"),
+            ("out", "output_cost_per_token"),
+            ("cr", "cache_read_input_token_cost"),
+            ("cw", "cache_creation_input_token_cost"),
+        ):
+            data[f"r{i}_{suffix}"] = [
+                float(getattr(r[2][i], attr)) if len(r[2]) > i else None for r in records
+            ]
+    schema = {"_model": pl.String, "_provider": pl.String} | {
+        k: pl.Float64 for k in data if k.startswith("r")
+    }
+    return pl.DataFrame(data, schema=schema), width, sorted(unpriced)
+
+
+def add_costs(lf: pl.LazyFrame, table: PriceTable, cost_mode: str) -> tuple[pl.LazyFrame, list[str]]:
+    """Add `computed_cost_usd` and `cost_usd`; returns the frame and the unpriced models."""
+    pairs_df = lf.select("model", "provider").unique().collect()
+    pairs = list(zip(pairs_df["model"].to_list(), pairs_df["provider"].to_list(), strict=True))
+    prices, width, unpriced = price_frame(table, pairs)
+    lf = lf.with_columns(
+        pl.col("model").fill_null("").alias("_model"), pl.col("provider").fill_null("").alias("_provider")
+    ).join(prices.lazy(), on=["_model", "_provider"], how="left")
+    prompt = pl.col("input_tokens") + pl.col("cache_read_tokens") + pl.col("cache_write_tokens")
+
+    def rate(suffix: str) -> pl.Expr:
+        expr = pl.col(f"r0_{suffix}")
+        for i in range(1, width):  # ascending thresholds: the highest exceeded wins
+            expr = (
+                pl.when(pl.col(f"r{i}_above").is_not_null() & (prompt > pl.col(f"r{i}_above")))
+                .then(pl.col(f"r{i}_{suffix}"))
+                .otherwise(expr)
+            )
+        return expr
+
+    computed = (
+        pl.col("input_tokens") * rate("in")
+        + pl.col("output_tokens") * rate("out")
+        + pl.col("cache_read_tokens") * rate("cr")
+        + pl.col("cache_write_tokens") * rate("cw")
+    )
+    lf = lf.with_columns(computed.alias("computed_cost_usd"))
+    if cost_mode == "calculate":
+        cost = pl.col("computed_cost_usd")
+    elif cost_mode == "recorded":
+        cost = pl.col("recorded_cost_usd")
+    else:
+        cost = pl.coalesce("recorded_cost_usd", "computed_cost_usd")
+    lf = lf.with_columns(cost.alias("cost_usd")).drop([c for c in prices.columns])
+    if cost_mode == "recorded":
+        unpriced = []
+    return lf, unpriced
+
+
+def with_periods(lf: pl.LazyFrame, timezone: str, by: str) -> pl.LazyFrame:
+    """Add `local_date` and the period column `by` needs (only that one: strings cost memory)."""
+    local = pl.col("timestamp").dt.convert_time_zone(timezone)
+    period = {
+        "day": local.dt.strftime("%Y-%m-%d").alias("date"),
+        "week": local.dt.truncate("1w").dt.strftime("%Y-%m-%d").alias("week"),
+        "month": local.dt.strftime("%Y-%m").alias("month"),
+    }
+    columns = [local.dt.date().alias("local_date")]
+    if by in period:
+        columns.append(period[by].fill_null("unknown"))
+    return lf.with_columns(columns)
+
+
+def filter_usage(lf: pl.LazyFrame, settings: ReportSettings) -> pl.LazyFrame:
+    if settings.sources:
+        lf = lf.filter(pl.col("source").is_in(list(settings.sources)))
+    if settings.since:
+        lf = lf.filter(pl.col("local_date") >= settings.since)
+    if settings.until:
+        lf = lf.filter(pl.col("local_date") <= settings.until)
+    return lf
+
+
+def _aggs(total: bool = False) -> list[pl.Expr]:
+    models = pl.col("model").drop_nulls().unique().sort()
+    return [
+        pl.len().alias("requests"),
+        *[pl.col(c).sum() for c in SUM_COLUMNS],
+        pl.col("cost_usd").sum().alias("cost_usd"),
+        pl.col("cost_usd").is_null().sum().alias("unpriced_requests"),
+        (models.implode() if total else models).alias("models"),
+        pl.col("timestamp").min().alias("first_timestamp"),
+        pl.col("timestamp").max().alias("last_timestamp"),
+    ]
+
+
+def build_report(parts: list[str], settings: ReportSettings, table: PriceTable | None = None) -> Report:
+    """The report for the given usage parts."""
+    table = table or PriceTable.load(settings.pricing_file)
+    lf, unpriced = add_costs(scan_usage(parts), table, settings.cost_mode)
+    lf = filter_usage(with_periods(lf, settings.timezone, settings.by), settings)
+    keys = list(GROUP_KEYS[settings.by])
+    if settings.breakdown and "model" not in keys:
+        keys.append("model")
+    lf = lf.with_columns(pl.col("project").fill_null("unknown"), pl.col("session_id").fill_null("unknown"))
+    rows, totals_frame = pl.collect_all([lf.group_by(keys).agg(_aggs()), lf.select(_aggs(total=True))])
+    if settings.by in ("day", "week", "month"):
+        rows = rows.sort(keys, nulls_last=True)
+    else:
+        rows = rows.sort(["cost_usd", *keys], descending=[True] + [False] * len(keys), nulls_last=True)
+    totals = totals_frame.row(0, named=True) if totals_frame.height else {}
+    used = set(totals.get("models") or [])
+    unpriced = [m for m in unpriced if m in used]
+    return Report(
+        settings=settings,
+        keys=keys,
+        rows=rows,
+        totals=totals,
+        unpriced_models=unpriced,
+        pricing_source=table.source,
+    )

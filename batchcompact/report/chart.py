@@ -1,0 +1,125 @@
+"""Cost per period stacked by model: self-contained HTML (inline SVG, no dependency) or PNG (matplotlib).
+
+Input is a breakdown report (period key + `model`); periods run left to right in key order, models
+stack in a stable order (largest total cost at the bottom).
+"""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+from batchcompact.errors import UsageError
+from batchcompact.report.aggregate import Report
+
+PALETTE = (
+    "#4e79a7",
+    "#f28e2b",
+    "#e15759",
+    "#76b7b2",
+    "#59a14f",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+)
+
+
+def chart_series(report: Report) -> tuple[list[str], list[str], dict[str, list[float]]]:
+    """(periods, models, cost per model per period) from a breakdown report."""
+    period_key = report.keys[0]
+    cost: dict[tuple[str, str], float] = {}
+    for row in report.rows.iter_rows(named=True):
+        key = (str(row[period_key]), row["model"] or "(unknown)")
+        cost[key] = cost.get(key, 0.0) + (row["cost_usd"] or 0.0)
+    periods = sorted({p for p, _ in cost})
+    totals: dict[str, float] = {}
+    for (_, m), c in cost.items():
+        totals[m] = totals.get(m, 0.0) + c
+    models = sorted(totals, key=lambda m: (-totals[m], m))
+    return periods, models, {m: [cost.get((p, m), 0.0) for p in periods] for m in models}
+
+
+def write_chart(report: Report, path: str | Path) -> None:
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix in (".html", ".htm"):
+        path.write_text(render_html(report), encoding="utf-8")
+    elif suffix == ".png":
+        write_png(report, path)
+    else:
+        raise UsageError(f"--chart {path}: use a .png or .html file name")
+
+
+def render_html(report: Report) -> str:
+    periods, models, series = chart_series(report)
+    width, height, left, bottom, top = 900, 420, 70, 60, 20
+    plot_w, plot_h = width - left - 20, height - bottom - top
+    stacks = [sum(series[m][i] for m in models) for i in range(len(periods))]
+    peak = max(stacks, default=0.0) or 1.0
+    bar_w = plot_w / max(len(periods), 1)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="11">'
+    ]
+    for i in range(5):  # grid lines and y labels
+        value = peak * i / 4
+        y = top + plot_h - plot_h * i / 4
+        parts.append(f'<line x1="{left}" x2="{width - 20}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>')
+        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">${value:,.2f}</text>')
+    for i, period in enumerate(periods):
+        base = top + plot_h
+        x = left + i * bar_w + bar_w * 0.1
+        for j, model in enumerate(models):
+            h = plot_h * series[model][i] / peak
+            if h <= 0:
+                continue
+            base -= h
+            tip = escape(f"{period} {model}: ${series[model][i]:,.4f}")
+            parts.append(
+                f'<rect x="{x:.1f}" y="{base:.1f}" width="{bar_w * 0.8:.1f}" height="{h:.1f}" '
+                f'fill="{PALETTE[j % len(PALETTE)]}"><title>{tip}</title></rect>'
+            )
+        if len(periods) <= 40 or i % max(len(periods) // 20, 1) == 0:
+            parts.append(
+                f'<text x="{x + bar_w * 0.4:.1f}" y="{top + plot_h + 14}" text-anchor="end" '
+                f'transform="rotate(-40 {x + bar_w * 0.4:.1f} {top + plot_h + 14})">{escape(period)}</text>'
+            )
+    parts.append("</svg>")
+    legend = "".join(
+        f'<li><span style="background:{PALETTE[j % len(PALETTE)]}"></span>{escape(m)}</li>'
+        for j, m in enumerate(models)
+    )
+    title = f"Cost per {escape(report.keys[0])} by model"
+    return (
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>batchcompact report</title><style>'
+        "body{font-family:sans-serif;margin:2em}ul{list-style:none;padding:0}li{display:inline-block;margin-right:1em}"
+        "li span{display:inline-block;width:12px;height:12px;margin-right:4px}</style></head><body>"
+        f"<h1>{title}</h1>{''.join(parts)}<ul>{legend}</ul>"
+        f"<p>Total: ${sum(stacks):,.2f}</p></body></html>\n"
+    )
+
+
+def write_png(report: Report, path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UsageError(
+            "--chart FILE.png needs matplotlib: pip install 'batchcompact[chart]' (or use a .html file)"
+        ) from None
+    periods, models, series = chart_series(report)
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    bottom = [0.0] * len(periods)
+    for j, model in enumerate(models):
+        ax.bar(periods, series[model], bottom=bottom, label=model, color=PALETTE[j % len(PALETTE)])
+        bottom = [b + v for b, v in zip(bottom, series[model], strict=True)]
+    ax.set_ylabel("cost (USD)")
+    ax.set_title(f"Cost per {report.keys[0]} by model")
+    ax.legend(fontsize="small")
+    fig.autofmt_xdate()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

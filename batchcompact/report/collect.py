@@ -1,0 +1,171 @@
+"""Find the files to report on and get each one's usage part (from the cache, or extracted now).
+
+Memory stays bounded by the largest single file: each file is extracted on its own and written as
+its own Parquet part; aggregation then scans the parts lazily.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from batchcompact.errors import UsageError
+from batchcompact.report.detect import is_candidate
+from batchcompact.report.extract import FileKey, UsageCache, default_cache_dir, extract_to_part
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CollectResult:
+    """Parts to aggregate plus what happened per file. `extracted` counts files parsed this run."""
+
+    parts: list[str] = field(default_factory=list)
+    stats: list[dict] = field(default_factory=list)
+    files: int = 0
+    bytes: int = 0
+    cached: int = 0
+    extracted: int = 0
+    temp_dir: tempfile.TemporaryDirectory | None = None
+
+    @property
+    def warnings(self) -> list[str]:
+        out: list[str] = []
+        for stat in self.stats:
+            out.extend(stat.get("warnings", []))
+            extra = stat.get("warning_count", 0) - len(stat.get("warnings", []))
+            if extra > 0:
+                out.append(f"{stat['path']}: ... and {extra} more warnings")
+        return out
+
+    def cleanup(self) -> None:
+        if self.temp_dir is not None:
+            self.temp_dir.cleanup()
+            self.temp_dir = None
+
+
+def iter_source_files(paths: Iterable[str | Path]) -> Iterator[Path]:
+    """Files under `paths` worth reading, each once, in a stable order.
+
+    Directories are walked recursively (`*.jsonl`, `*.jsonl.zst`, `compactions*.parquet`); a file named
+    explicitly is always taken. A `.jsonl.zst` with a plain `.jsonl` sibling is skipped (Codex keeps both).
+    """
+    seen: set[str] = set()
+    missing = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if path.is_dir():
+            found = []
+            for dirpath, dirnames, filenames in os.walk(path):
+                dirnames.sort()
+                names = set(filenames)
+                for name in sorted(filenames):
+                    if name.endswith(".jsonl.zst") and name[: -len(".zst")] in names:
+                        continue
+                    candidate = Path(dirpath) / name
+                    if is_candidate(candidate):
+                        found.append(candidate)
+        elif path.is_file():
+            found = [path]
+        else:
+            missing.append(str(raw))
+            continue
+        for file in found:
+            key = str(file.resolve())
+            if key not in seen:
+                seen.add(key)
+                yield file
+    if missing:
+        log.warning("not found: %s", ", ".join(missing))
+
+
+def collect_usage(
+    paths: Iterable[str | Path],
+    *,
+    cache_dir: str | Path | None = None,
+    use_cache: bool = True,
+    jobs: int | None = None,
+) -> CollectResult:
+    """Get a usage part per source file. With `use_cache=False` parts go to a temp dir (call cleanup())."""
+    result = CollectResult()
+    if use_cache:
+        root = Path(cache_dir) if cache_dir else default_cache_dir()
+    else:
+        result.temp_dir = tempfile.TemporaryDirectory(prefix="batchcompact-usage-")
+        root = Path(result.temp_dir.name)
+    cache = UsageCache(root)
+    todo: list[str] = []
+    todo_bytes = 0
+    for path in iter_source_files(paths):
+        try:
+            key = FileKey.of(path)
+        except OSError as exc:
+            result.stats.append(
+                {"path": str(path), "warnings": [f"{path}: cannot stat: {exc}"], "warning_count": 1}
+            )
+            continue
+        result.files += 1
+        result.bytes += key.size
+        hit = cache.lookup(key) if use_cache else None
+        if hit is not None:
+            result.parts.append(str(hit[0]))
+            result.stats.append(hit[1].to_dict())
+            result.cached += 1
+        else:
+            todo.append(str(path))
+            todo_bytes += key.size
+    if not result.files and not result.stats:
+        raise UsageError("no session files found in the given paths")
+    workers = _workers(jobs, len(todo), todo_bytes)
+    if workers > 1:
+        done = _extract_parallel(result, todo, str(root), workers)
+        todo = todo[done:]
+    _add(result, (extract_to_part(p, str(root)) for p in todo))
+    return result
+
+
+def _extract_parallel(result: CollectResult, todo: list[str], root: str, workers: int) -> int:
+    """Extract `todo` in worker processes; returns how many finished (the rest fall back to serial).
+
+    Workers only parse JSON and write Parquet (never polars). "fork" is used where the OS has it:
+    "spawn" would re-import the caller's main module, which breaks scripts without a __main__ guard.
+    """
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    done = 0
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            for outcome in pool.map(extract_to_part, todo, [root] * len(todo), chunksize=4):
+                _add(result, [outcome])
+                done += 1
+    except BrokenProcessPool as exc:
+        log.warning(
+            "worker processes failed (%s); parsing the remaining %d files here", exc, len(todo) - done
+        )
+    return done
+
+
+def _add(result: CollectResult, outcomes) -> None:
+    for part, stats, _cached in outcomes:
+        result.parts.append(part)
+        result.stats.append(stats)
+        result.extracted += 1
+
+
+PARALLEL_MIN_BYTES = 32_000_000  # below this, starting worker processes costs more than it saves
+
+
+def _workers(jobs: int | None, todo: int, todo_bytes: int) -> int:
+    """Processes to extract with: 1 for small work unless `jobs` asks explicitly."""
+    if todo < 2 or (jobs is None and todo_bytes < PARALLEL_MIN_BYTES):
+        return 1
+    if jobs is None:
+        jobs = min(os.cpu_count() or 1, 8)
+    return max(1, min(jobs, todo))

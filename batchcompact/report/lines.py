@@ -1,0 +1,162 @@
+"""Streaming JSONL for usage extraction: line numbers, cheap skips before parsing, warnings not crashes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from batchcompact.errors import UsageError
+
+MAX_WARNINGS_KEPT = 50
+
+
+@dataclass
+class ExtractStats:
+    """What one file's extraction saw. `warnings` name file:line; at most MAX_WARNINGS_KEPT are kept."""
+
+    path: str
+    format: str | None = None
+    lines: int = 0
+    parsed: int = 0
+    skipped_cheap: int = 0
+    malformed: int = 0
+    rows: int = 0
+    duplicates: int = 0  # Claude streaming copies of one request merged away
+    token_events: int = 0  # Codex token_count events
+    repeats_dropped: int = 0  # Codex events repeating the previous cumulative total
+    info_null: int = 0  # Codex rate-limit-only events
+    warnings: list[str] = field(default_factory=list)
+    warning_count: int = 0
+
+    def warn(self, line: int | None, message: str) -> None:
+        self.warning_count += 1
+        if len(self.warnings) < MAX_WARNINGS_KEPT:
+            where = f"{self.path}:{line}" if line else self.path
+            self.warnings.append(f"{where}: {message}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def open_binary(path: str | Path) -> IO[bytes]:
+    """Open a transcript for reading bytes; `.zst` files are decompressed as a stream."""
+    path = Path(path)
+    if path.suffix == ".zst":
+        try:
+            import zstandard
+        except ImportError:
+            raise UsageError(
+                f"{path} is zstd-compressed; install the zstandard package "
+                "(pip install 'batchcompact[zstd]') to read it"
+            ) from None
+        raw = open(path, "rb")  # noqa: SIM115 - closed with the reader below
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
+        import io
+
+        return io.BufferedReader(reader, buffer_size=1 << 20)
+    return open(path, "rb", buffering=1 << 20)  # noqa: SIM115
+
+
+def iter_json_lines(
+    path: str | Path,
+    stats: ExtractStats,
+    *,
+    want: tuple[bytes, ...] = (),
+    skip: tuple[bytes, ...] = (),
+    keep_if: bytes | None = None,
+    always_first: bool = False,
+) -> Iterator[tuple[int, dict]]:
+    """Yield (line number, object) for lines worth parsing.
+
+    A line is parsed only if it contains at least one of `want` (when given) and none of `skip`,
+    unless it contains `keep_if` (a marker of lines that must not be skipped). `always_first` parses
+    line 1 regardless (headers). Invalid JSON, invalid UTF-8 and non-object lines become warnings
+    naming file:line. Lines dropped by the substring checks are never parsed, so a malformed line that
+    could not carry usage anyway (no `"usage"` in it) passes without a warning: that is the price of
+    not parsing them, and `batchcompact validate` is the tool that checks every line.
+    """
+    wanted = _contains_any(want)
+    unwanted = _contains_any(skip)
+    loads = json.loads
+    number = 0
+    with open_binary(path) as fh:
+        try:
+            for number, raw in enumerate(fh, start=1):
+                if not (always_first and number == 1):
+                    if want and not wanted(raw):
+                        stats.skipped_cheap += 1
+                        continue
+                    if skip and unwanted(raw) and not (keep_if and keep_if in raw):
+                        stats.skipped_cheap += 1
+                        continue
+                if not raw.strip():
+                    continue
+                try:
+                    obj = loads(raw.decode("utf-8"))
+                except UnicodeDecodeError:
+                    stats.malformed += 1
+                    stats.warn(number, "invalid UTF-8; line skipped")
+                    continue
+                except (ValueError, RecursionError) as exc:
+                    stats.malformed += 1
+                    torn = " (torn last line?)" if not raw.endswith(b"\n") else ""
+                    reason = getattr(exc, "msg", None) or "nested too deeply"
+                    stats.warn(number, f"invalid JSON{torn}: {reason}; line skipped")
+                    continue
+                if not isinstance(obj, dict):
+                    stats.malformed += 1
+                    stats.warn(number, "not a JSON object; line skipped")
+                    continue
+                stats.parsed += 1
+                yield number, obj
+        finally:
+            stats.lines += number
+
+
+def _contains_any(markers: tuple[bytes, ...]):
+    """A fast `any(m in raw for m in markers)` for the one to three markers we use."""
+    if len(markers) == 1:
+        (a,) = markers
+        return lambda raw: a in raw
+    if len(markers) == 2:
+        a, b = markers
+        return lambda raw: a in raw or b in raw
+    if len(markers) == 3:
+        a, b, c = markers
+        return lambda raw: a in raw or b in raw or c in raw
+    return lambda raw: any(m in raw for m in markers)
+
+
+def parse_timestamp(value: Any) -> datetime | None:
+    """ISO-8601 string or epoch milliseconds -> aware UTC datetime; None when absent or unreadable."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        if isinstance(value, (int, float)):
+            return datetime.fromtimestamp(value / 1000.0, tz=UTC)
+        if isinstance(value, str):
+            text = value.strip()
+            if text.endswith("Z"):
+                text = text[:-1] + "+00:00"
+            dt = datetime.fromisoformat(text)
+            return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
+    return None
+
+
+def as_int(value: Any) -> int:
+    """Token counts: numbers as int, anything else 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    return int(value)
+
+
+def as_float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)

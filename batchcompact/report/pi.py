@@ -1,0 +1,66 @@
+"""pi usage: every assistant message on every branch, plus compaction / branch_summary `usage`.
+
+Every line counts (abandoned branches were paid for too). pi's `usage.input` is non-cached input,
+so it maps straight to the table; recorded cost is `usage.cost.total`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from batchcompact.report.lines import ExtractStats, as_float, as_int, iter_json_lines, parse_timestamp
+from batchcompact.report.schema import UsageRows
+
+ENTRY_KINDS = {"compaction": "compaction", "branch_summary": "branch_summary"}
+
+
+def extract_pi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
+    file = str(path)
+    session_id = project = None
+    last_provider = last_model = None
+    for number, obj in iter_json_lines(path, stats, want=(b'"usage"',), always_first=True):
+        entry_type = obj.get("type")
+        if number == 1 and entry_type == "session":
+            session_id = obj.get("id") if isinstance(obj.get("id"), str) else None
+            project = obj.get("cwd") if isinstance(obj.get("cwd"), str) else None
+            last_provider = obj.get("provider")
+            last_model = obj.get("modelId")
+            continue
+        if entry_type == "message":
+            message = obj.get("message")
+            if not isinstance(message, dict) or message.get("role") != "assistant":
+                continue
+            usage = message.get("usage")
+            provider, model = message.get("provider"), message.get("model")
+            last_provider, last_model = provider or last_provider, model or last_model
+            kind = "main"
+            when = obj.get("timestamp") or message.get("timestamp")
+        elif entry_type in ENTRY_KINDS:
+            usage = obj.get("usage")
+            provider = obj.get("provider") or last_provider
+            model = obj.get("model") or obj.get("modelId") or last_model
+            kind = ENTRY_KINDS[entry_type]
+            when = obj.get("timestamp")
+        else:
+            continue
+        if not isinstance(usage, dict):
+            if entry_type == "message":
+                stats.warn(number, "assistant message without usage; not counted")
+            continue
+        cost = usage.get("cost")
+        rows.add(
+            source="pi",
+            file=file,
+            line=number,
+            session_id=session_id,
+            project=project,
+            timestamp=parse_timestamp(when),
+            provider=provider if isinstance(provider, str) else None,
+            model=model if isinstance(model, str) else None,
+            kind=kind,
+            input_tokens=as_int(usage.get("input")),
+            output_tokens=as_int(usage.get("output")),
+            cache_read_tokens=as_int(usage.get("cacheRead")),
+            cache_write_tokens=as_int(usage.get("cacheWrite")),
+            recorded_cost_usd=as_float(cost.get("total")) if isinstance(cost, dict) else None,
+        )

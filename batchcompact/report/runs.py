@@ -1,0 +1,72 @@
+"""batchcompact's own spend: rows of `compactions-<run_id>.parquet` files written by `run`.
+
+Columns are read by name and missing ones tolerated. A row with `calls > 0` becomes one usage row
+(source `batchcompact`, kind `compaction`) that aggregates that session's summary calls; `requests`
+in reports therefore counts sessions compacted, and the calls are in `calls`.
+Assumption (litellm's convention): `prompt_tokens` INCLUDES cache-read and cache-write tokens, so
+non-cached input = prompt - cache_read - cache_write (never below 0). Recorded cost = `cost_usd`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from batchcompact.report.lines import ExtractStats, as_float, as_int
+from batchcompact.report.schema import UsageRows
+
+WANTED = (
+    "run_id",
+    "started_at",
+    "ended_at",
+    "input_path",
+    "session_id",
+    "calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cost_usd",
+    "model",
+)
+
+
+def extract_runs(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
+    path = Path(path)
+    try:
+        parquet = pq.ParquetFile(path)
+        present = [c for c in WANTED if c in parquet.schema_arrow.names]
+        table = parquet.read(columns=present)
+    except Exception as exc:  # a torn or foreign parquet file is bad input, not a crash
+        stats.malformed += 1
+        stats.warn(None, f"cannot read run report: {exc}")
+        return
+    data = table.to_pylist()
+    stats.lines += len(data)
+    for index, record in enumerate(data, start=1):
+        stats.parsed += 1
+        if as_int(record.get("calls")) <= 0:
+            continue
+        cache_read = as_int(record.get("cache_read_tokens"))
+        cache_write = as_int(record.get("cache_write_tokens"))
+        prompt = as_int(record.get("prompt_tokens"))
+        when = record.get("ended_at") or record.get("started_at")
+        input_path = record.get("input_path")
+        model = record.get("model")
+        rows.add(
+            source="batchcompact",
+            file=str(path),
+            line=index,
+            session_id=record.get("session_id") or input_path,
+            project=str(Path(input_path).parent) if input_path else None,
+            timestamp=when,
+            provider=model.split("/", 1)[0] if isinstance(model, str) and "/" in model else None,
+            model=model,
+            kind="compaction",
+            input_tokens=max(prompt - cache_read - cache_write, 0),
+            output_tokens=as_int(record.get("completion_tokens")),
+            cache_read_tokens=cache_read,
+            cache_write_tokens=cache_write,
+            recorded_cost_usd=as_float(record.get("cost_usd")),
+        )

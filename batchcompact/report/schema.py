@@ -1,0 +1,107 @@
+"""The usage table: one row per model request, whatever agent made it.
+
+Invariants (the same for every source, so sums across sources mean the same thing):
+- `input_tokens` is NON-cached input. Codex reports input including cached tokens; its extractor
+  subtracts `cached_input_tokens`. Claude and pi already report non-cached input.
+- `output_tokens` includes reasoning tokens; `reasoning_tokens` is the part of it that was reasoning
+  (informational, never added again).
+- `total_tokens` = input + output + cache_read + cache_write.
+- `recorded_cost_usd` is the cost the file itself records (pi `usage.cost.total`, batchcompact
+  `cost_usd`), null where the file has none. Computed cost is not stored: it depends on the price map
+  and is added at report time.
+- `dedupe_key` is set where one request can appear in several files (Claude `message.id:requestId`,
+  Codex event time + cumulative total); the report keeps one row per key across files.
+
+Columns are added, never repurposed; bump `USAGE_SCHEMA_VERSION` on any change (the cache folder is
+versioned by it, so old cache parts are ignored).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+USAGE_SCHEMA_VERSION = 1
+
+SOURCES = ("pi", "claude", "codex", "batchcompact")
+KINDS = ("main", "sidechain", "compaction", "branch_summary")
+
+USAGE_SCHEMA = pa.schema(
+    [
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("file", pa.string(), nullable=False),
+        pa.field("line", pa.int64()),
+        pa.field("session_id", pa.string()),
+        pa.field("project", pa.string()),
+        pa.field("timestamp", pa.timestamp("us", tz="UTC")),
+        pa.field("provider", pa.string()),
+        pa.field("model", pa.string()),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("dedupe_key", pa.string()),
+        pa.field("input_tokens", pa.int64(), nullable=False),
+        pa.field("output_tokens", pa.int64(), nullable=False),
+        pa.field("cache_read_tokens", pa.int64(), nullable=False),
+        pa.field("cache_write_tokens", pa.int64(), nullable=False),
+        pa.field("reasoning_tokens", pa.int64(), nullable=False),
+        pa.field("total_tokens", pa.int64(), nullable=False),
+        pa.field("recorded_cost_usd", pa.float64()),
+    ],
+    metadata={"batchcompact.usage_schema_version": str(USAGE_SCHEMA_VERSION)},
+)
+
+COLUMNS = tuple(USAGE_SCHEMA.names)
+
+
+class UsageRows:
+    """Column lists for one file's rows; `to_table()` builds the Arrow table with `USAGE_SCHEMA`."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, list] = {name: [] for name in COLUMNS}
+
+    def __len__(self) -> int:
+        return len(self.columns["source"])
+
+    def add(
+        self,
+        *,
+        source: str,
+        file: str,
+        line: int | None,
+        session_id: str | None,
+        project: str | None,
+        timestamp,
+        provider: str | None,
+        model: str | None,
+        kind: str,
+        input_tokens: int,
+        output_tokens: int,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        reasoning_tokens: int = 0,
+        recorded_cost_usd: float | None = None,
+        dedupe_key: str | None = None,
+    ) -> None:
+        c = self.columns
+        c["source"].append(source)
+        c["file"].append(file)
+        c["line"].append(line)
+        c["session_id"].append(session_id)
+        c["project"].append(project)
+        c["timestamp"].append(timestamp)
+        c["provider"].append(provider)
+        c["model"].append(model)
+        c["kind"].append(kind)
+        c["dedupe_key"].append(dedupe_key)
+        c["input_tokens"].append(input_tokens)
+        c["output_tokens"].append(output_tokens)
+        c["cache_read_tokens"].append(cache_read_tokens)
+        c["cache_write_tokens"].append(cache_write_tokens)
+        c["reasoning_tokens"].append(reasoning_tokens)
+        c["total_tokens"].append(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens)
+        c["recorded_cost_usd"].append(recorded_cost_usd)
+
+    def to_table(self) -> pa.Table:
+        return pa.Table.from_pydict(self.columns, schema=USAGE_SCHEMA)
+
+
+def empty_table() -> pa.Table:
+    return USAGE_SCHEMA.empty_table()

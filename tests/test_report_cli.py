@@ -1,0 +1,194 @@
+"""`batchcompact report` through click's CliRunner: exit codes, stdout, stderr."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+from conftest import fixture_path
+
+from batchcompact.cli import cli
+
+
+@pytest.fixture
+def pi_dir():
+    return fixture_path("pi", "large-session.jsonl").parent
+
+
+def invoke(args):
+    result = CliRunner().invoke(cli, ["report", *args], standalone_mode=False, catch_exceptions=False)
+    return result
+
+
+def test_json_rows_carry_required_fields(pi_dir, tmp_path):
+    result = invoke([str(pi_dir), "--by", "model", "--format", "json", "--cache-dir", str(tmp_path)])
+    assert result.return_value == 0
+    doc = json.loads(result.stdout)
+    assert doc["keys"] == ["model"]
+    row = next(r for r in doc["rows"] if r["model"] == "claude-opus-4-5")
+    for field in (
+        "requests",
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "total_tokens",
+        "cost_usd",
+        "models",
+    ):
+        assert field in row
+    assert row["requests"] == 484 and row["output_tokens"] == 187_895
+    assert doc["totals"]["requests"] == 484 + 453
+    assert "2 files: 2 parsed, 0 from cache" in result.stderr
+
+
+def test_table_has_totals_row_and_second_run_uses_cache(pi_dir, tmp_path):
+    first = invoke([str(pi_dir), "--by", "month", "--cache-dir", str(tmp_path)])
+    assert first.return_value == 0
+    lines = first.stdout.splitlines()
+    assert lines[0].split()[:3] == ["month", "requests", "input"]
+    assert lines[-1].startswith("TOTAL") and "937" in lines[-1]
+    second = invoke([str(pi_dir), "--by", "month", "--cache-dir", str(tmp_path)])
+    assert second.stdout == first.stdout
+    assert "2 files: 0 parsed, 2 from cache" in second.stderr
+
+
+def test_breakdown_csv_and_filters(tmp_path):
+    codex = fixture_path("codex", "sessions")
+    result = invoke(
+        [
+            str(codex),
+            "--by",
+            "day",
+            "--breakdown",
+            "--format",
+            "csv",
+            "--since",
+            "2026-02-23",
+            "--until",
+            "20260223",
+            "--no-cache",
+        ]
+    )
+    assert result.return_value == 0
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [(r["date"], r["model"]) for r in rows] == [("2026-02-23", "gpt-5.3-codex")]
+
+
+def test_parquet_output_and_chart(tmp_path):
+    claude = fixture_path("claude", "projects")
+    out, chart = tmp_path / "r.parquet", tmp_path / "c.html"
+    result = invoke(
+        [
+            str(claude),
+            "--by",
+            "project",
+            "--format",
+            "parquet",
+            "--output",
+            str(out),
+            "--chart",
+            str(chart),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ]
+    )
+    assert result.return_value == 0 and result.stdout == ""
+    frame = pl.read_parquet(out)
+    spotter = frame.filter(pl.col("project") == "-home-USER-projects-spotter")
+    assert spotter["requests"].to_list() == [139 + 1 + 1 + 4]  # main + compaction + short + tool_heavy
+    html = chart.read_text()
+    assert html.startswith("<!DOCTYPE html>") and "<svg" in html and "claude-opus-4-6" in html
+
+
+def test_source_filter_and_run_reports(tmp_path):
+    from test_report_extract import run_rows, write_run_report
+
+    write_run_report(tmp_path / "compactions-r1.parquet", run_rows())
+    result = invoke(
+        [
+            str(tmp_path),
+            "--source",
+            "batchcompact",
+            "--format",
+            "json",
+            "--cost-mode",
+            "recorded",
+            "--no-cache",
+        ]
+    )
+    doc = json.loads(result.stdout)
+    assert doc["totals"]["requests"] == 1 and doc["totals"]["cost_usd"] == pytest.approx(0.02)
+
+
+def test_usage_errors_exit_2(tmp_path, pi_dir):
+    result = CliRunner().invoke(cli, ["report", str(pi_dir), "--since", "yesterday"])
+    assert result.exit_code == 2 and "is not a date" in result.output
+    result = CliRunner().invoke(cli, ["report", str(pi_dir), "--timezone", "Mars/Olympus"])
+    assert result.exit_code == 2 and "unknown time zone" in result.output
+    result = CliRunner().invoke(cli, ["report", str(pi_dir), "--format", "parquet", "--no-cache"])
+    assert result.exit_code == 2 and "--format parquet needs --output FILE" in result.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = invoke([str(empty), "--no-cache"])
+    assert result.return_value == 2 and "Error: no session files found" in result.stderr
+
+
+def test_png_chart_without_matplotlib_names_the_extra(pi_dir, tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    result = invoke([str(pi_dir), "--chart", str(tmp_path / "c.png"), "--no-cache"])
+    assert result.return_value == 2
+    assert "pip install 'batchcompact[chart]'" in result.stderr
+
+
+def test_malformed_line_warning_goes_to_stderr(tmp_path):
+    path = tmp_path / "proj" / "s.jsonl"
+    path.parent.mkdir()
+    good = {
+        "type": "assistant",
+        "sessionId": "s",
+        "uuid": "u",
+        "timestamp": "2026-01-01T00:00:00Z",
+        "requestId": "r",
+        "message": {
+            "id": "m",
+            "model": "claude-haiku-4-5",
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        },
+    }
+    path.write_text(json.dumps(good) + "\n" + '{"type":"assistant","usage":\n')
+    result = invoke([str(path), "--format", "json", "--no-cache"])
+    assert result.return_value == 0
+    assert f"warning: {path}:2: invalid JSON" in result.stderr
+    assert json.loads(result.stdout)["totals"]["requests"] == 1
+
+
+def test_png_chart_calls_matplotlib(pi_dir, tmp_path, monkeypatch):
+    """matplotlib is an optional extra not installed here: a stand-in checks the calls we make."""
+    import sys
+    import types
+    from unittest import mock
+
+    fake = types.ModuleType("matplotlib")
+    fake.use = mock.Mock()
+    pyplot = types.ModuleType("matplotlib.pyplot")
+    fig, ax = mock.Mock(), mock.Mock()
+    pyplot.subplots = mock.Mock(return_value=(fig, ax))
+    pyplot.close = mock.Mock()
+    fake.pyplot = pyplot
+    monkeypatch.setitem(sys.modules, "matplotlib", fake)
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", pyplot)
+    out = tmp_path / "c.png"
+    result = invoke([str(pi_dir), "--by", "month", "--chart", str(out), "--no-cache"])
+    assert result.return_value == 0
+    fake.use.assert_called_with("Agg")
+    fig.savefig.assert_called_once()
+    assert fig.savefig.call_args.args[0] == out
+    labels = {c.kwargs["label"] for c in ax.bar.call_args_list}
+    assert labels == {"claude-opus-4-5", "claude-sonnet-4-5", "gpt-5.1-codex"}
