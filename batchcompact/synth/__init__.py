@@ -1,0 +1,24 @@
+"""Deterministic generators of realistic synthetic sessions (pi, Claude Code, Codex) for samples and benchmarks.
+
+Stdlib only; every byte follows from the seed (no wall clock). CLI: `python -m batchcompact.synth --help`.
+"""
+
+from .claude import ClaudeSpec, write_claude_session
+from .codex import CodexSpec, write_codex_session
+from .corpus import parse_size, plan_corpus, write_corpus
+from .pi import PiSpec, iter_pi_lines, write_pi_session
+from .samples import write_samples
+
+__all__ = [
+    "ClaudeSpec",
+    "CodexSpec",
+    "PiSpec",
+    "iter_pi_lines",
+    "parse_size",
+    "plan_corpus",
+    "write_claude_session",
+    "write_codex_session",
+    "write_corpus",
+    "write_pi_session",
+    "write_samples",
+]
