@@ -8,11 +8,16 @@ from typing import Any
 from batchcompact.core.entries import ERROR, KNOWN_ENTRY_TYPES, MESSAGE_ROLES, WARNING, Entry, Problem
 from batchcompact.core.migrate import header_version, migrate
 from batchcompact.core.session import Session
-from batchcompact.formats.jsonl import iter_json_lines
+from batchcompact.formats.jsonl import iter_json_lines, paused_gc
 
 
 def read_pi_session(path: str | Path) -> Session:
     """Read one pi session file. Never raises on bad content: problems are collected on the Session."""
+    with paused_gc():
+        return _read_pi_session(path)
+
+
+def _read_pi_session(path: str | Path) -> Session:
     name = str(path)
     problems: list[Problem] = []
     header: dict[str, Any] | None = None
