@@ -91,3 +91,12 @@ def output_options(formats: tuple[str, ...] = ("table", "json", "csv", "parquet"
         return func
 
     return decorator
+
+
+def branch_options(func):
+    """Branch summaries (issue 7): which abandoned branches are worth a summary."""
+    func = click.option("--branch-reserve-tokens", type=click.IntRange(min=0), default=16384, show_default=True,
+                        help="Reserve for branch summaries: a branch is read up to window - reserve tokens.")(func)
+    func = click.option("--min-branch-tokens", type=click.IntRange(min=0), default=0, show_default=True,
+                        help="Skip abandoned branches smaller than this (estimated tokens).")(func)
+    return func

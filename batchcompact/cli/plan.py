@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from batchcompact.cli.options import output_options, planner_options, pop_settings, resolve_jobs
+from batchcompact.cli.options import branch_options, output_options, planner_options, pop_settings, resolve_jobs
 from batchcompact.cli.output import echo_err, format_table, open_output, require_output, write_csv_rows, write_json_rows
 
 TABLE_COLUMNS = (
@@ -22,6 +22,7 @@ TABLE_COLUMNS = (
     ("calls", "calls"),
     ("prompt_tokens", "prompt tok"),
     ("est_cost_usd", "est $"),
+    ("branch_calls", "branches"),
     ("reason", "reason"),
 )
 
@@ -36,9 +37,17 @@ class Totals:
         self.cost = 0.0
         self.batch_cost = 0.0
         self.unpriced = 0
+        self.branch_calls = 0
+        self.branch_cost: float | None = 0.0
 
     def add(self, row: dict[str, Any]) -> None:
         self.status[row["status"]] += 1
+        if row.get("branch_calls"):
+            self.branch_calls += row["branch_calls"]
+            if self.branch_cost is not None and row.get("branch_est_cost_usd") is not None:
+                self.branch_cost += row["branch_est_cost_usd"]
+            else:
+                self.branch_cost = None
         if row["status"] != "compact":
             return
         self.calls += row["calls"] or 0
@@ -56,11 +65,16 @@ class Totals:
         cost = f"${self.cost:.4f} on demand, ${self.batch_cost:.4f} with a batch API"
         if self.unpriced:
             cost += f" (+ {self.unpriced} sessions whose summary model has no known price)"
+        branches = ""
+        if self.branch_calls:
+            price = "unknown" if self.branch_cost is None else f"${self.branch_cost:.4f}"
+            branches = (f"\nabandoned branches: {self.branch_calls} could be summarized with "
+                        f"`run --branch-summaries` ({self.branch_calls} calls, {price})")
         return (
             f"{sum(self.status.values())} sessions: {parts or 'none'}\n"
             f"to compact: {self.status['compact']} sessions, {self.tokens_before:,} -> ~{self.tokens_after:,} tokens, "
             f"{self.calls} calls, {self.prompt_tokens:,} prompt tokens\n"
-            f"estimated cost: {cost}"
+            f"estimated cost: {cost}" + branches
         )
 
 
@@ -71,10 +85,12 @@ class Totals:
               help="Model to price the summaries with (any litellm name). Default: the built-in offline "
                    "summarizer, which costs nothing. Output is estimated at 2000 tokens per summary and "
                    "1000 per split-turn prefix, capped by max_tokens.")
+@branch_options
 @output_options()
 @click.pass_context
 def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, fmt: str, output: str | None,
-         pricing: str | None, jobs: int | None, **kwargs: Any) -> int:
+         pricing: str | None, jobs: int | None, min_branch_tokens: int = 0, branch_reserve_tokens: int = 16384,
+         **kwargs: Any) -> int:
     """Plan compactions of the sessions under PATHS (files, directories, globs) without calling any model.
 
     One row per session: status `compact`, `skip` (with the reason) or `error` (unreadable; see
@@ -91,7 +107,8 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
 
     require_output(fmt, output)
     settings = pop_settings(kwargs)
-    options = PlanOptions(summary_model=summary_model, pricing_file=pricing)
+    options = PlanOptions(summary_model=summary_model, pricing_file=pricing, min_branch_tokens=min_branch_tokens,
+                          branch_reserve_tokens=branch_reserve_tokens)
     files = (str(item.path) for item in iter_session_files(paths))
     totals = Totals()
     warned: set[str] = set()

@@ -7,34 +7,24 @@ from typing import Any
 
 from batchcompact.core.context import build_session_context, convert_message
 from batchcompact.core.session import Session
-from batchcompact.core.tokens import estimate_context_tokens, estimate_tokens
+from batchcompact.core.tokens import estimate_context_tokens
 
 
 def describe_branches(session: Session) -> list[dict[str, Any]]:
-    """Abandoned branches: leaves off the active path, their common ancestor, size."""
-    tree = session.tree
-    assert tree is not None
-    out = []
-    leaf = tree.leaf
-    for branch_leaf in tree.abandoned_leaves():
-        ancestor = tree.common_ancestor(branch_leaf, leaf) if leaf is not None else None
-        branch = tree.path(branch_leaf)
-        start = 0
-        if ancestor is not None:
-            start = next(i for i, e in enumerate(branch) if e is ancestor) + 1
-        entries = branch[start:]
-        tokens = sum(estimate_tokens(e.message) for e in entries if e.message is not None)
-        out.append(
-            {
-                "leaf_id": branch_leaf.id,
-                "leaf_line": branch_leaf.line,
-                "common_ancestor_id": ancestor.id if ancestor is not None else None,
-                "common_ancestor_line": ancestor.line if ancestor is not None else None,
-                "entries": len(entries),
-                "tokens": tokens,
-            }
-        )
-    return out
+    """Abandoned branches: leaves off the active path, their common ancestor with it, their size."""
+    from batchcompact.core.branches import find_abandoned_branches
+
+    return [
+        {
+            "leaf_id": branch.leaf.id,
+            "leaf_line": branch.leaf.line,
+            "common_ancestor_id": branch.ancestor.id if branch.ancestor is not None else None,
+            "common_ancestor_line": branch.ancestor.line if branch.ancestor is not None else None,
+            "entries": len(branch.entries),
+            "tokens": branch.tokens,
+        }
+        for branch in find_abandoned_branches(session.tree)
+    ]
 
 
 def describe_session(session: Session, with_context: bool = False) -> dict[str, Any]:

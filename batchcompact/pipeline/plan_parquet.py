@@ -38,6 +38,28 @@ PLAN_SCHEMA = pa.schema(
         ("problems", pa.int64()),
         ("prune_results", pa.int64()),
         ("prune_tokens", pa.int64()),
+        (
+            "branches",
+            pa.list_(
+                pa.struct(
+                    [
+                        ("leaf_id", pa.string()),
+                        ("leaf_line", pa.int64()),
+                        ("ancestor_id", pa.string()),
+                        ("ancestor_line", pa.int64()),
+                        ("entries", pa.int64()),
+                        ("tokens", pa.int64()),
+                        ("status", pa.string()),
+                        ("reason", pa.string()),
+                        ("prompt_tokens", pa.int64()),
+                        ("est_cost_usd", pa.float64()),
+                    ]
+                )
+            ),
+        ),
+        ("branch_calls", pa.int64()),
+        ("branch_prompt_tokens", pa.int64()),
+        ("branch_est_cost_usd", pa.float64()),
     ],
     metadata={"batchcompact_table": "plan", "schema_version": PLAN_SCHEMA_VERSION},
 )

@@ -50,6 +50,10 @@ PLAN_COLUMNS = (
     "problems",
     "prune_results",
     "prune_tokens",
+    "branches",
+    "branch_calls",
+    "branch_prompt_tokens",
+    "branch_est_cost_usd",
 )
 
 
@@ -59,6 +63,18 @@ class PlanOptions:
 
     summary_model: str | None = None  # None / "builtin" -> the built-in offline summarizer (free)
     pricing_file: str | None = None
+    branch_reserve_tokens: int = 16384
+    min_branch_tokens: int = 0
+
+    def branch_settings(self, settings: CompactionSettings):
+        from batchcompact.core.branches import BranchSettings
+
+        return BranchSettings(
+            reserve_tokens=self.branch_reserve_tokens,
+            min_branch_tokens=self.min_branch_tokens,
+            context_window=settings.context_window,
+            instructions=settings.instructions,
+        )
 
 
 def read_session(path: str | Path) -> Session:
@@ -144,6 +160,7 @@ def plan_session(
     window = settings.context_window or resolve_context_window(session, model, provider, options.pricing_file)
     plan = prepare_compaction(path, settings, window)
     row.update(model=model, context_window=window)
+    row.update(describe_branch_plans(session, settings, options, window))
     if isinstance(plan, Skip):
         row.update(status="skip", reason=plan.reason, tokens_before=plan.tokens_before)
         return plan, row
@@ -175,6 +192,53 @@ def plan_session(
         prune_tokens=sum(a.tokens for a in plan.prune),
     )
     return plan, row
+
+
+def plan_branches(session: Session, settings: CompactionSettings, options: PlanOptions, window: int | None):
+    """Branch-summary plans (or skips) for every abandoned branch, with exact prompt token counts."""
+    from batchcompact.core.branches import BranchPlan, plan_all_branches
+
+    results = plan_all_branches(session.tree, options.branch_settings(settings), window)
+    out = []
+    for result in results:
+        if isinstance(result, BranchPlan):
+            result = dataclasses.replace(result, call=count_call_tokens([result.call], options.summary_model)[0])
+        out.append(result)
+    return out
+
+
+def describe_branch_plans(
+    session: Session, settings: CompactionSettings, options: PlanOptions, window: int | None
+) -> dict[str, Any]:
+    from batchcompact.core.branches import BranchPlan
+    from batchcompact.core.planner import EST_OUTPUT_TOKENS
+
+    branches = []
+    calls = prompt = 0
+    cost: float | None = 0.0
+    for result in plan_branches(session, settings, options, window):
+        branch = result.branch
+        item: dict[str, Any] = {
+            "leaf_id": branch.leaf.id,
+            "leaf_line": branch.leaf.line,
+            "ancestor_id": branch.ancestor.id if branch.ancestor is not None else None,
+            "ancestor_line": branch.ancestor.line if branch.ancestor is not None else None,
+            "entries": len(branch.entries),
+            "tokens": branch.tokens,
+            "status": "summarize" if isinstance(result, BranchPlan) else "skip",
+            "reason": None if isinstance(result, BranchPlan) else result.reason,
+            "prompt_tokens": 0,
+            "est_cost_usd": 0.0,
+        }
+        if isinstance(result, BranchPlan):
+            est_output = min(result.call.max_tokens, EST_OUTPUT_TOKENS["branch"])
+            one, _ = estimate_cost([result.call], est_output, options.summary_model, options.pricing_file)
+            item.update(prompt_tokens=result.call.prompt_tokens, est_cost_usd=one)
+            calls += 1
+            prompt += result.call.prompt_tokens
+            cost = None if cost is None or one is None else cost + one
+        branches.append(item)
+    return {"branches": branches, "branch_calls": calls, "branch_prompt_tokens": prompt, "branch_est_cost_usd": cost}
 
 
 def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> dict[str, Any]:
