@@ -69,4 +69,4 @@ def count_tokens(text: str, model: str | None = None) -> int:
     encoding = _encoding(encoding_name_for(model))
     if encoding is None:
         return (len(text) + 3) // 4
-    return len(encoding.encode(text, disallowed_special=()))
+    return len(encoding.encode_ordinary(text))  # special-token text is counted as plain text

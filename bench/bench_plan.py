@@ -22,6 +22,9 @@ from batchcompact.core.planner import CompactionSettings
 from batchcompact.pipeline.planning import PlanOptions, iter_plan_rows
 from batchcompact.synth.corpus import parse_size, write_corpus
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.figures import emit  # noqa: E402
+
 
 def corpus(folder: Path, total: str, seed: int) -> tuple[list[str], int]:
     if not (folder / "corpus.json").exists():
@@ -67,7 +70,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--corpus", type=Path, default=None)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="a 20 MB corpus")
     args = parser.parse_args(argv)
+    if args.quick and args.total == "60MB":
+        args.total = "20MB"
     root = args.corpus or Path(tempfile.gettempdir()) / f"bc-bench-plan-{parse_size(args.total)}-{args.seed}"
     files, size = corpus(root, args.total, args.seed)
     mb = size / 1e6
@@ -102,6 +108,10 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"  plan, {args.jobs} processes:      {mb / many:8.1f} MB/s  scaling {one / many:.2f}x")
     print(f"  peak RSS, plan 1x:      {rss_1x:8.1f} MB")
     print(f"  peak RSS, plan 10x:     {rss_10x:8.1f} MB  ({rss_10x / rss_1x:.2f}x of 1x)")
+    emit("plan", "1 process (--force)", mb / one, "MB/s", "json.loads", mb / baseline)
+    emit("plan", "1 process", len(files) / one, "sessions/s")
+    emit("plan", f"{args.jobs} processes", mb / many, "MB/s", "1 process", mb / one, note="scaling")
+    emit("memory", "plan peak RSS, 10x corpus", rss_10x, "MB", "1x corpus", rss_1x)
     return figures
 
 

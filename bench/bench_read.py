@@ -21,6 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from batchcompact.synth.corpus import parse_size
+
+try:
+    from bench.figures import emit
+except ImportError:  # run as a script from bench/
+    from figures import emit
 from batchcompact.synth.pi import PiSpec, write_pi_session
 
 REPO = Path(__file__).resolve().parent.parent
@@ -116,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     print(format_rows(rows))
     worst = min(r["ratio"] for r in rows)
     print(f"\nslowest reader/json ratio: {worst:.2f} (aim >= 0.50)")
+    for row in rows:
+        emit("read", f"pi reader, {row['file']}", row["reader"], "MB/s", "json.loads", row["json"])
     return 0
 
 

@@ -21,6 +21,8 @@ import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from bench.figures import emit  # noqa: E402
 FIXTURE = (
     REPO.parent
     / "shared"
@@ -77,7 +79,10 @@ def main() -> None:
     parser.add_argument("--dir", help="corpus folder (kept; generated if empty)")
     parser.add_argument("--jobs", type=int, default=None, help="extraction processes (default: CPUs, max 8)")
     parser.add_argument("--skip-bare-json", action="store_true", help="skip the json.loads baseline")
+    parser.add_argument("--quick", action="store_true", help="a 30 MB archive")
     args = parser.parse_args()
+    if args.quick and args.total == "60MB":
+        args.total = "30MB"
 
     from batchcompact.report import ReportSettings, build_report, collect_usage
 
@@ -109,9 +114,14 @@ def main() -> None:
         self_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         print(f"peak RSS: {self_rss:,.0f} MB main process, {child_rss:,.0f} MB largest worker")
+        bare = None
         if not args.skip_bare_json:
             bare = bare_json_seconds(corpus)
             print(f"baseline: json.loads of every line, 1 process: {bare:.2f}s ({mb / bare:,.1f} MB/s)")
+        emit("report", "cold (empty cache)", mb / cold_s, "MB/s", "json.loads, 1 process",
+             mb / bare if bare else None)
+        emit("report", "warm (cache)", warm_s, "s", "cold", cold_s)
+        emit("report", "peak RSS, main process", self_rss, "MB")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

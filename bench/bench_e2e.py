@@ -1,0 +1,61 @@
+"""End to end: `batchcompact run` with the built-in summarizer over a generated corpus.
+
+    .venv/bin/python bench/bench_e2e.py [--total 40MB] [--jobs 2] [--quick]
+
+Prints sessions/s and MB/s of the whole run (plan, summarize, apply, write, verify, report) next to
+`plan` alone over the same corpus in the same process (the baseline: what reading and planning cost).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from batchcompact.synth.corpus import parse_size, write_corpus
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.figures import emit  # noqa: E402
+
+
+def _cli(*args: str) -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "batchcompact", "-q", *args], check=False, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--total", default="40MB")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--quick", action="store_true", help="a 15 MB corpus")
+    args = parser.parse_args(argv)
+    if args.quick and args.total == "40MB":
+        args.total = "15MB"
+    root = Path(tempfile.gettempdir()) / f"bc-bench-e2e-{parse_size(args.total)}-{args.seed}"
+    if not (root / "corpus.json").exists():
+        write_corpus(root, args.total, seed=args.seed, formats=("pi",))
+    files = sorted(root.rglob("*.jsonl"))
+    mb = sum(os.path.getsize(f) for f in files) / 1e6
+    out = Path(tempfile.mkdtemp(prefix="bc-bench-e2e-out-"))
+    try:
+        plan_s = _cli("plan", str(root), "--jobs", str(args.jobs), "--format", "json", "-o", os.devnull)
+        run_s = _cli("run", str(root), "-o", str(out / "o"), "--min-age", "0", "--jobs", str(args.jobs))
+        written = sum(1 for _ in (out / "o").rglob("*.jsonl"))
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    print(f"e2e: {len(files)} sessions, {mb:.1f} MB; {written} compacted")
+    print(f"  plan only:  {plan_s:6.2f}s  {len(files) / plan_s:7.1f} sessions/s")
+    print(f"  run:        {run_s:6.2f}s  {len(files) / run_s:7.1f} sessions/s  {mb / run_s:6.1f} MB/s")
+    emit("e2e", "run, built-in summarizer", len(files) / run_s, "sessions/s", "plan only", len(files) / plan_s,
+         note=f"{written} of {len(files)} compacted")
+
+
+if __name__ == "__main__":
+    main()
