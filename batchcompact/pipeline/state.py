@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +96,9 @@ class RunState:
         self._lock_handle.truncate()
         self._lock_handle.write(str(os.getpid()))
         self._lock_handle.flush()
+        # One connection shared by the event loop and the writer threads: every use holds this lock
+        # (sqlite3 connections must not run statements from two threads at once).
+        self._db_lock = threading.Lock()
         self.db = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
@@ -102,7 +106,8 @@ class RunState:
         self.db.commit()
 
     def close(self) -> None:
-        self.db.close()
+        with self._db_lock:
+            self.db.close()
         fcntl.flock(self._lock_handle.fileno(), fcntl.LOCK_UN)
         self._lock_handle.close()
 
@@ -114,28 +119,33 @@ class RunState:
 
     def finished(self, input_path: str, fingerprint: Fingerprint, settings: str) -> dict[str, Any] | None:
         """The recorded final outcome for this exact input and settings, if any."""
-        row = self.db.execute(
-            "SELECT status, output_path, reason FROM sessions WHERE input_path=? AND fingerprint=? AND settings_hash=?",
-            (input_path, str(fingerprint), settings),
-        ).fetchone()
+        with self._db_lock:
+            row = self.db.execute(
+                "SELECT status, output_path, reason FROM sessions WHERE input_path=? AND fingerprint=? "
+                "AND settings_hash=?",
+                (input_path, str(fingerprint), settings),
+            ).fetchone()
         if row is None or row[0] not in FINAL_STATUSES:
             return None
         return {"status": row[0], "output_path": row[1], "reason": row[2]}
 
     def record(self, input_path: str, fingerprint: Fingerprint, settings: str, status: str,
                output_path: str | None, reason: str | None, run_id: str) -> None:
-        self.db.execute(
-            "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (input_path, str(fingerprint), settings, status, output_path, reason, run_id, time.time()),
-        )
-        self.db.commit()
+        with self._db_lock:
+            self.db.execute(
+                "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (input_path, str(fingerprint), settings, status, output_path, reason, run_id, time.time()),
+            )
+            self.db.commit()
 
     def get_summary(self, key: str) -> dict[str, Any] | None:
-        row = self.db.execute("SELECT result FROM summaries WHERE call_key=?", (key,)).fetchone()
+        with self._db_lock:
+            row = self.db.execute("SELECT result FROM summaries WHERE call_key=?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
     def put_summary(self, key: str, result: dict[str, Any]) -> None:
-        self.db.execute(
-            "INSERT OR REPLACE INTO summaries VALUES (?, ?, ?)", (key, json.dumps(result), time.time())
-        )
-        self.db.commit()
+        with self._db_lock:
+            self.db.execute(
+                "INSERT OR REPLACE INTO summaries VALUES (?, ?, ?)", (key, json.dumps(result), time.time())
+            )
+            self.db.commit()

@@ -1,0 +1,76 @@
+"""Summarizers and the worker pool: `SummaryCall` -> `SummaryResult`.
+
+Nothing here imports litellm at import time; the litellm summarizer imports it on its first call.
+"""
+
+from __future__ import annotations
+
+from batchcompact.summarize.base import (
+    Cancel,
+    ContextTooLongError,
+    RateLimitedError,
+    RetryableError,
+    RunFatalError,
+    SessionFatalError,
+    Summarizer,
+    SummaryCallError,
+    SummaryCancelled,
+    SummaryResult,
+)
+from batchcompact.summarize.builtin import BuiltinSummarizer
+from batchcompact.summarize.custom import load_summarizer
+from batchcompact.summarize.pool import JobOutcome, PoolSettings, PoolStats, SummaryJob, run_jobs
+
+BUILTIN = "builtin"
+
+
+def build_summarizer(
+    model: str | None = None,
+    *,
+    api_base: str | None = None,
+    api_key: str | None = None,
+    timeout: float | None = None,
+    summarizer_spec: str | None = None,
+    pricing_file: str | None = None,
+    reasoning_effort: str | None = None,
+) -> Summarizer:
+    """The summarizer for the command-line options: a custom one, the builtin, or litellm + overflow recovery."""
+    if summarizer_spec:
+        return load_summarizer(summarizer_spec)
+    if model is None or model.strip().lower() == BUILTIN:
+        return BuiltinSummarizer()
+    from batchcompact.summarize.litellm_summarizer import LiteLLMSummarizer
+    from batchcompact.summarize.overflow import OverflowSummarizer
+
+    inner = LiteLLMSummarizer(
+        model.strip(),
+        api_base=api_base,
+        api_key=api_key,
+        timeout=timeout if timeout is not None else 600.0,
+        pricing_file=pricing_file,
+        reasoning_effort=reasoning_effort,
+    )
+    return OverflowSummarizer(inner)
+
+
+__all__ = [
+    "BUILTIN",
+    "BuiltinSummarizer",
+    "Cancel",
+    "ContextTooLongError",
+    "JobOutcome",
+    "PoolSettings",
+    "PoolStats",
+    "RateLimitedError",
+    "RetryableError",
+    "RunFatalError",
+    "SessionFatalError",
+    "SummaryCallError",
+    "SummaryCancelled",
+    "SummaryJob",
+    "Summarizer",
+    "SummaryResult",
+    "build_summarizer",
+    "load_summarizer",
+    "run_jobs",
+]

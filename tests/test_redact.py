@@ -1,0 +1,145 @@
+"""Secret redaction: realistic secrets in tool outputs, no false positives on ordinary code."""
+
+from __future__ import annotations
+
+import pytest
+
+from batchcompact.summarize.redact import redact_text, scrub
+
+# Realistic-looking but fake secrets, split so that this file itself does not look like a leak.
+OPENAI = "sk-" + "proj-" + "Q3vT9xLm2KpR7wYz4NbC8dFgH1jKlMnOpQrStUvWx"
+OPENAI_OLD = "sk-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0U1v2W3x4"
+ANTHROPIC = "sk-" + "ant-api03-" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0EdCbA_-AbCdEfGh"
+GOOGLE = "AI" + "zaSyD4f8Gh2Jk6Lm0Np4Qr8St2Uv6Wx0Yz3Ab"
+AWS_ID = "AK" + "IAZ7QW3ERT5YUI9OPA"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "9Zx8Yw7Vu6"
+GITHUB = "gh" + "p_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+GITHUB_PAT = "github" + "_pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz"
+GITLAB = "gl" + "pat-" + "xY12zW34vU56tS78rQ90"
+SLACK = "xo" + "xb-" + "123456789012-1234567890123-AbCdEfGhIjKlMnOp"
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
+    + "eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ."
+    + "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+PEM = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\nQyNTUxOQAAACDx\n-----END OPENSSH PRIVATE KEY-----"
+
+TOOL_OUTPUT = f"""$ cat .env
+OPENAI_API_KEY={OPENAI}
+ANTHROPIC_API_KEY="{ANTHROPIC}"
+GOOGLE_API_KEY={GOOGLE}
+AWS_ACCESS_KEY_ID={AWS_ID}
+AWS_SECRET_ACCESS_KEY={AWS_SECRET}
+GITHUB_TOKEN={GITHUB}
+DATABASE_PASSWORD=correct-horse-battery
+$ curl -H "Authorization: Bearer {JWT}" https://api.example.com
+$ git remote -v
+origin https://oauth2:{GITLAB}@gitlab.example.com/team/repo.git
+config.json: {{"slack": "{SLACK}", "password": "s3cr3t-Pa55"}}
+{PEM}
+token: {GITHUB_PAT}
+client = OpenAI(api_key="{OPENAI_OLD}")
+"""
+
+SECRETS = [
+    OPENAI,
+    OPENAI_OLD,
+    ANTHROPIC,
+    GOOGLE,
+    AWS_ID,
+    AWS_SECRET,
+    GITHUB,
+    GITHUB_PAT,
+    GITLAB,
+    SLACK,
+    JWT,
+    "correct-horse-battery",
+    "s3cr3t-Pa55",
+    "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ",
+]
+
+
+def test_every_secret_in_tool_output_is_redacted():
+    out, counts = redact_text(TOOL_OUTPUT)
+    for secret in SECRETS:
+        assert secret not in out, secret
+    assert counts == {
+        "openai_key": 2,
+        "anthropic_key": 1,
+        "google_api_key": 1,
+        "aws_access_key": 1,
+        "aws_secret_key": 1,
+        "github_token": 2,
+        "assignment": 2,
+        "bearer_token": 1,
+        "gitlab_token": 1,
+        "slack_token": 1,
+        "private_key": 1,
+    }
+    assert "OPENAI_API_KEY=[REDACTED:openai_key]" in out
+    assert "Authorization: Bearer [REDACTED:bearer_token]" in out
+    assert "https://oauth2:[REDACTED:gitlab_token]@gitlab.example.com" in out
+    assert "$ git remote -v" in out  # context is kept
+
+
+def test_idempotent():
+    once, _ = redact_text(TOOL_OUTPUT)
+    twice, counts = redact_text(once)
+    assert twice == once and counts == {}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "const contextTokens = calculateContextTokens(lastAssistant.usage);",
+        "apiKey = await getApiKey(provider)",
+        "def login(password: str, token=None) -> bool:",
+        "totalTokens = totalInput + totalOutput",
+        "if (!apiKey) throw new Error('missing key')",
+        "password=$DB_PASSWORD",
+        'api_key=os.environ["OPENAI_API_KEY"]',
+        "the sk-test key is too short to be a real key",
+        "Bearer tokens are described in RFC 6750",
+        "AKIA is the prefix of AWS access keys",
+    ],
+)
+def test_no_false_positives(text):
+    assert redact_text(text) == (text, {})
+
+
+@pytest.mark.parametrize(
+    "text,kind",
+    [
+        ("export SECRET_KEY=9f8e7d6c5b4a", "assignment"),
+        ("db:\n  password: hunter2hunter2\n", "assignment"),
+        ("mysql://u?password=pa55word&x=1", "assignment"),
+        ("curl -H 'Authorization: Bearer abcdef0123456789abcdef'", "bearer_token"),
+        ("key ASIAZ7QW3ERT5YUI9OPA in a log", "aws_access_key"),
+        ("xoxp-1234567890-abcdefghij", "slack_token"),
+        ("gho_" + "a" * 36, "github_token"),
+    ],
+)
+def test_kinds(text, kind):
+    out, counts = redact_text(text)
+    assert counts == {kind: 1}
+    assert f"[REDACTED:{kind}]" in out
+
+
+def test_non_ascii_text_keeps_offsets():
+    text = "İstanbul ünïcode ß — " + f"token={GITHUB}" + " 🙂 done"
+    out, counts = redact_text(text)
+    assert out == "İstanbul ünïcode ß — token=[REDACTED:github_token] 🙂 done"
+    assert counts == {"github_token": 1}
+
+
+def test_scrub_removes_the_configured_key_and_key_shaped_text():
+    message = f"Incorrect API key provided: my-custom-key-123. Also {OPENAI}"
+    out = scrub(message, "my-custom-key-123")
+    assert "my-custom-key-123" not in out and OPENAI not in out
+
+
+def test_large_text_is_handled():
+    text = ("ordinary log line with numbers 12345 and words\n" * 20000) + TOOL_OUTPUT
+    out, counts = redact_text(text)
+    assert sum(counts.values()) == 14
+    assert OPENAI not in out
