@@ -35,7 +35,7 @@ class SessionTree:
             if parent == entry.id:
                 parent = None
             self.children.setdefault(parent, []).append(entry)
-        self.leaf: Entry | None = entries[-1] if entries else None
+        self._leaf: Entry | None = entries[-1] if entries else None
         self._active_path: list[Entry] | None = None
         self._find_cycles(path_name)
 
@@ -58,6 +58,16 @@ class SessionTree:
                 node = self.by_id.get(parent) if parent is not None and parent != node.id else None
             for entry_id in walk:
                 state[entry_id] = 2
+
+    @property
+    def leaf(self) -> Entry | None:
+        return self._leaf
+
+    @leaf.setter
+    def leaf(self, entry: Entry | None) -> None:
+        """Readers of formats whose leaf is not the last line (Claude) set it; the cached path follows."""
+        self._leaf = entry
+        self._active_path = None
 
     def get(self, entry_id: str | None) -> Entry | None:
         return self.by_id.get(entry_id) if entry_id is not None else None

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import gc
 import json
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 

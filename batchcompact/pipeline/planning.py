@@ -216,7 +216,9 @@ def describe_branch_plans(
     branches = []
     calls = prompt = 0
     cost: float | None = 0.0
-    for result in plan_branches(session, settings, options, window):
+    # Branch summaries are a pi concept: a Claude/Codex "branch" is the history before a compaction.
+    results = plan_branches(session, settings, options, window) if session.format == "pi" else []
+    for result in results:
         branch = result.branch
         item: dict[str, Any] = {
             "leaf_id": branch.leaf.id,
