@@ -93,20 +93,26 @@ def compaction_message(entry: Entry) -> dict[str, Any]:
     }
 
 
+def path_model(entry: Entry, model: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The model after `entry`: a model_change or an assistant message sets it (pi's rule)."""
+    if entry.type == "model_change":
+        return {"provider": entry.data.get("provider"), "modelId": entry.data.get("modelId")}
+    if entry.type == "message":
+        message = entry.message
+        if message is not None and message.get("role") == "assistant":
+            return {"provider": message.get("provider"), "modelId": message.get("model")}
+    return model
+
+
 def build_session_context(path: list[Entry]) -> SessionContext:
     """The context of a root-first path: latest compaction summary, kept entries, later entries."""
     thinking_level = "off"
     model: dict[str, str] | None = None
     compaction_index = -1
     for index, entry in enumerate(path):
+        model = path_model(entry, model)
         if entry.type == "thinking_level_change":
             thinking_level = entry.data.get("thinkingLevel", thinking_level)
-        elif entry.type == "model_change":
-            model = {"provider": entry.data.get("provider"), "modelId": entry.data.get("modelId")}
-        elif entry.type == "message":
-            message = entry.message
-            if message is not None and message.get("role") == "assistant":
-                model = {"provider": message.get("provider"), "modelId": message.get("model")}
         elif entry.type == "compaction":
             compaction_index = index
 

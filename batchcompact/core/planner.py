@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from batchcompact.core.calls import HISTORY, TURN_PREFIX, SummaryCall
-from batchcompact.core.context import build_session_context, compaction_message, convert_to_llm, entry_to_message
+from batchcompact.core.context import (
+    build_session_context,
+    compaction_message,
+    convert_to_llm,
+    entry_to_message,
+    path_model,
+)
 from batchcompact.core.cutpoint import find_cut_point
 from batchcompact.core.entries import Entry
 from batchcompact.core.fileops import FileOps
@@ -89,20 +95,10 @@ class CompactionPlan:
 
 def session_model(path: list[Entry]) -> tuple[str | None, str | None]:
     """(provider, model id) of the last model_change or assistant message on the path."""
-    model = build_session_context_model(path)
-    return (model or {}).get("provider"), (model or {}).get("modelId")
-
-
-def build_session_context_model(path: list[Entry]) -> dict[str, Any] | None:
     model = None
     for entry in path:
-        if entry.type == "model_change":
-            model = {"provider": entry.data.get("provider"), "modelId": entry.data.get("modelId")}
-        elif entry.type == "message":
-            message = entry.message
-            if message is not None and message.get("role") == "assistant":
-                model = {"provider": message.get("provider"), "modelId": message.get("model")}
-    return model
+        model = path_model(entry, model)
+    return (model or {}).get("provider"), (model or {}).get("modelId")
 
 
 def _summary_messages(entries: list[Entry]) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ Rules (first non-empty lines within the first `PROBE_BYTES`; invalid or torn lin
   `leafUuid` or `messageId`;
 - else None. A first line longer than the probe (a huge file-history-snapshot or session_meta) is
   judged by its leading bytes instead.
-(`batchcompact/report/detect.py` has its own detector for reports; to be unified.)
+(`batchcompact/report/detect.py` reuses `detect_line` and adds run reports and `.jsonl.zst`.)
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Which agent wrote a file: pi, Claude Code, Codex, or batchcompact's own run report.
 
-Self-contained on purpose (the general `formats/scan.py` does the same for compaction; to be unified).
-Rules, from the first lines of the file (at most `PROBE_LINES`, torn or invalid lines ignored):
+The line rules are the session readers' (`batchcompact.formats.detect.detect_line`); this module adds
+run reports and `.jsonl.zst` files, which reports read and the compaction pipeline does not. Rules, from the first lines of the file (at most `PROBE_LINES`, torn or invalid lines ignored):
 - `compactions*.parquet` -> `batchcompact`;
 - first object has `type: "session"` -> `pi`;
 - an object shaped `{timestamp, type, payload}` with a Codex item type -> `codex`;
@@ -14,44 +14,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from batchcompact.formats.detect import detect_line
+
 PROBE_LINES = 30
-CODEX_TYPES = frozenset(
-    {
-        "session_meta",
-        "response_item",
-        "compacted",
-        "turn_context",
-        "event_msg",
-        "world_state",
-        "inter_agent_communication",
-        "inter_agent_communication_metadata",
-    }
-)
-CLAUDE_TYPES = frozenset(
-    {
-        "user",
-        "assistant",
-        "system",
-        "summary",
-        "file-history-snapshot",
-        "progress",
-        "queue-operation",
-        "last-prompt",
-        "attachment",
-        "ai-title",
-        "custom-title",
-        "pr-link",
-        "worktree-state",
-        "mode",
-        "permission-mode",
-        "agent-name",
-        "saved_hook_context",
-        "relocated",
-        "frame-link",
-        "bridge-session",
-    }
-)
-CLAUDE_ID_FIELDS = ("sessionId", "uuid", "leafUuid", "messageId")
 TRANSCRIPT_SUFFIXES = (".jsonl", ".jsonl.zst")
 
 
@@ -85,15 +50,4 @@ def detect_format(path: str | Path) -> str | None:
             kind = detect_line(obj, first=number == 1)
             if kind:
                 return kind
-    return None
-
-
-def detect_line(obj: dict, *, first: bool = False) -> str | None:
-    line_type = obj.get("type")
-    if first and line_type == "session":
-        return "pi"
-    if line_type in CODEX_TYPES and "payload" in obj and "timestamp" in obj:
-        return "codex"
-    if line_type in CLAUDE_TYPES and any(f in obj for f in CLAUDE_ID_FIELDS):
-        return "claude"
     return None
