@@ -23,6 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from bench.figures import emit  # noqa: E402
+
 FIXTURE = (
     REPO.parent
     / "shared"

@@ -48,7 +48,7 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, st
     lines = []
     for index, row in enumerate(cells):
         lines.append(
-            "  ".join(c.ljust(w) if left[i] else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+            "  ".join(c.ljust(w) if left[i] else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip()
         )
         if index == 0:
             lines.append("  ".join("-" * w for w in widths))

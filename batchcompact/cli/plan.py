@@ -7,8 +7,21 @@ from typing import Any
 
 import click
 
-from batchcompact.cli.options import branch_options, output_options, planner_options, pop_settings, resolve_jobs
-from batchcompact.cli.output import echo_err, format_table, open_output, require_output, write_csv_rows, write_json_rows
+from batchcompact.cli.options import (
+    branch_options,
+    output_options,
+    planner_options,
+    pop_settings,
+    resolve_jobs,
+)
+from batchcompact.cli.output import (
+    echo_err,
+    format_table,
+    open_output,
+    require_output,
+    write_csv_rows,
+    write_json_rows,
+)
 
 TABLE_COLUMNS = (
     ("path", "session"),

@@ -27,7 +27,7 @@ from batchcompact.core.apply import compose_summary, usage_record
 from batchcompact.core.context import build_session_context
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
 from batchcompact.core.tokens import estimate_tokens
-from batchcompact.errors import RunAborted, VerificationError
+from batchcompact.errors import RunAborted, UsageError, VerificationError
 from batchcompact.formats.scan import ScanItem, iter_session_files
 from batchcompact.pipeline.parallel import map_bounded
 from batchcompact.pipeline.planning import PlanOptions, plan_session, read_session
@@ -179,6 +179,7 @@ class _CachingSummarizer:
         self.model_key = model_key
         self.reused = 0
         self.cacheable = inner.name != "builtin"
+        self._paid_earlier: dict[int, tuple[Any, Any]] = {}  # id(returned) -> (returned, result as paid)
 
     async def summarize(self, call):
         from batchcompact.summarize.base import SummaryResult
@@ -189,15 +190,23 @@ class _CachingSummarizer:
         cached = self.state.get_summary(key)
         if cached is not None:
             self.reused += 1
-            result = SummaryResult(**cached)
-            # Paid in an earlier run: this run spends nothing on it.
-            return dataclasses.replace(result, cost_usd=0.0, calls=0, attempts=0, latency_s=0.0,
-                                       prompt_tokens=0, completion_tokens=0, cache_read_tokens=0,
-                                       cache_write_tokens=0, overflow_calls=0, redactions={},
-                                       model=result.model)
+            paid = SummaryResult(**cached)
+            # Paid in an earlier run: this run spends nothing on it (its report row says so), but the
+            # written entry still records what the summary cost (see `as_paid`).
+            reused = dataclasses.replace(paid, cost_usd=0.0, calls=0, attempts=0, latency_s=0.0,
+                                         prompt_tokens=0, completion_tokens=0, cache_read_tokens=0,
+                                         cache_write_tokens=0, overflow_calls=0, redactions={},
+                                         model=paid.model)
+            self._paid_earlier[id(reused)] = (reused, paid)
+            return reused
         result = await self.inner.summarize(call)
         self.state.put_summary(key, dataclasses.asdict(result))
         return result
+
+    def as_paid(self, result: Any) -> Any:
+        """`result` with the usage it was bought with, also when an earlier run paid for it."""
+        returned, paid = self._paid_earlier.pop(id(result), (None, None))
+        return paid if returned is result else result
 
 
 class Runner:
@@ -263,7 +272,7 @@ class Runner:
         log.info("%s: %s%s", row["input_path"], status, f" ({row['reason']})" if row.get("reason") else "")
 
     def run(self, paths: Iterable[str]) -> RunSummary:
-        items = list(iter_session_files(paths))
+        items = self._check_targets(list(iter_session_files(paths)))
         with RunState(self.options.resolved_state_path()) as state:
             try:
                 to_compact = self._plan_all(items, state)
@@ -278,6 +287,26 @@ class Runner:
         for row in self.rows:
             by_status[row["status"]] = by_status.get(row["status"], 0) + 1
         return RunSummary(self.run_id, self.rows, report_path, self.started, _now(), aborted, by_status)
+
+    def _check_targets(self, items: list[ScanItem]) -> list[ScanItem]:
+        """Refuse an --output-dir that would overwrite an original; leave out our own earlier outputs.
+
+        With `-o` inside the inputs (`run sessions -o sessions/compacted`) a rerun finds the outputs of
+        earlier runs: they are not inputs.
+        """
+        if self.options.in_place or self.options.output_dir is None:
+            return items
+        out = self.options.output_dir.resolve()
+        kept = [item for item in items if not item.path.resolve().is_relative_to(out)]
+        inputs = {item.path.resolve() for item in kept}
+        for item in items:
+            target = self.output_path(item).resolve()
+            if target == item.path.resolve() or target in inputs:
+                raise UsageError(
+                    f"--output-dir {self.options.output_dir} would overwrite the original {item.path}; "
+                    "choose another folder, or --in-place"
+                )
+        return kept
 
     def _plan_all(self, items: list[ScanItem], state: RunState) -> list[tuple[ScanItem, Fingerprint, dict]]:
         bar = self._bar("plan", len(items), "planning")
@@ -314,14 +343,25 @@ class Runner:
                 continue
             est_total += plan_row.get("est_cost_usd") or 0.0
             to_compact.append((item, fingerprint, row))
-        if self.options.max_cost_usd is not None and est_total > self.options.max_cost_usd:
-            for _, _, row in to_compact:
-                self.finish(row, BUDGET_EXHAUSTED, "estimated cost exceeds --max-cost; run refused")
-            raise RunAborted(
-                f"the estimated cost ${est_total:.4f} exceeds --max-cost ${self.options.max_cost_usd:.4f}; "
-                "nothing was summarized (raise --max-cost or use --limit)"
-            )
+        if self.options.max_cost_usd is not None:
+            self._check_budget(to_compact, est_total)
         return to_compact
+
+    def _check_budget(self, to_compact: list[tuple[ScanItem, Fingerprint, dict]], est_total: float) -> None:
+        """Refuse to start above --max-cost, or when the model's price is unknown (spend could not be counted)."""
+        model = self.options.summary_model
+        priced = model == "builtin" or model.startswith("custom:")  # these report their own cost
+        if not priced and any(row.get("est_cost_usd") is None for _, _, row in to_compact):
+            message = (f"--max-cost cannot be enforced: {model} has no known price (pass --pricing FILE with "
+                       "its prices); nothing was summarized")
+        elif est_total > self.options.max_cost_usd:
+            message = (f"the estimated cost ${est_total:.4f} exceeds --max-cost ${self.options.max_cost_usd:.4f}; "
+                       "nothing was summarized (raise --max-cost or use --limit)")
+        else:
+            return
+        for _, _, row in to_compact:
+            self.finish(row, BUDGET_EXHAUSTED, f"run refused: {message}")
+        raise RunAborted(message)
 
     def _copy_unchanged(self, item: ScanItem, row: dict[str, Any]) -> None:
         if not self.options.copy_unchanged or self.options.in_place:
@@ -338,7 +378,7 @@ class Runner:
             return None
         from batchcompact.summarize.pool import run_jobs
 
-        caching = _CachingSummarizer(self.summarizer, state, self.options.summary_model)
+        caching = self._caching = _CachingSummarizer(self.summarizer, state, self.options.summary_model)
         self._bar("summarize", len(to_compact), "compacting")
         stop = asyncio.Event()
         spent = {"cost": 0.0}
@@ -382,6 +422,7 @@ class Runner:
         return self._abort_reason
 
     _abort_reason: str | None = None
+    _caching: _CachingSummarizer | None = None
 
     def _prepare(self, item: ScanItem, fingerprint: Fingerprint, row: dict[str, Any], state: RunState):
         """Re-read and re-plan one session just before summarizing it (None when it is finished here)."""
@@ -393,8 +434,13 @@ class Runner:
         if (current.size, current.sha256) != (fingerprint.size, fingerprint.sha256):
             self.finish(row, CHANGED, "the file changed after it was planned")
             return None
-        session = read_session(item.path)
-        plan, plan_row = plan_session(session, self.settings, self.plan_options)
+        try:
+            session = read_session(item.path)
+            plan, plan_row = plan_session(session, self.settings, self.plan_options)
+        except Exception as exc:  # as in phase 1: one file's bug must not stop the archive
+            log.exception("planning %s failed", item.path)
+            self.finish(row, FAILED, f"internal error: {exc!r}")
+            return None
         if not isinstance(plan, CompactionPlan):
             self.finish(row, SKIPPED, plan_row.get("reason"))
             return None
@@ -419,8 +465,16 @@ class Runner:
             reused_summaries=sum(1 for r in results if r.calls == 0 and self.summarizer.name != "builtin"),
         )
         if outcome.status == "aborted":
-            self._abort_reason = outcome.error
-            self.finish(row, FAILED, f"run aborted: {outcome.error}")
+            # The first aborted job carries the error; the pool reports the jobs it then never
+            # started with its stop message, which already reads "run aborted: ...".
+            error = outcome.error or "run aborted"
+            reason = error if error.startswith("run aborted") else f"run aborted: {error}"
+            if self._abort_reason is None:
+                self._abort_reason = error
+            if outcome.attempts == 0:  # never tried: it did not fail, the run stopped before it
+                self.finish(row, SKIPPED, f"not attempted: {reason}")
+            else:
+                self.finish(row, FAILED, reason)
             return
         if outcome.status == "budget_exhausted":
             self.finish(row, BUDGET_EXHAUSTED, outcome.error or "--max-cost reached")
@@ -445,6 +499,10 @@ class Runner:
         except OSError as exc:
             self.finish(row, FAILED, f"write failed: {exc}")
             return
+        except Exception as exc:  # one session's bug must not stop the archive (nor lose the report)
+            log.exception("writing %s failed", pending.item.path)
+            self.finish(row, FAILED, f"internal error: {exc!r}")
+            return
         row["output_path"] = output
         state.record(str(pending.item.path), pending.fingerprint, self.settings_key, COMPACTED, output, None,
                      self.run_id)
@@ -455,7 +513,9 @@ class Runner:
         session = pending.session
         texts = {call.kind: result.text for call, result in zip(plan.calls, outcome.results, strict=True)}
         summary = compose_summary(plan, texts)
-        results = [r for r in outcome.results if r is not None]
+        # the entry records what its summaries cost, even those bought by an earlier, interrupted run
+        caching = self._caching
+        results = [caching.as_paid(r) if caching else r for r in outcome.results if r is not None]
         tokens = (
             sum(r.prompt_tokens for r in results),
             sum(r.completion_tokens for r in results),

@@ -45,39 +45,76 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _write_temp(target: Path, session: Session, new_lines: list[dict[str, Any]]) -> tuple[Path, bool]:
+def _write_temp(
+    target: Path, session: Session, new_lines: list[dict[str, Any]], fingerprint: Fingerprint
+) -> tuple[Path, bool]:
     """Write original (or migrated) content + new lines to a temp file beside `target`.
 
     Returns (temp path, appended) where appended means the original bytes are a prefix of the output.
+    Only the `fingerprint.size` bytes that were read and planned are copied: bytes a live agent appended
+    since then never reach the output, and a change to those bytes raises ChangedDuringRun.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temps(target)
     tmp = target.with_name(f".{target.name}{TMP_MARK}-{os.getpid()}")
     appended = not (session.format == "pi" and session.migrated)
-    with open(tmp, "wb") as out:
-        if appended:
-            with open(session.path, "rb") as src:
-                shutil.copyfileobj(src, out, 1 << 20)
-            if out.tell() and not _ends_with_newline(session.path):
-                out.write(b"\n")
-        else:
-            assert session.header is not None
-            out.write(dumps_line(session.header).encode())
-            for entry in session.entries:
-                out.write(dumps_line(entry.data).encode())
-        for line in new_lines:
-            out.write(dumps_line(line).encode())
-        out.flush()
-        os.fsync(out.fileno())
+    try:
+        with open(tmp, "wb") as out:
+            if appended:
+                last = _copy_prefix(Path(session.path), out, fingerprint)
+                if last not in (b"", b"\n"):
+                    out.write(b"\n")
+            else:
+                assert session.header is not None
+                out.write(dumps_line(session.header).encode())
+                for entry in session.entries:
+                    out.write(dumps_line(entry.data).encode())
+            for line in new_lines:
+                out.write(dumps_line(line).encode())
+            out.flush()
+            os.fsync(out.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return tmp, appended
 
 
-def _ends_with_newline(path: str) -> bool:
-    with open(path, "rb") as handle:
-        handle.seek(0, os.SEEK_END)
-        if handle.tell() == 0:
-            return True
-        handle.seek(-1, os.SEEK_END)
-        return handle.read(1) == b"\n"
+def _remove_stale_temps(target: Path) -> None:
+    """Remove temp files of `target` left by a run that was killed (its pid is gone)."""
+    prefix = f".{target.name}{TMP_MARK}-"
+    try:
+        names = [name for name in os.listdir(target.parent) if name.startswith(prefix)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(prefix):]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            (target.parent / name).unlink(missing_ok=True)
+        except OSError:  # alive, owned by someone else
+            pass
+
+
+def _copy_prefix(source: Path, out: Any, fingerprint: Fingerprint) -> bytes:
+    """Copy the first `fingerprint.size` bytes of `source`; they must hash to the fingerprint. Returns the last byte."""
+    digest = hashlib.sha256()
+    remaining = fingerprint.size
+    last = b""
+    with open(source, "rb") as src:
+        while remaining > 0:
+            chunk = src.read(min(1 << 20, remaining))
+            if not chunk:
+                break
+            digest.update(chunk)
+            out.write(chunk)
+            remaining -= len(chunk)
+            last = chunk[-1:]
+    if remaining or digest.hexdigest() != fingerprint.sha256:
+        raise ChangedDuringRun(f"{source} changed while it was being compacted")
+    return last
 
 
 def _prefix_hash(path: Path, size: int) -> str:
@@ -91,6 +128,12 @@ def _prefix_hash(path: Path, size: int) -> str:
             digest.update(chunk)
             remaining -= len(chunk)
     return digest.hexdigest()
+
+
+def _check_unchanged(path: str, fingerprint: Fingerprint) -> None:
+    current = fingerprint_file(path)
+    if (current.size, current.mtime_ns, current.sha256) != (fingerprint.size, fingerprint.mtime_ns, fingerprint.sha256):
+        raise ChangedDuringRun(f"{path} changed while it was being compacted")
 
 
 def write_session(
@@ -108,20 +151,14 @@ def write_session(
     `verify(temp_path)` returns problems (empty = good). Raises VerificationError or ChangedDuringRun;
     in both cases the temp file is removed and nothing else changed.
     """
-    tmp, appended = _write_temp(target, session, new_lines)
+    tmp, appended = _write_temp(target, session, new_lines, fingerprint)
     try:
         if appended and _prefix_hash(tmp, fingerprint.size) != fingerprint.sha256:
             raise VerificationError("the original bytes are not a prefix of the output")
         problems = verify(tmp)
+        _check_unchanged(session.path, fingerprint)  # a file that changed is reported as such, not as a failure
         if problems:
             raise VerificationError("; ".join(problems[:5]))
-        current = fingerprint_file(session.path)
-        if (current.size, current.mtime_ns, current.sha256) != (
-            fingerprint.size,
-            fingerprint.mtime_ns,
-            fingerprint.sha256,
-        ):
-            raise ChangedDuringRun(f"{session.path} changed while it was being compacted")
         backup_path = None
         if in_place and backup:
             backup_path = str(target) + ".bak"
@@ -130,6 +167,8 @@ def write_session(
             with open(bak_tmp, "rb") as handle:
                 os.fsync(handle.fileno())
             os.replace(bak_tmp, backup_path)
+        if in_place:  # check again right before the rename: the backup copy took time
+            _check_unchanged(session.path, fingerprint)
         size = tmp.stat().st_size
         os.replace(tmp, target)
         _fsync_dir(target.parent)
