@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from batchcompact.cli.options import planner_options, pop_settings, resolve_jobs
+from batchcompact.cli.options import branch_options, planner_options, pop_settings, resolve_jobs
 from batchcompact.cli.summarize_options import pool_options, pool_settings_from, summarizer_options
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
@@ -70,6 +70,9 @@ def _summary_text(summary: Any, wall: float) -> str:
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="Compact at most N sessions.")
 @click.option("--dry-run", is_flag=True, help="Plan only (same as `batchcompact plan`).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@click.option("--branch-summaries", is_flag=True,
+              help="Also summarize abandoned branches of pi sessions (a branch_summary entry on the active path).")
+@branch_options
 @planner_options
 @summarizer_options
 @pool_options
@@ -78,7 +81,8 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         copy_unchanged: bool, min_age: str, state: str | None, report_dir: str | None, max_cost: float | None,
         limit: int | None, dry_run: bool, as_json: bool, pricing: str | None, jobs: int | None, model: str,
         api_base: str | None, api_key: str | None, timeout: float, summarizer: str | None, no_redact: bool,
-        concurrency: int, rpm: float | None, tpm: float | None, max_attempts: int, **kwargs: Any) -> int:
+        concurrency: int, rpm: float | None, tpm: float | None, max_attempts: int, branch_summaries: bool,
+        min_branch_tokens: int, branch_reserve_tokens: int, **kwargs: Any) -> int:
     """Compact the sessions under PATHS: plan, summarize, write, verify, report.
 
     Without --model the built-in offline summarizer writes the summaries (no network, no key, cost 0).
@@ -100,7 +104,8 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         from batchcompact.cli.plan import plan as plan_command
 
         return ctx.invoke(plan_command, paths=paths, summary_model=None if model == "builtin" else model,
-                          fmt="table", output=None, pricing=pricing, jobs=jobs, **kwargs)
+                          fmt="table", output=None, pricing=pricing, jobs=jobs, min_branch_tokens=min_branch_tokens,
+                          branch_reserve_tokens=branch_reserve_tokens, **kwargs)
     if in_place == bool(output_dir):
         raise click.UsageError("choose where to write: --output-dir DIR, or --in-place")
     settings = pop_settings(kwargs)
@@ -125,6 +130,9 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         summary_model=model if not summarizer else f"custom:{summarizer}",
         pricing_file=pricing,
         progress=sys.stderr.isatty() and not quiet,
+        branch_summaries=branch_summaries,
+        min_branch_tokens=min_branch_tokens,
+        branch_reserve_tokens=branch_reserve_tokens,
     )
     started = time.monotonic()
     summary = run_archive(paths, settings, options, summarizer_obj, pool)

@@ -65,6 +65,7 @@ def show(session_path: str, with_context: bool, fmt: str) -> int:
         click.echo(
             f"  abandoned branch: leaf {branch['leaf_id']} (line {branch['leaf_line']}), from "
             f"{branch['common_ancestor_id'] or 'root'}, {branch['entries']} entries, ~{branch['tokens']:,} tokens"
+            + (f", summarized by {branch['summary_id']}" if branch["summary_id"] else "")
         )
     for comp in info["compactions"]:
         click.echo(

@@ -12,8 +12,9 @@ from batchcompact.core.tokens import estimate_context_tokens
 
 def describe_branches(session: Session) -> list[dict[str, Any]]:
     """Abandoned branches: leaves off the active path, their common ancestor with it, their size."""
-    from batchcompact.core.branches import find_abandoned_branches
+    from batchcompact.core.branches import find_abandoned_branches, find_summarized_leaves
 
+    summarized = find_summarized_leaves(session.tree)
     return [
         {
             "leaf_id": branch.leaf.id,
@@ -22,6 +23,7 @@ def describe_branches(session: Session) -> list[dict[str, Any]]:
             "common_ancestor_line": branch.ancestor.line if branch.ancestor is not None else None,
             "entries": len(branch.entries),
             "tokens": branch.tokens,
+            "summary_id": summarized[branch.leaf.id].id if branch.leaf.id in summarized else None,
         }
         for branch in find_abandoned_branches(session.tree)
     ]

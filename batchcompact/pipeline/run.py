@@ -59,6 +59,9 @@ class RunOptions:
     summary_model: str = "builtin"
     pricing_file: str | None = None
     progress: bool = False
+    branch_summaries: bool = False  # also summarize abandoned branches (pi sessions)
+    min_branch_tokens: int = 0
+    branch_reserve_tokens: int = 16384
 
     def resolved_state_path(self) -> Path:
         if self.state_path is not None:
@@ -104,8 +107,14 @@ class _Pending:
     item: ScanItem
     fingerprint: Fingerprint
     session: Any
-    plan: CompactionPlan
+    plan: CompactionPlan | None  # None: only branch summaries to write
     row: dict[str, Any]
+    branches: list = field(default_factory=list)  # BranchPlans, written before the compaction
+
+    @property
+    def calls(self) -> list:
+        """Branch-summary calls first, then the compaction's (1, or 2 for a split turn)."""
+        return [b.call for b in self.branches] + (list(self.plan.calls) if self.plan is not None else [])
 
 
 def _now() -> datetime:
@@ -220,7 +229,12 @@ class Runner:
         self.sleep = sleep
         self.started = _now()
         self.run_id = _new_run_id(self.started)
-        self.plan_options = PlanOptions(summary_model=options.summary_model, pricing_file=options.pricing_file)
+        self.plan_options = PlanOptions(
+            summary_model=options.summary_model,
+            pricing_file=options.pricing_file,
+            min_branch_tokens=options.min_branch_tokens,
+            branch_reserve_tokens=options.branch_reserve_tokens,
+        )
         self.settings_key = settings_hash(
             {
                 "settings": dataclasses.asdict(settings),
@@ -228,6 +242,9 @@ class Runner:
                 "summarizer": getattr(summarizer, "name", None),
                 "in_place": options.in_place,
                 "output_dir": str(options.output_dir) if options.output_dir else None,
+                "branch_summaries": options.branch_summaries,
+                "min_branch_tokens": options.min_branch_tokens,
+                "branch_reserve_tokens": options.branch_reserve_tokens,
             }
         )
         self.rows: list[dict[str, Any]] = []
@@ -332,7 +349,8 @@ class Runner:
                 row["output_path"] = done["output_path"]
                 self.finish(row, SKIPPED, f"finished in an earlier run ({done['status']})")
                 continue
-            if status == "skip":
+            wants_branches = self.options.branch_summaries and bool(plan_row.get("branch_calls"))
+            if status == "skip" and not wants_branches:
                 self._copy_unchanged(item, row)
                 state.record(str(item.path), fingerprint, self.settings_key, SKIPPED, row.get("output_path"),
                              record["reason"], self.run_id)
@@ -342,6 +360,8 @@ class Runner:
                 self.finish(row, SKIPPED, f"--limit {self.options.limit} reached")
                 continue
             est_total += plan_row.get("est_cost_usd") or 0.0
+            if wants_branches:
+                est_total += plan_row.get("branch_est_cost_usd") or 0.0
             to_compact.append((item, fingerprint, row))
         if self.options.max_cost_usd is not None:
             self._check_budget(to_compact, est_total)
@@ -391,7 +411,7 @@ class Runner:
                 if pending is None:
                     continue
                 self.pending[str(item.path)] = pending
-                yield SummaryJob(str(item.path), list(pending.plan.calls))
+                yield SummaryJob(str(item.path), pending.calls)
 
         async def on_outcome(outcome) -> None:
             pending = self.pending.pop(outcome.key, None)
@@ -441,10 +461,23 @@ class Runner:
             log.exception("planning %s failed", item.path)
             self.finish(row, FAILED, f"internal error: {exc!r}")
             return None
+        branches = self._plan_branches(session, plan_row) if self.options.branch_summaries else []
         if not isinstance(plan, CompactionPlan):
-            self.finish(row, SKIPPED, plan_row.get("reason"))
-            return None
-        return _Pending(item, current, session, plan, row)
+            if not branches:
+                self.finish(row, SKIPPED, plan_row.get("reason"))
+                return None
+            plan = None
+        return _Pending(item, current, session, plan, row, branches)
+
+    def _plan_branches(self, session: Any, plan_row: dict[str, Any]) -> list:
+        """Branch-summary plans for the abandoned branches of a pi session (already summarized ones skip)."""
+        if session.format != "pi" or not session.compactable:
+            return []
+        from batchcompact.core.branches import BranchPlan
+        from batchcompact.pipeline.planning import plan_branches
+
+        results = plan_branches(session, self.settings, self.plan_options, plan_row.get("context_window"))
+        return [b for b in results if isinstance(b, BranchPlan)]
 
     def _complete(self, pending: _Pending, outcome: Any, state: RunState) -> None:
         """Apply the summaries, write, verify, record: the session's outcome becomes its row."""
@@ -509,13 +542,74 @@ class Runner:
         self.finish(row, COMPACTED, "")
 
     def _write(self, pending: _Pending, outcome: Any) -> str:
+        """Branch summaries (chained on the active path), then the compaction, in one verified write."""
         plan = pending.plan
         session = pending.session
-        texts = {call.kind: result.text for call, result in zip(plan.calls, outcome.results, strict=True)}
-        summary = compose_summary(plan, texts)
-        # the entry records what its summaries cost, even those bought by an earlier, interrupted run
+        module = _format_module(session.format)
+        # the entries record what their summaries cost, even those bought by an earlier, interrupted run
         caching = self._caching
-        results = [caching.as_paid(r) if caching else r for r in outcome.results if r is not None]
+        paid = [caching.as_paid(r) if caching and r is not None else r for r in outcome.results]
+        count = len(pending.branches)
+        lines = self._branch_lines(pending, paid[:count])
+        if plan is not None:
+            if lines:  # the compaction goes after the summaries, which stay in its kept tail
+                extra = sum(estimate_tokens({"role": "branchSummary", "summary": e["summary"]}) for e in lines)
+                plan = dataclasses.replace(plan, leaf_id=lines[-1]["id"], tokens_before=plan.tokens_before + extra)
+            lines = lines + self._compaction_lines(module, session, plan, paid[count:])
+        replacements = self._pruned_entries(session, plan)
+        target = self.output_path(pending.item)
+
+        def verify(tmp: Path) -> list[str]:
+            written = read_session(tmp)
+            if plan is None:
+                return _verify_branch_only(session, written, len(lines))
+            problems = module.verify(session, written, plan)
+            if plan is not None:
+                problems.extend(self._check_size(written, plan))
+            return problems
+
+        result = write_session(session, lines, target, pending.fingerprint, verify,
+                               in_place=self.options.in_place, backup=self.options.backup,
+                               replacements=replacements)
+        pending.row["branch_summaries"] = count
+        return result.output_path
+
+    def _branch_lines(self, pending: _Pending, results: list) -> list[dict[str, Any]]:
+        if not pending.branches:
+            return []
+        from batchcompact.core.branches import BranchSummaryResult, build_branch_summary_chain
+
+        session = pending.session
+        chained = [
+            BranchSummaryResult(plan, result.text, usage=self._usage([result]), from_hook=result.from_hook)
+            for plan, result in zip(pending.branches, results, strict=True)
+        ]
+        return build_branch_summary_chain(
+            chained,
+            leaf_id=session.tree.leaf.id,
+            existing_ids=[e.id for e in session.entries if isinstance(e.id, str)],
+            session_id=session.session_id or "",
+            timestamp=_iso(_now()),
+        )
+
+    def _compaction_lines(self, module: Any, session: Any, plan: CompactionPlan, results: list) -> list[dict]:
+        texts = {call.kind: result.text for call, result in zip(plan.calls, results, strict=True)}
+        summary = compose_summary(plan, texts)
+        from_hook = any(getattr(r, "from_hook", False) for r in results if r is not None)
+        return module.build_compaction(session, plan, summary, usage=self._usage([r for r in results if r]),
+                                       now_iso=_iso(_now()), from_hook=from_hook)
+
+    def _pruned_entries(self, session: Any, plan: CompactionPlan | None) -> dict[int, dict[str, Any]]:
+        """Line number -> replacement entry for the planned tool-output pruning (pi only)."""
+        if plan is None or not plan.prune or session.format != "pi":
+            return {}
+        from batchcompact.core.pruning import apply_pruning
+
+        by_id = {e.id: e for e in session.entries}
+        now_ms = int(_now().timestamp() * 1000)
+        return {a.line: apply_pruning(by_id[a.entry_id].data, a, now_ms) for a in plan.prune if a.line}
+
+    def _usage(self, results: list) -> dict[str, Any]:
         tokens = (
             sum(r.prompt_tokens for r in results),
             sum(r.completion_tokens for r in results),
@@ -523,21 +617,7 @@ class Runner:
             sum(r.cache_write_tokens for r in results),
         )
         cost = None if any(r.cost_usd is None for r in results) else sum(r.cost_usd for r in results)
-        usage = usage_record(*tokens, cost, self._cost_parts(results[0].model if results else None, *tokens))
-        from_hook = any(getattr(r, "from_hook", False) for r in results)
-        module = _format_module(session.format)
-        lines = module.build_compaction(session, plan, summary, usage=usage, now_iso=_iso(_now()), from_hook=from_hook)
-        target = self.output_path(pending.item)
-
-        def verify(tmp: Path) -> list[str]:
-            written = read_session(tmp)
-            problems = module.verify(session, written, plan)
-            problems.extend(self._check_size(written, plan))
-            return problems
-
-        result = write_session(session, lines, target, pending.fingerprint, verify,
-                               in_place=self.options.in_place, backup=self.options.backup)
-        return result.output_path
+        return usage_record(*tokens, cost, self._cost_parts(results[0].model if results else None, *tokens))
 
     def _cost_parts(self, model: str | None, prompt: int, completion: int, cache_read: int,
                     cache_write: int) -> dict[str, float] | None:
@@ -572,6 +652,21 @@ class Runner:
         if tokens > threshold:
             return [f"the rebuilt context (~{tokens} tokens) is still above the threshold ({threshold})"]
         return []
+
+
+def _verify_branch_only(original: Any, written: Any, added: int) -> list[str]:
+    """A written file that only gained branch summaries: nothing else changed, the leaf is the last one."""
+    problems = [str(p) for p in written.errors]
+    count = len(original.entries)
+    if len(written.entries) != count + added:
+        problems.append(f"expected {added} new entries, found {len(written.entries) - count}")
+        return problems
+    if any(a.data != b.data for a, b in zip(original.entries, written.entries, strict=False)):
+        problems.append("an original entry changed")
+    path = written.path_entries()
+    if not path or path[-1].type != "branch_summary":
+        problems.append("the active leaf is not the new branch summary")
+    return problems
 
 
 def run_archive(paths: Iterable[str], settings: CompactionSettings, options: RunOptions, summarizer: Any,

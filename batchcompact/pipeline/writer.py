@@ -46,7 +46,11 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def _write_temp(
-    target: Path, session: Session, new_lines: list[dict[str, Any]], fingerprint: Fingerprint
+    target: Path,
+    session: Session,
+    new_lines: list[dict[str, Any]],
+    fingerprint: Fingerprint,
+    replacements: dict[int, dict[str, Any]] | None = None,
 ) -> tuple[Path, bool]:
     """Write original (or migrated) content + new lines to a temp file beside `target`.
 
@@ -57,18 +61,21 @@ def _write_temp(
     target.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temps(target)
     tmp = target.with_name(f".{target.name}{TMP_MARK}-{os.getpid()}")
-    appended = not (session.format == "pi" and session.migrated)
+    rewrite = session.format == "pi" and session.migrated  # v1/v2 files are written as v3, as pi does
+    appended = not rewrite and not replacements
+    replacements = replacements or {}
     try:
         with open(tmp, "wb") as out:
-            if appended:
-                last = _copy_prefix(Path(session.path), out, fingerprint)
-                if last not in (b"", b"\n"):
-                    out.write(b"\n")
-            else:
+            if rewrite:
                 assert session.header is not None
                 out.write(dumps_line(session.header).encode())
                 for entry in session.entries:
-                    out.write(dumps_line(entry.data).encode())
+                    out.write(dumps_line(replacements.get(entry.line, entry.data)).encode())
+            else:
+                copy = _copy_lines if replacements else _copy_prefix_any
+                last = copy(Path(session.path), out, fingerprint, replacements)
+                if last not in (b"", b"\n"):
+                    out.write(b"\n")
             for line in new_lines:
                 out.write(dumps_line(line).encode())
             out.flush()
@@ -117,6 +124,29 @@ def _copy_prefix(source: Path, out: Any, fingerprint: Fingerprint) -> bytes:
     return last
 
 
+def _copy_prefix_any(source: Path, out: Any, fingerprint: Fingerprint, _replacements: Any) -> bytes:
+    return _copy_prefix(source, out, fingerprint)
+
+
+def _copy_lines(source: Path, out: Any, fingerprint: Fingerprint, replacements: dict[int, dict[str, Any]]) -> bytes:
+    """Copy the bytes that were read line by line, writing `replacements[lineno]` instead of those lines."""
+    digest = hashlib.sha256()
+    remaining = fingerprint.size
+    last = b""
+    with open(source, "rb") as src:
+        for lineno, raw in enumerate(src, 1):
+            if remaining <= 0:
+                break
+            raw = raw[:remaining]
+            remaining -= len(raw)
+            digest.update(raw)
+            out.write(dumps_line(replacements[lineno]).encode() if lineno in replacements else raw)
+            last = raw[-1:] if lineno not in replacements else b"\n"
+    if remaining or digest.hexdigest() != fingerprint.sha256:
+        raise ChangedDuringRun(f"{source} changed while it was being compacted")
+    return last
+
+
 def _prefix_hash(path: Path, size: int) -> str:
     digest = hashlib.sha256()
     remaining = size
@@ -145,13 +175,15 @@ def write_session(
     *,
     in_place: bool = False,
     backup: bool = True,
+    replacements: dict[int, dict[str, Any]] | None = None,
 ) -> WriteResult:
     """Write `session` + `new_lines` to `target` atomically after verifying the temp file.
 
-    `verify(temp_path)` returns problems (empty = good). Raises VerificationError or ChangedDuringRun;
+    `replacements` (line number -> entry) rewrite those lines (tool-output pruning); every other byte of the
+    original is copied unchanged. `verify(temp_path)` returns problems (empty = good). Raises VerificationError or ChangedDuringRun;
     in both cases the temp file is removed and nothing else changed.
     """
-    tmp, appended = _write_temp(target, session, new_lines, fingerprint)
+    tmp, appended = _write_temp(target, session, new_lines, fingerprint, replacements)
     try:
         if appended and _prefix_hash(tmp, fingerprint.size) != fingerprint.sha256:
             raise VerificationError("the original bytes are not a prefix of the output")
