@@ -129,6 +129,11 @@ def _new_run_id(moment: datetime) -> str:
     return moment.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
+def _state_key(item: ScanItem) -> str:
+    """Sessions are remembered by absolute path, so `dir` and `./dir` or `/abs/dir` are the same input."""
+    return str(item.path.resolve())
+
+
 def _format_module(fmt: str):
     return importlib.import_module(f"batchcompact.formats.{fmt}")
 
@@ -344,7 +349,7 @@ class Runner:
             if status == "error":
                 self.finish(row, FAILED, record["reason"])
                 continue
-            done = state.finished(str(item.path), fingerprint, self.settings_key)
+            done = state.finished(_state_key(item), fingerprint, self.settings_key)
             if done is not None:
                 row["output_path"] = done["output_path"]
                 self.finish(row, SKIPPED, f"finished in an earlier run ({done['status']})")
@@ -352,7 +357,7 @@ class Runner:
             wants_branches = self.options.branch_summaries and bool(plan_row.get("branch_calls"))
             if status == "skip" and not wants_branches:
                 self._copy_unchanged(item, row)
-                state.record(str(item.path), fingerprint, self.settings_key, SKIPPED, row.get("output_path"),
+                state.record(_state_key(item), fingerprint, self.settings_key, SKIPPED, row.get("output_path"),
                              record["reason"], self.run_id)
                 self.finish(row, SKIPPED, record["reason"])
                 continue
@@ -537,7 +542,7 @@ class Runner:
             self.finish(row, FAILED, f"internal error: {exc!r}")
             return
         row["output_path"] = output
-        state.record(str(pending.item.path), pending.fingerprint, self.settings_key, COMPACTED, output, None,
+        state.record(_state_key(pending.item), pending.fingerprint, self.settings_key, COMPACTED, output, None,
                      self.run_id)
         self.finish(row, COMPACTED, "")
 
