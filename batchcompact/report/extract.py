@@ -23,6 +23,10 @@ from batchcompact.report.detect import detect_format
 from batchcompact.report.lines import ExtractStats
 from batchcompact.report.schema import USAGE_SCHEMA, USAGE_SCHEMA_VERSION, UsageRows
 
+# Bump when what an extractor produces from the same file changes (a cached part made by older rules
+# is then a miss): 2 = built-in summarizer rows left out of run reports.
+EXTRACT_RULES_VERSION = 2
+
 META_KEY = b"batchcompact.usage_cache"
 
 
@@ -96,6 +100,7 @@ class UsageCache:
         if (
             stored.get("key") != [key.path, key.size, key.mtime_ns]
             or stored.get("version") != USAGE_SCHEMA_VERSION
+            or stored.get("rules") != EXTRACT_RULES_VERSION
         ):
             self.misses += 1
             return None
@@ -113,6 +118,7 @@ class UsageCache:
             {
                 "key": [key.path, key.size, key.mtime_ns],
                 "version": USAGE_SCHEMA_VERSION,
+                "rules": EXTRACT_RULES_VERSION,
                 "stats": stats.to_dict(),
             },
         )

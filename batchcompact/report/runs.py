@@ -1,6 +1,7 @@
 """batchcompact's own spend: rows of `compactions-<run_id>.parquet` files written by `run`.
 
-Columns are read by name and missing ones tolerated. A row with `calls > 0` becomes one usage row
+Columns are read by name and missing ones tolerated. A row with `calls > 0` made with a model (the
+built-in offline summarizer makes no request and is left out) becomes one usage row
 (source `batchcompact`, kind `compaction`) that aggregates that session's summary calls; `requests`
 in reports therefore counts sessions compacted, and the calls are in `calls`.
 Assumption (litellm's convention): `prompt_tokens` INCLUDES cache-read and cache-write tokens, so
@@ -46,8 +47,8 @@ def extract_runs(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
     stats.lines += len(data)
     for index, record in enumerate(data, start=1):
         stats.parsed += 1
-        if as_int(record.get("calls")) <= 0:
-            continue
+        if as_int(record.get("calls")) <= 0 or record.get("model") == "builtin":
+            continue  # the built-in summarizer makes no model request and costs nothing
         cache_read = as_int(record.get("cache_read_tokens"))
         cache_write = as_int(record.get("cache_write_tokens"))
         prompt = as_int(record.get("prompt_tokens"))
