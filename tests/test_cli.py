@@ -159,3 +159,16 @@ def test_run_builtin_on_fixtures_then_outputs_validate_and_show_summary_first(tm
     assert report["status"].to_list() == ["compacted"]
     again = invoke("run", str(src), "-o", str(out), "--min-age", "0", "--force", "--jobs", "1")
     assert again.exit_code == 0 and "1 skipped" in again.output
+
+
+def test_validate_every_fixture_and_sample():
+    from conftest import SAMPLES, SHARED_FIXTURES
+
+    if SHARED_FIXTURES.is_dir():
+        assert invoke("validate", str(SHARED_FIXTURES), "--jobs", "1", "--errors-only").exit_code == 0
+    result = CliRunner().invoke(cli, ["validate", str(SAMPLES), "--jobs", "1", "--errors-only"])
+    assert result.exit_code == 1
+    errors = [line for line in result.stdout.splitlines() if ": error: " in line]
+    assert [line.split(":")[1] for line in errors] == ["16", "19", "39"]
+    assert all(line.startswith(str(SAMPLES / "pi" / "malformed.jsonl")) for line in errors)
+    assert "10 files checked: 9 valid, 1 invalid" in result.stderr
