@@ -247,16 +247,25 @@ def test_planning_properties(steps, keep):
     path = _path(b)
     settings_ = CompactionSettings(force=True, keep_recent_tokens=keep)
     plan = prepare_compaction(path, settings_)
-    assert plan == prepare_compaction(path, settings_) or isinstance(plan, CompactionPlan)  # deterministic
+    assert plan == prepare_compaction(path, settings_)  # deterministic (plans and skips are values)
     if isinstance(plan, Skip):
         return
     first = path[plan.first_kept_index]
     assert first.role != "toolResult"
+    from batchcompact.core.cutpoint import is_cut_point
     from batchcompact.core.tokens import estimate_tokens
 
     kept = sum(estimate_tokens(e.message) for e in path[plan.first_kept_index:] if e.message is not None)
-    everything = plan.first_kept_index == 0
-    assert kept >= keep or everything or any(e.role == "toolResult" for e in path[plan.first_kept_index - 1:plan.first_kept_index])
+    # pi moves the cut forward from where the budget was reached to the next valid cut point, so the
+    # kept region plus the run of non-cut-point entries (tool results, metadata) just before it reaches
+    # the budget, unless everything from the first valid cut point on is kept.
+    index = plan.first_kept_index - 1
+    skipped = 0
+    while index >= 0 and not is_cut_point(path[index]):
+        skipped += estimate_tokens(path[index].message) if path[index].message is not None else 0
+        index -= 1
+    everything = not any(is_cut_point(e) for e in path[: plan.first_kept_index])
+    assert kept + skipped >= keep or everything
     assert plan.calls and all(c.user_prompt for c in plan.calls)
     # Applying the plan never leaves an orphan tool result at the start of the kept region, and the
     # compacted session is then "already compacted".
