@@ -64,6 +64,11 @@ def _blob_for(name: str) -> str:
     return {"cl100k_base": _REQUIRED_BLOBS[0], "o200k_base": _REQUIRED_BLOBS[1]}.get(name, _REQUIRED_BLOBS[0])
 
 
+def warm_up(model: str | None = None) -> None:
+    """Load the model's encoding now (before forking workers, so they inherit it)."""
+    _encoding(encoding_name_for(model))
+
+
 def count_tokens(text: str, model: str | None = None) -> int:
     """Exact count for the model's encoding; chars/4 when no encoding is available offline."""
     encoding = _encoding(encoding_name_for(model))

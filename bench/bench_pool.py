@@ -161,6 +161,12 @@ def main() -> None:
     slow, fast = ServerProcess(args.delay), ServerProcess(0.0)
     try:
         asyncio.run(pool_efficiency(slow.api_base, args.calls, args.concurrency, args.delay))
+        # A realistic summary latency (1 s and more): litellm's per-call CPU is then far from the limit.
+        realistic = ServerProcess(1.0)
+        try:
+            asyncio.run(pool_efficiency(realistic.api_base, 4 * args.concurrency, args.concurrency, 1.0))
+        finally:
+            realistic.stop()
         asyncio.run(overhead(fast.api_base, args.overhead_calls))
     finally:
         slow.stop()

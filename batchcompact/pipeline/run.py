@@ -174,12 +174,14 @@ def _phase1(args: tuple[str, str, float], settings: CompactionSettings, options:
         return record
     try:
         session = read_session(path)
-        _, row = plan_session(session, settings, options)
+        plan, row = plan_session(session, settings, options)
     except Exception as exc:  # one file's bug must not stop the archive
         log.exception("planning %s failed", path)
         record.update(status="error", reason=f"internal error: {exc!r}", plan_row={})
         return record
     record.update(status=row["status"], reason=row["reason"], plan_row=row)
+    if isinstance(plan, CompactionPlan):
+        record["prompt_tokens"] = [c.prompt_tokens for c in plan.calls]
     return record
 
 
@@ -189,6 +191,7 @@ class _CachingSummarizer:
     def __init__(self, inner: Any, state: RunState, model_key: str) -> None:
         self.inner = inner
         self.name = inner.name
+        self.remote = getattr(inner, "remote", True)  # the pool redacts prompts only for remote ones
         self.state = state
         self.model_key = model_key
         self.reused = 0
@@ -253,6 +256,7 @@ class Runner:
             }
         )
         self.rows: list[dict[str, Any]] = []
+        self._prompt_tokens: dict[str, list[int] | None] = {}
         self.pending: dict[str, _Pending] = {}
         self.bars: dict[str, Any] = {}
 
@@ -367,6 +371,7 @@ class Runner:
             est_total += plan_row.get("est_cost_usd") or 0.0
             if wants_branches:
                 est_total += plan_row.get("branch_est_cost_usd") or 0.0
+            self._prompt_tokens[str(item.path)] = record.get("prompt_tokens")
             to_compact.append((item, fingerprint, row))
         if self.options.max_cost_usd is not None:
             self._check_budget(to_compact, est_total)
@@ -461,7 +466,9 @@ class Runner:
             return None
         try:
             session = read_session(item.path)
-            plan, plan_row = plan_session(session, self.settings, self.plan_options)
+            # Same bytes as in phase 1 (checked above): reuse its exact prompt token counts.
+            known = self._prompt_tokens.pop(str(item.path), None)
+            plan, plan_row = plan_session(session, self.settings, self.plan_options, prompt_tokens=known)
         except Exception as exc:  # as in phase 1: one file's bug must not stop the archive
             log.exception("planning %s failed", item.path)
             self.finish(row, FAILED, f"internal error: {exc!r}")
