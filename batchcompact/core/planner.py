@@ -169,8 +169,9 @@ def prepare_compaction(
     prefix_text = serialize_conversation(prefix_llm)
     split = cut.is_split_turn and bool(prefix_text)
     if not history_text and not split:
+        since = "since the last compaction " if previous is not None else ""
         return Skip(
-            "nothing to summarize: everything since the last compaction fits in keep_recent_tokens",
+            f"nothing to summarize: everything {since}fits in keep_recent_tokens ({settings.keep_recent_tokens})",
             tokens_before,
             window,
             model_id,
