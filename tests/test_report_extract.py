@@ -281,3 +281,26 @@ def test_batchcompact_run_report(tmp_path):
     assert rows[0]["source"] == "batchcompact" and rows[0]["kind"] == "compaction"
     assert rows[0]["input_tokens"] == 8_000 and rows[0]["cache_read_tokens"] == 2_000
     assert rows[0]["recorded_cost_usd"] == 0.02 and rows[0]["project"] == "/a"
+
+
+def test_run_report_rows_from_the_run_command_split_branch_summaries(tmp_path):
+    """A row written by `run --branch-summaries`: its branch share becomes kind branch_summary."""
+    from datetime import UTC, datetime
+
+    from batchcompact.pipeline.runreport import empty_row, write_compactions
+
+    row = empty_row()
+    now = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+    row.update(run_id="r9", started_at=now, ended_at=now, input_path="/a/s.jsonl", session_id="s", format="pi",
+               status="compacted", calls=4, prompt_tokens=1000, completion_tokens=300, cost_usd=0.5,
+               model="openai/gpt-4o-mini", branch_calls=2, branch_prompt_tokens=400, branch_completion_tokens=100,
+               branch_cost_usd=0.2)
+    builtin = dict(row, session_id="b", model="builtin", cost_usd=0.0, branch_calls=0, branch_cost_usd=0.0)
+    path = write_compactions([row, builtin], tmp_path, "r9")
+    table, _ = extract_file(path)
+    rows = sorted(table.to_pylist(), key=lambda r: r["kind"])
+    assert [(r["kind"], r["input_tokens"], r["output_tokens"]) for r in rows] == [
+        ("branch_summary", 400, 100),
+        ("compaction", 600, 200),
+    ]
+    assert rows[0]["recorded_cost_usd"] == pytest.approx(0.2) and rows[1]["recorded_cost_usd"] == pytest.approx(0.3)

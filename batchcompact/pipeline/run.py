@@ -509,6 +509,13 @@ class Runner:
             overflow_recovery=any(r.overflow_calls for r in results),
             reused_summaries=sum(1 for r in results if r.calls == 0 and self.summarizer.name != "builtin"),
         )
+        branch = [r for r in outcome.results[: len(pending.branches)] if r is not None]
+        row.update(  # the part of the totals above spent on branch summaries (report kind branch_summary)
+            branch_calls=sum(r.calls for r in branch),
+            branch_prompt_tokens=sum(r.prompt_tokens for r in branch),
+            branch_completion_tokens=sum(r.completion_tokens for r in branch),
+            branch_cost_usd=None if any(r.cost_usd is None for r in branch) else sum(r.cost_usd for r in branch),
+        )
         if outcome.status == "aborted":
             # The first aborted job carries the error; the pool reports the jobs it then never
             # started with its stop message, which already reads "run aborted: ...".

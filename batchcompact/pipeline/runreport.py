@@ -42,6 +42,11 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("session_model", "string"),
     ("redactions", "int64"),
     ("overflow_recovery", "bool"),
+    # Added in schema version 1 before release: the branch-summary share of the totals above.
+    ("branch_calls", "int64"),
+    ("branch_prompt_tokens", "int64"),
+    ("branch_completion_tokens", "int64"),
+    ("branch_cost_usd", "float64"),
 )
 
 

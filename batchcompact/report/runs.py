@@ -30,6 +30,10 @@ WANTED = (
     "cache_write_tokens",
     "cost_usd",
     "model",
+    "branch_calls",
+    "branch_prompt_tokens",
+    "branch_completion_tokens",
+    "branch_cost_usd",
 )
 
 
@@ -55,7 +59,7 @@ def extract_runs(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
         when = record.get("ended_at") or record.get("started_at")
         input_path = record.get("input_path")
         model = record.get("model")
-        rows.add(
+        common = dict(
             source="batchcompact",
             file=str(path),
             line=index,
@@ -64,10 +68,29 @@ def extract_runs(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
             timestamp=when,
             provider=model.split("/", 1)[0] if isinstance(model, str) and "/" in model else None,
             model=model,
-            kind="compaction",
-            input_tokens=max(prompt - cache_read - cache_write, 0),
-            output_tokens=as_int(record.get("completion_tokens")),
-            cache_read_tokens=cache_read,
-            cache_write_tokens=cache_write,
-            recorded_cost_usd=as_float(record.get("cost_usd")),
         )
+        # Branch summaries (run --branch-summaries) are their own kind; the compaction gets the rest.
+        branch_prompt = as_int(record.get("branch_prompt_tokens"))
+        branch_output = as_int(record.get("branch_completion_tokens"))
+        branch_cost = as_float(record.get("branch_cost_usd"))
+        if as_int(record.get("branch_calls")) > 0:
+            rows.add(
+                **common,
+                kind="branch_summary",
+                input_tokens=branch_prompt,
+                output_tokens=branch_output,
+                cache_read_tokens=0,
+                cache_write_tokens=0,
+                recorded_cost_usd=branch_cost,
+            )
+        cost = as_float(record.get("cost_usd"))
+        if as_int(record.get("calls")) > as_int(record.get("branch_calls")):
+            rows.add(
+                **common,
+                kind="compaction",
+                input_tokens=max(prompt - cache_read - cache_write - branch_prompt, 0),
+                output_tokens=max(as_int(record.get("completion_tokens")) - branch_output, 0),
+                cache_read_tokens=cache_read,
+                cache_write_tokens=cache_write,
+                recorded_cost_usd=None if cost is None else cost - (branch_cost or 0.0),
+            )
