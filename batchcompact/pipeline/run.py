@@ -628,7 +628,10 @@ class Runner:
         now_ms = int(_now().timestamp() * 1000)
         return {a.line: apply_pruning(by_id[a.entry_id].data, a, now_ms) for a in plan.prune if a.line}
 
-    def _usage(self, results: list) -> dict[str, Any]:
+    def _usage(self, results: list) -> dict[str, Any] | None:
+        """The calls' usage for the written entry; None (no `usage` key) when no model was called."""
+        if all(r.model == "builtin" for r in results):
+            return None
         tokens = (
             sum(r.prompt_tokens for r in results),
             sum(r.completion_tokens for r in results),
