@@ -71,3 +71,28 @@ class Builder:
         lines = [self.header(), *self.entries]
         path.write_text("".join(json.dumps(x, separators=(",", ":")) + "\n" for x in lines))
         return path
+
+
+def plan_forced(session, keep: int, context_window: int = 200_000):
+    """The planner on a session's active path with --force and a given keep_recent_tokens."""
+    from batchcompact.core.planner import CompactionSettings, prepare_compaction
+
+    settings = CompactionSettings(force=True, keep_recent_tokens=keep)
+    return prepare_compaction(session.path_entries(), settings, context_window=context_window)
+
+
+def write_appended(src: Path, lines: list[dict], out: Path) -> Path:
+    """What the writer produces for an append-only format: the original bytes, then the new lines."""
+    from batchcompact.formats.jsonl import dumps_line
+
+    data = src.read_bytes()
+    if data and not data.endswith(b"\n"):
+        data += b"\n"
+    out.write_bytes(data + "".join(dumps_line(obj) for obj in lines).encode("utf-8"))
+    return out
+
+
+def context_messages(session) -> list[dict]:
+    from batchcompact.core.context import build_session_context
+
+    return [m.message for m in build_session_context(session.path_entries()).messages]

@@ -5,17 +5,16 @@ Pinned on the real fixtures in ../shared/fixtures/claude (skipped when absent)."
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from conftest import fixture_path
+from factories import context_messages, plan_forced, write_appended
 
 from batchcompact.core.context import build_session_context, convert_to_llm
 from batchcompact.core.entries import ERROR
-from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
+from batchcompact.core.planner import CompactionPlan, Skip
 from batchcompact.formats import claude
 from batchcompact.formats.claude_codex_verify import orphan_tool_results
-from batchcompact.formats.jsonl import dumps_line
 
 SPOTTER = ("claude", "projects", "-home-USER-projects-spotter")
 MAIN = (*SPOTTER, "4d5611e5-241a-462a-8d15-5122611a9569.jsonl")
@@ -33,21 +32,9 @@ NOW = "2026-11-22T04:00:00.000Z"
 IDS = [parts[-1][:24] for parts in FILES]
 
 
-def plan_of(session, keep: int) -> CompactionPlan | Skip:
-    settings = CompactionSettings(force=True, keep_recent_tokens=keep)
-    return prepare_compaction(session.path_entries(), settings, context_window=200000)
-
-
-def write_compacted(src: Path, lines: list[dict], out: Path) -> Path:
-    data = src.read_bytes()
-    if data and not data.endswith(b"\n"):
-        data += b"\n"
-    out.write_bytes(data + "".join(dumps_line(obj) for obj in lines).encode("utf-8"))
-    return out
-
-
-def context(session) -> list[dict]:
-    return [m.message for m in build_session_context(session.path_entries()).messages]
+plan_of = plan_forced
+write_compacted = write_appended
+context = context_messages
 
 
 @pytest.mark.parametrize("parts", FILES, ids=IDS)

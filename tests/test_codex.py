@@ -5,16 +5,15 @@ Pinned on the real fixtures in ../shared/fixtures/codex (skipped when absent).""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from conftest import fixture_path
+from factories import context_messages, plan_forced, write_appended
 
 from batchcompact.core.context import build_session_context, convert_to_llm
-from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
+from batchcompact.core.planner import CompactionPlan, Skip
 from batchcompact.formats import codex
 from batchcompact.formats.claude_codex_verify import orphan_tool_results
-from batchcompact.formats.jsonl import dumps_line
 
 DAY = ("codex", "sessions", "2026", "02", "23")
 BIG = (*DAY, "rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl")
@@ -29,21 +28,9 @@ NOW = "2026-11-22T04:00:00.000Z"
 IDS = [parts[-1][:28] for parts in FILES]
 
 
-def plan_of(session, keep: int) -> CompactionPlan | Skip:
-    settings = CompactionSettings(force=True, keep_recent_tokens=keep)
-    return prepare_compaction(session.path_entries(), settings, context_window=200000)
-
-
-def write_compacted(src: Path, lines: list[dict], out: Path) -> Path:
-    data = src.read_bytes()
-    if data and not data.endswith(b"\n"):
-        data += b"\n"
-    out.write_bytes(data + "".join(dumps_line(obj) for obj in lines).encode("utf-8"))
-    return out
-
-
-def context(session) -> list[dict]:
-    return [m.message for m in build_session_context(session.path_entries()).messages]
+plan_of = plan_forced
+write_compacted = write_appended
+context = context_messages
 
 
 @pytest.mark.parametrize("parts", FILES, ids=IDS)

@@ -26,7 +26,6 @@ Mapping, one planning `Entry` per line unless said otherwise (`Entry.line` = the
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,7 @@ from batchcompact.formats.claude_messages import (
     summary_text,
     user_message,
 )
-from batchcompact.formats.jsonl import iter_json_lines
+from batchcompact.formats.jsonl import file_size, iter_json_lines
 
 FORMAT = "claude"
 META_TYPE = "claude_meta"
@@ -140,18 +139,11 @@ def _group_responses(order, raw, conversational_ancestor):
     return alias, group_of, group_lines
 
 
-def _size(path: str | Path) -> int | None:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return None
-
-
 def read(path: str | Path) -> Session:
     """Read a Claude Code transcript. Never raises on bad content: problems are collected on the Session."""
     name = str(path)
     problems: list[Problem] = []
-    size = _size(path)
+    size = file_size(path)
     raw: dict[str, tuple[int, dict[str, Any]]] = {}
     order: list[str] = []
     first: dict[str, Any] = {}

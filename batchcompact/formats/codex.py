@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from batchcompact.core.context import build_session_context, convert_to_llm, parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.session import Session
-from batchcompact.formats.jsonl import iter_json_lines
+from batchcompact.formats.jsonl import file_size, iter_json_lines
 
 FORMAT = "codex"
 META_TYPE = "codex_meta"
@@ -257,13 +256,6 @@ def _summary_item_text(payload: dict[str, Any]) -> str | None:
     return None
 
 
-def _size(path: str | Path) -> int | None:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return None
-
-
 def read(path: str | Path) -> Session:
     """Read a Codex rollout. Never raises on bad content: problems are collected on the Session."""
     name = str(path)
@@ -273,7 +265,7 @@ def read(path: str | Path) -> Session:
     previous_total: tuple[int, ...] | None = None
     context_window = None
     tokens_seen = last_line = 0
-    size = _size(path)
+    size = file_size(path)
     try:
         for lineno, obj in iter_json_lines(path, problems):
             last_line = lineno

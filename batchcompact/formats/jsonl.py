@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -86,6 +87,14 @@ def paused_gc() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def file_size(path: str | Path) -> int | None:
+    """The file's size, or None when it cannot be stat'ed (the reader then reports the error)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
 
 
 def dumps_line(obj: dict[str, Any]) -> str:
