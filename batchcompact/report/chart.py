@@ -117,6 +117,8 @@ def write_png(report: Report, path: Path) -> None:
         ax.bar(periods, series[model], bottom=bottom, label=model, color=PALETTE[j % len(PALETTE)])
         bottom = [b + v for b, v in zip(bottom, series[model], strict=True)]
     ax.set_ylabel("cost (USD)")
+    top = max(bottom, default=0.0)
+    ax.set_ylim(0, top * 1.08 if top > 0 else 1)  # stacks start at 0 and the tallest one is not clipped
     ax.set_title(f"Cost per {report.keys[0]} by model")
     ax.legend(fontsize="small")
     fig.autofmt_xdate()
