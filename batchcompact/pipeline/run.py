@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import importlib
 import logging
 import os
 import secrets
@@ -19,21 +18,20 @@ import signal
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from batchcompact.core.apply import compose_summary, usage_record
-from batchcompact.core.context import build_session_context
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
-from batchcompact.core.tokens import estimate_tokens
 from batchcompact.errors import RunAborted, UsageError, VerificationError
 from batchcompact.formats.scan import ScanItem, iter_session_files
+from batchcompact.pipeline.outcome import OutcomeWriter, now_utc
 from batchcompact.pipeline.parallel import map_bounded
 from batchcompact.pipeline.planning import PlanOptions, plan_session, read_session
 from batchcompact.pipeline.runreport import empty_row, write_compactions
-from batchcompact.pipeline.state import Fingerprint, RunState, call_key, fingerprint_file, settings_hash
-from batchcompact.pipeline.writer import ChangedDuringRun, write_session
+from batchcompact.pipeline.state import Fingerprint, RunState, fingerprint_file, settings_hash
+from batchcompact.pipeline.summary_cache import CachingSummarizer
+from batchcompact.pipeline.writer import ChangedDuringRun
 
 log = logging.getLogger(__name__)
 
@@ -117,14 +115,6 @@ class _Pending:
         return [b.call for b in self.branches] + (list(self.plan.calls) if self.plan is not None else [])
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _iso(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
 def _new_run_id(moment: datetime) -> str:
     return moment.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
@@ -132,10 +122,6 @@ def _new_run_id(moment: datetime) -> str:
 def _state_key(item: ScanItem) -> str:
     """Sessions are remembered by absolute path, so `dir` and `./dir` or `/abs/dir` are the same input."""
     return str(item.path.resolve())
-
-
-def _format_module(fmt: str):
-    return importlib.import_module(f"batchcompact.formats.{fmt}")
 
 
 def _row_from_plan(plan_row: dict[str, Any], item: ScanItem, run_id: str, started: datetime) -> dict[str, Any]:
@@ -185,47 +171,6 @@ def _phase1(args: tuple[str, str, float], settings: CompactionSettings, options:
     return record
 
 
-class _CachingSummarizer:
-    """Wraps a summarizer: a summary already paid for (same model and prompt) is reused from the state."""
-
-    def __init__(self, inner: Any, state: RunState, model_key: str) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.remote = getattr(inner, "remote", True)  # the pool redacts prompts only for remote ones
-        self.state = state
-        self.model_key = model_key
-        self.reused = 0
-        self.cacheable = inner.name != "builtin"
-        self._paid_earlier: dict[int, tuple[Any, Any]] = {}  # id(returned) -> (returned, result as paid)
-
-    async def summarize(self, call):
-        from batchcompact.summarize.base import SummaryResult
-
-        if not self.cacheable:
-            return await self.inner.summarize(call)
-        key = call_key(self.model_key, call.system_prompt, call.user_prompt, call.max_tokens)
-        cached = self.state.get_summary(key)
-        if cached is not None:
-            self.reused += 1
-            paid = SummaryResult(**cached)
-            # Paid in an earlier run: this run spends nothing on it (its report row says so), but the
-            # written entry still records what the summary cost (see `as_paid`).
-            reused = dataclasses.replace(paid, cost_usd=0.0, calls=0, attempts=0, latency_s=0.0,
-                                         prompt_tokens=0, completion_tokens=0, cache_read_tokens=0,
-                                         cache_write_tokens=0, overflow_calls=0, redactions={},
-                                         model=paid.model)
-            self._paid_earlier[id(reused)] = (reused, paid)
-            return reused
-        result = await self.inner.summarize(call)
-        self.state.put_summary(key, dataclasses.asdict(result))
-        return result
-
-    def as_paid(self, result: Any) -> Any:
-        """`result` with the usage it was bought with, also when an earlier run paid for it."""
-        returned, paid = self._paid_earlier.pop(id(result), (None, None))
-        return paid if returned is result else result
-
-
 class Runner:
     def __init__(self, settings: CompactionSettings, options: RunOptions, summarizer: Any, pool_settings: Any,
                  *, clock=None, sleep=None) -> None:
@@ -235,7 +180,7 @@ class Runner:
         self.pool_settings = pool_settings
         self.clock = clock
         self.sleep = sleep
-        self.started = _now()
+        self.started = now_utc()
         self.run_id = _new_run_id(self.started)
         self.plan_options = PlanOptions(
             summary_model=options.summary_model,
@@ -293,7 +238,7 @@ class Runner:
         row["status"] = status
         if reason is not None:
             row["reason"] = reason
-        row["ended_at"] = _now()
+        row["ended_at"] = now_utc()
         self.rows.append(row)
         log.info("%s: %s%s", row["input_path"], status, f" ({row['reason']})" if row.get("reason") else "")
 
@@ -312,7 +257,7 @@ class Runner:
         by_status: dict[str, int] = {}
         for row in self.rows:
             by_status[row["status"]] = by_status.get(row["status"], 0) + 1
-        return RunSummary(self.run_id, self.rows, report_path, self.started, _now(), aborted, by_status)
+        return RunSummary(self.run_id, self.rows, report_path, self.started, now_utc(), aborted, by_status)
 
     def _check_targets(self, items: list[ScanItem]) -> list[ScanItem]:
         """Refuse an --output-dir that would overwrite an original; leave out our own earlier outputs.
@@ -408,7 +353,7 @@ class Runner:
             return None
         from batchcompact.summarize.pool import run_jobs
 
-        caching = self._caching = _CachingSummarizer(self.summarizer, state, self.options.summary_model)
+        caching = self._caching = CachingSummarizer(self.summarizer, state, self.options.summary_model)
         self._bar("summarize", len(to_compact), "compacting")
         stop = asyncio.Event()
         spent = {"cost": 0.0}
@@ -452,7 +397,7 @@ class Runner:
         return self._abort_reason
 
     _abort_reason: str | None = None
-    _caching: _CachingSummarizer | None = None
+    _caching: CachingSummarizer | None = None
 
     def _prepare(self, item: ScanItem, fingerprint: Fingerprint, row: dict[str, Any], state: RunState):
         """Re-read and re-plan one session just before summarizing it (None when it is finished here)."""
@@ -490,6 +435,10 @@ class Runner:
 
         results = plan_branches(session, self.settings, self.plan_options, plan_row.get("context_window"))
         return [b for b in results if isinstance(b, BranchPlan)]
+
+    def _writer(self) -> OutcomeWriter:
+        return OutcomeWriter(self.settings, in_place=self.options.in_place, backup=self.options.backup,
+                             pricing_file=self.options.pricing_file, caching=self._caching)
 
     def _complete(self, pending: _Pending, outcome: Any, state: RunState) -> None:
         """Apply the summaries, write, verify, record: the session's outcome becomes its row."""
@@ -541,7 +490,7 @@ class Runner:
             self.finish(row, FAILED, outcome.error)
             return
         try:
-            output = self._write(pending, outcome)
+            output = self._writer().write(pending, outcome, self.output_path(pending.item))
         except ChangedDuringRun as exc:
             self.finish(row, CHANGED, str(exc))
             return
@@ -559,137 +508,6 @@ class Runner:
         state.record(_state_key(pending.item), pending.fingerprint, self.settings_key, COMPACTED, output, None,
                      self.run_id)
         self.finish(row, COMPACTED, "")
-
-    def _write(self, pending: _Pending, outcome: Any) -> str:
-        """Branch summaries (chained on the active path), then the compaction, in one verified write."""
-        plan = pending.plan
-        session = pending.session
-        module = _format_module(session.format)
-        # the entries record what their summaries cost, even those bought by an earlier, interrupted run
-        caching = self._caching
-        paid = [caching.as_paid(r) if caching and r is not None else r for r in outcome.results]
-        count = len(pending.branches)
-        lines = self._branch_lines(pending, paid[:count])
-        if plan is not None:
-            if lines:  # the compaction goes after the summaries, which stay in its kept tail
-                extra = sum(estimate_tokens({"role": "branchSummary", "summary": e["summary"]}) for e in lines)
-                plan = dataclasses.replace(plan, leaf_id=lines[-1]["id"], tokens_before=plan.tokens_before + extra)
-            lines = lines + self._compaction_lines(module, session, plan, paid[count:])
-        replacements = self._pruned_entries(session, plan)
-        target = self.output_path(pending.item)
-
-        def verify(tmp: Path) -> list[str]:
-            written = read_session(tmp)
-            if plan is None:
-                return _verify_branch_only(session, written, len(lines))
-            problems = module.verify(session, written, plan)
-            if plan is not None:
-                problems.extend(self._check_size(written, plan))
-            return problems
-
-        result = write_session(session, lines, target, pending.fingerprint, verify,
-                               in_place=self.options.in_place, backup=self.options.backup,
-                               replacements=replacements)
-        pending.row["branch_summaries"] = count
-        return result.output_path
-
-    def _branch_lines(self, pending: _Pending, results: list) -> list[dict[str, Any]]:
-        if not pending.branches:
-            return []
-        from batchcompact.core.branches import BranchSummaryResult, build_branch_summary_chain
-
-        session = pending.session
-        chained = [
-            BranchSummaryResult(plan, result.text, usage=self._usage([result]), from_hook=result.from_hook)
-            for plan, result in zip(pending.branches, results, strict=True)
-        ]
-        return build_branch_summary_chain(
-            chained,
-            leaf_id=session.tree.leaf.id,
-            existing_ids=[e.id for e in session.entries if isinstance(e.id, str)],
-            session_id=session.session_id or "",
-            timestamp=_iso(_now()),
-        )
-
-    def _compaction_lines(self, module: Any, session: Any, plan: CompactionPlan, results: list) -> list[dict]:
-        texts = {call.kind: result.text for call, result in zip(plan.calls, results, strict=True)}
-        summary = compose_summary(plan, texts)
-        from_hook = any(getattr(r, "from_hook", False) for r in results if r is not None)
-        return module.build_compaction(session, plan, summary, usage=self._usage([r for r in results if r]),
-                                       now_iso=_iso(_now()), from_hook=from_hook)
-
-    def _pruned_entries(self, session: Any, plan: CompactionPlan | None) -> dict[int, dict[str, Any]]:
-        """Line number -> replacement entry for the planned tool-output pruning (pi only)."""
-        if plan is None or not plan.prune or session.format != "pi":
-            return {}
-        from batchcompact.core.pruning import apply_pruning
-
-        by_id = {e.id: e for e in session.entries}
-        now_ms = int(_now().timestamp() * 1000)
-        return {a.line: apply_pruning(by_id[a.entry_id].data, a, now_ms) for a in plan.prune if a.line}
-
-    def _usage(self, results: list) -> dict[str, Any] | None:
-        """The calls' usage for the written entry; None (no `usage` key) when no model was called."""
-        if all(r.model == "builtin" for r in results):
-            return None
-        tokens = (
-            sum(r.prompt_tokens for r in results),
-            sum(r.completion_tokens for r in results),
-            sum(r.cache_read_tokens for r in results),
-            sum(r.cache_write_tokens for r in results),
-        )
-        cost = None if any(r.cost_usd is None for r in results) else sum(r.cost_usd for r in results)
-        return usage_record(*tokens, cost, self._cost_parts(results[0].model if results else None, *tokens))
-
-    def _cost_parts(self, model: str | None, prompt: int, completion: int, cache_read: int,
-                    cache_write: int) -> dict[str, float] | None:
-        """Per-part costs from the price table (None when the model has no price there)."""
-        if not model or self.summarizer.name == "builtin":
-            return None
-        from batchcompact.pricing import PriceTable
-
-        info = PriceTable.load(self.options.pricing_file).lookup(model)
-        rates = info.rates() if info is not None else ()
-        if not rates:
-            return None
-        rate = rates[0]
-        for tier in rates[1:]:
-            if prompt + cache_read + cache_write > tier.above_tokens:
-                rate = tier
-        return {
-            "input": prompt * rate.input_cost_per_token,
-            "output": completion * rate.output_cost_per_token,
-            "cacheRead": cache_read * rate.cache_read_input_token_cost,
-            "cacheWrite": cache_write * rate.cache_creation_input_token_cost,
-        }
-
-    def _check_size(self, written: Any, plan: CompactionPlan) -> list[str]:
-        """The rebuilt context (estimated, stale usage ignored) must be under the trigger threshold."""
-        window = self.settings.context_window or plan.context_window
-        if window is None:
-            return []
-        context = build_session_context(written.path_entries())
-        tokens = sum(estimate_tokens(m.message) for m in context.messages)
-        threshold = self.settings.threshold(window)
-        if tokens > threshold:
-            return [f"the rebuilt context (~{tokens} tokens) is still above the threshold ({threshold})"]
-        return []
-
-
-def _verify_branch_only(original: Any, written: Any, added: int) -> list[str]:
-    """A written file that only gained branch summaries: nothing else changed, the leaf is the last one."""
-    problems = [str(p) for p in written.errors]
-    count = len(original.entries)
-    if len(written.entries) != count + added:
-        problems.append(f"expected {added} new entries, found {len(written.entries) - count}")
-        return problems
-    if any(a.data != b.data for a, b in zip(original.entries, written.entries, strict=False)):
-        problems.append("an original entry changed")
-    path = written.path_entries()
-    if not path or path[-1].type != "branch_summary":
-        problems.append("the active leaf is not the new branch summary")
-    return problems
-
 
 def run_archive(paths: Iterable[str], settings: CompactionSettings, options: RunOptions, summarizer: Any,
                 pool_settings: Any, **kwargs: Any) -> RunSummary:

@@ -1,0 +1,174 @@
+"""Turning a finished summary job into written entries: apply (pure builders), write, verify.
+
+The run loop hands over a prepared session (its plan, branch plans, fingerprint) and the pool's outcome;
+`OutcomeWriter.write` builds the new lines with the core's pure builders and the format's own
+`build_compaction`, and persists them through the atomic, verifying writer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from batchcompact.core.apply import compose_summary, usage_record
+from batchcompact.core.context import build_session_context
+from batchcompact.core.planner import CompactionPlan, CompactionSettings
+from batchcompact.core.tokens import estimate_tokens
+from batchcompact.pipeline.planning import read_session
+from batchcompact.pipeline.writer import write_session
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(moment: datetime) -> str:
+    """ISO-8601 with milliseconds and Z, as JavaScript's Date.toISOString writes it."""
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def format_module(fmt: str):
+    """The reader/writer module of a format: `batchcompact.formats.<fmt>`."""
+    return importlib.import_module(f"batchcompact.formats.{fmt}")
+
+
+class OutcomeWriter:
+    def __init__(self, settings: CompactionSettings, *, in_place: bool, backup: bool,
+                 pricing_file: str | None, caching: Any = None) -> None:
+        self.settings = settings
+        self.in_place = in_place
+        self.backup = backup
+        self.pricing_file = pricing_file
+        self.caching = caching
+
+    def write(self, pending: Any, outcome: Any, target: Path) -> str:
+        """Branch summaries (chained on the active path), then the compaction, in one verified write."""
+        plan = pending.plan
+        session = pending.session
+        module = format_module(session.format)
+        # the entries record what their summaries cost, even those bought by an earlier, interrupted run
+        caching = self.caching
+        paid = [caching.as_paid(r) if caching and r is not None else r for r in outcome.results]
+        count = len(pending.branches)
+        lines = self._branch_lines(pending, paid[:count])
+        if plan is not None:
+            if lines:  # the compaction goes after the summaries, which stay in its kept tail
+                extra = sum(estimate_tokens({"role": "branchSummary", "summary": e["summary"]}) for e in lines)
+                plan = dataclasses.replace(plan, leaf_id=lines[-1]["id"], tokens_before=plan.tokens_before + extra)
+            lines = lines + self._compaction_lines(module, session, plan, paid[count:])
+        replacements = self._pruned_entries(session, plan)
+
+        def verify(tmp: Path) -> list[str]:
+            written = read_session(tmp)
+            if plan is None:
+                return _verify_branch_only(session, written, len(lines))
+            problems = module.verify(session, written, plan)
+            if plan is not None:
+                problems.extend(self._check_size(written, plan))
+            return problems
+
+        result = write_session(session, lines, target, pending.fingerprint, verify,
+                               in_place=self.in_place, backup=self.backup,
+                               replacements=replacements)
+        pending.row["branch_summaries"] = count
+        return result.output_path
+
+    def _branch_lines(self, pending: Any, results: list) -> list[dict[str, Any]]:
+        if not pending.branches:
+            return []
+        from batchcompact.core.branches import BranchSummaryResult, build_branch_summary_chain
+
+        session = pending.session
+        chained = [
+            BranchSummaryResult(plan, result.text, usage=self._usage([result]), from_hook=result.from_hook)
+            for plan, result in zip(pending.branches, results, strict=True)
+        ]
+        return build_branch_summary_chain(
+            chained,
+            leaf_id=session.tree.leaf.id,
+            existing_ids=[e.id for e in session.entries if isinstance(e.id, str)],
+            session_id=session.session_id or "",
+            timestamp=iso(now_utc()),
+        )
+
+    def _compaction_lines(self, module: Any, session: Any, plan: CompactionPlan, results: list) -> list[dict]:
+        texts = {call.kind: result.text for call, result in zip(plan.calls, results, strict=True)}
+        summary = compose_summary(plan, texts)
+        from_hook = any(getattr(r, "from_hook", False) for r in results if r is not None)
+        return module.build_compaction(session, plan, summary, usage=self._usage([r for r in results if r]),
+                                       now_iso=iso(now_utc()), from_hook=from_hook)
+
+    def _pruned_entries(self, session: Any, plan: CompactionPlan | None) -> dict[int, dict[str, Any]]:
+        """Line number -> replacement entry for the planned tool-output pruning (pi only)."""
+        if plan is None or not plan.prune or session.format != "pi":
+            return {}
+        from batchcompact.core.pruning import apply_pruning
+
+        by_id = {e.id: e for e in session.entries}
+        now_ms = int(now_utc().timestamp() * 1000)
+        return {a.line: apply_pruning(by_id[a.entry_id].data, a, now_ms) for a in plan.prune if a.line}
+
+    def _usage(self, results: list) -> dict[str, Any] | None:
+        """The calls' usage for the written entry; None (no `usage` key) when no model was called."""
+        if all(r.model == "builtin" for r in results):
+            return None
+        tokens = (
+            sum(r.prompt_tokens for r in results),
+            sum(r.completion_tokens for r in results),
+            sum(r.cache_read_tokens for r in results),
+            sum(r.cache_write_tokens for r in results),
+        )
+        cost = None if any(r.cost_usd is None for r in results) else sum(r.cost_usd for r in results)
+        return usage_record(*tokens, cost, self._cost_parts(results[0].model if results else None, *tokens))
+
+    def _cost_parts(self, model: str | None, prompt: int, completion: int, cache_read: int,
+                    cache_write: int) -> dict[str, float] | None:
+        """Per-part costs from the price table (None when the model has no price there)."""
+        if not model or model == "builtin":
+            return None
+        from batchcompact.pricing import PriceTable
+
+        info = PriceTable.load(self.pricing_file).lookup(model)
+        rates = info.rates() if info is not None else ()
+        if not rates:
+            return None
+        rate = rates[0]
+        for tier in rates[1:]:
+            if prompt + cache_read + cache_write > tier.above_tokens:
+                rate = tier
+        return {
+            "input": prompt * rate.input_cost_per_token,
+            "output": completion * rate.output_cost_per_token,
+            "cacheRead": cache_read * rate.cache_read_input_token_cost,
+            "cacheWrite": cache_write * rate.cache_creation_input_token_cost,
+        }
+
+    def _check_size(self, written: Any, plan: CompactionPlan) -> list[str]:
+        """The rebuilt context (estimated, stale usage ignored) must be under the trigger threshold."""
+        window = self.settings.context_window or plan.context_window
+        if window is None:
+            return []
+        context = build_session_context(written.path_entries())
+        tokens = sum(estimate_tokens(m.message) for m in context.messages)
+        threshold = self.settings.threshold(window)
+        if tokens > threshold:
+            return [f"the rebuilt context (~{tokens} tokens) is still above the threshold ({threshold})"]
+        return []
+
+
+def _verify_branch_only(original: Any, written: Any, added: int) -> list[str]:
+    """A written file that only gained branch summaries: nothing else changed, the leaf is the last one."""
+    problems = [str(p) for p in written.errors]
+    count = len(original.entries)
+    if len(written.entries) != count + added:
+        problems.append(f"expected {added} new entries, found {len(written.entries) - count}")
+        return problems
+    if any(a.data != b.data for a, b in zip(original.entries, written.entries, strict=False)):
+        problems.append("an original entry changed")
+    path = written.path_entries()
+    if not path or path[-1].type != "branch_summary":
+        problems.append("the active leaf is not the new branch summary")
+    return problems

@@ -1,0 +1,49 @@
+"""Summaries already paid for, reused: a summarizer wrapper backed by the run state."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from batchcompact.pipeline.state import RunState, call_key
+
+
+class CachingSummarizer:
+    """Wraps a summarizer: a summary already paid for (same model and prompt) is reused from the state."""
+
+    def __init__(self, inner: Any, state: RunState, model_key: str) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.remote = getattr(inner, "remote", True)  # the pool redacts prompts only for remote ones
+        self.state = state
+        self.model_key = model_key
+        self.reused = 0
+        self.cacheable = inner.name != "builtin"
+        self._paid_earlier: dict[int, tuple[Any, Any]] = {}  # id(returned) -> (returned, result as paid)
+
+    async def summarize(self, call):
+        from batchcompact.summarize.base import SummaryResult
+
+        if not self.cacheable:
+            return await self.inner.summarize(call)
+        key = call_key(self.model_key, call.system_prompt, call.user_prompt, call.max_tokens)
+        cached = self.state.get_summary(key)
+        if cached is not None:
+            self.reused += 1
+            paid = SummaryResult(**cached)
+            # Paid in an earlier run: this run spends nothing on it (its report row says so), but the
+            # written entry still records what the summary cost (see `as_paid`).
+            reused = dataclasses.replace(paid, cost_usd=0.0, calls=0, attempts=0, latency_s=0.0,
+                                         prompt_tokens=0, completion_tokens=0, cache_read_tokens=0,
+                                         cache_write_tokens=0, overflow_calls=0, redactions={},
+                                         model=paid.model)
+            self._paid_earlier[id(reused)] = (reused, paid)
+            return reused
+        result = await self.inner.summarize(call)
+        self.state.put_summary(key, dataclasses.asdict(result))
+        return result
+
+    def as_paid(self, result: Any) -> Any:
+        """`result` with the usage it was bought with, also when an earlier run paid for it."""
+        returned, paid = self._paid_earlier.pop(id(result), (None, None))
+        return paid if returned is result else result
