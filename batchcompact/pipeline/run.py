@@ -469,9 +469,10 @@ class Runner:
             # The first aborted job carries the error; the pool reports the jobs it then never
             # started with its stop message, which already reads "run aborted: ...".
             error = outcome.error or "run aborted"
-            reason = error if error.startswith("run aborted") else f"run aborted: {error}"
+            cause = error.removeprefix("run aborted: ")  # the same cause, whichever job reports it first
+            reason = f"run aborted: {cause}"
             if self._abort_reason is None:
-                self._abort_reason = error
+                self._abort_reason = cause
             if outcome.attempts == 0:  # never tried: it did not fail, the run stopped before it
                 self.finish(row, SKIPPED, f"not attempted: {reason}")
             else:

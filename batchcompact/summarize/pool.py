@@ -209,6 +209,12 @@ class _Pool:
                 except RetryableError as exc:
                     self.limits.settle(reservation, 0)  # tokens were not used; the request still counts
                     error = exc
+                except RunFatalError as exc:
+                    # Stop launching at once, not when this job ends: a split turn's other call, or any
+                    # call still waiting for a slot, would only be refused the same way.
+                    self.limits.settle(reservation, 0)
+                    self.request_stop(ABORTED, f"run aborted: {exc}")
+                    raise
                 else:
                     self.limits.settle(reservation, result.prompt_tokens + result.completion_tokens)
                     self.account(result)
