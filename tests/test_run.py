@@ -465,6 +465,21 @@ def test_parquet_report_matches_outcomes_and_server_usage(bc, tmp_path, llm_serv
     assert report["ended_at"].is_not_null().all()
     assert (report["ended_at"] >= report["started_at"]).all()
 
+    # `report` over the compacted sessions and the run reports counts each summary once: the entries'
+    # usage and the run report rows share a key. charlie's failed attempts were never paid for.
+    from batchcompact.report import collect_usage
+    from batchcompact.report.aggregate import scan_usage
+
+    collected = collect_usage([out], use_cache=False)  # the sessions and, inside, the run reports
+    try:
+        usage_rows = scan_usage(collected.parts).filter(pl.col("kind") == "compaction").collect()
+    finally:
+        collected.cleanup()
+    per_session = usage_rows.group_by("session_id").agg(pl.col("output_tokens").sum(), pl.len().alias("n"))
+    assert {r["session_id"]: (r["output_tokens"], r["n"]) for r in per_session.to_dicts()} == {
+        f"session-{name}": (completion * len(sent[name]), 1) for name, (_, completion) in usage.items()
+    }
+
 
 def test_the_server_sees_each_summary_once_even_with_concurrent_sessions(bc, tmp_path, llm_server):
     from llm_server import Answer

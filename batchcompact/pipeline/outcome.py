@@ -74,6 +74,7 @@ class OutcomeWriter:
                                in_place=self.in_place, backup=self.backup,
                                replacements=replacements)
         pending.row["branch_summaries"] = count
+        pending.row["written_entries"] = written_usage(lines)
         return result.output_path
 
     def _branch_lines(self, pending: Any, results: list) -> list[dict[str, Any]]:
@@ -172,3 +173,25 @@ def _verify_branch_only(original: Any, written: Any, added: int) -> list[str]:
     if not path or path[-1].type != "branch_summary":
         problems.append("the active leaf is not the new branch summary")
     return problems
+
+
+def written_usage(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The usage of each compaction / branch-summary entry written (for the run report)."""
+    out = []
+    for line in lines:
+        usage = line.get("usage")
+        if line.get("type") not in ("compaction", "branch_summary") or not isinstance(usage, dict):
+            continue
+        cost = usage.get("cost")
+        out.append(
+            {
+                "entry_id": line.get("id"),
+                "kind": line["type"],
+                "input": usage.get("input", 0),
+                "output": usage.get("output", 0),
+                "cache_read": usage.get("cacheRead", 0),
+                "cache_write": usage.get("cacheWrite", 0),
+                "cost_usd": cost.get("total") if isinstance(cost, dict) else None,
+            }
+        )
+    return out

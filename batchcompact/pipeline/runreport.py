@@ -47,6 +47,8 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("branch_prompt_tokens", "int64"),
     ("branch_completion_tokens", "int64"),
     ("branch_cost_usd", "float64"),
+    # The entries written with a `usage` (pi): reports count each once, here or in the session file.
+    ("written_entries", "entries"),
 )
 
 
@@ -59,6 +61,19 @@ def compactions_schema():
         "float64": pa.float64(),
         "bool": pa.bool_(),
         "timestamp": pa.timestamp("us", tz="UTC"),
+        "entries": pa.list_(
+            pa.struct(
+                [
+                    ("entry_id", pa.string()),
+                    ("kind", pa.string()),
+                    ("input", pa.int64()),
+                    ("output", pa.int64()),
+                    ("cache_read", pa.int64()),
+                    ("cache_write", pa.int64()),
+                    ("cost_usd", pa.float64()),
+                ]
+            )
+        ),
     }
     return pa.schema(
         [(name, types[kind]) for name, kind in COLUMNS],

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from batchcompact.report.lines import ExtractStats, as_float, as_int, iter_json_lines, parse_timestamp
-from batchcompact.report.schema import UsageRows
+from batchcompact.report.schema import UsageRows, entry_key
 
 ENTRY_KINDS = {"compaction": "compaction", "branch_summary": "branch_summary"}
 
@@ -63,4 +63,6 @@ def extract_pi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
             cache_read_tokens=as_int(usage.get("cacheRead")),
             cache_write_tokens=as_int(usage.get("cacheWrite")),
             recorded_cost_usd=as_float(cost.get("total")) if isinstance(cost, dict) else None,
+            # A summary entry's usage is also in the run report of the batchcompact run that wrote it.
+            dedupe_key=entry_key(session_id, obj.get("id")) if kind != "main" else None,
         )

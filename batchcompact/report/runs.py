@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from batchcompact.report.lines import ExtractStats, as_float, as_int
-from batchcompact.report.schema import UsageRows
+from batchcompact.report.schema import UsageRows, entry_key
 
 WANTED = (
     "run_id",
@@ -34,6 +34,7 @@ WANTED = (
     "branch_prompt_tokens",
     "branch_completion_tokens",
     "branch_cost_usd",
+    "written_entries",
 )
 
 
@@ -69,6 +70,21 @@ def extract_runs(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
             provider=model.split("/", 1)[0] if isinstance(model, str) and "/" in model else None,
             model=model,
         )
+        written = record.get("written_entries") or []
+        if written:  # one row per entry written, keyed like the same entry read from the session file
+            for entry in written:
+                rows.add(
+                    **common,
+                    kind=entry.get("kind") or "compaction",
+                    input_tokens=max(as_int(entry.get("input")) - as_int(entry.get("cache_read"))
+                                     - as_int(entry.get("cache_write")), 0),
+                    output_tokens=as_int(entry.get("output")),
+                    cache_read_tokens=as_int(entry.get("cache_read")),
+                    cache_write_tokens=as_int(entry.get("cache_write")),
+                    recorded_cost_usd=as_float(entry.get("cost_usd")),
+                    dedupe_key=entry_key(common["session_id"], entry.get("entry_id")),
+                )
+            continue
         # Branch summaries (run --branch-summaries) are their own kind; the compaction gets the rest.
         branch_prompt = as_int(record.get("branch_prompt_tokens"))
         branch_output = as_int(record.get("branch_completion_tokens"))

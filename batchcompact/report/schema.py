@@ -105,3 +105,8 @@ class UsageRows:
 
 def empty_table() -> pa.Table:
     return USAGE_SCHEMA.empty_table()
+
+
+def entry_key(session_id: str | None, entry_id: str | None) -> str | None:
+    """The dedupe key of a summary entry's usage, shared by the session file and the run report."""
+    return f"summary-entry:{session_id}:{entry_id}" if session_id and entry_id else None
