@@ -16,17 +16,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from batchcompact.formats.codex import USAGE_FIELDS
 from batchcompact.report.lines import ExtractStats, as_int, iter_json_lines, parse_timestamp
 from batchcompact.report.schema import UsageRows
 
 WANT = (b"token_count", b'"turn_context"', b'"session_meta"')
-USAGE_FIELDS = (
-    "input_tokens",
-    "cached_input_tokens",
-    "output_tokens",
-    "reasoning_output_tokens",
-    "total_tokens",
-)
 
 
 def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
