@@ -172,3 +172,18 @@ def test_validate_every_fixture_and_sample():
     assert [line.split(":")[1] for line in errors] == ["16", "19", "39"]
     assert all(line.startswith(str(SAMPLES / "pi" / "malformed.jsonl")) for line in errors)
     assert "10 files checked: 9 valid, 1 invalid" in result.stderr
+
+
+def test_run_prints_no_progress_bars_when_stderr_is_not_a_terminal(tmp_path):
+    """Cron mail stays clean: with stderr redirected, a run writes nothing there (and the summary to stdout)."""
+    from conftest import SAMPLES
+
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(SAMPLES / "pi" / "small-fix.jsonl", src / "small-fix.jsonl")
+    shutil.copy(SAMPLES / "pi" / "huge-last-turn.jsonl", src / "huge-last-turn.jsonl")
+    out = subprocess.run([sys.executable, "-m", "batchcompact", "run", str(src), "-o", str(tmp_path / "out"),
+                          "--min-age", "0", "--jobs", "1"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == ""
+    assert out.stdout.startswith("run ") and "1 compacted, 1 skipped" in out.stdout

@@ -87,8 +87,9 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
 
     Without --model the built-in offline summarizer writes the summaries (no network, no key, cost 0).
     Originals are never modified unless --in-place. Reruns skip finished sessions and never pay twice
-    for a summary. Exit codes: 0 all compacted or skipped, 1 some sessions failed, 2 usage error,
-    3 run aborted (authentication, lock held, budget refused).
+    for a summary. Exit codes: 0 all compacted or skipped (also files a live agent changed during the
+    run, and a run stopped with Ctrl-C), 1 some sessions failed, 2 usage error, 3 run aborted
+    (authentication, lock held, budget refused). Progress bars appear only when stderr is a terminal.
 
     \b
     Examples:
