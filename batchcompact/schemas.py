@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urldefrag, urljoin
 
 from batchcompact.core.entries import ERROR, Problem
+from batchcompact.errors import BatchCompactError
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
@@ -78,6 +79,13 @@ def _registry() -> Registry:
 
 def _entry_ref(definition: str) -> str:
     return f"{load_schema(ENTRY_SCHEMA)['$id']}#/$defs/{definition}"
+
+
+class SchemaCompileError(BatchCompactError):
+    """A schema in schemas/ uses a keyword the fast checker does not implement.
+
+    Raised when the schemas are loaded, so an edit to schemas/ can never be half-checked silently.
+    """
 
 
 class _Checker:
@@ -234,8 +242,9 @@ class _FastCompiler:
             return lambda x: False
         unknown = set(schema) - _ANNOTATIONS - _KEYWORDS.keys()
         if unknown or schema.get("additionalProperties", True) is not True:
-            raise NotImplementedError(
-                f"fast schema check does not support {sorted(unknown) or 'additionalProperties'}"
+            raise SchemaCompileError(
+                f"fast schema check does not support {sorted(unknown) or 'additionalProperties'}; "
+                "extend _KEYWORDS in batchcompact/schemas.py before using it in schemas/"
             )
         checks = [_KEYWORDS[key](self, schema, base) for key in schema if key in _KEYWORDS]
         checks = [c for c in checks if c is not None]
