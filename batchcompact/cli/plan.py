@@ -14,14 +14,7 @@ from batchcompact.cli.options import (
     pop_settings,
     resolve_jobs,
 )
-from batchcompact.cli.output import (
-    echo_err,
-    format_table,
-    open_output,
-    require_output,
-    write_csv_rows,
-    write_json_rows,
-)
+from batchcompact.cli.output import echo_err, open_output, pick_format, print_table, require_output, write_rows
 
 TABLE_COLUMNS = (
     ("path", "session"),
@@ -38,6 +31,10 @@ TABLE_COLUMNS = (
     ("branch_calls", "branches"),
     ("reason", "reason"),
 )
+
+# What a narrow terminal loses first.
+DROP_FIRST = ("split_turn", "branch_calls", "messages_to_summarize", "calls", "context_window", "prompt_tokens",
+              "first_kept_line", "model", "tokens_before")
 
 
 class Totals:
@@ -73,6 +70,21 @@ class Totals:
             self.cost += row["est_cost_usd"]
             self.batch_cost += row["est_batch_cost_usd"] or 0.0
 
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "sessions": sum(self.status.values()),
+            "by_status": dict(sorted(self.status.items())),
+            "calls": self.calls,
+            "prompt_tokens": self.prompt_tokens,
+            "tokens_before": self.tokens_before,
+            "tokens_after_est": self.tokens_after,
+            "est_cost_usd": self.cost,
+            "est_batch_cost_usd": self.batch_cost,
+            "unpriced_sessions": self.unpriced,
+            "branch_calls": self.branch_calls,
+            "branch_est_cost_usd": self.branch_cost,
+        }
+
     def summary(self) -> str:
         parts = ", ".join(f"{n} {s}" for s, n in sorted(self.status.items()))
         cost = f"${self.cost:.4f} on demand, ${self.batch_cost:.4f} with a batch API"
@@ -103,7 +115,7 @@ class Totals:
 @click.pass_context
 def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, fmt: str, output: str | None,
          pricing: str | None, jobs: int | None, min_branch_tokens: int = 0, branch_reserve_tokens: int = 16384,
-         **kwargs: Any) -> int:
+         json_flag: bool = False, **kwargs: Any) -> int:
     """Plan compactions of the sessions under PATHS (files, directories, globs) without calling any model.
 
     One row per session: status `compact`, `skip` (with the reason) or `error` (unreadable; see
@@ -118,6 +130,7 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     from batchcompact.formats.scan import iter_session_files
     from batchcompact.pipeline.planning import PLAN_COLUMNS, PlanOptions, iter_plan_rows
 
+    fmt = pick_format(fmt, json_flag)
     require_output(fmt, output)
     settings = pop_settings(kwargs)
     options = PlanOptions(summary_model=summary_model, pricing_file=pricing, min_branch_tokens=min_branch_tokens,
@@ -138,18 +151,17 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
         collected = list(rows())
         with open_output(output) as out:
             if collected:
-                out.write(format_table(collected, TABLE_COLUMNS) + "\n\n")
+                print_table(collected, TABLE_COLUMNS, out, DROP_FIRST)
+                out.write("\n")
             out.write(totals.summary() + "\n")
         return 0
     if fmt == "parquet":
         from batchcompact.pipeline.plan_parquet import write_plan_parquet
 
+        require_output(fmt, output)
         write_plan_parquet(rows(), output)
     else:
-        with open_output(output) as out:
-            if fmt == "json":
-                write_json_rows(rows(), out)
-            else:
-                write_csv_rows(rows(), PLAN_COLUMNS, out)
-    echo_err(totals.summary())
+        write_rows(fmt, output, rows(), PLAN_COLUMNS, summary=lambda: {"totals": totals.as_dict()})
+    if not (ctx.find_root().obj or {}).get("quiet"):
+        echo_err(totals.summary())
     return 0
