@@ -95,6 +95,15 @@ def expand_path(text: str) -> str:
     return os.path.expanduser(os.path.expandvars(text))
 
 
+class ExpandedPath(click.Path):
+    """A click.Path that first expands `~` and $VARIABLES (quoted arguments reach us unexpanded)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str):
+            value = expand_path(value)
+        return super().convert(value, param, ctx)
+
+
 def pi_agent_dir() -> Path:
     explicit = os.environ.get("PI_CODING_AGENT_DIR")
     return Path(expand_path(explicit)) if explicit else Path.home() / ".pi" / "agent"

@@ -200,13 +200,14 @@ def _json_flag(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
     return value
 
 
-def output_options(formats: tuple[str, ...] = FORMATS, aliases: dict[str, str] | None = None):
+def output_options(formats: tuple[str, ...] = FORMATS, aliases: dict[str, str] | None = None,
+                   dir_okay: bool = False):
     """--format and -o/--output FILE (the same on every command), plus the hidden old --json flag."""
 
     def decorator(func):
         func = click.option("--json", "json_flag", is_flag=True, hidden=True, callback=_json_flag,
                             help="Deprecated: use --format json.")(func)
-        func = click.option("--output", "-o", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+        func = click.option("--output", "-o", type=click.Path(dir_okay=dir_okay), default=None, metavar="FILE",
                             help="Write the result to FILE instead of stdout (parquet needs it).")(func)
         func = click.option("--format", "fmt", type=FormatChoice(formats, aliases), default="table",
                             show_default=True,

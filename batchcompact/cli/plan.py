@@ -14,7 +14,14 @@ from batchcompact.cli.options import (
     pop_settings,
     resolve_jobs,
 )
-from batchcompact.cli.output import echo_err, open_output, pick_format, print_table, require_output, write_rows
+from batchcompact.cli.output import (
+    echo_err,
+    open_output,
+    pick_format,
+    print_table,
+    require_output,
+    write_rows,
+)
 
 TABLE_COLUMNS = (
     ("path", "session"),

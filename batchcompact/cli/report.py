@@ -8,6 +8,8 @@ from datetime import date, datetime
 
 import click
 
+from batchcompact.cli.config import ExpandedPath
+from batchcompact.cli.output import output_options, pick_format
 from batchcompact.errors import BatchCompactError
 
 SOURCES = ("pi", "claude", "codex", "batchcompact")
@@ -37,7 +39,7 @@ def _check_timezone(ctx, param, value: str) -> str:
 
 
 @click.command("report")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("paths", nargs=-1, required=True, type=ExpandedPath(exists=True))
 @click.option(
     "--by",
     type=click.Choice(["day", "week", "month", "session", "project", "model"]),
@@ -58,15 +60,7 @@ def _check_timezone(ctx, param, value: str) -> str:
     callback=_check_timezone,
     help="Time zone for days, weeks, months and --since/--until.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json", "csv", "parquet"]),
-    default="table",
-    show_default=True,
-    help="Output format.",
-)
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")
+@output_options()
 @click.option(
     "--pricing",
     "pricing_file",
@@ -100,6 +94,7 @@ def report(
     timezone,
     fmt,
     output,
+    json_flag,
     pricing_file,
     cost_mode,
     cache_dir,
@@ -121,6 +116,7 @@ def report(
     from batchcompact.report import ReportSettings, build_report, collect_usage
     from batchcompact.report.render import write_report
 
+    fmt = pick_format(fmt, json_flag)
     settings = ReportSettings(
         by=by,
         breakdown=breakdown,
@@ -157,7 +153,14 @@ def report(
                 + " (their computed cost is unknown; marked * in the table; add them with --pricing FILE)",
                 err=True,
             )
-        text = write_report(result, fmt, output)
+        if fmt == "jsonl":
+            from batchcompact.cli.output import write_rows
+            from batchcompact.report.render import report_records
+
+            write_rows(fmt, output, report_records(result))
+            text = None
+        else:
+            text = write_report(result, fmt, output)
         if text:
             click.echo(text, nl=False)
         ctx = click.get_current_context()

@@ -40,6 +40,8 @@ SKIPPED = "skipped"
 FAILED = "failed"
 BUDGET_EXHAUSTED = "budget_exhausted"
 CHANGED = "changed_during_run"
+# An invalid file already reported by an earlier run, unchanged since: not a failure unless --strict.
+KNOWN_INVALID = "known_invalid"
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class RunOptions:
     branch_summaries: bool = False  # also summarize abandoned branches (pi sessions)
     min_branch_tokens: int = 0
     branch_reserve_tokens: int = 16384
+    strict: bool = False  # a known invalid file fails the run again
 
     def resolved_state_path(self) -> Path:
         if self.state_path is not None:
@@ -296,7 +299,7 @@ class Runner:
                 self.finish(row, SKIPPED, record["reason"])
                 continue
             if status == "error":
-                self.finish(row, FAILED, record["reason"])
+                self._invalid(row, record, item, state)
                 continue
             done = state.finished(_state_key(item), fingerprint, self.settings_key)
             if done is not None:
@@ -321,6 +324,22 @@ class Runner:
         if self.options.max_cost_usd is not None:
             self._check_budget(to_compact, est_total)
         return to_compact
+
+    def _invalid(self, row: dict[str, Any], record: dict[str, Any], item: ScanItem, state: RunState) -> None:
+        """Report an invalid file with file and line the first time; afterwards, while its bytes stay the
+        same, as known invalid (exit 0 unless --strict), so a nightly run is not failed by it forever."""
+        fingerprint = record.get("fingerprint")
+        if fingerprint is None or not record.get("plan_row"):  # unreadable, or our own bug: always a failure
+            self.finish(row, FAILED, record["reason"])
+            return
+        since = state.known_invalid(_state_key(item), fingerprint)
+        if since is None:
+            state.record_invalid(_state_key(item), fingerprint, self.run_id, record["reason"])
+            self.finish(row, FAILED, record["reason"])
+        elif self.options.strict:
+            self.finish(row, FAILED, f"known invalid since {since}: {record['reason']}")
+        else:
+            self.finish(row, KNOWN_INVALID, f"known invalid since {since}: {record['reason']}")
 
     def _check_budget(self, to_compact: list[tuple[ScanItem, Fingerprint, dict]], est_total: float) -> None:
         """Refuse to start above --max-cost, or when the model's price is unknown (spend could not be counted)."""

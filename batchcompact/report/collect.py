@@ -122,7 +122,7 @@ def collect_usage(
             todo.append(str(path))
             todo_bytes += key.size
     if not result.files and not result.stats:
-        raise UsageError("no session files found in the given paths")
+        raise UsageError("no session files found under " + ", ".join(str(p) for p in paths))
     workers = _workers(jobs, len(todo), todo_bytes)
     if workers > 1:
         done = _extract_parallel(result, todo, str(root), workers)
