@@ -162,16 +162,19 @@ def test_run_builtin_on_fixtures_then_outputs_validate_and_show_summary_first(tm
 
 
 def test_validate_every_fixture_and_sample():
-    from conftest import SAMPLES, SHARED_FIXTURES
+    from conftest import BROKEN_SAMPLES, SAMPLES, SHARED_FIXTURES
 
     if SHARED_FIXTURES.is_dir():
         assert invoke("validate", str(SHARED_FIXTURES), "--jobs", "1", "--errors-only").exit_code == 0
-    result = CliRunner().invoke(cli, ["validate", str(SAMPLES), "--jobs", "1", "--errors-only"])
+    result = CliRunner().invoke(cli, ["validate", str(SAMPLES), "--jobs", "1"])
+    assert result.exit_code == 0 and result.stdout == ""
+    assert "9 files checked: 9 valid, 0 invalid" in result.stderr
+    result = CliRunner().invoke(cli, ["validate", str(BROKEN_SAMPLES), "--jobs", "1", "--errors-only"])
     assert result.exit_code == 1
     errors = [line for line in result.stdout.splitlines() if ": error: " in line]
     assert [line.split(":")[1] for line in errors] == ["16", "19", "39"]
-    assert all(line.startswith(str(SAMPLES / "pi" / "malformed.jsonl")) for line in errors)
-    assert "10 files checked: 9 valid, 1 invalid" in result.stderr
+    assert all(line.startswith(str(BROKEN_SAMPLES / "pi" / "malformed.jsonl")) for line in errors)
+    assert "1 files checked: 0 valid, 1 invalid" in result.stderr
 
 
 def test_run_prints_no_progress_bars_when_stderr_is_not_a_terminal(tmp_path):

@@ -575,8 +575,7 @@ def test_readme_main_job_on_the_sample_sessions(bc, tmp_path):
     result = bc("run", tmp_path / "sample_sessions", "--output-dir", out, "--min-age", "0", "--format", "json")
 
     rows = result.json()["rows"]
-    failed = [Path(r["input_path"]).name for r in rows if r["status"] == "failed"]
-    assert failed == ["malformed.jsonl"] and result.code == 1  # bad input fails alone; the rest is done
+    assert [r for r in rows if r["status"] == "failed"] == [] and result.code == 0  # the README's first command
     assert snapshot(inputs) == before
     outputs = session_files(out)
     assert sorted(outputs) == sorted(Path(r["output_path"]) for r in rows if r["status"] == "compacted")
