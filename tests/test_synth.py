@@ -204,7 +204,7 @@ def test_pi_v3_structure(name):
             assert message["toolCallId"] in calls and isinstance(message["isError"], bool)
     path = active_path(entries)
     last = usable_assistants(path)[-1]
-    manifest = json.loads((path.parent.parent / "manifest.json").read_text())["files"][f"pi/{name}.jsonl"]
+    manifest = json.loads((pi_sample(name).parent.parent / "manifest.json").read_text())["files"][f"pi/{name}.jsonl"]
     assert manifest["context_tokens"] == context_tokens(path)
     assert manifest["last_total_tokens"] == last["usage"]["totalTokens"]
     # usage totals track the growing context: overhead (system prompt, tools) of a few thousand tokens
