@@ -114,3 +114,17 @@ def llm_server():
     server = LLMServer().start()
     yield server
     server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_settings(monkeypatch, tmp_path_factory):
+    """No test reads the user's own settings: config file, BATCHCOMPACT_* variables, pi's settings.json."""
+    import os
+
+    home = tmp_path_factory.mktemp("settings-home")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(home / "pi-agent"))
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    for name in list(os.environ):
+        if name.startswith("BATCHCOMPACT_") and name not in ("BATCHCOMPACT_DEBUG",):
+            monkeypatch.delenv(name)

@@ -8,7 +8,6 @@ more than the standard library and click, so `--help` stays instant.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import Any
 
 import click
 
+from batchcompact.agent_settings import pi_settings  # noqa: F401  (re-exported for `config`)
 from batchcompact.errors import UsageError
 
 ENV_PREFIX = "BATCHCOMPACT_"
@@ -40,8 +40,6 @@ PRESETS: dict[str, dict[str, Any]] = {
     "codex": {"threshold_percent": 90.0, "keep_recent_tokens": 20000},
 }
 
-# pi's settings.json compaction keys -> planner option names.
-PI_SETTINGS_KEYS = {"reserveTokens": "reserve_tokens", "keepRecentTokens": "keep_recent_tokens"}
 
 
 def option_key(param: click.Parameter) -> str:
@@ -102,44 +100,6 @@ class ExpandedPath(click.Path):
         if isinstance(value, str):
             value = expand_path(value)
         return super().convert(value, param, ctx)
-
-
-def pi_agent_dir() -> Path:
-    explicit = os.environ.get("PI_CODING_AGENT_DIR")
-    return Path(expand_path(explicit)) if explicit else Path.home() / ".pi" / "agent"
-
-
-def read_pi_compaction(path: Path) -> dict[str, Any]:
-    """The `compaction` object of one pi settings.json, or {} (missing or unreadable files are ignored)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
-        return {}
-    compaction = data.get("compaction") if isinstance(data, dict) else None
-    return compaction if isinstance(compaction, dict) else {}
-
-
-def pi_settings(cwd: str | None = None) -> tuple[dict[str, Any], list[str]]:
-    """pi's compaction settings for a session started in `cwd`: global settings.json deep-merged with the
-    project's `.pi/settings.json` (the project wins, as in pi). Returns (planner values, files used)."""
-    values: dict[str, Any] = {}
-    used: list[str] = []
-    candidates = [pi_agent_dir() / "settings.json"]
-    if cwd:
-        candidates.append(Path(cwd) / ".pi" / "settings.json")
-    for path in candidates:
-        compaction = read_pi_compaction(path)
-        if not compaction:
-            continue
-        used.append(str(path))
-        for key, name in PI_SETTINGS_KEYS.items():
-            value = compaction.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-                values[name] = value
-        if isinstance(compaction.get("enabled"), bool):
-            values["enabled"] = compaction["enabled"]
-    return values, used
 
 
 @dataclass

@@ -21,6 +21,9 @@ def planner_options(func):
         click.option("--preset", type=click.Choice(sorted(PRESETS)), default=None,
                      help="Start from this agent's documented compaction defaults (see docs/cli.md); "
                           "options, environment and config file still override them."),
+        click.option("--agent-settings/--no-agent-settings", "agent_settings", default=True, show_default=True,
+                     help="Apply pi's own settings.json compaction settings (global and the project's "
+                          ".pi/settings.json under the session's cwd) to pi sessions, for settings not set here."),
         click.option("--keep-recent-tokens", type=click.IntRange(min=1), default=DEFAULT_KEEP_RECENT_TOKENS,
                      show_default=True, help="Tokens of recent history kept verbatim after the cut."),
         click.option("--reserve-tokens", type=click.IntRange(min=0), default=DEFAULT_RESERVE_TOKENS,
@@ -95,3 +98,20 @@ def branch_options(func):
     func = click.option("--min-branch-tokens", type=click.IntRange(min=0), default=0, show_default=True,
                         help="Skip abandoned branches smaller than this (estimated tokens).")(func)
     return func
+
+
+def agent_fields(ctx: click.Context, enabled: bool) -> tuple[str, ...]:
+    """The planner settings the agent's own settings may still set: those nobody set on the command line,
+    in the environment, the config file or a preset (precedence: ... > agent settings > defaults)."""
+    if not enabled:
+        return ()
+    from click.core import ParameterSource
+
+    from batchcompact.agent_settings import PI_FIELDS
+
+    fields = []
+    for name in PI_FIELDS:
+        source = ctx.get_parameter_source(name) if name != "enabled" else None
+        if name == "enabled" or source in (ParameterSource.DEFAULT, None):
+            fields.append(name)
+    return tuple(fields)

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from batchcompact.cli.options import (
+    agent_fields,
     branch_options,
     output_options,
     planner_options,
@@ -139,9 +140,10 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
 
     fmt = pick_format(fmt, json_flag)
     require_output(fmt, output)
+    agent = agent_fields(ctx, kwargs.pop("agent_settings", True))
     settings = pop_settings(kwargs)
     options = PlanOptions(summary_model=summary_model, pricing_file=pricing, min_branch_tokens=min_branch_tokens,
-                          branch_reserve_tokens=branch_reserve_tokens)
+                          branch_reserve_tokens=branch_reserve_tokens, agent_settings=agent)
     files = (str(item.path) for item in iter_session_files(paths))
     totals = Totals()
     warned: set[str] = set()

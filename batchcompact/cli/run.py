@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from batchcompact.cli.command import deprecated
-from batchcompact.cli.options import branch_options, planner_options, pop_settings, resolve_jobs
+from batchcompact.cli.options import agent_fields, branch_options, planner_options, pop_settings, resolve_jobs
 from batchcompact.cli.output import output_options, pick_format, require_output, write_rows
 from batchcompact.cli.summarize_options import pool_options, pool_settings_from, summarizer_options
 
@@ -163,6 +163,7 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
                           branch_reserve_tokens=branch_reserve_tokens, **kwargs)
     if in_place == bool(output_dir):
         raise click.UsageError("choose where to write: --output-dir DIR, or --in-place")
+    agent = agent_fields(ctx, kwargs.pop("agent_settings", True))
     settings = pop_settings(kwargs)
     from batchcompact.summarize import build_summarizer
 
@@ -189,6 +190,7 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         min_branch_tokens=min_branch_tokens,
         branch_reserve_tokens=branch_reserve_tokens,
         strict=strict,
+        agent_settings=agent,
     )
     started = time.monotonic()
     summary = run_archive(paths, settings, options, summarizer_obj, pool)

@@ -65,6 +65,9 @@ class PlanOptions:
     pricing_file: str | None = None
     branch_reserve_tokens: int = 16384
     min_branch_tokens: int = 0
+    # Settings still at their defaults, which pi's own settings.json may set for pi sessions
+    # (batchcompact.agent_settings); empty: the agent's settings are not read.
+    agent_settings: tuple[str, ...] = ()
 
     def branch_settings(self, settings: CompactionSettings):
         from batchcompact.core.branches import BranchSettings
@@ -160,6 +163,11 @@ def plan_session(
         more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
         row.update(status="error", reason=f"{errors[0]}{more}")
         return None, row
+    if session.format == "pi" and options.agent_settings:
+        settings, disabled = _with_pi_settings(session, settings, options.agent_settings)
+        if disabled:
+            row.update(status="skip", reason=disabled)
+            return Skip(disabled, None, settings.context_window, None), row
     from batchcompact.core.planner import session_model
 
     path = session.path_entries()
@@ -202,6 +210,18 @@ def plan_session(
         prune_tokens=sum(a.tokens for a in plan.prune),
     )
     return plan, row
+
+
+def _with_pi_settings(session: Session, settings: CompactionSettings,
+                      fields: tuple[str, ...]) -> tuple[CompactionSettings, str | None]:
+    """pi's own compaction settings (global, then the project's under the session's cwd) for the settings
+    nobody set; returns the settings and, when pi's settings disable compaction, the skip reason."""
+    from batchcompact.agent_settings import pi_overrides
+
+    values, files = pi_overrides((session.header or {}).get("cwd"), fields)
+    if values.pop("enabled", True) is False and not settings.force:
+        return settings, f"compaction disabled in pi settings ({files[-1]}; --force compacts anyway)"
+    return (dataclasses.replace(settings, **values) if values else settings), None
 
 
 def plan_branches(session: Session, settings: CompactionSettings, options: PlanOptions, window: int | None):

@@ -63,6 +63,7 @@ class RunOptions:
     min_branch_tokens: int = 0
     branch_reserve_tokens: int = 16384
     strict: bool = False  # a known invalid file fails the run again
+    agent_settings: tuple[str, ...] = ()  # settings pi's settings.json may set for pi sessions (PlanOptions)
 
     def resolved_state_path(self) -> Path:
         if self.state_path is not None:
@@ -190,6 +191,7 @@ class Runner:
             pricing_file=options.pricing_file,
             min_branch_tokens=options.min_branch_tokens,
             branch_reserve_tokens=options.branch_reserve_tokens,
+            agent_settings=options.agent_settings,
         )
         self.settings_key = settings_hash(
             {
