@@ -79,6 +79,7 @@ REPORT_COLUMNS = (
     "output_tokens",
     "cache_read_tokens",
     "cache_write_tokens",
+    "cache_write_1h_tokens",
     "reasoning_tokens",
     "total_tokens",
     "recorded_cost_usd",
@@ -124,6 +125,7 @@ def price_frame(
             ("out", "output_cost_per_token"),
             ("cr", "cache_read_input_token_cost"),
             ("cw", "cache_creation_input_token_cost"),
+            ("cw1h", "cache_creation_1h_cost"),
         ):
             data[f"r{i}_{suffix}"] = [
                 float(getattr(r[2][i], attr)) if len(r[2]) > i else None for r in records
@@ -158,7 +160,8 @@ def add_costs(lf: pl.LazyFrame, table: PriceTable, cost_mode: str) -> tuple[pl.L
         pl.col("input_tokens") * rate("in")
         + pl.col("output_tokens") * rate("out")
         + pl.col("cache_read_tokens") * rate("cr")
-        + pl.col("cache_write_tokens") * rate("cw")
+        + (pl.col("cache_write_tokens") - pl.col("cache_write_1h_tokens")) * rate("cw")
+        + pl.col("cache_write_1h_tokens") * rate("cw1h")
     )
     lf = lf.with_columns(computed.alias("computed_cost_usd"))
     if cost_mode == "calculate":

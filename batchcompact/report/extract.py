@@ -25,8 +25,9 @@ from batchcompact.report.schema import USAGE_SCHEMA, USAGE_SCHEMA_VERSION, Usage
 
 # Bump when what an extractor produces from the same file changes (a cached part made by older rules
 # is then a miss): 2 = built-in summarizer rows left out of run reports; 3 = branch summaries split out;
-# 4 = summary entries keyed so the session file and the run report count them once.
-EXTRACT_RULES_VERSION = 4
+# 4 = summary entries keyed so the session file and the run report count them once; 5 = Claude
+# agent_progress sub-agent usage, 1-hour cache writes, the project from `cwd`.
+EXTRACT_RULES_VERSION = 5
 
 META_KEY = b"batchcompact.usage_cache"
 
