@@ -6,9 +6,16 @@ Steps (all lazy until the final collect):
 2. add `computed_cost_usd` from the price table (tiered rates where the map has them; null when the
    model is unpriced) and `cost_usd` by cost mode: `auto` = recorded where the file has a cost, else
    computed; `calculate` = computed; `recorded` = recorded only;
-3. filter by source and by local date (`since`/`until` inclusive, in `timezone`);
-4. group by the period (`day`, `week` = ISO week starting Monday, `month`) or by `session`,
-   `project`, `model`; `breakdown` adds the model to the group key.
+3. drop requests with no tokens at all (a trimmed or rate-limit-only record; `dropped_zero` counts
+   them), filter by source, project (the working directory, or its last component), session (id or
+   id prefix) and local date (`since`/`until` inclusive, in `timezone`; `last` N periods back from today);
+4. group by the period (`day`, `week` = 7 days from `start_of_week`, Monday by default, `month`), by
+   `session`, `project`, `model`, or into Claude's 5-hour billing blocks (`block`, see blocks.py);
+   `breakdown` adds the model to the group key.
+Order: periods and blocks oldest first, sessions/projects/models by cost (largest first); `order`
+asc|desc sorts periods and blocks by time, sessions by last activity, projects and models by cost.
+`last` N on a non-period grouping keeps the N groups with the latest activity; totals always cover
+exactly the rows shown.
 Cost sums skip nulls; `unpriced_requests` counts the requests whose cost is unknown, so an unpriced
 model is reported, never silently free.
 """
@@ -16,13 +23,15 @@ model is reported, never silently free.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime, timedelta
 
 import polars as pl
 
 from batchcompact.pricing import PriceTable
 
-GROUPINGS = ("day", "week", "month", "session", "project", "model")
+GROUPINGS = ("day", "week", "month", "session", "project", "model", "block")
+PERIODS = ("day", "week", "month")
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 COST_MODES = ("auto", "calculate", "recorded")
 SUM_COLUMNS = (
     "input_tokens",
@@ -39,6 +48,7 @@ GROUP_KEYS = {
     "session": ["session_id", "source", "project"],
     "project": ["project"],
     "model": ["model"],
+    "block": ["block_start"],
 }
 
 
@@ -52,6 +62,14 @@ class ReportSettings:
     timezone: str = "UTC"
     cost_mode: str = "auto"
     pricing_file: str | None = None
+    projects: tuple[str, ...] = ()
+    sessions: tuple[str, ...] = ()
+    start_of_week: str = "monday"
+    last: int | None = None
+    order: str | None = None  # None: the grouping's natural order; "asc" | "desc"
+    token_limit: str | None = None  # blocks: a token count, or "max" (the largest past block)
+    session_hours: float = 5.0  # blocks: length of a billing window
+    now: datetime | None = None  # blocks and --last: "now" (tests pin it); None = the clock
 
 
 @dataclass
@@ -64,6 +82,8 @@ class Report:
     totals: dict
     unpriced_models: list[str] = field(default_factory=list)
     pricing_source: str = ""
+    dropped_zero: int = 0  # requests with no tokens at all, left out
+    extra_columns: list[str] = field(default_factory=list)  # grouping-specific (blocks)
 
 
 REPORT_COLUMNS = (
@@ -176,28 +196,85 @@ def add_costs(lf: pl.LazyFrame, table: PriceTable, cost_mode: str) -> tuple[pl.L
     return lf, unpriced
 
 
-def with_periods(lf: pl.LazyFrame, timezone: str, by: str) -> pl.LazyFrame:
+def week_start_index(start_of_week: str) -> int:
+    """polars weekday number (Monday = 1 ... Sunday = 7) of the first day of a week."""
+    try:
+        return WEEKDAYS.index(start_of_week.lower()) + 1
+    except ValueError:
+        raise ValueError(f"unknown first day of the week {start_of_week!r}; use one of {', '.join(WEEKDAYS)}") from None
+
+
+def with_periods(lf: pl.LazyFrame, timezone: str, by: str, start_of_week: str = "monday") -> pl.LazyFrame:
     """Add `local_date` and the period column `by` needs (only that one: strings cost memory)."""
     local = pl.col("timestamp").dt.convert_time_zone(timezone)
+    local_date = local.dt.date()
+    first = week_start_index(start_of_week)
+    week_start = local_date - pl.duration(days=(local.dt.weekday() - first + 7) % 7)
     period = {
         "day": local.dt.strftime("%Y-%m-%d").alias("date"),
-        "week": local.dt.truncate("1w").dt.strftime("%Y-%m-%d").alias("week"),
+        "week": week_start.dt.strftime("%Y-%m-%d").alias("week"),
         "month": local.dt.strftime("%Y-%m").alias("month"),
     }
-    columns = [local.dt.date().alias("local_date")]
+    columns = [local_date.alias("local_date")]
     if by in period:
         columns.append(period[by].fill_null("unknown"))
     return lf.with_columns(columns)
 
 
+def last_periods_since(settings: ReportSettings) -> date | None:
+    """The first local day of the last `settings.last` periods (1 = today, this week, this month)."""
+    if not settings.last or settings.by not in PERIODS:
+        return None
+    from zoneinfo import ZoneInfo
+
+    now = settings.now or datetime.now(ZoneInfo("UTC"))
+    today = now.astimezone(ZoneInfo(settings.timezone)).date()
+    back = settings.last - 1
+    if settings.by == "day":
+        return today - timedelta(days=back)
+    if settings.by == "week":
+        offset = (today.isoweekday() - week_start_index(settings.start_of_week)) % 7
+        return today - timedelta(days=offset + 7 * back)
+    month_index = today.year * 12 + today.month - 1 - back
+    return date(month_index // 12, month_index % 12 + 1, 1)
+
+
+def _project_filter(values: tuple[str, ...]) -> pl.Expr:
+    """A project matches by its whole path or by its last path component."""
+    project = pl.col("project").fill_null("")
+    tail = project.str.replace(r"^.*[/\\]", "")
+    wanted = [v.rstrip("/\\") or v for v in values]
+    return project.is_in(wanted) | tail.is_in(wanted)
+
+
+def _session_filter(values: tuple[str, ...]) -> pl.Expr:
+    session = pl.col("session_id").fill_null("")
+    expr = pl.lit(False)
+    for value in values:
+        expr = expr | session.str.starts_with(value)
+    return expr
+
+
 def filter_usage(lf: pl.LazyFrame, settings: ReportSettings) -> pl.LazyFrame:
     if settings.sources:
         lf = lf.filter(pl.col("source").is_in(list(settings.sources)))
-    if settings.since:
-        lf = lf.filter(pl.col("local_date") >= settings.since)
+    elif settings.by == "block":  # 5-hour windows are Claude's billing unit
+        lf = lf.filter(pl.col("source") == "claude")
+    if settings.projects:
+        lf = lf.filter(_project_filter(settings.projects))
+    if settings.sessions:
+        lf = lf.filter(_session_filter(settings.sessions))
+    since = max(filter(None, (settings.since, last_periods_since(settings))), default=None)
+    if since:
+        lf = lf.filter(pl.col("local_date") >= since)
     if settings.until:
         lf = lf.filter(pl.col("local_date") <= settings.until)
     return lf
+
+
+def nonzero() -> pl.Expr:
+    """Rows worth reporting: some tokens, or a recorded cost."""
+    return (pl.col("total_tokens") > 0) | (pl.col("recorded_cost_usd").fill_null(0) > 0)
 
 
 def _aggs(total: bool = False) -> list[pl.Expr]:
@@ -217,16 +294,29 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
     """The report for the given usage parts."""
     table = table or PriceTable.load(settings.pricing_file)
     lf, unpriced = add_costs(scan_usage(parts), table, settings.cost_mode)
-    lf = filter_usage(with_periods(lf, settings.timezone, settings.by), settings)
+    lf = filter_usage(with_periods(lf, settings.timezone, settings.by, settings.start_of_week), settings)
+    keep = nonzero()
+    zero_frame = lf.select((~keep).sum().alias("zero"))
+    lf = lf.filter(keep)
+    lf = lf.with_columns(pl.col("project").fill_null("unknown"), pl.col("session_id").fill_null("unknown"))
+    if settings.by == "block":
+        from batchcompact.report.blocks import build_blocks
+
+        report = build_blocks(lf, settings)
+        report.dropped_zero = int(zero_frame.collect().item())
+        report.unpriced_models = [m for m in unpriced if m in set(report.totals.get("models") or [])]
+        report.pricing_source = table.source
+        return report
     keys = list(GROUP_KEYS[settings.by])
     if settings.breakdown and "model" not in keys:
         keys.append("model")
-    lf = lf.with_columns(pl.col("project").fill_null("unknown"), pl.col("session_id").fill_null("unknown"))
-    rows, totals_frame = pl.collect_all([lf.group_by(keys).agg(_aggs()), lf.select(_aggs(total=True))])
-    if settings.by in ("day", "week", "month"):
-        rows = rows.sort(keys, nulls_last=True)
-    else:
-        rows = rows.sort(["cost_usd", *keys], descending=[True] + [False] * len(keys), nulls_last=True)
+    rows, zero = pl.collect_all([lf.group_by(keys).agg(_aggs()), zero_frame])
+    if settings.last and settings.by not in PERIODS:  # the N groups with the latest activity
+        latest = rows.sort("last_timestamp", descending=True, nulls_last=True).head(settings.last)
+        rows = latest
+        lf = lf.join(latest.lazy().select(keys), on=keys, how="semi", nulls_equal=True)
+    totals_frame = lf.select(_aggs(total=True)).collect()
+    rows = sort_rows(rows, keys, settings)
     totals = totals_frame.row(0, named=True) if totals_frame.height else {}
     used = set(totals.get("models") or [])
     unpriced = [m for m in unpriced if m in used]
@@ -237,4 +327,15 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
         totals=totals,
         unpriced_models=unpriced,
         pricing_source=table.source,
+        dropped_zero=int(zero.item()),
     )
+
+
+def sort_rows(rows: pl.DataFrame, keys: list[str], settings: ReportSettings) -> pl.DataFrame:
+    descending = settings.order == "desc"
+    if settings.by in PERIODS:
+        return rows.sort(keys, descending=descending, nulls_last=True)
+    if settings.by == "session" and settings.order:
+        return rows.sort(["last_timestamp", *keys], descending=descending, nulls_last=True)
+    by_cost = settings.order != "asc"
+    return rows.sort(["cost_usd", *keys], descending=[by_cost] + [False] * len(keys), nulls_last=True)
