@@ -123,7 +123,7 @@ def reference_rows(fixtures: Path) -> list[dict]:
                     total=r["prompt_tokens"] + r["completion_tokens"],
                 )
             )
-    return out
+    return [r for r in out if r["total"] > 0]  # requests with no tokens at all are left out
 
 
 GROUPERS = {
@@ -177,7 +177,7 @@ def test_mixed_archive_has_every_source_and_kind(archive):
         s: build_report(collected.parts, ReportSettings(by="day", sources=(s,))).totals["requests"]
         for s in ("pi", "claude", "codex", "batchcompact")
     }
-    assert by_source == {"pi": 937, "claude": 187, "codex": 376, "batchcompact": 1}
+    assert by_source == {"pi": 910, "claude": 186, "codex": 375, "batchcompact": 1}
 
 
 def test_since_until_and_timezone(archive):
