@@ -103,8 +103,8 @@ def reference_rows(fixtures: Path) -> list[dict]:
                     total=total,
                 )
                 key = (m.get("id"), o.get("requestId"))
-                # the largest usage wins; on a tie the later line (Claude writes the final block last)
-                if key not in claude or (row["output"], total, claude[key]["sidechain"]) >= (
+                # the largest usage wins; on a tie the first line, unless it was a sub-agent copy
+                if key not in claude or (row["output"], total, claude[key]["sidechain"]) > (
                     claude[key]["output"],
                     claude[key]["total"],
                     sidechain,

@@ -2,7 +2,8 @@
 
 Claude Code writes one assistant line per content block of a response; the lines share
 `(message.id, requestId)` and repeat `usage`, early ones with partial `output_tokens`. Per key we keep
-the line with the largest usage (output, then total), never the first.
+the line with the largest usage (output, then total); among equal ones the first (its time is when the
+response began, the time ccusage reports too).
 
 Task sub-agents: while a sub-agent runs, the parent transcript gets `progress` lines whose
 `data.type` is `agent_progress` and whose `data.message` is the sub-agent's assistant line, usage
@@ -121,8 +122,9 @@ def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
             best[key] = (rank, record)
         else:
             stats.duplicates += 1
-            # Ties: the later line wins, except that a sub-agent copy never displaces a main-line one.
-            if rank > previous[0] or (rank == previous[0] and record["sidechain"] <= previous[1]["sidechain"]):
+            # Ties (same usage): the first line keeps the request's time, as ccusage does, unless a
+            # main-line copy meets an earlier sub-agent copy.
+            if rank > previous[0] or (rank == previous[0] and previous[1]["sidechain"] and not record["sidechain"]):
                 best[key] = (rank, record)
     for key in order:
         record = best[key][1]
