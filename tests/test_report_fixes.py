@@ -167,3 +167,38 @@ def test_fixture_day_with_one_hour_writes_prices_them(fixtures_dir):
         [folder / "short.jsonl", folder / "tool_heavy.jsonl"], ReportSettings(cost_mode="calculate"), use_cache=False
     )
     assert report.totals["cost_usd"] == pytest.approx(0.371093, abs=1e-6)
+
+
+# --- Claude side conversations and recorded cost ----------------------------------------------------
+
+
+def test_sidechain_replay_of_a_parent_message_counts_once(tmp_path):
+    """A /btw side conversation replays the parent's message under a new request id: keep the parent."""
+
+    def line(message, request, side, cache_read, output):
+        return json.dumps({
+            "type": "assistant", "sessionId": "s", "uuid": f"{message}{request}", "isSidechain": side,
+            "requestId": request, "timestamp": "2026-03-29T07:00:00Z",
+            "message": {"id": message, "model": "claude-sonnet-4-5",
+                        "usage": {"input_tokens": 0, "output_tokens": output, "cache_read_input_tokens": cache_read}},
+        })
+
+    folder = tmp_path / "projects" / "-w"
+    (folder / "s" / "subagents").mkdir(parents=True)
+    (folder / "s.jsonl").write_text(line("msg-parent", "req-parent", False, 20, 10) + "\n")
+    (folder / "s" / "subagents" / "agent-aside.jsonl").write_text(
+        line("msg-parent", "req-replay", True, 50_000, 10) + "\n" + line("msg-answer", "req-answer", True, 700, 30) + "\n"
+    )
+    report, _ = run_report([tmp_path], ReportSettings(), use_cache=False)
+    assert report.totals["requests"] == 2
+    assert report.totals["cache_read_tokens"] == 20 + 700
+
+
+def test_claude_cost_usd_is_the_recorded_cost(tmp_path):
+    path = _claude_file(tmp_path / "p" / "s.jsonl", [{"input_tokens": 10, "output_tokens": 10}])
+    text = path.read_text().replace('"cwd"', '"costUSD": 0.5, "cwd"')
+    path.write_text(text)
+    auto, _ = run_report([path], ReportSettings(), use_cache=False)
+    computed, _ = run_report([path], ReportSettings(cost_mode="calculate"), use_cache=False)
+    assert auto.totals["cost_usd"] == pytest.approx(0.5)
+    assert computed.totals["cost_usd"] < 0.01

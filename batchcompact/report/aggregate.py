@@ -2,7 +2,9 @@
 
 Steps (all lazy until the final collect):
 1. scan the per-file parts; keep one row per `dedupe_key` across files (the largest usage), so a
-   Claude request copied into a resumed or forked session is counted once;
+   Claude request copied into a resumed or forked session, or a sub-agent request seen both in an
+   `agent_progress` line and in its `subagents/` file, is counted once; a Claude sidechain replaying a
+   parent message under a new request id collapses into the parent's row;
 2. add `computed_cost_usd` from the price table (tiered rates where the map has them; null when the
    model is unpriced) and `cost_usd` by cost mode: `auto` = recorded where the file has a cost, else
    computed; `calculate` = computed; `recorded` = recorded only;
@@ -120,7 +122,33 @@ def scan_usage(parts: list[str]) -> pl.LazyFrame:
         .agg(pl.all().sort_by(rank, descending=[True, True, False], nulls_last=True).first())
         .select(REPORT_COLUMNS)
     )
-    return pl.concat([lf.filter(pl.col("dedupe_key").is_null()), keyed])
+    return pl.concat([lf.filter(pl.col("dedupe_key").is_null()), *collapse_sidechain_replays(keyed)])
+
+
+def collapse_sidechain_replays(keyed: pl.LazyFrame) -> list[pl.LazyFrame]:
+    """Claude side conversations (`/btw`) replay parent messages under a new request id.
+
+    Among Claude rows sharing a `message.id` where at least one copy is a sidechain, one row is kept:
+    the main-line copy if there is one, else the largest (ccusage's rule). Distinct sidechain
+    responses have their own message ids and are untouched.
+    """
+    claude = pl.col("source") == "claude"
+    rows = keyed.filter(claude).with_columns(
+        pl.col("dedupe_key").str.extract(r"^(.*?):", 1).alias("_message"),
+        (pl.col("kind") != "main").alias("_side"),
+    )
+    shared = pl.col("_side").any().over("_message") & (pl.len().over("_message") > 1)
+    rows = rows.with_columns(shared.alias("_shared"))
+    merged = (
+        rows.filter(pl.col("_shared"))
+        .sort(["_side", "total_tokens", "output_tokens"], descending=[False, True, True])
+        .unique(subset="_message", keep="first", maintain_order=True)
+    )
+    return [
+        keyed.filter(~claude),
+        rows.filter(~pl.col("_shared")).select(REPORT_COLUMNS),
+        merged.select(REPORT_COLUMNS),
+    ]
 
 
 def price_frame(

@@ -21,6 +21,7 @@ billed) are not rows.
 Project = the line's `cwd` (the real working directory); only lines without one fall back to the
 folder under `projects/` (for `<session>/subagents/x.jsonl`, the session folder's parent), whose
 slug cannot be turned back into a path.
+Recorded cost: the line's `costUSD` (older Claude Code versions wrote it), used by `--cost-mode auto`.
 Cache writes: `cache_creation.ephemeral_5m_input_tokens + ephemeral_1h_input_tokens` where the line
 has that breakdown (else `cache_creation_input_tokens`); the 1-hour part is kept apart for pricing.
 """
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from batchcompact.report.lines import ExtractStats, as_int, iter_json_lines, parse_timestamp
+from batchcompact.report.lines import ExtractStats, as_float, as_int, iter_json_lines, parse_timestamp
 from batchcompact.report.schema import UsageRows
 
 SKIP_MARKERS = (b'"type":"file-history-snapshot"',)
@@ -112,6 +113,7 @@ def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
             "timestamp": obj.get("timestamp") or outer.get("timestamp"),
             "model": model if isinstance(model, str) else None,
             "sidechain": progress or bool(obj.get("isSidechain")) or is_agent_file,
+            "cost": obj.get("costUSD"),
             "project": cwd if isinstance(cwd, str) and cwd else folder,
             "usage": usage,
         }
@@ -147,6 +149,7 @@ def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
             cache_read_tokens=as_int(usage.get("cache_read_input_tokens")),
             cache_write_tokens=writes,
             cache_write_1h_tokens=writes_1h,
+            recorded_cost_usd=as_float(record["cost"]),
         )
 
 
