@@ -133,20 +133,17 @@ def collapse_sidechain_replays(keyed: pl.LazyFrame) -> list[pl.LazyFrame]:
     responses have their own message ids and are untouched.
     """
     claude = pl.col("source") == "claude"
-    rows = keyed.filter(claude).with_columns(
-        pl.col("dedupe_key").str.extract(r"^(.*?):", 1).alias("_message"),
-        (pl.col("kind") != "main").alias("_side"),
-    )
-    shared = pl.col("_side").any().over("_message") & (pl.len().over("_message") > 1)
-    rows = rows.with_columns(shared.alias("_shared"))
+    rows = keyed.filter(claude).with_columns(pl.col("dedupe_key").str.extract(r"^(.*?):", 1).alias("_message"))
+    side_ids = rows.filter(pl.col("kind") != "main").select("_message").unique()
+    involved = rows.join(side_ids, on="_message", how="semi")  # rows sharing an id with a sidechain row
     merged = (
-        rows.filter(pl.col("_shared"))
+        involved.with_columns((pl.col("kind") != "main").alias("_side"))
         .sort(["_side", "total_tokens", "output_tokens"], descending=[False, True, True])
         .unique(subset="_message", keep="first", maintain_order=True)
     )
     return [
         keyed.filter(~claude),
-        rows.filter(~pl.col("_shared")).select(REPORT_COLUMNS),
+        rows.join(side_ids, on="_message", how="anti").select(REPORT_COLUMNS),
         merged.select(REPORT_COLUMNS),
     ]
 
@@ -321,7 +318,12 @@ def _aggs(total: bool = False) -> list[pl.Expr]:
 def build_report(parts: list[str], settings: ReportSettings, table: PriceTable | None = None) -> Report:
     """The report for the given usage parts."""
     table = table or PriceTable.load(settings.pricing_file)
-    lf, unpriced = add_costs(scan_usage(parts), table, settings.cost_mode)
+    # Deduplicated once: the price lookup, the groups and the totals all read it (one row per request,
+    # far smaller than the transcripts; the dedupe's group_by holds it in memory anyway).
+    # Sorted, so float sums come out the same on every run whatever order the group_by produced.
+    order = ["timestamp", "source", "session_id", "dedupe_key", "model", "total_tokens", "output_tokens"]
+    usage = scan_usage(parts).collect().sort(order, nulls_last=True).lazy()
+    lf, unpriced = add_costs(usage, table, settings.cost_mode)
     lf = filter_usage(with_periods(lf, settings.timezone, settings.by, settings.start_of_week), settings)
     keep = nonzero()
     zero_frame = lf.select((~keep).sum().alias("zero"))
@@ -338,12 +340,13 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
     keys = list(GROUP_KEYS[settings.by])
     if settings.breakdown and "model" not in keys:
         keys.append("model")
-    rows, zero = pl.collect_all([lf.group_by(keys).agg(_aggs()), zero_frame])
+    rows, zero, totals_frame = pl.collect_all(
+        [lf.group_by(keys).agg(_aggs()), zero_frame, lf.select(_aggs(total=True))]
+    )
     if settings.last and settings.by not in PERIODS:  # the N groups with the latest activity
-        latest = rows.sort("last_timestamp", descending=True, nulls_last=True).head(settings.last)
-        rows = latest
-        lf = lf.join(latest.lazy().select(keys), on=keys, how="semi", nulls_equal=True)
-    totals_frame = lf.select(_aggs(total=True)).collect()
+        rows = rows.sort("last_timestamp", descending=True, nulls_last=True).head(settings.last)
+        kept = lf.join(rows.lazy().select(keys), on=keys, how="semi", nulls_equal=True)
+        totals_frame = kept.select(_aggs(total=True)).collect()
     rows = sort_rows(rows, keys, settings)
     totals = totals_frame.row(0, named=True) if totals_frame.height else {}
     used = set(totals.get("models") or [])
