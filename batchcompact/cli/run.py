@@ -96,7 +96,7 @@ _summary_text = summary_text
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True)
+@click.argument("paths", nargs=-1)
 @click.option("--output-dir", type=click.Path(file_okay=False), default=None,
               help="Write compacted sessions here, mirroring each input's path under its argument.")
 @click.option("--in-place", is_flag=True, help="Replace originals (atomically, after verification).")
@@ -128,7 +128,8 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         api_base: str | None, api_key: str | None, timeout: float, summarizer: str | None, no_redact: bool,
         concurrency: int, rpm: float | None, tpm: float | None, max_attempts: int, branch_summaries: bool,
         min_branch_tokens: int, branch_reserve_tokens: int, **kwargs: Any) -> int:
-    """Compact the sessions under PATHS: plan, summarize, write, verify, report.
+    """Compact the sessions under PATHS: plan, summarize, write, verify, report. Without PATHS, every
+    agent's session folders found on this machine (named on stderr).
 
     Without --model the built-in offline summarizer writes the summaries (no network, no key, cost 0).
     Originals are never modified unless --in-place. Reruns skip finished sessions and never pay twice
@@ -147,8 +148,10 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
     """
     import time
 
+    from batchcompact.discover import cli_paths
     from batchcompact.pipeline.run import RunOptions, run_archive
 
+    paths = tuple(cli_paths(paths, "run"))  # no PATHS: every agent's session folders
     if output and not output_dir and not in_place and not dry_run:
         # The old `run -o DIR` meant the output folder; -o is now the results file on every command.
         deprecated(ctx, "run -o DIR", "--output-dir DIR (-o/--output is now the results FILE)")

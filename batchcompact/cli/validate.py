@@ -12,14 +12,15 @@ COLUMNS = ("path", "format", "session_id", "entries", "valid", "errors", "warnin
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True)
+@click.argument("paths", nargs=-1)
 @output_options(aliases={"text": "table"})
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Processes [default: number of cores].")
 @click.option("--errors-only", is_flag=True, help="Do not print warnings.")
 @click.pass_context
 def validate(ctx: click.Context, paths: tuple[str, ...], fmt: str, output: str | None, json_flag: bool,
              jobs: int | None, errors_only: bool) -> int:
-    """Check session files under PATHS (files, directories, globs) for problems.
+    """Check session files under PATHS (files, directories, globs) for problems; without PATHS, every
+    agent's session folders found on this machine (named on stderr).
 
     Prints `path:line: severity: message` for each problem, then a summary. Errors (invalid JSON, torn
     last line, missing header, duplicate ids, dangling or cyclic parentIds, schema violations, ...) make
@@ -33,10 +34,12 @@ def validate(ctx: click.Context, paths: tuple[str, ...], fmt: str, output: str |
       batchcompact validate examples/broken
       batchcompact validate '~/archive/**/*.jsonl' --format json
     """
+    from batchcompact.discover import cli_paths
     from batchcompact.formats.scan import iter_session_files
     from batchcompact.pipeline.parallel import map_bounded
     from batchcompact.pipeline.validation import validate_file
 
+    paths = cli_paths(paths, "validate")  # no PATHS: every agent's session folders
     fmt = pick_format(fmt, json_flag)
     require_output(fmt, output)
     files = (str(item.path) for item in iter_session_files(paths))
