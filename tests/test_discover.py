@@ -119,7 +119,7 @@ def test_report_without_arguments_reads_every_agent(home):
 def test_validate_and_plan_without_arguments_use_the_same_discovery(home):
     validate = CliRunner().invoke(cli, ["validate", "--format", "json"])
     assert validate.exit_code in (0, 1), validate.output
-    checked = {Path(row["path"]).relative_to(home).parts[0] for row in json.loads(validate.stdout)}
+    checked = {Path(row["path"]).relative_to(home).parts[0] for row in json.loads(validate.stdout)["rows"]}
     assert checked == {".claude", ".config", ".codex", ".pi", ".atomic", ".indusagi", ".omp"}
     plan = CliRunner().invoke(cli, ["plan", "--format", "json"])
     assert plan.exit_code == 0, plan.output
