@@ -126,5 +126,6 @@ def _isolated_settings(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(home / "pi-agent"))
     monkeypatch.delenv("NO_COLOR", raising=False)
     for name in list(os.environ):
-        if name.startswith("BATCHCOMPACT_") and name not in ("BATCHCOMPACT_DEBUG",):
+        if name.startswith("BATCHCOMPACT_") and not name.startswith(("BATCHCOMPACT_DEBUG", "BATCHCOMPACT_TEST",
+                                                                      "BATCHCOMPACT_CRASH")):
             monkeypatch.delenv(name)
