@@ -316,3 +316,33 @@ def test_crontab_style_run_is_quiet_and_takes_its_settings_from_the_config_file(
     assert re.search(r"malformed\.jsonl:16: error", first.stderr)
     again = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=120)
     assert again.returncode == 0 and again.stdout == "" and again.stderr == ""
+
+
+@pytest.mark.slow
+def test_the_readme_crontab_line_runs_quietly_with_the_readme_config_file(tmp_path):
+    """The README's cron recipe, as written: its config file in ~/.config, its crontab command via sh."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    toml = re.search(r"```toml\n(# ~/.config/batchcompact/config.toml\n.*?)```", readme, re.S).group(1)
+    line = next(x for x in re.search(r"```crontab\n(.*?)```", readme, re.S).group(1).splitlines()
+                if x and not x.startswith("#"))
+    command = line.split(None, 5)[5].replace("$HOME/.venv/bin/batchcompact", f"{sys.executable} -m batchcompact")
+    home = tmp_path / "home"
+    (home / ".config" / "batchcompact").mkdir(parents=True)
+    (home / ".config" / "batchcompact" / "config.toml").write_text(toml)
+    sessions = home / ".pi" / "agent" / "sessions" / "--home-user-webapp--"
+    sessions.mkdir(parents=True)
+    for name in ("branched.jsonl", "small-fix.jsonl"):
+        shutil.copy(SAMPLES / "pi" / name, sessions / name)
+        os.utime(sessions / name, (1_700_000_000, 1_700_000_000))  # older than the file's min-age
+    (home / ".local" / "state" / "batchcompact").mkdir(parents=True)  # the README's one-time mkdir
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("BATCHCOMPACT_") and k not in ("XDG_CONFIG_HOME", "XDG_STATE_HOME")}
+    # The README's model needs a key and the network; the environment beats the file (that is the point).
+    env.update(HOME=str(home), BATCHCOMPACT_RUN_MODEL="builtin", PI_CODING_AGENT_DIR=str(home / ".pi" / "agent"))
+    done = subprocess.run(["/bin/sh", "-c", command], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0 and done.stdout == "" and done.stderr == ""
+    assert (home / ".local" / "state" / "batchcompact" / "cron.log").read_text() == ""
+    compacted = home / "archive" / "compacted"  # output-dir = "~/archive/compacted" from the file
+    assert (compacted / "--home-user-webapp--" / "branched.jsonl").is_file()
+    assert list((compacted / ".batchcompact" / "reports").glob("compactions-*.parquet"))

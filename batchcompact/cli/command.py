@@ -44,7 +44,7 @@ def global_options() -> list[click.Option]:
     """-q, -v and --config: accepted before or after the subcommand (the group and each command have them)."""
     return [
         click.Option(["-q", "--quiet"], is_flag=True, expose_value=False, callback=_set_quiet, is_eager=True,
-                     help="Only errors and the final line on stderr; no progress bars (for cron)."),
+                     help="Only errors on stderr, no progress bars: a clean run prints nothing (for cron)."),
         click.Option(["-v", "--verbose"], count=True, expose_value=False, callback=_set_verbose, is_eager=True,
                      help="Log each decision to stderr (-vv for debug)."),
         click.Option(["--config", "config_file"], metavar="FILE", expose_value=False, callback=_set_config,
@@ -69,7 +69,7 @@ HELP_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Input and output", ("fmt", "output", "output_dir", "in_place", "no_backup", "copy_unchanged", "state",
                           "report_dir", "errors_only", "with_context", "chart", "strict")),
     ("Selection", ("min_age", "limit", "since", "until", "sources", "by", "breakdown", "timezone", "dry_run")),
-    ("Compaction settings", ("preset", "keep_recent_tokens", "reserve_tokens", "context_window",
+    ("Compaction settings", ("preset", "agent_settings", "keep_recent_tokens", "reserve_tokens", "context_window",
                              "threshold_percent", "threshold_tokens", "force", "instructions",
                              "prune_tool_outputs", "branch_summaries", "min_branch_tokens",
                              "branch_reserve_tokens")),
@@ -101,12 +101,16 @@ class BatchCommand(click.Command):
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         records: dict[str, tuple[str, str]] = {}
         order: list[str] = []
+        help_names = set(ctx.help_option_names)
         for param in self.get_params(ctx):
+            if not isinstance(param, click.Option):
+                continue  # arguments are in the usage line and the text
             record = param.get_help_record(ctx)
             if record is None:
                 continue
-            records[param.name or ""] = record
-            order.append(param.name or "")
+            name = "help" if set(param.opts) & help_names else (param.name or "")
+            records[name] = record
+            order.append(name)
         placed: set[str] = set()
         sections: list[tuple[str, list[tuple[str, str]]]] = []
         for title, names in HELP_GROUPS:
@@ -128,6 +132,11 @@ def adopt(command: click.Command) -> click.Command:
         return command
     if type(command) is click.Command:
         command.__class__ = BatchCommand
+    from batchcompact.cli.config import ExpandedPath
+
+    for param in command.params:  # `~` and $VARS in every path, from the command line, environment or file
+        if type(param.type) is click.Path:
+            param.type.__class__ = ExpandedPath
     present = {p.name for p in command.params}
     for option in global_options():
         if option.name not in present:

@@ -157,10 +157,9 @@ def resolve(command: click.Command, name: str, args: list[str], parent: click.Co
             continue
         if param.name not in GLOBAL_NAMES and not param.hidden:
             names = env_names(name, param)
-            if param.envvar is None:
-                param.envvar = names
-            elif isinstance(param.envvar, str) and param.envvar not in names:
-                param.envvar = [names[0], param.envvar]
+            own = [param.envvar] if isinstance(param.envvar, str) else list(param.envvar or ())
+            # the command's own variable first, then one the option already had, then the shared one
+            param.envvar = list(dict.fromkeys([names[0], *own, names[1]]))
         by_key[option_key(param)] = param
         by_key[option_key(param).replace("-", "_")] = param
         if param.name:

@@ -35,7 +35,7 @@ def reason_kind(reason: str | None, min_age: str) -> str:
         return "known invalid (unchanged since first reported; --strict fails them)"
     text = re.sub(r"\s*\([^)]*\d[^)]*\)", "", text)  # "(12,345 <= 100,000 tokens)"
     text = re.sub(r"^\S+:\d+:\s*(error:\s*)?", "", text).strip()  # "path:line: error: ..." -> the problem
-    return re.sub(r"\d[\d,.]*", "N", text)
+    return re.sub(r"(?<![\w.-])\d[\d,.]*(?![\w-])", "N", text)
 
 
 def _counted(rows: list[dict[str, Any]], min_age: str) -> str:
