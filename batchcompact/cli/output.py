@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -31,6 +32,18 @@ def _cell(value: Any) -> str:
 LEFT_ALIGNED = frozenset({"status", "model", "reason", "format", "source"})
 STATUS_COLORS = {"compact": "yellow", "compacted": "green", "skip": None, "skipped": None, "error": "red",
                  "failed": "red", "young": "cyan", "known_invalid": "magenta"}
+
+
+def reason_kind(reason: str | None, min_age: str = "") -> str:
+    """A reason without the per-file figures, so skips and failures can be counted by kind."""
+    text = (reason or "no reason given").strip()
+    if "--min-age" in text:
+        return f"modified within --min-age {min_age} (live?)"
+    if text.startswith("known invalid since"):
+        return "known invalid (unchanged since first reported; --strict fails them)"
+    text = re.sub(r"\s*\([^)]*\d[^)]*\)", "", text)  # "(12,345 <= 100,000 tokens)"
+    text = re.sub(r"^\S+:\d+:\s*(error:\s*)?", "", text).strip()  # "path:line: error: ..." -> the problem
+    return re.sub(r"(?<![\w.-])\d[\d,.]*(?![\w-])", "N", text)
 
 
 def middle_ellipsis(text: str, width: int) -> str:

@@ -20,6 +20,7 @@ from batchcompact.cli.output import (
     open_output,
     pick_format,
     print_table,
+    reason_kind,
     require_output,
     write_rows,
 )
@@ -48,6 +49,7 @@ DROP_FIRST = ("split_turn", "branch_calls", "messages_to_summarize", "calls", "c
 class Totals:
     def __init__(self) -> None:
         self.status: Counter[str] = Counter()
+        self.skip_reasons: Counter[str] = Counter()
         self.calls = 0
         self.prompt_tokens = 0
         self.tokens_before = 0
@@ -60,6 +62,8 @@ class Totals:
 
     def add(self, row: dict[str, Any]) -> None:
         self.status[row["status"]] += 1
+        if row["status"] == "skip":
+            self.skip_reasons[reason_kind(row.get("reason"), "")] += 1
         if row.get("branch_calls"):
             self.branch_calls += row["branch_calls"]
             if self.branch_cost is not None and row.get("branch_est_cost_usd") is not None:
@@ -103,8 +107,10 @@ class Totals:
             price = "unknown" if self.branch_cost is None else f"${self.branch_cost:.4f}"
             branches = (f"\nabandoned branches: {self.branch_calls} could be summarized with "
                         f"`run --branch-summaries` ({self.branch_calls} calls, {price})")
+        skips = ", ".join(f"{n} {kind}" for kind, n in self.skip_reasons.most_common())
         return (
             f"{sum(self.status.values())} sessions: {parts or 'none'}\n"
+            + (f"  {self.status['skip']} skip: {skips}\n" if skips else "") +
             f"to compact: {self.status['compact']} sessions, {self.tokens_before:,} -> ~{self.tokens_after:,} tokens, "
             f"{self.calls} calls, {self.prompt_tokens:,} prompt tokens\n"
             f"estimated cost: {cost}" + branches

@@ -11,7 +11,7 @@ import click
 
 from batchcompact.cli.command import deprecated
 from batchcompact.cli.options import agent_fields, branch_options, planner_options, pop_settings, resolve_jobs
-from batchcompact.cli.output import output_options, pick_format, require_output, write_rows
+from batchcompact.cli.output import output_options, pick_format, reason_kind, require_output, write_rows
 from batchcompact.cli.summarize_options import pool_options, pool_settings_from, summarizer_options
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
@@ -24,18 +24,6 @@ def parse_duration(text: str) -> float:
         raise click.BadParameter(f"{text!r} is not a duration like 30s, 10m, 2h or 1d")
     value, unit = float(match.group(1)), match.group(2) or "s"
     return value * {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit]
-
-
-def reason_kind(reason: str | None, min_age: str) -> str:
-    """A reason without the per-file figures, so skips and failures can be counted by kind."""
-    text = (reason or "no reason given").strip()
-    if "--min-age" in text:
-        return f"modified within --min-age {min_age} (live?)"
-    if text.startswith("known invalid since"):
-        return "known invalid (unchanged since first reported; --strict fails them)"
-    text = re.sub(r"\s*\([^)]*\d[^)]*\)", "", text)  # "(12,345 <= 100,000 tokens)"
-    text = re.sub(r"^\S+:\d+:\s*(error:\s*)?", "", text).strip()  # "path:line: error: ..." -> the problem
-    return re.sub(r"(?<![\w.-])\d[\d,.]*(?![\w-])", "N", text)
 
 
 def _counted(rows: list[dict[str, Any]], min_age: str) -> str:
@@ -152,7 +140,8 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
     from batchcompact.pipeline.run import RunOptions, run_archive
 
     paths = tuple(cli_paths(paths, "run"))  # no PATHS: every agent's session folders
-    if output and not output_dir and not in_place and not dry_run:
+    if output and not output_dir and not in_place and not dry_run and (
+            fmt == "table" or json_flag or Path(output).is_dir()):
         # The old `run -o DIR` meant the output folder; -o is now the results file on every command.
         deprecated(ctx, "run -o DIR", "--output-dir DIR (-o/--output is now the results FILE)")
         output_dir, output = output, None
