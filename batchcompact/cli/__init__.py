@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "plan": ("batchcompact.cli.plan", "plan", "Plan compactions and estimate their cost (dry run)."),
     "run": ("batchcompact.cli.run", "run", "Compact sessions: plan, summarize, write, report."),
     "report": ("batchcompact.cli.report", "report", "Usage and cost across session archives."),
+    "batches": ("batchcompact.cli.batches", "batches", "List provider batches of `run --batch`; cancel one."),
 }
 
 

@@ -47,6 +47,7 @@ def _summary_text(summary: Any, wall: float) -> str:
         lines.append(f"  {row['status']}: {row['input_path']}: {row['reason']}")
     if len(failed) > 20:
         lines.append(f"  ... and {len(failed) - 20} more (see the report)")
+    lines.extend(getattr(summary, "notes", None) or [])
     if summary.aborted:
         lines.append(f"run aborted: {summary.aborted}")
     return "\n".join(lines)
@@ -72,6 +73,13 @@ def _summary_text(summary: Any, wall: float) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @click.option("--branch-summaries", is_flag=True,
               help="Also summarize abandoned branches of pi sessions (a branch_summary entry on the active path).")
+@click.option("--batch", "use_batch", is_flag=True,
+              help="Buy summaries through the provider's batch API at batch prices (OpenAI, Azure, Anthropic): "
+              "submit and return; rerun with the same arguments to collect and write.")
+@click.option("--wait", "wait", is_flag=True,
+              help="With --batch: poll until every batch has ended (backoff, progress bar), then collect and write.")
+@click.option("--batch-attempts", type=click.IntRange(min=1), default=3, show_default=True,
+              help="With --batch: submissions per request (expired, errored or cancelled ones are resubmitted).")
 @branch_options
 @planner_options
 @summarizer_options
@@ -82,7 +90,8 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         limit: int | None, dry_run: bool, as_json: bool, pricing: str | None, jobs: int | None, model: str,
         api_base: str | None, api_key: str | None, timeout: float, summarizer: str | None, no_redact: bool,
         concurrency: int, rpm: float | None, tpm: float | None, max_attempts: int, branch_summaries: bool,
-        min_branch_tokens: int, branch_reserve_tokens: int, **kwargs: Any) -> int:
+        min_branch_tokens: int, branch_reserve_tokens: int, use_batch: bool = False, wait: bool = False,
+        batch_attempts: int = 3, **kwargs: Any) -> int:
     """Compact the sessions under PATHS: plan, summarize, write, verify, report.
 
     Without --model the built-in offline summarizer writes the summaries (no network, no key, cost 0).
@@ -96,6 +105,7 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
       batchcompact run sample_sessions --output-dir out --min-age 0
       batchcompact run ~/.pi/agent/sessions -o compacted --model openai/gpt-4o-mini --max-cost 5
       batchcompact run archive/ --in-place --model anthropic/claude-haiku-4-5 --concurrency 16 --rpm 500
+      batchcompact run archive/ -o compacted --model openai/gpt-4o-mini --batch   # nightly, from cron
     """
     import time
 
@@ -109,6 +119,17 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
                           branch_reserve_tokens=branch_reserve_tokens, **kwargs)
     if in_place == bool(output_dir):
         raise click.UsageError("choose where to write: --output-dir DIR, or --in-place")
+    if wait and not use_batch:
+        raise click.UsageError("--wait only applies to --batch")
+    batch_options = None
+    if use_batch:
+        if summarizer:
+            raise click.UsageError("--batch buys from a provider's batch API; it cannot use --summarizer")
+        from batchcompact.pipeline.batch import BatchOptions
+        from batchcompact.summarize.batch_api import resolve_target
+
+        resolve_target(model, api_base, api_key)  # refuse an unknown model or a missing key before planning
+        batch_options = BatchOptions(api_base=api_base, api_key=api_key, max_attempts=batch_attempts)
     settings = pop_settings(kwargs)
     from batchcompact.summarize import build_summarizer
 
@@ -134,9 +155,20 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         branch_summaries=branch_summaries,
         min_branch_tokens=min_branch_tokens,
         branch_reserve_tokens=branch_reserve_tokens,
+        batch=batch_options,
     )
     started = time.monotonic()
     summary = run_archive(paths, settings, options, summarizer_obj, pool)
+    if wait:
+        from batchcompact.pipeline.batch import wait_for_batches
+
+        # Each round waits for the open batches, then reruns: collect, write, resubmit what failed.
+        for _ in range(batch_attempts):
+            if summary.aborted or not summary.by_status.get("batch_pending"):
+                break
+            click.echo(_summary_text(summary, time.monotonic() - started), err=True)
+            wait_for_batches(options.resolved_state_path(), api_key=api_key, progress=options.progress)
+            summary = run_archive(paths, settings, options, summarizer_obj, pool)
     wall = time.monotonic() - started
     if as_json:
         click.echo(json.dumps({

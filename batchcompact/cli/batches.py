@@ -1,0 +1,65 @@
+"""`batchcompact batches`: the provider batches that `run --batch` submitted; `--cancel ID`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+COLUMNS = (
+    ("id", "batch"),
+    ("provider", "provider"),
+    ("created", "created"),
+    ("status", "status"),
+    ("requests", "requests"),
+    ("done", "done"),
+    ("failed", "failed"),
+    ("expired", "expired"),
+    ("est_cost_usd", "est $"),
+    ("cost_usd", "cost $"),
+)
+
+
+@click.command()
+@click.option("--output-dir", "-o", type=click.Path(file_okay=False), default=None,
+              help="The --output-dir of the runs (their state is OUTPUT_DIR/.batchcompact/state.sqlite).")
+@click.option("--state", "state", type=click.Path(dir_okay=False), default=None,
+              help="The run state database the runs used (their --state).")
+@click.option("--cancel", "cancel", metavar="ID", default=None,
+              help="Ask the provider to cancel this batch (provider id or local id); finished requests are "
+              "still collected by the next run, the rest are resubmitted while attempts remain.")
+@click.option("--api-key", envvar="BATCHCOMPACT_API_KEY", show_envvar=True, default=None, show_default=False,
+              help="API key for --cancel (default: the provider's usual variable). Never logged or written.")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Ended batches to show (open ones are always shown).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def batches(output_dir: str | None, state: str | None, cancel: str | None, api_key: str | None, limit: int,
+            as_json: bool) -> int:
+    """List open and recent provider batches (as of the last run or --cancel): id, provider, created,
+    status, requests done/failed/expired, estimated and actual cost (at the batch price).
+
+    \b
+    Examples:
+      batchcompact batches -o compacted
+      batchcompact batches --state ~/.local/state/batchcompact/state.sqlite --cancel batch_abc123
+    """
+    from batchcompact.cli.output import to_text
+    from batchcompact.pipeline.batch import cancel_batch, list_batches
+    from batchcompact.pipeline.run import RunOptions
+
+    options = RunOptions(output_dir=Path(output_dir) if output_dir else None,
+                         state_path=Path(state) if state else None)
+    path = options.resolved_state_path()
+    if cancel:
+        row = cancel_batch(path, cancel, api_key)
+        click.echo(json.dumps(row, indent=1) if as_json else f"batch {row['id']}: {row['status']}")
+        return 0
+    rows = list_batches(path, limit)
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+    elif not rows:
+        click.echo(f"no batches in {path}")
+    else:
+        click.echo(to_text(rows, COLUMNS))
+    return 0
