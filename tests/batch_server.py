@@ -208,7 +208,7 @@ class FakeBatchServer:
                     ident = f"file-{len(fake.files) + 1}"
                     fake.files[ident] = content
                     return self._reply(200, {"id": ident, "object": "file", "purpose": "batch"})
-                if method == "POST" and path == "/v1/chat/completions":  # on demand (overflow recovery)
+                if method == "POST" and path.endswith("/chat/completions"):  # on demand (overflow recovery)
                     return self._reply(200, {"id": "c", "object": "chat.completion", "model": "gpt-4o-mini",
                                              "choices": [{"index": 0, "finish_reason": "stop", "message": {
                                                  "role": "assistant", "content": "## Goal\non-demand summary"}}],

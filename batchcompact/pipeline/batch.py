@@ -322,6 +322,7 @@ class BatchBuyer:
         self.waiting_batches: set[str] = set()
         self.on_demand: list[Any] = []
         self.notes: list[str] = []
+        self._deliver: dict[str, list[str]] = {}  # job key -> collected keys it is being handed
 
     # -- clients -----------------------------------------------------------------------------------
     def client(self, provider: str | None = None, api_base: str | None = None) -> Any:
@@ -363,6 +364,9 @@ class BatchBuyer:
                         self.on_demand.append(job)
                         continue
                 await _maybe_await(on_outcome(outcome))
+                # handed over and written (on_outcome returns after the write): from now on a rerun
+                # reuses these summaries at no cost instead of counting them again
+                self.store.mark_delivered(self._deliver.pop(job.key, []))
             await asyncio.to_thread(self.flush)
             if self.on_demand:
                 await self._buy_on_demand(on_outcome, stop_event)
@@ -379,7 +383,7 @@ class BatchBuyer:
         count = len(self.on_demand)
         self.notes.append(f"{count} session{'s' if count != 1 else ''} bought on demand (a prompt beyond the "
                           "model's window needs successive calls)")
-        await run_jobs(self.on_demand, self.caching, settings, on_outcome=on_outcome, stop_event=stop_event)
+        await run_jobs(self.on_demand, _CollectedFirst(self), settings, on_outcome=on_outcome, stop_event=stop_event)
 
     def as_paid(self, result: Any) -> Any:
         return self.caching.as_paid(result)
@@ -482,7 +486,7 @@ class BatchBuyer:
         if failures:
             return JobOutcome(job.key, JOB_FAILED, results, "; ".join(failures), 0)
         if not fresh and not waiting and not too_long:
-            self.store.mark_delivered(delivered)
+            self._deliver[job.key] = delivered
             self.store.forget_job(job.key)
             return JobOutcome(job.key, OK, results, None, sum(r.attempts for r in results))
         fits = getattr(self.summarizer, "fits", None)
@@ -563,6 +567,26 @@ class BatchBuyer:
             notes.append(f"{self.waiting_jobs} session{'s' if self.waiting_jobs != 1 else ''} waiting for {len(self.waiting_batches)} batch"
                          f"{'es' if len(self.waiting_batches) != 1 else ''} still in progress; rerun to collect")
         return notes
+
+
+class _CollectedFirst:
+    """The on-demand summarizer of a batch run: a summary collected from a batch but not yet handed to a
+    session is handed over (and counted) first; anything else goes through the summary cache."""
+
+    def __init__(self, buyer: BatchBuyer) -> None:
+        self.buyer = buyer
+        self.name = buyer.caching.name
+        self.remote = buyer.caching.remote
+
+    async def summarize(self, call: Any) -> Any:
+        key = self.buyer.caching.key(call)  # the pool hands over the call already redacted
+        request = self.buyer.store.request(key)
+        if request is not None and request[1] == COLLECTED:
+            result = self.buyer.store_result(key)
+            if result is not None:
+                self.buyer.store.mark_delivered([key])
+                return result
+        return await self.buyer.caching.summarize(call)
 
 
 def _env_key(provider: str) -> str | None:

@@ -293,6 +293,8 @@ class Runner:
                 bar.update(1)
             plan_row = record["plan_row"]
             row = _row_from_plan(plan_row, item, self.run_id, self.started)
+            if self.options.batch is not None:  # estimated at the price it will be bought at
+                row["est_cost_usd"] = plan_row.get("est_batch_cost_usd")
             status = record["status"]
             fingerprint = record.get("fingerprint")
             if status == "young":
@@ -329,7 +331,7 @@ class Runner:
         """Refuse to start above --max-cost, or when the model's price is unknown (spend could not be counted)."""
         model = self.options.summary_model
         priced = model == "builtin" or model.startswith("custom:")  # these report their own cost
-        if not priced and any(row.get(self._estimate_field) is None for _, _, row in to_compact):
+        if not priced and any(row.get("est_cost_usd") is None for _, _, row in to_compact):
             message = (f"--max-cost cannot be enforced: {model} has no known price (pass --pricing FILE with "
                        "its prices); nothing was summarized")
         elif est_total > self.options.max_cost_usd:
