@@ -368,3 +368,34 @@ def test_split_batches_keep_a_jobs_calls_together(archive, tmp_path):
         assert any(len(b["requests"]) == 2 for b in fake.batches.values())
     finally:
         fake.stop()
+
+
+def test_buyer_stops_submitting_at_max_cost_counting_requests_at_the_batch_price(tmp_path):
+    """Within a run (resubmissions, --wait rounds), requests count at the batch price when submitted."""
+    import asyncio
+
+    from batchcompact.core.calls import SummaryCall
+    from batchcompact.pipeline.batch import BatchBuyer, BatchOptions, batch_cost
+    from batchcompact.pipeline.state import RunState
+    from batchcompact.summarize import build_summarizer
+    from batchcompact.summarize.pool import PoolSettings, SummaryJob
+
+    fake = FakeBatchServer("anthropic").start()
+    try:
+        model = "anthropic/claude-haiku-4-5"
+        calls = [SummaryCall("history", "system", f"conversation {i} " * 500, 1000, prompt_tokens=2000)
+                 for i in range(3)]
+        one = batch_cost(model, None, prompt_tokens=2000, completion_tokens=1000)
+        outcomes = []
+        with RunState(tmp_path / "state.sqlite") as state:
+            buyer = BatchBuyer(BatchOptions(api_base=fake.api_base, api_key=KEY),
+                               build_summarizer(model, api_base=fake.api_base, api_key=KEY), state, model,
+                               PoolSettings(), "run-1", max_cost_usd=one * 2.5)
+            jobs = [SummaryJob(f"s{i}", [call], "v1") for i, call in enumerate(calls)]
+            asyncio.run(buyer.buy(jobs, outcomes.append))
+        assert [o.status for o in outcomes] == ["batch_pending", "batch_pending", "budget_exhausted"]
+        assert "committed to batches" in outcomes[2].error
+        assert len(fake.batches) == 1 and len(fake.batches["batch_0001"]["requests"]) == 2
+        assert buyer.committed == pytest.approx(one * 2)
+    finally:
+        fake.stop()

@@ -441,7 +441,8 @@ class BatchBuyer:
         """The job's outcome now: ok (all summaries here), batch_pending, failed, budget, changed; or None
         when it must be bought on demand (a prompt beyond the model's window needs overflow recovery,
         whose successive calls each depend on the previous answer)."""
-        from batchcompact.summarize.pool import BUDGET, FAILED as JOB_FAILED, OK, JobOutcome
+        from batchcompact.summarize.pool import BUDGET, OK, JobOutcome
+        from batchcompact.summarize.pool import FAILED as JOB_FAILED
 
         prepared = [self._prepared(call) for call in job.calls]
         keys = [key for _, _, key in prepared]
