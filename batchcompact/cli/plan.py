@@ -92,7 +92,7 @@ class Totals:
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True)
+@click.argument("paths", nargs=-1)
 @planner_options
 @click.option("--summary-model", default=None, metavar="MODEL",
               help="Model to price the summaries with (any litellm name). Default: the built-in offline "
@@ -106,6 +106,8 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
          **kwargs: Any) -> int:
     """Plan compactions of the sessions under PATHS (files, directories, globs) without calling any model.
 
+    Without PATHS, every agent's session folders found on this machine are planned (named on stderr).
+
     One row per session: status `compact`, `skip` (with the reason) or `error` (unreadable; see
     `batchcompact validate`). Exit 0 unless the command line is wrong.
 
@@ -115,10 +117,12 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
       batchcompact plan sample_sessions --force --keep-recent-tokens 5000 --format json
       batchcompact plan archive/ --summary-model gpt-4o-mini --format parquet -o plan.parquet
     """
+    from batchcompact.discover import cli_paths
     from batchcompact.formats.scan import iter_session_files
     from batchcompact.pipeline.planning import PLAN_COLUMNS, PlanOptions, iter_plan_rows
 
     require_output(fmt, output)
+    paths = cli_paths(paths, "plan")  # no PATHS: every agent's session folders
     settings = pop_settings(kwargs)
     options = PlanOptions(summary_model=summary_model, pricing_file=pricing, min_branch_tokens=min_branch_tokens,
                           branch_reserve_tokens=branch_reserve_tokens)

@@ -54,7 +54,7 @@ def _summary_text(summary: Any, wall: float) -> str:
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True)
+@click.argument("paths", nargs=-1)
 @click.option("--output-dir", "-o", type=click.Path(file_okay=False), default=None,
               help="Write compacted sessions here, mirroring each input's path under its argument.")
 @click.option("--in-place", is_flag=True, help="Replace originals (atomically, after verification).")
@@ -92,7 +92,8 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         concurrency: int, rpm: float | None, tpm: float | None, max_attempts: int, branch_summaries: bool,
         min_branch_tokens: int, branch_reserve_tokens: int, use_batch: bool = False, wait: bool = False,
         batch_attempts: int = 3, **kwargs: Any) -> int:
-    """Compact the sessions under PATHS: plan, summarize, write, verify, report.
+    """Compact the sessions under PATHS: plan, summarize, write, verify, report. Without PATHS, every
+    agent's session folders found on this machine (named on stderr).
 
     Without --model the built-in offline summarizer writes the summaries (no network, no key, cost 0).
     Originals are never modified unless --in-place. Reruns skip finished sessions and never pay twice
@@ -109,8 +110,10 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
     """
     import time
 
+    from batchcompact.discover import cli_paths
     from batchcompact.pipeline.run import RunOptions, run_archive
 
+    paths = tuple(cli_paths(paths, "run"))  # no PATHS: every agent's session folders
     if dry_run:
         from batchcompact.cli.plan import plan as plan_command
 

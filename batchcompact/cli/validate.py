@@ -11,12 +11,13 @@ from batchcompact.core.entries import Problem
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True)
+@click.argument("paths", nargs=-1)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Processes [default: number of cores].")
 @click.option("--errors-only", is_flag=True, help="Do not print warnings.")
 def validate(paths: tuple[str, ...], fmt: str, jobs: int | None, errors_only: bool) -> int:
-    """Check session files under PATHS (files, directories, globs) for problems.
+    """Check session files under PATHS (files, directories, globs) for problems; without PATHS, every
+    agent's session folders found on this machine (named on stderr).
 
     Prints `path:line: severity: message` for each problem, then a summary. Errors (invalid JSON, torn
     last line, missing header, duplicate ids, dangling or cyclic parentIds, schema violations, ...) make
@@ -28,10 +29,12 @@ def validate(paths: tuple[str, ...], fmt: str, jobs: int | None, errors_only: bo
       batchcompact validate ~/.pi/agent/sessions
       batchcompact validate 'archive/**/*.jsonl' --format json
     """
+    from batchcompact.discover import cli_paths
     from batchcompact.formats.scan import iter_session_files
     from batchcompact.pipeline.parallel import map_bounded
     from batchcompact.pipeline.validation import validate_file
 
+    paths = cli_paths(paths, "validate")  # no PATHS: every agent's session folders
     files = (str(item.path) for item in iter_session_files(paths))
     results = map_bounded(validate_file, files, resolve_jobs(jobs))
     total = invalid = errors = warnings = 0

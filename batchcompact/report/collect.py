@@ -33,6 +33,7 @@ class CollectResult:
     bytes: int = 0
     cached: int = 0
     extracted: int = 0
+    rejected: int = 0  # cache parts that failed verification and were rebuilt
     temp_dir: tempfile.TemporaryDirectory | None = None
 
     @property
@@ -121,6 +122,7 @@ def collect_usage(
         else:
             todo.append(str(path))
             todo_bytes += key.size
+    result.rejected = cache.rejected
     if not result.files and not result.stats:
         raise UsageError("no session files found in the given paths")
     workers = _workers(jobs, len(todo), todo_bytes)
