@@ -320,6 +320,8 @@ def test_batches_lists_and_cancels(bc, server, archive, tmp_path):
     assert [r["id"] for r in rows] == ["batch_0001"]
     assert rows[0]["provider"] == server.provider and rows[0]["requests"] == sum(server.submitted.values())
     assert rows[0]["est_cost_usd"] > 0 and rows[0]["cost_usd"] is None
+    code, text, _ = bc("batches", "-o", out, "--refresh", "--api-key", KEY, "--json")
+    assert code == 0 and json.loads(text)[0]["status"] == "in_progress"
     code, text, _ = bc("batches", "-o", out, "--cancel", "batch_0001", "--api-key", KEY)
     assert code == 0, text
     assert server.count("POST", "cancel") == 1
@@ -399,3 +401,29 @@ def test_buyer_stops_submitting_at_max_cost_counting_requests_at_the_batch_price
         assert buyer.committed == pytest.approx(one * 2)
     finally:
         fake.stop()
+
+
+def test_crash_before_the_provider_created_the_batch_submits_again(bc, server, archive, tmp_path, monkeypatch):
+    """Intent recorded, then killed before the upload: the next run finds no such batch and submits again."""
+    from batchcompact.summarize import batch_api
+
+    client = batch_api.AnthropicBatches if server.provider == "anthropic" else batch_api.OpenAIBatches
+    real = client.submit
+
+    def crash(self, lines, tag):
+        raise Crash
+
+    monkeypatch.setattr(client, "submit", crash)
+    out = tmp_path / "out"
+    with pytest.raises(Crash):
+        batch_run(bc, server, archive, out)
+    monkeypatch.setattr(client, "submit", real)
+    assert server.batches == {}
+    code, text, _ = batch_run(bc, server, archive, out)
+    assert code == 0 and "submitted; rerun to collect" in text
+    assert len(server.batches) == 1
+    db = sqlite3.connect(out / ".batchcompact" / "state.sqlite")
+    assert db.execute("SELECT state FROM batches ORDER BY created_at").fetchall() == [("abandoned",), ("submitted",)]
+    assert {a for (a,) in db.execute("SELECT attempts FROM batch_requests")} == {1}  # never sent: not counted
+    assert batch_run(bc, server, archive, out)[0] == 0
+    assert last_report(out).filter(pl.col("status") == "compacted").height >= 3

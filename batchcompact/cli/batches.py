@@ -31,12 +31,13 @@ COLUMNS = (
               "still collected by the next run, the rest are resubmitted while attempts remain.")
 @click.option("--api-key", envvar="BATCHCOMPACT_API_KEY", show_envvar=True, default=None, show_default=False,
               help="API key for --cancel (default: the provider's usual variable). Never logged or written.")
+@click.option("--refresh", is_flag=True, help="Ask the providers for the status of open batches first.")
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True,
               help="Ended batches to show (open ones are always shown).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def batches(output_dir: str | None, state: str | None, cancel: str | None, api_key: str | None, limit: int,
-            as_json: bool) -> int:
-    """List open and recent provider batches (as of the last run or --cancel): id, provider, created,
+def batches(output_dir: str | None, state: str | None, cancel: str | None, api_key: str | None, refresh: bool,
+            limit: int, as_json: bool) -> int:
+    """List open and recent provider batches (as of the last run, or now with --refresh): id, provider, created,
     status, requests done/failed/expired, estimated and actual cost (at the batch price).
 
     \b
@@ -45,7 +46,7 @@ def batches(output_dir: str | None, state: str | None, cancel: str | None, api_k
       batchcompact batches --state ~/.local/state/batchcompact/state.sqlite --cancel batch_abc123
     """
     from batchcompact.cli.output import to_text
-    from batchcompact.pipeline.batch import cancel_batch, list_batches
+    from batchcompact.pipeline.batch import cancel_batch, list_batches, refresh_batches
     from batchcompact.pipeline.run import RunOptions
 
     options = RunOptions(output_dir=Path(output_dir) if output_dir else None,
@@ -55,6 +56,8 @@ def batches(output_dir: str | None, state: str | None, cancel: str | None, api_k
         row = cancel_batch(path, cancel, api_key)
         click.echo(json.dumps(row, indent=1) if as_json else f"batch {row['id']}: {row['status']}")
         return 0
+    if refresh:
+        refresh_batches(path, api_key)
     rows = list_batches(path, limit)
     if as_json:
         click.echo(json.dumps(rows, indent=1))

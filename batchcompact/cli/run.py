@@ -179,6 +179,7 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
             "by_status": summary.by_status,
             "report": str(summary.report_path) if summary.report_path else None,
             "aborted": summary.aborted,
+            "notes": summary.notes,
             "exit_code": summary.exit_code,
             "sessions": summary.rows,
         }, default=str, indent=1))

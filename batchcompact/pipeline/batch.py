@@ -181,12 +181,12 @@ class BatchStore:
             self.db.commit()
 
     def abandon(self, local_id: str) -> None:
-        """The provider never created this batch: its requests are forgotten (attempts kept) to go again."""
+        """The provider never created this batch: its requests go again (this did not count as an attempt)."""
         with self.lock:
             self.db.execute("UPDATE batches SET state=?, status=?, updated_at=? WHERE local_id=?",
                             (ABANDONED, "never created", time.time(), local_id))
-            self.db.execute("UPDATE batch_requests SET state=?, error=? WHERE local_id=? AND state=?",
-                            (FAILED, "the batch was never created", local_id, SUBMITTING))
+            self.db.execute("UPDATE batch_requests SET state=?, error=?, attempts=attempts-1 WHERE local_id=? "
+                            "AND state=?", (FAILED, "the batch was never created", local_id, SUBMITTING))
             self.db.commit()
 
     def update_status(self, local_id: str, info: Any) -> None:
@@ -669,6 +669,22 @@ def wait_for_batches(state_path: Path, *, api_key: str | None = None, progress: 
             bar.close()
         for client in clients.values():
             client.close()
+        db.close()
+
+
+def refresh_batches(state_path: Path, api_key: str | None = None) -> int:
+    """Ask the providers for the status of every open batch (collecting is left to the next run)."""
+    db, store = open_store(state_path)
+    try:
+        rows = [r for r in store.open_batches() if r.batch_id]
+        for row in rows:
+            client = _client_for_row(row, api_key)
+            try:
+                store.update_status(row.local_id, client.retrieve(row.batch_id))
+            finally:
+                client.close()
+        return len(rows)
+    finally:
         db.close()
 
 
