@@ -299,7 +299,7 @@ def test_refuses_missing_key_or_unknown_model_before_uploading(bc, archive, tmp_
     try:
         out = tmp_path / "out"
         code, _, err = bc("run", archive, "-o", out, *FAST, "--model", "anthropic/claude-haiku-4-5", "--batch")
-        assert code == 2 and "ANTHROPIC_API_KEY" in err
+        assert code == 3 and "ANTHROPIC_API_KEY" in err
         code, _, err = bc("run", archive, "-o", out, *FAST, "--model", "mystery/model-x", "--api-key", KEY,
                           "--api-base", fake.api_base, "--batch")
         assert code == 2 and "unknown model" in err
@@ -427,3 +427,31 @@ def test_crash_before_the_provider_created_the_batch_submits_again(bc, server, a
     assert {a for (a,) in db.execute("SELECT attempts FROM batch_requests")} == {1}  # never sent: not counted
     assert batch_run(bc, server, archive, out)[0] == 0
     assert last_report(out).filter(pl.col("status") == "compacted").height >= 3
+
+
+def test_identical_sessions_share_one_request_and_a_keyless_compatible_server_works(bc, tmp_path):
+    """Two copies of a session ask for the same summaries: one request each, bought once, both written.
+    An OpenAI-compatible server at --api-base (vLLM) needs no key."""
+    fake = FakeBatchServer("openai").start()
+    try:
+        archive = tmp_path / "in"
+        archive.mkdir()
+        for name in ("a.jsonl", "b.jsonl"):
+            shutil.copy(SAMPLES / "pi" / "branched.jsonl", archive / name)
+        out = tmp_path / "out"
+        args = ("run", archive, "-o", out, *FAST, "--model", "hosted_vllm/gpt-4o-mini", "--api-base", fake.api_base,
+                "--batch")
+        code, text, _ = bc(*args)
+        assert code == 0, text
+        calls = sum(fake.submitted.values())
+        assert calls >= 1 and f"{calls} calls in 1 batch submitted" in text
+        assert last_report(out)["status"].to_list() == ["batch_pending", "batch_pending"]
+        code, text, _ = bc(*args)
+        assert code == 0, text
+        rows = last_report(out)
+        assert rows["status"].to_list() == ["compacted", "compacted"]
+        assert sorted(rows["reused_summaries"].to_list()) == [0, calls]  # the copy reuses what the first paid
+        assert all(count == 1 for count in fake.submitted.values()) and all(c == 1 for c in fake.bought.values())
+        assert fake.keys_seen == {""}
+    finally:
+        fake.stop()

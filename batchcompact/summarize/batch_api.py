@@ -37,6 +37,10 @@ _OPENAI_PREFIXES = {"openai": OPENAI, "hosted_vllm": OPENAI, "azure": AZURE, "an
 _COMPLETION_TOKENS_MODELS = ("o1", "o3", "o4", "gpt-5")
 
 
+class MissingBatchKeyError(RunAborted):
+    """No key for the batch API (exit 3, as for on-demand runs); nothing was uploaded."""
+
+
 class BatchAPIError(RunAborted):
     """A batch endpoint refused or failed; the message names the endpoint and the fix."""
 
@@ -83,7 +87,8 @@ class RequestResult:
 
 # -- which API, which key ------------------------------------------------------------------------
 def resolve_target(model: str, api_base: str | None = None, api_key: str | None = None) -> BatchTarget:
-    """The batch API for `model`, checked before anything is uploaded (exit 2 when it cannot work).
+    """The batch API for `model`, checked before anything is planned or uploaded: an unknown model or
+    provider without a batch API is a usage error (exit 2), a missing key aborts (exit 3).
 
     `openai/…` and `hosted_vllm/…` use the OpenAI Batch API (at `--api-base` when given), `azure/…`
     Azure OpenAI's (needs `--api-base`), `anthropic/…` (or a bare `claude-…`) Message Batches. A key is
@@ -123,7 +128,8 @@ def resolve_target(model: str, api_base: str | None = None, api_key: str | None 
         key = api_key or os.environ.get("OPENAI_API_KEY")
         variable = "OPENAI_API_KEY"
     if not key and not (provider == OPENAI and api_base):
-        raise UsageError(f"--batch with {name}: no API key (pass --api-key or set {variable}); nothing was uploaded")
+        raise MissingBatchKeyError(f"--batch with {name}: no API key (pass --api-key or set {variable}); "
+                                   "nothing was uploaded")
     return BatchTarget(provider, name, bare, base, key)
 
 
