@@ -383,7 +383,15 @@ class BatchBuyer:
         count = len(self.on_demand)
         self.notes.append(f"{count} session{'s' if count != 1 else ''} bought on demand (a prompt beyond the "
                           "model's window needs successive calls)")
-        await run_jobs(self.on_demand, _CollectedFirst(self), settings, on_outcome=on_outcome, stop_event=stop_event)
+        jobs = {job.key: job for job in self.on_demand}
+
+        async def written(outcome: Any) -> None:
+            await _maybe_await(on_outcome(outcome))
+            job = jobs.get(outcome.key)
+            if job is not None and outcome.ok:  # as in `buy`: delivered once applied and written
+                self.store.mark_delivered([self._prepared(call)[2] for call in job.calls])
+
+        await run_jobs(self.on_demand, _CollectedFirst(self), settings, on_outcome=written, stop_event=stop_event)
 
     def as_paid(self, result: Any) -> Any:
         return self.caching.as_paid(result)
@@ -572,7 +580,8 @@ class BatchBuyer:
 
 class _CollectedFirst:
     """The on-demand summarizer of a batch run: a summary collected from a batch but not yet handed to a
-    session is handed over (and counted) first; anything else goes through the summary cache."""
+    session is handed over (and counted) first, and marked delivered once its session is written; anything
+    else goes through the summary cache."""
 
     def __init__(self, buyer: BatchBuyer) -> None:
         self.buyer = buyer
@@ -585,7 +594,6 @@ class _CollectedFirst:
         if request is not None and request[1] == COLLECTED:
             result = self.buyer.store_result(key)
             if result is not None:
-                self.buyer.store.mark_delivered([key])
                 return result
         return await self.buyer.caching.summarize(call)
 
