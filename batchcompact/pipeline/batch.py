@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import json
 import logging
 import secrets
@@ -411,7 +412,8 @@ class BatchBuyer:
                 self.store.update_status(row.local_id, info)
                 if not info.ended:
                     continue
-                collected, _ = self.store.settle(row, info, client.results(info), self._price)
+                price = functools.partial(self._price, row.model)  # the batch's model, even if --model changed
+                collected, _ = self.store.settle(row, info, client.results(info), price)
                 self.collected += collected
                 self.collected_batches += 1
                 log.info("batch %s ended (%s): %d summaries collected", row.batch_id, info.status, collected)
@@ -430,8 +432,8 @@ class BatchBuyer:
         self.store.mark_submitted(row.local_id, found)
         return True
 
-    def _price(self, res: Any) -> float | None:
-        return batch_cost(self.model_key, self.pricing_file, prompt_tokens=res.prompt_tokens,
+    def _price(self, model: str, res: Any) -> float | None:
+        return batch_cost(model, self.pricing_file, prompt_tokens=res.prompt_tokens,
                           completion_tokens=res.completion_tokens, cache_read_tokens=res.cache_read_tokens,
                           cache_write_tokens=res.cache_write_tokens)
 
