@@ -29,7 +29,8 @@ exceeds N thousand tokens, the way Anthropic and Google bill.
 1-hour cache writes (Anthropic's `ephemeral_1h_input_tokens`, passed as `cache_write_1h_tokens`, a part
 of `cache_write_tokens`) use `cache_creation_input_token_cost_above_1hr` (and its `_above_<N>k_tokens`
 tier); where the map lacks it, twice the input price, Anthropic's published 1-hour write rate. `batch=True` uses the `*_batches`
-prices where the map has them, otherwise the standard prices (an upper bound).
+prices where the map has them, else 50% of the standard prices for providers that document that discount
+(OpenAI, Azure, Anthropic), otherwise the standard prices (an upper bound).
 """
 
 from __future__ import annotations
@@ -68,6 +69,10 @@ PROVIDER_ALIASES: dict[str, str] = {
     "openrouter": "openrouter",
     "deepseek": "deepseek",
 }
+
+# Providers whose batch APIs document a 50% discount on all usage (OpenAI, Azure OpenAI, Anthropic): used
+# when the map has no `*_batches` price for one of their models.
+HALF_PRICE_BATCH_PROVIDERS = frozenset({"openai", "azure", "anthropic", "text-completion-openai"})
 
 _DATE_SUFFIX = re.compile(r"-(?:20\d{6}|20\d{2}-\d{2}-\d{2})$")
 _TIER_KEY = re.compile(
@@ -211,6 +216,12 @@ class ModelInfo:
         inp, out = self.input_cost_per_token, self.output_cost_per_token
         read, write = self.cache_read_input_token_cost, self.cache_creation_input_token_cost
         tiers = self.tiers
+        if batch and self.input_cost_per_token_batches is None and self.output_cost_per_token_batches is None \
+                and (self.provider or "") in HALF_PRICE_BATCH_PROVIDERS:
+            # no `*_batches` prices in the map, but the provider documents 50% off everything
+            return tuple(PriceTier(r.above_tokens, *(p * 0.5 for p in (
+                r.input_cost_per_token, r.output_cost_per_token, r.cache_read_input_token_cost,
+                r.cache_creation_input_token_cost, r.cache_creation_1h_cost))) for r in self.rates(batch=False))
         if batch:
             inp = _first(self.input_cost_per_token_batches, inp)
             out = _first(self.output_cost_per_token_batches, out)

@@ -76,6 +76,7 @@ HELP_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Summarizer", ("model", "summary_model", "api_base", "api_key", "timeout", "summarizer", "no_redact")),
     ("Cost and rate limits", ("max_cost", "concurrency", "rpm", "tpm", "max_attempts", "pricing", "pricing_file",
                               "cost_mode")),
+    ("Provider batch API", ("use_batch", "wait", "batch_attempts")),
     ("Performance", ("jobs", "cache_dir", "no_cache")),
     ("Global options", ("quiet", "verbose", "config_file", "help")),
 )

@@ -75,12 +75,11 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
         lines.append(f"  {row['status']}: {row['input_path']}: {row['reason']}")
     if len(failed) > 20:
         lines.append(f"  ... and {len(failed) - 20} more (see the report)")
+    if not quiet:
+        lines.extend(getattr(summary, "notes", None) or [])
     if summary.aborted:
         lines.append(f"run aborted: {summary.aborted}")
     return "\n".join(lines)
-
-
-_summary_text = summary_text
 
 
 @click.command()
@@ -105,6 +104,13 @@ _summary_text = summary_text
 @output_options(dir_okay=True)  # a folder here is the old `run -o DIR`
 @click.option("--branch-summaries", is_flag=True,
               help="Also summarize abandoned branches of pi sessions (a branch_summary entry on the active path).")
+@click.option("--batch", "use_batch", is_flag=True,
+              help="Buy summaries through the provider's batch API at batch prices (OpenAI, Azure, Anthropic): "
+              "submit and return; rerun with the same arguments to collect and write.")
+@click.option("--wait", "wait", is_flag=True,
+              help="With --batch: poll until every batch has ended (backoff, progress bar), then collect and write.")
+@click.option("--batch-attempts", type=click.IntRange(min=1), default=3, show_default=True,
+              help="With --batch: submissions per request (expired, errored or cancelled ones are resubmitted).")
 @branch_options
 @planner_options
 @summarizer_options
@@ -112,10 +118,12 @@ _summary_text = summary_text
 @click.pass_context
 def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_place: bool, no_backup: bool,
         copy_unchanged: bool, min_age: str, state: str | None, report_dir: str | None, max_cost: float | None,
-        limit: int | None, dry_run: bool, strict: bool, fmt: str, output: str | None, json_flag: bool, pricing: str | None, jobs: int | None, model: str,
+        limit: int | None, dry_run: bool, strict: bool, fmt: str, output: str | None, json_flag: bool,
+        pricing: str | None, jobs: int | None, model: str,
         api_base: str | None, api_key: str | None, timeout: float, summarizer: str | None, no_redact: bool,
         concurrency: int, rpm: float | None, tpm: float | None, max_attempts: int, branch_summaries: bool,
-        min_branch_tokens: int, branch_reserve_tokens: int, **kwargs: Any) -> int:
+        min_branch_tokens: int, branch_reserve_tokens: int, use_batch: bool = False, wait: bool = False,
+        batch_attempts: int = 3, **kwargs: Any) -> int:
     """Compact the sessions under PATHS: plan, summarize, write, verify, report. Without PATHS, every
     agent's session folders found on this machine (named on stderr).
 
@@ -133,6 +141,7 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
       batchcompact run sample_sessions --output-dir out --min-age 0
       batchcompact run ~/.pi/agent/sessions --output-dir compacted --model openai/gpt-4o-mini --max-cost 5
       batchcompact run archive/ --in-place --model anthropic/claude-haiku-4-5 --concurrency 16 --rpm 500
+      batchcompact run archive/ --output-dir compacted --model openai/gpt-4o-mini --batch   # nightly, from cron
     """
     import time
 
@@ -155,6 +164,17 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
                           branch_reserve_tokens=branch_reserve_tokens, **kwargs)
     if in_place == bool(output_dir):
         raise click.UsageError("choose where to write: --output-dir DIR, or --in-place")
+    if wait and not use_batch:
+        raise click.UsageError("--wait only applies to --batch")
+    batch_options = None
+    if use_batch:
+        if summarizer:
+            raise click.UsageError("--batch buys from a provider's batch API; it cannot use --summarizer")
+        from batchcompact.pipeline.batch import BatchOptions
+        from batchcompact.summarize.batch_api import resolve_target
+
+        resolve_target(model, api_base, api_key)  # refuse an unknown model or a missing key before planning
+        batch_options = BatchOptions(api_base=api_base, api_key=api_key, max_attempts=batch_attempts)
     agent = agent_fields(ctx, kwargs.pop("agent_settings", True))
     settings = pop_settings(kwargs)
     from batchcompact.summarize import build_summarizer
@@ -183,9 +203,21 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         branch_reserve_tokens=branch_reserve_tokens,
         strict=strict,
         agent_settings=agent,
+        batch=batch_options,
     )
     started = time.monotonic()
     summary = run_archive(paths, settings, options, summarizer_obj, pool)
+    if wait:
+        from batchcompact.pipeline.batch import wait_for_batches
+
+        # Each round waits for the open batches, then reruns: collect, write, resubmit what failed.
+        for _ in range(batch_attempts):
+            if summary.aborted or not summary.by_status.get("batch_pending"):
+                break
+            if not quiet:
+                click.echo(summary_text(summary, time.monotonic() - started, min_age), err=True)
+            wait_for_batches(options.resolved_state_path(), api_key=api_key, progress=options.progress)
+            summary = run_archive(paths, settings, options, summarizer_obj, pool)
     wall = time.monotonic() - started
     if fmt == "table":
         text = summary_text(summary, wall, min_age, quiet=quiet)
@@ -201,6 +233,7 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         "by_status": summary.by_status,
         "report": str(summary.report_path) if summary.report_path else None,
         "aborted": summary.aborted,
+        "notes": summary.notes,
         "exit_code": summary.exit_code,
     })
     if not quiet:

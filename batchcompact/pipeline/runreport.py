@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-COMPACTIONS_SCHEMA_VERSION = "1"
+COMPACTIONS_SCHEMA_VERSION = "2"
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("run_id", "string"),
@@ -49,6 +49,8 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("branch_cost_usd", "float64"),
     # The entries written with a `usage` (pi): reports count each once, here or in the session file.
     ("written_entries", "entries"),
+    # Added in schema version 2: the summaries were bought through a provider batch API (batch prices).
+    ("batch", "bool"),
 )
 
 
@@ -88,6 +90,7 @@ def empty_row() -> dict[str, Any]:
             row[name] = 0
     row["split_turn"] = False
     row["overflow_recovery"] = False
+    row["batch"] = False
     return row
 
 
