@@ -18,7 +18,7 @@ from conftest import BROKEN_SAMPLES, SAMPLES
 from batchcompact.cli import cli
 from batchcompact.cli.output import format_table, middle_ellipsis
 
-COMMANDS = ("validate", "show", "plan", "run", "report", "config")
+COMMANDS = ("validate", "show", "plan", "run", "report", "config", "batches")
 
 
 def invoke(*args, env=None):

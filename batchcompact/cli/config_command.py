@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from batchcompact.cli.config import PRESETS, env_names, option_key, pi_settings
+from batchcompact.cli.output import output_options, pick_format, write_rows
 
 SECRET_NAMES = frozenset({"api_key"})
 
@@ -60,16 +61,22 @@ def _toml_value(value: Any) -> str:
     return json.dumps(str(value))
 
 
+def _command_names() -> list[str]:
+    from batchcompact.cli import COMMANDS
+
+    return [name for name in COMMANDS if name != "config"]
+
+
 @click.command()
-@click.argument("commands", nargs=-1, type=click.Choice(["validate", "show", "plan", "run", "report"]))
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
-              help="table: TOML you can paste into the config file, with each value's source; json: rows.")
+@click.argument("commands", nargs=-1, type=click.Choice(_command_names()))
+@output_options(formats=("table", "json", "jsonl", "csv", "parquet"))
 @click.pass_context
-def config(ctx: click.Context, commands: tuple[str, ...], fmt: str) -> int:
+def config(ctx: click.Context, commands: tuple[str, ...], fmt: str, output: str | None, json_flag: bool) -> int:
     """Print the effective settings of COMMANDS (default: all) and where each came from.
 
     Precedence: command line > environment (BATCHCOMPACT_<COMMAND>_<OPTION>, then BATCHCOMPACT_<OPTION>)
     > config file ([<command>] section, then top-level keys) > --preset or pi's settings.json > default.
+    The table format is TOML you can paste into the config file, each value with its source.
 
     \b
     Examples:
@@ -79,7 +86,7 @@ def config(ctx: click.Context, commands: tuple[str, ...], fmt: str) -> int:
     from batchcompact.cli.command import RESOLUTION_KEY
 
     group = ctx.parent.command if ctx.parent else None
-    names = commands or ("validate", "show", "plan", "run", "report")
+    names = commands or tuple(_command_names())
     rows: list[dict[str, Any]] = []
     resolution = None
     for name in names:
@@ -88,9 +95,14 @@ def config(ctx: click.Context, commands: tuple[str, ...], fmt: str) -> int:
             continue
         rows.extend(effective_settings(name, command, ctx.parent or ctx))
     resolution = ctx.meta.get(RESOLUTION_KEY)
-    if fmt == "json":
-        click.echo(json.dumps({"config_file": str(resolution.config_path) if resolution and resolution.config_path
-                               else None, "presets": sorted(PRESETS), "settings": rows}, indent=1, default=str))
+    fmt = pick_format(fmt, json_flag)
+    if fmt != "table":
+        if fmt in ("csv", "parquet"):  # one type per column
+            for row in rows:
+                row["value"] = None if row["value"] is None else json.dumps(row["value"], default=str)
+        write_rows(fmt, output, rows, summary={
+            "config_file": str(resolution.config_path) if resolution and resolution.config_path else None,
+            "presets": sorted(PRESETS)})
         return 0
     where = resolution.config_path if resolution and resolution.config_path else "none"
     click.echo(f"# config file: {where}" + (f" (from {resolution.config_how})" if resolution and
