@@ -71,7 +71,7 @@ def test_run_help_groups_options_and_hides_old_spellings():
 def _settings(*args, env=None) -> dict[str, dict]:
     result = invoke(*args, "config", "plan", "--format", "json", env=env)
     assert result.exit_code == 0, result.output
-    return {row["option"]: row for row in json.loads(result.stdout)["settings"]}
+    return {row["option"]: row for row in json.loads(result.stdout)["rows"]}
 
 
 def test_precedence_cli_over_environment_over_file_over_agent_settings_over_default(tmp_path, monkeypatch):
