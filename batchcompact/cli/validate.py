@@ -42,7 +42,7 @@ def validate(ctx: click.Context, paths: tuple[str, ...], fmt: str, output: str |
     paths = cli_paths(paths, "validate")  # no PATHS: every agent's session folders
     fmt = pick_format(fmt, json_flag)
     require_output(fmt, output)
-    files = (str(item.path) for item in iter_session_files(paths))
+    files = (str(item.path) for item in iter_session_files(paths, require_any=True))
     results = map_bounded(validate_file, files, resolve_jobs(jobs))
     counts = {"files": 0, "valid": 0, "invalid": 0, "errors": 0, "warnings": 0}
 

@@ -41,13 +41,13 @@ def _walk(root: Path) -> Iterator[Path]:
                 yield Path(folder) / name
 
 
-def iter_session_files(paths: Iterable[str | Path]) -> Iterator[ScanItem]:
+def iter_session_files(paths: Iterable[str | Path], require_any: bool = False) -> Iterator[ScanItem]:
     """Every session file under `paths`, each once, in a stable order.
 
     A file argument is taken whatever its name; directories are walked for `*.jsonl` (and `.jsonl.zst`);
     an argument with `*`, `?` or `[` is a glob (`**` recurses). `~` and $VARIABLES are expanded (a quoted
-    argument reaches us unexpanded). A path that does not exist, or arguments that hold no session file at
-    all, are usage errors.
+    argument reaches us unexpanded). A path that does not exist is a usage error, and so are arguments that
+    hold no session file at all when `require_any` (the commands' "no session files found under PATH").
     """
     seen: set[Path] = set()
     paths = list(paths)
@@ -76,7 +76,7 @@ def iter_session_files(paths: Iterable[str | Path]) -> Iterator[ScanItem]:
                 continue
             seen.add(key)
             yield ScanItem(path, root)
-    if not seen:
+    if require_any and not seen:
         raise UsageError("no session files found under " + ", ".join(str(p) for p in paths))
 
 

@@ -250,7 +250,7 @@ class Runner:
         log.info("%s: %s%s", row["input_path"], status, f" ({row['reason']})" if row.get("reason") else "")
 
     def run(self, paths: Iterable[str]) -> RunSummary:
-        items = self._check_targets(list(iter_session_files(paths)))
+        items = self._check_targets(list(iter_session_files(paths, require_any=True)))
         with RunState(self.options.resolved_state_path()) as state:
             try:
                 to_compact = self._plan_all(items, state)
