@@ -270,7 +270,7 @@ class Runner:
     def _check_targets(self, items: list[ScanItem]) -> list[ScanItem]:
         """Refuse an --output-dir that would overwrite an original; leave out our own earlier outputs.
 
-        With `-o` inside the inputs (`run sessions -o sessions/compacted`) a rerun finds the outputs of
+        With `--output-dir` inside the inputs (`run sessions --output-dir sessions/compacted`) a rerun finds the outputs of
         earlier runs: they are not inputs.
         """
         if self.options.in_place or self.options.output_dir is None:
