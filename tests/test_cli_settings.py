@@ -346,3 +346,20 @@ def test_the_readme_crontab_line_runs_quietly_with_the_readme_config_file(tmp_pa
     compacted = home / "archive" / "compacted"  # output-dir = "~/archive/compacted" from the file
     assert (compacted / "--home-user-webapp--" / "branched.jsonl").is_file()
     assert list((compacted / ".batchcompact" / "reports").glob("compactions-*.parquet"))
+
+
+def test_run_dry_run_keeps_the_command_line_above_pi_settings(tmp_path, monkeypatch):
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "settings.json").write_text('{"compaction": {"keepRecentTokens": 3000}}')
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
+    path = SAMPLES / "pi" / "branched.jsonl"
+
+    def after(*args):
+        result = invoke("run", path, "--dry-run", "--format", "jsonl", "--jobs", "1", *args)
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout.splitlines()[0])["tokens_after_est"]
+
+    from_pi = after()
+    assert from_pi == after("--keep-recent-tokens", "3000", "--no-agent-settings")
+    assert after("--keep-recent-tokens", "20000") == after("--no-agent-settings") != from_pi

@@ -150,7 +150,8 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     fmt = pick_format(fmt, json_flag)
     require_output(fmt, output)
     paths = cli_paths(paths, "plan")  # no PATHS: every agent's session folders
-    agent = agent_fields(ctx, kwargs.pop("agent_settings", True))
+    agent_setting = kwargs.pop("agent_settings", True)
+    agent = agent_setting if isinstance(agent_setting, tuple) else agent_fields(ctx, agent_setting)
     settings = pop_settings(kwargs)
     options = PlanOptions(summary_model=summary_model, pricing_file=pricing, min_branch_tokens=min_branch_tokens,
                           branch_reserve_tokens=branch_reserve_tokens, agent_settings=agent)

@@ -159,6 +159,8 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
     if dry_run:
         from batchcompact.cli.plan import plan as plan_command
 
+        # which settings pi's files may still set is known here, where the command line was parsed
+        kwargs["agent_settings"] = agent_fields(ctx, kwargs.get("agent_settings", True))
         return ctx.invoke(plan_command, paths=paths, summary_model=None if model == "builtin" else model,
                           fmt=fmt, output=output, json_flag=False, pricing=pricing, jobs=jobs, min_branch_tokens=min_branch_tokens,
                           branch_reserve_tokens=branch_reserve_tokens, **kwargs)
