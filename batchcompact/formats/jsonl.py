@@ -2,9 +2,10 @@
 
 A line is parsed with one `orjson.loads` on its bytes (which also validates UTF-8); the loop adds only a
 few checks per line, so reading stays close to the speed of the fastest JSON parser. Where orjson refuses
-a line that the standard library accepts (NaN, integers beyond 64 bits, lone surrogate escapes, nesting
-deeper than 1024), the line is parsed again with `json.loads`: what is accepted, and every error
-message, is exactly the standard library's.
+a line that the standard library accepts (NaN, Infinity, lone surrogate escapes), the line is parsed
+again with `json.loads`: what is accepted, and every error message, is exactly the standard library's.
+One difference remains: orjson reads an integer beyond 64 bits as a float (no transcript field holds
+one; the bytes of every original line are copied, never re-serialized).
 """
 
 from __future__ import annotations
