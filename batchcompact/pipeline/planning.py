@@ -103,8 +103,12 @@ def resolve_context_window(session: Session, model: str | None, provider: str | 
 
 
 def count_call_tokens(calls: list[SummaryCall], summary_model: str | None) -> list[SummaryCall]:
-    """Fill each call's exact prompt token count (system + user prompt) for the summary model."""
-    from batchcompact.tokenizer import count_tokens
+    """Fill each call's exact prompt token count (system + user prompt) for the summary model.
+
+    Counts of long prompts are remembered across runs (`token_cache.py`): replanning the same bytes
+    with the same settings builds the same prompts, so a rerun or a `run` after `plan` counts nothing.
+    """
+    from batchcompact.token_cache import count_tokens_cached as count_tokens
 
     encoding_model = None if summary_model in (None, BUILTIN) else summary_model
     return [
