@@ -115,3 +115,24 @@ def agent_fields(ctx: click.Context, enabled: bool) -> tuple[str, ...]:
         if name == "enabled" or source in (ParameterSource.DEFAULT, None):
             fields.append(name)
     return tuple(fields)
+
+
+def executor_options(func):
+    """Where file-level work runs: this machine's processes, or a Ray cluster."""
+    func = click.option("--ray-address", default=None, metavar="ADDRESS",
+                        help="With --executor ray: the cluster (host:6379, ray://host:10001, or 'local' to start "
+                             "one here) [default: $RAY_ADDRESS, then auto].")(func)
+    func = click.option("--executor", "executor", type=click.Choice(["local", "ray"]), default="local",
+                        show_default=True,
+                        help="Run file-level work in local processes or as Ray tasks (pip install "
+                             "'batchcompact[ray]'; files must be at the same path on every node).")(func)
+    return func
+
+
+def open_executor(kind: str, jobs: int, ray_address: str | None):
+    """The executor for --executor/--ray-address (None for the local default: callers keep their own)."""
+    if kind == "local":
+        return None
+    from batchcompact.pipeline.executor import make_executor
+
+    return make_executor(kind, jobs=jobs, ray_address=ray_address)

@@ -10,6 +10,8 @@ import click
 from batchcompact.cli.options import (
     agent_fields,
     branch_options,
+    executor_options,
+    open_executor,
     output_options,
     planner_options,
     pop_settings,
@@ -126,10 +128,11 @@ class Totals:
                    "1000 per split-turn prefix, capped by max_tokens.")
 @branch_options
 @output_options()
+@executor_options
 @click.pass_context
 def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, fmt: str, output: str | None,
          pricing: str | None, jobs: int | None, min_branch_tokens: int = 0, branch_reserve_tokens: int = 16384,
-         json_flag: bool = False, **kwargs: Any) -> int:
+         json_flag: bool = False, executor: str = "local", ray_address: str | None = None, **kwargs: Any) -> int:
     """Plan compactions of the sessions under PATHS (files, directories, globs) without calling any model.
 
     Without PATHS, every agent's session folders found on this machine are planned (named on stderr).
@@ -142,6 +145,7 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
       batchcompact plan ~/.pi/agent/sessions
       batchcompact plan sample_sessions --force --keep-recent-tokens 5000 --format json
       batchcompact plan archive/ --summary-model gpt-4o-mini --format parquet -o plan.parquet
+      batchcompact plan /shared/archive --executor ray --ray-address head:6379
     """
     from batchcompact.discover import cli_paths
     from batchcompact.formats.scan import iter_session_files
@@ -158,9 +162,12 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     files = (str(item.path) for item in iter_session_files(paths, require_any=True))
     totals = Totals()
     warned: set[str] = set()
+    runner = open_executor(executor, resolve_jobs(jobs), ray_address)
+    if runner is not None:
+        ctx.call_on_close(runner.close)
 
     def rows():
-        for row in iter_plan_rows(files, settings, options, jobs=resolve_jobs(jobs)):
+        for row in iter_plan_rows(files, settings, options, jobs=resolve_jobs(jobs), executor=runner):
             totals.add(row)
             if row["status"] == "compact" and row["est_cost_usd"] is None and row["summary_model"] not in warned:
                 warned.add(row["summary_model"])

@@ -9,6 +9,7 @@ from datetime import date, datetime
 import click
 
 from batchcompact.cli.config import ExpandedPath
+from batchcompact.cli.options import executor_options, open_executor
 from batchcompact.cli.output import output_options, pick_format
 from batchcompact.errors import BatchCompactError
 
@@ -111,6 +112,7 @@ def _check_timezone(ctx, param, value: str) -> str:
 @click.option(
     "--chart", type=click.Path(dir_okay=False), help="Draw cost per period by model (.html or .png)."
 )
+@executor_options
 def report(
     paths,
     by,
@@ -135,6 +137,8 @@ def report(
     no_cache,
     jobs,
     chart,
+    executor="local",
+    ray_address=None,
 ) -> int:
     """Usage and cost across session archives (pi, Claude Code, Codex, batchcompact runs).
 
@@ -183,7 +187,12 @@ def report(
         if token_limit is not None and token_limit != "max" and not token_limit.isdigit():
             raise click.BadParameter(f"{token_limit!r}: give a number of tokens or 'max'", param_hint="--token-limit")
         paths, found = paths_or_discovered(paths, "report", None if quiet else lambda m: click.echo(m, err=True))
-        collected = collect_usage(paths, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs)
+        runner = open_executor(executor, jobs or 1, ray_address)
+        try:
+            collected = collect_usage(paths, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs, executor=runner)
+        finally:
+            if runner is not None:
+                runner.close()
         try:
             for warning in collected.warnings:
                 click.echo(f"warning: {warning}", err=True)

@@ -10,7 +10,15 @@ from typing import Any
 import click
 
 from batchcompact.cli.command import deprecated
-from batchcompact.cli.options import agent_fields, branch_options, planner_options, pop_settings, resolve_jobs
+from batchcompact.cli.options import (
+    agent_fields,
+    branch_options,
+    executor_options,
+    open_executor,
+    planner_options,
+    pop_settings,
+    resolve_jobs,
+)
 from batchcompact.cli.output import output_options, pick_format, reason_kind, require_output, write_rows
 from batchcompact.cli.summarize_options import pool_options, pool_settings_from, summarizer_options
 
@@ -115,6 +123,7 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
 @planner_options
 @summarizer_options
 @pool_options
+@executor_options
 @click.pass_context
 def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_place: bool, no_backup: bool,
         copy_unchanged: bool, min_age: str, state: str | None, report_dir: str | None, max_cost: float | None,
@@ -178,6 +187,9 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         resolve_target(model, api_base, api_key)  # refuse an unknown model or a missing key before planning
         batch_options = BatchOptions(api_base=api_base, api_key=api_key, max_attempts=batch_attempts)
     agent = agent_fields(ctx, kwargs.pop("agent_settings", True))
+    executor = open_executor(kwargs.pop("executor"), resolve_jobs(jobs), kwargs.pop("ray_address"))
+    if executor is not None:
+        ctx.call_on_close(executor.close)
     settings = pop_settings(kwargs)
     from batchcompact.summarize import build_summarizer
 
@@ -208,7 +220,7 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         batch=batch_options,
     )
     started = time.monotonic()
-    summary = run_archive(paths, settings, options, summarizer_obj, pool)
+    summary = run_archive(paths, settings, options, summarizer_obj, pool, executor=executor)
     if wait:
         from batchcompact.pipeline.batch import wait_for_batches
 
@@ -219,7 +231,7 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
             if not quiet:
                 click.echo(summary_text(summary, time.monotonic() - started, min_age), err=True)
             wait_for_batches(options.resolved_state_path(), api_key=api_key, progress=options.progress)
-            summary = run_archive(paths, settings, options, summarizer_obj, pool)
+            summary = run_archive(paths, settings, options, summarizer_obj, pool, executor=executor)
     wall = time.monotonic() - started
     if fmt == "table":
         text = summary_text(summary, wall, min_age, quiet=quiet)

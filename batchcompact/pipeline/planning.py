@@ -17,7 +17,6 @@ from typing import Any
 from batchcompact.core.calls import SummaryCall
 from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
 from batchcompact.core.session import Session
-from batchcompact.pipeline.parallel import map_bounded
 
 log = logging.getLogger(__name__)
 
@@ -281,6 +280,12 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
     try:
         session = read_session(path)
         return plan_session(session, settings, options)[1]
+    except FileNotFoundError:  # listed by the driver, not visible here (another node) or removed since
+        from batchcompact.pipeline.executor import missing_file_reason
+
+        row = dict.fromkeys(PLAN_COLUMNS)
+        row.update(path=str(path), status="error", reason=missing_file_reason(path), read_files=[], modified_files=[])
+        return row
     except Exception as exc:  # a bug on one file must not stop the others
         log.exception("planning %s failed", path)
         row: dict[str, Any] = dict.fromkeys(PLAN_COLUMNS)
@@ -289,12 +294,15 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
 
 
 def iter_plan_rows(
-    paths: Iterable[str], settings: CompactionSettings, options: PlanOptions, jobs: int = 1
+    paths: Iterable[str], settings: CompactionSettings, options: PlanOptions, jobs: int = 1, executor: Any = None
 ) -> Iterator[dict[str, Any]]:
-    """Plan rows in input order, planned by `jobs` processes with bounded work in flight.
+    """Plan rows in input order, planned by `executor` (default: `jobs` local processes), bounded in flight.
 
-    A single file is planned in this process: starting workers would cost more than it saves.
+    Without an executor a single file is planned in this process: starting workers would cost more
+    than it saves.
     """
+    from batchcompact.pipeline.executor import LocalExecutor
+
     paths = iter(paths)
     head = list(itertools.islice(paths, 2))
     paths = itertools.chain(head, paths)
@@ -305,4 +313,4 @@ def iter_plan_rows(
         from batchcompact.tokenizer import warm_up
 
         warm_up(None if options.summary_model in (None, BUILTIN) else options.summary_model)
-    return map_bounded(plan_file, paths, jobs, settings, options)
+    return (executor or LocalExecutor(jobs)).map(plan_file, paths, settings, options)

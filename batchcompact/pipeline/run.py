@@ -27,7 +27,7 @@ from batchcompact.errors import RunAborted, UsageError, VerificationError
 from batchcompact.formats.scan import ScanItem, iter_session_files
 from batchcompact.pipeline.buying import BATCH_PENDING, make_buyer
 from batchcompact.pipeline.outcome import OutcomeWriter, now_utc
-from batchcompact.pipeline.parallel import map_bounded
+from batchcompact.pipeline.executor import Executor, LocalExecutor, missing_file_reason
 from batchcompact.pipeline.planning import PlanOptions, plan_session, read_session
 from batchcompact.pipeline.runreport import empty_row, write_compactions
 from batchcompact.pipeline.state import Fingerprint, RunState, fingerprint_file, settings_hash
@@ -156,6 +156,9 @@ def _phase1(args: tuple[str, str, float], settings: CompactionSettings, options:
     record: dict[str, Any] = {"path": path, "root": root}
     try:
         fingerprint = fingerprint_file(path)
+    except FileNotFoundError:  # listed by the driver, not visible here (another node) or removed since
+        record.update(status="error", reason=missing_file_reason(path), fingerprint=None, plan_row={})
+        return record
     except OSError as exc:
         record.update(status="error", reason=f"cannot read: {exc}", fingerprint=None, plan_row={})
         return record
@@ -179,8 +182,9 @@ def _phase1(args: tuple[str, str, float], settings: CompactionSettings, options:
 
 class Runner:
     def __init__(self, settings: CompactionSettings, options: RunOptions, summarizer: Any, pool_settings: Any,
-                 *, clock=None, sleep=None) -> None:
+                 *, clock=None, sleep=None, executor: Executor | None = None) -> None:
         self.settings = settings
+        self.executor = executor or LocalExecutor(options.jobs)
         self.options = options
         self.summarizer = summarizer
         self.pool_settings = pool_settings
@@ -292,7 +296,7 @@ class Runner:
         args = ((str(i.path), str(i.root), self.options.min_age_s) for i in items)
         to_compact: list[tuple[ScanItem, Fingerprint, dict]] = []
         est_total = 0.0
-        for item, record in zip(items, map_bounded(_phase1, args, self.options.jobs, self.settings, self.plan_options),
+        for item, record in zip(items, self.executor.map(_phase1, args, self.settings, self.plan_options),
                                 strict=True):
             if bar is not None:
                 bar.update(1)

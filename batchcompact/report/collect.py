@@ -93,8 +93,13 @@ def collect_usage(
     cache_dir: str | Path | None = None,
     use_cache: bool = True,
     jobs: int | None = None,
+    executor=None,
 ) -> CollectResult:
-    """Get a usage part per source file. With `use_cache=False` parts go to a temp dir (call cleanup())."""
+    """Get a usage part per source file. With `use_cache=False` parts go to a temp dir (call cleanup()).
+
+    `executor` (pipeline.executor) runs the extraction elsewhere (a Ray cluster): the parts are then
+    written by the workers, so the cache folder must be on a filesystem every node sees.
+    """
     result = CollectResult()
     if use_cache:
         root = Path(cache_dir) if cache_dir else default_cache_dir()
@@ -125,12 +130,29 @@ def collect_usage(
     result.rejected = cache.rejected
     if not result.files and not result.stats:
         raise UsageError("no session files found under " + ", ".join(str(p) for p in paths))
+    if executor is not None:
+        for part, stats, cached in executor.map(extract_on_node, todo, str(root)):
+            if part is None:
+                result.stats.append(stats)
+            else:
+                _add(result, [(part, stats, cached)])
+        return result
     workers = _workers(jobs, len(todo), todo_bytes)
     if workers > 1:
         done = _extract_parallel(result, todo, str(root), workers)
         todo = todo[done:]
     _add(result, (extract_to_part(p, str(root)) for p in todo))
     return result
+
+
+def extract_on_node(path: str, root: str) -> tuple[str | None, dict, bool]:
+    """`extract_to_part` where the file may not be visible (another node): a warning, not a crash."""
+    try:
+        return extract_to_part(path, root)
+    except FileNotFoundError:
+        from batchcompact.pipeline.executor import missing_file_reason
+
+        return None, {"path": path, "warnings": [missing_file_reason(path)], "warning_count": 1}, False
 
 
 def _extract_parallel(result: CollectResult, todo: list[str], root: str, workers: int) -> int:

@@ -1,0 +1,132 @@
+"""Where file-level work runs: one small interface, a local process pool or a Ray cluster.
+
+File-level work (read + plan one session, extract one file's usage) is a module-level function of one
+item plus shared arguments. Callers submit it with `executor.map(func, items, *args)` and consume the
+results in input order; they never branch on which executor runs it. Both executors keep a bounded
+number of items in flight, so the caller's memory does not grow with the archive.
+
+The run state, the lock, the budget, the model pool and the report stay in the calling process: only
+pure, idempotent file work is submitted (a task repeated after a lost node gives the same result).
+Worker lifecycle of the local pool lives in `pipeline.parallel`.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Protocol, TypeVar
+
+from batchcompact.errors import UsageError
+
+T = TypeVar("T")
+
+LOCAL = "local"
+RAY = "ray"
+EXECUTORS = (LOCAL, RAY)
+IN_FLIGHT_PER_WORKER = 4
+RAY_TASK_RETRIES = 3  # a task lost with its node is run again elsewhere (file work is idempotent)
+
+
+class Executor(Protocol):
+    name: str
+
+    def map(self, func: Callable[..., T], items: Iterable[Any], *args: Any) -> Iterator[T]:
+        """`func(item, *args)` for each item, results in input order, bounded work in flight."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class LocalExecutor:
+    """Today's behaviour: `jobs` worker processes on this machine (one: in this process)."""
+
+    name = LOCAL
+
+    def __init__(self, jobs: int = 1) -> None:
+        self.jobs = max(1, jobs)
+
+    def map(self, func: Callable[..., T], items: Iterable[Any], *args: Any) -> Iterator[T]:
+        from batchcompact.pipeline.parallel import map_bounded
+
+        return map_bounded(func, items, self.jobs, *args)
+
+    def close(self) -> None:
+        pass
+
+
+def resolve_ray_address(address: str | None) -> str:
+    """--ray-address, else RAY_ADDRESS, else `auto` (the cluster this machine belongs to)."""
+    return address or os.environ.get("RAY_ADDRESS") or "auto"
+
+
+class RayExecutor:
+    """Ray tasks over a cluster; the driver (this process) keeps at most `in_flight` tasks submitted.
+
+    `address` is a Ray address (`auto`, `ray://host:10001`, `host:6379`) or `local` to start a Ray
+    instance on this machine. An already initialised Ray (tests, notebooks) is used as it is.
+    Inputs and outputs must be on a filesystem every node sees at the same path.
+    """
+
+    name = RAY
+
+    def __init__(self, address: str | None = None, in_flight: int | None = None) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise UsageError("--executor ray needs Ray: pip install 'batchcompact[ray]'") from None
+        self._ray = ray
+        self._started = False
+        if not ray.is_initialized():
+            target = resolve_ray_address(address)
+            try:
+                ray.init(
+                    address=None if target == LOCAL else target,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    configure_logging=False,
+                )
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise UsageError(f"cannot connect to Ray at {target!r}: {first} "
+                                 "(start a cluster with `ray start`, or pass --ray-address)") from None
+            self._started = True
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        self.in_flight = in_flight or max(2, IN_FLIGHT_PER_WORKER * cpus)
+        self._remote = ray.remote(_on_node).options(max_retries=RAY_TASK_RETRIES, retry_exceptions=False)
+
+    def map(self, func: Callable[..., T], items: Iterable[Any], *args: Any) -> Iterator[T]:
+        ray = self._ray
+        shared = ray.put(args) if args else None  # shipped once, not with every task
+        window: deque = deque()
+        for item in items:
+            window.append(self._remote.remote(func, item, shared))
+            if len(window) >= self.in_flight:
+                yield ray.get(window.popleft())
+        while window:
+            yield ray.get(window.popleft())
+
+    def close(self) -> None:
+        if self._started:
+            self._ray.shutdown()
+            self._started = False
+
+
+def _on_node(func: Callable[..., T], item: Any, shared: Any) -> T:
+    """Runs on a Ray worker: `shared` arrives resolved (Ray passes top-level object refs by value)."""
+    return func(item, *(shared or ()))
+
+
+def missing_file_reason(path: str | os.PathLike) -> str:
+    """Why a file that was listed by the driver is not here (another node, or removed since)."""
+    return (f"{path}: not found on host {socket.gethostname()} (inputs and outputs must be on a filesystem "
+            "every node sees at the same path)")
+
+
+def make_executor(kind: str = LOCAL, *, jobs: int = 1, ray_address: str | None = None) -> Executor:
+    if kind == LOCAL:
+        return LocalExecutor(jobs)
+    if kind == RAY:
+        return RayExecutor(ray_address)
+    raise UsageError(f"unknown executor {kind!r}; choose one of {', '.join(EXECUTORS)}")
