@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -278,9 +279,11 @@ def describe_branch_plans(
 def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> dict[str, Any]:
     """Read and plan one file; every failure becomes an `error` row, never an exception."""
     try:
+        if not os.path.exists(path):  # listed by the driver, not visible here (another node) or removed since
+            raise FileNotFoundError(path)
         session = read_session(path)
         return plan_session(session, settings, options)[1]
-    except FileNotFoundError:  # listed by the driver, not visible here (another node) or removed since
+    except FileNotFoundError:
         from batchcompact.pipeline.executor import missing_file_reason
 
         row = dict.fromkeys(PLAN_COLUMNS)

@@ -1,0 +1,133 @@
+"""--executor ray on one local Ray instance (ray.init(num_cpus=2)): the same results as --executor local.
+
+One Ray instance is shared by the whole module (starting Ray takes seconds); the CLI runs in this
+process, so `--executor ray` finds it already initialised and uses it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SAMPLES, SHARED_FIXTURES
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
+
+pytestmark = pytest.mark.slow
+
+FROZEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             _node_ip_address="127.0.0.1")
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture
+def bc(capsys, monkeypatch):
+    from batchcompact.cli import main
+
+    for name in ("BATCHCOMPACT_MODEL", "BATCHCOMPACT_DEBUG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("batchcompact.pipeline.outcome.now_utc", lambda: FROZEN)  # byte-comparable outputs
+
+    def invoke(*args):
+        capsys.readouterr()
+        monkeypatch.setattr(sys, "argv", ["batchcompact", *map(str, args)])
+        with pytest.raises(SystemExit) as exit_info:
+            main()
+        out, err = capsys.readouterr()
+        return exit_info.value.code or 0, out, err
+
+    return invoke
+
+
+def archive(root: Path) -> Path:
+    """The sample sessions plus the shared fixtures (when present), copied so runs cannot touch them."""
+    shutil.copytree(SAMPLES, root / "samples", ignore=shutil.ignore_patterns("*.md", "*.json"))
+    if SHARED_FIXTURES.is_dir():
+        shutil.copytree(SHARED_FIXTURES, root / "fixtures")
+    return root
+
+
+def files_under(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.jsonl"))
+            if ".batchcompact" not in p.parts}
+
+
+def test_plan_rows_equal_local(bc, tmp_path):
+    inputs = archive(tmp_path / "in")
+    code, local, err = bc("plan", inputs, "--force", "--format", "json")
+    assert code == 0, err
+    code, remote, err = bc("plan", inputs, "--force", "--format", "json", "--executor", "ray")
+    assert code == 0, err
+    assert json.loads(remote) == json.loads(local)
+    assert len(json.loads(local)["rows"]) >= 9
+
+
+def test_run_outputs_byte_identical_to_local(bc, tmp_path):
+    inputs = archive(tmp_path / "in")
+    results = {}
+    for kind in ("local", "ray"):
+        out = tmp_path / kind
+        code, text, err = bc("run", inputs, "--output-dir", out, "--force", "--min-age", "0", "--format", "json",
+                             "--executor", kind)
+        assert code in (0, 1), err
+        rows = json.loads(text)["rows"]
+        results[kind] = ({r["input_path"]: (r["status"], r["reason"], r["tokens_before"]) for r in rows},
+                         files_under(out))
+    assert results["ray"][0] == results["local"][0]
+    assert results["ray"][1] == results["local"][1]
+    assert any(status == "compacted" for status, _, _ in results["local"][0].values())
+
+
+def test_report_totals_identical_to_local(bc, tmp_path):
+    inputs = archive(tmp_path / "in")
+    totals = {}
+    for kind in ("local", "ray"):
+        code, text, err = bc("report", inputs, "--no-cache", "--format", "json", "--executor", kind)
+        assert code == 0, err
+        totals[kind] = json.loads(text)
+    assert totals["ray"] == totals["local"]
+
+
+def test_a_file_a_node_cannot_see_fails_alone_with_a_reason(tmp_path):
+    from batchcompact.core.planner import CompactionSettings
+    from batchcompact.pipeline.executor import RayExecutor
+    from batchcompact.pipeline.planning import PlanOptions, iter_plan_rows
+
+    present = shutil.copy(SAMPLES / "pi" / "big-refactor.jsonl", tmp_path / "present.jsonl")
+    absent = tmp_path / "elsewhere" / "absent.jsonl"
+    rows = list(iter_plan_rows([str(present), str(absent)], CompactionSettings(force=True), PlanOptions(),
+                               executor=RayExecutor()))
+    assert rows[0]["status"] == "compact"
+    assert rows[1]["status"] == "error"
+    assert "not found on host" in rows[1]["reason"] and "same path" in rows[1]["reason"]
+
+
+def test_in_flight_is_bounded(tmp_path):
+    """The driver never has more than `in_flight` tasks submitted, however many items there are."""
+    from batchcompact.pipeline.executor import RayExecutor
+
+    executor = RayExecutor(in_flight=3)
+    submitted = []
+
+    def items():
+        for n in range(20):
+            submitted.append(n)
+            yield n
+
+    consumed = 0
+    for value in executor.map(abs, items()):
+        consumed += 1
+        assert len(submitted) - consumed <= 3
+        assert value == consumed - 1
+    assert consumed == 20
