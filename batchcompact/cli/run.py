@@ -11,7 +11,12 @@ from typing import Any
 import click
 
 from batchcompact.cli.options import branch_options, planner_options, pop_settings, resolve_jobs
-from batchcompact.cli.summarize_options import pool_options, pool_settings_from, summarizer_options
+from batchcompact.cli.summarize_options import (
+    pool_options,
+    pool_settings_from,
+    provider_preflight,
+    summarizer_options,
+)
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 
@@ -32,12 +37,16 @@ def _summary_text(summary: Any, wall: float) -> str:
     after = sum(r["tokens_after_est"] or 0 for r in rows if r["status"] == "compacted")
     calls = sum(r["calls"] or 0 for r in rows)
     cost = sum(r["cost_usd"] or 0.0 for r in rows)
-    unpriced = sum(1 for r in rows if r["status"] == "compacted" and r["cost_usd"] is None)
+    unpriced = sum(1 for r in rows if r.get("unpriced"))
+    if unpriced and not any(r["cost_usd"] for r in rows):
+        cost_text = "cost unpriced (the model has no known price)"
+    else:
+        cost_text = f"cost ${cost:.4f}" + (f" (+{unpriced} unpriced)" if unpriced else "")
     lines = [
         f"run {summary.run_id}: {len(rows)} sessions: "
         + (", ".join(f"{n} {s}" for s, n in sorted(by.items())) or "none"),
         f"tokens (compacted sessions): {before:,} -> ~{after:,}",
-        f"summary calls: {calls}, cost ${cost:.4f}" + (f" (+{unpriced} unpriced)" if unpriced else ""),
+        f"summary calls: {calls}, {cost_text}",
         f"wall time: {wall:.1f}s",
     ]
     if summary.report_path:
@@ -80,7 +89,8 @@ def _summary_text(summary: Any, wall: float) -> str:
 def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_place: bool, no_backup: bool,
         copy_unchanged: bool, min_age: str, state: str | None, report_dir: str | None, max_cost: float | None,
         limit: int | None, dry_run: bool, as_json: bool, pricing: str | None, jobs: int | None, model: str,
-        api_base: str | None, api_key: str | None, timeout: float, summarizer: str | None, no_redact: bool,
+        api_base: str | None, api_key: str | None, timeout: float, summarizer: str | None, check: bool,
+        no_redact: bool,
         concurrency: int, rpm: float | None, tpm: float | None, max_attempts: int, branch_summaries: bool,
         min_branch_tokens: int, branch_reserve_tokens: int, **kwargs: Any) -> int:
     """Compact the sessions under PATHS: plan, summarize, write, verify, report.
@@ -88,8 +98,8 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
     Without --model the built-in offline summarizer writes the summaries (no network, no key, cost 0).
     Originals are never modified unless --in-place. Reruns skip finished sessions and never pay twice
     for a summary. Exit codes: 0 all compacted or skipped (also files a live agent changed during the
-    run, and a run stopped with Ctrl-C), 1 some sessions failed, 2 usage error, 3 run aborted
-    (authentication, lock held, budget refused). Progress bars appear only when stderr is a terminal.
+    run, and a run stopped with Ctrl-C), 1 some sessions failed, 2 usage error (also an unknown --model),
+    3 run aborted (authentication or a missing key, a failed --check, lock held, budget refused). Progress bars appear only when stderr is a terminal.
 
     \b
     Examples:
@@ -110,13 +120,16 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
     if in_place == bool(output_dir):
         raise click.UsageError("choose where to write: --output-dir DIR, or --in-place")
     settings = pop_settings(kwargs)
+    quiet = (ctx.find_root().obj or {}).get("quiet", False)
+    # before any file is read: an unknown model, a missing key (or a failed --check) costs nothing
+    provider = provider_preflight(model, api_base=api_base, api_key=api_key, summarizer=summarizer, check=check,
+                                  timeout=timeout, quiet=quiet)
     from batchcompact.summarize import build_summarizer
 
     summarizer_obj = build_summarizer(model, api_base=api_base, api_key=api_key, timeout=timeout,
-                                      summarizer_spec=summarizer, pricing_file=pricing)
+                                      summarizer_spec=summarizer, pricing_file=pricing, provider=provider)
     pool = pool_settings_from(concurrency=concurrency, rpm=rpm, tpm=tpm, max_attempts=max_attempts,
                               max_cost_usd=max_cost, redact=not no_redact)
-    quiet = (ctx.find_root().obj or {}).get("quiet", False)
     options = RunOptions(
         output_dir=Path(output_dir) if output_dir else None,
         in_place=in_place,
@@ -145,6 +158,10 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
             "report": str(summary.report_path) if summary.report_path else None,
             "aborted": summary.aborted,
             "exit_code": summary.exit_code,
+            # null when a summary model had no price: unknown, not free
+            "cost_usd": None if any(r.get("unpriced") for r in summary.rows)
+            else sum(r["cost_usd"] or 0.0 for r in summary.rows),
+            "unpriced_sessions": sum(1 for r in summary.rows if r.get("unpriced")),
             "sessions": summary.rows,
         }, default=str, indent=1))
     else:

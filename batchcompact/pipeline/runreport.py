@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-COMPACTIONS_SCHEMA_VERSION = "1"
+COMPACTIONS_SCHEMA_VERSION = "2"
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("run_id", "string"),
@@ -49,6 +49,10 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("branch_cost_usd", "float64"),
     # The entries written with a `usage` (pi): reports count each once, here or in the session file.
     ("written_entries", "entries"),
+    # Added in schema version 2: secrets redacted per kind (their sum is `redactions`), and whether the
+    # summary model had no price (then `cost_usd` is null: unknown, not free).
+    ("redaction_kinds", "kinds"),
+    ("unpriced", "bool"),
 )
 
 
@@ -61,6 +65,7 @@ def compactions_schema():
         "float64": pa.float64(),
         "bool": pa.bool_(),
         "timestamp": pa.timestamp("us", tz="UTC"),
+        "kinds": pa.list_(pa.struct([("kind", pa.string()), ("count", pa.int64())])),
         "entries": pa.list_(
             pa.struct(
                 [
@@ -88,6 +93,7 @@ def empty_row() -> dict[str, Any]:
             row[name] = 0
     row["split_turn"] = False
     row["overflow_recovery"] = False
+    row["unpriced"] = False
     return row
 
 

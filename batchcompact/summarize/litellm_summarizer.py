@@ -47,9 +47,12 @@ def import_litellm() -> Any:
 
         litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on every error
         litellm.telemetry = False
-        # Their debug logs can carry request headers; -vv must not put an API key on stderr.
-        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "openai", "httpx", "httpcore"):
+        # Their debug logs can carry request headers; -vv must not put an API key on stderr. litellm's own
+        # warnings (e.g. its logging worker moving between event loops after --check) are not the user's.
+        for name in ("openai", "httpx", "httpcore"):
             logging.getLogger(name).setLevel(logging.WARNING)
+        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+            logging.getLogger(name).setLevel(logging.ERROR)
         _litellm = litellm
     return _litellm
 
