@@ -20,6 +20,7 @@ STAGES = [
     ("pool", "bench_pool.py"),
     ("report", "bench_report.py"),
     ("e2e", "bench_e2e.py"),
+    ("redact", "bench_redact.py"),
 ]
 
 
