@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> None:
         # --force: every session with history to summarize is compacted (the corpus' sessions are mostly
         # under their models' thresholds, as real archives are).
         plan_s = _cli("plan", str(root), "--force", "--jobs", str(args.jobs), "--format", "json", "-o", os.devnull)
-        run_s = _cli("run", str(root), "--force", "-o", str(out / "o"), "--min-age", "0", "--jobs", str(args.jobs))
+        run_s = _cli("run", str(root), "--force", "--output-dir", str(out / "o"), "--min-age", "0", "--jobs", str(args.jobs))
         written = sum(1 for _ in (out / "o").rglob("*.jsonl"))
     finally:
         shutil.rmtree(out, ignore_errors=True)

@@ -10,6 +10,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "sample_sessions"
+BROKEN_SAMPLES = REPO / "examples" / "broken"  # sessions broken on purpose (validate shows them off)
 SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
 
 
@@ -113,3 +114,32 @@ def llm_server():
     server = LLMServer().start()
     yield server
     server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_settings(monkeypatch, tmp_path_factory):
+    """No test reads the user's own settings: config file, BATCHCOMPACT_* variables, pi's settings.json."""
+    import os
+
+    home = tmp_path_factory.mktemp("settings-home")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(home / "pi-agent"))
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    for name in list(os.environ):
+        if name.startswith("BATCHCOMPACT_") and not name.startswith(("BATCHCOMPACT_DEBUG", "BATCHCOMPACT_TEST",
+                                                                      "BATCHCOMPACT_CRASH")):
+            monkeypatch.delenv(name)
+    # Token counts are remembered in a cache of the test session, never the user's.
+    monkeypatch.setenv("BATCHCOMPACT_TOKEN_CACHE", str(_token_cache_file(tmp_path_factory)))
+    from batchcompact.token_cache import reset_shared_cache
+
+    reset_shared_cache()
+
+
+_TOKEN_CACHE: list = []
+
+
+def _token_cache_file(factory) -> object:
+    if not _TOKEN_CACHE:
+        _TOKEN_CACHE.append(factory.mktemp("token-cache") / "counts.sqlite")
+    return _TOKEN_CACHE[0]

@@ -42,7 +42,7 @@ def test_plan_json_on_fixtures_has_the_documented_keys(tmp_path):
     result = invoke("plan", str(folder), "--force", "--jobs", "2", "--format", "json", "-o", str(out),
                     "--summary-model", "gpt-4o-mini")
     assert result.exit_code == 0, result.output
-    rows = json.loads(out.read_text())
+    rows = json.loads(out.read_text())["rows"]
     assert {r["path"].rsplit("/", 1)[-1] for r in rows} == {"large-session.jsonl", "before-compaction.jsonl"}
     for row in rows:
         assert PLAN_KEYS <= set(row)
@@ -126,7 +126,7 @@ def test_show_json_context_lines():
     path = fixture_path("pi", "before-compaction.jsonl")
     result = invoke("show", str(path), "--format", "json")
     assert result.exit_code == 0
-    info = json.loads(result.output)
+    info = json.loads(result.output)["rows"][0]
     assert info["entries"] == 1002 and len(info["compactions"]) == 2
     first, second = info["context_messages"][:2]
     assert first == {"role": "user", "source_role": "compactionSummary", "line": None}
@@ -146,32 +146,35 @@ def test_run_builtin_on_fixtures_then_outputs_validate_and_show_summary_first(tm
     shutil.copy(fixture_path("pi", name), src / name)
     before = (src / name).read_bytes()
     out = tmp_path / "out"
-    result = invoke("run", str(src), "-o", str(out), "--min-age", "0", "--force", "--jobs", "1")
+    result = invoke("run", str(src), "--output-dir", str(out), "--min-age", "0", "--force", "--jobs", "1")
     assert result.exit_code == 0, result.output
     assert (src / name).read_bytes() == before
     written = out / name
     assert written.read_bytes().startswith(before if name == "before-compaction.jsonl" and False else b"")
     assert invoke("validate", str(written)).exit_code == 0
-    info = json.loads(invoke("show", str(written), "--format", "json").output)
+    info = json.loads(invoke("show", str(written), "--format", "json").output)["rows"][0]
     roles = [m["source_role"] for m in info["context_messages"]]
     assert roles[0] == "compactionSummary" and roles[1] != "toolResult"
     report = pl.read_parquet(str(out / ".batchcompact" / "reports" / "*.parquet"))
     assert report["status"].to_list() == ["compacted"]
-    again = invoke("run", str(src), "-o", str(out), "--min-age", "0", "--force", "--jobs", "1")
+    again = invoke("run", str(src), "--output-dir", str(out), "--min-age", "0", "--force", "--jobs", "1")
     assert again.exit_code == 0 and "1 skipped" in again.output
 
 
 def test_validate_every_fixture_and_sample():
-    from conftest import SAMPLES, SHARED_FIXTURES
+    from conftest import BROKEN_SAMPLES, SAMPLES, SHARED_FIXTURES
 
     if SHARED_FIXTURES.is_dir():
         assert invoke("validate", str(SHARED_FIXTURES), "--jobs", "1", "--errors-only").exit_code == 0
-    result = CliRunner().invoke(cli, ["validate", str(SAMPLES), "--jobs", "1", "--errors-only"])
+    result = CliRunner().invoke(cli, ["validate", str(SAMPLES), "--jobs", "1"])
+    assert result.exit_code == 0 and result.stdout == ""
+    assert "9 files checked: 9 valid, 0 invalid" in result.stderr
+    result = CliRunner().invoke(cli, ["validate", str(BROKEN_SAMPLES), "--jobs", "1", "--errors-only"])
     assert result.exit_code == 1
     errors = [line for line in result.stdout.splitlines() if ": error: " in line]
     assert [line.split(":")[1] for line in errors] == ["16", "19", "39"]
-    assert all(line.startswith(str(SAMPLES / "pi" / "malformed.jsonl")) for line in errors)
-    assert "10 files checked: 9 valid, 1 invalid" in result.stderr
+    assert all(line.startswith(str(BROKEN_SAMPLES / "pi" / "malformed.jsonl")) for line in errors)
+    assert "1 files checked: 0 valid, 1 invalid" in result.stderr
 
 
 def test_run_prints_no_progress_bars_when_stderr_is_not_a_terminal(tmp_path):
@@ -182,7 +185,7 @@ def test_run_prints_no_progress_bars_when_stderr_is_not_a_terminal(tmp_path):
     src.mkdir()
     shutil.copy(SAMPLES / "pi" / "small-fix.jsonl", src / "small-fix.jsonl")
     shutil.copy(SAMPLES / "pi" / "huge-last-turn.jsonl", src / "huge-last-turn.jsonl")
-    out = subprocess.run([sys.executable, "-m", "batchcompact", "run", str(src), "-o", str(tmp_path / "out"),
+    out = subprocess.run([sys.executable, "-m", "batchcompact", "run", str(src), "--output-dir", str(tmp_path / "out"),
                           "--min-age", "0", "--jobs", "1"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stderr == ""

@@ -184,3 +184,31 @@ def test_fifty_megabyte_single_line(tmp_path):
     session = read_pi_session(path)
     assert session.problems == [] and len(session.entries) == 2
     os.remove(path)
+
+
+def test_orjson_fast_path_keeps_the_standard_librarys_semantics(tmp_path):
+    """Lines orjson refuses but json accepts are kept; errors keep json's wording."""
+    import json as std_json
+
+    from batchcompact.formats.jsonl import iter_json_lines, loads_line
+
+    lines = [
+        b'{"a": NaN}\n',  # orjson: no NaN
+        b'{"s": "\\ud800"}\n',  # orjson: no lone surrogates
+        b'{"ok": 1}\n',
+        b'{"broken": \n',
+        b'{"deep": ' + b"[" * 1500 + b"]" * 1500 + b"}\n",  # too deep for both parsers
+    ]
+    path = tmp_path / "odd.jsonl"
+    path.write_bytes(b"".join(lines))
+    problems = []
+    got = [obj for _, obj in iter_json_lines(path, problems)]
+    expected = [std_json.loads(line) for line in lines[:3]]
+    assert [std_json.dumps(o) for o in got] == [std_json.dumps(o) for o in expected]
+    assert [(p.line, p.message) for p in problems] == [
+        (4, "invalid JSON: Expecting value at column 1"),
+        (5, "JSON nested too deeply to parse"),
+    ]
+    assert loads_line(b'{"x": [1, 2]}') == {"x": [1, 2]}
+    # The one documented difference: integers beyond 64 bits come back as floats (no transcript has one).
+    assert loads_line(b'{"big": 123456789012345678901234567890}') == {"big": 1.2345678901234568e29}

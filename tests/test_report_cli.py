@@ -41,8 +41,10 @@ def test_json_rows_carry_required_fields(pi_dir, tmp_path):
         "models",
     ):
         assert field in row
-    assert row["requests"] == 484 and row["output_tokens"] == 187_895
-    assert doc["totals"]["requests"] == 484 + 453
+    # 13 and 14 aborted assistant messages carry no tokens at all and are left out
+    assert row["requests"] == 484 - 13 and row["output_tokens"] == 187_895
+    assert doc["totals"]["requests"] == (484 - 13) + (453 - 14)
+    assert doc["dropped_zero_token_requests"] == 13 + 14
     assert "2 files: 2 parsed, 0 from cache" in result.stderr
 
 
@@ -51,7 +53,7 @@ def test_table_has_totals_row_and_second_run_uses_cache(pi_dir, tmp_path):
     assert first.return_value == 0
     lines = first.stdout.splitlines()
     assert lines[0].split()[:3] == ["month", "requests", "input"]
-    assert lines[-1].startswith("TOTAL") and "937" in lines[-1]
+    assert lines[-1].startswith("TOTAL") and "910" in lines[-1]
     second = invoke([str(pi_dir), "--by", "month", "--cache-dir", str(tmp_path)])
     assert second.stdout == first.stdout
     assert "2 files: 0 parsed, 2 from cache" in second.stderr
@@ -99,8 +101,11 @@ def test_parquet_output_and_chart(tmp_path):
     )
     assert result.return_value == 0 and result.stdout == ""
     frame = pl.read_parquet(out)
-    spotter = frame.filter(pl.col("project") == "-home-USER-projects-spotter")
-    assert spotter["requests"].to_list() == [139 + 1 + 1 + 4]  # main + compaction + short + tool_heavy
+    # projects are the sessions' working directories (from each line's cwd), not the folder slug
+    worktree = frame.filter(pl.col("project") == "/home/USER/projects/spotter-worktrees/spotter-dov")
+    assert worktree["requests"].to_list() == [139 + 11 + 1]  # main + Task sub-agent + compaction
+    spotter = frame.filter(pl.col("project") == "/home/marco/projects/spotter")
+    assert spotter["requests"].to_list() == [1 + 4]  # short + tool_heavy
     html = chart.read_text()
     assert html.startswith("<!DOCTYPE html>") and "<svg" in html and "claude-opus-4-6" in html
 

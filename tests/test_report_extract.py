@@ -6,6 +6,7 @@ import json
 from datetime import UTC, datetime
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from conftest import fixture_path
@@ -66,13 +67,79 @@ def test_detect_rejects_non_transcripts(tmp_path):
 
 def test_claude_main_session_139_requests_28755_output():
     table, stats = extract_file(fixture_path(*CLAUDE_MAIN))
-    assert table.num_rows == 139
-    assert set(table.column("kind").to_pylist()) == {"main"}
-    assert col_sum(table, "output_tokens") == 28_755
-    assert stats.duplicates == 254 - 139  # streaming copies merged, largest kept
+    main = table.filter(pc.equal(table.column("kind"), "main"))
+    assert main.num_rows == 139
+    assert col_sum(main, "output_tokens") == 28_755
     # summing every line would count cache reads ~20.5M; one per request gives ~11.6M
-    assert 11_500_000 < col_sum(table, "cache_read_tokens") < 11_700_000
-    assert stats.skipped_cheap > 1000  # progress lines never reach json.loads
+    assert 11_500_000 < col_sum(main, "cache_read_tokens") < 11_700_000
+    assert stats.skipped_cheap > 1000  # progress lines without usage never reach json.loads
+    assert set(main.column("project").to_pylist()) == {"/home/USER/projects/spotter-worktrees/spotter-dov"}
+
+
+def test_claude_agent_progress_subagent_usage_counted_once_per_request():
+    """67 agent_progress lines carry 11 unique Task sub-agent requests (sonnet 4.5): each is one row."""
+    table, stats = extract_file(fixture_path(*CLAUDE_MAIN))
+    sub = table.filter(pc.equal(table.column("kind"), "sidechain"))
+    assert sub.num_rows == 11
+    assert set(sub.column("model").to_pylist()) == {"claude-sonnet-4-5-20250929"}
+    assert len(set(sub.column("dedupe_key").to_pylist())) == 11
+    assert col_sum(sub, "output_tokens") == 135
+    assert col_sum(sub, "total_tokens") == 604_344
+    # the time is the sub-agent message's own timestamp, the session the parent's
+    assert set(sub.column("session_id").to_pylist()) == {"4d5611e5-241a-462a-8d15-5122611a9569"}
+    assert stats.duplicates == (254 - 139) + (33 - 11)  # 33 of the 67 progress lines are assistant ones
+
+
+def test_claude_agent_progress_lines_survive_the_pre_parse_skip(tmp_path):
+    """A cheap skip rule must let progress lines with usage through (they carry sub-agent requests)."""
+    inner = {
+        "type": "assistant",
+        "timestamp": "2026-02-12T16:02:51.467Z",
+        "requestId": "req_sub",
+        "message": {"id": "msg_sub", "model": "claude-sonnet-4-5", "role": "assistant",
+                    "usage": {"input_tokens": 3, "output_tokens": 7, "cache_read_input_tokens": 0,
+                              "cache_creation_input_tokens": 100}},
+    }
+    progress = {"type": "progress", "sessionId": "s1", "cwd": "/work/app", "uuid": "u1",
+                "timestamp": "2026-02-12T16:02:52.000Z",
+                "data": {"type": "agent_progress", "agentId": "a1", "message": inner}}
+    bash = {"type": "progress", "sessionId": "s1", "uuid": "u2", "data": {"type": "bash_progress"}}
+    path = tmp_path / "s1.jsonl"
+    # compact separators (how Claude Code writes) and spaced ones: the skip must not depend on either
+    path.write_text(
+        json.dumps(progress, separators=(",", ":")) + "\n" + json.dumps(bash) + "\n"
+        + json.dumps({**progress, "uuid": "u3"}) + "\n"
+    )
+    table, stats = extract_file(path, "claude")
+    assert table.num_rows == 1
+    row = table.to_pylist()[0]
+    assert (row["kind"], row["output_tokens"], row["cache_write_tokens"]) == ("sidechain", 7, 100)
+    assert (row["project"], row["dedupe_key"]) == ("/work/app", "msg_sub:req_sub")
+    assert row["timestamp"].isoformat().startswith("2026-02-12T16:02:51.467")
+
+
+def test_claude_progress_copy_and_subagent_file_count_once(tmp_path):
+    """The same sub-agent request in the parent's progress line and in subagents/agent-*.jsonl: once."""
+    from batchcompact.report import ReportSettings, build_report, collect_usage
+
+    usage = {"input_tokens": 5, "output_tokens": 11, "cache_read_input_tokens": 1000,
+             "cache_creation_input_tokens": 0}
+    inner = {"type": "assistant", "timestamp": "2026-03-01T10:00:00Z", "requestId": "req_x",
+             "isSidechain": True, "sessionId": "parent", "cwd": "/w",
+             "message": {"id": "msg_x", "model": "claude-sonnet-4-5", "usage": usage}}
+    project = tmp_path / "projects" / "-w"
+    (project / "parent" / "subagents").mkdir(parents=True)
+    (project / "parent.jsonl").write_text(json.dumps(
+        {"type": "progress", "sessionId": "parent", "cwd": "/w", "uuid": "p1",
+         "data": {"type": "agent_progress", "message": inner}}) + "\n")
+    (project / "parent" / "subagents" / "agent-a1.jsonl").write_text(json.dumps({**inner, "uuid": "s1"}) + "\n")
+    collected = collect_usage([tmp_path], use_cache=False, jobs=1)
+    try:
+        report = build_report(collected.parts, ReportSettings(by="session"))
+    finally:
+        collected.cleanup()
+    assert report.totals["requests"] == 1
+    assert report.totals["output_tokens"] == 11
 
 
 def test_claude_compaction_subagent_counted_once_as_compaction():
@@ -81,7 +148,7 @@ def test_claude_compaction_subagent_counted_once_as_compaction():
     row = table.to_pylist()[0]
     assert row["kind"] == "compaction"
     assert row["session_id"] == "4d5611e5-241a-462a-8d15-5122611a9569"
-    assert row["project"] == "-home-USER-projects-spotter"
+    assert row["project"] == "/home/USER/projects/spotter-worktrees/spotter-dov"  # the line's cwd, not the slug
     assert row["cache_read_tokens"] == 164_830
 
 

@@ -103,7 +103,7 @@ def session_files(folder: Path) -> list[Path]:
 
 
 def rows_by_name(result: Result) -> dict[str, dict[str, Any]]:
-    return {Path(r["input_path"]).stem: r for r in result.json()["sessions"]}
+    return {Path(r["input_path"]).stem: r for r in result.json()["rows"]}
 
 
 def session_of(request) -> str:
@@ -124,13 +124,13 @@ def test_output_dir_leaves_originals_and_writes_valid_compacted_sessions(bc, tmp
     before = snapshot(originals)
     out = tmp_path / "out"
 
-    result = bc("run", tmp_path / "in", "-o", out, "--force", *FAST, "--json")
+    result = bc("run", tmp_path / "in", "--output-dir", out, "--force", *FAST, "--format", "json")
 
     assert result.code == 0, result.err
     assert snapshot(originals) == before
     outputs = [out / p.name for p in originals]
     assert session_files(out) == sorted(outputs)
-    assert {r["status"] for r in result.json()["sessions"]} == {"compacted"}
+    assert {r["status"] for r in result.json()["rows"]} == {"compacted"}
     assert_valid(bc, *outputs)
     for original, output in zip(originals, outputs, strict=True):
         old_header = json.loads(before[original][0].split(b"\n", 1)[0])
@@ -156,11 +156,11 @@ def test_output_dir_leaves_originals_and_writes_valid_compacted_sessions(bc, tmp
 
 def test_rerun_makes_no_model_call_and_reports_finished(bc, tmp_path, llm_server):
     small_archive(tmp_path / "in")
-    args = ("run", tmp_path / "in", "-o", tmp_path / "out", *FORCE, *FAST, *model_args(llm_server), "--json")
+    args = ("run", tmp_path / "in", "--output-dir", tmp_path / "out", *FORCE, *FAST, *model_args(llm_server), "--format", "json")
 
     first = bc(*args)
     assert first.code == 0, first.err
-    assert {r["status"] for r in first.json()["sessions"]} == {"compacted"}
+    assert {r["status"] for r in first.json()["rows"]} == {"compacted"}
     calls = len(llm_server.requests)
     assert calls >= 3
     outputs = snapshot(session_files(tmp_path / "out"))
@@ -169,7 +169,7 @@ def test_rerun_makes_no_model_call_and_reports_finished(bc, tmp_path, llm_server
 
     assert second.code == 0, second.err
     assert len(llm_server.requests) == calls
-    for row in second.json()["sessions"]:
+    for row in second.json()["rows"]:
         assert row["status"] == "skipped"
         assert row["reason"].startswith("finished in an earlier run")
     assert snapshot(session_files(tmp_path / "out")) == outputs
@@ -178,10 +178,10 @@ def test_rerun_makes_no_model_call_and_reports_finished(bc, tmp_path, llm_server
 def test_min_age_skips_recently_modified_files(bc, tmp_path):
     small_archive(tmp_path / "in", ("alpha",))
 
-    result = bc("run", tmp_path / "in", "-o", tmp_path / "out", *FORCE, "--jobs", "1", "--json")
+    result = bc("run", tmp_path / "in", "--output-dir", tmp_path / "out", *FORCE, "--jobs", "1", "--format", "json")
 
     assert result.code == 0
-    (row,) = result.json()["sessions"]
+    (row,) = result.json()["rows"]
     assert row["status"] == "skipped" and "--min-age" in row["reason"]
     assert session_files(tmp_path / "out") == []
 
@@ -196,10 +196,10 @@ def test_in_place_replaces_atomically_with_optional_backup(bc, tmp_path, backup)
 
     extra = () if backup else ("--no-backup",)
     result = bc("run", tmp_path / "in", "--in-place", *extra, *FORCE, *FAST,
-                "--state", tmp_path / "state.sqlite", "--report-dir", tmp_path / "reports", "--json")
+                "--state", tmp_path / "state.sqlite", "--report-dir", tmp_path / "reports", "--format", "json")
 
     assert result.code == 0, result.out + result.err
-    assert {r["status"] for r in result.json()["sessions"]} == {"compacted"}
+    assert {r["status"] for r in result.json()["rows"]} == {"compacted"}
     names = {p.name for p in before}
     expected = names | ({n + ".bak" for n in names} if backup else set())
     assert {p.name for p in legacy.parent.iterdir()} == expected  # and no temp file left behind
@@ -221,7 +221,7 @@ def test_a_second_run_on_a_held_state_is_refused_with_exit_3(bc, tmp_path):
 
     small_archive(tmp_path / "in", ("alpha",))
     out = tmp_path / "out"
-    args = ("run", tmp_path / "in", "-o", out, *FORCE, *FAST)
+    args = ("run", tmp_path / "in", "--output-dir", out, *FORCE, *FAST)
 
     with RunState(out / ".batchcompact" / "state.sqlite"):
         result = bc(*args)
@@ -260,8 +260,8 @@ def test_a_file_modified_during_its_summary_is_not_replaced(bc, tmp_path, llm_se
 
     llm_server.default = behaviour
     where = ("--in-place", "--state", tmp_path / "state.sqlite", "--report-dir", tmp_path / "r") if in_place \
-        else ("-o", tmp_path / "out")
-    result = bc("run", tmp_path / "in", *where, *FORCE, *FAST, *model_args(llm_server), "--json")
+        else ("--output-dir", tmp_path / "out")
+    result = bc("run", tmp_path / "in", *where, *FORCE, *FAST, *model_args(llm_server), "--format", "json")
 
     rows = rows_by_name(result)
     assert rows["bravo"]["status"] == "changed_during_run", rows["bravo"]["reason"]
@@ -279,7 +279,7 @@ def test_a_file_modified_during_its_summary_is_not_replaced(bc, tmp_path, llm_se
 def test_max_cost_below_the_estimate_refuses_to_start(bc, tmp_path, llm_server):
     small_archive(tmp_path / "in")
 
-    result = bc("run", tmp_path / "in", "-o", tmp_path / "out", *FORCE, *FAST, *model_args(llm_server),
+    result = bc("run", tmp_path / "in", "--output-dir", tmp_path / "out", *FORCE, *FAST, *model_args(llm_server),
                 "--max-cost", "0.00001")
 
     assert result.code == 3
@@ -292,7 +292,7 @@ def test_max_cost_with_an_unpriced_model_refuses_to_start(bc, tmp_path, llm_serv
     small_archive(tmp_path / "in", ("alpha",))
     args = [a if a != MODEL else "openai/no-such-model-in-the-price-map" for a in model_args(llm_server)]
 
-    result = bc("run", tmp_path / "in", "-o", tmp_path / "out", *FORCE, *FAST, *args, "--max-cost", "1")
+    result = bc("run", tmp_path / "in", "--output-dir", tmp_path / "out", *FORCE, *FAST, *args, "--max-cost", "1")
 
     assert result.code == 3
     assert result.err.strip() == ("Error: --max-cost cannot be enforced: openai/no-such-model-in-the-price-map has no "
@@ -309,8 +309,8 @@ def test_max_cost_reached_mid_run_stops_launching_calls(bc, tmp_path, llm_server
 
     # the estimate (a few thousand prompt tokens per session) is far below the budget; the first
     # session's one or two calls (a split turn) reach it, after which no call is launched
-    result = bc("run", tmp_path / "in", "-o", tmp_path / "out", *FORCE, *FAST, *model_args(llm_server),
-                "--max-cost", "0.1", "--concurrency", "1", "--json")
+    result = bc("run", tmp_path / "in", "--output-dir", tmp_path / "out", *FORCE, *FAST, *model_args(llm_server),
+                "--max-cost", "0.1", "--concurrency", "1", "--format", "json")
 
     assert result.code == 0, result.err
     rows = rows_by_name(result)
@@ -334,7 +334,7 @@ def test_a_permanent_error_fails_one_session_with_exit_1(bc, tmp_path, llm_serve
     llm_server.default = lambda body: Error(400, "unsupported parameter") if "[bravo]" in json.dumps(body) \
         else Answer()
 
-    result = bc("run", tmp_path / "in", "-o", tmp_path / "out", *FORCE, *FAST, *model_args(llm_server), "--json")
+    result = bc("run", tmp_path / "in", "--output-dir", tmp_path / "out", *FORCE, *FAST, *model_args(llm_server), "--format", "json")
 
     assert result.code == 1
     rows = rows_by_name(result)
@@ -347,9 +347,9 @@ def test_a_permanent_error_fails_one_session_with_exit_1(bc, tmp_path, llm_serve
 @pytest.mark.parametrize(
     "args, message",
     [
-        (("-o", "OUT", "--in-place"), "choose where to write: --output-dir DIR, or --in-place"),
+        (("--output-dir", "OUT", "--in-place"), "choose where to write: --output-dir DIR, or --in-place"),
         ((), "choose where to write: --output-dir DIR, or --in-place"),
-        (("-o", "OUT", "--min-age", "soon"), "'soon' is not a duration like 30s, 10m, 2h or 1d"),
+        (("--output-dir", "OUT", "--min-age", "soon"), "'soon' is not a duration like 30s, 10m, 2h or 1d"),
     ],
 )
 def test_usage_errors_exit_2(bc, tmp_path, args, message):
@@ -364,7 +364,7 @@ def test_usage_errors_exit_2(bc, tmp_path, args, message):
 
 
 def test_a_missing_path_is_a_usage_error(bc, tmp_path):
-    result = bc("run", tmp_path / "nope", "-o", tmp_path / "out")
+    result = bc("run", tmp_path / "nope", "--output-dir", tmp_path / "out")
     assert result.code == 2
     assert result.err.strip() == f"Error: path not found: {tmp_path / 'nope'}"
 
@@ -377,8 +377,8 @@ def test_authentication_error_aborts_with_exit_3_and_writes_nothing(bc, tmp_path
     llm_server.default = Error(401, "Incorrect API key provided", type="invalid_request_error",
                                code="invalid_api_key")
 
-    result = bc("run", tmp_path / "in", "-o", tmp_path / "out", *FORCE, *FAST, *model_args(llm_server),
-                "--concurrency", "1", "--json")
+    result = bc("run", tmp_path / "in", "--output-dir", tmp_path / "out", *FORCE, *FAST, *model_args(llm_server),
+                "--concurrency", "1", "--format", "json")
 
     assert result.code == 3
     aborted = result.json()["aborted"]
@@ -395,7 +395,7 @@ def test_authentication_error_aborts_with_exit_3_and_writes_nothing(bc, tmp_path
     assert snapshot(originals.values()) == before
     assert API_KEY not in result.out + result.err
 
-    text = bc("run", tmp_path / "in", "-o", tmp_path / "out2", *FORCE, *FAST, *model_args(llm_server))
+    text = bc("run", tmp_path / "in", "--output-dir", tmp_path / "out2", *FORCE, *FAST, *model_args(llm_server))
     assert text.code == 3
     assert text.out.splitlines()[-1] == f"run aborted: {aborted}"
     assert API_KEY not in text.out + text.err
@@ -420,14 +420,14 @@ def test_parquet_report_matches_outcomes_and_server_usage(bc, tmp_path, llm_serv
 
     llm_server.default = behaviour
     out = tmp_path / "out"
-    args = ("run", tmp_path / "in", "-o", out, *FORCE, *FAST, *model_args(llm_server))
+    args = ("run", tmp_path / "in", "--output-dir", out, *FORCE, *FAST, *model_args(llm_server))
     assert bc(*args).code == 1
     assert bc(*args).code == 1  # the failed session is tried again; the others are finished
 
     files = sorted((out / ".batchcompact" / "reports").glob("compactions-*.parquet"))
     assert len(files) == 2
     metadata = pq.read_schema(files[0]).metadata
-    assert metadata[b"schema_version"] == b"2"
+    assert metadata[b"schema_version"] == b"3"
     report = pl.read_parquet(files)
     first_run, second_run = (pq.read_table(f, columns=["run_id"])["run_id"][0].as_py() for f in files)
     if report.filter(pl.col("run_id") == first_run)["started_at"][0] > \
@@ -494,18 +494,18 @@ def test_the_server_sees_each_summary_once_even_with_concurrent_sessions(bc, tmp
         return Answer(delay=0.05)
 
     llm_server.default = behaviour
-    result = bc("run", tmp_path / "in", "-o", tmp_path / "out", *FORCE, *FAST, *model_args(llm_server),
-                "--concurrency", "4", "--json")
+    result = bc("run", tmp_path / "in", "--output-dir", tmp_path / "out", *FORCE, *FAST, *model_args(llm_server),
+                "--concurrency", "4", "--format", "json")
 
     assert result.code == 0
-    assert len(seen) == len(set(seen)) == sum(r["calls"] for r in result.json()["sessions"])
+    assert len(seen) == len(set(seen)) == sum(r["calls"] for r in result.json()["rows"])
     assert llm_server.max_in_flight <= 4
 
 
 def test_in_place_rerun_makes_no_model_call(bc, tmp_path, llm_server):
     paths = small_archive(tmp_path / "in", ("alpha", "bravo"))
     args = ("run", tmp_path / "in", "--in-place", "--state", tmp_path / "state.sqlite", "--report-dir",
-            tmp_path / "reports", *FORCE, *FAST, *model_args(llm_server), "--json")
+            tmp_path / "reports", *FORCE, *FAST, *model_args(llm_server), "--format", "json")
     assert bc(*args).code == 0
     calls = len(llm_server.requests)
     compacted = snapshot(paths.values())
@@ -514,7 +514,7 @@ def test_in_place_rerun_makes_no_model_call(bc, tmp_path, llm_server):
 
     assert second.code == 0
     assert len(llm_server.requests) == calls  # --force does not compact our own output a second time
-    assert {(r["status"], r["reason"]) for r in second.json()["sessions"]} == {("skipped", "already compacted")}
+    assert {(r["status"], r["reason"]) for r in second.json()["rows"]} == {("skipped", "already compacted")}
     assert snapshot(paths.values()) == compacted
 
 
@@ -530,7 +530,7 @@ def test_an_internal_error_on_one_session_fails_only_that_session(bc, tmp_path, 
         return real(session, *args, **kwargs)
 
     monkeypatch.setattr(pi, "build_compaction", broken)
-    result = bc("run", tmp_path / "in", "-o", tmp_path / "out", *FORCE, *FAST, "--json")
+    result = bc("run", tmp_path / "in", "--output-dir", tmp_path / "out", *FORCE, *FAST, "--format", "json")
 
     assert result.code == 1
     rows = rows_by_name(result)
@@ -545,7 +545,7 @@ def test_an_output_dir_that_would_overwrite_originals_is_refused(bc, tmp_path):
     paths = small_archive(tmp_path / "in", ("alpha",))
     before = snapshot(paths.values())
 
-    result = bc("run", tmp_path / "in", "-o", tmp_path / "in", *FORCE, *FAST)
+    result = bc("run", tmp_path / "in", "--output-dir", tmp_path / "in", *FORCE, *FAST)
 
     assert result.code == 2
     assert result.err.strip() == (f"Error: --output-dir {tmp_path / 'in'} would overwrite the original "
@@ -556,13 +556,13 @@ def test_an_output_dir_that_would_overwrite_originals_is_refused(bc, tmp_path):
 
 def test_outputs_inside_the_inputs_are_not_compacted_again(bc, tmp_path):
     small_archive(tmp_path / "in", ("alpha", "bravo"))
-    args = ("run", tmp_path / "in", "-o", tmp_path / "in" / "compacted", *FORCE, *FAST, "--json")
+    args = ("run", tmp_path / "in", "--output-dir", tmp_path / "in" / "compacted", *FORCE, *FAST, "--format", "json")
     assert bc(*args).code == 0
 
     second = bc(*args)
 
     assert second.code == 0
-    assert sorted(Path(r["input_path"]).name for r in second.json()["sessions"]) == ["alpha.jsonl", "bravo.jsonl"]
+    assert sorted(Path(r["input_path"]).name for r in second.json()["rows"]) == ["alpha.jsonl", "bravo.jsonl"]
     assert not (tmp_path / "in" / "compacted" / "compacted").exists()
 
 
@@ -572,11 +572,10 @@ def test_readme_main_job_on_the_sample_sessions(bc, tmp_path):
     before = snapshot(inputs)
     out = tmp_path / "out"
 
-    result = bc("run", tmp_path / "sample_sessions", "--output-dir", out, "--min-age", "0", "--json")
+    result = bc("run", tmp_path / "sample_sessions", "--output-dir", out, "--min-age", "0", "--format", "json")
 
-    rows = result.json()["sessions"]
-    failed = [Path(r["input_path"]).name for r in rows if r["status"] == "failed"]
-    assert failed == ["malformed.jsonl"] and result.code == 1  # bad input fails alone; the rest is done
+    rows = result.json()["rows"]
+    assert [r for r in rows if r["status"] == "failed"] == [] and result.code == 0  # the README's first command
     assert snapshot(inputs) == before
     outputs = session_files(out)
     assert sorted(outputs) == sorted(Path(r["output_path"]) for r in rows if r["status"] == "compacted")
@@ -589,7 +588,7 @@ def test_readme_main_job_on_the_sample_sessions(bc, tmp_path):
 
 def test_limit_caps_the_sessions_compacted(bc, tmp_path):
     small_archive(tmp_path / "in")
-    args = ("run", tmp_path / "in", "-o", tmp_path / "out", *FORCE, *FAST, "--json", "--limit", "1")
+    args = ("run", tmp_path / "in", "--output-dir", tmp_path / "out", *FORCE, *FAST, "--format", "json", "--limit", "1")
 
     first = bc(*args)
     second = bc(*args)

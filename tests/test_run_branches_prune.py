@@ -24,7 +24,7 @@ def test_branch_summaries_then_compaction_on_the_branched_sample(tmp_path):
     shutil.copy(SAMPLES / "pi" / "branched.jsonl", src / "branched.jsonl")
     before = read_pi_session(src / "branched.jsonl")
     out = tmp_path / "out"
-    result = invoke("run", str(src), "-o", str(out), "--min-age", "0", "--branch-summaries", "--jobs", "1")
+    result = invoke("run", str(src), "--output-dir", str(out), "--min-age", "0", "--branch-summaries", "--jobs", "1")
     assert result.exit_code == 0, result.output
     after = read_pi_session(out / "branched.jsonl")
     new = after.entries[len(before.entries):]
@@ -37,14 +37,14 @@ def test_branch_summaries_then_compaction_on_the_branched_sample(tmp_path):
     assert {e.data["fromId"] for e in new[:2]} < abandoned
     assert all(e.data["summary"].startswith("The user explored a different conversation branch") for e in new[:2])
     assert invoke("validate", str(out / "branched.jsonl")).exit_code == 0
-    info = json.loads(invoke("show", str(out / "branched.jsonl"), "--format", "json", "--context").output)
+    info = json.loads(invoke("show", str(out / "branched.jsonl"), "--format", "json", "--context").output)["rows"][0]
     texts = [m["message"]["content"][0]["text"] for m in info["context_messages"] if m["source_role"] == "branchSummary"]
     assert len(texts) >= 2 and all(t.startswith("The following is a summary of a branch") for t in texts)
     report = pl.read_parquet(str(out / ".batchcompact" / "reports" / "*.parquet"))
     assert report["branch_summaries"].to_list() == [2]
 
     # Idempotent: the compacted output, run again, has nothing left to do.
-    again = invoke("run", str(out / "branched.jsonl"), "-o", str(tmp_path / "out2"), "--min-age", "0",
+    again = invoke("run", str(out / "branched.jsonl"), "--output-dir", str(tmp_path / "out2"), "--min-age", "0",
                    "--branch-summaries", "--jobs", "1", "--force")
     assert again.exit_code == 0 and "1 skipped" in again.output
     assert not (tmp_path / "out2" / "branched.jsonl").exists()
@@ -60,7 +60,7 @@ def test_branch_summaries_alone_when_no_compaction_is_needed(tmp_path):
     b.assistant("B works " * 30)
     path = b.write(tmp_path / "s.jsonl")
     out = tmp_path / "out"
-    result = invoke("run", str(path), "-o", str(out), "--min-age", "0", "--branch-summaries",
+    result = invoke("run", str(path), "--output-dir", str(out), "--min-age", "0", "--branch-summaries",
                     "--context-window", "200000", "--jobs", "1")
     assert result.exit_code == 0, result.output
     written = read_pi_session(out / "s.jsonl")
@@ -88,11 +88,11 @@ def test_prune_tool_outputs_rewrites_only_old_large_results(tmp_path):
     original = read_pi_session(path)
     plan = json.loads(invoke("plan", str(path), "--force", "--keep-recent-tokens", "100000",
                              "--prune-tool-outputs", "--format", "json", "--jobs", "1",
-                             "--context-window", "400000").stdout)[0]
+                             "--context-window", "400000").stdout)["rows"][0]
     assert plan["prune_results"] > 0 and plan["prune_tokens"] >= 20_000
     # Keep 100k tokens: most tool output stays in context, and the old part of it is pruned.
     out = tmp_path / "out"
-    result = invoke("run", str(path), "-o", str(out), "--min-age", "0", "--force", "--keep-recent-tokens", "100000",
+    result = invoke("run", str(path), "--output-dir", str(out), "--min-age", "0", "--force", "--keep-recent-tokens", "100000",
                     "--prune-tool-outputs", "--context-window", "400000", "--jobs", "1")
     assert result.exit_code == 0, result.output
     written = read_pi_session(out / "tools.jsonl")

@@ -192,8 +192,8 @@ def test_sigkill_at_random_moments_never_corrupts_and_never_pays_twice(tmp_path,
     while kills < MIN_KILLS and time.monotonic() - started < TIME_BUDGET_S:
         rounds += 1
         out = tmp_path / f"out{rounds}"
-        command = [sys.executable, "-m", "batchcompact", "-q", "run", str(inputs), "-o", str(out), "--min-age", "0",
-                   "--jobs", "1", "--force", "--keep-recent-tokens", "3000", "--concurrency", "3", "--json",
+        command = [sys.executable, "-m", "batchcompact", "-q", "run", str(inputs), "--output-dir", str(out), "--min-age", "0",
+                   "--jobs", "1", "--force", "--keep-recent-tokens", "3000", "--concurrency", "3", "--format", "json",
                    *summarizer]
         while kills < MIN_KILLS and time.monotonic() - started < TIME_BUDGET_S:
             proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -238,7 +238,7 @@ def test_sigkill_at_random_moments_never_corrupts_and_never_pays_twice(tmp_path,
         # the final uninterrupted run finishes everything
         final = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
         assert final.returncode == 0, final.stderr
-        rows = json.loads(final.stdout)["sessions"]
+        rows = json.loads(final.stdout)["rows"]
         assert len(rows) == SESSIONS
         for row in rows:
             assert row["status"] == "compacted" or row["reason"].startswith("finished in an earlier run"), row

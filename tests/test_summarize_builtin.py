@@ -77,39 +77,36 @@ Later request: Also write docs/cli.md please
 ## Progress
 
 ### Done
-- [x] Wrote `docs/cli.md`
-- [x] Edited `src/cli.py`
-- [x] Ran 1 command(s), last: `pytest -q`
+- [x] Edited `src/cli.py`: b
+- [x] Wrote `docs/cli.md` (1 line)
+- [x] Ran 1 command, last: `pytest -q`
 
 ### In Progress
 - [ ] Also write docs/cli.md please
 
 ### Blocked
-- `bash` on `pytest -q` failed: FAILED tests/test_cli.py::test_verbose - AssertionError
+- `pytest -q` failed: FAILED tests/test_cli.py::test_verbose - AssertionError
 
 ## Key Decisions
 - Using click.count instead of a bool because -vv should work.
 
 ## Next Steps
 1. Finish: Also write docs/cli.md please
-2. Resolve: `bash` on `pytest -q` failed: FAILED tests/test_cli.py::test_verbose - AssertionError
+2. Fix: `pytest -q` failed: FAILED tests/test_cli.py::test_verbose - AssertionError
 
 ## Critical Context
-- Error: `bash` on `pytest -q` failed: FAILED tests/test_cli.py::test_verbose - AssertionError
-- Files read: `src/cli.py`
 - Last assistant message: Using click.count instead of a bool because -vv should work."""
 
 GOLDEN_TURN_PREFIX = """## Original Request
 Add a --verbose flag to cli.py. Don't change the public API.
 
 ## Early Progress
-- Wrote `docs/cli.md`
-- Edited `src/cli.py`
-- Ran `pytest -q`
-- Failed: `bash` on `pytest -q` failed: FAILED tests/test_cli.py::test_verbose - AssertionError
+- Edited `src/cli.py`: b
+- Wrote `docs/cli.md` (1 line)
+- Ran 1 command, last: `pytest -q`
+- `pytest -q` failed: FAILED tests/test_cli.py::test_verbose - AssertionError
 
 ## Context for Suffix
-- Files read: `src/cli.py`
 - Last assistant message: Using click.count instead of a bool because -vv should work."""
 
 
@@ -147,7 +144,7 @@ def test_previous_summary_items_are_kept():
 def test_bash_execution_text_failure_is_blocked():
     messages = [user("Ran `make build`\n```\nerror: missing header\n```\n\nCommand exited with code 2")]
     out = summarize_offline(call(messages))
-    assert "`make build` exited with code 2" in out
+    assert "- `make build` failed: exit 2" in out
 
 
 def test_deterministic():

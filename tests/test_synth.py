@@ -21,6 +21,7 @@ from batchcompact.synth.pi import PiSpec, write_pi_session
 from batchcompact.synth.samples import write_samples
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_sessions"
+BROKEN = Path(__file__).resolve().parent.parent / "examples" / "broken"
 THRESHOLD = 128_000 - 16_384  # pi's default trigger for a 128k window
 MALFORMED_LINES = [16, 19, 39]
 
@@ -116,7 +117,7 @@ def usable_assistants(path: list[dict]) -> list[dict]:
 
 
 def pi_sample(name: str) -> Path:
-    path = SAMPLES / "pi" / f"{name}.jsonl"
+    path = (BROKEN if name == "malformed" else SAMPLES) / "pi" / f"{name}.jsonl"
     if not path.exists():
         pytest.skip(f"{path} missing: run python -m batchcompact.synth samples sample_sessions")
     return path
@@ -147,14 +148,20 @@ def test_claude_and_codex_same_seed_same_bytes(tmp_path):
 def test_committed_samples_match_the_generator(tmp_path):
     if not SAMPLES.is_dir():
         pytest.skip("sample_sessions/ missing")
-    write_samples(tmp_path)
-    generated = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
-    committed = sorted(p.relative_to(SAMPLES) for p in SAMPLES.rglob("*") if p.is_file())
-    assert generated == committed
-    for rel in generated:
-        assert (tmp_path / rel).read_bytes() == (SAMPLES / rel).read_bytes(), (
-            f"{rel} differs: regenerate samples"
-        )
+    write_samples(tmp_path / "sample_sessions")
+    for new, old in ((tmp_path / "sample_sessions", SAMPLES), (tmp_path / "examples" / "broken", BROKEN)):
+        generated = sorted(p.relative_to(new) for p in new.rglob("*") if p.is_file())
+        committed = sorted(p.relative_to(old) for p in old.rglob("*") if p.is_file())
+        assert generated == committed
+        for rel in generated:
+            assert (new / rel).read_bytes() == (old / rel).read_bytes(), f"{rel} differs: regenerate samples"
+
+
+def test_sample_sessions_hold_no_broken_file():
+    """The README's first command runs over sample_sessions/ and must exit 0."""
+    manifest = json.loads((SAMPLES / "manifest.json").read_text())
+    assert not any(info.get("malformed_lines") for info in manifest["files"].values())
+    assert json.loads((BROKEN / "manifest.json").read_text())["files"]["pi/malformed.jsonl"]["malformed_lines"]
 
 
 # -- pi v3 invariants ------------------------------------------------------------------------
@@ -197,7 +204,7 @@ def test_pi_v3_structure(name):
             assert message["toolCallId"] in calls and isinstance(message["isError"], bool)
     path = active_path(entries)
     last = usable_assistants(path)[-1]
-    manifest = json.loads((SAMPLES / "manifest.json").read_text())["files"][f"pi/{name}.jsonl"]
+    manifest = json.loads((pi_sample(name).parent.parent / "manifest.json").read_text())["files"][f"pi/{name}.jsonl"]
     assert manifest["context_tokens"] == context_tokens(path)
     assert manifest["last_total_tokens"] == last["usage"]["totalTokens"]
     # usage totals track the growing context: overhead (system prompt, tools) of a few thousand tokens
@@ -311,7 +318,7 @@ def test_malformed_lines_are_exactly_where_the_manifest_says():
     path = pi_sample("malformed")
     _, entries, bad = load(path)
     assert bad == MALFORMED_LINES
-    manifest = json.loads((SAMPLES / "manifest.json").read_text())
+    manifest = json.loads((BROKEN / "manifest.json").read_text())
     assert manifest["files"]["pi/malformed.jsonl"]["malformed_lines"] == MALFORMED_LINES
     lines = path.read_text().split("\n")
     assert isinstance(json.loads(lines[MALFORMED_LINES[1] - 1]), list)

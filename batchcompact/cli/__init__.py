@@ -8,7 +8,6 @@ imported until that command runs.
 from __future__ import annotations
 
 import importlib
-import logging
 import os
 import sys
 
@@ -23,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "plan": ("batchcompact.cli.plan", "plan", "Plan compactions and estimate their cost (dry run)."),
     "run": ("batchcompact.cli.run", "run", "Compact sessions: plan, summarize, write, report."),
     "report": ("batchcompact.cli.report", "report", "Usage and cost across session archives."),
+    "config": ("batchcompact.cli.config_command", "config", "Print the effective settings and where each came from."),
+    "batches": ("batchcompact.cli.batches", "batches", "List provider batches of `run --batch`; cancel one."),
 }
 
 
@@ -36,7 +37,9 @@ class LazyGroup(click.Group):
         module, attr, _ = COMMANDS[name]
         if not _module_exists(module):
             return None
-        return getattr(importlib.import_module(module), attr)
+        from batchcompact.cli.command import adopt
+
+        return adopt(getattr(importlib.import_module(module), attr))
 
     def invoke(self, ctx: click.Context):
         """Our exceptions become click errors here, and only here: message + exit code."""
@@ -72,30 +75,32 @@ def _module_exists(module: str) -> bool:
     return find_spec(module) is not None
 
 
+def _group_options(func):
+    from batchcompact.cli.command import global_options
+
+    for option in reversed(global_options()):
+        func.__click_params__ = [*getattr(func, "__click_params__", []), option]
+    return func
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="batchcompact")
-@click.option("-v", "--verbose", count=True, help="Log each decision to stderr (-vv for debug).")
-@click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr; no progress bars.")
+@_group_options
 @click.pass_context
-def cli(ctx: click.Context, verbose: int, quiet: bool) -> None:
+def cli(ctx: click.Context) -> None:
     """Compact archived LLM coding-agent sessions (pi, Claude Code, Codex) in bulk.
 
-    Exit codes: 0 all ok or skipped, 1 some sessions failed or are invalid, 2 usage error,
-    3 run aborted (authentication, lock held, budget refused).
+    Exit codes: 0 all ok or skipped, 1 some sessions failed or are invalid, 2 usage error (also: no
+    session files found), 3 run aborted (authentication, lock held, budget refused).
 
+    Global options (-q, -v, --config) go before or after the command. Every option can also be set in
+    the config file or as BATCHCOMPACT_<OPTION>; see `batchcompact config` and docs/cli.md.
     Set BATCHCOMPACT_DEBUG=1 to see tracebacks.
     """
+    from batchcompact.cli.command import configure_logging
+
     ctx.ensure_object(dict)
-    ctx.obj["verbose"] = verbose
-    ctx.obj["quiet"] = quiet
-    level = logging.WARNING
-    if quiet:
-        level = logging.ERROR
-    elif verbose == 1:
-        level = logging.INFO
-    elif verbose >= 2:
-        level = logging.DEBUG
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    configure_logging(ctx.obj)
 
 
 def main() -> None:

@@ -6,6 +6,8 @@ import os
 
 import click
 
+from batchcompact.cli.config import PRESETS
+from batchcompact.cli.output import output_options  # noqa: F401  (re-exported: commands import it here)
 from batchcompact.core.planner import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS, CompactionSettings
 
 
@@ -16,6 +18,12 @@ def _default_jobs() -> int:
 def planner_options(func):
     """The settings of the pure planner (pi's compaction settings plus oh-my-pi's thresholds)."""
     options = [
+        click.option("--preset", type=click.Choice(sorted(PRESETS)), default=None,
+                     help="Start from this agent's documented compaction defaults (see docs/cli.md); "
+                          "options, environment and config file still override them."),
+        click.option("--agent-settings/--no-agent-settings", "agent_settings", default=True, show_default=True,
+                     help="Apply pi's own settings.json compaction settings (global and the project's "
+                          ".pi/settings.json under the session's cwd) to pi sessions, for settings not set here."),
         click.option("--keep-recent-tokens", type=click.IntRange(min=1), default=DEFAULT_KEEP_RECENT_TOKENS,
                      show_default=True, help="Tokens of recent history kept verbatim after the cut."),
         click.option("--reserve-tokens", type=click.IntRange(min=0), default=DEFAULT_RESERVE_TOKENS,
@@ -75,22 +83,12 @@ def pop_settings(kwargs: dict) -> CompactionSettings:
         "instructions",
         "prune_tool_outputs",
     )
+    kwargs.pop("preset", None)  # its values already arrived as option defaults
     return build_settings(**{name: kwargs.pop(name) for name in names})
 
 
 def resolve_jobs(jobs: int | None) -> int:
     return jobs if jobs else _default_jobs()
-
-
-def output_options(formats: tuple[str, ...] = ("table", "json", "csv", "parquet")):
-    def decorator(func):
-        func = click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), default=None,
-                            help="Write the result to FILE instead of stdout (parquet needs it).")(func)
-        func = click.option("--format", "fmt", type=click.Choice(formats), default="table", show_default=True,
-                            help="Output format.")(func)
-        return func
-
-    return decorator
 
 
 def branch_options(func):
@@ -100,3 +98,20 @@ def branch_options(func):
     func = click.option("--min-branch-tokens", type=click.IntRange(min=0), default=0, show_default=True,
                         help="Skip abandoned branches smaller than this (estimated tokens).")(func)
     return func
+
+
+def agent_fields(ctx: click.Context, enabled: bool) -> tuple[str, ...]:
+    """The planner settings the agent's own settings may still set: those nobody set on the command line,
+    in the environment, the config file or a preset (precedence: ... > agent settings > defaults)."""
+    if not enabled:
+        return ()
+    from click.core import ParameterSource
+
+    from batchcompact.agent_settings import PI_FIELDS
+
+    fields = []
+    for name in PI_FIELDS:
+        source = ctx.get_parameter_source(name) if name != "enabled" else None
+        if name == "enabled" or source in (ParameterSource.DEFAULT, None):
+            fields.append(name)
+    return tuple(fields)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -29,30 +30,127 @@ def _cell(value: Any) -> str:
 
 
 LEFT_ALIGNED = frozenset({"status", "model", "reason", "format", "source"})
+STATUS_COLORS = {"compact": "yellow", "compacted": "green", "skip": None, "skipped": None, "error": "red",
+                 "failed": "red", "young": "cyan", "known_invalid": "magenta"}
+
+
+def reason_kind(reason: str | None, min_age: str = "") -> str:
+    """A reason without the per-file figures, so skips and failures can be counted by kind."""
+    text = (reason or "no reason given").strip()
+    if "--min-age" in text:
+        return f"modified within --min-age {min_age} (live?)"
+    if text.startswith("known invalid since"):
+        return "known invalid (unchanged since first reported; --strict fails them)"
+    text = re.sub(r"\s*\([^)]*\d[^)]*\)", "", text)  # "(12,345 <= 100,000 tokens)"
+    text = re.sub(r"^\S+:\d+:\s*(error:\s*)?", "", text).strip()  # "path:line: error: ..." -> the problem
+    return re.sub(r"(?<![\w.-])\d[\d,.]*(?![\w-])", "N", text)
+
+
+def middle_ellipsis(text: str, width: int) -> str:
+    """`/home/me/…/project/session.jsonl`: keep both ends of a path, which say the most."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    tail = (width - 1) * 3 // 5
+    head = width - 1 - tail
+    return text[:head] + "…" + text[len(text) - tail:]
 
 
 def short_path(text: str, width: int = 56) -> str:
-    """The tail of a long path, so a table stays readable; the full path is in json/csv/parquet."""
-    return text if len(text) <= width else "…" + text[-(width - 1):]
+    return middle_ellipsis(text, width)
 
 
-def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> str:
-    """A plain aligned text table; `columns` are (key, heading) pairs; path-like columns are shortened."""
+def table_width(out: TextIO | None = None) -> int | None:
+    """Width to fit: the terminal's when writing to one, else $COLUMNS if set, else no limit (pipes, files)."""
+    import os
+    import shutil
+
+    out = out if out is not None else sys.stdout
+    try:
+        tty = out.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if tty:
+        return shutil.get_terminal_size().columns
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else None
+
+
+def _fit(columns: list[tuple[str, str]], widths: list[int], limit: int, path_index: int | None,
+         drop_first: Sequence[str] = ()) -> tuple[list[int], list[int]]:
+    """Column indexes to show and their widths: shrink the path and reason columns, then drop columns
+    (`drop_first` in order, then from the right; the first column, status and reason stay), then shrink
+    the path column further."""
+    keep = list(range(len(columns)))
+    natural = list(widths)
+    widths = list(widths)
+    keys = [key for key, _ in columns]
+
+    def total() -> int:
+        return sum(widths[i] for i in keep) + 2 * (len(keep) - 1)
+
+    def shrink(index: int | None, floor: int) -> None:
+        if index is not None and total() > limit:
+            widths[index] = max(min(floor, widths[index]), widths[index] - (total() - limit))
+
+    reason_index = keys.index("reason") if "reason" in keys else None
+    shrink(path_index, 32)
+    shrink(reason_index, 24)
+    order = [keys.index(k) for k in drop_first if k in keys]
+    order += [i for i in reversed(keep) if i not in order]
+    order = [i for i in order if i != 0 and i not in (path_index, reason_index) and keys[i] != "status"]
+    while total() > limit and order:
+        keep.remove(order.pop(0))
+    shrink(path_index, 12)
+    shrink(reason_index, 12)
+    for index in (reason_index, path_index):  # room freed by dropped columns goes back
+        if index is not None and total() < limit:
+            widths[index] = min(natural[index], widths[index] + limit - total())
+    return keep, widths
+
+
+def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], width: int | None = None,
+                 color: bool = False, drop_first: Sequence[str] = ()) -> str:
+    """An aligned text table that fits `width` (None: no limit). `columns` are (key, heading) pairs;
+    path columns lose their middle first, then columns are dropped from the right."""
+    columns = list(columns)
     cells = [[heading for _, heading in columns]]
-    cells += [
-        [short_path(str(row.get(key))) if "path" in key and row.get(key) else _cell(row.get(key)) for key, _ in columns]
-        for row in rows
-    ]
+    cells += [[str(row.get(key)) if "path" in key and row.get(key) else _cell(row.get(key)) for key, _ in columns]
+              for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    path_index = next((i for i, (key, _) in enumerate(columns) if "path" in key), None)
+    keep = list(range(len(columns)))
+    if width is not None:
+        keep, widths = _fit(columns, widths, width, path_index, drop_first)
     left = [i == 0 or key in LEFT_ALIGNED for i, (key, _) in enumerate(columns)]
+    status_index = next((i for i, (key, _) in enumerate(columns) if key == "status"), None)
     lines = []
     for index, row in enumerate(cells):
-        lines.append(
-            "  ".join(c.ljust(w) if left[i] else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip()
-        )
+        parts = []
+        for i in keep:
+            text = row[i]
+            if len(text) > widths[i]:
+                text = middle_ellipsis(text, widths[i]) if i == path_index else text[: widths[i] - 1] + "…"
+            padded = text.ljust(widths[i]) if left[i] else text.rjust(widths[i])
+            if color and index > 0 and i == status_index and STATUS_COLORS.get(row[i]):
+                padded = click.style(padded, fg=STATUS_COLORS[row[i]])
+            elif color and index == 0:
+                padded = click.style(padded, bold=True)
+            parts.append(padded)
+        lines.append("  ".join(parts).rstrip())
         if index == 0:
-            lines.append("  ".join("-" * w for w in widths))
+            lines.append("  ".join("-" * widths[i] for i in keep))
     return "\n".join(lines)
+
+
+def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], out: TextIO,
+                drop_first: Sequence[str] = ()) -> None:
+    """A table fitted to where it goes, coloured only on a terminal without NO_COLOR."""
+    from batchcompact.cli.config import color_enabled
+
+    out.write(format_table(rows, columns, width=table_width(out), color=color_enabled(out),
+                           drop_first=drop_first) + "\n")
 
 
 @contextmanager
@@ -82,9 +180,109 @@ def write_csv_rows(rows: Iterable[dict[str, Any]], columns: Sequence[str], out: 
     writer.writeheader()
     count = 0
     for row in rows:
-        writer.writerow({k: (";".join(v) if isinstance(v, list) else v) for k, v in row.items()})
+        writer.writerow({k: _csv_cell(v) for k, v in row.items()})
         count += 1
     return count
+
+
+FORMATS = ("table", "json", "jsonl", "csv", "parquet")
+
+
+class FormatChoice(click.Choice):
+    """A --format choice that also accepts old names (e.g. `text` for `table`) without listing them."""
+
+    def __init__(self, choices: Sequence[str], aliases: dict[str, str] | None = None) -> None:
+        super().__init__(list(choices))
+        self.aliases = aliases or {}
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value in self.aliases:
+            if ctx is not None:
+                from batchcompact.cli.command import deprecated
+
+                deprecated(ctx, f"--format {value}", f"--format {self.aliases[value]}")
+            return self.aliases[value]
+        return super().convert(value, param, ctx)
+
+
+def _json_flag(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    if value:
+        from batchcompact.cli.command import deprecated
+
+        deprecated(ctx, "--json", "--format json")
+    return value
+
+
+def output_options(formats: tuple[str, ...] = FORMATS, aliases: dict[str, str] | None = None,
+                   dir_okay: bool = False):
+    """--format and -o/--output FILE (the same on every command), plus the hidden old --json flag."""
+
+    def decorator(func):
+        func = click.option("--json", "json_flag", is_flag=True, hidden=True, callback=_json_flag,
+                            help="Deprecated: use --format json.")(func)
+        func = click.option("--output", "-o", type=click.Path(dir_okay=dir_okay), default=None, metavar="FILE",
+                            help="Write the result to FILE instead of stdout (parquet needs it).")(func)
+        func = click.option("--format", "fmt", type=FormatChoice(formats, aliases), default="table",
+                            show_default=True,
+                            help="table for people; json (one object with a `rows` list), jsonl (one row per "
+                                 "line), csv, parquet.")(func)
+        return func
+
+    return decorator
+
+
+def pick_format(fmt: str, json_flag: bool) -> str:
+    return "json" if json_flag and fmt == "table" else fmt
+
+
+def write_rows(fmt: str, output: str | None, rows: Iterable[dict[str, Any]], columns: Sequence[str] | None = None,
+               summary: Any = None) -> int:
+    """Rows in a machine format. json: `{"rows": [...], **summary()}` (summary called after the rows);
+    jsonl: one row per line; csv: `columns` (or the first row's keys); parquet: to `output`."""
+    require_output(fmt, output)
+    if fmt == "parquet":
+        import polars as pl
+
+        collected = list(rows)
+        frame = pl.DataFrame(collected, infer_schema_length=None) if collected else pl.DataFrame(
+            {c: [] for c in columns or ()})
+        frame.write_parquet(output)
+        return len(collected)
+    with open_output(output) as out:
+        if fmt == "json":
+            out.write('{"rows": ')
+            count = write_json_rows(rows, out)
+            extra = summary() if callable(summary) else (summary or {})
+            for key, value in extra.items():
+                out.write(f", {json.dumps(key)}: {json.dumps(value, ensure_ascii=False, default=str)}\n")
+            out.write("}\n")
+            return count
+        if fmt == "jsonl":
+            count = 0
+            for row in rows:
+                out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+                count += 1
+            return count
+        if fmt == "csv":
+            iterator = iter(rows)
+            first = next(iterator, None)
+            names = list(columns) if columns else list(first or {})
+            if first is None:
+                return write_csv_rows([], names, out)
+            import itertools
+
+            return write_csv_rows(itertools.chain([first], iterator), names, out)
+    raise click.UsageError(f"unknown format {fmt!r}")
+
+
+def _csv_cell(value: Any) -> Any:
+    if isinstance(value, list):
+        if all(isinstance(v, str) for v in value):
+            return ";".join(value)
+        return json.dumps(value, ensure_ascii=False, default=str)
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return value
 
 
 def require_output(fmt: str, output: str | None) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from batchcompact.cli.options import (
+    agent_fields,
     branch_options,
     output_options,
     planner_options,
@@ -16,11 +17,12 @@ from batchcompact.cli.options import (
 )
 from batchcompact.cli.output import (
     echo_err,
-    format_table,
     open_output,
+    pick_format,
+    print_table,
+    reason_kind,
     require_output,
-    write_csv_rows,
-    write_json_rows,
+    write_rows,
 )
 
 TABLE_COLUMNS = (
@@ -39,10 +41,15 @@ TABLE_COLUMNS = (
     ("reason", "reason"),
 )
 
+# What a narrow terminal loses first.
+DROP_FIRST = ("split_turn", "branch_calls", "messages_to_summarize", "calls", "context_window", "prompt_tokens",
+              "first_kept_line", "model", "tokens_before")
+
 
 class Totals:
     def __init__(self) -> None:
         self.status: Counter[str] = Counter()
+        self.skip_reasons: Counter[str] = Counter()
         self.calls = 0
         self.prompt_tokens = 0
         self.tokens_before = 0
@@ -55,6 +62,8 @@ class Totals:
 
     def add(self, row: dict[str, Any]) -> None:
         self.status[row["status"]] += 1
+        if row["status"] == "skip":
+            self.skip_reasons[reason_kind(row.get("reason"), "")] += 1
         if row.get("branch_calls"):
             self.branch_calls += row["branch_calls"]
             if self.branch_cost is not None and row.get("branch_est_cost_usd") is not None:
@@ -73,6 +82,21 @@ class Totals:
             self.cost += row["est_cost_usd"]
             self.batch_cost += row["est_batch_cost_usd"] or 0.0
 
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "sessions": sum(self.status.values()),
+            "by_status": dict(sorted(self.status.items())),
+            "calls": self.calls,
+            "prompt_tokens": self.prompt_tokens,
+            "tokens_before": self.tokens_before,
+            "tokens_after_est": self.tokens_after,
+            "est_cost_usd": self.cost,
+            "est_batch_cost_usd": self.batch_cost,
+            "unpriced_sessions": self.unpriced,
+            "branch_calls": self.branch_calls,
+            "branch_est_cost_usd": self.branch_cost,
+        }
+
     def summary(self) -> str:
         parts = ", ".join(f"{n} {s}" for s, n in sorted(self.status.items()))
         cost = f"${self.cost:.4f} on demand, ${self.batch_cost:.4f} with a batch API"
@@ -83,8 +107,10 @@ class Totals:
             price = "unknown" if self.branch_cost is None else f"${self.branch_cost:.4f}"
             branches = (f"\nabandoned branches: {self.branch_calls} could be summarized with "
                         f"`run --branch-summaries` ({self.branch_calls} calls, {price})")
+        skips = ", ".join(f"{n} {kind}" for kind, n in self.skip_reasons.most_common())
         return (
             f"{sum(self.status.values())} sessions: {parts or 'none'}\n"
+            + (f"  {self.status['skip']} skip: {skips}\n" if skips else "") +
             f"to compact: {self.status['compact']} sessions, {self.tokens_before:,} -> ~{self.tokens_after:,} tokens, "
             f"{self.calls} calls, {self.prompt_tokens:,} prompt tokens\n"
             f"estimated cost: {cost}" + branches
@@ -92,7 +118,7 @@ class Totals:
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True)
+@click.argument("paths", nargs=-1)
 @planner_options
 @click.option("--summary-model", default=None, metavar="MODEL",
               help="Model to price the summaries with (any litellm name). Default: the built-in offline "
@@ -103,8 +129,10 @@ class Totals:
 @click.pass_context
 def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, fmt: str, output: str | None,
          pricing: str | None, jobs: int | None, min_branch_tokens: int = 0, branch_reserve_tokens: int = 16384,
-         **kwargs: Any) -> int:
+         json_flag: bool = False, **kwargs: Any) -> int:
     """Plan compactions of the sessions under PATHS (files, directories, globs) without calling any model.
+
+    Without PATHS, every agent's session folders found on this machine are planned (named on stderr).
 
     One row per session: status `compact`, `skip` (with the reason) or `error` (unreadable; see
     `batchcompact validate`). Exit 0 unless the command line is wrong.
@@ -115,14 +143,19 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
       batchcompact plan sample_sessions --force --keep-recent-tokens 5000 --format json
       batchcompact plan archive/ --summary-model gpt-4o-mini --format parquet -o plan.parquet
     """
+    from batchcompact.discover import cli_paths
     from batchcompact.formats.scan import iter_session_files
     from batchcompact.pipeline.planning import PLAN_COLUMNS, PlanOptions, iter_plan_rows
 
+    fmt = pick_format(fmt, json_flag)
     require_output(fmt, output)
+    paths = cli_paths(paths, "plan")  # no PATHS: every agent's session folders
+    agent_setting = kwargs.pop("agent_settings", True)
+    agent = agent_setting if isinstance(agent_setting, tuple) else agent_fields(ctx, agent_setting)
     settings = pop_settings(kwargs)
     options = PlanOptions(summary_model=summary_model, pricing_file=pricing, min_branch_tokens=min_branch_tokens,
-                          branch_reserve_tokens=branch_reserve_tokens)
-    files = (str(item.path) for item in iter_session_files(paths))
+                          branch_reserve_tokens=branch_reserve_tokens, agent_settings=agent)
+    files = (str(item.path) for item in iter_session_files(paths, require_any=True))
     totals = Totals()
     warned: set[str] = set()
 
@@ -138,18 +171,17 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
         collected = list(rows())
         with open_output(output) as out:
             if collected:
-                out.write(format_table(collected, TABLE_COLUMNS) + "\n\n")
+                print_table(collected, TABLE_COLUMNS, out, DROP_FIRST)
+                out.write("\n")
             out.write(totals.summary() + "\n")
         return 0
     if fmt == "parquet":
         from batchcompact.pipeline.plan_parquet import write_plan_parquet
 
+        require_output(fmt, output)
         write_plan_parquet(rows(), output)
     else:
-        with open_output(output) as out:
-            if fmt == "json":
-                write_json_rows(rows(), out)
-            else:
-                write_csv_rows(rows(), PLAN_COLUMNS, out)
-    echo_err(totals.summary())
+        write_rows(fmt, output, rows(), PLAN_COLUMNS, summary=lambda: {"totals": totals.as_dict()})
+    if not (ctx.find_root().obj or {}).get("quiet"):
+        echo_err(totals.summary())
     return 0

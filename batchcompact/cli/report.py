@@ -8,6 +8,8 @@ from datetime import date, datetime
 
 import click
 
+from batchcompact.cli.config import ExpandedPath
+from batchcompact.cli.output import output_options, pick_format
 from batchcompact.errors import BatchCompactError
 
 SOURCES = ("pi", "claude", "codex", "batchcompact")
@@ -37,20 +39,47 @@ def _check_timezone(ctx, param, value: str) -> str:
 
 
 @click.command("report")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("paths", nargs=-1, type=ExpandedPath(exists=True))
 @click.option(
     "--by",
-    type=click.Choice(["day", "week", "month", "session", "project", "model"]),
+    type=click.Choice(["day", "week", "month", "session", "project", "model", "block"]),
     default="day",
     show_default=True,
-    help="Group rows by this key.",
+    help="Group rows by this key (block: Claude's 5-hour billing windows).",
 )
 @click.option("--breakdown", is_flag=True, help="Split each group per model.")
 @click.option("--since", callback=_parse_date, metavar="DATE", help="First day to include (YYYY-MM-DD).")
 @click.option("--until", callback=_parse_date, metavar="DATE", help="Last day to include (YYYY-MM-DD).")
 @click.option(
+    "--last", type=click.IntRange(min=1), metavar="N",
+    help="Only the last N periods (1 = today/this week/this month), or the N latest sessions, projects, models, blocks.",
+)
+@click.option(
+    "--start-of-week",
+    type=click.Choice(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]),
+    default="monday",
+    show_default=True,
+    help="First day of a week for --by week and --last.",
+)
+@click.option(
+    "--order", type=click.Choice(["asc", "desc"]),
+    help="Sort periods and blocks by time, sessions by last activity, projects and models by cost.",
+)
+@click.option(
     "--source", "sources", multiple=True, type=click.Choice(SOURCES), help="Only these sources (repeatable)."
 )
+@click.option(
+    "--project", "projects", multiple=True, metavar="DIR",
+    help="Only this project: its working directory or that folder's name (repeatable).",
+)
+@click.option(
+    "--session", "sessions", multiple=True, metavar="ID", help="Only this session id or id prefix (repeatable)."
+)
+@click.option(
+    "--token-limit", metavar="N|max",
+    help="--by block: show each block's share of N tokens ('max' = the largest finished block).",
+)
+@click.option("--compact", is_flag=True, help="Narrow table: key, input, output, total, cost (automatic on narrow terminals).")
 @click.option(
     "--timezone",
     default="UTC",
@@ -58,15 +87,7 @@ def _check_timezone(ctx, param, value: str) -> str:
     callback=_check_timezone,
     help="Time zone for days, weeks, months and --since/--until.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json", "csv", "parquet"]),
-    default="table",
-    show_default=True,
-    help="Output format.",
-)
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")
+@output_options()
 @click.option(
     "--pricing",
     "pricing_file",
@@ -96,10 +117,18 @@ def report(
     breakdown,
     since,
     until,
+    last,
+    start_of_week,
+    order,
     sources,
+    projects,
+    sessions,
+    token_limit,
+    compact,
     timezone,
     fmt,
     output,
+    json_flag,
     pricing_file,
     cost_mode,
     cache_dir,
@@ -109,18 +138,26 @@ def report(
 ) -> int:
     """Usage and cost across session archives (pi, Claude Code, Codex, batchcompact runs).
 
-    PATHS are files or folders (walked for *.jsonl, *.jsonl.zst and compactions*.parquet).
-    Tokens: input = non-cached input for every source; cost is USD.
+    PATHS are files or folders (walked for *.jsonl, *.jsonl.zst and compactions*.parquet). Without
+    PATHS, every agent's session folders found on this machine are read (Claude Code, Codex, pi and
+    its descendants; see `batchcompact.discover`), each named on stderr.
+    Tokens: input = non-cached input for every source; cost is USD. Requests with no tokens at all
+    are left out (counted with -v).
 
     \b
     Examples:
+      batchcompact report
+      batchcompact report --by block --token-limit max
+      batchcompact report --by session --last 5 --order desc
       batchcompact report ~/.claude/projects ~/.codex/sessions --by month
       batchcompact report ~/.pi/agent/sessions --by model --since 2026-01-01 --format json
       batchcompact report runs/ --source batchcompact --by session --chart cost.html
     """
+    from batchcompact.discover import paths_or_discovered
     from batchcompact.report import ReportSettings, build_report, collect_usage
-    from batchcompact.report.render import write_report
+    from batchcompact.report.render import COMPACT_WIDTH, table_width, write_report
 
+    fmt = pick_format(fmt, json_flag)
     settings = ReportSettings(
         by=by,
         breakdown=breakdown,
@@ -130,10 +167,22 @@ def report(
         timezone=timezone,
         cost_mode=cost_mode,
         pricing_file=pricing_file,
+        projects=tuple(projects),
+        sessions=tuple(sessions),
+        start_of_week=start_of_week,
+        last=last,
+        order=order,
+        token_limit=token_limit,
     )
+    ctx = click.get_current_context()
+    quiet = bool((ctx.obj or {}).get("quiet"))
+    verbose = int((ctx.obj or {}).get("verbose") or 0)
     try:
         if fmt == "parquet" and not output:
             raise click.UsageError("--format parquet needs --output FILE")
+        if token_limit is not None and token_limit != "max" and not token_limit.isdigit():
+            raise click.BadParameter(f"{token_limit!r}: give a number of tokens or 'max'", param_hint="--token-limit")
+        paths, found = paths_or_discovered(paths, "report", None if quiet else lambda m: click.echo(m, err=True))
         collected = collect_usage(paths, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs)
         try:
             for warning in collected.warnings:
@@ -157,11 +206,28 @@ def report(
                 + " (their computed cost is unknown; marked * in the table; add them with --pricing FILE)",
                 err=True,
             )
-        text = write_report(result, fmt, output)
+        if fmt == "jsonl":
+            from batchcompact.cli.output import write_rows
+            from batchcompact.report.render import report_records
+
+            write_rows(fmt, output, report_records(result))
+            text = None
+        else:
+            if fmt == "table" and not compact and not output and sys.stdout.isatty():
+                import shutil
+
+                width = shutil.get_terminal_size((COMPACT_WIDTH, 24)).columns
+                compact = width < min(COMPACT_WIDTH, table_width(result))
+            text = write_report(
+                result, fmt, output, compact=compact, sources=[s.to_dict() for s in found]
+            )
         if text:
             click.echo(text, nl=False)
-        ctx = click.get_current_context()
-        if not (ctx.obj or {}).get("quiet"):
+        if verbose and result.dropped_zero:
+            click.echo(f"{result.dropped_zero} requests with no tokens left out", err=True)
+        if verbose and collected.rejected:
+            click.echo(f"{collected.rejected} cache parts failed verification and were rebuilt", err=True)
+        if not quiet:
             click.echo(
                 f"{collected.files} files: {collected.extracted} parsed, {collected.cached} from cache",
                 err=True,

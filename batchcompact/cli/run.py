@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
@@ -10,7 +9,9 @@ from typing import Any
 
 import click
 
-from batchcompact.cli.options import branch_options, planner_options, pop_settings, resolve_jobs
+from batchcompact.cli.command import deprecated
+from batchcompact.cli.options import agent_fields, branch_options, planner_options, pop_settings, resolve_jobs
+from batchcompact.cli.output import output_options, pick_format, reason_kind, require_output, write_rows
 from batchcompact.cli.summarize_options import (
     pool_options,
     pool_settings_from,
@@ -30,7 +31,20 @@ def parse_duration(text: str) -> float:
     return value * {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit]
 
 
-def _summary_text(summary: Any, wall: float) -> str:
+def _counted(rows: list[dict[str, Any]], min_age: str) -> str:
+    kinds: dict[str, int] = {}
+    for row in rows:
+        kind = reason_kind(row.get("reason"), min_age)
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+FAILED_STATUSES = ("failed", "changed_during_run", "budget_exhausted")
+
+
+def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = False) -> str:
+    """The run summary for people. Skips and failures are counted by reason; failed files are listed
+    with their reason (file and line). Quiet: only what needs attention (nothing on a clean run)."""
     rows = summary.rows
     by = summary.by_status
     before = sum(r["tokens_before"] or 0 for r in rows if r["status"] == "compacted")
@@ -42,28 +56,44 @@ def _summary_text(summary: Any, wall: float) -> str:
         cost_text = "cost unpriced (the model has no known price)"
     else:
         cost_text = f"cost ${cost:.4f}" + (f" (+{unpriced} unpriced)" if unpriced else "")
-    lines = [
-        f"run {summary.run_id}: {len(rows)} sessions: "
-        + (", ".join(f"{n} {s}" for s, n in sorted(by.items())) or "none"),
-        f"tokens (compacted sessions): {before:,} -> ~{after:,}",
-        f"summary calls: {calls}, {cost_text}",
-        f"wall time: {wall:.1f}s",
-    ]
-    if summary.report_path:
-        lines.append(f"report: {summary.report_path}")
-    failed = [r for r in rows if r["status"] in ("failed", "changed_during_run", "budget_exhausted")]
+    failed = [r for r in rows if r["status"] in FAILED_STATUSES]
+    lines = []
+    if not quiet:
+        lines.append(f"run {summary.run_id}: {len(rows)} sessions: "
+                     + (", ".join(f"{n} {s}" for s, n in sorted(by.items())) or "none"))
+        skipped = [r for r in rows if r["status"] == "skipped"]
+        if skipped:
+            lines.append(f"  {len(skipped)} skipped: {_counted(skipped, min_age)}")
+        known = by.get("known_invalid", 0)
+        if known:
+            lines.append(f"  {known} known invalid: reported by an earlier run and unchanged since "
+                         "(not a failure; --strict makes it one; `batchcompact validate` shows the problems)")
+        lines += [
+            f"tokens (compacted sessions): {before:,} -> ~{after:,}",
+            f"summary calls: {calls}, {cost_text}",
+            f"wall time: {wall:.1f}s",
+        ]
+        if summary.report_path:
+            lines.append(f"report: {summary.report_path}")
+    if failed:
+        if quiet:
+            lines.append(f"run {summary.run_id}: {len(failed)} of {len(rows)} sessions failed; "
+                         f"report: {summary.report_path}")
+        lines.append(f"  {len(failed)} failed: {_counted(failed, min_age)}")
     for row in failed[:20]:
         lines.append(f"  {row['status']}: {row['input_path']}: {row['reason']}")
     if len(failed) > 20:
         lines.append(f"  ... and {len(failed) - 20} more (see the report)")
+    if not quiet:
+        lines.extend(getattr(summary, "notes", None) or [])
     if summary.aborted:
         lines.append(f"run aborted: {summary.aborted}")
     return "\n".join(lines)
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True)
-@click.option("--output-dir", "-o", type=click.Path(file_okay=False), default=None,
+@click.argument("paths", nargs=-1)
+@click.option("--output-dir", type=click.Path(file_okay=False), default=None,
               help="Write compacted sessions here, mirroring each input's path under its argument.")
 @click.option("--in-place", is_flag=True, help="Replace originals (atomically, after verification).")
 @click.option("--no-backup", is_flag=True, help="With --in-place: do not keep NAME.jsonl.bak.")
@@ -78,9 +108,18 @@ def _summary_text(summary: Any, wall: float) -> str:
               help="Refuse to start above this estimate; stop launching calls once spend reaches it.")
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="Compact at most N sessions.")
 @click.option("--dry-run", is_flag=True, help="Plan only (same as `batchcompact plan`).")
-@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@click.option("--strict", is_flag=True,
+              help="Fail (exit 1) on invalid files every time, not only the first time a run sees them.")
+@output_options(dir_okay=True)  # a folder here is the old `run -o DIR`
 @click.option("--branch-summaries", is_flag=True,
               help="Also summarize abandoned branches of pi sessions (a branch_summary entry on the active path).")
+@click.option("--batch", "use_batch", is_flag=True,
+              help="Buy summaries through the provider's batch API at batch prices (OpenAI, Azure, Anthropic): "
+              "submit and return; rerun with the same arguments to collect and write.")
+@click.option("--wait", "wait", is_flag=True,
+              help="With --batch: poll until every batch has ended (backoff, progress bar), then collect and write.")
+@click.option("--batch-attempts", type=click.IntRange(min=1), default=3, show_default=True,
+              help="With --batch: submissions per request (expired, errored or cancelled ones are resubmitted).")
 @branch_options
 @planner_options
 @summarizer_options
@@ -88,37 +127,68 @@ def _summary_text(summary: Any, wall: float) -> str:
 @click.pass_context
 def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_place: bool, no_backup: bool,
         copy_unchanged: bool, min_age: str, state: str | None, report_dir: str | None, max_cost: float | None,
-        limit: int | None, dry_run: bool, as_json: bool, pricing: str | None, jobs: int | None, model: str,
+        limit: int | None, dry_run: bool, strict: bool, fmt: str, output: str | None, json_flag: bool,
+        pricing: str | None, jobs: int | None, model: str,
         api_base: str | None, api_key: str | None, timeout: float, summarizer: str | None, check: bool,
         no_redact: bool,
         concurrency: int, rpm: float | None, tpm: float | None, max_attempts: int, branch_summaries: bool,
-        min_branch_tokens: int, branch_reserve_tokens: int, **kwargs: Any) -> int:
-    """Compact the sessions under PATHS: plan, summarize, write, verify, report.
+        min_branch_tokens: int, branch_reserve_tokens: int, use_batch: bool = False, wait: bool = False,
+        batch_attempts: int = 3, **kwargs: Any) -> int:
+    """Compact the sessions under PATHS: plan, summarize, write, verify, report. Without PATHS, every
+    agent's session folders found on this machine (named on stderr).
 
     Without --model the built-in offline summarizer writes the summaries (no network, no key, cost 0).
     Originals are never modified unless --in-place. Reruns skip finished sessions and never pay twice
     for a summary. Exit codes: 0 all compacted or skipped (also files a live agent changed during the
-    run, and a run stopped with Ctrl-C), 1 some sessions failed, 2 usage error (also an unknown --model),
-    3 run aborted (authentication or a missing key, a failed --check, lock held, budget refused). Progress bars appear only when stderr is a terminal.
+    run, a run stopped with Ctrl-C, and invalid files an earlier run already reported, unchanged since,
+    unless --strict), 1 some sessions failed (or a file is invalid for the first time), 2 usage error
+    (also: no session files found, an unknown --model), 3 run aborted (authentication or a missing key,
+    a failed --check, lock held, budget refused).
+    Progress bars appear only when stderr is a terminal; -q prints nothing unless something failed.
+    --format/-o print the per-session rows (the same as the Parquet report) instead of the summary.
 
     \b
     Examples:
       batchcompact run sample_sessions --output-dir out --min-age 0
-      batchcompact run ~/.pi/agent/sessions -o compacted --model openai/gpt-4o-mini --max-cost 5
+      batchcompact run ~/.pi/agent/sessions --output-dir compacted --model openai/gpt-4o-mini --max-cost 5
       batchcompact run archive/ --in-place --model anthropic/claude-haiku-4-5 --concurrency 16 --rpm 500
+      batchcompact run archive/ --output-dir compacted --model openai/gpt-4o-mini --batch   # nightly, from cron
     """
     import time
 
+    from batchcompact.discover import cli_paths
     from batchcompact.pipeline.run import RunOptions, run_archive
 
+    paths = tuple(cli_paths(paths, "run"))  # no PATHS: every agent's session folders
+    if output and not output_dir and not in_place and not dry_run and (
+            fmt == "table" or json_flag or Path(output).is_dir()):
+        # The old `run -o DIR` meant the output folder; -o is now the results file on every command.
+        deprecated(ctx, "run -o DIR", "--output-dir DIR (-o/--output is now the results FILE)")
+        output_dir, output = output, None
+    fmt = pick_format(fmt, json_flag)
+    require_output(fmt, output)
     if dry_run:
         from batchcompact.cli.plan import plan as plan_command
 
+        # which settings pi's files may still set is known here, where the command line was parsed
+        kwargs["agent_settings"] = agent_fields(ctx, kwargs.get("agent_settings", True))
         return ctx.invoke(plan_command, paths=paths, summary_model=None if model == "builtin" else model,
-                          fmt="table", output=None, pricing=pricing, jobs=jobs, min_branch_tokens=min_branch_tokens,
+                          fmt=fmt, output=output, json_flag=False, pricing=pricing, jobs=jobs, min_branch_tokens=min_branch_tokens,
                           branch_reserve_tokens=branch_reserve_tokens, **kwargs)
     if in_place == bool(output_dir):
         raise click.UsageError("choose where to write: --output-dir DIR, or --in-place")
+    if wait and not use_batch:
+        raise click.UsageError("--wait only applies to --batch")
+    batch_options = None
+    if use_batch:
+        if summarizer:
+            raise click.UsageError("--batch buys from a provider's batch API; it cannot use --summarizer")
+        from batchcompact.pipeline.batch import BatchOptions
+        from batchcompact.summarize.batch_api import resolve_target
+
+        resolve_target(model, api_base, api_key)  # refuse an unknown model or a missing key before planning
+        batch_options = BatchOptions(api_base=api_base, api_key=api_key, max_attempts=batch_attempts)
+    agent = agent_fields(ctx, kwargs.pop("agent_settings", True))
     settings = pop_settings(kwargs)
     quiet = (ctx.find_root().obj or {}).get("quiet", False)
     # before any file is read: an unknown model, a missing key (or a failed --check) costs nothing
@@ -147,23 +217,45 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         branch_summaries=branch_summaries,
         min_branch_tokens=min_branch_tokens,
         branch_reserve_tokens=branch_reserve_tokens,
+        strict=strict,
+        agent_settings=agent,
+        batch=batch_options,
     )
     started = time.monotonic()
     summary = run_archive(paths, settings, options, summarizer_obj, pool)
+    if wait:
+        from batchcompact.pipeline.batch import wait_for_batches
+
+        # Each round waits for the open batches, then reruns: collect, write, resubmit what failed.
+        for _ in range(batch_attempts):
+            if summary.aborted or not summary.by_status.get("batch_pending"):
+                break
+            if not quiet:
+                click.echo(summary_text(summary, time.monotonic() - started, min_age), err=True)
+            wait_for_batches(options.resolved_state_path(), api_key=api_key, progress=options.progress)
+            summary = run_archive(paths, settings, options, summarizer_obj, pool)
     wall = time.monotonic() - started
-    if as_json:
-        click.echo(json.dumps({
-            "run_id": summary.run_id,
-            "by_status": summary.by_status,
-            "report": str(summary.report_path) if summary.report_path else None,
-            "aborted": summary.aborted,
-            "exit_code": summary.exit_code,
-            # null when a summary model had no price: unknown, not free
-            "cost_usd": None if any(r.get("unpriced") for r in summary.rows)
-            else sum(r["cost_usd"] or 0.0 for r in summary.rows),
-            "unpriced_sessions": sum(1 for r in summary.rows if r.get("unpriced")),
-            "sessions": summary.rows,
-        }, default=str, indent=1))
-    else:
-        click.echo(_summary_text(summary, wall))
+    if fmt == "table":
+        text = summary_text(summary, wall, min_age, quiet=quiet)
+        if text:
+            if output:
+                with open(output, "w", encoding="utf-8") as handle:
+                    handle.write(text + "\n")
+            else:
+                click.echo(text, err=quiet)
+        return summary.exit_code
+    write_rows(fmt, output, summary.rows, summary=lambda: {
+        "run_id": summary.run_id,
+        "by_status": summary.by_status,
+        "report": str(summary.report_path) if summary.report_path else None,
+        "aborted": summary.aborted,
+        "notes": summary.notes,
+        "exit_code": summary.exit_code,
+        # null when a summary model had no price: unknown, not free
+        "cost_usd": None if any(r.get("unpriced") for r in summary.rows)
+        else sum(r["cost_usd"] or 0.0 for r in summary.rows),
+        "unpriced_sessions": sum(1 for r in summary.rows if r.get("unpriced")),
+    })
+    if not quiet:
+        click.echo(summary_text(summary, wall, min_age), err=True)
     return summary.exit_code

@@ -7,6 +7,9 @@ from typing import Any
 
 import click
 
+from batchcompact.cli.config import ExpandedPath
+from batchcompact.cli.output import output_options, pick_format
+
 
 def _render_block(block: Any) -> str:
     if not isinstance(block, dict):
@@ -32,10 +35,10 @@ def render_message(message: dict[str, Any]) -> str:
 
 
 @click.command()
-@click.argument("session_path", metavar="SESSION", type=click.Path(exists=True, dir_okay=False))
+@click.argument("session_path", metavar="SESSION", type=ExpandedPath(exists=True, dir_okay=False))
 @click.option("--context", "with_context", is_flag=True, help="Print the rebuilt LLM context, message by message.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def show(session_path: str, with_context: bool, fmt: str) -> int:
+@output_options(formats=("table", "json", "jsonl"), aliases={"text": "table"})
+def show(session_path: str, with_context: bool, fmt: str, output: str | None, json_flag: bool) -> int:
     """Show one session: header, entry counts, tree and branches, compactions, context size, problems.
 
     \b
@@ -49,9 +52,21 @@ def show(session_path: str, with_context: bool, fmt: str) -> int:
 
     session = read_session(session_path)
     info = describe_session(session, with_context=with_context)
-    if fmt == "json":
-        click.echo(json.dumps(info, ensure_ascii=False, indent=2, default=str))
+    fmt = pick_format(fmt, json_flag)
+    if fmt != "table":
+        from batchcompact.cli.output import write_rows
+
+        write_rows(fmt, output, [info])
         return 0 if session.compactable else 1
+    if output:
+        import contextlib
+
+        with open(output, "w", encoding="utf-8") as handle, contextlib.redirect_stdout(handle):
+            return _print_text(session, info, with_context)
+    return _print_text(session, info, with_context)
+
+
+def _print_text(session: Any, info: dict[str, Any], with_context: bool) -> int:
     header = session.header or {}
     click.echo(f"{info['path']}  ({info['format']}, version {info['version']})")
     click.echo(f"session {info['session_id']}  cwd {header.get('cwd', '-')}")

@@ -2,58 +2,74 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from batchcompact.cli.options import resolve_jobs
+from batchcompact.cli.output import output_options, pick_format, require_output, write_rows
 from batchcompact.core.entries import Problem
+
+COLUMNS = ("path", "format", "session_id", "entries", "valid", "errors", "warnings", "problems")
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.argument("paths", nargs=-1)
+@output_options(aliases={"text": "table"})
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Processes [default: number of cores].")
 @click.option("--errors-only", is_flag=True, help="Do not print warnings.")
-def validate(paths: tuple[str, ...], fmt: str, jobs: int | None, errors_only: bool) -> int:
-    """Check session files under PATHS (files, directories, globs) for problems.
+@click.pass_context
+def validate(ctx: click.Context, paths: tuple[str, ...], fmt: str, output: str | None, json_flag: bool,
+             jobs: int | None, errors_only: bool) -> int:
+    """Check session files under PATHS (files, directories, globs) for problems; without PATHS, every
+    agent's session folders found on this machine (named on stderr).
 
     Prints `path:line: severity: message` for each problem, then a summary. Errors (invalid JSON, torn
     last line, missing header, duplicate ids, dangling or cyclic parentIds, schema violations, ...) make
     a file invalid, and `run` will not rewrite it; warnings (unknown entry types) do not.
-    Exit 0 when every file is valid, 1 otherwise.
+    Exit 0 when every file is valid, 1 otherwise, 2 when PATHS hold no session file.
+    --format json/jsonl/csv/parquet give one row per file with its problems.
 
     \b
     Examples:
       batchcompact validate ~/.pi/agent/sessions
-      batchcompact validate 'archive/**/*.jsonl' --format json
+      batchcompact validate examples/broken
+      batchcompact validate '~/archive/**/*.jsonl' --format json
     """
+    from batchcompact.discover import cli_paths
     from batchcompact.formats.scan import iter_session_files
     from batchcompact.pipeline.parallel import map_bounded
     from batchcompact.pipeline.validation import validate_file
 
-    files = (str(item.path) for item in iter_session_files(paths))
+    paths = cli_paths(paths, "validate")  # no PATHS: every agent's session folders
+    fmt = pick_format(fmt, json_flag)
+    require_output(fmt, output)
+    files = (str(item.path) for item in iter_session_files(paths, require_any=True))
     results = map_bounded(validate_file, files, resolve_jobs(jobs))
-    total = invalid = errors = warnings = 0
-    if fmt == "json":
-        rows = []
+    counts = {"files": 0, "valid": 0, "invalid": 0, "errors": 0, "warnings": 0}
+
+    def counted():
         for row in results:
-            rows.append(row)
-            total += 1
-            invalid += not row["valid"]
-        click.echo(json.dumps(rows, ensure_ascii=False, indent=1))
-        return 0 if invalid == 0 else 1
-    for row in results:
-        total += 1
-        invalid += not row["valid"]
-        errors += row["errors"]
-        warnings += row["warnings"]
-        for problem in row["problems"]:
-            if errors_only and problem["severity"] != "error":
-                continue
-            click.echo(str(Problem(**problem)))
-    click.echo(
-        f"{total} files checked: {total - invalid} valid, {invalid} invalid ({errors} errors, {warnings} warnings)",
-        err=True,
-    )
-    return 0 if invalid == 0 else 1
+            counts["files"] += 1
+            counts["valid" if row["valid"] else "invalid"] += 1
+            counts["errors"] += row["errors"]
+            counts["warnings"] += row["warnings"]
+            yield row
+
+    quiet = (ctx.find_root().obj or {}).get("quiet", False)
+    if fmt != "table":
+        write_rows(fmt, output, counted(), COLUMNS, summary=lambda: {"totals": counts})
+    else:
+        from batchcompact.cli.output import open_output
+
+        with open_output(output) as out:
+            for row in counted():
+                for problem in row["problems"]:
+                    if errors_only and problem["severity"] != "error":
+                        continue
+                    out.write(str(Problem(**problem)) + "\n")
+    if not quiet:
+        click.echo(
+            f"{counts['files']} files checked: {counts['valid']} valid, {counts['invalid']} invalid "
+            f"({counts['errors']} errors, {counts['warnings']} warnings)",
+            err=True,
+        )
+    return 0 if counts["invalid"] == 0 else 1

@@ -1,7 +1,11 @@
 """Streaming JSONL reading that keeps line numbers and reports every malformed line.
 
-A line is parsed with one `json.loads` on its bytes (which also validates UTF-8); the loop adds only a
-few checks per line, so reading stays close to the speed of bare JSON parsing.
+A line is parsed with one `orjson.loads` on its bytes (which also validates UTF-8); the loop adds only a
+few checks per line, so reading stays close to the speed of the fastest JSON parser. Where orjson refuses
+a line that the standard library accepts (NaN, Infinity, lone surrogate escapes), the line is parsed
+again with `json.loads`: what is accepted, and every error message, is exactly the standard library's.
+One difference remains: orjson reads an integer beyond 64 bits as a float (no transcript field holds
+one; the bytes of every original line are copied, never re-serialized).
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from batchcompact.core.entries import ERROR, WARNING, Problem
 
@@ -31,25 +37,37 @@ def _describe_json_error(exc: Exception, text: bytes) -> str:
     return f"invalid JSON: {exc}"
 
 
+def loads_line(raw: bytes) -> Any:
+    """One JSON line with the standard library's semantics, at orjson's speed when orjson agrees."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw.decode())  # accepts what json accepts; raises json's error otherwise
+
+
 def iter_json_lines(path: str | Path, problems: list[Problem]) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for every line that is a JSON object; append a Problem for the rest.
 
     Blank lines are skipped silently (pi's parser does the same). Only the last line can lack a newline:
     if it does not parse it is reported as a torn line (typical of a file still being written); if it
-    parses it is kept with a warning. The loop is the hot path of every reader: one decode and one
-    `json.loads` per line, everything else only on the rare bad line.
+    parses it is kept with a warning. The loop is the hot path of every reader: one `orjson.loads` per
+    line, everything else only on the rare line orjson refuses.
     """
     name = str(path)
-    loads = json.loads
+    fast = orjson.loads
+    fast_error = orjson.JSONDecodeError
     lineno = 0
     with open(path, "rb") as handle:
         for raw in handle:
             lineno += 1
             try:
-                obj = loads(raw.decode())
-            except (ValueError, RecursionError) as exc:
-                _report(name, lineno, raw, exc, problems)
-                continue
+                obj = fast(raw)
+            except fast_error:
+                try:
+                    obj = json.loads(raw.decode())
+                except (ValueError, RecursionError) as exc:
+                    _report(name, lineno, raw, exc, problems)
+                    continue
             if type(obj) is not dict:
                 problems.append(Problem(name, lineno, ERROR, f"line is a JSON {type(obj).__name__}, not an object"))
                 continue

@@ -41,19 +41,22 @@ def _walk(root: Path) -> Iterator[Path]:
                 yield Path(folder) / name
 
 
-def iter_session_files(paths: Iterable[str | Path]) -> Iterator[ScanItem]:
+def iter_session_files(paths: Iterable[str | Path], require_any: bool = False) -> Iterator[ScanItem]:
     """Every session file under `paths`, each once, in a stable order.
 
     A file argument is taken whatever its name; directories are walked for `*.jsonl` (and `.jsonl.zst`);
-    an argument with `*`, `?` or `[` is a glob (`**` recurses). A path that does not exist is a usage error.
+    an argument with `*`, `?` or `[` is a glob (`**` recurses). `~` and $VARIABLES are expanded (a quoted
+    argument reaches us unexpanded). A path that does not exist is a usage error, and so are arguments that
+    hold no session file at all when `require_any` (the commands' "no session files found under PATH").
     """
     seen: set[Path] = set()
+    paths = list(paths)
     for arg in paths:
-        text = str(arg)
+        text = os.path.expanduser(os.path.expandvars(str(arg)))
         if any(ch in text for ch in "*?[") and not Path(text).exists():
             matches = sorted(glob.glob(text, recursive=True))
             if not matches:
-                raise UsageError(f"no file matches {text!r}")
+                raise UsageError(f"no session files found under {text!r} (no file matches)")
             base = Path(_glob_base(text))
             candidates = []
             for match in matches:
@@ -73,6 +76,8 @@ def iter_session_files(paths: Iterable[str | Path]) -> Iterator[ScanItem]:
                 continue
             seen.add(key)
             yield ScanItem(path, root)
+    if require_any and not seen:
+        raise UsageError("no session files found under " + ", ".join(str(p) for p in paths))
 
 
 def _glob_base(pattern: str) -> str:

@@ -7,6 +7,7 @@ input order, so memory does not grow with the number of sessions.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -65,6 +66,9 @@ class PlanOptions:
     pricing_file: str | None = None
     branch_reserve_tokens: int = 16384
     min_branch_tokens: int = 0
+    # Settings still at their defaults, which pi's own settings.json may set for pi sessions
+    # (batchcompact.agent_settings); empty: the agent's settings are not read.
+    agent_settings: tuple[str, ...] = ()
 
     def branch_settings(self, settings: CompactionSettings):
         from batchcompact.core.branches import BranchSettings
@@ -100,14 +104,16 @@ def resolve_context_window(session: Session, model: str | None, provider: str | 
 
 
 def count_call_tokens(calls: list[SummaryCall], summary_model: str | None) -> list[SummaryCall]:
-    """Fill each call's exact prompt token count (system + user prompt) for the summary model."""
-    from batchcompact.tokenizer import count_tokens
+    """Fill each call's exact prompt token count (system + user prompt) for the summary model.
+
+    Counts of long prompts are remembered across runs (`token_cache.py`): replanning the same bytes
+    with the same settings builds the same prompts, so a rerun or a `run` after `plan` counts nothing.
+    """
+    from batchcompact.token_cache import count_prompt_tokens
 
     encoding_model = None if summary_model in (None, BUILTIN) else summary_model
     return [
-        dataclasses.replace(
-            call, prompt_tokens=count_tokens(call.system_prompt, encoding_model) + count_tokens(call.user_prompt, encoding_model)
-        )
+        dataclasses.replace(call, prompt_tokens=count_prompt_tokens(call.system_prompt, call.user_prompt, encoding_model))
         for call in calls
     ]
 
@@ -162,6 +168,11 @@ def plan_session(
         where = f"line {first.line}: " if first.line is not None else ""
         row.update(status="error", reason=f"{where}{first.message}{more}")
         return None, row
+    if session.format == "pi" and options.agent_settings:
+        settings, disabled = _with_pi_settings(session, settings, options.agent_settings)
+        if disabled:
+            row.update(status="skip", reason=disabled)
+            return Skip(disabled, None, settings.context_window, None), row
     from batchcompact.core.planner import session_model
 
     path = session.path_entries()
@@ -204,6 +215,18 @@ def plan_session(
         prune_tokens=sum(a.tokens for a in plan.prune),
     )
     return plan, row
+
+
+def _with_pi_settings(session: Session, settings: CompactionSettings,
+                      fields: tuple[str, ...]) -> tuple[CompactionSettings, str | None]:
+    """pi's own compaction settings (global, then the project's under the session's cwd) for the settings
+    nobody set; returns the settings and, when pi's settings disable compaction, the skip reason."""
+    from batchcompact.agent_settings import pi_overrides
+
+    values, files = pi_overrides((session.header or {}).get("cwd"), fields)
+    if values.pop("enabled", True) is False and not settings.force:
+        return settings, f"compaction disabled in pi settings ({files[-1]}; --force compacts anyway)"
+    return (dataclasses.replace(settings, **values) if values else settings), None
 
 
 def plan_branches(session: Session, settings: CompactionSettings, options: PlanOptions, window: int | None):
@@ -270,7 +293,15 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
 def iter_plan_rows(
     paths: Iterable[str], settings: CompactionSettings, options: PlanOptions, jobs: int = 1
 ) -> Iterator[dict[str, Any]]:
-    """Plan rows in input order, planned by `jobs` processes with bounded work in flight."""
+    """Plan rows in input order, planned by `jobs` processes with bounded work in flight.
+
+    A single file is planned in this process: starting workers would cost more than it saves.
+    """
+    paths = iter(paths)
+    head = list(itertools.islice(paths, 2))
+    paths = itertools.chain(head, paths)
+    if len(head) < 2:
+        jobs = 1
     if jobs > 1:
         # Load the tokenizer once here: forked workers share it instead of each loading it (~0.4 s).
         from batchcompact.tokenizer import warm_up

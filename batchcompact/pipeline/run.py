@@ -25,12 +25,12 @@ from typing import Any
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
 from batchcompact.errors import RunAborted, UsageError, VerificationError
 from batchcompact.formats.scan import ScanItem, iter_session_files
+from batchcompact.pipeline.buying import BATCH_PENDING, make_buyer
 from batchcompact.pipeline.outcome import OutcomeWriter, now_utc
 from batchcompact.pipeline.parallel import map_bounded
 from batchcompact.pipeline.planning import PlanOptions, plan_session, read_session
 from batchcompact.pipeline.runreport import empty_row, write_compactions
 from batchcompact.pipeline.state import Fingerprint, RunState, fingerprint_file, settings_hash
-from batchcompact.pipeline.summary_cache import CachingSummarizer
 from batchcompact.pipeline.writer import ChangedDuringRun
 from batchcompact.summarize.redact import merge_counts
 
@@ -41,6 +41,8 @@ SKIPPED = "skipped"
 FAILED = "failed"
 BUDGET_EXHAUSTED = "budget_exhausted"
 CHANGED = "changed_during_run"
+# An invalid file already reported by an earlier run, unchanged since: not a failure unless --strict.
+KNOWN_INVALID = "known_invalid"
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,9 @@ class RunOptions:
     branch_summaries: bool = False  # also summarize abandoned branches (pi sessions)
     min_branch_tokens: int = 0
     branch_reserve_tokens: int = 16384
+    strict: bool = False  # a known invalid file fails the run again
+    agent_settings: tuple[str, ...] = ()  # settings pi's settings.json may set for pi sessions (PlanOptions)
+    batch: Any = None  # BatchOptions: buy summaries through a provider batch API (pipeline/batch.py)
 
     def resolved_state_path(self) -> Path:
         if self.state_path is not None:
@@ -91,6 +96,7 @@ class RunSummary:
     ended_at: datetime
     aborted: str | None = None
     by_status: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what the summary buyer has to say (batches submitted)
 
     @property
     def exit_code(self) -> int:
@@ -188,6 +194,7 @@ class Runner:
             pricing_file=options.pricing_file,
             min_branch_tokens=options.min_branch_tokens,
             branch_reserve_tokens=options.branch_reserve_tokens,
+            agent_settings=options.agent_settings,
         )
         self.settings_key = settings_hash(
             {
@@ -244,7 +251,7 @@ class Runner:
         log.info("%s: %s%s", row["input_path"], status, f" ({row['reason']})" if row.get("reason") else "")
 
     def run(self, paths: Iterable[str]) -> RunSummary:
-        items = self._check_targets(list(iter_session_files(paths)))
+        items = self._check_targets(list(iter_session_files(paths, require_any=True)))
         with RunState(self.options.resolved_state_path()) as state:
             try:
                 to_compact = self._plan_all(items, state)
@@ -258,12 +265,13 @@ class Runner:
         by_status: dict[str, int] = {}
         for row in self.rows:
             by_status[row["status"]] = by_status.get(row["status"], 0) + 1
-        return RunSummary(self.run_id, self.rows, report_path, self.started, now_utc(), aborted, by_status)
+        notes = list(self._buyer.notes) if self._buyer is not None else []
+        return RunSummary(self.run_id, self.rows, report_path, self.started, now_utc(), aborted, by_status, notes)
 
     def _check_targets(self, items: list[ScanItem]) -> list[ScanItem]:
         """Refuse an --output-dir that would overwrite an original; leave out our own earlier outputs.
 
-        With `-o` inside the inputs (`run sessions -o sessions/compacted`) a rerun finds the outputs of
+        With `--output-dir` inside the inputs (`run sessions --output-dir sessions/compacted`) a rerun finds the outputs of
         earlier runs: they are not inputs.
         """
         if self.options.in_place or self.options.output_dir is None:
@@ -291,13 +299,15 @@ class Runner:
                 bar.update(1)
             plan_row = record["plan_row"]
             row = _row_from_plan(plan_row, item, self.run_id, self.started)
+            if self.options.batch is not None:  # estimated at the price it will be bought at
+                row["est_cost_usd"] = plan_row.get("est_batch_cost_usd")
             status = record["status"]
             fingerprint = record.get("fingerprint")
             if status == "young":
                 self.finish(row, SKIPPED, record["reason"])
                 continue
             if status == "error":
-                self.finish(row, FAILED, record["reason"])
+                self._invalid(row, record, item, state)
                 continue
             done = state.finished(_state_key(item), fingerprint, self.settings_key)
             if done is not None:
@@ -314,7 +324,7 @@ class Runner:
             if self.options.limit is not None and len(to_compact) >= self.options.limit:
                 self.finish(row, SKIPPED, f"--limit {self.options.limit} reached")
                 continue
-            est_total += plan_row.get("est_cost_usd") or 0.0
+            est_total += plan_row.get(self._estimate_field) or 0.0
             if wants_branches:
                 est_total += plan_row.get("branch_est_cost_usd") or 0.0
             self._prompt_tokens[str(item.path)] = record.get("prompt_tokens")
@@ -322,6 +332,22 @@ class Runner:
         if self.options.max_cost_usd is not None:
             self._check_budget(to_compact, est_total)
         return to_compact
+
+    def _invalid(self, row: dict[str, Any], record: dict[str, Any], item: ScanItem, state: RunState) -> None:
+        """Report an invalid file with file and line the first time; afterwards, while its bytes stay the
+        same, as known invalid (exit 0 unless --strict), so a nightly run is not failed by it forever."""
+        fingerprint = record.get("fingerprint")
+        if fingerprint is None or not record.get("plan_row"):  # unreadable, or our own bug: always a failure
+            self.finish(row, FAILED, record["reason"])
+            return
+        since = state.known_invalid(_state_key(item), fingerprint)
+        if since is None:
+            state.record_invalid(_state_key(item), fingerprint, self.run_id, record["reason"])
+            self.finish(row, FAILED, record["reason"])
+        elif self.options.strict:
+            self.finish(row, FAILED, f"known invalid since {since}: {record['reason']}")
+        else:
+            self.finish(row, KNOWN_INVALID, f"known invalid since {since}: {record['reason']}")
 
     def _check_budget(self, to_compact: list[tuple[ScanItem, Fingerprint, dict]], est_total: float) -> None:
         """Refuse to start above --max-cost, or when the model's price is unknown (spend could not be counted)."""
@@ -352,9 +378,8 @@ class Runner:
     def _summarize_all(self, to_compact: list[tuple[ScanItem, Fingerprint, dict]], state: RunState) -> str | None:
         if not to_compact:
             return None
-        from batchcompact.summarize.pool import run_jobs
-
-        caching = self._caching = CachingSummarizer(self.summarizer, state, self.options.summary_model)
+        buyer = self._buyer = make_buyer(self.options, self.summarizer, state, self.pool_settings, self.run_id,
+                                         clock=self.clock, sleep=self.sleep)
         self._bar("summarize", len(to_compact), "compacting")
         stop = asyncio.Event()
         spent = {"cost": 0.0}
@@ -367,7 +392,7 @@ class Runner:
                 if pending is None:
                     continue
                 self.pending[str(item.path)] = pending
-                yield SummaryJob(str(item.path), pending.calls)
+                yield SummaryJob(str(item.path), pending.calls, str(pending.fingerprint))
 
         async def on_outcome(outcome) -> None:
             pending = self.pending.pop(outcome.key, None)
@@ -385,8 +410,7 @@ class Runner:
             except (NotImplementedError, RuntimeError):  # not the main thread (tests)
                 pass
             try:
-                return await run_jobs(jobs(), caching, self.pool_settings, on_outcome=on_outcome,
-                                      clock=self.clock, sleep=self.sleep, stop_event=stop)
+                return await buyer.buy(jobs(), on_outcome, stop)
             finally:
                 try:
                     loop.remove_signal_handler(signal.SIGINT)
@@ -398,7 +422,12 @@ class Runner:
         return self._abort_reason
 
     _abort_reason: str | None = None
-    _caching: CachingSummarizer | None = None
+    _buyer: Any = None  # how summaries are bought: on demand (the pool) or a provider batch API
+
+    @property
+    def _estimate_field(self) -> str:
+        """The plan's estimate that --max-cost checks: at the batch price when buying by batch."""
+        return "est_batch_cost_usd" if self.options.batch is not None else "est_cost_usd"
 
     def _prepare(self, item: ScanItem, fingerprint: Fingerprint, row: dict[str, Any], state: RunState):
         """Re-read and re-plan one session just before summarizing it (None when it is finished here)."""
@@ -439,7 +468,7 @@ class Runner:
 
     def _writer(self) -> OutcomeWriter:
         return OutcomeWriter(self.settings, in_place=self.options.in_place, backup=self.options.backup,
-                             pricing_file=self.options.pricing_file, caching=self._caching)
+                             pricing_file=self.options.pricing_file, caching=self._buyer)
 
     def _complete(self, pending: _Pending, outcome: Any, state: RunState) -> None:
         """Apply the summaries, write, verify, record: the session's outcome becomes its row."""
@@ -461,6 +490,7 @@ class Runner:
             unpriced=any(r.cost_usd is None for r in results),
             overflow_recovery=any(r.overflow_calls for r in results),
             reused_summaries=sum(1 for r in results if r.calls == 0 and self.summarizer.name != "builtin"),
+            batch=any(r.batch for r in results),
         )
         branch = [r for r in outcome.results[: len(pending.branches)] if r is not None]
         row.update(  # the part of the totals above spent on branch summaries (report kind branch_summary)
@@ -487,6 +517,12 @@ class Runner:
             return
         if outcome.status == "skipped":
             self.finish(row, SKIPPED, outcome.error)
+            return
+        if outcome.status == BATCH_PENDING:  # requested from a provider batch: a later run collects it
+            self.finish(row, BATCH_PENDING, outcome.error)
+            return
+        if outcome.status == CHANGED:
+            self.finish(row, CHANGED, outcome.error)
             return
         if outcome.status == "cancelled":
             self.finish(row, SKIPPED, "run stopped before this session was summarized")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-COMPACTIONS_SCHEMA_VERSION = "2"
+COMPACTIONS_SCHEMA_VERSION = "3"
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("run_id", "string"),
@@ -49,7 +49,9 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("branch_cost_usd", "float64"),
     # The entries written with a `usage` (pi): reports count each once, here or in the session file.
     ("written_entries", "entries"),
-    # Added in schema version 2: secrets redacted per kind (their sum is `redactions`), and whether the
+    # Added in schema version 2: the summaries were bought through a provider batch API (batch prices).
+    ("batch", "bool"),
+    # Added in schema version 3: secrets redacted per kind (their sum is `redactions`), and whether the
     # summary model had no price (then `cost_usd` is null: unknown, not free).
     ("redaction_kinds", "kinds"),
     ("unpriced", "bool"),
@@ -93,6 +95,7 @@ def empty_row() -> dict[str, Any]:
             row[name] = 0
     row["split_turn"] = False
     row["overflow_recovery"] = False
+    row["batch"] = False
     row["unpriced"] = False
     return row
 

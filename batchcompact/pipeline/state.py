@@ -32,6 +32,13 @@ CREATE TABLE IF NOT EXISTS sessions (
     updated_at REAL NOT NULL,
     PRIMARY KEY (input_path, fingerprint, settings_hash)
 );
+CREATE TABLE IF NOT EXISTS known_invalid (
+    input_path TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    reason TEXT,
+    PRIMARY KEY (input_path, fingerprint)
+);
 CREATE TABLE IF NOT EXISTS summaries (
     call_key TEXT PRIMARY KEY,
     result TEXT NOT NULL,
@@ -136,6 +143,20 @@ class RunState:
                 "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (input_path, str(fingerprint), settings, status, output_path, reason, run_id, time.time()),
             )
+            self.db.commit()
+
+    def known_invalid(self, input_path: str, fingerprint: Fingerprint) -> str | None:
+        """The run that first found these exact bytes invalid, if one did."""
+        with self._db_lock:
+            row = self.db.execute("SELECT run_id FROM known_invalid WHERE input_path=? AND fingerprint=?",
+                                  (input_path, str(fingerprint))).fetchone()
+        return row[0] if row else None
+
+    def record_invalid(self, input_path: str, fingerprint: Fingerprint, run_id: str, reason: str | None) -> None:
+        """Remember an invalid file by its content; the first run that saw it is kept."""
+        with self._db_lock:
+            self.db.execute("INSERT OR IGNORE INTO known_invalid VALUES (?, ?, ?, ?)",
+                            (input_path, str(fingerprint), run_id, reason))
             self.db.commit()
 
     def get_summary(self, key: str) -> dict[str, Any] | None:

@@ -22,26 +22,37 @@ class CachingSummarizer:
         self._paid_earlier: dict[int, tuple[Any, Any]] = {}  # id(returned) -> (returned, result as paid)
 
     async def summarize(self, call):
+        if not self.cacheable:
+            return await self.inner.summarize(call)
+        reused = self.cached(call)
+        if reused is not None:
+            return reused
+        result = await self.inner.summarize(call)
+        self.state.put_summary(self.key(call), dataclasses.asdict(result))
+        return result
+
+    def key(self, call) -> str:
+        return call_key(self.model_key, call.system_prompt, call.user_prompt, call.max_tokens)
+
+    def cached(self, call):
+        """The summary for `call` when an earlier run paid for it (this run spends nothing), else None."""
         from batchcompact.summarize.base import SummaryResult
 
         if not self.cacheable:
-            return await self.inner.summarize(call)
-        key = call_key(self.model_key, call.system_prompt, call.user_prompt, call.max_tokens)
-        cached = self.state.get_summary(key)
-        if cached is not None:
-            self.reused += 1
-            paid = SummaryResult(**cached)
-            # Paid in an earlier run: this run spends nothing on it (its report row says so), but the
-            # written entry still records what the summary cost (see `as_paid`).
-            reused = dataclasses.replace(paid, cost_usd=0.0, calls=0, attempts=0, latency_s=0.0,
-                                         prompt_tokens=0, completion_tokens=0, cache_read_tokens=0,
-                                         cache_write_tokens=0, overflow_calls=0, redactions={},
-                                         model=paid.model)
-            self._paid_earlier[id(reused)] = (reused, paid)
-            return reused
-        result = await self.inner.summarize(call)
-        self.state.put_summary(key, dataclasses.asdict(result))
-        return result
+            return None
+        cached = self.state.get_summary(self.key(call))
+        if cached is None:
+            return None
+        self.reused += 1
+        paid = SummaryResult(**cached)
+        # Paid in an earlier run: this run spends nothing on it (its report row says so), but the
+        # written entry still records what the summary cost (see `as_paid`).
+        reused = dataclasses.replace(paid, cost_usd=0.0, calls=0, attempts=0, latency_s=0.0,
+                                     prompt_tokens=0, completion_tokens=0, cache_read_tokens=0,
+                                     cache_write_tokens=0, overflow_calls=0, redactions={},
+                                     model=paid.model)
+        self._paid_earlier[id(reused)] = (reused, paid)
+        return reused
 
     def as_paid(self, result: Any) -> Any:
         """`result` with the usage it was bought with, also when an earlier run paid for it."""

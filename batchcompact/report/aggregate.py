@@ -2,13 +2,22 @@
 
 Steps (all lazy until the final collect):
 1. scan the per-file parts; keep one row per `dedupe_key` across files (the largest usage), so a
-   Claude request copied into a resumed or forked session is counted once;
+   Claude request copied into a resumed or forked session, or a sub-agent request seen both in an
+   `agent_progress` line and in its `subagents/` file, is counted once; a Claude sidechain replaying a
+   parent message under a new request id collapses into the parent's row;
 2. add `computed_cost_usd` from the price table (tiered rates where the map has them; null when the
    model is unpriced) and `cost_usd` by cost mode: `auto` = recorded where the file has a cost, else
    computed; `calculate` = computed; `recorded` = recorded only;
-3. filter by source and by local date (`since`/`until` inclusive, in `timezone`);
-4. group by the period (`day`, `week` = ISO week starting Monday, `month`) or by `session`,
-   `project`, `model`; `breakdown` adds the model to the group key.
+3. drop requests with no tokens at all (a trimmed or rate-limit-only record; `dropped_zero` counts
+   them), filter by source, project (the working directory, or its last component), session (id or
+   id prefix) and local date (`since`/`until` inclusive, in `timezone`; `last` N periods back from today);
+4. group by the period (`day`, `week` = 7 days from `start_of_week`, Monday by default, `month`), by
+   `session`, `project`, `model`, or into Claude's 5-hour billing blocks (`block`, see blocks.py);
+   `breakdown` adds the model to the group key.
+Order: periods and blocks oldest first, sessions/projects/models by cost (largest first); `order`
+asc|desc sorts periods and blocks by time, sessions by last activity, projects and models by cost.
+`last` N on a non-period grouping keeps the N groups with the latest activity; totals always cover
+exactly the rows shown.
 Cost sums skip nulls; `unpriced_requests` counts the requests whose cost is unknown, so an unpriced
 model is reported, never silently free.
 """
@@ -16,13 +25,15 @@ model is reported, never silently free.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime, timedelta
 
 import polars as pl
 
 from batchcompact.pricing import PriceTable
 
-GROUPINGS = ("day", "week", "month", "session", "project", "model")
+GROUPINGS = ("day", "week", "month", "session", "project", "model", "block")
+PERIODS = ("day", "week", "month")
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 COST_MODES = ("auto", "calculate", "recorded")
 SUM_COLUMNS = (
     "input_tokens",
@@ -39,6 +50,7 @@ GROUP_KEYS = {
     "session": ["session_id", "source", "project"],
     "project": ["project"],
     "model": ["model"],
+    "block": ["block_start"],
 }
 
 
@@ -52,6 +64,14 @@ class ReportSettings:
     timezone: str = "UTC"
     cost_mode: str = "auto"
     pricing_file: str | None = None
+    projects: tuple[str, ...] = ()
+    sessions: tuple[str, ...] = ()
+    start_of_week: str = "monday"
+    last: int | None = None
+    order: str | None = None  # None: the grouping's natural order; "asc" | "desc"
+    token_limit: str | None = None  # blocks: a token count, or "max" (the largest past block)
+    session_hours: float = 5.0  # blocks: length of a billing window
+    now: datetime | None = None  # blocks and --last: "now" (tests pin it); None = the clock
 
 
 @dataclass
@@ -64,6 +84,8 @@ class Report:
     totals: dict
     unpriced_models: list[str] = field(default_factory=list)
     pricing_source: str = ""
+    dropped_zero: int = 0  # requests with no tokens at all, left out
+    extra_columns: list[str] = field(default_factory=list)  # grouping-specific (blocks)
 
 
 REPORT_COLUMNS = (
@@ -79,6 +101,7 @@ REPORT_COLUMNS = (
     "output_tokens",
     "cache_read_tokens",
     "cache_write_tokens",
+    "cache_write_1h_tokens",
     "reasoning_tokens",
     "total_tokens",
     "recorded_cost_usd",
@@ -99,7 +122,30 @@ def scan_usage(parts: list[str]) -> pl.LazyFrame:
         .agg(pl.all().sort_by(rank, descending=[True, True, False], nulls_last=True).first())
         .select(REPORT_COLUMNS)
     )
-    return pl.concat([lf.filter(pl.col("dedupe_key").is_null()), keyed])
+    return pl.concat([lf.filter(pl.col("dedupe_key").is_null()), *collapse_sidechain_replays(keyed)])
+
+
+def collapse_sidechain_replays(keyed: pl.LazyFrame) -> list[pl.LazyFrame]:
+    """Claude side conversations (`/btw`) replay parent messages under a new request id.
+
+    Among Claude rows sharing a `message.id` where at least one copy is a sidechain, one row is kept:
+    the main-line copy if there is one, else the largest (ccusage's rule). Distinct sidechain
+    responses have their own message ids and are untouched.
+    """
+    claude = pl.col("source") == "claude"
+    rows = keyed.filter(claude).with_columns(pl.col("dedupe_key").str.extract(r"^(.*?):", 1).alias("_message"))
+    side_ids = rows.filter(pl.col("kind") != "main").select("_message").unique()
+    involved = rows.join(side_ids, on="_message", how="semi")  # rows sharing an id with a sidechain row
+    merged = (
+        involved.with_columns((pl.col("kind") != "main").alias("_side"))
+        .sort(["_side", "total_tokens", "output_tokens"], descending=[False, True, True])
+        .unique(subset="_message", keep="first", maintain_order=True)
+    )
+    return [
+        keyed.filter(~claude),
+        rows.join(side_ids, on="_message", how="anti").select(REPORT_COLUMNS),
+        merged.select(REPORT_COLUMNS),
+    ]
 
 
 def price_frame(
@@ -124,6 +170,7 @@ def price_frame(
             ("out", "output_cost_per_token"),
             ("cr", "cache_read_input_token_cost"),
             ("cw", "cache_creation_input_token_cost"),
+            ("cw1h", "cache_creation_1h_cost"),
         ):
             data[f"r{i}_{suffix}"] = [
                 float(getattr(r[2][i], attr)) if len(r[2]) > i else None for r in records
@@ -158,7 +205,8 @@ def add_costs(lf: pl.LazyFrame, table: PriceTable, cost_mode: str) -> tuple[pl.L
         pl.col("input_tokens") * rate("in")
         + pl.col("output_tokens") * rate("out")
         + pl.col("cache_read_tokens") * rate("cr")
-        + pl.col("cache_write_tokens") * rate("cw")
+        + (pl.col("cache_write_tokens") - pl.col("cache_write_1h_tokens")) * rate("cw")
+        + pl.col("cache_write_1h_tokens") * rate("cw1h")
     )
     lf = lf.with_columns(computed.alias("computed_cost_usd"))
     if cost_mode == "calculate":
@@ -173,28 +221,85 @@ def add_costs(lf: pl.LazyFrame, table: PriceTable, cost_mode: str) -> tuple[pl.L
     return lf, unpriced
 
 
-def with_periods(lf: pl.LazyFrame, timezone: str, by: str) -> pl.LazyFrame:
+def week_start_index(start_of_week: str) -> int:
+    """polars weekday number (Monday = 1 ... Sunday = 7) of the first day of a week."""
+    try:
+        return WEEKDAYS.index(start_of_week.lower()) + 1
+    except ValueError:
+        raise ValueError(f"unknown first day of the week {start_of_week!r}; use one of {', '.join(WEEKDAYS)}") from None
+
+
+def with_periods(lf: pl.LazyFrame, timezone: str, by: str, start_of_week: str = "monday") -> pl.LazyFrame:
     """Add `local_date` and the period column `by` needs (only that one: strings cost memory)."""
     local = pl.col("timestamp").dt.convert_time_zone(timezone)
+    local_date = local.dt.date()
+    first = week_start_index(start_of_week)
+    week_start = local_date - pl.duration(days=(local.dt.weekday() - first + 7) % 7)
     period = {
         "day": local.dt.strftime("%Y-%m-%d").alias("date"),
-        "week": local.dt.truncate("1w").dt.strftime("%Y-%m-%d").alias("week"),
+        "week": week_start.dt.strftime("%Y-%m-%d").alias("week"),
         "month": local.dt.strftime("%Y-%m").alias("month"),
     }
-    columns = [local.dt.date().alias("local_date")]
+    columns = [local_date.alias("local_date")]
     if by in period:
         columns.append(period[by].fill_null("unknown"))
     return lf.with_columns(columns)
 
 
+def last_periods_since(settings: ReportSettings) -> date | None:
+    """The first local day of the last `settings.last` periods (1 = today, this week, this month)."""
+    if not settings.last or settings.by not in PERIODS:
+        return None
+    from zoneinfo import ZoneInfo
+
+    now = settings.now or datetime.now(ZoneInfo("UTC"))
+    today = now.astimezone(ZoneInfo(settings.timezone)).date()
+    back = settings.last - 1
+    if settings.by == "day":
+        return today - timedelta(days=back)
+    if settings.by == "week":
+        offset = (today.isoweekday() - week_start_index(settings.start_of_week)) % 7
+        return today - timedelta(days=offset + 7 * back)
+    month_index = today.year * 12 + today.month - 1 - back
+    return date(month_index // 12, month_index % 12 + 1, 1)
+
+
+def _project_filter(values: tuple[str, ...]) -> pl.Expr:
+    """A project matches by its whole path or by its last path component."""
+    project = pl.col("project").fill_null("")
+    tail = project.str.replace(r"^.*[/\\]", "")
+    wanted = [v.rstrip("/\\") or v for v in values]
+    return project.is_in(wanted) | tail.is_in(wanted)
+
+
+def _session_filter(values: tuple[str, ...]) -> pl.Expr:
+    session = pl.col("session_id").fill_null("")
+    expr = pl.lit(False)
+    for value in values:
+        expr = expr | session.str.starts_with(value)
+    return expr
+
+
 def filter_usage(lf: pl.LazyFrame, settings: ReportSettings) -> pl.LazyFrame:
     if settings.sources:
         lf = lf.filter(pl.col("source").is_in(list(settings.sources)))
-    if settings.since:
-        lf = lf.filter(pl.col("local_date") >= settings.since)
+    elif settings.by == "block":  # 5-hour windows are Claude's billing unit
+        lf = lf.filter(pl.col("source") == "claude")
+    if settings.projects:
+        lf = lf.filter(_project_filter(settings.projects))
+    if settings.sessions:
+        lf = lf.filter(_session_filter(settings.sessions))
+    since = max(filter(None, (settings.since, last_periods_since(settings))), default=None)
+    if since:
+        lf = lf.filter(pl.col("local_date") >= since)
     if settings.until:
         lf = lf.filter(pl.col("local_date") <= settings.until)
     return lf
+
+
+def nonzero() -> pl.Expr:
+    """Rows worth reporting: some tokens, or a recorded cost."""
+    return (pl.col("total_tokens") > 0) | (pl.col("recorded_cost_usd").fill_null(0) > 0)
 
 
 def _aggs(total: bool = False) -> list[pl.Expr]:
@@ -213,17 +318,36 @@ def _aggs(total: bool = False) -> list[pl.Expr]:
 def build_report(parts: list[str], settings: ReportSettings, table: PriceTable | None = None) -> Report:
     """The report for the given usage parts."""
     table = table or PriceTable.load(settings.pricing_file)
-    lf, unpriced = add_costs(scan_usage(parts), table, settings.cost_mode)
-    lf = filter_usage(with_periods(lf, settings.timezone, settings.by), settings)
+    # Deduplicated once: the price lookup, the groups and the totals all read it (one row per request,
+    # far smaller than the transcripts; the dedupe's group_by holds it in memory anyway).
+    # Sorted, so float sums come out the same on every run whatever order the group_by produced.
+    order = ["timestamp", "source", "session_id", "dedupe_key", "model", "total_tokens", "output_tokens"]
+    usage = scan_usage(parts).collect().sort(order, nulls_last=True).lazy()
+    lf, unpriced = add_costs(usage, table, settings.cost_mode)
+    lf = filter_usage(with_periods(lf, settings.timezone, settings.by, settings.start_of_week), settings)
+    keep = nonzero()
+    zero_frame = lf.select((~keep).sum().alias("zero"))
+    lf = lf.filter(keep)
+    lf = lf.with_columns(pl.col("project").fill_null("unknown"), pl.col("session_id").fill_null("unknown"))
+    if settings.by == "block":
+        from batchcompact.report.blocks import build_blocks
+
+        report = build_blocks(lf, settings)
+        report.dropped_zero = int(zero_frame.collect().item())
+        report.unpriced_models = [m for m in unpriced if m in set(report.totals.get("models") or [])]
+        report.pricing_source = table.source
+        return report
     keys = list(GROUP_KEYS[settings.by])
     if settings.breakdown and "model" not in keys:
         keys.append("model")
-    lf = lf.with_columns(pl.col("project").fill_null("unknown"), pl.col("session_id").fill_null("unknown"))
-    rows, totals_frame = pl.collect_all([lf.group_by(keys).agg(_aggs()), lf.select(_aggs(total=True))])
-    if settings.by in ("day", "week", "month"):
-        rows = rows.sort(keys, nulls_last=True)
-    else:
-        rows = rows.sort(["cost_usd", *keys], descending=[True] + [False] * len(keys), nulls_last=True)
+    rows, zero, totals_frame = pl.collect_all(
+        [lf.group_by(keys).agg(_aggs()), zero_frame, lf.select(_aggs(total=True))]
+    )
+    if settings.last and settings.by not in PERIODS:  # the N groups with the latest activity
+        rows = rows.sort("last_timestamp", descending=True, nulls_last=True).head(settings.last)
+        kept = lf.join(rows.lazy().select(keys), on=keys, how="semi", nulls_equal=True)
+        totals_frame = kept.select(_aggs(total=True)).collect()
+    rows = sort_rows(rows, keys, settings)
     totals = totals_frame.row(0, named=True) if totals_frame.height else {}
     used = set(totals.get("models") or [])
     unpriced = [m for m in unpriced if m in used]
@@ -234,4 +358,15 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
         totals=totals,
         unpriced_models=unpriced,
         pricing_source=table.source,
+        dropped_zero=int(zero.item()),
     )
+
+
+def sort_rows(rows: pl.DataFrame, keys: list[str], settings: ReportSettings) -> pl.DataFrame:
+    descending = settings.order == "desc"
+    if settings.by in PERIODS:
+        return rows.sort(keys, descending=descending, nulls_last=True)
+    if settings.by == "session" and settings.order:
+        return rows.sort(["last_timestamp", *keys], descending=descending, nulls_last=True)
+    by_cost = settings.order != "asc"
+    return rows.sort(["cost_usd", *keys], descending=[by_cost] + [False] * len(keys), nulls_last=True)

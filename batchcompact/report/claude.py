@@ -2,24 +2,40 @@
 
 Claude Code writes one assistant line per content block of a response; the lines share
 `(message.id, requestId)` and repeat `usage`, early ones with partial `output_tokens`. Per key we keep
-the line with the largest usage (output, then total), never the first. Lines that cannot carry a
-request's usage (`progress`, `file-history-snapshot`) are skipped by a substring check before JSON
-parsing; a line mentioning `"type":"assistant"` is always parsed, so the skip cannot lose a request.
+the line with the largest usage (output, then total); among equal ones the first (its time is when the
+response began, the time ccusage reports too).
+
+Task sub-agents: while a sub-agent runs, the parent transcript gets `progress` lines whose
+`data.type` is `agent_progress` and whose `data.message` is the sub-agent's assistant line, usage
+included. Those requests are rows too (kind `sidechain`, time = the sub-agent message's own
+`timestamp`). When the sub-agent's own `subagents/agent-*.jsonl` file exists, the same request is in
+both places under the same `message.id:requestId` key, and the report keeps it once. Lines without
+`"usage"` are never parsed; `file-history-snapshot` lines are skipped by a substring check, and a line
+mentioning `"type":"assistant"` (which every usage-bearing line, progress lines included, does) is
+always parsed, so the skip cannot lose a request.
 
 Kinds: a file named `agent-acompact-*` is the compaction sub-agent -> `compaction`; other lines with
-`isSidechain: true` (inline Task sub-agents, `subagents/` and legacy `agent-*.jsonl` files) ->
-`sidechain`; the rest -> `main`. `<synthetic>` messages (made locally, never billed) are not rows.
-Project = the folder under `projects/` (for `<session>/subagents/x.jsonl`, the session's folder's parent).
+`isSidechain: true` (inline Task sub-agents, `subagents/` and legacy `agent-*.jsonl` files) and
+agent_progress copies -> `sidechain`; the rest -> `main`. `<synthetic>` messages (made locally, never
+billed) are not rows.
+Project = the line's `cwd` (the real working directory); only lines without one fall back to the
+folder under `projects/` (for `<session>/subagents/x.jsonl`, the session folder's parent), whose
+slug cannot be turned back into a path.
+Recorded cost: the line's `costUSD` (older Claude Code versions wrote it), used by `--cost-mode auto`.
+Cache writes: `cache_creation.ephemeral_5m_input_tokens + ephemeral_1h_input_tokens` where the line
+has that breakdown (else `cache_creation_input_tokens`); the 1-hour part is kept apart for pricing.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from batchcompact.report.lines import ExtractStats, as_int, iter_json_lines, parse_timestamp
+from batchcompact.report.lines import ExtractStats, as_float, as_int, iter_json_lines, parse_timestamp
 from batchcompact.report.schema import UsageRows
 
-SKIP_MARKERS = (b'"type":"progress"', b'"type":"file-history-snapshot"')
+SKIP_MARKERS = (b'"type":"file-history-snapshot"',)
+# Every line that can carry a request's usage contains this (agent_progress lines in their inner message).
+KEEP_MARKER = b'"type":"assistant"'
 
 
 def claude_project(path: Path) -> str:
@@ -34,40 +50,71 @@ def claude_file_kind(path: Path) -> str | None:
     return "compaction" if path.name.startswith("agent-acompact") else None
 
 
+def usage_line(obj: dict) -> tuple[dict, dict, bool] | None:
+    """(line carrying the request, its `message`, from agent_progress?) or None when the line has no usage."""
+    kind = obj.get("type")
+    progress = False
+    if kind == "progress":
+        data = obj.get("data")
+        if not isinstance(data, dict) or data.get("type") != "agent_progress":
+            return None
+        inner = data.get("message")
+        if not isinstance(inner, dict) or inner.get("type") != "assistant":
+            return None
+        obj, progress = inner, True
+    elif kind != "assistant":
+        return None
+    message = obj.get("message")
+    if not isinstance(message, dict) or not isinstance(message.get("usage"), dict):
+        return None
+    return obj, message, progress
+
+
+def cache_writes(usage: dict) -> tuple[int, int]:
+    """(all cache-write tokens, the 1-hour part)."""
+    breakdown = usage.get("cache_creation")
+    if isinstance(breakdown, dict):
+        five = as_int(breakdown.get("ephemeral_5m_input_tokens"))
+        hour = as_int(breakdown.get("ephemeral_1h_input_tokens"))
+        if five or hour:
+            return five + hour, hour
+    return as_int(usage.get("cache_creation_input_tokens")), 0
+
+
 def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     path = Path(path)
     file = str(path)
-    project = claude_project(path)
+    folder = claude_project(path)
     file_kind = claude_file_kind(path)
     is_agent_file = path.name.startswith("agent-") or path.parent.name == "subagents"
     best: dict[tuple[str, str], tuple[tuple[int, int], dict]] = {}
     order: list[tuple[str, str]] = []
-    anonymous = 0
-    for number, obj in iter_json_lines(
-        path, stats, want=(b'"usage"',), skip=SKIP_MARKERS, keep_if=b'"type":"assistant"'
+    for number, outer in iter_json_lines(
+        path, stats, want=(b'"usage"',), skip=SKIP_MARKERS, keep_if=KEEP_MARKER
     ):
-        if obj.get("type") != "assistant":
+        found = usage_line(outer)
+        if found is None:
             continue
-        message = obj.get("message")
-        if not isinstance(message, dict):
-            continue
-        usage = message.get("usage")
+        obj, message, progress = found
+        usage = message["usage"]
         model = message.get("model")
-        if not isinstance(usage, dict) or model == "<synthetic>":
+        if model == "<synthetic>":
             continue
         message_id = message.get("id")
         request_id = obj.get("requestId")
         if not message_id and not request_id:
-            anonymous += 1
             key = ("", f"line:{number}")
         else:
             key = (str(message_id or ""), str(request_id or ""))
+        cwd = outer.get("cwd") or obj.get("cwd")
         record = {
             "line": number,
-            "session_id": obj.get("sessionId") or path.stem,
-            "timestamp": obj.get("timestamp"),
+            "session_id": outer.get("sessionId") or obj.get("sessionId") or path.stem,
+            "timestamp": obj.get("timestamp") or outer.get("timestamp"),
             "model": model if isinstance(model, str) else None,
-            "sidechain": bool(obj.get("isSidechain")) or is_agent_file,
+            "sidechain": progress or bool(obj.get("isSidechain")) or is_agent_file,
+            "cost": obj.get("costUSD"),
+            "project": cwd if isinstance(cwd, str) and cwd else folder,
             "usage": usage,
         }
         rank = (as_int(usage.get("output_tokens")), _usage_total(usage))
@@ -77,18 +124,21 @@ def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
             best[key] = (rank, record)
         else:
             stats.duplicates += 1
-            if rank >= previous[0]:
+            # Ties (same usage): the first line keeps the request's time, as ccusage does, unless a
+            # main-line copy meets an earlier sub-agent copy.
+            if rank > previous[0] or (rank == previous[0] and previous[1]["sidechain"] and not record["sidechain"]):
                 best[key] = (rank, record)
     for key in order:
         record = best[key][1]
         usage = record["usage"]
         kind = file_kind or ("sidechain" if record["sidechain"] else "main")
+        writes, writes_1h = cache_writes(usage)
         rows.add(
             source="claude",
             file=file,
             line=record["line"],
             session_id=record["session_id"],
-            project=project,
+            project=record["project"],
             timestamp=parse_timestamp(record["timestamp"]),
             provider="anthropic",
             model=record["model"],
@@ -97,12 +147,16 @@ def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
             input_tokens=as_int(usage.get("input_tokens")),
             output_tokens=as_int(usage.get("output_tokens")),
             cache_read_tokens=as_int(usage.get("cache_read_input_tokens")),
-            cache_write_tokens=as_int(usage.get("cache_creation_input_tokens")),
+            cache_write_tokens=writes,
+            cache_write_1h_tokens=writes_1h,
+            recorded_cost_usd=as_float(record["cost"]),
         )
 
 
 def _usage_total(usage: dict) -> int:
-    return sum(
-        as_int(usage.get(f))
-        for f in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    return (
+        as_int(usage.get("input_tokens"))
+        + as_int(usage.get("output_tokens"))
+        + as_int(usage.get("cache_read_input_tokens"))
+        + cache_writes(usage)[0]
     )

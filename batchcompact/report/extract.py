@@ -4,6 +4,12 @@ Cache invariant: a part file holds exactly the rows extracted from one source fi
 (absolute path, size, mtime_ns) and the usage schema version are stored in the part's Parquet
 metadata; a part is reused only when all four match, so a changed file is always re-extracted.
 Parts live in `<cache_dir>/usage-v<version>/<sha1 of path>.parquet` and are replaced atomically.
+
+Each part is verified before it is trusted: beside it, `<part>.sum` records the part's byte size,
+its SHA-256 and the row count written. A part whose size, hash, footer or row count disagrees (a
+torn write, a flipped byte, a copy from elsewhere) is a miss: the source file is parsed again and the
+part rewritten, and `UsageCache.rejected` counts it. Under `--no-cache` the cache folder is neither
+read nor written.
 """
 
 from __future__ import annotations
@@ -25,8 +31,9 @@ from batchcompact.report.schema import USAGE_SCHEMA, USAGE_SCHEMA_VERSION, Usage
 
 # Bump when what an extractor produces from the same file changes (a cached part made by older rules
 # is then a miss): 2 = built-in summarizer rows left out of run reports; 3 = branch summaries split out;
-# 4 = summary entries keyed so the session file and the run report count them once.
-EXTRACT_RULES_VERSION = 4
+# 4 = summary entries keyed so the session file and the run report count them once; 5 = Claude
+# agent_progress sub-agent usage, 1-hour cache writes, the project from `cwd`.
+EXTRACT_RULES_VERSION = 5
 
 META_KEY = b"batchcompact.usage_cache"
 
@@ -71,9 +78,9 @@ class FileKey:
     mtime_ns: int
 
     @classmethod
-    def of(cls, path: str | Path) -> FileKey:
+    def of(cls, path: str | Path, *, resolved: bool = False) -> FileKey:
         st = os.stat(path)
-        return cls(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+        return cls(str(path) if resolved else str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
 
 
 class UsageCache:
@@ -83,6 +90,7 @@ class UsageCache:
         self.root = Path(cache_dir) / f"usage-v{USAGE_SCHEMA_VERSION}"
         self.hits = 0
         self.misses = 0
+        self.rejected = 0  # parts present but failing verification (rebuilt)
 
     def part_path(self, key: FileKey) -> Path:
         return self.root / (
@@ -92,11 +100,15 @@ class UsageCache:
     def lookup(self, key: FileKey) -> tuple[Path, ExtractStats] | None:
         """The cached part and its stored stats when the key matches; None otherwise."""
         part = self.part_path(key)
-        try:
-            meta = pq.read_schema(part).metadata or {}
-            stored = json.loads(meta[META_KEY])
-        except (OSError, KeyError, ValueError, pa.ArrowInvalid):
+        if not part.exists():
             self.misses += 1
+            return None
+        try:
+            meta = verified_metadata(part)
+            stored = json.loads(meta[META_KEY])
+        except (OSError, KeyError, ValueError, pa.ArrowException):
+            self.misses += 1
+            self.rejected += 1
             return None
         if (
             stored.get("key") != [key.path, key.size, key.mtime_ns]
@@ -126,19 +138,62 @@ class UsageCache:
         return part
 
 
+def sum_path(part: Path) -> Path:
+    return part.with_name(part.name + ".sum")
+
+
+def _sha256(path: Path) -> tuple[str, int]:
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def verified_metadata(part: Path) -> dict:
+    """The part's key-value metadata, after checking it against its `.sum`; raises ValueError when bad."""
+    with open(sum_path(part), encoding="utf-8") as fh:
+        expected = json.load(fh)
+    if not isinstance(expected, dict):
+        raise ValueError("checksum file is not an object")
+    if os.stat(part).st_size != expected.get("bytes"):
+        raise ValueError("size differs from the checksum file")
+    digest, _ = _sha256(part)
+    if digest != expected.get("sha256"):
+        raise ValueError("content hash differs from the checksum file")
+    footer = pq.read_metadata(part)
+    if footer.num_rows != expected.get("rows"):
+        raise ValueError("row count differs from the checksum file")
+    return footer.metadata or {}
+
+
 def write_part(part: Path, table: pa.Table, meta: dict) -> None:
-    """Write `table` with our metadata to `part` atomically (temp file + rename)."""
+    """Write `table` with our metadata to `part` atomically (temp file + rename), then its `.sum`.
+
+    The part is renamed into place before its checksum file: a crash in between leaves a part whose
+    `.sum` does not match, which the next lookup rejects and rebuilds.
+    """
     part.parent.mkdir(parents=True, exist_ok=True)
     if not table.schema.equals(USAGE_SCHEMA, check_metadata=False):
         table = table.cast(USAGE_SCHEMA)
     metadata = {**(USAGE_SCHEMA.metadata or {}), META_KEY: json.dumps(meta).encode()}
     fd, tmp = tempfile.mkstemp(dir=part.parent, prefix=".part-", suffix=".parquet")
     os.close(fd)
+    fd, tmp_sum = tempfile.mkstemp(dir=part.parent, prefix=".part-", suffix=".sum")
+    os.close(fd)
     try:
         pq.write_table(table.replace_schema_metadata(metadata), tmp, compression="zstd")
+        digest, size = _sha256(Path(tmp))
+        Path(tmp_sum).write_text(
+            json.dumps({"sha256": digest, "bytes": size, "rows": table.num_rows}), encoding="utf-8"
+        )
         os.replace(tmp, part)
+        os.replace(tmp_sum, sum_path(part))
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
+        Path(tmp_sum).unlink(missing_ok=True)
         raise
 
 

@@ -29,10 +29,10 @@ JSON_FIELDS = (
 
 
 def report_records(report: Report) -> list[dict]:
-    """Rows as plain dicts: the group keys, then JSON_FIELDS (timestamps as ISO strings)."""
+    """Rows as plain dicts: the group keys, JSON_FIELDS, then grouping-specific columns (timestamps ISO)."""
     out = []
     for row in report.rows.iter_rows(named=True):
-        out.append({k: _plain(row[k]) for k in [*report.keys, *JSON_FIELDS]})
+        out.append({k: _plain(row[k]) for k in [*report.keys, *JSON_FIELDS, *report.extra_columns]})
     return out
 
 
@@ -40,7 +40,7 @@ def totals_record(report: Report) -> dict:
     return {k: _plain(report.totals.get(k)) for k in JSON_FIELDS if k in report.totals}
 
 
-def render_json(report: Report) -> str:
+def render_json(report: Report, sources: list[dict] | None = None) -> str:
     s = report.settings
     doc = {
         "by": s.by,
@@ -49,10 +49,12 @@ def render_json(report: Report) -> str:
         "cost_mode": s.cost_mode,
         "since": s.since.isoformat() if s.since else None,
         "until": s.until.isoformat() if s.until else None,
+        "sources": list(sources or []),
         "keys": report.keys,
         "rows": report_records(report),
         "totals": totals_record(report),
         "unpriced_models": report.unpriced_models,
+        "dropped_zero_token_requests": report.dropped_zero,
         "pricing": report.pricing_source,
     }
     return json.dumps(doc, indent=2)
@@ -60,48 +62,121 @@ def render_json(report: Report) -> str:
 
 def flat_frame(report: Report) -> pl.DataFrame:
     """Rows with `models` joined by ';' (for CSV)."""
-    return report.rows.select([*report.keys, *JSON_FIELDS]).with_columns(pl.col("models").list.join(";"))
+    columns = [*report.keys, *JSON_FIELDS, *report.extra_columns]
+    return report.rows.select(columns).with_columns(pl.col("models").list.join(";"))
 
 
-def render_table(report: Report) -> str:
-    headers = [*report.keys, "requests", "input", "output", "cache read", "cache write", "total", "cost USD"]
-    if not report.settings.breakdown and "model" not in report.keys:
+COMPACT_WIDTH = 120  # below this many columns a terminal gets the compact table
+TOKEN_CELLS = (
+    ("requests", "requests"),
+    ("input", "input_tokens"),
+    ("output", "output_tokens"),
+    ("cache read", "cache_read_tokens"),
+    ("cache write", "cache_write_tokens"),
+    ("total", "total_tokens"),
+)
+COMPACT_CELLS = (("input", "input_tokens"), ("output", "output_tokens"), ("total", "total_tokens"))
+
+
+def render_table(report: Report, compact: bool = False) -> str:
+    """A text table. `compact` keeps the key, input, output, total and cost (narrow terminals)."""
+    by = report.settings.by
+    key_cells = [(k, k) for k in report.keys]
+    if by == "block":
+        key_cells = [("block start", "block_start"), ("end", "block_end"), ("status", "status")]
+    extra: list[tuple[str, str]] = []
+    if by == "session" and not compact:
+        extra = [("first", "first_timestamp"), ("last", "last_timestamp")]
+    cells = COMPACT_CELLS if compact else TOKEN_CELLS
+    limit = by == "block" and report.rows.height and report.rows["token_limit"].drop_nulls().len()
+    headers = [h for h, _ in key_cells] + [h for h, _ in extra] + [h for h, _ in cells] + ["cost USD"]
+    if limit:
+        headers.append("% limit")
+    with_models = not compact and not report.settings.breakdown and "model" not in report.keys
+    if with_models:
         headers.append("models")
+    records = report_records(report)
     lines: list[list[str]] = []
-    for rec in [*report_records(report), {**dict.fromkeys(report.keys, ""), **totals_record(report)}]:
-        cells = [str(rec.get(k) if rec.get(k) is not None else "") for k in report.keys]
-        cells += [
-            _n(rec.get(f))
-            for f in (
-                "requests",
-                "input_tokens",
-                "output_tokens",
-                "cache_read_tokens",
-                "cache_write_tokens",
-                "total_tokens",
-            )
-        ]
-        cells.append(_cost(rec.get("cost_usd"), rec.get("unpriced_requests")))
-        if len(headers) > len(cells):
-            cells.append(_models_cell(rec.get("models") or []))
-        lines.append(cells)
-    if lines:
-        lines[-1][0] = "TOTAL"
+    for rec in [*records, {**dict.fromkeys(report.keys, ""), **totals_record(report)}]:
+        tz = report.settings.timezone
+        row = [_cell(rec.get(field), tz) for _, field in key_cells]
+        row += [_cell(rec.get(field), tz) for _, field in extra]
+        row += [_n(rec.get(field)) for _, field in cells]
+        row.append("" if rec.get("gap") else _cost(rec.get("cost_usd"), rec.get("unpriced_requests")))
+        if limit:
+            percent = rec.get("limit_percent")
+            row.append(f"{percent:.1f}%" if isinstance(percent, float) else "")
+        if with_models:
+            row.append(_models_cell(rec.get("models") or []))
+        lines.append(row)
+    lines[-1][0] = "TOTAL"
     widths = [max(len(h), *(len(r[i]) for r in lines)) for i, h in enumerate(headers)]
-    numeric = set(range(len(report.keys), len(report.keys) + 7))
+    first_number = len(key_cells) + len(extra)
+    numeric = set(range(first_number, first_number + len(cells) + 1 + (1 if limit else 0)))
 
-    def fmt(cells: list[str]) -> str:
+    def fmt(row: list[str]) -> str:
         return "  ".join(
-            c.rjust(w) if i in numeric else c.ljust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+            c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
         ).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
     body = [fmt(headers), rule, *(fmt(r) for r in lines[:-1]), rule, fmt(lines[-1])]
+    body += _active_block_lines(report)
     return "\n".join(body) + "\n"
 
 
-def write_report(report: Report, fmt: str, output: str | Path | None) -> str | None:
+def table_width(report: Report) -> int:
+    """How wide the full table is (to decide on the compact one)."""
+    return max((len(line) for line in render_table(report).splitlines()), default=0)
+
+
+def _active_block_lines(report: Report) -> list[str]:
+    if report.settings.by != "block" or not report.rows.height:
+        return []
+    out: list[str] = []
+    for rec in report_records(report):
+        if not rec.get("active"):
+            continue
+        out.append("")
+        since = _cell(rec["block_start"], report.settings.timezone)
+        out.append(f"Active block since {since}: {rec.get('remaining_minutes')} min left")
+        if rec.get("burn_tokens_per_minute") is not None:
+            out.append(
+                f"  burn rate   {rec['burn_tokens_per_minute']:,.0f} tokens/min, ${rec['burn_cost_per_hour']:,.2f}/hour"
+            )
+            out.append(
+                f"  projected   {_n(rec['projected_total_tokens'])} tokens, ${rec['projected_cost_usd']:,.2f} at block end"
+            )
+        if rec.get("token_limit"):
+            status = rec.get("limit_status") or "ok"
+            out.append(
+                f"  limit       {_n(rec['token_limit'])} tokens: {rec['limit_percent']:.1f}% used, projected {status}"
+            )
+    return out
+
+
+def _cell(value, timezone: str = "UTC") -> str:
+    """A table cell; ISO timestamps are shown to the minute in the report's time zone."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and len(value) >= 19 and value[10] == "T":
+        from zoneinfo import ZoneInfo
+
+        try:
+            return datetime.fromisoformat(value).astimezone(ZoneInfo(timezone)).strftime("%Y-%m-%d %H:%M")
+        except ValueError:
+            return value
+    return str(value)
+
+
+def write_report(
+    report: Report,
+    fmt: str,
+    output: str | Path | None,
+    *,
+    compact: bool = False,
+    sources: list[dict] | None = None,
+) -> str | None:
     """Write the report; returns text for stdout when there is no output file."""
     if fmt == "parquet":
         if not output:
@@ -109,11 +184,11 @@ def write_report(report: Report, fmt: str, output: str | Path | None) -> str | N
         report.rows.write_parquet(output)
         return None
     if fmt == "json":
-        text = render_json(report) + "\n"
+        text = render_json(report, sources) + "\n"
     elif fmt == "csv":
         text = flat_frame(report).write_csv()
     elif fmt == "table":
-        text = render_table(report)
+        text = render_table(report, compact=compact)
     else:
         raise UsageError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if output:

@@ -6,6 +6,11 @@ Invariants (the same for every source, so sums across sources mean the same thin
 - `output_tokens` includes reasoning tokens; `reasoning_tokens` is the part of it that was reasoning
   (informational, never added again).
 - `total_tokens` = input + output + cache_read + cache_write.
+- `cache_write_1h_tokens` is the part of `cache_write_tokens` written to Anthropic's 1-hour cache
+  (`cache_creation.ephemeral_1h_input_tokens`); it is priced at the 1-hour write rate, the rest at
+  the 5-minute rate. 0 for every other source.
+- `project` is the session's working directory where the file records one (Claude `cwd`, Codex and
+  pi `cwd`), so folder slugs never stand in for a path.
 - `recorded_cost_usd` is the cost the file itself records (pi `usage.cost.total`, batchcompact
   `cost_usd`), null where the file has none. Computed cost is not stored: it depends on the price map
   and is added at report time.
@@ -20,7 +25,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-USAGE_SCHEMA_VERSION = 1
+USAGE_SCHEMA_VERSION = 2
 
 SOURCES = ("pi", "claude", "codex", "batchcompact")
 KINDS = ("main", "sidechain", "compaction", "branch_summary")
@@ -41,6 +46,7 @@ USAGE_SCHEMA = pa.schema(
         pa.field("output_tokens", pa.int64(), nullable=False),
         pa.field("cache_read_tokens", pa.int64(), nullable=False),
         pa.field("cache_write_tokens", pa.int64(), nullable=False),
+        pa.field("cache_write_1h_tokens", pa.int64(), nullable=False),
         pa.field("reasoning_tokens", pa.int64(), nullable=False),
         pa.field("total_tokens", pa.int64(), nullable=False),
         pa.field("recorded_cost_usd", pa.float64()),
@@ -76,6 +82,7 @@ class UsageRows:
         output_tokens: int,
         cache_read_tokens: int = 0,
         cache_write_tokens: int = 0,
+        cache_write_1h_tokens: int = 0,
         reasoning_tokens: int = 0,
         recorded_cost_usd: float | None = None,
         dedupe_key: str | None = None,
@@ -95,6 +102,7 @@ class UsageRows:
         c["output_tokens"].append(output_tokens)
         c["cache_read_tokens"].append(cache_read_tokens)
         c["cache_write_tokens"].append(cache_write_tokens)
+        c["cache_write_1h_tokens"].append(cache_write_1h_tokens)
         c["reasoning_tokens"].append(reasoning_tokens)
         c["total_tokens"].append(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens)
         c["recorded_cost_usd"].append(recorded_cost_usd)

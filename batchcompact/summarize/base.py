@@ -36,6 +36,7 @@ class SummaryResult:
     overflow_calls: int = 0  # 0: no overflow recovery; else number of model calls the recovery made
     calls: int = 1
     from_hook: bool = False
+    batch: bool = False  # bought through a provider batch API (at the batch price)
 
     @property
     def overflow_recovered(self) -> bool:

@@ -1,265 +1,336 @@
 """The built-in offline summarizer (`--model builtin`): deterministic, no network, cost 0.
 
-It reads the structure of `call.messages` (pi LLM messages) and fills the same headings a model is asked
-for, from what is really there: user requests and corrections, files written/edited, commands and their
-failures, error messages, the last unfinished request. Invariants:
+It reads the structure of `call.messages` (pi-shaped LLM messages from any of the three readers; see
+`builtin_facts.py` for what it takes from each agent's tools) and fills the headings a model is asked for,
+like a handover note: the goal and later requests, rules the user stated (never questions), each changed
+file with what changed, checks that passed, failures not fixed later, the unfinished request and what the
+agent was about to do. Invariants:
 - the same call gives the same text (no clock, no randomness, no dict-order surprises);
-- every heading of the call's kind is present, even when trimmed to `call.max_tokens` (chars/4);
-- items of `call.previous_summary` are kept (update semantics); only "Next Steps" is rewritten.
+- linear time in the size of the messages;
+- every heading of the call's kind is present, each section within a weighted share of
+  `call.max_tokens` (chars/4), unused shares going to the sections that need them;
+- items of `call.previous_summary` are kept (update semantics); only "Next Steps" is rewritten; a
+  previous summary in another layout (Claude Code's, Codex's) is kept as one block of critical context.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
-from typing import Any
 
 from batchcompact.core.calls import BRANCH, TURN_PREFIX, SummaryCall
 from batchcompact.summarize.base import SummaryResult
+from batchcompact.summarize.builtin_facts import Facts, clean_item, clip, extract_facts
 
-ITEM_CHARS = 200
 NONE = "(none)"
-_CONSTRAINT = re.compile(
-    r"\b(?:must|mustn't|never|always|don't|do not|should|shouldn't|prefer|make sure|avoid|only|without|keep)\b",
-    re.IGNORECASE,
-)
-_DECISION = re.compile(
-    r"\b(?:decided|decision|instead of|switch(?:ed|ing)? to|because|rather than|the fix is|chose|going with)\b",
-    re.IGNORECASE,
-)
-_EXIT_CODE = re.compile(r"Command exited with code (\d+)")
-_RAN = re.compile(r"^Ran `([^`]*)`")
+KEEP_NEW = {"constraints": 8, "decisions": 8, "blocked": 5, "later_requests": 3, "todos": 8, "read": 10}
+_VERBS = {"added": "Added", "wrote": "Wrote", "edited": "Edited", "deleted": "Deleted", "moved": "Moved"}
+_OUR_HEADINGS = ("## Goal", "### Done", "## Next Steps", "## Original Request")
 
 
-def _clip(text: str, limit: int = ITEM_CHARS) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+# -- sections -------------------------------------------------------------------------------------------
+class Section:
+    """A heading, its items and how items are rendered; `keep` says which items go last when trimming."""
+
+    def __init__(
+        self, heading: str, items: list[str], prefix: str = "- ", keep: str = "newest", weight: int = 1
+    ):
+        self.heading = heading
+        self.items = items
+        self.prefix = prefix
+        self.keep = (
+            keep  # newest: drop the oldest first; first: drop from the end; goal: keep item 0, then newest
+        )
+        self.weight = weight
+
+    def render_item(self, index: int, item: str) -> str:
+        prefix = f"{index + 1}. " if self.prefix == "1. " else self.prefix
+        return prefix + item.replace("\n", "\n  ")
+
+    def render(self) -> str:
+        if self.prefix is None:
+            return self.heading
+        lines = [self.render_item(i, item) for i, item in enumerate(self.items)]
+        return self.heading + "\n" + ("\n".join(lines) if lines else NONE)
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-    return ""
+def _parse_previous(summary: str | None) -> tuple[dict[str, list[str]], str | None]:
+    """(heading -> items) of a previous checkpoint in our layout; else (empty, the foreign text).
 
-
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
-
-
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip()]
-
-
-def _add(items: list[str], item: str) -> None:
-    if item and item not in items:
-        items.append(item)
-
-
-@dataclass
-class Facts:
-    """What the builtin summarizer extracts from the messages, in order of appearance."""
-
-    requests: list[str] = field(default_factory=list)
-    constraints: list[str] = field(default_factory=list)
-    written: list[str] = field(default_factory=list)
-    edited: list[str] = field(default_factory=list)
-    read: list[str] = field(default_factory=list)
-    commands: list[str] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)
-    decisions: list[str] = field(default_factory=list)
-    last_assistant_text: str = ""
-    unfinished: str | None = None
-
-
-def extract_facts(messages: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -> Facts:
-    """One pass over the messages; tool results are matched to their calls by id."""
-    facts = Facts()
-    calls: dict[str, dict[str, Any]] = {}
-    last_request: str | None = None
-    answered = True
-    for message in messages:
-        role = message.get("role")
-        if role == "user":
-            text = _text(message.get("content"))
-            ran = _RAN.match(text)
-            if ran:  # a bash execution, converted to user text
-                _add(facts.commands, f"`{_clip(ran.group(1), 120)}`")
-                code = _EXIT_CODE.search(text)
-                if code:
-                    _add(facts.failures, f"`{_clip(ran.group(1), 120)}` exited with code {code.group(1)}")
-                continue
-            if not text.strip() or text.startswith("The conversation history before this point"):
-                continue
-            if re.fullmatch(r"/\S+", text.strip()):  # a slash command such as /mode, not a request
-                continue
-            last_request = _clip(text)
-            answered = False
-            _add(facts.requests, last_request)
-            for sentence in _sentences(text):
-                if _CONSTRAINT.search(sentence) and len(sentence) < 300:
-                    _add(facts.constraints, _clip(sentence))
-        elif role == "assistant":
-            has_calls = False
-            for block in message.get("content") or []:
-                kind = block.get("type") if isinstance(block, dict) else None
-                if kind == "toolCall":
-                    has_calls = True
-                    calls[block.get("id", "")] = block
-                    _record_tool_call(facts, block)
-                elif kind == "text" and block.get("text", "").strip():
-                    facts.last_assistant_text = block["text"]
-                    for sentence in _sentences(block["text"]):
-                        if _DECISION.search(sentence) and 20 < len(sentence) < 300 and sentence[-1] != ":":
-                            _add(facts.decisions, _clip(sentence))
-            if message.get("stopReason") == "error" and message.get("errorMessage"):
-                _add(facts.failures, f"model error: {_clip(message['errorMessage'])}")
-            answered = not has_calls and message.get("stopReason") not in ("error", "aborted", "length")
-        elif role == "toolResult" and message.get("isError"):
-            call = calls.get(message.get("toolCallId", ""), {})
-            name = message.get("toolName") or call.get("name") or "tool"
-            args = call.get("arguments") or {}
-            what = args.get("command") or args.get("path") or ""
-            label = f"`{name}`" + (f" on `{_clip(what, 120)}`" if what else "")
-            _add(facts.failures, f"{label} failed: {_clip(_first_line(_text(message.get('content'))), 160)}")
-    if last_request and not answered:
-        facts.unfinished = last_request
-    facts.decisions = facts.decisions[-12:]
-    return facts
-
-
-def _record_tool_call(facts: Facts, block: dict[str, Any]) -> None:
-    name = block.get("name")
-    args = block.get("arguments") if isinstance(block.get("arguments"), dict) else {}
-    path = args.get("path")
-    if isinstance(path, str) and path:
-        target = {"write": facts.written, "edit": facts.edited, "read": facts.read}.get(name)
-        if target is not None:
-            _add(target, path)
-    if name == "bash" and isinstance(args.get("command"), str):
-        _add(facts.commands, f"`{_clip(args['command'], 120)}`")
-
-
-# -- sections -----------------------------------------------------------------------------------------
-Sections = list[tuple[str, list[str], str]]  # (heading, items, item prefix)
-
-
-def _parse_previous(summary: str | None) -> dict[str, list[str]]:
-    """Heading -> item lines (prefix stripped) of a previous checkpoint; file tags are dropped."""
+    A checkpoint written by another summarizer (Claude Code's own compaction, Codex's) has none of our
+    headings: it is kept whole, as one block of the critical context, rather than lost.
+    """
+    if not summary or not summary.strip():
+        return {}, None
+    if not any(h in summary for h in _OUR_HEADINGS):
+        return {}, _foreign_text(summary)
     out: dict[str, list[str]] = {}
     heading = None
-    for line in (summary or "").splitlines():
+    for line in summary.splitlines():
         stripped = line.strip()
         if stripped.startswith("#"):
             heading = stripped
             out.setdefault(heading, [])
         elif stripped.startswith("<"):
-            heading = None
+            heading = None  # file tags: the composition adds fresh ones
         elif heading and stripped and stripped != NONE:
-            item = re.sub(r"^(?:- \[[ x]\] |- |\d+\. )", "", stripped)
+            item = clean_item(stripped, 400)
             if item and item != NONE:
                 out[heading].append(item)
-    return out
+    return out, None
+
+
+_FENCE = re.compile(r"^\s*```.*?^\s*```[ \t]*$", re.DOTALL | re.MULTILINE)
+_INTENT = re.compile(
+    r"^\s*(?:\d+\.\s*)?(?:\*\*)?(?:Primary Request(?: and Intent)?|User Intent|Goal|Task)s?(?:\*\*)?:\s*(.*)$",
+    re.I,
+)
+_NUMBERED_HEADING = re.compile(r"^\s*\d+\.\s+\S.*:\s*$")
+
+
+def _foreign_text(summary: str) -> str:
+    """Another agent's checkpoint, without its preamble, analysis and code blocks (the files hold the code)."""
+    text = re.sub(r"<analysis>.*?</analysis>", "", summary, flags=re.DOTALL)
+    if "\nSummary:" in text:
+        text = text.split("\nSummary:", 1)[1]
+    text = _FENCE.sub("(code omitted)", text)
+    lines = [
+        line.rstrip()
+        for line in text.splitlines()
+        if line.strip()
+        and not line.startswith("This session is being continued")
+        and line.strip() != "Analysis:"
+    ]
+    return "\n".join(lines)
+
+
+def foreign_intent(text: str) -> str | None:
+    """The "Primary Request and Intent" of another agent's checkpoint: the goal it carries."""
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        match = _INTENT.match(line)
+        if not match:
+            continue
+        body = [match.group(1)] if match.group(1).strip() else []
+        for following in lines[index + 1 :]:
+            if _NUMBERED_HEADING.match(following) or _INTENT.match(following):
+                break
+            body.append(following.strip())
+        return clean_item(" ".join(body), 400) or None
+    return None
 
 
 def _merge(previous: list[str], new: list[str]) -> list[str]:
-    items: list[str] = []
-    for item in previous + new:
-        _add(items, item)
+    return list(dict.fromkeys(previous + [item for item in new if item]))
+
+
+def change_items(facts: Facts) -> list[str]:
+    """One line per changed file: what happened to it and, when known, the first changed line."""
+    items = []
+    for path, change in facts.changes.items():
+        verb = _VERBS.get(change.op, "Changed")
+        times = f" ({change.count} edits)" if change.op == "edited" and change.count > 1 else ""
+        detail = change.detail
+        if change.op == "wrote":
+            item = f"{verb} `{clip(path, 160)}`" + (f" ({detail})" if detail else "")
+        else:
+            item = f"{verb} `{clip(path, 160)}`{times}" + (f": {detail}" if detail else "")
+        items.append(item)
+    if facts.patches_without_files:
+        items.append(
+            f"Applied {plural(facts.patches_without_files, 'patch')} (file names not in the transcript)"
+        )
     return items
 
 
-def build_history_sections(facts: Facts, previous: str | None, branch: bool) -> Sections:
-    prev = _parse_previous(previous)
-    goal = facts.requests[:1] + [f"Later request: {r}" for r in facts.requests[1:][-3:]]
-    done = [f"Wrote `{p}`" for p in facts.written] + [
-        f"Edited `{p}`" for p in facts.edited if p not in facts.written
+def _done(facts: Facts) -> list[str]:
+    done = change_items(facts)
+    done += [f"Delegated to a sub-agent: {d}" for d in facts.delegated.list()[-5:]]
+    done += [f"Completed: {clean_item(text)}" for text, status in facts.todos or () if status == "completed"][
+        -KEEP_NEW["todos"] :
     ]
+    done += [f"Checks passed: {command}" for command in facts.checks_passed.values()]
     if facts.commands:
-        done.append(f"Ran {len(facts.commands)} command(s), last: {facts.commands[-1]}")
-    in_progress = [facts.unfinished] if facts.unfinished else []
-    blocked = facts.failures[-5:]
-    steps = []
+        done.append(commands_item(facts))
+    return done
+
+
+def commands_item(facts: Facts) -> str:
+    last = f", last: `{facts.last_command}`" if facts.last_command else ""
+    return f"Ran {plural(facts.commands, 'command')}{last}"
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "es" if noun.endswith("ch") else "s")
+
+
+def _later_requests(facts: Facts, has_goal: bool) -> list[str]:
+    first = [] if has_goal else facts.requests[:1]
+    # Questions asked along the way were answered in the conversation; they are not goals.
+    later = [r for r in dict.fromkeys(facts.requests[len(first) :]) if r not in first and not r.endswith("?")]
+    return [clean_item(r, 300) for r in first] + [
+        f"Later request: {clean_item(r, 300)}" for r in later[-KEEP_NEW["later_requests"] :]
+    ]
+
+
+def build_history_sections(facts: Facts, previous: str | None, branch: bool) -> list[Section]:
+    prev, foreign = _parse_previous(previous)
+    intent = foreign_intent(foreign) if foreign else None
+    prev_goal = prev.get("## Goal", []) or ([intent] if intent else [])
+    goal = _merge(prev_goal, _later_requests(facts, bool(prev_goal)))
+    todos = facts.todos or []
+    in_progress = [clean_item(t) for t, status in todos if status == "in_progress"]
     if facts.unfinished:
-        steps.append(f"Finish: {facts.unfinished}")
-    if facts.failures:
-        steps.append(f"Resolve: {facts.failures[-1]}")
-    if not steps and facts.requests:
+        in_progress.insert(0, clean_item(facts.unfinished, 300))
+    if facts.announced:
+        in_progress.append(f"Working on: {clean_item(facts.announced)}")
+    blocked = list(facts.blocked.values())[-KEEP_NEW["blocked"] :]
+    steps = [clean_item(t) for t, status in todos if status == "pending"][: KEEP_NEW["todos"]]
+    if facts.unfinished:
+        steps.insert(0, f"Finish: {clean_item(facts.unfinished)}")
+    steps += [f"Fix: {b}" for b in blocked[-2:]]
+    if not steps and facts.announced:
+        steps.append(f"Continue: {clean_item(facts.announced)}")
+    if not steps and (facts.requests or prev_goal):
         steps.append("Wait for the user's next request")
-    critical = [f"Error: {f}" for f in facts.failures[-3:]]
-    if facts.read:
-        critical.append("Files read: " + ", ".join(f"`{p}`" for p in facts.read[-10:]))
-    if facts.last_assistant_text:
-        critical.append(f"Last assistant message: {_clip(facts.last_assistant_text)}")
-    sections: Sections = [
-        ("## Goal", _merge(prev.get("## Goal", []), goal), ""),
-        (
+    critical = []
+    if foreign:
+        critical.append("Earlier summary (from the agent's own compaction):\n" + foreign)
+    read = [p for p in facts.read.list() if p not in facts.changes][-KEEP_NEW["read"] :]
+    if read:
+        critical.append("Files read: " + ", ".join(f"`{clip(p, 160)}`" for p in read))
+    last = facts.last_assistant_text.strip()
+    if last and not last.endswith(":"):
+        critical.append(f"Last assistant message: {clip(last)}")
+    sections = [
+        Section("## Goal", goal, "", keep="goal", weight=3),
+        Section(
             "## Constraints & Preferences",
-            _merge(prev.get("## Constraints & Preferences", []), facts.constraints[-8:]),
-            "- ",
+            _merge(
+                prev.get("## Constraints & Preferences", []),
+                facts.constraints.list()[-KEEP_NEW["constraints"] :],
+            ),
+            weight=2,
         ),
-        ("## Progress", [], ""),
-        ("### Done", _merge(prev.get("### Done", []) + prev.get("### In Progress", []), done), "- [x] "),
-        ("### In Progress", in_progress, "- [ ] "),
-        ("### Blocked", _merge(prev.get("### Blocked", []), blocked), "- "),
-        ("## Key Decisions", _merge(prev.get("## Key Decisions", []), facts.decisions), "- "),
-        ("## Next Steps", steps or prev.get("## Next Steps", []), "1. "),
+        Section("## Progress", [], None),
+        Section(
+            "### Done",
+            _merge(prev.get("### Done", []) + prev.get("### In Progress", []), _done(facts)),
+            "- [x] ",
+            weight=5,
+        ),
+        Section("### In Progress", in_progress, "- [ ] ", keep="first", weight=2),
+        Section("### Blocked", _merge(prev.get("### Blocked", []), blocked), weight=2),
+        Section(
+            "## Key Decisions",
+            _merge(prev.get("## Key Decisions", []), facts.decisions.list()[-KEEP_NEW["decisions"] :]),
+            weight=2,
+        ),
+        Section("## Next Steps", steps or prev.get("## Next Steps", []), "1. ", keep="first", weight=1),
     ]
     if not branch:
-        sections.append(("## Critical Context", _merge(prev.get("## Critical Context", []), critical), "- "))
+        sections.append(
+            Section("## Critical Context", _merge(prev.get("## Critical Context", []), critical), weight=3)
+        )
     return sections
 
 
-def build_turn_prefix_sections(facts: Facts) -> Sections:
-    early = [f"Wrote `{p}`" for p in facts.written] + [f"Edited `{p}`" for p in facts.edited]
-    early += [f"Ran {c}" for c in facts.commands[-5:]] + [f"Failed: {f}" for f in facts.failures[-3:]]
+def build_turn_prefix_sections(facts: Facts) -> list[Section]:
+    early = change_items(facts) + [f"Checks passed: {c}" for c in facts.checks_passed.values()]
+    if facts.commands:
+        early.append(commands_item(facts))
+    early += list(facts.blocked.values())[-3:]
     context = []
-    if facts.read:
-        context.append("Files read: " + ", ".join(f"`{p}`" for p in facts.read[-10:]))
-    if facts.last_assistant_text:
-        context.append(f"Last assistant message: {_clip(facts.last_assistant_text)}")
+    read = [p for p in facts.read.list() if p not in facts.changes][-KEEP_NEW["read"] :]
+    if read:
+        context.append("Files read: " + ", ".join(f"`{clip(p, 160)}`" for p in read))
+    if facts.announced:
+        context.append(f"Working on: {clean_item(facts.announced)}")
+    last = facts.last_assistant_text.strip()
+    if last and not last.endswith(":"):
+        context.append(f"Last assistant message: {clip(last)}")
     return [
-        ("## Original Request", facts.requests[:1], ""),
-        ("## Early Progress", early, "- "),
-        ("## Context for Suffix", context, "- "),
+        Section("## Original Request", [clean_item(r, 300) for r in facts.requests[:1]], "", weight=2),
+        Section("## Early Progress", early, weight=4),
+        Section("## Context for Suffix", context, weight=2),
     ]
 
 
-def render_sections(sections: Sections) -> str:
-    parts = []
-    for heading, items, prefix in sections:
-        if heading == "## Progress":
-            parts.append(heading)
-            continue
-        lines = [f"{i + 1}. {item}" if prefix == "1. " else f"{prefix}{item}" for i, item in enumerate(items)]
-        parts.append(heading + "\n" + ("\n".join(lines) if lines else NONE))
-    return "\n\n".join(parts)
+# -- budgets --------------------------------------------------------------------------------------------
+def render_sections(sections: list[Section]) -> str:
+    return "\n\n".join(section.render() for section in sections)
 
 
-def fit_sections(sections: Sections, max_chars: int) -> str:
-    """Render, dropping the oldest item of the longest list (then shortening items) until it fits."""
-    sections = [(h, list(items), p) for h, items, p in sections]
-    limit = ITEM_CHARS
-    text = render_sections(sections)
-    while len(text) > max_chars:
-        longest = max(sections, key=lambda s: len(s[1]))
-        if len(longest[1]) > 1:
-            # Oldest first, but the original goal and the first next step are the last to go.
-            longest[1].pop(-1 if longest[0] == "## Next Steps" else 1 if longest[0] == "## Goal" else 0)
-        elif limit > 24:
-            limit //= 2
-            sections = [(h, [_clip(i, limit) for i in items], p) for h, items, p in sections]
+def _item_cost(section: Section, index: int, item: str) -> int:
+    return len(section.render_item(index, item)) + 1
+
+
+def _select(section: Section, budget: int) -> list[str]:
+    """The items of `section` that fit in `budget` characters, dropping by the section's `keep` rule."""
+    items = section.items
+    order = list(range(len(items)))
+    if section.keep == "newest":
+        order.reverse()
+    elif section.keep == "goal":
+        order = [0] + list(range(len(items) - 1, 0, -1)) if items else []
+    chosen: list[int] = []
+    used = 0
+    for index in order:
+        cost = _item_cost(section, index, items[index])
+        if used + cost <= budget:
+            chosen.append(index)
+            used += cost
+        elif not chosen and budget - used > 24:  # the most important item, shortened
+            room = budget - used - len(section.render_item(index, "")) - 1
+            return [_shorten(items[index], room)]
         else:
-            sections = [(h, [], p) for h, _, p in sections]
-            text = render_sections(sections)
             break
-        text = render_sections(sections)
+    return [items[i] for i in sorted(chosen)]
+
+
+def _shorten(item: str, room: int) -> str:
+    if len(item) <= room:
+        return item
+    cut = item[: max(room - 1, 0)]
+    if "\n" in cut:  # a multi-line block: cut at a line end
+        cut = cut.rsplit("\n", 1)[0]
+    return cut.rstrip() + "…"
+
+
+def fit_sections(sections: list[Section], max_chars: int) -> str:
+    """Render within `max_chars`: each section gets a weighted share; what one leaves unused goes to others.
+
+    Linear in the number of items. Every heading is always present, even at a tiny budget.
+    """
+    text = render_sections(sections)
+    if len(text) <= max_chars:
+        return text
+    bare = [Section(s.heading, [], s.prefix) for s in sections]
+    overhead = len(render_sections(bare)) - sum(len(NONE) + 1 for s in sections if s.prefix is not None)
+    room = max_chars - overhead
+    needs = {id(s): len(s.render()) - len(s.heading) for s in sections if s.prefix is not None}
+    budgets = _share(sections, needs, room)
+    fitted = [
+        s if s.prefix is None else Section(s.heading, _select(s, budgets[id(s)]), s.prefix, s.keep)
+        for s in sections
+    ]
+    text = render_sections(fitted)
+    if len(text) > max_chars:  # rounding at tiny budgets: headings alone
+        text = render_sections(bare)
     return text
+
+
+def _share(sections: list[Section], needs: dict[int, int], room: int) -> dict[int, int]:
+    """Water-filling: sections that need less than their weighted share give the rest to the others."""
+    budgets: dict[int, int] = {}
+    pending = sorted((s for s in sections if s.prefix is not None), key=lambda s: needs[id(s)] / s.weight)
+    weight = sum(s.weight for s in pending)
+    for section in pending:
+        share = max(room, 0) * section.weight // max(weight, 1)
+        budgets[id(section)] = given = min(needs[id(section)], share)
+        room -= given
+        weight -= section.weight
+    return budgets
 
 
 def summarize_offline(call: SummaryCall) -> str:

@@ -70,6 +70,7 @@ class SummaryJob:
 
     key: str
     calls: list[SummaryCall]
+    version: str | None = None  # the input's fingerprint: a batch buyer notices a file changed since submission
 
 
 @dataclass

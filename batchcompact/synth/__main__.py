@@ -66,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         manifest = write_samples(args.out)
         for path, info in manifest["files"].items():
             print(f"{info['bytes']:>10,}  {path}")
+        for path, info in manifest["broken"]["files"].items():
+            print(f"{info['bytes']:>10,}  examples/broken/{path}")
         return 0
     size = parse_size(args.size) if args.size else None
     if size is None and args.turns is None:

@@ -1,7 +1,10 @@
 """The bundled `sample_sessions/`: small, deterministic files, each made to show one property.
 
 `write_samples(dir)` writes them, a `manifest.json` with the facts each one was built to have (the tests
-check those facts with plain json), and a README.
+check those facts with plain json), and a README. Samples that are broken on purpose go to a folder of their
+own (by default `examples/broken/` beside `dir`, with its own manifest and README), so that the first
+command of the README, run over `sample_sessions/`, succeeds, and `validate examples/broken` shows off the
+error reports.
 """
 
 from __future__ import annotations
@@ -121,13 +124,21 @@ CODEX_SAMPLE = CodexSpec(
 )
 
 
-def write_samples(out: str | Path) -> dict:
-    """Write every sample under `out`; returns (and writes) the manifest."""
+def default_broken_dir(out: str | Path) -> Path:
+    return Path(out).resolve().parent / "examples" / "broken"
+
+
+def write_samples(out: str | Path, broken_out: str | Path | None = None) -> dict:
+    """Write every sample under `out` (broken ones under `broken_out`); returns the manifest of `out`
+    with the broken folder's manifest under the key "broken"."""
     out = Path(out)
+    broken_dir = Path(broken_out) if broken_out is not None else default_broken_dir(out)
     manifest: dict = {"files": {}}
+    broken: dict = {"files": {}}
     for name, (spec, purpose) in PI_SAMPLES.items():
-        result = write_pi_session(out / "pi" / f"{name}.jsonl", spec)
-        manifest["files"][f"pi/{name}.jsonl"] = {
+        root, target = (broken_dir, broken) if spec.malformed else (out, manifest)
+        result = write_pi_session(root / "pi" / f"{name}.jsonl", spec)
+        target["files"][f"pi/{name}.jsonl"] = {
             "format": "pi-v1" if spec.legacy_v1 else "pi-v3",
             "purpose": purpose,
             "bytes": result.bytes,
@@ -158,16 +169,29 @@ def write_samples(out: str | Path) -> dict:
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     (out / "README.md").write_text(_readme(manifest))
-    return manifest
+    (broken_dir / "manifest.json").write_text(json.dumps(broken, indent=1) + "\n")
+    (broken_dir / "README.md").write_text(_readme(broken, broken=True))
+    return {**manifest, "broken": broken}
 
 
-def _readme(manifest: dict) -> str:
-    lines = [
+def _readme(manifest: dict, broken: bool = False) -> str:
+    intro = [
+        "# Broken sample sessions",
+        "",
+        "Sessions damaged on purpose, so `batchcompact validate examples/broken` shows how problems are",
+        "reported (file, line, what is wrong). They live apart from `sample_sessions/` so that a run over",
+        "the samples succeeds. Written by `python -m batchcompact.synth samples sample_sessions` (do not edit",
+        "by hand; rerun the command); `tests/test_synth.py` checks each file has the property it claims.",
+    ] if broken else [
         "# Sample sessions",
         "",
         "Synthetic, deterministic sessions written by `python -m batchcompact.synth samples sample_sessions`",
         "(do not edit by hand; rerun the command). All text is invented. `manifest.json` holds the same facts",
         "in machine-readable form; `tests/test_synth.py` checks each file has the property it claims.",
+        "Files broken on purpose are in `../examples/broken/`.",
+    ]
+    lines = [
+        *intro,
         "",
         "| file | bytes | context tokens | last usage | what it is for |",
         "|---|---|---|---|---|",

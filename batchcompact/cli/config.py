@@ -1,0 +1,199 @@
+"""Where every option's value comes from: command line > environment > config file > agent settings > default.
+
+One generic resolver covers every option of every command, including options added later: each option
+gets the environment variables BATCHCOMPACT_<COMMAND>_<OPTION> and BATCHCOMPACT_<OPTION>, and the config
+file's top-level keys plus its [<command>] section become click's `default_map`. Nothing here imports
+more than the standard library and click, so `--help` stays instant.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from batchcompact.agent_settings import pi_settings  # noqa: F401  (re-exported for `config`)
+from batchcompact.errors import UsageError
+
+ENV_PREFIX = "BATCHCOMPACT_"
+CONFIG_ENV = "BATCHCOMPACT_CONFIG"
+
+# Options that are the same in every command; they are not looked up per command.
+GLOBAL_NAMES = ("quiet", "verbose", "config_file", "help")
+
+# Each agent's documented compaction defaults, as batchcompact's planner options.
+# Sources are listed in docs/cli.md ("Presets").
+PRESETS: dict[str, dict[str, Any]] = {
+    # pi-mono settings-manager.ts / docs/settings.md: reserveTokens 16384, keepRecentTokens 20000.
+    "pi": {"reserve_tokens": 16384, "keep_recent_tokens": 20000},
+    # oh-my-pi compaction.ts: effective reserve max(15% of the window, 16384) -> about 85% of the window.
+    "oh-my-pi": {"reserve_tokens": 16384, "keep_recent_tokens": 20000, "threshold_percent": 85.0},
+    # withastro/flue packages/runtime/src/compaction.ts: reserveTokens 20000, keepRecentTokens 8000.
+    "flue": {"reserve_tokens": 20000, "keep_recent_tokens": 8000},
+    # Claude Code autoCompact: window - min(max output, 20000) - 13000 buffer.
+    "claude-code": {"reserve_tokens": 33000},
+    # Codex ModelInfo::auto_compact_token_limit: 90% of the window; keeps 20000 tokens of user messages.
+    "codex": {"threshold_percent": 90.0, "keep_recent_tokens": 20000},
+}
+
+
+
+def option_key(param: click.Parameter) -> str:
+    """The name a user writes in the config file: the long flag without dashes (`min-age`, `format`)."""
+    longs = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
+    if longs:
+        return max(longs, key=len)[2:]
+    return (param.name or "").replace("_", "-")
+
+
+def env_names(command: str, param: click.Parameter) -> list[str]:
+    key = option_key(param).upper().replace("-", "_")
+    return [f"{ENV_PREFIX}{command.upper().replace('-', '_')}_{key}", f"{ENV_PREFIX}{key}"]
+
+
+def default_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "batchcompact" / "config.toml"
+
+
+def find_config(explicit: str | None) -> tuple[Path | None, str]:
+    """The config file in use and how it was chosen; an explicitly named file must exist."""
+    if explicit:
+        path, how = Path(expand_path(explicit)), "--config"
+    elif os.environ.get(CONFIG_ENV):
+        path, how = Path(expand_path(os.environ[CONFIG_ENV])), CONFIG_ENV
+    else:
+        path = default_config_path()
+        return (path if path.is_file() else None), "default location"
+    if not path.is_file():
+        raise UsageError(f"config file not found: {path} (from {how})")
+    return path, how
+
+
+def load_config(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    import tomllib
+
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def expand_path(text: str) -> str:
+    """`~` and $VARIABLES expanded, as a shell would have done for an unquoted argument."""
+    return os.path.expanduser(os.path.expandvars(text))
+
+
+class ExpandedPath(click.Path):
+    """A click.Path that first expands `~` and $VARIABLES (quoted arguments reach us unexpanded)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str):
+            value = expand_path(value)
+        return super().convert(value, param, ctx)
+
+
+@dataclass
+class Resolution:
+    """What the resolver decided for one command invocation (kept on the click context for `config`)."""
+
+    command: str
+    config_path: Path | None
+    config_how: str
+    file_values: dict[str, Any] = field(default_factory=dict)  # param name -> value
+    preset: str | None = None
+    preset_values: dict[str, Any] = field(default_factory=dict)
+    unknown_keys: list[str] = field(default_factory=list)
+
+
+def _section(data: dict[str, Any], command: str) -> dict[str, Any]:
+    """Top-level keys apply to every command; the [command] table overrides them."""
+    values = {k: v for k, v in data.items() if not isinstance(v, dict)}
+    section = data.get(command)
+    if isinstance(section, dict):
+        values.update(section)
+    return values
+
+
+def _scan_args(args: list[str], name: str) -> str | None:
+    """The value of a `--name VALUE` / `--name=VALUE` argument, before click parses anything."""
+    for index, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg == name and index + 1 < len(args):
+            return args[index + 1]
+        if arg.startswith(name + "="):
+            return arg[len(name) + 1:]
+    return None
+
+
+def resolve(command: click.Command, name: str, args: list[str], parent: click.Context | None) -> tuple[
+    dict[str, Any], Resolution
+]:
+    """The `default_map` for one command (config file over preset), and a record of where values came from.
+
+    Also gives every visible option its BATCHCOMPACT_* environment variables (kept if it already has one).
+    """
+    explicit = _scan_args(args, "--config")
+    if explicit is None and parent is not None:
+        explicit = (parent.obj or {}).get("config_file")
+    path, how = find_config(explicit)
+    data = load_config(path)
+    section = _section(data, name)
+    resolution = Resolution(command=name, config_path=path, config_how=how)
+
+    by_key: dict[str, click.Parameter] = {}
+    for param in command.params:
+        if not isinstance(param, click.Option):
+            continue
+        if param.name not in GLOBAL_NAMES and not param.hidden:
+            names = env_names(name, param)
+            own = [param.envvar] if isinstance(param.envvar, str) else list(param.envvar or ())
+            # the command's own variable first, then one the option already had, then the shared one
+            param.envvar = list(dict.fromkeys([names[0], *own, names[1]]))
+        by_key[option_key(param)] = param
+        by_key[option_key(param).replace("-", "_")] = param
+        if param.name:
+            by_key[param.name] = param
+
+    default_map: dict[str, Any] = {}
+    preset = _scan_args(args, "--preset") or os.environ.get(f"{ENV_PREFIX}{name.upper()}_PRESET") \
+        or os.environ.get(f"{ENV_PREFIX}PRESET") or section.get("preset")
+    if preset in PRESETS and "preset" in by_key:
+        resolution.preset = preset
+        resolution.preset_values = {k: v for k, v in PRESETS[preset].items() if k in by_key}
+        default_map.update(resolution.preset_values)
+    for key, value in section.items():
+        param = by_key.get(key)
+        if param is None:
+            if isinstance(data.get(name), dict) and key in data[name]:
+                resolution.unknown_keys.append(key)
+            continue
+        if param.name in GLOBAL_NAMES[:3]:
+            continue
+        default_map[param.name] = value
+        resolution.file_values[param.name] = value
+    for key in resolution.unknown_keys:
+        click.echo(f"warning: {path}: [{name}] has no option {key!r} (see `batchcompact {name} --help`)",
+                   err=True)
+    return default_map, resolution
+
+
+def color_enabled(stream: Any = None) -> bool:
+    """Colour only on a terminal, and never with NO_COLOR set (https://no-color.org)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    stream = stream if stream is not None else sys.stdout
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

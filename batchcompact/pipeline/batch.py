@@ -1,0 +1,752 @@
+"""Buying summaries through provider batch APIs, across cron runs (`run --batch`).
+
+`BatchBuyer` is the batch side of the buying seam (`pipeline/buying.py`): it takes the same `SummaryJob`s
+as the on-demand pool and hands back the same `JobOutcome`s. A run:
+
+1. **collects**: every batch the state knows as open is checked; an ended batch's results are downloaded
+   and, in one transaction, each succeeded summary goes into the summary cache (priced at the batch rate)
+   and each request gets its final state (`collected`, `failed`, `overflow`);
+2. **routes** each job: calls whose summaries are here are handed back (the session is then written
+   through the same path as on-demand results); calls still in an open batch wait; new calls, and failed
+   ones with attempts left, are spooled for submission. Those jobs get the outcome `batch_pending`;
+3. **submits** the spool in batches within the provider's limits (a job's calls always share a batch):
+   the intent (a local id, its request keys) is committed first, then the batch is created with the local
+   id as metadata, then its provider id is recorded. A crash in between is healed by the next run, which
+   looks the local id up in the provider's listing (`find`) and adopts the batch, or, when the provider
+   never created it, forgets the intent so the requests are submitted again.
+
+`custom_id` is the summary cache key: a summary is requested at most once while a request for it is
+open or its result is in the cache, so no request is paid twice. The state machine is in docs/batch.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import json
+import logging
+import secrets
+import sqlite3
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from batchcompact.pipeline.buying import BATCH_PENDING, CHANGED
+from batchcompact.pipeline.state import call_key
+from batchcompact.pipeline.summary_cache import CachingSummarizer
+
+log = logging.getLogger(__name__)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS batches (
+    local_id TEXT PRIMARY KEY,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    api_base TEXT NOT NULL,
+    batch_id TEXT,
+    state TEXT NOT NULL,
+    status TEXT,
+    requests INTEGER NOT NULL,
+    succeeded INTEGER NOT NULL DEFAULT 0,
+    errored INTEGER NOT NULL DEFAULT 0,
+    expired INTEGER NOT NULL DEFAULT 0,
+    cancelled INTEGER NOT NULL DEFAULT 0,
+    est_cost_usd REAL,
+    cost_usd REAL,
+    run_id TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS batch_requests (
+    call_key TEXT PRIMARY KEY,
+    local_id TEXT NOT NULL,
+    job_key TEXT,
+    state TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    error TEXT,
+    est_cost_usd REAL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS batch_requests_by_batch ON batch_requests (local_id, state);
+CREATE TABLE IF NOT EXISTS batch_jobs (
+    job_key TEXT PRIMARY KEY,
+    version TEXT,
+    call_keys TEXT NOT NULL,
+    updated_at REAL NOT NULL
+);
+"""
+
+# batch states (ours): submitting -> submitted -> ended; submitting -> abandoned (never created)
+SUBMITTING, SUBMITTED, ENDED, ABANDONED = "submitting", "submitted", "ended", "abandoned"
+# request states: submitting -> submitted -> collected -> delivered | failed (resubmitted) | overflow
+COLLECTED, DELIVERED, FAILED, OVERFLOW = "collected", "delivered", "failed", "overflow"
+OPEN_STATES = (SUBMITTING, SUBMITTED)
+POLL_START_S = 10.0
+POLL_MAX_S = 300.0
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """`run --batch` settings. `max_requests`/`max_bytes` lower the provider's per-batch limits."""
+
+    api_base: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    max_attempts: int = 3  # submissions per request (expired, errored or cancelled ones are resubmitted)
+    max_requests: int | None = None
+    max_bytes: int | None = None
+    timeout: float = 120.0
+
+
+@dataclass
+class BatchRow:
+    local_id: str
+    provider: str
+    model: str
+    api_base: str
+    batch_id: str | None
+    state: str
+    status: str | None
+    requests: int
+    succeeded: int
+    errored: int
+    expired: int
+    cancelled: int
+    est_cost_usd: float | None
+    cost_usd: float | None
+    run_id: str | None
+    created_at: float
+    updated_at: float
+
+    @property
+    def open(self) -> bool:
+        return self.state in OPEN_STATES
+
+
+class BatchStore:
+    """The batch tables, added to the run state's database (same connection, same lock)."""
+
+    def __init__(self, db: sqlite3.Connection, lock: Any) -> None:
+        self.db = db
+        self.lock = lock
+        with self.lock:
+            self.db.executescript(SCHEMA)
+            self.db.commit()
+
+    @classmethod
+    def of(cls, state: Any) -> BatchStore:
+        return cls(state.db, state._db_lock)
+
+    # -- batches ---------------------------------------------------------------------------------
+    def batches(self, where: str = "", args: tuple = ()) -> list[BatchRow]:
+        with self.lock:
+            rows = self.db.execute(f"SELECT * FROM batches {where} ORDER BY created_at DESC", args).fetchall()
+        return [BatchRow(*row) for row in rows]
+
+    def open_batches(self) -> list[BatchRow]:
+        return self.batches("WHERE state IN (?, ?)", OPEN_STATES)
+
+    def batch(self, ident: str) -> BatchRow | None:
+        found = self.batches("WHERE local_id=? OR batch_id=?", (ident, ident))
+        return found[0] if found else None
+
+    def known_batch_ids(self) -> frozenset[str]:
+        with self.lock:
+            return frozenset(r[0] for r in self.db.execute("SELECT batch_id FROM batches WHERE batch_id IS NOT NULL"))
+
+    def intend(self, local_id: str, target: Any, run_id: str, requests: list[tuple[str, str, float | None]],
+               est_cost: float | None) -> None:
+        """Record a batch about to be created and its requests (state `submitting`), before any upload."""
+        now = time.time()
+        with self.lock:
+            self.db.execute(
+                "INSERT INTO batches (local_id, provider, model, api_base, batch_id, state, status, requests, "
+                "est_cost_usd, run_id, created_at, updated_at) VALUES (?, ?, ?, ?, NULL, ?, NULL, ?, ?, ?, ?, ?)",
+                (local_id, target.provider, target.model, target.api_base, SUBMITTING, len(requests), est_cost,
+                 run_id, now, now))
+            for key, job_key, est in requests:
+                previous = self.db.execute("SELECT attempts FROM batch_requests WHERE call_key=?", (key,)).fetchone()
+                attempts = (previous[0] if previous else 0) + 1
+                self.db.execute("INSERT OR REPLACE INTO batch_requests VALUES (?, ?, ?, ?, ?, NULL, ?, ?)",
+                                (key, local_id, job_key, SUBMITTING, attempts, est, now))
+            self.db.commit()
+
+    def mark_submitted(self, local_id: str, batch_id: str) -> None:
+        with self.lock:
+            self.db.execute("UPDATE batches SET batch_id=?, state=?, status=?, updated_at=? WHERE local_id=?",
+                            (batch_id, SUBMITTED, "submitted", time.time(), local_id))
+            self.db.execute("UPDATE batch_requests SET state=? WHERE local_id=? AND state=?",
+                            (SUBMITTED, local_id, SUBMITTING))
+            self.db.commit()
+
+    def abandon(self, local_id: str) -> None:
+        """The provider never created this batch: its requests go again (this did not count as an attempt)."""
+        with self.lock:
+            self.db.execute("UPDATE batches SET state=?, status=?, updated_at=? WHERE local_id=?",
+                            (ABANDONED, "never created", time.time(), local_id))
+            self.db.execute("UPDATE batch_requests SET state=?, error=?, attempts=attempts-1 WHERE local_id=? "
+                            "AND state=?", (FAILED, "the batch was never created", local_id, SUBMITTING))
+            self.db.commit()
+
+    def update_status(self, local_id: str, info: Any) -> None:
+        with self.lock:
+            self.db.execute(
+                "UPDATE batches SET status=?, succeeded=?, errored=?, expired=?, cancelled=?, updated_at=? "
+                "WHERE local_id=?",
+                (info.status, info.succeeded, info.errored, info.expired, info.cancelled, time.time(), local_id))
+            self.db.commit()
+
+    def settle(self, row: BatchRow, info: Any, results: Iterable[Any], price: Any) -> tuple[int, float | None]:
+        """An ended batch's results into the cache and the request states, in one transaction."""
+        from batchcompact.summarize.base import SummaryResult
+
+        now = time.time()
+        collected, total, unpriced = 0, 0.0, False
+        with self.lock:
+            try:
+                for res in results:
+                    request = self.db.execute(
+                        "SELECT attempts FROM batch_requests WHERE call_key=? AND local_id=? AND state=?",
+                        (res.custom_id, row.local_id, SUBMITTED)).fetchone()
+                    if request is None:  # not ours, or already settled
+                        continue
+                    if res.kind == "succeeded":
+                        cost = price(res)
+                        result = SummaryResult(
+                            text=res.text, model=row.model, prompt_tokens=res.prompt_tokens,
+                            completion_tokens=res.completion_tokens, cache_read_tokens=res.cache_read_tokens,
+                            cache_write_tokens=res.cache_write_tokens, cost_usd=cost, latency_s=0.0,
+                            attempts=request[0], batch=True)
+                        self.db.execute("INSERT OR REPLACE INTO summaries VALUES (?, ?, ?)",
+                                        (res.custom_id, json.dumps(dataclasses.asdict(result)), now))
+                        state, error = COLLECTED, None
+                        collected += 1
+                        if cost is None:
+                            unpriced = True
+                        else:
+                            total += cost
+                    else:
+                        state = OVERFLOW if res.kind == "too_long" else FAILED
+                        error = f"{res.kind}: {res.error}" if res.error and res.error != res.kind else res.kind
+                    self.db.execute("UPDATE batch_requests SET state=?, error=?, updated_at=? WHERE call_key=?",
+                                    (state, error, now, res.custom_id))
+                self.db.execute(
+                    "UPDATE batch_requests SET state=?, error=?, updated_at=? WHERE local_id=? AND state=?",
+                    (FAILED, f"no result returned (batch {info.status})", now, row.local_id, SUBMITTED))
+                self.db.execute(
+                    "UPDATE batches SET state=?, status=?, succeeded=?, errored=?, expired=?, cancelled=?, "
+                    "cost_usd=?, updated_at=? WHERE local_id=?",
+                    (ENDED, info.status, info.succeeded, info.errored, info.expired, info.cancelled,
+                     None if unpriced else total, now, row.local_id))
+                self.db.commit()
+            except BaseException:
+                self.db.rollback()
+                raise
+        return collected, None if unpriced else total
+
+    # -- requests and jobs -----------------------------------------------------------------------
+    def request(self, key: str) -> tuple[str, str, int, str | None] | None:
+        """(local_id, state, attempts, error) of the request for this cache key, if any."""
+        with self.lock:
+            return self.db.execute("SELECT local_id, state, attempts, error FROM batch_requests WHERE call_key=?",
+                                   (key,)).fetchone()
+
+    def mark_delivered(self, keys: list[str]) -> None:
+        with self.lock:
+            self.db.executemany("UPDATE batch_requests SET state=?, updated_at=? WHERE call_key=? AND state=?",
+                                [(DELIVERED, time.time(), key, COLLECTED) for key in keys])
+            self.db.commit()
+
+    def job(self, job_key: str) -> tuple[str | None, list[str]] | None:
+        with self.lock:
+            row = self.db.execute("SELECT version, call_keys FROM batch_jobs WHERE job_key=?", (job_key,)).fetchone()
+        return (row[0], json.loads(row[1])) if row else None
+
+    def remember_job(self, job_key: str, version: str | None, keys: list[str]) -> None:
+        with self.lock:
+            self.db.execute("INSERT OR REPLACE INTO batch_jobs VALUES (?, ?, ?, ?)",
+                            (job_key, version, json.dumps(keys), time.time()))
+            self.db.commit()
+
+    def forget_job(self, job_key: str) -> None:
+        with self.lock:
+            self.db.execute("DELETE FROM batch_jobs WHERE job_key=?", (job_key,))
+            self.db.commit()
+
+    def mark_cancelled(self, local_id: str, info: Any) -> None:
+        self.update_status(local_id, info)
+
+
+def batch_cost(model: str, pricing_file: str | None, *, prompt_tokens: int, completion_tokens: int,
+               cache_read_tokens: int = 0, cache_write_tokens: int = 0) -> float | None:
+    """USD at the batch rate (the map's `*_batches` prices, or 50% where the provider documents it)."""
+    from batchcompact.pricing import PriceTable
+
+    return PriceTable.load(pricing_file).cost(
+        model, input_tokens=max(prompt_tokens - cache_read_tokens - cache_write_tokens, 0),
+        output_tokens=completion_tokens, cache_read_tokens=cache_read_tokens, cache_write_tokens=cache_write_tokens,
+        batch=True)
+
+
+class BatchBuyer:
+    """The batch side of the buying seam; see the module docstring."""
+
+    batch = True
+
+    def __init__(self, options: BatchOptions, summarizer: Any, state: Any, model_key: str, pool_settings: Any,
+                 run_id: str, *, pricing_file: str | None = None, max_cost_usd: float | None = None) -> None:
+        from batchcompact.summarize.batch_api import resolve_target
+
+        self.options = options
+        self.target = resolve_target(model_key, options.api_base, options.api_key)
+        self.store = BatchStore.of(state)
+        self.caching = CachingSummarizer(summarizer, state, model_key)
+        self.summarizer = summarizer
+        self.model_key = model_key
+        self.pool_settings = pool_settings
+        self.redact = pool_settings.redact and getattr(summarizer, "remote", True)
+        self.run_id = run_id
+        self.pricing_file = pricing_file
+        self.max_cost_usd = max_cost_usd
+        self._clients: dict[tuple[str, str], Any] = {}
+        self.spool: list[tuple[str, str, float | None, bytes]] = []
+        self.spool_bytes = 0
+        self.spooled: set[str] = set()
+        self.committed = 0.0
+        self.submitted_calls = 0
+        self.submitted_batches = 0
+        self.collected = 0
+        self.collected_batches = 0
+        self.waiting_jobs = 0
+        self.waiting_batches: set[str] = set()
+        self.on_demand: list[Any] = []
+        self.notes: list[str] = []
+        self._deliver: dict[str, list[str]] = {}  # job key -> collected keys it is being handed
+
+    # -- clients -----------------------------------------------------------------------------------
+    def client(self, provider: str | None = None, api_base: str | None = None) -> Any:
+        from batchcompact.summarize.batch_api import BatchTarget, client_for
+
+        provider = provider or self.target.provider
+        api_base = api_base or self.target.api_base
+        key = (provider, api_base)
+        if key not in self._clients:
+            target = self.target
+            if key != (self.target.provider, self.target.api_base):  # a batch of an earlier run's settings
+                target = BatchTarget(provider, self.target.model, self.target.api_model, api_base,
+                                     _env_key(provider) if provider != self.target.provider else self.target.api_key)
+            self._clients[key] = client_for(target, self.options.timeout)
+        return self._clients[key]
+
+    def limits(self) -> tuple[int, int]:
+        client = self.client()
+        requests = min(self.options.max_requests or client.max_requests, client.max_requests)
+        size = min(self.options.max_bytes or client.max_bytes, client.max_bytes)
+        return requests, size
+
+    def close(self) -> None:
+        for client in self._clients.values():
+            client.close()
+
+    # -- the seam ------------------------------------------------------------------------------------
+    async def buy(self, jobs: Any, on_outcome: Any, stop_event: asyncio.Event | None = None) -> None:
+        from batchcompact.summarize.pool import CANCELLED, JobOutcome
+
+        try:
+            await asyncio.to_thread(self.collect)
+            async for job in _aiter(jobs):
+                if stop_event is not None and stop_event.is_set():
+                    outcome = JobOutcome(job.key, CANCELLED, [None] * len(job.calls), "stop requested")
+                else:
+                    outcome = await asyncio.to_thread(self.route, job)
+                    if outcome is None:  # bought on demand after the batch jobs (see `route`)
+                        self.on_demand.append(job)
+                        continue
+                await _maybe_await(on_outcome(outcome))
+                # handed over and written (on_outcome returns after the write): from now on a rerun
+                # reuses these summaries at no cost instead of counting them again
+                self.store.mark_delivered(self._deliver.pop(job.key, []))
+            await asyncio.to_thread(self.flush)
+            if self.on_demand:
+                await self._buy_on_demand(on_outcome, stop_event)
+        finally:
+            self.notes = self._notes()
+            self.close()
+
+    async def _buy_on_demand(self, on_outcome: Any, stop_event: Any) -> None:
+        from batchcompact.summarize.pool import run_jobs
+
+        settings = self.pool_settings
+        if self.max_cost_usd is not None:
+            settings = dataclasses.replace(settings, max_cost_usd=max(self.max_cost_usd - self.committed, 0.0))
+        count = len(self.on_demand)
+        self.notes.append(f"{count} session{'s' if count != 1 else ''} bought on demand (a prompt beyond the "
+                          "model's window needs successive calls)")
+        jobs = {job.key: job for job in self.on_demand}
+
+        async def written(outcome: Any) -> None:
+            await _maybe_await(on_outcome(outcome))
+            job = jobs.get(outcome.key)
+            if job is not None and outcome.ok:  # as in `buy`: delivered once applied and written
+                self.store.mark_delivered([self._prepared(call)[2] for call in job.calls])
+
+        await run_jobs(self.on_demand, _CollectedFirst(self), settings, on_outcome=written, stop_event=stop_event)
+
+    def as_paid(self, result: Any) -> Any:
+        return self.caching.as_paid(result)
+
+    # -- collecting ------------------------------------------------------------------------------------
+    def collect(self) -> None:
+        """Check every open batch; settle those that ended (results into the cache)."""
+        from batchcompact.summarize.batch_api import BatchAPIError
+
+        for row in self.store.open_batches():
+            try:
+                client = self.client(row.provider, row.api_base)
+                if row.state == SUBMITTING and not self._recover(row, client):
+                    continue
+                row = self.store.batch(row.local_id)
+                info = client.retrieve(row.batch_id)
+                self.store.update_status(row.local_id, info)
+                if not info.ended:
+                    continue
+                price = functools.partial(self._price, row.model)  # the batch's model, even if --model changed
+                collected, _ = self.store.settle(row, info, client.results(info), price)
+                self.collected += collected
+                self.collected_batches += 1
+                log.info("batch %s ended (%s): %d summaries collected", row.batch_id, info.status, collected)
+            except BatchAPIError as exc:
+                log.warning("batch %s: %s", row.batch_id or row.local_id, exc)
+                self.notes.append(f"batch {row.batch_id or row.local_id} not checked: {exc}")
+
+    def _recover(self, row: BatchRow, client: Any) -> bool:
+        """A batch whose creation was not recorded: adopt it from the provider's listing, or forget it."""
+        found = client.find(row.local_id, row.created_at, row.requests, self.store.known_batch_ids())
+        if found is None:
+            log.warning("batch intent %s was never created by the provider; its requests go again", row.local_id)
+            self.store.abandon(row.local_id)
+            return False
+        log.warning("adopted batch %s (created, but not recorded, by an interrupted run)", found)
+        self.store.mark_submitted(row.local_id, found)
+        return True
+
+    def _price(self, model: str, res: Any) -> float | None:
+        return batch_cost(model, self.pricing_file, prompt_tokens=res.prompt_tokens,
+                          completion_tokens=res.completion_tokens, cache_read_tokens=res.cache_read_tokens,
+                          cache_write_tokens=res.cache_write_tokens)
+
+    # -- routing one job ---------------------------------------------------------------------------------
+    def _prepared(self, call: Any) -> tuple[Any, dict[str, int], str]:
+        """The call as it would be sent (redacted like the pool does), and its cache key."""
+        counts: dict[str, int] = {}
+        if self.redact:
+            from batchcompact.summarize.pool import redact_call
+
+            call, counts = redact_call(call)
+        return call, counts, call_key(self.model_key, call.system_prompt, call.user_prompt, call.max_tokens)
+
+    def route(self, job: Any) -> Any:
+        """The job's outcome now: ok (all summaries here), batch_pending, failed, budget, changed; or None
+        when it must be bought on demand (a prompt beyond the model's window needs overflow recovery,
+        whose successive calls each depend on the previous answer)."""
+        from batchcompact.summarize.pool import BUDGET, OK, JobOutcome
+        from batchcompact.summarize.pool import FAILED as JOB_FAILED
+
+        prepared = [self._prepared(call) for call in job.calls]
+        keys = [key for _, _, key in prepared]
+        n = len(prepared)
+        record = self.store.job(job.key)
+        if record is not None and job.version and record[0] and record[0] != job.version:
+            self.store.forget_job(job.key)
+            return JobOutcome(job.key, CHANGED, [None] * n,
+                              "the file changed after its summaries were requested in a batch; summaries "
+                              "already paid for stay in the cache, and the next run plans the new content")
+        results: list[Any] = [None] * n
+        fresh: list[int] = []
+        waiting: list[str] = []
+        failures: list[str] = []
+        too_long = False
+        delivered: list[str] = []
+        for i, (call, counts, key) in enumerate(prepared):
+            if key in self.spooled:
+                waiting.append("this run's batch")
+                continue
+            request = self.store.request(key)
+            if request is not None and request[1] == COLLECTED:  # paid for, not yet handed to a session
+                cached = self.store_result(key)
+                if cached is not None:
+                    results[i] = dataclasses.replace(cached, redactions=counts)
+                    delivered.append(key)
+                    continue
+            reused = self.caching.cached(call)
+            if reused is not None:
+                results[i] = reused
+                continue
+            if request is None or request[1] == DELIVERED:
+                fresh.append(i)
+            elif request[1] in OPEN_STATES:
+                waiting.append(request[0])
+            elif request[1] == OVERFLOW:
+                too_long = True
+            elif request[2] >= self.options.max_attempts:
+                failures.append(f"gave up after {request[2]} batch submissions: {request[3]}")
+            else:
+                fresh.append(i)
+        if failures:
+            return JobOutcome(job.key, JOB_FAILED, results, "; ".join(failures), 0)
+        if not fresh and not waiting and not too_long:
+            self._deliver[job.key] = delivered
+            self.store.forget_job(job.key)
+            return JobOutcome(job.key, OK, results, None, sum(r.attempts for r in results))
+        fits = getattr(self.summarizer, "fits", None)
+        if not waiting and (too_long or (fits is not None and not all(fits(prepared[i][0]) for i in fresh))):
+            return None
+        if waiting and not fresh:
+            self.waiting_jobs += 1
+            names = sorted({self._batch_name(w) for w in waiting})
+            self.waiting_batches.update(names)
+            return JobOutcome(job.key, BATCH_PENDING, results,
+                              f"waiting for batch {', '.join(names)}; rerun to collect", 0)
+        estimates = [self._estimate(prepared[i][0]) for i in fresh]
+        est = sum(e or 0.0 for e in estimates)
+        if self.max_cost_usd is not None and self.committed + est > self.max_cost_usd + 1e-12:
+            return JobOutcome(job.key, BUDGET, results,
+                              f"--max-cost ${self.max_cost_usd:.4f} reached: ${self.committed:.4f} committed to "
+                              "batches in this run (estimated at the batch price)", 0)
+        lines = [(keys[i], self.client().request_line(keys[i], prepared[i][0])) for i in fresh]
+        max_requests, max_bytes = self.limits()
+        size = sum(len(line) + 1 for _, line in lines)
+        if self.spool and (len(self.spool) + len(lines) > max_requests or self.spool_bytes + size > max_bytes):
+            self.flush()  # a job's calls always go in the same batch
+        for (key, line), estimate in zip(lines, estimates, strict=True):
+            self.spool.append((key, job.key, estimate, line))
+            self.spooled.add(key)
+        self.spool_bytes += size
+        self.committed += est
+        self.store.remember_job(job.key, job.version, keys)
+        return JobOutcome(job.key, BATCH_PENDING, results,
+                          "summary requested in a provider batch; rerun to collect", 0)
+
+    def store_result(self, key: str) -> Any:
+        from batchcompact.summarize.base import SummaryResult
+
+        cached = self.caching.state.get_summary(key)
+        return SummaryResult(**cached) if cached is not None else None
+
+    def _batch_name(self, local_id: str) -> str:
+        if local_id == "this run's batch":
+            return local_id
+        row = self.store.batch(local_id)
+        return (row.batch_id or local_id) if row else local_id
+
+    def _estimate(self, call: Any) -> float | None:
+        from batchcompact.core.planner import EST_OUTPUT_TOKENS
+
+        output = min(call.max_tokens, EST_OUTPUT_TOKENS.get(call.kind, 2000))
+        prompt = call.prompt_tokens or -(-len(call.system_prompt + call.user_prompt) // 4)
+        return batch_cost(self.model_key, self.pricing_file, prompt_tokens=prompt, completion_tokens=output)
+
+    # -- submitting ---------------------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Submit the spool as one batch: intent recorded, batch created, id recorded."""
+        if not self.spool:
+            return
+        local_id = secrets.token_hex(8)
+        requests = [(key, job_key, est) for key, job_key, est, _ in self.spool]
+        ests = [est for _, _, est, _ in self.spool]
+        est_total = None if any(e is None for e in ests) else sum(ests)
+        self.store.intend(local_id, self.target, self.run_id, requests, est_total)
+        batch_id = self.client().submit([line for *_, line in self.spool], local_id)
+        self.store.mark_submitted(local_id, batch_id)
+        log.info("submitted batch %s: %d requests", batch_id, len(self.spool))
+        self.submitted_calls += len(self.spool)
+        self.submitted_batches += 1
+        self.spool.clear()
+        self.spool_bytes = 0
+
+    def _notes(self) -> list[str]:
+        notes = list(self.notes)
+        if self.collected_batches:
+            notes.insert(0, f"collected {self.collected} summaries from {self.collected_batches} ended "
+                            f"batch{'es' if self.collected_batches != 1 else ''}")
+        if self.submitted_batches:
+            notes.append(f"{self.submitted_calls} calls in {self.submitted_batches} "
+                         f"batch{'es' if self.submitted_batches != 1 else ''} submitted; rerun to collect")
+        if self.waiting_jobs:
+            notes.append(f"{self.waiting_jobs} session{'s' if self.waiting_jobs != 1 else ''} waiting for {len(self.waiting_batches)} batch"
+                         f"{'es' if len(self.waiting_batches) != 1 else ''} still in progress; rerun to collect")
+        return notes
+
+
+class _CollectedFirst:
+    """The on-demand summarizer of a batch run: a summary collected from a batch but not yet handed to a
+    session is handed over (and counted) first, and marked delivered once its session is written; anything
+    else goes through the summary cache."""
+
+    def __init__(self, buyer: BatchBuyer) -> None:
+        self.buyer = buyer
+        self.name = buyer.caching.name
+        self.remote = buyer.caching.remote
+
+    async def summarize(self, call: Any) -> Any:
+        key = self.buyer.caching.key(call)  # the pool hands over the call already redacted
+        request = self.buyer.store.request(key)
+        if request is not None and request[1] == COLLECTED:
+            result = self.buyer.store_result(key)
+            if result is not None:
+                return result
+        return await self.buyer.caching.summarize(call)
+
+
+def _env_key(provider: str) -> str | None:
+    import os
+
+    variable = {"anthropic": "ANTHROPIC_API_KEY", "azure": "AZURE_API_KEY"}.get(provider, "OPENAI_API_KEY")
+    return os.environ.get(variable)
+
+
+async def _aiter(jobs: Any):
+    if hasattr(jobs, "__aiter__"):
+        async for job in jobs:
+            yield job
+    else:
+        for job in jobs:
+            yield job
+
+
+async def _maybe_await(value: Any) -> None:
+    if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future):
+        await value
+
+
+# -- between runs: wait, list, cancel -------------------------------------------------------------------
+def open_store(state_path: Path) -> tuple[sqlite3.Connection, BatchStore]:
+    """The batch tables of a state database, without taking the run lock (listing, cancelling)."""
+    import threading
+
+    if not state_path.exists():
+        from batchcompact.errors import UsageError
+
+        raise UsageError(f"no run state at {state_path} (pass --state, or the --output-dir of the runs)")
+    db = sqlite3.connect(str(state_path), timeout=30, check_same_thread=False)
+    return db, BatchStore(db, threading.Lock())
+
+
+def _client_for_row(row: BatchRow, api_key: str | None, timeout: float = 120.0) -> Any:
+    from batchcompact.summarize.batch_api import BatchTarget, client_for
+
+    bare = row.model.partition("/")[2] or row.model
+    return client_for(BatchTarget(row.provider, row.model, bare, row.api_base, api_key or _env_key(row.provider)),
+                      timeout)
+
+
+def wait_for_batches(state_path: Path, *, api_key: str | None = None, progress: bool = False,
+                     sleep: Any = time.sleep, poll_start: float | None = None, poll_max: float | None = None) -> int:
+    """Poll the open batches with backoff until every one has ended; returns how many were open."""
+    db, store = open_store(state_path)
+    delay = POLL_START_S if poll_start is None else poll_start
+    ceiling = POLL_MAX_S if poll_max is None else poll_max
+    bar = None
+    clients: dict[str, Any] = {}
+    try:
+        rows = [r for r in store.open_batches() if r.batch_id]
+        if not rows:
+            return 0
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=sum(r.requests for r in rows), desc="batch requests", unit="request", leave=False)
+        while True:
+            pending = done = 0
+            for row in rows:
+                client = clients.get(row.local_id) or _client_for_row(row, api_key)
+                clients[row.local_id] = client
+                info = client.retrieve(row.batch_id)
+                store.update_status(row.local_id, info)
+                done += info.succeeded + info.errored + info.expired + info.cancelled if not info.ended else row.requests
+                pending += 0 if info.ended else 1
+            if bar is not None:
+                bar.n = min(done, bar.total)
+                bar.set_postfix({"open batches": pending}, refresh=True)
+            if not pending:
+                return len(rows)
+            sleep(delay)
+            delay = min(delay * 1.5, ceiling)
+    finally:
+        if bar is not None:
+            bar.close()
+        for client in clients.values():
+            client.close()
+        db.close()
+
+
+def refresh_batches(state_path: Path, api_key: str | None = None) -> int:
+    """Ask the providers for the status of every open batch (collecting is left to the next run)."""
+    db, store = open_store(state_path)
+    try:
+        rows = [r for r in store.open_batches() if r.batch_id]
+        for row in rows:
+            client = _client_for_row(row, api_key)
+            try:
+                store.update_status(row.local_id, client.retrieve(row.batch_id))
+            finally:
+                client.close()
+        return len(rows)
+    finally:
+        db.close()
+
+
+def list_batches(state_path: Path, limit: int = 50) -> list[dict[str, Any]]:
+    """Open batches and the most recent others, newest first, as plain dicts."""
+    db, store = open_store(state_path)
+    try:
+        rows = store.batches()
+    finally:
+        db.close()
+    shown = [r for r in rows if r.open] + [r for r in rows if not r.open][:limit]
+    shown.sort(key=lambda r: r.created_at, reverse=True)
+    return [_as_dict(r) for r in shown]
+
+
+def _as_dict(row: BatchRow) -> dict[str, Any]:
+    from datetime import UTC, datetime
+
+    return {
+        "id": row.batch_id or f"(intent {row.local_id})",
+        "local_id": row.local_id,
+        "provider": row.provider,
+        "model": row.model,
+        "created": datetime.fromtimestamp(row.created_at, UTC).strftime("%Y-%m-%d %H:%M:%SZ"),
+        "state": row.state,
+        "status": row.status,
+        "requests": row.requests,
+        "done": row.succeeded,
+        "failed": row.errored,
+        "expired": row.expired + row.cancelled,
+        "est_cost_usd": row.est_cost_usd,
+        "cost_usd": row.cost_usd,
+    }
+
+
+def cancel_batch(state_path: Path, ident: str, api_key: str | None = None) -> dict[str, Any]:
+    """Ask the provider to cancel a batch (its finished requests are still collected by the next run)."""
+    from batchcompact.errors import UsageError
+
+    db, store = open_store(state_path)
+    try:
+        row = store.batch(ident)
+        if row is None or not row.batch_id:
+            raise UsageError(f"no submitted batch {ident!r} in {state_path} (see `batchcompact batches`)")
+        if not row.open:
+            raise UsageError(f"batch {row.batch_id} has already ended ({row.status})")
+        client = _client_for_row(row, api_key)
+        try:
+            info = client.cancel(row.batch_id)
+        finally:
+            client.close()
+        store.update_status(row.local_id, info)
+        return _as_dict(store.batch(row.local_id))
+    finally:
+        db.close()

@@ -1,0 +1,575 @@
+"""What the built-in summarizer reads from a conversation, for pi, Claude Code and Codex alike.
+
+All three readers hand the planner pi-shaped LLM messages (`user`, `assistant` with `toolCall` blocks,
+`toolResult`), but each agent names its tools differently: pi `read/write/edit/bash`, Claude Code
+`Read/Write/Edit/MultiEdit/NotebookEdit/Bash/TodoWrite/Task`, Codex `exec_command/shell/apply_patch/
+update_plan`. `classify_call` maps each call to one `Action`; `extract_facts` walks the messages once,
+matches every result to its call, and keeps what a handover note needs.
+
+Invariants: one pass, linear in the size of the messages (every "seen" check is a dict or set lookup,
+every text is clipped before it is split); deterministic (no clock, no randomness); a change counts only
+when its tool result did not report an error; a failure is "blocked" only while no later run of the same
+command (or the same check) succeeded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+ITEM_CHARS = 200
+SCAN_CHARS = 4000  # user text beyond this is pasted material, not instructions
+
+_BULLET = re.compile(r"^(?:[-*•+]\s+|\d+[.)]\s+|\[[ xX]\]\s+)+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_RULE = re.compile(
+    r"\b(?:must|mustn't|never|always|don't|do not|should|shouldn't|prefer|make sure|avoid|only use|"
+    r"please use|use only|without|keep|no need to|instead of)\b",
+    re.IGNORECASE,
+)
+_QUESTION_START = re.compile(
+    r"^(?:wait\b|hmm\b|so\b|and\b|but\b)?[,\s]*(?:do|does|did|can|could|would|will|is|are|was|were|should|"
+    r"shall|what|why|how|where|when|which|who|have|has|any idea)\b",
+    re.IGNORECASE,
+)
+_DECISION = re.compile(
+    r"\b(?:decided|decision|instead of|switch(?:ed|ing)? to|because|rather than|the fix is|chose|"
+    r"going with|the root cause|the cause is)\b",
+    re.IGNORECASE,
+)
+_ACK = re.compile(
+    r"^(?:ok(?:ay)?|yes|yep|y|no|nope|sure|thanks?(?: you)?|continue|go on|go ahead|proceed|do it|lgtm|"
+    r"sounds good|great|perfect|nice|cool|next)\W*$",
+    re.IGNORECASE,
+)
+_INJECTED_PREFIXES = (
+    "<environment_context",
+    "<user_instructions",
+    "<permissions instructions",
+    "<local-command-",
+    "<command-message",
+    "<system-reminder",
+    "<user-prompt-submit-hook",
+    "<turn_aborted",
+    "<subagent_notification",
+    "# AGENTS.md instructions",
+    "Caveat: The messages below were generated",
+    "[Request interrupted by user",
+    "This session is being continued from a previous conversation",
+    "The conversation history before this point",
+    "The following is a summary of a branch",
+)
+_SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+_COMMAND_TAGS = re.compile(
+    r"<command-name>\s*(\S+)\s*</command-name>.*?(?:<command-args>(.*?)</command-args>)?", re.DOTALL
+)
+_RAN = re.compile(r"^Ran `([^`]*)`")
+_EXIT = re.compile(
+    r"(?:Command exited with code|Process exited with code|Exit code:?|exit status|\"exit_code\":)\s*(-?\d+)",
+    re.IGNORECASE,
+)
+_ERRORISH = re.compile(
+    r"error|failed|failure|not found|no such|denied|traceback|exception|cannot|could not", re.I
+)
+_ABORTED = re.compile(r"^\[?(?:Command aborted|Operation aborted|Request interrupted|Aborted)\b", re.I)
+_SELF = re.compile(
+    r"^(?:ok(?:ay)?,?\s+|so,?\s+|and\s+)?(?:i|i'm|i've|let me|let's|we|we're|maybe|perhaps)\b", re.I
+)
+_SELF_RULE = re.compile(
+    r"\b(?:want|prefer|need|'d like|would like|never|always|don't want|do not want)\b", re.I
+)
+_ANNOUNCE = re.compile(
+    r"^(?:now\s+)?(?:let me|let's|i'll|i will|next,? i'll|next,? i will|now i'll)\s+(.+?)[:.]?$", re.I
+)
+# Commands whose exit code 1 means "no match" or "false", not a failure.
+_SEARCHES = {
+    "grep",
+    "rg",
+    "egrep",
+    "fgrep",
+    "ag",
+    "ack",
+    "diff",
+    "cmp",
+    "test",
+    "[",
+    "find",
+    "git-grep",
+    "which",
+}
+_CHECKS = re.compile(
+    r"\b(?:pytest|py\.test|tox|nox|unittest|ruff|mypy|pyright|flake8|pylint|black --check|eslint|tsc|jest|vitest|"
+    r"mocha|cargo (?:test|build|check|clippy)|go (?:test|build|vet)|mix (?:test|compile|credo|format)|"
+    r"npm (?:run )?(?:test|build|lint|check)|pnpm (?:run )?(?:test|build|lint|check)|yarn (?:test|build|lint)|"
+    r"bun (?:run )?(?:test|build)|make(?: \w+)?|gradle\w* (?:test|build)|mvn \w+|dotnet (?:test|build)|"
+    r"rspec|bundle exec \w+|credo|dialyzer|swift (?:test|build)|ctest|phpunit)\b"
+)
+
+
+def clip(text: Any, limit: int = ITEM_CHARS) -> str:
+    """One line, whitespace collapsed, at most `limit` characters (linear: long text is cut first)."""
+    text = " ".join(str(text)[: limit * 4].split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def clean_item(text: str, limit: int = ITEM_CHARS) -> str:
+    """An item's text without leading bullets, so rendering never doubles them."""
+    return _BULLET.sub("", clip(text, limit)).strip()
+
+
+def message_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
+
+def first_line(text: str) -> str:
+    for line in text[:SCAN_CHARS].splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+class Items:
+    """An ordered list without duplicates; `add` is O(1)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, None] = {}
+
+    def add(self, item: str) -> None:
+        if item:
+            self._seen.setdefault(item, None)
+
+    def discard(self, item: str) -> None:
+        self._seen.pop(item, None)
+
+    def __contains__(self, item: str) -> bool:
+        return item in self._seen
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+    def list(self) -> list[str]:
+        return list(self._seen)
+
+
+# -- tool calls -----------------------------------------------------------------------------------------
+@dataclass
+class Action:
+    """One tool call as the summary sees it."""
+
+    kind: str  # read | write | edit | patch | command | todo | delegate | other
+    paths: list[tuple[str, str]] = field(
+        default_factory=list
+    )  # (path, op): read/added/wrote/edited/deleted/moved
+    command: str | None = None
+    detail: str = ""  # what changed: the first line of the edit, the tool's description
+    details: dict[str, str] = field(default_factory=dict)  # per path, for a patch of several files
+    todos: list[tuple[str, str]] | None = None  # (text, status) of a full to-do list
+
+
+def _args(block: dict[str, Any]) -> dict[str, Any]:
+    args = block.get("arguments")
+    if isinstance(args, dict) and set(args) == {"input"} and isinstance(args["input"], str):
+        text = args["input"].strip()
+        if text.startswith("{"):
+            try:
+                parsed = json.loads(text)
+            except ValueError:
+                return args
+            return parsed if isinstance(parsed, dict) else args
+    return args if isinstance(args, dict) else {}
+
+
+def _changed_line(old: Any, new: Any) -> str:
+    """The first line of `new` that is not in `old`: what an edit changed, in one line."""
+    old_lines = set(str(old or "")[:SCAN_CHARS].splitlines())
+    for line in str(new or "")[:SCAN_CHARS].splitlines():
+        if line.strip() and line not in old_lines:
+            return clip(line.strip(), 100)
+    return ""
+
+
+def _command_text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        # ["bash", "-lc", "pytest -q"] runs its last element
+        if len(value) >= 3 and value[1] in ("-c", "-lc"):
+            return value[-1]
+        return " ".join(value)
+    return None
+
+
+def parse_patch(text: str) -> list[tuple[str, str, str]]:
+    """(path, op, first added line) for each file of an `apply_patch` envelope."""
+    out: list[list[str]] = []
+    removed: set[str] = set()
+    for line in text.splitlines():
+        if line.startswith("*** ") and ": " in line:
+            head, _, path = line[4:].partition(": ")
+            op = {
+                "Add File": "added",
+                "Update File": "edited",
+                "Delete File": "deleted",
+                "Move to": "moved",
+            }.get(head)
+            if op == "moved" and out:
+                out[-1][0], out[-1][1] = f"{out[-1][0]} → {path.strip()}", "moved"
+            elif op:
+                out.append([path.strip(), op, ""])
+                removed = set()
+        elif out and line.startswith("-"):
+            removed.add(line[1:].strip())
+        elif (
+            out
+            and not out[-1][2]
+            and line.startswith("+")
+            and line[1:].strip()
+            and line[1:].strip() not in removed
+        ):
+            out[-1][2] = clip(line[1:].strip(), 100)
+    return [(path, op, detail) for path, op, detail in out]
+
+
+def classify_call(block: dict[str, Any]) -> Action:
+    """Map one tool call of any of the three agents to an `Action`."""
+    name = str(block.get("name") or "")
+    lower = name.lower()
+    args = _args(block)
+    path = args.get("path") or args.get("file_path") or args.get("notebook_path")
+    path = path if isinstance(path, str) and path else None
+    if lower in ("read", "notebookread", "view_image") and path:
+        return Action("read", [(path, "read")])
+    if lower == "write" and path:
+        lines = str(args.get("content") or "").count("\n") + 1
+        return Action("write", [(path, "wrote")], detail=f"{lines} line" + ("" if lines == 1 else "s"))
+    if lower == "edit" and path:
+        edits = args.get("edits")
+        if isinstance(edits, list) and edits:  # pi's multi-edit shape
+            first = edits[0] if isinstance(edits[0], dict) else {}
+            return Action(
+                "edit", [(path, "edited")], detail=_changed_line(first.get("oldText"), first.get("newText"))
+            )
+        old = args.get("old_string", args.get("oldText"))
+        new = args.get("new_string", args.get("newText"))
+        return Action("edit", [(path, "edited")], detail=_changed_line(old, new))
+    if lower == "multiedit" and path:
+        edits = [e for e in args.get("edits") or [] if isinstance(e, dict)]
+        detail = next(
+            (d for d in (_changed_line(e.get("old_string"), e.get("new_string")) for e in edits) if d), ""
+        )
+        return Action("edit", [(path, "edited")], detail=detail)
+    if lower == "notebookedit" and path:
+        return Action("edit", [(path, "edited")], detail=_changed_line("", args.get("new_source")))
+    if lower == "apply_patch" or (lower in ("shell", "local_shell") and _is_patch(args)):
+        patch = args.get("input") or args.get("patch") or _patch_from_command(args) or ""
+        files = parse_patch(patch) if isinstance(patch, str) else []
+        return Action("patch", [(p, op) for p, op, _ in files], details={p: d for p, _, d in files if d})
+    if lower in ("bash", "exec_command", "shell", "local_shell", "shell_command", "container.exec"):
+        command = _command_text(args.get("command") if "command" in args else args.get("cmd"))
+        return Action("command", command=command, detail=clip(args.get("description") or "", 120))
+    if lower == "todowrite" and isinstance(args.get("todos"), list):
+        todos = [
+            (str(t.get("content") or ""), str(t.get("status") or ""))
+            for t in args["todos"]
+            if isinstance(t, dict)
+        ]
+        return Action("todo", todos=todos)
+    if lower == "update_plan" and isinstance(args.get("plan"), list):
+        todos = [
+            (str(t.get("step") or ""), str(t.get("status") or ""))
+            for t in args["plan"]
+            if isinstance(t, dict)
+        ]
+        return Action("todo", todos=todos)
+    if lower in ("task", "agent") and isinstance(args.get("description"), str):
+        return Action("delegate", detail=clip(args["description"], 120))
+    return Action("other")
+
+
+def _is_patch(args: dict[str, Any]) -> bool:
+    command = args.get("command")
+    return isinstance(command, list) and bool(command) and command[0] in ("apply_patch", "applypatch")
+
+
+def _patch_from_command(args: dict[str, Any]) -> str | None:
+    command = args.get("command")
+    return command[-1] if isinstance(command, list) and len(command) > 1 else None
+
+
+def check_family(command: str) -> str | None:
+    """'pytest', 'npm test', 'mix test'…: the kind of check a command runs, if it runs one."""
+    match = _CHECKS.search(command)
+    return match.group(0) if match else None
+
+
+def _program(command: str) -> str:
+    for word in command.split():
+        if "=" not in word and word not in ("sudo", "env", "time", "command"):
+            return word.rsplit("/", 1)[-1]
+    return ""
+
+
+def result_failed(result: dict[str, Any], command: str | None) -> tuple[bool, str]:
+    """(failed, one-line reason) for a tool result; a search that found nothing is not a failure."""
+    text = message_text(result.get("content"))[-SCAN_CHARS * 4 :] if result.get("content") else ""
+    exits = _EXIT.findall(text[-2000:])
+    code = int(exits[-1]) if exits else None
+    failed = bool(result.get("isError")) or (code is not None and code != 0)
+    if failed and command and code in (1, None) and _program(command) in _SEARCHES:
+        return False, ""
+    if failed and _ABORTED.match(text.strip()):  # the user interrupted it: not a failure to fix
+        return False, ""
+    if failed and command and " | grep" in command and code == 1:
+        return False, ""
+    if not failed:
+        return False, ""
+    return True, _reason(text, code)
+
+
+def _reason(text: str, code: int | None) -> str:
+    lines = [
+        line.strip() for line in text[:SCAN_CHARS].splitlines() if line.strip() and not _EXIT.search(line)
+    ]
+    line = next((ln for ln in lines if _ERRORISH.search(ln)), lines[0] if lines else "")
+    line = re.sub(r"</?tool_use_error>", "", line)
+    reason = clip(line, 160)
+    if code not in (None, 0):
+        reason = f"exit {code}" + (f": {reason}" if reason else "")
+    return reason or "error"
+
+
+# -- the facts ------------------------------------------------------------------------------------------
+@dataclass
+class Change:
+    """The changes of one file, in order of first change."""
+
+    op: str
+    count: int = 0
+    detail: str = ""
+
+
+@dataclass
+class Facts:
+    """What a handover note needs, in order of appearance."""
+
+    requests: list[str] = field(default_factory=list)  # substantive user requests
+    constraints: Items = field(default_factory=Items)
+    changes: dict[str, Change] = field(default_factory=dict)  # path -> what happened to it
+    read: Items = field(default_factory=Items)
+    commands: int = 0
+    last_command: str | None = None
+    patches_without_files: int = 0
+    checks_passed: dict[str, str] = field(default_factory=dict)  # check family -> last passing command
+    blocked: dict[str, str] = field(default_factory=dict)  # failure key -> description (unresolved only)
+    delegated: Items = field(default_factory=Items)
+    decisions: Items = field(default_factory=Items)
+    todos: list[tuple[str, str]] | None = None
+    last_assistant_text: str = ""
+    announced: str | None = None  # "Now let me X:" at the end: what the agent was about to do
+    unfinished: str | None = None
+
+
+def user_request(message: dict[str, Any]) -> str | None:
+    """The user's own words in a user message; None for injected context, tool output and commands."""
+    if message.get("codexRole") or message.get("role") != "user":
+        return None
+    text = message_text(message.get("content"))[: SCAN_CHARS * 4]
+    if "<system-reminder>" in text:
+        text = _SYSTEM_REMINDER.sub("", text)
+    command = _COMMAND_TAGS.search(text)
+    if command and text.lstrip().startswith("<command-"):
+        args = (command.group(2) or "").strip()
+        return f"{command.group(1)} {args}".strip() if args else None
+    stripped = text.strip()
+    if not stripped or stripped.startswith(_INJECTED_PREFIXES):
+        return None
+    if re.fullmatch(r"/\S+", stripped):  # a bare slash command such as /mode
+        return None
+    return stripped
+
+
+def _is_substantive(text: str) -> bool:
+    return not _ACK.match(text) and len(text) >= 8
+
+
+def rule_sentences(text: str) -> list[str]:
+    """Statements of a rule or preference in a user's text; questions never are."""
+    out = []
+    for sentence in _SENTENCE.split(text[:SCAN_CHARS]):
+        sentence = _BULLET.sub("", sentence.strip())
+        if not (10 <= len(sentence) <= 300) or sentence.endswith("?") or "?" in sentence[-3:]:
+            continue
+        if _QUESTION_START.match(sentence) or not _RULE.search(sentence):
+            continue
+        if _SELF.match(sentence) and not _SELF_RULE.search(sentence):  # "i don't think…", "let me try…"
+            continue
+        out.append(clip(sentence))
+    return out
+
+
+def _decisions(text: str) -> list[str]:
+    out = []
+    for sentence in _SENTENCE.split(text[:SCAN_CHARS]):
+        sentence = sentence.strip()
+        if 20 < len(sentence) < 300 and not sentence.endswith((":", "?")) and _DECISION.search(sentence):
+            out.append(clean_item(sentence))
+    return out
+
+
+class _Walker:
+    """The single pass of `extract_facts`."""
+
+    def __init__(self) -> None:
+        self.facts = Facts()
+        self.calls: dict[str, tuple[Action, str]] = {}  # tool call id -> (action, tool name)
+        self.answered = True
+        self.last_request: str | None = None
+        self.failing_checks: dict[str, dict[str, None]] = {}  # check family -> failure keys
+        self.model_errors: dict[str, None] = {}
+
+    def user(self, message: dict[str, Any]) -> None:
+        text = message_text(message.get("content"))
+        ran = _RAN.match(text)
+        if ran:  # pi's `!command` bash execution, converted to user text
+            command = ran.group(1)
+            code = _EXIT.search(text[-500:])
+            self.facts.commands += 1
+            self.facts.last_command = clip(command, 120)
+            failed = bool(code and code.group(1) != "0")
+            self._command_done(command, failed, f"exit {code.group(1)}" if failed else "")
+            return
+        request = user_request(message)
+        if request is None:
+            return
+        self.answered = False
+        self.facts.announced = None
+        self.last_request = clip(request, 300)
+        if _is_substantive(request):
+            self.facts.requests.append(self.last_request)
+            for sentence in rule_sentences(request):
+                self.facts.constraints.add(sentence)
+
+    def assistant(self, message: dict[str, Any]) -> None:
+        has_calls = False
+        own_text = ""
+        for block in message.get("content") or ():
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "toolCall":
+                has_calls = True
+                action = classify_call(block)
+                self.calls[str(block.get("id", ""))] = (action, str(block.get("name") or "tool"))
+                self._call(action)
+            elif kind == "text" and block.get("text", "").strip():
+                text = block["text"]
+                self.facts.last_assistant_text = own_text = text
+                for sentence in _decisions(text):
+                    self.facts.decisions.add(sentence)
+        if not has_calls:  # the turn ended: nothing in flight
+            self.facts.announced = None
+        elif own_text.strip():  # "Now let me X:" names the work in flight until the turn ends
+            announce = _ANNOUNCE.match(own_text.strip()[-SCAN_CHARS:].rsplit("\n", 1)[-1].strip())
+            self.facts.announced = clip(announce.group(1), 160) if announce else None
+        if message.get("stopReason") not in ("error", "aborted"):
+            for key in [k for k in self.model_errors]:  # work went on after the error
+                self.facts.blocked.pop(key, None)
+            self.model_errors.clear()
+        if message.get("stopReason") == "error" and message.get("errorMessage"):
+            self.model_errors[f"model:{clip(message['errorMessage'], 60)}"] = None
+            self.facts.blocked[f"model:{clip(message['errorMessage'], 60)}"] = (
+                f"model error: {clip(message['errorMessage'], 160)}"
+            )
+        self.answered = not has_calls and message.get("stopReason") not in ("error", "aborted", "length")
+
+    def _call(self, action: Action) -> None:
+        if action.kind == "read":
+            for path, _ in action.paths:
+                self.facts.read.add(path)
+        elif action.kind == "command":
+            self.facts.commands += 1
+            if action.command:
+                self.facts.last_command = clip(action.command, 120)
+        elif action.kind == "todo" and action.todos is not None:
+            self.facts.todos = action.todos
+
+    def result(self, message: dict[str, Any]) -> None:
+        ids = message.get("toolCallIds") or [message.get("toolCallId", "")]
+        for call_id in ids:
+            action, name = self.calls.pop(
+                str(call_id), (Action("other"), str(message.get("toolName") or "tool"))
+            )
+            self._finish(action, name, message)
+
+    def _finish(self, action: Action, name: str, result: dict[str, Any]) -> None:
+        failed, reason = result_failed(result, action.command)
+        if action.kind == "command":
+            self._command_done(action.command, failed, reason, label=name)
+            return
+        group = (
+            "change" if action.kind in ("write", "edit", "patch") else name
+        )  # Edit then MultiEdit: same file
+        key = f"{group}:{','.join(p for p, _ in action.paths)}"
+        if failed:
+            target = ", ".join(f"`{clip(p, 120)}`" for p, _ in action.paths)
+            self.facts.blocked.pop(key, None)
+            self.facts.blocked[key] = f"`{name}`" + (f" on {target}" if target else "") + f" failed: {reason}"
+            return
+        self.facts.blocked.pop(key, None)
+        if action.kind in ("write", "edit", "patch"):
+            if action.kind == "patch" and not action.paths:
+                self.facts.patches_without_files += 1
+            for path, op in action.paths:
+                change = self.facts.changes.get(path)
+                if change is None:
+                    change = self.facts.changes[path] = Change(op)
+                elif op in ("deleted", "wrote"):
+                    change.op = op
+                change.count += 1
+                detail = action.details.get(path) or action.detail
+                if detail:
+                    change.detail = detail
+        elif action.kind == "delegate" and action.detail:
+            self.facts.delegated.add(action.detail)
+
+    def _command_done(self, command: str | None, failed: bool, reason: str, label: str = "bash") -> None:
+        if not command:
+            return
+        shown = clip(command, 120)
+        family = check_family(command)
+        key = f"cmd:{' '.join(command.split())}"
+        if failed:
+            self.facts.blocked.pop(key, None)  # re-inserted: Blocked lists the newest failures last
+            self.facts.blocked[key] = f"`{shown}` failed" + (f": {reason}" if reason else "")
+            if family:
+                self.facts.checks_passed.pop(family, None)
+                self.failing_checks.setdefault(family, {})[key] = None
+            return
+        self.facts.blocked.pop(key, None)
+        if family:
+            self.facts.checks_passed[family] = shown
+            for stale in self.failing_checks.pop(family, {}):  # a later passing run of the same check
+                self.facts.blocked.pop(stale, None)
+
+
+def extract_facts(messages: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -> Facts:
+    """One pass over the messages; tool results are matched to their calls by id."""
+    walker = _Walker()
+    for message in messages:
+        role = message.get("role")
+        if role == "user":
+            walker.user(message)
+        elif role == "assistant":
+            walker.assistant(message)
+        elif role == "toolResult":
+            walker.result(message)
+    for action, name in walker.calls.values():  # calls whose result is past the summarized range
+        if action.kind in ("write", "edit", "patch"):
+            walker._finish(action, name, {"isError": False})
+    if walker.last_request and not walker.answered:
+        walker.facts.unfinished = walker.last_request
+    return walker.facts

@@ -1,0 +1,135 @@
+"""No-argument discovery: every agent's session folders under a fake HOME, and the commands that use it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from batchcompact.cli import cli
+from batchcompact.discover import discover_sources
+
+ENV_VARS = (
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+    "PI_CODING_AGENT_DIR",
+    "PI_AGENT_DIR",
+    "ATOMIC_CODING_AGENT_DIR",
+    "INDUSAGI_CODING_AGENT_DIR",
+    "XDG_CONFIG_HOME",
+)
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch, fixtures_dir) -> Path:
+    """A HOME holding every agent's sessions, copied from the shared fixtures."""
+    home = tmp_path / "home"
+    spotter = fixtures_dir / "claude" / "projects" / "-home-USER-projects-spotter"
+    claude = home / ".claude" / "projects" / "-home-USER-projects-spotter"
+    claude.mkdir(parents=True)
+    shutil.copy(spotter / "short.jsonl", claude / "short.jsonl")
+    xdg_claude = home / ".config" / "claude" / "projects" / "sample-project"
+    xdg_claude.mkdir(parents=True)
+    shutil.copy(
+        fixtures_dir / "claude" / "projects" / "sample-project" / "5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl",
+        xdg_claude,
+    )
+    rollouts = sorted((fixtures_dir / "codex" / "sessions").rglob("*.jsonl"))
+    day = home / ".codex" / "sessions" / "2026" / "02" / "23"
+    day.mkdir(parents=True)
+    shutil.copy(rollouts[0], day)
+    archived = home / ".codex" / "archived_sessions"
+    archived.mkdir(parents=True)
+    shutil.copy(rollouts[-1], archived)
+    for agent_dir in (".pi", ".atomic", ".indusagi", ".omp"):
+        sessions = home / agent_dir / "agent" / "sessions" / "--work-app--"
+        sessions.mkdir(parents=True)
+        shutil.copy(fixtures_dir / "pi" / "large-session.jsonl", sessions / f"{agent_dir[1:]}.jsonl")
+    for name in ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return home
+
+
+def test_every_agent_folder_is_found_under_home(home):
+    found = [(s.agent, s.path.relative_to(home).as_posix(), s.origin) for s in discover_sources()]
+    assert found == [
+        ("claude", ".config/claude/projects", "default"),
+        ("claude", ".claude/projects", "default"),
+        ("codex", ".codex/sessions", "default"),
+        ("codex", ".codex/archived_sessions", "default"),
+        ("pi", ".pi/agent/sessions", "default"),
+        ("atomic", ".atomic/agent/sessions", "default"),
+        ("indusagi", ".indusagi/agent/sessions", "default"),
+        ("oh-my-pi", ".omp/agent/sessions", "default"),
+    ]
+
+
+def test_environment_overrides(home, tmp_path, monkeypatch):
+    other = tmp_path / "other-claude"
+    (other / "projects").mkdir(parents=True)
+    bare = tmp_path / "bare" / "projects"
+    bare.mkdir(parents=True)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", f"{other}, {bare},{tmp_path / 'missing'}")
+    codex = tmp_path / "codex-home"
+    (codex / "sessions").mkdir(parents=True)
+    monkeypatch.setenv("CODEX_HOME", str(codex))
+    pi_dir = tmp_path / "pi-agent"
+    (pi_dir / "sessions").mkdir(parents=True)
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(pi_dir))
+    atomic = tmp_path / "atomic-agent"
+    (atomic / "sessions").mkdir(parents=True)
+    monkeypatch.setenv("ATOMIC_CODING_AGENT_DIR", str(atomic))
+    found = {(s.agent, s.path, s.origin) for s in discover_sources()}
+    assert ("claude", other / "projects", "CLAUDE_CONFIG_DIR") in found
+    assert ("claude", bare, "CLAUDE_CONFIG_DIR") in found
+    # $CLAUDE_CONFIG_DIR replaces the default Claude folders; $CODEX_HOME replaces ~/.codex
+    assert not any(agent == "claude" and origin == "default" for agent, _, origin in found)
+    assert {p for a, p, _ in found if a == "codex"} == {codex / "sessions"}
+    assert ("pi", pi_dir / "sessions", "PI_CODING_AGENT_DIR") in found
+    assert ("atomic", atomic / "sessions", "ATOMIC_CODING_AGENT_DIR") in found
+    assert ("indusagi", home / ".indusagi" / "agent" / "sessions", "default") in found
+
+
+def test_a_folder_named_twice_is_read_once(home, monkeypatch):
+    monkeypatch.setenv("PI_AGENT_DIR", str(home / ".pi" / "agent" / "sessions"))
+    assert [s.agent for s in discover_sources()].count("pi") == 1
+
+
+def test_report_without_arguments_reads_every_agent(home):
+    result = CliRunner().invoke(cli, ["report", "--by", "session", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    sources = {(s["agent"], Path(s["path"]).relative_to(home).as_posix()) for s in doc["sources"]}
+    assert len(sources) == 8
+    for line in (".claude/projects", ".codex/archived_sessions", ".atomic/agent/sessions", ".omp/agent/sessions"):
+        assert any(line in text for text in result.stderr.splitlines() if text.startswith("reading "))
+    by_source = {}
+    for row in doc["rows"]:
+        by_source[row["source"]] = by_source.get(row["source"], 0) + 1
+    # 2 Claude sessions, 2 Codex rollouts, one pi session file per pi-family agent (same session id)
+    assert by_source["claude"] == 2 and by_source["codex"] == 2 and by_source["pi"] == 1
+    assert "8 files: 8 parsed" in result.stderr
+
+
+def test_validate_and_plan_without_arguments_use_the_same_discovery(home):
+    validate = CliRunner().invoke(cli, ["validate", "--format", "json"])
+    assert validate.exit_code in (0, 1), validate.output
+    checked = {Path(row["path"]).relative_to(home).parts[0] for row in json.loads(validate.stdout)["rows"]}
+    assert checked == {".claude", ".config", ".codex", ".pi", ".atomic", ".indusagi", ".omp"}
+    plan = CliRunner().invoke(cli, ["plan", "--format", "json"])
+    assert plan.exit_code == 0, plan.output
+    assert "reading atomic:" in plan.stderr
+
+
+def test_nothing_found_is_a_usage_error_naming_the_places(tmp_path, monkeypatch):
+    for name in ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    result = CliRunner().invoke(cli, ["report"])
+    assert result.exit_code == 2
+    assert "~/.claude/projects" in result.output and "$CODEX_HOME" in result.output
