@@ -19,8 +19,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
-from bench.figures import emit  # noqa: E402
 from batchcompact.summarize.redact import redact_text  # noqa: E402
+from bench.figures import emit  # noqa: E402
 
 
 def conversation_text(limit: int) -> str:

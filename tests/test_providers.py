@@ -66,8 +66,8 @@ def closed_port() -> int:
 @pytest.mark.slow
 def test_keyless_local_server_with_an_unpriced_model_compacts(server, sessions, tmp_path):
     out = tmp_path / "out"
-    result = cli("run", str(sessions), "-o", str(out), "--min-age", "0", "--model", "openai/my-local-model",
-                 "--api-base", server.api_base, "--check", "--json")
+    result = cli("run", str(sessions), "--output-dir", str(out), "--min-age", "0", "--model", "openai/my-local-model",
+                 "--api-base", server.api_base, "--check", "--format", "json")
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["cost_usd"] is None and summary["unpriced_sessions"] >= 1
@@ -85,7 +85,7 @@ def test_keyless_local_server_with_an_unpriced_model_compacts(server, sessions, 
     compacted = report.filter(pl.col("status") == "compacted")
     assert compacted.height >= 1
     assert compacted["unpriced"].all() and compacted["cost_usd"].is_null().all()
-    text = cli("run", str(sessions), "-o", str(tmp_path / "out2"), "--min-age", "0", "--model",
+    text = cli("run", str(sessions), "--output-dir", str(tmp_path / "out2"), "--min-age", "0", "--model",
                "openai/my-local-model", "--api-base", server.api_base)
     assert "unpriced" in text.stdout
 
@@ -95,14 +95,14 @@ def test_keyless_local_server_with_an_unpriced_model_compacts(server, sessions, 
                                             ("gemini/gemini-2.5-flash", "GEMINI_API_KEY")])
 def test_missing_key_exits_3_before_reading_anything(model, variable, tmp_path):
     missing = tmp_path / "does-not-exist"  # preflight comes first: the path is never looked at
-    result = cli("run", str(missing), "-o", str(tmp_path / "out"), "--model", model)
+    result = cli("run", str(missing), "--output-dir", str(tmp_path / "out"), "--model", model)
     assert result.returncode == 3, result.stderr
     assert result.stderr.count("\n") == 1 and variable in result.stderr and "nothing was sent" in result.stderr
     assert not (tmp_path / "out").exists()
 
 
 def test_unknown_model_exits_2_with_a_hint(tmp_path):
-    result = cli("run", str(tmp_path / "does-not-exist"), "-o", str(tmp_path / "out"), "--model",
+    result = cli("run", str(tmp_path / "does-not-exist"), "--output-dir", str(tmp_path / "out"), "--model",
                  "nonsense-model-xyz")
     assert result.returncode == 2, result.stderr
     assert "unknown model 'nonsense-model-xyz'" in result.stderr
@@ -113,11 +113,11 @@ def test_unknown_model_exits_2_with_a_hint(tmp_path):
 @pytest.mark.slow
 def test_closed_port_says_cannot_reach(sessions, tmp_path):
     base = f"http://127.0.0.1:{closed_port()}/v1"
-    checked = cli("run", str(sessions), "-o", str(tmp_path / "o1"), "--min-age", "0", "--model", "openai/m",
+    checked = cli("run", str(sessions), "--output-dir", str(tmp_path / "o1"), "--min-age", "0", "--model", "openai/m",
                   "--api-base", base, "--check")
     assert checked.returncode == 3
     assert checked.stderr.strip() == f"Error: --check failed: cannot reach {base}: connection refused"
-    result = cli("run", str(sessions), "-o", str(tmp_path / "o2"), "--min-age", "0", "--model", "openai/m",
+    result = cli("run", str(sessions), "--output-dir", str(tmp_path / "o2"), "--min-age", "0", "--model", "openai/m",
                  "--api-base", base, "--max-attempts", "1")
     assert result.returncode == 1
     failed = [line for line in result.stdout.splitlines() if line.strip().startswith("failed:")]
@@ -130,7 +130,7 @@ def test_server_refusing_the_key_aborts_at_once(server, sessions, tmp_path):
     from llm_server import Error
 
     server.default = Error(401, "Incorrect API key provided\nsecond line of detail")
-    result = cli("run", str(sessions), "-o", str(tmp_path / "out"), "--min-age", "0", "--model", "openai/m",
+    result = cli("run", str(sessions), "--output-dir", str(tmp_path / "out"), "--min-age", "0", "--model", "openai/m",
                  "--api-base", server.api_base, "--api-key", "wrong-key-123")
     assert result.returncode == 3
     assert len(server.requests) <= 2  # no retries; at most the calls already in flight
@@ -163,7 +163,7 @@ def test_no_secret_reaches_the_server(server, tmp_path):
     folder.mkdir()
     secret_session(folder / "secrets.jsonl")
     out = tmp_path / "out"
-    result = cli("run", str(folder), "-o", str(out), "--min-age", "0", "--model", "openai/m", "--api-base",
+    result = cli("run", str(folder), "--output-dir", str(out), "--min-age", "0", "--model", "openai/m", "--api-base",
                  server.api_base, "--force", "--keep-recent-tokens", "1000")
     assert result.returncode == 0, result.stdout + result.stderr
     assert server.requests
