@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -20,7 +20,7 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.
 
 pytestmark = pytest.mark.slow
 
-FROZEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+FROZEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module", autouse=True)
