@@ -25,7 +25,7 @@ FROZEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 @pytest.fixture(scope="module", autouse=True)
 def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
              _node_ip_address="127.0.0.1")
     yield
     ray.shutdown()

@@ -82,7 +82,7 @@ class RayExecutor:
             target = resolve_ray_address(address)
             try:
                 ray.init(
-                    address=None if target == LOCAL else target,
+                    address=target,  # "local" starts a new instance here
                     include_dashboard=False,
                     log_to_driver=False,
                     configure_logging=False,
