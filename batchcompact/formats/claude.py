@@ -219,14 +219,20 @@ def read(path: str | Path) -> Session:
             meta = meta if isinstance(meta, dict) else {}
             # Claude keeps nothing from before its boundary: the first kept entry is the boundary itself
             # (metadata), or the summary's own id when it has no boundary parent (then nothing is kept).
+            marker = meta.get(MARKER_KEY) if isinstance(meta.get(MARKER_KEY), dict) else {}
             data = {
                 "type": "compaction",
                 **base,
                 "summary": summary_text(obj),
                 "firstKeptEntryId": parent_id if is_boundary else uuid,
                 "tokensBefore": meta.get("preTokens") or 0,
-                "fromHook": False,
+                "fromHook": bool(marker.get("fromHook")),
             }
+            if "readFiles" in marker or "modifiedFiles" in marker:
+                data["details"] = {
+                    "readFiles": marker.get("readFiles") or [],
+                    "modifiedFiles": marker.get("modifiedFiles") or [],
+                }
         elif _is_conversational(obj):
             if kind == "assistant":
                 lines = [raw[u][1] for u in group_lines[uuid]]

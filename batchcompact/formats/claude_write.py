@@ -5,7 +5,8 @@
    the last conversational line, `compactMetadata: {trigger: "manual", preTokens, batchcompact: {...}}`.
    The trigger is "manual" (a value Claude Code knows: the user asked for it); batchcompact is marked by
    the extra `compactMetadata.batchcompact` object {tool, keptHeadUuid, keptTailUuid, keptLines,
-   firstKeptUuid, fromHook, usage?} that the reader uses to rebuild pi's shape.
+   firstKeptUuid, fromHook, readFiles, modifiedFiles, usage?} that the reader uses to rebuild pi's shape
+   (the file lists carry over to the next compaction, as pi's `details`).
 2. the summary `user` line (`isCompactSummary`, `isVisibleInTranscriptOnly`, content = Claude's preamble
    + our summary), child of the boundary;
 3. the kept tail: every user/assistant line of the active path from the plan's first kept entry on (all
@@ -77,6 +78,8 @@ def build_compaction(
         "keptLines": len(copy_ids),
         "firstKeptUuid": plan.first_kept_entry_id,
         "fromHook": from_hook,
+        "readFiles": list(plan.read_files),
+        "modifiedFiles": list(plan.modified_files),
     }
     if usage is not None:
         marker["usage"] = usage

@@ -31,6 +31,7 @@ from typing import Any
 
 from batchcompact.core.context import build_session_context, convert_to_llm, parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
+from batchcompact.core.fileops import details_from_summary
 from batchcompact.core.session import Session
 from batchcompact.formats.jsonl import file_size, iter_json_lines
 
@@ -350,18 +351,19 @@ def _add_compacted(
                 first_kept = builder.entries[before][0]["id"]
         builder.close()
     builder.last_assistant = None  # usage reported after a compaction is not these items'
-    builder._add(
-        {
-            "type": "compaction",
-            "id": entry_id,
-            "timestamp": timestamp,
-            "summary": summary,
-            "firstKeptEntryId": first_kept or entry_id,
-            "tokensBefore": tokens_seen,
-            "fromHook": False,
-        },
-        line,
-    )
+    data = {
+        "type": "compaction",
+        "id": entry_id,
+        "timestamp": timestamp,
+        "summary": summary,
+        "firstKeptEntryId": first_kept or entry_id,
+        "tokensBefore": tokens_seen,
+        "fromHook": False,
+    }
+    details = details_from_summary(summary)  # Codex's compacted item has no field for our file lists
+    if details is not None:
+        data["details"] = details
+    builder._add(data, line)
 
 
 def context_messages(session: Session) -> list[dict[str, Any]]:
