@@ -12,10 +12,14 @@
 3. the kept tail: every user/assistant line of the active path from the plan's first kept entry on (all
    lines of a streamed response; progress/system lines are not copied), re-appended verbatim except
    `uuid`, `parentUuid` (re-chained after the summary), `timestamp` (= now, so the copy is the newest
-   leaf), `isSidechain: false` and a remapped `sourceToolAssistantUUID`. `message.id`/`requestId` stay, so
-   usage reports dedupe the copies.
+   leaf), `isSidechain: false`, a remapped `sourceToolAssistantUUID`, a fresh `message.id` per original
+   reply (Claude Code merges every line sharing a `message.id`: with the original ids it would send each
+   kept reply twice and chain the next prompt to the pre-boundary original, undoing the compaction) and a
+   `batchcompact: {copyOf: <original uuid>}` marker, by which usage reports skip the copies (they were
+   billed once, as the originals). `requestId` and `usage` stay as recorded.
 Uuids are uuid5 of (session id, leaf, first kept entry, counter): stable across reruns of the same plan,
-and re-salted if one is already used in the file. Old lines are never touched.
+and re-salted if one is already used in the file; a copy's message id is `msg_` + 24 hex digits of
+uuid5(session id, first kept entry, original message id). Old lines are never touched.
 """
 
 from __future__ import annotations
@@ -30,6 +34,13 @@ from batchcompact.formats.claude_messages import SUMMARY_PREAMBLE
 
 NAMESPACE = uuidlib.UUID("6c1f4a52-2b0e-4f57-9d8e-8f0b5d2c7a11")
 TRIGGER = "manual"
+COPY_MARKER = "batchcompact"  # top-level key of a kept-tail copy: {"copyOf": <original uuid>}
+
+
+def copy_message_id(session: Session, plan: CompactionPlan, original: str) -> str:
+    """The fresh, deterministic `message.id` of the copies of one original reply."""
+    seed = f"{session.session_id}|{plan.first_kept_entry_id}|{original}"
+    return "msg_" + uuidlib.uuid5(NAMESPACE, seed).hex[:24]
 
 
 def _uuid_maker(session: Session, plan: CompactionPlan, count: int):
@@ -112,6 +123,11 @@ def build_compaction(
     parent = summary_id
     for obj, new in zip(kept, copy_ids, strict=True):
         copy = dict(obj)
+        copy.pop(COPY_MARKER, None)
+        message = copy.get("message")
+        if copy.get("type") == "assistant" and isinstance(message, dict) and isinstance(message.get("id"), str):
+            copy["message"] = {**message, "id": copy_message_id(session, plan, message["id"])}
+        copy[COPY_MARKER] = {"copyOf": obj.get("uuid")}
         copy["parentUuid"] = parent
         copy["isSidechain"] = False
         copy["timestamp"] = now_iso
