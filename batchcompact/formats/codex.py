@@ -33,16 +33,12 @@ from batchcompact.core.context import build_session_context, convert_to_llm, par
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.fileops import details_from_summary
 from batchcompact.core.session import Session
+from batchcompact.formats.codex_items import SUMMARY_PREFIX
+from batchcompact.formats.codex_write import build_compaction, verify
 from batchcompact.formats.jsonl import file_size, iter_json_lines
 
 FORMAT = "codex"
 META_TYPE = "codex_meta"
-SUMMARY_PREFIX = (
-    "Another language model started to solve this problem and produced a summary of its thinking process. "
-    "You also have access to the state of the tools that were used by that language model. Use this to build "
-    "on the work that has already been done and avoid duplicating work. Here is the summary produced by the "
-    "other language model, use the information in this summary to assist with your own analysis:"
-)
 ASSISTANT_ITEMS = frozenset(
     {
         "reasoning",
@@ -319,7 +315,10 @@ def read(path: str | Path) -> Session:
     header["model"] = builder.model
     header["context_window"] = context_window
     entries = [Entry(data, line) for data, line in builder.entries]
+    source = header.get("source")
     extra = {
+        # A thread a Codex agent spawned (`session_meta.source.subagent`): its parent owns the work.
+        "subagent": isinstance(source, dict) and "subagent" in source,
         "size": size,
         "last_line": last_line,
         "entry_items": builder.items,
@@ -377,6 +376,4 @@ def context_window(session: Session) -> int | None:
     return session.extra.get("context_window")
 
 
-from batchcompact.formats.codex_write import build_compaction, verify  # noqa: E402
-
-__all__ = ["read", "build_compaction", "verify", "context_messages", "context_window", "FORMAT"]
+__all__ = ["read", "build_compaction", "verify", "context_messages", "context_window", "FORMAT", "SUMMARY_PREFIX"]

@@ -19,7 +19,7 @@ from typing import Any
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.core.session import Session
 from batchcompact.formats.claude_codex_verify import verify_written
-from batchcompact.formats.codex import SUMMARY_PREFIX
+from batchcompact.formats.codex_items import SUMMARY_PREFIX
 
 
 def kept_items(session: Session, plan: CompactionPlan) -> list[dict[str, Any]]:

@@ -188,6 +188,9 @@ def plan_session(
         if disabled:
             row.update(status="skip", reason=disabled)
             return Skip(disabled, None, settings.context_window, None), row
+    if session.extra.get("subagent") and not settings.force:
+        row.update(status="skip", reason="sub-agent transcript")
+        return Skip("sub-agent transcript", None, settings.context_window, None), row
     from batchcompact.core.planner import session_model
 
     path = session.path_entries()
