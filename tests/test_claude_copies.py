@@ -41,7 +41,9 @@ def test_copies_get_fresh_stable_message_ids(tmp_path):
         original = originals[copy["batchcompact"]["copyOf"]]
         assert copy["message"]["id"] not in old_ids
         assert copy["message"]["id"].startswith("msg_")
-        assert {**copy["message"], "id": None} == {**original["message"], "id": None}
+        assert "usage" not in copy["message"]  # Claude Code would measure its context by it
+        stripped = {k: v for k, v in original["message"].items() if k not in ("id", "usage")}
+        assert {k: v for k, v in copy["message"].items() if k != "id"} == stripped
         assert copy["requestId"] == original.get("requestId")
         by_original.setdefault(original["message"]["id"], set()).add(copy["message"]["id"])
     assert all(len(ids) == 1 for ids in by_original.values())  # one new id per original reply
@@ -70,7 +72,15 @@ def test_report_does_not_count_the_copies(tmp_path):
     before = _usage_totals(src)
     assert before[0] > 100
     assert _usage_totals(out) == before
-    # Without the marker the fresh ids would count every kept reply a second time.
-    unmarked = [{k: v for k, v in line.items() if k != "batchcompact"} for line in lines]
+    # A marked copy that still has usage (written by an earlier batchcompact) is skipped by the marker.
+    originals = {json.loads(x)["uuid"]: json.loads(x) for x in src.read_text().splitlines() if '"uuid"' in x}
+    with_usage = [
+        {**line, "message": {**line["message"], "usage": originals[line["batchcompact"]["copyOf"]]["message"]["usage"]}}
+        if line.get("type") == "assistant"
+        else line
+        for line in lines
+    ]
+    assert _usage_totals(write_appended(src, with_usage, tmp_path / "old-copies.jsonl")) == before
+    unmarked = [{k: v for k, v in line.items() if k != "batchcompact"} for line in with_usage]
     doubled = _usage_totals(write_appended(src, unmarked, tmp_path / "unmarked.jsonl"))
     assert doubled[0] > before[0]

@@ -15,8 +15,11 @@
    leaf), `isSidechain: false`, a remapped `sourceToolAssistantUUID`, a fresh `message.id` per original
    reply (Claude Code merges every line sharing a `message.id`: with the original ids it would send each
    kept reply twice and chain the next prompt to the pre-boundary original, undoing the compaction) and a
-   `batchcompact: {copyOf: <original uuid>}` marker, by which usage reports skip the copies (they were
-   billed once, as the originals). `requestId` and `usage` stay as recorded.
+   `batchcompact: {copyOf: <original uuid>}` marker, and no `message.usage`: Claude Code measures its
+   context by the last reply's usage, and a copy's usage (measured on the old, full context) makes it
+   auto-compact again at once on resume (seen with Claude Code 2.1.328); without it Claude Code
+   estimates the context. Usage tools (ours, ccusage) skip lines without usage, and ours skips marked
+   lines too, so the copies never count twice. `requestId` stays.
 Uuids are uuid5 of (session id, leaf, first kept entry, counter): stable across reruns of the same plan,
 and re-salted if one is already used in the file; a copy's message id is `msg_` + 24 hex digits of
 uuid5(session id, first kept entry, original message id). Old lines are never touched.
@@ -126,7 +129,8 @@ def build_compaction(
         copy.pop(COPY_MARKER, None)
         message = copy.get("message")
         if copy.get("type") == "assistant" and isinstance(message, dict) and isinstance(message.get("id"), str):
-            copy["message"] = {**message, "id": copy_message_id(session, plan, message["id"])}
+            copy["message"] = {k: v for k, v in message.items() if k != "usage"}
+            copy["message"]["id"] = copy_message_id(session, plan, message["id"])
         copy[COPY_MARKER] = {"copyOf": obj.get("uuid")}
         copy["parentUuid"] = parent
         copy["isSidechain"] = False
