@@ -152,3 +152,69 @@ class FakeAnthropic:
         """The bodies of the /v1/messages calls that carry a conversation."""
         return [r["body"] for r in self.requests if "/v1/messages" in r["path"] and "count_tokens" not in r["path"]
                 and isinstance(r["body"], dict) and r["body"].get("messages")]
+
+
+class FakeResponses:
+    """A loopback OpenAI Responses API: every POST body is recorded; the reply is one assistant message.
+    WebSocket upgrades are refused (Codex then falls back to HTTPS streaming)."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                self._send("application/json", b'{"data": [], "models": []}', 404)
+
+            def do_POST(self) -> None:  # noqa: N802
+                size = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(size) if size else b""
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    body = {}
+                owner.requests.append({"path": self.path, "body": body})
+                n = len(owner.requests)
+                item = {"type": "message", "role": "assistant", "id": f"msg_judge{n}", "status": "completed",
+                        "content": [{"type": "output_text", "text": REPLY, "annotations": []}]}
+                usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 3,
+                         "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 13}
+                response = {"id": f"resp_judge{n}", "object": "response", "status": "completed", "output": [item],
+                            "usage": usage}
+                events = [
+                    {"type": "response.created",
+                     "response": {**response, "status": "in_progress", "output": [], "usage": None}},
+                    {"type": "response.output_item.added", "output_index": 0,
+                     "item": {**item, "status": "in_progress", "content": []}},
+                    {"type": "response.output_item.done", "output_index": 0, "item": item},
+                    {"type": "response.completed", "response": response},
+                ]
+                data = b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+                self._send("text/event-stream", data)
+
+            def _send(self, kind: str, data: bytes, status: int = 200) -> None:
+                self.send_response(status)
+                self.send_header("content-type", kind)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> FakeResponses:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def inputs(self) -> list[list[dict[str, Any]]]:
+        """The `input` lists of the /responses calls."""
+        return [r["body"]["input"] for r in self.requests if r["path"].endswith("/responses")
+                and isinstance(r["body"].get("input"), list)]
