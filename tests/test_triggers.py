@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 from conftest import fixture_path
 
@@ -116,3 +119,18 @@ def test_codex_remote_compaction_happened_above_codex_limit():
                 assert last_total is not None and last_total > 244_800, (path.name, last_total)
                 return
     raise AssertionError("no compacted rollout among the fixtures")
+
+
+def test_plan_command_prints_window_source_and_threshold(tmp_path):
+    """From the installed CLI: the text table and JSON rows carry the window, its source and the threshold."""
+    source = fixture_path(*MAIN)
+    cut = _cut(source, tmp_path, _boundary_line(source) - 1)
+    command = [sys.executable, "-m", "batchcompact", "plan", str(cut)]
+    env = {**os.environ, "COLUMNS": "250"}
+    table = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+    assert table.returncode == 0, table.stderr
+    assert "claude code 200k" in table.stdout and "167,000" in table.stdout and "compact" in table.stdout
+    rows = json.loads(subprocess.run([*command, "--format", "json"], capture_output=True, text=True,
+                                     timeout=120).stdout)["rows"]
+    assert (rows[0]["window_source"], rows[0]["threshold"], rows[0]["status"]) == ("claude code 200k", 167_000,
+                                                                                   "compact")
