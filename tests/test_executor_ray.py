@@ -37,6 +37,8 @@ def bc(capsys, monkeypatch):
 
     for name in ("BATCHCOMPACT_MODEL", "BATCHCOMPACT_DEBUG"):
         monkeypatch.delenv(name, raising=False)
+    import batchcompact.pipeline.run  # noqa: F401  (imported first, so it binds the real clock, not the frozen one)
+
     monkeypatch.setattr("batchcompact.pipeline.outcome.now_utc", lambda: FROZEN)  # byte-comparable outputs
 
     def invoke(*args):
