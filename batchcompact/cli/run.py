@@ -79,6 +79,10 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
         lines.extend(getattr(summary, "notes", None) or [])
     if summary.aborted:
         lines.append(f"run aborted: {summary.aborted}")
+    stopped = getattr(summary, "stopped", None)
+    if stopped:
+        lines.append(f"run stopped by {stopped}: sessions not reached are reported skipped; "
+                     "rerun the same command to continue")
     return "\n".join(lines)
 
 

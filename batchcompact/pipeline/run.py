@@ -96,6 +96,7 @@ class RunSummary:
     aborted: str | None = None
     by_status: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # what the summary buyer has to say (batches submitted)
+    stopped: str | None = None  # the signal (SIGINT, SIGTERM) that stopped the run early
 
     @property
     def exit_code(self) -> int:
@@ -211,6 +212,9 @@ class Runner:
         self._prompt_tokens: dict[str, list[int] | None] = {}
         self.pending: dict[str, _Pending] = {}
         self.bars: dict[str, Any] = {}
+        self._reported: set[str] = set()  # input paths that have their row
+        self._waiting: dict[str, dict[str, Any]] = {}  # rows of sessions planned for compaction, by input path
+        self.stopped: str | None = None  # SIGINT / SIGTERM when a stop signal ended the run early
 
     # -- progress ------------------------------------------------------------------------------------
     def _bar(self, name: str, total: int | None, desc: str):
@@ -247,25 +251,55 @@ class Runner:
             row["reason"] = reason
         row["ended_at"] = now_utc()
         self.rows.append(row)
+        self._reported.add(row["input_path"])
         log.info("%s: %s%s", row["input_path"], status, f" ({row['reason']})" if row.get("reason") else "")
 
     def run(self, paths: Iterable[str]) -> RunSummary:
         items = self._check_targets(list(iter_session_files(paths, require_any=True)))
+        aborted = None
         with RunState(self.options.resolved_state_path()) as state:
             try:
-                to_compact = self._plan_all(items, state)
-                aborted = self._summarize_all(to_compact, state)
+                try:
+                    to_compact = self._plan_all(items, state)
+                    aborted = self._summarize_all(to_compact, state)
+                except KeyboardInterrupt:  # Ctrl-C or SIGTERM outside the summary loop (lifecycle.py)
+                    from batchcompact.lifecycle import stop_signal_name
+
+                    self.stopped = stop_signal_name()
             finally:
                 self._close_bars()
-                for pending in self.pending.values():  # interrupted before their job finished
-                    self.finish(pending.row, SKIPPED, "run stopped before this session was summarized")
-                self.pending.clear()
+                self._account_for_all(items, aborted)
                 report_path = write_compactions(self.rows, self.options.resolved_report_dir(), self.run_id)
         by_status: dict[str, int] = {}
         for row in self.rows:
             by_status[row["status"]] = by_status.get(row["status"], 0) + 1
         notes = list(self._buyer.notes) if self._buyer is not None else []
-        return RunSummary(self.run_id, self.rows, report_path, self.started, now_utc(), aborted, by_status, notes)
+        return RunSummary(self.run_id, self.rows, report_path, self.started, now_utc(), aborted, by_status, notes,
+                          self.stopped)
+
+    def _account_for_all(self, items: list[ScanItem], aborted: str | None) -> None:
+        """A run that stopped early still reports every session it was given: those not reached are skipped."""
+        if self.stopped:
+            why = f"run stopped by {self.stopped} before this session was"
+        elif aborted:
+            why = f"not attempted: run aborted: {aborted}; not"
+        else:
+            why = "run ended before this session was"
+        for pending in self.pending.values():  # interrupted before their job finished
+            if pending.row["input_path"] not in self._reported:
+                self.finish(pending.row, SKIPPED, f"{why} summarized")
+        self.pending.clear()
+        for item in items:
+            key = str(item.path)
+            if key in self._reported:
+                continue
+            row = self._waiting.get(key)
+            if row is not None:
+                self.finish(row, SKIPPED, f"{why} summarized")
+            else:
+                row = empty_row()
+                row.update(run_id=self.run_id, started_at=self.started, input_path=key)
+                self.finish(row, SKIPPED, f"{why} planned")
 
     def _check_targets(self, items: list[ScanItem]) -> list[ScanItem]:
         """Refuse an --output-dir that would overwrite an original; leave out our own earlier outputs.
@@ -327,6 +361,7 @@ class Runner:
             if wants_branches:
                 est_total += plan_row.get("branch_est_cost_usd") or 0.0
             self._prompt_tokens[str(item.path)] = record.get("prompt_tokens")
+            self._waiting[str(item.path)] = row
             to_compact.append((item, fingerprint, row))
         if self.options.max_cost_usd is not None:
             self._check_budget(to_compact, est_total)
@@ -401,12 +436,18 @@ class Runner:
             await asyncio.to_thread(self._complete, pending, outcome, state)
             self._tick("summarize", cost=f"${spent['cost']:.4f}")
 
+        def on_signal(signum: int) -> None:
+            from batchcompact.lifecycle import stop_signal_name
+
+            self.stopped = self.stopped or stop_signal_name(signum)
+            stop.set()
+
         async def main():
             loop = asyncio.get_running_loop()
             try:
-                loop.add_signal_handler(signal.SIGINT, stop.set)
-                loop.add_signal_handler(signal.SIGTERM, stop.set)
-            except (NotImplementedError, RuntimeError):  # not the main thread (tests)
+                loop.add_signal_handler(signal.SIGINT, on_signal, signal.SIGINT)
+                loop.add_signal_handler(signal.SIGTERM, on_signal, signal.SIGTERM)
+            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread (tests)
                 pass
             try:
                 return await buyer.buy(jobs(), on_outcome, stop)
@@ -417,7 +458,11 @@ class Runner:
                 except (NotImplementedError, RuntimeError):
                     pass
 
-        asyncio.run(main())
+        handlers = _current_handlers()
+        try:
+            asyncio.run(main())
+        finally:  # the loop leaves SIGTERM at its default (die): give the stop handlers back
+            _restore_handlers(handlers)
         return self._abort_reason
 
     _abort_reason: str | None = None
@@ -521,7 +566,8 @@ class Runner:
             self.finish(row, CHANGED, outcome.error)
             return
         if outcome.status == "cancelled":
-            self.finish(row, SKIPPED, "run stopped before this session was summarized")
+            by = f" by {self.stopped}" if self.stopped else ""
+            self.finish(row, SKIPPED, f"run stopped{by} before this session was summarized")
             return
         if outcome.status != "ok":
             self.finish(row, FAILED, outcome.error)
@@ -545,6 +591,23 @@ class Runner:
         state.record(_state_key(pending.item), pending.fingerprint, self.settings_key, COMPACTED, output, None,
                      self.run_id)
         self.finish(row, COMPACTED, "")
+
+def _current_handlers() -> dict[int, Any]:
+    try:
+        return {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:
+        return {}
+
+
+def _restore_handlers(handlers: dict[int, Any]) -> None:
+    for sig, handler in handlers.items():
+        if handler is None:
+            continue
+        try:
+            signal.signal(sig, handler)
+        except (ValueError, OSError):  # not the main thread
+            pass
+
 
 def run_archive(paths: Iterable[str], settings: CompactionSettings, options: RunOptions, summarizer: Any,
                 pool_settings: Any, **kwargs: Any) -> RunSummary:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from batchcompact.errors import LockHeldError
+from batchcompact.lifecycle import forget_in_children, remember_in_children
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -82,12 +83,61 @@ def settings_hash(values: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # alive, another user's
+        return True
+    return True
+
+
+def _processes_holding(path: Path) -> list[int]:
+    """Pids (readable ones: this user's) with `path` open, from /proc (empty where there is none)."""
+    wanted = os.path.realpath(path)
+    pids = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{entry}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{entry}/fd/{fd}") == wanted:
+                    pids.append(int(entry))
+                    break
+            except OSError:
+                continue
+    return pids
+
+
+def _lock_message(path: Path, holder: str) -> str:
+    """Who holds the run lock, and what to do; a holder that is gone is said so."""
+    if holder.isdigit() and not _pid_alive(int(holder)):
+        others = _processes_holding(Path(str(path) + ".lock"))
+        left = (f"processes it left behind still hold it: pid {', '.join(map(str, others))} "
+                f"(stop them: kill {' '.join(map(str, others))})") if others else "a process it left behind still holds it"
+        return (f"the lock on {path} is held, but the run that took it (pid {holder}) is no longer running; "
+                f"{left}, or pass a different --state")
+    return (f"another batchcompact run holds the lock on {path} (pid {holder}); "
+            "wait for it to finish, or pass a different --state")
+
+
 class RunState:
     """The state database plus an exclusive lock held for the whole run."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Worker processes forked while this is open close the lock and the database in the child.
+        forget_in_children(self.path)
         self._lock_handle = open(str(self.path) + ".lock", "a+")
         try:
             fcntl.flock(self._lock_handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -95,10 +145,7 @@ class RunState:
             self._lock_handle.seek(0)
             holder = self._lock_handle.read().strip() or "unknown"
             self._lock_handle.close()
-            raise LockHeldError(
-                f"another batchcompact run holds the lock on {self.path} (pid {holder}); "
-                "wait for it to finish, or pass a different --state"
-            ) from None
+            raise LockHeldError(_lock_message(self.path, holder)) from None
         self._lock_handle.seek(0)
         self._lock_handle.truncate()
         self._lock_handle.write(str(os.getpid()))
@@ -117,6 +164,7 @@ class RunState:
             self.db.close()
         fcntl.flock(self._lock_handle.fileno(), fcntl.LOCK_UN)
         self._lock_handle.close()
+        remember_in_children(self.path)
 
     def __enter__(self) -> RunState:
         return self

@@ -1,0 +1,192 @@
+"""The fault suite of `run` (docs/reliability.md): kills during planning, stop signals, concurrent runs,
+preserved modes and links, per-file and run-level problems. Every test is bounded (seconds)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_sessions"
+
+
+def _cli(*args: str, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "batchcompact", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=120, **kw)
+
+
+def _archive(folder: Path, copies: int) -> Path:
+    """`copies` copies of every sample session (distinct names), a few seconds of planning with --jobs 2."""
+    folder.mkdir(parents=True, exist_ok=True)
+    sources = sorted(p for p in SAMPLES.rglob("*.jsonl"))
+    assert sources
+    for n in range(copies):
+        for i, src in enumerate(sources):
+            sub = folder / src.parent.name
+            sub.mkdir(exist_ok=True)
+            shutil.copyfile(src, sub / f"c{n:03d}-{i}-{src.name}")
+    return folder
+
+
+def _children(pid: int) -> set[int]:
+    """Every live descendant of `pid` (from /proc)."""
+    found: set[int] = set()
+    frontier = [pid]
+    while frontier:
+        parent = frontier.pop()
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[1]) == parent and int(entry) not in found:
+                found.add(int(entry))
+                frontier.append(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def _wait_for_workers(proc: subprocess.Popen, count: int, limit: float = 60.0) -> set[int]:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        kids = _children(proc.pid)
+        if len(kids) >= count:
+            return kids
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended before its workers started: {proc.stderr.read()}")
+        time.sleep(0.05)
+    pytest.fail("the planning workers never started")
+
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and Linux signals")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["run", "plan"])
+def test_sigkill_during_planning_leaves_no_worker_and_no_lock(tmp_path, command):
+    archive = _archive(tmp_path / "w", 40)
+    state = tmp_path / "st" / "s.sqlite"
+    args = ["run", str(archive), "--in-place", "--min-age", "0", "--jobs", "2", "--state", str(state)]
+    if command == "plan":
+        args = ["plan", str(archive), "--jobs", "2"]
+    proc = subprocess.Popen([sys.executable, "-m", "batchcompact", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    workers = _wait_for_workers(proc, 2)
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(_alive(pid) for pid in workers):
+        time.sleep(0.1)
+    assert not [pid for pid in workers if _alive(pid)], "workers outlived their killed parent"
+    if command == "run":
+        rerun = _cli("run", str(archive), "--in-place", "--min-age", "0", "--jobs", "2", "--state", str(state))
+        assert rerun.returncode == 0, rerun.stderr
+        assert "Traceback" not in rerun.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_stop_signal_during_planning_reports_every_session(tmp_path, sig):
+    import polars as pl
+
+    archive = _archive(tmp_path / "w", 40)
+    given = sorted(str(p) for p in archive.rglob("*.jsonl"))
+    out, reports = tmp_path / "out", tmp_path / "reports"
+    proc = subprocess.Popen([sys.executable, "-m", "batchcompact", "run", str(archive), "--output-dir", str(out),
+                             "--min-age", "0", "--jobs", "2", "--state", str(tmp_path / "s.sqlite"),
+                             "--report-dir", str(reports)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    workers = _wait_for_workers(proc, 2)
+    proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr  # README: a stopped run exits 0; the rest is reported skipped
+    assert "Traceback" not in stderr and "Aborted" not in stderr
+    assert f"run stopped by {signal.Signals(sig).name}" in stdout + stderr
+    time.sleep(0.5)
+    assert not [pid for pid in workers if _alive(pid)]
+    (report,) = reports.glob("compactions-*.parquet")
+    rows = pl.read_parquet(report)
+    assert sorted(rows["input_path"].to_list()) == given
+    not_reached = rows.filter(pl.col("reason").str.contains(f"stopped by {signal.Signals(sig).name}"))
+    assert not_reached.height > 0 and set(not_reached["status"]) == {"skipped"}
+
+
+@pytest.mark.slow
+def test_sigterm_during_report_exits_143_without_workers(tmp_path):
+    archive = _archive(tmp_path / "w", 40)
+    proc = subprocess.Popen([sys.executable, "-m", "batchcompact", "report", str(archive), "--jobs", "2",
+                             "--cache-dir", str(tmp_path / "cache")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")})
+    workers = _wait_for_workers(proc, 2)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    if proc.returncode == 0:
+        pytest.skip("the report finished before the signal arrived")
+    assert proc.returncode == 143, stderr
+    assert "Traceback" not in stderr and "Interrupted (SIGTERM)" in stderr
+    time.sleep(0.5)
+    assert not [pid for pid in workers if _alive(pid)]
+
+
+def test_lock_of_a_dead_holder_is_named(tmp_path):
+    """A lock held by a process the dead run left behind: the message says the holder is gone, and who holds it."""
+    from batchcompact.errors import LockHeldError
+    from batchcompact.pipeline.state import RunState
+
+    state = tmp_path / "s.sqlite"
+    lock = Path(str(state) + ".lock")
+    lock.write_text("999999999")  # a pid that does not exist
+    holder = subprocess.Popen([sys.executable, "-c",
+                               "import fcntl,sys,time\nf=open(sys.argv[1],'a')\nfcntl.flock(f,fcntl.LOCK_EX)\n"
+                               "print('ok',flush=True)\ntime.sleep(60)", str(lock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ok"
+        with pytest.raises(LockHeldError) as info:
+            RunState(state)
+        message = str(info.value)
+        assert "(pid 999999999) is no longer running" in message
+        assert str(holder.pid) in message
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_forked_children_do_not_hold_the_run_lock(tmp_path):
+    from batchcompact.pipeline.parallel import map_bounded
+    from batchcompact.pipeline.state import RunState
+
+    state = tmp_path / "s.sqlite"
+    with RunState(state):
+        pids_fds = list(map_bounded(_open_state_fds, [str(state)] * 4, 2))
+    assert pids_fds and all(not fds for _, fds in pids_fds), pids_fds
+
+
+def _open_state_fds(path: str) -> tuple[int, list[str]]:
+    real = os.path.realpath(path)
+    fds = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(real):
+            fds.append(target)
+    return os.getpid(), fds
