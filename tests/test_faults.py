@@ -190,3 +190,147 @@ def _open_state_fds(path: str) -> tuple[int, list[str]]:
         if target.startswith(real):
             fds.append(target)
     return os.getpid(), fds
+
+
+def _bytes_kept(folder: Path, originals: dict[Path, bytes]) -> list[str]:
+    """Originals whose bytes exist neither in their file nor in one of its backups."""
+    lost = []
+    for path, data in originals.items():
+        candidates = [path, *path.parent.glob(path.name + ".bak*")]
+        if not any(c.is_file() and c.read_bytes() == data for c in candidates):
+            lost.append(str(path))
+    return lost
+
+
+@pytest.mark.slow
+def test_two_concurrent_in_place_runs_never_lose_an_original(tmp_path):
+    """Different state files (so no run lock is shared), one of them pruning: the session locks decide."""
+    archive = tmp_path / "w"
+    archive.mkdir()
+    sources = sorted((SAMPLES / "pi").glob("*.jsonl"))
+    for n in range(20):
+        for src in sources:
+            shutil.copyfile(src, archive / f"{n:02d}-{src.name}")
+    originals = {p: p.read_bytes() for p in archive.glob("*.jsonl")}
+    base = ["run", str(archive), "--in-place", "--min-age", "0", "--force", "--jobs", "1", "--format", "jsonl"]
+    runs = [
+        subprocess.Popen([sys.executable, "-m", "batchcompact", *base, "--state", str(tmp_path / "a.sqlite"),
+                          "--report-dir", str(tmp_path / "ra")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True),
+        subprocess.Popen([sys.executable, "-m", "batchcompact", *base, "--state", str(tmp_path / "b.sqlite"),
+                          "--report-dir", str(tmp_path / "rb"), "--prune-tool-outputs", "--keep-recent-tokens",
+                          "90000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+    ]
+    results = [proc.communicate(timeout=120) for proc in runs]
+    for proc, (_, err) in zip(runs, results, strict=True):
+        assert proc.returncode in (0, 1), err
+        assert "Traceback" not in err
+    assert _bytes_kept(archive, originals) == []
+    assert not [p.name for p in archive.iterdir() if ".batchcompact-" in p.name]
+    import json
+
+    statuses = [json.loads(line)["status"] for out, _ in results for line in out.splitlines() if line.strip()]
+    assert "compacted" in statuses
+    assert set(statuses) <= {"compacted", "skipped", "changed_during_run"}, statuses
+
+
+def test_a_busy_session_is_skipped_as_locked(tmp_path):
+    from batchcompact.pipeline.writer import lock_session
+
+    archive = tmp_path / "w"
+    archive.mkdir()
+    src = sorted((SAMPLES / "pi").glob("*.jsonl"))[0]
+    session = archive / src.name
+    shutil.copyfile(src, session)
+    holder = subprocess.Popen([sys.executable, "-c",
+                               "import fcntl,sys,time\nf=open(sys.argv[1],'rb')\nfcntl.flock(f,fcntl.LOCK_EX)\n"
+                               "print('ok',flush=True)\ntime.sleep(60)", str(session)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ok"
+        result = _cli("run", str(archive), "--in-place", "--min-age", "0", "--force", "--state",
+                      str(tmp_path / "s.sqlite"), "--format", "jsonl")
+        assert result.returncode == 0, result.stderr
+        assert '"locked by another run"' in result.stdout
+        assert session.read_bytes() == src.read_bytes()
+    finally:
+        holder.kill()
+        holder.wait()
+    lock = lock_session(session)  # free again
+    lock.release()
+
+
+def test_backup_never_overwrites_a_different_backup(tmp_path):
+    from batchcompact.pipeline.state import fingerprint_file
+    from batchcompact.pipeline.writer import make_backup
+
+    original = tmp_path / "s.jsonl"
+    original.write_bytes(b'{"a": 1}\n')
+    (tmp_path / "s.jsonl.bak").write_bytes(b"older original\n")
+    name, created = make_backup(original, original, fingerprint_file(original))
+    assert (name, created) == (str(tmp_path / "s.jsonl.bak.1"), True)
+    assert (tmp_path / "s.jsonl.bak").read_bytes() == b"older original\n"
+    assert Path(name).read_bytes() == original.read_bytes()
+    again, created = make_backup(original, original, fingerprint_file(original))  # same bytes: reused
+    assert (again, created) == (name, False)
+
+
+def test_temp_names_are_unique_and_stale_ones_of_dead_runs_go(tmp_path):
+    from batchcompact.pipeline.writer import _remove_stale_temps, temp_name
+
+    target = tmp_path / "s.jsonl"
+    names = {temp_name(target) for _ in range(50)}
+    assert len(names) == 50 and all(str(os.getpid()) in n.name for n in names)
+    dead = tmp_path / ".s.jsonl.batchcompact-tmp-999999999-abcd1234"
+    mine = temp_name(target)
+    dead.write_text("x")
+    mine.write_text("x")
+    _remove_stale_temps(target)
+    assert not dead.exists() and mine.exists()
+
+
+def _one_session(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    src = sorted((SAMPLES / "pi").glob("*.jsonl"))[0]
+    path = folder / src.name
+    shutil.copyfile(src, path)
+    return path
+
+
+def test_in_place_keeps_mode_and_owner(tmp_path):
+    session = _one_session(tmp_path / "w")
+    session.chmod(0o600)
+    owner = None
+    if os.geteuid() == 0:
+        owner = (12345, 23456)
+        os.chown(session, *owner)
+    result = _cli("run", str(session.parent), "--in-place", "--min-age", "0", "--force", "--state",
+                  str(tmp_path / "s.sqlite"))
+    assert result.returncode == 0, result.stderr
+    st = session.stat()
+    assert st.st_mode & 0o777 == 0o600
+    assert Path(str(session) + ".bak").read_bytes() != session.read_bytes()
+    if owner:
+        assert (st.st_uid, st.st_gid) == owner
+
+
+def test_output_dir_mirrors_the_source_mode(tmp_path):
+    session = _one_session(tmp_path / "w")
+    session.chmod(0o640)
+    out = tmp_path / "out"
+    result = _cli("run", str(session.parent), "--output-dir", str(out), "--min-age", "0", "--force")
+    assert result.returncode == 0, result.stderr
+    assert (out / session.name).stat().st_mode & 0o777 == 0o640
+
+
+def test_in_place_compacts_the_target_of_a_symlink_and_keeps_the_link(tmp_path):
+    real = _one_session(tmp_path / "store")
+    before = real.read_bytes()
+    links = tmp_path / "w"
+    links.mkdir()
+    link = links / "linked.jsonl"
+    link.symlink_to(real)
+    result = _cli("run", str(links), "--in-place", "--min-age", "0", "--force", "--state", str(tmp_path / "s.sqlite"))
+    assert result.returncode == 0, result.stderr
+    assert link.is_symlink() and link.resolve() == real.resolve()
+    assert real.read_bytes() != before and real.read_bytes().startswith(before)
+    assert Path(str(real) + ".bak").read_bytes() == before

@@ -31,7 +31,7 @@ from batchcompact.pipeline.parallel import map_bounded
 from batchcompact.pipeline.planning import PlanOptions, plan_session, read_session
 from batchcompact.pipeline.runreport import empty_row, write_compactions
 from batchcompact.pipeline.state import Fingerprint, RunState, fingerprint_file, settings_hash
-from batchcompact.pipeline.writer import ChangedDuringRun
+from batchcompact.pipeline.writer import ChangedDuringRun, SessionLocked, lock_session
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +115,7 @@ class _Pending:
     plan: CompactionPlan | None  # None: only branch summaries to write
     row: dict[str, Any]
     branches: list = field(default_factory=list)  # BranchPlans, written before the compaction
+    lock: Any = None  # the session's writer lock (pipeline/writer.py), held until it is written or given up
 
     @property
     def calls(self) -> list:
@@ -240,8 +241,8 @@ class Runner:
 
     # -- the run -------------------------------------------------------------------------------------
     def output_path(self, item: ScanItem) -> Path:
-        if self.options.in_place:
-            return item.path
+        if self.options.in_place:  # a symlinked session: compact the file it points to, keep the link
+            return Path(os.path.realpath(item.path))
         assert self.options.output_dir is not None
         return self.options.output_dir / item.relative
 
@@ -286,6 +287,8 @@ class Runner:
         else:
             why = "run ended before this session was"
         for pending in self.pending.values():  # interrupted before their job finished
+            if pending.lock is not None:
+                pending.lock.release()
             if pending.row["input_path"] not in self._reported:
                 self.finish(pending.row, SKIPPED, f"{why} summarized")
         self.pending.clear()
@@ -474,11 +477,34 @@ class Runner:
         return "est_batch_cost_usd" if self.options.batch is not None else "est_cost_usd"
 
     def _prepare(self, item: ScanItem, fingerprint: Fingerprint, row: dict[str, Any], state: RunState):
-        """Re-read and re-plan one session just before summarizing it (None when it is finished here)."""
+        """Lock, re-read and re-plan one session just before summarizing it (None when it is finished here).
+
+        The session's writer lock is held from here until it is written (or given up), so another run,
+        whatever its state file, skips it meanwhile."""
+        try:
+            lock = lock_session(item.path)
+        except SessionLocked:
+            self.finish(row, SKIPPED, "locked by another run")
+            return None
+        except OSError as exc:
+            self.finish(row, FAILED, f"cannot read: {_oserror(exc)}")
+            return None
+        pending = None
+        try:
+            pending = self._prepare_locked(item, fingerprint, row, lock)
+        finally:
+            if pending is None:
+                lock.release()
+        return pending
+
+    def _prepare_locked(self, item: ScanItem, fingerprint: Fingerprint, row: dict[str, Any], lock: Any):
+        if not lock.still_current():  # another run replaced it between our open and our lock
+            self.finish(row, CHANGED, "the file changed after it was planned (another run wrote it)")
+            return None
         try:
             current = fingerprint_file(item.path)
         except OSError as exc:
-            self.finish(row, FAILED, f"cannot read: {exc}")
+            self.finish(row, FAILED, f"cannot read: {_oserror(exc)}")
             return None
         if (current.size, current.sha256) != (fingerprint.size, fingerprint.sha256):
             self.finish(row, CHANGED, "the file changed after it was planned")
@@ -498,7 +524,7 @@ class Runner:
                 self.finish(row, SKIPPED, plan_row.get("reason"))
                 return None
             plan = None
-        return _Pending(item, current, session, plan, row, branches)
+        return _Pending(item, current, session, plan, row, branches, lock)
 
     def _plan_branches(self, session: Any, plan_row: dict[str, Any]) -> list:
         """Branch-summary plans for the abandoned branches of a pi session (already summarized ones skip)."""
@@ -516,6 +542,13 @@ class Runner:
 
     def _complete(self, pending: _Pending, outcome: Any, state: RunState) -> None:
         """Apply the summaries, write, verify, record: the session's outcome becomes its row."""
+        try:
+            self._complete_locked(pending, outcome, state)
+        finally:
+            if pending.lock is not None:
+                pending.lock.release()
+
+    def _complete_locked(self, pending: _Pending, outcome: Any, state: RunState) -> None:
         row = pending.row
         results = [r for r in outcome.results if r is not None]
         row.update(
@@ -591,6 +624,11 @@ class Runner:
         state.record(_state_key(pending.item), pending.fingerprint, self.settings_key, COMPACTED, output, None,
                      self.run_id)
         self.finish(row, COMPACTED, "")
+
+def _oserror(exc: OSError) -> str:
+    """An OSError in one line, without the path the row already names: "Permission denied"."""
+    return exc.strerror or str(exc)
+
 
 def _current_handlers() -> dict[int, Any]:
     try:
