@@ -334,3 +334,58 @@ def test_in_place_compacts_the_target_of_a_symlink_and_keeps_the_link(tmp_path):
     assert link.is_symlink() and link.resolve() == real.resolve()
     assert real.read_bytes() != before and real.read_bytes().startswith(before)
     assert Path(str(real) + ".bak").read_bytes() == before
+
+
+def _odd_archive(folder: Path) -> Path:
+    """A good session with a non-UTF-8 name, plus an empty, a gzip, a binary file and a symlink loop."""
+    import gzip
+
+    sub = folder / "sub"
+    sub.mkdir(parents=True)
+    src = sorted((SAMPLES / "pi").glob("*.jsonl"))[0]
+    shutil.copyfile(src, os.fsdecode(bytes(sub) + b"/odd\xff\xfe.jsonl"))
+    (sub / "empty.jsonl").write_bytes(b"")
+    (sub / "gz.jsonl").write_bytes(gzip.compress(src.read_bytes()[:5000]))
+    (sub / "bin.jsonl").write_bytes(bytes(range(256)) * 8)
+    (sub / "loop.jsonl").symlink_to("loop.jsonl")
+    return folder
+
+
+EXPECTED_REASONS = {
+    "empty.jsonl": "empty file: no session entries",
+    "gz.jsonl": "gzip-compressed: decompress it first (gunzip), then run again",
+    "bin.jsonl": "binary, not",
+    "loop.jsonl": "cannot read: Too many levels of symbolic links",
+}
+
+
+def test_odd_files_fail_one_by_one_and_the_run_goes_on(tmp_path):
+    import polars as pl
+
+    archive = _odd_archive(tmp_path / "w")
+    result = _cli("run", str(archive), "--output-dir", str(tmp_path / "out"), "--min-age", "0", "--force",
+                  "--report-dir", str(tmp_path / "r"))
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout and "internal error" not in result.stderr
+    rows = pl.read_parquet(next((tmp_path / "r").glob("*.parquet")))
+    by_name = {Path(p).name: (s, r) for p, s, r in rows.select("input_path", "status", "reason").iter_rows()}
+    assert by_name["odd\\xff\\xfe.jsonl"][0] == "compacted"  # stored with \xNN escapes
+    for name, reason in EXPECTED_REASONS.items():
+        status, why = by_name[name]
+        assert status == "failed" and why.startswith(reason), (name, why)
+    written = [p for p in (tmp_path / "out").rglob("*.jsonl")]
+    assert [os.fsencode(p.name) for p in written] == [b"odd\xff\xfe.jsonl"]
+    rerun = _cli("run", str(archive), "--output-dir", str(tmp_path / "out"), "--min-age", "0", "--force")
+    assert "Traceback" not in rerun.stderr and rerun.returncode == 1
+    assert "finished in an earlier run" in _cli(
+        "run", str(archive), "--output-dir", str(tmp_path / "out"), "--min-age", "0", "--force", "--format",
+        "jsonl").stdout
+
+
+def test_validate_names_odd_files_without_a_traceback(tmp_path):
+    archive = _odd_archive(tmp_path / "w")
+    result = _cli("validate", str(archive))
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr and "internal error" not in result.stdout + result.stderr
+    for name, reason in EXPECTED_REASONS.items():
+        assert f"{name}: error: {reason}" in result.stdout + result.stderr, name

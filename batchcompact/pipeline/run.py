@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
-from batchcompact.errors import RunAborted, UsageError, VerificationError
-from batchcompact.formats.scan import ScanItem, iter_session_files
+from batchcompact.errors import BatchCompactError, RunAborted, UsageError, VerificationError
+from batchcompact.formats.scan import ScanItem, iter_session_files, printable, resolved, unreadable_reason
+from batchcompact.formats.scan import oserror_text as _oserror
 from batchcompact.pipeline.buying import BATCH_PENDING, make_buyer
 from batchcompact.pipeline.outcome import OutcomeWriter, now_utc
 from batchcompact.pipeline.parallel import map_bounded
@@ -129,7 +130,7 @@ def _new_run_id(moment: datetime) -> str:
 
 def _state_key(item: ScanItem) -> str:
     """Sessions are remembered by absolute path, so `dir` and `./dir` or `/abs/dir` are the same input."""
-    return str(item.path.resolve())
+    return str(resolved(item.path))
 
 
 def _row_from_plan(plan_row: dict[str, Any], item: ScanItem, run_id: str, started: datetime) -> dict[str, Any]:
@@ -159,7 +160,7 @@ def _phase1(args: tuple[str, str, float], settings: CompactionSettings, options:
     try:
         fingerprint = fingerprint_file(path)
     except OSError as exc:
-        record.update(status="error", reason=f"cannot read: {exc}", fingerprint=None, plan_row={})
+        record.update(status="error", reason=f"cannot read: {_oserror(exc)}", fingerprint=None, plan_row={})
         return record
     record["fingerprint"] = fingerprint
     age = time.time() - fingerprint.mtime_ns / 1e9
@@ -169,6 +170,9 @@ def _phase1(args: tuple[str, str, float], settings: CompactionSettings, options:
     try:
         session = read_session(path)
         plan, row = plan_session(session, settings, options)
+    except (OSError, BatchCompactError, UnicodeError) as exc:  # a file we cannot read as a session
+        record.update(status="error", reason=unreadable_reason(path, exc), plan_row={})
+        return record
     except Exception as exc:  # one file's bug must not stop the archive
         log.exception("planning %s failed", path)
         record.update(status="error", reason=f"internal error: {exc!r}", plan_row={})
@@ -251,6 +255,9 @@ class Runner:
         if reason is not None:
             row["reason"] = reason
         row["ended_at"] = now_utc()
+        for key, value in row.items():  # file names that are not UTF-8: \xNN escapes (printable, storable)
+            if isinstance(value, str):
+                row[key] = printable(value)
         self.rows.append(row)
         self._reported.add(row["input_path"])
         log.info("%s: %s%s", row["input_path"], status, f" ({row['reason']})" if row.get("reason") else "")
@@ -289,12 +296,12 @@ class Runner:
         for pending in self.pending.values():  # interrupted before their job finished
             if pending.lock is not None:
                 pending.lock.release()
-            if pending.row["input_path"] not in self._reported:
+            if printable(pending.row["input_path"]) not in self._reported:
                 self.finish(pending.row, SKIPPED, f"{why} summarized")
         self.pending.clear()
         for item in items:
             key = str(item.path)
-            if key in self._reported:
+            if printable(key) in self._reported:
                 continue
             row = self._waiting.get(key)
             if row is not None:
@@ -313,11 +320,11 @@ class Runner:
         if self.options.in_place or self.options.output_dir is None:
             return items
         out = self.options.output_dir.resolve()
-        kept = [item for item in items if not item.path.resolve().is_relative_to(out)]
-        inputs = {item.path.resolve() for item in kept}
+        kept = [item for item in items if not resolved(item.path).is_relative_to(out)]
+        inputs = {resolved(item.path) for item in kept}
         for item in items:
-            target = self.output_path(item).resolve()
-            if target == item.path.resolve() or target in inputs:
+            target = resolved(self.output_path(item))
+            if target == resolved(item.path) or target in inputs:
                 raise UsageError(
                     f"--output-dir {self.options.output_dir} would overwrite the original {item.path}; "
                     "choose another folder, or --in-place"
@@ -514,6 +521,9 @@ class Runner:
             # Same bytes as in phase 1 (checked above): reuse its exact prompt token counts.
             known = self._prompt_tokens.pop(str(item.path), None)
             plan, plan_row = plan_session(session, self.settings, self.plan_options, prompt_tokens=known)
+        except (OSError, BatchCompactError, UnicodeError) as exc:
+            self.finish(row, FAILED, unreadable_reason(str(item.path), exc))
+            return None
         except Exception as exc:  # as in phase 1: one file's bug must not stop the archive
             log.exception("planning %s failed", item.path)
             self.finish(row, FAILED, f"internal error: {exc!r}")
@@ -624,11 +634,6 @@ class Runner:
         state.record(_state_key(pending.item), pending.fingerprint, self.settings_key, COMPACTED, output, None,
                      self.run_id)
         self.finish(row, COMPACTED, "")
-
-def _oserror(exc: OSError) -> str:
-    """An OSError in one line, without the path the row already names: "Permission denied"."""
-    return exc.strerror or str(exc)
-
 
 def _current_handlers() -> dict[int, Any]:
     try:

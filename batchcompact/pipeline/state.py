@@ -130,6 +130,15 @@ def _lock_message(path: Path, holder: str) -> str:
             "wait for it to finish, or pass a different --state")
 
 
+def _text(value: str | None) -> str | None:
+    """Paths as SQLite text: names that are not UTF-8 get \\xNN escapes (formats/scan.py printable)."""
+    if value is None:
+        return None
+    from batchcompact.formats.scan import printable
+
+    return printable(value)
+
+
 class RunState:
     """The state database plus an exclusive lock held for the whole run."""
 
@@ -178,7 +187,7 @@ class RunState:
             row = self.db.execute(
                 "SELECT status, output_path, reason FROM sessions WHERE input_path=? AND fingerprint=? "
                 "AND settings_hash=?",
-                (input_path, str(fingerprint), settings),
+                (_text(input_path), str(fingerprint), settings),
             ).fetchone()
         if row is None or row[0] not in FINAL_STATUSES:
             return None
@@ -189,7 +198,8 @@ class RunState:
         with self._db_lock:
             self.db.execute(
                 "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (input_path, str(fingerprint), settings, status, output_path, reason, run_id, time.time()),
+                (_text(input_path), str(fingerprint), settings, status, _text(output_path), _text(reason), run_id,
+                 time.time()),
             )
             self.db.commit()
 
@@ -197,14 +207,14 @@ class RunState:
         """The run that first found these exact bytes invalid, if one did."""
         with self._db_lock:
             row = self.db.execute("SELECT run_id FROM known_invalid WHERE input_path=? AND fingerprint=?",
-                                  (input_path, str(fingerprint))).fetchone()
+                                  (_text(input_path), str(fingerprint))).fetchone()
         return row[0] if row else None
 
     def record_invalid(self, input_path: str, fingerprint: Fingerprint, run_id: str, reason: str | None) -> None:
         """Remember an invalid file by its content; the first run that saw it is kept."""
         with self._db_lock:
             self.db.execute("INSERT OR IGNORE INTO known_invalid VALUES (?, ?, ?, ?)",
-                            (input_path, str(fingerprint), run_id, reason))
+                            (_text(input_path), str(fingerprint), run_id, _text(reason)))
             self.db.commit()
 
     def get_summary(self, key: str) -> dict[str, Any] | None:
