@@ -389,3 +389,174 @@ def test_validate_names_odd_files_without_a_traceback(tmp_path):
     assert "Traceback" not in result.stderr and "internal error" not in result.stdout + result.stderr
     for name, reason in EXPECTED_REASONS.items():
         assert f"{name}: error: {reason}" in result.stdout + result.stderr, name
+
+
+# -- run-level problems and disk full, in process (monkeypatch injects the faults) ---------------------
+@pytest.fixture
+def bc(capsys, monkeypatch):
+    """`batchcompact ARGS...` through `batchcompact.cli:main`: (exit code, stdout + stderr)."""
+    from batchcompact.cli import main
+
+    monkeypatch.delenv("BATCHCOMPACT_DEBUG", raising=False)
+    monkeypatch.delenv("BATCHCOMPACT_MODEL", raising=False)
+
+    def invoke(*args: object) -> tuple[int, str]:
+        capsys.readouterr()
+        monkeypatch.setattr(sys, "argv", ["batchcompact", *map(str, args)])
+        with pytest.raises(SystemExit) as exit_info:
+            main()
+        out, err = capsys.readouterr()
+        code = exit_info.value.code
+        return (code if isinstance(code, int) else 0), out + err
+
+    yield invoke
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # main() installed its stop handlers
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _enospc(*_args, **_kwargs):
+    import errno
+
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def _pi_pair(folder: Path) -> dict[Path, bytes]:
+    folder.mkdir(parents=True, exist_ok=True)
+    originals = {}
+    for src in sorted((SAMPLES / "pi").glob("*.jsonl"))[:2]:
+        shutil.copyfile(src, folder / src.name)
+        originals[folder / src.name] = src.read_bytes()
+    return originals
+
+
+def _litter(folder: Path) -> list[str]:
+    return [p.name for p in folder.rglob("*") if ".batchcompact-" in p.name or p.name.endswith(".tmp")]
+
+
+def test_corrupt_state_is_moved_aside_and_rebuilt(tmp_path, bc):
+    _pi_pair(tmp_path / "w")
+    state = tmp_path / "st" / "s.sqlite"
+    state.parent.mkdir()
+    garbage = os.urandom(4096)
+    state.write_bytes(garbage)
+    code, text = bc("run", tmp_path / "w", "--output-dir", tmp_path / "out", "--min-age", "0", "--force",
+                    "--state", state)
+    assert code == 0, text
+    (aside,) = state.parent.glob("s.sqlite.corrupt-*")
+    assert aside.read_bytes() == garbage
+    assert f"moved aside to {aside}" in text and "Traceback" not in text
+    code, text = bc("run", tmp_path / "w", "--output-dir", tmp_path / "out", "--min-age", "0", "--force",
+                    "--state", state)
+    assert code == 0 and "2 finished in an earlier run" in text, text  # the new state is used
+
+
+def test_unusable_state_and_report_folders_are_one_line_exit_3(tmp_path, bc):
+    _pi_pair(tmp_path / "w")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    code, text = bc("run", tmp_path / "w", "--output-dir", tmp_path / "out", "--min-age", "0", "--force",
+                    "--state", blocker / "s.sqlite")
+    assert code == 3 and "cannot use the run state" in text and f"({blocker})" in text, text
+    assert "Traceback" not in text
+    code, text = bc("run", tmp_path / "w", "--output-dir", tmp_path / "out", "--min-age", "0", "--force",
+                    "--state", tmp_path / "s.sqlite", "--report-dir", blocker / "reports")
+    assert code == 3 and "the report could not be written" in text, text
+    assert len(list((tmp_path / "out").glob("*.jsonl"))) == 2  # the sessions themselves were written
+
+
+def test_disk_full_while_writing_a_session_fails_that_session_only(tmp_path, bc, monkeypatch):
+    from batchcompact.pipeline import writer
+
+    originals = _pi_pair(tmp_path / "w")
+    monkeypatch.setattr(writer, "dumps_line", _enospc)
+    code, text = bc("run", tmp_path / "w", "--in-place", "--min-age", "0", "--force", "--state",
+                    tmp_path / "s.sqlite")
+    assert code == 1, text
+    assert text.count("write failed: No space left on device") >= 2 and "Traceback" not in text
+    assert {p: p.read_bytes() for p in originals} == originals
+    assert _litter(tmp_path / "w") == [] and not list((tmp_path / "w").glob("*.bak*"))
+
+
+def test_disk_full_while_backing_up_leaves_no_partial_backup(tmp_path, bc, monkeypatch):
+    import errno
+
+    from batchcompact.pipeline import writer
+
+    originals = _pi_pair(tmp_path / "w")
+
+    def no_links(*_args, **_kwargs):
+        raise OSError(errno.EXDEV, "no hard links here")
+
+    real_copy = writer._copy_prefix
+
+    def copy_then_full(source, out, fingerprint):
+        if getattr(out, "backup", False):
+            out.write(b"partial")
+            _enospc()
+        return real_copy(source, out, fingerprint)
+
+    real_fdopen = os.fdopen
+
+    def fdopen(fd, *args, **kwargs):
+        handle = real_fdopen(fd, *args, **kwargs)
+        if ".bak" in os.readlink(f"/proc/self/fd/{fd}"):
+            handle = _Tagged(handle)
+        return handle
+
+    monkeypatch.setattr(writer.os, "link", no_links)
+    monkeypatch.setattr(writer, "_copy_prefix", copy_then_full)
+    monkeypatch.setattr(writer.os, "fdopen", fdopen)
+    code, text = bc("run", tmp_path / "w", "--in-place", "--min-age", "0", "--force", "--state",
+                    tmp_path / "s.sqlite")
+    assert code == 1 and "write failed: No space left on device" in text, text
+    assert {p: p.read_bytes() for p in originals} == originals
+    assert _litter(tmp_path / "w") == [] and not list((tmp_path / "w").glob("*.bak*"))
+    monkeypatch.undo()
+    monkeypatch.setattr(writer.os, "link", no_links)  # the copy fallback itself works
+    code, text = bc("run", tmp_path / "w", "--in-place", "--min-age", "0", "--force", "--state",
+                    tmp_path / "s2.sqlite")
+    assert code == 0, text
+    for path, data in originals.items():
+        assert Path(f"{path}.bak").read_bytes() == data and path.read_bytes().startswith(data)
+        assert Path(f"{path}.bak").stat().st_nlink == 1
+
+
+class _Tagged:
+    backup = True
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    def __getattr__(self, name):
+        return getattr(self._handle, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._handle.close()
+
+
+def test_disk_full_for_the_report_or_the_state_is_exit_3_without_traceback(tmp_path, bc, monkeypatch):
+    import sqlite3
+
+    import pyarrow.parquet as pq
+
+    from batchcompact.pipeline.state import RunState
+
+    _pi_pair(tmp_path / "w")
+    monkeypatch.setattr(pq, "write_table", _enospc)
+    code, text = bc("run", tmp_path / "w", "--output-dir", tmp_path / "out", "--min-age", "0", "--force",
+                    "--state", tmp_path / "s.sqlite", "--report-dir", tmp_path / "r")
+    assert code == 3 and "the report could not be written" in text and "No space left on device" in text, text
+    assert list((tmp_path / "r").iterdir()) == []
+    monkeypatch.undo()
+
+    def full(*_args, **_kwargs):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(RunState, "record", full)
+    code, text = bc("run", tmp_path / "w", "--output-dir", tmp_path / "out2", "--min-age", "0", "--force",
+                    "--state", tmp_path / "s2.sqlite", "--report-dir", tmp_path / "r2")
+    assert code == 3 and "could not be updated: database or disk is full" in text, text
+    assert "Traceback" not in text and len(list((tmp_path / "r2").glob("*.parquet"))) == 1

@@ -15,6 +15,7 @@ import os
 import secrets
 import shutil
 import signal
+import sqlite3
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from batchcompact.pipeline.parallel import map_bounded
 from batchcompact.pipeline.planning import PlanOptions, plan_session, read_session
 from batchcompact.pipeline.runreport import empty_row, write_compactions
 from batchcompact.pipeline.state import Fingerprint, RunState, fingerprint_file, settings_hash
-from batchcompact.pipeline.writer import ChangedDuringRun, SessionLocked, lock_session
+from batchcompact.pipeline.writer import ChangedDuringRun, SessionLocked, lock_session, temp_name
 
 log = logging.getLogger(__name__)
 
@@ -265,7 +266,11 @@ class Runner:
     def run(self, paths: Iterable[str]) -> RunSummary:
         items = self._check_targets(list(iter_session_files(paths, require_any=True)))
         aborted = None
+        notes: list[str] = []
+        report_path = None
         with RunState(self.options.resolved_state_path()) as state:
+            if state.moved_aside is not None:
+                notes.append(f"the run state was unreadable: moved aside to {state.moved_aside}, a new one was made")
             try:
                 try:
                     to_compact = self._plan_all(items, state)
@@ -274,14 +279,23 @@ class Runner:
                     from batchcompact.lifecycle import stop_signal_name
 
                     self.stopped = stop_signal_name()
+                except sqlite3.Error as exc:  # disk full (or the database broke) while recording
+                    aborted = (f"the run state {state.path} could not be updated: {exc} (free space and rerun; "
+                               "what was recorded stays)")
             finally:
                 self._close_bars()
                 self._account_for_all(items, aborted)
-                report_path = write_compactions(self.rows, self.options.resolved_report_dir(), self.run_id)
+                report_dir = self.options.resolved_report_dir()
+                try:
+                    report_path = write_compactions(self.rows, report_dir, self.run_id)
+                except OSError as exc:
+                    problem = (f"the report could not be written to {report_dir}: {_oserror(exc)} (the sessions "
+                               "themselves were written and recorded; --report-dir chooses another folder)")
+                    aborted = f"{aborted}; {problem}" if aborted else problem
         by_status: dict[str, int] = {}
         for row in self.rows:
             by_status[row["status"]] = by_status.get(row["status"], 0) + 1
-        notes = list(self._buyer.notes) if self._buyer is not None else []
+        notes += list(self._buyer.notes) if self._buyer is not None else []
         return RunSummary(self.run_id, self.rows, report_path, self.started, now_utc(), aborted, by_status, notes,
                           self.stopped)
 
@@ -359,7 +373,11 @@ class Runner:
                 continue
             wants_branches = self.options.branch_summaries and bool(plan_row.get("branch_calls"))
             if status == "skip" and not wants_branches:
-                self._copy_unchanged(item, row)
+                try:
+                    self._copy_unchanged(item, row)
+                except OSError as exc:
+                    self.finish(row, FAILED, f"copy failed: {_oserror(exc)}")
+                    continue
                 state.record(_state_key(item), fingerprint, self.settings_key, SKIPPED, row.get("output_path"),
                              record["reason"], self.run_id)
                 self.finish(row, SKIPPED, record["reason"])
@@ -413,10 +431,14 @@ class Runner:
         if not self.options.copy_unchanged or self.options.in_place:
             return
         target = self.output_path(item)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.batchcompact-copy")
-        shutil.copy2(item.path, tmp)
-        os.replace(tmp, target)
+        tmp = temp_name(target)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(item.path, tmp)
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         row["output_path"] = str(target)
 
     def _summarize_all(self, to_compact: list[tuple[ScanItem, Fingerprint, dict]], state: RunState) -> str | None:
@@ -624,7 +646,7 @@ class Runner:
             self.finish(row, FAILED, f"verification failed: {exc}")
             return
         except OSError as exc:
-            self.finish(row, FAILED, f"write failed: {exc}")
+            self.finish(row, FAILED, f"write failed: {_oserror(exc)}")
             return
         except Exception as exc:  # one session's bug must not stop the archive (nor lose the report)
             log.exception("writing %s failed", pending.item.path)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from batchcompact.errors import LockHeldError
+from batchcompact.errors import LockHeldError, RunAborted
 from batchcompact.lifecycle import forget_in_children, remember_in_children
 
 SCHEMA = """
@@ -83,6 +83,11 @@ def settings_hash(values: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def _is_corrupt(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return any(word in text for word in ("not a database", "malformed", "corrupt", "no such table"))
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -144,6 +149,20 @@ class RunState:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self.moved_aside: Path | None = None  # where an unreadable database went (then a new one was made)
+        try:
+            self._open()
+        except (OSError, sqlite3.Error) as exc:
+            if getattr(self, "_lock_handle", None) is not None and not self._lock_handle.closed:
+                self._lock_handle.close()
+            remember_in_children(self.path)
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            if isinstance(exc, OSError) and exc.filename and str(exc.filename) != str(self.path):
+                reason += f" ({exc.filename})"
+            raise RunAborted(f"cannot use the run state {self.path}: {reason} "
+                             "(free space, fix the permissions, or pass another --state)") from None
+
+    def _open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # Worker processes forked while this is open close the lock and the database in the child.
         forget_in_children(self.path)
@@ -162,11 +181,46 @@ class RunState:
         # One connection shared by the event loop and the writer threads: every use holds this lock
         # (sqlite3 connections must not run statements from two threads at once).
         self._db_lock = threading.Lock()
-        self.db = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
-        self.db.executescript(SCHEMA)
-        self.db.commit()
+        try:
+            self.db = self._connect()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and not _is_corrupt(exc):
+                raise  # disk full, read-only, ...: not the database's fault
+            self.moved_aside = self._move_aside(exc)
+            self.db = self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            db.executescript(SCHEMA)
+            db.execute("SELECT count(*) FROM sessions").fetchone()
+            db.commit()
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _move_aside(self, exc: Exception) -> Path:
+        """Keep an unreadable database (and its -wal/-shm) as STATE.corrupt-TIME for inspection."""
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        n = 1
+        while aside.exists():
+            aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{n}")
+            n += 1
+        os.replace(self.path, aside)
+        for suffix in ("-wal", "-shm", "-journal"):
+            side = Path(str(self.path) + suffix)
+            if side.exists():
+                os.replace(side, Path(str(aside) + suffix))
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "the run state %s was unreadable (%s); moved it aside to %s and started a new one: finished "
+            "sessions are checked again, summaries stored there are not reused", self.path, exc, aside)
+        return aside
 
     def close(self) -> None:
         with self._db_lock:
