@@ -69,6 +69,11 @@ def warm_up(model: str | None = None) -> None:
     _encoding(encoding_name_for(model))
 
 
+def has_encoding(model: str | None = None) -> bool:
+    """Whether exact counts are available offline for the model's encoding."""
+    return _encoding(encoding_name_for(model)) is not None
+
+
 def count_tokens(text: str, model: str | None = None) -> int:
     """Exact count for the model's encoding; chars/4 when no encoding is available offline."""
     encoding = _encoding(encoding_name_for(model))

@@ -21,6 +21,7 @@ STAGES = [
     ("report", "bench_report.py"),
     ("e2e", "bench_e2e.py"),
     ("builtin", "bench_builtin.py"),
+    ("startup", "bench_startup.py"),
 ]
 
 

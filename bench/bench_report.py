@@ -74,6 +74,70 @@ def bare_json_seconds(root: Path) -> float:
     return time.perf_counter() - start
 
 
+def find_ccusage() -> str | None:
+    """A ccusage 20 binary: $CCUSAGE_BIN, one on PATH, or the copy the parity test installs."""
+    import os
+
+    candidates = [os.environ.get("CCUSAGE_BIN"), shutil.which("ccusage")]
+    cache = Path(os.environ.get("BATCHCOMPACT_TEST_CACHE", Path.home() / ".cache" / "batchcompact-tests"))
+    candidates += sorted(str(p) for p in cache.glob("ccusage-20*/node_modules/.bin/ccusage"))
+    return next((c for c in candidates if c and Path(c).exists()), None)
+
+
+def claude_corpus(out: Path, total: int) -> None:
+    """Claude-only archive for the side-by-side: the real fixture copied with fresh session and request ids."""
+    lines = FIXTURE.read_bytes()
+    written, n = 0, 0
+    while written < total:
+        session = str(uuid.UUID(int=n + 1))
+        path = out / "projects" / f"-proj-{n % 20}" / f"{session}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = lines.replace(b"4d5611e5-241a-462a-8d15-5122611a9569", session.encode())
+        text = text.replace(b'"msg_', f'"msg_{n}_'.encode()).replace(b'"req_', f'"req_{n}_'.encode())
+        path.write_bytes(text)
+        written += len(text)
+        n += 1
+
+
+def _wall(command: list[str], env: dict) -> float:
+    import subprocess
+
+    started = time.perf_counter()
+    subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - started
+
+
+def versus_ccusage(work: Path, total: int) -> None:
+    """Cold `batchcompact report` next to ccusage 20 on the same Claude archive, both as a user runs them."""
+    import os
+
+    binary = find_ccusage()
+    if binary is None:
+        print("ccusage: skipped (no binary: set CCUSAGE_BIN or run tests/test_ccusage_parity.py once)")
+        return
+    corpus = work / "claude"
+    claude_corpus(corpus, total)
+    mb = sum(p.stat().st_size for p in corpus.rglob("*.jsonl")) / 1e6
+    for p in corpus.rglob("*.jsonl"):
+        p.read_bytes()  # page cache warm for both
+    env = dict(os.environ, CLAUDE_CONFIG_DIR=str(corpus), XDG_CACHE_HOME=str(work / "xdg"))
+    ours = [sys.executable, "-m", "batchcompact", "report", str(corpus), "--format", "json"]
+    best_ours = best_cc = float("inf")
+    for _ in range(3):
+        shutil.rmtree(work / "xdg", ignore_errors=True)
+        best_ours = min(best_ours, _wall(ours, env))
+        best_cc = min(best_cc, _wall([binary, "daily", "--offline", "--json"], env))
+    warm = _wall(ours, env)
+    print(f"ccusage side by side on {mb:.0f} MB of Claude sessions: ours cold {best_ours:.2f}s, "
+          f"warm {warm:.2f}s; ccusage {best_cc:.2f}s")
+    emit("report", f"cold CLI, {mb:.0f} MB Claude", best_ours, "s", "ccusage 20 daily, same files", best_cc)
+    emit("report", f"warm CLI, {mb:.0f} MB Claude", warm, "s", "ccusage 20 daily, same files", best_cc)
+    small = FIXTURE.parent
+    emit("report", "start-up: report on one project folder", _wall(ours[:4] + [str(small)], env), "s",
+         "ccusage 20 daily, all fixtures", _wall([binary, "daily", "--offline", "--json"],
+                                                 dict(env, CLAUDE_CONFIG_DIR=str(small.parent.parent))))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--total", default="60MB", help="archive size to generate (default 60MB)")
@@ -123,6 +187,7 @@ def main() -> None:
              mb / bare if bare else None)
         emit("report", "warm (cache)", warm_s, "s", "cold", cold_s)
         emit("report", "peak RSS, main process", self_rss, "MB")
+        versus_ccusage(work, parse_size(args.total))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -129,3 +129,17 @@ def _isolated_settings(monkeypatch, tmp_path_factory):
         if name.startswith("BATCHCOMPACT_") and not name.startswith(("BATCHCOMPACT_DEBUG", "BATCHCOMPACT_TEST",
                                                                       "BATCHCOMPACT_CRASH")):
             monkeypatch.delenv(name)
+    # Token counts are remembered in a cache of the test session, never the user's.
+    monkeypatch.setenv("BATCHCOMPACT_TOKEN_CACHE", str(_token_cache_file(tmp_path_factory)))
+    from batchcompact.token_cache import reset_shared_cache
+
+    reset_shared_cache()
+
+
+_TOKEN_CACHE: list = []
+
+
+def _token_cache_file(factory) -> object:
+    if not _TOKEN_CACHE:
+        _TOKEN_CACHE.append(factory.mktemp("token-cache") / "counts.sqlite")
+    return _TOKEN_CACHE[0]

@@ -7,6 +7,7 @@ input order, so memory does not grow with the number of sessions.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -103,14 +104,16 @@ def resolve_context_window(session: Session, model: str | None, provider: str | 
 
 
 def count_call_tokens(calls: list[SummaryCall], summary_model: str | None) -> list[SummaryCall]:
-    """Fill each call's exact prompt token count (system + user prompt) for the summary model."""
-    from batchcompact.tokenizer import count_tokens
+    """Fill each call's exact prompt token count (system + user prompt) for the summary model.
+
+    Counts of long prompts are remembered across runs (`token_cache.py`): replanning the same bytes
+    with the same settings builds the same prompts, so a rerun or a `run` after `plan` counts nothing.
+    """
+    from batchcompact.token_cache import count_prompt_tokens
 
     encoding_model = None if summary_model in (None, BUILTIN) else summary_model
     return [
-        dataclasses.replace(
-            call, prompt_tokens=count_tokens(call.system_prompt, encoding_model) + count_tokens(call.user_prompt, encoding_model)
-        )
+        dataclasses.replace(call, prompt_tokens=count_prompt_tokens(call.system_prompt, call.user_prompt, encoding_model))
         for call in calls
     ]
 
@@ -288,7 +291,15 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
 def iter_plan_rows(
     paths: Iterable[str], settings: CompactionSettings, options: PlanOptions, jobs: int = 1
 ) -> Iterator[dict[str, Any]]:
-    """Plan rows in input order, planned by `jobs` processes with bounded work in flight."""
+    """Plan rows in input order, planned by `jobs` processes with bounded work in flight.
+
+    A single file is planned in this process: starting workers would cost more than it saves.
+    """
+    paths = iter(paths)
+    head = list(itertools.islice(paths, 2))
+    paths = itertools.chain(head, paths)
+    if len(head) < 2:
+        jobs = 1
     if jobs > 1:
         # Load the tokenizer once here: forked workers share it instead of each loading it (~0.4 s).
         from batchcompact.tokenizer import warm_up

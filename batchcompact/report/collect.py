@@ -1,7 +1,8 @@
 """Find the files to report on and get each one's usage part (from the cache, or extracted now).
 
 Memory stays bounded by the largest single file: each file is extracted on its own and written as
-its own Parquet part; aggregation then scans the parts lazily.
+its own Parquet part; aggregation then scans the parts lazily. Over many files the parts are also
+consolidated into one snapshot (snapshot.py), which an unchanged archive's next report reads alone.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from batchcompact.errors import UsageError
 from batchcompact.lifecycle import pool_kwargs, stop_pool
 from batchcompact.report.detect import is_candidate
 from batchcompact.report.extract import FileKey, UsageCache, default_cache_dir, extract_to_part
+from batchcompact.report.snapshot import SNAPSHOT_MIN_FILES, load_snapshot, write_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +61,12 @@ def iter_source_files(paths: Iterable[str | Path]) -> Iterator[Path]:
     Directories are walked recursively (`*.jsonl`, `*.jsonl.zst`, `compactions*.parquet`); a file named
     explicitly is always taken. A `.jsonl.zst` with a plain `.jsonl` sibling is skipped (Codex keeps both).
     """
+    for file, _ in _iter_resolved(paths):
+        yield file
+
+
+def _iter_resolved(paths: Iterable[str | Path]) -> Iterator[tuple[Path, str]]:
+    """(file as found, its resolved path): each folder is resolved once, a file only when it is a link."""
     seen: set[str] = set()
     missing = []
     for raw in paths:
@@ -68,22 +76,24 @@ def iter_source_files(paths: Iterable[str | Path]) -> Iterator[Path]:
             for dirpath, dirnames, filenames in os.walk(path):
                 dirnames.sort()
                 names = set(filenames)
+                real_dir = os.path.realpath(dirpath)
                 for name in sorted(filenames):
                     if name.endswith(".jsonl.zst") and name[: -len(".zst")] in names:
                         continue
                     candidate = Path(dirpath) / name
                     if is_candidate(candidate):
-                        found.append(candidate)
+                        full = os.path.join(dirpath, name)
+                        real = os.path.realpath(full) if os.path.islink(full) else os.path.join(real_dir, name)
+                        found.append((candidate, real))
         elif path.is_file():
-            found = [path]
+            found = [(path, os.path.realpath(path))]
         else:
             missing.append(str(raw))
             continue
-        for file in found:
-            key = str(file.resolve())
-            if key not in seen:
-                seen.add(key)
-                yield file
+        for file, real in found:
+            if real not in seen:
+                seen.add(real)
+                yield file, real
     if missing:
         log.warning("not found: %s", ", ".join(missing))
 
@@ -103,18 +113,30 @@ def collect_usage(
         result.temp_dir = tempfile.TemporaryDirectory(prefix="batchcompact-usage-")
         root = Path(result.temp_dir.name)
     cache = UsageCache(root)
-    todo: list[str] = []
-    todo_bytes = 0
-    for path in iter_source_files(paths):
+    found: list[tuple[Path, FileKey]] = []
+    for path, real in _iter_resolved(paths):
         try:
-            key = FileKey.of(path)
+            found.append((path, FileKey.of(real, resolved=True)))
         except OSError as exc:
             result.stats.append(
                 {"path": str(path), "warnings": [f"{path}: cannot stat: {exc}"], "warning_count": 1}
             )
-            continue
-        result.files += 1
-        result.bytes += key.size
+    if not found and not result.stats:
+        raise UsageError("no session files found under " + ", ".join(str(p) for p in paths))
+    keys = [key for _, key in found]
+    result.files = len(found)
+    result.bytes = sum(key.size for key in keys)
+    snapshot_worth = use_cache and len(keys) >= SNAPSHOT_MIN_FILES and not result.stats
+    if snapshot_worth:
+        hit = load_snapshot(root, keys)
+        if hit is not None:  # every file unchanged: one table instead of one part per file
+            result.parts = [hit[0]]
+            result.stats = list(hit[1])
+            result.cached = result.files
+            return result
+    todo: list[str] = []
+    todo_bytes = 0
+    for path, key in found:
         hit = cache.lookup(key) if use_cache else None
         if hit is not None:
             result.parts.append(str(hit[0]))
@@ -124,13 +146,15 @@ def collect_usage(
             todo.append(str(path))
             todo_bytes += key.size
     result.rejected = cache.rejected
-    if not result.files and not result.stats:
-        raise UsageError("no session files found under " + ", ".join(str(p) for p in paths))
     workers = _workers(jobs, len(todo), todo_bytes)
     if workers > 1:
         done = _extract_parallel(result, todo, str(root), workers)
         todo = todo[done:]
     _add(result, (extract_to_part(p, str(root)) for p in todo))
+    if snapshot_worth:
+        snapshot = write_snapshot(root, keys, result.parts, result.stats)
+        if snapshot is not None:
+            result.parts = [snapshot]
     return result
 
 

@@ -78,9 +78,9 @@ class FileKey:
     mtime_ns: int
 
     @classmethod
-    def of(cls, path: str | Path) -> FileKey:
+    def of(cls, path: str | Path, *, resolved: bool = False) -> FileKey:
         st = os.stat(path)
-        return cls(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+        return cls(str(path) if resolved else str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
 
 
 class UsageCache:

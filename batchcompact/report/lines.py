@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+import orjson
+
 from batchcompact.errors import UsageError
 
 MAX_WARNINGS_KEPT = 50
@@ -81,7 +83,7 @@ def iter_json_lines(
     """
     wanted = _contains_any(want)
     unwanted = _contains_any(skip)
-    loads = json.loads
+    fast, fast_error, loads = orjson.loads, orjson.JSONDecodeError, json.loads
     number = 0
     with open_binary(path) as fh:
         try:
@@ -96,7 +98,12 @@ def iter_json_lines(
                 if not raw.strip():
                     continue
                 try:
-                    obj = loads(raw.decode("utf-8"))
+                    obj = fast(raw)
+                except fast_error:  # orjson refuses what json may accept (NaN…): json decides, and words errors
+                    obj = None
+                try:
+                    if obj is None:
+                        obj = loads(raw.decode("utf-8"))
                 except UnicodeDecodeError:
                     stats.malformed += 1
                     stats.warn(number, "invalid UTF-8; line skipped")
