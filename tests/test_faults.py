@@ -560,3 +560,33 @@ def test_disk_full_for_the_report_or_the_state_is_exit_3_without_traceback(tmp_p
                     "--state", tmp_path / "s2.sqlite", "--report-dir", tmp_path / "r2")
     assert code == 3 and "could not be updated: database or disk is full" in text, text
     assert "Traceback" not in text and len(list((tmp_path / "r2").glob("*.parquet"))) == 1
+
+
+def test_stale_temps_of_dead_runs_are_swept_at_start(tmp_path, bc):
+    originals = _pi_pair(tmp_path / "w")
+    out = tmp_path / "out"
+    out.mkdir()
+    name = next(iter(originals)).name
+    dead_in = tmp_path / "w" / f".{name}.batchcompact-tmp-999999999"
+    dead_out = out / f".{name}.batchcompact-tmp-999999998-0a1b2c3d"
+    old_bak = tmp_path / "w" / f"{name}.bak.batchcompact-tmp"  # an older version's name: no pid
+    fresh_bak = tmp_path / "w" / "other.jsonl.bak.batchcompact-tmp"
+    live = tmp_path / "w" / f".{name}.batchcompact-tmp-{os.getppid()}-ffffffff"  # a live process's
+    for path in (dead_in, dead_out, old_bak, fresh_bak, live):
+        path.write_text("partial")
+    two_hours_ago = time.time() - 7200
+    os.utime(old_bak, (two_hours_ago, two_hours_ago))
+    code, text = bc("run", tmp_path / "w", "--output-dir", out, "--min-age", "0", "--limit", "0")
+    assert code == 0, text
+    assert not dead_in.exists() and not dead_out.exists() and not old_bak.exists()
+    assert fresh_bak.exists() and live.exists()
+
+
+def test_relative_and_absolute_output_dir_are_the_same_settings(tmp_path, bc, monkeypatch):
+    _pi_pair(tmp_path / "w")
+    monkeypatch.chdir(tmp_path)
+    code, text = bc("run", "w", "--output-dir", "out", "--min-age", "0", "--force", "--format", "jsonl")
+    assert code == 0 and text.count('"compacted"') == 2, text
+    code, text = bc("run", tmp_path / "w", "--output-dir", tmp_path / "out", "--min-age", "0", "--force",
+                    "--format", "jsonl")
+    assert code == 0 and text.count('"reason": "finished in an earlier run (compacted)"') == 2, text

@@ -33,7 +33,13 @@ from batchcompact.pipeline.parallel import map_bounded
 from batchcompact.pipeline.planning import PlanOptions, plan_session, read_session
 from batchcompact.pipeline.runreport import empty_row, write_compactions
 from batchcompact.pipeline.state import Fingerprint, RunState, fingerprint_file, settings_hash
-from batchcompact.pipeline.writer import ChangedDuringRun, SessionLocked, lock_session, temp_name
+from batchcompact.pipeline.writer import (
+    ChangedDuringRun,
+    SessionLocked,
+    lock_session,
+    sweep_stale_temps,
+    temp_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +214,8 @@ class Runner:
                 "summary_model": options.summary_model,
                 "summarizer": getattr(summarizer, "name", None),
                 "in_place": options.in_place,
-                "output_dir": str(options.output_dir) if options.output_dir else None,
+                # resolved: `out`, `./out` and `/abs/out` are the same settings
+                "output_dir": str(resolved(options.output_dir)) if options.output_dir else None,
                 "branch_summaries": options.branch_summaries,
                 "min_branch_tokens": options.min_branch_tokens,
                 "branch_reserve_tokens": options.branch_reserve_tokens,
@@ -269,6 +276,7 @@ class Runner:
         notes: list[str] = []
         report_path = None
         with RunState(self.options.resolved_state_path()) as state:
+            self._sweep(items)
             if state.moved_aside is not None:
                 notes.append(f"the run state was unreadable: moved aside to {state.moved_aside}, a new one was made")
             try:
@@ -298,6 +306,14 @@ class Runner:
         notes += list(self._buyer.notes) if self._buyer is not None else []
         return RunSummary(self.run_id, self.rows, report_path, self.started, now_utc(), aborted, by_status, notes,
                           self.stopped)
+
+    def _sweep(self, items: list[ScanItem]) -> None:
+        """Temp files of runs that died (beside the inputs and the outputs) go before anything is written."""
+        folders = {os.path.dirname(os.path.realpath(item.path)) for item in items}
+        if not self.options.in_place and self.options.output_dir is not None:
+            folders |= {str(self.output_path(item).parent) for item in items}
+        for path in sweep_stale_temps(folders):
+            log.info("removed %s, left by a run that is gone", path)
 
     def _account_for_all(self, items: list[ScanItem], aborted: str | None) -> None:
         """A run that stopped early still reports every session it was given: those not reached are skipped."""

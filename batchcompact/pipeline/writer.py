@@ -20,6 +20,7 @@ import hashlib
 import os
 import secrets
 import stat as stat_module
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,6 +172,61 @@ def _remove_stale_temps(target: Path) -> None:
             (target.parent / name).unlink(missing_ok=True)
         except OSError:  # alive, owned by someone else
             pass
+
+
+_STALE_AGE_S = 3600.0  # temp names without a pid (older versions) are swept only when this old
+
+
+def _pid_of_temp(name: str) -> int | None:
+    """The pid in `.NAME.batchcompact-tmp-PID[-RANDOM]`, None when the name carries none."""
+    mark = name.rfind(TMP_MARK + "-")
+    if mark < 0:
+        return None
+    pid = name[mark + len(TMP_MARK) + 1:].split("-", 1)[0]
+    return int(pid) if pid.isdigit() else None
+
+
+def _is_ours(name: str) -> bool:
+    return TMP_MARK in name or name.endswith(".batchcompact-copy")
+
+
+def sweep_stale_temps(folders: Any) -> list[Path]:
+    """Remove temp files that runs which are gone left in `folders` (killed, OOM, disk full); returns them.
+
+    A temp file names its writer's pid: it is removed when that process no longer exists. Names without a pid
+    (left by older versions) are removed once they are an hour old.
+    """
+    removed = []
+    now = time.time()
+    for folder in {Path(f) for f in folders}:
+        try:
+            names = [n for n in os.listdir(folder) if _is_ours(n)]
+        except OSError:
+            continue
+        for name in names:
+            path = folder / name
+            pid = _pid_of_temp(name)
+            try:
+                if pid is not None:
+                    if pid == os.getpid() or _alive(pid):
+                        continue
+                elif now - path.lstat().st_mtime < _STALE_AGE_S:
+                    continue
+                path.unlink()
+                removed.append(path)
+            except OSError:
+                continue
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # alive, another user's
+        return True
+    return True
 
 
 def _copy_prefix(source: Path, out: Any, fingerprint: Fingerprint) -> bytes:
