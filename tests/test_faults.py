@@ -590,3 +590,64 @@ def test_relative_and_absolute_output_dir_are_the_same_settings(tmp_path, bc, mo
     code, text = bc("run", tmp_path / "w", "--output-dir", tmp_path / "out", "--min-age", "0", "--force",
                     "--format", "jsonl")
     assert code == 0 and text.count('"reason": "finished in an earlier run (compacted)"') == 2, text
+
+
+def _summarizing_run(tmp_path, llm_server, sessions: int = 8):
+    """A run summarizing through the loopback server (slow answers), started as a subprocess."""
+    from llm_server import Answer
+    from test_run import write_session
+
+    llm_server.default = Answer(text="## Goal\nsummary", delay=0.5)
+    inputs = tmp_path / "in"
+    for i in range(sessions):
+        write_session(inputs / "p" / f"s{i:02d}.jsonl", f"s{i:02d}", turns=20, chars=4000)
+    env = {**os.environ, "BATCHCOMPACT_TEST_API_BASE": llm_server.api_base,
+           "PYTHONPATH": str(Path(__file__).resolve().parent)}
+    env.pop("BATCHCOMPACT_MODEL", None)
+    command = [sys.executable, "-m", "batchcompact", "run", str(inputs), "--in-place", "--min-age", "0",
+               "--jobs", "2", "--force", "--keep-recent-tokens", "3000", "--concurrency", "1",
+               "--state", str(tmp_path / "s.sqlite"), "--report-dir", str(tmp_path / "r"),
+               "--summarizer", "test_run_crash:LoopbackSummarizer"]
+    originals = {p: p.read_bytes() for p in inputs.rglob("*.jsonl")}
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not llm_server.requests and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    assert llm_server.requests, "no summary was ever requested"
+    return proc, command, env, originals
+
+
+@pytest.mark.slow
+def test_sigterm_while_summarizing_reports_every_session(tmp_path, llm_server):
+    import polars as pl
+
+    proc, _, _, originals = _summarizing_run(tmp_path, llm_server)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "run stopped by SIGTERM" in out + err and "Traceback" not in err
+    rows = pl.read_parquet(next((tmp_path / "r").glob("*.parquet")))
+    assert sorted(rows["input_path"].to_list()) == sorted(str(p) for p in originals)
+    skipped = rows.filter(pl.col("status") == "skipped")
+    assert skipped.height > 0 and all("stopped by SIGTERM" in r for r in skipped["reason"])
+    assert _bytes_kept(tmp_path / "in" / "p", originals) == []
+
+
+@pytest.mark.slow
+def test_sigkill_while_summarizing_leaves_nothing_running_and_the_rerun_finishes(tmp_path, llm_server):
+    from llm_server import Answer
+
+    proc, command, env, originals = _summarizing_run(tmp_path, llm_server)
+    family = _children(proc.pid)
+    proc.kill()
+    proc.communicate(timeout=30)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(_alive(pid) for pid in family):
+        time.sleep(0.1)
+    assert not [pid for pid in family if _alive(pid)]
+    assert _bytes_kept(tmp_path / "in" / "p", originals) == []
+    llm_server.default = Answer(text="## Goal\nsummary")
+    rerun = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stderr
+    assert _bytes_kept(tmp_path / "in" / "p", originals) == []
+    assert _litter(tmp_path / "in") == []
