@@ -651,3 +651,67 @@ def test_sigkill_while_summarizing_leaves_nothing_running_and_the_rerun_finishes
     assert rerun.returncode == 0, rerun.stderr
     assert _bytes_kept(tmp_path / "in" / "p", originals) == []
     assert _litter(tmp_path / "in") == []
+
+
+def test_an_unreadable_file_fails_alone(tmp_path):
+    """As a non-root user (root reads everything: the test then runs the CLI as `nobody`)."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="bc-perm-"))
+    try:
+        folder.chmod(0o777)
+        work = folder / "w"
+        _pi_pair(work)
+        secret = work / "secret.jsonl"
+        shutil.copyfile(sorted((SAMPLES / "pi").glob("*.jsonl"))[0], secret)
+        secret.chmod(0o000)
+        for path in [work, *work.iterdir()]:
+            if path != secret:
+                path.chmod(0o777 if path.is_dir() else 0o644)
+        user = {}
+        if os.geteuid() == 0:
+            user = {"user": 65534, "group": 65534}
+        out = folder / "out"
+        try:
+            proc = subprocess.run([sys.executable, "-m", "batchcompact", "run", str(work), "--output-dir",
+                                   str(out), "--min-age", "0", "--force"], capture_output=True, text=True,
+                                  timeout=120, env={**os.environ, "HOME": str(folder)}, **user)
+        except PermissionError as exc:
+            pytest.skip(f"`nobody` cannot run this Python ({exc}); test_an_unreadable_file_fails_alone_injected "
+                        "covers the same path")
+        if proc.returncode != 1 and "Permission denied" in proc.stderr and "secret" not in proc.stdout:
+            pytest.skip(f"the CLI cannot run as an unprivileged user here: {proc.stderr[-300:]}")
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert f"failed: {secret}: cannot read: Permission denied" in proc.stdout + proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert len(list(out.glob("*.jsonl"))) == 2
+    finally:
+        for path in folder.rglob("*"):
+            try:
+                path.chmod(0o777)
+            except OSError:
+                pass
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_an_unreadable_file_fails_alone_injected(tmp_path, bc, monkeypatch):
+    """The same as above where no unprivileged user can run the CLI: the read raises EACCES."""
+    import errno
+
+    from batchcompact.pipeline import run as run_module
+
+    _pi_pair(tmp_path / "w")
+    secret = tmp_path / "w" / "secret.jsonl"
+    shutil.copyfile(sorted((SAMPLES / "pi").glob("*.jsonl"))[0], secret)
+    real = run_module.fingerprint_file
+
+    def fingerprint(path):
+        if str(path).endswith("secret.jsonl"):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real(path)
+
+    monkeypatch.setattr(run_module, "fingerprint_file", fingerprint)
+    code, text = bc("run", tmp_path / "w", "--output-dir", tmp_path / "out", "--min-age", "0", "--force",
+                    "--jobs", "1")
+    assert code == 1 and f"failed: {secret}: cannot read: Permission denied" in text, text
+    assert len(list((tmp_path / "out").glob("*.jsonl"))) == 2

@@ -91,7 +91,8 @@ def cli(ctx: click.Context) -> None:
     """Compact archived LLM coding-agent sessions (pi, Claude Code, Codex) in bulk.
 
     Exit codes: 0 all ok or skipped, 1 some sessions failed or are invalid, 2 usage error (also: no
-    session files found), 3 run aborted (authentication, lock held, budget refused).
+    session files found), 3 run aborted (authentication, lock held, budget refused, state or report folder
+    unusable), 130/143 a command other than `run` stopped by Ctrl-C/SIGTERM.
 
     Global options (-q, -v, --config) go before or after the command. Every option can also be set in
     the config file or as BATCHCOMPACT_<OPTION>; see `batchcompact config` and docs/cli.md.

@@ -134,9 +134,10 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
     Without --model the built-in offline summarizer writes the summaries (no network, no key, cost 0).
     Originals are never modified unless --in-place. Reruns skip finished sessions and never pay twice
     for a summary. Exit codes: 0 all compacted or skipped (also files a live agent changed during the
-    run, a run stopped with Ctrl-C, and invalid files an earlier run already reported, unchanged since,
-    unless --strict), 1 some sessions failed (or a file is invalid for the first time), 2 usage error
-    (also: no session files found), 3 run aborted (authentication, lock held, budget refused).
+    run, sessions another run holds, a run stopped with Ctrl-C or SIGTERM, and invalid files an earlier
+    run already reported, unchanged since, unless --strict), 1 some sessions failed (or a file is invalid
+    for the first time), 2 usage error (also: no session files found), 3 run aborted (authentication,
+    lock held, budget refused, state or report folder unusable). docs/reliability.md lists the faults.
     Progress bars appear only when stderr is a terminal; -q prints nothing unless something failed.
     --format/-o print the per-session rows (the same as the Parquet report) instead of the summary.
 
