@@ -223,7 +223,10 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
                 break
             if not quiet:
                 click.echo(summary_text(summary, time.monotonic() - started, min_age), err=True)
-            wait_for_batches(options.resolved_state_path(), api_key=api_key, progress=options.progress)
+            try:
+                wait_for_batches(options.resolved_state_path(), api_key=api_key, progress=options.progress)
+            except KeyboardInterrupt:  # stopped while waiting: the batches stay open for a later run
+                break
             summary = run_archive(paths, settings, options, summarizer_obj, pool)
     wall = time.monotonic() - started
     if fmt == "table":
