@@ -715,3 +715,23 @@ def test_an_unreadable_file_fails_alone_injected(tmp_path, bc, monkeypatch):
                     "--jobs", "1")
     assert code == 1 and f"failed: {secret}: cannot read: Permission denied" in text, text
     assert len(list((tmp_path / "out").glob("*.jsonl"))) == 2
+
+
+@pytest.mark.slow
+def test_a_second_run_skips_the_sessions_a_summarizing_run_holds(tmp_path, llm_server):
+    """Run A (in place, slow loopback summaries) holds the lock of each session from its read to its rename;
+    run B (another state file, pruning, built-in summaries) meanwhile skips those and compacts the rest."""
+    import json
+
+    proc, _, env, originals = _summarizing_run(tmp_path, llm_server)
+    other = subprocess.run([sys.executable, "-m", "batchcompact", "run", str(tmp_path / "in"), "--in-place",
+                            "--min-age", "0", "--force", "--keep-recent-tokens", "3000", "--prune-tool-outputs",
+                            "--state", str(tmp_path / "b.sqlite"), "--report-dir", str(tmp_path / "rb"),
+                            "--format", "jsonl"], capture_output=True, text=True, timeout=120, env=env)
+    first_out, first_err = proc.communicate(timeout=120)
+    assert other.returncode == 0, other.stderr
+    rows = [json.loads(line) for line in other.stdout.splitlines() if line.startswith("{")]
+    assert any(r["reason"] == "locked by another run" for r in rows), [r["reason"] for r in rows]
+    assert proc.returncode in (0, 1) and "Traceback" not in first_err + other.stderr
+    assert _bytes_kept(tmp_path / "in" / "p", originals) == []
+    assert _litter(tmp_path / "in") == []
