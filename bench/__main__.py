@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -37,7 +38,9 @@ def main() -> int:
             continue
         command = [sys.executable, str(HERE / script)] + (["--quick"] if args.quick else [])
         started = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True)
+        # Token counts remembered by an earlier stage would make later ones look faster than they are.
+        env = dict(os.environ, BATCHCOMPACT_TOKEN_CACHE=os.environ.get("BATCHCOMPACT_TOKEN_CACHE", "off"))
+        done = subprocess.run(command, capture_output=True, text=True, env=env)
         elapsed = time.perf_counter() - started
         print(f"[{label}: {elapsed:.0f}s{'' if done.returncode == 0 else ', FAILED'}]", file=sys.stderr)
         for line in done.stdout.splitlines():

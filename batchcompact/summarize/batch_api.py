@@ -14,6 +14,7 @@ on the call that asked for it.
 
 from __future__ import annotations
 
+import abc
 import json
 import os
 import time
@@ -140,7 +141,9 @@ def client_for(target: BatchTarget, timeout: float = 120.0) -> OpenAIBatches | A
 
 
 # -- shared HTTP -----------------------------------------------------------------------------------
-class _Client:
+class _Client(abc.ABC):
+    """What both providers' batch clients share: one httpx client, retried calls, key-free errors."""
+
     max_requests: int
     max_bytes: int
     retries = 3
@@ -152,8 +155,9 @@ class _Client:
         self._httpx = httpx
         self.http = httpx.Client(timeout=timeout, headers=self._headers())
 
+    @abc.abstractmethod
     def _headers(self) -> dict[str, str]:
-        raise NotImplementedError
+        """The provider's authentication and version headers."""
 
     def close(self) -> None:
         self.http.close()
