@@ -81,7 +81,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="us
 @pytest.mark.slow
 @pytest.mark.parametrize("command", ["run", "plan"])
 def test_sigkill_during_planning_leaves_no_worker_and_no_lock(tmp_path, command):
-    archive = _archive(tmp_path / "w", 40)
+    archive = _archive(tmp_path / "w", 20)
     state = tmp_path / "st" / "s.sqlite"
     args = ["run", str(archive), "--in-place", "--min-age", "0", "--jobs", "2", "--state", str(state)]
     if command == "plan":
@@ -96,7 +96,8 @@ def test_sigkill_during_planning_leaves_no_worker_and_no_lock(tmp_path, command)
         time.sleep(0.1)
     assert not [pid for pid in workers if _alive(pid)], "workers outlived their killed parent"
     if command == "run":
-        rerun = _cli("run", str(archive), "--in-place", "--min-age", "0", "--jobs", "2", "--state", str(state))
+        rerun = _cli("run", str(archive), "--in-place", "--min-age", "0", "--jobs", "2", "--state", str(state),
+                     "--limit", "3")  # the lock is free and the run works; compacting them all proves no more
         assert rerun.returncode == 0, rerun.stderr
         assert "Traceback" not in rerun.stderr
 
