@@ -178,7 +178,9 @@ def _phase1(args: tuple[str, str, float], settings: CompactionSettings, options:
         session = read_session(path)
         plan, row = plan_session(session, settings, options)
     except (OSError, BatchCompactError, UnicodeError) as exc:  # a file we cannot read as a session
-        record.update(status="error", reason=unreadable_reason(path, exc), plan_row={})
+        # its bytes are the problem (empty, compressed, binary): remembered like any invalid file
+        record.update(status="error", reason=unreadable_reason(path, exc), plan_row={},
+                      invalid=not isinstance(exc, OSError))
         return record
     except Exception as exc:  # one file's bug must not stop the archive
         log.exception("planning %s failed", path)
@@ -415,7 +417,8 @@ class Runner:
         """Report an invalid file with file and line the first time; afterwards, while its bytes stay the
         same, as known invalid (exit 0 unless --strict), so a nightly run is not failed by it forever."""
         fingerprint = record.get("fingerprint")
-        if fingerprint is None or not record.get("plan_row"):  # unreadable, or our own bug: always a failure
+        if fingerprint is None or not (record.get("plan_row") or record.get("invalid")):
+            # unreadable, or our own bug: always a failure
             self.finish(row, FAILED, record["reason"])
             return
         since = state.known_invalid(_state_key(item), fingerprint)
