@@ -11,6 +11,9 @@ Every process pool batchcompact starts (planning in `pipeline/parallel.py`, extr
   that outlives its parent for a moment still holds no lock.
 - `stop_pool(pool)` ends a pool's workers without waiting for queued work (used when the parent stops).
 
+The death signal follows the *thread* that started the worker (prctl(2)): start a pool from a thread that
+outlives it (the main thread, or the thread that also consumes its results, as `map_bounded` does).
+
 Signals: `install_stop_signals()` makes SIGTERM behave like SIGINT (KeyboardInterrupt) in the main process,
 and `StopSignal.received` tells which one arrived.
 """
