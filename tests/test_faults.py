@@ -737,3 +737,32 @@ def test_a_second_run_skips_the_sessions_a_summarizing_run_holds(tmp_path, llm_s
     assert proc.returncode in (0, 1) and "Traceback" not in first_err + other.stderr
     assert _bytes_kept(tmp_path / "in" / "p", originals) == []
     assert _litter(tmp_path / "in") == []
+
+
+def test_a_file_replaced_during_the_backup_keeps_the_original_somewhere(tmp_path, bc, monkeypatch):
+    """The race two lockless writers ran into: right after our last check, another writer backs the original
+    up as NAME.bak and renames its own output into place. Our backup must not replace that NAME.bak, and our
+    write must not happen: the original survives in NAME.bak."""
+    from batchcompact.pipeline import writer
+
+    originals = _pi_pair(tmp_path / "w")
+    real_check = writer._check_unchanged
+    raced: set[str] = set()
+
+    def check_then_race(path, fingerprint):
+        real_check(path, fingerprint)
+        if path not in raced:
+            raced.add(path)
+            os.link(path, f"{path}.bak")  # the other writer's backup: the original's bytes
+            other = Path(f"{path}.other")
+            other.write_bytes(b'{"other writer": true}\n')
+            os.replace(other, path)
+
+    monkeypatch.setattr(writer, "_check_unchanged", check_then_race)
+    code, text = bc("run", tmp_path / "w", "--in-place", "--min-age", "0", "--force", "--state",
+                    tmp_path / "s.sqlite", "--format", "jsonl")
+    assert text.count('"changed_during_run"') == 2, text
+    assert _bytes_kept(tmp_path / "w", originals) == []
+    for path, data in originals.items():
+        assert Path(f"{path}.bak").read_bytes() == data
+        assert not Path(f"{path}.bak.1").exists()  # ours was made aside, then removed: no write happened
