@@ -131,7 +131,8 @@ def test_kept_tail_may_start_inside_an_earlier_replacement_history():
     history = compacted["payload"]["replacement_history"]
     old = json.loads(fixture_path(*BIG).read_text().splitlines()[1787])["payload"]["replacement_history"]
     index = int(plan.first_kept_entry_id.split(".r")[1])
-    assert history[1 : 1 + len(old) - index] == old[index:]  # the encrypted `compaction` item too
+    at = next(i for i, item in enumerate(history) if codex.SUMMARY_PREFIX in json.dumps(item))
+    assert history[at + 1 : at + 1 + len(old) - index] == old[index:]  # the encrypted `compaction` item too
 
 
 def key_types(obj: dict) -> dict[str, str]:
@@ -148,7 +149,9 @@ def test_written_lines_have_the_shape_codex_writes():
     assert key_types(compacted) == key_types(native_compacted)
     assert key_types(compacted["payload"]) == key_types(native_compacted["payload"])
     assert event == {**native_event, "timestamp": NOW}
-    summary_item, *kept = compacted["payload"]["replacement_history"]
+    history = compacted["payload"]["replacement_history"]
+    at = next(i for i, item in enumerate(history) if codex.SUMMARY_PREFIX in json.dumps(item))
+    summary_item, kept = history[at], history[at + 1 :]
     assert summary_item["content"][0]["text"] == codex.SUMMARY_PREFIX + "\nS"
     native_items = native_compacted["payload"]["replacement_history"]
     native_user = next(i for i in native_items if i.get("role") == "user")

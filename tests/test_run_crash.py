@@ -124,7 +124,7 @@ def check_after_kill(originals: dict[Path, tuple[str, bytes]], out: Path) -> int
         assert usage["input"] >= 100 and usage["output"] >= 20, f"{path}: usage {usage}"
         complete.append(path)
     validate(complete)
-    found = {item.path for item in iter_session_files([out])}
+    found = {item.path for item in iter_session_files([out])} if out.exists() else set()  # killed before it began
     assert found == set(complete), f"a scan of the output folder finds more than complete outputs: {found}"
     return len(complete)
 

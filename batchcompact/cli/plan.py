@@ -31,6 +31,8 @@ TABLE_COLUMNS = (
     ("model", "model"),
     ("tokens_before", "tokens"),
     ("context_window", "window"),
+    ("window_source", "window from"),
+    ("threshold", "threshold"),
     ("first_kept_line", "cut@line"),
     ("split_turn", "split"),
     ("messages_to_summarize", "msgs"),
@@ -42,8 +44,8 @@ TABLE_COLUMNS = (
 )
 
 # What a narrow terminal loses first.
-DROP_FIRST = ("split_turn", "branch_calls", "messages_to_summarize", "calls", "context_window", "prompt_tokens",
-              "first_kept_line", "model", "tokens_before")
+DROP_FIRST = ("window_source", "split_turn", "branch_calls", "messages_to_summarize", "calls", "context_window",
+              "threshold", "prompt_tokens", "first_kept_line", "model", "tokens_before")
 
 
 class Totals:

@@ -1,9 +1,23 @@
-"""File operations seen in tool calls, accumulated across compactions (reference 3.6)."""
+"""File operations seen in tool calls, accumulated across compactions (reference 3.6).
+
+pi's tools (`read`/`write`/`edit` with `path`), Claude Code's (`Read`/`Write` with `file_path`; `Edit`,
+`MultiEdit` with `file_path` and `NotebookEdit` with `notebook_path` are edits) and Codex's `apply_patch`
+(a custom or function call, or a shell/exec command that runs `apply_patch`): every `*** Add File:`,
+`*** Update File:`, `*** Delete File:` and `*** Move to:` header names a modified file. Other tools
+(shell commands) are not guessed at: only calls whose paths are certain count.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+CLAUDE_READ = frozenset({"Read"})
+CLAUDE_WRITE = frozenset({"Write"})
+CLAUDE_EDIT = frozenset({"Edit", "MultiEdit", "NotebookEdit"})
+PATCH_HEADERS = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
+PATCH_BEGIN = "*** Begin Patch"
+SHELL_TOOLS = frozenset({"shell", "local_shell", "exec_command", "shell_command", "container.exec"})
 
 
 def js_sort(items: set[str]) -> list[str]:
@@ -18,23 +32,30 @@ class FileOps:
     edited: set[str] = field(default_factory=set)
 
     def add_message(self, message: dict[str, Any]) -> None:
-        """Only assistant tool calls named read/write/edit with a non-empty string `path` count."""
+        """Assistant tool calls: pi's read/write/edit with a non-empty string `path`, Claude Code's file
+        tools and Codex's apply_patch (see the module docstring)."""
         if message.get("role") != "assistant":
             return
         for block in message.get("content") or ():
             if not isinstance(block, dict) or block.get("type") != "toolCall":
                 continue
             arguments = block.get("arguments")
-            path = arguments.get("path") if isinstance(arguments, dict) else None
-            if not isinstance(path, str) or not path:
-                continue
+            arguments = arguments if isinstance(arguments, dict) else {}
             name = block.get("name")
-            if name == "read":
-                self.read.add(path)
-            elif name == "write":
-                self.written.add(path)
-            elif name == "edit":
-                self.edited.add(path)
+            if name in ("read", "write", "edit"):
+                path = arguments.get("path")
+                if isinstance(path, str) and path:
+                    {"read": self.read, "write": self.written, "edit": self.edited}[name].add(path)
+                continue
+            if name in CLAUDE_READ or name in CLAUDE_WRITE or name in CLAUDE_EDIT:
+                path = arguments.get("notebook_path" if name == "NotebookEdit" else "file_path")
+                if isinstance(path, str) and path:
+                    target = self.read if name in CLAUDE_READ else self.written if name in CLAUDE_WRITE else self.edited
+                    target.add(path)
+                continue
+            patch = patch_text(name, arguments)
+            if patch is not None:
+                self.edited.update(patch_paths(patch))
 
     def add_details(self, details: Any) -> None:
         """Carry over an earlier compaction's or branch summary's `details` lists."""
@@ -51,3 +72,52 @@ class FileOps:
         """(read-only files, modified files), each sorted as JavaScript sorts."""
         modified = self.edited | self.written
         return js_sort(self.read - modified), js_sort(modified)
+
+
+def patch_text(name: Any, arguments: dict[str, Any]) -> str | None:
+    """The apply_patch envelope a Codex tool call carries, or None."""
+    if name == "apply_patch":
+        for key in ("input", "patch"):
+            value = arguments.get(key)
+            if isinstance(value, str):
+                return value
+        return None
+    if name not in SHELL_TOOLS:
+        return None
+    command = arguments.get("command", arguments.get("cmd"))
+    if isinstance(command, list) and command and command[0] in ("apply_patch", "applypatch"):
+        return command[-1] if isinstance(command[-1], str) else None
+    if isinstance(command, list) and command and isinstance(command[-1], str):
+        command = command[-1]  # ["bash", "-lc", "apply_patch <<'EOF' ..."]
+    if isinstance(command, str) and "apply_patch" in command and PATCH_BEGIN in command:
+        return command
+    return None
+
+
+def patch_paths(patch: str) -> list[str]:
+    """Every path an apply_patch envelope adds, updates, deletes or moves to, in order."""
+    out: list[str] = []
+    for line in patch.splitlines():
+        if line.startswith("*** "):
+            for header in PATCH_HEADERS:
+                if line.startswith(header):
+                    path = line[len(header) :].strip()
+                    if path and path not in out:
+                        out.append(path)
+                    break
+    return out
+
+
+def details_from_summary(summary: Any) -> dict[str, list[str]] | None:
+    """`details` {readFiles, modifiedFiles} from the `<read-files>`/`<modified-files>` tags at the end of a
+    summary we wrote (formats that have no field of their own for them keep them there); None without tags."""
+    if not isinstance(summary, str):
+        return None
+    out: dict[str, list[str]] = {}
+    for tag, key in (("read-files", "readFiles"), ("modified-files", "modifiedFiles")):
+        start = summary.rfind(f"<{tag}>\n")
+        end = summary.find(f"\n</{tag}>", start) if start >= 0 else -1
+        if start >= 0 and end > start:
+            body = summary[start + len(tag) + 3 : end]
+            out[key] = [line for line in body.split("\n") if line]
+    return out or None

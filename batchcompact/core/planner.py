@@ -50,13 +50,16 @@ class CompactionSettings:
     prune_tool_outputs: bool = False
     fix_false_split: bool = True
 
-    def threshold(self, window: int) -> int:
-        """Compact when tokens > threshold: --threshold-tokens, else --threshold-percent, else window - reserve."""
+    def threshold(self, window: int, agent_default: int | None = None) -> int:
+        """Compact when tokens > threshold: --threshold-tokens, else --threshold-percent, else the agent's
+        own rule (`agent_default`, core/triggers.py), else window - reserve (pi's rule)."""
         if self.threshold_tokens is not None and self.threshold_tokens > 0:
             return min(max(int(self.threshold_tokens), 1), max(window - 1, 1))
         if self.threshold_percent is not None and self.threshold_percent > 0:
             pct = min(max(self.threshold_percent, 1), 99)
             return math.floor(window * pct / 100)
+        if agent_default is not None:
+            return agent_default
         return window - self.reserve_tokens
 
 
@@ -91,6 +94,7 @@ class CompactionPlan:
     leaf_id: str | None
     extra: dict[str, Any] = field(default_factory=dict)
     prune: list[PruneAction] = field(default_factory=list)  # tool outputs to replace in the kept region
+    threshold: int | None = None  # the trigger threshold for this window (None: window unknown)
 
 
 def session_model(path: list[Entry]) -> tuple[str | None, str | None]:
@@ -114,9 +118,13 @@ def _summary_messages(entries: list[Entry]) -> list[dict[str, Any]]:
 
 
 def prepare_compaction(
-    path: list[Entry], settings: CompactionSettings, context_window: int | None = None
+    path: list[Entry],
+    settings: CompactionSettings,
+    context_window: int | None = None,
+    agent_threshold: int | None = None,
 ) -> CompactionPlan | Skip:
-    """Plan the compaction of the active path `path` (root first)."""
+    """Plan the compaction of the active path `path` (root first). `agent_threshold` is the agent's own
+    auto-compaction point for `context_window` (core/triggers.py); None: pi's window - reserve."""
     provider, model_id = session_model(path)
     window = settings.context_window or context_window
     if not path:
@@ -127,6 +135,7 @@ def prepare_compaction(
     context = build_session_context(path)
     tokens_before = estimate_context_tokens([m.message for m in context.messages]).tokens
     trigger_tokens = context.trigger_tokens()
+    threshold = settings.threshold(window, agent_threshold) if window else None
     if not settings.force:
         if window is None:
             return Skip(
@@ -135,8 +144,7 @@ def prepare_compaction(
                 None,
                 model_id,
             )
-        threshold = settings.threshold(window)
-        if trigger_tokens <= threshold:
+        if threshold is not None and trigger_tokens <= threshold:
             return Skip(f"below threshold ({trigger_tokens} <= {threshold} tokens)", tokens_before, window, model_id)
 
     prev_index = -1
@@ -246,4 +254,5 @@ def prepare_compaction(
         leaf_id=path[-1].id,
         extra={"provider": provider, "boundary_start": boundary_start, "pi_split_turn": cut.is_split_turn},
         prune=prune,
+        threshold=threshold,
     )

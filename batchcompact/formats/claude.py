@@ -39,6 +39,7 @@ from batchcompact.formats.claude_messages import (
     summary_text,
     user_message,
 )
+from batchcompact.formats.claude_write import build_compaction, verify
 from batchcompact.formats.jsonl import file_size, iter_json_lines
 
 FORMAT = "claude"
@@ -219,14 +220,20 @@ def read(path: str | Path) -> Session:
             meta = meta if isinstance(meta, dict) else {}
             # Claude keeps nothing from before its boundary: the first kept entry is the boundary itself
             # (metadata), or the summary's own id when it has no boundary parent (then nothing is kept).
+            marker = meta.get(MARKER_KEY) if isinstance(meta.get(MARKER_KEY), dict) else {}
             data = {
                 "type": "compaction",
                 **base,
                 "summary": summary_text(obj),
                 "firstKeptEntryId": parent_id if is_boundary else uuid,
                 "tokensBefore": meta.get("preTokens") or 0,
-                "fromHook": False,
+                "fromHook": bool(marker.get("fromHook")),
             }
+            if "readFiles" in marker or "modifiedFiles" in marker:
+                data["details"] = {
+                    "readFiles": marker.get("readFiles") or [],
+                    "modifiedFiles": marker.get("modifiedFiles") or [],
+                }
         elif _is_conversational(obj):
             if kind == "assistant":
                 lines = [raw[u][1] for u in group_lines[uuid]]
@@ -267,7 +274,12 @@ def read(path: str | Path) -> Session:
         "version": last.get("version"),
         "gitBranch": last.get("gitBranch"),
     }
+    main_lines = sum(1 for u in order if _is_conversational(raw[u][1]))
+    side_lines = sum(1 for u in order if raw[u][1].get("isSidechain") and raw[u][1].get("type") in CONVERSATIONAL)
     extra = {
+        # A Task sub-agent's own file (2.0.x `agent-*.jsonl`, 2.1.x `<session>/subagents/agent-*.jsonl`):
+        # only sidechain lines. Claude Code never resumes it, so it is not compacted.
+        "subagent": side_lines > 0 and main_lines == 0,
         "size": size,
         "last_line": last_line,
         "entry_lines": entry_lines,
@@ -354,7 +366,5 @@ def context_messages(session: Session) -> list[dict[str, Any]]:
     context = build_session_context(session.path_entries())
     return convert_to_llm([m.message for m in context.messages])
 
-
-from batchcompact.formats.claude_write import build_compaction, verify  # noqa: E402
 
 __all__ = ["read", "build_compaction", "verify", "context_messages", "FORMAT", "SUMMARY_PREAMBLE"]

@@ -5,16 +5,24 @@
    the last conversational line, `compactMetadata: {trigger: "manual", preTokens, batchcompact: {...}}`.
    The trigger is "manual" (a value Claude Code knows: the user asked for it); batchcompact is marked by
    the extra `compactMetadata.batchcompact` object {tool, keptHeadUuid, keptTailUuid, keptLines,
-   firstKeptUuid, fromHook, usage?} that the reader uses to rebuild pi's shape.
+   firstKeptUuid, fromHook, readFiles, modifiedFiles, usage?} that the reader uses to rebuild pi's shape
+   (the file lists carry over to the next compaction, as pi's `details`).
 2. the summary `user` line (`isCompactSummary`, `isVisibleInTranscriptOnly`, content = Claude's preamble
    + our summary), child of the boundary;
 3. the kept tail: every user/assistant line of the active path from the plan's first kept entry on (all
    lines of a streamed response; progress/system lines are not copied), re-appended verbatim except
    `uuid`, `parentUuid` (re-chained after the summary), `timestamp` (= now, so the copy is the newest
-   leaf), `isSidechain: false` and a remapped `sourceToolAssistantUUID`. `message.id`/`requestId` stay, so
-   usage reports dedupe the copies.
+   leaf), `isSidechain: false`, a remapped `sourceToolAssistantUUID`, a fresh `message.id` per original
+   reply (Claude Code merges every line sharing a `message.id`: with the original ids it would send each
+   kept reply twice and chain the next prompt to the pre-boundary original, undoing the compaction) and a
+   `batchcompact: {copyOf: <original uuid>}` marker, and no `message.usage`: Claude Code measures its
+   context by the last reply's usage, and a copy's usage (measured on the old, full context) makes it
+   auto-compact again at once on resume (seen with Claude Code 2.1.328); without it Claude Code
+   estimates the context. Usage tools (ours, ccusage) skip lines without usage, and ours skips marked
+   lines too, so the copies never count twice. `requestId` stays.
 Uuids are uuid5 of (session id, leaf, first kept entry, counter): stable across reruns of the same plan,
-and re-salted if one is already used in the file. Old lines are never touched.
+and re-salted if one is already used in the file; a copy's message id is `msg_` + 24 hex digits of
+uuid5(session id, first kept entry, original message id). Old lines are never touched.
 """
 
 from __future__ import annotations
@@ -29,6 +37,13 @@ from batchcompact.formats.claude_messages import SUMMARY_PREAMBLE
 
 NAMESPACE = uuidlib.UUID("6c1f4a52-2b0e-4f57-9d8e-8f0b5d2c7a11")
 TRIGGER = "manual"
+COPY_MARKER = "batchcompact"  # top-level key of a kept-tail copy: {"copyOf": <original uuid>}
+
+
+def copy_message_id(session: Session, plan: CompactionPlan, original: str) -> str:
+    """The fresh, deterministic `message.id` of the copies of one original reply."""
+    seed = f"{session.session_id}|{plan.first_kept_entry_id}|{original}"
+    return "msg_" + uuidlib.uuid5(NAMESPACE, seed).hex[:24]
 
 
 def _uuid_maker(session: Session, plan: CompactionPlan, count: int):
@@ -77,6 +92,8 @@ def build_compaction(
         "keptLines": len(copy_ids),
         "firstKeptUuid": plan.first_kept_entry_id,
         "fromHook": from_hook,
+        "readFiles": list(plan.read_files),
+        "modifiedFiles": list(plan.modified_files),
     }
     if usage is not None:
         marker["usage"] = usage
@@ -109,6 +126,12 @@ def build_compaction(
     parent = summary_id
     for obj, new in zip(kept, copy_ids, strict=True):
         copy = dict(obj)
+        copy.pop(COPY_MARKER, None)
+        message = copy.get("message")
+        if copy.get("type") == "assistant" and isinstance(message, dict) and isinstance(message.get("id"), str):
+            copy["message"] = {k: v for k, v in message.items() if k != "usage"}
+            copy["message"]["id"] = copy_message_id(session, plan, message["id"])
+        copy[COPY_MARKER] = {"copyOf": obj.get("uuid")}
         copy["parentUuid"] = parent
         copy["isSidechain"] = False
         copy["timestamp"] = now_iso

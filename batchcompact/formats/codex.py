@@ -31,17 +31,14 @@ from typing import Any
 
 from batchcompact.core.context import build_session_context, convert_to_llm, parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
+from batchcompact.core.fileops import details_from_summary
 from batchcompact.core.session import Session
+from batchcompact.formats.codex_items import SUMMARY_PREFIX, is_context_text, item_text
+from batchcompact.formats.codex_write import build_compaction, verify
 from batchcompact.formats.jsonl import file_size, iter_json_lines
 
 FORMAT = "codex"
 META_TYPE = "codex_meta"
-SUMMARY_PREFIX = (
-    "Another language model started to solve this problem and produced a summary of its thinking process. "
-    "You also have access to the state of the tools that were used by that language model. Use this to build "
-    "on the work that has already been done and avoid duplicating work. Here is the summary produced by the "
-    "other language model, use the information in this summary to assist with your own analysis:"
-)
 ASSISTANT_ITEMS = frozenset(
     {
         "reasoning",
@@ -166,6 +163,13 @@ class _Builder:
         self.last_assistant: dict[str, Any] | None = None
         self.model: str | None = None
         self.provider = "openai"
+        # Real user prompts: a user message item an `event_msg/user_message` follows (or precedes).
+        self.real_users: set[str] = set()
+        self.pending_user: str | None = None
+        self.expect_user = False
+        self.seen_prompt = False
+        # Developer/user message items recorded before the first real prompt: Codex's initial context.
+        self.initial: list[tuple[str, dict[str, Any]]] = []
 
     def _add(
         self, data: dict[str, Any], line: int, items: list[dict[str, Any]] | None = None
@@ -194,6 +198,7 @@ class _Builder:
 
     def item(self, entry_id: str, line: int, timestamp: Any, payload: dict[str, Any]) -> None:
         kind = payload.get("type")
+        self.pending_user = None
         ms = parse_timestamp_ms(timestamp)
         base = {"type": "message", "id": entry_id, "timestamp": timestamp}
         if (kind == "message" and payload.get("role") == "assistant") or kind in ASSISTANT_ITEMS:
@@ -234,6 +239,13 @@ class _Builder:
         elif kind in ("message", "agent_message"):
             self.close()
             role = payload.get("role") or kind
+            if not self.seen_prompt and kind == "message" and role in ("developer", "user", "system"):
+                self.initial.append((entry_id, payload))
+            if role == "user" and kind == "message":
+                if self.expect_user:
+                    self._prompt(entry_id)
+                else:
+                    self.pending_user = entry_id
             message = {"role": "user", "content": content_blocks(payload.get("content")), "timestamp": ms}
             if role != "user":
                 message["codexRole"] = role
@@ -241,6 +253,21 @@ class _Builder:
         else:  # ghost_snapshot, encrypted compaction, future items: not context, but copied when kept
             self.meta(entry_id, line, timestamp, "response_item", kind)
             self.items[entry_id] = [payload]
+
+    def user_event(self) -> None:
+        """An `event_msg/user_message`: the user message item next to it is a real prompt."""
+        if self.pending_user is not None:
+            self._prompt(self.pending_user)
+        else:
+            self.expect_user = True
+
+    def _prompt(self, entry_id: str) -> None:
+        self.real_users.add(entry_id)
+        self.pending_user = None
+        self.expect_user = False
+        if not self.seen_prompt:
+            self.seen_prompt = True
+            self.initial = [(i, p) for i, p in self.initial if i != entry_id]
 
     def usage(self, last: dict[str, Any]) -> None:
         if self.last_assistant is not None:
@@ -279,6 +306,8 @@ def read(path: str | Path) -> Session:
                 )
                 continue
             if kind == "event_msg":
+                if payload.get("type") == "user_message":
+                    builder.user_event()
                 if payload.get("type") == "token_count" and isinstance(payload.get("info"), dict):
                     info = payload["info"]
                     total = info.get("total_token_usage")
@@ -318,7 +347,23 @@ def read(path: str | Path) -> Session:
     header["model"] = builder.model
     header["context_window"] = context_window
     entries = [Entry(data, line) for data, line in builder.entries]
+    source = header.get("source")
+    if not builder.seen_prompt:
+        # No user_message events (older rollouts): the leading developer/context items are the initial
+        # context, the first other user message is the first prompt.
+        initial = []
+        for entry_id, payload in builder.initial:
+            if payload.get("role") == "user" and not is_context_text(item_text(payload)):
+                break
+            initial.append((entry_id, payload))
+        builder.initial = initial
+    initial_ids = {i for i, _ in builder.initial}
     extra = {
+        "initial_context": [p for _, p in builder.initial],
+        "initial_ids": initial_ids,
+        "real_users": builder.real_users,
+        # A thread a Codex agent spawned (`session_meta.source.subagent`): its parent owns the work.
+        "subagent": isinstance(source, dict) and "subagent" in source,
         "size": size,
         "last_line": last_line,
         "entry_items": builder.items,
@@ -335,9 +380,24 @@ def _add_compacted(
     summary = payload.get("message") if isinstance(payload.get("message"), str) else ""
     history = payload.get("replacement_history")
     first_kept = None
+    prefix_users: list[str] = []
     if isinstance(history, list):
+        at = next(
+            (i for i, item in enumerate(history) if isinstance(item, dict) and _summary_item_text(item) is not None),
+            -1,
+        )
         for index, item in enumerate(history):
             if not isinstance(item, dict):
+                continue
+            if index < at:
+                # Before the summary: the initial context and earlier user messages, as Codex's local
+                # compaction writes them. Context, but not a kept tail: metadata here.
+                builder.meta(f"{entry_id}.r{index}", line, timestamp, "replacement_prefix", item.get("type"))
+                builder.items[f"{entry_id}.r{index}"] = [item]
+                if item.get("type") == "message" and item.get("role") == "user":
+                    text = item_text(item)
+                    if not is_context_text(text):
+                        prefix_users.append(text)
                 continue
             text = _summary_item_text(item)
             if text is not None:
@@ -350,18 +410,21 @@ def _add_compacted(
                 first_kept = builder.entries[before][0]["id"]
         builder.close()
     builder.last_assistant = None  # usage reported after a compaction is not these items'
-    builder._add(
-        {
-            "type": "compaction",
-            "id": entry_id,
-            "timestamp": timestamp,
-            "summary": summary,
-            "firstKeptEntryId": first_kept or entry_id,
-            "tokensBefore": tokens_seen,
-            "fromHook": False,
-        },
-        line,
-    )
+    data = {
+        "type": "compaction",
+        "id": entry_id,
+        "timestamp": timestamp,
+        "summary": summary,
+        "firstKeptEntryId": first_kept or entry_id,
+        "tokensBefore": tokens_seen,
+        "fromHook": False,
+    }
+    if prefix_users:
+        data["prefixUserMessages"] = prefix_users
+    details = details_from_summary(summary)  # Codex's compacted item has no field for our file lists
+    if details is not None:
+        data["details"] = details
+    builder._add(data, line)
 
 
 def context_messages(session: Session) -> list[dict[str, Any]]:
@@ -375,6 +438,4 @@ def context_window(session: Session) -> int | None:
     return session.extra.get("context_window")
 
 
-from batchcompact.formats.codex_write import build_compaction, verify  # noqa: E402
-
-__all__ = ["read", "build_compaction", "verify", "context_messages", "context_window", "FORMAT"]
+__all__ = ["read", "build_compaction", "verify", "context_messages", "context_window", "FORMAT", "SUMMARY_PREFIX"]

@@ -63,7 +63,8 @@ def describe_session(session: Session, with_context: bool = False) -> dict[str, 
         "path": session.path,
         "format": session.format,
         "session_id": session.session_id,
-        "version": session.version,
+        # pi: the session format version; Claude Code / Codex: the version of the agent that wrote it.
+        "version": session.version if session.version is not None else _agent_version(session.header),
         "header": session.header,
         "entries": len(session.entries),
         "entry_types": dict(types),
@@ -85,3 +86,10 @@ def describe_session(session: Session, with_context: bool = False) -> dict[str, 
         "problems": [p.as_dict() for p in session.problems],
         "compactable": session.compactable,
     }
+
+
+def _agent_version(header: dict[str, Any] | None) -> str | None:
+    """Claude Code's `version` or Codex's `cli_version` from a transcript's header."""
+    header = header or {}
+    value = header.get("version") or header.get("cli_version")
+    return str(value) if value else None

@@ -155,7 +155,7 @@ class OutcomeWriter:
             return []
         context = build_session_context(written.path_entries())
         tokens = sum(estimate_tokens(m.message) for m in context.messages)
-        threshold = self.settings.threshold(window)
+        threshold = plan.threshold if plan.threshold is not None else self.settings.threshold(window)
         if tokens > threshold:
             return [f"the rebuilt context (~{tokens} tokens) is still above the threshold ({threshold})"]
         return []

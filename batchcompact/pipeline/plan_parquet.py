@@ -60,6 +60,8 @@ PLAN_SCHEMA = pa.schema(
         ("branch_calls", pa.int64()),
         ("branch_prompt_tokens", pa.int64()),
         ("branch_est_cost_usd", pa.float64()),
+        ("window_source", pa.string()),
+        ("threshold", pa.int64()),
     ],
     metadata={"batchcompact_table": "plan", "schema_version": PLAN_SCHEMA_VERSION},
 )

@@ -55,6 +55,8 @@ PLAN_COLUMNS = (
     "branch_calls",
     "branch_prompt_tokens",
     "branch_est_cost_usd",
+    "window_source",
+    "threshold",
 )
 
 
@@ -92,15 +94,33 @@ def read_session(path: str | Path) -> Session:
     return read_any(path)
 
 
-def resolve_context_window(session: Session, model: str | None, provider: str | None, pricing_file: str | None):
-    window = session.extra.get("context_window") if session.extra else None
-    if window:
-        return int(window)
-    if not model:
-        return None
-    from batchcompact.pricing import PriceTable
+def session_trigger(
+    session: Session, settings: CompactionSettings, model: str | None, provider: str | None, pricing_file: str | None
+):
+    """The window, its source and the agent's own threshold for a session (core/triggers.py)."""
+    from batchcompact.core.triggers import agent_trigger
 
-    return PriceTable.load(pricing_file).context_window(model, provider)
+    recorded = session.extra.get("context_window") if session.extra else None
+    table_window = max_output = None
+    needs_table = session.format != "claude" and not settings.context_window and not recorded
+    if model and (needs_table or session.format == "claude"):
+        from batchcompact.pricing import PriceTable
+
+        table = PriceTable.load(pricing_file)
+        if needs_table:
+            table_window = table.context_window(model, provider)
+        if session.format == "claude":
+            max_output = table.max_output_tokens(model, provider)
+    messages = (e.data.get("message") for e in session.entries if e.type == "message")
+    return agent_trigger(
+        session.format,
+        messages=(m for m in messages if isinstance(m, dict)),
+        recorded_window=int(recorded) if recorded else None,
+        table_window=table_window,
+        max_output_tokens=max_output,
+        override_window=settings.context_window,
+        reserve_tokens=settings.reserve_tokens,
+    )
 
 
 def count_call_tokens(calls: list[SummaryCall], summary_model: str | None) -> list[SummaryCall]:
@@ -173,13 +193,23 @@ def plan_session(
         if disabled:
             row.update(status="skip", reason=disabled)
             return Skip(disabled, None, settings.context_window, None), row
+    if session.extra.get("subagent") and not settings.force:
+        row.update(status="skip", reason="sub-agent transcript")
+        return Skip("sub-agent transcript", None, settings.context_window, None), row
     from batchcompact.core.planner import session_model
 
     path = session.path_entries()
     provider, model = session_model(path)
-    window = settings.context_window or resolve_context_window(session, model, provider, options.pricing_file)
-    plan = prepare_compaction(path, settings, window)
-    row.update(model=model, context_window=window)
+    trigger = session_trigger(session, settings, model, provider, options.pricing_file)
+    window = trigger.window
+    agent_threshold = trigger.threshold if session.format != "pi" else None
+    plan = prepare_compaction(path, settings, window, agent_threshold)
+    row.update(
+        model=model,
+        context_window=window,
+        window_source=trigger.window_source,
+        threshold=settings.threshold(window, agent_threshold) if window else None,
+    )
     row.update(describe_branch_plans(session, settings, options, window))
     if isinstance(plan, Skip):
         row.update(status="skip", reason=plan.reason, tokens_before=plan.tokens_before)

@@ -17,7 +17,7 @@ always parsed, so the skip cannot lose a request.
 Kinds: a file named `agent-acompact-*` is the compaction sub-agent -> `compaction`; other lines with
 `isSidechain: true` (inline Task sub-agents, `subagents/` and legacy `agent-*.jsonl` files) and
 agent_progress copies -> `sidechain`; the rest -> `main`. `<synthetic>` messages (made locally, never
-billed) are not rows.
+billed) and batchcompact's kept-tail copies (a top-level `batchcompact` marker) are not rows.
 Project = the line's `cwd` (the real working directory); only lines without one fall back to the
 folder under `projects/` (for `<session>/subagents/x.jsonl`, the session folder's parent), whose
 slug cannot be turned back into a path.
@@ -34,6 +34,9 @@ from batchcompact.report.lines import ExtractStats, as_float, as_int, iter_json_
 from batchcompact.report.schema import UsageRows
 
 SKIP_MARKERS = (b'"type":"file-history-snapshot"',)
+# batchcompact's kept-tail copies carry {"batchcompact": {"copyOf": uuid}} (formats/claude_write.py) and a
+# fresh message.id; the original line carries the request, so the copies are not rows.
+COPY_MARKER = "batchcompact"
 # Every line that can carry a request's usage contains this (agent_progress lines in their inner message).
 KEEP_MARKER = b'"type":"assistant"'
 
@@ -64,6 +67,8 @@ def usage_line(obj: dict) -> tuple[dict, dict, bool] | None:
         obj, progress = inner, True
     elif kind != "assistant":
         return None
+    elif isinstance(obj.get(COPY_MARKER), dict):
+        return None  # a kept-tail copy batchcompact wrote: its original carries the request
     message = obj.get("message")
     if not isinstance(message, dict) or not isinstance(message.get("usage"), dict):
         return None

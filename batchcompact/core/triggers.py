@@ -1,0 +1,107 @@
+"""Where each agent compacts on its own: the window it works in and its auto-compaction threshold.
+
+A session is compacted (without --force) when its context tokens exceed the threshold. The default
+follows the agent that wrote the session, so a default run compacts where the agent itself would:
+
+- pi: the model's window (price table, or --context-window) minus reserve_tokens (pi's rule).
+- Claude Code: a 200,000-token window unless the 1M context was on (a model id with the `[1m]` tag, or
+  any recorded reply whose context exceeded 200,000 tokens); auto-compaction at
+  window - min(model max output, 20,000) - 13,000, measured as the last reply's usage
+  (input + cache creation + cache read + output) plus an estimate of what came after it.
+  Constants read in the Claude Code 2.1.328 binary (npm @anthropic-ai/claude-code-linux-x64): the output
+  reserve cap `20000`, the auto-compact buffer `13000` (threshold = effective window - 13000), the token
+  count `input_tokens + cache_creation_input_tokens + cache_read_input_tokens + output_tokens` and the 1M
+  check "last assistant usage > 200000". docs/formats.md lists the sources.
+- Codex: the window the rollout recorded (`token_count.info.model_context_window`, which is Codex's
+  usable window: 95% of the model's window) and Codex's auto-compact limit, 90% of the model's window
+  (`ModelInfo::auto_compact_token_limit` in openai/codex `codex-rs/protocol/src/openai_models.rs`).
+  Without a recorded window the price table's window is used with the same 90% rule.
+
+--threshold-tokens / --threshold-percent override every agent's rule; --context-window replaces the window.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+CLAUDE_WINDOW = 200_000
+CLAUDE_1M_WINDOW = 1_000_000
+CLAUDE_OUTPUT_RESERVE_CAP = 20_000
+CLAUDE_AUTOCOMPACT_BUFFER = 13_000
+CODEX_USABLE_PERCENT = 95  # ModelInfo.effective_context_window_percent default
+CODEX_AUTO_COMPACT_PERCENT = 90
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """The window a session is judged against, where it came from, and the threshold (None: unknown)."""
+
+    window: int | None
+    window_source: str
+    threshold: int | None
+
+
+def claude_window(messages: Iterable[dict[str, Any]]) -> tuple[int, str]:
+    """(window, source) of a Claude Code session from its assistant messages (pi-shaped)."""
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        model = message.get("model")
+        if isinstance(model, str) and model.lower().endswith("[1m]"):
+            return CLAUDE_1M_WINDOW, "claude code 1M ([1m] model)"
+        usage = message.get("usage")
+        if isinstance(usage, dict) and (usage.get("totalTokens") or 0) > CLAUDE_WINDOW:
+            return CLAUDE_1M_WINDOW, "claude code 1M (usage above 200k)"
+    return CLAUDE_WINDOW, "claude code 200k"
+
+
+def claude_threshold(window: int, max_output_tokens: int | None = None) -> int:
+    """Claude Code's auto-compact point for a window."""
+    reserve = min(max_output_tokens or CLAUDE_OUTPUT_RESERVE_CAP, CLAUDE_OUTPUT_RESERVE_CAP)
+    return max(window - reserve - CLAUDE_AUTOCOMPACT_BUFFER, 1)
+
+
+def codex_model_window(usable_window: int) -> int:
+    """The model's full window from the usable window Codex records (95% of it)."""
+    return usable_window * 100 // CODEX_USABLE_PERCENT
+
+
+def codex_threshold(model_window: int) -> int:
+    """Codex's default auto-compact limit: 90% of the model's window."""
+    return model_window * CODEX_AUTO_COMPACT_PERCENT // 100
+
+
+def agent_trigger(
+    session_format: str,
+    *,
+    messages: Iterable[dict[str, Any]] = (),
+    recorded_window: int | None = None,
+    table_window: int | None = None,
+    max_output_tokens: int | None = None,
+    override_window: int | None = None,
+    reserve_tokens: int,
+) -> Trigger:
+    """The agent's own trigger for a session (before --threshold-* overrides, which the settings apply)."""
+    if session_format == "claude":
+        if override_window:
+            window, source = override_window, "--context-window"
+        else:
+            window, source = claude_window(messages)
+        return Trigger(window, source, claude_threshold(window, max_output_tokens))
+    if session_format == "codex":
+        if override_window:
+            # The user names the model's window; Codex's limit is 90% of it.
+            return Trigger(override_window, "--context-window", codex_threshold(override_window))
+        if recorded_window:
+            return Trigger(recorded_window, "codex token_count", codex_threshold(codex_model_window(recorded_window)))
+        if table_window:
+            return Trigger(table_window, "price table", codex_threshold(table_window))
+        return Trigger(None, "unknown", None)
+    window = override_window or table_window
+    source = "--context-window" if override_window else ("price table" if table_window else "unknown")
+    if session_format == "pi" and not override_window and recorded_window:
+        window, source = recorded_window, "session"
+    return Trigger(window, source, window - reserve_tokens if window else None)
