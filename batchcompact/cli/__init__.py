@@ -91,7 +91,8 @@ def cli(ctx: click.Context) -> None:
     """Compact archived LLM coding-agent sessions (pi, Claude Code, Codex) in bulk.
 
     Exit codes: 0 all ok or skipped, 1 some sessions failed or are invalid, 2 usage error (also: no
-    session files found), 3 run aborted (authentication, lock held, budget refused).
+    session files found), 3 run aborted (authentication, lock held, budget refused, state or report folder
+    unusable), 130/143 a command other than `run` stopped by Ctrl-C/SIGTERM.
 
     Global options (-q, -v, --config) go before or after the command. Every option can also be set in
     the config file or as BATCHCOMPACT_<OPTION>; see `batchcompact config` and docs/cli.md.
@@ -106,12 +107,14 @@ def cli(ctx: click.Context) -> None:
 def main() -> None:
     """Entry point: run the group and map our exceptions to exit codes."""
     from batchcompact.errors import BatchCompactError
+    from batchcompact.lifecycle import install_stop_signals, interrupted_exit_code, stop_signal_name
 
+    install_stop_signals()  # SIGTERM stops every command the way Ctrl-C does
     try:
         rv = cli.main(standalone_mode=False)
     except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
-        sys.exit(130)
+        click.echo(f"Interrupted ({stop_signal_name()}).", err=True)
+        sys.exit(interrupted_exit_code())
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
@@ -123,8 +126,8 @@ def main() -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        click.echo("Interrupted.", err=True)
-        sys.exit(130)
+        click.echo(f"Interrupted ({stop_signal_name()}).", err=True)
+        sys.exit(interrupted_exit_code())
     else:
         # Commands return their exit code (an int); None means success.
         sys.exit(rv if isinstance(rv, int) else 0)

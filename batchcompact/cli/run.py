@@ -96,6 +96,10 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
         lines.extend(getattr(summary, "notes", None) or [])
     if summary.aborted:
         lines.append(f"run aborted: {summary.aborted}")
+    stopped = getattr(summary, "stopped", None)
+    if stopped:
+        lines.append(f"run stopped by {stopped}: sessions not reached are reported skipped; "
+                     "rerun the same command to continue")
     return "\n".join(lines)
 
 
@@ -149,10 +153,11 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
     Without --model the built-in offline summarizer writes the summaries (no network, no key, cost 0).
     Originals are never modified unless --in-place. Reruns skip finished sessions and never pay twice
     for a summary. Exit codes: 0 all compacted or skipped (also files a live agent changed during the
-    run, a run stopped with Ctrl-C, and invalid files an earlier run already reported, unchanged since,
-    unless --strict), 1 some sessions failed (or a file is invalid for the first time), 2 usage error
-    (also: no session files found, an unknown --model), 3 run aborted (authentication or a missing key,
-    a failed --check, lock held, budget refused).
+    run, sessions another run holds, a run stopped with Ctrl-C or SIGTERM, and invalid files an earlier
+    run already reported, unchanged since, unless --strict), 1 some sessions failed (or a file is invalid
+    for the first time), 2 usage error (also: no session files found, an unknown --model), 3 run aborted
+    (authentication or a missing key, a failed --check, lock held, budget refused, state or report folder
+    unusable). docs/reliability.md lists the faults.
     Progress bars appear only when stderr is a terminal; -q prints nothing unless something failed.
     --format/-o print the per-session rows (the same as the Parquet report) instead of the summary.
 
@@ -244,7 +249,10 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
                 break
             if not quiet:
                 click.echo(summary_text(summary, time.monotonic() - started, min_age), err=True)
-            wait_for_batches(options.resolved_state_path(), api_key=api_key, progress=options.progress)
+            try:
+                wait_for_batches(options.resolved_state_path(), api_key=api_key, progress=options.progress)
+            except KeyboardInterrupt:  # stopped while waiting: the batches stay open for a later run
+                break
             summary = run_archive(paths, settings, options, summarizer_obj, pool, executor=executor)
     wall = time.monotonic() - started
     if fmt == "table":

@@ -15,6 +15,25 @@ SESSION_SUFFIXES = (".jsonl", ".jsonl.zst")
 IGNORED_SUFFIXES = (".bak", ".tmp", ".partial")
 
 
+def printable(text: str) -> str:
+    """A file name as valid UTF-8 text: bytes that are not UTF-8 (kept by Python as surrogates) become
+    `\\xff` escapes, so such names can be stored (SQLite, Parquet) and printed."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def resolved(path: str | Path) -> Path:
+    """`path.resolve()`, except that a symlink loop (or an unreadable link) resolves to the absolute path
+    itself: such a file is still listed, and fails on its own when read ("Too many levels of symbolic links")."""
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(path))
+
+
 @dataclass(frozen=True)
 class ScanItem:
     path: Path
@@ -71,7 +90,7 @@ def iter_session_files(paths: Iterable[str | Path], require_any: bool = False) -
             else:
                 candidates = [(p, p.parent)]
         for path, root in candidates:
-            key = path.resolve()
+            key = resolved(path)
             if key in seen:
                 continue
             seen.add(key)
@@ -88,3 +107,34 @@ def _glob_base(pattern: str) -> str:
             break
         base.append(part)
     return str(Path(*base)) if base else "."
+
+
+def unreadable_reason(path: str, exc: BaseException) -> str:
+    """One line for a file that cannot be read as a session: what it is (empty, compressed, binary) or why."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError as error:
+        return f"cannot read: {oserror_text(error)}"
+    if not head:
+        return "empty file: no session entries"
+    if head.startswith(b"\x1f\x8b"):
+        return "gzip-compressed: decompress it first (gunzip), then run again"
+    if head.startswith((b"PK\x03\x04", b"BZh", b"\xfd7zXZ")):
+        return "a compressed archive, not JSONL text"
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as error:
+        if error.start < len(head) - 4:  # not just a character cut by the 4096-byte window
+            return f"binary, not UTF-8 JSONL text (byte {error.start})"
+        text = ""
+    if "\x00" in text:
+        return "binary, not JSONL text (NUL bytes)"
+    if isinstance(exc, OSError):
+        return f"cannot read: {oserror_text(exc)}"
+    return str(exc)
+
+
+def oserror_text(exc: OSError) -> str:
+    """An OSError in one line, without the path the row already names: "Permission denied"."""
+    return exc.strerror or str(exc)

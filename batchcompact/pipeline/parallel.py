@@ -7,6 +7,8 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
+from batchcompact.lifecycle import pool_kwargs, stop_pool
+
 T = TypeVar("T")
 
 
@@ -14,17 +16,27 @@ def map_bounded(func: Callable[..., T], items: Iterable[Any], jobs: int, *args: 
     """`func(item, *args)` for each item, results in input order.
 
     With jobs > 1 a process pool keeps at most 4 x jobs items in flight, so memory does not grow with
-    the number of items; `func` must be a module-level function (picklable).
+    the number of items; `func` must be a module-level function (picklable). Workers die with the parent
+    and hold none of its locks (batchcompact/lifecycle.py); when the consumer stops (an exception, Ctrl-C,
+    SIGTERM, the generator closed) the workers are ended at once instead of finishing the queued items.
     """
     if jobs <= 1:
         for item in items:
             yield func(item, *args)
         return
     window: deque = deque()
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    pool = ProcessPoolExecutor(max_workers=jobs, **pool_kwargs())
+    finished = False
+    try:
         for item in items:
             window.append(pool.submit(func, item, *args))
             if len(window) >= 4 * jobs:
                 yield window.popleft().result()
         while window:
             yield window.popleft().result()
+        finished = True
+    finally:
+        if finished:
+            pool.shutdown(wait=True)
+        else:
+            stop_pool(pool)

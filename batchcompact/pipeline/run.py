@@ -15,6 +15,7 @@ import os
 import secrets
 import shutil
 import signal
+import sqlite3
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -23,15 +24,22 @@ from pathlib import Path
 from typing import Any
 
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
-from batchcompact.errors import RunAborted, UsageError, VerificationError
-from batchcompact.formats.scan import ScanItem, iter_session_files
+from batchcompact.errors import BatchCompactError, RunAborted, UsageError, VerificationError
+from batchcompact.formats.scan import ScanItem, iter_session_files, printable, resolved, unreadable_reason
+from batchcompact.formats.scan import oserror_text as _oserror
 from batchcompact.pipeline.buying import BATCH_PENDING, make_buyer
 from batchcompact.pipeline.executor import Executor, LocalExecutor, missing_file_reason
 from batchcompact.pipeline.outcome import OutcomeWriter, now_utc
 from batchcompact.pipeline.planning import PlanOptions, plan_session, read_session
 from batchcompact.pipeline.runreport import empty_row, write_compactions
 from batchcompact.pipeline.state import Fingerprint, RunState, fingerprint_file, settings_hash
-from batchcompact.pipeline.writer import ChangedDuringRun
+from batchcompact.pipeline.writer import (
+    ChangedDuringRun,
+    SessionLocked,
+    lock_session,
+    sweep_stale_temps,
+    temp_name,
+)
 from batchcompact.summarize.redact import merge_counts
 
 log = logging.getLogger(__name__)
@@ -97,6 +105,7 @@ class RunSummary:
     aborted: str | None = None
     by_status: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # what the summary buyer has to say (batches submitted)
+    stopped: str | None = None  # the signal (SIGINT, SIGTERM) that stopped the run early
 
     @property
     def exit_code(self) -> int:
@@ -115,6 +124,7 @@ class _Pending:
     plan: CompactionPlan | None  # None: only branch summaries to write
     row: dict[str, Any]
     branches: list = field(default_factory=list)  # BranchPlans, written before the compaction
+    lock: Any = None  # the session's writer lock (pipeline/writer.py), held until it is written or given up
 
     @property
     def calls(self) -> list:
@@ -128,7 +138,7 @@ def _new_run_id(moment: datetime) -> str:
 
 def _state_key(item: ScanItem) -> str:
     """Sessions are remembered by absolute path, so `dir` and `./dir` or `/abs/dir` are the same input."""
-    return str(item.path.resolve())
+    return str(resolved(item.path))
 
 
 def _row_from_plan(plan_row: dict[str, Any], item: ScanItem, run_id: str, started: datetime) -> dict[str, Any]:
@@ -161,7 +171,7 @@ def _phase1(args: tuple[str, str, float], settings: CompactionSettings, options:
         record.update(status="error", reason=missing_file_reason(path), fingerprint=None, plan_row={})
         return record
     except OSError as exc:
-        record.update(status="error", reason=f"cannot read: {exc}", fingerprint=None, plan_row={})
+        record.update(status="error", reason=f"cannot read: {_oserror(exc)}", fingerprint=None, plan_row={})
         return record
     record["fingerprint"] = fingerprint
     age = time.time() - fingerprint.mtime_ns / 1e9
@@ -171,6 +181,11 @@ def _phase1(args: tuple[str, str, float], settings: CompactionSettings, options:
     try:
         session = read_session(path)
         plan, row = plan_session(session, settings, options)
+    except (OSError, BatchCompactError, UnicodeError) as exc:  # a file we cannot read as a session
+        # its bytes are the problem (empty, compressed, binary): remembered like any invalid file
+        record.update(status="error", reason=unreadable_reason(path, exc), plan_row={},
+                      invalid=not isinstance(exc, OSError))
+        return record
     except Exception as exc:  # one file's bug must not stop the archive
         log.exception("planning %s failed", path)
         record.update(status="error", reason=f"internal error: {exc!r}", plan_row={})
@@ -206,7 +221,8 @@ class Runner:
                 "summary_model": options.summary_model,
                 "summarizer": getattr(summarizer, "name", None),
                 "in_place": options.in_place,
-                "output_dir": str(options.output_dir) if options.output_dir else None,
+                # resolved: `out`, `./out` and `/abs/out` are the same settings
+                "output_dir": str(resolved(options.output_dir)) if options.output_dir else None,
                 "branch_summaries": options.branch_summaries,
                 "min_branch_tokens": options.min_branch_tokens,
                 "branch_reserve_tokens": options.branch_reserve_tokens,
@@ -216,6 +232,9 @@ class Runner:
         self._prompt_tokens: dict[str, list[int] | None] = {}
         self.pending: dict[str, _Pending] = {}
         self.bars: dict[str, Any] = {}
+        self._reported: set[str] = set()  # input paths that have their row
+        self._waiting: dict[str, dict[str, Any]] = {}  # rows of sessions planned for compaction, by input path
+        self.stopped: str | None = None  # SIGINT / SIGTERM when a stop signal ended the run early
 
     # -- progress ------------------------------------------------------------------------------------
     def _bar(self, name: str, total: int | None, desc: str):
@@ -241,8 +260,8 @@ class Runner:
 
     # -- the run -------------------------------------------------------------------------------------
     def output_path(self, item: ScanItem) -> Path:
-        if self.options.in_place:
-            return item.path
+        if self.options.in_place:  # a symlinked session: compact the file it points to, keep the link
+            return Path(os.path.realpath(item.path))
         assert self.options.output_dir is not None
         return self.options.output_dir / item.relative
 
@@ -251,26 +270,83 @@ class Runner:
         if reason is not None:
             row["reason"] = reason
         row["ended_at"] = now_utc()
+        for key, value in row.items():  # file names that are not UTF-8: \xNN escapes (printable, storable)
+            if isinstance(value, str):
+                row[key] = printable(value)
         self.rows.append(row)
+        self._reported.add(row["input_path"])
         log.info("%s: %s%s", row["input_path"], status, f" ({row['reason']})" if row.get("reason") else "")
 
     def run(self, paths: Iterable[str]) -> RunSummary:
         items = self._check_targets(list(iter_session_files(paths, require_any=True)))
+        aborted = None
+        notes: list[str] = []
+        report_path = None
         with RunState(self.options.resolved_state_path()) as state:
+            self._sweep(items)
+            if state.moved_aside is not None:
+                notes.append(f"the run state was unreadable: moved aside to {state.moved_aside}, a new one was made")
             try:
-                to_compact = self._plan_all(items, state)
-                aborted = self._summarize_all(to_compact, state)
+                try:
+                    to_compact = self._plan_all(items, state)
+                    aborted = self._summarize_all(to_compact, state)
+                except KeyboardInterrupt:  # Ctrl-C or SIGTERM outside the summary loop (lifecycle.py)
+                    from batchcompact.lifecycle import stop_signal_name
+
+                    self.stopped = stop_signal_name()
+                except sqlite3.Error as exc:  # disk full (or the database broke) while recording
+                    aborted = (f"the run state {state.path} could not be updated: {exc} (free space and rerun; "
+                               "what was recorded stays)")
             finally:
                 self._close_bars()
-                for pending in self.pending.values():  # interrupted before their job finished
-                    self.finish(pending.row, SKIPPED, "run stopped before this session was summarized")
-                self.pending.clear()
-                report_path = write_compactions(self.rows, self.options.resolved_report_dir(), self.run_id)
+                self._account_for_all(items, aborted)
+                report_dir = self.options.resolved_report_dir()
+                try:
+                    report_path = write_compactions(self.rows, report_dir, self.run_id)
+                except OSError as exc:
+                    problem = (f"the report could not be written to {report_dir}: {_oserror(exc)} (the sessions "
+                               "themselves were written and recorded; --report-dir chooses another folder)")
+                    aborted = f"{aborted}; {problem}" if aborted else problem
         by_status: dict[str, int] = {}
         for row in self.rows:
             by_status[row["status"]] = by_status.get(row["status"], 0) + 1
-        notes = list(self._buyer.notes) if self._buyer is not None else []
-        return RunSummary(self.run_id, self.rows, report_path, self.started, now_utc(), aborted, by_status, notes)
+        notes += list(self._buyer.notes) if self._buyer is not None else []
+        return RunSummary(self.run_id, self.rows, report_path, self.started, now_utc(), aborted, by_status, notes,
+                          self.stopped)
+
+    def _sweep(self, items: list[ScanItem]) -> None:
+        """Temp files of runs that died (beside the inputs and the outputs) go before anything is written."""
+        folders = {os.path.dirname(os.path.realpath(item.path)) for item in items}
+        if not self.options.in_place and self.options.output_dir is not None:
+            folders |= {str(self.output_path(item).parent) for item in items}
+        for path in sweep_stale_temps(folders):
+            log.info("removed %s, left by a run that is gone", path)
+
+    def _account_for_all(self, items: list[ScanItem], aborted: str | None) -> None:
+        """A run that stopped early still reports every session it was given: those not reached are skipped."""
+        if self.stopped:
+            why = f"run stopped by {self.stopped} before this session was"
+        elif aborted:
+            why = f"not attempted: run aborted: {aborted}; not"
+        else:
+            why = "run ended before this session was"
+        for pending in self.pending.values():  # interrupted before their job finished
+            if pending.lock is not None:
+                pending.lock.release()
+            if printable(pending.row["input_path"]) not in self._reported:
+                self.finish(pending.row, SKIPPED, f"{why} summarized")
+        self.pending.clear()
+        for item in items:
+            key = str(item.path)
+            if printable(key) in self._reported:
+                continue
+            row = self._waiting.get(key)
+            if row is not None:
+                self.finish(row, SKIPPED, f"{why} summarized")
+            else:
+                row = empty_row()
+                row.update(run_id=self.run_id, started_at=self.started, input_path=key)
+                self.finish(row, SKIPPED, f"{why} planned")
 
     def _check_targets(self, items: list[ScanItem]) -> list[ScanItem]:
         """Refuse an --output-dir that would overwrite an original; leave out our own earlier outputs.
@@ -281,11 +357,11 @@ class Runner:
         if self.options.in_place or self.options.output_dir is None:
             return items
         out = self.options.output_dir.resolve()
-        kept = [item for item in items if not item.path.resolve().is_relative_to(out)]
-        inputs = {item.path.resolve() for item in kept}
+        kept = [item for item in items if not resolved(item.path).is_relative_to(out)]
+        inputs = {resolved(item.path) for item in kept}
         for item in items:
-            target = self.output_path(item).resolve()
-            if target == item.path.resolve() or target in inputs:
+            target = resolved(self.output_path(item))
+            if target == resolved(item.path) or target in inputs:
                 raise UsageError(
                     f"--output-dir {self.options.output_dir} would overwrite the original {item.path}; "
                     "choose another folder, or --in-place"
@@ -320,7 +396,11 @@ class Runner:
                 continue
             wants_branches = self.options.branch_summaries and bool(plan_row.get("branch_calls"))
             if status == "skip" and not wants_branches:
-                self._copy_unchanged(item, row)
+                try:
+                    self._copy_unchanged(item, row)
+                except OSError as exc:
+                    self.finish(row, FAILED, f"copy failed: {_oserror(exc)}")
+                    continue
                 state.record(_state_key(item), fingerprint, self.settings_key, SKIPPED, row.get("output_path"),
                              record["reason"], self.run_id)
                 self.finish(row, SKIPPED, record["reason"])
@@ -332,6 +412,7 @@ class Runner:
             if wants_branches:
                 est_total += plan_row.get("branch_est_cost_usd") or 0.0
             self._prompt_tokens[str(item.path)] = record.get("prompt_tokens")
+            self._waiting[str(item.path)] = row
             to_compact.append((item, fingerprint, row))
         if self.options.max_cost_usd is not None:
             self._check_budget(to_compact, est_total)
@@ -341,7 +422,8 @@ class Runner:
         """Report an invalid file with file and line the first time; afterwards, while its bytes stay the
         same, as known invalid (exit 0 unless --strict), so a nightly run is not failed by it forever."""
         fingerprint = record.get("fingerprint")
-        if fingerprint is None or not record.get("plan_row"):  # unreadable, or our own bug: always a failure
+        if fingerprint is None or not (record.get("plan_row") or record.get("invalid")):
+            # unreadable, or our own bug: always a failure
             self.finish(row, FAILED, record["reason"])
             return
         since = state.known_invalid(_state_key(item), fingerprint)
@@ -373,10 +455,14 @@ class Runner:
         if not self.options.copy_unchanged or self.options.in_place:
             return
         target = self.output_path(item)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.batchcompact-copy")
-        shutil.copy2(item.path, tmp)
-        os.replace(tmp, target)
+        tmp = temp_name(target)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(item.path, tmp)
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         row["output_path"] = str(target)
 
     def _summarize_all(self, to_compact: list[tuple[ScanItem, Fingerprint, dict]], state: RunState) -> str | None:
@@ -406,12 +492,18 @@ class Runner:
             await asyncio.to_thread(self._complete, pending, outcome, state)
             self._tick("summarize", cost=f"${spent['cost']:.4f}")
 
+        def on_signal(signum: int) -> None:
+            from batchcompact.lifecycle import stop_signal_name
+
+            self.stopped = self.stopped or stop_signal_name(signum)
+            stop.set()
+
         async def main():
             loop = asyncio.get_running_loop()
             try:
-                loop.add_signal_handler(signal.SIGINT, stop.set)
-                loop.add_signal_handler(signal.SIGTERM, stop.set)
-            except (NotImplementedError, RuntimeError):  # not the main thread (tests)
+                loop.add_signal_handler(signal.SIGINT, on_signal, signal.SIGINT)
+                loop.add_signal_handler(signal.SIGTERM, on_signal, signal.SIGTERM)
+            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread (tests)
                 pass
             try:
                 return await buyer.buy(jobs(), on_outcome, stop)
@@ -422,7 +514,11 @@ class Runner:
                 except (NotImplementedError, RuntimeError):
                     pass
 
-        asyncio.run(main())
+        handlers = _current_handlers()
+        try:
+            asyncio.run(main())
+        finally:  # the loop leaves SIGTERM at its default (die): give the stop handlers back
+            _restore_handlers(handlers)
         return self._abort_reason
 
     _abort_reason: str | None = None
@@ -434,11 +530,34 @@ class Runner:
         return "est_batch_cost_usd" if self.options.batch is not None else "est_cost_usd"
 
     def _prepare(self, item: ScanItem, fingerprint: Fingerprint, row: dict[str, Any], state: RunState):
-        """Re-read and re-plan one session just before summarizing it (None when it is finished here)."""
+        """Lock, re-read and re-plan one session just before summarizing it (None when it is finished here).
+
+        The session's writer lock is held from here until it is written (or given up), so another run,
+        whatever its state file, skips it meanwhile."""
+        try:
+            lock = lock_session(item.path)
+        except SessionLocked:
+            self.finish(row, SKIPPED, "locked by another run")
+            return None
+        except OSError as exc:
+            self.finish(row, FAILED, f"cannot read: {_oserror(exc)}")
+            return None
+        pending = None
+        try:
+            pending = self._prepare_locked(item, fingerprint, row, lock)
+        finally:
+            if pending is None:
+                lock.release()
+        return pending
+
+    def _prepare_locked(self, item: ScanItem, fingerprint: Fingerprint, row: dict[str, Any], lock: Any):
+        if not lock.still_current():  # another run replaced it between our open and our lock
+            self.finish(row, CHANGED, "the file changed after it was planned (another run wrote it)")
+            return None
         try:
             current = fingerprint_file(item.path)
         except OSError as exc:
-            self.finish(row, FAILED, f"cannot read: {exc}")
+            self.finish(row, FAILED, f"cannot read: {_oserror(exc)}")
             return None
         if (current.size, current.sha256) != (fingerprint.size, fingerprint.sha256):
             self.finish(row, CHANGED, "the file changed after it was planned")
@@ -448,6 +567,9 @@ class Runner:
             # Same bytes as in phase 1 (checked above): reuse its exact prompt token counts.
             known = self._prompt_tokens.pop(str(item.path), None)
             plan, plan_row = plan_session(session, self.settings, self.plan_options, prompt_tokens=known)
+        except (OSError, BatchCompactError, UnicodeError) as exc:
+            self.finish(row, FAILED, unreadable_reason(str(item.path), exc))
+            return None
         except Exception as exc:  # as in phase 1: one file's bug must not stop the archive
             log.exception("planning %s failed", item.path)
             self.finish(row, FAILED, f"internal error: {exc!r}")
@@ -458,7 +580,7 @@ class Runner:
                 self.finish(row, SKIPPED, plan_row.get("reason"))
                 return None
             plan = None
-        return _Pending(item, current, session, plan, row, branches)
+        return _Pending(item, current, session, plan, row, branches, lock)
 
     def _plan_branches(self, session: Any, plan_row: dict[str, Any]) -> list:
         """Branch-summary plans for the abandoned branches of a pi session (already summarized ones skip)."""
@@ -476,6 +598,13 @@ class Runner:
 
     def _complete(self, pending: _Pending, outcome: Any, state: RunState) -> None:
         """Apply the summaries, write, verify, record: the session's outcome becomes its row."""
+        try:
+            self._complete_locked(pending, outcome, state)
+        finally:
+            if pending.lock is not None:
+                pending.lock.release()
+
+    def _complete_locked(self, pending: _Pending, outcome: Any, state: RunState) -> None:
         row = pending.row
         results = [r for r in outcome.results if r is not None]
         row.update(
@@ -529,7 +658,8 @@ class Runner:
             self.finish(row, CHANGED, outcome.error)
             return
         if outcome.status == "cancelled":
-            self.finish(row, SKIPPED, "run stopped before this session was summarized")
+            by = f" by {self.stopped}" if self.stopped else ""
+            self.finish(row, SKIPPED, f"run stopped{by} before this session was summarized")
             return
         if outcome.status != "ok":
             self.finish(row, FAILED, outcome.error)
@@ -543,7 +673,7 @@ class Runner:
             self.finish(row, FAILED, f"verification failed: {exc}")
             return
         except OSError as exc:
-            self.finish(row, FAILED, f"write failed: {exc}")
+            self.finish(row, FAILED, f"write failed: {_oserror(exc)}")
             return
         except Exception as exc:  # one session's bug must not stop the archive (nor lose the report)
             log.exception("writing %s failed", pending.item.path)
@@ -553,6 +683,23 @@ class Runner:
         state.record(_state_key(pending.item), pending.fingerprint, self.settings_key, COMPACTED, output, None,
                      self.run_id)
         self.finish(row, COMPACTED, "")
+
+def _current_handlers() -> dict[int, Any]:
+    try:
+        return {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:
+        return {}
+
+
+def _restore_handlers(handlers: dict[int, Any]) -> None:
+    for sig, handler in handlers.items():
+        if handler is None:
+            continue
+        try:
+            signal.signal(sig, handler)
+        except (ValueError, OSError):  # not the main thread
+            pass
+
 
 def run_archive(paths: Iterable[str], settings: CompactionSettings, options: RunOptions, summarizer: Any,
                 pool_settings: Any, **kwargs: Any) -> RunSummary:

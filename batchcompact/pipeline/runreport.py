@@ -110,7 +110,15 @@ def write_compactions(rows: list[dict[str, Any]], report_dir: Path, run_id: str)
     report_dir.mkdir(parents=True, exist_ok=True)
     target = report_dir / f"compactions-{run_id}.parquet"
     tmp = report_dir / f".compactions-{run_id}.parquet.tmp"
+    from batchcompact.formats.scan import printable
+
+    # file names that are not UTF-8 are written with \xNN escapes
+    rows = [{k: printable(v) if isinstance(v, str) else v for k, v in row.items()} for row in rows]
     table = pa.Table.from_pylist(rows, schema=compactions_schema())
-    pq.write_table(table, tmp)
-    os.replace(tmp, target)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, target)
+    except BaseException:  # disk full: no partial report left behind
+        tmp.unlink(missing_ok=True)
+        raise
     return target

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from batchcompact.errors import LockHeldError
+from batchcompact.errors import LockHeldError, RunAborted
+from batchcompact.lifecycle import forget_in_children, remember_in_children
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -82,12 +83,89 @@ def settings_hash(values: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def _is_corrupt(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return any(word in text for word in ("not a database", "malformed", "corrupt", "no such table"))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # alive, another user's
+        return True
+    return True
+
+
+def _processes_holding(path: Path) -> list[int]:
+    """Pids (readable ones: this user's) with `path` open, from /proc (empty where there is none)."""
+    wanted = os.path.realpath(path)
+    pids = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{entry}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{entry}/fd/{fd}") == wanted:
+                    pids.append(int(entry))
+                    break
+            except OSError:
+                continue
+    return pids
+
+
+def _lock_message(path: Path, holder: str) -> str:
+    """Who holds the run lock, and what to do; a holder that is gone is said so."""
+    if holder.isdigit() and not _pid_alive(int(holder)):
+        others = _processes_holding(Path(str(path) + ".lock"))
+        left = (f"processes it left behind still hold it: pid {', '.join(map(str, others))} "
+                f"(stop them: kill {' '.join(map(str, others))})") if others else "a process it left behind still holds it"
+        return (f"the lock on {path} is held, but the run that took it (pid {holder}) is no longer running; "
+                f"{left}, or pass a different --state")
+    return (f"another batchcompact run holds the lock on {path} (pid {holder}); "
+            "wait for it to finish, or pass a different --state")
+
+
+def _text(value: str | None) -> str | None:
+    """Paths as SQLite text: names that are not UTF-8 get \\xNN escapes (formats/scan.py printable)."""
+    if value is None:
+        return None
+    from batchcompact.formats.scan import printable
+
+    return printable(value)
+
+
 class RunState:
     """The state database plus an exclusive lock held for the whole run."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self.moved_aside: Path | None = None  # where an unreadable database went (then a new one was made)
+        try:
+            self._open()
+        except (OSError, sqlite3.Error) as exc:
+            if getattr(self, "_lock_handle", None) is not None and not self._lock_handle.closed:
+                self._lock_handle.close()
+            remember_in_children(self.path)
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            if isinstance(exc, OSError) and exc.filename and str(exc.filename) != str(self.path):
+                reason += f" ({exc.filename})"
+            raise RunAborted(f"cannot use the run state {self.path}: {reason} "
+                             "(free space, fix the permissions, or pass another --state)") from None
+
+    def _open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Worker processes forked while this is open close the lock and the database in the child.
+        forget_in_children(self.path)
         self._lock_handle = open(str(self.path) + ".lock", "a+")
         try:
             fcntl.flock(self._lock_handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -95,10 +173,7 @@ class RunState:
             self._lock_handle.seek(0)
             holder = self._lock_handle.read().strip() or "unknown"
             self._lock_handle.close()
-            raise LockHeldError(
-                f"another batchcompact run holds the lock on {self.path} (pid {holder}); "
-                "wait for it to finish, or pass a different --state"
-            ) from None
+            raise LockHeldError(_lock_message(self.path, holder)) from None
         self._lock_handle.seek(0)
         self._lock_handle.truncate()
         self._lock_handle.write(str(os.getpid()))
@@ -106,17 +181,53 @@ class RunState:
         # One connection shared by the event loop and the writer threads: every use holds this lock
         # (sqlite3 connections must not run statements from two threads at once).
         self._db_lock = threading.Lock()
-        self.db = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
-        self.db.executescript(SCHEMA)
-        self.db.commit()
+        try:
+            self.db = self._connect()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and not _is_corrupt(exc):
+                raise  # disk full, read-only, ...: not the database's fault
+            self.moved_aside = self._move_aside(exc)
+            self.db = self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            db.executescript(SCHEMA)
+            db.execute("SELECT count(*) FROM sessions").fetchone()
+            db.commit()
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _move_aside(self, exc: Exception) -> Path:
+        """Keep an unreadable database (and its -wal/-shm) as STATE.corrupt-TIME for inspection."""
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        n = 1
+        while aside.exists():
+            aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{n}")
+            n += 1
+        os.replace(self.path, aside)
+        for suffix in ("-wal", "-shm", "-journal"):
+            side = Path(str(self.path) + suffix)
+            if side.exists():
+                os.replace(side, Path(str(aside) + suffix))
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "the run state %s was unreadable (%s); moved it aside to %s and started a new one: finished "
+            "sessions are checked again, summaries stored there are not reused", self.path, exc, aside)
+        return aside
 
     def close(self) -> None:
         with self._db_lock:
             self.db.close()
         fcntl.flock(self._lock_handle.fileno(), fcntl.LOCK_UN)
         self._lock_handle.close()
+        remember_in_children(self.path)
 
     def __enter__(self) -> RunState:
         return self
@@ -130,7 +241,7 @@ class RunState:
             row = self.db.execute(
                 "SELECT status, output_path, reason FROM sessions WHERE input_path=? AND fingerprint=? "
                 "AND settings_hash=?",
-                (input_path, str(fingerprint), settings),
+                (_text(input_path), str(fingerprint), settings),
             ).fetchone()
         if row is None or row[0] not in FINAL_STATUSES:
             return None
@@ -141,7 +252,8 @@ class RunState:
         with self._db_lock:
             self.db.execute(
                 "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (input_path, str(fingerprint), settings, status, output_path, reason, run_id, time.time()),
+                (_text(input_path), str(fingerprint), settings, status, _text(output_path), _text(reason), run_id,
+                 time.time()),
             )
             self.db.commit()
 
@@ -149,14 +261,14 @@ class RunState:
         """The run that first found these exact bytes invalid, if one did."""
         with self._db_lock:
             row = self.db.execute("SELECT run_id FROM known_invalid WHERE input_path=? AND fingerprint=?",
-                                  (input_path, str(fingerprint))).fetchone()
+                                  (_text(input_path), str(fingerprint))).fetchone()
         return row[0] if row else None
 
     def record_invalid(self, input_path: str, fingerprint: Fingerprint, run_id: str, reason: str | None) -> None:
         """Remember an invalid file by its content; the first run that saw it is kept."""
         with self._db_lock:
             self.db.execute("INSERT OR IGNORE INTO known_invalid VALUES (?, ?, ?, ?)",
-                            (input_path, str(fingerprint), run_id, reason))
+                            (_text(input_path), str(fingerprint), run_id, _text(reason)))
             self.db.commit()
 
     def get_summary(self, key: str) -> dict[str, Any] | None:

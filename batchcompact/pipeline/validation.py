@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from batchcompact.core.entries import ERROR, Problem
+from batchcompact.errors import BatchCompactError
+from batchcompact.formats.scan import unreadable_reason
 
 
 def validate_file(path: str) -> dict[str, Any]:
@@ -22,6 +24,9 @@ def validate_file(path: str) -> dict[str, Any]:
             seen = {p.line for p in problems if p.line is not None}
             problems.extend(p for p in validate_session(session) if p.line not in seen)
         fmt, entries, session_id = session.format, len(session.entries), session.session_id
+    except (OSError, BatchCompactError, UnicodeError) as exc:  # empty, compressed, binary, a symlink loop
+        problems = [Problem(path, None, ERROR, unreadable_reason(str(path), exc))]
+        fmt, entries, session_id = None, 0, None
     except Exception as exc:  # one broken file must not stop the others
         problems = [Problem(path, None, ERROR, f"internal error while reading: {exc!r}")]
         fmt, entries, session_id = None, 0, None

@@ -3,13 +3,24 @@
 Every output is first written to a temporary file in the destination folder and fsynced, then re-read
 and verified, and only then renamed into place. In place, the original is also re-fingerprinted just
 before the rename: a file that changed since it was read (a live agent still writing) is not replaced.
+
+A run holds `lock_session` (a non-blocking flock on the session file) from the read to the rename, so two
+runs (whatever their state files) never write the same session at once: the second skips it. Temp names
+carry the pid and a random part. The backup of an in-place write is a hard link to the original (atomic,
+no copy; a copy created with O_EXCL where the filesystem has no hard links) and never replaces an existing
+`NAME.bak` holding different bytes: it takes the first free `NAME.bak.1`, `NAME.bak.2`, ... instead.
+Outputs get the source's mode; in place also its owner and group (where permitted).
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import os
-import shutil
+import secrets
+import stat as stat_module
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +32,50 @@ from batchcompact.formats.jsonl import dumps_line
 from batchcompact.pipeline.state import Fingerprint, fingerprint_file
 
 TMP_MARK = ".batchcompact-tmp"
+BACKUP_COPY_ERRNOS = {errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP}
+
+
+class SessionLocked(Exception):
+    """Another process (another run) holds the session's writer lock."""
+
+
+class SessionLock:
+    """An exclusive, non-blocking flock on a session file, held from the read to the rename."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._handle = open(self.path, "rb")  # noqa: SIM115 - held until release()
+        try:
+            fcntl.flock(self._handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._handle.close()
+            raise SessionLocked(f"{path}: locked by another run") from None
+        except OSError:
+            self._handle.close()
+            raise
+
+    def still_current(self) -> bool:
+        """The locked file is still the one at the path (another run did not replace it meanwhile)."""
+        try:
+            now = os.stat(self.path)
+        except OSError:
+            return False
+        held = os.fstat(self._handle.fileno())
+        return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
+
+    def release(self) -> None:
+        if not self._handle.closed:
+            self._handle.close()  # closing drops the flock
+
+
+def lock_session(path: str | Path) -> SessionLock:
+    """Take the writer lock of `path`; SessionLocked when another run holds it."""
+    return SessionLock(path)
+
+
+def temp_name(target: Path, kind: str = TMP_MARK) -> Path:
+    """A temp path beside `target`, unique to this process and call: `.NAME.batchcompact-tmp-PID-RANDOM`."""
+    return target.with_name(f".{target.name}{kind}-{os.getpid()}-{secrets.token_hex(4)}")
 
 
 class ChangedDuringRun(Exception):
@@ -45,12 +100,23 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def _copy_mode(fd: int, source: os.stat_result, *, owner: bool) -> None:
+    """The source's permission bits; with `owner` also its owner and group where we may (root, or our own)."""
+    if owner:
+        try:
+            os.fchown(fd, source.st_uid, source.st_gid)
+        except OSError:  # not permitted (another user's file, not root): the mode is still copied
+            pass
+    os.fchmod(fd, stat_module.S_IMODE(source.st_mode))
+
+
 def _write_temp(
     target: Path,
     session: Session,
     new_lines: list[dict[str, Any]],
     fingerprint: Fingerprint,
     replacements: dict[int, dict[str, Any]] | None = None,
+    in_place: bool = False,
 ) -> tuple[Path, bool]:
     """Write original (or migrated) content + new lines to a temp file beside `target`.
 
@@ -60,12 +126,15 @@ def _write_temp(
     """
     target.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temps(target)
-    tmp = target.with_name(f".{target.name}{TMP_MARK}-{os.getpid()}")
+    tmp = temp_name(target)
     rewrite = session.format == "pi" and session.migrated  # v1/v2 files are written as v3, as pi does
     appended = not rewrite and not replacements
     replacements = replacements or {}
+    source = os.stat(session.path)
     try:
-        with open(tmp, "wb") as out:
+        # private from the start, then the source's mode: never readable by more people than the original
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
+            _copy_mode(out.fileno(), source, owner=in_place)
             if rewrite:
                 assert session.header is not None
                 out.write(dumps_line(session.header).encode())
@@ -94,7 +163,7 @@ def _remove_stale_temps(target: Path) -> None:
     except OSError:
         return
     for name in names:
-        pid = name[len(prefix):]
+        pid = name[len(prefix):].split("-", 1)[0]
         if not pid.isdigit() or int(pid) == os.getpid():
             continue
         try:
@@ -103,6 +172,61 @@ def _remove_stale_temps(target: Path) -> None:
             (target.parent / name).unlink(missing_ok=True)
         except OSError:  # alive, owned by someone else
             pass
+
+
+_STALE_AGE_S = 3600.0  # temp names without a pid (older versions) are swept only when this old
+
+
+def _pid_of_temp(name: str) -> int | None:
+    """The pid in `.NAME.batchcompact-tmp-PID[-RANDOM]`, None when the name carries none."""
+    mark = name.rfind(TMP_MARK + "-")
+    if mark < 0:
+        return None
+    pid = name[mark + len(TMP_MARK) + 1:].split("-", 1)[0]
+    return int(pid) if pid.isdigit() else None
+
+
+def _is_ours(name: str) -> bool:
+    return TMP_MARK in name or name.endswith(".batchcompact-copy")
+
+
+def sweep_stale_temps(folders: Any) -> list[Path]:
+    """Remove temp files that runs which are gone left in `folders` (killed, OOM, disk full); returns them.
+
+    A temp file names its writer's pid: it is removed when that process no longer exists. Names without a pid
+    (left by older versions) are removed once they are an hour old.
+    """
+    removed = []
+    now = time.time()
+    for folder in {Path(f) for f in folders}:
+        try:
+            names = [n for n in os.listdir(folder) if _is_ours(n)]
+        except OSError:
+            continue
+        for name in names:
+            path = folder / name
+            pid = _pid_of_temp(name)
+            try:
+                if pid is not None:
+                    if pid == os.getpid() or _alive(pid):
+                        continue
+                elif now - path.lstat().st_mtime < _STALE_AGE_S:
+                    continue
+                path.unlink()
+                removed.append(path)
+            except OSError:
+                continue
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # alive, another user's
+        return True
+    return True
 
 
 def _copy_prefix(source: Path, out: Any, fingerprint: Fingerprint) -> bytes:
@@ -147,6 +271,64 @@ def _copy_lines(source: Path, out: Any, fingerprint: Fingerprint, replacements: 
     return last
 
 
+def _same_bytes(path: Path, fingerprint: Fingerprint) -> bool:
+    try:
+        if os.stat(path).st_size != fingerprint.size:
+            return False
+        return _prefix_hash(path, fingerprint.size) == fingerprint.sha256
+    except OSError:
+        return False
+
+
+def backup_names(target: Path):
+    """`NAME.bak`, then `NAME.bak.1`, `NAME.bak.2`, ...: where backups of `target` go, in order."""
+    yield Path(f"{target}.bak")
+    for n in range(1, 10_000):
+        yield Path(f"{target}.bak.{n}")
+
+
+def make_backup(original: Path, target: Path, fingerprint: Fingerprint) -> tuple[str, bool]:
+    """Keep the original's bytes as the first backup name that is free or already holds exactly them.
+    Returns (backup path, whether this call created it).
+
+    A hard link: atomic, no copy, same mode and owner. Where links are not possible, a copy written under an
+    O_EXCL name. An existing backup with other bytes (an older original) is never replaced.
+    """
+    original = Path(os.path.realpath(original))  # link(2) on a symlink would link the symlink itself
+    for name in backup_names(target):
+        try:
+            os.link(original, name)
+            return str(name), True
+        except FileExistsError:
+            if _same_bytes(name, fingerprint):
+                return str(name), False
+            continue
+        except OSError as exc:
+            if exc.errno not in BACKUP_COPY_ERRNOS:
+                raise
+        try:
+            _copy_exclusive(original, name, fingerprint)
+            return str(name), True
+        except FileExistsError:
+            if _same_bytes(name, fingerprint):
+                return str(name), False
+    raise OSError(errno.EEXIST, f"no free backup name beside {target}")
+
+
+def _copy_exclusive(original: Path, name: Path, fingerprint: Fingerprint) -> None:
+    source = os.stat(original)
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            _copy_mode(out.fileno(), source, owner=True)
+            _copy_prefix(original, out, fingerprint)
+            out.flush()
+            os.fsync(out.fileno())
+    except BaseException:
+        name.unlink(missing_ok=True)
+        raise
+
+
 def _prefix_hash(path: Path, size: int) -> str:
     digest = hashlib.sha256()
     remaining = size
@@ -183,7 +365,7 @@ def write_session(
     original is copied unchanged. `verify(temp_path)` returns problems (empty = good). Raises VerificationError or ChangedDuringRun;
     in both cases the temp file is removed and nothing else changed.
     """
-    tmp, appended = _write_temp(target, session, new_lines, fingerprint, replacements)
+    tmp, appended = _write_temp(target, session, new_lines, fingerprint, replacements, in_place)
     try:
         if appended and _prefix_hash(tmp, fingerprint.size) != fingerprint.sha256:
             raise VerificationError("the original bytes are not a prefix of the output")
@@ -193,16 +375,16 @@ def write_session(
             raise VerificationError("; ".join(problems[:5]))
         backup_path = None
         if in_place and backup:
-            backup_path = str(target) + ".bak"
-            bak_tmp = Path(backup_path + TMP_MARK)
-            shutil.copy2(session.path, bak_tmp)
-            with open(bak_tmp, "rb") as handle:
-                os.fsync(handle.fileno())
-            os.replace(bak_tmp, backup_path)
-        if in_place:  # check again right before the rename: the backup copy took time
-            _check_unchanged(session.path, fingerprint)
-        size = tmp.stat().st_size
-        os.replace(tmp, target)
+            backup_path, created = make_backup(Path(session.path), target, fingerprint)
+        try:
+            if in_place:  # check again right before the rename: the backup took time
+                _check_unchanged(session.path, fingerprint)
+            size = tmp.stat().st_size
+            os.replace(tmp, target)
+        except BaseException:
+            if backup_path and created:  # nothing was replaced: no backup of it either
+                Path(backup_path).unlink(missing_ok=True)
+            raise
         _fsync_dir(target.parent)
         return WriteResult(str(target), backup_path, size)
     finally:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from batchcompact.errors import UsageError
+from batchcompact.lifecycle import pool_kwargs, stop_pool
 from batchcompact.report.detect import is_candidate
 from batchcompact.report.extract import FileKey, UsageCache, default_cache_dir, extract_to_part
 from batchcompact.report.snapshot import SNAPSHOT_MIN_FILES, load_snapshot, write_snapshot
@@ -189,10 +190,18 @@ def _extract_parallel(result: CollectResult, todo: list[str], root: str, workers
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     done = 0
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, **pool_kwargs())
+        finished = False
+        try:
             for outcome in pool.map(extract_to_part, todo, [root] * len(todo), chunksize=4):
                 _add(result, [outcome])
                 done += 1
+            finished = True
+        finally:  # stopped (Ctrl-C, SIGTERM, an error): end the workers now, not after the queued files
+            if finished:
+                pool.shutdown(wait=True)
+            else:
+                stop_pool(pool)
     except BrokenProcessPool as exc:
         log.warning(
             "worker processes failed (%s); parsing the remaining %d files here", exc, len(todo) - done

@@ -155,7 +155,9 @@ def write_corpus(
     if workers == 1:
         results = map(_write_star, jobs)
     else:
-        pool = ProcessPoolExecutor(max_workers=workers)
+        from batchcompact.lifecycle import pool_kwargs
+
+        pool = ProcessPoolExecutor(max_workers=workers, **pool_kwargs())  # workers die with the parent
         results = pool.map(_write_star, jobs, chunksize=1)
     for row in results:
         rows.append(row)

@@ -1,0 +1,134 @@
+"""Worker-process lifecycle: workers never outlive the parent, nor hold what the parent locked.
+
+Every process pool batchcompact starts (planning in `pipeline/parallel.py`, extraction in
+`report/collect.py`, and any executor added later) uses `pool_kwargs()`:
+
+- `worker_init` asks Linux to kill the worker when its parent dies (`PR_SET_PDEATHSIG`), and exits at once
+  when the parent is already gone; workers ignore SIGINT (a Ctrl-C reaches the whole process group: the
+  parent decides what happens, and stops its workers itself).
+- `forget_in_children(path)` names files whose descriptors must not stay open in a forked child: the run
+  lock and the state database (with its `-wal`/`-shm`). After every fork the child closes them, so a worker
+  that outlives its parent for a moment still holds no lock.
+- `stop_pool(pool)` ends a pool's workers without waiting for queued work (used when the parent stops).
+
+The death signal follows the *thread* that started the worker (prctl(2)): start a pool from a thread that
+outlives it (the main thread, or the thread that also consumes its results, as `map_bounded` does).
+
+Signals: `install_stop_signals()` makes SIGTERM behave like SIGINT (KeyboardInterrupt) in the main process,
+and `StopSignal.received` tells which one arrived.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from typing import Any
+
+_FORGET: set[str] = set()  # real paths; a forked child closes every descriptor open on one of these
+_PR_SET_PDEATHSIG = 1
+
+
+def forget_in_children(path: str | os.PathLike[str]) -> None:
+    """After a fork, the child closes descriptors open on `path` (and its `-wal`, `-shm`, `-journal`)."""
+    _FORGET.add(os.path.realpath(path))
+
+
+def remember_in_children(path: str | os.PathLike[str]) -> None:
+    _FORGET.discard(os.path.realpath(path))
+
+
+def _close_forgotten() -> None:
+    if not _FORGET:
+        return
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return
+    for name in fds:
+        try:
+            fd = int(name)
+            target = os.readlink(f"/proc/self/fd/{name}")
+        except (ValueError, OSError):
+            continue
+        if any(target == p or target.startswith(p + "-") or target == p + ".lock" for p in _FORGET):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_forgotten)
+
+
+def set_parent_death_signal(sig: int = signal.SIGKILL) -> bool:
+    """Linux: the kernel sends `sig` to this process when its parent thread ends. False elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def worker_init(parent_pid: int) -> None:
+    """Initializer of every pool worker (see the module docstring)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    set_parent_death_signal()
+    if os.getppid() != parent_pid:  # the parent died before the death signal was armed
+        os._exit(1)
+
+
+def pool_kwargs() -> dict[str, Any]:
+    """Keyword arguments for ProcessPoolExecutor: the worker initializer above."""
+    return {"initializer": worker_init, "initargs": (os.getpid(),)}
+
+
+def stop_pool(pool: Any) -> None:
+    """Cancel queued work and end the workers now (the parent is stopping)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        try:
+            process.terminate()
+        except (OSError, AttributeError, ValueError):
+            pass
+    for process in processes:
+        try:
+            process.join(timeout=5)
+        except (OSError, AttributeError, ValueError, AssertionError):
+            pass
+
+
+class StopSignal:
+    """Which stop signal arrived last (None: none)."""
+
+    received: int | None = None
+
+
+def _raise_interrupt(signum: int, _frame: Any) -> None:
+    StopSignal.received = signum
+    raise KeyboardInterrupt
+
+
+def install_stop_signals() -> None:
+    """SIGTERM (cron timeouts, `kill`) stops the process the way Ctrl-C does: as a KeyboardInterrupt."""
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _raise_interrupt)
+
+
+def interrupted_exit_code() -> int:
+    """128 + the signal, as shells report it (130 Ctrl-C, 143 SIGTERM)."""
+    return 128 + (StopSignal.received or signal.SIGINT)
+
+
+def stop_signal_name(signum: int | None = None) -> str:
+    """SIGINT / SIGTERM: the stop signal `signum` (default: the last one received) by name."""
+    return signal.Signals(signum or StopSignal.received or signal.SIGINT).name
