@@ -23,6 +23,7 @@ STAGES = [
     ("e2e", "bench_e2e.py"),
     ("builtin", "bench_builtin.py"),
     ("startup", "bench_startup.py"),
+    ("redact", "bench_redact.py"),
 ]
 
 

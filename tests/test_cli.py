@@ -89,7 +89,7 @@ def test_plan_reports_broken_sessions_as_error_rows(tmp_path):
     assert result.exit_code == 0
     rows = {r["path"].rsplit("/", 1)[-1]: r for r in json.loads(result.output.split("\n", 0)[0][result.output.index("["):result.output.rindex("]") + 1])}
     assert rows["bad.jsonl"]["status"] == "error"
-    assert rows["bad.jsonl"]["reason"].endswith("bad.jsonl:2: error: invalid JSON: Expecting property name enclosed in double quotes at column 2")
+    assert rows["bad.jsonl"]["reason"] == "line 2: invalid JSON: Expecting property name enclosed in double quotes at column 2"
     assert rows["good.jsonl"]["status"] == "skip"
 
 

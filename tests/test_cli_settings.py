@@ -260,7 +260,7 @@ def test_known_invalid_files_fail_once_then_are_reported_without_failing(tmp_pat
     args = ("run", src, "--output-dir", tmp_path / "out", "--min-age", "0")
     first = invoke(*args)
     assert first.exit_code == 1
-    assert "malformed.jsonl:16: error: invalid JSON" in first.output
+    assert "malformed.jsonl: line 16: invalid JSON" in first.output
     second = invoke(*args, "--format", "json")
     assert second.exit_code == 0, second.output
     (row,) = [r for r in json.loads(second.stdout)["rows"] if r["input_path"].endswith("malformed.jsonl")]
@@ -313,7 +313,7 @@ def test_crontab_style_run_is_quiet_and_takes_its_settings_from_the_config_file(
     shutil.copy(BROKEN_SAMPLES / "pi" / "malformed.jsonl", src / "malformed.jsonl")
     first = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=120)
     assert first.returncode == 1 and first.stdout == ""
-    assert re.search(r"malformed\.jsonl:16: error", first.stderr)
+    assert re.search(r"malformed\.jsonl: line 16: invalid JSON", first.stderr)
     again = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=120)
     assert again.returncode == 0 and again.stdout == "" and again.stderr == ""
 

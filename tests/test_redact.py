@@ -143,3 +143,41 @@ def test_large_text_is_handled():
     out, counts = redact_text(text)
     assert sum(counts.values()) == 14
     assert OPENAI not in out
+
+
+@pytest.mark.parametrize(
+    "text,secret,kind",
+    [
+        ("DATABASE_URL=postgres://appuser:S3cr3tPassw0rd9@db.internal:5432/app", "S3cr3tPassw0rd9",
+         "url_credentials"),
+        ("git clone https://deployer:hunter2hunter2@git.example.com/r.git", "hunter2hunter2", "url_credentials"),
+        ("mongodb+srv://admin:Pa55w0rdXyz@cluster0.example.net/db", "Pa55w0rdXyz", "url_credentials"),
+        ("redis://:r3d1sPa55@cache:6379/0", "r3d1sPa55", "url_credentials"),
+        (f"the id is {AWS_ID} and the secret {AWS_SECRET} for prod", AWS_SECRET, "aws_secret_key"),
+        (f"aws_secret_access_key = {AWS_SECRET}", AWS_SECRET, "aws_secret_key"),
+        ('SESSION_SIGNING_SECRET_VALUE: "q8Zr2LmX9vT4wK7pN1sB6yH3"', "q8Zr2LmX9vT4wK7pN1sB6yH3", "high_entropy"),
+        ("Authorization: Basic dXNlcjpodW50ZXIy", "dXNlcjpodW50ZXIy", "basic_auth"),
+        ("Server=db;User Id=sa;Password=Sup3rS3cret!;", "Sup3rS3cret!", "assignment"),
+    ],
+)
+def test_connection_strings_aws_free_text_and_high_entropy(text, secret, kind):
+    out, counts = redact_text(text)
+    assert secret not in out
+    assert counts.get(kind, 0) >= 1, counts
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "postgres://user:${DB_PASSWORD}@localhost/app",
+        "https://github.com/owner/repo.git and http://localhost:8000/v1",
+        "Basic authentication is described in RFC 7617",
+        "max_tokens = 4096",
+        "tokenizer_path = '/home/user/models/tokenizer.json'",
+        "author = 'John Smith'",
+        "PWD=/home/user/project",
+        "commit 1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b near AKIA",
+    ],
+)
+def test_no_false_positives_for_urls_paths_and_names(text):
+    assert redact_text(text) == (text, {})

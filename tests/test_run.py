@@ -427,7 +427,7 @@ def test_parquet_report_matches_outcomes_and_server_usage(bc, tmp_path, llm_serv
     files = sorted((out / ".batchcompact" / "reports").glob("compactions-*.parquet"))
     assert len(files) == 2
     metadata = pq.read_schema(files[0]).metadata
-    assert metadata[b"schema_version"] == b"2"
+    assert metadata[b"schema_version"] == b"3"
     report = pl.read_parquet(files)
     first_run, second_run = (pq.read_table(f, columns=["run_id"])["run_id"][0].as_py() for f in files)
     if report.filter(pl.col("run_id") == first_run)["started_at"][0] > \

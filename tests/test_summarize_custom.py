@@ -151,6 +151,7 @@ def test_click_options_names_and_secrecy(monkeypatch):
         "api_key": "sk-very-secret-1234567890abcdefgh",
         "timeout": 600.0,
         "summarizer": None,
+        "check": False,
         "no_redact": True,
         "concurrency": 4,
         "rpm": 60.0,

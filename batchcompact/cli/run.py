@@ -12,7 +12,12 @@ import click
 from batchcompact.cli.command import deprecated
 from batchcompact.cli.options import agent_fields, branch_options, planner_options, pop_settings, resolve_jobs
 from batchcompact.cli.output import output_options, pick_format, reason_kind, require_output, write_rows
-from batchcompact.cli.summarize_options import pool_options, pool_settings_from, summarizer_options
+from batchcompact.cli.summarize_options import (
+    pool_options,
+    pool_settings_from,
+    provider_preflight,
+    summarizer_options,
+)
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 
@@ -46,7 +51,11 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
     after = sum(r["tokens_after_est"] or 0 for r in rows if r["status"] == "compacted")
     calls = sum(r["calls"] or 0 for r in rows)
     cost = sum(r["cost_usd"] or 0.0 for r in rows)
-    unpriced = sum(1 for r in rows if r["status"] == "compacted" and r["cost_usd"] is None)
+    unpriced = sum(1 for r in rows if r.get("unpriced"))
+    if unpriced and not any(r["cost_usd"] for r in rows):
+        cost_text = "cost unpriced (the model has no known price)"
+    else:
+        cost_text = f"cost ${cost:.4f}" + (f" (+{unpriced} unpriced)" if unpriced else "")
     failed = [r for r in rows if r["status"] in FAILED_STATUSES]
     lines = []
     if not quiet:
@@ -61,7 +70,7 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
                          "(not a failure; --strict makes it one; `batchcompact validate` shows the problems)")
         lines += [
             f"tokens (compacted sessions): {before:,} -> ~{after:,}",
-            f"summary calls: {calls}, cost ${cost:.4f}" + (f" (+{unpriced} unpriced)" if unpriced else ""),
+            f"summary calls: {calls}, {cost_text}",
             f"wall time: {wall:.1f}s",
         ]
         if summary.report_path:
@@ -120,7 +129,8 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         copy_unchanged: bool, min_age: str, state: str | None, report_dir: str | None, max_cost: float | None,
         limit: int | None, dry_run: bool, strict: bool, fmt: str, output: str | None, json_flag: bool,
         pricing: str | None, jobs: int | None, model: str,
-        api_base: str | None, api_key: str | None, timeout: float, summarizer: str | None, no_redact: bool,
+        api_base: str | None, api_key: str | None, timeout: float, summarizer: str | None, check: bool,
+        no_redact: bool,
         concurrency: int, rpm: float | None, tpm: float | None, max_attempts: int, branch_summaries: bool,
         min_branch_tokens: int, branch_reserve_tokens: int, use_batch: bool = False, wait: bool = False,
         batch_attempts: int = 3, **kwargs: Any) -> int:
@@ -132,7 +142,8 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
     for a summary. Exit codes: 0 all compacted or skipped (also files a live agent changed during the
     run, a run stopped with Ctrl-C, and invalid files an earlier run already reported, unchanged since,
     unless --strict), 1 some sessions failed (or a file is invalid for the first time), 2 usage error
-    (also: no session files found), 3 run aborted (authentication, lock held, budget refused).
+    (also: no session files found, an unknown --model), 3 run aborted (authentication or a missing key,
+    a failed --check, lock held, budget refused).
     Progress bars appear only when stderr is a terminal; -q prints nothing unless something failed.
     --format/-o print the per-session rows (the same as the Parquet report) instead of the summary.
 
@@ -179,13 +190,16 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         batch_options = BatchOptions(api_base=api_base, api_key=api_key, max_attempts=batch_attempts)
     agent = agent_fields(ctx, kwargs.pop("agent_settings", True))
     settings = pop_settings(kwargs)
+    quiet = (ctx.find_root().obj or {}).get("quiet", False)
+    # before any file is read: an unknown model, a missing key (or a failed --check) costs nothing
+    provider = provider_preflight(model, api_base=api_base, api_key=api_key, summarizer=summarizer, check=check,
+                                  timeout=timeout, quiet=quiet)
     from batchcompact.summarize import build_summarizer
 
     summarizer_obj = build_summarizer(model, api_base=api_base, api_key=api_key, timeout=timeout,
-                                      summarizer_spec=summarizer, pricing_file=pricing)
+                                      summarizer_spec=summarizer, pricing_file=pricing, provider=provider)
     pool = pool_settings_from(concurrency=concurrency, rpm=rpm, tpm=tpm, max_attempts=max_attempts,
                               max_cost_usd=max_cost, redact=not no_redact)
-    quiet = (ctx.find_root().obj or {}).get("quiet", False)
     options = RunOptions(
         output_dir=Path(output_dir) if output_dir else None,
         in_place=in_place,
@@ -237,6 +251,10 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         "aborted": summary.aborted,
         "notes": summary.notes,
         "exit_code": summary.exit_code,
+        # null when a summary model had no price: unknown, not free
+        "cost_usd": None if any(r.get("unpriced") for r in summary.rows)
+        else sum(r["cost_usd"] or 0.0 for r in summary.rows),
+        "unpriced_sessions": sum(1 for r in summary.rows if r.get("unpriced")),
     })
     if not quiet:
         click.echo(summary_text(summary, wall, min_age), err=True)

@@ -24,7 +24,7 @@ def _positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 
 
 def summarizer_options(func: Callable) -> Callable:
-    """--model, --api-base, --api-key, --timeout, --summarizer, --no-redact."""
+    """--model, --api-base, --api-key, --timeout, --summarizer, --check, --no-redact."""
     options = [
         click.option(
             "--model",
@@ -61,6 +61,13 @@ def summarizer_options(func: Callable) -> Callable:
             "Its summaries are marked fromHook.",
         ),
         click.option(
+            "--check",
+            is_flag=True,
+            default=False,
+            help="Before the run, send one tiny real request to prove the key and the endpoint "
+            "(exit 3 if it fails). The provider and its key are always checked without a request.",
+        ),
+        click.option(
             "--no-redact",
             is_flag=True,
             default=False,
@@ -71,6 +78,27 @@ def summarizer_options(func: Callable) -> Callable:
     for option in reversed(options):
         func = option(func)
     return func
+
+
+def provider_preflight(model: str, *, api_base: str | None, api_key: str | None, summarizer: str | None,
+                       check: bool, timeout: float, quiet: bool = False) -> Any:
+    """Resolve and check the summary model before any file is read; None for builtin / custom summarizers.
+
+    An unknown model is a usage error (exit 2), a missing key or a failed `--check` aborts (exit 3).
+    """
+    if summarizer or model.strip().lower() == "builtin":
+        if check and not quiet:
+            click.echo("check: nothing to check (the summarizer does not call a provider)", err=True)
+        return None
+    from batchcompact.summarize.preflight import check_endpoint, preflight
+
+    info = preflight(model, api_base, api_key)
+    if check:
+        latency = check_endpoint(info, timeout=min(timeout, 60.0))
+        if not quiet:
+            click.echo(f"check: {info.model} at {info.base_url} answered in {latency:.2f}s "
+                       f"(key: {info.key_source})", err=True)
+    return info
 
 
 def pool_options(func: Callable) -> Callable:

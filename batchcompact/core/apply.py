@@ -49,25 +49,24 @@ def usage_record(
     """The summary calls' usage in pi's Usage shape (as later pi and Flue record it on compactions).
 
     `cost_parts` (input, output, cacheRead, cacheWrite) come from the price table; when they are unknown
-    but the total is, the parts are 0 and `total` carries the cost. No cost at all when it is unknown.
+    but the total is, the parts are 0 and `total` carries the cost. An unpriced model (cost None) gets zero
+    costs, as pi writes for models it cannot price; the run report keeps the cost null.
     """
-    record: dict[str, Any] = {
+    parts = (cost_parts or {}) if cost is not None else {}
+    return {
         "input": prompt_tokens,
         "output": completion_tokens,
         "cacheRead": cache_read,
         "cacheWrite": cache_write,
         "totalTokens": prompt_tokens + completion_tokens + cache_read + cache_write,
-    }
-    if cost is not None:
-        parts = cost_parts or {}
-        record["cost"] = {
+        "cost": {
             "input": parts.get("input", 0.0),
             "output": parts.get("output", 0.0),
             "cacheRead": parts.get("cacheRead", 0.0),
             "cacheWrite": parts.get("cacheWrite", 0.0),
-            "total": cost,
-        }
-    return record
+            "total": cost if cost is not None else 0.0,
+        },
+    }
 
 
 def build_compaction_entry(

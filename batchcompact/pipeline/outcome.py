@@ -74,7 +74,8 @@ class OutcomeWriter:
                                in_place=self.in_place, backup=self.backup,
                                replacements=replacements)
         pending.row["branch_summaries"] = count
-        pending.row["written_entries"] = written_usage(lines)
+        unpriced = any(r is not None and r.cost_usd is None for r in paid)
+        pending.row["written_entries"] = written_usage(lines, unpriced=unpriced)
         return result.output_path
 
     def _branch_lines(self, pending: Any, results: list) -> list[dict[str, Any]]:
@@ -175,8 +176,11 @@ def _verify_branch_only(original: Any, written: Any, added: int) -> list[str]:
     return problems
 
 
-def written_usage(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The usage of each compaction / branch-summary entry written (for the run report)."""
+def written_usage(lines: list[dict[str, Any]], *, unpriced: bool = False) -> list[dict[str, Any]]:
+    """The usage of each compaction / branch-summary entry written (for the run report).
+
+    `unpriced`: the summaries came from a model without a price; the entries carry pi's zero costs, the
+    report a null cost (unknown, not free)."""
     out = []
     for line in lines:
         usage = line.get("usage")
@@ -191,7 +195,7 @@ def written_usage(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "output": usage.get("output", 0),
                 "cache_read": usage.get("cacheRead", 0),
                 "cache_write": usage.get("cacheWrite", 0),
-                "cost_usd": cost.get("total") if isinstance(cost, dict) else None,
+                "cost_usd": cost.get("total") if isinstance(cost, dict) and not unpriced else None,
             }
         )
     return out

@@ -164,7 +164,9 @@ def plan_session(
     if not session.compactable:
         errors = session.errors
         more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
-        row.update(status="error", reason=f"{errors[0]}{more}")
+        first = errors[0]  # the row names the file: the reason gives the line and the problem, not the path again
+        where = f"line {first.line}: " if first.line is not None else ""
+        row.update(status="error", reason=f"{where}{first.message}{more}")
         return None, row
     if session.format == "pi" and options.agent_settings:
         settings, disabled = _with_pi_settings(session, settings, options.agent_settings)

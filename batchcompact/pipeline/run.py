@@ -32,6 +32,7 @@ from batchcompact.pipeline.planning import PlanOptions, plan_session, read_sessi
 from batchcompact.pipeline.runreport import empty_row, write_compactions
 from batchcompact.pipeline.state import Fingerprint, RunState, fingerprint_file, settings_hash
 from batchcompact.pipeline.writer import ChangedDuringRun
+from batchcompact.summarize.redact import merge_counts
 
 log = logging.getLogger(__name__)
 
@@ -484,6 +485,9 @@ class Runner:
             latency_s=max((r.latency_s for r in results), default=0.0),
             model=results[0].model if results else self.options.summary_model,
             redactions=sum(r.redaction_count for r in results),
+            redaction_kinds=[{"kind": kind, "count": count}
+                             for kind, count in sorted(merge_counts(*(r.redactions for r in results)).items())],
+            unpriced=any(r.cost_usd is None for r in results),
             overflow_recovery=any(r.overflow_calls for r in results),
             reused_summaries=sum(1 for r in results if r.calls == 0 and self.summarizer.name != "builtin"),
             batch=any(r.batch for r in results),

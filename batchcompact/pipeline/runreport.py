@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-COMPACTIONS_SCHEMA_VERSION = "2"
+COMPACTIONS_SCHEMA_VERSION = "3"
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("run_id", "string"),
@@ -51,6 +51,10 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("written_entries", "entries"),
     # Added in schema version 2: the summaries were bought through a provider batch API (batch prices).
     ("batch", "bool"),
+    # Added in schema version 3: secrets redacted per kind (their sum is `redactions`), and whether the
+    # summary model had no price (then `cost_usd` is null: unknown, not free).
+    ("redaction_kinds", "kinds"),
+    ("unpriced", "bool"),
 )
 
 
@@ -63,6 +67,7 @@ def compactions_schema():
         "float64": pa.float64(),
         "bool": pa.bool_(),
         "timestamp": pa.timestamp("us", tz="UTC"),
+        "kinds": pa.list_(pa.struct([("kind", pa.string()), ("count", pa.int64())])),
         "entries": pa.list_(
             pa.struct(
                 [
@@ -91,6 +96,7 @@ def empty_row() -> dict[str, Any]:
     row["split_turn"] = False
     row["overflow_recovery"] = False
     row["batch"] = False
+    row["unpriced"] = False
     return row
 
 

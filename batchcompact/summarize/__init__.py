@@ -5,6 +5,8 @@ Nothing here imports litellm at import time; the litellm summarizer imports it o
 
 from __future__ import annotations
 
+from typing import Any
+
 from batchcompact.summarize.base import (
     Cancel,
     ContextTooLongError,
@@ -33,6 +35,7 @@ def build_summarizer(
     summarizer_spec: str | None = None,
     pricing_file: str | None = None,
     reasoning_effort: str | None = None,
+    provider: Any = None,
 ) -> Summarizer:
     """The summarizer for the command-line options: a custom one, the builtin, or litellm + overflow recovery."""
     if summarizer_spec:
@@ -49,6 +52,7 @@ def build_summarizer(
         timeout=timeout if timeout is not None else 600.0,
         pricing_file=pricing_file,
         reasoning_effort=reasoning_effort,
+        provider=provider,
     )
     return OverflowSummarizer(inner)
 

@@ -4,7 +4,12 @@ Invariants:
 - `litellm` is imported on the first call, never at module import (`batchcompact --help` stays instant),
   and always after `LITELLM_LOCAL_MODEL_COST_MAP=True` is set (no price-map download);
 - litellm's own retries are off (`num_retries=0`, `max_retries=0`): the pool owns retries;
-- the API key never appears in an exception message we raise (it is scrubbed, with anything key-shaped).
+- the API key never appears in an exception message we raise (it is scrubbed, with anything key-shaped);
+- the provider is resolved once (`preflight`) before the first request: an unknown model or a missing key
+  aborts the run instead of failing every session; with `api_base` and no key a placeholder is sent;
+- errors are classified by what happened (the exception chain), not by litellm's guessed status: a
+  connection that never got an HTTP answer is "cannot reach <base URL>: <reason>", whatever status
+  litellm attached to it; messages carry the provider's first line only.
 """
 
 from __future__ import annotations
@@ -42,9 +47,12 @@ def import_litellm() -> Any:
 
         litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on every error
         litellm.telemetry = False
-        # Their debug logs can carry request headers; -vv must not put an API key on stderr.
-        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "openai", "httpx", "httpcore"):
+        # Their debug logs can carry request headers; -vv must not put an API key on stderr. litellm's own
+        # warnings (e.g. its logging worker moving between event loops after --check) are not the user's.
+        for name in ("openai", "httpx", "httpcore"):
             logging.getLogger(name).setLevel(logging.WARNING)
+        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+            logging.getLogger(name).setLevel(logging.ERROR)
         _litellm = litellm
     return _litellm
 
@@ -76,6 +84,7 @@ class LiteLLMSummarizer:
         pricing_file: str | None = None,
         reasoning_effort: str | None = None,
         extra_params: dict[str, Any] | None = None,
+        provider: Any = None,
     ):
         self.name = model
         self.model = model
@@ -87,6 +96,7 @@ class LiteLLMSummarizer:
         self.extra_params = dict(extra_params or {})
         self._prices = _price_table(pricing_file)
         self._max_output: int | None | bool = False  # False = not looked up yet
+        self._provider = provider  # a preflight.ProviderInfo, resolved on the first call when not given
 
     def __repr__(self) -> str:  # never shows the key
         return f"LiteLLMSummarizer(model={self.model!r}, api_base={self.api_base!r})"
@@ -144,18 +154,53 @@ class LiteLLMSummarizer:
             request["reasoning_effort"] = self.reasoning_effort
         return request
 
-    async def summarize(self, call: SummaryCall) -> SummaryResult:
-        litellm = import_litellm()
-        request = self.build_request(call)
-        start = time.perf_counter()
+    def provider(self) -> Any:
+        """The preflight's `ProviderInfo` (resolved once); an unusable model or key aborts the run."""
+        if self._provider is None:
+            from batchcompact.errors import BatchCompactError
+            from batchcompact.summarize.preflight import preflight
+
+            try:
+                self._provider = preflight(self.model, self.api_base, self._api_key)
+            except BatchCompactError as exc:
+                raise RunFatalError(str(exc)) from None
+        return self._provider
+
+    async def _send(self, request: dict[str, Any]) -> Any:
+        info = self.provider()
         try:
-            response = await litellm.acompletion(**request, api_key=self._api_key)
+            return await import_litellm().acompletion(**request, api_key=self._api_key or info.api_key)
         except SummaryCallError:
             raise
         except Exception as exc:
-            raise classify_error(exc, self.model, self._api_key) from None
+            raise classify_error(exc, self.model, self._api_key, base_url=info.base_url) from None
+
+    async def summarize(self, call: SummaryCall) -> SummaryResult:
+        request = self.build_request(call)
+        start = time.perf_counter()
+        response = await self._send(request)
         latency = time.perf_counter() - start
         return self._result(response, latency)
+
+    async def ping(self) -> float:
+        """One tiny real request (`--check`): proves the key and the endpoint. Returns the latency."""
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": "Reply with the single word: ok"}],
+            "max_tokens": 16,
+            "num_retries": 0,
+            "max_retries": 0,
+            **self.extra_params,
+        }
+        if self.timeout:
+            request["timeout"] = self.timeout
+        if self.api_base:
+            request["api_base"] = self.api_base
+        start = time.perf_counter()
+        response = await self._send(request)
+        if not getattr(response, "choices", None):
+            raise RetryableError(f"malformed response from {self.model}: no choices")
+        return time.perf_counter() - start
 
     def _result(self, response: Any, latency: float) -> SummaryResult:
         try:
@@ -251,37 +296,140 @@ def _headers(exc: Exception) -> Any:
     headers = getattr(exc, "litellm_response_headers", None)
     if headers:
         return headers
-    response = getattr(exc, "response", None)
-    return getattr(response, "headers", None)
+    for link in _chain(exc):
+        response = getattr(link, "response", None)
+        headers = getattr(response, "headers", None)
+        if headers:
+            return headers
+    return None
 
 
-def classify_error(exc: Exception, model: str, api_key: str | None = None) -> SummaryCallError:
-    """Map a litellm/openai/httpx exception to retry / fail-this-session / abort-the-run."""
+def _chain(exc: BaseException) -> list[BaseException]:
+    """`exc` and its causes, outermost first (litellm wraps openai wraps httpx wraps the socket error)."""
+    seen: list[BaseException] = []
+    link: BaseException | None = exc
+    while link is not None and link not in seen and len(seen) < 12:
+        seen.append(link)
+        link = link.__cause__ or link.__context__
+    return seen
+
+
+def _http_status(chain: list[BaseException]) -> int | None:
+    """The status of the HTTP answer the provider sent: the innermost exception with a response wins
+    (litellm's outer wrappers carry a made-up status, e.g. 500 for a refused connection)."""
+    for link in reversed(chain):
+        status = getattr(getattr(link, "response", None), "status_code", None)
+        if isinstance(status, int):
+            return status
+    for link in chain:
+        status = getattr(link, "status_code", None)
+        if isinstance(status, int):
+            return status
+    return None
+
+
+_TRANSPORT_NAMES = ("APIConnectionError", "ConnectError", "ConnectTimeout", "ClientConnectorError",
+                    "ClientConnectionError", "ServerDisconnectedError", "RemoteProtocolError", "ReadError")
+
+
+def _is_transport_failure(chain: list[BaseException]) -> bool:
+    """True when no HTTP answer came back: refused, DNS, TLS, reset (not a timeout)."""
+    import socket
+    import ssl
+
+    for link in chain:
+        if isinstance(link, ConnectionError | socket.gaierror | ssl.SSLError):
+            return True
+        if type(link).__name__ in _TRANSPORT_NAMES and "Timeout" not in type(link).__name__:
+            return True
+    return False
+
+
+def _is_timeout(chain: list[BaseException]) -> bool:
+    import asyncio
+
+    return any(
+        isinstance(link, TimeoutError | asyncio.TimeoutError) or "Timeout" in type(link).__name__
+        for link in chain
+    )
+
+
+def _transport_reason(chain: list[BaseException]) -> str:
+    """A few words for why the connection failed, from the innermost cause."""
+    import socket
+    import ssl
+
+    for link in reversed(chain):
+        if isinstance(link, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(link, socket.gaierror):
+            return f"host name not resolved ({link.strerror or link})"
+        if isinstance(link, ssl.SSLError):
+            return f"TLS error: {getattr(link, 'reason', None) or link}"
+        if isinstance(link, ConnectionResetError):
+            return "connection reset"
+        if isinstance(link, OSError) and link.strerror:
+            return link.strerror.lower()
+    text = str(chain[-1]).strip() or type(chain[-1]).__name__
+    return re.sub(r"\s*ssl:<[^>]*>", "", text)
+
+
+_MISSING_KEY = re.compile(r"missing credentials|api_key client option must be set|missing \w+ api key|"
+                          r"no api key|api key not (?:found|provided)", re.IGNORECASE)
+
+
+def provider_message(exc: Exception, api_key: str | None = None, limit: int = 200) -> str:
+    """The provider's own message, first line only, scrubbed and shortened."""
+    text = ""
+    for link in _chain(exc):
+        body = getattr(link, "body", None)
+        if isinstance(body, dict):
+            inner = body.get("error", body)
+            message = inner.get("message") if isinstance(inner, dict) else inner
+            if isinstance(message, str) and message.strip():
+                text = message
+                break
+    if not text:
+        text = _PREFIX.sub("", str(exc)).strip()
+        text = re.sub(r"^\w*(?:Exception|Error) - ", "", text)
+    text = scrub(text.strip(), api_key)
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "") or type(exc).__name__
+    return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+def classify_error(exc: Exception, model: str, api_key: str | None = None, *,
+                   base_url: str | None = None) -> SummaryCallError:
+    """Map a litellm/openai/httpx exception to retry / fail-this-session / abort-the-run by what happened."""
     litellm = import_litellm()
-    status = getattr(exc, "status_code", None)
-    status = status if isinstance(status, int) else None
-    detail = scrub(_PREFIX.sub("", str(exc)).strip() or type(exc).__name__, api_key)
-    where = f"{model}" + (f" (HTTP {status})" if status else "")
+    chain = _chain(exc)
+    detail = provider_message(exc, api_key)
+    where_url = base_url or model
     retry_after = parse_retry_after(_headers(exc))
     if isinstance(exc, litellm.ContextWindowExceededError):
-        return ContextTooLongError(f"prompt too long for {where}: {detail}", status_code=status)
-    if status in (401, 403) or isinstance(exc, litellm.AuthenticationError | litellm.PermissionDeniedError):
-        hint = (
-            "check --api-key / the provider's key variable"
-            if status != 403
-            else "check the key's permissions"
-        )
+        status = _http_status(chain)
+        return ContextTooLongError(f"prompt too long for {model}: {detail}", status_code=status)
+    if _MISSING_KEY.search(str(exc)):
+        return RunFatalError(f"no API key for {model}: {detail} (set the provider's key variable or "
+                             "pass --api-key)")
+    if _is_transport_failure(chain):
+        return RetryableError(f"cannot reach {where_url}: {_transport_reason(chain)}")
+    if _is_timeout(chain):
+        return RetryableError(f"no answer from {where_url} (timed out)")
+    status = _http_status(chain)
+    where = f"{model}" + (f" (HTTP {status})" if status else "")
+    if status in (401, 403) or (
+        status is None and isinstance(exc, litellm.AuthenticationError | litellm.PermissionDeniedError)
+    ):
+        hint = "check --api-key / the provider's key variable" if status != 403 else "check the key's permissions"
         return RunFatalError(f"{where} refused the credentials: {detail} ({hint})", status_code=status)
     if status == 402:
         return RunFatalError(f"{where} requires payment: {detail}", status_code=status)
-    if status == 429 or isinstance(exc, litellm.RateLimitError):
-        return RateLimitedError(
-            f"rate limited by {where}: {detail}", status_code=429, retry_after=retry_after
-        )
+    if status == 429 or (status is None and isinstance(exc, litellm.RateLimitError)):
+        return RateLimitedError(f"rate limited by {where}: {detail}", status_code=429, retry_after=retry_after)
     if status is not None and (status >= 500 or status in (408, 409, 425)):
-        return RetryableError(
-            f"server error from {where}: {detail}", status_code=status, retry_after=retry_after
-        )
+        return RetryableError(f"server error from {where}: {detail}", status_code=status, retry_after=retry_after)
+    if status is not None and 400 <= status < 500:
+        return SessionFatalError(f"{where} rejected the request: {detail}", status_code=status)
     retryable_types = (
         litellm.Timeout,
         litellm.APIConnectionError,
@@ -290,11 +438,7 @@ def classify_error(exc: Exception, model: str, api_key: str | None = None) -> Su
         litellm.APIResponseValidationError,
     )
     if isinstance(exc, retryable_types):
-        return RetryableError(
-            f"transient error from {where}: {detail}", status_code=status, retry_after=retry_after
-        )
-    if status is not None and 400 <= status < 500:
-        return SessionFatalError(f"{where} rejected the request: {detail}", status_code=status)
+        return RetryableError(f"transient error from {where}: {detail}", retry_after=retry_after)
     if isinstance(exc, ValueError | KeyError | TypeError | AttributeError):  # malformed answers surface so
-        return RetryableError(f"malformed response from {where}: {detail}", status_code=status)
-    return SessionFatalError(f"{where} failed: {detail}", status_code=status)
+        return RetryableError(f"malformed response from {where}: {detail}")
+    return SessionFatalError(f"{where} failed: {detail}")

@@ -1,0 +1,188 @@
+"""Preflight: refuse a summary model that cannot work before any file is planned or any money is spent.
+
+`preflight(model, api_base, api_key)` resolves the provider as litellm does (`litellm.get_llm_provider`,
+imported lazily) and checks that the provider's credentials are present, without sending anything:
+
+- a model litellm cannot place is a usage error (exit 2) whose one line says what would work, e.g.
+  `openai/<name> --api-base URL` for a local OpenAI-compatible server;
+- a missing API key (no `--api-key`, none of the provider's variables set) aborts (exit 3), unless
+  `--api-base` is given: local servers (vLLM, llama.cpp, Ollama, LM Studio) are usually keyless, so a
+  placeholder key is sent instead;
+- variables that are not keys (Azure's base and version, Vertex's project, AWS credentials that may come
+  from a profile) are left for the provider to judge: their absence is logged, not fatal.
+
+`check_endpoint(...)` is `--check`: one tiny real request that proves the key and the endpoint. Both raise
+our errors only (`UsageError`, `RunAborted` subclasses), so the CLI turns them into one line and an exit code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from batchcompact.errors import RunAborted, UsageError
+
+log = logging.getLogger(__name__)
+
+# Sent as the key when --api-base names a server and no key is configured: keyless servers ignore it,
+# and the OpenAI client refuses to send a request without one.
+PLACEHOLDER_KEY = "no-key"
+
+# Where each provider's requests go when no --api-base is given (for "cannot reach <base URL>").
+DEFAULT_BASES = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+    "gemini": "https://generativelanguage.googleapis.com",
+    "mistral": "https://api.mistral.ai/v1",
+    "deepseek": "https://api.deepseek.com",
+    "openrouter": "https://openrouter.ai/api/v1",
+    "xai": "https://api.x.ai/v1",
+    "together_ai": "https://api.together.xyz/v1",
+    "fireworks_ai": "https://api.fireworks.ai/inference/v1",
+    "cohere": "https://api.cohere.ai",
+}
+# Environment variables that override a provider's default base URL.
+_BASE_VARS = {"openai": ("OPENAI_BASE_URL", "OPENAI_API_BASE"), "anthropic": ("ANTHROPIC_API_BASE",)}
+_KEY_NAME = re.compile(r"(?:_API_KEY|_KEY|_TOKEN)$")
+_AWS = re.compile(r"^AWS_")
+
+
+class MissingCredentialsError(RunAborted):
+    """The provider's API key is not configured; nothing was sent."""
+
+
+class EndpointCheckError(RunAborted):
+    """`--check`: the one test request failed (unreachable endpoint, refused key, bad model)."""
+
+
+@dataclass(frozen=True)
+class ProviderInfo:
+    """Where a model's requests go and with which key (the key never appears in a repr)."""
+
+    model: str  # as given on the command line
+    provider: str  # litellm's provider name: openai, anthropic, gemini, ...
+    provider_model: str  # the model name the provider sees
+    base_url: str  # the endpoint, for messages ("cannot reach <base_url>: ...")
+    api_base: str | None  # --api-base as given
+    key_source: str  # "--api-key", "$OPENAI_API_KEY", "environment" (litellm found it), "placeholder"
+    api_key: str | None = field(default=None, repr=False)  # what to send: --api-key or the placeholder
+
+    @property
+    def keyless(self) -> bool:
+        return self.key_source == "placeholder"
+
+
+def _litellm():
+    from batchcompact.summarize.litellm_summarizer import import_litellm
+
+    return import_litellm()
+
+
+def unknown_model_message(model: str, api_base: str | None) -> str:
+    """One line: why `model` cannot be used and what would work."""
+    name = model.split("/", 1)[-1] if "/" in model else model
+    if api_base:
+        return (f"unknown model {model!r}: litellm cannot tell its provider; for an OpenAI-compatible server "
+                f"use --model openai/{name} --api-base {api_base}")
+    return (f"unknown model {model!r}: litellm cannot tell its provider; name it provider/model "
+            f"(e.g. openai/gpt-4o-mini, anthropic/claude-haiku-4-5, gemini/gemini-2.5-flash), or for a local "
+            f"OpenAI-compatible server use --model openai/{name} --api-base http://127.0.0.1:8000/v1")
+
+
+def resolve_provider(model: str, api_base: str | None = None) -> tuple[str, str, str | None]:
+    """(provider model name, provider, provider's own default base or None) as litellm resolves `model`."""
+    if not model or not model.strip():
+        raise UsageError("--model is empty: name a model such as openai/gpt-4o-mini, or 'builtin'")
+    litellm = _litellm()
+    try:
+        name, provider, _key, base = litellm.get_llm_provider(model=model.strip(), api_base=api_base)
+    except Exception:
+        raise UsageError(unknown_model_message(model, api_base)) from None
+    if not provider:
+        raise UsageError(unknown_model_message(model, api_base))
+    return name, provider, base
+
+
+def base_url(provider: str, api_base: str | None = None, provider_base: str | None = None,
+             env: Mapping[str, str] | None = None) -> str:
+    """The endpoint requests go to: --api-base, the provider's base variable, or its documented default."""
+    env = os.environ if env is None else env
+    if api_base:
+        return api_base
+    for name in _BASE_VARS.get(provider, ()):
+        if env.get(name):
+            return env[name]
+    return provider_base or DEFAULT_BASES.get(provider) or f"the {provider} API"
+
+
+def preflight(model: str, api_base: str | None = None, api_key: str | None = None, *,
+              env: Mapping[str, str] | None = None) -> ProviderInfo:
+    """Resolve `model`'s provider and check its credentials; sends nothing.
+
+    Raises `UsageError` (exit 2) for a model litellm cannot place, `MissingCredentialsError` (exit 3) when
+    the provider's key is missing and no `--api-base` was given.
+    """
+    env = os.environ if env is None else env
+    name, provider, provider_base = resolve_provider(model, api_base)
+    url = base_url(provider, api_base, provider_base, env)
+    common = dict(model=model.strip(), provider=provider, provider_model=name, base_url=url, api_base=api_base)
+    if api_key:
+        return ProviderInfo(**common, key_source="--api-key", api_key=api_key)
+    missing = _missing_variables(model.strip(), api_base)
+    keys = [m for m in missing if _KEY_NAME.search(m) and not _AWS.match(m)]
+    if missing and not keys:
+        log.info("%s: not set: %s (the provider may find its credentials elsewhere)", model, ", ".join(missing))
+    if not keys:
+        found = _configured_key_variable(provider, env)
+        return ProviderInfo(**common, key_source=f"${found}" if found else "environment")
+    if api_base:
+        # A keyless local server: send a placeholder (the OpenAI client needs some key).
+        return ProviderInfo(**common, key_source="placeholder", api_key=PLACEHOLDER_KEY)
+    names = " or ".join(keys)
+    raise MissingCredentialsError(
+        f"no API key for {model}: set {names} or pass --api-key (for a keyless local server add "
+        f"--api-base URL); nothing was sent"
+    )
+
+
+def _missing_variables(model: str, api_base: str | None) -> list[str]:
+    try:
+        found = _litellm().validate_environment(model=model, api_base=api_base)
+    except Exception as exc:  # litellm could not judge: let the first request tell
+        log.debug("validate_environment(%s) failed: %s", model, exc)
+        return []
+    if found.get("keys_in_environment"):
+        return []
+    return [str(m) for m in found.get("missing_keys") or []]
+
+
+def _configured_key_variable(provider: str, env: Mapping[str, str]) -> str | None:
+    name = provider.upper().replace("-", "_") + "_API_KEY"
+    return name if env.get(name) else None
+
+
+async def check_endpoint_async(info: ProviderInfo, *, timeout: float = 30.0) -> float:
+    """One tiny real request (a few output tokens) to `info`'s endpoint; returns its latency in seconds.
+
+    A refused key raises `RunFatalError` (exit 3); anything else that fails raises `EndpointCheckError`.
+    """
+    from batchcompact.summarize.base import RunFatalError, SummaryCallError
+    from batchcompact.summarize.litellm_summarizer import LiteLLMSummarizer
+
+    summarizer = LiteLLMSummarizer(info.model, api_base=info.api_base, api_key=info.api_key,
+                                   timeout=timeout, provider=info)
+    try:
+        return await summarizer.ping()
+    except RunFatalError:
+        raise
+    except SummaryCallError as exc:
+        raise EndpointCheckError(f"--check failed: {exc.message}") from None
+
+
+def check_endpoint(info: ProviderInfo, *, timeout: float = 30.0) -> float:
+    """`check_endpoint_async` from synchronous code."""
+    return asyncio.run(check_endpoint_async(info, timeout=timeout))
