@@ -132,3 +132,14 @@ def interrupted_exit_code() -> int:
 def stop_signal_name(signum: int | None = None) -> str:
     """SIGINT / SIGTERM: the stop signal `signum` (default: the last one received) by name."""
     return signal.Signals(signum or StopSignal.received or signal.SIGINT).name
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (another user's counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # alive, owned by someone else
+        return True
+    return True

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from batchcompact.errors import LockHeldError, RunAborted
-from batchcompact.lifecycle import forget_in_children, remember_in_children
+from batchcompact.lifecycle import forget_in_children, pid_alive, remember_in_children
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -88,16 +88,6 @@ def _is_corrupt(exc: sqlite3.Error) -> bool:
     return any(word in text for word in ("not a database", "malformed", "corrupt", "no such table"))
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # alive, another user's
-        return True
-    return True
-
-
 def _processes_holding(path: Path) -> list[int]:
     """Pids (readable ones: this user's) with `path` open, from /proc (empty where there is none)."""
     wanted = os.path.realpath(path)
@@ -125,7 +115,7 @@ def _processes_holding(path: Path) -> list[int]:
 
 def _lock_message(path: Path, holder: str) -> str:
     """Who holds the run lock, and what to do; a holder that is gone is said so."""
-    if holder.isdigit() and not _pid_alive(int(holder)):
+    if holder.isdigit() and not pid_alive(int(holder)):
         others = _processes_holding(Path(str(path) + ".lock"))
         left = (f"processes it left behind still hold it: pid {', '.join(map(str, others))} "
                 f"(stop them: kill {' '.join(map(str, others))})") if others else "a process it left behind still holds it"

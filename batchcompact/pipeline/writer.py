@@ -29,6 +29,7 @@ from typing import Any
 from batchcompact.core.session import Session
 from batchcompact.errors import VerificationError
 from batchcompact.formats.jsonl import dumps_line
+from batchcompact.lifecycle import pid_alive
 from batchcompact.pipeline.state import Fingerprint, fingerprint_file
 
 TMP_MARK = ".batchcompact-tmp"
@@ -166,12 +167,8 @@ def _remove_stale_temps(target: Path) -> None:
         pid = name[len(prefix):].split("-", 1)[0]
         if not pid.isdigit() or int(pid) == os.getpid():
             continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
+        if not pid_alive(int(pid)):
             (target.parent / name).unlink(missing_ok=True)
-        except OSError:  # alive, owned by someone else
-            pass
 
 
 _STALE_AGE_S = 3600.0  # temp names without a pid (older versions) are swept only when this old
@@ -208,7 +205,7 @@ def sweep_stale_temps(folders: Any) -> list[Path]:
             pid = _pid_of_temp(name)
             try:
                 if pid is not None:
-                    if pid == os.getpid() or _alive(pid):
+                    if pid == os.getpid() or pid_alive(pid):
                         continue
                 elif now - path.lstat().st_mtime < _STALE_AGE_S:
                     continue
@@ -217,16 +214,6 @@ def sweep_stale_temps(folders: Any) -> list[Path]:
             except OSError:
                 continue
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # alive, another user's
-        return True
-    return True
 
 
 def _copy_prefix(source: Path, out: Any, fingerprint: Fingerprint) -> bytes:

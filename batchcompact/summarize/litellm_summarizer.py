@@ -135,13 +135,18 @@ class LiteLLMSummarizer:
         limit = self.max_output_tokens()
         if limit:
             max_tokens = min(max_tokens, limit)
+        messages = [{"role": "system", "content": call.system_prompt}, {"role": "user", "content": call.user_prompt}]
+        request = self._request(messages, max(1, max_tokens))
+        if self.reasoning_effort and self._supports_reasoning():
+            request["reasoning_effort"] = self.reasoning_effort
+        return request
+
+    def _request(self, messages: list[dict[str, str]], max_tokens: int) -> dict[str, Any]:
+        """The arguments every call shares: litellm's own retries off (the pool owns retries)."""
         request: dict[str, Any] = {
             "model": self.model,
-            "messages": [
-                {"role": "system", "content": call.system_prompt},
-                {"role": "user", "content": call.user_prompt},
-            ],
-            "max_tokens": max(1, max_tokens),
+            "messages": messages,
+            "max_tokens": max_tokens,
             "num_retries": 0,
             "max_retries": 0,
             **self.extra_params,
@@ -150,8 +155,6 @@ class LiteLLMSummarizer:
             request["timeout"] = self.timeout
         if self.api_base:
             request["api_base"] = self.api_base
-        if self.reasoning_effort and self._supports_reasoning():
-            request["reasoning_effort"] = self.reasoning_effort
         return request
 
     def provider(self) -> Any:
@@ -184,18 +187,7 @@ class LiteLLMSummarizer:
 
     async def ping(self) -> float:
         """One tiny real request (`--check`): proves the key and the endpoint. Returns the latency."""
-        request: dict[str, Any] = {
-            "model": self.model,
-            "messages": [{"role": "user", "content": "Reply with the single word: ok"}],
-            "max_tokens": 16,
-            "num_retries": 0,
-            "max_retries": 0,
-            **self.extra_params,
-        }
-        if self.timeout:
-            request["timeout"] = self.timeout
-        if self.api_base:
-            request["api_base"] = self.api_base
+        request = self._request([{"role": "user", "content": "Reply with the single word: ok"}], 16)
         start = time.perf_counter()
         response = await self._send(request)
         if not getattr(response, "choices", None):
