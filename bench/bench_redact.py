@@ -73,7 +73,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=4.0)
     parser.add_argument("--ds-kb", type=float, default=256.0)
+    parser.add_argument("--quick", action="store_true", help="1 MB of text, 64 KB for detect-secrets")
     args = parser.parse_args()
+    if args.quick:
+        args.mb, args.ds_kb = min(args.mb, 1.0), min(args.ds_kb, 64.0)
 
     text = conversation_text(int(args.mb * 1_000_000))
     secrets = planted()
