@@ -6,6 +6,7 @@ from typing import Any
 
 from batchcompact.core.context import build_session_context
 from batchcompact.core.session import Session
+from batchcompact.formats.compressed import is_zstd, open_session
 
 CHUNK = 1 << 20
 
@@ -13,8 +14,10 @@ CHUNK = 1 << 20
 def check_byte_prefix(original_path: str, written_path: str, size: int | None = None) -> list[str]:
     """Every original byte (the first `size` ones: what was read and planned) is still at the start of the
     written file: old lines stay, as the agents do."""
+    if is_zstd(original_path):  # compare what the agent reads: the whole decompressed text
+        size = None
     try:
-        with open(original_path, "rb") as old, open(written_path, "rb") as new:
+        with open_session(original_path) as old, open_session(written_path) as new:
             offset = 0
             while True:
                 want = CHUNK if size is None else min(CHUNK, size - offset)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from batchcompact.core.session import Session
 from batchcompact.errors import SessionReadError
+from batchcompact.formats.compressed import is_decompress_error, open_session
 
 PROBE_BYTES = 64 * 1024
 PROBE_LINES = 20
@@ -91,10 +92,14 @@ def _detect_prefix(raw: bytes, *, first: bool) -> str | None:
 def detect_format(path: str | Path) -> str | None:
     """ "pi", "claude", "codex", or None (not a transcript this program reads). Reads at most 64 KB."""
     try:
-        with open(path, "rb") as handle:
+        with open_session(path) as handle:
             data = handle.read(PROBE_BYTES)
     except OSError:
         return None
+    except Exception as exc:
+        if is_decompress_error(exc):
+            raise SessionReadError(f"zstd data damaged: {exc}") from None
+        raise
     lines = data.split(b"\n")
     complete = len(data) < PROBE_BYTES  # else the last piece may be cut
     first = True

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from batchcompact.core.entries import ERROR, WARNING, Problem
+from batchcompact.formats.compressed import is_decompress_error, open_session
 
 # A single line longer than this is reported instead of parsed: it would need that much memory again.
 MAX_LINE_BYTES = 256 * 1024 * 1024
@@ -57,8 +58,8 @@ def iter_json_lines(path: str | Path, problems: list[Problem]) -> Iterator[tuple
     fast = orjson.loads
     fast_error = orjson.JSONDecodeError
     lineno = 0
-    with open(path, "rb") as handle:
-        for raw in handle:
+    with open_session(path) as handle:  # a zstd-compressed transcript is read as its decompressed stream
+        for raw in _lines(handle, name, problems):
             lineno += 1
             try:
                 obj = fast(raw)
@@ -76,6 +77,19 @@ def iter_json_lines(path: str | Path, problems: list[Problem]) -> Iterator[tuple
             yield lineno, obj
     if lineno == 0:
         problems.append(Problem(name, None, ERROR, "empty file"))
+
+
+def _lines(handle: Any, name: str, problems: list[Problem]) -> Iterator[bytes]:
+    """The handle's lines; a damaged zstd stream ends them with an error on the line it broke in."""
+    count = 0
+    try:
+        for raw in handle:
+            count += 1
+            yield raw
+    except Exception as exc:
+        if not is_decompress_error(exc):
+            raise
+        problems.append(Problem(name, count + 1, ERROR, f"zstd data damaged, nothing after this line can be read: {exc}"))
 
 
 def _report(name: str, lineno: int, raw: bytes, exc: Exception, problems: list[Problem]) -> None:

@@ -118,6 +118,12 @@ def unreadable_reason(path: str, exc: BaseException) -> str:
         return f"cannot read: {oserror_text(error)}"
     if not head:
         return "empty file: no session entries"
+    if head.startswith(b"\x28\xb5\x2f\xfd"):  # zstd: readable with the zstd extra
+        from importlib.util import find_spec
+
+        if find_spec("zstandard") is None:
+            return "zstd-compressed transcript: install the zstandard package (pip install 'batchcompact[zstd]')"
+        return str(exc) if str(exc).startswith("zstd") else f"zstd-compressed transcript that does not decompress: {exc}"
     if head.startswith(b"\x1f\x8b"):
         return "gzip-compressed: decompress it first (gunzip), then run again"
     if head.startswith((b"PK\x03\x04", b"BZh", b"\xfd7zXZ")):

@@ -18,6 +18,7 @@ from typing import Any
 from batchcompact.core.calls import SummaryCall
 from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
 from batchcompact.core.session import Session
+from batchcompact.errors import SessionReadError
 
 log = logging.getLogger(__name__)
 
@@ -320,6 +321,10 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
 
         row = dict.fromkeys(PLAN_COLUMNS)
         row.update(path=str(path), status="error", reason=missing_file_reason(path), read_files=[], modified_files=[])
+        return row
+    except SessionReadError as exc:  # unreadable as a session (a missing optional package, …): its own words
+        row = dict.fromkeys(PLAN_COLUMNS)
+        row.update(path=str(path), status="error", reason=str(exc), read_files=[], modified_files=[])
         return row
     except Exception as exc:  # a bug on one file must not stop the others
         log.exception("planning %s failed", path)

@@ -28,6 +28,7 @@ from typing import Any
 
 from batchcompact.core.session import Session
 from batchcompact.errors import VerificationError
+from batchcompact.formats.compressed import compressor_writer, decompress, is_zstd
 from batchcompact.formats.jsonl import dumps_line
 from batchcompact.lifecycle import pid_alive
 from batchcompact.pipeline.state import Fingerprint, fingerprint_file
@@ -129,14 +130,20 @@ def _write_temp(
     _remove_stale_temps(target)
     tmp = temp_name(target)
     rewrite = session.format == "pi" and session.migrated  # v1/v2 files are written as v3, as pi does
-    appended = not rewrite and not replacements
+    compressed = is_zstd(session.path)
+    if compressed and (rewrite or replacements):
+        raise VerificationError("a zstd-compressed transcript is compacted by appending only (no pruning)")
+    appended = not rewrite and not replacements and not compressed
     replacements = replacements or {}
     source = os.stat(session.path)
     try:
         # private from the start, then the source's mode: never readable by more people than the original
         with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
             _copy_mode(out.fileno(), source, owner=in_place)
-            if rewrite:
+            if compressed:
+                _write_compressed(Path(session.path), out, fingerprint, new_lines)
+                new_lines = []
+            elif rewrite:
                 assert session.header is not None
                 out.write(dumps_line(session.header).encode())
                 for entry in session.entries:
@@ -214,6 +221,23 @@ def sweep_stale_temps(folders: Any) -> list[Path]:
             except OSError:
                 continue
     return removed
+
+
+def _write_compressed(source: Path, out: Any, fingerprint: Fingerprint, new_lines: list[dict[str, Any]]) -> None:
+    """A zstd transcript: the bytes that were read (checked against the fingerprint), decompressed, then
+    the new lines, compressed again as one frame. Verification compares the decompressed contents."""
+    with open(source, "rb") as src:
+        data = src.read(fingerprint.size)
+    if len(data) != fingerprint.size or hashlib.sha256(data).hexdigest() != fingerprint.sha256:
+        raise ChangedDuringRun(f"{source} changed while it was being compacted")
+    plain = decompress(data)
+    writer = compressor_writer(out)
+    writer.write(plain)
+    if plain and not plain.endswith(b"\n"):
+        writer.write(b"\n")
+    for line in new_lines:
+        writer.write(dumps_line(line).encode())
+    writer.close()
 
 
 def _copy_prefix(source: Path, out: Any, fingerprint: Fingerprint) -> bytes:

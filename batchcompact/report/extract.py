@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from batchcompact.errors import BatchCompactError
+from batchcompact.formats.compressed import is_decompress_error
 from batchcompact.report.detect import detect_format
 from batchcompact.report.lines import ExtractStats
 from batchcompact.report.schema import USAGE_SCHEMA, USAGE_SCHEMA_VERSION, UsageRows
@@ -67,6 +68,10 @@ def extract_file(path: str | Path, fmt: str | None = None) -> tuple[pa.Table, Ex
         stats.warn(None, str(exc))
     except OSError as exc:
         stats.warn(None, f"cannot read: {exc.strerror or exc}")
+    except Exception as exc:
+        if not is_decompress_error(exc):
+            raise
+        stats.warn(None, f"zstd data damaged, the rest of the file is not read: {exc}")  # rows so far are kept
     stats.rows = len(rows)
     return rows.to_table(), stats
 
