@@ -1,0 +1,73 @@
+"""--executor ray on a two-node cluster on this machine: a node lost mid-run loses no file.
+
+`ray.cluster_utils.Cluster` starts a head (no CPUs: it runs no task) and two worker nodes as separate
+raylets on loopback. Ray would
+advertise the machine's outward address for a "cluster"; Ray's own switch for single-machine clusters
+(`RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`, read by the processes it starts and patched in this one) keeps
+every address on 127.0.0.1, so the test never leaves loopback.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SAMPLES
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    from ray._private import ray_constants
+    from ray.cluster_utils import Cluster
+
+    if ray.is_initialized():
+        ray.shutdown()
+    saved_env, saved_flag = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"), ray_constants.ENABLE_RAY_CLUSTER
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False  # this process resolves "localhost" to 127.0.0.1 too
+    # The head runs no tasks: every task runs on one of the two workers, so removing one surely loses some.
+    nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
+    nodes.add_node(num_cpus=1)
+    worker = nodes.add_node(num_cpus=1)
+    ray.init(address=nodes.address, log_to_driver=False, configure_logging=False)
+    try:
+        yield nodes, worker
+    finally:
+        ray.shutdown()
+        nodes.shutdown()
+        ray_constants.ENABLE_RAY_CLUSTER = saved_flag
+        if saved_env is None:
+            os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
+        else:
+            os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = saved_env
+
+
+def test_a_node_removed_mid_plan_loses_no_file(cluster, tmp_path):
+    from batchcompact.core.planner import CompactionSettings
+    from batchcompact.pipeline.executor import LocalExecutor, RayExecutor
+    from batchcompact.pipeline.planning import PlanOptions, iter_plan_rows
+
+    nodes, worker = cluster
+    for copy in range(6):
+        shutil.copytree(SAMPLES, tmp_path / f"c{copy}", ignore=shutil.ignore_patterns("*.md", "*.json"))
+    paths = sorted(str(p) for p in Path(tmp_path).rglob("*.jsonl"))
+    settings, options = CompactionSettings(force=True), PlanOptions()
+    local = list(iter_plan_rows(paths, settings, options, executor=LocalExecutor(1)))
+
+    executor = RayExecutor()
+    assert ray.cluster_resources().get("CPU") == 2  # both nodes are in
+    rows = []
+    for row in iter_plan_rows(paths, settings, options, executor=executor):
+        rows.append(row)
+        if len(rows) == 3:  # tasks are in flight on both nodes: take one away
+            nodes.remove_node(worker, allow_graceful=False)
+    assert rows == local
+    assert len(rows) == len(paths) >= 40
+    assert all(row["status"] != "error" for row in rows), [r["reason"] for r in rows if r["status"] == "error"]
