@@ -76,8 +76,10 @@ def sandbox_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-class FakeAnthropic:
-    """A loopback Anthropic Messages API: every POST body is recorded; the reply is one text block."""
+class _LoopbackAPI:
+    """A recording HTTP server on 127.0.0.1: every POST body is kept in `requests`; `reply` answers it."""
+
+    suffix = ""
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
@@ -87,87 +89,9 @@ class FakeAnthropic:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-                size = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(size) if size else b""
-                try:
-                    body = json.loads(raw)
-                except ValueError:
-                    body = {}
-                owner.requests.append({"path": self.path, "body": body})
-                if "count_tokens" in self.path:
-                    self._send("application/json", json.dumps({"input_tokens": 100}).encode())
-                    return
-                message = {
-                    "id": f"msg_judge{len(owner.requests):04d}",
-                    "type": "message",
-                    "role": "assistant",
-                    "model": body.get("model") or "claude-opus-4-6",
-                    "content": [],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": {"input_tokens": 10, "output_tokens": 1, "cache_creation_input_tokens": 0,
-                              "cache_read_input_tokens": 0},
-                }
-                if not body.get("stream"):
-                    message.update(content=[{"type": "text", "text": REPLY}], stop_reason="end_turn")
-                    self._send("application/json", json.dumps(message).encode())
-                    return
-                events = [
-                    {"type": "message_start", "message": message},
-                    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-                    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": REPLY}},
-                    {"type": "content_block_stop", "index": 0},
-                    {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                     "usage": {"output_tokens": 3}},
-                    {"type": "message_stop"},
-                ]
-                data = b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
-                self._send("text/event-stream", data)
-
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
                 owner.requests.append({"path": self.path, "body": None})
-                self._send("application/json", b"{}", status=404)
-
-            def _send(self, kind: str, data: bytes, status: int = 200) -> None:
-                self.send_response(status)
-                self.send_header("content-type", kind)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> FakeAnthropic:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    def conversation_requests(self) -> list[dict[str, Any]]:
-        """The bodies of the /v1/messages calls that carry a conversation."""
-        return [r["body"] for r in self.requests if "/v1/messages" in r["path"] and "count_tokens" not in r["path"]
-                and isinstance(r["body"], dict) and r["body"].get("messages")]
-
-
-class FakeResponses:
-    """A loopback OpenAI Responses API: every POST body is recorded; the reply is one assistant message.
-    WebSocket upgrades are refused (Codex then falls back to HTTPS streaming)."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:  # noqa: N802
-                self._send("application/json", b'{"data": [], "models": []}', 404)
+                self.send("application/json", b"{}", status=404)
 
             def do_POST(self) -> None:  # noqa: N802
                 size = int(self.headers.get("content-length") or 0)
@@ -177,25 +101,10 @@ class FakeResponses:
                 except ValueError:
                     body = {}
                 owner.requests.append({"path": self.path, "body": body})
-                n = len(owner.requests)
-                item = {"type": "message", "role": "assistant", "id": f"msg_judge{n}", "status": "completed",
-                        "content": [{"type": "output_text", "text": REPLY, "annotations": []}]}
-                usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 3,
-                         "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 13}
-                response = {"id": f"resp_judge{n}", "object": "response", "status": "completed", "output": [item],
-                            "usage": usage}
-                events = [
-                    {"type": "response.created",
-                     "response": {**response, "status": "in_progress", "output": [], "usage": None}},
-                    {"type": "response.output_item.added", "output_index": 0,
-                     "item": {**item, "status": "in_progress", "content": []}},
-                    {"type": "response.output_item.done", "output_index": 0, "item": item},
-                    {"type": "response.completed", "response": response},
-                ]
-                data = b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
-                self._send("text/event-stream", data)
+                kind, data = owner.reply(self.path, body, len(owner.requests))
+                self.send(kind, data)
 
-            def _send(self, kind: str, data: bytes, status: int = 200) -> None:
+            def send(self, kind: str, data: bytes, status: int = 200) -> None:
                 self.send_response(status)
                 self.send_header("content-type", kind)
                 self.send_header("content-length", str(len(data)))
@@ -203,10 +112,13 @@ class FakeResponses:
                 self.wfile.write(data)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}{self.suffix}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> FakeResponses:
+    def reply(self, path: str, body: dict[str, Any], n: int) -> tuple[str, bytes]:
+        raise AssertionError("a fake API answers every request")  # each fake below overrides it
+
+    def __enter__(self):
         self.thread.start()
         return self
 
@@ -214,7 +126,68 @@ class FakeResponses:
         self.server.shutdown()
         self.server.server_close()
 
+
+def _sse(events: list[dict[str, Any]]) -> tuple[str, bytes]:
+    return "text/event-stream", b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+
+
+class FakeAnthropic(_LoopbackAPI):
+    """A loopback Anthropic Messages API: every POST body is recorded; the reply is one text block."""
+
+    def reply(self, path: str, body: dict[str, Any], n: int) -> tuple[str, bytes]:
+        if "count_tokens" in path:
+            return "application/json", json.dumps({"input_tokens": 100}).encode()
+        message = {
+            "id": f"msg_judge{n:04d}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model") or "claude-opus-4-6",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 1, "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": 0},
+        }
+        if not body.get("stream"):
+            message.update(content=[{"type": "text", "text": REPLY}], stop_reason="end_turn")
+            return "application/json", json.dumps(message).encode()
+        return _sse([
+            {"type": "message_start", "message": message},
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": REPLY}},
+            {"type": "content_block_stop", "index": 0},
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+             "usage": {"output_tokens": 3}},
+            {"type": "message_stop"},
+        ])
+
+    def conversation_requests(self) -> list[dict[str, Any]]:
+        """The bodies of the /v1/messages calls that carry a conversation."""
+        return [r["body"] for r in self.requests if "/v1/messages" in r["path"] and "count_tokens" not in r["path"]
+                and isinstance(r["body"], dict) and r["body"].get("messages")]
+
+
+class FakeResponses(_LoopbackAPI):
+    """A loopback OpenAI Responses API: every POST body is recorded; the reply is one assistant message.
+    WebSocket upgrades (GET) are refused, so Codex falls back to HTTPS streaming."""
+
+    suffix = "/v1"
+
+    def reply(self, path: str, body: dict[str, Any], n: int) -> tuple[str, bytes]:
+        item = {"type": "message", "role": "assistant", "id": f"msg_judge{n}", "status": "completed",
+                "content": [{"type": "output_text", "text": REPLY, "annotations": []}]}
+        usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 3,
+                 "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 13}
+        response = {"id": f"resp_judge{n}", "object": "response", "status": "completed", "output": [item],
+                    "usage": usage}
+        return _sse([
+            {"type": "response.created", "response": {**response, "status": "in_progress", "output": [], "usage": None}},
+            {"type": "response.output_item.added", "output_index": 0, "item": {**item, "status": "in_progress", "content": []}},
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+            {"type": "response.completed", "response": response},
+        ])
+
     def inputs(self) -> list[list[dict[str, Any]]]:
         """The `input` lists of the /responses calls."""
         return [r["body"]["input"] for r in self.requests if r["path"].endswith("/responses")
-                and isinstance(r["body"].get("input"), list)]
+                and isinstance(r["body"], dict) and isinstance(r["body"].get("input"), list)]
