@@ -700,19 +700,19 @@ def test_an_unreadable_file_fails_alone_injected(tmp_path, bc, monkeypatch):
     """The same as above where no unprivileged user can run the CLI: the read raises EACCES."""
     import errno
 
-    from batchcompact.pipeline import run as run_module
+    from batchcompact.pipeline import session_task
 
     _pi_pair(tmp_path / "w")
     secret = tmp_path / "w" / "secret.jsonl"
     shutil.copyfile(sorted((SAMPLES / "pi").glob("*.jsonl"))[0], secret)
-    real = run_module.fingerprint_file
+    real = session_task.fingerprint_file
 
     def fingerprint(path):
         if str(path).endswith("secret.jsonl"):
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
         return real(path)
 
-    monkeypatch.setattr(run_module, "fingerprint_file", fingerprint)
+    monkeypatch.setattr(session_task, "fingerprint_file", fingerprint)
     code, text = bc("run", tmp_path / "w", "--output-dir", tmp_path / "out", "--min-age", "0", "--force",
                     "--jobs", "1")
     assert code == 1 and f"failed: {secret}: cannot read: Permission denied" in text, text

@@ -1,9 +1,12 @@
 """Where file-level work runs: one small interface, a local process pool or a Ray cluster.
 
-File-level work (read + plan one session, extract one file's usage) is a module-level function of one
-item plus shared arguments. Callers submit it with `executor.map(func, items, *args)` and consume the
-results in input order; they never branch on which executor runs it. Both executors keep a bounded
-number of items in flight, so the caller's memory does not grow with the archive.
+File-level work (read + plan one session, extract one file's usage, write one compacted session) is a
+module-level function of one item plus shared arguments. Callers submit a stream of it with
+`executor.map(func, items, *args)` and consume the results in input order, or one item with
+`executor.submit(func, item, *args)` and wait on the future (a session whose summaries just came back);
+they never branch on which executor runs it. `map` keeps a bounded number of items in flight, so the
+caller's memory does not grow with the archive; callers of `submit` bound their own (the model pool's
+concurrency).
 
 The run state, the lock, the budget, the model pool and the report stay in the calling process: only
 pure, idempotent file work is submitted (a task repeated after a lost node gives the same result).
@@ -16,6 +19,7 @@ import os
 import socket
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future
 from typing import Any, Protocol, TypeVar
 
 from batchcompact.errors import UsageError
@@ -36,6 +40,10 @@ class Executor(Protocol):
         """`func(item, *args)` for each item, results in input order, bounded work in flight."""
         ...
 
+    def submit(self, func: Callable[..., T], item: Any, *args: Any) -> Future:
+        """`func(item, *args)` on its own; its future (for asyncio: `asyncio.wrap_future`)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -46,14 +54,41 @@ class LocalExecutor:
 
     def __init__(self, jobs: int = 1) -> None:
         self.jobs = max(1, jobs)
+        self._pool: Any = None  # for `submit`: made on first use
 
     def map(self, func: Callable[..., T], items: Iterable[Any], *args: Any) -> Iterator[T]:
         from batchcompact.pipeline.parallel import map_bounded
 
         return map_bounded(func, items, self.jobs, *args)
 
+    def submit(self, func: Callable[..., T], item: Any, *args: Any) -> Future:
+        """In a worker process (jobs > 1), else in a thread of this process (the caller's loop stays free)."""
+        if self._pool is None:
+            if self.jobs > 1:
+                from concurrent.futures import ProcessPoolExecutor
+
+                from batchcompact.lifecycle import pool_kwargs
+
+                self._pool = ProcessPoolExecutor(max_workers=self.jobs, **pool_kwargs())
+            else:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="batchcompact-file")
+        return self._pool.submit(func, item, *args)
+
     def close(self) -> None:
-        pass
+        """End the workers `submit` started (at once: what was asked of them is done or given up)."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        from concurrent.futures import ProcessPoolExecutor
+
+        if isinstance(pool, ProcessPoolExecutor):
+            from batchcompact.lifecycle import stop_pool
+
+            stop_pool(pool)
+        else:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def resolve_ray_address(address: str | None) -> str:
@@ -106,6 +141,9 @@ class RayExecutor:
                 yield ray.get(window.popleft())
         while window:
             yield ray.get(window.popleft())
+
+    def submit(self, func: Callable[..., T], item: Any, *args: Any) -> Future:
+        return self._remote.remote(func, item, args or None).future()
 
     def close(self) -> None:
         if self._started:

@@ -1,14 +1,19 @@
-"""Turning a finished summary job into written entries: apply (pure builders), write, verify.
+"""Turning a session's summaries into written entries: apply (pure builders), write, verify.
 
-The run loop hands over a prepared session (its plan, branch plans, fingerprint) and the pool's outcome;
-`OutcomeWriter.write` builds the new lines with the core's pure builders and the format's own
-`build_compaction`, and persists them through the atomic, verifying writer.
+A `PreparedSession` (its plan, branch plans, fingerprint, report row) and the summaries bought for it
+go in; `OutcomeWriter.write` builds the new lines with the core's pure builders and the format's own
+`build_compaction`, and persists them through the atomic, verifying writer. `write_outcome` classifies
+what happened (compacted, changed during the run, failed) the same way wherever it runs: in the run
+loop's process, or in a worker that compacts the session where it was read (pipeline/session_task.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import logging
+import os
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,12 +22,51 @@ from batchcompact.core.apply import compose_summary, usage_record
 from batchcompact.core.context import build_session_context
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
 from batchcompact.core.tokens import estimate_tokens
+from batchcompact.errors import VerificationError
+from batchcompact.formats.scan import oserror_text
 from batchcompact.pipeline.planning import read_session
-from batchcompact.pipeline.writer import write_session
+from batchcompact.pipeline.writer import ChangedDuringRun, write_session
+from batchcompact.summarize.redact import merge_counts
+
+log = logging.getLogger(__name__)
+
+# A session's final statuses in the run report (pipeline/run.py adds the run-level ones).
+COMPACTED = "compacted"
+SKIPPED = "skipped"
+FAILED = "failed"
+CHANGED = "changed_during_run"
 
 
 def now_utc() -> datetime:
     return datetime.now(UTC)
+
+
+def reproducible_now() -> datetime | None:
+    """`SOURCE_DATE_EPOCH` (the reproducible-builds convention): the time written into new entries, so
+    the same inputs give byte-identical outputs; None (the real time) when unset or not a number."""
+    value = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    try:
+        return datetime.fromtimestamp(int(value), UTC) if value else None
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
+@dataclass
+class PreparedSession:
+    """A session between planning and writing: what its summaries are for and where they go."""
+
+    item: Any  # ScanItem
+    fingerprint: Any  # Fingerprint of the bytes planned
+    session: Any
+    plan: CompactionPlan | None  # None: only branch summaries to write
+    row: dict[str, Any]
+    branches: list = field(default_factory=list)  # BranchPlans, written before the compaction
+    lock: Any = None  # the session's writer lock (pipeline/writer.py), held until it is written or given up
+
+    @property
+    def calls(self) -> list:
+        """Branch-summary calls first, then the compaction's (1, or 2 for a split turn)."""
+        return [b.call for b in self.branches] + (list(self.plan.calls) if self.plan is not None else [])
 
 
 def iso(moment: datetime) -> str:
@@ -37,21 +81,25 @@ def format_module(fmt: str):
 
 class OutcomeWriter:
     def __init__(self, settings: CompactionSettings, *, in_place: bool, backup: bool,
-                 pricing_file: str | None, caching: Any = None) -> None:
+                 pricing_file: str | None, caching: Any = None, now: datetime | None = None) -> None:
         self.settings = settings
         self.in_place = in_place
         self.backup = backup
         self.pricing_file = pricing_file
         self.caching = caching
+        self.now = now  # a fixed time for new entries (SOURCE_DATE_EPOCH); None: the real time
 
-    def write(self, pending: Any, outcome: Any, target: Path) -> str:
+    def _now(self) -> datetime:
+        return self.now or now_utc()
+
+    def write(self, pending: PreparedSession, results: list, target: Path) -> str:
         """Branch summaries (chained on the active path), then the compaction, in one verified write."""
         plan = pending.plan
         session = pending.session
         module = format_module(session.format)
         # the entries record what their summaries cost, even those bought by an earlier, interrupted run
         caching = self.caching
-        paid = [caching.as_paid(r) if caching and r is not None else r for r in outcome.results]
+        paid = [caching.as_paid(r) if caching and r is not None else r for r in results]
         count = len(pending.branches)
         lines = self._branch_lines(pending, paid[:count])
         if plan is not None:
@@ -93,7 +141,7 @@ class OutcomeWriter:
             leaf_id=session.tree.leaf.id,
             existing_ids=[e.id for e in session.entries if isinstance(e.id, str)],
             session_id=session.session_id or "",
-            timestamp=iso(now_utc()),
+            timestamp=iso(self._now()),
         )
 
     def _compaction_lines(self, module: Any, session: Any, plan: CompactionPlan, results: list) -> list[dict]:
@@ -101,7 +149,7 @@ class OutcomeWriter:
         summary = compose_summary(plan, texts)
         from_hook = any(getattr(r, "from_hook", False) for r in results if r is not None)
         return module.build_compaction(session, plan, summary, usage=self._usage([r for r in results if r]),
-                                       now_iso=iso(now_utc()), from_hook=from_hook)
+                                       now_iso=iso(self._now()), from_hook=from_hook)
 
     def _pruned_entries(self, session: Any, plan: CompactionPlan | None) -> dict[int, dict[str, Any]]:
         """Line number -> replacement entry for the planned tool-output pruning (pi only)."""
@@ -110,7 +158,7 @@ class OutcomeWriter:
         from batchcompact.core.pruning import apply_pruning
 
         by_id = {e.id: e for e in session.entries}
-        now_ms = int(now_utc().timestamp() * 1000)
+        now_ms = int(self._now().timestamp() * 1000)
         return {a.line: apply_pruning(by_id[a.entry_id].data, a, now_ms) for a in plan.prune if a.line}
 
     def _usage(self, results: list) -> dict[str, Any] | None:
@@ -159,6 +207,55 @@ class OutcomeWriter:
         if tokens > threshold:
             return [f"the rebuilt context (~{tokens} tokens) is still above the threshold ({threshold})"]
         return []
+
+
+def write_outcome(writer: OutcomeWriter, pending: PreparedSession, results: list,
+                  target: Path) -> tuple[str, str, str | None]:
+    """Write `pending` with its summaries: (status, reason, output path), one session's fault never raised."""
+    try:
+        return COMPACTED, "", writer.write(pending, results, target)
+    except ChangedDuringRun as exc:
+        return CHANGED, str(exc), None
+    except VerificationError as exc:
+        return FAILED, f"verification failed: {exc}", None
+    except OSError as exc:
+        return FAILED, f"write failed: {oserror_text(exc)}", None
+    except Exception as exc:  # one session's bug must not stop the archive (nor lose the report)
+        log.debug("writing %s failed", pending.item.path, exc_info=True)  # the row says it in one line; -vv shows where
+        return FAILED, f"internal error: {exc!r}", None
+
+
+def usage_fields(results: list, attempts: int, branch_count: int, *, default_model: str,
+                 reusable: bool) -> dict[str, Any]:
+    """The report row's usage columns for a session's summaries (None: a call that was not made).
+
+    `reusable`: the summarizer's results may come from the summary cache (a result with no calls was
+    reused, not free)."""
+    made = [r for r in results if r is not None]
+    branch = [r for r in results[:branch_count] if r is not None]
+    return dict(
+        calls=sum(r.calls for r in made),
+        attempts=attempts,
+        prompt_tokens=sum(r.prompt_tokens for r in made),
+        completion_tokens=sum(r.completion_tokens for r in made),
+        cache_read_tokens=sum(r.cache_read_tokens for r in made),
+        cache_write_tokens=sum(r.cache_write_tokens for r in made),
+        cost_usd=None if any(r.cost_usd is None for r in made) else sum(r.cost_usd for r in made),
+        latency_s=max((r.latency_s for r in made), default=0.0),
+        model=made[0].model if made else default_model,
+        redactions=sum(r.redaction_count for r in made),
+        redaction_kinds=[{"kind": kind, "count": count}
+                         for kind, count in sorted(merge_counts(*(r.redactions for r in made)).items())],
+        unpriced=any(r.cost_usd is None for r in made),
+        overflow_recovery=any(r.overflow_calls for r in made),
+        reused_summaries=sum(1 for r in made if r.calls == 0 and reusable),
+        batch=any(r.batch for r in made),
+        # the part of the totals above spent on branch summaries (report kind branch_summary)
+        branch_calls=sum(r.calls for r in branch),
+        branch_prompt_tokens=sum(r.prompt_tokens for r in branch),
+        branch_completion_tokens=sum(r.completion_tokens for r in branch),
+        branch_cost_usd=None if any(r.cost_usd is None for r in branch) else sum(r.cost_usd for r in branch),
+    )
 
 
 def _verify_branch_only(original: Any, written: Any, added: int) -> list[str]:

@@ -327,7 +327,7 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
         row.update(path=str(path), status="error", reason=str(exc), read_files=[], modified_files=[])
         return row
     except Exception as exc:  # a bug on one file must not stop the others
-        log.exception("planning %s failed", path)
+        log.debug("planning %s failed", path, exc_info=True)  # the row says it in one line; -vv shows where
         row: dict[str, Any] = dict.fromkeys(PLAN_COLUMNS)
         row.update(path=str(path), status="error", reason=f"internal error: {exc!r}", read_files=[], modified_files=[])
         return row

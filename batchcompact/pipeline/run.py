@@ -1,9 +1,13 @@
 """`run`: plan -> summarize -> apply -> write -> report over whole archives, safely and resumably.
 
-Phase 1 plans every file in a process pool (rows only, no prompts kept), so the cost estimate is known
+Phase 1 plans every file on the executor (rows only, no prompts kept), so the cost estimate is known
 before any money is spent. Phase 2 re-reads each session to compact (checking it did not change),
 plans it again and streams it through the summary pool; each finished job is applied and written
 right away, so a kill loses at most the calls in flight, and those that were paid for are in the state.
+
+With a summarizer that works where the session is (the built-in one) and nothing to enforce over the
+whole archive first (no --limit, --max-cost or --batch), phase 1 finishes each session where it was
+planned (pipeline/session_task.py): read once, written and verified by the worker, recorded here.
 """
 
 from __future__ import annotations
@@ -16,39 +20,46 @@ import secrets
 import shutil
 import signal
 import sqlite3
-import time
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from batchcompact.core.planner import CompactionPlan, CompactionSettings
-from batchcompact.errors import BatchCompactError, RunAborted, UsageError, VerificationError
-from batchcompact.formats.scan import ScanItem, iter_session_files, printable, resolved, unreadable_reason
+from batchcompact.core.planner import CompactionSettings
+from batchcompact.errors import RunAborted, UsageError
+from batchcompact.formats.scan import ScanItem, iter_session_files, printable, resolved
 from batchcompact.formats.scan import oserror_text as _oserror
 from batchcompact.pipeline.buying import BATCH_PENDING, make_buyer
-from batchcompact.pipeline.executor import Executor, LocalExecutor, missing_file_reason
-from batchcompact.pipeline.outcome import OutcomeWriter, now_utc
-from batchcompact.pipeline.planning import PlanOptions, plan_session, read_session
-from batchcompact.pipeline.runreport import empty_row, write_compactions
-from batchcompact.pipeline.state import Fingerprint, RunState, fingerprint_file, settings_hash
-from batchcompact.pipeline.writer import (
-    ChangedDuringRun,
-    SessionLocked,
-    lock_session,
-    sweep_stale_temps,
-    temp_name,
+from batchcompact.pipeline.executor import Executor, LocalExecutor
+from batchcompact.pipeline.outcome import (
+    CHANGED,
+    COMPACTED,
+    FAILED,
+    SKIPPED,
+    PreparedSession,
+    now_utc,
+    reproducible_now,
+    usage_fields,
 )
-from batchcompact.summarize.redact import merge_counts
+from batchcompact.pipeline.planning import PlanOptions
+from batchcompact.pipeline.runreport import empty_row, write_compactions
+from batchcompact.pipeline.session_task import (
+    FileTask,
+    FileWork,
+    SessionWork,
+    finish_file,
+    prepare_file,
+    process_file,
+    take_lock,
+)
+from batchcompact.pipeline.state import Fingerprint, RunState, settings_hash
+from batchcompact.pipeline.writer import sweep_stale_temps, temp_name
 
 log = logging.getLogger(__name__)
 
-COMPACTED = "compacted"
-SKIPPED = "skipped"
-FAILED = "failed"
 BUDGET_EXHAUSTED = "budget_exhausted"
-CHANGED = "changed_during_run"
 # An invalid file already reported by an earlier run, unchanged since: not a failure unless --strict.
 KNOWN_INVALID = "known_invalid"
 
@@ -114,24 +125,6 @@ class RunSummary:
         return 1 if self.by_status.get(FAILED) else 0
 
 
-@dataclass
-class _Pending:
-    """A session between planning and writing (kept only while its job is in flight)."""
-
-    item: ScanItem
-    fingerprint: Fingerprint
-    session: Any
-    plan: CompactionPlan | None  # None: only branch summaries to write
-    row: dict[str, Any]
-    branches: list = field(default_factory=list)  # BranchPlans, written before the compaction
-    lock: Any = None  # the session's writer lock (pipeline/writer.py), held until it is written or given up
-
-    @property
-    def calls(self) -> list:
-        """Branch-summary calls first, then the compaction's (1, or 2 for a split turn)."""
-        return [b.call for b in self.branches] + (list(self.plan.calls) if self.plan is not None else [])
-
-
 def _new_run_id(moment: datetime) -> str:
     return moment.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
@@ -161,45 +154,11 @@ def _row_from_plan(plan_row: dict[str, Any], item: ScanItem, run_id: str, starte
     return row
 
 
-def _phase1(args: tuple[str, str, float], settings: CompactionSettings, options: PlanOptions) -> dict[str, Any]:
-    """Fingerprint, age check, read and plan one file (runs in a worker process)."""
-    path, root, min_age = args
-    record: dict[str, Any] = {"path": path, "root": root}
-    try:
-        fingerprint = fingerprint_file(path)
-    except FileNotFoundError:  # listed by the driver, not visible here (another node) or removed since
-        record.update(status="error", reason=missing_file_reason(path), fingerprint=None, plan_row={})
-        return record
-    except OSError as exc:
-        record.update(status="error", reason=f"cannot read: {_oserror(exc)}", fingerprint=None, plan_row={})
-        return record
-    record["fingerprint"] = fingerprint
-    age = time.time() - fingerprint.mtime_ns / 1e9
-    if min_age > 0 and age < min_age:
-        record.update(status="young", reason=f"modified {age:.0f}s ago, under --min-age (live session?)", plan_row={})
-        return record
-    try:
-        session = read_session(path)
-        plan, row = plan_session(session, settings, options)
-    except (OSError, BatchCompactError, UnicodeError) as exc:  # a file we cannot read as a session
-        # its bytes are the problem (empty, compressed, binary): remembered like any invalid file
-        record.update(status="error", reason=unreadable_reason(path, exc), plan_row={},
-                      invalid=not isinstance(exc, OSError))
-        return record
-    except Exception as exc:  # one file's bug must not stop the archive
-        log.exception("planning %s failed", path)
-        record.update(status="error", reason=f"internal error: {exc!r}", plan_row={})
-        return record
-    record.update(status=row["status"], reason=row["reason"], plan_row=row)
-    if isinstance(plan, CompactionPlan):
-        record["prompt_tokens"] = [c.prompt_tokens for c in plan.calls]
-    return record
-
-
 class Runner:
     def __init__(self, settings: CompactionSettings, options: RunOptions, summarizer: Any, pool_settings: Any,
                  *, clock=None, sleep=None, executor: Executor | None = None) -> None:
         self.settings = settings
+        self._owns_executor = executor is None  # closed at the end of the run; one given is the caller's
         self.executor = executor or LocalExecutor(options.jobs)
         self.options = options
         self.summarizer = summarizer
@@ -230,11 +189,23 @@ class Runner:
         )
         self.rows: list[dict[str, Any]] = []
         self._prompt_tokens: dict[str, list[int] | None] = {}
-        self.pending: dict[str, _Pending] = {}
+        self.pending: dict[str, PreparedSession] = {}
         self.bars: dict[str, Any] = {}
         self._reported: set[str] = set()  # input paths that have their row
         self._waiting: dict[str, dict[str, Any]] = {}  # rows of sessions planned for compaction, by input path
         self.stopped: str | None = None  # SIGINT / SIGTERM when a stop signal ended the run early
+        self.here = self._compacts_here(options, summarizer)
+        # what every file task needs (pipeline/session_task.py); SOURCE_DATE_EPOCH is read here, once
+        self.task = FileTask(settings, self.plan_options, options.min_age_s, options.in_place, options.backup,
+                             options.pricing_file, options.branch_summaries, reproducible_now())
+
+    @staticmethod
+    def _compacts_here(options: RunOptions, summarizer: Any) -> bool:
+        """Whether phase 1 finishes each session where it planned it: the summarizer works in any process
+        (the built-in one) and nothing needs the whole archive's plan first (--limit, --max-cost, --batch)."""
+        if not callable(getattr(summarizer, "summarize_now", None)):
+            return False
+        return options.limit is None and options.max_cost_usd is None and options.batch is None
 
     # -- progress ------------------------------------------------------------------------------------
     def _bar(self, name: str, total: int | None, desc: str):
@@ -299,6 +270,8 @@ class Runner:
                                "what was recorded stays)")
             finally:
                 self._close_bars()
+                if self._owns_executor:
+                    self.executor.close()
                 self._account_for_all(items, aborted)
                 report_dir = self.options.resolved_report_dir()
                 try:
@@ -368,12 +341,21 @@ class Runner:
                 )
         return kept
 
+    def _work(self, items: list[ScanItem], state: RunState):
+        """Each file's `FileWork`, made as the executor asks for it (state lookups stay lazy)."""
+        for item in items:
+            if self.here is None:
+                yield FileWork(str(item.path), str(item.root))
+            else:
+                yield FileWork(str(item.path), str(item.root), str(self.output_path(item)),
+                               state.finished_fingerprints(_state_key(item), self.settings_key))
+
     def _plan_all(self, items: list[ScanItem], state: RunState) -> list[tuple[ScanItem, Fingerprint, dict]]:
-        bar = self._bar("plan", len(items), "planning")
-        args = ((str(i.path), str(i.root), self.options.min_age_s) for i in items)
+        bar = self._bar("plan", len(items), "compacting" if self.here else "planning")
+        task = dataclasses.replace(self.task, summarizer=self.summarizer) if self.here else self.task
         to_compact: list[tuple[ScanItem, Fingerprint, dict]] = []
         est_total = 0.0
-        for item, record in zip(items, self.executor.map(_phase1, args, self.settings, self.plan_options),
+        for item, record in zip(items, self.executor.map(process_file, self._work(items, state), task),
                                 strict=True):
             if bar is not None:
                 bar.update(1)
@@ -388,6 +370,9 @@ class Runner:
                 continue
             if status == "error":
                 self._invalid(row, record, item, state)
+                continue
+            if "compaction" in record:  # finished where it was planned
+                self._compacted_here(item, row, record["compaction"], state)
                 continue
             done = state.finished(_state_key(item), fingerprint, self.settings_key)
             if done is not None:
@@ -417,6 +402,16 @@ class Runner:
         if self.options.max_cost_usd is not None:
             self._check_budget(to_compact, est_total)
         return to_compact
+
+    def _compacted_here(self, item: ScanItem, row: dict[str, Any], outcome: dict[str, Any], state: RunState) -> None:
+        row.update(outcome.get("row") or {})
+        if outcome["status"] != COMPACTED:
+            self.finish(row, outcome["status"], outcome["reason"])
+            return
+        row["output_path"] = outcome["output_path"]
+        state.record(_state_key(item), outcome["fingerprint"], self.settings_key, COMPACTED, outcome["output_path"],
+                     None, self.run_id)
+        self.finish(row, COMPACTED, "")
 
     def _invalid(self, row: dict[str, Any], record: dict[str, Any], item: ScanItem, state: RunState) -> None:
         """Report an invalid file with file and line the first time; afterwards, while its bytes stay the
@@ -474,22 +469,28 @@ class Runner:
         stop = asyncio.Event()
         spent = {"cost": 0.0}
 
+        locked: deque = deque()  # the sessions `prepared` yields for, in order
+        prepared = self.executor.map(prepare_file, self._locked_work(to_compact, locked), self.task)
+
         async def jobs():
             from batchcompact.summarize.pool import SummaryJob
 
-            for item, fingerprint, row in to_compact:
-                pending = await asyncio.to_thread(self._prepare, item, fingerprint, row, state)
-                if pending is None:
-                    continue
-                self.pending[str(item.path)] = pending
-                yield SummaryJob(str(item.path), pending.calls, str(pending.fingerprint))
+            while (record := await asyncio.to_thread(next, prepared, None)) is not None:
+                pending = self._prepared(*locked.popleft(), record)
+                if pending is not None:
+                    self.pending[str(pending.item.path)] = pending
+                    yield SummaryJob(str(pending.item.path), pending.calls, str(pending.fingerprint))
 
         async def on_outcome(outcome) -> None:
             pending = self.pending.pop(outcome.key, None)
             if pending is None:
                 return
             spent["cost"] += outcome.cost_usd
-            await asyncio.to_thread(self._complete, pending, outcome, state)
+            try:
+                await self._complete(pending, outcome, state)
+            finally:
+                if pending.lock is not None:
+                    pending.lock.release()
             self._tick("summarize", cost=f"${spent['cost']:.4f}")
 
         def on_signal(signum: int) -> None:
@@ -516,9 +517,12 @@ class Runner:
 
         handlers = _current_handlers()
         try:
-            asyncio.run(main())
+            asyncio.run(main())  # returns when its threads are done: nothing is inside `prepared` now
         finally:  # the loop leaves SIGTERM at its default (die): give the stop handlers back
             _restore_handlers(handlers)
+            prepared.close()  # a stopped run: the sessions prepared ahead are given up
+            while locked:
+                locked.popleft()[2].release()
         return self._abort_reason
 
     _abort_reason: str | None = None
@@ -529,109 +533,34 @@ class Runner:
         """The plan's estimate that --max-cost checks: at the batch price when buying by batch."""
         return "est_batch_cost_usd" if self.options.batch is not None else "est_cost_usd"
 
-    def _prepare(self, item: ScanItem, fingerprint: Fingerprint, row: dict[str, Any], state: RunState):
-        """Lock, re-read and re-plan one session just before summarizing it (None when it is finished here).
+    def _locked_work(self, to_compact: list[tuple[ScanItem, Fingerprint, dict]], locked: deque):
+        """Each session to summarize, locked just before a worker re-reads it (`prepare_file`).
 
         The session's writer lock is held from here until it is written (or given up), so another run,
-        whatever its state file, skips it meanwhile."""
-        try:
-            lock = lock_session(item.path)
-        except SessionLocked:
-            self.finish(row, SKIPPED, "locked by another run")
-            return None
-        except OSError as exc:
-            self.finish(row, FAILED, f"cannot read: {_oserror(exc)}")
-            return None
-        pending = None
-        try:
-            pending = self._prepare_locked(item, fingerprint, row, lock)
-        finally:
-            if pending is None:
-                lock.release()
-        return pending
+        whatever its state file, skips it meanwhile. Sessions that cannot be locked are finished here."""
+        for item, fingerprint, row in to_compact:
+            lock, status, reason = take_lock(item.path)
+            if lock is None:
+                self.finish(row, status, reason)
+                continue
+            locked.append((item, row, lock))
+            # same bytes as in phase 1 (the worker checks): its exact prompt token counts are reused
+            yield SessionWork(str(item.path), str(item.root), fingerprint, self._prompt_tokens.pop(str(item.path), None))
 
-    def _prepare_locked(self, item: ScanItem, fingerprint: Fingerprint, row: dict[str, Any], lock: Any):
-        if not lock.still_current():  # another run replaced it between our open and our lock
-            self.finish(row, CHANGED, "the file changed after it was planned (another run wrote it)")
+    def _prepared(self, item: ScanItem, row: dict[str, Any], lock: Any, record: dict[str, Any]):
+        """The session as prepared for its summaries, or None when it was finished (and unlocked) here."""
+        if record["status"] is not None:
+            lock.release()
+            self.finish(row, record["status"], record["reason"])
             return None
-        try:
-            current = fingerprint_file(item.path)
-        except OSError as exc:
-            self.finish(row, FAILED, f"cannot read: {_oserror(exc)}")
-            return None
-        if (current.size, current.sha256) != (fingerprint.size, fingerprint.sha256):
-            self.finish(row, CHANGED, "the file changed after it was planned")
-            return None
-        try:
-            session = read_session(item.path)
-            # Same bytes as in phase 1 (checked above): reuse its exact prompt token counts.
-            known = self._prompt_tokens.pop(str(item.path), None)
-            plan, plan_row = plan_session(session, self.settings, self.plan_options, prompt_tokens=known)
-        except (OSError, BatchCompactError, UnicodeError) as exc:
-            self.finish(row, FAILED, unreadable_reason(str(item.path), exc))
-            return None
-        except Exception as exc:  # as in phase 1: one file's bug must not stop the archive
-            log.exception("planning %s failed", item.path)
-            self.finish(row, FAILED, f"internal error: {exc!r}")
-            return None
-        branches = self._plan_branches(session, plan_row) if self.options.branch_summaries else []
-        if not isinstance(plan, CompactionPlan):
-            if not branches:
-                self.finish(row, SKIPPED, plan_row.get("reason"))
-                return None
-            plan = None
-        return _Pending(item, current, session, plan, row, branches, lock)
+        return PreparedSession(item, record["fingerprint"], None, record["plan"], row, record["branches"], lock)
 
-    def _plan_branches(self, session: Any, plan_row: dict[str, Any]) -> list:
-        """Branch-summary plans for the abandoned branches of a pi session (already summarized ones skip)."""
-        if session.format != "pi" or not session.compactable:
-            return []
-        from batchcompact.core.branches import BranchPlan
-        from batchcompact.pipeline.planning import plan_branches
-
-        results = plan_branches(session, self.settings, self.plan_options, plan_row.get("context_window"))
-        return [b for b in results if isinstance(b, BranchPlan)]
-
-    def _writer(self) -> OutcomeWriter:
-        return OutcomeWriter(self.settings, in_place=self.options.in_place, backup=self.options.backup,
-                             pricing_file=self.options.pricing_file, caching=self._buyer)
-
-    def _complete(self, pending: _Pending, outcome: Any, state: RunState) -> None:
-        """Apply the summaries, write, verify, record: the session's outcome becomes its row."""
-        try:
-            self._complete_locked(pending, outcome, state)
-        finally:
-            if pending.lock is not None:
-                pending.lock.release()
-
-    def _complete_locked(self, pending: _Pending, outcome: Any, state: RunState) -> None:
+    async def _complete(self, pending: PreparedSession, outcome: Any, state: RunState) -> None:
+        """Apply the summaries, write, verify (a worker's `finish_file`), record: the outcome becomes the row."""
         row = pending.row
-        results = [r for r in outcome.results if r is not None]
-        row.update(
-            calls=sum(r.calls for r in results),
-            attempts=outcome.attempts,
-            prompt_tokens=sum(r.prompt_tokens for r in results),
-            completion_tokens=sum(r.completion_tokens for r in results),
-            cache_read_tokens=sum(r.cache_read_tokens for r in results),
-            cache_write_tokens=sum(r.cache_write_tokens for r in results),
-            cost_usd=None if any(r.cost_usd is None for r in results) else sum(r.cost_usd for r in results),
-            latency_s=max((r.latency_s for r in results), default=0.0),
-            model=results[0].model if results else self.options.summary_model,
-            redactions=sum(r.redaction_count for r in results),
-            redaction_kinds=[{"kind": kind, "count": count}
-                             for kind, count in sorted(merge_counts(*(r.redactions for r in results)).items())],
-            unpriced=any(r.cost_usd is None for r in results),
-            overflow_recovery=any(r.overflow_calls for r in results),
-            reused_summaries=sum(1 for r in results if r.calls == 0 and self.summarizer.name != "builtin"),
-            batch=any(r.batch for r in results),
-        )
-        branch = [r for r in outcome.results[: len(pending.branches)] if r is not None]
-        row.update(  # the part of the totals above spent on branch summaries (report kind branch_summary)
-            branch_calls=sum(r.calls for r in branch),
-            branch_prompt_tokens=sum(r.prompt_tokens for r in branch),
-            branch_completion_tokens=sum(r.completion_tokens for r in branch),
-            branch_cost_usd=None if any(r.cost_usd is None for r in branch) else sum(r.cost_usd for r in branch),
-        )
+        row.update(usage_fields(outcome.results, outcome.attempts, len(pending.branches),
+                                default_model=self.options.summary_model,
+                                reusable=self.summarizer.name != "builtin"))
         if outcome.status == "aborted":
             # The first aborted job carries the error; the pool reports the jobs it then never
             # started with its stop message, which already reads "run aborted: ...".
@@ -664,25 +593,22 @@ class Runner:
         if outcome.status != "ok":
             self.finish(row, FAILED, outcome.error)
             return
-        try:
-            output = self._writer().write(pending, outcome, self.output_path(pending.item))
-        except ChangedDuringRun as exc:
-            self.finish(row, CHANGED, str(exc))
+        # the written entries record what their summaries cost, even those bought by an earlier run
+        buyer = self._buyer
+        paid = tuple(buyer.as_paid(r) if buyer is not None and r is not None else r for r in outcome.results)
+        item = pending.item
+        work = SessionWork(str(item.path), str(item.root), pending.fingerprint, target=str(self.output_path(item)),
+                           plan=pending.plan, branches=tuple(pending.branches), results=paid)
+        done = await asyncio.wrap_future(self.executor.submit(finish_file, work, self.task))
+        row.update(done.get("row") or {})
+        if done["status"] != COMPACTED:
+            self.finish(row, done["status"], done["reason"])
             return
-        except VerificationError as exc:
-            self.finish(row, FAILED, f"verification failed: {exc}")
-            return
-        except OSError as exc:
-            self.finish(row, FAILED, f"write failed: {_oserror(exc)}")
-            return
-        except Exception as exc:  # one session's bug must not stop the archive (nor lose the report)
-            log.exception("writing %s failed", pending.item.path)
-            self.finish(row, FAILED, f"internal error: {exc!r}")
-            return
-        row["output_path"] = output
-        state.record(_state_key(pending.item), pending.fingerprint, self.settings_key, COMPACTED, output, None,
+        row["output_path"] = done["output_path"]
+        state.record(_state_key(item), pending.fingerprint, self.settings_key, COMPACTED, done["output_path"], None,
                      self.run_id)
         self.finish(row, COMPACTED, "")
+
 
 def _current_handlers() -> dict[int, Any]:
     try:

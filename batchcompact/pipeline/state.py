@@ -237,6 +237,15 @@ class RunState:
             return None
         return {"status": row[0], "output_path": row[1], "reason": row[2]}
 
+    def finished_fingerprints(self, input_path: str, settings: str) -> frozenset[str]:
+        """The fingerprints of this input recorded with a final outcome under these settings."""
+        with self._db_lock:
+            rows = self.db.execute(
+                "SELECT fingerprint, status FROM sessions WHERE input_path=? AND settings_hash=?",
+                (_text(input_path), settings),
+            ).fetchall()
+        return frozenset(fingerprint for fingerprint, status in rows if status in FINAL_STATUSES)
+
     def record(self, input_path: str, fingerprint: Fingerprint, settings: str, status: str,
                output_path: str | None, reason: str | None, run_id: str) -> None:
         with self._db_lock:

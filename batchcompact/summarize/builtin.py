@@ -349,6 +349,10 @@ class BuiltinSummarizer:
     remote = False  # prompts never leave the machine: no redaction needed
 
     async def summarize(self, call: SummaryCall) -> SummaryResult:
+        return self.summarize_now(call)
+
+    def summarize_now(self, call: SummaryCall) -> SummaryResult:
+        """The same summary, synchronously: how a worker that planned the session makes it in place."""
         start = time.perf_counter()
         text = summarize_offline(call)
         return SummaryResult(

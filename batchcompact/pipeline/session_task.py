@@ -1,0 +1,260 @@
+"""The per-file units of `run` that workers execute (pipeline/executor.py: local processes or Ray nodes).
+
+- `process_file` (phase 1): fingerprint, age check, read and plan one file; a plan record for the run loop.
+  When the run's summarizer works where the session is (the built-in one: offline, deterministic, free,
+  so no budget or rate limit to coordinate), the same call also takes the session's writer lock, makes
+  the summaries, applies, writes and verifies: the file is read once, and the run loop only records.
+- Otherwise the run loop buys the summaries from the model pool (it owns the rate limits, the budget and
+  the state) while workers do the file work around them: `prepare_file` re-reads and re-plans a session
+  the run loop has locked (its summary calls), `finish_file` applies the bought summaries, writes and
+  verifies it.
+
+Everything here is idempotent: a task repeated (a node lost) re-checks the fingerprint and the state's
+answer it was given, so a file is never compacted from bytes other than those it planned.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from batchcompact.core.planner import CompactionPlan, CompactionSettings
+from batchcompact.errors import BatchCompactError
+from batchcompact.formats.scan import ScanItem, unreadable_reason
+from batchcompact.formats.scan import oserror_text as _oserror
+from batchcompact.pipeline.executor import missing_file_reason
+from batchcompact.pipeline.outcome import (
+    CHANGED,
+    FAILED,
+    SKIPPED,
+    OutcomeWriter,
+    PreparedSession,
+    usage_fields,
+    write_outcome,
+)
+from batchcompact.pipeline.planning import PlanOptions, plan_session, read_session
+from batchcompact.pipeline.state import Fingerprint, fingerprint_file
+from batchcompact.pipeline.writer import SessionLocked, lock_session
+
+log = logging.getLogger(__name__)
+
+LOCKED = "locked by another run"
+
+
+@dataclass(frozen=True)
+class FileTask:
+    """What the tasks need besides the file: the same for every file of a run (shipped once per map)."""
+
+    settings: CompactionSettings
+    plan_options: PlanOptions
+    min_age_s: float = 0.0
+    in_place: bool = False
+    backup: bool = True
+    pricing_file: str | None = None
+    branch_summaries: bool = False
+    now: datetime | None = None  # SOURCE_DATE_EPOCH, read by the run loop's process
+    # a summarizer that works in any process (`summarize_now(call)`): phase 1 compacts where it plans;
+    # None: plan only, the run loop buys the summaries
+    summarizer: Any = None
+
+    def writer(self) -> OutcomeWriter:
+        return OutcomeWriter(self.settings, in_place=self.in_place, backup=self.backup,
+                             pricing_file=self.pricing_file, now=self.now)
+
+
+@dataclass(frozen=True)
+class FileWork:
+    """One file to process: where it is, where its output goes, and which of its fingerprints the run
+    state already records as finished with these settings (never compacted again)."""
+
+    path: str
+    root: str
+    target: str | None = None
+    finished: frozenset[str] = frozenset()
+
+
+def process_file(work: FileWork, task: FileTask) -> dict[str, Any]:
+    """Plan one file (and compact it here when the task says so); a record, never an exception."""
+    path = work.path
+    record: dict[str, Any] = {"path": path, "root": work.root}
+    try:
+        fingerprint = fingerprint_file(path)
+    except FileNotFoundError:  # listed by the driver, not visible here (another node) or removed since
+        record.update(status="error", reason=missing_file_reason(path), fingerprint=None, plan_row={})
+        return record
+    except OSError as exc:
+        record.update(status="error", reason=f"cannot read: {_oserror(exc)}", fingerprint=None, plan_row={})
+        return record
+    record["fingerprint"] = fingerprint
+    age = time.time() - fingerprint.mtime_ns / 1e9
+    if task.min_age_s > 0 and age < task.min_age_s:
+        record.update(status="young", reason=f"modified {age:.0f}s ago, under --min-age (live session?)", plan_row={})
+        return record
+    try:
+        session = read_session(path)
+        plan, row = plan_session(session, task.settings, task.plan_options)
+    except (OSError, BatchCompactError, UnicodeError) as exc:  # a file we cannot read as a session
+        # its bytes are the problem (empty, compressed, binary): remembered like any invalid file
+        record.update(status="error", reason=unreadable_reason(path, exc), plan_row={},
+                      invalid=not isinstance(exc, OSError))
+        return record
+    except Exception as exc:  # one file's bug must not stop the archive
+        log.debug("planning %s failed", path, exc_info=True)  # the row says it in one line; -vv shows where
+        record.update(status="error", reason=f"internal error: {exc!r}", plan_row={})
+        return record
+    record.update(status=row["status"], reason=row["reason"], plan_row=row)
+    if isinstance(plan, CompactionPlan):
+        record["prompt_tokens"] = [c.prompt_tokens for c in plan.calls]
+    wanted = row["status"] == "compact" or (task.branch_summaries and row.get("branch_calls"))
+    if task.summarizer is not None and wanted and str(fingerprint) not in work.finished:
+        try:
+            record["compaction"] = _compact_here(work, task, fingerprint, session, plan, row)
+        except Exception as exc:  # as for planning: one session's bug must not stop the archive
+            log.debug("compacting %s failed", path, exc_info=True)  # the row says it in one line; -vv shows where
+            record["compaction"] = {"status": FAILED, "reason": f"internal error: {exc!r}"}
+    return record
+
+
+def branch_plans(session: Any, settings: CompactionSettings, options: PlanOptions, context_window: Any) -> list:
+    """Branch-summary plans for the abandoned branches of a pi session (already summarized ones skip)."""
+    if session.format != "pi" or not session.compactable:
+        return []
+    from batchcompact.core.branches import BranchPlan
+    from batchcompact.pipeline.planning import plan_branches
+
+    results = plan_branches(session, settings, options, context_window)
+    return [b for b in results if isinstance(b, BranchPlan)]
+
+
+def take_lock(path: str | Path) -> tuple[Any, str | None, str]:
+    """The session's writer lock: (lock, None, "") or (None, status, reason) when another run holds it or
+    replaced the file since it was listed, or it cannot be opened."""
+    try:
+        lock = lock_session(path)
+    except SessionLocked:
+        return None, SKIPPED, LOCKED
+    except OSError as exc:
+        return None, FAILED, f"cannot read: {_oserror(exc)}"
+    if not lock.still_current():  # another run replaced it between our open and our lock
+        lock.release()
+        return None, CHANGED, "the file changed after it was planned (another run wrote it)"
+    return lock, None, ""
+
+
+def unchanged(path: str | Path, fingerprint: Fingerprint) -> tuple[Fingerprint | None, str | None, str]:
+    """(current fingerprint, None, "") when the file still holds the bytes that were planned; else
+    (None, status, reason)."""
+    try:
+        current = fingerprint_file(path)
+    except OSError as exc:
+        return None, FAILED, f"cannot read: {_oserror(exc)}"
+    if (current.size, current.sha256) != (fingerprint.size, fingerprint.sha256):
+        return None, CHANGED, "the file changed after it was planned"
+    return current, None, ""
+
+
+def lock_unchanged(path: str | Path, fingerprint: Fingerprint) -> tuple[Any, Fingerprint | None, str | None, str]:
+    """Take the session's writer lock and check the file is still the bytes that were planned.
+
+    (lock, current fingerprint, None, "") when it is; (None, None, status, reason) when not."""
+    lock, status, reason = take_lock(path)
+    if lock is None:
+        return None, None, status, reason
+    current, status, reason = unchanged(path, fingerprint)
+    if current is None:
+        lock.release()
+    return (lock if current is not None else None), current, status, reason
+
+
+def _compact_here(work: FileWork, task: FileTask, fingerprint: Fingerprint, session: Any, plan: Any,
+                  row: dict[str, Any]) -> dict[str, Any]:
+    """Lock, summarize, apply, write and verify a session planned in this process: its outcome."""
+    assert work.target is not None
+    lock, current, status, reason = lock_unchanged(work.path, fingerprint)
+    if lock is None:
+        return {"status": status, "reason": reason}
+    try:
+        branches = (branch_plans(session, task.settings, task.plan_options, row.get("context_window"))
+                    if task.branch_summaries else [])
+        if not isinstance(plan, CompactionPlan):
+            if not branches:
+                return {"status": SKIPPED, "reason": row.get("reason")}
+            plan = None
+        # the written row is the run loop's; this one only collects what the writer adds to it
+        written: dict[str, Any] = {}
+        pending = PreparedSession(ScanItem(Path(work.path), Path(work.root)), current,
+                                  session, plan, written, branches)
+        try:
+            results = [task.summarizer.summarize_now(call) for call in pending.calls]
+        except Exception as exc:  # the built-in summarizer does not fail on what the reader accepted
+            log.debug("summarizing %s failed", work.path, exc_info=True)  # the row says it in one line; -vv shows where
+            return {"status": FAILED, "reason": f"internal error: {exc!r}"}
+        status, reason, output = write_outcome(task.writer(), pending, results, Path(work.target))
+        fields = usage_fields(results, len(results), len(branches), default_model=task.summarizer.name,
+                              reusable=False)
+        return {"status": status, "reason": reason, "output_path": output, "fingerprint": current,
+                "row": {**fields, **written}}
+    finally:
+        lock.release()
+
+
+@dataclass(frozen=True)
+class SessionWork:
+    """A session the run loop has locked for phase 2: the bytes it planned, and what the worker needs."""
+
+    path: str
+    root: str
+    fingerprint: Fingerprint  # of the bytes phase 1 planned
+    prompt_tokens: Any = None  # phase 1's exact counts of the same prompts (not counted again)
+    target: str | None = None
+    plan: Any = None  # finish_file: the plan prepare_file made
+    branches: tuple = ()
+    results: tuple = ()  # finish_file: the summaries, as paid for (usage for the written entries)
+
+
+def prepare_file(work: SessionWork, task: FileTask) -> dict[str, Any]:
+    """Re-read and re-plan a session the run loop has locked: its plan and branch plans (the calls to buy),
+    or why it is finished here (it changed, it cannot be read, nothing is left to summarize)."""
+    current, status, reason = unchanged(work.path, work.fingerprint)
+    if current is None:
+        return {"status": status, "reason": reason}
+    try:
+        session = read_session(work.path)
+        # Same bytes as in phase 1 (checked above): reuse its exact prompt token counts.
+        plan, row = plan_session(session, task.settings, task.plan_options, prompt_tokens=work.prompt_tokens)
+        branches = (branch_plans(session, task.settings, task.plan_options, row.get("context_window"))
+                    if task.branch_summaries else [])
+    except (OSError, BatchCompactError, UnicodeError) as exc:
+        return {"status": FAILED, "reason": unreadable_reason(work.path, exc)}
+    except Exception as exc:  # as in phase 1: one file's bug must not stop the archive
+        log.debug("planning %s failed", work.path, exc_info=True)  # the row says it in one line; -vv shows where
+        return {"status": FAILED, "reason": f"internal error: {exc!r}"}
+    if not isinstance(plan, CompactionPlan):
+        if not branches:
+            return {"status": SKIPPED, "reason": row.get("reason")}
+        plan = None
+    return {"status": None, "fingerprint": current, "plan": plan, "branches": branches}
+
+
+def finish_file(work: SessionWork, task: FileTask) -> dict[str, Any]:
+    """Apply a locked session's bought summaries, write and verify it: its outcome (never an exception)."""
+    assert work.target is not None
+    try:
+        current, status, reason = unchanged(work.path, work.fingerprint)
+        if current is None:
+            return {"status": status, "reason": reason}
+        session = read_session(work.path)
+        written: dict[str, Any] = {}
+        pending = PreparedSession(ScanItem(Path(work.path), Path(work.root)), current, session, work.plan, written,
+                                  list(work.branches))
+        status, reason, output = write_outcome(task.writer(), pending, list(work.results), Path(work.target))
+    except (OSError, BatchCompactError, UnicodeError) as exc:
+        return {"status": FAILED, "reason": unreadable_reason(work.path, exc)}
+    except Exception as exc:
+        log.debug("writing %s failed", work.path, exc_info=True)  # the row says it in one line; -vv shows where
+        return {"status": FAILED, "reason": f"internal error: {exc!r}"}
+    return {"status": status, "reason": reason, "output_path": output, "row": written}

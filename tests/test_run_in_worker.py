@@ -1,0 +1,130 @@
+"""`run` with the built-in summarizer finishes each session where it planned it (pipeline/session_task.py):
+read once, summarized, written and verified by the same worker; the run loop only records outcomes.
+
+The other path (phase 2 in the run loop, as with a model pool, or when --limit needs the whole plan first)
+must give byte-identical outputs and the same report rows.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLES, SHARED_FIXTURES
+from test_run import FAST, bc  # noqa: F401  (the fixture)
+
+EPOCH = 1767323045  # 2026-01-02T03:04:05Z
+
+
+def archive(root: Path) -> Path:
+    """The sample sessions (pi, Claude Code, Codex) plus the shared fixtures when present."""
+    shutil.copytree(SAMPLES, root / "samples", ignore=shutil.ignore_patterns("*.md", "*.json"))
+    if SHARED_FIXTURES.is_dir():
+        shutil.copytree(SHARED_FIXTURES, root / "fixtures")
+    return root
+
+
+def outputs(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.jsonl"))
+            if ".batchcompact" not in p.parts}
+
+
+def statuses(text: str) -> dict[str, tuple]:
+    rows = json.loads(text)["rows"]
+    return {Path(r["input_path"]).name + ":" + r["input_path"].split("/in/")[-1]:
+            (r["status"], r["reason"], r["tokens_before"], r["calls"], r["prompt_tokens"], r["completion_tokens"],
+             r["model"]) for r in rows}
+
+
+@pytest.fixture
+def reads(monkeypatch):
+    """How often each input session was parsed (the writer's temp files are counted apart)."""
+    import batchcompact.formats.detect as detect
+
+    counts: Counter = Counter()
+    real = detect.read_session
+
+    def counting(path, fmt=None):
+        counts[str(path)] += 1
+        return real(path, fmt)
+
+    monkeypatch.setattr(detect, "read_session", counting)
+    return counts
+
+
+def test_each_session_is_read_once_and_written_where_it_was_planned(bc, tmp_path, reads, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("BATCHCOMPACT_TOKEN_CACHE", "off")
+    inputs = archive(tmp_path / "in")
+    result = bc("run", inputs, "--output-dir", tmp_path / "out", "--force", *FAST, "--format", "json")
+    assert result.code in (0, 1), result.err
+    rows = json.loads(result.out)["rows"]
+    compacted = [r for r in rows if r["status"] == "compacted"]
+    assert len(compacted) >= 5
+    originals = {k: n for k, n in reads.items() if "batchcompact-tmp" not in k}
+    verified = {k: n for k, n in reads.items() if "batchcompact-tmp" in k}
+    assert set(originals.values()) == {1}, originals  # never re-read to summarize or to write
+    assert len(verified) == len(compacted)  # every output verified from disk before its rename
+    for row in compacted:
+        assert Path(row["output_path"]).is_file() and row["calls"] >= 1 and row["model"] == "builtin"
+
+
+def test_the_run_loop_path_gives_the_same_bytes_and_rows(bc, tmp_path, reads, monkeypatch):  # noqa: F811
+    """--limit needs the whole plan before anything is summarized: the sessions go through phase 2 in the
+    run loop (re-read there). Same outputs, byte for byte, and the same rows."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", str(EPOCH))
+    inputs = archive(tmp_path / "in")
+    here = bc("run", inputs, "--output-dir", tmp_path / "here", "--force", *FAST, "--format", "json")
+    assert here.code in (0, 1), here.err
+    reads.clear()
+    loop = bc("run", inputs, "--output-dir", tmp_path / "loop", "--force", *FAST, "--format", "json",
+              "--limit", "1000")
+    assert loop.code == here.code, loop.err
+    # planned; re-read for its calls; re-read by the worker that writes it (the model pool's path)
+    assert max(n for k, n in reads.items() if "batchcompact-tmp" not in k) == 3
+    assert statuses(loop.out) == statuses(here.out)
+    assert outputs(tmp_path / "loop") == outputs(tmp_path / "here")
+    assert len(outputs(tmp_path / "here")) >= 5
+
+
+def test_source_date_epoch_is_the_time_new_entries_carry(bc, tmp_path, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", str(EPOCH))
+    inputs = tmp_path / "in"
+    shutil.copytree(SAMPLES / "pi", inputs, ignore=shutil.ignore_patterns("*.md", "*.json"))
+    first = bc("run", inputs, "--output-dir", tmp_path / "a", "--force", *FAST)
+    second = bc("run", inputs, "--output-dir", tmp_path / "b", "--force", *FAST, "--jobs", "2")
+    assert first.code == second.code == 0, first.err + second.err
+    assert outputs(tmp_path / "a") == outputs(tmp_path / "b")
+    expected = datetime.fromtimestamp(EPOCH, UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    stamps = set()
+    for path in (tmp_path / "a").rglob("*.jsonl"):
+        before = len((inputs / path.relative_to(tmp_path / "a")).read_text().splitlines())
+        for line in path.read_text().splitlines()[before:]:  # the entries this run added
+            stamps.add(json.loads(line)["timestamp"])
+    assert stamps == {expected}
+
+
+def test_a_fault_while_compacting_in_a_worker_fails_that_session_alone(bc, tmp_path, monkeypatch):  # noqa: F811
+    from batchcompact.pipeline import session_task
+
+    real = session_task.lock_unchanged
+
+    def lock_unchanged(path, fingerprint):
+        if "big-refactor" in str(path):
+            raise RuntimeError("boom")
+        return real(path, fingerprint)
+
+    inputs = tmp_path / "in"
+    shutil.copytree(SAMPLES / "pi", inputs, ignore=shutil.ignore_patterns("*.md", "*.json"))
+    monkeypatch.setattr(session_task, "lock_unchanged", lock_unchanged)
+    result = bc("run", inputs, "--output-dir", tmp_path / "out", "--force", *FAST, "--format", "json")
+    rows = {Path(r["input_path"]).stem: r for r in json.loads(result.out)["rows"]}
+    assert result.code == 1 and "Traceback" not in result.err
+    assert rows["big-refactor"]["status"] == "failed"
+    assert rows["big-refactor"]["reason"] == "internal error: RuntimeError('boom')"
+    assert sum(r["status"] == "compacted" for r in rows.values()) >= 2
+    assert not (tmp_path / "out" / "big-refactor.jsonl").exists()
+    assert not list((tmp_path / "out").rglob("*batchcompact-tmp*"))
