@@ -144,3 +144,18 @@ def test_in_flight_is_bounded(tmp_path):
         assert len(submitted) - consumed <= 3
         assert value == consumed - 1
     assert consumed == 20
+
+
+def test_a_task_the_cluster_keeps_losing_is_one_clear_error():
+    """Our tasks never raise; a Ray error means the task was lost (its worker or node died) more often than
+    it is retried: one line, exit 3 (RunAborted), for map and submit alike."""
+    import os
+
+    from batchcompact.pipeline.executor import RAY_TASK_RETRIES, ExecutorLost, RayExecutor
+
+    executor = RayExecutor()
+    with pytest.raises(ExecutorLost, match=f"^Ray lost a task after {RAY_TASK_RETRIES} retries: ") as lost:
+        list(executor.map(os._exit, [1]))  # the worker process dies with each attempt
+    assert "\n" not in str(lost.value) and lost.value.exit_code == 3
+    with pytest.raises(ExecutorLost):
+        executor.submit(os._exit, 1).result(timeout=300)

@@ -71,3 +71,53 @@ def test_a_node_removed_mid_plan_loses_no_file(cluster, tmp_path):
     assert rows == local
     assert len(rows) == len(paths) >= 40
     assert all(row["status"] != "error" for row in rows), [r["reason"] for r in rows if r["status"] == "error"]
+
+
+def test_a_node_removed_mid_run_still_compacts_every_session_as_local_does(cluster, tmp_path, monkeypatch):
+    """`run` with the built-in summarizer compacts each session inside its Ray task (read, summarize,
+    write, verify). Tasks lost with their node are run again elsewhere: every session ends as it does
+    locally, with byte-identical outputs (SOURCE_DATE_EPOCH fixes the time new entries carry)."""
+    import time
+
+    from batchcompact.core.planner import CompactionSettings
+    from batchcompact.pipeline.executor import RayExecutor
+    from batchcompact.pipeline.run import Runner, RunOptions, run_archive
+    from batchcompact.summarize import BuiltinSummarizer, PoolSettings
+
+    nodes, _ = cluster
+    before = ray.cluster_resources().get("CPU", 0)  # 1 when the test above took a node away
+    worker = nodes.add_node(num_cpus=1)
+    deadline = time.monotonic() + 60
+    while ray.cluster_resources().get("CPU") != before + 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ray.cluster_resources().get("CPU") == before + 1
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767323045")
+    inputs = tmp_path / "in"
+    for copy in range(4):
+        shutil.copytree(SAMPLES, inputs / f"c{copy}", ignore=shutil.ignore_patterns("*.md", "*.json"))
+    settings = CompactionSettings(force=True)
+
+    def run(name, executor=None):
+        options = RunOptions(output_dir=tmp_path / name, min_age_s=0, jobs=1)
+        summary = run_archive([str(inputs)], settings, options, BuiltinSummarizer(), PoolSettings(),
+                              executor=executor)
+        rows = {Path(r["input_path"]).relative_to(inputs): (r["status"], r["reason"]) for r in summary.rows}
+        files = {p.relative_to(tmp_path / name): p.read_bytes() for p in (tmp_path / name).rglob("*.jsonl")}
+        return rows, files
+
+    local_rows, local_files = run("local")
+    finished = []
+    real_finish = Runner.finish
+
+    def finish(self, row, status, reason=None):
+        real_finish(self, row, status, reason)
+        finished.append(status)
+        if len(finished) == 3:  # tasks are in flight on both nodes: take one away
+            nodes.remove_node(worker, allow_graceful=False)
+
+    monkeypatch.setattr(Runner, "finish", finish)
+    ray_rows, ray_files = run("ray", RayExecutor())
+    assert len(finished) > 3 and worker not in nodes.worker_nodes  # it went mid-run
+    assert ray_rows == local_rows
+    assert ray_files == local_files
+    assert sum(status == "compacted" for status, _ in local_rows.values()) >= 20

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from typing import Any, Protocol, TypeVar
 
-from batchcompact.errors import UsageError
+from batchcompact.errors import RunAborted, UsageError
 
 T = TypeVar("T")
 
@@ -31,6 +31,10 @@ RAY = "ray"
 EXECUTORS = (LOCAL, RAY)
 IN_FLIGHT_PER_WORKER = 4
 RAY_TASK_RETRIES = 3  # a task lost with its node is run again elsewhere (file work is idempotent)
+
+
+class ExecutorLost(RunAborted):
+    """The executor could not run a task at all (Ray: its node was lost more often than it is retried)."""
 
 
 class Executor(Protocol):
@@ -138,12 +142,35 @@ class RayExecutor:
         for item in items:
             window.append(self._remote.remote(func, item, shared))
             if len(window) >= self.in_flight:
-                yield ray.get(window.popleft())
+                yield self._get(window.popleft())
         while window:
-            yield ray.get(window.popleft())
+            yield self._get(window.popleft())
 
     def submit(self, func: Callable[..., T], item: Any, *args: Any) -> Future:
-        return self._remote.remote(func, item, args or None).future()
+        ours: Future = Future()
+
+        def settle(theirs: Future) -> None:
+            error = theirs.exception()
+            if error is None:
+                ours.set_result(theirs.result())
+            else:
+                ours.set_exception(self._lost(error) if isinstance(error, self._ray.exceptions.RayError) else error)
+
+        self._remote.remote(func, item, args or None).future().add_done_callback(settle)
+        return ours
+
+    def _get(self, ref: Any) -> Any:
+        try:
+            return self._ray.get(ref)
+        except self._ray.exceptions.RayError as error:
+            raise self._lost(error) from None
+
+    @staticmethod
+    def _lost(error: BaseException) -> ExecutorLost:
+        """Our tasks never raise: a Ray error means the task itself was lost (a node, a worker, the cluster)."""
+        text = str(error).strip()
+        first = text.splitlines()[0] if text else type(error).__name__
+        return ExecutorLost(f"Ray lost a task after {RAY_TASK_RETRIES} retries: {first}")
 
     def close(self) -> None:
         if self._started:

@@ -32,7 +32,7 @@ from batchcompact.errors import RunAborted, UsageError
 from batchcompact.formats.scan import ScanItem, iter_session_files, printable, resolved
 from batchcompact.formats.scan import oserror_text as _oserror
 from batchcompact.pipeline.buying import BATCH_PENDING, make_buyer
-from batchcompact.pipeline.executor import Executor, LocalExecutor
+from batchcompact.pipeline.executor import Executor, ExecutorLost, LocalExecutor
 from batchcompact.pipeline.outcome import (
     CHANGED,
     COMPACTED,
@@ -265,6 +265,8 @@ class Runner:
                     from batchcompact.lifecycle import stop_signal_name
 
                     self.stopped = stop_signal_name()
+                except ExecutorLost as exc:  # the cluster lost a task more often than it retries
+                    aborted = str(exc)
                 except sqlite3.Error as exc:  # disk full (or the database broke) while recording
                     aborted = (f"the run state {state.path} could not be updated: {exc} (free space and rerun; "
                                "what was recorded stays)")
@@ -599,7 +601,11 @@ class Runner:
         item = pending.item
         work = SessionWork(str(item.path), str(item.root), pending.fingerprint, target=str(self.output_path(item)),
                            plan=pending.plan, branches=tuple(pending.branches), results=paid)
-        done = await asyncio.wrap_future(self.executor.submit(finish_file, work, self.task))
+        try:
+            done = await asyncio.wrap_future(self.executor.submit(finish_file, work, self.task))
+        except ExecutorLost as exc:  # written or not: the next run sees which (a changed file, or the same)
+            self.finish(row, FAILED, str(exc))
+            return
         row.update(done.get("row") or {})
         if done["status"] != COMPACTED:
             self.finish(row, done["status"], done["reason"])
