@@ -128,3 +128,19 @@ def test_a_fault_while_compacting_in_a_worker_fails_that_session_alone(bc, tmp_p
     assert sum(r["status"] == "compacted" for r in rows.values()) >= 2
     assert not (tmp_path / "out" / "big-refactor.jsonl").exists()
     assert not list((tmp_path / "out").rglob("*batchcompact-tmp*"))
+
+
+def test_a_node_that_cannot_see_the_session_says_so(tmp_path):
+    """prepare_file / finish_file run wherever the executor puts them: a path that node cannot see fails
+    that session with the reason (the shared filesystem), never an exception."""
+    from batchcompact.core.planner import CompactionSettings
+    from batchcompact.pipeline.planning import PlanOptions
+    from batchcompact.pipeline.session_task import FileTask, SessionWork, finish_file, prepare_file
+    from batchcompact.pipeline.state import Fingerprint
+
+    task = FileTask(CompactionSettings(force=True), PlanOptions())
+    work = SessionWork(str(tmp_path / "elsewhere.jsonl"), str(tmp_path), Fingerprint(1, 2, "ab"),
+                       target=str(tmp_path / "out.jsonl"))
+    for done in (prepare_file(work, task), finish_file(work, task)):
+        assert done["status"] == "failed"
+        assert "not found on host" in done["reason"] and "same path" in done["reason"]

@@ -150,6 +150,8 @@ def unchanged(path: str | Path, fingerprint: Fingerprint) -> tuple[Fingerprint |
     (None, status, reason)."""
     try:
         current = fingerprint_file(path)
+    except FileNotFoundError:  # gone since it was planned, or not visible on this node
+        return None, FAILED, missing_file_reason(path)
     except OSError as exc:
         return None, FAILED, f"cannot read: {_oserror(exc)}"
     if (current.size, current.sha256) != (fingerprint.size, fingerprint.sha256):
