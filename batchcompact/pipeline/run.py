@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from batchcompact.core.planner import CompactionSettings
+from batchcompact.core.planner import CompactionPlan, CompactionSettings
 from batchcompact.errors import RunAborted, UsageError
 from batchcompact.formats.scan import ScanItem, iter_session_files, printable, resolved
 from batchcompact.formats.scan import oserror_text as _oserror
@@ -600,7 +600,9 @@ class Runner:
         paid = tuple(buyer.as_paid(r) if buyer is not None and r is not None else r for r in outcome.results)
         item = pending.item
         work = SessionWork(str(item.path), str(item.root), pending.fingerprint, target=str(self.output_path(item)),
-                           plan=pending.plan, branches=tuple(pending.branches), results=paid)
+                           plan=_without_prompts(pending.plan),
+                           branches=tuple(dataclasses.replace(b, call=_lean(b.call)) for b in pending.branches),
+                           results=paid)
         try:
             done = await asyncio.wrap_future(self.executor.submit(finish_file, work, self.task))
         except ExecutorLost as exc:  # written or not: the next run sees which (a changed file, or the same)
@@ -614,6 +616,15 @@ class Runner:
         state.record(_state_key(item), pending.fingerprint, self.settings_key, COMPACTED, done["output_path"], None,
                      self.run_id)
         self.finish(row, COMPACTED, "")
+
+
+def _lean(call: Any) -> Any:
+    """A summary call without what was sent (the writer needs only its kind): less to ship to a worker."""
+    return dataclasses.replace(call, system_prompt="", user_prompt="", messages=())
+
+
+def _without_prompts(plan: CompactionPlan | None) -> CompactionPlan | None:
+    return None if plan is None else dataclasses.replace(plan, calls=[_lean(c) for c in plan.calls])
 
 
 def _current_handlers() -> dict[int, Any]:
