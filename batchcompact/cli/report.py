@@ -158,8 +158,7 @@ def report(
       batchcompact report runs/ --source batchcompact --by session --chart cost.html
     """
     from batchcompact.discover import paths_or_discovered
-    from batchcompact.report import ReportSettings, build_report, collect_usage
-    from batchcompact.report.render import COMPACT_WIDTH, table_width, write_report
+    from batchcompact.report.settings import ReportSettings
 
     fmt = pick_format(fmt, json_flag)
     settings = ReportSettings(
@@ -187,66 +186,129 @@ def report(
         if token_limit is not None and token_limit != "max" and not token_limit.isdigit():
             raise click.BadParameter(f"{token_limit!r}: give a number of tokens or 'max'", param_hint="--token-limit")
         paths, found = paths_or_discovered(paths, "report", None if quiet else lambda m: click.echo(m, err=True))
-        runner = open_executor(executor, jobs or 1, ray_address)
-        try:
-            collected = collect_usage(paths, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs, executor=runner)
-        finally:
-            if runner is not None:
-                runner.close()
-        try:
-            for warning in collected.warnings:
-                click.echo(f"warning: {warning}", err=True)
-            result = build_report(collected.parts, settings)
-            if chart:
-                from dataclasses import replace
-
-                from batchcompact.report.chart import write_chart
-
-                period = by if by in ("day", "week", "month") else "day"
-                write_chart(
-                    build_report(collected.parts, replace(settings, by=period, breakdown=True)), chart
-                )
-        finally:
-            collected.cleanup()
-        if result.unpriced_models:
-            click.echo(
-                "warning: no price for "
-                + ", ".join(result.unpriced_models)
-                + " (their computed cost is unknown; marked * in the table; add them with --pricing FILE)",
-                err=True,
-            )
-        if fmt == "jsonl":
-            from batchcompact.cli.output import write_rows
-            from batchcompact.report.render import report_records
-
-            write_rows(fmt, output, report_records(result))
-            text = None
-        else:
-            if fmt == "table" and not compact and not output and sys.stdout.isatty():
-                import shutil
-
-                width = shutil.get_terminal_size((COMPACT_WIDTH, 24)).columns
-                compact = width < min(COMPACT_WIDTH, table_width(result))
-            text = write_report(
-                result, fmt, output, compact=compact, sources=[s.to_dict() for s in found]
-            )
-        if text:
-            click.echo(text, nl=False)
-        if verbose and result.dropped_zero:
-            click.echo(f"{result.dropped_zero} requests with no tokens left out", err=True)
-        if verbose and collected.rejected:
-            click.echo(f"{collected.rejected} cache parts failed verification and were rebuilt", err=True)
-        if not quiet:
-            click.echo(
-                f"{collected.files} files: {collected.extracted} parsed, {collected.cached} from cache",
-                err=True,
-            )
+        shown = [s.to_dict() for s in found]
+        results = None
+        if not no_cache and not chart:
+            results = _stored_results(paths, settings, fmt, shown, cache_dir)
+            if results is not None and (kept := results[0].load(results[1])) is not None:
+                _replay(kept, fmt, output, compact, quiet=quiet, verbose=verbose)
+                return 0
+        _full_report(paths, settings, fmt, output, compact, shown, quiet=quiet, verbose=verbose,
+                     cache_dir=cache_dir, no_cache=no_cache, jobs=jobs, chart=chart, by=by,
+                     executor=executor, ray_address=ray_address, results=results)
     except BatchCompactError as exc:
         if os.environ.get("BATCHCOMPACT_DEBUG"):
             raise
         click.echo(f"Error: {exc}", err=True)
         return exc.exit_code
     return 0
+
+
+def _stored_results(paths, settings, fmt: str, shown: list[dict], cache_dir):
+    """(ResultCache, key) when this report's output can be kept for an unchanged archive, else None."""
+    from batchcompact.report.files import default_cache_dir
+    from batchcompact.report.result_cache import ResultCache, archive_keys, result_key, storable
+
+    if not storable(settings, fmt):
+        return None
+    keys = archive_keys(paths)
+    key = result_key(keys, settings, fmt, shown) if keys else None
+    return None if key is None else (ResultCache(cache_dir or default_cache_dir()), key)
+
+
+def _full_report(paths, settings, fmt: str, output, compact: bool, shown: list[dict], *, quiet: bool, verbose: int,
+                 cache_dir, no_cache: bool, jobs, chart, by: str, executor: str, ray_address, results) -> None:
+    """Collect (cache-aware), aggregate with polars, render; keep the output when `results` says where."""
+    from batchcompact.report import build_report, collect_usage
+    from batchcompact.report.render import write_report
+
+    runner = open_executor(executor, jobs or 1, ray_address)
+    try:
+        collected = collect_usage(paths, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs, executor=runner)
+    finally:
+        if runner is not None:
+            runner.close()
+    try:
+        warnings = collected.warnings
+        for warning in warnings:
+            click.echo(f"warning: {warning}", err=True)
+        result = build_report(collected.parts, settings)
+        if chart:
+            from dataclasses import replace
+
+            from batchcompact.report.chart import write_chart
+
+            period = by if by in ("day", "week", "month") else "day"
+            write_chart(build_report(collected.parts, replace(settings, by=period, breakdown=True)), chart)
+    finally:
+        collected.cleanup()
+    _warn_unpriced(result.unpriced_models)
+    kept: dict = {"warnings": warnings, "unpriced": result.unpriced_models, "dropped_zero": result.dropped_zero,
+                  "files": collected.files}
+    if fmt == "jsonl":
+        from batchcompact.cli.output import write_rows
+        from batchcompact.report.render import report_records
+
+        write_rows(fmt, output, report_records(result))
+    elif fmt == "parquet":
+        write_report(result, fmt, output)
+    else:
+        from batchcompact.report.render import table_width
+
+        kept["texts"] = {"wide": write_report(result, fmt, None, compact=False, sources=shown)}
+        if fmt == "table":
+            kept["texts"]["compact"] = write_report(result, fmt, None, compact=True, sources=shown)
+            kept["table_width"] = table_width(result)
+        _emit(kept, fmt, output, compact)
+    if verbose and result.dropped_zero:
+        click.echo(f"{result.dropped_zero} requests with no tokens left out", err=True)
+    if verbose and collected.rejected:
+        click.echo(f"{collected.rejected} cache parts failed verification and were rebuilt", err=True)
+    if not quiet:
+        click.echo(f"{collected.files} files: {collected.extracted} parsed, {collected.cached} from cache", err=True)
+    if results is not None and "texts" in kept:
+        results[0].store(results[1], kept)
+
+
+def _replay(kept: dict, fmt: str, output, compact: bool, *, quiet: bool, verbose: int) -> None:
+    """What the full report printed for the same archive and options, from the stored result."""
+    for warning in kept["warnings"]:
+        click.echo(f"warning: {warning}", err=True)
+    _warn_unpriced(kept["unpriced"])
+    _emit(kept, fmt, output, compact)
+    if verbose and kept["dropped_zero"]:
+        click.echo(f"{kept['dropped_zero']} requests with no tokens left out", err=True)
+    if not quiet:
+        click.echo(f"{kept['files']} files: 0 parsed, {kept['files']} from cache (the stored report)", err=True)
+
+
+def _warn_unpriced(models: list[str]) -> None:
+    if models:
+        click.echo(
+            "warning: no price for "
+            + ", ".join(models)
+            + " (their computed cost is unknown; marked * in the table; add them with --pricing FILE)",
+            err=True,
+        )
+
+
+def _emit(kept: dict, fmt: str, output, compact: bool) -> None:
+    """The rendered text to --output or stdout; a table fitted to the terminal as the full path does."""
+    texts = kept["texts"]
+    if fmt == "table" and not compact and not output and sys.stdout.isatty():
+        import shutil
+
+        from batchcompact.report.render import COMPACT_WIDTH
+
+        width = shutil.get_terminal_size((COMPACT_WIDTH, 24)).columns
+        compact = width < min(COMPACT_WIDTH, kept["table_width"])
+    text = texts["compact"] if fmt == "table" and compact else texts["wide"]
+    if output:
+        from pathlib import Path
+
+        Path(output).write_text(text, encoding="utf-8")
+    elif text:
+        click.echo(text, nl=False)
 
 
 if __name__ == "__main__":  # pragma: no cover

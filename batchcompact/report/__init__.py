@@ -5,11 +5,32 @@ Library entry point: `run_report(paths, settings, cache_dir=..., use_cache=...)`
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from batchcompact.report.aggregate import GROUPINGS, Report, ReportSettings, build_report
-from batchcompact.report.collect import CollectResult, collect_usage
-from batchcompact.report.schema import USAGE_SCHEMA, USAGE_SCHEMA_VERSION
+from batchcompact.report.schema import USAGE_SCHEMA_VERSION
+from batchcompact.report.settings import GROUPINGS, ReportSettings
+
+if TYPE_CHECKING:
+    from batchcompact.report.aggregate import Report
+    from batchcompact.report.collect import CollectResult
+
+# Loaded on first use, so `batchcompact.report.<light module>` does not import polars or pyarrow.
+_LAZY = {
+    "USAGE_SCHEMA": "batchcompact.report.schema",
+    "Report": "batchcompact.report.aggregate",
+    "build_report": "batchcompact.report.aggregate",
+    "CollectResult": "batchcompact.report.collect",
+    "collect_usage": "batchcompact.report.collect",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "GROUPINGS",
@@ -33,6 +54,9 @@ def run_report(
     jobs: int | None = None,
 ) -> tuple[Report, CollectResult]:
     """Collect usage for `paths` (cache-aware) and aggregate it per `settings`."""
+    from batchcompact.report.aggregate import build_report
+    from batchcompact.report.collect import collect_usage
+
     collected = collect_usage(paths, cache_dir=cache_dir, use_cache=use_cache, jobs=jobs)
     try:
         report = build_report(collected.parts, settings)

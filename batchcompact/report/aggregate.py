@@ -30,11 +30,8 @@ from datetime import date, datetime, timedelta
 import polars as pl
 
 from batchcompact.pricing import PriceTable
+from batchcompact.report.settings import COST_MODES, GROUPINGS, PERIODS, WEEKDAYS, ReportSettings  # noqa: F401
 
-GROUPINGS = ("day", "week", "month", "session", "project", "model", "block")
-PERIODS = ("day", "week", "month")
-WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-COST_MODES = ("auto", "calculate", "recorded")
 SUM_COLUMNS = (
     "input_tokens",
     "output_tokens",
@@ -52,26 +49,6 @@ GROUP_KEYS = {
     "model": ["model"],
     "block": ["block_start"],
 }
-
-
-@dataclass(frozen=True)
-class ReportSettings:
-    by: str = "day"
-    breakdown: bool = False
-    since: date | None = None
-    until: date | None = None
-    sources: tuple[str, ...] = ()
-    timezone: str = "UTC"
-    cost_mode: str = "auto"
-    pricing_file: str | None = None
-    projects: tuple[str, ...] = ()
-    sessions: tuple[str, ...] = ()
-    start_of_week: str = "monday"
-    last: int | None = None
-    order: str | None = None  # None: the grouping's natural order; "asc" | "desc"
-    token_limit: str | None = None  # blocks: a token count, or "max" (the largest past block)
-    session_hours: float = 5.0  # blocks: length of a billing window
-    now: datetime | None = None  # blocks and --last: "now" (tests pin it); None = the clock
 
 
 @dataclass

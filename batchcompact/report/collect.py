@@ -11,7 +11,7 @@ import logging
 import multiprocessing
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -19,8 +19,8 @@ from pathlib import Path
 
 from batchcompact.errors import UsageError
 from batchcompact.lifecycle import pool_kwargs, stop_pool
-from batchcompact.report.detect import is_candidate
-from batchcompact.report.extract import FileKey, UsageCache, default_cache_dir, extract_to_part
+from batchcompact.report.extract import UsageCache, default_cache_dir, extract_to_part
+from batchcompact.report.files import FileKey, iter_resolved, iter_source_files  # noqa: F401  (re-exported)
 from batchcompact.report.snapshot import SNAPSHOT_MIN_FILES, load_snapshot, write_snapshot
 
 log = logging.getLogger(__name__)
@@ -55,49 +55,6 @@ class CollectResult:
             self.temp_dir = None
 
 
-def iter_source_files(paths: Iterable[str | Path]) -> Iterator[Path]:
-    """Files under `paths` worth reading, each once, in a stable order.
-
-    Directories are walked recursively (`*.jsonl`, `*.jsonl.zst`, `compactions*.parquet`); a file named
-    explicitly is always taken. A `.jsonl.zst` with a plain `.jsonl` sibling is skipped (Codex keeps both).
-    """
-    for file, _ in _iter_resolved(paths):
-        yield file
-
-
-def _iter_resolved(paths: Iterable[str | Path]) -> Iterator[tuple[Path, str]]:
-    """(file as found, its resolved path): each folder is resolved once, a file only when it is a link."""
-    seen: set[str] = set()
-    missing = []
-    for raw in paths:
-        path = Path(raw).expanduser()
-        if path.is_dir():
-            found = []
-            for dirpath, dirnames, filenames in os.walk(path):
-                dirnames.sort()
-                names = set(filenames)
-                real_dir = os.path.realpath(dirpath)
-                for name in sorted(filenames):
-                    if name.endswith(".jsonl.zst") and name[: -len(".zst")] in names:
-                        continue
-                    candidate = Path(dirpath) / name
-                    if is_candidate(candidate):
-                        full = os.path.join(dirpath, name)
-                        real = os.path.realpath(full) if os.path.islink(full) else os.path.join(real_dir, name)
-                        found.append((candidate, real))
-        elif path.is_file():
-            found = [(path, os.path.realpath(path))]
-        else:
-            missing.append(str(raw))
-            continue
-        for file, real in found:
-            if real not in seen:
-                seen.add(real)
-                yield file, real
-    if missing:
-        log.warning("not found: %s", ", ".join(missing))
-
-
 def collect_usage(
     paths: Iterable[str | Path],
     *,
@@ -119,7 +76,7 @@ def collect_usage(
         root = Path(result.temp_dir.name)
     cache = UsageCache(root)
     found: list[tuple[Path, FileKey]] = []
-    for path, real in _iter_resolved(paths):
+    for path, real in iter_resolved(paths):
         try:
             found.append((path, FileKey.of(real, resolved=True)))
         except OSError as exc:

@@ -21,7 +21,11 @@ TRANSCRIPT_SUFFIXES = (".jsonl", ".jsonl.zst")
 
 
 def is_run_report(path: Path) -> bool:
-    return path.name.startswith("compactions") and path.name.endswith(".parquet")
+    return is_run_report_name(path.name)
+
+
+def is_run_report_name(name: str) -> bool:
+    return name.startswith("compactions") and name.endswith(".parquet")
 
 
 def is_candidate(path: Path) -> bool:

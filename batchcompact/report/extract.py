@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -27,21 +26,11 @@ import pyarrow.parquet as pq
 from batchcompact.errors import BatchCompactError
 from batchcompact.formats.compressed import is_decompress_error
 from batchcompact.report.detect import detect_format
+from batchcompact.report.files import EXTRACT_RULES_VERSION, FileKey, default_cache_dir  # noqa: F401  (re-exported)
 from batchcompact.report.lines import ExtractStats
-from batchcompact.report.schema import USAGE_SCHEMA, USAGE_SCHEMA_VERSION, UsageRows
-
-# Bump when what an extractor produces from the same file changes (a cached part made by older rules
-# is then a miss): 2 = built-in summarizer rows left out of run reports; 3 = branch summaries split out;
-# 4 = summary entries keyed so the session file and the run report count them once; 5 = Claude
-# agent_progress sub-agent usage, 1-hour cache writes, the project from `cwd`.
-EXTRACT_RULES_VERSION = 5
+from batchcompact.report.schema import USAGE_SCHEMA_VERSION, UsageRows, usage_schema
 
 META_KEY = b"batchcompact.usage_cache"
-
-
-def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "batchcompact"
 
 
 def extract_file(path: str | Path, fmt: str | None = None) -> tuple[pa.Table, ExtractStats]:
@@ -74,18 +63,6 @@ def extract_file(path: str | Path, fmt: str | None = None) -> tuple[pa.Table, Ex
         stats.warn(None, f"zstd data damaged, the rest of the file is not read: {exc}")  # rows so far are kept
     stats.rows = len(rows)
     return rows.to_table(), stats
-
-
-@dataclass(frozen=True)
-class FileKey:
-    path: str
-    size: int
-    mtime_ns: int
-
-    @classmethod
-    def of(cls, path: str | Path, *, resolved: bool = False) -> FileKey:
-        st = os.stat(path)
-        return cls(str(path) if resolved else str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
 
 
 class UsageCache:
@@ -181,9 +158,9 @@ def write_part(part: Path, table: pa.Table, meta: dict) -> None:
     `.sum` does not match, which the next lookup rejects and rebuilds.
     """
     part.parent.mkdir(parents=True, exist_ok=True)
-    if not table.schema.equals(USAGE_SCHEMA, check_metadata=False):
-        table = table.cast(USAGE_SCHEMA)
-    metadata = {**(USAGE_SCHEMA.metadata or {}), META_KEY: json.dumps(meta).encode()}
+    if not table.schema.equals(usage_schema(), check_metadata=False):
+        table = table.cast(usage_schema())
+    metadata = {**(usage_schema().metadata or {}), META_KEY: json.dumps(meta).encode()}
     fd, tmp = tempfile.mkstemp(dir=part.parent, prefix=".part-", suffix=".parquet")
     os.close(fd)
     fd, tmp_sum = tempfile.mkstemp(dir=part.parent, prefix=".part-", suffix=".sum")

@@ -23,38 +23,56 @@ versioned by it, so old cache parts are ignored).
 
 from __future__ import annotations
 
-import pyarrow as pa
+import functools
+from typing import Any
 
 USAGE_SCHEMA_VERSION = 2
 
 SOURCES = ("pi", "claude", "codex", "batchcompact")
 KINDS = ("main", "sidechain", "compaction", "branch_summary")
 
-USAGE_SCHEMA = pa.schema(
-    [
-        pa.field("source", pa.string(), nullable=False),
-        pa.field("file", pa.string(), nullable=False),
-        pa.field("line", pa.int64()),
-        pa.field("session_id", pa.string()),
-        pa.field("project", pa.string()),
-        pa.field("timestamp", pa.timestamp("us", tz="UTC")),
-        pa.field("provider", pa.string()),
-        pa.field("model", pa.string()),
-        pa.field("kind", pa.string(), nullable=False),
-        pa.field("dedupe_key", pa.string()),
-        pa.field("input_tokens", pa.int64(), nullable=False),
-        pa.field("output_tokens", pa.int64(), nullable=False),
-        pa.field("cache_read_tokens", pa.int64(), nullable=False),
-        pa.field("cache_write_tokens", pa.int64(), nullable=False),
-        pa.field("cache_write_1h_tokens", pa.int64(), nullable=False),
-        pa.field("reasoning_tokens", pa.int64(), nullable=False),
-        pa.field("total_tokens", pa.int64(), nullable=False),
-        pa.field("recorded_cost_usd", pa.float64()),
-    ],
-    metadata={"batchcompact.usage_schema_version": str(USAGE_SCHEMA_VERSION)},
+# (column, Arrow type, nullable); the Arrow schema is built from this when first needed, so code that
+# only needs the columns or the version (the warm report path) never imports pyarrow.
+FIELDS: tuple[tuple[str, str, bool], ...] = (
+    ("source", "string", False),
+    ("file", "string", False),
+    ("line", "int64", True),
+    ("session_id", "string", True),
+    ("project", "string", True),
+    ("timestamp", "timestamp", True),
+    ("provider", "string", True),
+    ("model", "string", True),
+    ("kind", "string", False),
+    ("dedupe_key", "string", True),
+    ("input_tokens", "int64", False),
+    ("output_tokens", "int64", False),
+    ("cache_read_tokens", "int64", False),
+    ("cache_write_tokens", "int64", False),
+    ("cache_write_1h_tokens", "int64", False),
+    ("reasoning_tokens", "int64", False),
+    ("total_tokens", "int64", False),
+    ("recorded_cost_usd", "float64", True),
 )
+COLUMNS = tuple(name for name, _, _ in FIELDS)
 
-COLUMNS = tuple(USAGE_SCHEMA.names)
+
+@functools.cache
+def usage_schema() -> Any:
+    """The usage table's Arrow schema (pyarrow imported here)."""
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(),
+             "timestamp": pa.timestamp("us", tz="UTC")}
+    return pa.schema(
+        [pa.field(name, types[kind], nullable=nullable) for name, kind, nullable in FIELDS],
+        metadata={"batchcompact.usage_schema_version": str(USAGE_SCHEMA_VERSION)},
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name == "USAGE_SCHEMA":  # the schema object, for callers that name it
+        return usage_schema()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class UsageRows:
@@ -107,12 +125,14 @@ class UsageRows:
         c["total_tokens"].append(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens)
         c["recorded_cost_usd"].append(recorded_cost_usd)
 
-    def to_table(self) -> pa.Table:
-        return pa.Table.from_pydict(self.columns, schema=USAGE_SCHEMA)
+    def to_table(self) -> Any:
+        import pyarrow as pa
+
+        return pa.Table.from_pydict(self.columns, schema=usage_schema())
 
 
-def empty_table() -> pa.Table:
-    return USAGE_SCHEMA.empty_table()
+def empty_table() -> Any:
+    return usage_schema().empty_table()
 
 
 def entry_key(session_id: str | None, entry_id: str | None) -> str | None:

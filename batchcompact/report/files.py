@@ -1,0 +1,115 @@
+"""The files a report covers, and what identifies their usage without reading them (stdlib only).
+
+A file's usage is identified by its `FileKey` (resolved path, size, mtime_ns) and the rules that
+extracted it (`EXTRACT_RULES_VERSION`); the warm paths (cached parts, the snapshot, the stored report
+results) compare these before trusting anything they kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from batchcompact.report.detect import TRANSCRIPT_SUFFIXES, is_run_report_name
+
+log = logging.getLogger(__name__)
+
+# Bump when what an extractor produces from the same file changes (a cached part made by older rules
+# is then a miss): 2 = built-in summarizer rows left out of run reports; 3 = branch summaries split out;
+# 4 = summary entries keyed so the session file and the run report count them once; 5 = Claude
+# agent_progress sub-agent usage, 1-hour cache writes, the project from `cwd`.
+EXTRACT_RULES_VERSION = 5
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "batchcompact"
+
+
+@dataclass(frozen=True)
+class FileKey:
+    path: str
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, path: str | Path, *, resolved: bool = False) -> FileKey:
+        st = os.stat(path)
+        return cls(str(path) if resolved else str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+
+
+def iter_source_files(paths: Iterable[str | Path]) -> Iterator[Path]:
+    """Files under `paths` worth reading, each once, in a stable order.
+
+    Directories are walked recursively (`*.jsonl`, `*.jsonl.zst`, `compactions*.parquet`); a file named
+    explicitly is always taken. A `.jsonl.zst` with a plain `.jsonl` sibling is skipped (Codex keeps both).
+    """
+    for file, _ in iter_resolved(paths):
+        yield file
+
+
+def iter_resolved(paths: Iterable[str | Path]) -> Iterator[tuple[Path, str]]:
+    """(file as found, its resolved path): each folder is resolved once, a file only when it is a link."""
+    for shown, real, _ in _iter_found(paths):
+        yield Path(shown), real
+
+
+def iter_keys(paths: Iterable[str | Path]) -> Iterator[FileKey]:
+    """The `FileKey` of every file `iter_resolved` finds, with one stat each (the warm path's walk).
+    OSError when one cannot be stat'ed."""
+    for _, real, entry in _iter_found(paths):
+        st = entry.stat() if entry is not None else os.stat(real)
+        yield FileKey(real, st.st_size, st.st_mtime_ns)
+
+
+def _iter_found(paths: Iterable[str | Path]) -> Iterator[tuple[str, str, os.DirEntry | None]]:
+    """(path as found, resolved path, its directory entry when walked), each resolved file once."""
+    seen: set[str] = set()
+    missing = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if path.is_dir():
+            found = list(_walk(str(path)))
+        elif path.is_file():
+            found = [(str(path), os.path.realpath(path), None)]
+        else:
+            missing.append(str(raw))
+            continue
+        for shown, real, entry in found:
+            if real not in seen:
+                seen.add(real)
+                yield shown, real, entry
+    if missing:
+        log.warning("not found: %s", ", ".join(missing))
+
+
+def _walk(top: str) -> Iterator[tuple[str, str, os.DirEntry]]:
+    """Candidate files under `top` in os.walk's order with sorted names (symlinked folders not entered).
+    A `.jsonl.zst` with a plain `.jsonl` sibling is skipped (Codex keeps both)."""
+    try:
+        with os.scandir(top) as scan:
+            entries = list(scan)
+    except OSError:
+        return
+    files, folders = [], []
+    for entry in entries:
+        try:
+            (folders if entry.is_dir() else files).append(entry)
+        except OSError:
+            files.append(entry)
+    names = {entry.name for entry in files}
+    real_dir = os.path.realpath(top)
+    for entry in sorted(files, key=lambda e: e.name):
+        name = entry.name
+        if name.endswith(".jsonl.zst") and name[: -len(".zst")] in names:
+            continue
+        if name.endswith(TRANSCRIPT_SUFFIXES) or is_run_report_name(name):
+            full = os.path.join(top, name)
+            real = os.path.realpath(full) if entry.is_symlink() else os.path.join(real_dir, name)
+            yield full, real, entry
+    for folder in sorted(folders, key=lambda e: e.name):
+        if not folder.is_symlink():
+            yield from _walk(folder.path)

@@ -1,0 +1,131 @@
+"""The stored report (report/result_cache.py): an unchanged archive's report is replayed byte for byte
+without parsing a file or importing polars/pyarrow; any change to the files or options runs it again."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import SAMPLES, SHARED_FIXTURES
+
+from batchcompact.cli import cli
+
+STORED = "from cache (the stored report)"
+
+
+@pytest.fixture
+def archive(tmp_path) -> Path:
+    """Claude Code, Codex and pi sessions (the samples, plus the shared fixtures when present)."""
+    root = tmp_path / "archive"
+    shutil.copytree(SAMPLES, root / "samples", ignore=shutil.ignore_patterns("*.md", "*.json"))
+    if SHARED_FIXTURES.is_dir():
+        shutil.copytree(SHARED_FIXTURES / "claude", root / "claude")
+        shutil.copytree(SHARED_FIXTURES / "codex", root / "codex")
+    return root
+
+
+def report(*args) -> tuple[str, str]:
+    result = CliRunner().invoke(cli, ["report", *map(str, args)], standalone_mode=False, catch_exceptions=False)
+    assert result.return_value == 0, result.stderr
+    return result.stdout, result.stderr
+
+
+def without_counts(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if " files: " not in line]
+
+
+@pytest.mark.parametrize("args", [
+    ("--format", "json"),
+    ("--format", "csv"),
+    ("--format", "table"),
+    ("--format", "table", "--compact"),
+    ("--by", "session", "--format", "json", "--order", "desc"),
+    ("--by", "model", "--breakdown", "--format", "table"),
+    ("--by", "month", "--since", "2025-01-01", "--timezone", "Asia/Tokyo", "--format", "csv"),
+])
+def test_the_stored_report_prints_exactly_what_the_full_one_does(archive, tmp_path, args):
+    cache = tmp_path / "cache"
+    full_out, full_err = report(archive, *args, "--no-cache")
+    first_out, first_err = report(archive, *args, "--cache-dir", cache)
+    kept_out, kept_err = report(archive, *args, "--cache-dir", cache)
+    assert STORED not in first_err and STORED in kept_err
+    assert kept_out == first_out == full_out
+    assert without_counts(kept_err) == without_counts(first_err) == without_counts(full_err)
+
+
+def test_output_files_are_the_same_bytes(archive, tmp_path):
+    cache = tmp_path / "cache"
+    report(archive, "--format", "json", "-o", tmp_path / "a.json", "--cache-dir", cache)
+    _, err = report(archive, "--format", "json", "-o", tmp_path / "b.json", "--cache-dir", cache)
+    assert STORED in err
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+    assert json.loads((tmp_path / "a.json").read_text())["totals"]["requests"] > 0
+
+
+def test_any_change_to_the_files_or_options_runs_the_report_again(archive, tmp_path):
+    cache = tmp_path / "cache"
+    args = (archive, "--format", "json", "--cache-dir", cache)
+    report(*args)
+    assert STORED in report(*args)[1]
+    a_file = next(archive.rglob("*.jsonl"))
+    os.utime(a_file, ns=(a_file.stat().st_atime_ns, a_file.stat().st_mtime_ns + 1_000_000_000))
+    _, err = report(*args)
+    assert STORED not in err and "1 parsed" in err  # touched: its usage is read again
+    assert STORED in report(*args)[1]
+    extra = archive / "samples" / "pi" / "copy.jsonl"
+    shutil.copyfile(SAMPLES / "pi" / "small-fix.jsonl", extra)
+    added_out, err = report(*args)
+    assert STORED not in err
+    extra.unlink()
+    removed_out, err = report(*args)
+    assert STORED in err  # back to the first archive: its stored report is still there
+    assert json.loads(added_out)["totals"]["requests"] > json.loads(removed_out)["totals"]["requests"]
+    assert STORED not in report(*args, "--by", "model")[1]  # another option: another report
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"claude-sonnet-4-5": {"input_cost_per_token": 1e-3}}))
+    assert STORED not in report(*args, "--pricing", prices)[1]
+    assert STORED in report(*args, "--pricing", prices)[1]
+    prices.write_text(json.dumps({"claude-sonnet-4-5": {"input_cost_per_token": 2e-3}}))
+    assert STORED not in report(*args, "--pricing", prices)[1]  # new prices, new costs
+
+
+def test_a_damaged_stored_report_is_ignored_and_rebuilt(archive, tmp_path):
+    cache = tmp_path / "cache"
+    args = (archive, "--format", "json", "--cache-dir", cache)
+    good, _ = report(*args)
+    (stored,) = (cache / "usage-v2" / "results").glob("*.json")
+    data = bytearray(stored.read_bytes())
+    data[-5] ^= 0x01
+    stored.write_bytes(bytes(data))
+    out, err = report(*args)
+    assert STORED not in err and out == good
+    assert STORED in report(*args)[1]
+
+
+def test_reports_that_depend_on_the_clock_are_never_stored(archive, tmp_path):
+    cache = tmp_path / "cache"
+    for _ in range(2):
+        _, err = report(archive, "--by", "block", "--format", "json", "--cache-dir", cache)
+        assert STORED not in err
+    assert not (cache / "usage-v2" / "results").exists()
+
+
+def test_the_stored_report_imports_neither_polars_nor_pyarrow(archive, tmp_path):
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    env.pop("BATCHCOMPACT_DEBUG", None)
+    probe = ("import sys, runpy; sys.argv = ['batchcompact', 'report', sys.argv[1], '--format', 'json'];\n"
+             "try:\n    runpy.run_module('batchcompact', run_name='__main__')\n"
+             "except SystemExit:\n    pass\n"
+             "print(sorted(m for m in ('polars', 'pyarrow', 'litellm', 'tiktoken') if m in sys.modules),"
+             " file=sys.stderr)")
+    first = subprocess.run([sys.executable, "-c", probe, str(archive)], capture_output=True, text=True, env=env)
+    second = subprocess.run([sys.executable, "-c", probe, str(archive)], capture_output=True, text=True, env=env)
+    assert first.stdout == second.stdout and json.loads(second.stdout)["totals"]["requests"] > 0
+    assert "'polars'" in first.stderr.splitlines()[-1]  # the full path aggregates with polars
+    assert STORED in second.stderr and second.stderr.splitlines()[-1] == "[]"
