@@ -24,6 +24,7 @@ STAGES = [
     ("builtin", "bench_builtin.py"),
     ("startup", "bench_startup.py"),
     ("redact", "bench_redact.py"),
+    ("ray", "bench_ray.py"),
 ]
 
 

@@ -1,0 +1,127 @@
+"""`--executor ray` against `--executor local` on one machine: the overhead of going through Ray.
+
+    python bench/bench_ray.py [--total 30MB] [--cpus 2] [--quick]
+
+One generated corpus (pi, Claude Code, Codex). Each command's file work runs once on a local process
+pool of `--cpus` workers and once on a Ray instance started here with the same CPUs (started once,
+warmed up, then measured: the steady state a cluster is in; Ray's own start-up is its own figure):
+
+- plan --force: read, plan and count the prompt tokens of every file (token cache off);
+- report, cold: extract every file's usage into a fresh cache, then aggregate;
+- run --force, built-in summarizer: plan, summarize, write and verify every file (fresh output folder).
+
+Prints files/s per command and executor, and the ratio ray/local (1.0 = no overhead). Also the mean
+prompt tokens per compacted session, the input of the scaling model in docs/performance.md.
+Skipped (exit 0, a line saying why) when Ray is not installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ["BATCHCOMPACT_TOKEN_CACHE"] = "off"  # every plan counts (Ray workers inherit this at init)
+
+from batchcompact.synth.corpus import parse_size, write_corpus  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.figures import emit  # noqa: E402
+
+
+def measure(name: str, executor, files: list[str], root: Path, scratch: Path) -> dict[str, float]:
+    """Seconds per command with `executor`, each on fresh outputs."""
+    from batchcompact.core.planner import CompactionSettings
+    from batchcompact.pipeline.planning import PlanOptions, iter_plan_rows
+    from batchcompact.pipeline.run import RunOptions, run_archive
+    from batchcompact.report import build_report, collect_usage
+    from batchcompact.report.settings import ReportSettings
+    from batchcompact.summarize import BuiltinSummarizer, PoolSettings
+
+    settings = CompactionSettings(force=True)
+    out: dict[str, float] = {}
+    started = time.perf_counter()
+    rows = list(iter_plan_rows(files, settings, PlanOptions(), executor=executor))
+    out["plan"] = time.perf_counter() - started
+    compacted = [r for r in rows if r["status"] == "compact"]
+    out["prompt_tokens"] = sum(r.get("prompt_tokens") or 0 for r in compacted) / max(1, len(compacted))
+    out["calls"] = sum(r.get("calls") or 0 for r in compacted) / max(1, len(compacted))
+
+    cache = scratch / f"cache-{name}"
+    started = time.perf_counter()
+    collected = collect_usage([str(root)], cache_dir=cache, executor=executor, jobs=getattr(executor, "jobs", None))
+    try:
+        build_report(collected.parts, ReportSettings(by="day"))
+    finally:
+        collected.cleanup()
+    out["report"] = time.perf_counter() - started
+
+    target = scratch / f"out-{name}"
+    options = RunOptions(output_dir=target, min_age_s=0, jobs=getattr(executor, "jobs", 1))
+    started = time.perf_counter()
+    summary = run_archive([str(root)], settings, options, BuiltinSummarizer(), PoolSettings(), executor=executor)
+    out["run"] = time.perf_counter() - started
+    out["compacted"] = summary.by_status.get("compacted", 0)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--total", default="30MB")
+    parser.add_argument("--cpus", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="a 10 MB corpus")
+    args = parser.parse_args(argv)
+    try:
+        import ray
+    except ImportError:
+        print("ray: skipped: Ray is not installed (pip install -e '.[ray]')")
+        return 0
+    if args.quick and args.total == "30MB":
+        args.total = "10MB"
+    root = Path(tempfile.gettempdir()) / f"bc-bench-ray-{parse_size(args.total)}-{args.seed}"
+    if not (root / "corpus.json").exists():
+        write_corpus(root, args.total, seed=args.seed)
+    files = sorted(str(p) for p in root.rglob("*.jsonl"))
+    mb = sum(os.path.getsize(f) for f in files) / 1e6
+    scratch = Path(tempfile.mkdtemp(prefix="bc-bench-ray-"))
+    ray_temp = Path(tempfile.mkdtemp(prefix="bc-ray-", dir="/tmp"))  # short: Ray's socket paths are limited
+    try:
+        from batchcompact.pipeline.executor import LocalExecutor, RayExecutor
+
+        local = measure("local", LocalExecutor(args.cpus), files, root, scratch)
+        started = time.perf_counter()
+        ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, configure_logging=False,
+                 _temp_dir=str(ray_temp), _node_ip_address="127.0.0.1")
+        startup = time.perf_counter() - started
+        executor = RayExecutor()
+        started = time.perf_counter()
+        list(executor.map(os.path.getsize, files[: 4 * args.cpus]))  # workers started and imports warm
+        warmup = time.perf_counter() - started
+        remote = measure("ray", executor, files, root, scratch)
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(ray_temp, ignore_errors=True)
+    print(f"ray: {len(files)} files, {mb:.1f} MB; {local['compacted']:.0f} compacted; {args.cpus} CPUs")
+    print(f"  ray.init {startup:.2f}s, first tasks {warmup:.2f}s")
+    for command in ("plan", "report", "run"):
+        print(f"  {command:<7} local {local[command]:6.2f}s   ray {remote[command]:6.2f}s   "
+              f"ratio {remote[command] / local[command]:.2f}")
+    print(f"  per compacted session: {local['prompt_tokens']:.0f} prompt tokens, {local['calls']:.2f} calls")
+    for command, label in (("plan", "plan --force"), ("report", "report, cold"), ("run", "run, built-in")):
+        emit("ray", f"{label}, 1 node ({args.cpus} CPUs)", len(files) / remote[command], "files/s",
+             f"local, {args.cpus} processes", len(files) / local[command], note=f"{mb:.1f} MB")
+    emit("ray", "start-up: ray.init + first tasks", startup + warmup, "s")
+    emit("ray", "mean prompt tokens per compacted session", local["prompt_tokens"], "tokens",
+         note=f"{local['compacted']:.0f} of {len(files)} compacted, {local['calls']:.2f} calls each")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
