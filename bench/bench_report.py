@@ -139,13 +139,36 @@ def versus_ccusage(work: Path, total: int) -> None:
                                                  dict(env, CLAUDE_CONFIG_DIR=str(small.parent.parent))))
 
 
+def many_files(work: Path, count: int) -> None:
+    """Warm CLI over `count` files (links to one Claude fixture in 100 project folders): the stored report
+    against the full path with every part cached (another grouping: a result not stored yet)."""
+    import os
+
+    root = work / "many"
+    for n in range(count):
+        path = root / "projects" / f"-proj-{n % 100}" / f"{uuid.UUID(int=n + 1)}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(FIXTURE, path)
+        except OSError:
+            shutil.copyfile(FIXTURE, path)
+    env = dict(os.environ, XDG_CACHE_HOME=str(work / "xdg-many"))
+    ours = [sys.executable, "-m", "batchcompact", "report", str(root), "--format", "json"]
+    cold = _wall(ours, env)  # parses every file, stores the parts, the snapshot and the result
+    warm = min(_wall(ours, env) for _ in range(3))
+    full = _wall(ours + ["--by", "week"], env)
+    print(f"{count} files: cold {cold:.2f}s, warm (stored report) {warm:.2f}s, full path on cached parts {full:.2f}s")
+    emit("report", f"warm CLI, {count} files", warm, "s", "full path, parts cached", full)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--total", default="60MB", help="archive size to generate (default 60MB)")
     parser.add_argument("--dir", help="corpus folder (kept; generated if empty)")
     parser.add_argument("--jobs", type=int, default=None, help="extraction processes (default: CPUs, max 8)")
     parser.add_argument("--skip-bare-json", action="store_true", help="skip the json.loads baseline")
-    parser.add_argument("--quick", action="store_true", help="a 30 MB archive")
+    parser.add_argument("--quick", action="store_true", help="a 30 MB archive, no many-files figure")
+    parser.add_argument("--many", type=int, default=10_000, help="files for the warm many-files figure")
     args = parser.parse_args()
     if args.quick and args.total == "60MB":
         args.total = "30MB"
@@ -189,6 +212,8 @@ def main() -> None:
         emit("report", "warm (cache)", warm_s, "s", "cold", cold_s)
         emit("report", "peak RSS, main process", self_rss, "MB")
         versus_ccusage(work, parse_size(args.total))
+        if not args.quick and args.many:
+            many_files(work, args.many)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
