@@ -766,3 +766,23 @@ def test_a_file_replaced_during_the_backup_keeps_the_original_somewhere(tmp_path
     for path, data in originals.items():
         assert Path(f"{path}.bak").read_bytes() == data
         assert not Path(f"{path}.bak.1").exists()  # ours was made aside, then removed: no write happened
+
+
+def test_temp_files_of_another_host_are_swept_by_age_not_by_pid(tmp_path):
+    """On a shared filesystem a temp file may belong to a live writer on another node, whose pid means
+    nothing here: it is left alone until it is an hour old."""
+    from batchcompact.pipeline.writer import sweep_stale_temps, temp_name
+
+    ours = temp_name(tmp_path / "s.jsonl")
+    assert ours.name.startswith(f".s.jsonl.batchcompact-tmp-{os.getpid()}-")
+    host = ours.name.rsplit("-", 1)[1]
+    dead_here = tmp_path / f".s.jsonl.batchcompact-tmp-999999999-abcd1234-{host}"
+    elsewhere = tmp_path / ".s.jsonl.batchcompact-tmp-999999999-abcd1234-0badc0de"
+    old_elsewhere = tmp_path / ".t.jsonl.batchcompact-tmp-999999999-abcd1234-0badc0de"
+    for path in (dead_here, elsewhere, old_elsewhere):
+        path.write_text("partial")
+    hour_ago = time.time() - 3700
+    os.utime(old_elsewhere, (hour_ago, hour_ago))
+    removed = set(sweep_stale_temps([tmp_path]))
+    assert removed == {dead_here, old_elsewhere}
+    assert elsewhere.exists()

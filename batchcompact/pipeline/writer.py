@@ -6,7 +6,9 @@ before the rename: a file that changed since it was read (a live agent still wri
 
 A run holds `lock_session` (a non-blocking flock on the session file) from the read to the rename, so two
 runs (whatever their state files) never write the same session at once: the second skips it. Temp names
-carry the pid and a random part. The backup of an in-place write is a hard link to the original (atomic,
+carry the writer's pid, a random part and a tag of its host: a temp file is swept when its writer is gone,
+judged by pid on the host that wrote it and by age (an hour) elsewhere, since other nodes' processes
+cannot be seen from here. The backup of an in-place write is a hard link to the original (atomic,
 no copy; a copy created with O_EXCL where the filesystem has no hard links) and never replaces an existing
 `NAME.bak` holding different bytes: it takes the first free `NAME.bak.1`, `NAME.bak.2`, ... instead.
 Outputs get the source's mode; in place also its owner and group (where permitted).
@@ -16,9 +18,11 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import hashlib
 import os
 import secrets
+import socket
 import stat as stat_module
 import time
 from collections.abc import Callable
@@ -76,8 +80,14 @@ def lock_session(path: str | Path) -> SessionLock:
 
 
 def temp_name(target: Path, kind: str = TMP_MARK) -> Path:
-    """A temp path beside `target`, unique to this process and call: `.NAME.batchcompact-tmp-PID-RANDOM`."""
-    return target.with_name(f".{target.name}{kind}-{os.getpid()}-{secrets.token_hex(4)}")
+    """A temp path beside `target`, unique to this process and call: `.NAME.batchcompact-tmp-PID-RANDOM-HOST`."""
+    return target.with_name(f".{target.name}{kind}-{os.getpid()}-{secrets.token_hex(4)}-{_host_tag()}")
+
+
+@functools.cache
+def _host_tag() -> str:
+    """This machine, in temp names (a shared filesystem sees every node's): 8 hex of its name's hash."""
+    return hashlib.sha1(socket.gethostname().encode("utf-8", "surrogateescape")).hexdigest()[:8]
 
 
 class ChangedDuringRun(Exception):
@@ -164,30 +174,40 @@ def _write_temp(
 
 
 def _remove_stale_temps(target: Path) -> None:
-    """Remove temp files of `target` left by a run that was killed (its pid is gone)."""
+    """Remove temp files of `target` left by a run that was killed (its writer is gone)."""
     prefix = f".{target.name}{TMP_MARK}-"
     try:
         names = [name for name in os.listdir(target.parent) if name.startswith(prefix)]
     except OSError:
         return
+    now = time.time()
     for name in names:
-        pid = name[len(prefix):].split("-", 1)[0]
-        if not pid.isdigit() or int(pid) == os.getpid():
+        try:
+            if _stale(target.parent / name, now):
+                (target.parent / name).unlink(missing_ok=True)
+        except OSError:
             continue
-        if not pid_alive(int(pid)):
-            (target.parent / name).unlink(missing_ok=True)
 
 
 _STALE_AGE_S = 3600.0  # temp names without a pid (older versions) are swept only when this old
 
 
-def _pid_of_temp(name: str) -> int | None:
-    """The pid in `.NAME.batchcompact-tmp-PID[-RANDOM]`, None when the name carries none."""
+def _owner_of_temp(name: str) -> tuple[int | None, str | None]:
+    """(pid, host tag) from `.NAME.batchcompact-tmp-PID[-RANDOM[-HOST]]`; None where the name has none."""
     mark = name.rfind(TMP_MARK + "-")
     if mark < 0:
-        return None
-    pid = name[mark + len(TMP_MARK) + 1:].split("-", 1)[0]
-    return int(pid) if pid.isdigit() else None
+        return None, None
+    parts = name[mark + len(TMP_MARK) + 1:].split("-")
+    pid = int(parts[0]) if parts[0].isdigit() else None
+    return pid, parts[2] if len(parts) > 2 else None
+
+
+def _stale(path: Path, now: float) -> bool:
+    """Whether the run that wrote temp file `path` is gone: its pid on this host, an hour's age otherwise."""
+    pid, host = _owner_of_temp(path.name)
+    if pid is not None and (host is None or host == _host_tag()):
+        return pid != os.getpid() and not pid_alive(pid)
+    return now - path.lstat().st_mtime >= _STALE_AGE_S
 
 
 def _is_ours(name: str) -> bool:
@@ -197,8 +217,8 @@ def _is_ours(name: str) -> bool:
 def sweep_stale_temps(folders: Any) -> list[Path]:
     """Remove temp files that runs which are gone left in `folders` (killed, OOM, disk full); returns them.
 
-    A temp file names its writer's pid: it is removed when that process no longer exists. Names without a pid
-    (left by older versions) are removed once they are an hour old.
+    A temp file names its writer's pid and host: it is removed when that process no longer exists. Names
+    without a pid (left by older versions) or written on another host are removed once they are an hour old.
     """
     removed = []
     now = time.time()
@@ -209,12 +229,8 @@ def sweep_stale_temps(folders: Any) -> list[Path]:
             continue
         for name in names:
             path = folder / name
-            pid = _pid_of_temp(name)
             try:
-                if pid is not None:
-                    if pid == os.getpid() or pid_alive(pid):
-                        continue
-                elif now - path.lstat().st_mtime < _STALE_AGE_S:
+                if not _stale(path, now):
                     continue
                 path.unlink()
                 removed.append(path)
