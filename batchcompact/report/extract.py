@@ -166,7 +166,7 @@ def write_part(part: Path, table: pa.Table, meta: dict) -> None:
     fd, tmp_sum = tempfile.mkstemp(dir=part.parent, prefix=".part-", suffix=".sum")
     os.close(fd)
     try:
-        pq.write_table(table.replace_schema_metadata(metadata), tmp, compression="zstd")
+        pq.write_table(table.replace_schema_metadata(metadata), tmp, compression="lz4")
         digest, size = _sha256(Path(tmp))
         Path(tmp_sum).write_text(
             json.dumps({"sha256": digest, "bytes": size, "rows": table.num_rows}), encoding="utf-8"
