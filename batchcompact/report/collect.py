@@ -150,7 +150,9 @@ def _extract_parallel(result: CollectResult, todo: list[str], root: str, workers
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, **pool_kwargs())
         finished = False
         try:
-            for outcome in pool.map(extract_to_part, todo, [root] * len(todo), chunksize=4):
+            # many small files: bigger chunks save a round trip per file; few: small chunks keep both busy
+            chunk = max(1, min(32, len(todo) // (16 * workers)))
+            for outcome in pool.map(extract_to_part, todo, [root] * len(todo), chunksize=chunk):
                 _add(result, [outcome])
                 done += 1
             finished = True
