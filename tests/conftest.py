@@ -25,6 +25,23 @@ def fixture_path(*parts: str) -> Path:
 
 
 @pytest.fixture
+def copy_archive(root: Path) -> Path:
+    """The sample sessions (pi, Claude Code, Codex) plus the shared fixtures when present, copied under
+    `root` so runs cannot touch the originals."""
+    import shutil
+
+    shutil.copytree(SAMPLES, root / "samples", ignore=shutil.ignore_patterns("*.md", "*.json"))
+    if SHARED_FIXTURES.is_dir():
+        shutil.copytree(SHARED_FIXTURES, root / "fixtures")
+    return root
+
+
+def session_outputs(root: Path) -> dict[str, bytes]:
+    """Every session file under `root` (relative path -> bytes), the run's own folder left out."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.jsonl"))
+            if ".batchcompact" not in p.parts}
+
+
 def fixtures_dir() -> Path:
     if not SHARED_FIXTURES.is_dir():
         pytest.skip(f"shared fixtures not found at {SHARED_FIXTURES}")

@@ -10,11 +10,10 @@ import json
 import shutil
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import SAMPLES, SHARED_FIXTURES
+from tests.conftest import SAMPLES, copy_archive, session_outputs
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
 
@@ -51,21 +50,8 @@ def bc(capsys, monkeypatch):
     return invoke
 
 
-def archive(root: Path) -> Path:
-    """The sample sessions plus the shared fixtures (when present), copied so runs cannot touch them."""
-    shutil.copytree(SAMPLES, root / "samples", ignore=shutil.ignore_patterns("*.md", "*.json"))
-    if SHARED_FIXTURES.is_dir():
-        shutil.copytree(SHARED_FIXTURES, root / "fixtures")
-    return root
-
-
-def files_under(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.jsonl"))
-            if ".batchcompact" not in p.parts}
-
-
 def test_plan_rows_equal_local(bc, tmp_path):
-    inputs = archive(tmp_path / "in")
+    inputs = copy_archive(tmp_path / "in")
     code, local, err = bc("plan", inputs, "--force", "--format", "json")
     assert code == 0, err
     code, remote, err = bc("plan", inputs, "--force", "--format", "json", "--executor", "ray")
@@ -75,7 +61,7 @@ def test_plan_rows_equal_local(bc, tmp_path):
 
 
 def test_run_outputs_byte_identical_to_local(bc, tmp_path):
-    inputs = archive(tmp_path / "in")
+    inputs = copy_archive(tmp_path / "in")
     results = {}
     for kind in ("local", "ray"):
         out = tmp_path / kind
@@ -84,14 +70,14 @@ def test_run_outputs_byte_identical_to_local(bc, tmp_path):
         assert code in (0, 1), err
         rows = json.loads(text)["rows"]
         results[kind] = ({r["input_path"]: (r["status"], r["reason"], r["tokens_before"]) for r in rows},
-                         files_under(out))
+                         session_outputs(out))
     assert results["ray"][0] == results["local"][0]
     assert results["ray"][1] == results["local"][1]
     assert any(status == "compacted" for status, _, _ in results["local"][0].values())
 
 
 def test_report_totals_identical_to_local(bc, tmp_path):
-    inputs = archive(tmp_path / "in")
+    inputs = copy_archive(tmp_path / "in")
     totals = {}
     for kind in ("local", "ray"):
         code, text, err = bc("report", inputs, "--no-cache", "--format", "json", "--executor", kind)

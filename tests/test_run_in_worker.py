@@ -14,23 +14,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES, SHARED_FIXTURES
+from conftest import SAMPLES, copy_archive, session_outputs
 from test_run import FAST, bc  # noqa: F401  (the fixture)
 
 EPOCH = 1767323045  # 2026-01-02T03:04:05Z
-
-
-def archive(root: Path) -> Path:
-    """The sample sessions (pi, Claude Code, Codex) plus the shared fixtures when present."""
-    shutil.copytree(SAMPLES, root / "samples", ignore=shutil.ignore_patterns("*.md", "*.json"))
-    if SHARED_FIXTURES.is_dir():
-        shutil.copytree(SHARED_FIXTURES, root / "fixtures")
-    return root
-
-
-def outputs(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.jsonl"))
-            if ".batchcompact" not in p.parts}
 
 
 def statuses(text: str) -> dict[str, tuple]:
@@ -58,7 +45,7 @@ def reads(monkeypatch):
 
 def test_each_session_is_read_once_and_written_where_it_was_planned(bc, tmp_path, reads, monkeypatch):  # noqa: F811
     monkeypatch.setenv("BATCHCOMPACT_TOKEN_CACHE", "off")
-    inputs = archive(tmp_path / "in")
+    inputs = copy_archive(tmp_path / "in")
     result = bc("run", inputs, "--output-dir", tmp_path / "out", "--force", *FAST, "--format", "json")
     assert result.code in (0, 1), result.err
     rows = json.loads(result.out)["rows"]
@@ -76,7 +63,7 @@ def test_the_run_loop_path_gives_the_same_bytes_and_rows(bc, tmp_path, reads, mo
     """--limit needs the whole plan before anything is summarized: the sessions go through phase 2 in the
     run loop (re-read there). Same outputs, byte for byte, and the same rows."""
     monkeypatch.setenv("SOURCE_DATE_EPOCH", str(EPOCH))
-    inputs = archive(tmp_path / "in")
+    inputs = copy_archive(tmp_path / "in")
     here = bc("run", inputs, "--output-dir", tmp_path / "here", "--force", *FAST, "--format", "json")
     assert here.code in (0, 1), here.err
     reads.clear()
@@ -86,8 +73,8 @@ def test_the_run_loop_path_gives_the_same_bytes_and_rows(bc, tmp_path, reads, mo
     # planned; re-read for its calls; re-read by the worker that writes it (the model pool's path)
     assert max(n for k, n in reads.items() if "batchcompact-tmp" not in k) == 3
     assert statuses(loop.out) == statuses(here.out)
-    assert outputs(tmp_path / "loop") == outputs(tmp_path / "here")
-    assert len(outputs(tmp_path / "here")) >= 5
+    assert session_outputs(tmp_path / "loop") == session_outputs(tmp_path / "here")
+    assert len(session_outputs(tmp_path / "here")) >= 5
 
 
 def test_source_date_epoch_is_the_time_new_entries_carry(bc, tmp_path, monkeypatch):  # noqa: F811
@@ -97,7 +84,7 @@ def test_source_date_epoch_is_the_time_new_entries_carry(bc, tmp_path, monkeypat
     first = bc("run", inputs, "--output-dir", tmp_path / "a", "--force", *FAST)
     second = bc("run", inputs, "--output-dir", tmp_path / "b", "--force", *FAST, "--jobs", "2")
     assert first.code == second.code == 0, first.err + second.err
-    assert outputs(tmp_path / "a") == outputs(tmp_path / "b")
+    assert session_outputs(tmp_path / "a") == session_outputs(tmp_path / "b")
     expected = datetime.fromtimestamp(EPOCH, UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     stamps = set()
     for path in (tmp_path / "a").rglob("*.jsonl"):
