@@ -24,7 +24,6 @@ def fixture_path(*parts: str) -> Path:
     return path
 
 
-@pytest.fixture
 def copy_archive(root: Path) -> Path:
     """The sample sessions (pi, Claude Code, Codex) plus the shared fixtures when present, copied under
     `root` so runs cannot touch the originals."""
@@ -42,6 +41,7 @@ def session_outputs(root: Path) -> dict[str, bytes]:
             if ".batchcompact" not in p.parts}
 
 
+@pytest.fixture
 def fixtures_dir() -> Path:
     if not SHARED_FIXTURES.is_dir():
         pytest.skip(f"shared fixtures not found at {SHARED_FIXTURES}")
