@@ -123,13 +123,14 @@ def detect_format(path: str | Path) -> str | None:
     return None
 
 
-def read_session(path: str | Path, fmt: str | None = None) -> Session:
-    """Read a session of any supported format (detected when `fmt` is None)."""
+def read_session(path: str | Path, fmt: str | None = None, *, digest: bool = False) -> Session:
+    """Read a session of any supported format (detected when `fmt` is None). `digest`: a pi session also
+    records the SHA-256 of the bytes it was read from (`formats.pi.read_pi_appended` needs it)."""
     fmt = fmt or detect_format(path)
     if fmt == "pi":
         from batchcompact.formats.pi import read_pi_session
 
-        return read_pi_session(path)
+        return read_pi_session(path, digest=digest)
     if fmt == "claude":
         from batchcompact.formats import claude
 

@@ -84,15 +84,15 @@ class PlanOptions:
         )
 
 
-def read_session(path: str | Path) -> Session:
-    """Read a session file of any supported format."""
+def read_session(path: str | Path, *, digest: bool = False) -> Session:
+    """Read a session file of any supported format (`digest`: see `formats.detect.read_session`)."""
     try:
         from batchcompact.formats.detect import read_session as read_any
     except ImportError:  # pragma: no cover - until the multi-format reader exists
         from batchcompact.formats.pi import read_pi_session
 
-        return read_pi_session(path)
-    return read_any(path)
+        return read_pi_session(path, digest=digest)
+    return read_any(path, digest=digest)
 
 
 def session_trigger(
