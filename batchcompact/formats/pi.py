@@ -53,12 +53,9 @@ def _read_pi_session(path: str | Path, digest: Any = None) -> Session:
     except OSError as exc:
         problems.append(Problem(name, None, ERROR, f"cannot read file: {exc.strerror or exc}"))
     version = header_version(header) if header is not None else 3
-    if header is not None and version >= 2:
-        _check_v2_ids(name, raw_entries, lines, problems)
     if header is not None:
-        migrate(header, raw_entries)
-    entries = [Entry(data, lineno) for data, lineno in zip(raw_entries, lines, strict=True)]
-    _check_entries(name, entries, problems)
+        migrate(header, raw_entries)  # v2 -> v3 changes a message role only: the id checks below see the same
+    entries = _checked_entries(name, raw_entries, lines, problems, ids=header is not None and version >= 2)
     session = Session(name, "pi", header, entries, version=version if header is not None else None, problems=problems)
     _check_compactions(session)
     if digest is not None:
@@ -120,9 +117,7 @@ def read_pi_appended(original: Session, path: str | Path, size: int, sha256: str
         except OSError as exc:
             problems.append(Problem(name, None, ERROR, f"cannot read file: {exc.strerror or exc}"))
             raw_new, lines_new = [], []
-        _check_v2_ids(name, raw_new, lines_new, problems)
-        new = [Entry(data, lineno) for data, lineno in zip(raw_new, lines_new, strict=True)]
-        _check_entries(name, new, problems)
+        new = _checked_entries(name, raw_new, lines_new, problems, ids=True)
         session = Session(name, "pi", original.header, [*original.entries, *new], version=3, problems=problems)
         _check_compactions(session)
     return session
@@ -149,42 +144,53 @@ def _prefix_is(path: str | Path, size: int, sha256: str) -> bool:
     return digest.hexdigest() == sha256
 
 
-def _check_v2_ids(name: str, raw: list[dict[str, Any]], lines: list[int], problems: list[Problem]) -> None:
-    for data, lineno in zip(raw, lines, strict=True):
-        if not isinstance(data.get("id"), str):
-            problems.append(Problem(name, lineno, ERROR, f"{data.get('type')!r} entry has no string 'id'"))
-        if "parentId" not in data:
-            problems.append(Problem(name, lineno, ERROR, f"{data.get('type')!r} entry has no 'parentId'"))
-        elif data["parentId"] is not None and not isinstance(data["parentId"], str):
-            problems.append(Problem(name, lineno, ERROR, "'parentId' must be a string or null"))
-
-
-def _check_entries(name: str, entries: list[Entry], problems: list[Problem]) -> None:
+def _checked_entries(name: str, raw: list[dict[str, Any]], lines: list[int], problems: list[Problem], *,
+                     ids: bool) -> list[Entry]:
+    """The entries, with their problems added in this order: with `ids` (v2 and later) each entry's id and
+    parentId, then unknown types, message entries without a message object, unknown roles. One pass."""
+    entries = [Entry(data, lineno) for data, lineno in zip(raw, lines, strict=True)]
+    id_problems: list[Problem] = []
+    entry_problems: list[Problem] = []
+    known = KNOWN_ENTRY_TYPES
     for entry in entries:
-        if entry.type not in KNOWN_ENTRY_TYPES:
-            problems.append(
-                Problem(name, entry.line, WARNING, f"unknown entry type {entry.type!r}; kept and ignored for context")
-            )
-        elif entry.type == "message":
+        kind = entry.type
+        if ids:
+            if not isinstance(entry.id, str):
+                id_problems.append(Problem(name, entry.line, ERROR, f"{kind!r} entry has no string 'id'"))
+            parent = entry.parent_id
+            if parent is None:
+                if "parentId" not in entry.data:
+                    id_problems.append(Problem(name, entry.line, ERROR, f"{kind!r} entry has no 'parentId'"))
+            elif not isinstance(parent, str):
+                id_problems.append(Problem(name, entry.line, ERROR, "'parentId' must be a string or null"))
+        if kind == "message":
             message = entry.data.get("message")
             if not isinstance(message, dict):
-                problems.append(Problem(name, entry.line, ERROR, "message entry has no 'message' object"))
+                entry_problems.append(Problem(name, entry.line, ERROR, "message entry has no 'message' object"))
             elif message.get("role") not in MESSAGE_ROLES:
-                problems.append(
+                entry_problems.append(
                     Problem(name, entry.line, WARNING, f"unknown message role {message.get('role')!r}; ignored")
                 )
+        elif kind not in known:
+            entry_problems.append(
+                Problem(name, entry.line, WARNING, f"unknown entry type {kind!r}; kept and ignored for context")
+            )
+    problems.extend(id_problems)
+    problems.extend(entry_problems)
+    return entries
 
 
 def _check_compactions(session: Session) -> None:
     """A compaction's firstKeptEntryId must be on the path to that compaction."""
     tree = session.tree
     assert tree is not None
+    compactions = [e for e in session.entries if e.type == "compaction"]
+    if not compactions:
+        return
     active = tree.path()
     position = {id(e): i for i, e in enumerate(active)}
     index_by_id = {e.id: i for i, e in enumerate(active)}
-    for entry in session.entries:
-        if entry.type != "compaction":
-            continue
+    for entry in compactions:
         kept = entry.data.get("firstKeptEntryId")
         if not isinstance(kept, str):
             if "retainedTail" not in entry.data:
