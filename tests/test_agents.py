@@ -4,6 +4,7 @@ the report, presets and the built-in summarizer's tool table through one registr
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 
 import pytest
 
@@ -39,15 +40,25 @@ TOY = Agent(
 )
 
 
+@contextmanager
+def registered(agent: Agent):
+    """`agent` registered for the block; the registry as it was afterwards."""
+    saved = list(AGENTS), dict(registry._BY_NAME)
+    registry.register(agent)
+    try:
+        yield agent
+    finally:
+        AGENTS[:] = saved[0]
+        registry._BY_NAME.clear()
+        registry._BY_NAME.update(saved[1])
+        registry._TOOLS.clear()
+        registry._SUFFIXES.clear()
+
+
 @pytest.fixture
 def toy():
-    saved = list(AGENTS), dict(registry._BY_NAME)
-    registry.register(TOY)
-    yield TOY
-    AGENTS[:] = saved[0]
-    registry._BY_NAME.clear()
-    registry._BY_NAME.update(saved[1])
-    registry._TOOLS.clear()
+    with registered(TOY):
+        yield TOY
 
 
 def test_the_three_formats_are_registered_in_order():
@@ -102,3 +113,24 @@ def test_report_extraction_goes_through_the_agent(toy, tmp_path):
     path.write_text(json.dumps({"kind": "toy-session"}) + "\n")
     _, stats = extract_file(path, "toy")
     assert stats.format == "toy" and any("toy usage read" in str(w) for w in stats.warnings)
+
+
+def toy_document(path, head: bytes) -> bool:
+    return path.name.endswith(".toy.json") and head.lstrip().startswith(b"{")
+
+
+def test_an_agent_with_json_documents_is_walked_and_detected(tmp_path):
+    doc = Agent(name="doc", display_name="Doc", suffixes=(".toy.json",), detect_file="test_agents:toy_document",
+                usage="test_agents:toy_usage")
+    with registered(doc):
+        from batchcompact.formats.scan import iter_session_files
+        from batchcompact.report.detect import detect_format as report_detect
+        from batchcompact.report.files import iter_source_files
+
+        path = tmp_path / "a" / "chat.toy.json"
+        path.parent.mkdir()
+        path.write_text('{\n  "messages": []\n}\n')
+        (tmp_path / "a" / "other.json").write_text("{}")
+        assert [i.path for i in iter_session_files([tmp_path])] == [path]
+        assert list(iter_source_files([tmp_path])) == [path]
+        assert detect_format(path) == "doc" and report_detect(path) == "doc"

@@ -20,11 +20,13 @@ from collections.abc import Mapping
 from batchcompact.agents import claude, codex, pi
 from batchcompact.agents.spec import Agent, Place, load
 
-__all__ = ["AGENTS", "Agent", "Place", "describe", "find", "get", "load", "names", "register", "tool_table", "presets"]
+__all__ = ["AGENTS", "Agent", "Place", "describe", "find", "get", "load", "names", "register", "tool_table", "presets", "session_suffixes",
+           "file_detectors"]
 
 AGENTS: list[Agent] = []  # registration order; mutated in place so every importer sees new agents
 _BY_NAME: dict[str, Agent] = {}
 _TOOLS: dict[str, str] = {}
+_SUFFIXES: list[tuple[str, ...]] = []  # the cached union (one tuple), cleared by register
 
 
 def register(agent: Agent) -> Agent:
@@ -38,6 +40,7 @@ def register(agent: Agent) -> Agent:
     AGENTS.append(agent)
     _BY_NAME[agent.name] = agent
     _TOOLS.clear()
+    _SUFFIXES.clear()
     return agent
 
 
@@ -71,6 +74,18 @@ def tool_table() -> Mapping[str, str]:
         for agent in reversed(AGENTS):
             _TOOLS.update(agent.tools)
     return _TOOLS
+
+
+def session_suffixes() -> tuple[str, ...]:
+    """Every agent's session file suffixes, each once, in registry order (what folder walks look for)."""
+    if not _SUFFIXES:
+        _SUFFIXES.append(tuple(dict.fromkeys(suffix for agent in AGENTS for suffix in agent.suffixes)))
+    return _SUFFIXES[0]
+
+
+def file_detectors() -> list[Agent]:
+    """The agents with a whole-file rule (`detect_file`), in order."""
+    return [agent for agent in AGENTS if agent.detect_file]
 
 
 def presets() -> dict[str, Mapping[str, object]]:

@@ -14,6 +14,8 @@ The contracts of the referenced callables:
   non-empty line) belongs to this agent. Cheap: it runs on every probed line of every file a report walks.
 - `detect_prefix(raw: bytes, kind: str | None, first: bool) -> bool`: the same for a line too long to
   probe whole, judged from its leading bytes (`kind`: its top-level `"type"` value when one was seen).
+- `detect_file(path: Path, head: bytes) -> bool`: for files that are not JSON lines (one JSON document),
+  judged from the path and the first 64 KB; asked only when no agent's line rule matched.
 - `reader(path) -> Session`: never raises on bad content (problems go on the Session).
 - `writer`: a module with `build_compaction(session, plan, summary, *, usage, now_iso, from_hook) ->
   list[dict]` (the new lines) and `verify(original, written, plan) -> list[str]` (problems; empty: good).
@@ -131,6 +133,8 @@ class Agent:
     places: tuple[Place, ...] = ()
     detect_line: str | None = None
     detect_prefix: str | None = None
+    detect_file: str | None = None
+    suffixes: tuple[str, ...] = (".jsonl", ".jsonl.zst")  # session file names (folders are walked for these)
     reader: str | None = None
     writer: str | None = None
     usage: str | None = None
@@ -174,3 +178,6 @@ class Agent:
 
     def matches_prefix(self, raw: bytes, kind: str | None, first: bool) -> bool:
         return self.detect_prefix is not None and load(self.detect_prefix)(raw, kind, first)
+
+    def matches_file(self, path: Path, head: bytes) -> bool:
+        return self.detect_file is not None and load(self.detect_file)(path, head)

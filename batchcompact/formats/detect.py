@@ -17,7 +17,7 @@ import json
 import re
 from pathlib import Path
 
-from batchcompact.agents import AGENTS, describe, find
+from batchcompact.agents import AGENTS, describe, file_detectors, find
 from batchcompact.core.session import Session
 from batchcompact.errors import SessionReadError
 from batchcompact.formats.compressed import is_decompress_error, open_session
@@ -77,6 +77,9 @@ def detect_format(path: str | Path) -> str | None:
         if kind is not None:
             return kind
         first = False
+    for agent in file_detectors():  # formats that are one JSON document, not lines
+        if agent.matches_file(Path(path), data):
+            return agent.name
     return None
 
 
