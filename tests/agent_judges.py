@@ -55,8 +55,8 @@ def npm_cli(package: str, version: str, binary: str) -> Path:
     except subprocess.TimeoutExpired:
         unavailable(f"npm install {package}@{version} timed out (registry unreachable?)")
     if done.returncode != 0 or not target.exists():
-        reason = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-        unavailable(f"npm install {package}@{version} failed: {reason[0]}")
+        said = [line for line in (done.stderr or done.stdout).splitlines() if line.strip() and "complete log" not in line]
+        unavailable(f"npm install {package}@{version} failed: {' / '.join(said[:2]) or done.returncode}")
     (prefix / ".installed").write_text(version)
     return target
 

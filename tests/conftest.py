@@ -13,8 +13,8 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "sample_sessions"
 BROKEN_SAMPLES = REPO / "examples" / "broken"  # sessions broken on purpose (validate shows them off)
-# The outside corpus; BATCHCOMPACT_SHARED_FIXTURES points elsewhere (e.g. to show what CI does without it).
-SHARED_FIXTURES = Path(os.environ.get("BATCHCOMPACT_SHARED_FIXTURES") or REPO.parent / "shared" / "fixtures")
+# The outside corpus; BATCHCOMPACT_TEST_FIXTURES points elsewhere (e.g. to show what CI does without it).
+SHARED_FIXTURES = Path(os.environ.get("BATCHCOMPACT_TEST_FIXTURES") or REPO.parent / "shared" / "fixtures")
 
 
 def in_ci() -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -162,10 +163,12 @@ def test_run_builtin_on_fixtures_then_outputs_validate_and_show_summary_first(tm
 
 
 def test_validate_every_fixture_and_sample():
-    from conftest import BROKEN_SAMPLES, SAMPLES, SHARED_FIXTURES
+    from conftest import BROKEN_SAMPLES, SAMPLES, shared_fixtures
 
-    if SHARED_FIXTURES.is_dir():
-        assert invoke("validate", str(SHARED_FIXTURES), "--jobs", "1", "--errors-only").exit_code == 0
+    formats = [str(shared_fixtures() / name) for name in ("pi", "claude", "codex")]  # agents/ holds other formats
+    fixtures = invoke("validate", *formats, "--jobs", "1", "--errors-only")
+    assert fixtures.exit_code == 0 and fixtures.stdout == ""
+    assert re.search(r"^(\d+) files checked: \1 valid, 0 invalid \(0 errors", fixtures.stderr, re.M), fixtures.stderr
     result = CliRunner().invoke(cli, ["validate", str(SAMPLES), "--jobs", "1"])
     assert result.exit_code == 0 and result.stdout == ""
     assert "9 files checked: 9 valid, 0 invalid" in result.stderr
