@@ -77,12 +77,12 @@ Later request: Also write docs/cli.md please
 ## Progress
 
 ### Done
-- [x] Edited `src/cli.py`: b
-- [x] Wrote `docs/cli.md` (1 line)
+- [x] Edited `src/cli.py`
 - [x] Ran 1 command, last: `pytest -q`
 
 ### In Progress
 - [ ] Also write docs/cli.md please
+- [ ] Writing `docs/cli.md` (1 line; no result yet)
 
 ### Blocked
 - `pytest -q` failed: FAILED tests/test_cli.py::test_verbose - AssertionError
@@ -101,8 +101,8 @@ GOLDEN_TURN_PREFIX = """## Original Request
 Add a --verbose flag to cli.py. Don't change the public API.
 
 ## Early Progress
-- Edited `src/cli.py`: b
-- Wrote `docs/cli.md` (1 line)
+- Edited `src/cli.py`
+- Writing `docs/cli.md` (1 line; no result yet)
 - Ran 1 command, last: `pytest -q`
 - `pytest -q` failed: FAILED tests/test_cli.py::test_verbose - AssertionError
 
@@ -136,7 +136,8 @@ def test_previous_summary_items_are_kept():
     assert "Add a --verbose flag to cli.py" in out  # previous goal kept
     assert "- [x] Edited `src/cli.py`" in out  # previous done kept
     assert "- [x] Also write docs/cli.md please" in out  # previous in-progress moved to done
-    assert "- [x] Edited `src/main.py`" in out
+    assert "Writing `docs/cli.md`" not in out  # in flight last time: these messages would report its result
+    assert "- [ ] Editing `src/main.py` (no result yet)" in out  # its result is past these messages
     assert "- [ ] Now rename the flag to --debug" in out
     assert out.count("## Goal") == 1
 

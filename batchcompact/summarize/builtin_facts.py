@@ -185,11 +185,21 @@ def _args(block: dict[str, Any]) -> dict[str, Any]:
     return args if isinstance(args, dict) else {}
 
 
+_WORDISH = re.compile(r"[A-Za-z_]{3,}")
+
+
+def telling(line: str) -> bool:
+    """Whether a changed line says something on its own: a word of 3+ letters and 6+ characters
+    (never a fragment such as `b` or `});`)."""
+    line = line.strip()
+    return len(line) >= 6 and bool(_WORDISH.search(line))
+
+
 def _changed_line(old: Any, new: Any) -> str:
-    """The first line of `new` that is not in `old`: what an edit changed, in one line."""
+    """The first telling line of `new` that is not in `old`: what an edit changed, in one line."""
     old_lines = set(str(old or "")[:SCAN_CHARS].splitlines())
     for line in str(new or "")[:SCAN_CHARS].splitlines():
-        if line.strip() and line not in old_lines:
+        if telling(line) and line not in old_lines:
             return clip(line.strip(), 100)
     return ""
 
@@ -229,7 +239,7 @@ def parse_patch(text: str) -> list[tuple[str, str, str]]:
             out
             and not out[-1][2]
             and line.startswith("+")
-            and line[1:].strip()
+            and telling(line[1:])
             and line[1:].strip() not in removed
         ):
             out[-1][2] = clip(line[1:].strip(), 100)
@@ -352,6 +362,7 @@ class Change:
     op: str
     count: int = 0
     detail: str = ""
+    pending: bool = False  # only a call whose result is past the messages: in flight, not done
 
 
 @dataclass
@@ -569,7 +580,10 @@ def extract_facts(messages: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -
             walker.result(message)
     for action, name in walker.calls.values():  # calls whose result is past the summarized range
         if action.kind in ("write", "edit", "patch"):
+            new = [path for path, _ in action.paths if path not in walker.facts.changes]
             walker._finish(action, name, {"isError": False})
+            for path in new:
+                walker.facts.changes[path].pending = True
     if walker.last_request and not walker.answered:
         walker.facts.unfinished = walker.last_request
     return walker.facts
