@@ -223,3 +223,14 @@ def test_samples_headings_within_budget(path, kind):
     for heading in HEADINGS[kind]:
         assert heading in out, heading
     assert len(out) <= 1024 * 4
+
+
+def test_continue_keeps_the_last_request_in_flight_and_thanks_asks_nothing():
+    messages = [user("Migrate the settings loader to tomllib"), assistant(text("Started."), stop="stop"),
+                user("continue")]
+    out = summarize_offline(call(messages))
+    assert "1. Finish: Migrate the settings loader to tomllib" in out
+    assert "continue" not in out.split("## Next Steps")[1]
+    done = [user("Migrate the settings loader to tomllib"), assistant(text("Done: migrated."), stop="stop"),
+            user("thanks")]
+    assert "Finish:" not in summarize_offline(call(done))

@@ -44,6 +44,10 @@ _ACK = re.compile(
     r"sounds good|great|perfect|nice|cool|next)\W*$",
     re.IGNORECASE,
 )
+_GO_ON = re.compile(
+    r"^(?:ok(?:ay)?[,\s]*)?(?:yes|yep|y|sure|continue|go on|go ahead|proceed|do it|next|keep going)?\W*$",
+    re.IGNORECASE,
+)
 _INJECTED_PREFIXES = (
     "<environment_context",
     "<user_instructions",
@@ -458,9 +462,14 @@ class _Walker:
         request = user_request(message)
         if request is None:
             return
+        acknowledgement = bool(_ACK.match(request))
+        if acknowledgement and not _GO_ON.match(request):
+            return  # "thanks", "great": nothing asked
+        # "continue", "ok, go on": the work asked for last is still the work (never "Finish: continue")
         self.answered = False
         self.facts.announced = None
-        self.last_request = clip(request, 300)
+        if not acknowledgement:
+            self.last_request = clip(request, 300)
         if _is_substantive(request):
             self.facts.requests.append(self.last_request)
             for sentence in rule_sentences(request):
