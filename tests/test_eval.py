@@ -231,3 +231,37 @@ def test_model_summarizer_and_judge(tmp_path, llm_server):
     again = invoke(*args)
     assert len(llm_server.requests) == 9
     assert json.loads(again.stdout)["rows"] == [row]
+
+
+# -- our own compactions, bad input, bad models ----------------------------------------------------------
+def test_our_compactions_score_as_the_planned_cut_did(tmp_path):
+    from conftest import SAMPLES
+
+    out = tmp_path / "out"
+    samples = [SAMPLES / "claude", SAMPLES / "codex", SAMPLES / "pi" / "big-refactor.jsonl"]
+    assert invoke("run", *map(str, samples), "--output-dir", str(out), "--min-age", "0", "-q").exit_code == 0
+    planned = sorted(eval_rows(*map(str, samples), "--jobs", "2"), key=lambda r: r["format"])
+    recorded = sorted(eval_rows("--existing", str(out), "--jobs", "2"), key=lambda r: r["format"])
+    assert [r["format"] for r in recorded] == [r["format"] for r in planned] == ["claude", "codex", "pi"]
+    columns = ("artifact_probes", "error_probes", "instruction_probes", "task_probes", "overall", "tokens_before")
+    for ours, plan in zip(recorded, planned, strict=True):
+        assert ours["summarizer"] == "recorded" and plan["summarizer"] == "builtin"
+        # the kept tail a Claude/Codex compaction re-appends is not part of the replaced span
+        assert [ours[c] for c in columns] == [plan[c] for c in columns]
+
+
+def test_invalid_file_is_named_with_its_line_and_fails(tmp_path):
+    good = work_session().write(tmp_path / "good.jsonl")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(good.read_text().splitlines()[0] + "\n{not json\n")
+    result = invoke("eval", str(good), str(bad), "--force", "--keep-recent-tokens", "2000")
+    assert result.exit_code == 1
+    assert f"error: {bad}:2: " in result.stderr
+    assert "eval: 1 compactions scored, 1 rows" in result.stderr
+
+
+def test_unknown_model_is_a_usage_error_before_any_file_is_read(tmp_path):
+    session = work_session().write(tmp_path / "s.jsonl")
+    result = invoke("eval", str(session), "--summarizer", "nosuchprovider/nomodel")
+    assert result.exit_code == 2
+    assert "nosuchprovider/nomodel" in result.output

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from batchcompact.cli.options import agent_fields, planner_options, pop_settings
+from batchcompact.cli.options import agent_fields, planner_options, pop_settings, resolve_jobs
 from batchcompact.cli.output import output_options, pick_format, print_table, require_output, write_rows
 from batchcompact.cli.summarize_options import pool_options, pool_settings_from, provider_options
 
@@ -114,7 +114,7 @@ def eval_command(ctx: click.Context, paths: tuple[str, ...], existing: bool, sum
     pool = pool_settings_from(concurrency=concurrency, rpm=rpm, tpm=tpm, max_attempts=max_attempts,
                               max_cost_usd=max_cost, redact=not no_redact)
     options = EvalOptions(existing=existing, state_path=Path(state) if state else None, pricing_file=pricing,
-                          max_cost_usd=max_cost,
+                          max_cost_usd=max_cost, jobs=resolve_jobs(jobs),
                           plan_options=PlanOptions(pricing_file=pricing, agent_settings=agent))
     result = evaluate(paths, settings, options, chosen, pool, judge)
     quiet = (ctx.find_root().obj or {}).get("quiet", False)

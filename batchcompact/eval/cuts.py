@@ -15,6 +15,7 @@ Pure: sessions in, values out; no I/O.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +96,22 @@ def llm_messages(entries: list[Entry]) -> list[dict[str, Any]]:
     return convert_to_llm(out)
 
 
+def _signature(message: dict[str, Any]) -> str:
+    return json.dumps([message.get("role"), message.get("content")], sort_keys=True, default=str)
+
+
+def without_copies(replaced: list[dict[str, Any]], kept: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The replaced messages without the originals of kept copies: a Claude Code or Codex compaction that
+    batchcompact wrote re-appends its kept tail after the summary, so the span before it ends with the very
+    messages that were kept, not replaced (only that exact ending is dropped)."""
+    n = len(kept)
+    if not n or n > len(replaced):
+        return replaced
+    if [_signature(m) for m in replaced[-n:]] == [_signature(m) for m in kept]:
+        return replaced[:-n]
+    return replaced
+
+
 def _cwd(session: Session) -> str | None:
     header = session.header or {}
     cwd = header.get("cwd")
@@ -135,14 +152,15 @@ def existing_cuts(session: Session, settings: CompactionSettings) -> list[Cut]:
         summary = entry.data.get("summary")
         summary = summary if isinstance(summary, str) else ""
         prefix = entry.data.get("prefixUserMessages")
+        kept = llm_messages(path[first_kept:k])
         cut = Cut(
             path=session.path,
             session_id=session.session_id,
             format=session.format,
             number=number,
             line=entry.line,
-            replaced=llm_messages(path[:first_kept]),
-            kept=llm_messages(path[first_kept:k]),
+            replaced=without_copies(llm_messages(path[:first_kept]), kept),
+            kept=kept,
             tokens_before=tokens_before,
             plan=None,
             recorded_summary=summary,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,8 @@ from batchcompact.errors import RunAborted
 from batchcompact.eval.cuts import Cut, context_messages, context_tokens, existing_cuts, planned_cut
 from batchcompact.eval.probes import KINDS, Probe, derive_probes
 from batchcompact.eval.scoring import score_context
+
+log = logging.getLogger(__name__)
 
 RECORDED = "recorded"  # the summarizer label of a compaction already in the file
 
@@ -51,6 +54,7 @@ class EvalOptions:
     pricing_file: str | None = None
     max_cost_usd: float | None = None
     plan_options: Any = None  # pipeline.planning.PlanOptions for planned cuts
+    jobs: int = 1  # processes that read the files and find their cuts
 
 
 @dataclass
@@ -65,40 +69,65 @@ class EvalResult:
         return 1 if self.problems or any(r["status"] == "failed" for r in self.rows) else 0
 
 
-def find_cuts(paths: Iterable[str], settings: CompactionSettings, options: EvalOptions,
-              result: EvalResult) -> list[Cut]:
-    """Every cut to score under `paths`, in file order; unreadable files and skips go into `result`."""
+def cuts_of_file(path: str, settings: CompactionSettings, options: EvalOptions) -> dict[str, Any]:
+    """One file's cuts with their probes (the replaced messages dropped once probed), or why it has none.
+
+    Module-level and never raising, so it runs in a worker process: {"cuts", "probes", "problem", "skip"}.
+    """
     from batchcompact.errors import SessionReadError
-    from batchcompact.formats.scan import iter_session_files
     from batchcompact.pipeline.planning import PlanOptions, plan_session, read_session
 
-    plan_options = options.plan_options or PlanOptions()
-    cuts: list[Cut] = []
-    for item in iter_session_files(paths, require_any=True):
-        name = str(item.path)
-        try:
-            session = read_session(item.path)
-        except (OSError, SessionReadError) as exc:
-            result.problems.append(f"{name}: {exc}")
-            continue
+    out: dict[str, Any] = {"cuts": [], "probes": [], "problem": None, "skip": None}
+    try:
+        session = read_session(path)
         if not session.compactable:
             first = session.errors[0]
             where = f":{first.line}" if first.line is not None else ""
-            result.problems.append(f"{name}{where}: {first.message}")
-            continue
+            out["problem"] = f"{path}{where}: {first.message}"
+            return out
         if options.existing:
-            found = existing_cuts(session, settings)
-            if not found:
-                _count(result.skipped, "no compaction in the file")
-            cuts.extend(found)
-            continue
-        plan, row = plan_session(session, settings, plan_options)
-        cut = planned_cut(session, plan)
-        if cut is None:
-            _count(result.skipped, _reason_kind(row.get("reason") or "nothing to compact"))
+            cuts = existing_cuts(session, settings)
+            if not cuts:
+                out["skip"] = "no compaction in the file"
         else:
-            cuts.append(cut)
-    return cuts
+            plan, row = plan_session(session, settings, options.plan_options or PlanOptions())
+            cut = planned_cut(session, plan)
+            cuts = [cut] if cut is not None else []
+            if cut is None:
+                out["skip"] = _reason_kind(row.get("reason") or "nothing to compact")
+    except (OSError, SessionReadError) as exc:
+        out["problem"] = f"{path}: {exc}"
+        return out
+    except Exception as exc:  # a bug on one file must not stop the others
+        log.debug("eval of %s failed", path, exc_info=True)
+        out["problem"] = f"{path}: internal error: {exc!r}"
+        return out
+    for cut in cuts:
+        out["probes"].append(derive_probes(cut.replaced, cut.cwd))
+        cut.replaced = []  # probed: not shipped back from a worker
+    out["cuts"] = cuts
+    return out
+
+
+def find_cuts(paths: Iterable[str], settings: CompactionSettings, options: EvalOptions,
+              result: EvalResult) -> tuple[list[Cut], list[list[Probe]]]:
+    """Every cut to score under `paths` and its probes, in file order (files read by `options.jobs`
+    processes); unreadable files and skips go into `result`."""
+    from batchcompact.formats.scan import iter_session_files
+    from batchcompact.pipeline.executor import LocalExecutor
+
+    files = [str(item.path) for item in iter_session_files(paths, require_any=True)]
+    cuts: list[Cut] = []
+    probes: list[list[Probe]] = []
+    jobs = options.jobs if len(files) > 1 else 1
+    for found in LocalExecutor(jobs).map(cuts_of_file, files, settings, options):
+        if found["problem"]:
+            result.problems.append(found["problem"])
+        if found["skip"]:
+            _count(result.skipped, found["skip"])
+        cuts.extend(found["cuts"])
+        probes.extend(found["probes"])
+    return cuts, probes
 
 
 def _count(counts: dict[str, int], key: str) -> None:
@@ -127,6 +156,8 @@ def score_row(row: dict[str, Any], cut: Cut, probes: list[Probe], summary: str) 
     row["overall"] = round(overall, 4) if overall is not None else None
     row["tokens_after"] = context_tokens(messages)
     row["missed"] = score.missed
+    if not probes:
+        row["reason"] = "no probe in the replaced span"
     return messages
 
 
@@ -156,8 +187,7 @@ def evaluate(paths: Iterable[str], settings: CompactionSettings, options: EvalOp
              clock: Any = None, sleep: Any = None) -> EvalResult:
     """Score every cut under `paths` with each summarizer (and the recorded summaries with `existing`)."""
     result = EvalResult(rows=[])
-    cuts = find_cuts(paths, settings, options, result)
-    probes = [derive_probes(cut.replaced, cut.cwd) for cut in cuts]
+    cuts, probes = find_cuts(paths, settings, options, result)
     _check_budget(cuts, summarizers, options)
     contexts: list[tuple[dict[str, Any], list[dict[str, Any]], list[Probe], Cut]] = []
     rows_by_cut: list[list[dict[str, Any]]] = [[] for _ in cuts]
