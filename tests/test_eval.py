@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import types
 
 import pytest
 from click.testing import CliRunner
@@ -52,14 +51,12 @@ def work_session() -> Builder:
 
 @pytest.fixture
 def eval_hooks(monkeypatch):
-    module = types.ModuleType("eval_hooks")
+    """`examples/eval_baselines.py` importable: its `empty_sentence` is the useless summary."""
+    from conftest import REPO
 
-    def useless(call):
-        return "Nothing to report."
-
-    module.useless = useless
-    monkeypatch.setitem(sys.modules, "eval_hooks", module)
-    return module
+    monkeypatch.syspath_prepend(str(REPO / "examples"))
+    yield
+    sys.modules.pop("eval_baselines", None)
 
 
 def invoke(*args: str):
@@ -109,9 +106,9 @@ def test_terms_must_stay_together():
 def test_useful_summary_scores_well_above_a_useless_one(tmp_path, eval_hooks):
     session = work_session().write(tmp_path / "s.jsonl")
     rows = eval_rows(str(session), "--force", "--keep-recent-tokens", "2000", "--summarizer", "builtin",
-                     "--summarizer", "eval_hooks:useless")
+                     "--summarizer", "eval_baselines:empty_sentence")
     builtin, useless = rows
-    assert (builtin["summarizer"], useless["summarizer"]) == ("builtin", "eval_hooks:useless")
+    assert (builtin["summarizer"], useless["summarizer"]) == ("builtin", "eval_baselines:empty_sentence")
     assert builtin["artifact_probes"] == 2 and builtin["error_probes"] == 1
     assert builtin["instruction_probes"] == 2 and builtin["task_probes"] == 2
     assert builtin["overall"] == 1.0
@@ -120,6 +117,8 @@ def test_useful_summary_scores_well_above_a_useless_one(tmp_path, eval_hooks):
     assert useless["artifact_recall"] == 1.0  # <modified-files> is written whatever the summarizer says
     assert useless["overall"] <= 0.5
     assert builtin["overall"] - useless["overall"] >= 0.5
+    # the summary's own words: everything for ours, nothing for one empty sentence
+    assert (builtin["summary_overall"], useless["summary_overall"]) == (1.0, 0.0)
     assert "error: `pytest tests/test_cli.py` failed: exit 1: FAILED tests/test_cli.py::test_verbose_flag - " \
            "KeyError: 'verbosity'" in useless["missed"]
     assert builtin["tokens_after"] > 0  # tokens_before is the planner's: the usage these factories record (0)
@@ -129,7 +128,7 @@ def test_useful_summary_scores_well_above_a_useless_one(tmp_path, eval_hooks):
 def test_rerun_gives_identical_numbers(tmp_path, eval_hooks):
     session = work_session().write(tmp_path / "s.jsonl")
     args = (str(session), "--force", "--keep-recent-tokens", "2000", "--summarizer", "builtin",
-            "--summarizer", "eval_hooks:useless", "--state", str(tmp_path / "state.sqlite"))
+            "--summarizer", "eval_baselines:empty_sentence", "--state", str(tmp_path / "state.sqlite"))
     assert eval_rows(*args) == eval_rows(*args)
     assert session.read_bytes() == work_session().write(tmp_path / "again.jsonl").read_bytes()  # never written
 

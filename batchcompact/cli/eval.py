@@ -21,6 +21,7 @@ TABLE_COLUMNS = (
     ("instruction_recall", "rules"),
     ("task_recall", "task"),
     ("overall", "overall"),
+    ("summary_overall", "summary alone"),
     ("judge_overall", "judge"),
     ("tokens_before", "tokens before"),
     ("tokens_after", "after"),

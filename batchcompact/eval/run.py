@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +33,7 @@ RECORDED = "recorded"  # the summarizer label of a compaction already in the fil
 ROW_COLUMNS = (
     "path", "session_id", "format", "compaction", "line", "summarizer", "status", "reason",
     "artifact_probes", "artifact_recall", "error_probes", "error_recall",
-    "instruction_probes", "instruction_recall", "task_probes", "task_recall", "overall",
+    "instruction_probes", "instruction_recall", "task_probes", "task_recall", "overall", "summary_overall",
     "tokens_before", "tokens_after", "cost_usd", "missed",
 )
 
@@ -145,8 +146,12 @@ def _base_row(cut: Cut, label: str) -> dict[str, Any]:
     return row
 
 
-def score_row(row: dict[str, Any], cut: Cut, probes: list[Probe], summary: str) -> list[dict[str, Any]]:
-    """Fill a row's recalls from the compacted context; returns the context (for the judge)."""
+def score_row(row: dict[str, Any], cut: Cut, probes: list[Probe], summary: str,
+              own_text: str | None = None) -> list[dict[str, Any]]:
+    """Fill a row's recalls from the compacted context; returns the context (for the judge).
+
+    `summary_overall` scores the summarizer's own words alone (`own_text`, default the summary without
+    file tags): what the summary adds to what the kept messages and the file lists hold anyway."""
     messages = context_messages(cut, summary)
     score = score_context(probes, messages)
     for kind in KINDS:
@@ -154,11 +159,22 @@ def score_row(row: dict[str, Any], cut: Cut, probes: list[Probe], summary: str) 
         row[f"{kind}_recall"] = score.recall[kind]
     overall = score.overall
     row["overall"] = round(overall, 4) if overall is not None else None
+    alone = score_context(probes, [{"role": "user", "content": own_text if own_text is not None
+                                    else without_file_tags(summary)}]).overall
+    row["summary_overall"] = round(alone, 4) if alone is not None else None
     row["tokens_after"] = context_tokens(messages)
     row["missed"] = score.missed
     if not probes:
         row["reason"] = "no probe in the replaced span"
     return messages
+
+
+_FILE_TAGS = re.compile(r"\n*<(read-files|modified-files)>\n.*?\n</\1>", re.DOTALL)
+
+
+def without_file_tags(summary: str) -> str:
+    """A summary without the `<read-files>`/`<modified-files>` lists batchcompact and pi append to it."""
+    return _FILE_TAGS.sub("", summary)
 
 
 def estimate_spend(cuts: list[Cut], summarizers: list[EvalSummarizer], pricing_file: str | None) -> float | None:
@@ -292,7 +308,8 @@ def _summarize(entry: EvalSummarizer, cuts: list[Cut], probes: list[list[Probe]]
         row["cost_usd"] = _cost(paid)
         texts = {call.kind: r.text for call, r in zip(cut.plan.calls, outcome.results, strict=True)}
         summary = compose_summary(cut.plan, texts)
-        contexts.append((row, score_row(row, cut, probes[index], summary), probes[index], cut))
+        own = "\n\n".join(texts.values())
+        contexts.append((row, score_row(row, cut, probes[index], summary, own), probes[index], cut))
     return spent
 
 
