@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from batchcompact.agents import get
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
 from batchcompact.errors import BatchCompactError
 from batchcompact.formats.scan import ScanItem, unreadable_reason
@@ -171,8 +172,9 @@ def _fingerprint_or_none(path: str, fingerprint: Fingerprint) -> Fingerprint | N
 
 
 def branch_plans(session: Any, settings: CompactionSettings, options: PlanOptions, context_window: Any) -> list:
-    """Branch-summary plans for the abandoned branches of a pi session (already summarized ones skip)."""
-    if session.format != "pi" or not session.compactable:
+    """Branch-summary plans for the abandoned branches of a session whose agent has them (pi; already
+    summarized ones skip)."""
+    if not get(session.format).branch_summaries or not session.compactable:
         return []
     from batchcompact.core.branches import BranchPlan
     from batchcompact.pipeline.planning import plan_branches
