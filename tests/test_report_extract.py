@@ -371,29 +371,3 @@ def test_run_report_rows_from_the_run_command_split_branch_summaries(tmp_path):
         ("compaction", 600, 200),
     ]
     assert rows[0]["recorded_cost_usd"] == pytest.approx(0.2) and rows[1]["recorded_cost_usd"] == pytest.approx(0.3)
-
-
-def test_prefetch_imports_the_aggregation_while_workers_extract(tmp_path):
-    """collect_usage(prefetch=...) imports those modules in a thread once the worker processes exist, and
-    joins it before returning: the parts are the same, the module is loaded, no thread is left."""
-    import subprocess
-    import sys
-    import textwrap
-
-    fixtures = fixture_path("claude", "projects")
-    script = textwrap.dedent(f"""
-        import sys, threading
-        from batchcompact.report.collect import collect_usage
-        assert "polars" not in sys.modules
-        plain = collect_usage([{str(fixtures)!r}], cache_dir={str(tmp_path / "a")!r}, jobs=2)
-        assert "polars" not in sys.modules
-        fetched = collect_usage([{str(fixtures)!r}], cache_dir={str(tmp_path / "b")!r}, jobs=2,
-                                prefetch=("batchcompact.report.aggregate",))
-        assert "batchcompact.report.aggregate" in sys.modules and "polars" in sys.modules
-        assert threading.active_count() == 1, threading.enumerate()
-        assert fetched.extracted == plain.extracted == plain.files > 1
-        assert [s["rows"] for s in fetched.stats] == [s["rows"] for s in plain.stats]
-        print("ok")
-    """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

@@ -220,19 +220,15 @@ def _stored_results(paths, settings, fmt: str, shown: list[dict], cache_dir):
 def _full_report(paths, settings, fmt: str, output, compact: bool, shown: list[dict], *, quiet: bool, verbose: int,
                  cache_dir, no_cache: bool, jobs, chart, by: str, executor: str, ray_address, results) -> None:
     """Collect (cache-aware), aggregate with polars, render; keep the output when `results` says where."""
-    from batchcompact.report.collect import collect_usage
+    from batchcompact.report import build_report, collect_usage
+    from batchcompact.report.render import write_report
 
     runner = open_executor(executor, jobs or 1, ray_address)
     try:
-        # polars (the aggregation) is imported while worker processes extract, not before
-        collected = collect_usage(paths, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs, executor=runner,
-                                  prefetch=("batchcompact.report.aggregate", "batchcompact.report.render"))
+        collected = collect_usage(paths, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs, executor=runner)
     finally:
         if runner is not None:
             runner.close()
-    from batchcompact.report.aggregate import build_report
-    from batchcompact.report.render import write_report
-
     try:
         warnings = collected.warnings
         for warning in warnings:

@@ -7,12 +7,10 @@ consolidated into one snapshot (snapshot.py), which an unchanged archive's next 
 
 from __future__ import annotations
 
-import importlib
 import logging
 import multiprocessing
 import os
 import tempfile
-import threading
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -64,15 +62,11 @@ def collect_usage(
     use_cache: bool = True,
     jobs: int | None = None,
     executor=None,
-    prefetch: tuple[str, ...] = (),
 ) -> CollectResult:
     """Get a usage part per source file. With `use_cache=False` parts go to a temp dir (call cleanup()).
 
     `executor` (pipeline.executor) runs the extraction elsewhere (a Ray cluster): the parts are then
     written by the workers, so the cache folder must be on a filesystem every node sees.
-    `prefetch`: modules the caller needs next (the aggregation: polars), imported in a thread of this
-    process while worker processes extract, so their import time overlaps the extraction; imported
-    by the time this returns.
     """
     result = CollectResult()
     if use_cache:
@@ -123,7 +117,7 @@ def collect_usage(
     else:
         workers = _workers(jobs, len(todo), todo_bytes)
         if workers > 1:
-            done = _extract_parallel(result, todo, str(root), workers, prefetch)
+            done = _extract_parallel(result, todo, str(root), workers)
             todo = todo[done:]
         _add(result, (extract_to_part(p, str(root)) for p in todo))
     if snapshot_worth:
@@ -143,31 +137,22 @@ def extract_on_node(path: str, root: str) -> tuple[str | None, dict, bool]:
         return None, {"path": path, "warnings": [missing_file_reason(path)], "warning_count": 1}, False
 
 
-def _extract_parallel(result: CollectResult, todo: list[str], root: str, workers: int,
-                      prefetch: tuple[str, ...] = ()) -> int:
+def _extract_parallel(result: CollectResult, todo: list[str], root: str, workers: int) -> int:
     """Extract `todo` in worker processes; returns how many finished (the rest fall back to serial).
 
     Workers only parse JSON and write Parquet (never polars). "fork" is used where the OS has it:
     "spawn" would re-import the caller's main module, which breaks scripts without a __main__ guard.
-    The `prefetch` thread starts only once every worker exists (a pool using fork starts them all at its
-    first submit), so no process is forked while it runs; it is joined before this returns.
     """
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     done = 0
-    importer = None
     try:
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, **pool_kwargs())
         finished = False
         try:
             # many small files: bigger chunks save a round trip per file; few: small chunks keep both busy
             chunk = max(1, min(32, len(todo) // (16 * workers)))
-            outcomes = pool.map(extract_to_part, todo, [root] * len(todo), chunksize=chunk)  # all submitted
-            if prefetch and len(getattr(pool, "_processes", None) or ()) >= workers:
-                importer = threading.Thread(target=_import_all, args=(prefetch,), name="batchcompact-prefetch",
-                                            daemon=True)
-                importer.start()
-            for outcome in outcomes:
+            for outcome in pool.map(extract_to_part, todo, [root] * len(todo), chunksize=chunk):
                 _add(result, [outcome])
                 done += 1
             finished = True
@@ -176,22 +161,11 @@ def _extract_parallel(result: CollectResult, todo: list[str], root: str, workers
                 pool.shutdown(wait=True)
             else:
                 stop_pool(pool)
-            if importer is not None:
-                importer.join()
     except BrokenProcessPool as exc:
         log.warning(
             "worker processes failed (%s); parsing the remaining %d files here", exc, len(todo) - done
         )
     return done
-
-
-def _import_all(modules: tuple[str, ...]) -> None:
-    """Import `modules` (a failure is left for the caller's own import to report)."""
-    for name in modules:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            return
 
 
 def _add(result: CollectResult, outcomes) -> None:
