@@ -77,6 +77,9 @@ READERS: tuple[Reader, ...] = (
         Files(("opencode.db", "opencode-*.db"), sqlite=True),
         Files(("*.json",), under=("storage/message",)),
     )),
+    Reader("gemini", "batchcompact.agents.gemini.report:extract_gemini", description="Gemini CLI",
+           files=(Files(("session-*.json", "session-*.jsonl"), under=("chats",)),),
+           sniff="batchcompact.agents.gemini.report:sniff"),
     Reader("kilo", "batchcompact.agents.opencode.report:extract_kilo", description="Kilo",
            files=(Files(("kilo.db", "kilo-*.db"), sqlite=True),)),
 )
