@@ -1,7 +1,8 @@
 """Where the agents keep their sessions: the folders `report`, `plan`, `run` and `validate` read when
 they are given no path. Standard library only (it runs before any command's heavy imports).
 
-Rules (the agents' own, and ccusage's for Claude and Codex):
+Rules (the agents' own, and ccusage's; ../shared/reference/agents.md). An environment variable that names
+folders is a comma-separated list and REPLACES the defaults (they are not also read).
 - Claude Code: `$CLAUDE_CONFIG_DIR` (comma-separated; each a config folder holding `projects/`, or the
   `projects/` folder itself) REPLACES the defaults; without it `$XDG_CONFIG_HOME/claude/projects`
   (`~/.config/claude/projects`) and `~/.claude/projects`.
@@ -11,7 +12,22 @@ Rules (the agents' own, and ccusage's for Claude and Codex):
 - pi's descendants, same layout under their own agent folder: Atomic `$ATOMIC_CODING_AGENT_DIR` or
   `~/.atomic/agent`, indusagi `$INDUSAGI_CODING_AGENT_DIR` or `~/.indusagi/agent`, oh-my-pi
   `~/.omp/agent`.
-Only folders that exist are returned, each once (by resolved path), in the order above.
+Those are the agents batchcompact compacts; `plan`, `run` and `validate` read only them. `report` also
+reads (`REPORT_ONLY`), with `<data>` = `$XDG_DATA_HOME` and `~/.local/share` (both, each once):
+- OpenCode: `$OPENCODE_DATA_DIR` or `<data>/opencode`: `opencode.db`, every channel `opencode-*.db`,
+  legacy `storage/message/`. Kilo: `$KILO_DATA_DIR` or `<data>/kilo`: `kilo.db`, `kilo-*.db`.
+- Gemini CLI: `$GEMINI_DATA_DIR` or `~/.gemini/tmp`. Qwen Code: `$QWEN_DATA_DIR` or `~/.qwen`, its `projects/`.
+- Amp: `$AMP_DATA_DIR` or `<data>/amp`, its `threads/`. Droid: `$DROID_SESSIONS_DIR` or `~/.factory/sessions`.
+- Goose: `$GOOSE_PATH_ROOT/data/sessions`, else the first of `<data>/goose/sessions`,
+  `~/Library/Application Support/goose/sessions`, `~/.local/share/Block/goose/sessions`.
+- Copilot CLI: `~/.copilot/otel`, `~/.copilot/session-state`, and the file `$COPILOT_OTEL_FILE_EXPORTER_PATH`.
+- Kimi: `$KIMI_DATA_DIR` (or Kimi CLI's own `$KIMI_SHARE_DIR`) or `~/.kimi`, its `sessions/`; Kimi Code:
+  `$KIMI_CODE_HOME` or `~/.kimi-code`, its `sessions/`.
+- Codebuff: `$CODEBUFF_DATA_DIR` or `$XDG_CONFIG_HOME`/`~/.config` `manicode`, `manicode-dev`,
+  `manicode-staging`, their `projects/`.
+- Hermes: `$HERMES_HOME` or `~/.hermes`: `state.db`. OpenClaw: `$OPENCLAW_DIR` or `~/.openclaw`,
+  `~/.clawdbot`, `~/.moltbot`, `~/.moldbot`.
+Only places that exist are returned, each once (by resolved path), in the order above.
 """
 
 from __future__ import annotations
@@ -60,14 +76,29 @@ def _expand(raw: str, home: Path) -> Path:
     return Path(raw)
 
 
-def discover_sources(env: Mapping[str, str] | None = None, home: str | Path | None = None) -> list[SessionSource]:
-    """Every agent session folder present on this machine (see the module docstring for the rules)."""
+COMPACTION_AGENTS = ("claude", "codex", "pi", "atomic", "indusagi", "oh-my-pi")
+# The agents `report` reads besides those (their readers: batchcompact.report.readers).
+REPORT_ONLY = ("opencode", "kilo", "gemini", "qwen", "amp", "droid", "goose", "copilot", "kimi", "codebuff",
+               "hermes", "openclaw")
+ALL_AGENTS = COMPACTION_AGENTS + REPORT_ONLY
+
+
+def discover_sources(
+    env: Mapping[str, str] | None = None,
+    home: str | Path | None = None,
+    *,
+    agents: tuple[str, ...] | None = None,
+    report: bool = False,
+) -> list[SessionSource]:
+    """Every agent session folder (or database, or file) present on this machine (module docstring).
+
+    `report` adds the agents only `report` reads; `agents` keeps only those agents."""
     env = os.environ if env is None else env
     home = Path(home) if home is not None else Path(env.get("HOME") or os.path.expanduser("~"))
     found: list[SessionSource] = []
 
     def add(agent: str, path: Path, origin: str) -> None:
-        if path.is_dir():
+        if path.is_dir() or (agent in REPORT_ONLY and path.is_file()):
             found.append(SessionSource(agent, path, origin))
 
     claude_dirs = env.get("CLAUDE_CONFIG_DIR", "")
@@ -91,10 +122,14 @@ def discover_sources(env: Mapping[str, str] | None = None, home: str | Path | No
         add(agent, agent_dir / "sessions", variable if configured else "default")
     for raw in _split(env.get("PI_AGENT_DIR", "")):
         add("pi", _expand(raw, home), "PI_AGENT_DIR")
+    if report:
+        _report_only(env, home, add)
 
     unique: list[SessionSource] = []
     seen: set[Path] = set()
     for source in found:
+        if agents is not None and source.agent not in agents:
+            continue
         key = source.path.resolve()
         if key not in seen:
             seen.add(key)
@@ -102,20 +137,95 @@ def discover_sources(env: Mapping[str, str] | None = None, home: str | Path | No
     return unique
 
 
-def paths_or_discovered(paths, command: str, echo=None) -> tuple[list[str], list[SessionSource]]:
+def _roots(env: Mapping[str, str], home: Path, variable: str | None, defaults: list[Path]) -> list[tuple[Path, str]]:
+    """(folder, origin) pairs: the variable's comma-separated folders, or else the defaults."""
+    named = _split(env.get(variable, "")) if variable else []
+    if named:
+        return [(_expand(raw, home), variable) for raw in named]
+    return [(path, "default") for path in defaults]
+
+
+def _report_only(env: Mapping[str, str], home: Path, add) -> None:
+    """The places of the agents only `report` reads (module docstring)."""
+    data = [home / ".local" / "share"]
+    if env.get("XDG_DATA_HOME"):
+        data.insert(0, Path(env["XDG_DATA_HOME"]))
+    config = [Path(env["XDG_CONFIG_HOME"])] if env.get("XDG_CONFIG_HOME") else []
+    config.append(home / ".config")
+
+    for root, origin in _roots(env, home, "OPENCODE_DATA_DIR", [d / "opencode" for d in data]):
+        for db in _databases(root, "opencode"):
+            add("opencode", db, origin)
+        add("opencode", root / "storage" / "message", origin)
+    for root, origin in _roots(env, home, "KILO_DATA_DIR", [d / "kilo" for d in data]):
+        for db in _databases(root, "kilo"):
+            add("kilo", db, origin)
+    for root, origin in _roots(env, home, "GEMINI_DATA_DIR", [home / ".gemini" / "tmp"]):
+        add("gemini", root, origin)
+    for root, origin in _roots(env, home, "QWEN_DATA_DIR", [home / ".qwen"]):
+        add("qwen", root / "projects", origin)
+    for root, origin in _roots(env, home, "AMP_DATA_DIR", [d / "amp" for d in data]):
+        add("amp", root / "threads", origin)
+    for root, origin in _roots(env, home, "DROID_SESSIONS_DIR", [home / ".factory" / "sessions"]):
+        add("droid", root, origin)
+    if env.get("GOOSE_PATH_ROOT", "").strip():
+        add("goose", _expand(env["GOOSE_PATH_ROOT"].strip(), home) / "data" / "sessions", "GOOSE_PATH_ROOT")
+    else:
+        goose = [d / "goose" / "sessions" for d in data]
+        goose += [home / "Library" / "Application Support" / "goose" / "sessions",
+                  home / ".local" / "share" / "Block" / "goose" / "sessions"]
+        first = next((g for g in goose if g.is_dir()), None)
+        if first is not None:
+            add("goose", first, "default")
+    add("copilot", home / ".copilot" / "otel", "default")
+    add("copilot", home / ".copilot" / "session-state", "default")
+    if env.get("COPILOT_OTEL_FILE_EXPORTER_PATH", "").strip():
+        add("copilot", _expand(env["COPILOT_OTEL_FILE_EXPORTER_PATH"].strip(), home), "COPILOT_OTEL_FILE_EXPORTER_PATH")
+    kimi_variable = "KIMI_DATA_DIR" if _split(env.get("KIMI_DATA_DIR", "")) else "KIMI_SHARE_DIR"
+    for root, origin in _roots(env, home, kimi_variable, [home / ".kimi"]):
+        add("kimi", root / "sessions", origin)
+    for root, origin in _roots(env, home, "KIMI_CODE_HOME", [home / ".kimi-code"]):
+        add("kimi", root / "sessions", origin)
+    channels = [c / name for c in config for name in ("manicode", "manicode-dev", "manicode-staging")]
+    for root, origin in _roots(env, home, "CODEBUFF_DATA_DIR", channels):
+        add("codebuff", root / "projects", origin)
+    for root, origin in _roots(env, home, "HERMES_HOME", [home / ".hermes"]):
+        add("hermes", root / "state.db", origin)
+    claws = [home / name for name in (".openclaw", ".clawdbot", ".moltbot", ".moldbot")]
+    for root, origin in _roots(env, home, "OPENCLAW_DIR", claws):
+        add("openclaw", root, origin)
+
+
+def _databases(root: Path, name: str) -> list[Path]:
+    """`<name>.db` and the channel databases `<name>-*.db` in `root`, in name order."""
+    try:
+        entries = sorted(p for p in root.iterdir() if p.name == f"{name}.db"
+                         or (p.name.startswith(f"{name}-") and p.name.endswith(".db")))
+    except OSError:
+        return []
+    return [p for p in entries if p.is_file()]
+
+
+def paths_or_discovered(
+    paths, command: str, echo=None, agents: tuple[str, ...] | None = None
+) -> tuple[list[str], list[SessionSource]]:
     """`paths` as given, or, when empty, every discovered session folder (named through `echo`).
+    `report` reads every agent's places, the other commands those of the agents they compact;
+    `agents` keeps only those agents' places.
 
     Raises UsageError naming the places looked at when nothing is given and nothing is found.
     """
     if paths:
         return [str(p) for p in paths], []
-    sources = discover_sources()
+    sources = discover_sources(agents=agents or None, report=command == "report")
     if not sources:
+        more = (", ~/.gemini/tmp, ~/.qwen, ~/.local/share/opencode and the other agents' folders"
+                if command == "report" else "")
         raise UsageError(
             f"{command}: no PATHS given and no agent sessions found in the usual places "
             "(~/.claude/projects, ~/.config/claude/projects, $CLAUDE_CONFIG_DIR, ~/.codex/sessions, $CODEX_HOME, "
             "~/.pi/agent/sessions, $PI_CODING_AGENT_DIR, ~/.atomic/agent/sessions, ~/.indusagi/agent/sessions, "
-            "~/.omp/agent/sessions); pass the folders to read"
+            f"~/.omp/agent/sessions{more}); pass the folders to read"
         )
     if echo is not None:
         for source in sources:

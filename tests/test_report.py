@@ -23,11 +23,15 @@ def _ts(value) -> datetime | None:
         return None
 
 
+# The other agents' fixtures (fixtures/agents/) have their own tests (test_report_agents.py).
+TRANSCRIPT_AGENTS = ("pi", "claude", "codex")
+
+
 def reference_rows(fixtures: Path) -> list[dict]:
     """Usage rows computed the simple way: whole-file json parsing, no cheap skips, no cache."""
     out: list[dict] = []
     claude: dict[tuple, dict] = {}
-    for path in sorted(fixtures.rglob("*.jsonl")):
+    for path in sorted(p for agent in TRANSCRIPT_AGENTS for p in (fixtures / agent).rglob("*.jsonl")):
         objs = []
         for line in path.read_text().splitlines():
             try:
@@ -145,7 +149,7 @@ def archive(
     runs = tmp_path_factory.mktemp("runs")
     write_run_report(runs / "compactions-r1.parquet", run_rows())
     cache = tmp_path_factory.mktemp("cache")
-    collected = collect_usage([fixtures, runs], cache_dir=cache, jobs=1)
+    collected = collect_usage([*(fixtures / agent for agent in TRANSCRIPT_AGENTS), runs], cache_dir=cache, jobs=1)
     return fixtures, collected, reference_rows(fixtures)
 
 

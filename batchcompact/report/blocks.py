@@ -51,6 +51,7 @@ class Block:
     cost: float = 0.0
     unpriced: int = 0
     models: set[str] = field(default_factory=set)
+    agents: set[str] = field(default_factory=set)
 
     def add(self, row: dict) -> None:
         self.first = self.first or row["timestamp"]
@@ -65,6 +66,7 @@ class Block:
             self.cost += row["cost_usd"]
         if row["model"]:
             self.models.add(row["model"])
+        self.agents.add(row["agent"])
 
 
 def identify_blocks(rows, hours: float) -> list[Block]:
@@ -104,7 +106,7 @@ def build_blocks(lf: pl.LazyFrame, settings):
     """A `Report` whose rows are billing blocks (key `block_start`)."""
     from batchcompact.report.aggregate import Report
 
-    columns = ["timestamp", *TOKEN_COLUMNS, "reasoning_tokens", "cost_usd", "model"]
+    columns = ["timestamp", *TOKEN_COLUMNS, "reasoning_tokens", "cost_usd", "model", "agent"]
     frame = lf.filter(pl.col("timestamp").is_not_null()).select(columns).sort("timestamp").collect()
     now = settings.now or datetime.now(UTC)
     length = timedelta(hours=settings.session_hours)
@@ -127,6 +129,7 @@ def build_blocks(lf: pl.LazyFrame, settings):
         "cost_usd": sum(r["cost_usd"] for r in kept),
         "unpriced_requests": sum(r["unpriced_requests"] for r in kept),
         "models": models,
+        "agents": sorted({a for r in kept for a in r["agents"]}),
         "first_timestamp": min((r["first_timestamp"] for r in kept), default=None),
         "last_timestamp": max((r["last_timestamp"] for r in kept), default=None),
     }
@@ -166,6 +169,7 @@ def _record(block: Block, now: datetime, length: timedelta, limit: int | None) -
         "cost_usd": block.cost if block.requests else 0.0,
         "unpriced_requests": block.unpriced,
         "models": sorted(block.models),
+        "agents": sorted(block.agents),
         "first_timestamp": block.first,
         "last_timestamp": block.last,
         "burn_tokens_per_minute": burn_tokens,
@@ -193,6 +197,7 @@ def _schema() -> dict:
         "cost_usd": pl.Float64,
         "unpriced_requests": pl.Int64,
         "models": pl.List(pl.String),
+        "agents": pl.List(pl.String),
         "first_timestamp": ts,
         "last_timestamp": ts,
         "burn_tokens_per_minute": pl.Float64,

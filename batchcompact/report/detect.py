@@ -1,8 +1,13 @@
-"""Which agent wrote a file: pi, Claude Code, Codex, or batchcompact's own run report.
+"""Which reader a file is for: the agent that wrote it, or batchcompact's own run report.
 
 The line rules are the session readers' (`batchcompact.formats.detect.detect_line`); this module adds
-run reports and `.jsonl.zst` files, which reports read and the compaction pipeline does not. Rules, from the first lines of the file (at most `PROBE_LINES`, torn or invalid lines ignored):
+run reports, `.jsonl.zst` files and the other agents' readers (readers.py), which reports read and the
+compaction pipeline does not. Rules, in order:
 - `compactions*.parquet` -> `batchcompact`;
+- a reader claims the file by its name and place (JSON files, SQLite databases, an agent's home
+  folder) -> that reader;
+- from the first lines (at most `PROBE_LINES`, torn or invalid lines ignored): a reader's `sniff`
+  accepts a line -> that reader;
 - first object has `type: "session"` -> `pi`;
 - an object shaped `{timestamp, type, payload}` with a Codex item type -> `codex`;
 - an object with a Claude line type and `sessionId`/`uuid`/`leafUuid`/`messageId` -> `claude`;
@@ -37,6 +42,14 @@ def detect_format(path: str | Path) -> str | None:
     path = Path(path)
     if is_run_report(path):
         return "batchcompact"
+    from batchcompact.report import readers
+
+    claimed = readers.claimed_by(str(path))
+    if claimed is not None:
+        return claimed.name
+    if not path.name.endswith(TRANSCRIPT_SUFFIXES):
+        return None
+    sniffers = [(r.name, readers.load(r.sniff)) for r in readers.READERS if r.sniff]
     from batchcompact.report.lines import open_binary
 
     with open_binary(path) as fh:
@@ -51,6 +64,9 @@ def detect_format(path: str | Path) -> str | None:
                 continue
             if not isinstance(obj, dict):
                 continue
+            for name, sniff in sniffers:
+                if sniff(obj, number == 1):
+                    return name
             kind = detect_line(obj, first=number == 1)
             if kind:
                 return kind

@@ -1,6 +1,7 @@
 """Extract one file's usage rows (dispatch by detected format) and the per-file Parquet cache.
 
-Cache invariant: a part file holds exactly the rows extracted from one source file whose
+Cache invariant: a part file holds exactly the rows extracted from one source (a file, or a SQLite
+database with its WAL, see `FileKey`) whose
 (absolute path, size, mtime_ns) and the usage schema version are stored in the part's Parquet
 metadata; a part is reused only when all four match, so a changed file is always re-extracted.
 Parts live in `<cache_dir>/usage-v<version>/<sha1 of path>.parquet` and are replaced atomically.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -34,29 +36,25 @@ META_KEY = b"batchcompact.usage_cache"
 
 
 def extract_file(path: str | Path, fmt: str | None = None) -> tuple[pa.Table, ExtractStats]:
-    """All usage rows of one file, and what extraction saw. Never raises for bad content."""
-    from batchcompact.report.claude import extract_claude
-    from batchcompact.report.codex import extract_codex
-    from batchcompact.report.pi import extract_pi
-    from batchcompact.report.runs import extract_runs
+    """All usage rows of one file (or database), and what extraction saw. Never raises for bad content.
 
-    extractors = {
-        "pi": extract_pi,
-        "claude": extract_claude,
-        "codex": extract_codex,
-        "batchcompact": extract_runs,
-    }
+    The reader comes from readers.py (detected unless `fmt` names it)."""
+    from batchcompact.report.readers import load, reader
+
     stats = ExtractStats(path=str(path))
     rows = UsageRows()
     try:
         fmt = fmt or detect_format(path)
         stats.format = fmt
-        if fmt in extractors:
-            extractors[fmt](path, rows, stats)
+        found = reader(fmt) if fmt else None
+        if found is not None:
+            load(found.extract)(path, rows, stats)
     except BatchCompactError as exc:  # e.g. zstandard missing: say so, keep going
         stats.warn(None, str(exc))
     except OSError as exc:
         stats.warn(None, f"cannot read: {exc.strerror or exc}")
+    except sqlite3.Error as exc:  # a database that is locked, damaged or not one of ours
+        stats.warn(None, f"cannot read the database: {exc}")
     except Exception as exc:
         if not is_decompress_error(exc):
             raise

@@ -1,0 +1,130 @@
+"""The report's readers, one per agent: which files each one claims and the function that reads them.
+
+A reader is registered once (`READERS` below); the walk (files.py), detection (detect.py) and extraction
+(extract.py) all ask this table, so a new agent is one reader module and one line here. Standard library
+only: the warm report path walks folders with it before anything heavy is imported.
+
+How a file finds its reader (`detect.py`), first rule that applies:
+1. its name matches one of a reader's `names` patterns (fnmatch), and, when the reader gives `under`,
+   one of the folders above it has one of those names (`chats`, `threads`, ...). This is how JSON files
+   and SQLite databases are found: the walk takes a `.json` or `.db` file only when a reader claims it;
+2. a folder above it is one of a reader's `homes` (`.openclaw`: a pi-format tree that is OpenClaw's);
+3. for JSONL, the first lines: each reader's `sniff(obj, first)` in table order, then the built-in
+   pi / Codex / Claude line rules (formats/detect.py).
+
+A reader's `extract(path, rows, stats)` appends `UsageRows` for one source (a file or a database) and
+never raises for bad content: it warns with file:line (a database row: its table and rowid).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+JSONL_SUFFIXES = (".jsonl", ".jsonl.zst")
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One agent's usage reader for the report."""
+
+    name: str  # the reader, the rows' `source` and (unless `agent` says otherwise) their `agent`
+    extract: str  # "module:function" taking (path, rows, stats)
+    names: tuple[str, ...] = ()  # file-name patterns this reader claims (fnmatch, case-sensitive)
+    under: tuple[str, ...] = ()  # `names` count only below a folder named one of these
+    homes: tuple[str, ...] = ()  # every JSONL file below a folder named one of these is this reader's
+    sniff: str | None = None  # "module:function" (obj, first) -> bool judging one JSONL line
+    sqlite: bool = False  # `names` are SQLite databases (keyed with their -wal file)
+    description: str = ""
+
+    def claims(self, name: str, folders: tuple[str, ...]) -> bool:
+        """Whether a file `name` whose folders (outermost first) are `folders` is this reader's by its place."""
+        if self.names and any(fnmatch.fnmatchcase(name, p) for p in self.names):
+            if not self.under or any(f in self.under for f in folders):
+                return True
+        return bool(self.homes) and name.endswith(JSONL_SUFFIXES) and any(f in self.homes for f in folders)
+
+
+# Order matters for `sniff`: specific JSONL shapes before the built-in pi/Codex/Claude rules, which
+# run last (a Qwen Code record looks like a Claude line to them).
+READERS: tuple[Reader, ...] = (
+    Reader("pi", "batchcompact.report.pi:extract_pi", description="pi and its descendants"),
+    Reader("claude", "batchcompact.report.claude:extract_claude", description="Claude Code"),
+    Reader("codex", "batchcompact.report.codex:extract_codex", description="Codex"),
+    Reader("batchcompact", "batchcompact.report.runs:extract_runs", description="batchcompact run reports"),
+)
+
+# pi's descendants write pi's format (pi's reader reads them); `--agent atomic` selects pi rows.
+PI_FAMILY = ("pi", "atomic", "indusagi", "oh-my-pi")
+
+
+def register(reader: Reader) -> None:
+    """Add a reader (tests, plugins); a reader of the same name is replaced."""
+    global READERS
+    READERS = tuple(r for r in READERS if r.name != reader.name) + (reader,)
+
+
+def reader(name: str) -> Reader | None:
+    return next((r for r in READERS if r.name == name), None)
+
+
+def reader_names() -> tuple[str, ...]:
+    return tuple(r.name for r in READERS)
+
+
+def agent_names() -> tuple[str, ...]:
+    """Every agent a row can name (`--agent`, `--source`), the pi family included."""
+    names = list(reader_names())
+    for name in PI_FAMILY:
+        if name not in names:
+            names.append(name)
+    return tuple(names)
+
+
+def row_agents(selected: tuple[str, ...]) -> tuple[str, ...]:
+    """The row `agent` values that `--agent` names select (a pi descendant's rows say `pi`)."""
+    out = list(selected)
+    if any(a in PI_FAMILY for a in selected) and "pi" not in out:
+        out.append("pi")
+    return tuple(out)
+
+
+def load(ref: str) -> Callable:
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _split_folders(folder: str) -> tuple[str, ...]:
+    return tuple(p for p in folder.replace("\\", "/").split("/") if p)
+
+
+def claimed_by(path: str) -> Reader | None:
+    """The reader whose name or place rules claim `path` (rules 1 and 2 of the module docstring)."""
+    folder, name = os.path.split(path)
+    return _claiming(name, folder)
+
+
+def _claiming(name: str, folder: str) -> Reader | None:
+    folders = _split_folders(folder)
+    for entry in READERS:
+        if entry.claims(name, folders):
+            return entry
+    return None
+
+
+def wanted(name: str, folder: str) -> bool:
+    """Whether the walk takes a file: JSONL (any), or a JSON/database file some reader claims."""
+    if name.endswith(JSONL_SUFFIXES):
+        return True
+    if not name.endswith((".json", ".db")):
+        return False
+    return _claiming(name, folder) is not None
+
+
+def is_sqlite(path: str) -> bool:
+    """A database source: its key covers its `-wal` file too."""
+    found = claimed_by(path)
+    return bool(found and found.sqlite)
