@@ -48,6 +48,8 @@ class Reader:
         return bool(self.homes) and name.endswith(JSONL_SUFFIXES) and any(f in self.homes for f in folders)
 
 
+OPENCLAW_HOMES = (".openclaw", ".clawdbot", ".moltbot", ".moldbot")
+
 # Order matters for `sniff`: specific JSONL shapes before the built-in pi/Codex/Claude rules, which
 # run last (a Qwen Code record looks like a Claude line to them).
 READERS: tuple[Reader, ...] = (
@@ -55,6 +57,24 @@ READERS: tuple[Reader, ...] = (
     Reader("claude", "batchcompact.report.claude:extract_claude", description="Claude Code"),
     Reader("codex", "batchcompact.report.codex:extract_codex", description="Codex"),
     Reader("batchcompact", "batchcompact.report.runs:extract_runs", description="batchcompact run reports"),
+    Reader("copilot", "batchcompact.agents.copilot.report:extract_copilot", homes=(".copilot",),
+           sniff="batchcompact.agents.copilot.report:sniff_copilot", description="GitHub Copilot CLI"),
+    Reader("kimi", "batchcompact.agents.kimi.report:extract_kimi", names=("wire.jsonl",), under=("sessions",),
+           homes=(".kimi-code",), sniff="batchcompact.agents.kimi.report:sniff_kimi",
+           description="kimi-cli and Kimi Code"),
+    Reader("openclaw", "batchcompact.agents.openclaw.report:extract_openclaw",
+           names=("*.jsonl.reset.*", "*.jsonl.deleted.*"), under=OPENCLAW_HOMES, homes=OPENCLAW_HOMES,
+           description="OpenClaw"),
+    Reader("droid", "batchcompact.agents.droid.report:extract_droid", names=("*.settings.json",),
+           under=("sessions",), description="Droid (Factory)"),
+    Reader("goose", "batchcompact.agents.goose.report:extract_goose", names=("sessions.db",), under=("sessions",),
+           sqlite=True, description="Goose"),
+    Reader("amp", "batchcompact.agents.amp.report:extract_amp", names=("T-*.json",), under=("threads",),
+           description="Amp"),
+    Reader("codebuff", "batchcompact.agents.codebuff.report:extract_codebuff", names=("chat-messages.json",),
+           under=("chats",), description="Codebuff"),
+    Reader("hermes", "batchcompact.agents.hermes.report:extract_hermes", names=("state.db",),
+           under=(".hermes", "hermes"), sqlite=True, description="Hermes Agent"),
 )
 
 # pi's descendants write pi's format (pi's reader reads them); `--agent atomic` selects pi rows.
@@ -119,7 +139,7 @@ def wanted(name: str, folder: str) -> bool:
     """Whether the walk takes a file: JSONL (any), or a JSON/database file some reader claims."""
     if name.endswith(JSONL_SUFFIXES):
         return True
-    if not name.endswith((".json", ".db")):
+    if not name.endswith((".json", ".db")) and ".jsonl." not in name:  # `.jsonl.reset.<time>` archives
         return False
     return _claiming(name, folder) is not None
 

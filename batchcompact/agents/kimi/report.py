@@ -65,6 +65,14 @@ def extract_kimi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
         add_kimi_cli_rows(path, legacy, rows)
 
 
+def sniff_kimi(obj: dict, first: bool) -> bool:
+    """A wire file's first line (`metadata` with a protocol version) or a kimi-cli `StatusUpdate`."""
+    if obj.get("type") == "metadata" and "protocol_version" in obj:
+        return True
+    message = obj.get("message")
+    return isinstance(message, dict) and message.get("type") in ("StatusUpdate", "TurnBegin")
+
+
 def kimi_code_session(path: Path) -> tuple[str, str]:
     """(session id, agent id) of `…/session_<uuid>/agents/<agent id>/wire.jsonl`."""
     agent = path.parent.name
