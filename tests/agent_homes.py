@@ -1,0 +1,76 @@
+"""A HOME holding the Copilot, Kimi, OpenClaw, Droid, Goose, Amp, Codebuff and Hermes fixtures where each
+agent keeps its files, plus generated Kimi Code sessions (wire 1.4, written by this module: the shared
+fixtures have none), for the parity and reader tests."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from conftest import SHARED_FIXTURES
+
+# (fixture folder under agents/, where it goes under HOME)
+PLACES = (
+    ("copilot/otel", ".copilot/otel"),
+    ("copilot/session-state", ".copilot/session-state"),
+    ("kimi/kimi-cli-legacy-wire/.kimi", ".kimi"),
+    ("openclaw/.openclaw", ".openclaw"),
+    ("droid/sessions", ".factory/sessions"),
+    ("goose/data/sessions", ".local/share/goose/sessions"),
+    ("amp/threads", ".local/share/amp/threads"),
+    ("codebuff/.config/manicode", ".config/manicode"),
+    ("hermes/.hermes", ".hermes"),
+)
+KIMI_CODE_SESSION = "session_11111111-2222-3333-4444-555555555555"
+KIMI_CODE_FORK = "session_99999999-2222-3333-4444-555555555555"
+
+
+def usage_record(inputs: int, output: int, read: int, write: int, time: int, scope: str = "turn") -> dict:
+    return {"type": "usage.record", "model": "kimi-code/kimi-for-coding", "usageScope": scope, "time": time,
+            "usage": {"inputOther": inputs, "output": output, "inputCacheRead": read, "inputCacheCreation": write}}
+
+
+def step_end(inputs: int, output: int, read: int, write: int, time: int) -> dict:
+    return {"type": "context.append_loop_event", "time": time - 2,
+            "event": {"type": "step.end", "uuid": f"s{time}", "turnId": "t1", "step": 0,
+                      "usage": {"inputOther": inputs, "output": output, "inputCacheRead": read,
+                                "inputCacheCreation": write}}}
+
+
+def write_kimi_code(home: Path) -> None:
+    """Two Kimi Code sessions: one with a sub-agent and a compaction call, and a fork of it with one new call.
+
+    Every turn call is written twice by Kimi Code (`step.end` and `usage.record`); the compaction call
+    only as a `session`-scoped `usage.record`; the fork repeats the parent's records, then `forked`."""
+    workdir = home / ".kimi-code" / "sessions" / "wd_work_5f3a9c"
+    main = [
+        {"type": "metadata", "protocol_version": "1.4", "created_at": 1779256791085},
+        {"type": "config.update", "cwd": "/tmp/work", "profileName": "agent", "time": 1779256791100},
+        step_end(1200, 300, 5000, 0, 1779256800302), usage_record(1200, 300, 5000, 0, 1779256800302),
+        step_end(400, 80, 6200, 100, 1779256801302), usage_record(400, 80, 6200, 100, 1779256801302),
+        usage_record(7000, 500, 0, 0, 1779256802000, scope="session"),
+    ]
+    sub = [
+        {"type": "metadata", "protocol_version": "1.4", "created_at": 1779256900000},
+        step_end(50, 20, 0, 0, 1779256900302), usage_record(50, 20, 0, 0, 1779256900302),
+    ]
+    fork = [*main, {"type": "forked", "agentId": "main", "time": 1779260000000},
+            step_end(30, 10, 7000, 0, 1779260001000), usage_record(30, 10, 7000, 0, 1779260001000)]
+    for session, agent, records in ((KIMI_CODE_SESSION, "main", main), (KIMI_CODE_SESSION, "agent-0", sub),
+                                    (KIMI_CODE_FORK, "main", fork)):
+        folder = workdir / session / "agents" / agent
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "wire.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
+def build_home(root: Path) -> Path:
+    """`root/home` with every fixture in its agent's place (mtimes kept) and the Kimi Code sessions."""
+    home = root / "home"
+    agents = SHARED_FIXTURES / "agents"
+    for source, target in PLACES:
+        shutil.copytree(agents / source, home / target, dirs_exist_ok=True)
+    write_kimi_code(home)
+    for path in home.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return home
