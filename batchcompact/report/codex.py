@@ -7,9 +7,17 @@ whose cumulative total equals the previous one repeats a request already counted
 Normalization (so sums agree with other sources): Codex `input_tokens` INCLUDES cached tokens and
 `output_tokens` INCLUDES reasoning. Rows get input = input - cached, cache_read = cached,
 cache_write = 0, output = output (reasoning_tokens recorded separately, not added again).
-Model: the latest `turn_context.model` before the event; project: `session_meta.cwd`.
-`dedupe_key` = event time + cumulative total, so an event copied into a forked rollout is counted once
-across files (ccusage #988); two distinct requests never share both.
+Model: the event's own `info.model`, else the latest `turn_context.model` before it; project: `session_meta.cwd`.
+`dedupe_key` = event time + cumulative total, so an event copied into another rollout with its original
+time is counted once across files; two distinct requests never share both.
+
+Inherited history. A forked rollout (`session_meta.forked_from_id`) and a `thread_spawn` sub-agent
+rollout (`session_meta.source.subagent.thread_spawn.parent_thread_id`) start with a copy of the parent's
+history: the parent's own `session_meta`, then its items, every line re-stamped to the moment of the
+copy (ccusage #950, #988, #1349). Those requests are the parent's (its own rollout counts them), so in
+such a file the `token_count` events stamped in the same second as the copy began (the copied parent
+`session_meta`, or the child's own when no parent line was copied) are not rows; they still set the
+running total the child's own events are compared with (`stats.inherited_dropped` counts them).
 """
 
 from __future__ import annotations
@@ -29,6 +37,8 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
     session_id = project = model = None
     provider = "openai"
     previous_total: tuple | None = None
+    copy_second: str | None = None  # the second the inherited history was written in (a child rollout)
+    child = False
     for number, obj in iter_json_lines(path, stats, want=WANT):
         item_type = obj.get("type")
         payload = obj.get("payload")
@@ -39,6 +49,11 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
                 session_id = payload.get("id")
                 project = payload.get("cwd")
                 provider = payload.get("model_provider") or provider
+                child = parent_thread(payload) is not None
+                if child:
+                    copy_second = _second(obj.get("timestamp"))
+            elif child and payload.get("id") != session_id:  # the parent's meta: its copied history follows
+                copy_second = _second(obj.get("timestamp"))
             continue
         if item_type == "turn_context":
             model = payload.get("model") or model
@@ -51,6 +66,8 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
         if not isinstance(info, dict):
             stats.info_null += 1
             continue
+        if isinstance(info.get("model"), str) and info["model"]:  # newer rollouts name the model here too
+            model = info["model"]
         total = info.get("total_token_usage")
         last = info.get("last_token_usage")
         total_key = tuple(as_int(total.get(f)) for f in USAGE_FIELDS) if isinstance(total, dict) else None
@@ -65,6 +82,11 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
             base = previous_total or (0,) * len(USAGE_FIELDS)
             last = {f: t - b for f, t, b in zip(USAGE_FIELDS, total_key, base, strict=True)}
         previous_total = total_key
+        if copy_second is not None:
+            if _second(obj.get("timestamp")) == copy_second:
+                stats.inherited_dropped += 1
+                continue
+            copy_second = None  # the child's own turns from here on
         cached = as_int(last.get("cached_input_tokens"))
         rows.add(
             source="codex",
@@ -83,6 +105,25 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
             cache_read_tokens=cached,
             reasoning_tokens=as_int(last.get("reasoning_output_tokens")),
         )
+
+
+def parent_thread(meta: dict) -> str | None:
+    """The thread a rollout was forked or spawned from (its `session_meta` payload), or None."""
+    forked = meta.get("forked_from_id")
+    if isinstance(forked, str) and forked:
+        return forked
+    source = meta.get("source")
+    subagent = source.get("subagent") if isinstance(source, dict) else None
+    spawn = subagent.get("thread_spawn") if isinstance(subagent, dict) else None
+    if isinstance(spawn, dict):
+        parent = spawn.get("parent_thread_id")
+        return parent if isinstance(parent, str) and parent else ""
+    return None
+
+
+def _second(timestamp) -> str | None:
+    """An ISO time cut to the second (the copy burst's unit)."""
+    return timestamp[:19] if isinstance(timestamp, str) and len(timestamp) >= 19 else None
 
 
 def _session_from_name(path: Path) -> str:

@@ -31,6 +31,7 @@ class ExtractStats:
     token_events: int = 0  # Codex token_count events
     repeats_dropped: int = 0  # Codex events repeating the previous cumulative total
     info_null: int = 0  # Codex rate-limit-only events
+    inherited_dropped: int = 0  # Codex events of a parent's history copied into a fork or sub-agent rollout
     warnings: list[str] = field(default_factory=list)
     warning_count: int = 0
 
