@@ -20,7 +20,8 @@ reads (`REPORT_ONLY`), with `<data>` = `$XDG_DATA_HOME` and `~/.local/share` (bo
 - Amp: `$AMP_DATA_DIR` or `<data>/amp`, its `threads/`. Droid: `$DROID_SESSIONS_DIR` or `~/.factory/sessions`.
 - Goose: `$GOOSE_PATH_ROOT/data/sessions`, else the first of `<data>/goose/sessions`,
   `~/Library/Application Support/goose/sessions`, `~/.local/share/Block/goose/sessions`.
-- Copilot CLI: `~/.copilot/otel`, `~/.copilot/session-state`, and the file `$COPILOT_OTEL_FILE_EXPORTER_PATH`.
+- Copilot CLI: `$COPILOT_HOME` or `~/.copilot`, its `otel/` and `session-state/`, and the file
+  `$COPILOT_OTEL_FILE_EXPORTER_PATH`.
 - Kimi: `$KIMI_DATA_DIR` (or Kimi CLI's own `$KIMI_SHARE_DIR`) or `~/.kimi`, its `sessions/`; Kimi Code:
   `$KIMI_CODE_HOME` or `~/.kimi-code`, its `sessions/`.
 - Codebuff: `$CODEBUFF_DATA_DIR` or `$XDG_CONFIG_HOME`/`~/.config` `manicode`, `manicode-dev`,
@@ -177,8 +178,9 @@ def _report_only(env: Mapping[str, str], home: Path, add) -> None:
         first = next((g for g in goose if g.is_dir()), None)
         if first is not None:
             add("goose", first, "default")
-    add("copilot", home / ".copilot" / "otel", "default")
-    add("copilot", home / ".copilot" / "session-state", "default")
+    for root, origin in _roots(env, home, "COPILOT_HOME", [home / ".copilot"]):  # Copilot's own override
+        add("copilot", root / "otel", origin)
+        add("copilot", root / "session-state", origin)
     if env.get("COPILOT_OTEL_FILE_EXPORTER_PATH", "").strip():
         add("copilot", _expand(env["COPILOT_OTEL_FILE_EXPORTER_PATH"].strip(), home), "COPILOT_OTEL_FILE_EXPORTER_PATH")
     kimi_variable = "KIMI_DATA_DIR" if _split(env.get("KIMI_DATA_DIR", "")) else "KIMI_SHARE_DIR"

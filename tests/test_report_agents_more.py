@@ -193,3 +193,15 @@ def test_bad_documents_warn_without_rows(tmp_path):
     table, stats = extract_file(thread)
     assert table.num_rows == 0
     assert stats.warnings and "invalid JSON" in stats.warnings[0] and str(thread) in stats.warnings[0]
+
+
+def test_copilot_home_replaces_the_default_folder(home, tmp_path):
+    from batchcompact.discover import discover_sources
+
+    elsewhere = tmp_path / "copilot-home"
+    shutil.copytree(home / ".copilot", elsewhere)
+    sources = discover_sources(env={"HOME": str(home), "COPILOT_HOME": str(elsewhere)}, home=home, report=True)
+    copilot = [(s.path, s.origin) for s in sources if s.agent == "copilot"]
+    assert copilot == [(elsewhere / "otel", "COPILOT_HOME"), (elsewhere / "session-state", "COPILOT_HOME")]
+    rows = totals([s.path for s in sources if s.agent == "copilot"], tmp_path, by="agent")
+    assert [(r["agent"], r["total_tokens"]) for r in rows] == [("copilot", 19_943)]
