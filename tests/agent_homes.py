@@ -1,6 +1,6 @@
 """A HOME holding the Copilot, Kimi, OpenClaw, Droid, Goose, Amp, Codebuff and Hermes fixtures where each
-agent keeps its files, plus generated Kimi Code sessions (wire 1.4, written by this module: the shared
-fixtures have none), for the parity and reader tests."""
+agent keeps its files, plus generated Kimi Code (wire 1.4) and Grok Build sessions (written by this module: the
+shared fixtures have none), for the parity and reader tests."""
 
 from __future__ import annotations
 
@@ -64,6 +64,47 @@ def write_kimi_code(home: Path) -> None:
         (folder / "wire.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
 
 
+GROK_SESSION = "01a0e417-0000-7000-8000-000000000001"
+
+
+def grok_update(session: str, when: int, update: dict, event: str | None = None) -> dict:
+    line = {"timestamp": when, "method": "_x.ai/session/update", "params": {"sessionId": session, "update": update}}
+    if event:
+        line["_meta"] = {"eventId": event, "agentTimestampMs": when * 1000 + 779}
+    return line
+
+
+def grok_usage(inputs: int, output: int, read: int, reasoning: int, ticks: int) -> dict:
+    one = {"inputTokens": inputs, "outputTokens": output, "cachedReadTokens": read, "cacheCreationTokens": 0,
+           "reasoningTokens": reasoning, "totalTokens": inputs + output, "costUsdTicks": ticks}
+    return {**one, "modelCalls": 3, "modelUsage": {"grok-4.5-build": one}}
+
+
+def write_grok(home: Path) -> None:
+    """A Grok Build session: two turns (input includes cache reads, cost in 1e-10 USD ticks) and a
+    cancelled one (`usage: null`), with the `summary.json` naming its work directory."""
+    folder = home / ".grok" / "sessions" / "-tmp-work" / GROK_SESSION
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [
+        grok_update(GROK_SESSION, 1784700600, {"sessionUpdate": "user_message_chunk",
+                                               "content": {"type": "text", "text": "hi"}}),
+        grok_update(GROK_SESSION, 1784700657, {"sessionUpdate": "turn_completed", "prompt_id": "p1",
+                                               "stop_reason": "end_turn",
+                                               "usage": grok_usage(432_353, 9_958, 376_576, 6_134, 2_842_748_000)},
+                    "019f8870-0000-7000-8000-000000003449"),
+        grok_update(GROK_SESSION, 1784700757, {"sessionUpdate": "turn_completed", "prompt_id": "p2",
+                                               "stop_reason": "cancelled", "usage": None},
+                    "019f8870-0000-7000-8000-000000003450"),
+        grok_update(GROK_SESSION, 1784700857, {"sessionUpdate": "turn_completed", "prompt_id": "p3",
+                                               "stop_reason": "end_turn",
+                                               "usage": grok_usage(20_000, 500, 15_000, 100, 120_000_000)},
+                    "019f8870-0000-7000-8000-000000003451"),
+    ]
+    (folder / "updates.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    (folder / "summary.json").write_text(json.dumps({"info": {"cwd": "/tmp/work", "git_root_dir": "/tmp/work"}}),
+                                         encoding="utf-8")
+
+
 def build_home(root: Path) -> Path:
     """`root/home` with every fixture in its agent's place (mtimes kept) and the Kimi Code sessions."""
     home = root / "home"
@@ -71,6 +112,7 @@ def build_home(root: Path) -> Path:
     for source, target in PLACES:
         shutil.copytree(agents / source, home / target, dirs_exist_ok=True)
     write_kimi_code(home)
+    write_grok(home)
     for path in home.rglob("*"):
         path.chmod(0o755 if path.is_dir() else 0o644)
     return home

@@ -1,6 +1,6 @@
 """Parity with ccusage 20.0.24 for Copilot CLI, Kimi (kimi-cli and Kimi Code), OpenClaw, Droid, Goose, Amp,
-Codebuff and Hermes: both tools read one HOME holding the shared fixtures in each agent's place (plus
-generated Kimi Code sessions, tests/agent_homes.py), `ccusage <agent> session --offline --json`, and are
+Codebuff, Hermes and Grok Build: both tools read one HOME holding the shared fixtures in each agent's place (plus
+generated Kimi Code and Grok sessions, tests/agent_homes.py), `ccusage <agent> session --offline --json`, and are
 compared per session: input, output, cache read, cache write, total tokens and cost.
 
 Every difference left is listed in `KNOWN_DIFFERENCES` with its reason; docs/report.md gives the rules.
@@ -22,7 +22,7 @@ from batchcompact.report import ReportSettings, build_report, collect_usage
 
 pytestmark = pytest.mark.slow
 
-AGENTS = ("copilot", "kimi", "openclaw", "droid", "goose", "amp", "codebuff", "hermes")
+AGENTS = ("copilot", "kimi", "openclaw", "droid", "goose", "amp", "codebuff", "hermes", "grok")
 FIELDS = ("input", "output", "cache_read", "cache_write", "total", "cost")
 
 # (agent, session): {field: (ours, ccusage)}

@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from agent_homes import KIMI_CODE_FORK, KIMI_CODE_SESSION, build_home
+from agent_homes import GROK_SESSION, KIMI_CODE_FORK, KIMI_CODE_SESSION, build_home
 
 from batchcompact.report import ReportSettings, build_report, collect_usage
 from batchcompact.report.detect import detect_format
@@ -46,11 +46,11 @@ def test_every_agent_place_is_found_and_read(home, tmp_path, monkeypatch):
 
     sources = discover_sources(env={"HOME": str(home)}, home=home, report=True)
     found = {s.agent for s in sources}
-    assert {"copilot", "kimi", "openclaw", "droid", "goose", "amp", "codebuff", "hermes"} <= found
+    assert {"copilot", "kimi", "openclaw", "droid", "goose", "amp", "codebuff", "hermes", "grok"} <= found
     rows = totals([s.path for s in sources], tmp_path, by="agent")
     by_agent = {r["agent"]: r["total_tokens"] for r in rows}
     assert by_agent == {"hermes": 1_580, "copilot": 19_943, "openclaw": 110_645, "kimi": 28_070,
-                        "amp": 24_773, "droid": 515, "codebuff": 330, "goose": 180}
+                        "amp": 24_773, "droid": 515, "codebuff": 330, "goose": 180, "grok": 462_811}
 
 
 # --- Copilot --------------------------------------------------------------------------------------
@@ -205,3 +205,18 @@ def test_copilot_home_replaces_the_default_folder(home, tmp_path):
     assert copilot == [(elsewhere / "otel", "COPILOT_HOME"), (elsewhere / "session-state", "COPILOT_HOME")]
     rows = totals([s.path for s in sources if s.agent == "copilot"], tmp_path, by="agent")
     assert [(r["agent"], r["total_tokens"]) for r in rows] == [("copilot", 19_943)]
+
+
+def test_grok_turns_are_summed_cache_taken_out_of_input_cost_from_ticks(home, tmp_path):
+    log = next((home / ".grok").rglob("updates.jsonl"))
+    assert detect_format(log) == "grok"
+    rows = rows_of(log)  # the cancelled turn (usage null) is no row
+    assert [(r["input_tokens"], r["cache_read_tokens"], r["output_tokens"], r["reasoning_tokens"]) for r in rows] == [
+        (55_777, 376_576, 9_958, 6_134), (5_000, 15_000, 500, 100)]
+    assert [r["recorded_cost_usd"] for r in rows] == [pytest.approx(0.2842748), pytest.approx(0.012)]
+    assert {(r["model"], r["project"], r["session_id"]) for r in rows} == {("grok-4.5", "/tmp/work", GROK_SESSION)}
+    copy = tmp_path / "elsewhere" / "updates.jsonl"  # the same log somewhere else: the same events
+    copy.parent.mkdir()
+    shutil.copy(log, copy)
+    summed = totals([log, copy], tmp_path, by="agent")
+    assert [(r["requests"], r["total_tokens"]) for r in summed] == [(2, 462_811)]

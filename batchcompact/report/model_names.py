@@ -2,7 +2,7 @@
 
 Copilot and Droid name the Claude 4.0 models without their snapshot date (`claude-sonnet-4`), which
 the price map lists only with it; Droid adds a `-thinking` variant and Copilot `-internal` deployments of
-public models, priced as the model itself. Everything else is returned unchanged (the price table's own
+public models, and Grok Build its `-build` models, priced as the model itself. Everything else is returned unchanged (the price table's own
 resolution handles provider prefixes, dates and dotted Claude versions).
 """
 
@@ -22,6 +22,8 @@ def price_name(model: str | None) -> str | None:
         return model
     for suffix in DEPLOYMENT_SUFFIXES:
         model = model.removesuffix(suffix)
+    if model.startswith("grok-"):  # Grok Build's own deployment of a public Grok model
+        model = model.removesuffix("-build")
     if model.startswith("claude-"):
         model = model.removesuffix("-thinking").replace(".", "-")
     return UNDATED_CLAUDE.get(model, model)

@@ -73,6 +73,8 @@ READERS: tuple[Reader, ...] = (
            description="Amp"),
     Reader("codebuff", "batchcompact.agents.codebuff.report:extract_codebuff", names=("chat-messages.json",),
            under=("chats",), description="Codebuff"),
+    Reader("grok", "batchcompact.agents.grok.report:extract_grok", names=("updates.jsonl",), under=(".grok", "sessions"),
+           sniff="batchcompact.agents.grok.report:sniff_grok", description="Grok Build CLI"),
     Reader("hermes", "batchcompact.agents.hermes.report:extract_hermes", names=("state.db",),
            under=(".hermes", "hermes"), sqlite=True, description="Hermes Agent"),
 )
