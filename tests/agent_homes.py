@@ -1,118 +1,68 @@
-"""A HOME holding the Copilot, Kimi, OpenClaw, Droid, Goose, Amp, Codebuff and Hermes fixtures where each
-agent keeps its files, plus generated Kimi Code (wire 1.4) and Grok Build sessions (written by this module: the
-shared fixtures have none), for the parity and reader tests."""
+"""A HOME holding every agent's folders, made from ../shared/fixtures/agents/ laid out where each agent
+keeps its files (discover.py, ../shared/reference/agents.md). Used by the discovery, report and ccusage
+parity tests; a new agent adds its lines to `LAYOUT`.
+"""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
-from conftest import SHARED_FIXTURES
+# agent -> (source under fixtures/agents, destination under HOME); folders are merged.
+LAYOUT: dict[str, list[tuple[str, str]]] = {
+    "codex": [
+        ("codex-edge-cases/ccusage-subagent-replay/sessions", ".codex/sessions/subagent-replay"),
+        ("codex-edge-cases/ccusage-branch-copy-original-timestamps/sessions", ".codex/sessions/branch-copy"),
+    ],
+    "opencode": [
+        ("opencode/ccusage-db-vs-json/opencode.db", ".local/share/opencode/opencode.db"),
+        ("opencode/ccusage-db-vs-json/storage", ".local/share/opencode/storage"),
+        ("opencode/ccusage-channel-db/opencode-beta.db", ".local/share/opencode/opencode-beta.db"),
+        ("opencode/tokscale-basic/storage", ".local/share/opencode/storage"),
+        ("opencode/agent-sessions-storage-v2/storage", ".local/share/opencode/storage"),
+    ],
+    "kilo": [("kilo/.local/share/kilo", ".local/share/kilo")],
+    "gemini": [("gemini/tmp", ".gemini/tmp")],
+    "qwen": [("qwen/projects", ".qwen/projects")],
+    "amp": [("amp/threads", ".local/share/amp/threads")],
+    "droid": [("droid/sessions", ".factory/sessions")],
+    "goose": [("goose/data/sessions", ".local/share/goose/sessions")],
+    "copilot": [("copilot/otel", ".copilot/otel"), ("copilot/session-state", ".copilot/session-state")],
+    "kimi": [("kimi/kimi-cli-legacy-wire/.kimi", ".kimi")],
+    "codebuff": [("codebuff/.config", ".config")],
+    "hermes": [("hermes/.hermes", ".hermes")],
+    "openclaw": [("openclaw/.openclaw", ".openclaw")],
+}
 
-# (fixture folder under agents/, where it goes under HOME)
-PLACES = (
-    ("copilot/otel", ".copilot/otel"),
-    ("copilot/session-state", ".copilot/session-state"),
-    ("kimi/kimi-cli-legacy-wire/.kimi", ".kimi"),
-    ("openclaw/.openclaw", ".openclaw"),
-    ("droid/sessions", ".factory/sessions"),
-    ("goose/data/sessions", ".local/share/goose/sessions"),
-    ("amp/threads", ".local/share/amp/threads"),
-    ("codebuff/.config/manicode", ".config/manicode"),
-    ("hermes/.hermes", ".hermes"),
+# Variables that would point discovery away from the fake HOME.
+AGENT_ENV = (
+    "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_AGENT_DIR", "ATOMIC_CODING_AGENT_DIR",
+    "INDUSAGI_CODING_AGENT_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "OPENCODE_DATA_DIR", "KILO_DATA_DIR",
+    "GEMINI_DATA_DIR", "QWEN_DATA_DIR", "AMP_DATA_DIR", "DROID_SESSIONS_DIR", "GOOSE_PATH_ROOT",
+    "COPILOT_OTEL_FILE_EXPORTER_PATH", "KIMI_DATA_DIR", "KIMI_SHARE_DIR", "KIMI_CODE_HOME", "CODEBUFF_DATA_DIR",
+    "HERMES_HOME", "OPENCLAW_DIR",
 )
-KIMI_CODE_SESSION = "session_11111111-2222-3333-4444-555555555555"
-KIMI_CODE_FORK = "session_99999999-2222-3333-4444-555555555555"
 
 
-def usage_record(inputs: int, output: int, read: int, write: int, time: int, scope: str = "turn") -> dict:
-    return {"type": "usage.record", "model": "kimi-code/kimi-for-coding", "usageScope": scope, "time": time,
-            "usage": {"inputOther": inputs, "output": output, "inputCacheRead": read, "inputCacheCreation": write}}
+def build_home(agents_fixtures: Path, home: Path, agents=None) -> dict[str, list[Path]]:
+    """Copy the fixtures of `agents` (default: all) into `home`; returns agent -> the paths made."""
+    made: dict[str, list[Path]] = {}
+    for agent, pairs in LAYOUT.items():
+        if agents is not None and agent not in agents:
+            continue
+        for source, destination in pairs:
+            src, dst = agents_fixtures / source, home / destination
+            if not src.exists():
+                continue
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if src.is_dir():
+                shutil.copytree(src, dst, dirs_exist_ok=True)
+            else:
+                shutil.copy2(src, dst)
+            made.setdefault(agent, []).append(dst)
+    return made
 
 
-def step_end(inputs: int, output: int, read: int, write: int, time: int) -> dict:
-    return {"type": "context.append_loop_event", "time": time - 2,
-            "event": {"type": "step.end", "uuid": f"s{time}", "turnId": "t1", "step": 0,
-                      "usage": {"inputOther": inputs, "output": output, "inputCacheRead": read,
-                                "inputCacheCreation": write}}}
-
-
-def write_kimi_code(home: Path) -> None:
-    """Two Kimi Code sessions: one with a sub-agent and a compaction call, and a fork of it with one new call.
-
-    Every turn call is written twice by Kimi Code (`step.end` and `usage.record`); the compaction call
-    only as a `session`-scoped `usage.record`; the fork repeats the parent's records, then `forked`."""
-    workdir = home / ".kimi-code" / "sessions" / "wd_work_5f3a9c"
-    main = [
-        {"type": "metadata", "protocol_version": "1.4", "created_at": 1779256791085},
-        {"type": "config.update", "cwd": "/tmp/work", "profileName": "agent", "time": 1779256791100},
-        step_end(1200, 300, 5000, 0, 1779256800302), usage_record(1200, 300, 5000, 0, 1779256800302),
-        step_end(400, 80, 6200, 100, 1779256801302), usage_record(400, 80, 6200, 100, 1779256801302),
-        usage_record(7000, 500, 0, 0, 1779256802000, scope="session"),
-    ]
-    sub = [
-        {"type": "metadata", "protocol_version": "1.4", "created_at": 1779256900000},
-        step_end(50, 20, 0, 0, 1779256900302), usage_record(50, 20, 0, 0, 1779256900302),
-    ]
-    fork = [*main, {"type": "forked", "agentId": "main", "time": 1779260000000},
-            step_end(30, 10, 7000, 0, 1779260001000), usage_record(30, 10, 7000, 0, 1779260001000)]
-    for session, agent, records in ((KIMI_CODE_SESSION, "main", main), (KIMI_CODE_SESSION, "agent-0", sub),
-                                    (KIMI_CODE_FORK, "main", fork)):
-        folder = workdir / session / "agents" / agent
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "wire.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-
-
-GROK_SESSION = "01a0e417-0000-7000-8000-000000000001"
-
-
-def grok_update(session: str, when: int, update: dict, event: str | None = None) -> dict:
-    line = {"timestamp": when, "method": "_x.ai/session/update", "params": {"sessionId": session, "update": update}}
-    if event:
-        line["_meta"] = {"eventId": event, "agentTimestampMs": when * 1000 + 779}
-    return line
-
-
-def grok_usage(inputs: int, output: int, read: int, reasoning: int, ticks: int) -> dict:
-    one = {"inputTokens": inputs, "outputTokens": output, "cachedReadTokens": read, "cacheCreationTokens": 0,
-           "reasoningTokens": reasoning, "totalTokens": inputs + output, "costUsdTicks": ticks}
-    return {**one, "modelCalls": 3, "modelUsage": {"grok-4.5-build": one}}
-
-
-def write_grok(home: Path) -> None:
-    """A Grok Build session: two turns (input includes cache reads, cost in 1e-10 USD ticks) and a
-    cancelled one (`usage: null`), with the `summary.json` naming its work directory."""
-    folder = home / ".grok" / "sessions" / "-tmp-work" / GROK_SESSION
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = [
-        grok_update(GROK_SESSION, 1784700600, {"sessionUpdate": "user_message_chunk",
-                                               "content": {"type": "text", "text": "hi"}}),
-        grok_update(GROK_SESSION, 1784700657, {"sessionUpdate": "turn_completed", "prompt_id": "p1",
-                                               "stop_reason": "end_turn",
-                                               "usage": grok_usage(432_353, 9_958, 376_576, 6_134, 2_842_748_000)},
-                    "019f8870-0000-7000-8000-000000003449"),
-        grok_update(GROK_SESSION, 1784700757, {"sessionUpdate": "turn_completed", "prompt_id": "p2",
-                                               "stop_reason": "cancelled", "usage": None},
-                    "019f8870-0000-7000-8000-000000003450"),
-        grok_update(GROK_SESSION, 1784700857, {"sessionUpdate": "turn_completed", "prompt_id": "p3",
-                                               "stop_reason": "end_turn",
-                                               "usage": grok_usage(20_000, 500, 15_000, 100, 120_000_000)},
-                    "019f8870-0000-7000-8000-000000003451"),
-    ]
-    (folder / "updates.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-    (folder / "summary.json").write_text(json.dumps({"info": {"cwd": "/tmp/work", "git_root_dir": "/tmp/work"}}),
-                                         encoding="utf-8")
-
-
-def build_home(root: Path) -> Path:
-    """`root/home` with every fixture in its agent's place (mtimes kept) and the Kimi Code sessions."""
-    home = root / "home"
-    agents = SHARED_FIXTURES / "agents"
-    for source, target in PLACES:
-        shutil.copytree(agents / source, home / target, dirs_exist_ok=True)
-    write_kimi_code(home)
-    write_grok(home)
-    for path in home.rglob("*"):
-        path.chmod(0o755 if path.is_dir() else 0o644)
-    return home
+def clear_agent_env(monkeypatch) -> None:
+    for name in AGENT_ENV:
+        monkeypatch.delenv(name, raising=False)

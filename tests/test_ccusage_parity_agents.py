@@ -1,6 +1,6 @@
 """Parity with ccusage 20.0.24 for Copilot CLI, Kimi (kimi-cli and Kimi Code), OpenClaw, Droid, Goose, Amp,
 Codebuff, Hermes and Grok Build: both tools read one HOME holding the shared fixtures in each agent's place (plus
-generated Kimi Code and Grok sessions, tests/agent_homes.py), `ccusage <agent> session --offline --json`, and are
+generated Kimi Code and Grok sessions, tests/agent_sessions.py), `ccusage <agent> session --offline --json`, and are
 compared per session: input, output, cache read, cache write, total tokens and cost.
 
 Every difference left is listed in `KNOWN_DIFFERENCES` with its reason; docs/report.md gives the rules.
@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from agent_homes import KIMI_CODE_FORK, KIMI_CODE_SESSION, build_home
+from agent_sessions import KIMI_CODE_FORK, KIMI_CODE_SESSION, build_home
 from test_ccusage_parity import ccusage  # noqa: F401  (the installed ccusage, a session fixture)
 
 from batchcompact.discover import discover_sources

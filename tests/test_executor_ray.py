@@ -85,6 +85,8 @@ def test_report_totals_identical_to_local(bc, tmp_path):
         totals[kind] = json.loads(text)
     # the same numbers; a float sum may differ in its last bit with the order polars adds the parts in
     assert rounded(totals["ray"]) == rounded(totals["local"])
+    # the archive holds other agents' SQLite databases and JSON files too: read on the nodes as well
+    assert {"opencode", "kilo"} <= set(totals["ray"]["totals"]["agents"])
 
 
 def rounded(value):

@@ -1,6 +1,6 @@
 """The Copilot, Kimi, OpenClaw, Droid, Goose, Amp, Codebuff and Hermes readers: their counting rules on
 files written here (each rule a case ccusage 20 or a naive reader gets wrong) and on the shared fixtures
-laid out in a HOME (tests/agent_homes.py)."""
+laid out in a HOME (tests/agent_sessions.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from agent_homes import GROK_SESSION, KIMI_CODE_FORK, KIMI_CODE_SESSION, build_home
+from agent_sessions import GROK_SESSION, KIMI_CODE_FORK, KIMI_CODE_SESSION, build_home
 
 from batchcompact.report import ReportSettings, build_report, collect_usage
 from batchcompact.report.detect import detect_format

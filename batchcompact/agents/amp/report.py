@@ -19,16 +19,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from batchcompact.report.documents import first_str, read_json_document
-from batchcompact.report.lines import ExtractStats, as_int, parse_timestamp
+from batchcompact.report.lines import ExtractStats, as_int, first_str, parse_timestamp
 from batchcompact.report.schema import UsageRows
+from batchcompact.report.stores import read_json
 
 AGENT = "amp"
 
 
 def extract_amp(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     path = Path(path)
-    thread = read_json_document(path, stats)
+    thread = read_json(path, stats)
     if not isinstance(thread, dict):
         return
     thread_id = first_str(thread, "id") or path.stem

@@ -24,9 +24,9 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from batchcompact.report.documents import first_str, read_json_document
-from batchcompact.report.lines import ExtractStats, as_int, parse_timestamp
+from batchcompact.report.lines import ExtractStats, as_int, first_str, parse_timestamp
 from batchcompact.report.schema import UsageRows
+from batchcompact.report.stores import read_json
 
 AGENT = "codebuff"
 ASSISTANT = ("ai", "agent", "assistant")
@@ -93,7 +93,7 @@ def message_usage(message: dict) -> tuple[tuple[int, int, int, int] | None, str 
 
 def extract_codebuff(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     path = Path(path)
-    messages = read_json_document(path, stats)
+    messages = read_json(path, stats)
     if not isinstance(messages, list):
         return
     session_id = session_of(path)

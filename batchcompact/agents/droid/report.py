@@ -25,10 +25,10 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from batchcompact.report.documents import first_str, read_json_document
-from batchcompact.report.lines import ExtractStats, as_int, parse_timestamp
+from batchcompact.report.lines import ExtractStats, as_int, first_str, parse_timestamp
 from batchcompact.report.model_names import price_name
 from batchcompact.report.schema import UsageRows
+from batchcompact.report.stores import read_json
 
 AGENT = "droid"
 SUFFIX = ".settings.json"
@@ -67,7 +67,7 @@ def sidecar_model(settings: Path) -> str | None:
 
 def extract_droid(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     path = Path(path)
-    settings = read_json_document(path, stats)
+    settings = read_json(path, stats)
     if not isinstance(settings, dict):
         return
     usage = settings.get("tokenUsage")

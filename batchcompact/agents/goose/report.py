@@ -17,13 +17,12 @@ prices it.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 
-from batchcompact.report.documents import query_sqlite, table_columns
 from batchcompact.report.lines import ExtractStats, as_int, parse_timestamp
 from batchcompact.report.schema import UsageRows
+from batchcompact.report.stores import json_column, table_rows
 
 AGENT = "goose"
 COUNTERS = ("input_tokens", "output_tokens", "total_tokens")
@@ -45,33 +44,22 @@ def goose_time(value) -> datetime | None:
 
 def extract_goose(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     path = Path(path)
-    columns = table_columns(path, "sessions", stats)
-    if not columns:
-        stats.warn(None, "no `sessions` table; not a Goose sessions database")
-        return
-    wanted = ["id", "model_config_json", "provider_name", "created_at", *COUNTERS,
-              *(f"accumulated_{c}" for c in COUNTERS)]
-    select = ", ".join(c if c in columns else f"NULL AS {c}" for c in wanted)
-    for row in query_sqlite(path, f"SELECT {select} FROM sessions", stats):
-        stats.parsed += 1
-        input_tokens, output, total = (as_int(row[f"accumulated_{c}"]) or as_int(row[c]) for c in COUNTERS)
+    for rowid, row in table_rows(path, "sessions", stats):
+        input_tokens, output, total = (as_int(row.get(f"accumulated_{c}")) or as_int(row.get(c)) for c in COUNTERS)
         if not (input_tokens or output or total):
             continue
+        config = json_column(row.get("model_config_json"), stats, f"sessions rowid {rowid}") or {}
+        model = config.get("model_name")
+        session_id = str(row.get("id") or rowid)
         extra = max(total - input_tokens - output, 0)
-        try:
-            config = json.loads(row["model_config_json"] or "{}")
-        except ValueError:
-            config = {}
-        model = config.get("model_name") if isinstance(config, dict) else None
-        session_id = str(row["id"])
         rows.add(
             source=AGENT,
             file=str(path),
-            line=None,
+            line=rowid,
             session_id=session_id,
-            project=None,
-            timestamp=goose_time(row["created_at"]),
-            provider=row["provider_name"] or None,
+            project=row.get("working_dir") if isinstance(row.get("working_dir"), str) else None,
+            timestamp=goose_time(row.get("created_at")),
+            provider=row.get("provider_name") or None,
             model=model if isinstance(model, str) and model else None,
             kind="main",
             dedupe_key=f"{AGENT}:{path.resolve()}:{session_id}",

@@ -18,47 +18,40 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from batchcompact.report.documents import query_sqlite, table_columns
 from batchcompact.report.lines import ExtractStats, as_float, as_int, parse_timestamp
 from batchcompact.report.schema import UsageRows
+from batchcompact.report.stores import table_rows
 
 AGENT = "hermes"
-WANTED = ("id", "model", "billing_provider", "started_at", "input_tokens", "output_tokens", "cache_read_tokens",
-          "cache_write_tokens", "reasoning_tokens", "estimated_cost_usd", "actual_cost_usd")
 PROVIDERS = {"claude": "anthropic", "openai_codex": "openai", "google_ai": "google", "gemini": "google",
              "vertex": "google", "vertex_ai": "google"}
 
 
 def extract_hermes(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     path = Path(path)
-    columns = table_columns(path, "sessions", stats)
-    if not columns:
-        stats.warn(None, "no `sessions` table; not a Hermes state database")
-        return
-    select = ", ".join(c if c in columns else f"NULL AS {c}" for c in WANTED)
-    for row in query_sqlite(path, f"SELECT {select} FROM sessions", stats):
-        stats.parsed += 1
-        numbers = [max(as_int(row[c]), 0) for c in
+    for rowid, row in table_rows(path, "sessions", stats):
+        numbers = [max(as_int(row.get(c)), 0) for c in
                    ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")]
-        cost = as_float(row["actual_cost_usd"])
+        cost = as_float(row.get("actual_cost_usd"))
         if cost is None:
-            cost = as_float(row["estimated_cost_usd"])
+            cost = as_float(row.get("estimated_cost_usd"))
         cost = max(cost, 0.0) if cost is not None else None
         if not any(numbers) and not cost:
             continue
         input_tokens, output, cache_read, cache_write, reasoning = numbers
-        started = as_float(row["started_at"])
-        provider = (row["billing_provider"] or "").strip().lower().replace("-", "_")
-        session_id = str(row["id"])
+        started = as_float(row.get("started_at"))
+        provider = (row.get("billing_provider") or "").strip().lower().replace("-", "_")
+        model = row.get("model")
+        session_id = str(row.get("id") or rowid)
         rows.add(
             source=AGENT,
             file=str(path),
-            line=None,
+            line=rowid,
             session_id=session_id,
             project=None,
-            timestamp=parse_timestamp(started if started and started > 1e12 else started * 1000) if started else None,
+            timestamp=parse_timestamp(started if started > 1e12 else started * 1000) if started else None,
             provider=PROVIDERS.get(provider, provider or None),
-            model=(row["model"] or "").strip() or None,
+            model=model.strip() or None if isinstance(model, str) else None,
             kind="main",
             dedupe_key=f"{AGENT}:{session_id}",
             input_tokens=input_tokens,

@@ -31,8 +31,7 @@ import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 
-from batchcompact.report.documents import first_str
-from batchcompact.report.lines import ExtractStats, as_int, iter_json_lines, parse_timestamp
+from batchcompact.report.lines import ExtractStats, as_int, first_str, iter_json_lines, parse_timestamp
 from batchcompact.report.schema import UsageRows
 
 AGENT = "kimi"

@@ -20,8 +20,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from batchcompact.report.documents import first_str
-from batchcompact.report.lines import ExtractStats, as_float, as_int, iter_json_lines, parse_timestamp
+from batchcompact.report.lines import (
+    ExtractStats,
+    as_float,
+    as_int,
+    first_str,
+    iter_json_lines,
+    parse_timestamp,
+)
 from batchcompact.report.schema import UsageRows
 
 AGENT = "openclaw"

@@ -1,0 +1,1 @@
+"""OpenCode: its usage reader for the report (report.py)."""
