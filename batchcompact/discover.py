@@ -27,8 +27,8 @@ reads (`REPORT_ONLY`), with `<data>` = `$XDG_DATA_HOME` and `~/.local/share` (bo
 - Codebuff: `$CODEBUFF_DATA_DIR` or `$XDG_CONFIG_HOME`/`~/.config` `manicode`, `manicode-dev`,
   `manicode-staging`, their `projects/`.
 - Grok Build CLI: `$GROK_HOME` or `~/.grok`, its `sessions/`.
-- Hermes: `$HERMES_HOME` or `~/.hermes`: `state.db`. OpenClaw: `$OPENCLAW_DIR` or `~/.openclaw`,
-  `~/.clawdbot`, `~/.moltbot`, `~/.moldbot`.
+- Hermes: `$HERMES_HOME` or `~/.hermes`: `state.db`. OpenClaw: `$OPENCLAW_DIR` (ccusage's) or OpenClaw's own
+  `$OPENCLAW_STATE_DIR`, else `~/.openclaw`, `~/.clawdbot`, `~/.moltbot`, `~/.moldbot`.
 Only places that exist are returned, each once (by resolved path), in the order above.
 """
 
@@ -197,7 +197,8 @@ def _report_only(env: Mapping[str, str], home: Path, add) -> None:
     for root, origin in _roots(env, home, "HERMES_HOME", [home / ".hermes"]):
         add("hermes", root / "state.db", origin)
     claws = [home / name for name in (".openclaw", ".clawdbot", ".moltbot", ".moldbot")]
-    for root, origin in _roots(env, home, "OPENCLAW_DIR", claws):
+    claw_variable = "OPENCLAW_DIR" if _split(env.get("OPENCLAW_DIR", "")) else "OPENCLAW_STATE_DIR"  # OpenClaw's own
+    for root, origin in _roots(env, home, claw_variable, claws):
         add("openclaw", root, origin)
 
 

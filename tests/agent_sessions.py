@@ -1,5 +1,5 @@
-"""Sessions the shared fixtures do not have, written here for the Kimi Code (wire 1.4) and Grok Build
-readers, and a HOME with them beside the fixtures of the agents they sit with (tests/agent_homes.py)."""
+"""Sessions the shared fixtures do not have, written here for the Kimi Code (wire 1.4), Grok Build and
+OpenClaw 2026.9 (SQLite) readers, and a HOME with them beside the fixtures of the agents they sit with (tests/agent_homes.py)."""
 
 from __future__ import annotations
 
@@ -94,12 +94,54 @@ def write_grok(home: Path) -> None:
                                          encoding="utf-8")
 
 
+OPENCLAW_DB_SESSION = "0c0ffee0-0000-4000-8000-000000000001"
+
+
+def openclaw_records() -> list[dict]:
+    """One OpenClaw session as its records: header, model change, two assistant turns with usage."""
+    def turn(entry: str, when: str, inputs: int, output: int, read: int, cost: float) -> dict:
+        return {"type": "message", "id": entry, "parentId": None, "timestamp": when, "message": {
+            "role": "assistant", "content": [{"type": "text", "text": "ok"}], "stopReason": "stop",
+            "usage": {"input": inputs, "output": output, "cacheRead": read, "cacheWrite": 0,
+                      "totalTokens": inputs + output + read, "cost": {"total": cost}}}}
+
+    return [
+        {"type": "session", "version": 3, "id": OPENCLAW_DB_SESSION, "timestamp": "2026-10-01T09:00:00.000Z",
+         "cwd": "/srv/claw"},
+        {"type": "model_change", "id": "e1", "timestamp": "2026-10-01T09:00:00.100Z", "provider": "anthropic",
+         "modelId": "claude-sonnet-4-5"},
+        turn("e2", "2026-10-01T09:00:05.000Z", 1_200, 300, 8_000, 0.0105),
+        turn("e3", "2026-10-01T09:01:05.000Z", 150, 90, 9_100, 0.00453),
+    ]
+
+
+def write_openclaw_db(home: Path) -> None:
+    """An OpenClaw 2026.9 agent database (`transcript_events`) holding that session, and the same session
+    exported as `sessions/<id>.jsonl` (the two must count once)."""
+    import sqlite3
+
+    agent = home / ".openclaw" / "agents" / "work"
+    (agent / "agent").mkdir(parents=True, exist_ok=True)
+    (agent / "sessions").mkdir(parents=True, exist_ok=True)
+    records = openclaw_records()
+    con = sqlite3.connect(agent / "agent" / "openclaw-agent.sqlite")
+    with con:
+        con.execute("CREATE TABLE transcript_events (session_id TEXT NOT NULL, seq INTEGER NOT NULL,"
+                    " event_json TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (session_id, seq))")
+        con.executemany("INSERT INTO transcript_events VALUES (?, ?, ?, ?)",
+                        [(OPENCLAW_DB_SESSION, seq, json.dumps(r), 1791795600000 + seq) for seq, r in enumerate(records)])
+    con.close()
+    export = agent / "sessions" / f"{OPENCLAW_DB_SESSION}.jsonl"
+    export.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
 def build_home(root: Path) -> Path:
     """`root/home` with those agents' fixtures in their places and the generated Kimi Code and Grok sessions."""
     home = root / "home"
     build_fixture_home(SHARED_FIXTURES / "agents", home, agents=AGENTS)
     write_kimi_code(home)
     write_grok(home)
+    write_openclaw_db(home)
     for path in home.rglob("*"):
         path.chmod(0o755 if path.is_dir() else 0o644)
     return home

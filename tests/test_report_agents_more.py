@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from agent_sessions import GROK_SESSION, KIMI_CODE_FORK, KIMI_CODE_SESSION, build_home
+from agent_sessions import GROK_SESSION, KIMI_CODE_FORK, KIMI_CODE_SESSION, OPENCLAW_DB_SESSION, build_home
 
 from batchcompact.report import ReportSettings, build_report, collect_usage
 from batchcompact.report.detect import detect_format
@@ -49,7 +49,7 @@ def test_every_agent_place_is_found_and_read(home, tmp_path, monkeypatch):
     assert {"copilot", "kimi", "openclaw", "droid", "goose", "amp", "codebuff", "hermes", "grok"} <= found
     rows = totals([s.path for s in sources], tmp_path, by="agent")
     by_agent = {r["agent"]: r["total_tokens"] for r in rows}
-    assert by_agent == {"hermes": 1_580, "copilot": 19_943, "openclaw": 110_645, "kimi": 28_070,
+    assert by_agent == {"hermes": 1_580, "copilot": 19_943, "openclaw": 110_645 + 18_840, "kimi": 28_070,
                         "amp": 24_773, "droid": 515, "codebuff": 330, "goose": 180, "grok": 462_811}
 
 
@@ -139,6 +139,19 @@ def test_openclaw_tree_is_openclaw_not_pi_and_archives_count_once(tmp_path):
         ("openclaw", 1, 115, pytest.approx(0.01))]
 
 
+def test_openclaw_database_and_its_jsonl_export_count_once(home, tmp_path):
+    agent = home / ".openclaw" / "agents" / "work"
+    database = agent / "agent" / "openclaw-agent.sqlite"
+    assert detect_format(database) == "openclaw"
+    rows = rows_of(database)
+    assert [(r["session_id"], r["model"], r["input_tokens"], r["cache_read_tokens"], r["recorded_cost_usd"])
+            for r in rows] == [(OPENCLAW_DB_SESSION, "claude-sonnet-4-5", 1_200, 8_000, 0.0105),
+                               (OPENCLAW_DB_SESSION, "claude-sonnet-4-5", 150, 9_100, 0.00453)]
+    assert {r["project"] for r in rows} == {"/srv/claw"}
+    both = totals([agent], tmp_path, by="agent")
+    assert [(r["requests"], r["total_tokens"], r["cost_usd"]) for r in both] == [(2, 18_840, pytest.approx(0.01503))]
+
+
 # --- session counters: Droid, Goose, Hermes ---------------------------------------------------------
 
 
@@ -220,3 +233,15 @@ def test_grok_turns_are_summed_cache_taken_out_of_input_cost_from_ticks(home, tm
     shutil.copy(log, copy)
     summed = totals([log, copy], tmp_path, by="agent")
     assert [(r["requests"], r["total_tokens"]) for r in summed] == [(2, 462_811)]
+
+
+def test_openclaw_state_dir_is_openclaws_own_override(home, tmp_path):
+    from batchcompact.discover import discover_sources
+
+    state = tmp_path / "claw-state"
+    shutil.copytree(home / ".openclaw" / "agents" / "work", state / "agents" / "work")
+    found = [(s.agent, s.path, s.origin) for s in discover_sources(
+        env={"HOME": str(home), "OPENCLAW_STATE_DIR": str(state)}, home=home, report=True) if s.agent == "openclaw"]
+    assert found == [("openclaw", state, "OPENCLAW_STATE_DIR")]
+    # the database is OpenClaw's by its name wherever the state folder is
+    assert detect_format(state / "agents" / "work" / "agent" / "openclaw-agent.sqlite") == "openclaw"

@@ -1,8 +1,11 @@
 """OpenClaw usage: pi-coding-agent session JSONL under OpenClaw's own folders.
 
 Where the files are: `$OPENCLAW_DIR` (comma-separated) else `~/.openclaw`, and the legacy names
-`~/.clawdbot`, `~/.moltbot`, `~/.moldbot`; `agents/<agent id>/sessions/<session id>.jsonl`, plus archived
-copies `<id>.jsonl.reset.<ts>` / `<id>.jsonl.deleted.<ts>` beside them.
+`~/.clawdbot`, `~/.moltbot`, `~/.moldbot`. OpenClaw 2026.9+ keeps each agent's transcripts in
+`agents/<agent id>/agent/openclaw-agent.sqlite`, table `transcript_events(session_id, seq, event_json)`,
+each event the exact JSONL record; older versions (and exports) write
+`agents/<agent id>/sessions/<session id>.jsonl`, plus archived copies `<id>.jsonl.reset.<ts>` /
+`<id>.jsonl.deleted.<ts>` beside them. Both are read; a record in both counts once (the key below).
 
 Shape: pi's (`session` header, `model_change {provider, modelId}`, `custom` `model-snapshot`,
 `message {message {role, usage}}`). Usage: assistant `message.usage.{input, output, cacheRead,
@@ -18,6 +21,7 @@ Archived copies repeat the live file's records: each row is keyed by the session
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from batchcompact.report.lines import (
@@ -29,15 +33,11 @@ from batchcompact.report.lines import (
     parse_timestamp,
 )
 from batchcompact.report.schema import UsageRows
+from batchcompact.report.stores import json_column, table_rows
 
 AGENT = "openclaw"
-ROOT_NAMES = (".openclaw", ".clawdbot", ".moltbot", ".moldbot")
 WANT = (b'"model_change"', b'"model-snapshot"', b'"usage"')
-
-
-def is_openclaw_path(path: str | Path) -> bool:
-    """Whether `path` lies under one of OpenClaw's folders (`~/.openclaw` and its older names)."""
-    return any(part in ROOT_NAMES for part in Path(path).parts)
+DATABASE = "openclaw-agent.sqlite"  # per agent: agents/<agent id>/agent/openclaw-agent.sqlite (2026.9+)
 
 
 def session_from_name(path: Path) -> str:
@@ -46,11 +46,33 @@ def session_from_name(path: Path) -> str:
 
 
 def extract_openclaw(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
+    """A session JSONL file (or an archive of one), or an agent's `openclaw-agent.sqlite`."""
     path = Path(path)
-    session_id = session_from_name(path)
+    if path.name == DATABASE:
+        extract_openclaw_db(path, rows, stats)
+        return
+    records = iter_json_lines(path, stats, want=WANT, always_first=True)
+    add_session_rows(str(path), session_from_name(path), records, rows)
+
+
+def extract_openclaw_db(path: Path, rows: UsageRows, stats: ExtractStats) -> None:
+    """OpenClaw 2026.9+: `transcript_events(session_id, seq, event_json)` holds each session's records,
+    each the exact JSONL line; they are read per session in `seq` order, like a file."""
+    sessions: dict[str, list[tuple[int, dict]]] = {}
+    for rowid, row in table_rows(path, "transcript_events", stats):
+        event = json_column(row.get("event_json"), stats, f"transcript_events rowid {rowid}")
+        if event is not None:
+            seq = row.get("seq")
+            sessions.setdefault(str(row.get("session_id")), []).append((seq if isinstance(seq, int) else rowid, event))
+    for session_id, events in sessions.items():
+        add_session_rows(str(path), session_id, sorted(events, key=lambda e: e[0]), rows)
+
+
+def add_session_rows(file: str, session_id: str, records: Iterable[tuple[int, dict]], rows: UsageRows) -> None:
+    """The rows of one session's records (line or sequence number, record), in order."""
     project = None
     model = provider = None
-    for number, obj in iter_json_lines(path, stats, want=WANT, always_first=True):
+    for number, obj in records:
         kind = obj.get("type")
         if kind == "session":
             session_id = first_str(obj, "id") or session_id
@@ -80,7 +102,7 @@ def extract_openclaw(path: str | Path, rows: UsageRows, stats: ExtractStats) -> 
         identity = entry_id or f"{when}:{row_model}:{':'.join(map(str, numbers))}"
         rows.add(
             source=AGENT,
-            file=str(path),
+            file=file,
             line=number,
             session_id=session_id,
             project=project,
