@@ -1,0 +1,1 @@
+"""Gemini CLI: its usage reader for the report (report.py)."""
