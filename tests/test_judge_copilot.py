@@ -17,7 +17,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from agent_judges import REPLY, _LoopbackAPI, cache_dir, npm_cli, sandbox_env
+from agent_judges import REPLY, _LoopbackAPI, cache_dir, sandbox_env
+from report_judges import judge_cli
 from test_ccusage_parity import ccusage  # noqa: F401  (the installed ccusage, a session fixture)
 
 from batchcompact.report import ReportSettings, build_report, collect_usage
@@ -58,12 +59,7 @@ class FakeChatCompletions(_LoopbackAPI):
 
 @pytest.fixture(scope="module")
 def copilot_bin() -> Path:
-    try:
-        return npm_cli("@github/copilot", VERSION, "copilot")
-    except pytest.skip.Exception as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"the Copilot CLI judge cannot be installed: {exc}")
-        raise
+    return judge_cli("@github/copilot", VERSION, "copilot")  # with CI set, an install failure fails
 
 
 @pytest.fixture(scope="module")
