@@ -33,6 +33,16 @@ EXPECTED = {
     "opencode": (5, 2452),
     # row-1: 100 + 50 output + 5 reasoning + 10 + 20; row-2 has no time and is skipped
     "kilo": (1, 185),
+    # chat span 19,758 (its reasoning inside output) + the conv-dupe chat span 70 (its log and aggregate
+    # dropped) + an old session log's shutdown totals 115
+    "copilot": (3, 19_943),
+    "kimi": (1, 180),  # one StatusUpdate: 100 + 50 + 10 + 20
+    "openclaw": (2, 110_645),  # 110,643 + the repeated line counted once (2)
+    "droid": (3, 515),  # session-a 185 (thinking added to output), b 30, c 300 (its archived copy loses)
+    "goose": (1, 180),  # accumulated 100 + 50, the total's extra 30 added to output
+    "amp": (3, 24_773),  # the ledger event 180 (cache from its message) + two message usages 24,593
+    "codebuff": (2, 330),  # 180 + 150 (the OpenAI-style prompt_tokens include the 10 cached)
+    "hermes": (1, 1_580),  # 1,200 + 300 + 10 reasoning + 50 + 20
 }
 
 
@@ -93,10 +103,10 @@ def test_the_agent_is_in_every_output(home, tmp_path):
     out = tmp_path / "r.parquet"
     invoke("report", data, "--by", "agent", "--format", "parquet", "--output", out)
     frame = pl.read_parquet(out)
-    assert sorted(frame["agent"].to_list()) == ["kilo", "opencode"]
+    assert sorted(frame["agent"].to_list()) == ["amp", "goose", "kilo", "opencode"]  # all under ~/.local/share
     usage = collect_usage([data], cache_dir=tmp_path / "c", jobs=1)
     table = pl.read_parquet(usage.parts)
-    assert set(table["agent"].to_list()) == {"kilo", "opencode"} and table["agent"].null_count() == 0
+    assert set(table["agent"].to_list()) == {"amp", "goose", "kilo", "opencode"} and table["agent"].null_count() == 0
 
 
 def test_opencode_counts_reasoning_and_the_database_row_wins(tmp_path):

@@ -17,7 +17,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from batchcompact.agents import claude, codex, gemini, kilo, opencode, pi
+from batchcompact.agents import (
+    amp,
+    claude,
+    codebuff,
+    codex,
+    copilot,
+    droid,
+    gemini,
+    goose,
+    grok,
+    hermes,
+    kilo,
+    kimi,
+    openclaw,
+    opencode,
+    pi,
+)
 from batchcompact.agents.spec import Agent, Files, Place, load
 
 __all__ = ["AGENTS", "Agent", "Files", "Place", "describe", "find", "get", "load", "names", "register", "tool_table", "presets", "session_suffixes",
@@ -104,6 +120,5 @@ register(pi.AGENT)
 register(claude.AGENT)
 register(codex.AGENT)
 # Report-only agents (batchcompact reads their usage, it does not compact them).
-register(opencode.AGENT)
-register(kilo.AGENT)
-register(gemini.AGENT)
+for _report_only in (opencode, kilo, gemini, copilot, kimi, openclaw, droid, goose, amp, codebuff, grok, hermes):
+    register(_report_only.AGENT)

@@ -168,3 +168,12 @@ def as_float(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
+
+
+def first_str(obj: dict, *keys: str) -> str | None:
+    """The first of `keys` whose value in `obj` is a non-empty string (stripped)."""
+    for key in keys:
+        value = obj.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
