@@ -33,6 +33,7 @@ from batchcompact.agents import (
     openclaw,
     opencode,
     pi,
+    qwen,
 )
 from batchcompact.agents.spec import Agent, Files, Place, load
 
@@ -122,3 +123,4 @@ register(codex.AGENT)
 # Report-only agents (batchcompact reads their usage, it does not compact them).
 for _report_only in (opencode, kilo, gemini, copilot, kimi, openclaw, droid, goose, amp, codebuff, grok, hermes):
     register(_report_only.AGENT)
+register(qwen.AGENT, before="claude")  # its records would pass Claude Code's line rule
