@@ -12,6 +12,9 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "sample_sessions"
 BROKEN_SAMPLES = REPO / "examples" / "broken"  # sessions broken on purpose (validate shows them off)
 SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
+# The recorded transcripts of the three families we compact; `agents/` beside them holds other projects'
+# hand-written cases for the other agents, which their own tests read.
+RECORDED_FAMILIES = ("pi", "claude", "codex")
 
 
 def fixture_path(*parts: str) -> Path:
@@ -25,13 +28,14 @@ def fixture_path(*parts: str) -> Path:
 
 
 def copy_archive(root: Path) -> Path:
-    """The sample sessions (pi, Claude Code, Codex) plus the shared fixtures when present, copied under
+    """The sample sessions (pi, Claude Code, Codex) plus the shared fixtures of those families when present, copied under
     `root` so runs cannot touch the originals."""
     import shutil
 
     shutil.copytree(SAMPLES, root / "samples", ignore=shutil.ignore_patterns("*.md", "*.json"))
     if SHARED_FIXTURES.is_dir():
-        shutil.copytree(SHARED_FIXTURES, root / "fixtures")
+        for family in RECORDED_FAMILIES:
+            shutil.copytree(SHARED_FIXTURES / family, root / "fixtures" / family)
     return root
 
 

@@ -58,14 +58,14 @@ def home(tmp_path, monkeypatch, fixtures_dir) -> Path:
 def test_every_agent_folder_is_found_under_home(home):
     found = [(s.agent, s.path.relative_to(home).as_posix(), s.origin) for s in discover_sources()]
     assert found == [
-        ("claude", ".config/claude/projects", "default"),
-        ("claude", ".claude/projects", "default"),
-        ("codex", ".codex/sessions", "default"),
-        ("codex", ".codex/archived_sessions", "default"),
         ("pi", ".pi/agent/sessions", "default"),
         ("atomic", ".atomic/agent/sessions", "default"),
         ("indusagi", ".indusagi/agent/sessions", "default"),
         ("oh-my-pi", ".omp/agent/sessions", "default"),
+        ("claude", ".config/claude/projects", "default"),
+        ("claude", ".claude/projects", "default"),
+        ("codex", ".codex/sessions", "default"),
+        ("codex", ".codex/archived_sessions", "default"),
     ]
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from test_report_extract import run_rows, write_run_report
+from conftest import RECORDED_FAMILIES
 
 from batchcompact.report import ReportSettings, build_report, collect_usage, run_report
 from batchcompact.report import extract as extract_module
@@ -23,11 +24,11 @@ def _ts(value) -> datetime | None:
         return None
 
 
-def reference_rows(fixtures: Path) -> list[dict]:
+def reference_rows(roots: list[Path]) -> list[dict]:
     """Usage rows computed the simple way: whole-file json parsing, no cheap skips, no cache."""
     out: list[dict] = []
     claude: dict[tuple, dict] = {}
-    for path in sorted(fixtures.rglob("*.jsonl")):
+    for path in sorted(path for root in roots for path in root.rglob("*.jsonl")):
         objs = []
         for line in path.read_text().splitlines():
             try:
@@ -145,8 +146,9 @@ def archive(
     runs = tmp_path_factory.mktemp("runs")
     write_run_report(runs / "compactions-r1.parquet", run_rows())
     cache = tmp_path_factory.mktemp("cache")
-    collected = collect_usage([fixtures, runs], cache_dir=cache, jobs=1)
-    return fixtures, collected, reference_rows(fixtures)
+    families = [fixtures / family for family in RECORDED_FAMILIES]
+    collected = collect_usage([*families, runs], cache_dir=cache, jobs=1)
+    return fixtures, collected, reference_rows(families)
 
 
 @pytest.mark.parametrize("by", ["day", "month", "session", "project", "model"])
