@@ -264,3 +264,11 @@ def test_unknown_model_is_a_usage_error_before_any_file_is_read(tmp_path):
     result = invoke("eval", str(session), "--summarizer", "nosuchprovider/nomodel")
     assert result.exit_code == 2
     assert "nosuchprovider/nomodel" in result.output
+
+
+def test_codex_compactions_and_an_unreadable_remote_one():
+    path = fixture_path("codex", "coverage", "agent-sessions_codex_small.jsonl")
+    rows = eval_rows("--existing", str(path))
+    assert [r["compaction"] for r in rows] == [1, 2, 3, 4, 5, 6]
+    assert rows[0]["status"] == "unreadable" and "encrypted" in rows[0]["reason"] and rows[0]["overall"] is None
+    assert all(r["status"] == "ok" for r in rows[1:])
