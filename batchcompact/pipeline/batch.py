@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from batchcompact.pipeline.buying import BATCH_PENDING, CHANGED
 from batchcompact.pipeline.state import call_key
+from batchcompact.pipeline.statuses import BATCH_PENDING, CHANGED
 from batchcompact.pipeline.summary_cache import CachingSummarizer
 
 log = logging.getLogger(__name__)
