@@ -24,12 +24,12 @@ model is reported, never silently free.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 import polars as pl
 
 from batchcompact.pricing import PriceTable
+from batchcompact.report.result import Report
 from batchcompact.report.settings import COST_MODES, GROUPINGS, PERIODS, WEEKDAYS, ReportSettings  # noqa: F401
 
 SUM_COLUMNS = (
@@ -49,20 +49,6 @@ GROUP_KEYS = {
     "model": ["model"],
     "block": ["block_start"],
 }
-
-
-@dataclass
-class Report:
-    """Report rows (one per group), the totals and the models no price was found for."""
-
-    settings: ReportSettings
-    keys: list[str]
-    rows: pl.DataFrame
-    totals: dict
-    unpriced_models: list[str] = field(default_factory=list)
-    pricing_source: str = ""
-    dropped_zero: int = 0  # requests with no tokens at all, left out
-    extra_columns: list[str] = field(default_factory=list)  # grouping-specific (blocks)
 
 
 REPORT_COLUMNS = (
