@@ -124,6 +124,9 @@ def test_validate_and_plan_without_arguments_use_the_same_discovery(home):
     plan = CliRunner().invoke(cli, ["plan", "--format", "json"])
     assert plan.exit_code == 0, plan.output
     assert "reading atomic:" in plan.stderr
+    planned = {Path(row["path"]).relative_to(home).as_posix() for row in json.loads(plan.stdout)["rows"]}
+    validated = {Path(row["path"]).relative_to(home).as_posix() for row in json.loads(validate.stdout)["rows"]}
+    assert planned == validated  # the same files, found the same way
 
 
 def test_nothing_found_is_a_usage_error_naming_the_places(tmp_path, monkeypatch):

@@ -47,6 +47,10 @@ _ACK = re.compile(
     r"sounds good|great|perfect|nice|cool|next)\W*$",
     re.IGNORECASE,
 )
+_GO_ON = re.compile(
+    r"^(?:ok(?:ay)?[,\s]*)?(?:yes|yep|y|sure|continue|go on|go ahead|proceed|do it|next|keep going)?\W*$",
+    re.IGNORECASE,
+)
 _INJECTED_PREFIXES = (
     "<environment_context",
     "<user_instructions",
@@ -188,11 +192,21 @@ def _args(block: dict[str, Any]) -> dict[str, Any]:
     return args if isinstance(args, dict) else {}
 
 
+_WORDISH = re.compile(r"[A-Za-z_]{3,}")
+
+
+def telling(line: str) -> bool:
+    """Whether a changed line says something on its own: a word of 3+ letters and 6+ characters
+    (never a fragment such as `b` or `});`)."""
+    line = line.strip()
+    return len(line) >= 6 and bool(_WORDISH.search(line))
+
+
 def _changed_line(old: Any, new: Any) -> str:
-    """The first line of `new` that is not in `old`: what an edit changed, in one line."""
+    """The first telling line of `new` that is not in `old`: what an edit changed, in one line."""
     old_lines = set(str(old or "")[:SCAN_CHARS].splitlines())
     for line in str(new or "")[:SCAN_CHARS].splitlines():
-        if line.strip() and line not in old_lines:
+        if telling(line) and line not in old_lines:
             return clip(line.strip(), 100)
     return ""
 
@@ -232,7 +246,7 @@ def parse_patch(text: str) -> list[tuple[str, str, str]]:
             out
             and not out[-1][2]
             and line.startswith("+")
-            and line[1:].strip()
+            and telling(line[1:])
             and line[1:].strip() not in removed
         ):
             out[-1][2] = clip(line[1:].strip(), 100)
@@ -394,6 +408,7 @@ class Change:
     op: str
     count: int = 0
     detail: str = ""
+    pending: bool = False  # only a call whose result is past the messages: in flight, not done
 
 
 @dataclass
@@ -489,9 +504,14 @@ class _Walker:
         request = user_request(message)
         if request is None:
             return
+        acknowledgement = bool(_ACK.match(request))
+        if acknowledgement and not _GO_ON.match(request):
+            return  # "thanks", "great": nothing asked
+        # "continue", "ok, go on": the work asked for last is still the work (never "Finish: continue")
         self.answered = False
         self.facts.announced = None
-        self.last_request = clip(request, 300)
+        if not acknowledgement:
+            self.last_request = clip(request, 300)
         if _is_substantive(request):
             self.facts.requests.append(self.last_request)
             for sentence in rule_sentences(request):
@@ -611,7 +631,10 @@ def extract_facts(messages: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -
             walker.result(message)
     for action, name in walker.calls.values():  # calls whose result is past the summarized range
         if action.kind in ("write", "edit", "patch"):
+            new = [path for path, _ in action.paths if path not in walker.facts.changes]
             walker._finish(action, name, {"isError": False})
+            for path in new:
+                walker.facts.changes[path].pending = True
     if walker.last_request and not walker.answered:
         walker.facts.unfinished = walker.last_request
     return walker.facts
