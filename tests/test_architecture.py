@@ -73,7 +73,7 @@ LAYERS = (
     ("formats", "schemas", "pricing", "discover"),
     ("summarize",),
     ("pipeline",),
-    ("report",),
+    ("report", "eval"),
     ("cli", "synth"),
     ("__main__",),
 )
