@@ -4,7 +4,7 @@ alone, then grades each answer against the key taken from the full span.
 One question per probe kind the span has (Factory's probe types: artifact, recall of errors, instruction
 following, continuation). The grade is 0-5 on six dimensions (accuracy, context awareness, artifact
 trail, completeness, continuity, instruction following), asked for as JSON. Every call goes through the
-worker pool and the summary cache like a summary (`run.buy`): retried, redacted for remote models,
+worker pool and the summary cache like a summary (`buying.buy`): retried, redacted for remote models,
 limited by the budget, and reused on a rerun, so the same inputs give the same grades.
 """
 
@@ -99,7 +99,7 @@ class Judge:
     def grade(self, contexts: list[tuple[dict[str, Any], list[dict[str, Any]], list[Probe], Any]], state: Any,
               pool_settings: Any, *, clock: Any = None, sleep: Any = None) -> float:
         """Grade every scored row; returns what this run spent."""
-        from batchcompact.eval.run import buy
+        from batchcompact.eval.buying import buy
         from batchcompact.summarize.pool import SummaryJob
 
         questions: list[tuple[int, str]] = []  # (row index, kind)

@@ -25,16 +25,12 @@ from batchcompact.core.tokens import estimate_tokens
 from batchcompact.errors import VerificationError
 from batchcompact.formats.scan import oserror_text
 from batchcompact.pipeline.planning import read_session
+from batchcompact.pipeline.statuses import CHANGED, COMPACTED, FAILED
 from batchcompact.pipeline.writer import ChangedDuringRun, write_session
 from batchcompact.summarize.redact import merge_counts
 
 log = logging.getLogger(__name__)
 
-# A session's final statuses in the run report (pipeline/run.py adds the run-level ones).
-COMPACTED = "compacted"
-SKIPPED = "skipped"
-FAILED = "failed"
-CHANGED = "changed_during_run"
 
 
 def now_utc() -> datetime:

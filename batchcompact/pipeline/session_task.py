@@ -29,9 +29,6 @@ from batchcompact.formats.scan import ScanItem, unreadable_reason
 from batchcompact.formats.scan import oserror_text as _oserror
 from batchcompact.pipeline.executor import missing_file_reason
 from batchcompact.pipeline.outcome import (
-    CHANGED,
-    FAILED,
-    SKIPPED,
     OutcomeWriter,
     PreparedSession,
     usage_fields,
@@ -39,6 +36,7 @@ from batchcompact.pipeline.outcome import (
 )
 from batchcompact.pipeline.planning import PlanOptions, plan_session, read_session
 from batchcompact.pipeline.state import Fingerprint, fingerprint_file
+from batchcompact.pipeline.statuses import CHANGED, FAILED, SKIPPED
 from batchcompact.pipeline.writer import SessionLocked, lock_session
 
 log = logging.getLogger(__name__)
