@@ -200,3 +200,25 @@ def test_a_file_that_is_not_a_database_is_a_warning(tmp_path):
     (folder / "opencode.db").write_text("not sqlite")
     result = invoke("report", folder, "--no-cache")
     assert "opencode.db: cannot read the database" in result.stderr
+
+
+def test_a_database_in_a_folder_a_variable_names_is_read(fixtures_dir, tmp_path, monkeypatch):
+    """`$HERMES_HOME` may be any folder: its `state.db`, named by discovery, is Hermes's whatever the folder's name."""
+    from agent_homes import clear_agent_env
+
+    import shutil
+
+    custom = tmp_path / "my-agent-state"
+    custom.mkdir()
+    shutil.copy(fixtures_dir / "agents" / "hermes" / ".hermes" / "state.db", custom / "state.db")
+    clear_agent_env(monkeypatch)
+    monkeypatch.setenv("HOME", str(tmp_path / "empty"))
+    monkeypatch.setenv("HERMES_HOME", str(custom))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    result = invoke("report", "--by", "agent", "--format", "json")
+    assert f"reading hermes: {custom / 'state.db'} (from $HERMES_HOME)" in result.stderr
+    (row,) = json.loads(result.stdout)["rows"]
+    assert (row["agent"], row["requests"], row["total_tokens"]) == ("hermes", 1, 1_580)
+    # walking a folder that merely holds a file of that name takes nothing from it
+    walked = CliRunner().invoke(cli, ["report", str(tmp_path / "my-agent-state")])
+    assert walked.exit_code == 2 and "no session files found" in walked.output

@@ -72,10 +72,11 @@ class Files:
     under: tuple[str, ...] = ()
     sqlite: bool = False
 
+    def match_name(self, name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.names)
+
     def match(self, name: str, folders: tuple[str, ...]) -> bool:
-        if not any(fnmatch.fnmatchcase(name, pattern) for pattern in self.names):
-            return False
-        return not self.under or any(_below(folders, under) for under in self.under)
+        return self.match_name(name) and (not self.under or any(_below(folders, under) for under in self.under))
 
 
 def _below(folders: tuple[str, ...], under: str) -> bool:

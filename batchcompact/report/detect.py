@@ -43,7 +43,7 @@ def detect_format(path: str | Path) -> str | None:
         return "batchcompact"
     from batchcompact.report.readers import claimed_by
 
-    claimed = claimed_by(str(path))
+    claimed = claimed_by(str(path), loose=True)  # the walk took only files claimed strictly; a named one
     if claimed is not None:
         return claimed.name
     from batchcompact.report.lines import open_binary

@@ -46,8 +46,9 @@ def _split_folders(folder: str) -> tuple[str, ...]:
     return tuple(p for p in folder.replace("\\", "/").split("/") if p)
 
 
-def claim(path: str) -> tuple[Agent, Files] | None:
-    """(agent, rule) when an agent claims `path` by its name and place (rule 2), else None."""
+def claim(path: str, *, loose: bool = False) -> tuple[Agent, Files] | None:
+    """(agent, rule) when an agent claims `path` by its name and place (rule 2), else None. `loose`: a database
+    by its name alone, for a file named explicitly (`$HERMES_HOME/state.db` in a folder of any name)."""
     folder, name = os.path.split(path)
     folders = _split_folders(folder)
     for agent in AGENTS:
@@ -55,11 +56,16 @@ def claim(path: str) -> tuple[Agent, Files] | None:
             rule = agent.claims(name, folders)
             if rule is not None:
                 return agent, rule
+    if loose:
+        for agent in AGENTS:
+            for rule in agent.files:
+                if rule.sqlite and rule.under and rule.match_name(name):
+                    return agent, rule
     return None
 
 
-def claimed_by(path: str) -> Agent | None:
-    found = claim(path)
+def claimed_by(path: str, *, loose: bool = False) -> Agent | None:
+    found = claim(path, loose=loose)
     return found[0] if found else None
 
 
@@ -70,5 +76,5 @@ def claims_name(name: str, folder: str) -> bool:
 
 def is_sqlite(path: str) -> bool:
     """A database source: its key covers its `-wal` file too."""
-    found = claim(path)
+    found = claim(path, loose=True)
     return bool(found and found[1].sqlite)
