@@ -204,9 +204,9 @@ def test_a_file_that_is_not_a_database_is_a_warning(tmp_path):
 
 def test_a_database_in_a_folder_a_variable_names_is_read(fixtures_dir, tmp_path, monkeypatch):
     """`$HERMES_HOME` may be any folder: its `state.db`, named by discovery, is Hermes's whatever the folder's name."""
-    from agent_homes import clear_agent_env
-
     import shutil
+
+    from agent_homes import clear_agent_env
 
     custom = tmp_path / "my-agent-state"
     custom.mkdir()
