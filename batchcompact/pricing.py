@@ -17,9 +17,11 @@ Name resolution (`PriceTable.lookup`), first hit wins:
   4. each of the above with decorations removed: a `:thinking`/`:free`-style suffix, a `@version`,
      a trailing `-latest`, a date suffix `-20250929` / `-2025-09-29` (so unknown snapshot dates fall back
      to the model's alias entry);
-  5. for a `claude-*` name still unresolved, Bedrock's `anthropic.<name>-v1:0` (same list price; the
+  5. for a provider whose models some map entries list under another prefix only (`google` -> Gemini
+     models only listed as `vertex_ai/...`), that prefix;
+  6. for a `claude-*` name still unresolved, Bedrock's `anthropic.<name>-v1:0` (same list price; the
      bundled map drops retired Anthropic ids such as `claude-sonnet-4-20250514` but keeps Bedrock's);
-  6. otherwise `None`: an unknown model is never priced as free.
+  7. otherwise `None`: an unknown model is never priced as free.
 
 Costs (`PriceTable.cost`): `input_tokens` is NON-cached input. cache-read tokens use
 `cache_read_input_token_cost` and cache-write tokens `cache_creation_input_token_cost`; either falls
@@ -74,6 +76,10 @@ PROVIDER_ALIASES: dict[str, str] = {
     "alibaba": "dashscope",
     "dashscope": "dashscope",
 }
+
+# Where a provider's model is listed under another provider's prefix only (Google's retired or preview
+# Gemini models survive as `vertex_ai/...`, at the same list price): tried after every other candidate.
+PROVIDER_FALLBACKS: dict[str, tuple[str, ...]] = {"gemini": ("vertex_ai",)}
 
 # Providers whose batch APIs document a 50% discount on all usage (OpenAI, Azure OpenAI, Anthropic): used
 # when the map has no `*_batches` price for one of their models.
@@ -385,6 +391,11 @@ class PriceTable:
                 return found
         if prefix and "/" in bare:  # "openrouter/anthropic/claude-..." -> "anthropic/claude-..."
             return self._resolve(bare, provider)
+        for fallback in PROVIDER_FALLBACKS.get(provider_alias or "", ()):
+            for name in _variants(bare):
+                found = self._find(f"{fallback}/{name}")
+                if found:
+                    return found
         # Anthropic retires old ids from the map while Bedrock keeps them at the same price.
         for name in _variants(bare):
             if name.lower().startswith("claude-"):
