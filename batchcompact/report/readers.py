@@ -13,7 +13,9 @@ claims by name (rule 2); nothing else is opened.
 
 from __future__ import annotations
 
+import fnmatch
 import os
+import re
 
 from batchcompact.agents import AGENTS, Agent, Files, names
 
@@ -70,8 +72,27 @@ def claimed_by(path: str, *, loose: bool = False) -> Agent | None:
 
 
 def claims_name(name: str, folder: str) -> bool:
-    """Whether some agent's `files` rules claim a file that is not one of the session suffixes."""
+    """Whether some agent's `files` rules claim a file that is not one of the session suffixes (the walk
+    asks this for every such file: one regular expression over every agent's name patterns first)."""
+    if not _any_name(name):
+        return False
     return claim(os.path.join(folder, name)) is not None
+
+
+_NAMES: dict[tuple, re.Pattern] = {}
+
+
+def _any_name(name: str) -> bool:
+    """Whether `name` matches any agent's `files` or `homes` pattern at all (cached per registry state)."""
+    key = tuple(id(agent) for agent in AGENTS)
+    pattern = _NAMES.get(key)
+    if pattern is None:
+        patterns = [p for agent in AGENTS for rule in agent.files for p in rule.names]
+        patterns += [f"*{suffix}" for agent in AGENTS if agent.homes for suffix in agent.suffixes]
+        pattern = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns) or "(?!)")
+        _NAMES.clear()
+        _NAMES[key] = pattern
+    return pattern.match(name) is not None
 
 
 def is_sqlite(path: str) -> bool:
