@@ -26,7 +26,7 @@ reads (`REPORT_ONLY`), with `<data>` = `$XDG_DATA_HOME` and `~/.local/share` (bo
   `$KIMI_CODE_HOME` or `~/.kimi-code`, its `sessions/`.
 - Codebuff: `$CODEBUFF_DATA_DIR` or `$XDG_CONFIG_HOME`/`~/.config` `manicode`, `manicode-dev`,
   `manicode-staging`, their `projects/`.
-- Grok Build CLI: `$GROK_HOME` or `~/.grok`, its `sessions/`.
+- Grok Build CLI: `$GROK_HOME` or `~/.grok`, its `sessions/`. ZCode: `$ZCODE_HOME` or `~/.zcode`: `cli/db/db.sqlite`.
 - Hermes: `$HERMES_HOME` or `~/.hermes`: `state.db`. OpenClaw: `$OPENCLAW_DIR` (ccusage's) or OpenClaw's own
   `$OPENCLAW_STATE_DIR`, else `~/.openclaw`, `~/.clawdbot`, `~/.moltbot`, `~/.moldbot`.
 Only places that exist are returned, each once (by resolved path), in the order above.
@@ -81,7 +81,7 @@ def _expand(raw: str, home: Path) -> Path:
 COMPACTION_AGENTS = ("claude", "codex", "pi", "atomic", "indusagi", "oh-my-pi")
 # The agents `report` reads besides those (their readers: batchcompact.report.readers).
 REPORT_ONLY = ("opencode", "kilo", "gemini", "qwen", "amp", "droid", "goose", "copilot", "kimi", "codebuff",
-               "hermes", "openclaw", "grok")
+               "hermes", "openclaw", "grok", "zcode")
 ALL_AGENTS = COMPACTION_AGENTS + REPORT_ONLY
 
 
@@ -194,6 +194,8 @@ def _report_only(env: Mapping[str, str], home: Path, add) -> None:
         add("codebuff", root / "projects", origin)
     for root, origin in _roots(env, home, "GROK_HOME", [home / ".grok"]):
         add("grok", root / "sessions", origin)
+    for root, origin in _roots(env, home, "ZCODE_HOME", [home / ".zcode"]):
+        add("zcode", root / "cli" / "db" / "db.sqlite", origin)
     for root, origin in _roots(env, home, "HERMES_HOME", [home / ".hermes"]):
         add("hermes", root / "state.db", origin)
     claws = [home / name for name in (".openclaw", ".clawdbot", ".moltbot", ".moldbot")]

@@ -103,6 +103,8 @@ READERS: tuple[Reader, ...] = (
     Reader("grok", "batchcompact.agents.grok.report:extract_grok",
            files=(Files(("updates.jsonl",), under=(".grok", "sessions")),),
            sniff="batchcompact.agents.grok.report:sniff_grok", description="Grok Build CLI"),
+    Reader("zcode", "batchcompact.agents.zcode.report:extract_zcode",
+           files=(Files(("db.sqlite",), under=("cli/db",), sqlite=True),), description="ZCode"),
     Reader("hermes", "batchcompact.agents.hermes.report:extract_hermes",
            files=(Files(("state.db",), under=(".hermes", "hermes"), sqlite=True),), description="Hermes Agent"),
 )
