@@ -3,7 +3,7 @@ loopback fake of their model API that records every request.
 
 - `npm_cli(package, version, binary)` installs once into `$BATCHCOMPACT_TEST_CACHE` (default
   `~/.cache/batchcompact-tests`)/npm/<package>-<version> and returns the binary, or skips the test with
-  the reason when npm is missing or the registry cannot be reached.
+  the reason when npm is missing or the install fails (with `CI` set, the test fails instead).
 - `FakeAnthropic` answers `POST /v1/messages` (streamed or not) with one text reply and records bodies.
 - `sandbox_env` gives a CLI nothing of the user's: HOME and the config dir in tmp, telemetry and updates
   off, and a proxy that goes nowhere for everything but 127.0.0.1.
@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import pytest
+from conftest import unavailable
 
 REPLY = "JUDGE-OK"
 
@@ -30,11 +30,19 @@ def cache_dir() -> Path:
     return Path(root)
 
 
+def node_bin() -> Path:
+    """The `node` that runs the npm CLIs (skip without it; fail in CI)."""
+    node = shutil.which("node")
+    if node is None:
+        unavailable("node is not installed")
+    return Path(node)
+
+
 def npm_cli(package: str, version: str, binary: str) -> Path:
     """The installed CLI binary `node_modules/.bin/<binary>` of package@version (installed if missing)."""
     npm = shutil.which("npm")
     if npm is None:
-        pytest.skip("npm is not installed")
+        unavailable("npm is not installed")
     prefix = cache_dir() / "npm" / f"{package.replace('/', '+')}-{version}"
     target = prefix / "node_modules" / ".bin" / binary
     if target.exists() and (prefix / ".installed").exists():
@@ -45,10 +53,10 @@ def npm_cli(package: str, version: str, binary: str) -> Path:
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=900)
     except subprocess.TimeoutExpired:
-        pytest.skip(f"npm install {package}@{version} timed out (registry unreachable?)")
+        unavailable(f"npm install {package}@{version} timed out (registry unreachable?)")
     if done.returncode != 0 or not target.exists():
-        reason = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-        pytest.skip(f"npm install {package}@{version} failed: {reason[0]}")
+        said = [line for line in (done.stderr or done.stdout).splitlines() if line.strip() and "complete log" not in line]
+        unavailable(f"npm install {package}@{version} failed: {' / '.join(said[:2]) or done.returncode}")
     (prefix / ".installed").write_text(version)
     return target
 

@@ -8,15 +8,15 @@ from datetime import date, datetime
 
 import click
 
+from batchcompact.agents import names as agent_names
 from batchcompact.cli.config import ExpandedPath
 from batchcompact.cli.options import executor_options, open_executor
 from batchcompact.cli.output import output_options, pick_format
-from batchcompact.discover import ALL_AGENTS
 from batchcompact.errors import BatchCompactError
-from batchcompact.report.readers import reader_names
+from batchcompact.report.readers import agent_names as every_agent
 from batchcompact.report.settings import GROUPINGS
 
-SOURCES = reader_names()
+SOURCES = (*agent_names(), "batchcompact")  # every registered agent, and batchcompact's run reports
 
 
 def _parse_date(ctx, param, value: str | None) -> date | None:
@@ -73,8 +73,8 @@ def _check_timezone(ctx, param, value: str) -> str:
     "--source", "sources", multiple=True, type=click.Choice(SOURCES), help="Only these readers' rows (repeatable)."
 )
 @click.option(
-    "--agent", "agents", multiple=True, type=click.Choice(ALL_AGENTS),
-    help="Only this agent (repeatable): without PATHS only its folders are read.",
+    "--agent", "agents", multiple=True, type=click.Choice(every_agent()),
+    help="Only this agent (repeatable); without PATHS only its places are read.",
 )
 @click.option(
     "--project", "projects", multiple=True, metavar="DIR",
@@ -151,9 +151,9 @@ def report(
     """Usage and cost across session archives (every agent's, and batchcompact runs).
 
     PATHS are files or folders (walked for *.jsonl, *.jsonl.zst, compactions*.parquet and the JSON
-    files and SQLite databases an agent keeps, e.g. opencode.db). Without PATHS, every agent's session
-    folders found on this machine are read (Claude Code, Codex, pi and its descendants, Gemini CLI, Qwen
-    Code, OpenCode, Kilo and the others in `batchcompact.discover`), each named on stderr.
+    files and SQLite databases an agent keeps, e.g. opencode.db). Without PATHS, every agent's places
+    found on this machine are read (Claude Code, Codex, pi and its descendants, OpenCode, Kilo, Gemini
+    CLI and the others in `batchcompact.discover`), each named on stderr.
     Tokens: input = non-cached input for every source; cost is USD. Requests with no tokens at all
     are left out (counted with -v).
 

@@ -1,13 +1,12 @@
-"""Which reader a file is for: the agent that wrote it, or batchcompact's own run report.
+"""Which agent wrote a file (any registered agent), or batchcompact's own run report.
 
 The line rules are the session readers' (`batchcompact.formats.detect.detect_line`); this module adds
-run reports, `.jsonl.zst` files and the other agents' readers (readers.py), which reports read and the
-compaction pipeline does not. Rules, in order:
+run reports, `.jsonl.zst` files and the files agents claim by name and place (readers.py), which reports
+read and the compaction pipeline does not. Rules:
 - `compactions*.parquet` -> `batchcompact`;
-- a reader claims the file by its name and place (JSON files, SQLite databases, an agent's home
-  folder) -> that reader;
-- from the first lines (at most `PROBE_LINES`, torn or invalid lines ignored): a reader's `sniff`
-  accepts a line -> that reader;
+- an agent claims the file by name and place (`Agent.files`, `Agent.homes`) -> that agent;
+- from the first lines of the file (at most `PROBE_LINES`, torn or invalid lines ignored), each agent's
+  `detect_line` in the registry's order, e.g.:
 - first object has `type: "session"` -> `pi`;
 - an object shaped `{timestamp, type, payload}` with a Codex item type -> `codex`;
 - an object with a Claude line type and `sessionId`/`uuid`/`leafUuid`/`messageId` -> `claude`;
@@ -19,10 +18,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from batchcompact.agents import file_detectors, session_suffixes
 from batchcompact.formats.detect import detect_line
 
 PROBE_LINES = 30
-TRANSCRIPT_SUFFIXES = (".jsonl", ".jsonl.zst")
 
 
 def is_run_report(path: Path) -> bool:
@@ -34,22 +33,19 @@ def is_run_report_name(name: str) -> bool:
 
 
 def is_candidate(path: Path) -> bool:
-    """A file worth probing: JSONL (maybe zstd) or a batchcompact run report."""
-    return path.name.endswith(TRANSCRIPT_SUFFIXES) or is_run_report(path)
+    """A file worth probing: a session file of a registered agent (JSONL, maybe zstd) or a run report."""
+    return path.name.endswith(session_suffixes()) or is_run_report(path)
 
 
 def detect_format(path: str | Path) -> str | None:
     path = Path(path)
     if is_run_report(path):
         return "batchcompact"
-    from batchcompact.report import readers
+    from batchcompact.report.readers import claimed_by
 
-    claimed = readers.claimed_by(str(path))
+    claimed = claimed_by(str(path))
     if claimed is not None:
         return claimed.name
-    if not path.name.endswith(TRANSCRIPT_SUFFIXES):
-        return None
-    sniffers = [(r.name, readers.load(r.sniff)) for r in readers.READERS if r.sniff]
     from batchcompact.report.lines import open_binary
 
     with open_binary(path) as fh:
@@ -64,10 +60,14 @@ def detect_format(path: str | Path) -> str | None:
                 continue
             if not isinstance(obj, dict):
                 continue
-            for name, sniff in sniffers:
-                if sniff(obj, number == 1):
-                    return name
             kind = detect_line(obj, first=number == 1)
             if kind:
                 return kind
+    whole = file_detectors()
+    if whole:  # formats that are one JSON document, not lines
+        with open_binary(path) as fh:
+            head = fh.read(64 * 1024)
+        for agent in whole:
+            if agent.matches_file(path, head):
+                return agent.name
     return None

@@ -1,4 +1,4 @@
-"""Extract one file's usage rows (dispatch by detected format) and the per-file Parquet cache.
+"""Extract one file's usage rows (dispatch by detected format to its agent's `usage`) and the per-file Parquet cache.
 
 Cache invariant: a part file holds exactly the rows extracted from one source (a file, or a SQLite
 database with its WAL, see `FileKey`) whose
@@ -36,19 +36,20 @@ META_KEY = b"batchcompact.usage_cache"
 
 
 def extract_file(path: str | Path, fmt: str | None = None) -> tuple[pa.Table, ExtractStats]:
-    """All usage rows of one file (or database), and what extraction saw. Never raises for bad content.
-
-    The reader comes from readers.py (detected unless `fmt` names it)."""
-    from batchcompact.report.readers import load, reader
+    """All usage rows of one file, and what extraction saw. Never raises for bad content."""
+    from batchcompact.agents import find, load
+    from batchcompact.report.runs import extract_runs
 
     stats = ExtractStats(path=str(path))
     rows = UsageRows()
     try:
         fmt = fmt or detect_format(path)
         stats.format = fmt
-        found = reader(fmt) if fmt else None
-        if found is not None:
-            load(found.extract)(path, rows, stats)
+        agent = find(fmt)
+        if fmt == "batchcompact":
+            extract_runs(path, rows, stats)
+        elif agent is not None and agent.usage:
+            load(agent.usage)(path, rows, stats)
     except BatchCompactError as exc:  # e.g. zstandard missing: say so, keep going
         stats.warn(None, str(exc))
     except OSError as exc:

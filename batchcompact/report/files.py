@@ -13,8 +13,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from batchcompact.agents import session_suffixes
 from batchcompact.report.detect import is_run_report_name
-from batchcompact.report.readers import is_sqlite, wanted
+from batchcompact.report.readers import claims_name, is_sqlite
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +62,9 @@ class FileKey:
 def iter_source_files(paths: Iterable[str | Path]) -> Iterator[Path]:
     """Files under `paths` worth reading, each once, in a stable order.
 
-    Directories are walked recursively (`*.jsonl`, `*.jsonl.zst`, `compactions*.parquet`, and the JSON
-    files and SQLite databases a reader claims by name, see readers.py); a file named explicitly is
-    always taken. A `.jsonl.zst` with a plain `.jsonl` sibling is skipped (Codex keeps both).
+    Directories are walked recursively (every agent's session suffixes: `*.jsonl`, `*.jsonl.zst`; the
+    JSON documents and SQLite databases an agent claims by name and place, `Agent.files`;
+    `compactions*.parquet`); a file named explicitly is always taken. A `.jsonl.zst` with a plain `.jsonl` sibling is skipped (Codex keeps both).
     """
     for file, _ in iter_resolved(paths):
         yield file
@@ -119,12 +120,13 @@ def _walk(top: str) -> Iterator[tuple[str, str, os.DirEntry]]:
         except OSError:
             files.append(entry)
     names = {entry.name for entry in files}
+    suffixes = session_suffixes()
     real_dir = os.path.realpath(top)
     for entry in sorted(files, key=lambda e: e.name):
         name = entry.name
         if name.endswith(".jsonl.zst") and name[: -len(".zst")] in names:
             continue
-        if wanted(name, top) or is_run_report_name(name):
+        if name.endswith(suffixes) or is_run_report_name(name) or claims_name(name, top):
             full = os.path.join(top, name)
             real = os.path.realpath(full) if entry.is_symlink() else os.path.join(real_dir, name)
             yield full, real, entry

@@ -1,0 +1,16 @@
+"""Amp (ampcode): `$AMP_DATA_DIR` or `<data>/amp`, one `threads/T-*.json` document per thread. Report only
+(report.py)."""
+
+from __future__ import annotations
+
+from batchcompact.agents.spec import Agent, Files, Place
+
+AGENT = Agent(
+    name="amp",
+    display_name="Amp",
+    places=(Place(defaults=("$XDG_DATA_HOME/amp", "~/.local/share/amp"), env="AMP_DATA_DIR", env_list=True,
+                  sessions=("threads",)),),
+    suffixes=(),
+    files=(Files(("T-*.json",), under=("threads",)),),
+    usage="batchcompact.agents.amp.report:extract_amp",
+)
