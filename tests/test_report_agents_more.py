@@ -93,6 +93,8 @@ def test_kimi_code_counts_usage_records_once_and_skips_what_a_fork_copied(home, 
     # parent: two turn calls (step.end copies not counted again), the compaction call, the sub-agent's call
     assert got[KIMI_CODE_SESSION] == (1_200 + 400 + 7_000 + 50, 300 + 80 + 500 + 20, 5_000 + 6_200)
     assert got[KIMI_CODE_FORK] == (30, 10, 7_000)
+    main = next(p for p in (home / ".kimi-code").rglob("main/wire.jsonl") if KIMI_CODE_SESSION in str(p))
+    assert {r["project"] for r in rows_of(main)} == {"/tmp/work"}  # its config.update record
     kinds = {r["kind"] for r in rows_of(next((home / ".kimi-code").rglob("agent-0/wire.jsonl")))}
     assert kinds == {"sidechain"}
 
