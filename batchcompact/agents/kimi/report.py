@@ -62,7 +62,7 @@ def extract_kimi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
         elif isinstance(obj.get("message"), dict) and obj["message"].get("type") == "StatusUpdate":
             legacy.append((number, obj))
     if records or steps:
-        add_kimi_code_rows(path, records, steps, project, rows)
+        add_kimi_code_rows(path, records, steps, project or main_agent_cwd(path), rows)
     if legacy:
         add_kimi_cli_rows(path, legacy, rows)
 
@@ -73,6 +73,26 @@ def sniff_kimi(obj: dict, first: bool) -> bool:
         return True
     message = obj.get("message")
     return isinstance(message, dict) and message.get("type") in ("StatusUpdate", "TurnBegin")
+
+
+def main_agent_cwd(path: Path) -> str | None:
+    """For a sub-agent's wire: the working directory the main agent's wire records (a session is one
+    project whichever agent made the call; the cwd never changes, so a cached part cannot go stale)."""
+    if path.parent.parent.name != "agents" or path.parent.name == "main":
+        return None
+    main = path.parent.parent / "main" / path.name
+    try:
+        with open(main, "rb") as fh:
+            for number, raw in enumerate(fh):
+                if number >= 50:
+                    break
+                if b'"config.update"' in raw:
+                    obj = json.loads(raw)
+                    if isinstance(obj, dict) and first_str(obj, "cwd"):
+                        return first_str(obj, "cwd")
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def kimi_code_session(path: Path) -> tuple[str, str]:
