@@ -63,7 +63,8 @@ def toy():
 
 def test_the_three_formats_are_registered_in_order():
     assert [a.name for a in AGENTS if a.compactable] == ["pi", "claude", "codex"]
-    assert AGENTS[:3] == [get("pi"), get("claude"), get("codex")]  # report-only agents come after them
+    # report-only agents come after them, but Qwen Code's line rule is asked before Claude Code's
+    assert [a.name for a in AGENTS[:4]] == ["pi", "qwen", "claude", "codex"]
     assert get("claude").display_name == "Claude Code" and get("pi").compactable
     assert set(presets()) == {"pi", "oh-my-pi", "flue", "claude-code", "codex"}
     assert tool_table()["apply_patch"] == "patch" and tool_table()["todowrite"] == "todos"

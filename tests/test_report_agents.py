@@ -43,6 +43,11 @@ EXPECTED = {
     "amp": (3, 24_773),  # the ledger event 180 (cache from its message) + two message usages 24,593
     "codebuff": (2, 330),  # 180 + 150 (the OpenAI-style prompt_tokens include the 10 cached)
     "hermes": (1, 1_580),  # 1,200 + 300 + 10 reasoning + 50 + 20
+    # session-a 16,276 (input 15,327 includes the 11,526 cached; + 7 tool-use prompt tokens; 919 thoughts
+    # beside the output), the legacy chat 110, agentsview's 4,300 (its cached written beside the input)
+    "gemini": (4, 20_686),
+    # prompt 100 includes the 5 cached, the 10 thoughts inside the 50 output (no total: Qwen Code's default)
+    "qwen": (1, 150),
 }
 
 

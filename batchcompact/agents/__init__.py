@@ -33,6 +33,7 @@ from batchcompact.agents import (
     openclaw,
     opencode,
     pi,
+    qwen,
     zcode,
 )
 from batchcompact.agents.spec import Agent, Files, Place, load
@@ -121,16 +122,7 @@ register(pi.AGENT)
 register(claude.AGENT)
 register(codex.AGENT)
 # Report-only agents (batchcompact reads their usage, it does not compact them).
-register(opencode.AGENT)
-register(kilo.AGENT)
-register(gemini.AGENT)
-register(copilot.AGENT)
-register(kimi.AGENT)
-register(openclaw.AGENT)
-register(droid.AGENT)
-register(goose.AGENT)
-register(amp.AGENT)
-register(codebuff.AGENT)
-register(hermes.AGENT)
-register(grok.AGENT)
-register(zcode.AGENT)
+for _report_only in (opencode, kilo, gemini, copilot, kimi, openclaw, droid, goose, amp, codebuff, grok, hermes,
+                     zcode):
+    register(_report_only.AGENT)
+register(qwen.AGENT, before="claude")  # its records would pass Claude Code's line rule

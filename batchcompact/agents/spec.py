@@ -107,6 +107,17 @@ class Place:
     label: str | None = None
     files: tuple[str, ...] = ()
     first: bool = False
+    env_fallback: str | None = None  # a second variable, read when `env` is unset (the agent's own name for it)
+    env_sessions: tuple[str, ...] | None = None  # the session folders inside a folder `env` names, if not `sessions`
+
+    def _named(self, env: Mapping[str, str]) -> tuple[list[str], str]:
+        """The folders the variables name (`env`, else `env_fallback`), and which variable named them."""
+        for variable in (self.env, self.env_fallback):
+            raw = env.get(variable, "") if variable else ""
+            named = _split(raw) if self.env_list else ([raw.strip()] if raw.strip() else [])
+            if named:
+                return named, variable or "default"
+        return [], "default"
 
     def sources(self, env: Mapping[str, str], home: Path) -> list[tuple[Path, str]]:
         """(existing folder or file, origin): the session folders, and the `files` in each agent folder."""
@@ -123,10 +134,9 @@ class Place:
 
     def agent_dirs(self, env: Mapping[str, str], home: Path) -> list[tuple[Path, str]]:
         """(agent folder, origin): the variable's folders, else the defaults (with `first`, the first that exists)."""
-        raw = env.get(self.env, "") if self.env else ""
-        named = _split(raw) if self.env_list else ([raw.strip()] if raw.strip() else [])
+        named, origin = self._named(env)
         if named:
-            return [(expand_home(text, home), self.env or "default") for text in named]
+            return [(expand_home(text, home), origin) for text in named]
         dirs = [(_default_dir(default, env, home), "default") for default in self.defaults]
         if self.first:
             dirs = [d for d in dirs if d[0].is_dir()][:1]
@@ -134,16 +144,16 @@ class Place:
 
     def folders(self, env: Mapping[str, str], home: Path) -> list[tuple[Path, str]]:
         """(session folder, origin) for this place, existing or not; origin is "default" or the variable."""
-        raw = env.get(self.env, "") if self.env else ""
-        named = _split(raw) if self.env_list else ([raw.strip()] if raw.strip() else [])
+        named, origin = self._named(env)
         out: list[tuple[Path, str]] = []
         if named:
+            sessions = self.sessions if self.env_sessions is None else self.env_sessions
             for text in named:
                 agent_dir = expand_home(text, home)
-                if self.env_may_be_sessions and agent_dir.name in self.sessions:
-                    out.append((agent_dir, self.env or "default"))
+                if self.env_may_be_sessions and agent_dir.name in sessions:
+                    out.append((agent_dir, origin))
                     continue
-                out.extend((agent_dir / sub if sub else agent_dir, self.env or "default") for sub in self.sessions)
+                out.extend((agent_dir / sub if sub else agent_dir, origin) for sub in sessions)
             return out
         for agent_dir, origin in self.agent_dirs(env, home):
             out.extend((agent_dir / sub if sub else agent_dir, origin) for sub in self.sessions)
@@ -152,7 +162,7 @@ class Place:
     def hint(self) -> list[str]:
         """The places named in the "nothing found" message: the default folders and the variable."""
         shown = [f"{d}/{s}" if s else d for d in self.defaults for s in self.sessions[:1]]
-        return shown + ([f"${self.env}"] if self.env else [])
+        return shown + [f"${v}" for v in (self.env, self.env_fallback) if v]
 
 
 _XDG_DEFAULTS = {"XDG_CONFIG_HOME": ".config", "XDG_DATA_HOME": ".local/share", "XDG_STATE_HOME": ".local/state"}

@@ -32,6 +32,9 @@ def default_cache_dir() -> Path:
     return Path(base) / "batchcompact"
 
 
+DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3")  # names worth asking whether an agent claims them as a database
+
+
 @dataclass(frozen=True)
 class FileKey:
     """What identifies a source's content. A SQLite database is one source with its `-wal` file: its
@@ -49,7 +52,7 @@ class FileKey:
     @classmethod
     def from_stat(cls, real: str, st: os.stat_result) -> FileKey:
         size, mtime = st.st_size, st.st_mtime_ns
-        if real.endswith(".db") and is_sqlite(real):
+        if real.endswith(DATABASE_SUFFIXES) and is_sqlite(real):
             try:
                 wal = os.stat(real + "-wal")
             except OSError:

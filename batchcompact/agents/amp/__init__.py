@@ -1,5 +1,4 @@
-"""Amp (ampcode): `$AMP_DATA_DIR` or `<data>/amp`, one `threads/T-*.json` document per thread. Report only
-(report.py)."""
+"""Amp: `$AMP_DATA_DIR` or `<data>/amp` (`~/.local/share/amp`), its `threads/T-*.json`. Report only (report.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""GitHub Copilot CLI (npm @github/copilot): its OpenTelemetry file export (`~/.copilot/otel/*.jsonl`, the
-file `$COPILOT_OTEL_FILE_EXPORTER_PATH`) and its session logs (`session-state/<id>/events.jsonl`), in
-`$COPILOT_HOME` or `~/.copilot`. Report only (report.py)."""
+"""GitHub Copilot CLI: `$COPILOT_HOME` or `~/.copilot`, its `otel/` (the OpenTelemetry file export) and
+`session-state/` event logs, and the file `$COPILOT_OTEL_FILE_EXPORTER_PATH`. Report only (report.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +8,10 @@ from batchcompact.agents.spec import Agent, Place
 AGENT = Agent(
     name="copilot",
     display_name="GitHub Copilot CLI",
-    places=(Place(defaults=("~/.copilot",), env="COPILOT_HOME", sessions=("otel", "session-state")),
-            Place(env="COPILOT_OTEL_FILE_EXPORTER_PATH", sessions=("",))),
+    places=(
+        Place(defaults=("~/.copilot",), env="COPILOT_HOME", env_list=True, sessions=("otel", "session-state")),
+        Place(env="COPILOT_OTEL_FILE_EXPORTER_PATH", sessions=("",)),  # a file, read besides the folders
+    ),
     detect_line="batchcompact.agents.copilot.report:sniff_copilot",
     homes=(".copilot",),
     usage="batchcompact.agents.copilot.report:extract_copilot",

@@ -1,5 +1,5 @@
-"""Droid (Factory): `$DROID_SESSIONS_DIR` or `~/.factory/sessions`, the per-session `*.settings.json`
-(their `*.jsonl` transcripts carry no usage). Report only (report.py)."""
+"""Droid (Factory): `$DROID_SESSIONS_DIR` or `~/.factory/sessions`, the `*.settings.json` files (per-session
+running totals). Report only (report.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,6 @@ AGENT = Agent(
     display_name="Droid",
     places=(Place(defaults=("~/.factory/sessions",), env="DROID_SESSIONS_DIR", env_list=True, sessions=("",)),),
     suffixes=(),
-    files=(Files(("*.settings.json",)),),
+    files=(Files(("*.settings.json",), under=("sessions",)),),
     usage="batchcompact.agents.droid.report:extract_droid",
 )

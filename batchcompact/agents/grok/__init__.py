@@ -1,5 +1,4 @@
-"""Grok Build CLI (xAI): `$GROK_HOME` or `~/.grok`, its `sessions/<work dir>/<session>/updates.jsonl`.
-Report only (report.py)."""
+"""Grok Build CLI: `$GROK_HOME` or `~/.grok`, its `sessions/<session>/updates.jsonl`. Report only (report.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +7,8 @@ from batchcompact.agents.spec import Agent, Files, Place
 AGENT = Agent(
     name="grok",
     display_name="Grok Build CLI",
-    places=(Place(defaults=("~/.grok",), env="GROK_HOME"),),
+    places=(Place(defaults=("~/.grok",), env="GROK_HOME", env_list=True),),
     detect_line="batchcompact.agents.grok.report:sniff_grok",
-    files=(Files(("updates.jsonl",), under=("sessions",)),),
+    files=(Files(("updates.jsonl",), under=(".grok", "sessions")),),
     usage="batchcompact.agents.grok.report:extract_grok",
 )

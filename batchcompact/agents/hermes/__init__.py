@@ -1,5 +1,4 @@
-"""Hermes Agent (NousResearch): `$HERMES_HOME` or `~/.hermes`, its `state.db` (the `sessions/*.json`
-transcripts carry no usage). Report only (report.py)."""
+"""Hermes Agent: `$HERMES_HOME` (comma-separated) or `~/.hermes`, its `state.db`. Report only (report.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +9,6 @@ AGENT = Agent(
     display_name="Hermes Agent",
     places=(Place(defaults=("~/.hermes",), env="HERMES_HOME", env_list=True, sessions=(), files=("state.db",)),),
     suffixes=(),
-    files=(Files(("state.db",), sqlite=True),),
+    files=(Files(("state.db",), under=(".hermes", "hermes"), sqlite=True),),
     usage="batchcompact.agents.hermes.report:extract_hermes",
 )
