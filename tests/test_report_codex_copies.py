@@ -40,13 +40,15 @@ def token_count(when, last, total):
 
 def write(path: Path, lines: list[dict]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    # compact, as Codex writes it (readers may look for `"type":"token_count"` before parsing)
+    path.write_text("".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines))
     return path
 
 
-def parent_lines(when=("2026-05-12T08:00:00.000Z", "2026-05-12T08:01:00.000Z", "2026-05-12T08:02:00.000Z")):
+def parent_lines(day="2026-05-12", times=("08:00:00.000", "08:01:00.000", "08:02:00.000"), thread="parent-1"):
+    when = [f"{day}T{t}Z" for t in times]
     meta = {"timestamp": when[0], "type": "session_meta",
-            "payload": {"id": "parent-1", "cwd": "/work/app", "model_provider": "openai"}}
+            "payload": {"id": thread, "cwd": "/work/app", "model_provider": "openai"}}
     context = {"timestamp": when[0], "type": "turn_context", "payload": {"model": "gpt-5.2", "turn_id": "t1"}}
     return [
         meta,
@@ -54,6 +56,34 @@ def parent_lines(when=("2026-05-12T08:00:00.000Z", "2026-05-12T08:01:00.000Z", "
         token_count(when[1], usage(1000, 100, 200), usage(1000, 100, 200)),
         token_count(when[2], usage(500, 50, 100), usage(1500, 150, 300)),
     ]
+
+
+def write_fork(sessions: Path, day="2026-05-12", with_parent=True, parent="parent-1", fork="fork-2") -> None:
+    """A parent rollout (1,800 tokens) and a fork of it whose copy of the parent's history carries the fork's
+    time, then the fork's own two calls (115 tokens), the way Codex writes a fork."""
+    folder = sessions / day.replace("-", "/")
+    if with_parent:
+        write(folder / f"rollout-{day}T08-00-00-{parent}.jsonl", parent_lines(day, thread=parent))
+    fork_time = f"{day}T09:30:00.412Z"
+    copied = parent_lines(day, times=("09:30:00.412", "09:30:00.412", "09:30:00.415"), thread=parent)
+    own = [
+        {"timestamp": f"{day}T09:30:05.000Z", "type": "turn_context", "payload": {"model": "gpt-5.2", "turn_id": "t9"}},
+        # the fork's running total goes on from the parent's
+        token_count(f"{day}T09:30:09.000Z", usage(40, 0, 10, 4), usage(1540, 150, 310)),
+        token_count(f"{day}T09:31:00.000Z", usage(60, 20, 5), usage(1600, 170, 315)),
+    ]
+    fork_meta = {"timestamp": fork_time, "type": "session_meta",
+                 "payload": {"id": fork, "forked_from_id": parent, "cwd": "/work/app"}}
+    write(folder / f"rollout-{day}T09-30-00-{fork}.jsonl", [fork_meta, *copied, *own])
+
+
+def write_reemitted(path: Path, day="2026-05-12", thread="reemit-1") -> None:
+    """A rollout (1,800 tokens) whose first event is emitted again 30 s later and its last 3 min later
+    (a UI or rate-limit refresh: the same figures, a fresh time)."""
+    lines = parent_lines(day, thread=thread)
+    lines.insert(3, {**lines[2], "timestamp": f"{day}T08:01:30.000Z"})
+    lines.append({**lines[-1], "timestamp": f"{day}T08:05:00.000Z"})
+    write(path, lines)
 
 
 def test_subagent_replay_counts_the_childs_own_turns(fixtures_dir, tmp_path):
@@ -77,20 +107,7 @@ def test_branch_copy_with_original_times_counts_once(fixtures_dir, tmp_path):
 def test_fork_with_restamped_history_counts_the_forks_own_turns(tmp_path, with_parent):
     """ccusage #988/#1349: the copied parent history carries the fork's time, so no time-based key meets
     the parent's; it is recognised as the copy that follows the parent's `session_meta`."""
-    day = tmp_path / "sessions" / "2026" / "05" / "12"
-    if with_parent:
-        write(day / "rollout-2026-05-12T08-00-00-parent-1.jsonl", parent_lines())
-    fork_time = "2026-05-12T09:30:00.412Z"
-    copied = parent_lines(when=(fork_time, fork_time, "2026-05-12T09:30:00.415Z"))
-    own = [
-        {"timestamp": "2026-05-12T09:30:05.000Z", "type": "turn_context", "payload": {"model": "gpt-5.2", "turn_id": "t9"}},
-        # the fork's running total goes on from the parent's
-        token_count("2026-05-12T09:30:09.000Z", usage(40, 0, 10, 4), usage(1540, 150, 310)),
-        token_count("2026-05-12T09:31:00.000Z", usage(60, 20, 5), usage(1600, 170, 315)),
-    ]
-    fork_meta = {"timestamp": fork_time, "type": "session_meta",
-                 "payload": {"id": "fork-2", "forked_from_id": "parent-1", "cwd": "/work/app"}}
-    write(day / "rollout-2026-05-12T09-30-00-fork-2.jsonl", [fork_meta, *copied, *own])
+    write_fork(tmp_path / "sessions", with_parent=with_parent)
     total, rows, _ = totals([tmp_path / "sessions"], tmp_path)
     assert rows["fork-2"] == (2, 115)
     assert total["total_tokens"] == 115 + (1800 if with_parent else 0)
@@ -98,10 +115,7 @@ def test_fork_with_restamped_history_counts_the_forks_own_turns(tmp_path, with_p
 
 def test_a_reemitted_token_count_counts_once(tmp_path):
     """ccusage #1288: the same event again with a fresh time (a UI or rate-limit refresh)."""
-    lines = parent_lines()
-    lines.insert(3, {**lines[2], "timestamp": "2026-05-12T08:01:30.000Z"})
-    lines.append({**lines[-1], "timestamp": "2026-05-12T08:05:00.000Z"})
-    write(tmp_path / "r" / "rollout.jsonl", lines)
+    write_reemitted(tmp_path / "r" / "rollout.jsonl")
     total, rows, collected = totals([tmp_path / "r"], tmp_path)
     assert (total["requests"], total["total_tokens"]) == (2, 1800)
     assert collected.stats[0]["repeats_dropped"] == 2
