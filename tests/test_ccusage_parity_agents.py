@@ -35,7 +35,7 @@ KNOWN_DIFFERENCES = {
     # Kimi Code: ccusage 20 drops the `session`-scoped usage.record (a compaction call, 7,000 in / 500 out),
     # which was billed like any other call.
     ("kimi", KIMI_CODE_SESSION): {"input": (8_650, 1_650), "output": (900, 400), "total": (20_850, 13_350),
-                                  "cost": (0.013705, 0.005078)},
+                                  "cost": (0.013704, 0.005078)},
     # A Kimi Code fork rewrites the parent's records into the new session before its `forked` record:
     # ccusage 20 counts the parent's two turn calls again; we count only the fork's own call.
     ("kimi", KIMI_CODE_FORK): {"input": (30, 1_630), "output": (10, 390), "cache_read": (7_000, 18_200),

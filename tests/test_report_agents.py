@@ -181,6 +181,15 @@ def test_a_database_is_keyed_with_its_wal_file(tmp_path):
         assert total == 22 and collected.extracted == 1
         again, collected = report_total()
         assert again == 22 and collected.cached == 1
+        # the stored report is keyed the same way: replayed while nothing changes, rebuilt after a commit
+        args = ["report", data, "--format", "json", "--cache-dir", tmp_path / "cache"]
+        assert json.loads(invoke(*args).stdout)["totals"]["total_tokens"] == 22
+        replay = invoke(*args)
+        assert "(the stored report)" in replay.stderr
+        add(3)
+        fresh = invoke(*args)
+        assert "(the stored report)" not in fresh.stderr
+        assert json.loads(fresh.stdout)["totals"]["total_tokens"] == 33
     finally:
         db.close()
 
