@@ -128,3 +128,16 @@ def test_a_fork_copied_into_two_archives_is_read_once_per_resolved_path(tmp_path
     (tmp_path / "b").symlink_to(tmp_path / "a")
     total, _, _ = totals([tmp_path / "a", tmp_path / "b"], tmp_path)
     assert total["total_tokens"] == 1980
+
+
+def test_a_sub_agents_own_quick_first_call_is_not_taken_for_a_copy(tmp_path):
+    """A spawned sub-agent without a copied parent history whose first call is answered within the second
+    it was created in: one event in that second is its own, not a replayed burst."""
+    day = "2026-05-16"
+    meta = {"timestamp": f"{day}T10:00:00.100Z", "type": "session_meta",
+            "payload": {"id": "child-q", "source": {"subagent": {"thread_spawn": {"parent_thread_id": "p"}}}}}
+    lines = [meta, token_count(f"{day}T10:00:00.900Z", usage(100, 0, 10), usage(100, 0, 10)),
+             token_count(f"{day}T10:00:05.000Z", usage(50, 0, 5), usage(150, 0, 15))]
+    write(tmp_path / "s" / "child.jsonl", lines)
+    total, rows, collected = totals([tmp_path / "s"], tmp_path)
+    assert rows["child-q"] == (2, 165) and collected.stats[0]["inherited_dropped"] == 0

@@ -15,9 +15,11 @@ Inherited history. A forked rollout (`session_meta.forked_from_id`) and a `threa
 rollout (`session_meta.source.subagent.thread_spawn.parent_thread_id`) start with a copy of the parent's
 history: the parent's own `session_meta`, then its items, every line re-stamped to the moment of the
 copy (ccusage #950, #988, #1349). Those requests are the parent's (its own rollout counts them), so in
-such a file the `token_count` events stamped in the same second as the copy began (the copied parent
-`session_meta`, or the child's own when no parent line was copied) are not rows; they still set the
-running total the child's own events are compared with (`stats.inherited_dropped` counts them).
+such a file the `token_count` events stamped in the same second as the copied parent `session_meta` are
+not rows; without a copied meta, the events stamped in the child's first second are inherited only when
+there are two or more of them (a burst no model answers in; one event there is the child's own quick
+first call). Inherited events still set the running total the child's own events are compared with
+(`stats.inherited_dropped` counts them).
 """
 
 from __future__ import annotations
@@ -38,7 +40,18 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
     provider = "openai"
     previous_total: tuple | None = None
     copy_second: str | None = None  # the second the inherited history was written in (a child rollout)
+    copied_meta = False  # the parent's own session_meta was copied: what follows in that second is its history
+    held: list[dict] = []  # events of the copy second in a child without a copied meta: a burst (>= 2) or its own
     child = False
+
+    def release() -> None:
+        if len(held) >= 2:
+            stats.inherited_dropped += len(held)
+        else:
+            for kwargs in held:
+                rows.add(**kwargs)
+        held.clear()
+
     for number, obj in iter_json_lines(path, stats, want=WANT):
         item_type = obj.get("type")
         payload = obj.get("payload")
@@ -54,6 +67,7 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
                     copy_second = _second(obj.get("timestamp"))
             elif child and payload.get("id") != session_id:  # the parent's meta: its copied history follows
                 copy_second = _second(obj.get("timestamp"))
+                copied_meta = True
             continue
         if item_type == "turn_context":
             model = payload.get("model") or model
@@ -82,13 +96,15 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
             base = previous_total or (0,) * len(USAGE_FIELDS)
             last = {f: t - b for f, t, b in zip(USAGE_FIELDS, total_key, base, strict=True)}
         previous_total = total_key
-        if copy_second is not None:
-            if _second(obj.get("timestamp")) == copy_second:
-                stats.inherited_dropped += 1
-                continue
+        in_copy = copy_second is not None and _second(obj.get("timestamp")) == copy_second
+        if in_copy and copied_meta:
+            stats.inherited_dropped += 1
+            continue
+        if not in_copy and copy_second is not None:
             copy_second = None  # the child's own turns from here on
+            release()
         cached = as_int(last.get("cached_input_tokens"))
-        rows.add(
+        row = dict(
             source="codex",
             file=file,
             line=number,
@@ -105,6 +121,11 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
             cache_read_tokens=cached,
             reasoning_tokens=as_int(last.get("reasoning_output_tokens")),
         )
+        if in_copy:
+            held.append(row)
+        else:
+            rows.add(**row)
+    release()
 
 
 def parent_thread(meta: dict) -> str | None:

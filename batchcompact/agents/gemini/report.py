@@ -28,7 +28,6 @@ from batchcompact.report.lines import ExtractStats, as_int, iter_json_lines, par
 from batchcompact.report.schema import UsageRows
 from batchcompact.report.stores import read_json
 
-
 NO_ID = "\0"  # a message without an id is known by its place in the file, and not keyed across files
 
 
