@@ -130,9 +130,9 @@ def test_submit_then_collect_writes_verified_sessions_at_the_batch_price(bc, ser
 
 
 def test_wait_polls_until_ended_then_writes(bc, server, archive, tmp_path, monkeypatch):
-    import batchcompact.pipeline.batch as batch
+    import batchcompact.pipeline.batch_commands as batch_commands
 
-    monkeypatch.setattr(batch, "POLL_START_S", 0.01)
+    monkeypatch.setattr(batch_commands, "POLL_START_S", 0.01)
     server.polls = 3
     out = tmp_path / "out"
     code, text, err = batch_run(bc, server, archive, out, "--wait")
@@ -145,9 +145,9 @@ def test_wait_polls_until_ended_then_writes(bc, server, archive, tmp_path, monke
 
 
 def test_crash_after_submit_before_record_adopts_the_orphan(bc, server, archive, tmp_path, monkeypatch):
-    from batchcompact.pipeline import batch
+    from batchcompact.pipeline import batch_store
 
-    real = batch.BatchStore.mark_submitted
+    real = batch_store.BatchStore.mark_submitted
     calls = {"n": 0}
 
     def crash(self, local_id, batch_id):
@@ -156,7 +156,7 @@ def test_crash_after_submit_before_record_adopts_the_orphan(bc, server, archive,
             raise Crash  # killed between the provider's answer and our record
         return real(self, local_id, batch_id)
 
-    monkeypatch.setattr(batch.BatchStore, "mark_submitted", crash)
+    monkeypatch.setattr(batch_store.BatchStore, "mark_submitted", crash)
     out = tmp_path / "out"
     with pytest.raises(Crash):
         batch_run(bc, server, archive, out)

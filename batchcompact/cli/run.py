@@ -243,7 +243,7 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
     started = time.monotonic()
     summary = run_archive(paths, settings, options, summarizer_obj, pool, executor=executor)
     if wait:
-        from batchcompact.pipeline.batch import wait_for_batches
+        from batchcompact.pipeline.batch_commands import wait_for_batches
 
         # Each round waits for the open batches, then reruns: collect, write, resubmit what failed.
         for _ in range(batch_attempts):

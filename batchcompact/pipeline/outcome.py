@@ -25,16 +25,12 @@ from batchcompact.core.tokens import estimate_tokens
 from batchcompact.errors import VerificationError, internal_error_reason
 from batchcompact.formats.scan import oserror_text
 from batchcompact.pipeline.planning import read_session
+from batchcompact.pipeline.statuses import CHANGED, COMPACTED, FAILED
 from batchcompact.pipeline.writer import ChangedDuringRun, write_session
 from batchcompact.summarize.redact import merge_counts
 
 log = logging.getLogger(__name__)
 
-# A session's final statuses in the run report (pipeline/run.py adds the run-level ones).
-COMPACTED = "compacted"
-SKIPPED = "skipped"
-FAILED = "failed"
-CHANGED = "changed_during_run"
 
 
 def now_utc() -> datetime:
@@ -110,7 +106,15 @@ class OutcomeWriter:
         replacements = self._pruned_entries(session, plan)
 
         def verify(tmp: Path) -> list[str]:
-            written = read_session(tmp)
+            written = None
+            if session.format == "pi" and not replacements:  # appended: parse only the new lines
+                from batchcompact.formats.pi import read_pi_appended
+
+                # write_session checked that tmp's first bytes are exactly the fingerprinted ones
+                written = read_pi_appended(session, tmp, pending.fingerprint.size, pending.fingerprint.sha256,
+                                           prefix_checked=True)
+            if written is None:
+                written = read_session(tmp)
             if plan is None:
                 return _verify_branch_only(session, written, len(lines))
             problems = module.verify(session, written, plan)

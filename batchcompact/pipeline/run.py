@@ -31,13 +31,9 @@ from batchcompact.core.planner import CompactionPlan, CompactionSettings
 from batchcompact.errors import INTERNAL_ERROR_EXIT, RunAborted, UsageError, is_internal_error
 from batchcompact.formats.scan import ScanItem, iter_session_files, printable, resolved
 from batchcompact.formats.scan import oserror_text as _oserror
-from batchcompact.pipeline.buying import BATCH_PENDING, make_buyer
+from batchcompact.pipeline.buying import make_buyer
 from batchcompact.pipeline.executor import Executor, ExecutorLost, LocalExecutor
 from batchcompact.pipeline.outcome import (
-    CHANGED,
-    COMPACTED,
-    FAILED,
-    SKIPPED,
     PreparedSession,
     now_utc,
     reproducible_now,
@@ -55,6 +51,7 @@ from batchcompact.pipeline.session_task import (
     take_lock,
 )
 from batchcompact.pipeline.state import Fingerprint, RunState, settings_hash
+from batchcompact.pipeline.statuses import BATCH_PENDING, CHANGED, COMPACTED, FAILED, SKIPPED
 from batchcompact.pipeline.writer import sweep_stale_temps, temp_name
 
 log = logging.getLogger(__name__)

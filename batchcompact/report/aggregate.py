@@ -28,13 +28,13 @@ by a total order (ties broken by every column), and rows are sorted by their key
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 import polars as pl
 
 from batchcompact.money import PICO_PER_USD, from_pico
 from batchcompact.pricing import PriceTable
+from batchcompact.report.result import Report
 from batchcompact.report.settings import COST_MODES, GROUPINGS, PERIODS, WEEKDAYS, ReportSettings  # noqa: F401
 
 SUM_COLUMNS = (
@@ -54,20 +54,6 @@ GROUP_KEYS = {
     "model": ["model"],
     "block": ["block_start"],
 }
-
-
-@dataclass
-class Report:
-    """Report rows (one per group), the totals and the models no price was found for."""
-
-    settings: ReportSettings
-    keys: list[str]
-    rows: pl.DataFrame
-    totals: dict
-    unpriced_models: list[str] = field(default_factory=list)
-    pricing_source: str = ""
-    dropped_zero: int = 0  # requests with no tokens at all, left out
-    extra_columns: list[str] = field(default_factory=list)  # grouping-specific (blocks)
 
 
 REPORT_COLUMNS = (

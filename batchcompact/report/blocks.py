@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 import polars as pl
 
 from batchcompact.money import from_pico, to_pico
+from batchcompact.report.result import Report
 
 WARNING_SHARE = 0.8
 TOKEN_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens")
@@ -108,8 +109,6 @@ def parse_token_limit(value: str | None, largest: int) -> int | None:
 
 def build_blocks(lf: pl.LazyFrame, settings):
     """A `Report` whose rows are billing blocks (key `block_start`)."""
-    from batchcompact.report.aggregate import Report
-
     columns = ["timestamp", *TOKEN_COLUMNS, "reasoning_tokens", "cost_usd", "model"]
     frame = lf.filter(pl.col("timestamp").is_not_null()).select(columns).sort("timestamp").collect()
     now = settings.now or datetime.now(UTC)
