@@ -62,7 +62,9 @@ def toy():
 
 
 def test_the_three_formats_are_registered_in_order():
-    assert [a.name for a in AGENTS] == ["pi", "claude", "codex"]
+    assert [a.name for a in AGENTS if a.compactable] == ["pi", "claude", "codex"]
+    # report-only agents come after them, but Qwen Code's line rule is asked before Claude Code's
+    assert [a.name for a in AGENTS[:4]] == ["pi", "qwen", "claude", "codex"]
     assert get("claude").display_name == "Claude Code" and get("pi").compactable
     assert set(presets()) == {"pi", "oh-my-pi", "flue", "claude-code", "codex"}
     assert tool_table()["apply_patch"] == "patch" and tool_table()["todowrite"] == "todos"

@@ -26,6 +26,8 @@ from batchcompact.cli.output import (
     require_output,
     write_rows,
 )
+from batchcompact.errors import INTERNAL_ERROR_EXIT, is_internal_error
+from batchcompact.money import from_pico, to_pico
 
 TABLE_COLUMNS = (
     ("path", "session"),
@@ -58,11 +60,24 @@ class Totals:
         self.prompt_tokens = 0
         self.tokens_before = 0
         self.tokens_after = 0
-        self.cost = 0.0
-        self.batch_cost = 0.0
+        # whole picodollars (batchcompact/money.py): the totals do not depend on the order of the rows
+        self.cost_pico = 0
+        self.batch_cost_pico = 0
         self.unpriced = 0
         self.branch_calls = 0
-        self.branch_cost: float | None = 0.0
+        self.branch_cost_pico: int | None = 0
+
+    @property
+    def cost(self) -> float:
+        return from_pico(self.cost_pico)
+
+    @property
+    def batch_cost(self) -> float:
+        return from_pico(self.batch_cost_pico)
+
+    @property
+    def branch_cost(self) -> float | None:
+        return None if self.branch_cost_pico is None else from_pico(self.branch_cost_pico)
 
     def add(self, row: dict[str, Any]) -> None:
         self.status[row["status"]] += 1
@@ -70,10 +85,10 @@ class Totals:
             self.skip_reasons[reason_kind(row.get("reason"), "")] += 1
         if row.get("branch_calls"):
             self.branch_calls += row["branch_calls"]
-            if self.branch_cost is not None and row.get("branch_est_cost_usd") is not None:
-                self.branch_cost += row["branch_est_cost_usd"]
+            if self.branch_cost_pico is not None and row.get("branch_est_cost_usd") is not None:
+                self.branch_cost_pico += to_pico(row["branch_est_cost_usd"])
             else:
-                self.branch_cost = None
+                self.branch_cost_pico = None
         if row["status"] != "compact":
             return
         self.calls += row["calls"] or 0
@@ -83,8 +98,8 @@ class Totals:
         if row["est_cost_usd"] is None:
             self.unpriced += 1
         else:
-            self.cost += row["est_cost_usd"]
-            self.batch_cost += row["est_batch_cost_usd"] or 0.0
+            self.cost_pico += to_pico(row["est_cost_usd"])
+            self.batch_cost_pico += to_pico(row["est_batch_cost_usd"] or 0.0)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -140,7 +155,8 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     Without PATHS, every agent's session folders found on this machine are planned (named on stderr).
 
     One row per session: status `compact`, `skip` (with the reason) or `error` (unreadable; see
-    `batchcompact validate`). Exit 0 unless the command line is wrong.
+    `batchcompact validate`). Exit 0 unless the command line is wrong (2), or 4 when a file hit an
+    internal error (a bug: its row and one line on stderr say so; the other files are still planned).
 
     \b
     Examples:
@@ -168,9 +184,14 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     if runner is not None:
         ctx.call_on_close(runner.close)
 
+    internal: list[str] = []
+
     def rows():
         for row in iter_plan_rows(files, settings, options, jobs=resolve_jobs(jobs), executor=runner):
             totals.add(row)
+            if row["status"] == "error" and is_internal_error(row.get("reason")):
+                internal.append(row["path"])
+                echo_err(f"{row['path']}: {row['reason']}")
             if row["status"] == "compact" and row["est_cost_usd"] is None and row["summary_model"] not in warned:
                 warned.add(row["summary_model"])
                 echo_err(f"warning: no price known for {row['summary_model']!r}; its cost is reported as null")
@@ -183,7 +204,7 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
                 print_table(collected, TABLE_COLUMNS, out, DROP_FIRST)
                 out.write("\n")
             out.write(totals.summary() + "\n")
-        return 0
+        return INTERNAL_ERROR_EXIT if internal else 0
     if fmt == "parquet":
         from batchcompact.pipeline.plan_parquet import write_plan_parquet
 
@@ -193,4 +214,4 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
         write_rows(fmt, output, rows(), PLAN_COLUMNS, summary=lambda: {"totals": totals.as_dict()})
     if not (ctx.find_root().obj or {}).get("quiet"):
         echo_err(totals.summary())
-    return 0
+    return INTERNAL_ERROR_EXIT if internal else 0
