@@ -1,5 +1,5 @@
-"""Sessions the shared fixtures do not have, written here for the Kimi Code (wire 1.4), Grok Build and
-OpenClaw 2026.9 (SQLite) readers, and a HOME with them beside the fixtures of the agents they sit with (tests/agent_homes.py)."""
+"""Sessions the shared fixtures do not have, written here for the Kimi Code (wire 1.4), Grok Build,
+OpenClaw 2026.9 (SQLite) and ZCode readers, and a HOME with them beside the fixtures of the agents they sit with (tests/agent_homes.py)."""
 
 from __future__ import annotations
 
@@ -135,6 +135,40 @@ def write_openclaw_db(home: Path) -> None:
     export.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
 
 
+ZCODE_SESSION = "sess_01K0ZCODE"
+
+
+def write_zcode(home: Path) -> None:
+    """A ZCode database (`~/.zcode/cli/db/db.sqlite`): a session with two completed calls (input includes
+    both cache counters; reasoning beside output), a failed and a cancelled one."""
+    import sqlite3
+
+    db = home / ".zcode" / "cli" / "db" / "db.sqlite"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(db)
+    with con:
+        con.execute("CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, title TEXT, version INTEGER,"
+                    " created_at INTEGER)")
+        con.execute("CREATE TABLE model_usage (id TEXT PRIMARY KEY, session_id TEXT, turn_id TEXT, provider_id TEXT,"
+                    " model_id TEXT, status TEXT, query_source TEXT, started_at INTEGER, duration_ms INTEGER,"
+                    " input_tokens INTEGER, output_tokens INTEGER, reasoning_tokens INTEGER,"
+                    " cache_creation_input_tokens INTEGER, cache_read_input_tokens INTEGER,"
+                    " computed_total_tokens INTEGER)")
+        con.execute("INSERT INTO session VALUES (?, '/srv/zproj', 'fix the build', 2, 1785140000000)",
+                    (ZCODE_SESSION,))
+        calls = [  # id, status, started, input (cache included), output, reasoning, cache write, cache read
+            ("mu_1", "completed", 1785140200000, 10_000, 500, 100, 2_000, 6_000),
+            ("mu_2", "error", 1785140300000, 3_000, 0, 0, 0, 0),
+            ("mu_3", "completed", 1785140400000, 12_500, 80, 0, 0, 11_000),
+            ("mu_4", "cancelled", 1785140500000, 0, 0, 0, 0, 0),
+        ]
+        con.executemany(
+            "INSERT INTO model_usage VALUES (?, ?, 'turn', 'builtin:zai-coding-plan', 'glm-4.6', ?, 'main_turn', ?,"
+            " 1000, ?, ?, ?, ?, ?, ?)",
+            [(i, ZCODE_SESSION, st, t, inp, out, rea, cw, cr, inp + out + rea) for i, st, t, inp, out, rea, cw, cr in calls])
+    con.close()
+
+
 def build_home(root: Path) -> Path:
     """`root/home` with those agents' fixtures in their places and the generated Kimi Code and Grok sessions."""
     home = root / "home"
@@ -142,6 +176,7 @@ def build_home(root: Path) -> Path:
     write_kimi_code(home)
     write_grok(home)
     write_openclaw_db(home)
+    write_zcode(home)
     for path in home.rglob("*"):
         path.chmod(0o755 if path.is_dir() else 0o644)
     return home

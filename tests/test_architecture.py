@@ -165,7 +165,9 @@ def _layer(module: str) -> int:
     parts = module.split(".")
     top = parts[1] if len(parts) > 1 else "__init__"
     if top == "agents" and parts[-1] == "report" and len(parts) == 4:
-        top = "report"  # an agent's usage reader (agents/<agent>/report.py) belongs to the report's layer
+        # an agent's usage reader (`agents/<agent>/report.py`) is the report's: only report/extract.py
+        # loads it, through the registry's lazy "module:function" string
+        top = "report"
     for number, names in enumerate(LAYERS):
         if top in names:
             return number

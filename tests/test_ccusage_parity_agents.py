@@ -1,6 +1,6 @@
 """Parity with ccusage 20.0.24 for Copilot CLI, Kimi (kimi-cli and Kimi Code), OpenClaw, Droid, Goose, Amp,
-Codebuff, Hermes and Grok Build: both tools read one HOME holding the shared fixtures in each agent's place (plus
-generated Kimi Code and Grok sessions, tests/agent_sessions.py), `ccusage <agent> session --offline --json`, and are
+Codebuff, Hermes, Grok Build and ZCode: both tools read one HOME holding the shared fixtures in each agent's place (plus
+generated Kimi Code, Grok, OpenClaw-database and ZCode sessions, tests/agent_sessions.py), `ccusage <agent> session --offline --json`, and are
 compared per session: input, output, cache read, cache write, total tokens and cost.
 
 Every difference left is listed in `KNOWN_DIFFERENCES` with its reason; docs/report.md gives the rules.
@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from agent_sessions import KIMI_CODE_FORK, KIMI_CODE_SESSION, build_home
+from agent_sessions import KIMI_CODE_FORK, KIMI_CODE_SESSION, ZCODE_SESSION, build_home
 from test_ccusage_parity import ccusage  # noqa: F401  (the installed ccusage, a session fixture)
 
 from batchcompact.discover import discover_sources
@@ -22,7 +22,7 @@ from batchcompact.report import ReportSettings, build_report, collect_usage
 
 pytestmark = pytest.mark.slow
 
-AGENTS = ("copilot", "kimi", "openclaw", "droid", "goose", "amp", "codebuff", "hermes", "grok")
+AGENTS = ("copilot", "kimi", "openclaw", "droid", "goose", "amp", "codebuff", "hermes", "grok", "zcode")
 FIELDS = ("input", "output", "cache_read", "cache_write", "total", "cost")
 
 # (agent, session): {field: (ours, ccusage)}
@@ -46,6 +46,9 @@ KNOWN_DIFFERENCES = {
     ("droid", "session-a"): {"output": (55, 50)},
     ("goose", "session-a"): {"output": (80, 50)},
     ("hermes", "session-1"): {"output": (310, 300)},
+    # ZCode: reasoning (100) beside output, added to it (same total); litellm's map prices Z.ai cache writes
+    # at $0 (its explicit `cache_creation_input_token_cost: 0`), ccusage's at the input price (2,000 x $0.6/M).
+    ("zcode", ZCODE_SESSION): {"output": (680, 580), "cost": (0.005466, 0.006666)},
     # Codebuff OpenAI-style usage: prompt_tokens (100) includes the 10 cached tokens; ccusage 20 counts
     # them twice (input 100 + cache read 10). Its cost also comes from its own map's `openai/gpt-5` entry.
     ("codebuff", "manicode/project-a/2026-01-02T04-00-00.000Z"): {

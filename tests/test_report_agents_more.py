@@ -10,7 +10,14 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from agent_sessions import GROK_SESSION, KIMI_CODE_FORK, KIMI_CODE_SESSION, OPENCLAW_DB_SESSION, build_home
+from agent_sessions import (
+    GROK_SESSION,
+    KIMI_CODE_FORK,
+    KIMI_CODE_SESSION,
+    OPENCLAW_DB_SESSION,
+    ZCODE_SESSION,
+    build_home,
+)
 
 from batchcompact.report import ReportSettings, build_report, collect_usage
 from batchcompact.report.detect import detect_format
@@ -46,11 +53,12 @@ def test_every_agent_place_is_found_and_read(home, tmp_path, monkeypatch):
 
     sources = discover_sources(env={"HOME": str(home)}, home=home, report=True)
     found = {s.agent for s in sources}
-    assert {"copilot", "kimi", "openclaw", "droid", "goose", "amp", "codebuff", "hermes", "grok"} <= found
+    assert {"copilot", "kimi", "openclaw", "droid", "goose", "amp", "codebuff", "hermes", "grok", "zcode"} <= found
     rows = totals([s.path for s in sources], tmp_path, by="agent")
     by_agent = {r["agent"]: r["total_tokens"] for r in rows}
     assert by_agent == {"hermes": 1_580, "copilot": 19_943, "openclaw": 110_645 + 18_840, "kimi": 28_070,
-                        "amp": 24_773, "droid": 515, "codebuff": 330, "goose": 180, "grok": 462_811}
+                        "amp": 24_773, "droid": 515, "codebuff": 330, "goose": 180, "grok": 462_811,
+                        "zcode": 23_180}
 
 
 # --- Copilot --------------------------------------------------------------------------------------
@@ -85,6 +93,8 @@ def test_kimi_code_counts_usage_records_once_and_skips_what_a_fork_copied(home, 
     # parent: two turn calls (step.end copies not counted again), the compaction call, the sub-agent's call
     assert got[KIMI_CODE_SESSION] == (1_200 + 400 + 7_000 + 50, 300 + 80 + 500 + 20, 5_000 + 6_200)
     assert got[KIMI_CODE_FORK] == (30, 10, 7_000)
+    main = next(p for p in (home / ".kimi-code").rglob("main/wire.jsonl") if KIMI_CODE_SESSION in str(p))
+    assert {r["project"] for r in rows_of(main)} == {"/tmp/work"}  # its config.update record
     kinds = {r["kind"] for r in rows_of(next((home / ".kimi-code").rglob("agent-0/wire.jsonl")))}
     assert kinds == {"sidechain"}
 
@@ -242,6 +252,17 @@ def test_openclaw_state_dir_is_openclaws_own_override(home, tmp_path):
     shutil.copytree(home / ".openclaw" / "agents" / "work", state / "agents" / "work")
     found = [(s.agent, s.path, s.origin) for s in discover_sources(
         env={"HOME": str(home), "OPENCLAW_STATE_DIR": str(state)}, home=home, report=True) if s.agent == "openclaw"]
-    assert found == [("openclaw", state, "OPENCLAW_STATE_DIR")]
+    assert ("openclaw", state, "OPENCLAW_STATE_DIR") in found  # besides ~/.openclaw (records count once)
     # the database is OpenClaw's by its name wherever the state folder is
     assert detect_format(state / "agents" / "work" / "agent" / "openclaw-agent.sqlite") == "openclaw"
+
+
+def test_zcode_counts_completed_calls_with_the_cache_taken_out_of_input(home, tmp_path):
+    db = home / ".zcode" / "cli" / "db" / "db.sqlite"
+    assert detect_format(db) == "zcode"
+    rows = rows_of(db)  # the failed and the cancelled call are not rows
+    assert [(r["dedupe_key"], r["input_tokens"], r["cache_read_tokens"], r["cache_write_tokens"], r["output_tokens"],
+             r["reasoning_tokens"]) for r in rows] == [("zcode:mu_1", 2_000, 6_000, 2_000, 600, 100),
+                                                      ("zcode:mu_3", 1_500, 11_000, 0, 80, 0)]
+    assert {(r["session_id"], r["project"], r["provider"], r["model"]) for r in rows} == {
+        (ZCODE_SESSION, "/srv/zproj", "zai", "glm-4.6")}

@@ -34,6 +34,7 @@ from batchcompact.agents import (
     opencode,
     pi,
     qwen,
+    zcode,
 )
 from batchcompact.agents.spec import Agent, Files, Place, load
 
@@ -121,6 +122,7 @@ register(pi.AGENT)
 register(claude.AGENT)
 register(codex.AGENT)
 # Report-only agents (batchcompact reads their usage, it does not compact them).
-for _report_only in (opencode, kilo, gemini, copilot, kimi, openclaw, droid, goose, amp, codebuff, grok, hermes):
+for _report_only in (opencode, kilo, gemini, copilot, kimi, openclaw, droid, goose, amp, codebuff, grok, hermes,
+                     zcode):
     register(_report_only.AGENT)
 register(qwen.AGENT, before="claude")  # its records would pass Claude Code's line rule

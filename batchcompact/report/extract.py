@@ -25,7 +25,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from batchcompact.errors import BatchCompactError
+from batchcompact.errors import BatchCompactError, InternalError, internal_error_reason
 from batchcompact.formats.compressed import is_decompress_error
 from batchcompact.report.detect import detect_format
 from batchcompact.report.files import EXTRACT_RULES_VERSION, FileKey, default_cache_dir  # noqa: F401  (re-exported)
@@ -57,8 +57,8 @@ def extract_file(path: str | Path, fmt: str | None = None) -> tuple[pa.Table, Ex
     except sqlite3.Error as exc:  # a database that is locked, damaged or not one of ours
         stats.warn(None, f"cannot read the database: {exc}")
     except Exception as exc:
-        if not is_decompress_error(exc):
-            raise
+        if not is_decompress_error(exc):  # a bug: the report would be wrong without this file, so it stops
+            raise InternalError(f"{path}: {internal_error_reason(exc)}") from exc
         stats.warn(None, f"zstd data damaged, the rest of the file is not read: {exc}")  # rows so far are kept
     stats.rows = len(rows)
     return rows.to_table(), stats

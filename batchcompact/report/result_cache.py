@@ -1,8 +1,8 @@
 """Finished reports kept for an unchanged archive: the warm path that imports neither polars nor pyarrow.
 
 A report's output depends only on the files it covers (their `FileKey`s: resolved path, size,
-mtime_ns), the extraction rules and schema, the prices, the report settings, the output format and
-the program (its version and the identity of its modules' files, `code_identity`). After a full report, its rendered output (and the lines it wrote to stderr) is
+mtime_ns), the extraction rules and schema, the aggregation rules (`RESULT_RULES_VERSION`), the prices, the report settings, the output format and
+the program version. After a full report, its rendered output (and the lines it wrote to stderr) is
 stored under a hash of all of these. The next report with the same inputs stats every file, finds the
 same hash, checks the stored bytes against their SHA-256 and prints them: no file is parsed, no table
 is read, no aggregation runs. Any difference (a file added, removed or touched; another option; new
@@ -17,7 +17,6 @@ size, then the payload); written atomically, the oldest removed beyond `KEEP` fi
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
@@ -37,6 +36,9 @@ log = logging.getLogger(__name__)
 
 KEEP = 200  # stored results kept (each a few KB); the least recently written go first
 FORMATS = ("table", "json", "csv")  # outputs stored as text (parquet and jsonl take the full path)
+# What aggregation and rendering make of the rows: bump it whenever either changes what a report prints,
+# so a result stored by the earlier code is not replayed (2: costs summed as exact picodollars).
+RESULT_RULES_VERSION = 2
 
 
 def storable(settings: ReportSettings, fmt: str) -> bool:
@@ -62,9 +64,9 @@ def result_key(keys: list[FileKey], settings: ReportSettings, fmt: str, sources:
         return None
     request = {
         "program": __version__,
-        "code": code_identity(),
         "schema": USAGE_SCHEMA_VERSION,
         "rules": EXTRACT_RULES_VERSION,
+        "result_rules": RESULT_RULES_VERSION,
         "prices": prices,
         "settings": {k: _plain(v) for k, v in asdict(settings).items()},
         "today": _today(settings.timezone) if settings.last is not None else None,
@@ -74,23 +76,6 @@ def result_key(keys: list[FileKey], settings: ReportSettings, fmt: str, sources:
     digest = hashlib.sha256(json.dumps(request, sort_keys=True, default=str).encode())
     for key in keys:
         digest.update(f"\n{key.path}\0{key.size}\0{key.mtime_ns}".encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()
-
-
-@functools.cache
-def code_identity() -> str:
-    """A hash of every module of the installed package (relative path, size, mtime_ns): a result stored
-    by other code (a development checkout, another branch sharing the cache folder) is never replayed
-    after the code changed, even within one version number. One stat per module, once per process."""
-    root = Path(__file__).resolve().parent.parent
-    digest = hashlib.sha1()
-    for folder, dirs, files in os.walk(root):
-        dirs.sort()
-        for name in sorted(files):
-            if name.endswith(".py"):
-                st = os.stat(os.path.join(folder, name))
-                rel = os.path.relpath(os.path.join(folder, name), root)
-                digest.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
 
 

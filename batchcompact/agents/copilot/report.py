@@ -37,7 +37,8 @@ from batchcompact.report.model_names import price_name
 from batchcompact.report.schema import UsageRows
 
 AGENT = "copilot"
-WANT = (b'"attributes"', b'"session.', b'"data"')
+# Lines worth parsing: OTel records, and the three session events that matter (tool output lines are skipped).
+WANT = (b'"attributes"', b'"session.start"', b'"session.usage_record"', b'"session.shutdown"')
 
 CHAT, INFERENCE_LOG, AGENT_TURN_LOG, AGENT_SPAN = range(4)  # priority: lower wins
 MODEL_ATTRS = ("gen_ai.response.model", "gen_ai.request.model")

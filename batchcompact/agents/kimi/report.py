@@ -35,7 +35,7 @@ from batchcompact.report.lines import ExtractStats, as_int, first_str, iter_json
 from batchcompact.report.schema import UsageRows
 
 AGENT = "kimi"
-WANT = (b"token_usage", b'"usage', b'"forked"')
+WANT = (b"token_usage", b'"usage', b'"forked"', b'"config.update"')
 DEFAULT_MODEL = "kimi-for-coding"
 K2_6_FROM = datetime.fromtimestamp(1_776_698_890.072, tz=UTC)
 
@@ -45,9 +45,12 @@ def extract_kimi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
     records: list[tuple[int, dict]] = []
     steps: list[tuple[int, dict]] = []
     legacy: list[tuple[int, dict]] = []
+    project = None
     for number, obj in iter_json_lines(path, stats, want=WANT):
         kind = obj.get("type")
-        if kind == "forked":  # everything before it was copied from the parent session
+        if kind == "config.update":  # Kimi Code: the session's working directory
+            project = first_str(obj, "cwd") or project
+        elif kind == "forked":  # everything before it was copied from the parent session
             records.clear()
             steps.clear()
         elif kind == "usage.record" and isinstance(obj.get("usage"), dict):
@@ -59,7 +62,7 @@ def extract_kimi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
         elif isinstance(obj.get("message"), dict) and obj["message"].get("type") == "StatusUpdate":
             legacy.append((number, obj))
     if records or steps:
-        add_kimi_code_rows(path, records, steps, rows)
+        add_kimi_code_rows(path, records, steps, project or main_agent_cwd(path), rows)
     if legacy:
         add_kimi_cli_rows(path, legacy, rows)
 
@@ -72,6 +75,26 @@ def sniff_kimi(obj: dict, first: bool) -> bool:
     return isinstance(message, dict) and message.get("type") in ("StatusUpdate", "TurnBegin")
 
 
+def main_agent_cwd(path: Path) -> str | None:
+    """For a sub-agent's wire: the working directory the main agent's wire records (a session is one
+    project whichever agent made the call; the cwd never changes, so a cached part cannot go stale)."""
+    if path.parent.parent.name != "agents" or path.parent.name == "main":
+        return None
+    main = path.parent.parent / "main" / path.name
+    try:
+        with open(main, "rb") as fh:
+            for number, raw in enumerate(fh):
+                if number >= 50:
+                    break
+                if b'"config.update"' in raw:
+                    obj = json.loads(raw)
+                    if isinstance(obj, dict) and first_str(obj, "cwd"):
+                        return first_str(obj, "cwd")
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 def kimi_code_session(path: Path) -> tuple[str, str]:
     """(session id, agent id) of `…/session_<uuid>/agents/<agent id>/wire.jsonl`."""
     agent = path.parent.name
@@ -80,7 +103,7 @@ def kimi_code_session(path: Path) -> tuple[str, str]:
     return path.parent.name, "main"
 
 
-def add_kimi_code_rows(path: Path, records: list, steps: list, rows: UsageRows) -> None:
+def add_kimi_code_rows(path: Path, records: list, steps: list, project: str | None, rows: UsageRows) -> None:
     session_id, agent_id = kimi_code_session(path)
     for number, obj in records or steps:
         usage = obj["usage"] if records else obj["event"]["usage"]
@@ -94,7 +117,7 @@ def add_kimi_code_rows(path: Path, records: list, steps: list, rows: UsageRows) 
         else:
             kind = "main"
         add_row(rows, path, number, session_id, when, model, usage, camel=True, kind=kind,
-                key=None)
+                key=None, project=project)
 
 
 def add_kimi_cli_rows(path: Path, lines: list, rows: UsageRows) -> None:
@@ -112,7 +135,7 @@ def add_kimi_cli_rows(path: Path, lines: list, rows: UsageRows) -> None:
 
 
 def add_row(rows: UsageRows, path: Path, number: int, session_id: str, when, model: str | None,
-            usage: dict, *, camel: bool, kind: str, key: str | None) -> None:
+            usage: dict, *, camel: bool, kind: str, key: str | None, project: str | None = None) -> None:
     names = ("inputOther", "output", "inputCacheRead", "inputCacheCreation") if camel else (
         "input_other", "output", "input_cache_read", "input_cache_creation")
     values = [as_int(usage.get(name)) for name in names]
@@ -127,7 +150,7 @@ def add_row(rows: UsageRows, path: Path, number: int, session_id: str, when, mod
         file=str(path),
         line=number,
         session_id=session_id,
-        project=None,
+        project=project,
         timestamp=when,
         provider="moonshot",
         model=price_model(model, when),
