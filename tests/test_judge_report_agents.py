@@ -151,7 +151,7 @@ def test_ccusage_on_the_gemini_and_qwen_transcripts(ccusage, recorded_chat, tmp_
 def test_a_real_codex_fork_counts_its_own_call_once(ccusage, tmp_path):  # noqa: F811
     """Codex 0.169 writes a fork as a new rollout with `forked_from_id` whose running total goes on from
     the parent's (its first event: total 39, last 13). Each of the 3 calls counts once; ccusage 20.0.24
-    drops the fork's own call (it treats every `forked_from_id` rollout's events as a replayed history)."""
+    reports nothing for the fork's rollout, so the fork's own call is missing."""
     from report_judges import record_codex_fork
 
     codex_home, calls = record_codex_fork(tmp_path / "codex")
