@@ -38,6 +38,12 @@ PRESETS: dict[str, dict[str, Any]] = {
     "claude-code": {"reserve_tokens": 33000},
     # Codex ModelInfo::auto_compact_token_limit: 90% of the window; keeps 20000 tokens of user messages.
     "codex": {"threshold_percent": 90.0, "keep_recent_tokens": 20000},
+    # Gemini CLI chatCompressionService: compress at 50% of tokenLimit, keep the last 30% of the history
+    # (at the threshold of a 1,048,576 window: 30% of 524,288 tokens).
+    "gemini-cli": {"threshold_percent": 50.0, "keep_recent_tokens": 157286},
+    # Qwen Code 0.24 computeThresholds: min(85%, window - 33,000) (the agent's rule, kept by default); it
+    # summarizes the whole history, so the kept tail is batchcompact's default.
+    "qwen-code": {"keep_recent_tokens": 20000},
 }
 
 

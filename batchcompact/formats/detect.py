@@ -22,7 +22,7 @@ from batchcompact.formats.compressed import is_decompress_error, open_session
 
 PROBE_BYTES = 64 * 1024
 PROBE_LINES = 20
-FORMATS = ("pi", "claude", "codex")
+FORMATS = ("pi", "claude", "codex", "gemini", "qwen")
 CODEX_TYPES = frozenset(
     {
         "session_meta",
@@ -70,6 +70,13 @@ def detect_line(obj: dict, *, first: bool = False) -> str | None:
         return "pi"
     if kind in CODEX_TYPES and "payload" in obj and "timestamp" in obj:
         return "codex"
+    from batchcompact.agents.gemini import detect as gemini
+    from batchcompact.agents.qwen import detect as qwen
+
+    if qwen.detect_line(obj, first):  # before Claude Code: the same envelope, Gemini-shaped messages
+        return "qwen"
+    if gemini.detect_line(obj, first):
+        return "gemini"
     if kind in CLAUDE_TYPES and any(f in obj for f in CLAUDE_ID_FIELDS):
         return "claude"
     return None
@@ -84,6 +91,13 @@ def _detect_prefix(raw: bytes, *, first: bool) -> str | None:
         return "pi"
     if kind in CODEX_TYPES and b'"payload"' in head:
         return "codex"
+    from batchcompact.agents.gemini import detect as gemini
+    from batchcompact.agents.qwen import detect as qwen
+
+    if qwen.detect_prefix(raw, kind, first):
+        return "qwen"
+    if gemini.detect_prefix(raw, kind, first):
+        return "gemini"
     if kind in CLAUDE_TYPES and any(f'"{f}"'.encode() in raw for f in CLAUDE_ID_FIELDS):
         return "claude"
     return None
@@ -100,6 +114,11 @@ def detect_format(path: str | Path) -> str | None:
         if is_decompress_error(exc):
             raise SessionReadError(f"zstd data damaged: {exc}") from None
         raise
+    from batchcompact.agents.gemini import detect as gemini
+
+    first_line = data.split(b"\n", 1)[0].strip()
+    if first_line in (b"{", b"") and gemini.detect_file(Path(path), data):
+        return "gemini"  # a legacy Gemini CLI chat: one pretty-printed JSON document
     lines = data.split(b"\n")
     complete = len(data) < PROBE_BYTES  # else the last piece may be cut
     first = True
@@ -138,6 +157,10 @@ def read_session(path: str | Path, fmt: str | None = None) -> Session:
         from batchcompact.formats import codex
 
         return codex.read(path)
+    if fmt in ("gemini", "qwen"):
+        import importlib
+
+        return importlib.import_module(f"batchcompact.formats.{fmt}").read(path)
     raise SessionReadError(
-        f"{path}: not a pi, Claude Code or Codex transcript (pass the format explicitly if it is)"
+        f"{path}: not a pi, Claude Code, Codex, Gemini CLI or Qwen Code transcript (pass the format explicitly if it is)"
     )

@@ -3,7 +3,8 @@
 All three readers hand the planner pi-shaped LLM messages (`user`, `assistant` with `toolCall` blocks,
 `toolResult`), but each agent names its tools differently: pi `read/write/edit/bash`, Claude Code
 `Read/Write/Edit/MultiEdit/NotebookEdit/Bash/TodoWrite/Task`, Codex `exec_command/shell/apply_patch/
-update_plan`. `classify_call` maps each call to one `Action`; `extract_facts` walks the messages once,
+update_plan`, Gemini CLI and Qwen Code `read_file/write_file/replace|edit/run_shell_command/write_todos|
+todo_write`. `classify_call` maps each call to one `Action`; `extract_facts` walks the messages once,
 matches every result to its call, and keeps what a handover note needs.
 
 Invariants: one pass, linear in the size of the messages (every "seen" check is a dict or set lookup,
@@ -236,13 +237,28 @@ def parse_patch(text: str) -> list[tuple[str, str, str]]:
     return [(path, op, detail) for path, op, detail in out]
 
 
+# Gemini CLI's and Qwen Code's tool names -> the equivalent name above (same argument shapes: file_path,
+# content, old_string/new_string, command; write_todos' todos carry `description`, Qwen's todo_write
+# `content`).
+GEMINI_TOOLS = {
+    "read_file": "read",
+    "write_file": "write",
+    "replace": "edit",
+    "run_shell_command": "bash",
+    "write_todos": "todowrite",
+    "todo_write": "todowrite",
+    "invoke_agent": "task",
+}
+
+
 def classify_call(block: dict[str, Any]) -> Action:
     """Map one tool call of any of the three agents to an `Action`."""
     name = str(block.get("name") or "")
     lower = name.lower()
     args = _args(block)
-    path = args.get("path") or args.get("file_path") or args.get("notebook_path")
+    path = args.get("path") or args.get("file_path") or args.get("notebook_path") or args.get("absolute_path")
     path = path if isinstance(path, str) and path else None
+    lower = GEMINI_TOOLS.get(lower, lower)
     if lower in ("read", "notebookread", "view_image") and path:
         return Action("read", [(path, "read")])
     if lower == "write" and path:
@@ -275,7 +291,7 @@ def classify_call(block: dict[str, Any]) -> Action:
         return Action("command", command=command, detail=clip(args.get("description") or "", 120))
     if lower == "todowrite" and isinstance(args.get("todos"), list):
         todos = [
-            (str(t.get("content") or ""), str(t.get("status") or ""))
+            (str(t.get("content") or t.get("description") or ""), str(t.get("status") or ""))
             for t in args["todos"]
             if isinstance(t, dict)
         ]
