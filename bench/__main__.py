@@ -1,7 +1,8 @@
 """`python -m bench [--quick]`: every stage's figure in one table, each next to its baseline.
 
 Each stage runs as its own subprocess (so memory and imports do not leak between them) and reports
-`FIGURE {json}` lines (bench/figures.py). Machines here are noisy: compare ratios, not absolute times.
+`FIGURE {json}` lines (bench/figures.py). Machines here are noisy: compare ratios, not absolute times;
+the load average is printed before and after each stage. A stage that fails makes the whole run exit 1.
 """
 
 from __future__ import annotations
@@ -28,13 +29,39 @@ STAGES = [
 ]
 
 
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load {one:.1f} (1 min) / {five:.1f} (5 min) on {os.cpu_count()} CPUs"
+
+
+def _markdown(figures: list[dict]) -> str:
+    """The table of docs/performance.md: every figure, its baseline, the ratio and the goal's status."""
+    def num(x: float | None) -> str:
+        return "" if x is None else f"{x:,.3g}" if abs(x) < 100 else f"{x:,.0f}"
+
+    rows = ["| stage | figure | value | baseline (same run) | ratio | runs | goal |", "|---|---|---|---|---|---|---|"]
+    for f in figures:
+        base = f"{f['baseline']}: {num(f['baseline_value'])}" if f["baseline"] else ""
+        ratio = "" if f["ratio"] is None else f"{f['ratio']:.2f}"
+        figure = f["figure"] + (f" ({f['note']})" if f.get("note") else "")
+        status = f.get("status", "no goal")
+        if status.startswith("not met"):
+            status = f"**{status}**"
+        rows.append(f"| {f['stage']} | {figure} | {num(f['value'])} {f['unit']} | {base} | {ratio} | "
+                    f"{f.get('runs') or 1} | {status} |")
+    return "\n".join(rows)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small inputs: about a minute in all")
     parser.add_argument("--only", default=None, help="comma-separated stage scripts to run (e.g. read,plan)")
     parser.add_argument("--verbose", action="store_true", help="also show each script's own output")
+    parser.add_argument("--markdown", type=Path, default=None, help="also write the table as Markdown to FILE")
     args = parser.parse_args()
     figures: list[dict] = []
+    failed: list[str] = []
+    print(f"[start: {_load()}]", file=sys.stderr)
     for label, script in STAGES:
         if args.only and not any(script.startswith(f"bench_{name}") for name in args.only.split(",")):
             continue
@@ -44,20 +71,29 @@ def main() -> int:
         env = dict(os.environ, BATCHCOMPACT_TOKEN_CACHE=os.environ.get("BATCHCOMPACT_TOKEN_CACHE", "off"))
         done = subprocess.run(command, capture_output=True, text=True, env=env)
         elapsed = time.perf_counter() - started
-        print(f"[{label}: {elapsed:.0f}s{'' if done.returncode == 0 else ', FAILED'}]", file=sys.stderr)
+        print(f"[{label}: {elapsed:.0f}s, {_load()}{'' if done.returncode == 0 else ', FAILED'}]", file=sys.stderr)
         for line in done.stdout.splitlines():
             if line.startswith("FIGURE "):
                 figures.append(json.loads(line[len("FIGURE "):]))
             elif args.verbose:
                 print("   ", line, file=sys.stderr)
         if done.returncode != 0:
+            failed.append(label)
             print(done.stderr[-2000:], file=sys.stderr)
-    print(f"{'stage':<8} {'figure':<40} {'value':>12} {'unit':<11} {'baseline':<24} {'baseline':>10} {'ratio':>7}")
+    print(f"{'stage':<8} {'figure':<40} {'value':>12} {'unit':<11} {'baseline':<24} {'baseline':>10} {'ratio':>7} "
+          f"goal")
     for f in figures:
         base = "" if f["baseline_value"] is None else f"{f['baseline_value']:>10.2f}"
         ratio = "" if f["ratio"] is None else f"{f['ratio']:>7.2f}"
         print(f"{f['stage']:<8} {f['figure'][:40]:<40} {f['value']:>12.2f} {f['unit']:<11} "
-              f"{(f['baseline'] or '')[:24]:<24} {base:>10} {ratio:>7}")
+              f"{(f['baseline'] or '')[:24]:<24} {base:>10} {ratio:>7} {f.get('status', '')}")
+    print(f"[end: {_load()}]", file=sys.stderr)
+    if args.markdown:
+        args.markdown.write_text(_markdown(figures) + "\n")
+    if failed:
+        print(f"bench: {len(failed)} stage(s) FAILED: {', '.join(failed)} (their figures are missing above)",
+              file=sys.stderr)
+        return 1
     return 0
 
 

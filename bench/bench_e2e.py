@@ -4,6 +4,8 @@
 
 Prints sessions/s and MB/s of the whole run (plan, summarize, apply, write, verify, report) next to
 `plan --force` alone over the same corpus in the same process (the baseline: what reading and planning cost).
+Both commands are run --runs times, alternating, and each figure is the median; a command that fails
+stops the bench (a crash must not read as a fast time).
 """
 
 from __future__ import annotations
@@ -11,22 +13,21 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
+import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from batchcompact.synth.corpus import parse_size, write_corpus
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.figures import emit  # noqa: E402
+from bench.timing import BenchFailure, timed  # noqa: E402
 
 
 def _cli(*args: str) -> float:
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "batchcompact", "-q", *args], check=False, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - started
+    """Wall seconds of one `batchcompact` command; the bench stops if it fails."""
+    return timed([sys.executable, "-m", "batchcompact", "-q", *args], label=f"batchcompact {args[0]}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -34,6 +35,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--total", default="40MB")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--runs", type=int, default=3, help="timed runs of each command (the median counts)")
     parser.add_argument("--quick", action="store_true", help="a 15 MB corpus")
     args = parser.parse_args(argv)
     if args.quick and args.total == "40MB":
@@ -44,19 +46,32 @@ def main(argv: list[str] | None = None) -> None:
     files = sorted(root.rglob("*.jsonl"))
     mb = sum(os.path.getsize(f) for f in files) / 1e6
     out = Path(tempfile.mkdtemp(prefix="bc-bench-e2e-out-"))
+    plans, runs, written = [], [], set()
     try:
         # --force: every session with history to summarize is compacted (the corpus' sessions are mostly
-        # under their models' thresholds, as real archives are).
-        plan_s = _cli("plan", str(root), "--force", "--jobs", str(args.jobs), "--format", "json", "-o", os.devnull)
-        run_s = _cli("run", str(root), "--force", "--output-dir", str(out / "o"), "--min-age", "0", "--jobs", str(args.jobs))
-        written = sum(1 for _ in (out / "o").rglob("*.jsonl"))
+        # under their models' thresholds, as real archives are). Each run writes into a fresh folder, and
+        # the two commands alternate so that a change of machine load hits both.
+        _cli("plan", str(root), "--force", "--jobs", str(args.jobs), "--format", "json", "-o", os.devnull)  # warm
+        for n in range(args.runs):
+            plans.append(_cli("plan", str(root), "--force", "--jobs", str(args.jobs), "--format", "json",
+                              "-o", os.devnull))
+            target = out / f"o{n}"
+            runs.append(_cli("run", str(root), "--force", "--output-dir", str(target), "--min-age", "0",
+                             "--jobs", str(args.jobs)))
+            written.add(sum(1 for _ in target.rglob("*.jsonl")))
     finally:
         shutil.rmtree(out, ignore_errors=True)
+    if len(written) != 1 or not next(iter(written)):
+        raise BenchFailure(f"bench: run wrote {sorted(written)} compacted sessions over {args.runs} runs; "
+                           "expected the same positive count each time")
+    written = written.pop()
+    plan_s, run_s = statistics.median(plans), statistics.median(runs)
     print(f"e2e: {len(files)} sessions, {mb:.1f} MB; {written} compacted")
     print(f"  plan only:  {plan_s:6.2f}s  {len(files) / plan_s:7.1f} sessions/s")
     print(f"  run:        {run_s:6.2f}s  {len(files) / run_s:7.1f} sessions/s  {mb / run_s:6.1f} MB/s")
+    print(f"  (medians of {args.runs} runs each; plan {[round(x, 2) for x in plans]}, run {[round(x, 2) for x in runs]})")
     emit("e2e", "run, built-in summarizer", len(files) / run_s, "sessions/s", "plan only", len(files) / plan_s,
-         note=f"{written} of {len(files)} compacted")
+         note=f"{written} of {len(files)} compacted, {mb:.0f} MB", goal="ratio >= 0.8", runs=args.runs)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -21,6 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
 from bench.figures import emit  # noqa: E402
+from bench.timing import BenchFailure  # noqa: E402
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -46,10 +48,23 @@ class ServerProcess:
             text=True,
         )
         self.api_base = self.process.stdout.readline().strip()
+        if not self.api_base.startswith("http"):
+            self.process.kill()
+            raise BenchFailure(f"bench: the loopback server did not start (exit {self.process.wait()})")
 
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(timeout=10)
+
+
+RUNS = 3  # each throughput figure is the median of this many runs
+
+
+def _all_succeeded(stats, calls: int) -> None:
+    """A failed call returns at once: the figure would count it as fast work. Stop instead."""
+    done = stats.by_status.get("ok", 0)
+    if done != calls:
+        raise BenchFailure(f"bench: {done} of {calls} summary jobs succeeded ({dict(stats.by_status)}); nothing timed")
 
 
 async def pool_efficiency(api_base: str, calls: int, concurrency: int, delay: float) -> None:
@@ -60,10 +75,14 @@ async def pool_efficiency(api_base: str, calls: int, concurrency: int, delay: fl
         summarizer,
         PoolSettings(concurrency=concurrency),
     )
-    jobs = (SummaryJob(f"s{i}", [make_call(i)]) for i in range(calls))
-    start = time.perf_counter()
-    stats = await run_jobs(jobs, summarizer, PoolSettings(concurrency=concurrency))
-    elapsed = time.perf_counter() - start
+    samples = []
+    for _ in range(RUNS):
+        jobs = (SummaryJob(f"s{i}", [make_call(i)]) for i in range(calls))
+        start = time.perf_counter()
+        stats = await run_jobs(jobs, summarizer, PoolSettings(concurrency=concurrency))
+        samples.append(time.perf_counter() - start)
+        _all_succeeded(stats, calls)
+    elapsed = statistics.median(samples)
     ideal = concurrency / delay
     achieved = calls / elapsed
     print(f"pool: {calls} calls, concurrency {concurrency}, server delay {delay * 1000:.0f} ms")
@@ -72,7 +91,7 @@ async def pool_efficiency(api_base: str, calls: int, concurrency: int, delay: fl
         f"  {achieved:.1f} calls/s of ideal {ideal:.1f} -> efficiency {achieved / ideal:.1%} in {elapsed:.2f}s"
     )
     emit("pool", f"litellm, concurrency {concurrency}, {delay * 1000:.0f} ms", achieved, "calls/s",
-         "concurrency / latency", ideal)
+         "concurrency / latency", ideal, runs=RUNS, goal="ratio >= 0.9" if delay >= 1 else None)
 
 
 class SleepSummarizer:
@@ -92,16 +111,21 @@ class SleepSummarizer:
 
 
 async def pool_only(calls: int, concurrency: int, delay: float) -> None:
-    jobs = (SummaryJob(f"s{i}", [make_call(i)]) for i in range(calls))
-    start = time.perf_counter()
-    await run_jobs(jobs, SleepSummarizer(delay), PoolSettings(concurrency=concurrency))
-    elapsed = time.perf_counter() - start
+    samples = []
+    for _ in range(RUNS):
+        jobs = (SummaryJob(f"s{i}", [make_call(i)]) for i in range(calls))
+        start = time.perf_counter()
+        stats = await run_jobs(jobs, SleepSummarizer(delay), PoolSettings(concurrency=concurrency))
+        samples.append(time.perf_counter() - start)
+        _all_succeeded(stats, calls)
+    elapsed = statistics.median(samples)
     ideal = concurrency / delay
     print(
         f"pool alone (no HTTP): {calls / elapsed:.1f} calls/s of ideal {ideal:.1f} "
         f"-> efficiency {calls / elapsed / ideal:.1%}"
     )
-    emit("pool", "pool alone (no HTTP)", calls / elapsed, "calls/s", "concurrency / latency", ideal)
+    emit("pool", "pool alone (no HTTP)", calls / elapsed, "calls/s", "concurrency / latency", ideal, runs=RUNS,
+         goal="ratio >= 0.9")
 
 
 async def overhead(api_base: str, n: int) -> None:
@@ -124,24 +148,28 @@ async def overhead(api_base: str, n: int) -> None:
                 headers={"Authorization": "Bearer sk-bench", "Content-Type": "application/json"},
             )
             await summarizer.summarize(call)
-        start = time.perf_counter()
+        raws = []
         for _ in range(n):
+            start = time.perf_counter()
             response = await client.post(
                 f"{api_base}/chat/completions",
                 content=body,
                 headers={"Authorization": "Bearer sk-bench", "Content-Type": "application/json"},
             )
+            response.raise_for_status()
             json.loads(response.content)
-        raw = (time.perf_counter() - start) / n
-    start = time.perf_counter()
+            raws.append(time.perf_counter() - start)
+    vias = []
     for _ in range(n):
-        await summarizer.summarize(call)
-    via = (time.perf_counter() - start) / n
+        start = time.perf_counter()
+        await summarizer.summarize(call)  # raises on any failure: a failed call is never timed
+        vias.append(time.perf_counter() - start)
+    raw, via = statistics.median(raws), statistics.median(vias)
     print(
         f"overhead: raw httpx {raw * 1000:.2f} ms/call, litellm {via * 1000:.2f} ms/call "
-        f"-> litellm adds {(via - raw) * 1000:.2f} ms per call (sequential, {n} calls)"
+        f"-> litellm adds {(via - raw) * 1000:.2f} ms per call (sequential; medians of {n} calls)"
     )
-    emit("pool", "litellm per-call latency", via * 1000, "ms", "raw httpx request", raw * 1000)
+    emit("pool", "litellm per-call latency", via * 1000, "ms", "raw httpx request", raw * 1000, runs=n)
 
 
 def main() -> None:

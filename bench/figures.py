@@ -2,19 +2,44 @@
 
 `python -m bench` runs the scripts and turns those lines into one table; a script run on its own prints
 them too (they are readable), after its own human-oriented output.
+
+A figure may carry a goal, written `"ratio >= 0.8"` (the figure over its baseline) or `"value <= 0.15"`
+(the figure itself); its status is then written out in full, met or not: `met: 0.94x vs >= 0.8`,
+`not met: 1.84x vs <= 1.0`.
 """
 
 from __future__ import annotations
 
 import json
+import operator
+
+_OPS = {">=": operator.ge, "<=": operator.le}
+
+
+def goal_status(goal: str, value: float, ratio: float | None, unit: str) -> str:
+    """`met: ...` or `not met: ...` for a goal such as `ratio <= 1.0` (see the module docstring)."""
+    subject, op, threshold = goal.split()
+    if op not in _OPS or subject not in ("ratio", "value"):
+        raise ValueError(f"goal {goal!r}: write 'ratio|value >=|<= NUMBER'")
+    limit = float(threshold)
+    measured = ratio if subject == "ratio" else value
+    if measured is None:
+        return f"not measured (no baseline) vs {op} {threshold}"
+    met = _OPS[op](measured, limit)
+    digits = 3 if f"{measured:.2f}" == f"{limit:.2f}" and not met else 2  # 0.796 is not shown as 0.80
+    shown = f"{measured:.{digits}f}x" if subject == "ratio" else f"{measured:.{digits}f} {unit}"
+    return f"{'met' if met else 'not met'}: {shown} vs {op} {threshold}"
 
 
 def emit(stage: str, figure: str, value: float, unit: str, baseline: str | None = None,
-         baseline_value: float | None = None, note: str = "") -> None:
-    """Print one figure, with the baseline it is compared with (same run, same machine) when there is one."""
+         baseline_value: float | None = None, note: str = "", goal: str | None = None,
+         runs: int | None = None) -> None:
+    """Print one figure, with the baseline it is compared with (same run, same machine) when there is one,
+    the goal it is held to (status written out) and how many runs its median is of."""
     ratio = value / baseline_value if baseline_value else None
     print("FIGURE " + json.dumps({
         "stage": stage, "figure": figure, "value": round(value, 3), "unit": unit, "baseline": baseline,
         "baseline_value": None if baseline_value is None else round(baseline_value, 3),
-        "ratio": None if ratio is None else round(ratio, 3), "note": note,
+        "ratio": None if ratio is None else round(ratio, 3), "note": note, "runs": runs,
+        "goal": goal, "status": goal_status(goal, value, ratio, unit) if goal else "no goal",
     }), flush=True)

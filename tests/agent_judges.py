@@ -3,7 +3,7 @@ loopback fake of their model API that records every request.
 
 - `npm_cli(package, version, binary)` installs once into `$BATCHCOMPACT_TEST_CACHE` (default
   `~/.cache/batchcompact-tests`)/npm/<package>-<version> and returns the binary, or skips the test with
-  the reason when npm is missing or the registry cannot be reached (with `CI` set: fails).
+  the reason when npm is missing or the install fails (with `CI` set, the test fails instead).
 - `FakeAnthropic` answers `POST /v1/messages` (streamed or not) with one text reply and records bodies.
 - `sandbox_env` gives a CLI nothing of the user's: HOME and the config dir in tmp, telemetry and updates
   off, and a proxy that goes nowhere for everything but 127.0.0.1.
@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import pytest
+from conftest import unavailable
 
 REPLY = "JUDGE-OK"
 
@@ -30,12 +30,12 @@ def cache_dir() -> Path:
     return Path(root)
 
 
-def unavailable(reason: str) -> None:
-    """A judge that cannot run: skipped locally, a failure with CI set (a judge must never be silently
-    skipped in CI)."""
-    if os.environ.get("CI"):
-        pytest.fail(reason)
-    pytest.skip(reason)
+def node_bin() -> Path:
+    """The `node` that runs the npm CLIs (skip without it; fail in CI)."""
+    node = shutil.which("node")
+    if node is None:
+        unavailable("node is not installed")
+    return Path(node)
 
 
 def npm_cli(package: str, version: str, binary: str) -> Path:
@@ -55,8 +55,8 @@ def npm_cli(package: str, version: str, binary: str) -> Path:
     except subprocess.TimeoutExpired:
         unavailable(f"npm install {package}@{version} timed out (registry unreachable?)")
     if done.returncode != 0 or not target.exists():
-        reason = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-        unavailable(f"npm install {package}@{version} failed: {reason[0]}")
+        said = [line for line in (done.stderr or done.stdout).splitlines() if line.strip() and "complete log" not in line]
+        unavailable(f"npm install {package}@{version} failed: {' / '.join(said[:2]) or done.returncode}")
     (prefix / ".installed").write_text(version)
     return target
 

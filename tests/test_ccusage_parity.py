@@ -2,7 +2,7 @@
 
 ccusage is installed from npm into a cache folder (`$BATCHCOMPACT_TEST_CACHE` or
 `~/.cache/batchcompact-tests`), once; the test is skipped with the reason only when npm or the registry
-cannot be reached. Both tools read the same tmp layout (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`,
+cannot be reached, and fails then too when `CI` is set. Both tools read the same tmp layout (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`,
 `PI_AGENT_DIR` pointing at copies of ../shared/fixtures, coverage files included) and are compared per
 day and per session, tokens and cost (computed from the same litellm prices), for Claude, Codex and pi.
 Every difference that remains is listed in `KNOWN_DIFFERENCES` and in docs/report.md, with the reason.
@@ -18,7 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_FIXTURES
+from conftest import shared_fixtures, unavailable
 
 from batchcompact.report import ReportSettings, build_report, collect_usage
 
@@ -73,18 +73,16 @@ def ccusage() -> tuple[Path, str]:
             return binary, version
         errors.append(f"{spec}: installed launcher does not run (no native build for this platform)")
     if not npm:
-        pytest.skip("npm is not installed, so ccusage cannot be fetched")
+        unavailable("npm is not installed, so ccusage cannot be fetched")
     if all("ENOTFOUND" in e or "EAI_AGAIN" in e or "ECONNREFUSED" in e or "timed out" in e for e in errors):
-        pytest.skip("the npm registry cannot be reached: " + "; ".join(errors))
+        unavailable("the npm registry cannot be reached: " + "; ".join(errors))
     raise AssertionError("could not install a working ccusage 20: " + "; ".join(errors))
 
 
 @pytest.fixture(scope="module")
 def layout(tmp_path_factory) -> Path:
     """The fixtures in the agents' on-disk layout (coverage files as one more project / day folder)."""
-    fixtures_dir = SHARED_FIXTURES
-    if not fixtures_dir.is_dir():
-        pytest.skip(f"shared fixtures not found at {fixtures_dir}")
+    fixtures_dir = shared_fixtures()
     root = tmp_path_factory.mktemp("agents")
     shutil.copytree(fixtures_dir / "claude" / "projects", root / "claude" / "projects")
     shutil.copytree(fixtures_dir / "claude" / "coverage", root / "claude" / "projects" / "coverage")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -77,7 +78,11 @@ def test_plan_unknown_price_is_null_with_a_warning(tmp_path):
     result = CliRunner().invoke(cli, ["plan", str(folder), "--force", "--jobs", "1", "--format", "json",
                                       "--summary-model", "no-such-provider/imaginary-model"])
     assert result.exit_code == 0
-    assert "warning: no price known for 'no-such-provider/imaginary-model'" in result.output
+    assert "warning: no price known for 'no-such-provider/imaginary-model'" in result.stderr
+    rows = json.loads(result.stdout)["rows"]
+    assert len(rows) == 2 and {r["status"] for r in rows} == {"compact"}
+    assert all(r["est_cost_usd"] is None and r["est_batch_cost_usd"] is None for r in rows)
+    assert all(r["prompt_tokens"] > 0 for r in rows)  # planned all the same: only the price is unknown
 
 
 def test_plan_reports_broken_sessions_as_error_rows(tmp_path):
@@ -115,11 +120,14 @@ def test_validate_lines_and_exit_codes(tmp_path):
 def test_validate_fixtures_are_valid():
     result = invoke("validate", str(fixture_path("pi")), "--jobs", "1")
     assert result.exit_code == 0, result.output
+    assert result.stdout == ""  # no problem line, not even a warning
+    assert result.stderr == "2 files checked: 2 valid, 0 invalid (0 errors, 0 warnings)\n"
 
 
 def test_validate_missing_path_is_a_usage_error():
     result = invoke("validate", "/nonexistent/dir")
-    assert result.exit_code != 0
+    assert result.exit_code == 2
+    assert result.stdout == "" and result.stderr == "Error: path not found: /nonexistent/dir\n"
 
 
 def test_show_json_context_lines():
@@ -150,8 +158,20 @@ def test_run_builtin_on_fixtures_then_outputs_validate_and_show_summary_first(tm
     assert result.exit_code == 0, result.output
     assert (src / name).read_bytes() == before
     written = out / name
-    assert written.read_bytes().startswith(before if name == "before-compaction.jsonl" and False else b"")
-    assert invoke("validate", str(written)).exit_code == 0
+    original = [json.loads(line) for line in before.decode().splitlines()]
+    lines = [json.loads(line) for line in written.read_text().splitlines()]
+    # A v1 input is written as v3 (ids, parentIds, firstKeptEntryId), every original line kept in order,
+    # then the new compaction appended, pointing at an entry of the file.
+    assert lines[0]["version"] == 3 and lines[0]["id"] == original[0]["id"]
+    for old, new in zip(original[1:], lines[1 : len(original)], strict=True):
+        kept = {k: v for k, v in old.items() if k != "firstKeptEntryIndex"}
+        assert {k: new[k] for k in kept} == kept and new["id"] and "parentId" in new
+    appended = lines[len(original) :]
+    assert [o["type"] for o in appended] == ["compaction"]
+    assert appended[0]["firstKeptEntryId"] in {o.get("id") for o in lines[1 : len(original)]}
+    validated = invoke("validate", str(written))
+    assert validated.exit_code == 0 and validated.stdout == ""
+    assert validated.stderr.startswith("1 files checked: 1 valid, 0 invalid (0 errors")
     info = json.loads(invoke("show", str(written), "--format", "json").output)["rows"][0]
     roles = [m["source_role"] for m in info["context_messages"]]
     assert roles[0] == "compactionSummary" and roles[1] != "toolResult"
@@ -162,10 +182,12 @@ def test_run_builtin_on_fixtures_then_outputs_validate_and_show_summary_first(tm
 
 
 def test_validate_every_fixture_and_sample():
-    from conftest import BROKEN_SAMPLES, SAMPLES, SHARED_FIXTURES
+    from conftest import BROKEN_SAMPLES, RECORDED_FAMILIES, SAMPLES, shared_fixtures
 
-    if SHARED_FIXTURES.is_dir():
-        assert invoke("validate", str(SHARED_FIXTURES), "--jobs", "1", "--errors-only").exit_code == 0
+    formats = [str(shared_fixtures() / name) for name in RECORDED_FAMILIES]  # agents/ holds other formats
+    fixtures = invoke("validate", *formats, "--jobs", "1", "--errors-only")
+    assert fixtures.exit_code == 0 and fixtures.stdout == ""
+    assert re.search(r"^(\d+) files checked: \1 valid, 0 invalid \(0 errors", fixtures.stderr, re.M), fixtures.stderr
     result = CliRunner().invoke(cli, ["validate", str(SAMPLES), "--jobs", "1"])
     assert result.exit_code == 0 and result.stdout == ""
     assert "9 files checked: 9 valid, 0 invalid" in result.stderr

@@ -175,7 +175,9 @@ def test_a_folder_without_sessions_exits_2(tmp_path, command):
 
 
 def test_show_of_a_missing_file_exits_2(tmp_path):
-    assert invoke("show", tmp_path / "nope.jsonl").exit_code == 2
+    result = invoke("show", tmp_path / "nope.jsonl")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.splitlines()[-1] == f"Error: Invalid value for 'SESSION': File '{tmp_path / 'nope.jsonl'}' does not exist."
 
 
 def test_quoted_tilde_and_variables_are_expanded(tmp_path):
@@ -187,8 +189,13 @@ def test_quoted_tilde_and_variables_are_expanded(tmp_path):
         result = invoke("validate", pattern, env=env)
         assert result.exit_code == 0, (pattern, result.output)
         assert "1 files checked: 1 valid" in result.stderr
-    assert invoke("show", "~/sessions/a.jsonl", env=env).exit_code == 0
-    assert invoke("report", "~/sessions", env=env).exit_code == 0
+    session_id = "932dd87f-f255-4702-8fff-b7e98d47d103"  # small-fix.jsonl's
+    shown = invoke("show", "~/sessions/a.jsonl", "--format", "json", env=env)
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["rows"][0]["path"] == str(home / "sessions" / "a.jsonl")
+    reported = invoke("report", "~/sessions", "--by", "session", "--format", "json", env=env)
+    assert reported.exit_code == 0, reported.output
+    assert [r["session_id"] for r in json.loads(reported.stdout)["rows"]] == [session_id]
 
 
 # -- one output vocabulary ----------------------------------------------------------------------
@@ -267,10 +274,16 @@ def test_known_invalid_files_fail_once_then_are_reported_without_failing(tmp_pat
     run_id = json.loads(invoke(*args, "--format", "json").stdout)["run_id"]
     assert row["status"] == "known_invalid" and row["reason"].startswith("known invalid since ")
     assert run_id not in row["reason"]  # "since" names the first run that saw it
-    assert invoke(*args, "--strict").exit_code == 1
+    strict = invoke(*args, "--strict", "--format", "json")
+    assert strict.exit_code == 1
+    (row,) = [r for r in json.loads(strict.stdout)["rows"] if r["input_path"].endswith("malformed.jsonl")]
+    assert row["status"] == "failed" and "line 16: invalid JSON" in row["reason"], row
     with (src / "malformed.jsonl").open("a") as handle:  # changed bytes: reported (and failing) again
         handle.write("\n{broken\n")
-    assert invoke(*args).exit_code == 1
+    changed = invoke(*args, "--format", "json")
+    assert changed.exit_code == 1
+    (row,) = [r for r in json.loads(changed.stdout)["rows"] if r["input_path"].endswith("malformed.jsonl")]
+    assert row["status"] == "failed" and row["reason"].startswith("line 16: invalid JSON")
 
 
 # -- tables -----------------------------------------------------------------------------------

@@ -58,14 +58,14 @@ def home(tmp_path, monkeypatch, fixtures_dir) -> Path:
 def test_every_agent_folder_is_found_under_home(home):
     found = [(s.agent, s.path.relative_to(home).as_posix(), s.origin) for s in discover_sources()]
     assert found == [
-        ("claude", ".config/claude/projects", "default"),
-        ("claude", ".claude/projects", "default"),
-        ("codex", ".codex/sessions", "default"),
-        ("codex", ".codex/archived_sessions", "default"),
         ("pi", ".pi/agent/sessions", "default"),
         ("atomic", ".atomic/agent/sessions", "default"),
         ("indusagi", ".indusagi/agent/sessions", "default"),
         ("oh-my-pi", ".omp/agent/sessions", "default"),
+        ("claude", ".config/claude/projects", "default"),
+        ("claude", ".claude/projects", "default"),
+        ("codex", ".codex/sessions", "default"),
+        ("codex", ".codex/archived_sessions", "default"),
     ]
 
 
@@ -124,6 +124,9 @@ def test_validate_and_plan_without_arguments_use_the_same_discovery(home):
     plan = CliRunner().invoke(cli, ["plan", "--format", "json"])
     assert plan.exit_code == 0, plan.output
     assert "reading atomic:" in plan.stderr
+    planned = {Path(row["path"]).relative_to(home).as_posix() for row in json.loads(plan.stdout)["rows"]}
+    validated = {Path(row["path"]).relative_to(home).as_posix() for row in json.loads(validate.stdout)["rows"]}
+    assert planned == validated  # the same files, found the same way
 
 
 def test_nothing_found_is_a_usage_error_naming_the_places(tmp_path, monkeypatch):

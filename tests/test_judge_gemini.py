@@ -148,7 +148,7 @@ def test_a_second_resume_sends_the_same_history(compacted: dict) -> None:
 
 def test_report_totals_are_the_same_before_and_after(compacted: dict, tmp_path: Path) -> None:
     """The usage recorded in the chat is neither lost nor counted twice by the compaction."""
-    from batchcompact.formats.gemini import read
+    from batchcompact.agents.gemini.chat import read
 
     before = tmp_path / "before.jsonl"
     before.write_text(compacted["original"])

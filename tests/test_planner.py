@@ -150,9 +150,11 @@ def test_thresholds(settings, window, threshold):
     assert settings.threshold(window) == threshold
 
 
-# Values from pi's algorithm (reference 3.3-3.4, FIX boundary) on the real fixtures, with --force.
-# Columns: keep, first kept line, turn start line, split, messages summarized, prefix messages,
-# tokens before, read files, modified files.
+# What pi 0.73.1's own `prepareCompaction` (FIX boundary, reference 3.3-3.4) gives on the real fixtures:
+# tests/test_judge_pi.py runs it from the installed npm package with node (tests/pi_modules.mjs) and checks
+# this table row for row. Columns: keep, first kept line, turn start line, split (pi makes two calls: a
+# split turn with a non-empty prefix), messages summarized, prefix messages, tokens before, read files,
+# modified files.
 FIXTURE_TABLE = {
     "large-session.jsonl": [
         (2000, 1009, 988, True, 882, 21, 177657, 6, 23),

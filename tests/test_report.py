@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
+from conftest import RECORDED_FAMILIES, fixture_path, shared_fixtures
 from test_report_extract import run_rows, write_run_report
 
 from batchcompact.report import ReportSettings, build_report, collect_usage, run_report
@@ -23,11 +24,11 @@ def _ts(value) -> datetime | None:
         return None
 
 
-def reference_rows(fixtures: Path) -> list[dict]:
+def reference_rows(roots: list[Path]) -> list[dict]:
     """Usage rows computed the simple way: whole-file json parsing, no cheap skips, no cache."""
     out: list[dict] = []
     claude: dict[tuple, dict] = {}
-    for path in sorted(fixtures.rglob("*.jsonl")):
+    for path in sorted(path for root in roots for path in root.rglob("*.jsonl")):
         objs = []
         for line in path.read_text().splitlines():
             try:
@@ -139,14 +140,13 @@ GROUPERS = {
 def archive(
     tmp_path_factory,
 ):
-    fixtures = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures"
-    if not fixtures.is_dir():
-        pytest.skip(f"shared fixtures not found at {fixtures}")
+    fixtures = shared_fixtures()
     runs = tmp_path_factory.mktemp("runs")
     write_run_report(runs / "compactions-r1.parquet", run_rows())
     cache = tmp_path_factory.mktemp("cache")
-    collected = collect_usage([fixtures, runs], cache_dir=cache, jobs=1)
-    return fixtures, collected, reference_rows(fixtures)
+    families = [fixtures / family for family in RECORDED_FAMILIES]
+    collected = collect_usage([*families, runs], cache_dir=cache, jobs=1)
+    return fixtures, collected, reference_rows(families)
 
 
 @pytest.mark.parametrize("by", ["day", "month", "session", "project", "model"])
@@ -238,9 +238,7 @@ def test_unpriced_models_are_reported_not_free(tmp_path):
 
 
 def test_second_run_parses_nothing(tmp_path, monkeypatch):
-    src = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "claude"
-    if not src.is_dir():
-        pytest.skip("shared fixtures not found")
+    src = fixture_path("claude")
     cache = tmp_path / "cache"
     first = collect_usage([src], cache_dir=cache, jobs=1)
     assert first.extracted == first.files == 8 and first.cached == 0
@@ -256,16 +254,7 @@ def test_second_run_parses_nothing(tmp_path, monkeypatch):
 
 
 def test_changed_file_is_parsed_again(tmp_path):
-    src = (
-        Path(__file__).resolve().parent.parent.parent
-        / "shared"
-        / "fixtures"
-        / "claude"
-        / "projects"
-        / "sample-project"
-    )
-    if not src.is_dir():
-        pytest.skip("shared fixtures not found")
+    src = fixture_path("claude", "projects", "sample-project")
     copy = tmp_path / "sample-project" / "s.jsonl"
     copy.parent.mkdir()
     text = next(src.glob("*.jsonl")).read_text()
@@ -280,18 +269,14 @@ def test_changed_file_is_parsed_again(tmp_path):
 
 
 def test_no_cache_leaves_nothing_behind(tmp_path):
-    src = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "pi"
-    if not src.is_dir():
-        pytest.skip("shared fixtures not found")
+    src = fixture_path("pi")
     report, collected = run_report([src], ReportSettings(by="session"), use_cache=False)
     assert collected.extracted == 2 and report.rows.height == 2
     assert collected.temp_dir is None
 
 
 def test_parallel_extraction_matches_serial(tmp_path):
-    src = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "codex"
-    if not src.is_dir():
-        pytest.skip("shared fixtures not found")
+    src = fixture_path("codex")
     serial, _ = run_report([src], ReportSettings(by="session"), cache_dir=tmp_path / "a", jobs=1)
     parallel, _ = run_report([src], ReportSettings(by="session"), cache_dir=tmp_path / "b", jobs=2)
     assert serial.rows.drop("models").equals(parallel.rows.drop("models"))
@@ -308,9 +293,7 @@ def test_week_starts_on_monday(archive):
 
 
 def test_forked_codex_copy_counted_once(tmp_path):
-    src = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "codex" / "sessions"
-    if not src.is_dir():
-        pytest.skip("shared fixtures not found")
+    src = fixture_path("codex", "sessions")
     original = next(src.rglob("rollout-*019c8bfe*.jsonl"))
     fork = tmp_path / "rollout-fork.jsonl"
     lines = original.read_text().splitlines()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import SAMPLES, SHARED_FIXTURES
+from conftest import SAMPLES, SHARED_FIXTURES, in_ci, shared_fixtures
 
 from batchcompact.cli import cli
 
@@ -21,12 +21,12 @@ STORED = "from cache (the stored report)"
 
 @pytest.fixture
 def archive(tmp_path) -> Path:
-    """Claude Code, Codex and pi sessions (the samples, plus the shared fixtures when present)."""
+    """Claude Code, Codex and pi sessions (the samples, plus the shared fixtures: required in CI)."""
     root = tmp_path / "archive"
     shutil.copytree(SAMPLES, root / "samples", ignore=shutil.ignore_patterns("*.md", "*.json"))
-    if SHARED_FIXTURES.is_dir():
-        shutil.copytree(SHARED_FIXTURES / "claude", root / "claude")
-        shutil.copytree(SHARED_FIXTURES / "codex", root / "codex")
+    if SHARED_FIXTURES.is_dir() or in_ci():
+        shutil.copytree(shared_fixtures() / "claude", root / "claude")
+        shutil.copytree(shared_fixtures() / "codex", root / "codex")
     return root
 
 

@@ -77,12 +77,12 @@ Later request: Also write docs/cli.md please
 ## Progress
 
 ### Done
-- [x] Edited `src/cli.py`: b
-- [x] Wrote `docs/cli.md` (1 line)
+- [x] Edited `src/cli.py`
 - [x] Ran 1 command, last: `pytest -q`
 
 ### In Progress
 - [ ] Also write docs/cli.md please
+- [ ] Writing `docs/cli.md` (1 line; no result yet)
 
 ### Blocked
 - `pytest -q` failed: FAILED tests/test_cli.py::test_verbose - AssertionError
@@ -101,8 +101,8 @@ GOLDEN_TURN_PREFIX = """## Original Request
 Add a --verbose flag to cli.py. Don't change the public API.
 
 ## Early Progress
-- Edited `src/cli.py`: b
-- Wrote `docs/cli.md` (1 line)
+- Edited `src/cli.py`
+- Writing `docs/cli.md` (1 line; no result yet)
 - Ran 1 command, last: `pytest -q`
 - `pytest -q` failed: FAILED tests/test_cli.py::test_verbose - AssertionError
 
@@ -136,7 +136,8 @@ def test_previous_summary_items_are_kept():
     assert "Add a --verbose flag to cli.py" in out  # previous goal kept
     assert "- [x] Edited `src/cli.py`" in out  # previous done kept
     assert "- [x] Also write docs/cli.md please" in out  # previous in-progress moved to done
-    assert "- [x] Edited `src/main.py`" in out
+    assert "Writing `docs/cli.md`" not in out  # in flight last time: these messages would report its result
+    assert "- [ ] Editing `src/main.py` (no result yet)" in out  # its result is past these messages
     assert "- [ ] Now rename the flag to --debug" in out
     assert out.count("## Goal") == 1
 
@@ -222,3 +223,14 @@ def test_samples_headings_within_budget(path, kind):
     for heading in HEADINGS[kind]:
         assert heading in out, heading
     assert len(out) <= 1024 * 4
+
+
+def test_continue_keeps_the_last_request_in_flight_and_thanks_asks_nothing():
+    messages = [user("Migrate the settings loader to tomllib"), assistant(text("Started."), stop="stop"),
+                user("continue")]
+    out = summarize_offline(call(messages))
+    assert "1. Finish: Migrate the settings loader to tomllib" in out
+    assert "continue" not in out.split("## Next Steps")[1]
+    done = [user("Migrate the settings loader to tomllib"), assistant(text("Done: migrated."), stop="stop"),
+            user("thanks")]
+    assert "Finish:" not in summarize_offline(call(done))

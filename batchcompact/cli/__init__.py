@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("batchcompact.cli.run", "run", "Compact sessions: plan, summarize, write, report."),
     "report": ("batchcompact.cli.report", "report", "Usage and cost across session archives."),
     "config": ("batchcompact.cli.config_command", "config", "Print the effective settings and where each came from."),
+    "eval": ("batchcompact.cli.eval", "eval_command", "Measure what compactions keep (probes, recall, a judge)."),
     "batches": ("batchcompact.cli.batches", "batches", "List provider batches of `run --batch`; cancel one."),
 }
 

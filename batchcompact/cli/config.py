@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import click
 
 from batchcompact.agent_settings import pi_settings  # noqa: F401  (re-exported for `config`)
+from batchcompact.agents import presets as agent_presets
 from batchcompact.errors import UsageError
 
 ENV_PREFIX = "BATCHCOMPACT_"
@@ -25,27 +27,9 @@ CONFIG_ENV = "BATCHCOMPACT_CONFIG"
 # Options that are the same in every command; they are not looked up per command.
 GLOBAL_NAMES = ("quiet", "verbose", "config_file", "help")
 
-# Each agent's documented compaction defaults, as batchcompact's planner options.
-# Sources are listed in docs/cli.md ("Presets").
-PRESETS: dict[str, dict[str, Any]] = {
-    # pi-mono settings-manager.ts / docs/settings.md: reserveTokens 16384, keepRecentTokens 20000.
-    "pi": {"reserve_tokens": 16384, "keep_recent_tokens": 20000},
-    # oh-my-pi compaction.ts: effective reserve max(15% of the window, 16384) -> about 85% of the window.
-    "oh-my-pi": {"reserve_tokens": 16384, "keep_recent_tokens": 20000, "threshold_percent": 85.0},
-    # withastro/flue packages/runtime/src/compaction.ts: reserveTokens 20000, keepRecentTokens 8000.
-    "flue": {"reserve_tokens": 20000, "keep_recent_tokens": 8000},
-    # Claude Code autoCompact: window - min(max output, 20000) - 13000 buffer.
-    "claude-code": {"reserve_tokens": 33000},
-    # Codex ModelInfo::auto_compact_token_limit: 90% of the window; keeps 20000 tokens of user messages.
-    "codex": {"threshold_percent": 90.0, "keep_recent_tokens": 20000},
-    # Gemini CLI chatCompressionService: compress at 50% of tokenLimit, keep the last 30% of the history
-    # (at the threshold of a 1,048,576 window: 30% of 524,288 tokens).
-    "gemini-cli": {"threshold_percent": 50.0, "keep_recent_tokens": 157286},
-    # Qwen Code 0.24 computeThresholds: min(85%, window - 33,000) (the agent's rule, kept by default); it
-    # summarizes the whole history, so the kept tail is batchcompact's default.
-    "qwen-code": {"keep_recent_tokens": 20000},
-}
-
+# Each agent's documented compaction defaults, as batchcompact's planner options: the registered agents'
+# `presets` (batchcompact/agents/<name>/__init__.py). Sources are listed in docs/cli.md ("Presets").
+PRESETS: dict[str, Mapping[str, Any]] = agent_presets()
 
 
 def option_key(param: click.Parameter) -> str:

@@ -8,12 +8,13 @@ from datetime import date, datetime
 
 import click
 
+from batchcompact.agents import names as agent_names
 from batchcompact.cli.config import ExpandedPath
 from batchcompact.cli.options import executor_options, open_executor
 from batchcompact.cli.output import output_options, pick_format
 from batchcompact.errors import BatchCompactError
 
-SOURCES = ("pi", "claude", "codex", "batchcompact")
+SOURCES = (*agent_names(), "batchcompact")  # every registered agent, and batchcompact's run reports
 
 
 def _parse_date(ctx, param, value: str | None) -> date | None:

@@ -23,18 +23,21 @@ def _positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     return value
 
 
-def summarizer_options(func: Callable) -> Callable:
-    """--model, --api-base, --api-key, --timeout, --summarizer, --check, --no-redact."""
-    options = [
-        click.option(
-            "--model",
-            envvar=MODEL_ENV,
-            show_envvar=True,
-            default="builtin",
-            show_default=True,
-            help="Summary model as litellm names it (e.g. openai/gpt-4o-mini, anthropic/claude-sonnet-4-5), "
-            "or 'builtin' for the offline summarizer (no network, cost 0).",
-        ),
+def _model_option() -> Any:
+    return click.option(
+        "--model",
+        envvar=MODEL_ENV,
+        show_envvar=True,
+        default="builtin",
+        show_default=True,
+        help="Summary model as litellm names it (e.g. openai/gpt-4o-mini, anthropic/claude-sonnet-4-5), "
+        "or 'builtin' for the offline summarizer (no network, cost 0).",
+    )
+
+
+def _provider_option_list() -> list[Any]:
+    """--api-base, --api-key, --timeout: where and how a model is reached."""
+    return [
         click.option("--api-base", default=None, help="Base URL of an OpenAI-compatible or proxy endpoint."),
         click.option(
             "--api-key",
@@ -53,6 +56,30 @@ def summarizer_options(func: Callable) -> Callable:
             callback=_positive,
             help="Seconds before one summary call times out (it is then retried).",
         ),
+    ]
+
+
+def _no_redact_option() -> Any:
+    return click.option(
+        "--no-redact",
+        is_flag=True,
+        default=False,
+        help="Send prompts as they are. By default likely secrets (API keys, tokens, passwords, private keys) "
+        "are replaced with [REDACTED:kind] before a prompt leaves the machine.",
+    )
+
+
+def _apply(func: Callable, options: list[Any]) -> Callable:
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def summarizer_options(func: Callable) -> Callable:
+    """--model, --api-base, --api-key, --timeout, --summarizer, --check, --no-redact."""
+    options = [
+        _model_option(),
+        *_provider_option_list(),
         click.option(
             "--summarizer",
             default=None,
@@ -67,17 +94,14 @@ def summarizer_options(func: Callable) -> Callable:
             help="Before the run, send one tiny real request to prove the key and the endpoint "
             "(exit 3 if it fails). The provider and its key are always checked without a request.",
         ),
-        click.option(
-            "--no-redact",
-            is_flag=True,
-            default=False,
-            help="Send prompts as they are. By default likely secrets (API keys, tokens, passwords, private keys) "
-            "are replaced with [REDACTED:kind] before a prompt leaves the machine.",
-        ),
+        _no_redact_option(),
     ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+    return _apply(func, options)
+
+
+def provider_options(func: Callable) -> Callable:
+    """--api-base, --api-key, --timeout, --no-redact: for commands that pick their models otherwise (eval)."""
+    return _apply(func, [*_provider_option_list(), _no_redact_option()])
 
 
 def provider_preflight(model: str, *, api_base: str | None, api_key: str | None, summarizer: str | None,

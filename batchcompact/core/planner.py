@@ -20,7 +20,7 @@ from batchcompact.core.context import (
     entry_to_message,
     path_model,
 )
-from batchcompact.core.cutpoint import find_cut_point
+from batchcompact.core.cutpoint import CutPoint, find_cut_point
 from batchcompact.core.entries import Entry
 from batchcompact.core.fileops import FileOps
 from batchcompact.core.prompts import (
@@ -122,9 +122,13 @@ def prepare_compaction(
     settings: CompactionSettings,
     context_window: int | None = None,
     agent_threshold: int | None = None,
+    cut: CutPoint | None = None,
 ) -> CompactionPlan | Skip:
     """Plan the compaction of the active path `path` (root first). `agent_threshold` is the agent's own
-    auto-compaction point for `context_window` (core/triggers.py); None: pi's window - reserve."""
+    auto-compaction point for `context_window` (core/triggers.py); None: pi's window - reserve.
+
+    `cut`, when given, is where an earlier compaction cut this path (`batchcompact eval --existing`
+    re-summarizes the same span): it replaces pi's cut-point search and the trigger check."""
     provider, model_id = session_model(path)
     window = settings.context_window or context_window
     if not path:
@@ -136,7 +140,7 @@ def prepare_compaction(
     tokens_before = estimate_context_tokens([m.message for m in context.messages]).tokens
     trigger_tokens = context.trigger_tokens()
     threshold = settings.threshold(window, agent_threshold) if window else None
-    if not settings.force:
+    if not settings.force and cut is None:
         if window is None:
             return Skip(
                 f"unknown context window for model {model_id!r}; pass --context-window N",
@@ -161,9 +165,10 @@ def prepare_compaction(
                 boundary_start = index
                 break
 
-    cut = find_cut_point(
-        path, boundary_start, len(path), settings.keep_recent_tokens, fix_false_split=settings.fix_false_split
-    )
+    if cut is None:
+        cut = find_cut_point(
+            path, boundary_start, len(path), settings.keep_recent_tokens, fix_false_split=settings.fix_false_split
+        )
     first_kept = path[cut.first_kept_index] if cut.first_kept_index < len(path) else None
     if first_kept is None or first_kept.id is None:
         return Skip("nothing to compact (no entry to keep)", tokens_before, window, model_id)

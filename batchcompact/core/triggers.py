@@ -88,6 +88,44 @@ def codex_threshold(model_window: int) -> int:
     return model_window * CODEX_AUTO_COMPACT_PERCENT // 100
 
 
+def claude_trigger(*, messages: Iterable[dict[str, Any]] = (), override_window: int | None = None,
+                   max_output_tokens: int | None = None, **_: Any) -> Trigger:
+    """Claude Code's: its 200k/1M window (or --context-window) and its auto-compact point."""
+    if override_window:
+        window, source = override_window, "--context-window"
+    else:
+        window, source = claude_window(messages)
+    return Trigger(window, source, claude_threshold(window, max_output_tokens))
+
+
+def codex_trigger(*, recorded_window: int | None = None, table_window: int | None = None,
+                  override_window: int | None = None, **_: Any) -> Trigger:
+    """Codex's: the window the rollout recorded (else the table's) and 90% of the model's window."""
+    if override_window:
+        # The user names the model's window; Codex's limit is 90% of it.
+        return Trigger(override_window, "--context-window", codex_threshold(override_window))
+    if recorded_window:
+        return Trigger(recorded_window, "codex token_count", codex_threshold(codex_model_window(recorded_window)))
+    if table_window:
+        return Trigger(table_window, "price table", codex_threshold(table_window))
+    return Trigger(None, "unknown", None)
+
+
+def window_trigger(*, table_window: int | None = None, override_window: int | None = None,
+                   reserve_tokens: int, **_: Any) -> Trigger:
+    """The generic rule: --context-window or the price table's window, minus reserve_tokens."""
+    window = override_window or table_window
+    source = "--context-window" if override_window else ("price table" if table_window else "unknown")
+    return Trigger(window, source, window - reserve_tokens if window else None)
+
+
+def pi_trigger(*, recorded_window: int | None = None, override_window: int | None = None, **kwargs: Any) -> Trigger:
+    """pi's: the window the session recorded, else the generic rule (window - reserve_tokens)."""
+    if not override_window and recorded_window:
+        return Trigger(recorded_window, "session", recorded_window - kwargs["reserve_tokens"])
+    return window_trigger(override_window=override_window, **kwargs)
+
+
 def gemini_window(model: str | None) -> int:
     """Gemini CLI's `tokenLimit(model)`."""
     return GEMMA_4_TOKEN_LIMIT if isinstance(model, str) and model.startswith("gemma-4-") else GEMINI_TOKEN_LIMIT
@@ -127,39 +165,11 @@ def qwen_trigger(*, recorded_window: int | None = None, table_window: int | None
     return Trigger(window, source, qwen_threshold(window))
 
 
-def agent_trigger(
-    session_format: str,
-    *,
-    messages: Iterable[dict[str, Any]] = (),
-    recorded_window: int | None = None,
-    table_window: int | None = None,
-    max_output_tokens: int | None = None,
-    override_window: int | None = None,
-    reserve_tokens: int,
-) -> Trigger:
-    """The agent's own trigger for a session (before --threshold-* overrides, which the settings apply)."""
-    if session_format == "claude":
-        if override_window:
-            window, source = override_window, "--context-window"
-        else:
-            window, source = claude_window(messages)
-        return Trigger(window, source, claude_threshold(window, max_output_tokens))
-    if session_format == "gemini":
-        return gemini_trigger(messages=messages, override_window=override_window)
-    if session_format == "qwen":
-        return qwen_trigger(recorded_window=recorded_window, table_window=table_window,
-                            override_window=override_window)
-    if session_format == "codex":
-        if override_window:
-            # The user names the model's window; Codex's limit is 90% of it.
-            return Trigger(override_window, "--context-window", codex_threshold(override_window))
-        if recorded_window:
-            return Trigger(recorded_window, "codex token_count", codex_threshold(codex_model_window(recorded_window)))
-        if table_window:
-            return Trigger(table_window, "price table", codex_threshold(table_window))
-        return Trigger(None, "unknown", None)
-    window = override_window or table_window
-    source = "--context-window" if override_window else ("price table" if table_window else "unknown")
-    if session_format == "pi" and not override_window and recorded_window:
-        window, source = recorded_window, "session"
-    return Trigger(window, source, window - reserve_tokens if window else None)
+TRIGGERS = {"claude": claude_trigger, "codex": codex_trigger, "pi": pi_trigger, "gemini": gemini_trigger,
+            "qwen": qwen_trigger}
+
+
+def agent_trigger(session_format: str, **inputs: Any) -> Trigger:
+    """The trigger of one of the formats above by name (an unknown one: the generic rule). The pipeline
+    looks the function up in the agent registry (`Agent.trigger`); this is the same for the three here."""
+    return TRIGGERS.get(session_format, window_trigger)(**inputs)

@@ -64,10 +64,8 @@ def orphan_tool_results(messages: list[dict[str, Any]]) -> list[str]:
     return orphans
 
 
-def verify_written(original: Session, written: Session, first_kept_entry_id: str, *,
-                   byte_prefix: bool = True) -> list[str]:
-    """Problems of a written file: errors on re-read, lost bytes, context != summary + kept tail, orphans.
-    `byte_prefix=False` for a file that is rewritten whole (a legacy Gemini CLI JSON chat)."""
+def verify_written(original: Session, written: Session, first_kept_entry_id: str) -> list[str]:
+    """Problems of a written file: errors on re-read, lost bytes, context != summary + kept tail, orphans."""
     out = [str(p) for p in written.errors]
     last_line = original.extra.get("last_line") or 0
     out.extend(
@@ -75,8 +73,7 @@ def verify_written(original: Session, written: Session, first_kept_entry_id: str
         for p in written.problems
         if p.severity != "error" and p.line is not None and p.line > last_line
     )
-    if byte_prefix:
-        out.extend(check_byte_prefix(original.path, written.path, original.extra.get("size")))
+    out.extend(check_byte_prefix(original.path, written.path, original.extra.get("size")))
     path = written.path_entries()
     if not path or path[-1].type != "compaction":
         out.append(f"{written.path}: the written file does not end in a compaction on its active path")

@@ -8,9 +8,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from batchcompact.agents import session_suffixes
 from batchcompact.errors import UsageError
 
-SESSION_SUFFIXES = (".jsonl", ".jsonl.zst")
 # Files this program leaves beside sessions; never read them as sessions.
 IGNORED_SUFFIXES = (".bak", ".tmp", ".partial")
 
@@ -48,7 +48,7 @@ class ScanItem:
 
 
 def _is_session_name(name: str) -> bool:
-    return name.endswith(SESSION_SUFFIXES) and ".batchcompact-" not in name
+    return name.endswith(session_suffixes()) and ".batchcompact-" not in name
 
 
 def _walk(root: Path) -> Iterator[Path]:

@@ -10,7 +10,6 @@ loop's process, or in a worker that compacts the session where it was read (pipe
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import logging
 import os
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from batchcompact.agents import get
 from batchcompact.core.apply import compose_summary, usage_record
 from batchcompact.core.context import build_session_context
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
@@ -75,8 +75,8 @@ def iso(moment: datetime) -> str:
 
 
 def format_module(fmt: str):
-    """The reader/writer module of a format: `batchcompact.formats.<fmt>`."""
-    return importlib.import_module(f"batchcompact.formats.{fmt}")
+    """The writer module of a format (`build_compaction`, `verify`): its agent's `writer`."""
+    return get(fmt).writer_module()
 
 
 class OutcomeWriter:
@@ -152,8 +152,8 @@ class OutcomeWriter:
                                        now_iso=iso(self._now()), from_hook=from_hook)
 
     def _pruned_entries(self, session: Any, plan: CompactionPlan | None) -> dict[int, dict[str, Any]]:
-        """Line number -> replacement entry for the planned tool-output pruning (pi only)."""
-        if plan is None or not plan.prune or session.format != "pi":
+        """Line number -> replacement entry for the planned tool-output pruning (agents with `prune`: pi)."""
+        if plan is None or not plan.prune or not get(session.format).prune:
             return {}
         from batchcompact.core.pruning import apply_pruning
 

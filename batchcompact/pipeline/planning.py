@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from batchcompact.agents import get, load
 from batchcompact.core.calls import SummaryCall
 from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
 from batchcompact.core.session import Session
@@ -85,36 +86,30 @@ class PlanOptions:
 
 
 def read_session(path: str | Path) -> Session:
-    """Read a session file of any supported format."""
-    try:
-        from batchcompact.formats.detect import read_session as read_any
-    except ImportError:  # pragma: no cover - until the multi-format reader exists
-        from batchcompact.formats.pi import read_pi_session
+    """Read a session file of any registered format."""
+    from batchcompact.formats.detect import read_session as read_any
 
-        return read_pi_session(path)
     return read_any(path)
 
 
 def session_trigger(
     session: Session, settings: CompactionSettings, model: str | None, provider: str | None, pricing_file: str | None
 ):
-    """The window, its source and the agent's own threshold for a session (core/triggers.py)."""
-    from batchcompact.core.triggers import agent_trigger
-
+    """The window, its source and the agent's own threshold for a session (`Agent.trigger`, core/triggers.py)."""
+    agent = get(session.format)
     recorded = session.extra.get("context_window") if session.extra else None
     table_window = max_output = None
-    needs_table = session.format != "claude" and not settings.context_window and not recorded
-    if model and (needs_table or session.format == "claude"):
+    needs_table = agent.trigger_table_window and not settings.context_window and not recorded
+    if model and (needs_table or agent.trigger_max_output):
         from batchcompact.pricing import PriceTable
 
         table = PriceTable.load(pricing_file)
         if needs_table:
             table_window = table.context_window(model, provider)
-        if session.format == "claude":
+        if agent.trigger_max_output:
             max_output = table.max_output_tokens(model, provider)
     messages = (e.data.get("message") for e in session.entries if e.type == "message")
-    return agent_trigger(
-        session.format,
+    return load(agent.trigger)(
         messages=(m for m in messages if isinstance(m, dict)),
         recorded_window=int(recorded) if recorded else None,
         table_window=table_window,
@@ -189,8 +184,14 @@ def plan_session(
         where = f"line {first.line}: " if first.line is not None else ""
         row.update(status="error", reason=f"{where}{first.message}{more}")
         return None, row
-    if session.format == "pi" and options.agent_settings:
-        settings, disabled = _with_pi_settings(session, settings, options.agent_settings)
+    agent = get(session.format)
+    refused = session.extra.get("not_writable")  # a reader's reason why this file cannot be rewritten
+    if agent.writer is None or refused:
+        reason = refused or f"{agent.display_name} sessions are reported, not compacted"
+        row.update(status="skip", reason=reason)
+        return Skip(reason, None, settings.context_window, None), row
+    if agent.settings and options.agent_settings:
+        settings, disabled = load(agent.settings)(session, settings, options.agent_settings)
         if disabled:
             row.update(status="skip", reason=disabled)
             return Skip(disabled, None, settings.context_window, None), row
@@ -203,7 +204,7 @@ def plan_session(
     provider, model = session_model(path)
     trigger = session_trigger(session, settings, model, provider, options.pricing_file)
     window = trigger.window
-    agent_threshold = trigger.threshold if session.format != "pi" else None
+    agent_threshold = trigger.threshold if agent.own_threshold else None
     plan = prepare_compaction(path, settings, window, agent_threshold)
     row.update(
         model=model,
@@ -248,18 +249,6 @@ def plan_session(
     return plan, row
 
 
-def _with_pi_settings(session: Session, settings: CompactionSettings,
-                      fields: tuple[str, ...]) -> tuple[CompactionSettings, str | None]:
-    """pi's own compaction settings (global, then the project's under the session's cwd) for the settings
-    nobody set; returns the settings and, when pi's settings disable compaction, the skip reason."""
-    from batchcompact.agent_settings import pi_overrides
-
-    values, files = pi_overrides((session.header or {}).get("cwd"), fields)
-    if values.pop("enabled", True) is False and not settings.force:
-        return settings, f"compaction disabled in pi settings ({files[-1]}; --force compacts anyway)"
-    return (dataclasses.replace(settings, **values) if values else settings), None
-
-
 def plan_branches(session: Session, settings: CompactionSettings, options: PlanOptions, window: int | None):
     """Branch-summary plans (or skips) for every abandoned branch, with exact prompt token counts."""
     from batchcompact.core.branches import BranchPlan, plan_all_branches
@@ -283,7 +272,7 @@ def describe_branch_plans(
     calls = prompt = 0
     cost: float | None = 0.0
     # Branch summaries are a pi concept: a Claude/Codex "branch" is the history before a compaction.
-    results = plan_branches(session, settings, options, window) if session.format == "pi" else []
+    results = plan_branches(session, settings, options, window) if get(session.format).branch_summaries else []
     for result in results:
         branch = result.branch
         item: dict[str, Any] = {

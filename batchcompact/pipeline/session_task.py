@@ -22,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from batchcompact.agents import get
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
 from batchcompact.errors import BatchCompactError
 from batchcompact.formats.scan import ScanItem, unreadable_reason
@@ -120,8 +121,9 @@ def process_file(work: FileWork, task: FileTask) -> dict[str, Any]:
 
 
 def branch_plans(session: Any, settings: CompactionSettings, options: PlanOptions, context_window: Any) -> list:
-    """Branch-summary plans for the abandoned branches of a pi session (already summarized ones skip)."""
-    if session.format != "pi" or not session.compactable:
+    """Branch-summary plans for the abandoned branches of a session whose agent has them (pi; already
+    summarized ones skip)."""
+    if not get(session.format).branch_summaries or not session.compactable:
         return []
     from batchcompact.core.branches import BranchPlan
     from batchcompact.pipeline.planning import plan_branches

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from batchcompact.agents import find, load
 from batchcompact.core.entries import ERROR, Problem
 from batchcompact.errors import BatchCompactError
 from batchcompact.formats.scan import unreadable_reason
@@ -16,13 +17,12 @@ def validate_file(path: str) -> dict[str, Any]:
     try:
         session = read_session(path)
         problems = list(session.problems)
-        if session.format == "pi":
-            from batchcompact.schemas import validate_session
-
+        agent = find(session.format)
+        if agent is not None and agent.validate:
             # A line the reader already reported (an error, or an unknown role it tolerates) is not
             # reported a second time by the schema.
             seen = {p.line for p in problems if p.line is not None}
-            problems.extend(p for p in validate_session(session) if p.line not in seen)
+            problems.extend(p for p in load(agent.validate)(session) if p.line not in seen)
         fmt, entries, session_id = session.format, len(session.entries), session.session_id
     except (OSError, BatchCompactError, UnicodeError) as exc:  # empty, compressed, binary, a symlink loop
         problems = [Problem(path, None, ERROR, unreadable_reason(str(path), exc))]

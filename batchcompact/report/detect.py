@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from batchcompact.agents import file_detectors, session_suffixes
 from batchcompact.formats.detect import detect_line
 
 PROBE_LINES = 30
-TRANSCRIPT_SUFFIXES = (".jsonl", ".jsonl.zst")
 
 
 def is_run_report(path: Path) -> bool:
@@ -29,8 +29,8 @@ def is_run_report_name(name: str) -> bool:
 
 
 def is_candidate(path: Path) -> bool:
-    """A file worth probing: JSONL (maybe zstd) or a batchcompact run report."""
-    return path.name.endswith(TRANSCRIPT_SUFFIXES) or is_run_report(path)
+    """A file worth probing: a session file of a registered agent (JSONL, maybe zstd) or a run report."""
+    return path.name.endswith(session_suffixes()) or is_run_report(path)
 
 
 def detect_format(path: str | Path) -> str | None:
@@ -54,4 +54,11 @@ def detect_format(path: str | Path) -> str | None:
             kind = detect_line(obj, first=number == 1)
             if kind:
                 return kind
+    whole = file_detectors()
+    if whole:  # formats that are one JSON document, not lines
+        with open_binary(path) as fh:
+            head = fh.read(64 * 1024)
+        for agent in whole:
+            if agent.matches_file(path, head):
+                return agent.name
     return None

@@ -1,4 +1,4 @@
-"""Extract one file's usage rows (dispatch by detected format) and the per-file Parquet cache.
+"""Extract one file's usage rows (dispatch by detected format to its agent's `usage`) and the per-file Parquet cache.
 
 Cache invariant: a part file holds exactly the rows extracted from one source file whose
 (absolute path, size, mtime_ns) and the usage schema version are stored in the part's Parquet
@@ -35,24 +35,19 @@ META_KEY = b"batchcompact.usage_cache"
 
 def extract_file(path: str | Path, fmt: str | None = None) -> tuple[pa.Table, ExtractStats]:
     """All usage rows of one file, and what extraction saw. Never raises for bad content."""
-    from batchcompact.report.claude import extract_claude
-    from batchcompact.report.codex import extract_codex
-    from batchcompact.report.pi import extract_pi
+    from batchcompact.agents import find, load
     from batchcompact.report.runs import extract_runs
 
-    extractors = {
-        "pi": extract_pi,
-        "claude": extract_claude,
-        "codex": extract_codex,
-        "batchcompact": extract_runs,
-    }
     stats = ExtractStats(path=str(path))
     rows = UsageRows()
     try:
         fmt = fmt or detect_format(path)
         stats.format = fmt
-        if fmt in extractors:
-            extractors[fmt](path, rows, stats)
+        agent = find(fmt)
+        if fmt == "batchcompact":
+            extract_runs(path, rows, stats)
+        elif agent is not None and agent.usage:
+            load(agent.usage)(path, rows, stats)
     except BatchCompactError as exc:  # e.g. zstandard missing: say so, keep going
         stats.warn(None, str(exc))
     except OSError as exc:

@@ -13,7 +13,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from batchcompact.report.detect import TRANSCRIPT_SUFFIXES, is_run_report_name
+from batchcompact.agents import session_suffixes
+from batchcompact.report.detect import is_run_report_name
 
 log = logging.getLogger(__name__)
 
@@ -101,12 +102,13 @@ def _walk(top: str) -> Iterator[tuple[str, str, os.DirEntry]]:
         except OSError:
             files.append(entry)
     names = {entry.name for entry in files}
+    suffixes = session_suffixes()
     real_dir = os.path.realpath(top)
     for entry in sorted(files, key=lambda e: e.name):
         name = entry.name
         if name.endswith(".jsonl.zst") and name[: -len(".zst")] in names:
             continue
-        if name.endswith(TRANSCRIPT_SUFFIXES) or is_run_report_name(name):
+        if name.endswith(suffixes) or is_run_report_name(name):
             full = os.path.join(top, name)
             real = os.path.realpath(full) if entry.is_symlink() else os.path.join(real_dir, name)
             yield full, real, entry

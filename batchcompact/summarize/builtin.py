@@ -25,6 +25,8 @@ from batchcompact.summarize.builtin_facts import Facts, clean_item, clip, extrac
 NONE = "(none)"
 KEEP_NEW = {"constraints": 8, "decisions": 8, "blocked": 5, "later_requests": 3, "todos": 8, "read": 10}
 _VERBS = {"added": "Added", "wrote": "Wrote", "edited": "Edited", "deleted": "Deleted", "moved": "Moved"}
+_WAITING = "no result yet"
+_IN_FLIGHT = {"added": "Adding", "wrote": "Writing", "edited": "Editing", "deleted": "Deleting", "moved": "Moving"}
 _OUR_HEADINGS = ("## Goal", "### Done", "## Next Steps", "## Original Request")
 
 
@@ -124,19 +126,25 @@ def _merge(previous: list[str], new: list[str]) -> list[str]:
     return list(dict.fromkeys(previous + [item for item in new if item]))
 
 
-def change_items(facts: Facts) -> list[str]:
-    """One line per changed file: what happened to it and, when known, the first changed line."""
+def change_items(facts: Facts, pending: bool | None = None) -> list[str]:
+    """One line per changed file: what happened to it and, when known, the first changed line.
+    `pending`: only the changes whose result is (True) or is not (False) past the messages; None: all."""
     items = []
     for path, change in facts.changes.items():
-        verb = _VERBS.get(change.op, "Changed")
+        if pending is not None and change.pending != pending:
+            continue
+        verb = (_IN_FLIGHT if change.pending else _VERBS).get(change.op, "Changing" if change.pending else "Changed")
         times = f" ({change.count} edits)" if change.op == "edited" and change.count > 1 else ""
         detail = change.detail
+        waiting = _WAITING if change.pending else ""
         if change.op == "wrote":
-            item = f"{verb} `{clip(path, 160)}`" + (f" ({detail})" if detail else "")
+            notes = "; ".join(n for n in (detail, waiting) if n)
+            item = f"{verb} `{clip(path, 160)}`" + (f" ({notes})" if notes else "")
         else:
-            item = f"{verb} `{clip(path, 160)}`{times}" + (f": {detail}" if detail else "")
+            item = f"{verb} `{clip(path, 160)}`{times}" + (f" ({waiting})" if waiting else "")
+            item += f": {detail}" if detail else ""
         items.append(item)
-    if facts.patches_without_files:
+    if facts.patches_without_files and not pending:
         items.append(
             f"Applied {plural(facts.patches_without_files, 'patch')} (file names not in the transcript)"
         )
@@ -144,7 +152,7 @@ def change_items(facts: Facts) -> list[str]:
 
 
 def _done(facts: Facts) -> list[str]:
-    done = change_items(facts)
+    done = change_items(facts, pending=False)
     done += [f"Delegated to a sub-agent: {d}" for d in facts.delegated.list()[-5:]]
     done += [f"Completed: {clean_item(text)}" for text, status in facts.todos or () if status == "completed"][
         -KEEP_NEW["todos"] :
@@ -182,6 +190,7 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool) -> 
     in_progress = [clean_item(t) for t, status in todos if status == "in_progress"]
     if facts.unfinished:
         in_progress.insert(0, clean_item(facts.unfinished, 300))
+    in_progress += change_items(facts, pending=True)
     if facts.announced:
         in_progress.append(f"Working on: {clean_item(facts.announced)}")
     blocked = list(facts.blocked.values())[-KEEP_NEW["blocked"] :]
@@ -215,7 +224,10 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool) -> 
         Section("## Progress", [], None),
         Section(
             "### Done",
-            _merge(prev.get("### Done", []) + prev.get("### In Progress", []), _done(facts)),
+            # work in flight last time is done now, except changes whose result was not seen: their result
+            # is in these messages, which report them again
+            _merge(prev.get("### Done", []) + [i for i in prev.get("### In Progress", []) if _WAITING not in i],
+                   _done(facts)),
             "- [x] ",
             weight=5,
         ),

@@ -3,8 +3,8 @@
 All three readers hand the planner pi-shaped LLM messages (`user`, `assistant` with `toolCall` blocks,
 `toolResult`), but each agent names its tools differently: pi `read/write/edit/bash`, Claude Code
 `Read/Write/Edit/MultiEdit/NotebookEdit/Bash/TodoWrite/Task`, Codex `exec_command/shell/apply_patch/
-update_plan`, Gemini CLI and Qwen Code `read_file/write_file/replace|edit/run_shell_command/write_todos|
-todo_write`. `classify_call` maps each call to one `Action`; `extract_facts` walks the messages once,
+update_plan`. Each agent's `tools` table (batchcompact/agents/<name>/) maps its tool names to a shape, and
+`classify_call` reads each call by its shape into one `Action`; `extract_facts` walks the messages once,
 matches every result to its call, and keeps what a handover note needs.
 
 Invariants: one pass, linear in the size of the messages (every "seen" check is a dict or set lookup,
@@ -19,6 +19,8 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from batchcompact.agents import tool_table
 
 ITEM_CHARS = 200
 SCAN_CHARS = 4000  # user text beyond this is pasted material, not instructions
@@ -43,6 +45,10 @@ _DECISION = re.compile(
 _ACK = re.compile(
     r"^(?:ok(?:ay)?|yes|yep|y|no|nope|sure|thanks?(?: you)?|continue|go on|go ahead|proceed|do it|lgtm|"
     r"sounds good|great|perfect|nice|cool|next)\W*$",
+    re.IGNORECASE,
+)
+_GO_ON = re.compile(
+    r"^(?:ok(?:ay)?[,\s]*)?(?:yes|yep|y|sure|continue|go on|go ahead|proceed|do it|next|keep going)?\W*$",
     re.IGNORECASE,
 )
 _INJECTED_PREFIXES = (
@@ -186,11 +192,21 @@ def _args(block: dict[str, Any]) -> dict[str, Any]:
     return args if isinstance(args, dict) else {}
 
 
+_WORDISH = re.compile(r"[A-Za-z_]{3,}")
+
+
+def telling(line: str) -> bool:
+    """Whether a changed line says something on its own: a word of 3+ letters and 6+ characters
+    (never a fragment such as `b` or `});`)."""
+    line = line.strip()
+    return len(line) >= 6 and bool(_WORDISH.search(line))
+
+
 def _changed_line(old: Any, new: Any) -> str:
-    """The first line of `new` that is not in `old`: what an edit changed, in one line."""
+    """The first telling line of `new` that is not in `old`: what an edit changed, in one line."""
     old_lines = set(str(old or "")[:SCAN_CHARS].splitlines())
     for line in str(new or "")[:SCAN_CHARS].splitlines():
-        if line.strip() and line not in old_lines:
+        if telling(line) and line not in old_lines:
             return clip(line.strip(), 100)
     return ""
 
@@ -230,82 +246,107 @@ def parse_patch(text: str) -> list[tuple[str, str, str]]:
             out
             and not out[-1][2]
             and line.startswith("+")
-            and line[1:].strip()
+            and telling(line[1:])
             and line[1:].strip() not in removed
         ):
             out[-1][2] = clip(line[1:].strip(), 100)
     return [(path, op, detail) for path, op, detail in out]
 
 
-# Gemini CLI's and Qwen Code's tool names -> the equivalent name above (same argument shapes: file_path,
-# content, old_string/new_string, command; write_todos' todos carry `description`, Qwen's todo_write
-# `content`).
-GEMINI_TOOLS = {
-    "read_file": "read",
-    "write_file": "write",
-    "replace": "edit",
-    "run_shell_command": "bash",
-    "write_todos": "todowrite",
-    "todo_write": "todowrite",
-    "invoke_agent": "task",
+def _read(args: dict[str, Any], path: str | None) -> Action | None:
+    return Action("read", [(path, "read")]) if path else None
+
+
+def _write(args: dict[str, Any], path: str | None) -> Action | None:
+    if not path:
+        return None
+    lines = str(args.get("content") or "").count("\n") + 1
+    return Action("write", [(path, "wrote")], detail=f"{lines} line" + ("" if lines == 1 else "s"))
+
+
+def _edit(args: dict[str, Any], path: str | None) -> Action | None:
+    if not path:
+        return None
+    edits = args.get("edits")
+    if isinstance(edits, list) and edits:  # pi's multi-edit shape
+        first = edits[0] if isinstance(edits[0], dict) else {}
+        return Action("edit", [(path, "edited")], detail=_changed_line(first.get("oldText"), first.get("newText")))
+    old = args.get("old_string", args.get("oldText"))
+    new = args.get("new_string", args.get("newText"))
+    return Action("edit", [(path, "edited")], detail=_changed_line(old, new))
+
+
+def _multiedit(args: dict[str, Any], path: str | None) -> Action | None:
+    if not path:
+        return None
+    edits = [e for e in args.get("edits") or [] if isinstance(e, dict)]
+    detail = next((d for d in (_changed_line(e.get("old_string"), e.get("new_string")) for e in edits) if d), "")
+    return Action("edit", [(path, "edited")], detail=detail)
+
+
+def _notebookedit(args: dict[str, Any], path: str | None) -> Action | None:
+    return Action("edit", [(path, "edited")], detail=_changed_line("", args.get("new_source"))) if path else None
+
+
+def _patch(args: dict[str, Any], path: str | None) -> Action:
+    patch = args.get("input") or args.get("patch") or _patch_from_command(args) or ""
+    files = parse_patch(patch) if isinstance(patch, str) else []
+    return Action("patch", [(p, op) for p, op, _ in files], details={p: d for p, _, d in files if d})
+
+
+def _command(args: dict[str, Any], path: str | None) -> Action:
+    command = _command_text(args.get("command") if "command" in args else args.get("cmd"))
+    return Action("command", command=command, detail=clip(args.get("description") or "", 120))
+
+
+def _shell(args: dict[str, Any], path: str | None) -> Action:
+    return _patch(args, path) if _is_patch(args) else _command(args, path)
+
+
+def _todos(args: dict[str, Any], path: str | None) -> Action | None:
+    if not isinstance(args.get("todos"), list):
+        return None
+    todos = [(str(t.get("content") or t.get("description") or ""), str(t.get("status") or ""))  # Gemini: description
+             for t in args["todos"] if isinstance(t, dict)]
+    return Action("todo", todos=todos)
+
+
+def _plan(args: dict[str, Any], path: str | None) -> Action | None:
+    if not isinstance(args.get("plan"), list):
+        return None
+    todos = [(str(t.get("step") or ""), str(t.get("status") or "")) for t in args["plan"] if isinstance(t, dict)]
+    return Action("todo", todos=todos)
+
+
+def _delegate(args: dict[str, Any], path: str | None) -> Action | None:
+    return Action("delegate", detail=clip(args["description"], 120)) if isinstance(args.get("description"), str) else None
+
+
+# One reader per tool shape (batchcompact/agents/spec.py TOOL_SHAPES); None: the call is not that shape after all.
+SHAPES = {
+    "read": _read,
+    "write": _write,
+    "edit": _edit,
+    "multiedit": _multiedit,
+    "notebookedit": _notebookedit,
+    "patch": _patch,
+    "shell": _shell,
+    "command": _command,
+    "todos": _todos,
+    "plan": _plan,
+    "delegate": _delegate,
 }
 
 
 def classify_call(block: dict[str, Any]) -> Action:
-    """Map one tool call of any of the three agents to an `Action`."""
-    name = str(block.get("name") or "")
-    lower = name.lower()
+    """Map one tool call of any registered agent to an `Action` (the agents' `tools` tables)."""
+    shape = tool_table().get(str(block.get("name") or "").lower())
+    if shape is None:
+        return Action("other")
     args = _args(block)
     path = args.get("path") or args.get("file_path") or args.get("notebook_path") or args.get("absolute_path")
     path = path if isinstance(path, str) and path else None
-    lower = GEMINI_TOOLS.get(lower, lower)
-    if lower in ("read", "notebookread", "view_image") and path:
-        return Action("read", [(path, "read")])
-    if lower == "write" and path:
-        lines = str(args.get("content") or "").count("\n") + 1
-        return Action("write", [(path, "wrote")], detail=f"{lines} line" + ("" if lines == 1 else "s"))
-    if lower == "edit" and path:
-        edits = args.get("edits")
-        if isinstance(edits, list) and edits:  # pi's multi-edit shape
-            first = edits[0] if isinstance(edits[0], dict) else {}
-            return Action(
-                "edit", [(path, "edited")], detail=_changed_line(first.get("oldText"), first.get("newText"))
-            )
-        old = args.get("old_string", args.get("oldText"))
-        new = args.get("new_string", args.get("newText"))
-        return Action("edit", [(path, "edited")], detail=_changed_line(old, new))
-    if lower == "multiedit" and path:
-        edits = [e for e in args.get("edits") or [] if isinstance(e, dict)]
-        detail = next(
-            (d for d in (_changed_line(e.get("old_string"), e.get("new_string")) for e in edits) if d), ""
-        )
-        return Action("edit", [(path, "edited")], detail=detail)
-    if lower == "notebookedit" and path:
-        return Action("edit", [(path, "edited")], detail=_changed_line("", args.get("new_source")))
-    if lower == "apply_patch" or (lower in ("shell", "local_shell") and _is_patch(args)):
-        patch = args.get("input") or args.get("patch") or _patch_from_command(args) or ""
-        files = parse_patch(patch) if isinstance(patch, str) else []
-        return Action("patch", [(p, op) for p, op, _ in files], details={p: d for p, _, d in files if d})
-    if lower in ("bash", "exec_command", "shell", "local_shell", "shell_command", "container.exec"):
-        command = _command_text(args.get("command") if "command" in args else args.get("cmd"))
-        return Action("command", command=command, detail=clip(args.get("description") or "", 120))
-    if lower == "todowrite" and isinstance(args.get("todos"), list):
-        todos = [
-            (str(t.get("content") or t.get("description") or ""), str(t.get("status") or ""))
-            for t in args["todos"]
-            if isinstance(t, dict)
-        ]
-        return Action("todo", todos=todos)
-    if lower == "update_plan" and isinstance(args.get("plan"), list):
-        todos = [
-            (str(t.get("step") or ""), str(t.get("status") or ""))
-            for t in args["plan"]
-            if isinstance(t, dict)
-        ]
-        return Action("todo", todos=todos)
-    if lower in ("task", "agent") and isinstance(args.get("description"), str):
-        return Action("delegate", detail=clip(args["description"], 120))
-    return Action("other")
+    return SHAPES[shape](args, path) or Action("other")
 
 
 def _is_patch(args: dict[str, Any]) -> bool:
@@ -368,6 +409,7 @@ class Change:
     op: str
     count: int = 0
     detail: str = ""
+    pending: bool = False  # only a call whose result is past the messages: in flight, not done
 
 
 @dataclass
@@ -463,9 +505,14 @@ class _Walker:
         request = user_request(message)
         if request is None:
             return
+        acknowledgement = bool(_ACK.match(request))
+        if acknowledgement and not _GO_ON.match(request):
+            return  # "thanks", "great": nothing asked
+        # "continue", "ok, go on": the work asked for last is still the work (never "Finish: continue")
         self.answered = False
         self.facts.announced = None
-        self.last_request = clip(request, 300)
+        if not acknowledgement:
+            self.last_request = clip(request, 300)
         if _is_substantive(request):
             self.facts.requests.append(self.last_request)
             for sentence in rule_sentences(request):
@@ -585,7 +632,10 @@ def extract_facts(messages: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -
             walker.result(message)
     for action, name in walker.calls.values():  # calls whose result is past the summarized range
         if action.kind in ("write", "edit", "patch"):
+            new = [path for path, _ in action.paths if path not in walker.facts.changes]
             walker._finish(action, name, {"isError": False})
+            for path in new:
+                walker.facts.changes[path].pending = True
     if walker.last_request and not walker.answered:
         walker.facts.unfinished = walker.last_request
     return walker.facts

@@ -360,6 +360,9 @@ def read(path: str | Path) -> Session:
         "subagent": header.get("kind") == "subagent",
         "size": size,
         "legacy": legacy,
+        # a legacy chat could only be rewritten whole, losing the usage its summarized replies recorded
+        "not_writable": "legacy Gemini CLI chat (one JSON document): a current Gemini CLI migrates it "
+        "to JSONL when it resumes it; compact that" if legacy else None,
         "last_line": max((line for _, line in records), default=0),
         "records": builder.records,
         "state_ids": [r["id"] for r, _ in records],

@@ -13,7 +13,8 @@ takes as a checkpoint. `build_compaction` (pure) returns that one record:
   roles alternating);
 - the kept tail: the raw records of the active path from the first kept entry on, verbatim (same ids, so
   a reply's recorded `tokens` stay one reply for usage readers that take the last record of an id).
-A legacy JSON chat is rewritten whole by the writer, as Gemini CLI before 0.40 did (`legacy_document`).
+A legacy JSON chat (before 0.40) is not compacted: it could only be rewritten whole, which would drop
+the usage its summarized replies recorded; Gemini CLI 0.40+ migrates it to JSONL on its next resume.
 """
 
 from __future__ import annotations
@@ -90,13 +91,6 @@ def build_compaction(session: Session, plan: CompactionPlan, summary: str, *, us
     return [{"$set": {"messages": messages, "lastUpdated": now_iso}}]
 
 
-def legacy_document(session: Session, lines: list[dict[str, Any]]) -> dict[str, Any]:
-    """A legacy JSON chat rewritten with the compacted conversation (its other fields kept)."""
-    header = {k: v for k, v in (session.header or {}).items() if k not in ("id", "model")}
-    messages = next(line["$set"]["messages"] for line in lines if isinstance(line.get("$set"), dict))
-    return {**header, "lastUpdated": lines[-1]["$set"].get("lastUpdated"), "messages": messages}
-
-
 def verify(original: Session, written: Session, plan: CompactionPlan) -> list[str]:
     """Problems with a written chat (empty when it is good)."""
-    return verify_written(original, written, plan.first_kept_entry_id, byte_prefix=not original.extra.get("legacy"))
+    return verify_written(original, written, plan.first_kept_entry_id)

@@ -1,0 +1,102 @@
+"""The agent registry: one `Agent` (batchcompact/agents/spec.py) per transcript format, in a fixed order.
+
+Everything that depends on which agent wrote a file goes through here: detection (`formats/detect.py`,
+`report/detect.py`), reading and writing (`pipeline/planning.py`, `pipeline/outcome.py`), the report's
+usage extraction (`report/extract.py`), discovery (`discover.py`), presets (`cli/config.py`), the
+built-in summarizer's tool table (`summarize/builtin_facts.py`) and the auto-compaction trigger
+(`pipeline/planning.py` → `core/triggers.py`). Adding an agent is one folder under
+`batchcompact/agents/` defining `AGENT` and one `register` line below (docs/architecture.md, "Adding an
+agent").
+
+Order matters twice: detection asks the agents in this order (the first whose rule matches a line
+wins), and discovery lists their folders in this order. Importing this module imports only the
+standard library and the small agent folders; every part with code is loaded on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from batchcompact.agents import claude, codex, gemini, pi
+from batchcompact.agents.spec import Agent, Place, load
+
+__all__ = ["AGENTS", "Agent", "Place", "describe", "find", "get", "load", "names", "register", "tool_table", "presets", "session_suffixes",
+           "file_detectors"]
+
+AGENTS: list[Agent] = []  # registration order; mutated in place so every importer sees new agents
+_BY_NAME: dict[str, Agent] = {}
+_TOOLS: dict[str, str] = {}
+_SUFFIXES: list[tuple[str, ...]] = []  # the cached union (one tuple), cleared by register
+
+
+def register(agent: Agent) -> Agent:
+    """Add an agent after the others. A name (or a preset name) already taken is an error."""
+    if agent.name in _BY_NAME or agent.name == "batchcompact":
+        raise ValueError(f"agent {agent.name!r} is already registered")
+    taken = set(presets())
+    clash = taken & set(agent.presets)
+    if clash:
+        raise ValueError(f"agent {agent.name!r}: presets {sorted(clash)} already belong to another agent")
+    AGENTS.append(agent)
+    _BY_NAME[agent.name] = agent
+    _TOOLS.clear()
+    _SUFFIXES.clear()
+    return agent
+
+
+def get(name: str) -> Agent:
+    """The agent of a format name; KeyError names the known ones."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"unknown agent {name!r}; known: {', '.join(names())}") from None
+
+
+def find(name: str | None) -> Agent | None:
+    """The agent of a format name, or None."""
+    return _BY_NAME.get(name) if name else None
+
+
+def names() -> tuple[str, ...]:
+    return tuple(a.name for a in AGENTS)
+
+
+def describe(agents: list[Agent] | None = None) -> str:
+    """ "pi, Claude Code or Codex": the display names, for messages."""
+    shown = [a.display_name for a in (AGENTS if agents is None else agents)]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+
+
+def tool_table() -> Mapping[str, str]:
+    """Tool name (lower case) -> action shape over every agent; an earlier agent's entry wins a clash.
+    Messages do not say which agent wrote them, so the built-in summarizer reads one table."""
+    if not _TOOLS:
+        for agent in reversed(AGENTS):
+            _TOOLS.update(agent.tools)
+    return _TOOLS
+
+
+def session_suffixes() -> tuple[str, ...]:
+    """Every agent's session file suffixes, each once, in registry order (what folder walks look for)."""
+    if not _SUFFIXES:
+        _SUFFIXES.append(tuple(dict.fromkeys(suffix for agent in AGENTS for suffix in agent.suffixes)))
+    return _SUFFIXES[0]
+
+
+def file_detectors() -> list[Agent]:
+    """The agents with a whole-file rule (`detect_file`), in order."""
+    return [agent for agent in AGENTS if agent.detect_file]
+
+
+def presets() -> dict[str, Mapping[str, object]]:
+    """Every agent's presets by name (`--preset`)."""
+    out: dict[str, Mapping[str, object]] = {}
+    for agent in AGENTS:
+        out.update(agent.presets)
+    return out
+
+
+register(pi.AGENT)
+register(claude.AGENT)
+register(codex.AGENT)
+register(gemini.AGENT)

@@ -1,0 +1,45 @@
+"""Claude Code: `~/.claude/projects/<project>/<session>.jsonl` (and the XDG folder), uuid-chained lines."""
+
+from __future__ import annotations
+
+from batchcompact.agents.spec import Agent, Place
+
+AGENT = Agent(
+    name="claude",
+    display_name="Claude Code",
+    places=(
+        # $CLAUDE_CONFIG_DIR (comma-separated; a config folder holding projects/, or projects/ itself)
+        # replaces both defaults.
+        Place(
+            defaults=("$XDG_CONFIG_HOME/claude", "~/.claude"),
+            env="CLAUDE_CONFIG_DIR",
+            sessions=("projects",),
+            env_list=True,
+            env_may_be_sessions=True,
+        ),
+    ),
+    detect_line="batchcompact.agents.claude.detect:detect_line",
+    detect_prefix="batchcompact.agents.claude.detect:detect_prefix",
+    reader="batchcompact.formats.claude:read",
+    writer="batchcompact.formats.claude_write",
+    usage="batchcompact.report.claude:extract_claude",
+    tools={
+        "read": "read",
+        "notebookread": "read",
+        "write": "write",
+        "edit": "edit",
+        "multiedit": "multiedit",
+        "notebookedit": "notebookedit",
+        "bash": "command",
+        "todowrite": "todos",
+        "task": "delegate",
+        "agent": "delegate",
+    },
+    trigger="batchcompact.core.triggers:claude_trigger",
+    trigger_table_window=False,
+    trigger_max_output=True,
+    presets={
+        # Claude Code autoCompact: window - min(max output, 20000) - 13000 buffer.
+        "claude-code": {"reserve_tokens": 33000},
+    },
+)

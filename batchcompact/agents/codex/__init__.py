@@ -1,0 +1,32 @@
+"""Codex (openai/codex): rollouts under `~/.codex/sessions/YYYY/MM/DD/` and `archived_sessions/`."""
+
+from __future__ import annotations
+
+from batchcompact.agents.spec import Agent, Place
+
+AGENT = Agent(
+    name="codex",
+    display_name="Codex",
+    places=(Place(defaults=("~/.codex",), env="CODEX_HOME", sessions=("sessions", "archived_sessions"),
+                  env_list=True),),
+    detect_line="batchcompact.agents.codex.detect:detect_line",
+    detect_prefix="batchcompact.agents.codex.detect:detect_prefix",
+    reader="batchcompact.formats.codex:read",
+    writer="batchcompact.formats.codex_write",
+    usage="batchcompact.report.codex:extract_codex",
+    tools={
+        "apply_patch": "patch",
+        "shell": "shell",
+        "local_shell": "shell",
+        "exec_command": "command",
+        "shell_command": "command",
+        "container.exec": "command",
+        "update_plan": "plan",
+        "view_image": "read",
+    },
+    trigger="batchcompact.core.triggers:codex_trigger",
+    presets={
+        # Codex ModelInfo::auto_compact_token_limit: 90% of the window; keeps 20000 tokens of user messages.
+        "codex": {"threshold_percent": 90.0, "keep_recent_tokens": 20000},
+    },
+)

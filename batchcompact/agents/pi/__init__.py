@@ -1,0 +1,40 @@
+"""pi (badlogic/pi-mono's coding agent) and the agents that write its session format: Atomic, indusagi,
+oh-my-pi. They are one format, so one `Agent`; each descendant is a `Place` with its own label (the report
+and `discover` name it) and oh-my-pi/flue are presets."""
+
+from __future__ import annotations
+
+from batchcompact.agents.spec import Agent, Place
+
+AGENT = Agent(
+    name="pi",
+    display_name="pi",
+    places=(
+        Place(defaults=("~/.pi/agent",), env="PI_CODING_AGENT_DIR"),
+        Place(defaults=("~/.atomic/agent",), env="ATOMIC_CODING_AGENT_DIR", label="atomic"),
+        Place(defaults=("~/.indusagi/agent",), env="INDUSAGI_CODING_AGENT_DIR", label="indusagi"),
+        Place(defaults=("~/.omp/agent",), label="oh-my-pi"),
+        # ccusage's variable: comma-separated sessions folders
+        Place(env="PI_AGENT_DIR", env_list=True, sessions=("",)),
+    ),
+    detect_line="batchcompact.agents.pi.detect:detect_line",
+    detect_prefix="batchcompact.agents.pi.detect:detect_prefix",
+    reader="batchcompact.formats.pi:read_pi_session",
+    writer="batchcompact.formats.pi",
+    usage="batchcompact.report.pi:extract_pi",
+    tools={"read": "read", "write": "write", "edit": "edit", "bash": "command"},
+    trigger="batchcompact.core.triggers:pi_trigger",
+    own_threshold=False,
+    presets={
+        # pi-mono settings-manager.ts / docs/settings.md: reserveTokens 16384, keepRecentTokens 20000.
+        "pi": {"reserve_tokens": 16384, "keep_recent_tokens": 20000},
+        # oh-my-pi compaction.ts: effective reserve max(15% of the window, 16384) -> about 85% of the window.
+        "oh-my-pi": {"reserve_tokens": 16384, "keep_recent_tokens": 20000, "threshold_percent": 85.0},
+        # withastro/flue packages/runtime/src/compaction.ts: reserveTokens 20000, keepRecentTokens 8000.
+        "flue": {"reserve_tokens": 20000, "keep_recent_tokens": 8000},
+    },
+    branch_summaries=True,
+    prune=True,
+    settings="batchcompact.agents.pi.settings:with_pi_settings",
+    validate="batchcompact.schemas:validate_session",
+)

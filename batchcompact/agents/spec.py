@@ -1,0 +1,183 @@
+"""`Agent`: everything batchcompact knows about one coding agent's transcripts, in one value.
+
+An agent is a transcript *format* (its `name` is `Session.format`, the report's `source` and a
+`--source` choice) plus where that agent keeps its sessions. Agents whose files are another agent's
+format (pi's descendants Atomic, indusagi and oh-my-pi write pi sessions) are not agents of their own:
+they are `Place`s of the format they write, each with its own `label`.
+
+Every part that needs code is a lazy reference, a `"module:attribute"` string resolved on first use
+(`load`), so importing the registry imports nothing beyond the standard library: `--help` stays instant,
+`core/` stays pure and the report's light path never imports polars.
+
+The contracts of the referenced callables:
+- `detect_line(obj: dict, first: bool) -> bool`: one parsed JSONL line (`first`: the file's first
+  non-empty line) belongs to this agent. Cheap: it runs on every probed line of every file a report walks.
+- `detect_prefix(raw: bytes, kind: str | None, first: bool) -> bool`: the same for a line too long to
+  probe whole, judged from its leading bytes (`kind`: its top-level `"type"` value when one was seen).
+- `detect_file(path: Path, head: bytes) -> bool`: for files that are not JSON lines (one JSON document),
+  judged from the path and the first 64 KB; asked only when no agent's line rule matched.
+- `reader(path) -> Session`: never raises on bad content (problems go on the Session).
+- `writer`: a module with `build_compaction(session, plan, summary, *, usage, now_iso, from_hook) ->
+  list[dict]` (the new lines) and `verify(original, written, plan) -> list[str]` (problems; empty: good).
+- `usage(path, rows: UsageRows, stats: ExtractStats) -> None`: appends the file's usage rows (the report).
+- `trigger(*, messages, recorded_window, table_window, max_output_tokens, override_window,
+  reserve_tokens) -> Trigger`: the agent's own auto-compaction point (`core/triggers.py`).
+- `settings(session, settings, fields) -> (CompactionSettings, disabled reason | None)`: the agent's
+  own compaction settings applied to the settings nobody set.
+- `validate(session) -> list[Problem]`: extra checks `validate` runs (a JSON Schema).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+# Action shapes a tool call can have for the built-in summarizer (`summarize/builtin_facts.py`):
+# read (path), write (path, content), edit (path, old/new text or pi's edits), multiedit (Claude's edits),
+# notebookedit (path, new_source), patch (an apply_patch envelope), shell (a patch when the command is
+# apply_patch, else a command), command (command/cmd), todos (TodoWrite's todos), plan (update_plan's
+# plan), delegate (a sub-agent with a description).
+TOOL_SHAPES = frozenset(
+    {"read", "write", "edit", "multiedit", "notebookedit", "patch", "shell", "command", "todos", "plan", "delegate"}
+)
+
+
+@cache
+def load(ref: str) -> Any:
+    """The object a `"package.module:attribute"` reference names (a module for `"package.module"`)."""
+    module_name, _, attribute = ref.partition(":")
+    module = importlib.import_module(module_name)
+    return getattr(module, attribute) if attribute else module
+
+
+@dataclass(frozen=True)
+class Place:
+    """One kind of folder where an agent keeps sessions.
+
+    `defaults` are agent folders under HOME (`~/.codex`) or under an XDG base (`$XDG_CONFIG_HOME/claude`,
+    `$XDG_DATA_HOME/...`, with the XDG defaults when the variable is unset); `env` names a variable that
+    replaces them (`env_list`: a comma-separated list). The session folders are `sessions` inside each
+    agent folder (`""`: the folder itself); with `env_may_be_sessions`, a folder named in `env` whose
+    name is one of `sessions` is taken as is. `label` is the agent shown for these folders (default:
+    the format's name).
+    """
+
+    defaults: tuple[str, ...] = ()
+    env: str | None = None
+    sessions: tuple[str, ...] = ("sessions",)
+    env_list: bool = False
+    env_may_be_sessions: bool = False
+    label: str | None = None
+
+    def folders(self, env: Mapping[str, str], home: Path) -> list[tuple[Path, str]]:
+        """(session folder, origin) for this place, existing or not; origin is "default" or the variable."""
+        raw = env.get(self.env, "") if self.env else ""
+        named = _split(raw) if self.env_list else ([raw.strip()] if raw.strip() else [])
+        out: list[tuple[Path, str]] = []
+        if named:
+            for text in named:
+                agent_dir = expand_home(text, home)
+                if self.env_may_be_sessions and agent_dir.name in self.sessions:
+                    out.append((agent_dir, self.env or "default"))
+                    continue
+                out.extend((agent_dir / sub if sub else agent_dir, self.env or "default") for sub in self.sessions)
+            return out
+        for default in self.defaults:
+            agent_dir = _default_dir(default, env, home)
+            out.extend((agent_dir / sub if sub else agent_dir, "default") for sub in self.sessions)
+        return out
+
+    def hint(self) -> list[str]:
+        """The places named in the "nothing found" message: the default folders and the variable."""
+        shown = [f"{d}/{s}" if s else d for d in self.defaults for s in self.sessions[:1]]
+        return shown + ([f"${self.env}"] if self.env else [])
+
+
+_XDG_DEFAULTS = {"XDG_CONFIG_HOME": ".config", "XDG_DATA_HOME": ".local/share", "XDG_STATE_HOME": ".local/state"}
+
+
+def _split(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def expand_home(raw: str, home: Path) -> Path:
+    """`~` and `~/x` against `home` (not the process's HOME: discovery is tested with a fake one)."""
+    if raw == "~":
+        return home
+    if raw.startswith("~/"):
+        return home / raw[2:]
+    return Path(raw)
+
+
+def _default_dir(default: str, env: Mapping[str, str], home: Path) -> Path:
+    if default.startswith("$"):
+        variable, _, rest = default[1:].partition("/")
+        base = Path(env[variable]) if env.get(variable) else home / _XDG_DEFAULTS.get(variable, "")
+        return base / rest
+    return expand_home(default, home)
+
+
+@dataclass(frozen=True)
+class Agent:
+    """One agent's transcript format and everything batchcompact does with it (see the module docstring
+    for the contracts of the references). None where the agent does not support a part: a format with
+    `usage` but no `writer` is report-only; with no `reader` it is not planned or validated either."""
+
+    name: str  # Session.format, the report's source, a --source choice
+    display_name: str
+    places: tuple[Place, ...] = ()
+    detect_line: str | None = None
+    detect_prefix: str | None = None
+    detect_file: str | None = None
+    suffixes: tuple[str, ...] = (".jsonl", ".jsonl.zst")  # session file names (folders are walked for these)
+    reader: str | None = None
+    writer: str | None = None
+    usage: str | None = None
+    # tool name (lower case) -> action shape (TOOL_SHAPES) for the built-in summarizer
+    tools: Mapping[str, str] = field(default_factory=dict)
+    trigger: str = "batchcompact.core.triggers:window_trigger"
+    trigger_table_window: bool = True  # the price table's window is looked up when nothing else gives one
+    trigger_max_output: bool = False  # the trigger needs the model's max output tokens (price table)
+    own_threshold: bool = True  # the trigger's threshold is the agent's (False: window - reserve, pi's rule)
+    presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # --preset name -> option values
+    branch_summaries: bool = False  # abandoned branches of the session tree are summarized (pi)
+    prune: bool = False  # tool-output pruning is written (oh-my-pi's, on pi files)
+    settings: str | None = None  # the agent's own compaction settings
+    validate: str | None = None  # extra checks for `validate`
+
+    def __post_init__(self) -> None:
+        unknown = set(self.tools.values()) - TOOL_SHAPES
+        if unknown:
+            raise ValueError(f"agent {self.name!r}: unknown tool shapes {sorted(unknown)}")
+
+    @property
+    def compactable(self) -> bool:
+        """batchcompact can read and rewrite this agent's sessions."""
+        return self.reader is not None and self.writer is not None
+
+    def read(self, path: str | os.PathLike) -> Any:
+        """The file as a `Session` (the agent's reader)."""
+        if self.reader is None:
+            from batchcompact.errors import SessionReadError
+
+            raise SessionReadError(f"{path}: a {self.display_name} transcript; batchcompact reports its usage "
+                                   "but does not read it for compaction")
+        return load(self.reader)(path)
+
+    def writer_module(self) -> Any:
+        """The module with `build_compaction` and `verify`; None when the agent is report-only."""
+        return load(self.writer) if self.writer else None
+
+    def matches_line(self, obj: dict, first: bool) -> bool:
+        return self.detect_line is not None and load(self.detect_line)(obj, first)
+
+    def matches_prefix(self, raw: bytes, kind: str | None, first: bool) -> bool:
+        return self.detect_prefix is not None and load(self.detect_prefix)(raw, kind, first)
+
+    def matches_file(self, path: Path, head: bytes) -> bool:
+        return self.detect_file is not None and load(self.detect_file)(path, head)

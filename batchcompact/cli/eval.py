@@ -1,0 +1,140 @@
+"""`batchcompact eval`: measure what compactions keep. A thin wrapper over `batchcompact.eval.run.evaluate`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from batchcompact.cli.options import agent_fields, planner_options, pop_settings, resolve_jobs
+from batchcompact.cli.output import output_options, pick_format, print_table, require_output, write_rows
+from batchcompact.cli.summarize_options import pool_options, pool_settings_from, provider_options
+
+TABLE_COLUMNS = (
+    ("path", "session"),
+    ("compaction", "#"),
+    ("summarizer", "summarizer"),
+    ("status", "status"),
+    ("artifact_recall", "artifacts"),
+    ("error_recall", "errors"),
+    ("instruction_recall", "rules"),
+    ("task_recall", "task"),
+    ("overall", "overall"),
+    ("summary_overall", "summary alone"),
+    ("judge_overall", "judge"),
+    ("tokens_before", "tokens before"),
+    ("tokens_after", "after"),
+    ("cost_usd", "cost"),
+)
+
+
+def resolve_summarizers(specs: tuple[str, ...], *, api_base: str | None, api_key: str | None, timeout: float,
+                        pricing: str | None) -> list[Any]:
+    """Each --summarizer as an `EvalSummarizer`: `builtin`, `module:callable` (or an installed summarizer
+    entry point), else a litellm model (checked before any file is read)."""
+    from importlib.metadata import entry_points
+
+    from batchcompact.eval.run import EvalSummarizer
+    from batchcompact.summarize import BuiltinSummarizer, build_summarizer, load_summarizer
+    from batchcompact.summarize.custom import ENTRY_POINT_GROUP
+
+    hooks = {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    out = []
+    for spec in dict.fromkeys(s.strip() for s in specs):
+        if spec.lower() == "builtin":
+            out.append(EvalSummarizer("builtin", BuiltinSummarizer(), "builtin"))
+        elif ("/" not in spec and ":" in spec) or spec in hooks:
+            out.append(EvalSummarizer(spec, load_summarizer(spec), f"custom:{spec}"))
+        else:
+            from batchcompact.summarize.preflight import preflight
+
+            provider = preflight(spec, api_base, api_key)
+            summarizer = build_summarizer(spec, api_base=api_base, api_key=api_key, timeout=timeout,
+                                          pricing_file=pricing, provider=provider)
+            out.append(EvalSummarizer(spec, summarizer, spec, priced_model=spec))
+    return out
+
+
+@click.command("eval")
+@click.argument("paths", nargs=-1)
+@click.option("--existing", is_flag=True,
+              help="Score the compactions already in the files (pi, Claude Code, Codex, ours) instead of planning "
+                   "new ones; each --summarizer re-summarizes the same spans.")
+@click.option("--summarizer", "summarizers", multiple=True, metavar="NAME",
+              help="builtin, a litellm model (openai/gpt-4o-mini) or module:callable; repeat to compare "
+                   "[default: builtin, or none with --existing].")
+@click.option("--judge-model", default=None, metavar="MODEL",
+              help="Also have this litellm model answer probe questions from the compacted context and grade "
+                   "the answers 0-5 (accuracy, context awareness, artifact trail, completeness, continuity, "
+                   "instruction following).")
+@click.option("--state", "state", type=click.Path(dir_okay=False), default=None,
+              help="Run state database whose summary cache is used [default: run's, under $XDG_STATE_HOME].")
+@click.option("--max-cost", type=click.FloatRange(min=0), default=None, metavar="USD",
+              help="Refuse to start above this estimate; stop launching calls once spend reaches it.")
+@output_options()
+@planner_options
+@provider_options
+@pool_options
+@click.pass_context
+def eval_command(ctx: click.Context, paths: tuple[str, ...], existing: bool, summarizers: tuple[str, ...],
+                 judge_model: str | None, state: str | None, max_cost: float | None, fmt: str, output: str | None,
+                 json_flag: bool, pricing: str | None, jobs: int | None, api_base: str | None, api_key: str | None,
+                 timeout: float, no_redact: bool, concurrency: int, rpm: float | None, tpm: float | None,
+                 max_attempts: int, **kwargs: Any) -> int:
+    """Measure what compactions keep: probes from the span each compaction replaced (files changed,
+    unresolved failures, the user's rules, the task), scored against the compacted context (summary + kept
+    messages). One row per (session, compaction, summarizer); nothing is written to a session.
+
+    Summaries are bought as `run` buys them (pool, summary cache, redaction, --max-cost), so a rerun pays
+    nothing and prints the same numbers. docs/eval.md describes the method and its limits.
+
+    \b
+    Examples:
+      batchcompact eval sessions/ --force --summarizer builtin --summarizer openai/gpt-4o-mini
+      batchcompact eval --existing ~/.claude/projects --summarizer builtin
+      batchcompact eval sessions/ --force --summarizer mypkg.hooks:summarize --format json -o eval.json
+    """
+    from batchcompact.discover import cli_paths
+    from batchcompact.eval.run import EvalOptions, evaluate
+    from batchcompact.pipeline.planning import PlanOptions
+
+    paths = tuple(cli_paths(paths, "eval"))
+    fmt = pick_format(fmt, json_flag)
+    require_output(fmt, output)
+    agent = agent_fields(ctx, kwargs.pop("agent_settings", True))
+    settings = pop_settings(kwargs)
+    specs = summarizers or (() if existing else ("builtin",))
+    chosen = resolve_summarizers(specs, api_base=api_base, api_key=api_key, timeout=timeout, pricing=pricing)
+    judge = None
+    if judge_model:
+        from batchcompact.eval.judge import Judge
+
+        judge = Judge(resolve_summarizers((judge_model,), api_base=api_base, api_key=api_key, timeout=timeout,
+                                          pricing=pricing)[0].summarizer, judge_model)
+    pool = pool_settings_from(concurrency=concurrency, rpm=rpm, tpm=tpm, max_attempts=max_attempts,
+                              max_cost_usd=max_cost, redact=not no_redact)
+    options = EvalOptions(existing=existing, state_path=Path(state) if state else None, pricing_file=pricing,
+                          max_cost_usd=max_cost, jobs=resolve_jobs(jobs),
+                          plan_options=PlanOptions(pricing_file=pricing, agent_settings=agent))
+    result = evaluate(paths, settings, options, chosen, pool, judge)
+    quiet = (ctx.find_root().obj or {}).get("quiet", False)
+    for problem in result.problems:
+        click.echo(f"error: {problem}", err=True)
+    if fmt == "table":
+        from batchcompact.cli.output import open_output
+
+        with open_output(output) as out:
+            columns = [c for c in TABLE_COLUMNS if judge is not None or c[0] != "judge_overall"]
+            print_table(result.rows, columns, out, drop_first=("status", "tokens_before"))
+    else:
+        write_rows(fmt, output, result.rows, summary=lambda: {
+            "skipped": result.skipped, "problems": result.problems, "spent_usd": result.spent_usd,
+            "exit_code": result.exit_code})
+    if not quiet:
+        compactions = len({(r["path"], r["compaction"]) for r in result.rows})
+        skipped = ", ".join(f"{n} {reason}" for reason, n in sorted(result.skipped.items()))
+        click.echo(f"eval: {compactions} compactions scored, {len(result.rows)} rows"
+                   + (f"; sessions skipped: {skipped}" if skipped else "")
+                   + f"; spent ${result.spent_usd:.4f}", err=True)
+    return result.exit_code

@@ -1,0 +1,210 @@
+"""The compactions eval scores: planned as `run` would plan them, or already in the file (`--existing`).
+
+A `Cut` is one compaction seen from both sides: the messages it replaced (everything before the first
+kept entry on the session's full path: the probes come from there), the messages the agent keeps after
+the summary, the summary calls a summarizer makes for that span, and, for a compaction already in the
+file, the summary the agent recorded.
+
+The full path: the active path, extended across Claude Code's compaction boundaries (a boundary starts a
+new root; its `logicalParentUuid` names the last line before it), so the history a Claude summary
+replaced is on it, as pi's and Codex's are on theirs. Earlier compaction summaries are never part of a
+replaced span (they are summaries, not history).
+
+Pure: sessions in, values out; no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from batchcompact.core.context import (
+    build_session_context,
+    compaction_message,
+    convert_to_llm,
+    entry_to_message,
+)
+from batchcompact.core.cutpoint import CutPoint
+from batchcompact.core.entries import Entry
+from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
+from batchcompact.core.session import Session
+from batchcompact.core.tokens import estimate_context_tokens, estimate_tokens
+
+CLAUDE_META = "claude_meta"
+
+
+@dataclass
+class Cut:
+    """One compaction to score."""
+
+    path: str
+    session_id: str | None
+    format: str
+    number: int  # 1-based: the compaction's place among the session's compactions (planned: 1)
+    line: int | None  # the compaction entry's line (existing) or the first kept entry's line (planned)
+    replaced: list[dict[str, Any]]  # LLM messages of the span the compaction replaced
+    kept: list[dict[str, Any]]  # LLM messages the agent keeps after the summary
+    tokens_before: int
+    plan: CompactionPlan | None  # the calls a summarizer makes for this span (None: nothing to call)
+    recorded_summary: str | None = None  # the agent's own summary (existing compactions only)
+    context_prefix: list[str] = field(default_factory=list)  # texts the agent puts before the summary
+    cwd: str | None = None
+    note: str | None = None  # why a summarizer cannot be run here, when it cannot
+
+
+def full_path(session: Session) -> list[Entry]:
+    """The active path, with the history before each Claude Code compaction boundary put back in front."""
+    tree = session.tree
+    assert tree is not None
+    path = tree.path()
+    seen: set[str] = set()
+    while path and path[0].type == CLAUDE_META:
+        logical = path[0].data.get("logicalParentId")
+        if not isinstance(logical, str) or tree.get(logical) is None:
+            logical = _last_message_before(session, path[0].line)
+        if logical is None or logical in seen:
+            break
+        seen.add(logical)
+        path = tree.path(logical) + path
+    return path
+
+
+def _last_message_before(session: Session, line: int | None) -> str | None:
+    """The last message entry before `line` in the file: where the history before a boundary ended when its
+    `logicalParentUuid` names a line the file does not have."""
+    if line is None:
+        return None
+    last = None
+    for entry in session.entries:
+        if entry.line is not None and entry.line >= line:
+            break
+        if entry.type == "message" and entry.id is not None:
+            last = entry.id
+    return last
+
+
+def llm_messages(entries: list[Entry]) -> list[dict[str, Any]]:
+    """The LLM messages of a range of entries, compaction summaries left out."""
+    out = []
+    for entry in entries:
+        if entry.type == "compaction":
+            continue
+        message = entry_to_message(entry)
+        if message is not None:
+            out.append(message)
+    return convert_to_llm(out)
+
+
+def _signature(message: dict[str, Any]) -> str:
+    return json.dumps([message.get("role"), message.get("content")], sort_keys=True, default=str)
+
+
+def without_copies(replaced: list[dict[str, Any]], kept: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The replaced messages without the originals of kept copies: a Claude Code or Codex compaction that
+    batchcompact wrote re-appends its kept tail after the summary, so the span before it ends with the very
+    messages that were kept, not replaced (only that exact ending is dropped)."""
+    n = len(kept)
+    if not n or n > len(replaced):
+        return replaced
+    if [_signature(m) for m in replaced[-n:]] == [_signature(m) for m in kept]:
+        return replaced[:-n]
+    return replaced
+
+
+def _cwd(session: Session) -> str | None:
+    header = session.header or {}
+    cwd = header.get("cwd")
+    if isinstance(cwd, str) and cwd:
+        return cwd
+    for entry in session.entries[:50]:
+        value = entry.data.get("cwd")
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _index(path: list[Entry], entry_id: Any, default: int) -> int:
+    for index, entry in enumerate(path):
+        if entry.id == entry_id:
+            return index
+    return default
+
+
+def existing_cuts(session: Session, settings: CompactionSettings) -> list[Cut]:
+    """Every compaction already on the session's full path, each with the calls that re-summarize its span."""
+    path = full_path(session)
+    cuts = []
+    number = 0
+    for k, entry in enumerate(path):
+        if entry.type != "compaction":
+            continue
+        number += 1
+        first_kept = _index(path[:k], entry.data.get("firstKeptEntryId"), k)
+        before = path[:k]
+        context = build_session_context(before)
+        recorded = entry.data.get("tokensBefore")
+        tokens_before = (
+            recorded
+            if isinstance(recorded, int) and recorded > 0
+            else estimate_context_tokens([m.message for m in context.messages]).tokens
+        )
+        summary = entry.data.get("summary")
+        summary = summary if isinstance(summary, str) else ""
+        prefix = entry.data.get("prefixUserMessages")
+        kept = llm_messages(path[first_kept:k])
+        cut = Cut(
+            path=session.path,
+            session_id=session.session_id,
+            format=session.format,
+            number=number,
+            line=entry.line,
+            replaced=without_copies(llm_messages(path[:first_kept]), kept),
+            kept=kept,
+            tokens_before=tokens_before,
+            plan=None,
+            recorded_summary=summary,
+            context_prefix=[p for p in prefix if isinstance(p, str)] if isinstance(prefix, list) else [],
+            cwd=_cwd(session),
+        )
+        if not summary.strip():
+            cut.note = "the recorded summary is empty or encrypted (a remote compaction): nothing to read"
+        plan = prepare_compaction(before, settings, cut=CutPoint(first_kept, -1, False)) if first_kept > 0 else None
+        if isinstance(plan, CompactionPlan):
+            cut.plan = plan
+        cuts.append(cut)
+    return cuts
+
+
+def planned_cut(session: Session, plan: CompactionPlan | Skip | None) -> Cut | None:
+    """The compaction `run` would make (`plan` from `pipeline.planning.plan_session`), or None."""
+    if not isinstance(plan, CompactionPlan):
+        return None
+    path = full_path(session)
+    first_kept = _index(path, plan.first_kept_entry_id, -1)
+    if first_kept < 0:
+        return None
+    return Cut(
+        path=session.path,
+        session_id=session.session_id,
+        format=session.format,
+        number=1,
+        line=plan.first_kept_line,
+        replaced=llm_messages(path[:first_kept]),
+        kept=llm_messages(path[first_kept:]),
+        tokens_before=plan.tokens_before,
+        plan=plan,
+        cwd=_cwd(session),
+    )
+
+
+def context_messages(cut: Cut, summary: str) -> list[dict[str, Any]]:
+    """The compacted context as the agent rebuilds it: earlier prompts it re-adds, the summary, the kept tail."""
+    prefix = [{"role": "user", "content": [{"type": "text", "text": t}]} for t in cut.context_prefix]
+    summary_message = convert_to_llm([compaction_message(Entry({"type": "compaction", "summary": summary}, None))])
+    return prefix + summary_message + cut.kept
+
+
+def context_tokens(messages: list[dict[str, Any]]) -> int:
+    """chars/4, as the planner estimates a context."""
+    return sum(estimate_tokens(m) for m in messages)

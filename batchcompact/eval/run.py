@@ -1,0 +1,320 @@
+"""`batchcompact eval`: score what compactions keep, one row per (session, compaction, summarizer).
+
+For each compaction (planned as `run` plans it, or with `existing=True` the ones already in the files) the
+probes come from the span it replaced (`probes.py`); each summarizer summarizes that span through the same
+machinery as `run` (the worker pool with its retries, redaction of remote prompts and `max_cost_usd`, the
+summary cache in the run state, so a rerun pays nothing and gives the same numbers); the compacted context
+(summary + kept messages) is scored (`scoring.py`) and, with a judge, graded by a model (`judge.py`).
+Nothing is ever written to a session file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from batchcompact.core.apply import compose_summary
+from batchcompact.core.planner import CompactionSettings
+from batchcompact.errors import RunAborted
+from batchcompact.eval.cuts import Cut, context_messages, context_tokens, existing_cuts, planned_cut
+from batchcompact.eval.probes import KINDS, Probe, derive_probes
+from batchcompact.eval.scoring import score_context
+
+log = logging.getLogger(__name__)
+
+RECORDED = "recorded"  # the summarizer label of a compaction already in the file
+
+ROW_COLUMNS = (
+    "path", "session_id", "format", "compaction", "line", "summarizer", "status", "reason",
+    "artifact_probes", "artifact_recall", "error_probes", "error_recall",
+    "instruction_probes", "instruction_recall", "task_probes", "task_recall", "overall", "summary_overall",
+    "tokens_before", "tokens_after", "cost_usd", "missed",
+)
+
+
+@dataclass(frozen=True)
+class EvalSummarizer:
+    """One `--summarizer`: its label in the rows, the summarizer, and the model it is cached and priced by."""
+
+    label: str
+    summarizer: Any
+    model_key: str  # as `run`'s summary_model: the litellm name, "builtin" or "custom:SPEC"
+    priced_model: str | None = None  # the litellm model to estimate its cost by (None: free or self-priced)
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    existing: bool = False
+    state_path: Path | None = None
+    pricing_file: str | None = None
+    max_cost_usd: float | None = None
+    plan_options: Any = None  # pipeline.planning.PlanOptions for planned cuts
+    jobs: int = 1  # processes that read the files and find their cuts
+
+
+@dataclass
+class EvalResult:
+    rows: list[dict[str, Any]]
+    problems: list[str] = field(default_factory=list)  # files that could not be read: path:line: what
+    skipped: dict[str, int] = field(default_factory=dict)  # sessions with nothing to score, by reason
+    spent_usd: float = 0.0  # paid in this run (summaries and judge calls reused from the cache cost 0)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.problems or any(r["status"] == "failed" for r in self.rows) else 0
+
+
+def cuts_of_file(path: str, settings: CompactionSettings, options: EvalOptions) -> dict[str, Any]:
+    """One file's cuts with their probes (the replaced messages dropped once probed), or why it has none.
+
+    Module-level and never raising, so it runs in a worker process: {"cuts", "probes", "problem", "skip"}.
+    """
+    from batchcompact.errors import SessionReadError
+    from batchcompact.pipeline.planning import PlanOptions, plan_session, read_session
+
+    out: dict[str, Any] = {"cuts": [], "probes": [], "problem": None, "skip": None}
+    try:
+        session = read_session(path)
+        if not session.compactable:
+            first = session.errors[0]
+            where = f":{first.line}" if first.line is not None else ""
+            out["problem"] = f"{path}{where}: {first.message}"
+            return out
+        if options.existing:
+            cuts = existing_cuts(session, settings)
+            if not cuts:
+                out["skip"] = "no compaction in the file"
+        else:
+            plan, row = plan_session(session, settings, options.plan_options or PlanOptions())
+            cut = planned_cut(session, plan)
+            cuts = [cut] if cut is not None else []
+            if cut is None:
+                out["skip"] = _reason_kind(row.get("reason") or "nothing to compact")
+    except (OSError, SessionReadError) as exc:
+        out["problem"] = f"{path}: {exc}"
+        return out
+    except Exception as exc:  # a bug on one file must not stop the others
+        log.debug("eval of %s failed", path, exc_info=True)
+        out["problem"] = f"{path}: internal error: {exc!r}"
+        return out
+    for cut in cuts:
+        out["probes"].append(derive_probes(cut.replaced, cut.cwd))
+        cut.replaced = []  # probed: not shipped back from a worker
+    out["cuts"] = cuts
+    return out
+
+
+def find_cuts(paths: Iterable[str], settings: CompactionSettings, options: EvalOptions,
+              result: EvalResult) -> tuple[list[Cut], list[list[Probe]]]:
+    """Every cut to score under `paths` and its probes, in file order (files read by `options.jobs`
+    processes); unreadable files and skips go into `result`."""
+    from batchcompact.formats.scan import iter_session_files
+    from batchcompact.pipeline.executor import LocalExecutor
+
+    files = [str(item.path) for item in iter_session_files(paths, require_any=True)]
+    cuts: list[Cut] = []
+    probes: list[list[Probe]] = []
+    jobs = options.jobs if len(files) > 1 else 1
+    for found in LocalExecutor(jobs).map(cuts_of_file, files, settings, options):
+        if found["problem"]:
+            result.problems.append(found["problem"])
+        if found["skip"]:
+            _count(result.skipped, found["skip"])
+        cuts.extend(found["cuts"])
+        probes.extend(found["probes"])
+    return cuts, probes
+
+
+def _count(counts: dict[str, int], key: str) -> None:
+    counts[key] = counts.get(key, 0) + 1
+
+
+def _reason_kind(reason: str) -> str:
+    return reason.split(" (", 1)[0]
+
+
+def _base_row(cut: Cut, label: str) -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(ROW_COLUMNS)
+    row.update(path=cut.path, session_id=cut.session_id, format=cut.format, compaction=cut.number, line=cut.line,
+               summarizer=label, status="ok", reason="", tokens_before=cut.tokens_before, missed=[])
+    return row
+
+
+def score_row(row: dict[str, Any], cut: Cut, probes: list[Probe], summary: str,
+              own_text: str | None = None) -> list[dict[str, Any]]:
+    """Fill a row's recalls from the compacted context; returns the context (for the judge).
+
+    `summary_overall` scores the summarizer's own words alone (`own_text`, default the summary without
+    file tags): what the summary adds to what the kept messages and the file lists hold anyway."""
+    messages = context_messages(cut, summary)
+    score = score_context(probes, messages)
+    for kind in KINDS:
+        row[f"{kind}_probes"] = score.probes[kind]
+        row[f"{kind}_recall"] = score.recall[kind]
+    overall = score.overall
+    row["overall"] = round(overall, 4) if overall is not None else None
+    alone = score_context(probes, [{"role": "user", "content": own_text if own_text is not None
+                                    else without_file_tags(summary)}]).overall
+    row["summary_overall"] = round(alone, 4) if alone is not None else None
+    row["tokens_after"] = context_tokens(messages)
+    row["missed"] = score.missed
+    if not probes:
+        row["reason"] = "no probe in the replaced span"
+    return messages
+
+
+_FILE_TAGS = re.compile(r"\n*<(read-files|modified-files)>\n.*?\n</\1>", re.DOTALL)
+
+
+def without_file_tags(summary: str) -> str:
+    """A summary without the `<read-files>`/`<modified-files>` lists batchcompact and pi append to it."""
+    return _FILE_TAGS.sub("", summary)
+
+
+def estimate_spend(cuts: list[Cut], summarizers: list[EvalSummarizer], pricing_file: str | None) -> float | None:
+    """The summaries' estimated cost (None when a priced summarizer's model has no known price)."""
+    from batchcompact.core.planner import EST_OUTPUT_TOKENS
+    from batchcompact.pipeline.planning import count_call_tokens, estimate_cost
+
+    total = 0.0
+    for entry in summarizers:
+        if entry.priced_model is None:
+            continue
+        for cut in cuts:
+            if cut.plan is None:
+                continue
+            calls = count_call_tokens(cut.plan.calls, entry.priced_model)
+            output = sum(min(c.max_tokens, EST_OUTPUT_TOKENS.get(c.kind, 2000)) for c in calls)
+            cost, _ = estimate_cost(calls, output, entry.priced_model, pricing_file)
+            if cost is None:
+                return None
+            total += cost
+    return total
+
+
+def evaluate(paths: Iterable[str], settings: CompactionSettings, options: EvalOptions,
+             summarizers: list[EvalSummarizer], pool_settings: Any, judge: Any = None, *,
+             clock: Any = None, sleep: Any = None) -> EvalResult:
+    """Score every cut under `paths` with each summarizer (and the recorded summaries with `existing`)."""
+    result = EvalResult(rows=[])
+    cuts, probes = find_cuts(paths, settings, options, result)
+    _check_budget(cuts, summarizers, options)
+    contexts: list[tuple[dict[str, Any], list[dict[str, Any]], list[Probe], Cut]] = []
+    rows_by_cut: list[list[dict[str, Any]]] = [[] for _ in cuts]
+    if options.existing:
+        for index, cut in enumerate(cuts):
+            row = _base_row(cut, RECORDED)
+            if cut.note:
+                row.update(status="unreadable", reason=cut.note)
+            else:
+                contexts.append((row, score_row(row, cut, probes[index], cut.recorded_summary or ""), probes[index], cut))
+            rows_by_cut[index].append(row)
+    state = _open_state(options, summarizers, judge)
+    try:
+        budget = options.max_cost_usd
+        for entry in summarizers:
+            settings_now = dataclasses.replace(pool_settings, max_cost_usd=budget)
+            spent = _summarize(entry, cuts, probes, rows_by_cut, contexts, state, settings_now, clock, sleep)
+            result.spent_usd += spent
+            if budget is not None:
+                budget = max(budget - spent, 0.0)
+        if judge is not None:
+            result.spent_usd += judge.grade(contexts, state, pool_settings, clock=clock, sleep=sleep)
+    finally:
+        if state is not None:
+            state.close()
+    result.rows = [row for rows in rows_by_cut for row in rows]
+    if judge is not None:  # every row has the judge's columns, graded or not
+        from batchcompact.eval.judge import JUDGE_COLUMNS
+
+        for row in result.rows:
+            for column in JUDGE_COLUMNS:
+                row.setdefault(column, None)
+    return result
+
+
+def _check_budget(cuts: list[Cut], summarizers: list[EvalSummarizer], options: EvalOptions) -> None:
+    if options.max_cost_usd is None or not any(s.priced_model for s in summarizers):
+        return
+    estimate = estimate_spend(cuts, summarizers, options.pricing_file)
+    if estimate is None:
+        raise RunAborted("--max-cost cannot be enforced: a summary model has no known price (pass --pricing FILE "
+                         "with its prices); nothing was summarized")
+    if estimate > options.max_cost_usd:
+        raise RunAborted(f"the estimated cost ${estimate:.4f} exceeds --max-cost ${options.max_cost_usd:.4f}; "
+                         "nothing was summarized (raise --max-cost or evaluate fewer sessions)")
+
+
+def _open_state(options: EvalOptions, summarizers: list[EvalSummarizer], judge: Any) -> Any:
+    """The run state (its summary cache) when something is worth caching: a model, a custom hook, a judge."""
+    if judge is None and all(s.model_key == "builtin" for s in summarizers):
+        return None
+    from batchcompact.pipeline.run import default_state_home
+    from batchcompact.pipeline.state import RunState
+
+    path = options.state_path or default_state_home() / "state.sqlite"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return RunState(path)
+
+
+def buy(summarizer: Any, model_key: str, jobs: list[Any], state: Any, pool_settings: Any, *, clock: Any = None,
+        sleep: Any = None) -> tuple[dict[str, Any], Any]:
+    """Run `jobs` through the pool (and the summary cache when there is a state); outcomes by job key."""
+    from batchcompact.summarize.pool import run_jobs
+
+    buyer = summarizer
+    if state is not None:
+        from batchcompact.pipeline.summary_cache import CachingSummarizer
+
+        buyer = CachingSummarizer(summarizer, state, model_key)
+    outcomes: dict[str, Any] = {}
+
+    def collect(outcome: Any) -> None:
+        outcomes[outcome.key] = outcome
+
+    asyncio.run(run_jobs(jobs, buyer, pool_settings, on_outcome=collect, clock=clock, sleep=sleep))
+    return outcomes, buyer
+
+
+def _summarize(entry: EvalSummarizer, cuts: list[Cut], probes: list[list[Probe]],
+               rows_by_cut: list[list[dict[str, Any]]], contexts: list, state: Any, pool_settings: Any,
+               clock: Any, sleep: Any) -> float:
+    """One summarizer over every cut; returns what it spent in this run."""
+    from batchcompact.summarize.pool import SummaryJob
+
+    jobs = [SummaryJob(str(i), list(cut.plan.calls)) for i, cut in enumerate(cuts) if cut.plan is not None]
+    outcomes, buyer = buy(entry.summarizer, entry.model_key, jobs, state, pool_settings, clock=clock, sleep=sleep)
+    as_paid = getattr(buyer, "as_paid", lambda r: r)
+    spent = 0.0
+    for index, cut in enumerate(cuts):
+        row = _base_row(cut, entry.label)
+        rows_by_cut[index].append(row)
+        outcome = outcomes.get(str(index))
+        if cut.plan is None:
+            row.update(status="skipped", reason=cut.note or "nothing before the cut to summarize")
+            continue
+        if outcome is None or outcome.status != "ok":
+            row.update(status="failed" if outcome is None or outcome.status == "failed" else outcome.status,
+                       reason=(outcome.error if outcome is not None else None) or "not summarized")
+            continue
+        spent += outcome.cost_usd
+        paid = [as_paid(r) for r in outcome.results]
+        row["cost_usd"] = _cost(paid)
+        texts = {call.kind: r.text for call, r in zip(cut.plan.calls, outcome.results, strict=True)}
+        summary = compose_summary(cut.plan, texts)
+        own = "\n\n".join(texts.values())
+        contexts.append((row, score_row(row, cut, probes[index], summary, own), probes[index], cut))
+    return spent
+
+
+def _cost(results: list[Any]) -> float | None:
+    costs = [r.cost_usd for r in results if r is not None]
+    if any(c is None for c in costs):
+        return None
+    return round(sum(costs), 6)

@@ -1,0 +1,136 @@
+"""The agent registry: one `Agent` per format, and a new agent reaches detection, reading, discovery,
+the report, presets and the built-in summarizer's tool table through one registration."""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+
+import pytest
+
+import batchcompact.agents as registry
+from batchcompact.agents import AGENTS, Agent, Place, get, presets, tool_table
+from batchcompact.core.session import Session
+from batchcompact.discover import discover_sources
+from batchcompact.formats.detect import detect_format, read_session
+from batchcompact.summarize.builtin_facts import classify_call
+
+
+def toy_line(obj: dict, first: bool) -> bool:
+    return first and obj.get("kind") == "toy-session"
+
+
+def toy_read(path) -> Session:
+    return Session(str(path), "toy", {"id": "toy-1"}, [])
+
+
+def toy_usage(path, rows, stats) -> None:
+    stats.warn(None, "toy usage read")
+
+
+TOY = Agent(
+    name="toy",
+    display_name="Toy",
+    places=(Place(defaults=("~/.toy",), env="TOY_HOME", sessions=("chats",)),),
+    detect_line="test_agents:toy_line",
+    reader="test_agents:toy_read",
+    usage="test_agents:toy_usage",
+    tools={"frobnicate_file": "read"},
+    presets={"toy": {"reserve_tokens": 1234}},
+)
+
+
+@contextmanager
+def registered(agent: Agent):
+    """`agent` registered for the block; the registry as it was afterwards."""
+    saved = list(AGENTS), dict(registry._BY_NAME)
+    registry.register(agent)
+    try:
+        yield agent
+    finally:
+        AGENTS[:] = saved[0]
+        registry._BY_NAME.clear()
+        registry._BY_NAME.update(saved[1])
+        registry._TOOLS.clear()
+        registry._SUFFIXES.clear()
+
+
+@pytest.fixture
+def toy():
+    with registered(TOY):
+        yield TOY
+
+
+def test_the_formats_are_registered_in_order():
+    assert [a.name for a in AGENTS] == ["pi", "claude", "codex", "gemini"]
+    assert get("claude").display_name == "Claude Code" and get("pi").compactable
+    assert set(presets()) == {"pi", "oh-my-pi", "flue", "claude-code", "codex", "gemini-cli"}
+    assert tool_table()["apply_patch"] == "patch" and tool_table()["todowrite"] == "todos"
+    with pytest.raises(KeyError, match="unknown agent 'nope'"):
+        get("nope")
+
+
+def test_a_name_or_preset_taken_twice_is_refused(toy):
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register(TOY)
+    with pytest.raises(ValueError, match="presets"):
+        registry.register(Agent(name="other", display_name="Other", presets={"pi": {}}))
+    with pytest.raises(ValueError, match="unknown tool shapes"):
+        Agent(name="bad", display_name="Bad", tools={"x": "teleport"})
+
+
+def test_a_registered_agent_is_detected_read_discovered_and_summarized(toy, tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps({"kind": "toy-session"}) + "\n")
+    assert detect_format(path) == "toy"
+    assert read_session(path).format == "toy"
+    home = tmp_path / "home"
+    (home / ".toy" / "chats").mkdir(parents=True)
+    found = [(s.agent, s.path) for s in discover_sources(env={}, home=home)]
+    assert found == [("toy", home / ".toy" / "chats")]
+    other = tmp_path / "elsewhere"
+    (other / "chats").mkdir(parents=True)
+    assert [s.origin for s in discover_sources(env={"TOY_HOME": str(other)}, home=home)] == ["TOY_HOME"]
+    action = classify_call({"name": "Frobnicate_File", "arguments": {"path": "a.py"}})
+    assert action.kind == "read" and action.paths == [("a.py", "read")]
+    assert presets()["toy"] == {"reserve_tokens": 1234}
+
+
+def test_a_report_only_agent_is_planned_as_a_skip(toy, tmp_path):
+    from batchcompact.core.planner import CompactionSettings
+    from batchcompact.pipeline.planning import PlanOptions, plan_session
+
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps({"kind": "toy-session"}) + "\n")
+    plan, row = plan_session(read_session(path), CompactionSettings(), PlanOptions())
+    assert row["status"] == "skip" and row["reason"] == "Toy sessions are reported, not compacted"
+
+
+def test_report_extraction_goes_through_the_agent(toy, tmp_path):
+    from batchcompact.report.extract import extract_file
+
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps({"kind": "toy-session"}) + "\n")
+    _, stats = extract_file(path, "toy")
+    assert stats.format == "toy" and any("toy usage read" in str(w) for w in stats.warnings)
+
+
+def toy_document(path, head: bytes) -> bool:
+    return path.name.endswith(".toy.json") and head.lstrip().startswith(b"{")
+
+
+def test_an_agent_with_json_documents_is_walked_and_detected(tmp_path):
+    doc = Agent(name="doc", display_name="Doc", suffixes=(".toy.json",), detect_file="test_agents:toy_document",
+                usage="test_agents:toy_usage")
+    with registered(doc):
+        from batchcompact.formats.scan import iter_session_files
+        from batchcompact.report.detect import detect_format as report_detect
+        from batchcompact.report.files import iter_source_files
+
+        path = tmp_path / "a" / "chat.toy.json"
+        path.parent.mkdir()
+        path.write_text('{\n  "messages": []\n}\n')
+        (tmp_path / "a" / "other.json").write_text("{}")
+        assert [i.path for i in iter_session_files([tmp_path])] == [path]
+        assert list(iter_source_files([tmp_path])) == [path]
+        assert detect_format(path) == "doc" and report_detect(path) == "doc"
