@@ -384,3 +384,28 @@ def qwen_settings(home: Path, **context: object) -> None:
 def qwen_env(home: Path, url: str) -> dict[str, str]:
     return sandbox_env(home, OPENAI_API_KEY="test-key", OPENAI_BASE_URL=url, OPENAI_MODEL="qwen3-coder-plus",
                        QWEN_CODE_SUPPRESS_YOLO_WARNING="1")
+
+
+def compact_in_place(chat: Path, keeps: tuple[int, ...] = (600, 400, 300, 200, 150, 100, 60)) -> int:
+    """`batchcompact run --in-place` on a short recorded chat, with the largest --keep-recent-tokens (of
+    `keeps`) that still leaves something to summarize (the tool paths, hence the sizes, vary with the tmp
+    folder); returns that value."""
+    import sys
+
+    for keep in keeps:
+        planned = subprocess.run(
+            [sys.executable, "-m", "batchcompact", "plan", "--force", "--keep-recent-tokens", str(keep),
+             "--format", "jsonl", str(chat)], capture_output=True, text=True, timeout=300,
+        )
+        assert planned.returncode == 0, planned.stderr
+        if json.loads(planned.stdout.splitlines()[0])["status"] == "compact":
+            break
+    else:
+        raise AssertionError(f"nothing to summarize in {chat} with any of {keeps}")
+    done = subprocess.run(
+        [sys.executable, "-m", "batchcompact", "run", "--force", "--min-age", "0", "--keep-recent-tokens", str(keep),
+         "--in-place", str(chat)], capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "1 compacted" in done.stderr + done.stdout
+    return keep

@@ -62,9 +62,9 @@ def toy():
 
 
 def test_the_formats_are_registered_in_order():
-    assert [a.name for a in AGENTS] == ["pi", "claude", "codex", "gemini"]
+    assert [a.name for a in AGENTS] == ["pi", "qwen", "claude", "codex", "gemini"]
     assert get("claude").display_name == "Claude Code" and get("pi").compactable
-    assert set(presets()) == {"pi", "oh-my-pi", "flue", "claude-code", "codex", "gemini-cli"}
+    assert set(presets()) == {"pi", "oh-my-pi", "flue", "claude-code", "codex", "gemini-cli", "qwen-code"}
     assert tool_table()["apply_patch"] == "patch" and tool_table()["todowrite"] == "todos"
     with pytest.raises(KeyError, match="unknown agent 'nope'"):
         get("nope")

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from agent_judges import REPLY, FakeGemini, gemini_env, gemini_settings, npm_cli
+from agent_judges import REPLY, FakeGemini, compact_in_place, gemini_env, gemini_settings, npm_cli
 
 pytestmark = pytest.mark.slow
 
@@ -90,12 +89,7 @@ def compacted(gemini_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
         last = _gemini(gemini_bin, home, project, api, "--resume", "latest", "-p", "STEP-TWO: look around")
         chat = _chat_file(home)
         original = chat.read_text()
-        done = subprocess.run(
-            [sys.executable, "-m", "batchcompact", "run", "--force", "--min-age", "0", "--keep-recent-tokens",
-             "100", "--in-place", "--format", "json", str(chat)],
-            capture_output=True, text=True, timeout=300,
-        )
-        assert done.returncode == 0, done.stderr
+        compact_in_place(chat)
         first = _gemini(gemini_bin, home, project, api, "--resume", "latest", "-p", "RESUME-ONE: continue")
         second = _gemini(gemini_bin, home, project, api, "--resume", "latest", "-p", "RESUME-TWO: again")
     appended = [json.loads(line) for line in chat.read_text()[len(original):].splitlines()]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from batchcompact.agents import claude, codex, gemini, pi
+from batchcompact.agents import claude, codex, gemini, pi, qwen
 from batchcompact.agents.spec import Agent, Place, load
 
 __all__ = ["AGENTS", "Agent", "Place", "describe", "find", "get", "load", "names", "register", "tool_table", "presets", "session_suffixes",
@@ -97,6 +97,7 @@ def presets() -> dict[str, Mapping[str, object]]:
 
 
 register(pi.AGENT)
+register(qwen.AGENT)  # before Claude Code: the same line envelope, Gemini-shaped messages
 register(claude.AGENT)
 register(codex.AGENT)
 register(gemini.AGENT)
