@@ -246,3 +246,28 @@ def test_report_totals_are_the_same_after_compaction(folder: Path, source: str, 
     assert totals(before) == totals(after)
     if get(source).usage:  # the agent's report reader is registered: the totals are real rows
         assert totals(before)
+
+
+@pytest.mark.parametrize(("tokens", "status"), [(524_000, "skip"), (530_000, "compact")])
+def test_a_gemini_chat_compacts_where_gemini_cli_would(tokens: int, status: str, tmp_path: Path) -> None:
+    records = _records(GEMINI / "session-tools.jsonl")
+    last = next(r for r in reversed(records) if r.get("tokens"))
+    last["tokens"] = {"input": tokens - 200, "output": 100, "cached": 0, "thoughts": 100, "tool": 0, "total": tokens}
+    chat = tmp_path / "session-big.jsonl"
+    chat.write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = CliRunner().invoke(main, ["plan", "--format", "jsonl", "--keep-recent-tokens", "100", str(chat)])
+    row = json.loads(result.stdout.splitlines()[0])
+    assert (row["status"], row["threshold"], row["window_source"]) == (status, 524_288, "gemini cli tokenLimit")
+
+
+@pytest.mark.parametrize(("prompt", "status"), [(840_000, "skip"), (860_000, "compact")])
+def test_a_qwen_chat_compacts_where_qwen_code_would(prompt: int, status: str, tmp_path: Path) -> None:
+    records = _records(QWEN / "session-tools.jsonl")
+    last = next(r for r in reversed(records) if r.get("usageMetadata"))
+    last["usageMetadata"] = {"promptTokenCount": prompt, "candidatesTokenCount": 10, "totalTokenCount": prompt + 10,
+                             "cachedContentTokenCount": prompt // 2}
+    chat = tmp_path / "big.jsonl"
+    chat.write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = CliRunner().invoke(main, ["plan", "--format", "jsonl", "--keep-recent-tokens", "100", str(chat)])
+    row = json.loads(result.stdout.splitlines()[0])
+    assert (row["status"], row["threshold"], row["window_source"]) == (status, 850_000, "qwen contextWindowSize")

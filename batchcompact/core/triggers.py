@@ -19,7 +19,8 @@ follows the agent that wrote the session, so a default run compacts where the ag
 
 - Gemini CLI: the model's window as Gemini CLI's `tokenLimit` gives it (1,048,576; 256,000 for Gemma 4)
   and its compression threshold, half of it (`DEFAULT_COMPRESSION_TOKEN_THRESHOLD` 0.5 in
-  packages/core/src/context/chatCompressionService.ts), against the last prompt's token count.
+  packages/core/src/context/chatCompressionService.ts). Gemini compares its last prompt's token count;
+  batchcompact its usual measure (the last reply's usage plus an estimate of what came after it).
 - Qwen Code: the window the chat recorded (`contextWindowSize` on each reply), else the price table's,
   else Qwen Code's default 200,000; auto-compaction at min(85% of the window, window - 20,000 summary
   reserve - 13,000 buffer) (`computeThresholds` in Qwen Code 0.24's chatCompressionService).
