@@ -29,7 +29,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from batchcompact.core.calls import HISTORY, SummaryCall  # noqa: E402
 from batchcompact.summarize import PoolSettings, SummaryJob, run_jobs  # noqa: E402
-from batchcompact.summarize.litellm_summarizer import LiteLLMSummarizer, import_litellm  # noqa: E402
+from batchcompact.summarize.litellm_import import import_litellm  # noqa: E402
+from batchcompact.summarize.litellm_summarizer import LiteLLMSummarizer  # noqa: E402
 
 MODEL = "openai/gpt-4o-mini"
 

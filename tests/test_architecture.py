@@ -1,4 +1,5 @@
-"""Dependencies point one way: the pure core imports nothing heavy, and --help stays instant."""
+"""Dependencies point one way: the pure core imports nothing heavy, no module imports one above it, no
+import circles (function-level imports included), and --help stays instant."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-CORE = Path(__file__).resolve().parent.parent / "batchcompact" / "core"
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "batchcompact"
+CORE = PACKAGE / "core"
 FORBIDDEN = {"litellm", "pyarrow", "polars", "click", "asyncio", "tiktoken", "tqdm", "jsonschema", "sqlite3",
              "subprocess", "socket", "os", "shutil"}
 
@@ -59,3 +62,119 @@ def test_plan_does_not_import_litellm(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "CLEAN"
+
+
+# The package's layers, lowest first: a module imports only from its own layer or those below
+# (docs/architecture.md). The name is the part after `batchcompact.`; `__init__` is the package itself.
+LAYERS = (
+    ("core",),
+    ("__init__", "errors", "lifecycle", "tokenizer", "token_cache", "agent_settings", "money"),
+    ("agents",),
+    ("formats", "schemas", "pricing", "discover"),
+    ("summarize",),
+    ("pipeline",),
+    ("report", "eval"),
+    ("cli", "synth"),
+    ("__main__",),
+)
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Every module of the package -> the package modules it imports, anywhere in it (functions too).
+
+    `from a.b import c` is an edge to `a.b.c` when that is a module, else to `a.b`; a package's
+    `__init__` is not counted as imported by its submodules (Python runs it, but it is not a dependency
+    the code chose). The agents' lazy `"module:attr"` references are strings, not imports."""
+    modules: dict[str, Path] = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                module = ".".join(base + ([node.module] if node.module else []))
+                for alias in node.names:
+                    found.add(f"{module}.{alias.name}" if f"{module}.{alias.name}" in modules else module)
+        graph[name] = {m for m in found if m in modules and m != name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_walk_sees_function_level_imports_and_finds_a_circle():
+    graph = module_graph()
+    # a function-level import (planning reads sessions through formats.detect inside read_session)
+    assert "batchcompact.formats.detect" in graph["batchcompact.pipeline.planning"]
+    graph = {**graph, "batchcompact.core.entries": graph["batchcompact.core.entries"] | {"batchcompact.core.tree"}}
+    assert any({"batchcompact.core.entries", "batchcompact.core.tree"} <= set(c) for c in circles(graph))
+
+
+def test_no_import_circles():
+    assert circles(module_graph()) == []
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 else "__init__"
+    for number, names in enumerate(LAYERS):
+        if top in names:
+            return number
+    raise AssertionError(f"{module}: batchcompact/{top} is in no layer; add it to LAYERS in {__file__}")
+
+
+def test_no_import_runs_back_up_the_layers():
+    upward = [
+        f"{module} -> {target}"
+        for module, targets in sorted(module_graph().items())
+        for target in sorted(targets)
+        if _layer(target) > _layer(module)
+    ]
+    assert upward == []

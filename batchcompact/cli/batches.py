@@ -49,7 +49,7 @@ def batches(ctx: click.Context, output_dir: str | None, state: str | None, cance
     """
     from batchcompact.cli.command import deprecated
     from batchcompact.cli.output import open_output, pick_format, print_table, require_output, write_rows
-    from batchcompact.pipeline.batch import cancel_batch, list_batches, refresh_batches
+    from batchcompact.pipeline.batch_commands import cancel_batch, list_batches, refresh_batches
     from batchcompact.pipeline.run import RunOptions
 
     if output and not output_dir and (fmt == "table" or json_flag or Path(output).is_dir()):

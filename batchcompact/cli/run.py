@@ -26,6 +26,7 @@ from batchcompact.cli.summarize_options import (
     provider_preflight,
     summarizer_options,
 )
+from batchcompact.money import sum_usd
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 
@@ -58,7 +59,7 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
     before = sum(r["tokens_before"] or 0 for r in rows if r["status"] == "compacted")
     after = sum(r["tokens_after_est"] or 0 for r in rows if r["status"] == "compacted")
     calls = sum(r["calls"] or 0 for r in rows)
-    cost = sum(r["cost_usd"] or 0.0 for r in rows)
+    cost = sum_usd(r["cost_usd"] for r in rows)
     unpriced = sum(1 for r in rows if r.get("unpriced"))
     if unpriced and not any(r["cost_usd"] for r in rows):
         cost_text = "cost unpriced (the model has no known price)"
@@ -241,7 +242,7 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
     started = time.monotonic()
     summary = run_archive(paths, settings, options, summarizer_obj, pool, executor=executor)
     if wait:
-        from batchcompact.pipeline.batch import wait_for_batches
+        from batchcompact.pipeline.batch_commands import wait_for_batches
 
         # Each round waits for the open batches, then reruns: collect, write, resubmit what failed.
         for _ in range(batch_attempts):
@@ -273,7 +274,7 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         "exit_code": summary.exit_code,
         # null when a summary model had no price: unknown, not free
         "cost_usd": None if any(r.get("unpriced") for r in summary.rows)
-        else sum(r["cost_usd"] or 0.0 for r in summary.rows),
+        else sum_usd(r["cost_usd"] for r in summary.rows),
         "unpriced_sessions": sum(1 for r in summary.rows if r.get("unpriced")),
     })
     if not quiet:

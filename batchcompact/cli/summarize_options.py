@@ -114,7 +114,8 @@ def provider_preflight(model: str, *, api_base: str | None, api_key: str | None,
         if check and not quiet:
             click.echo("check: nothing to check (the summarizer does not call a provider)", err=True)
         return None
-    from batchcompact.summarize.preflight import check_endpoint, preflight
+    from batchcompact.summarize.endpoint_check import check_endpoint
+    from batchcompact.summarize.preflight import preflight
 
     info = preflight(model, api_base, api_key)
     if check:

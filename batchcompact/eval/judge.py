@@ -4,12 +4,13 @@ alone, then grades each answer against the key taken from the full span.
 One question per probe kind the span has (Factory's probe types: artifact, recall of errors, instruction
 following, continuation). The grade is 0-5 on six dimensions (accuracy, context awareness, artifact
 trail, completeness, continuity, instruction following), asked for as JSON. Every call goes through the
-worker pool and the summary cache like a summary (`run.buy`): retried, redacted for remote models,
+worker pool and the summary cache like a summary (`buying.buy`): retried, redacted for remote models,
 limited by the budget, and reused on a rerun, so the same inputs give the same grades.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from typing import Any
@@ -98,7 +99,7 @@ class Judge:
     def grade(self, contexts: list[tuple[dict[str, Any], list[dict[str, Any]], list[Probe], Any]], state: Any,
               pool_settings: Any, *, clock: Any = None, sleep: Any = None) -> float:
         """Grade every scored row; returns what this run spent."""
-        from batchcompact.eval.run import buy
+        from batchcompact.eval.buying import buy
         from batchcompact.summarize.pool import SummaryJob
 
         questions: list[tuple[int, str]] = []  # (row index, kind)
@@ -111,6 +112,8 @@ class Judge:
         answers, buyer = buy(self.summarizer, self.model_key, answer_jobs, state, pool_settings, clock=clock,
                              sleep=sleep)
         spent = sum(o.cost_usd for o in answers.values())
+        if pool_settings.max_cost_usd is not None:  # the grades get what the answers left
+            pool_settings = dataclasses.replace(pool_settings, max_cost_usd=max(pool_settings.max_cost_usd - spent, 0.0))
         costs: dict[int, float | None] = {}
         grade_jobs = []
         for index, kind in questions:

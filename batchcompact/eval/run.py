@@ -10,7 +10,6 @@ Nothing is ever written to a session file.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import re
@@ -22,6 +21,7 @@ from typing import Any
 from batchcompact.core.apply import compose_summary
 from batchcompact.core.planner import CompactionSettings
 from batchcompact.errors import RunAborted
+from batchcompact.eval.buying import buy
 from batchcompact.eval.cuts import Cut, context_messages, context_tokens, existing_cuts, planned_cut
 from batchcompact.eval.probes import KINDS, Probe, derive_probes
 from batchcompact.eval.scoring import score_context
@@ -224,8 +224,9 @@ def evaluate(paths: Iterable[str], settings: CompactionSettings, options: EvalOp
             result.spent_usd += spent
             if budget is not None:
                 budget = max(budget - spent, 0.0)
-        if judge is not None:
-            result.spent_usd += judge.grade(contexts, state, pool_settings, clock=clock, sleep=sleep)
+        if judge is not None:  # within what the summaries left of the budget
+            settings_now = dataclasses.replace(pool_settings, max_cost_usd=budget)
+            result.spent_usd += judge.grade(contexts, state, settings_now, clock=clock, sleep=sleep)
     finally:
         if state is not None:
             state.close()
@@ -261,25 +262,6 @@ def _open_state(options: EvalOptions, summarizers: list[EvalSummarizer], judge: 
     path = options.state_path or default_state_home() / "state.sqlite"
     path.parent.mkdir(parents=True, exist_ok=True)
     return RunState(path)
-
-
-def buy(summarizer: Any, model_key: str, jobs: list[Any], state: Any, pool_settings: Any, *, clock: Any = None,
-        sleep: Any = None) -> tuple[dict[str, Any], Any]:
-    """Run `jobs` through the pool (and the summary cache when there is a state); outcomes by job key."""
-    from batchcompact.summarize.pool import run_jobs
-
-    buyer = summarizer
-    if state is not None:
-        from batchcompact.pipeline.summary_cache import CachingSummarizer
-
-        buyer = CachingSummarizer(summarizer, state, model_key)
-    outcomes: dict[str, Any] = {}
-
-    def collect(outcome: Any) -> None:
-        outcomes[outcome.key] = outcome
-
-    asyncio.run(run_jobs(jobs, buyer, pool_settings, on_outcome=collect, clock=clock, sleep=sleep))
-    return outcomes, buyer
 
 
 def _summarize(entry: EvalSummarizer, cuts: list[Cut], probes: list[list[Probe]],

@@ -19,10 +19,6 @@ from typing import Any
 
 from batchcompact.pipeline.summary_cache import CachingSummarizer
 
-# Outcome statuses only a batch buyer reports (the pool's are ok, failed, skipped, aborted, ...).
-BATCH_PENDING = "batch_pending"
-CHANGED = "changed_during_run"
-
 
 class OnDemandBuyer:
     batch = False

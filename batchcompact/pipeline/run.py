@@ -31,13 +31,9 @@ from batchcompact.core.planner import CompactionPlan, CompactionSettings
 from batchcompact.errors import RunAborted, UsageError
 from batchcompact.formats.scan import ScanItem, iter_session_files, printable, resolved
 from batchcompact.formats.scan import oserror_text as _oserror
-from batchcompact.pipeline.buying import BATCH_PENDING, make_buyer
+from batchcompact.pipeline.buying import make_buyer
 from batchcompact.pipeline.executor import Executor, ExecutorLost, LocalExecutor
 from batchcompact.pipeline.outcome import (
-    CHANGED,
-    COMPACTED,
-    FAILED,
-    SKIPPED,
     PreparedSession,
     now_utc,
     reproducible_now,
@@ -55,6 +51,7 @@ from batchcompact.pipeline.session_task import (
     take_lock,
 )
 from batchcompact.pipeline.state import Fingerprint, RunState, settings_hash
+from batchcompact.pipeline.statuses import BATCH_PENDING, CHANGED, COMPACTED, FAILED, SKIPPED
 from batchcompact.pipeline.writer import sweep_stale_temps, temp_name
 
 log = logging.getLogger(__name__)
@@ -275,6 +272,7 @@ class Runner:
                 if self._owns_executor:
                     self.executor.close()
                 self._account_for_all(items, aborted)
+                self._sort_rows(items)
                 report_dir = self.options.resolved_report_dir()
                 try:
                     report_path = write_compactions(self.rows, report_dir, self.run_id)
@@ -288,6 +286,12 @@ class Runner:
         notes += list(self._buyer.notes) if self._buyer is not None else []
         return RunSummary(self.run_id, self.rows, report_path, self.started, now_utc(), aborted, by_status, notes,
                           self.stopped)
+
+    def _sort_rows(self, items: list[ScanItem]) -> None:
+        """Rows in the order the sessions were found, not the order they finished (which varies with
+        --jobs and the executor): the report and every sum over the rows come out the same."""
+        order = {printable(str(item.path)): n for n, item in enumerate(items)}
+        self.rows.sort(key=lambda row: (order.get(row["input_path"], len(order)), row["input_path"]))
 
     def _sweep(self, items: list[ScanItem]) -> None:
         """Temp files of runs that died (beside the inputs and the outputs) go before anything is written."""

@@ -13,13 +13,13 @@ from batchcompact.report.schema import USAGE_SCHEMA_VERSION
 from batchcompact.report.settings import GROUPINGS, ReportSettings
 
 if TYPE_CHECKING:
-    from batchcompact.report.aggregate import Report
     from batchcompact.report.collect import CollectResult
+    from batchcompact.report.result import Report
 
 # Loaded on first use, so `batchcompact.report.<light module>` does not import polars or pyarrow.
 _LAZY = {
     "USAGE_SCHEMA": "batchcompact.report.schema",
-    "Report": "batchcompact.report.aggregate",
+    "Report": "batchcompact.report.result",
     "build_report": "batchcompact.report.aggregate",
     "CollectResult": "batchcompact.report.collect",
     "collect_usage": "batchcompact.report.collect",

@@ -10,7 +10,7 @@ from html import escape
 from pathlib import Path
 
 from batchcompact.errors import UsageError
-from batchcompact.report.aggregate import Report
+from batchcompact.report.result import Report
 
 PALETTE = (
     "#4e79a7",

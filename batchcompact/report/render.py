@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from batchcompact.errors import UsageError
-from batchcompact.report.aggregate import Report
+from batchcompact.report.result import Report
 
 FORMATS = ("table", "json", "csv", "parquet")
 JSON_FIELDS = (

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import email.utils
 import logging
-import os
 import re
 import time
 from typing import Any
@@ -31,30 +30,11 @@ from batchcompact.summarize.base import (
     SummaryCallError,
     SummaryResult,
 )
+from batchcompact.summarize.litellm_import import import_litellm
 from batchcompact.summarize.redact import scrub
 
 log = logging.getLogger(__name__)
-_litellm: Any = None
 _PREFIX = re.compile(r"^(?:litellm\.\w+:\s*|\w+Error:\s*)+")
-
-
-def import_litellm() -> Any:
-    """Import litellm once, offline and quiet."""
-    global _litellm
-    if _litellm is None:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm
-
-        litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on every error
-        litellm.telemetry = False
-        # Their debug logs can carry request headers; -vv must not put an API key on stderr. litellm's own
-        # warnings (e.g. its logging worker moving between event loops after --check) are not the user's.
-        for name in ("openai", "httpx", "httpcore"):
-            logging.getLogger(name).setLevel(logging.WARNING)
-        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
-            logging.getLogger(name).setLevel(logging.ERROR)
-        _litellm = litellm
-    return _litellm
 
 
 def _price_table(pricing_file: str | None) -> Any:

@@ -11,13 +11,13 @@ imported lazily) and checks that the provider's credentials are present, without
 - variables that are not keys (Azure's base and version, Vertex's project, AWS credentials that may come
   from a profile) are left for the provider to judge: their absence is logged, not fatal.
 
-`check_endpoint(...)` is `--check`: one tiny real request that proves the key and the endpoint. Both raise
-our errors only (`UsageError`, `RunAborted` subclasses), so the CLI turns them into one line and an exit code.
+`check_endpoint(...)` (`summarize/endpoint_check.py`) is `--check`: one tiny real request that proves the key
+and the endpoint. Both raise our errors only (`UsageError`, `RunAborted` subclasses), so the CLI turns them
+into one line and an exit code.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import re
@@ -77,7 +77,7 @@ class ProviderInfo:
 
 
 def _litellm():
-    from batchcompact.summarize.litellm_summarizer import import_litellm
+    from batchcompact.summarize.litellm_import import import_litellm
 
     return import_litellm()
 
@@ -163,26 +163,3 @@ def _missing_variables(model: str, api_base: str | None) -> list[str]:
 def _configured_key_variable(provider: str, env: Mapping[str, str]) -> str | None:
     name = provider.upper().replace("-", "_") + "_API_KEY"
     return name if env.get(name) else None
-
-
-async def check_endpoint_async(info: ProviderInfo, *, timeout: float = 30.0) -> float:
-    """One tiny real request (a few output tokens) to `info`'s endpoint; returns its latency in seconds.
-
-    A refused key raises `RunFatalError` (exit 3); anything else that fails raises `EndpointCheckError`.
-    """
-    from batchcompact.summarize.base import RunFatalError, SummaryCallError
-    from batchcompact.summarize.litellm_summarizer import LiteLLMSummarizer
-
-    summarizer = LiteLLMSummarizer(info.model, api_base=info.api_base, api_key=info.api_key,
-                                   timeout=timeout, provider=info)
-    try:
-        return await summarizer.ping()
-    except RunFatalError:
-        raise
-    except SummaryCallError as exc:
-        raise EndpointCheckError(f"--check failed: {exc.message}") from None
-
-
-def check_endpoint(info: ProviderInfo, *, timeout: float = 30.0) -> float:
-    """`check_endpoint_async` from synchronous code."""
-    return asyncio.run(check_endpoint_async(info, timeout=timeout))
