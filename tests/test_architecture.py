@@ -74,6 +74,7 @@ LAYERS = (
     ("summarize",),
     ("pipeline",),
     ("report", "eval"),
+    ("agents/<name>/<module>",),
     ("cli", "synth"),
     ("__main__",),
 )
@@ -164,6 +165,11 @@ def test_no_import_circles():
 def _layer(module: str) -> int:
     parts = module.split(".")
     top = parts[1] if len(parts) > 1 else "__init__"
+    if top == "agents" and len(parts) > 3 and parts[3] != "detect":
+        # An agent folder's code (reader, writer, report reader) is reached only through the registry's
+        # lazy "module:attr" references: it may use every library layer below the CLI, and nothing
+        # imports it (its `__init__` and line rules stay in the registry's layer).
+        top = "agents/<name>/<module>"
     for number, names in enumerate(LAYERS):
         if top in names:
             return number
