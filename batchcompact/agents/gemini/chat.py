@@ -315,41 +315,11 @@ def read(path: str | Path) -> Session:
     model = next((r.get("model") for r, _ in reversed(records) if r.get("type") == "gemini" and r.get("model")), None)
     builder = _Builder()
     at = _compaction_at(records)
-    compaction: dict[str, Any] | None = None
-    kept_until = None
-    if at is not None:
-        summary_record, summary_line = records[at]
-        checkpoint = state.first_line.get(summary_record["id"], summary_line)
-        kept_until = checkpoint
-        text = parts_text(summary_record.get("content"))
-        if isinstance(summary_record.get("batchcompact"), dict):  # ours: the snapshot tags we wrapped it in
-            text = text.removeprefix("<state_snapshot>\n").removesuffix("\n</state_snapshot>")
-        compaction = {"type": "compaction", "id": summary_record["id"], "timestamp": summary_record.get("timestamp"),
-                      "summary": text, "firstKeptEntryId": None,
-                      "tokensBefore": 0, "fromHook": False}
-        marker = summary_record.get("batchcompact")
-        if isinstance(marker, dict):
-            compaction["tokensBefore"] = marker.get("tokensBefore") or 0
-            compaction["details"] = {"readFiles": marker.get("readFiles") or [],
-                                     "modifiedFiles": marker.get("modifiedFiles") or []}
-    for index, (record, line) in enumerate(records):
-        if compaction is not None and index == at:
-            continue
-        if compaction is not None and index == at + 1 and record.get("type") == "gemini" and \
-                parts_text(record.get("content")).strip() == ACK_TEXT:
-            builder.meta(record["id"], line, record, "compaction_ack")
-            continue
-        if compaction is not None and compaction["firstKeptEntryId"] is None and index > at and \
-                state.first_line.get(record["id"], line) > kept_until:
-            _close(builder, compaction, records[at][1])
-        before = len(builder.entries)
-        builder.message(record, line, state.tokens.get(record["id"]), model)
-        if compaction is not None and compaction["firstKeptEntryId"] is None and index > at and \
-                len(builder.entries) > before and "kept" not in compaction and \
-                builder.entries[before][0]["type"] != META_TYPE:
-            compaction["kept"] = builder.entries[before][0]["id"]
-    if compaction is not None and compaction["firstKeptEntryId"] is None:
-        _close(builder, compaction, records[at][1])
+    if at is None:
+        for record, line in records:
+            builder.message(record, line, state.tokens.get(record["id"]), model)
+    else:
+        _build_compacted(builder, state, records, at, model)
     header = dict(state.header)
     header["id"] = header.get("sessionId") or Path(name).name.split(".")[0]
     header["model"] = model
@@ -372,9 +342,42 @@ def read(path: str | Path) -> Session:
     return Session(name, FORMAT, header, entries, problems=problems, extra=extra)
 
 
-def _close(builder: _Builder, compaction: dict[str, Any], line: int) -> None:
-    """Place the compaction entry: after the kept messages, before those recorded after it."""
-    data = {k: v for k, v in compaction.items() if k != "kept"}
-    data["firstKeptEntryId"] = compaction.get("kept") or compaction["id"]
-    compaction["firstKeptEntryId"] = data["firstKeptEntryId"]
-    builder.add(data, line, None)
+def _compaction_entry(record: dict[str, Any], line: int) -> dict[str, Any]:
+    """The `compaction` entry of a compression's summary message (its marker when it is ours)."""
+    text = parts_text(record.get("content"))
+    data = {"type": "compaction", "id": record["id"], "timestamp": record.get("timestamp"), "summary": text,
+            "firstKeptEntryId": record["id"], "tokensBefore": 0, "fromHook": False}
+    marker = record.get("batchcompact")
+    if isinstance(marker, dict):  # ours: the snapshot tags we wrapped the summary in, our numbers and lists
+        data["summary"] = text.removeprefix("<state_snapshot>\n").removesuffix("\n</state_snapshot>")
+        data["tokensBefore"] = marker.get("tokensBefore") or 0
+        data["details"] = {"readFiles": marker.get("readFiles") or [], "modifiedFiles": marker.get("modifiedFiles") or []}
+    return data
+
+
+def _build_compacted(builder: _Builder, state: ChatState, records: list[tuple[dict[str, Any], int]], at: int,
+                     model: str | None) -> None:
+    """Entries of a conversation that starts (after its context) with a compression's summary at `at`:
+    the context, the acknowledgement (metadata), the messages the compression kept (those that existed
+    when its checkpoint was written), the compaction entry, then the messages recorded after it."""
+    summary, summary_line = records[at]
+    checkpoint = state.first_line.get(summary["id"], summary_line)
+    compaction = _compaction_entry(summary, summary_line)
+    placed = False
+    for index, (record, line) in enumerate(records):
+        if index == at:
+            continue
+        if index == at + 1 and record.get("type") == "gemini" and parts_text(record.get("content")).strip() == ACK_TEXT:
+            builder.meta(record["id"], line, record, "compaction_ack")
+            continue
+        if index > at and not placed and state.first_line.get(record["id"], line) > checkpoint:
+            builder.add(compaction, summary_line, None)
+            placed = True
+        before = len(builder.entries)
+        builder.message(record, line, state.tokens.get(record["id"]), model)
+        first = builder.entries[before][0] if len(builder.entries) > before else None
+        if index > at and not placed and first is not None and first["type"] != META_TYPE and \
+                compaction["firstKeptEntryId"] == summary["id"]:
+            compaction["firstKeptEntryId"] = first["id"]
+    if not placed:
+        builder.add(compaction, summary_line, None)
