@@ -42,6 +42,10 @@ def _script(project: Path) -> dict:
             ("write_todos", {"todos": [{"description": "ship hello.py", "status": "in_progress"}]}),
             ("list_directory", {"dir_path": str(project)}),
         ],
+        "RESUME-TWO": [
+            ("read_file", {"file_path": str(project / "hello.py")}),
+            ("run_shell_command", {"command": "python3 hello.py", "description": "run it again"}),
+        ],
     }
 
 
@@ -92,11 +96,26 @@ def compacted(gemini_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
         compact_in_place(chat)
         first = _gemini(gemini_bin, home, project, api, "--resume", "latest", "-p", "RESUME-ONE: continue")
         second = _gemini(gemini_bin, home, project, api, "--resume", "latest", "-p", "RESUME-TWO: again")
-    appended = [json.loads(line) for line in chat.read_text()[len(original):].splitlines()]
-    ours = next(r["$set"]["messages"] for r in appended if isinstance(r.get("$set"), dict)
-                and any("batchcompact" in m for m in r["$set"].get("messages") or ()))
+        before_second = chat.read_text()
+        compact_in_place(chat)  # the agent went on: compact again
+        third = _gemini(gemini_bin, home, project, api, "--resume", "latest", "-p", "RESUME-THREE: once more")
     return {"chat": chat, "original": original, "before": last[-1]["contents"], "first": first,
-            "second": second, "checkpoint": ours}
+            "second": second, "checkpoint": _our_checkpoint(chat.read_text()[len(original):]),
+            "third": third, "checkpoint2": _our_checkpoint(chat.read_text()[len(before_second):])}
+
+
+def _our_checkpoint(text: str) -> list[dict]:
+    """The messages of the first `$set` checkpoint we wrote in `text` (appended records)."""
+    records = [json.loads(line) for line in text.splitlines()]
+    return next(r["$set"]["messages"] for r in records if isinstance(r.get("$set"), dict)
+                and any("batchcompact" in m for m in r["$set"].get("messages") or ()))
+
+
+def _kept_calls(checkpoint: list[dict]) -> list[str]:
+    calls = _calls([{"parts": [p for p in m["content"] if isinstance(p, dict)]}
+                    for m in checkpoint if isinstance(m.get("content"), list)])
+    calls += [_call_id(c) for m in checkpoint for c in m.get("toolCalls") or ()]
+    return list(dict.fromkeys(calls))
 
 
 def test_the_resumed_request_starts_from_our_summary(compacted: dict) -> None:
@@ -113,10 +132,7 @@ def test_the_resumed_request_starts_from_our_summary(compacted: dict) -> None:
 def test_the_resumed_request_holds_the_kept_tail_and_nothing_before_the_cut(compacted: dict) -> None:
     before_calls = _calls(compacted["before"])
     kept_ids = [m["id"] for m in compacted["checkpoint"] if m.get("type") == "gemini"]
-    kept_calls = _calls([{"parts": [p for p in m["content"] if isinstance(p, dict)]}
-                         for m in compacted["checkpoint"] if isinstance(m.get("content"), list)])
-    kept_calls += [_call_id(c) for m in compacted["checkpoint"] for c in m.get("toolCalls") or ()]
-    kept_calls = list(dict.fromkeys(kept_calls))
+    kept_calls = _kept_calls(compacted["checkpoint"])
     assert kept_ids and kept_calls, "the kept tail has replies with tool calls"
     summarized = [c for c in before_calls if c not in kept_calls]
     assert summarized, "some calls were summarized"
@@ -138,6 +154,18 @@ def test_a_second_resume_sends_the_same_history(compacted: dict) -> None:
     assert _calls(second[:first_prompt]) == _calls(first[:first_prompt])
     assert _texts(second)[1] == _texts(first)[1]  # the same summary
     assert any("RESUME-ONE" in t for t in _texts(second))  # and the first resume's turn
+
+
+def test_a_second_compaction_resumes_from_the_new_summary_only(compacted: dict) -> None:
+    contents = compacted["third"][0]["contents"]
+    snapshots = [t for t in _texts(contents) if t.startswith("<state_snapshot>")]
+    first_summary = _texts(compacted["first"][0]["contents"])[1]
+    assert len(snapshots) == 1 and snapshots[0] != first_summary
+    kept = _kept_calls(compacted["checkpoint2"])
+    sent = _calls(contents)
+    assert sent == kept
+    summarized = [c for c in _calls(compacted["second"][-1]["contents"]) if c not in kept]
+    assert summarized and not set(sent) & set(summarized)
 
 
 def test_report_totals_are_the_same_before_and_after(compacted: dict, tmp_path: Path) -> None:

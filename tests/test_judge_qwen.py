@@ -41,6 +41,10 @@ def _script(project: Path) -> dict:
             ("grep_search", {"pattern": "hello"}),
             ("run_shell_command", {"command": "ls", "description": "list"}),
         ],
+        "RESUME-TWO": [
+            ("read_file", {"file_path": str(project / "hello.py")}),
+            ("run_shell_command", {"command": "python3 hello.py", "description": "run it again"}),
+        ],
     }
 
 
@@ -82,9 +86,18 @@ def compacted(qwen_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
         compact_in_place(chat)
         first = _qwen(qwen_bin, home, project, api, "--continue", "-p", "RESUME-ONE: continue")
         second = _qwen(qwen_bin, home, project, api, "--continue", "-p", "RESUME-TWO: again")
+        before_second = chat.read_text()
+        compact_in_place(chat)  # the agent went on: compact again
+        third = _qwen(qwen_bin, home, project, api, "--continue", "-p", "RESUME-THREE: once more")
     record = json.loads(chat.read_text()[len(original):].splitlines()[0])
+    record2 = json.loads(chat.read_text()[len(before_second):].splitlines()[0])
     return {"chat": chat, "original": original, "before": last[-1]["messages"], "first": first,
-            "second": second, "record": record}
+            "second": second, "record": record, "third": third, "record2": record2}
+
+
+def _kept_calls(record: dict) -> list[str]:
+    history = record["systemPayload"]["compressedHistory"]
+    return [p["functionCall"]["id"] for c in history for p in c["parts"] if "functionCall" in p]
 
 
 def test_our_compaction_is_a_chat_compression_record(compacted: dict) -> None:
@@ -106,8 +119,7 @@ def test_the_resumed_request_starts_from_our_summary(compacted: dict) -> None:
 
 
 def test_the_resumed_request_holds_the_kept_tail_and_nothing_before_the_cut(compacted: dict) -> None:
-    history = compacted["record"]["systemPayload"]["compressedHistory"]
-    kept_calls = [p["functionCall"]["id"] for c in history for p in c["parts"] if "functionCall" in p]
+    kept_calls = _kept_calls(compacted["record"])
     before_calls = _calls(compacted["before"])
     summarized = [c for c in before_calls if c not in kept_calls]
     assert kept_calls and summarized
@@ -127,6 +139,17 @@ def test_a_second_resume_sends_the_same_history(compacted: dict) -> None:
     assert _calls(second[:prompt]) == _calls(first[:prompt])
     assert _texts(second[1])[-1] == _texts(first[1])[-1]  # the same summary
     assert any("RESUME-ONE" in t for m in second for t in _texts(m))
+
+
+def test_a_second_compaction_resumes_from_the_new_summary_only(compacted: dict) -> None:
+    assert compacted["record2"]["subtype"] == "chat_compression"
+    messages = compacted["third"][0]["messages"]
+    snapshots = [t for m in messages for t in _texts(m) if t.startswith("<state_snapshot>")]
+    assert len(snapshots) == 1 and snapshots[0] != _texts(compacted["first"][0]["messages"][1])[-1]
+    kept = _kept_calls(compacted["record2"])
+    assert _calls(messages) == kept
+    summarized = [c for c in _calls(compacted["second"][-1]["messages"]) if c not in kept]
+    assert summarized and not set(_calls(messages)) & set(summarized)
 
 
 def test_no_usage_is_copied_or_lost(compacted: dict) -> None:
