@@ -271,3 +271,18 @@ def test_a_qwen_chat_compacts_where_qwen_code_would(prompt: int, status: str, tm
     result = CliRunner().invoke(main, ["plan", "--format", "jsonl", "--keep-recent-tokens", "100", str(chat)])
     row = json.loads(result.stdout.splitlines()[0])
     assert (row["status"], row["threshold"], row["window_source"]) == (status, 850_000, "qwen contextWindowSize")
+
+
+def test_gemini_cli_s_own_compression_threshold_setting_is_followed(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".gemini").mkdir(parents=True)
+    (home / ".gemini" / "settings.json").write_text(json.dumps({"model": {"compressionThreshold": 0.7}}))
+
+    def threshold(*args: str) -> int:
+        result = CliRunner().invoke(main, ["plan", "--format", "jsonl", *args, str(GEMINI / "session-tools.jsonl")],
+                                    env={"HOME": str(home)})
+        return json.loads(result.stdout.splitlines()[0])["threshold"]
+
+    assert threshold() == 734_003  # 70% of 1,048,576
+    assert threshold("--threshold-percent", "60") == 629_145  # the command line wins
+    assert threshold("--no-agent-settings") == 524_288  # Gemini CLI's default, 50%

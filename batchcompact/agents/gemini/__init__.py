@@ -26,6 +26,7 @@ AGENT = Agent(
         "invoke_agent": "delegate",
     },
     trigger="batchcompact.core.triggers:gemini_trigger",
+    settings="batchcompact.agents.gemini.settings:with_gemini_settings",
     trigger_table_window=False,
     presets={
         # Gemini CLI chatCompressionService: compress at 50% of tokenLimit, keep the last 30% of the
