@@ -19,7 +19,7 @@ from batchcompact.agents import get, load
 from batchcompact.core.calls import SummaryCall
 from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
 from batchcompact.core.session import Session
-from batchcompact.errors import SessionReadError
+from batchcompact.errors import SessionReadError, internal_error_reason
 
 log = logging.getLogger(__name__)
 
@@ -318,7 +318,7 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
     except Exception as exc:  # a bug on one file must not stop the others
         log.debug("planning %s failed", path, exc_info=True)  # the row says it in one line; -vv shows where
         row: dict[str, Any] = dict.fromkeys(PLAN_COLUMNS)
-        row.update(path=str(path), status="error", reason=f"internal error: {exc!r}", read_files=[], modified_files=[])
+        row.update(path=str(path), status="error", reason=internal_error_reason(exc), read_files=[], modified_files=[])
         return row
 
 

@@ -1,5 +1,7 @@
-"""Qwen Code (QwenLM/qwen-code): chats under `~/.qwen/projects/<project>/chats/<session>.jsonl`. Reader
-`chat.py`, writer `write.py`, detection `detect.py`; the trigger is `core/triggers.py:qwen_trigger`."""
+"""Qwen Code (QwenLM/qwen-code): `$QWEN_DATA_DIR` or `~/.qwen`, chats in `projects/<project>/chats/<session>.jsonl`.
+Reader `chat.py`, writer `write.py`, line rules `detect.py`, usage `report.py`; the trigger is
+`core/triggers.py:qwen_trigger`. Its records look like Claude Code's lines (uuid, parentUuid, sessionId,
+type), so its line rule is asked before Claude Code's."""
 
 from __future__ import annotations
 
@@ -8,11 +10,12 @@ from batchcompact.agents.spec import Agent, Place
 AGENT = Agent(
     name="qwen",
     display_name="Qwen Code",
-    places=(Place(defaults=("~/.qwen",), env="QWEN_DATA_DIR", sessions=("projects",), env_list=True),),
+    places=(Place(defaults=("~/.qwen",), env="QWEN_DATA_DIR", env_list=True, sessions=("projects",)),),
     detect_line="batchcompact.agents.qwen.detect:detect_line",
     detect_prefix="batchcompact.agents.qwen.detect:detect_prefix",
     reader="batchcompact.agents.qwen.chat:read",
     writer="batchcompact.agents.qwen.write",
+    usage="batchcompact.agents.qwen.report:extract_qwen",
     tools={
         "read_file": "read",
         "write_file": "write",
