@@ -191,3 +191,33 @@ def record_qwen(root: Path, prompts: tuple[str, ...]) -> tuple[Path, int]:
             assert done.returncode == 0 and REPLY in done.stdout, (done.stdout[-2000:], done.stderr[-2000:])
         calls = len(api.chat_requests())
     return home, calls
+
+
+CODEX = ("@openai/codex", "0.169.0", "codex")
+
+
+def record_codex_fork(root: Path) -> tuple[Path, int]:
+    """Codex: `exec PROMPT`, `exec resume --last PROMPT`, then `exec fork <that thread> PROMPT` against the
+    loopback Responses API (10 input, 3 output tokens a reply); (CODEX_HOME, model calls answered)."""
+    from agent_judges import FakeResponses
+
+    binary = judge_cli(*CODEX)
+    home, work = root / "home", root / "work"
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True)
+    work.mkdir()
+    with FakeResponses() as server:
+        (codex_home / "config.toml").write_text(f'model = "gpt-5.3-codex"\nopenai_base_url = "{server.url}"\n')
+        env = sandbox_env(home, CODEX_HOME=str(codex_home), OPENAI_API_KEY="sk-judge", OPENAI_BASE_URL=server.url)
+
+        def run(*args: str) -> None:
+            done = subprocess.run([str(binary), "exec", "--skip-git-repo-check", *args], cwd=work, env=env,
+                                  capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0 and REPLY in done.stdout, (done.stdout[-2000:], done.stderr[-2000:])
+
+        run("JUDGE-ONE first prompt")
+        run("resume", "--last", "JUDGE-TWO second prompt")
+        (first,) = sorted(codex_home.rglob("rollout-*.jsonl"))
+        run("fork", first.name.split(".jsonl")[0][-36:], "JUDGE-THREE forked prompt")
+        calls = len(server.inputs())
+    return codex_home, calls

@@ -74,6 +74,7 @@ LAYERS = (
     ("summarize",),
     ("pipeline",),
     ("report", "eval"),
+    ("agents/<name>/<module>",),
     ("cli", "synth"),
     ("__main__",),
 )
@@ -168,6 +169,11 @@ def _layer(module: str) -> int:
         # an agent's usage reader (`agents/<agent>/report.py`) is the report's: only report/extract.py
         # loads it, through the registry's lazy "module:function" string
         top = "report"
+    elif top == "agents" and len(parts) > 3 and parts[3] != "detect":
+        # An agent folder's other code (reader, writer, settings) is reached only through the registry's
+        # lazy "module:attr" references: it may use every library layer below the CLI, and nothing
+        # imports it (its `__init__` and line rules stay in the registry's layer).
+        top = "agents/<name>/<module>"
     for number, names in enumerate(LAYERS):
         if top in names:
             return number

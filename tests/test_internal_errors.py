@@ -57,10 +57,10 @@ def break_reading(monkeypatch, *modules) -> None:
 
     real = planning.read_session
 
-    def read_session(path):
+    def read_session(path, **options):
         if Path(path).name == BROKEN:
             raise KeyError("boom")
-        return real(path)
+        return real(path, **options)
 
     for module in (planning, *modules):
         monkeypatch.setattr(module, "read_session", read_session)
@@ -170,13 +170,13 @@ def test_preflight_unknown_model_is_a_usage_error():
 
 
 def test_preflight_says_when_litellm_cannot_be_loaded(bc, archive, tmp_path, monkeypatch):
-    from batchcompact.summarize import litellm_summarizer
+    from batchcompact.summarize import litellm_import
     from batchcompact.summarize.preflight import ProviderLibraryError, preflight
 
     def broken():
         raise ImportError("No module named 'litellm'")
 
-    monkeypatch.setattr(litellm_summarizer, "import_litellm", broken)
+    monkeypatch.setattr(litellm_import, "import_litellm", broken)
     with pytest.raises(ProviderLibraryError, match="litellm could not be loaded"):
         preflight("openai/gpt-4o-mini", api_key="k")
     code, _, err = bc("run", archive, "--output-dir", tmp_path / "out", "--model", "openai/gpt-4o-mini",

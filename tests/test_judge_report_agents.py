@@ -103,7 +103,7 @@ def ccusage_totals(ccusage, agent: str, home) -> dict:  # noqa: F811
     assert done.returncode == 0, done.stderr
     t = json.loads(done.stdout)["totals"]
     return {"input": t["inputTokens"], "output": t["outputTokens"], "cache_read": t["cacheReadTokens"],
-            "total": t["totalTokens"], "cost": round(t["totalCost"], 9)}
+            "total": t["totalTokens"], "cost": round(t.get("totalCost", t.get("costUSD")) or 0.0, 9)}
 
 
 def our_totals(agent: str, home, tmp_path) -> dict:
@@ -146,3 +146,18 @@ def test_ccusage_on_the_gemini_and_qwen_transcripts(ccusage, recorded_chat, tmp_
     ours = our_totals(agent, home, tmp_path)
     assert ours["input"] == calls * (PROMPT - CACHED)
     assert ccusage_totals(ccusage, agent, home) == expected_ccusage(agent, ours, calls, len(PROMPTS))
+
+
+def test_a_real_codex_fork_counts_its_own_call_once(ccusage, tmp_path):  # noqa: F811
+    """Codex 0.169 writes a fork as a new rollout with `forked_from_id` whose running total goes on from
+    the parent's (its first event: total 39, last 13). Each of the 3 calls counts once; ccusage 20.0.24
+    reports nothing for the fork's rollout, so the fork's own call is missing."""
+    from report_judges import record_codex_fork
+
+    codex_home, calls = record_codex_fork(tmp_path / "codex")
+    rollouts = sorted(codex_home.rglob("rollout-*.jsonl"))
+    assert len(rollouts) == 2 and "forked_from_id" in rollouts[1].read_text()
+    ours = our_totals("codex", codex_home.parent, tmp_path)
+    assert calls == 3 and ours["total"] == calls * 13 and ours["input"] == calls * 10
+    theirs = ccusage_totals(ccusage, "codex", codex_home.parent)
+    assert theirs["total"] == (calls - 1) * 13  # the fork's own 13 tokens missing

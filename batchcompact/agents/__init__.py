@@ -121,8 +121,9 @@ def presets() -> dict[str, Mapping[str, object]]:
 register(pi.AGENT)
 register(claude.AGENT)
 register(codex.AGENT)
+register(gemini.AGENT)
 # Report-only agents (batchcompact reads their usage, it does not compact them).
-for _report_only in (opencode, kilo, gemini, copilot, kimi, openclaw, droid, goose, amp, codebuff, grok, hermes,
+for _report_only in (opencode, kilo, copilot, kimi, openclaw, droid, goose, amp, codebuff, grok, hermes,
                      zcode):
     register(_report_only.AGENT)
 register(qwen.AGENT, before="claude")  # its records would pass Claude Code's line rule

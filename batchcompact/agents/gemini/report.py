@@ -31,13 +31,6 @@ from batchcompact.report.stores import read_json
 NO_ID = "\0"  # a message without an id is known by its place in the file, and not keyed across files
 
 
-def sniff(obj: dict, first: bool) -> bool:
-    """A Gemini CLI JSONL chat: its header line, or a model message line."""
-    if "projectHash" in obj and "sessionId" in obj and "type" not in obj:
-        return True
-    return obj.get("type") == "gemini" and isinstance(obj.get("tokens"), dict) and "id" in obj
-
-
 def extract_gemini(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     path = Path(path)
     project = _project(path)

@@ -29,17 +29,6 @@ from batchcompact.report.lines import ExtractStats, as_int, iter_json_lines, par
 from batchcompact.report.schema import UsageRows
 
 WANT = (b"usageMetadata", b"api_response")
-TYPES = ("user", "assistant", "system", "tool_result")
-
-
-def sniff(obj: dict, first: bool) -> bool:
-    """A Qwen Code chat record: Claude-like ids, but Gemini `parts` messages, `usageMetadata` or telemetry."""
-    if obj.get("type") not in TYPES:
-        return False
-    if "usageMetadata" in obj or "systemPayload" in obj:
-        return True
-    message = obj.get("message")
-    return "uuid" in obj and isinstance(message, dict) and "parts" in message
 
 
 def extract_qwen(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
