@@ -231,30 +231,39 @@ def _stored_results(paths, settings, fmt: str, shown: list[dict], cache_dir):
 
 def _full_report(paths, settings, fmt: str, output, compact: bool, shown: list[dict], *, quiet: bool, verbose: int,
                  cache_dir, no_cache: bool, jobs, chart, by: str, executor: str, ray_address, results) -> None:
-    """Collect (cache-aware), aggregate with polars, render; keep the output when `results` says where."""
-    from batchcompact.report import build_report, collect_usage
+    """Collect (cache-aware), aggregate (polars, or plain Python for a supported `--no-cache` report), render;
+    keep the output when `results` says where."""
     from batchcompact.report.render import write_report
 
-    runner = open_executor(executor, jobs or 1, ray_address)
-    try:
-        collected = collect_usage(paths, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs, executor=runner)
-    finally:
-        if runner is not None:
-            runner.close()
-    try:
+    quick = _quick_report(paths, settings, fmt, jobs) if no_cache and not chart and executor == "local" else None
+    if quick is not None:
+        result, collected = quick
         warnings = collected.warnings
         for warning in warnings:
             click.echo(f"warning: {warning}", err=True)
-        result = build_report(collected.parts, settings)
-        if chart:
-            from dataclasses import replace
+    else:
+        from batchcompact.report import build_report, collect_usage
 
-            from batchcompact.report.chart import write_chart
+        runner = open_executor(executor, jobs or 1, ray_address)
+        try:
+            collected = collect_usage(paths, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs, executor=runner)
+        finally:
+            if runner is not None:
+                runner.close()
+        try:
+            warnings = collected.warnings
+            for warning in warnings:
+                click.echo(f"warning: {warning}", err=True)
+            result = build_report(collected.parts, settings)
+            if chart:
+                from dataclasses import replace
 
-            period = by if by in ("day", "week", "month") else "day"
-            write_chart(build_report(collected.parts, replace(settings, by=period, breakdown=True)), chart)
-    finally:
-        collected.cleanup()
+                from batchcompact.report.chart import write_chart
+
+                period = by if by in ("day", "week", "month") else "day"
+                write_chart(build_report(collected.parts, replace(settings, by=period, breakdown=True)), chart)
+        finally:
+            collected.cleanup()
     _warn_unpriced(result.unpriced_models)
     kept: dict = {"warnings": warnings, "unpriced": result.unpriced_models, "dropped_zero": result.dropped_zero,
                   "files": collected.files}
@@ -281,6 +290,20 @@ def _full_report(paths, settings, fmt: str, output, compact: bool, shown: list[d
         click.echo(f"{collected.files} files: {collected.extracted} parsed, {collected.cached} from cache", err=True)
     if results is not None and "texts" in kept:
         results[0].store(results[1], kept)
+
+
+def _quick_report(paths, settings, fmt: str, jobs):
+    """(Report, Collected) from the cold path without polars or pyarrow (report/fast.py), or None when
+    these options or rows need the polars path."""
+    from batchcompact.report import fast
+
+    if not fast.supported(settings, fmt):
+        return None
+    collected = fast.collect_rows(paths, jobs)
+    try:
+        return fast.build_report(collected.rows, settings), collected
+    except fast.Unsupported:
+        return None
 
 
 def _replay(kept: dict, fmt: str, output, compact: bool, *, quiet: bool, verbose: int) -> None:

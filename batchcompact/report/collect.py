@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-import os
 import tempfile
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
@@ -20,7 +19,14 @@ from pathlib import Path
 from batchcompact.errors import UsageError
 from batchcompact.lifecycle import pool_kwargs, stop_pool
 from batchcompact.report.extract import UsageCache, default_cache_dir, extract_to_part
-from batchcompact.report.files import FileKey, iter_resolved, iter_source_files  # noqa: F401  (re-exported)
+from batchcompact.report.files import (  # noqa: F401  (re-exported)
+    PARALLEL_MIN_BYTES,
+    FileKey,
+    extract_workers,
+    iter_resolved,
+    iter_source_files,
+    stats_warnings,
+)
 from batchcompact.report.snapshot import SNAPSHOT_MIN_FILES, load_snapshot, write_snapshot
 
 log = logging.getLogger(__name__)
@@ -41,13 +47,7 @@ class CollectResult:
 
     @property
     def warnings(self) -> list[str]:
-        out: list[str] = []
-        for stat in self.stats:
-            out.extend(stat.get("warnings", []))
-            extra = stat.get("warning_count", 0) - len(stat.get("warnings", []))
-            if extra > 0:
-                out.append(f"{stat['path']}: ... and {extra} more warnings")
-        return out
+        return stats_warnings(self.stats)
 
     def cleanup(self) -> None:
         if self.temp_dir is not None:
@@ -115,7 +115,7 @@ def collect_usage(
             else:
                 _add(result, [(part, stats, cached)])
     else:
-        workers = _workers(jobs, len(todo), todo_bytes)
+        workers = extract_workers(jobs, len(todo), todo_bytes)
         if workers > 1:
             done = _extract_parallel(result, todo, str(root), workers)
             todo = todo[done:]
@@ -173,15 +173,3 @@ def _add(result: CollectResult, outcomes) -> None:
         result.parts.append(part)
         result.stats.append(stats)
         result.extracted += 1
-
-
-PARALLEL_MIN_BYTES = 32_000_000  # below this, starting worker processes costs more than it saves
-
-
-def _workers(jobs: int | None, todo: int, todo_bytes: int) -> int:
-    """Processes to extract with: 1 for small work unless `jobs` asks explicitly."""
-    if todo < 2 or (jobs is None and todo_bytes < PARALLEL_MIN_BYTES):
-        return 1
-    if jobs is None:
-        jobs = min(os.cpu_count() or 1, 8)
-    return max(1, min(jobs, todo))

@@ -18,49 +18,23 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 import tempfile
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from batchcompact.errors import BatchCompactError, InternalError, internal_error_reason
-from batchcompact.formats.compressed import is_decompress_error
-from batchcompact.report.detect import detect_format
+from batchcompact.report.extract_rows import extract_rows
 from batchcompact.report.files import EXTRACT_RULES_VERSION, FileKey, default_cache_dir  # noqa: F401  (re-exported)
 from batchcompact.report.lines import ExtractStats
-from batchcompact.report.schema import USAGE_SCHEMA_VERSION, UsageRows, usage_schema
+from batchcompact.report.schema import USAGE_SCHEMA_VERSION, usage_schema
 
 META_KEY = b"batchcompact.usage_cache"
 
 
 def extract_file(path: str | Path, fmt: str | None = None) -> tuple[pa.Table, ExtractStats]:
-    """All usage rows of one file, and what extraction saw. Never raises for bad content."""
-    from batchcompact.agents import find, load
-    from batchcompact.report.runs import extract_runs
-
-    stats = ExtractStats(path=str(path))
-    rows = UsageRows()
-    try:
-        fmt = fmt or detect_format(path)
-        stats.format = fmt
-        agent = find(fmt)
-        if fmt == "batchcompact":
-            extract_runs(path, rows, stats)
-        elif agent is not None and agent.usage:
-            load(agent.usage)(path, rows, stats)
-    except BatchCompactError as exc:  # e.g. zstandard missing: say so, keep going
-        stats.warn(None, str(exc))
-    except OSError as exc:
-        stats.warn(None, f"cannot read: {exc.strerror or exc}")
-    except sqlite3.Error as exc:  # a database that is locked, damaged or not one of ours
-        stats.warn(None, f"cannot read the database: {exc}")
-    except Exception as exc:
-        if not is_decompress_error(exc):  # a bug: the report would be wrong without this file, so it stops
-            raise InternalError(f"{path}: {internal_error_reason(exc)}") from exc
-        stats.warn(None, f"zstd data damaged, the rest of the file is not read: {exc}")  # rows so far are kept
-    stats.rows = len(rows)
+    """All usage rows of one file as an Arrow table, and what extraction saw. Never raises for bad content."""
+    rows, stats = extract_rows(path, fmt)
     return rows.to_table(), stats
 
 

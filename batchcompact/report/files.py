@@ -136,3 +136,26 @@ def _walk(top: str) -> Iterator[tuple[str, str, os.DirEntry]]:
     for folder in sorted(folders, key=lambda e: e.name):
         if not folder.is_symlink():
             yield from _walk(folder.path)
+
+
+def stats_warnings(stats: list[dict]) -> list[str]:
+    """The warnings of every file's extraction stats, in order (a line for those beyond the kept ones)."""
+    out: list[str] = []
+    for stat in stats:
+        out.extend(stat.get("warnings", []))
+        extra = stat.get("warning_count", 0) - len(stat.get("warnings", []))
+        if extra > 0:
+            out.append(f"{stat['path']}: ... and {extra} more warnings")
+    return out
+
+
+PARALLEL_MIN_BYTES = 32_000_000  # below this, starting worker processes costs more than it saves
+
+
+def extract_workers(jobs: int | None, todo: int, todo_bytes: int) -> int:
+    """Processes to extract with: 1 for small work unless `jobs` asks explicitly."""
+    if todo < 2 or (jobs is None and todo_bytes < PARALLEL_MIN_BYTES):
+        return 1
+    if jobs is None:
+        jobs = min(os.cpu_count() or 1, 8)
+    return max(1, min(jobs, todo))

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from batchcompact.errors import UsageError
 from batchcompact.report.result import Report
+
+if TYPE_CHECKING:
+    import polars as pl
 
 FORMATS = ("table", "json", "csv", "parquet")
 JSON_FIELDS = (
@@ -63,6 +65,8 @@ def render_json(report: Report, sources: list[dict] | None = None) -> str:
 
 def flat_frame(report: Report) -> pl.DataFrame:
     """Rows with `models` and `agents` joined by ';' (for CSV)."""
+    import polars as pl
+
     columns = [*report.keys, *JSON_FIELDS, *report.extra_columns]
     return report.rows.select(columns).with_columns(pl.col("models").list.join(";"), pl.col("agents").list.join(";"))
 
@@ -187,7 +191,12 @@ def write_report(
     if fmt == "json":
         text = render_json(report, sources) + "\n"
     elif fmt == "csv":
-        text = flat_frame(report).write_csv()
+        from batchcompact.report.fast import RowList
+
+        if isinstance(report.rows, RowList):  # the cold report without polars (fast.py)
+            text = report.rows.csv([*report.keys, *JSON_FIELDS, *report.extra_columns])
+        else:
+            text = flat_frame(report).write_csv()
     elif fmt == "table":
         text = render_table(report, compact=compact)
     else:
@@ -201,7 +210,7 @@ def write_report(
 def _plain(value):
     if isinstance(value, datetime):
         return value.isoformat()
-    if isinstance(value, pl.Series):
+    if type(value).__module__.startswith("polars"):  # a list cell of a polars row (pl.Series)
         return value.to_list()
     return value
 

@@ -1,0 +1,46 @@
+"""Extract one file's usage rows: dispatch by detected format to its agent's `usage` reader.
+
+No pyarrow or polars here: the Parquet cache (extract.py) turns the rows into a table, the cold
+`--no-cache` report (fast.py) aggregates them as they are.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from batchcompact.errors import BatchCompactError, InternalError, internal_error_reason
+from batchcompact.formats.compressed import is_decompress_error
+from batchcompact.report.detect import detect_format
+from batchcompact.report.lines import ExtractStats
+from batchcompact.report.schema import UsageRows
+
+
+def extract_rows(path: str | Path, fmt: str | None = None) -> tuple[UsageRows, ExtractStats]:
+    """All usage rows of one file (column lists), and what extraction saw. Never raises for bad content."""
+    from batchcompact.agents import find, load
+
+    stats = ExtractStats(path=str(path))
+    rows = UsageRows()
+    try:
+        fmt = fmt or detect_format(path)
+        stats.format = fmt
+        agent = find(fmt)
+        if fmt == "batchcompact":  # our run reports (Parquet: pyarrow only for these)
+            from batchcompact.report.runs import extract_runs
+
+            extract_runs(path, rows, stats)
+        elif agent is not None and agent.usage:
+            load(agent.usage)(path, rows, stats)
+    except BatchCompactError as exc:  # e.g. zstandard missing: say so, keep going
+        stats.warn(None, str(exc))
+    except OSError as exc:
+        stats.warn(None, f"cannot read: {exc.strerror or exc}")
+    except sqlite3.Error as exc:  # a database that is locked, damaged or not one of ours
+        stats.warn(None, f"cannot read the database: {exc}")
+    except Exception as exc:
+        if not is_decompress_error(exc):  # a bug: the report would be wrong without this file, so it stops
+            raise InternalError(f"{path}: {internal_error_reason(exc)}") from exc
+        stats.warn(None, f"zstd data damaged, the rest of the file is not read: {exc}")  # rows so far are kept
+    stats.rows = len(rows)
+    return rows, stats

@@ -1,0 +1,474 @@
+"""The cold `--no-cache` report without polars or pyarrow: rows extracted and aggregated in plain Python.
+
+`report --no-cache` reads every file anyway and keeps nothing, so the Parquet parts and the polars
+plan of `aggregate.py` only cost time there (importing polars, pyarrow and numpy alone is ~0.3 s of
+CPU). This module computes the same `Report` from the rows themselves, for the common outputs
+(`supported`): the worker processes extract each file's rows (`extract_rows`, the same readers) and
+hand them back as tuples; the parent keeps one row per `dedupe_key` and collapses Claude sidechain
+replays by the same total orders as `scan_usage`/`collapse_sidechain_replays`, prices each request
+with the same float expression as `add_costs` (rounded once to whole picodollars, `money.py`), and
+sums the groups as integers. Rows and totals are plain dicts (`RowList`), which the renderers read
+like the polars frame.
+
+The output is byte-identical to the polars path's (`tests/test_report_fast.py` runs both over every
+fixture for each grouping and format); anything outside `supported` (filters, `--last`, blocks,
+Parquet/JSONL output, a chart, the cache, another executor) takes the polars path, and so does a row
+this module will not price the way polars would (`Unsupported`, e.g. a NaN cost).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from batchcompact.errors import UsageError
+from batchcompact.lifecycle import pool_kwargs, stop_pool
+from batchcompact.money import PICO_PER_USD, from_pico
+from batchcompact.pricing import PriceTable
+from batchcompact.report.files import FileKey, extract_workers, iter_resolved, stats_warnings
+from batchcompact.report.result import Report
+from batchcompact.report.settings import PERIODS, WEEKDAYS, ReportSettings
+
+log = logging.getLogger(__name__)
+
+GROUPINGS = ("day", "week", "month", "session", "project", "model", "agent")
+FORMATS = ("table", "json", "csv")
+GROUP_KEYS = {
+    "day": ["date"],
+    "week": ["week"],
+    "month": ["month"],
+    "session": ["session_id", "agent", "project"],
+    "project": ["project"],
+    "model": ["model"],
+    "agent": ["agent"],
+}
+# The row tuple: aggregate.REPORT_COLUMNS, in that order.
+COLUMNS = (
+    "source", "agent", "session_id", "project", "timestamp", "provider", "model", "kind", "dedupe_key",
+    "dedupe_rank", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+    "cache_write_1h_tokens", "reasoning_tokens", "total_tokens", "recorded_cost_usd",
+)
+(SOURCE, AGENT, SESSION, PROJECT, TIME, PROVIDER, MODEL, KIND, KEY, RANK, INP, OUT, CR, CW, CW1H,
+ REASONING, TOTAL, RECORDED) = range(len(COLUMNS))
+SUMS = (("input_tokens", INP), ("output_tokens", OUT), ("cache_read_tokens", CR), ("cache_write_tokens", CW),
+        ("reasoning_tokens", REASONING), ("total_tokens", TOTAL))
+KEY_INDEX = {"session_id": SESSION, "agent": AGENT, "project": PROJECT, "model": MODEL}
+
+
+class Unsupported(Exception):
+    """These rows or options need the polars path."""
+
+
+def supported(settings: ReportSettings, fmt: str) -> bool:
+    """Whether this report can be computed here (the caller checks cache, chart and executor)."""
+    s = settings
+    return (
+        fmt in FORMATS
+        and s.by in GROUPINGS
+        and not (s.sources or s.agents or s.projects or s.sessions or s.since or s.until or s.last)
+    )
+
+
+@dataclass
+class Collected:
+    """Every file's rows (tuples in `COLUMNS` order) and stats, like `CollectResult` without parts."""
+
+    rows: list[tuple] = field(default_factory=list)
+    stats: list[dict] = field(default_factory=list)
+    files: int = 0
+    bytes: int = 0
+    extracted: int = 0
+    cached: int = 0
+    rejected: int = 0
+
+    @property
+    def warnings(self) -> list[str]:
+        return stats_warnings(self.stats)
+
+
+def file_rows(path: str) -> tuple[list[tuple], dict]:
+    """One file's usage rows as tuples (a top-level function so a process pool can run it)."""
+    from batchcompact.report.extract_rows import extract_rows
+
+    rows, stats = extract_rows(path)
+    c = rows.columns
+    stamps = [_utc(t) for t in c["timestamp"]]
+    out = list(zip(*(stamps if name == "timestamp" else c[name] for name in COLUMNS), strict=True))
+    return out, stats.to_dict()
+
+
+def _utc(value):
+    """A timestamp as the usage table stores it: UTC, whole microseconds (naive means UTC)."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise Unsupported(f"timestamp of type {type(value).__name__}")
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value if value.tzinfo is UTC else value.astimezone(UTC)
+
+
+def collect_rows(paths, jobs: int | None = None) -> Collected:
+    """Extract every file under `paths` (in worker processes when worth it), in the order found."""
+    result = Collected()
+    found: list[tuple[str, FileKey]] = []
+    for path, real in iter_resolved(paths):
+        try:
+            found.append((str(path), FileKey.of(real, resolved=True)))
+        except OSError as exc:
+            result.stats.append({"path": str(path), "warnings": [f"{path}: cannot stat: {exc}"], "warning_count": 1})
+    if not found and not result.stats:
+        raise UsageError("no session files found under " + ", ".join(str(p) for p in paths))
+    result.files = len(found)
+    result.bytes = sum(key.size for _, key in found)
+    todo = [p for p, _ in found]
+    workers = extract_workers(jobs, len(todo), result.bytes)
+    done = _extract_parallel(result, todo, workers) if workers > 1 else 0
+    for path in todo[done:]:
+        _add(result, file_rows(path))
+    return result
+
+
+def _add(result: Collected, outcome: tuple[list[tuple], dict]) -> None:
+    result.rows.extend(outcome[0])
+    result.stats.append(outcome[1])
+    result.extracted += 1
+
+
+def _extract_parallel(result: Collected, todo: list[str], workers: int) -> int:
+    """`collect._extract_parallel` for rows: returns how many files finished (the rest go serial)."""
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    done = 0
+    try:
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, **pool_kwargs())
+        finished = False
+        try:
+            chunk = max(1, min(32, len(todo) // (16 * workers)))
+            for outcome in pool.map(file_rows, todo, chunksize=chunk):
+                _add(result, outcome)
+                done += 1
+            finished = True
+        finally:
+            if finished:
+                pool.shutdown(wait=True)
+            else:
+                stop_pool(pool)
+    except BrokenProcessPool as exc:
+        log.warning("worker processes failed (%s); parsing the remaining %d files here", exc, len(todo) - done)
+    return done
+
+
+# ---- dedupe (aggregate.scan_usage): a total order, nulls last ----
+
+def _nl(value):
+    """Ascending, nulls last."""
+    return (value is None, value)
+
+
+def _dedupe_order(row: tuple) -> tuple:
+    """aggregate.DEDUPE_RANK: rank, output, total descending; then the session and every other column."""
+    return (
+        -row[RANK], -row[OUT], -row[TOTAL], _nl(row[SESSION]), row[SOURCE], row[AGENT], _nl(row[PROJECT]),
+        _nl(row[TIME]), _nl(row[PROVIDER]), _nl(row[MODEL]), row[KIND], row[INP], row[CR], row[CW], row[CW1H],
+        row[REASONING], _nl(row[RECORDED]),
+    )
+
+
+def _replay_order(row: tuple) -> tuple:
+    """collapse_sidechain_replays: the main-line copy, the largest, then every column."""
+    return (row[KIND] != "main", -row[TOTAL], -row[OUT], *(_nl(v) for v in row))
+
+
+def deduplicated(rows: list[tuple]) -> list[tuple]:
+    """One row per dedupe_key, Claude sidechain replays collapsed (as `aggregate.scan_usage`)."""
+    out: list[tuple] = []
+    best: dict[str, tuple] = {}
+    for row in rows:
+        key = row[KEY]
+        if key is None:
+            out.append(row)
+            continue
+        seen = best.get(key)
+        if seen is None or _dedupe_order(row) < _dedupe_order(seen):
+            best[key] = row
+    messages: dict[str, list[tuple]] = {}
+    side: set[str] = set()
+    for row in best.values():
+        if row[SOURCE] != "claude":
+            out.append(row)
+            continue
+        message, colon, _ = row[KEY].partition(":")
+        if not colon:  # no message id: never merged
+            out.append(row)
+            continue
+        messages.setdefault(message, []).append(row)
+        if row[KIND] != "main":
+            side.add(message)
+    for message, copies in messages.items():
+        if message in side:
+            out.append(min(copies, key=_replay_order))
+        else:
+            out.extend(copies)
+    return out
+
+
+# ---- costs (aggregate.add_costs) ----
+
+class Pricer:
+    """Per-request cost as `add_costs` computes it, one price lookup per (model, provider)."""
+
+    def __init__(self, table: PriceTable, cost_mode: str) -> None:
+        self.table = table
+        self.cost_mode = cost_mode
+        self.rates: dict[tuple, tuple] = {}
+        self.unpriced: set[str] = set()
+
+    def tiers(self, model: str | None, provider: str | None) -> tuple:
+        pair = (model or "", provider or "")
+        rates = self.rates.get(pair)
+        if rates is None:
+            info = self.table.lookup(model, provider) if model else None
+            found = info.rates() if info else ()
+            if not found:
+                self.unpriced.add(model or "(unknown)")
+            rates = tuple(
+                (float(t.above_tokens), float(t.input_cost_per_token), float(t.output_cost_per_token),
+                 float(t.cache_read_input_token_cost), float(t.cache_creation_input_token_cost),
+                 float(t.cache_creation_1h_cost))
+                for t in found
+            )
+            self.rates[pair] = rates
+        return rates
+
+    def cost(self, row: tuple) -> float | None:
+        tiers = self.tiers(row[MODEL], row[PROVIDER])
+        computed = None
+        if tiers:
+            prompt = row[INP] + row[CR] + row[CW]
+            rate = tiers[0]
+            for tier in tiers[1:]:  # ascending thresholds: the highest exceeded wins
+                if prompt > tier[0]:
+                    rate = tier
+            computed = (
+                row[INP] * rate[1] + row[OUT] * rate[2] + row[CR] * rate[3]
+                + (row[CW] - row[CW1H]) * rate[4] + row[CW1H] * rate[5]
+            )
+        if self.cost_mode == "calculate":
+            return computed
+        if self.cost_mode == "recorded":
+            return row[RECORDED]
+        return row[RECORDED] if row[RECORDED] is not None else computed
+
+
+def to_pico(usd: float) -> int:
+    """`aggregate.pico_usd`: floor(usd * 1e12 + 0.5) as an Int64."""
+    if math.isnan(usd) or math.isinf(usd):
+        raise Unsupported("a cost that is not a finite number")
+    pico = math.floor(usd * float(PICO_PER_USD) + 0.5)
+    if not -(2**63) <= pico < 2**63:
+        raise Unsupported("a cost beyond Int64 picodollars")
+    return pico
+
+
+# ---- periods (aggregate.with_periods) ----
+
+class Periods:
+    """The period label of a timestamp, as `with_periods` computes it with polars."""
+
+    def __init__(self, timezone: str, by: str, start_of_week: str) -> None:
+        self.zone = ZoneInfo(timezone)
+        self.by = by
+        self.first = WEEKDAYS.index(start_of_week.lower()) + 1
+
+    def label(self, when: datetime | None) -> str:
+        if when is None:
+            return "unknown"
+        local = when.astimezone(self.zone)
+        if self.by == "month":
+            return f"{local.year:04d}-{local.month:02d}"
+        day = local.date()
+        if self.by == "week":
+            day -= timedelta(days=(day.isoweekday() - self.first + 7) % 7)
+        return f"{day.year:04d}-{day.month:02d}-{day.day:02d}"
+
+
+# ---- groups ----
+
+class Group:
+    """Running sums of one group (and of the totals)."""
+
+    __slots__ = ("requests", "sums", "pico", "unpriced", "models", "agents", "first", "last")
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.sums = [0] * len(SUMS)
+        self.pico = 0
+        self.unpriced = 0
+        self.models: set[str] = set()
+        self.agents: set[str] = set()
+        self.first: datetime | None = None
+        self.last: datetime | None = None
+
+    def add(self, row: tuple, pico: int | None) -> None:
+        self.requests += 1
+        sums = self.sums
+        for i, (_, column) in enumerate(SUMS):
+            sums[i] += row[column]
+        if pico is None:
+            self.unpriced += 1
+        else:
+            self.pico += pico
+        if row[MODEL] is not None:
+            self.models.add(row[MODEL])
+        self.agents.add(row[AGENT])
+        when = row[TIME]
+        if when is not None:
+            if self.first is None or when < self.first:
+                self.first = when
+            if self.last is None or when > self.last:
+                self.last = when
+
+    def record(self) -> dict:
+        out: dict = {"requests": self.requests}
+        out.update((name, total) for (name, _), total in zip(SUMS, self.sums, strict=True))
+        out["cost_usd"] = from_pico(self.pico)
+        out["unpriced_requests"] = self.unpriced
+        out["models"] = sorted(self.models)
+        out["agents"] = sorted(self.agents)
+        out["first_timestamp"] = self.first
+        out["last_timestamp"] = self.last
+        return out
+
+
+class RowList:
+    """Report rows as dicts, read by the renderers through the two things they use of a polars frame."""
+
+    def __init__(self, rows: list[dict]) -> None:
+        self.rows = rows
+
+    @property
+    def height(self) -> int:
+        return len(self.rows)
+
+    def iter_rows(self, *, named: bool = True):
+        return iter(self.rows)
+
+    def csv(self, columns: list[str]) -> str:
+        """The rows as polars' `write_csv` writes the frame (`models` and `agents` joined by ';')."""
+        lines = [",".join(columns)]
+        for row in self.rows:
+            lines.append(",".join(_csv_cell(row[c], c in ("models", "agents")) for c in columns))
+        return "\n".join(lines) + "\n"
+
+
+def _csv_cell(value, joined: bool) -> str:
+    if joined:
+        value = ";".join(value)
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        if value == "" or any(ch in value for ch in ',"\n\r'):
+            return '"' + value.replace('"', '""') + '"'
+        return value
+    if isinstance(value, float):
+        return csv_float(value)
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%dT%H:%M:%S.%f") + "+0000"
+    return str(value)
+
+
+def csv_float(value: float) -> str:
+    """A float as polars writes it: Python's shortest repr, but 1e-5 <= |x| < 1e-4 in decimals and
+    negative exponents without a leading zero (1e-7, not 1e-07)."""
+    text = repr(value)
+    mantissa, e, exponent = text.partition("e")
+    if not e or exponent[0] != "-":
+        return text
+    power = int(exponent)
+    if power == -5:
+        sign = "-" if mantissa.startswith("-") else ""
+        return sign + "0.0000" + mantissa.lstrip("-").replace(".", "").rstrip("0").ljust(1, "0")
+    return f"{mantissa}e{power}"
+
+
+def build_report(rows: list[tuple], settings: ReportSettings, table: PriceTable | None = None) -> Report:
+    """`aggregate.build_report` for the groupings in `GROUPINGS` without filters; raises Unsupported."""
+    if settings.by not in GROUPINGS:
+        raise Unsupported(f"--by {settings.by}")
+    table = table or PriceTable.load(settings.pricing_file)
+    pricer = Pricer(table, settings.cost_mode)
+    periods = Periods(settings.timezone, settings.by, settings.start_of_week) if settings.by in PERIODS else None
+    keys = list(GROUP_KEYS[settings.by])
+    if settings.breakdown and "model" not in keys:
+        keys.append("model")
+    groups: dict[tuple, Group] = {}
+    totals = Group()
+    dropped = 0
+    for row in deduplicated(rows):
+        cost = pricer.cost(row)
+        pico = None if cost is None else to_pico(cost)
+        recorded = row[RECORDED]
+        if not (row[TOTAL] > 0 or (recorded is not None and recorded > 0)):
+            dropped += 1
+            continue
+        key = tuple(_key_value(row, name, periods) for name in keys)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = Group()
+        group.add(row, pico)
+        totals.add(row, pico)
+    records = []
+    for key, group in groups.items():
+        record = dict(zip(keys, key, strict=True))
+        record.update(group.record())
+        records.append(record)
+    records = sort_records(records, keys, settings)
+    totals_record = totals.record()
+    used = set(totals_record["models"])
+    unpriced = [] if settings.cost_mode == "recorded" else sorted(pricer.unpriced)
+    return Report(
+        settings=settings,
+        keys=keys,
+        rows=RowList(records),
+        totals=totals_record,
+        unpriced_models=[m for m in unpriced if m in used],
+        pricing_source=table.source,
+        dropped_zero=dropped,
+    )
+
+
+def _key_value(row: tuple, name: str, periods: Periods | None):
+    if name in ("date", "week", "month"):
+        return periods.label(row[TIME])
+    value = row[KEY_INDEX[name]]
+    if value is None and name in ("project", "session_id"):
+        return "unknown"
+    return value
+
+
+def sort_records(records: list[dict], keys: list[str], settings: ReportSettings) -> list[dict]:
+    """`aggregate.sort_rows` (stable sorts from the last key to the first; nulls last either way)."""
+    if settings.by in PERIODS:
+        return _sorted(records, [(k, settings.order == "desc") for k in keys])
+    if settings.by == "session" and settings.order:
+        descending = settings.order == "desc"
+        return _sorted(records, [(k, descending) for k in ["last_timestamp", *keys]])
+    by_cost = settings.order != "asc"
+    return _sorted(records, [("cost_usd", by_cost), *((k, False) for k in keys)])
+
+
+def _sorted(records: list[dict], order: list[tuple[str, bool]]) -> list[dict]:
+    out = list(records)
+    for name, descending in reversed(order):
+        present = [r for r in out if r[name] is not None]
+        missing = [r for r in out if r[name] is None]
+        present.sort(key=lambda r, n=name: r[n], reverse=descending)
+        out = present + missing
+    return out

@@ -1,0 +1,134 @@
+"""The cold report without polars (report/fast.py) writes the same bytes as the polars path.
+
+Both paths run over the shared fixtures (every agent's reader) and the sample sessions, for every
+grouping the fast path takes, with and without --breakdown, each order, two time zones, a week that
+starts on Sunday and each cost mode, in every format it takes; the outputs must be byte-identical.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from datetime import date
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from batchcompact.cli import cli
+from batchcompact.report import fast
+from batchcompact.report.aggregate import build_report
+from batchcompact.report.collect import collect_usage
+from batchcompact.report.render import write_report
+from batchcompact.report.settings import ReportSettings
+from tests.conftest import SAMPLES, shared_fixtures
+
+VARIANTS = [
+    {},
+    {"breakdown": True},
+    {"order": "desc"},
+    {"order": "asc", "timezone": "America/New_York"},
+    {"timezone": "Asia/Kolkata", "start_of_week": "sunday", "breakdown": True},
+    {"cost_mode": "calculate"},
+    {"cost_mode": "recorded", "order": "desc"},
+]
+
+
+@pytest.fixture(scope="module", params=["fixtures", "samples"])
+def corpus(request):
+    paths = [shared_fixtures()] if request.param == "fixtures" else [SAMPLES]
+    slow = collect_usage(paths, use_cache=False)
+    quick = fast.collect_rows(paths)
+    yield request.param, slow, quick
+    slow.cleanup()
+
+
+def outputs(report) -> dict[str, str]:
+    return {
+        "table": write_report(report, "table", None),
+        "compact": write_report(report, "table", None, compact=True),
+        "json": write_report(report, "json", None, sources=[{"agent": "x"}]),
+        "csv": write_report(report, "csv", None),
+    }
+
+
+@pytest.mark.parametrize("by", fast.GROUPINGS)
+def test_fast_report_is_byte_identical_to_the_polars_report(corpus, by):
+    name, slow, quick = corpus
+    assert quick.files == slow.files and quick.extracted == slow.extracted > 0
+    assert quick.warnings == slow.warnings
+    assert len(quick.rows) == sum(s["rows"] for s in slow.stats) > 0
+    checked = 0
+    for variant in VARIANTS:
+        settings = ReportSettings(by=by, **variant)
+        assert fast.supported(settings, "json")
+        expected = outputs(build_report(slow.parts, settings))
+        got = outputs(fast.build_report(quick.rows, settings))
+        for fmt, text in expected.items():
+            assert got[fmt] == text, f"{name} --by {by} {variant} {fmt}"
+        checked += len(json.loads(expected["json"])["rows"])
+    assert checked > len(VARIANTS)  # real groups were compared, not empty reports
+
+
+def test_fast_report_keeps_row_order_independent_of_file_order(corpus):
+    _, _, quick = corpus
+    rows = quick.rows[:]
+    random.Random(5).shuffle(rows)
+    for by in fast.GROUPINGS:
+        settings = ReportSettings(by=by, breakdown=True)
+        assert outputs(fast.build_report(rows, settings)) == outputs(fast.build_report(quick.rows, settings))
+
+
+def test_only_the_supported_options_take_the_fast_path():
+    assert fast.supported(ReportSettings(by="day"), "table")
+    assert not fast.supported(ReportSettings(by="block"), "table")
+    assert not fast.supported(ReportSettings(by="day"), "parquet")
+    assert not fast.supported(ReportSettings(by="day"), "jsonl")
+    assert not fast.supported(ReportSettings(by="day", since=date(2026, 1, 1)), "json")
+    assert not fast.supported(ReportSettings(by="session", last=3), "json")
+    assert not fast.supported(ReportSettings(by="day", agents=("claude",)), "json")
+    assert not fast.supported(ReportSettings(by="day", projects=("x",)), "json")
+
+
+def test_an_unpriceable_cost_falls_back_to_polars(tmp_path):
+    """A NaN recorded cost: fast.py will not guess what polars makes of it; the CLI takes the polars path."""
+    rows = [("pi", "pi", "s", "/p", None, "openai", "gpt-4o-mini", "main", None, 0, 1, 1, 0, 0, 0, 0, 2, float("nan"))]
+    with pytest.raises(fast.Unsupported):
+        fast.build_report(rows, ReportSettings(by="day"))
+
+
+def test_csv_floats_are_written_as_polars_writes_them():
+    rng = random.Random(3)
+    values = [rng.random() * 10 ** rng.randint(-12, 22) * rng.choice((1, -1)) for _ in range(5000)]
+    values += [0.0, 1.0, 1e-5, 1.5e-5, 9.99e-5, 1e-4, 1e-6, 1e16, 1e15, 5e-324]
+    expected = pl.DataFrame({"c": values}).write_csv().splitlines()[1:]
+    assert [fast.csv_float(v) for v in values] == expected
+
+
+def test_cold_cli_report_imports_neither_polars_nor_pyarrow(tmp_path):
+    script = (
+        "import sys\n"
+        "from batchcompact.cli import cli\n"
+        "try:\n"
+        f"    cli(['report', '--no-cache', {str(SAMPLES)!r}, '--by', 'model', '--format', 'json'])\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code, exc.code\n"
+        "loaded = sorted(m for m in ('polars', 'pyarrow', 'numpy') if m in sys.modules)\n"
+        "print('LOADED', loaded, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "LOADED []" in done.stderr
+    assert json.loads(done.stdout)["rows"]
+
+
+def test_cold_cli_report_matches_the_cached_report(tmp_path):
+    """The CLI end to end: --no-cache (fast path) and a fresh cache (polars path) print the same bytes."""
+    args = [str(SAMPLES), "--by", "session", "--format", "table"]
+    runner = CliRunner()
+    cold = runner.invoke(cli, ["report", *args, "--no-cache"], catch_exceptions=False)
+    cached = runner.invoke(cli, ["report", *args, "--cache-dir", str(tmp_path / "cache")], catch_exceptions=False)
+    assert cold.exit_code == cached.exit_code == 0
+    assert cold.stdout == cached.stdout and cold.stdout.count("\n") > 4
