@@ -166,7 +166,7 @@ def _layer(module: str) -> int:
     parts = module.split(".")
     top = parts[1] if len(parts) > 1 else "__init__"
     if top == "agents" and parts[-1] == "report" and len(parts) == 4:
-        # an agent's usage reader (`agents/<agent>/report.py`) is the report's: only report/extract.py
+        # an agent's usage reader (`agents/<agent>/report.py`) is the report's: only report/extract_rows.py
         # loads it, through the registry's lazy "module:function" string
         top = "report"
     elif top == "agents" and len(parts) > 3 and parts[3] != "detect":
