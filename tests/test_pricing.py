@@ -163,3 +163,12 @@ def test_the_other_agents_model_names_find_their_prices():
     large = table.cost("qwen3-coder-plus", provider="qwen", input_tokens=40_000, output_tokens=100)
     assert small == pytest.approx(1000 * 1e-6 + 100 * 5e-6)
     assert large == pytest.approx(40_000 * 1.8e-6 + 100 * 9e-6)  # the 32k-128k range
+
+
+def test_litellm_version_is_what_the_package_metadata_says():
+    """The bundled map's source names litellm's version, read from its METADATA without importlib.metadata."""
+    from importlib.metadata import version
+
+    from batchcompact.pricing import _litellm_version
+
+    assert _litellm_version() == version("litellm")
