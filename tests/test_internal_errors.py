@@ -57,10 +57,10 @@ def break_reading(monkeypatch, *modules) -> None:
 
     real = planning.read_session
 
-    def read_session(path, **kwargs):
+    def read_session(path, **options):
         if Path(path).name == BROKEN:
             raise KeyError("boom")
-        return real(path, **kwargs)
+        return real(path, **options)
 
     for module in (planning, *modules):
         monkeypatch.setattr(module, "read_session", read_session)

@@ -185,8 +185,9 @@ def plan_session(
         row.update(status="error", reason=f"{where}{first.message}{more}")
         return None, row
     agent = get(session.format)
-    if agent.writer is None:
-        reason = f"{agent.display_name} sessions are reported, not compacted"
+    refused = session.extra.get("not_writable")  # a reader's reason why this file cannot be rewritten
+    if agent.writer is None or refused:
+        reason = refused or f"{agent.display_name} sessions are reported, not compacted"
         row.update(status="skip", reason=reason)
         return Skip(reason, None, settings.context_window, None), row
     if agent.settings and options.agent_settings:
