@@ -177,6 +177,9 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     settings = pop_settings(kwargs)
     options = PlanOptions(summary_model=summary_model, pricing_file=pricing, min_branch_tokens=min_branch_tokens,
                           branch_reserve_tokens=branch_reserve_tokens, agent_settings=agent)
+    from batchcompact.pricing import PriceTable
+
+    PriceTable.load(pricing)  # a missing or broken price map is one usage error, not an error row per file
     files = (str(item.path) for item in iter_session_files(paths, require_any=True))
     totals = Totals()
     warned: set[str] = set()

@@ -210,6 +210,9 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         ctx.call_on_close(executor.close)
     settings = pop_settings(kwargs)
     quiet = (ctx.find_root().obj or {}).get("quiet", False)
+    from batchcompact.pricing import PriceTable
+
+    PriceTable.load(pricing)  # a missing or broken price map is one usage error, not a failure per session
     # before any file is read: an unknown model, a missing key (or a failed --check) costs nothing
     provider = provider_preflight(model, api_base=api_base, api_key=api_key, summarizer=summarizer, check=check,
                                   timeout=timeout, quiet=quiet)

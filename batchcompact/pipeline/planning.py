@@ -19,7 +19,7 @@ from batchcompact.agents import get, load
 from batchcompact.core.calls import SummaryCall
 from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
 from batchcompact.core.session import Session
-from batchcompact.errors import SessionReadError, internal_error_reason
+from batchcompact.errors import SessionReadError, UsageError, internal_error_reason
 
 log = logging.getLogger(__name__)
 
@@ -311,6 +311,8 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
         row = dict.fromkeys(PLAN_COLUMNS)
         row.update(path=str(path), status="error", reason=missing_file_reason(path), read_files=[], modified_files=[])
         return row
+    except UsageError:  # the command's settings (a broken price map), not this file: stops the command
+        raise
     except SessionReadError as exc:  # unreadable as a session (a missing optional package, …): its own words
         row = dict.fromkeys(PLAN_COLUMNS)
         row.update(path=str(path), status="error", reason=str(exc), read_files=[], modified_files=[])
