@@ -34,9 +34,10 @@ def _zstandard():
     return zstandard
 
 
-def open_session(path: str | Path) -> IO[bytes]:
-    """The transcript's bytes: the file itself, or its decompressed stream when it is zstd-compressed."""
-    raw = open(path, "rb")  # noqa: SIM115 - returned to the caller, closed by it
+def open_session(path: str | Path, buffer_size: int = io.DEFAULT_BUFFER_SIZE) -> IO[bytes]:
+    """The transcript's bytes: the file itself, or its decompressed stream when it is zstd-compressed.
+    `buffer_size`: of the plain file (readers of whole files: large; a probe of the first bytes: small)."""
+    raw = open(path, "rb", buffering=buffer_size)  # noqa: SIM115 - returned to the caller, closed by it
     if raw.read(4) != ZSTD_MAGIC:
         raw.seek(0)
         return raw

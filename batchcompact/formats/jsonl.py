@@ -25,6 +25,9 @@ from batchcompact.formats.compressed import is_decompress_error, open_session
 
 # A single line longer than this is reported instead of parsed: it would need that much memory again.
 MAX_LINE_BYTES = 256 * 1024 * 1024
+# Read whole files through a 1 MB buffer: iterating the lines of a 40 MB session takes half the time it
+# takes through the default 8 KB one (fewer reads).
+READ_BUFFER = 1 << 20
 
 
 def _describe_json_error(exc: Exception, text: bytes) -> str:
@@ -63,7 +66,7 @@ def iter_json_lines(path: str | Path, problems: list[Problem], *, digest: Any = 
     fast = orjson.loads
     fast_error = orjson.JSONDecodeError
     lineno = first_line - 1
-    with open_session(path) as handle:  # a zstd-compressed transcript is read as its decompressed stream
+    with open_session(path, READ_BUFFER) as handle:  # a zstd transcript is read as its decompressed stream
         if offset:
             handle.seek(offset)
         for raw in _lines(handle, name, problems):
