@@ -194,3 +194,11 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     if not (ctx.find_root().obj or {}).get("quiet"):
         echo_err(totals.summary())
     return 0
+
+
+def plan_instead_of_run(ctx: click.Context, paths: tuple[str, ...], model: str, **kwargs: Any) -> int:
+    """`run --dry-run`: the same as `plan` with run's planner options (the built-in model is plan's default)."""
+    # which settings pi's files may still set is known here, where the command line was parsed
+    kwargs["agent_settings"] = agent_fields(ctx, kwargs.get("agent_settings", True))
+    return ctx.invoke(plan, paths=paths, summary_model=None if model == "builtin" else model, json_flag=False,
+                      **kwargs)
