@@ -189,14 +189,9 @@ class ModelInfo:
 
         `cache_write_1h_tokens` is the part of `cache_write_tokens` written to the 1-hour cache.
         """
-        rates = self.rates(batch=batch)
-        if not rates:
+        chosen = self._rate_for(input_tokens + cache_read_tokens + cache_write_tokens, batch)
+        if chosen is None:
             return None
-        prompt = input_tokens + cache_read_tokens + cache_write_tokens
-        chosen = rates[0]
-        for rate in rates[1:]:  # ascending thresholds: the highest one exceeded wins
-            if prompt > rate.above_tokens:
-                chosen = rate
         return (
             input_tokens * chosen.input_cost_per_token
             + output_tokens * chosen.output_cost_per_token
@@ -204,6 +199,38 @@ class ModelInfo:
             + (cache_write_tokens - cache_write_1h_tokens) * chosen.cache_creation_input_token_cost
             + cache_write_1h_tokens * chosen.cache_creation_1h_cost
         )
+
+    def cost_parts(
+        self,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        batch: bool = False,
+    ) -> dict[str, float] | None:
+        """`cost` split as pi records it (`input`, `output`, `cacheRead`, `cacheWrite`), at the same rate
+        (tier, batch or not); added in that order the parts give exactly `cost`. None when unpriced."""
+        chosen = self._rate_for(input_tokens + cache_read_tokens + cache_write_tokens, batch)
+        if chosen is None:
+            return None
+        return {
+            "input": input_tokens * chosen.input_cost_per_token,
+            "output": output_tokens * chosen.output_cost_per_token,
+            "cacheRead": cache_read_tokens * chosen.cache_read_input_token_cost,
+            "cacheWrite": cache_write_tokens * chosen.cache_creation_input_token_cost,
+        }
+
+    def _rate_for(self, prompt: int, batch: bool) -> PriceTier | None:
+        """The price set a request with this prompt size pays (tiers: the highest threshold exceeded)."""
+        rates = self.rates(batch=batch)
+        if not rates:
+            return None
+        chosen = rates[0]
+        for rate in rates[1:]:  # ascending thresholds: the highest one exceeded wins
+            if prompt > rate.above_tokens:
+                chosen = rate
+        return chosen
 
     def rates(self, *, batch: bool = False) -> tuple[PriceTier, ...]:
         """Fully resolved price sets, base first (above_tokens = -1) then tiers by ascending threshold.

@@ -36,6 +36,7 @@ class FakeBatchServer:
         self.polls = 0  # retrieves answered in_progress before a batch ends
         self.final = "completed"  # or expired, cancelled
         self.fate: Callable[[str, dict], str] = lambda custom_id, body: "ok"
+        self.cached_tokens = 0  # of each answer's PROMPT_TOKENS, read from the provider's prompt cache
         self.keys_seen: set[str] = set()
         self.lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -116,7 +117,8 @@ class FakeBatchServer:
                         "role": "assistant", "content": f"## Goal\nbatch summary {custom_id[:12]}"},
                         "finish_reason": "stop"}],
                         "usage": {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": COMPLETION_TOKENS,
-                                  "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS}}}})
+                                  "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
+                                  "prompt_tokens_details": {"cached_tokens": self.cached_tokens}}}}})
             elif fate == "error" and errors:
                 lines.append({"id": "r", "custom_id": custom_id, "error": None, "response": {
                     "status_code": 500, "body": {"error": {"message": "server error", "code": "server_error"}}}})
@@ -152,7 +154,8 @@ class FakeBatchServer:
                 result = {"type": "succeeded", "message": {
                     "id": "msg", "type": "message", "role": "assistant", "model": "m",
                     "content": [{"type": "text", "text": f"## Goal\nbatch summary {custom_id[:12]}"}],
-                    "usage": {"input_tokens": PROMPT_TOKENS, "output_tokens": COMPLETION_TOKENS}}}
+                    "usage": {"input_tokens": PROMPT_TOKENS - self.cached_tokens, "output_tokens": COMPLETION_TOKENS,
+                              "cache_read_input_tokens": self.cached_tokens}}}
             elif fate in ("error", "too_long"):
                 message = "prompt is too long: 300000 tokens > 200000 maximum" if fate == "too_long" else "overloaded"
                 result = {"type": "errored", "error": {"type": "error", "error": {

@@ -454,3 +454,54 @@ def test_identical_sessions_share_one_request_and_a_keyless_compatible_server_wo
         assert fake.keys_seen == {""}
     finally:
         fake.stop()
+
+
+def test_batch_bought_usage_is_priced_at_the_batch_rate_in_every_cost_field(bc, server, archive, tmp_path):
+    """A written entry's usage.cost parts (input, output, cacheRead, cacheWrite) are each the batch rate
+    times their tokens and add up to `total`; the run report and `report` carry the same figures."""
+    from batchcompact.pricing import PriceTable
+
+    server.cached_tokens = 300
+    out = tmp_path / "out"
+    assert batch_run(bc, server, archive, out)[0] == 0
+    code, text, _ = batch_run(bc, server, archive, out)
+    assert code == 0, text
+    done = last_report(out).filter(pl.col("status") == "compacted")
+    assert done.height >= 3 and done["batch"].to_list() == [True] * done.height
+    model = MODELS[server.provider]
+    batch_rate = PriceTable.load(None).lookup(model).rates(batch=True)[0]
+    on_demand_rate = PriceTable.load(None).lookup(model).rates()[0]
+    assert batch_rate.input_cost_per_token == pytest.approx(on_demand_rate.input_cost_per_token / 2)
+    entries = [json.loads(line) for path in out.rglob("*.jsonl") if ".batchcompact" not in path.parts
+               for line in path.read_text().splitlines() if '"usage"' in line and '"compaction"' in line]
+    entries = [e for e in entries if e.get("type") == "compaction" and isinstance(e.get("usage"), dict)
+               and "batch summary" in e.get("summary", "")]  # ours, bought through the batch
+    assert entries, "no written compaction entry carries usage"
+    for entry in entries:
+        usage, cost = entry["usage"], entry["usage"]["cost"]
+        calls = usage["cacheRead"] // server.cached_tokens
+        assert calls >= 1 and usage["input"] == (PROMPT_TOKENS - server.cached_tokens) * calls  # non-cached
+        assert usage["totalTokens"] == (PROMPT_TOKENS + COMPLETION_TOKENS) * calls
+        assert cost["input"] + cost["output"] + cost["cacheRead"] + cost["cacheWrite"] == cost["total"]
+        assert cost["input"] == pytest.approx(usage["input"] * batch_rate.input_cost_per_token, rel=1e-12)
+        assert cost["output"] == pytest.approx(usage["output"] * batch_rate.output_cost_per_token, rel=1e-12)
+        assert cost["cacheRead"] == pytest.approx(usage["cacheRead"] * batch_rate.cache_read_input_token_cost,
+                                                  rel=1e-12)
+        assert cost["total"] == pytest.approx(PriceTable.load(None).cost(
+            model, input_tokens=usage["input"], output_tokens=usage["output"], cache_read_tokens=usage["cacheRead"],
+            batch=True), rel=1e-12)
+    # the run report's row for each session: the same batch-priced total as its written entries
+    by_session = {row["output_path"]: row["cost_usd"] for row in done.iter_rows(named=True)}
+    for path, cost in by_session.items():
+        written = [json.loads(line) for line in Path(path).read_text().splitlines()]
+        totals = [e["usage"]["cost"]["total"] for e in written[1:] if e.get("type") in ("compaction", "branch_summary")
+                  and isinstance(e.get("usage"), dict) and e.get("summary", "").find("batch summary") >= 0]
+        if totals:
+            assert sum(totals) == pytest.approx(cost, rel=1e-12)
+    # `report` over the run reports: tokens split as pi counts them, cost at the batch rate
+    code, text, err = bc("report", out / ".batchcompact" / "reports", "--format", "json", "--no-cache")
+    assert code == 0, err
+    totals = json.loads(text)["totals"]
+    assert totals["cache_read_tokens"] == server.cached_tokens * sum(server.bought.values())
+    every_run = report(out).filter(pl.col("status") == "compacted")  # + the one bought on demand (openai)
+    assert totals["cost_usd"] == pytest.approx(sum(every_run["cost_usd"].to_list()), rel=1e-12)

@@ -264,3 +264,34 @@ def test_unknown_model_is_a_usage_error_before_any_file_is_read(tmp_path):
     result = invoke("eval", str(session), "--summarizer", "nosuchprovider/nomodel")
     assert result.exit_code == 2
     assert "nosuchprovider/nomodel" in result.output
+
+
+def test_codex_compactions_and_an_unreadable_remote_one():
+    path = fixture_path("codex", "coverage", "agent-sessions_codex_small.jsonl")
+    rows = eval_rows("--existing", str(path))
+    assert [r["compaction"] for r in rows] == [1, 2, 3, 4, 5, 6]
+    assert rows[0]["status"] == "unreadable" and "encrypted" in rows[0]["reason"] and rows[0]["overall"] is None
+    assert all(r["status"] == "ok" for r in rows[1:])
+
+
+def test_secrets_are_redacted_before_summaries_and_judge_calls_leave(tmp_path, llm_server):
+    llm_server.default = _behave
+    secret = "sk-proj-" + "Ab3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5bC7dE9f"
+    b = Builder()
+    b.user(f"Use OPENAI_API_KEY={secret} for the integration test.")  # summarized
+    b.assistant("Noted.")
+    for index in range(12):
+        b.user(f"continue {index} {PAD}")
+        b.assistant(f"Step {index}: {PAD}")
+    b.user(f"And in the smoke test too: OPENAI_API_KEY={secret}")  # kept: the judge's prompts show it
+    b.assistant("Noted too.")
+    session = b.write(tmp_path / "s.jsonl")
+    result = invoke("eval", str(session), "--force", "--keep-recent-tokens", "2000", "--summarizer",
+                    "openai/gpt-4o-mini", "--judge-model", "openai/gpt-4o-mini", "--api-base", llm_server.api_base,
+                    "--api-key", "sk-test", "--state", str(tmp_path / "state.sqlite"), "--format", "json", "-q")
+    assert result.exit_code == 0, result.output
+    assert len(llm_server.requests) > 1
+    sent = [json.dumps(r.body) for r in llm_server.requests]
+    assert not any(secret in body for body in sent)
+    assert "[REDACTED:" in sent[0]  # the summary call
+    assert any("[REDACTED:" in body and "You are a coding agent resuming" in body for body in sent)  # the judge's

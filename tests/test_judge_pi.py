@@ -1,7 +1,8 @@
 """The real pi (npm @mariozechner/pi-coding-agent 0.73.1) opens and resumes every pi session we write.
 
 `batchcompact run --force --branch-summaries --copy-unchanged` (built-in summarizer) compacts the pi
-samples and the real pi fixtures; then pi judges every file written, two ways:
+samples and the real pi fixtures; one output is resumed by pi for a turn and compacted again by us (the
+new cut inside the earlier kept tail). Then pi judges every file written, two ways:
 
 - pi's own modules (`tests/pi_modules.mjs`: `SessionManager.open`, `buildSessionContext`,
   `convertToLlm`, `prepareCompaction` from the installed package, run with node) open each file:
@@ -51,6 +52,8 @@ MODULES_SCRIPT = Path(__file__).with_name("pi_modules.mjs")
 FIXTURES = ("before-compaction.jsonl", "large-session.jsonl")
 SAMPLE_NAMES = tuple(sorted(p.name for p in (SAMPLES / "pi").glob("*.jsonl")))
 UNCHANGED = {"small-fix.jsonl"}  # everything fits in keep_recent_tokens: copied as it is
+AGAIN = "again/big-refactor.jsonl"  # our output resumed by pi for a turn, then compacted again by us
+WRITTEN = SAMPLE_NAMES + FIXTURES + (AGAIN,)
 EXTRA_KEEPS = (1000, 10000, 30000, 75000)  # budgets compared with pi live, beyond the recorded table
 
 
@@ -60,7 +63,7 @@ def pi_bin() -> Path:
 
 
 @pytest.fixture(scope="module")
-def written(tmp_path_factory) -> dict[str, tuple[Path, Path]]:
+def written(pi_bin, tmp_path_factory) -> dict[str, tuple[Path, Path]]:
     """Every pi session we write, by name: (the input, our output)."""
     root = tmp_path_factory.mktemp("pi-written")
     inbox, out = root / "in", root / "out"
@@ -76,7 +79,20 @@ def written(tmp_path_factory) -> dict[str, tuple[Path, Path]]:
     assert done.returncode == 0, done.stderr
     rows = {Path(r["input_path"]).name: r["status"] for r in json.loads(done.stdout)["rows"]}
     assert rows == {s.name: "skipped" if s.name in UNCHANGED else "compacted" for s in sources}
-    return {s.name: (inbox / s.name, out / s.name) for s in sources}
+    written = {s.name: (inbox / s.name, out / s.name) for s in sources}
+    # pi resumes one of them for a turn, then we compact that again (our earlier compaction gives way).
+    resumed = root / "resumed"
+    resumed.mkdir()
+    session = _sandbox_copy(written[Path(AGAIN).name][1], resumed)
+    _resume(pi_bin, root / "home", resumed, session, "judge turn before the second compaction")
+    again = subprocess.run(
+        [sys.executable, "-m", "batchcompact", "run", str(session), "--output-dir", str(root / "again"),
+         "--min-age", "0", "--force", "--keep-recent-tokens", "4000"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert again.returncode == 0 and "1 compacted" in again.stdout, again.stdout + again.stderr
+    written[AGAIN] = (session, root / AGAIN)
+    return written
 
 
 def _pi_modules(pi_bin: Path, home: Path, request: dict[str, Any]) -> dict[str, Any]:
@@ -98,11 +114,12 @@ def pi_opened(pi_bin, written, tmp_path_factory) -> dict[str, dict[str, Any]]:
     copies = []
     for name, (_, output) in written.items():
         copy = root / name
+        copy.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(output, copy)
         copy.chmod(0o644)
         copies.append(str(copy))
     answer = _pi_modules(pi_bin, root / "home", {"open": copies})
-    return {Path(item["file"]).name: item for item in answer["open"]}
+    return dict(zip(written, answer["open"], strict=True))
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
@@ -132,7 +149,7 @@ def _first_difference(ours: list, theirs: list) -> str:
     return f"lengths differ: ours {len(ours)}, pi {len(theirs)}"
 
 
-@pytest.mark.parametrize("name", SAMPLE_NAMES + FIXTURES)
+@pytest.mark.parametrize("name", WRITTEN)
 def test_pi_opens_our_file_as_written(name, written, pi_opened):
     _, output = written[name]
     seen = pi_opened[name]
@@ -144,7 +161,7 @@ def test_pi_opens_our_file_as_written(name, written, pi_opened):
     assert seen["leafId"] == seen["lastLineId"] == raw[-1]["id"]
 
 
-@pytest.mark.parametrize("name", SAMPLE_NAMES + FIXTURES)
+@pytest.mark.parametrize("name", WRITTEN)
 def test_pi_rebuilds_the_context_we_build_and_takes_our_compaction(name, written, pi_opened):
     source, output = written[name]
     seen = pi_opened[name]
@@ -284,7 +301,7 @@ def _dropped_calls(output: Path, compaction: dict[str, Any]) -> set[str]:
             for block in e.message.get("content") or [] if isinstance(block, dict) and block.get("type") == "toolCall"}
 
 
-@pytest.mark.parametrize("name", SAMPLE_NAMES + FIXTURES)
+@pytest.mark.parametrize("name", WRITTEN)
 def test_pi_resumes_from_our_summary_and_kept_tail(name, pi_bin, written, tmp_path):
     source, output = written[name]
     home, work = tmp_path / "home", tmp_path / "work"

@@ -29,17 +29,27 @@ def statuses(text: str) -> dict[str, tuple]:
 
 @pytest.fixture
 def reads(monkeypatch):
-    """How often each input session was parsed (the writer's temp files are counted apart)."""
+    """How often each input session was parsed (the writer's temp files are counted apart: read whole, or
+    from the appended lines on after a verified prefix, formats/pi.py `read_pi_appended`)."""
     import batchcompact.formats.detect as detect
+    import batchcompact.formats.pi as pi
 
     counts: Counter = Counter()
     real = detect.read_session
+    real_appended = pi.read_pi_appended
 
-    def counting(path, fmt=None):
+    def counting(path, fmt=None, **kwargs):
         counts[str(path)] += 1
-        return real(path, fmt)
+        return real(path, fmt, **kwargs)
+
+    def appended(original, path, *args, **kwargs):
+        session = real_appended(original, path, *args, **kwargs)
+        if session is not None:
+            counts[str(path)] += 1
+        return session
 
     monkeypatch.setattr(detect, "read_session", counting)
+    monkeypatch.setattr(pi, "read_pi_appended", appended)
     return counts
 
 

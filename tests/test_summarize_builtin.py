@@ -234,3 +234,17 @@ def test_continue_keeps_the_last_request_in_flight_and_thanks_asks_nothing():
     done = [user("Migrate the settings loader to tomllib"), assistant(text("Done: migrated."), stop="stop"),
             user("thanks")]
     assert "Finish:" not in summarize_offline(call(done))
+
+
+def test_previous_summary_sections_not_in_our_layout_are_kept_as_written():
+    # pi's own checkpoints mix our headings with their own (before-compaction.jsonl's first compaction)
+    previous = ("# Context Checkpoint: Refactoring\n\n## Goal\nShare one AgentSession between the modes.\n\n"
+                "## Files Created/Modified\n- `src/core/bash-executor.ts` (177 lines)\n- `src/modes/rpc-mode.ts`\n\n"
+                "## Next Steps (WP14-WP20)\n### WP14: Create main-new.ts (NEXT)\n- Copy `main.ts`\n"
+                "```ts\nconst x = 1;\n```\n")
+    out = summarize_offline(call([user("Now do WP14")], previous=previous))
+    assert out.startswith("## Goal\nShare one AgentSession between the modes.")
+    critical = out.split("## Critical Context")[1]
+    assert "- Earlier summary, its other sections:\n  # Context Checkpoint: Refactoring\n  ## Files Created/Modified\n" \
+           "  - `src/core/bash-executor.ts` (177 lines)\n  - `src/modes/rpc-mode.ts`\n  ## Next Steps (WP14-WP20)\n" \
+           "  ### WP14: Create main-new.ts (NEXT)\n  - Copy `main.ts`\n  (code omitted)" in critical

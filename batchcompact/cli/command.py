@@ -74,7 +74,7 @@ HELP_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
                              "threshold_percent", "threshold_tokens", "force", "instructions",
                              "prune_tool_outputs", "branch_summaries", "min_branch_tokens",
                              "branch_reserve_tokens")),
-    ("Summarizer", ("model", "summary_model", "api_base", "api_key", "timeout", "summarizer", "no_redact",
+    ("Summarizer", ("model", "summary_model", "api_base", "api_key", "timeout", "summarizer", "summarizers", "no_redact",
                     "judge_model")),
     ("Cost and rate limits", ("max_cost", "concurrency", "rpm", "tpm", "max_attempts", "pricing", "pricing_file",
                               "cost_mode")),

@@ -26,6 +26,7 @@ from batchcompact.cli.output import (
     require_output,
     write_rows,
 )
+from batchcompact.money import from_pico, to_pico
 
 TABLE_COLUMNS = (
     ("path", "session"),
@@ -58,11 +59,24 @@ class Totals:
         self.prompt_tokens = 0
         self.tokens_before = 0
         self.tokens_after = 0
-        self.cost = 0.0
-        self.batch_cost = 0.0
+        # whole picodollars (batchcompact/money.py): the totals do not depend on the order of the rows
+        self.cost_pico = 0
+        self.batch_cost_pico = 0
         self.unpriced = 0
         self.branch_calls = 0
-        self.branch_cost: float | None = 0.0
+        self.branch_cost_pico: int | None = 0
+
+    @property
+    def cost(self) -> float:
+        return from_pico(self.cost_pico)
+
+    @property
+    def batch_cost(self) -> float:
+        return from_pico(self.batch_cost_pico)
+
+    @property
+    def branch_cost(self) -> float | None:
+        return None if self.branch_cost_pico is None else from_pico(self.branch_cost_pico)
 
     def add(self, row: dict[str, Any]) -> None:
         self.status[row["status"]] += 1
@@ -70,10 +84,10 @@ class Totals:
             self.skip_reasons[reason_kind(row.get("reason"), "")] += 1
         if row.get("branch_calls"):
             self.branch_calls += row["branch_calls"]
-            if self.branch_cost is not None and row.get("branch_est_cost_usd") is not None:
-                self.branch_cost += row["branch_est_cost_usd"]
+            if self.branch_cost_pico is not None and row.get("branch_est_cost_usd") is not None:
+                self.branch_cost_pico += to_pico(row["branch_est_cost_usd"])
             else:
-                self.branch_cost = None
+                self.branch_cost_pico = None
         if row["status"] != "compact":
             return
         self.calls += row["calls"] or 0
@@ -83,8 +97,8 @@ class Totals:
         if row["est_cost_usd"] is None:
             self.unpriced += 1
         else:
-            self.cost += row["est_cost_usd"]
-            self.batch_cost += row["est_batch_cost_usd"] or 0.0
+            self.cost_pico += to_pico(row["est_cost_usd"])
+            self.batch_cost_pico += to_pico(row["est_batch_cost_usd"] or 0.0)
 
     def as_dict(self) -> dict[str, Any]:
         return {

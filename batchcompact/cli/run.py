@@ -32,6 +32,7 @@ from batchcompact.cli.summarize_options import (
     provider_preflight,
     summarizer_options,
 )
+from batchcompact.money import sum_usd
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 
@@ -64,7 +65,7 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
     before = sum(r["tokens_before"] or 0 for r in rows if r["status"] == "compacted")
     after = sum(r["tokens_after_est"] or 0 for r in rows if r["status"] == "compacted")
     calls = sum(r["calls"] or 0 for r in rows)
-    cost = sum(r["cost_usd"] or 0.0 for r in rows)
+    cost = sum_usd(r["cost_usd"] for r in rows)
     unpriced = sum(1 for r in rows if r.get("unpriced"))
     if unpriced and not any(r["cost_usd"] for r in rows):
         cost_text = "cost unpriced (the model has no known price)"
@@ -257,7 +258,7 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         "exit_code": summary.exit_code,
         # null when a summary model had no price: unknown, not free
         "cost_usd": None if any(r.get("unpriced") for r in summary.rows)
-        else sum(r["cost_usd"] or 0.0 for r in summary.rows),
+        else sum_usd(r["cost_usd"] for r in summary.rows),
         "unpriced_sessions": sum(1 for r in summary.rows if r.get("unpriced")),
     })
     if not quiet:

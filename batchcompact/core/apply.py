@@ -39,7 +39,7 @@ def compose_summary(plan: CompactionPlan, texts: dict[str, str]) -> str:
 
 
 def usage_record(
-    prompt_tokens: int,
+    input_tokens: int,
     completion_tokens: int,
     cache_read: int,
     cache_write: int,
@@ -48,17 +48,18 @@ def usage_record(
 ) -> dict[str, Any]:
     """The summary calls' usage in pi's Usage shape (as later pi and Flue record it on compactions).
 
+    `input_tokens` is the non-cached input, as pi counts it (cache reads and writes have their own fields).
     `cost_parts` (input, output, cacheRead, cacheWrite) come from the price table; when they are unknown
     but the total is, the parts are 0 and `total` carries the cost. An unpriced model (cost None) gets zero
     costs, as pi writes for models it cannot price; the run report keeps the cost null.
     """
     parts = (cost_parts or {}) if cost is not None else {}
     return {
-        "input": prompt_tokens,
+        "input": input_tokens,
         "output": completion_tokens,
         "cacheRead": cache_read,
         "cacheWrite": cache_write,
-        "totalTokens": prompt_tokens + completion_tokens + cache_read + cache_write,
+        "totalTokens": input_tokens + completion_tokens + cache_read + cache_write,
         "cost": {
             "input": parts.get("input", 0.0),
             "output": parts.get("output", 0.0),

@@ -26,18 +26,33 @@ class SessionTree:
                     Problem(path_name, entry.line, ERROR, f"duplicate id {entry.id!r} (first used on line {first.line})")
                 )
             self.by_id[entry.id] = entry  # later wins, as in pi's index
+        earlier: set[str] = set()
+        forward = False  # some parent is not an earlier line
+        children = self.children
         for entry in entries:
             parent = entry.parent_id
-            if parent is not None and parent not in self.by_id:
-                self.problems.append(
-                    Problem(path_name, entry.line, ERROR, f"parentId {parent!r} points to no entry")
-                )
-            if parent == entry.id:
-                parent = None
-            self.children.setdefault(parent, []).append(entry)
+            if parent is not None:
+                if parent not in earlier:
+                    forward = True
+                    if parent not in self.by_id:
+                        self.problems.append(
+                            Problem(path_name, entry.line, ERROR, f"parentId {parent!r} points to no entry")
+                        )
+                if parent == entry.id:
+                    parent = None
+            if parent in children:
+                children[parent].append(entry)
+            else:
+                children[parent] = [entry]
+            if entry.id is not None:
+                earlier.add(entry.id)
         self._leaf: Entry | None = entries[-1] if entries else None
         self._active_path: list[Entry] | None = None
-        self._find_cycles(path_name)
+        # Without duplicate ids, parents that are all earlier lines form no cycle (each step goes up the
+        # file): the search below would find nothing.
+        self._acyclic = not (forward or self.problems)
+        if not self._acyclic:
+            self._find_cycles(path_name)
 
     def _find_cycles(self, path_name: str) -> None:
         state: dict[str, int] = {}  # 1 = on the current walk, 2 = known to reach a root
@@ -85,6 +100,14 @@ class SessionTree:
 
     def _walk(self, node: Entry | None) -> list[Entry]:
         out: list[Entry] = []
+        by_id = self.by_id
+        if self._acyclic:  # every parent is an earlier line: the walk ends
+            while node is not None:
+                out.append(node)
+                parent = node.parent_id
+                node = by_id.get(parent) if parent is not None else None
+            out.reverse()
+            return out
         seen: set[int] = set()
         while node is not None and id(node) not in seen:
             seen.add(id(node))

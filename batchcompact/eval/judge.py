@@ -10,6 +10,7 @@ limited by the budget, and reused on a rerun, so the same inputs give the same g
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from typing import Any
@@ -111,6 +112,8 @@ class Judge:
         answers, buyer = buy(self.summarizer, self.model_key, answer_jobs, state, pool_settings, clock=clock,
                              sleep=sleep)
         spent = sum(o.cost_usd for o in answers.values())
+        if pool_settings.max_cost_usd is not None:  # the grades get what the answers left
+            pool_settings = dataclasses.replace(pool_settings, max_cost_usd=max(pool_settings.max_cost_usd - spent, 0.0))
         costs: dict[int, float | None] = {}
         grade_jobs = []
         for index, kind in questions:

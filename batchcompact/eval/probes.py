@@ -3,8 +3,9 @@
 Derived from the replaced messages alone, never from a summary, so every summarizer is asked the same
 questions (Factory's probe-based evaluation of context compression, Dec 2025). Four kinds:
 - `artifact`: each file created, modified, moved or deleted by a tool call that did not fail (each
-  agent's file tools and Codex `apply_patch`, through the same tool mapping as the built-in summarizer:
-  `summarize/builtin_facts.py`); a moved file is probed by its new name;
+  agent's file tools and Codex `apply_patch`: the agents' `tools` tables in `batchcompact/agents/`, read
+  through `summarize/builtin_facts.py` as the built-in summarizer reads them); a moved file is probed by
+  its new name;
 - `error`: each failure not resolved later in the span (a command or check that failed and was not run
   successfully again, a file tool that failed on a path and did not succeed on it later, a model error
   the agent did not get past);

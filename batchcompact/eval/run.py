@@ -224,8 +224,9 @@ def evaluate(paths: Iterable[str], settings: CompactionSettings, options: EvalOp
             result.spent_usd += spent
             if budget is not None:
                 budget = max(budget - spent, 0.0)
-        if judge is not None:
-            result.spent_usd += judge.grade(contexts, state, pool_settings, clock=clock, sleep=sleep)
+        if judge is not None:  # within what the summaries left of the budget
+            settings_now = dataclasses.replace(pool_settings, max_cost_usd=budget)
+            result.spent_usd += judge.grade(contexts, state, settings_now, clock=clock, sleep=sleep)
     finally:
         if state is not None:
             state.close()

@@ -83,10 +83,15 @@ def detect_format(path: str | Path) -> str | None:
     return None
 
 
-def read_session(path: str | Path, fmt: str | None = None) -> Session:
-    """Read a session of any registered format (detected when `fmt` is None)."""
+def read_session(path: str | Path, fmt: str | None = None, *, digest: bool = False) -> Session:
+    """Read a session of any registered format (detected when `fmt` is None). `digest`: a pi session also
+    records what it was read from (`formats.pi.SourceDigest`, which `read_pi_appended` needs)."""
     fmt = fmt or detect_format(path)
     agent = find(fmt)
     if agent is None:
         raise SessionReadError(f"{path}: not a {describe()} transcript (pass the format explicitly if it is)")
+    if digest and agent.name == "pi":
+        from batchcompact.formats.pi import read_pi_session
+
+        return read_pi_session(path, digest=True)
     return agent.read(path)

@@ -46,21 +46,30 @@ def loads_line(raw: bytes) -> Any:
         return json.loads(raw.decode())  # accepts what json accepts; raises json's error otherwise
 
 
-def iter_json_lines(path: str | Path, problems: list[Problem]) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_json_lines(path: str | Path, problems: list[Problem], *, digest: Any = None, offset: int = 0,
+                    first_line: int = 1) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for every line that is a JSON object; append a Problem for the rest.
 
     Blank lines are skipped silently (pi's parser does the same). Only the last line can lack a newline:
     if it does not parse it is reported as a torn line (typical of a file still being written); if it
     parses it is kept with a warning. The loop is the hot path of every reader: one `orjson.loads` per
     line, everything else only on the rare line orjson refuses.
+
+    `digest` (a hashlib object) is fed every byte read, so a caller knows exactly which bytes the objects
+    came from. `offset` starts reading at that byte (the start of a line; numbered `first_line`): the
+    lines appended after a prefix that was read before.
     """
     name = str(path)
     fast = orjson.loads
     fast_error = orjson.JSONDecodeError
-    lineno = 0
+    lineno = first_line - 1
     with open_session(path) as handle:  # a zstd-compressed transcript is read as its decompressed stream
+        if offset:
+            handle.seek(offset)
         for raw in _lines(handle, name, problems):
             lineno += 1
+            if digest is not None:
+                digest.update(raw)
             try:
                 obj = fast(raw)
             except fast_error:
@@ -75,7 +84,7 @@ def iter_json_lines(path: str | Path, problems: list[Problem]) -> Iterator[tuple
             if raw[-1:] != b"\n":
                 problems.append(Problem(name, lineno, WARNING, "last line has no trailing newline"))
             yield lineno, obj
-    if lineno == 0:
+    if lineno == 0 and not offset:
         problems.append(Problem(name, None, ERROR, "empty file"))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -10,87 +11,186 @@ from batchcompact.core.migrate import header_version, migrate
 from batchcompact.core.session import Session
 from batchcompact.formats.jsonl import iter_json_lines, paused_gc
 
+SOURCE = "source"  # Session.extra: the SourceDigest of the bytes the session was read from
 
-def read_pi_session(path: str | Path) -> Session:
-    """Read one pi session file. Never raises on bad content: problems are collected on the Session."""
+
+class SourceDigest:
+    """What a reader consumed: bytes, lines and their SHA-256 (fed every line by `iter_json_lines`)."""
+
+    __slots__ = ("size", "lines", "_sha")
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.lines = 0
+        self._sha = hashlib.sha256()
+
+    def update(self, raw: bytes) -> None:
+        self._sha.update(raw)
+        self.size += len(raw)
+        self.lines += 1
+
+    @property
+    def sha256(self) -> str:
+        return self._sha.hexdigest()
+
+
+def read_pi_session(path: str | Path, *, digest: bool = False) -> Session:
+    """Read one pi session file. Never raises on bad content: problems are collected on the Session.
+
+    With `digest`, `session.extra[SOURCE]` is the SourceDigest of exactly the bytes that were parsed
+    (a fingerprint taken from the read itself, and what `read_pi_appended` needs to trust them)."""
     with paused_gc():
-        return _read_pi_session(path)
+        return _read_pi_session(path, SourceDigest() if digest else None)
 
 
-def _read_pi_session(path: str | Path) -> Session:
+def _read_pi_session(path: str | Path, digest: Any = None) -> Session:
     name = str(path)
     problems: list[Problem] = []
-    header: dict[str, Any] | None = None
-    raw_entries: list[dict[str, Any]] = []
-    lines: list[int] = []
-    first = True
+    header, raw_entries, lines = None, [], []
     try:
-        for lineno, obj in iter_json_lines(path, problems):
-            if first:
-                first = False
-                if obj.get("type") == "session":
-                    header = obj
-                    if not isinstance(obj.get("id"), str):
-                        problems.append(Problem(name, lineno, ERROR, "session header has no string 'id'"))
-                    continue
-                problems.append(
-                    Problem(name, lineno, ERROR, "missing session header: the first line must have type 'session'")
-                )
-            if obj.get("type") == "session":
-                problems.append(Problem(name, lineno, WARNING, "a second session header; ignored"))
-                continue
-            raw_entries.append(obj)
-            lines.append(lineno)
+        header, raw_entries, lines = _split_lines(iter_json_lines(path, problems, digest=digest), name, problems,
+                                                  first=True)
     except OSError as exc:
         problems.append(Problem(name, None, ERROR, f"cannot read file: {exc.strerror or exc}"))
     version = header_version(header) if header is not None else 3
-    if header is not None and version >= 2:
-        _check_v2_ids(name, raw_entries, lines, problems)
     if header is not None:
-        migrate(header, raw_entries)
-    entries = [Entry(data, lineno) for data, lineno in zip(raw_entries, lines, strict=True)]
-    _check_entries(name, entries, problems)
+        migrate(header, raw_entries)  # v2 -> v3 changes a message role only: the id checks below see the same
+    entries = _checked_entries(name, raw_entries, lines, problems, ids=header is not None and version >= 2)
     session = Session(name, "pi", header, entries, version=version if header is not None else None, problems=problems)
     _check_compactions(session)
+    if digest is not None:
+        session.extra[SOURCE] = digest
     return session
 
 
-def _check_v2_ids(name: str, raw: list[dict[str, Any]], lines: list[int], problems: list[Problem]) -> None:
-    for data, lineno in zip(raw, lines, strict=True):
-        if not isinstance(data.get("id"), str):
-            problems.append(Problem(name, lineno, ERROR, f"{data.get('type')!r} entry has no string 'id'"))
-        if "parentId" not in data:
-            problems.append(Problem(name, lineno, ERROR, f"{data.get('type')!r} entry has no 'parentId'"))
-        elif data["parentId"] is not None and not isinstance(data["parentId"], str):
-            problems.append(Problem(name, lineno, ERROR, "'parentId' must be a string or null"))
-
-
-def _check_entries(name: str, entries: list[Entry], problems: list[Problem]) -> None:
-    for entry in entries:
-        if entry.type not in KNOWN_ENTRY_TYPES:
+def _split_lines(items: Any, name: str, problems: list[Problem], *, first: bool) -> tuple[Any, list, list]:
+    """(header, raw entries, their line numbers) from (line number, object) pairs; `first`: the pairs
+    start at the file's first line (where the header belongs)."""
+    header: dict[str, Any] | None = None
+    raw_entries: list[dict[str, Any]] = []
+    lines: list[int] = []
+    for lineno, obj in items:
+        if first:
+            first = False
+            if obj.get("type") == "session":
+                header = obj
+                if not isinstance(obj.get("id"), str):
+                    problems.append(Problem(name, lineno, ERROR, "session header has no string 'id'"))
+                continue
             problems.append(
-                Problem(name, entry.line, WARNING, f"unknown entry type {entry.type!r}; kept and ignored for context")
+                Problem(name, lineno, ERROR, "missing session header: the first line must have type 'session'")
             )
-        elif entry.type == "message":
+        if obj.get("type") == "session":
+            problems.append(Problem(name, lineno, WARNING, "a second session header; ignored"))
+            continue
+        raw_entries.append(obj)
+        lines.append(lineno)
+    return header, raw_entries, lines
+
+
+def read_pi_appended(original: Session, path: str | Path, size: int, sha256: str, *,
+                     prefix_checked: bool = False) -> Session | None:
+    """`read_pi_session(path)` of a file made of the bytes `original` was read from plus appended lines,
+    parsing only the appended lines; None when that cannot be shown equal (the caller reads it whole).
+
+    Equal because: `original` was read with `digest` from exactly `size` bytes hashing to `sha256`, had
+    no problem at all (no skipped or warned line, no tree or compaction problem) and is v3 (nothing
+    migrated); and the first `size` bytes of `path` hash to `sha256` (checked here, or by the caller
+    when `prefix_checked`) and end with a newline. Parsing those bytes again would give the same header,
+    entries, line numbers and no problem, so only the rest is parsed (numbered on from the prefix's
+    lines) and checked; the tree and the compaction checks run over all entries. Relies on `original`
+    not being mutated since it was read (planning and applying are pure functions).
+    """
+    source = original.extra.get(SOURCE)
+    if (not isinstance(source, SourceDigest) or (source.size, source.sha256) != (size, sha256)
+            or original.problems or original.header is None or original.version != 3 or original.format != "pi"):
+        return None
+    name = str(path)
+    if not _ends_a_line(path, size) or (not prefix_checked and not _prefix_is(path, size, sha256)):
+        return None
+    problems: list[Problem] = []
+    with paused_gc():
+        try:
+            _, raw_new, lines_new = _split_lines(
+                iter_json_lines(path, problems, offset=size, first_line=source.lines + 1), name, problems,
+                first=False)
+        except OSError as exc:
+            problems.append(Problem(name, None, ERROR, f"cannot read file: {exc.strerror or exc}"))
+            raw_new, lines_new = [], []
+        new = _checked_entries(name, raw_new, lines_new, problems, ids=True)
+        session = Session(name, "pi", original.header, [*original.entries, *new], version=3, problems=problems)
+        _check_compactions(session)
+    return session
+
+
+def _ends_a_line(path: str | Path, size: int) -> bool:
+    """Byte `size - 1` of `path` is a newline (the appended lines start a line of their own)."""
+    with open(path, "rb") as handle:
+        handle.seek(size - 1)
+        return size > 0 and handle.read(1) == b"\n"
+
+
+def _prefix_is(path: str | Path, size: int, sha256: str) -> bool:
+    """The first `size` bytes of `path` hash to `sha256`."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        remaining = size
+        while remaining > 0:
+            chunk = handle.read(min(1 << 20, remaining))
+            if not chunk:
+                return False
+            digest.update(chunk)
+            remaining -= len(chunk)
+    return digest.hexdigest() == sha256
+
+
+def _checked_entries(name: str, raw: list[dict[str, Any]], lines: list[int], problems: list[Problem], *,
+                     ids: bool) -> list[Entry]:
+    """The entries, with their problems added in this order: with `ids` (v2 and later) each entry's id and
+    parentId, then unknown types, message entries without a message object, unknown roles. One pass."""
+    entries = [Entry(data, lineno) for data, lineno in zip(raw, lines, strict=True)]
+    id_problems: list[Problem] = []
+    entry_problems: list[Problem] = []
+    known = KNOWN_ENTRY_TYPES
+    for entry in entries:
+        kind = entry.type
+        if ids:
+            if not isinstance(entry.id, str):
+                id_problems.append(Problem(name, entry.line, ERROR, f"{kind!r} entry has no string 'id'"))
+            parent = entry.parent_id
+            if parent is None:
+                if "parentId" not in entry.data:
+                    id_problems.append(Problem(name, entry.line, ERROR, f"{kind!r} entry has no 'parentId'"))
+            elif not isinstance(parent, str):
+                id_problems.append(Problem(name, entry.line, ERROR, "'parentId' must be a string or null"))
+        if kind == "message":
             message = entry.data.get("message")
             if not isinstance(message, dict):
-                problems.append(Problem(name, entry.line, ERROR, "message entry has no 'message' object"))
+                entry_problems.append(Problem(name, entry.line, ERROR, "message entry has no 'message' object"))
             elif message.get("role") not in MESSAGE_ROLES:
-                problems.append(
+                entry_problems.append(
                     Problem(name, entry.line, WARNING, f"unknown message role {message.get('role')!r}; ignored")
                 )
+        elif kind not in known:
+            entry_problems.append(
+                Problem(name, entry.line, WARNING, f"unknown entry type {kind!r}; kept and ignored for context")
+            )
+    problems.extend(id_problems)
+    problems.extend(entry_problems)
+    return entries
 
 
 def _check_compactions(session: Session) -> None:
     """A compaction's firstKeptEntryId must be on the path to that compaction."""
     tree = session.tree
     assert tree is not None
+    compactions = [e for e in session.entries if e.type == "compaction"]
+    if not compactions:
+        return
     active = tree.path()
     position = {id(e): i for i, e in enumerate(active)}
     index_by_id = {e.id: i for i, e in enumerate(active)}
-    for entry in session.entries:
-        if entry.type != "compaction":
-            continue
+    for entry in compactions:
         kept = entry.data.get("firstKeptEntryId")
         if not isinstance(kept, str):
             if "retainedTail" not in entry.data:

@@ -106,7 +106,15 @@ class OutcomeWriter:
         replacements = self._pruned_entries(session, plan)
 
         def verify(tmp: Path) -> list[str]:
-            written = read_session(tmp)
+            written = None
+            if session.format == "pi" and not replacements:  # appended: parse only the new lines
+                from batchcompact.formats.pi import read_pi_appended
+
+                # write_session checked that tmp's first bytes are exactly the fingerprinted ones
+                written = read_pi_appended(session, tmp, pending.fingerprint.size, pending.fingerprint.sha256,
+                                           prefix_checked=True)
+            if written is None:
+                written = read_session(tmp)
             if plan is None:
                 return _verify_branch_only(session, written, len(lines))
             problems = module.verify(session, written, plan)
@@ -158,39 +166,47 @@ class OutcomeWriter:
         return {a.line: apply_pruning(by_id[a.entry_id].data, a, now_ms) for a in plan.prune if a.line}
 
     def _usage(self, results: list) -> dict[str, Any] | None:
-        """The calls' usage for the written entry; None (no `usage` key) when no model was called."""
+        """The calls' usage for the written entry; None (no `usage` key) when no model was called.
+
+        pi's `input` is the non-cached input (a result's `prompt_tokens` is the whole prompt). Each cost
+        part is priced at the rate the call was bought at (the batch rate for a summary bought through a
+        batch API), and `total` is the sum of the parts, so they always add up. Where a call's parts
+        cannot be priced (a model only litellm prices, overflow chunks at another tier), the parts are
+        0 and `total` carries the cost.
+        """
         if all(r.model == "builtin" for r in results):
             return None
         tokens = (
-            sum(r.prompt_tokens for r in results),
+            sum(_non_cached(r) for r in results),
             sum(r.completion_tokens for r in results),
             sum(r.cache_read_tokens for r in results),
             sum(r.cache_write_tokens for r in results),
         )
         cost = None if any(r.cost_usd is None for r in results) else sum(r.cost_usd for r in results)
-        return usage_record(*tokens, cost, self._cost_parts(results[0].model if results else None, *tokens))
+        parts = self._cost_parts(results) if cost is not None else None
+        if parts is not None:
+            cost = parts["input"] + parts["output"] + parts["cacheRead"] + parts["cacheWrite"]
+        return usage_record(*tokens, cost, parts)
 
-    def _cost_parts(self, model: str | None, prompt: int, completion: int, cache_read: int,
-                    cache_write: int) -> dict[str, float] | None:
-        """Per-part costs from the price table (None when the model has no price there)."""
-        if not model or model == "builtin":
-            return None
+    def _cost_parts(self, results: list) -> dict[str, float] | None:
+        """The parts of every call's cost, each at its own rate (batch or not); None when one call's parts
+        are not those of its recorded cost (unpriced here, or priced by litellm or per overflow chunk)."""
         from batchcompact.pricing import PriceTable
 
-        info = PriceTable.load(self.pricing_file).lookup(model)
-        rates = info.rates() if info is not None else ()
-        if not rates:
-            return None
-        rate = rates[0]
-        for tier in rates[1:]:
-            if prompt + cache_read + cache_write > tier.above_tokens:
-                rate = tier
-        return {
-            "input": prompt * rate.input_cost_per_token,
-            "output": completion * rate.output_cost_per_token,
-            "cacheRead": cache_read * rate.cache_read_input_token_cost,
-            "cacheWrite": cache_write * rate.cache_creation_input_token_cost,
-        }
+        table = PriceTable.load(self.pricing_file)
+        total = dict.fromkeys(("input", "output", "cacheRead", "cacheWrite"), 0.0)
+        for r in results:
+            info = table.lookup(r.model) if r.model and r.model != "builtin" else None
+            parts = info.cost_parts(input_tokens=_non_cached(r), output_tokens=r.completion_tokens,
+                                    cache_read_tokens=r.cache_read_tokens, cache_write_tokens=r.cache_write_tokens,
+                                    batch=r.batch) if info is not None else None
+            if parts is None or r.cost_usd is None:
+                return None
+            if abs(sum(parts.values()) - r.cost_usd) > 1e-9 * max(abs(r.cost_usd), 1e-6):
+                return None
+            for name, value in parts.items():
+                total[name] += value
+        return total
 
     def _check_size(self, written: Any, plan: CompactionPlan) -> list[str]:
         """The rebuilt context (estimated, stale usage ignored) must be under the trigger threshold."""
@@ -203,6 +219,11 @@ class OutcomeWriter:
         if tokens > threshold:
             return [f"the rebuilt context (~{tokens} tokens) is still above the threshold ({threshold})"]
         return []
+
+
+def _non_cached(result: Any) -> int:
+    """A summary call's input that was neither read from nor written to a prompt cache."""
+    return max(result.prompt_tokens - result.cache_read_tokens - result.cache_write_tokens, 0)
 
 
 def write_outcome(writer: OutcomeWriter, pending: PreparedSession, results: list,

@@ -85,11 +85,11 @@ class PlanOptions:
         )
 
 
-def read_session(path: str | Path) -> Session:
-    """Read a session file of any registered format."""
+def read_session(path: str | Path, *, digest: bool = False) -> Session:
+    """Read a session file of any registered format (`digest`: see `formats.detect.read_session`)."""
     from batchcompact.formats.detect import read_session as read_any
 
-    return read_any(path)
+    return read_any(path, digest=digest)
 
 
 def session_trigger(

@@ -220,6 +220,7 @@ class Runner:
                 if self._owns_executor:
                     self.executor.close()
                 self._account_for_all(items, aborted)
+                self.report.sort(items)
                 report_path, aborted = self._write_report(aborted)
         notes += list(self._buyer.notes) if self._buyer is not None else []
         return RunSummary(self.run_id, self.rows, report_path, self.started, now_utc(), aborted,

@@ -75,6 +75,12 @@ class RunRows:
                 row.update(run_id=self.run_id, started_at=self.started, input_path=key)
                 yield row, "planned"
 
+    def sort(self, items: list[ScanItem]) -> None:
+        """Rows in the order the sessions were found, not the order they finished (which varies with
+        --jobs and the executor): the report and every sum over the rows come out the same."""
+        order = {printable(str(item.path)): n for n, item in enumerate(items)}
+        self.rows.sort(key=lambda row: (order.get(row["input_path"], len(order)), row["input_path"]))
+
     def by_status(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for row in self.rows:

@@ -16,6 +16,7 @@ answer it was given, so a file is never compacted from bytes other than those it
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -80,31 +81,38 @@ def process_file(work: FileWork, task: FileTask) -> dict[str, Any]:
     """Plan one file (and compact it here when the task says so); a record, never an exception."""
     path = work.path
     record: dict[str, Any] = {"path": path, "root": work.root}
+    # compacting a pi session here: the read itself gives the fingerprint (formats/pi.py SourceDigest)
+    here = task.summarizer is not None and _reads_with_digest(path)
     try:
-        fingerprint = fingerprint_file(path)
+        fingerprint = _stat_fingerprint(path) if here else fingerprint_file(path)
     except FileNotFoundError:  # listed by the driver, not visible here (another node) or removed since
         record.update(status="error", reason=missing_file_reason(path), fingerprint=None, plan_row={})
         return record
     except OSError as exc:
         record.update(status="error", reason=f"cannot read: {_oserror(exc)}", fingerprint=None, plan_row={})
         return record
-    record["fingerprint"] = fingerprint
     age = time.time() - fingerprint.mtime_ns / 1e9
     if task.min_age_s > 0 and age < task.min_age_s:
-        record.update(status="young", reason=f"modified {age:.0f}s ago, under --min-age (live session?)", plan_row={})
+        record.update(status="young", reason=f"modified {age:.0f}s ago, under --min-age (live session?)",
+                      plan_row={}, fingerprint=fingerprint if not here else fingerprint_file(path))
         return record
     try:
-        session = read_session(path)
+        # compacting here: the writer's verify can then parse only what it appended (formats/pi.py)
+        session = read_session(path, digest=task.summarizer is not None)
+        if here:
+            fingerprint, session = _read_fingerprint(path, fingerprint, session)
         plan, row = plan_session(session, task.settings, task.plan_options)
     except (OSError, BatchCompactError, UnicodeError) as exc:  # a file we cannot read as a session
         # its bytes are the problem (empty, compressed, binary): remembered like any invalid file
         record.update(status="error", reason=unreadable_reason(path, exc), plan_row={},
-                      invalid=not isinstance(exc, OSError))
+                      invalid=not isinstance(exc, OSError), fingerprint=_fingerprint_or_none(path, fingerprint))
         return record
     except Exception as exc:  # one file's bug must not stop the archive
         log.debug("planning %s failed", path, exc_info=True)  # the row says it in one line; -vv shows where
-        record.update(status="error", reason=f"internal error: {exc!r}", plan_row={})
+        record.update(status="error", reason=f"internal error: {exc!r}", plan_row={},
+                      fingerprint=_fingerprint_or_none(path, fingerprint))
         return record
+    record["fingerprint"] = fingerprint
     record.update(status=row["status"], reason=row["reason"], plan_row=row)
     if isinstance(plan, CompactionPlan):
         record["prompt_tokens"] = [c.prompt_tokens for c in plan.calls]
@@ -116,6 +124,49 @@ def process_file(work: FileWork, task: FileTask) -> dict[str, Any]:
             log.debug("compacting %s failed", path, exc_info=True)  # the row says it in one line; -vv shows where
             record["compaction"] = {"status": FAILED, "reason": f"internal error: {exc!r}"}
     return record
+
+
+def _reads_with_digest(path: str) -> bool:
+    """Whether the reader of `path`'s format records the digest of what it read (pi; not zstd files)."""
+    from batchcompact.formats.compressed import is_zstd
+    from batchcompact.formats.detect import detect_format
+
+    try:
+        return not is_zstd(path) and detect_format(path) == "pi"
+    except (OSError, BatchCompactError):  # the usual path reports it
+        return False
+
+
+def _stat_fingerprint(path: str) -> Fingerprint:
+    """Size and mtime now, no hash yet (`_read_fingerprint` adds the read's)."""
+    stat = os.stat(path)
+    return Fingerprint(stat.st_size, stat.st_mtime_ns, "")
+
+
+def _read_fingerprint(path: str, before: Fingerprint, session: Any) -> tuple[Fingerprint, Any]:
+    """(fingerprint, session): the SHA-256 the reader computed of the bytes it parsed, when it read exactly
+    the file stat'ed before (as many bytes, and the same size and mtime after the read). Else (a format
+    read without a digest, a file that changed meanwhile) as before: `fingerprint_file`, then a new read,
+    so the session never holds less than the fingerprinted bytes."""
+    from batchcompact.formats.pi import SOURCE
+
+    source = session.extra.get(SOURCE)
+    if source is not None and source.size == before.size:
+        after = os.stat(path)
+        if (after.st_size, after.st_mtime_ns) == (before.size, before.mtime_ns):
+            return Fingerprint(before.size, before.mtime_ns, source.sha256), session
+    fingerprint = fingerprint_file(path)
+    return fingerprint, read_session(path, digest=True)
+
+
+def _fingerprint_or_none(path: str, fingerprint: Fingerprint) -> Fingerprint | None:
+    """A full fingerprint for the record of a file that failed (the state remembers invalid files by it)."""
+    if fingerprint.sha256:
+        return fingerprint
+    try:
+        return fingerprint_file(path)
+    except OSError:
+        return None
 
 
 def branch_plans(session: Any, settings: CompactionSettings, options: PlanOptions, context_window: Any) -> list:
@@ -249,7 +300,7 @@ def finish_file(work: SessionWork, task: FileTask) -> dict[str, Any]:
         current, status, reason = unchanged(work.path, work.fingerprint)
         if current is None:
             return {"status": status, "reason": reason}
-        session = read_session(work.path)
+        session = read_session(work.path, digest=True)
         written: dict[str, Any] = {}
         pending = PreparedSession(ScanItem(Path(work.path), Path(work.root)), current, session, work.plan, written,
                                   list(work.branches))

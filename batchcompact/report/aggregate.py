@@ -20,6 +20,10 @@ asc|desc sorts periods and blocks by time, sessions by last activity, projects a
 exactly the rows shown.
 Cost sums skip nulls; `unpriced_requests` counts the requests whose cost is unknown, so an unpriced
 model is reported, never silently free.
+Determinism: a report is the same bytes whatever order the files were read in (`--jobs`, executor,
+cache hits). Each request's cost is rounded once to whole picodollars and the groups add integers
+(batchcompact/money.py), so no sum depends on the order of its terms; the dedupe keeps one row per key
+by a total order (ties broken by every column), and rows are sorted by their keys.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from datetime import date, datetime, timedelta
 
 import polars as pl
 
+from batchcompact.money import PICO_PER_USD, from_pico
 from batchcompact.pricing import PriceTable
 from batchcompact.report.result import Report
 from batchcompact.report.settings import COST_MODES, GROUPINGS, PERIODS, WEEKDAYS, ReportSettings  # noqa: F401
@@ -71,6 +76,14 @@ REPORT_COLUMNS = (
 )
 
 
+# Which copy of a request the dedupe keeps: the largest usage, then the first session id; the other
+# columns only break ties, so the choice never depends on the order the parts were read in.
+DEDUPE_RANK = ["output_tokens", "total_tokens", "session_id"] + [
+    c for c in REPORT_COLUMNS if c not in ("output_tokens", "total_tokens", "session_id", "dedupe_key")
+]
+DEDUPE_DESCENDING = [True, True] + [False] * (len(DEDUPE_RANK) - 2)
+
+
 def scan_usage(parts: list[str]) -> pl.LazyFrame:
     """The columns reports need, one row per dedupe_key (the largest usage wins; ties: first session id)."""
     from batchcompact.report.schema import USAGE_SCHEMA
@@ -78,11 +91,10 @@ def scan_usage(parts: list[str]) -> pl.LazyFrame:
     if not parts:
         return pl.from_arrow(USAGE_SCHEMA.empty_table()).lazy().select(REPORT_COLUMNS)
     lf = pl.scan_parquet(parts).select(REPORT_COLUMNS)
-    rank = ["output_tokens", "total_tokens", "session_id"]
     keyed = (
         lf.filter(pl.col("dedupe_key").is_not_null())
         .group_by("dedupe_key")
-        .agg(pl.all().sort_by(rank, descending=[True, True, False], nulls_last=True).first())
+        .agg(pl.all().sort_by(DEDUPE_RANK, descending=DEDUPE_DESCENDING, nulls_last=True).first())
         .select(REPORT_COLUMNS)
     )
     return pl.concat([lf.filter(pl.col("dedupe_key").is_null()), *collapse_sidechain_replays(keyed)])
@@ -101,7 +113,11 @@ def collapse_sidechain_replays(keyed: pl.LazyFrame) -> list[pl.LazyFrame]:
     involved = rows.join(side_ids, on="_message", how="semi")  # rows sharing an id with a sidechain row
     merged = (
         involved.with_columns((pl.col("kind") != "main").alias("_side"))
-        .sort(["_side", "total_tokens", "output_tokens"], descending=[False, True, True])
+        .sort(
+            ["_side", "total_tokens", "output_tokens", *REPORT_COLUMNS],  # the rest: a total order for ties
+            descending=[False, True, True] + [False] * len(REPORT_COLUMNS),
+            nulls_last=True,
+        )
         .unique(subset="_message", keep="first", maintain_order=True)
     )
     return [
@@ -178,7 +194,9 @@ def add_costs(lf: pl.LazyFrame, table: PriceTable, cost_mode: str) -> tuple[pl.L
         cost = pl.col("recorded_cost_usd")
     else:
         cost = pl.coalesce("recorded_cost_usd", "computed_cost_usd")
-    lf = lf.with_columns(cost.alias("cost_usd")).drop([c for c in prices.columns])
+    lf = lf.with_columns(cost.alias("cost_usd"), pico_usd(cost).alias("_cost_pico")).drop(
+        [c for c in prices.columns]
+    )
     if cost_mode == "recorded":
         unpriced = []
     return lf, unpriced
@@ -265,12 +283,25 @@ def nonzero() -> pl.Expr:
     return (pl.col("total_tokens") > 0) | (pl.col("recorded_cost_usd").fill_null(0) > 0)
 
 
+def pico_usd(usd: pl.Expr) -> pl.Expr:
+    """A cost as whole picodollars (Int64), rounded as `money.to_pico` rounds: the same integer."""
+    return (usd * float(PICO_PER_USD) + 0.5).floor().cast(pl.Int64)
+
+
+def usd_from_pico(frame: pl.DataFrame) -> pl.DataFrame:
+    """`cost_usd` summed as exact picodollars (Decimal) -> USD floats, each the nearest to its sum."""
+    values = [from_pico(int(v)) if v is not None else 0.0 for v in frame["cost_usd"].to_list()]
+    return frame.with_columns(pl.Series("cost_usd", values, dtype=pl.Float64))
+
+
 def _aggs(total: bool = False) -> list[pl.Expr]:
+    """What every group (and the totals) sums; `cost_usd` comes out in picodollars (see usd_from_pico)."""
     models = pl.col("model").drop_nulls().unique().sort()
     return [
         pl.len().alias("requests"),
         *[pl.col(c).sum() for c in SUM_COLUMNS],
-        pl.col("cost_usd").sum().alias("cost_usd"),
+        # integers add up the same in any order; Decimal(38) does not overflow where Int64 would (~$9M)
+        pl.col("_cost_pico").cast(pl.Decimal(38, 0)).sum().alias("cost_usd"),
         pl.col("cost_usd").is_null().sum().alias("unpriced_requests"),
         (models.implode() if total else models).alias("models"),
         pl.col("timestamp").min().alias("first_timestamp"),
@@ -283,7 +314,8 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
     table = table or PriceTable.load(settings.pricing_file)
     # Deduplicated once: the price lookup, the groups and the totals all read it (one row per request,
     # far smaller than the transcripts; the dedupe's group_by holds it in memory anyway).
-    # Sorted, so float sums come out the same on every run whatever order the group_by produced.
+    # Sorted by time, so the blocks and any order-sensitive step read the rows in one order (the sums
+    # themselves are exact: see pico_usd).
     order = ["timestamp", "source", "session_id", "dedupe_key", "model", "total_tokens", "output_tokens"]
     usage = scan_usage(parts).collect().sort(order, nulls_last=True).lazy()
     lf, unpriced = add_costs(usage, table, settings.cost_mode)
@@ -307,10 +339,11 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
         [lf.group_by(keys).agg(_aggs()), zero_frame, lf.select(_aggs(total=True))]
     )
     if settings.last and settings.by not in PERIODS:  # the N groups with the latest activity
-        rows = rows.sort("last_timestamp", descending=True, nulls_last=True).head(settings.last)
+        rows = rows.sort(["last_timestamp", *keys], descending=True, nulls_last=True).head(settings.last)
         kept = lf.join(rows.lazy().select(keys), on=keys, how="semi", nulls_equal=True)
         totals_frame = kept.select(_aggs(total=True)).collect()
-    rows = sort_rows(rows, keys, settings)
+    rows = sort_rows(usd_from_pico(rows), keys, settings)
+    totals_frame = usd_from_pico(totals_frame)
     totals = totals_frame.row(0, named=True) if totals_frame.height else {}
     used = set(totals.get("models") or [])
     unpriced = [m for m in unpriced if m in used]

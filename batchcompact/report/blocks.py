@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 
 import polars as pl
 
+from batchcompact.money import from_pico, to_pico
 from batchcompact.report.result import Report
 
 WARNING_SHARE = 0.8
@@ -50,9 +51,13 @@ class Block:
     requests: int = 0
     tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TOKEN_COLUMNS, 0))
     reasoning_tokens: int = 0
-    cost: float = 0.0
+    cost_pico: int = 0  # whole picodollars: the sum does not depend on the order (money.py)
     unpriced: int = 0
     models: set[str] = field(default_factory=set)
+
+    @property
+    def cost(self) -> float:
+        return from_pico(self.cost_pico)
 
     def add(self, row: dict) -> None:
         self.first = self.first or row["timestamp"]
@@ -64,7 +69,7 @@ class Block:
         if row["cost_usd"] is None:
             self.unpriced += 1
         else:
-            self.cost += row["cost_usd"]
+            self.cost_pico += to_pico(row["cost_usd"])
         if row["model"]:
             self.models.add(row["model"])
 
@@ -113,18 +118,19 @@ def build_blocks(lf: pl.LazyFrame, settings):
         (b.tokens["total_tokens"] for b in blocks if not b.gap and not _active(b, now, length)), default=0
     )
     limit = parse_token_limit(settings.token_limit, largest)
-    records = [_record(b, now, length, limit) for b in blocks]
+    shown = [(_record(b, now, length, limit), b) for b in blocks]
     if settings.last:
-        records = [r for r in records if not r["gap"]][-settings.last :]
+        shown = [(r, b) for r, b in shown if not r["gap"]][-settings.last :]
     if settings.order == "desc":
-        records.reverse()
+        shown.reverse()
+    records = [r for r, _ in shown]
     rows = pl.DataFrame(records, schema=_schema()) if records else pl.DataFrame(schema=_schema())
     kept = [r for r in records if not r["gap"]]
     models = sorted({m for r in kept for m in r["models"]})
     totals = {
         "requests": sum(r["requests"] for r in kept),
         **{name: sum(r[name] for r in kept) for name in (*TOKEN_COLUMNS, "reasoning_tokens")},
-        "cost_usd": sum(r["cost_usd"] for r in kept),
+        "cost_usd": from_pico(sum(b.cost_pico for _, b in shown if not b.gap)),
         "unpriced_requests": sum(r["unpriced_requests"] for r in kept),
         "models": models,
         "first_timestamp": min((r["first_timestamp"] for r in kept), default=None),

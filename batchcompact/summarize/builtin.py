@@ -19,6 +19,7 @@ import re
 import time
 
 from batchcompact.core.calls import BRANCH, TURN_PREFIX, SummaryCall
+from batchcompact.core.prompts import HISTORY_HEADINGS, TURN_PREFIX_HEADINGS
 from batchcompact.summarize.base import SummaryResult
 from batchcompact.summarize.builtin_facts import Facts, clean_item, clip, extract_facts
 
@@ -28,6 +29,7 @@ _VERBS = {"added": "Added", "wrote": "Wrote", "edited": "Edited", "deleted": "De
 _WAITING = "no result yet"
 _IN_FLIGHT = {"added": "Adding", "wrote": "Writing", "edited": "Editing", "deleted": "Deleting", "moved": "Moving"}
 _OUR_HEADINGS = ("## Goal", "### Done", "## Next Steps", "## Original Request")
+_KNOWN_HEADINGS = frozenset(HISTORY_HEADINGS + TURN_PREFIX_HEADINGS)
 
 
 # -- sections -------------------------------------------------------------------------------------------
@@ -57,29 +59,40 @@ class Section:
 
 
 def _parse_previous(summary: str | None) -> tuple[dict[str, list[str]], str | None]:
-    """(heading -> items) of a previous checkpoint in our layout; else (empty, the foreign text).
+    """(heading -> items) of a previous checkpoint's sections in our layout, and the text of the rest.
 
     A checkpoint written by another summarizer (Claude Code's own compaction, Codex's) has none of our
-    headings: it is kept whole, as one block of the critical context, rather than lost.
+    headings: it is kept whole, as one block of the critical context, rather than lost. One that has some
+    of them (pi's own checkpoints: "## Goal" beside "## Files Created/Modified", "## Next Steps (WP14-WP20)")
+    has its other sections kept the same way, as written: they are often what it knew best.
     """
     if not summary or not summary.strip():
         return {}, None
     if not any(h in summary for h in _OUR_HEADINGS):
         return {}, _foreign_text(summary)
     out: dict[str, list[str]] = {}
+    other: list[str] = []
     heading = None
-    for line in summary.splitlines():
+    in_other = False
+    for line in _FENCE.sub("(code omitted)", summary).splitlines():
         stripped = line.strip()
         if stripped.startswith("#"):
-            heading = stripped
-            out.setdefault(heading, [])
+            in_other = stripped not in _KNOWN_HEADINGS
+            heading = None if in_other else stripped
+            if in_other:
+                other.append(stripped)
+            else:
+                out.setdefault(stripped, [])
         elif stripped.startswith("<"):
-            heading = None  # file tags: the composition adds fresh ones
+            heading, in_other = None, False  # file tags: the composition adds fresh ones
+        elif in_other:
+            if stripped:
+                other.append(line.rstrip())
         elif heading and stripped and stripped != NONE:
             item = clean_item(stripped, 400)
             if item and item != NONE:
                 out[heading].append(item)
-    return out, None
+    return out, "\n".join(other) if other else None
 
 
 _FENCE = re.compile(r"^\s*```.*?^\s*```[ \t]*$", re.DOTALL | re.MULTILINE)
@@ -204,7 +217,8 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool) -> 
         steps.append("Wait for the user's next request")
     critical = []
     if foreign:
-        critical.append("Earlier summary (from the agent's own compaction):\n" + foreign)
+        label = "Earlier summary, its other sections" if prev else "Earlier summary (from the agent's own compaction)"
+        critical.append(f"{label}:\n" + foreign)
     read = [p for p in facts.read.list() if p not in facts.changes][-KEEP_NEW["read"] :]
     if read:
         critical.append("Files read: " + ", ".join(f"`{clip(p, 160)}`" for p in read))

@@ -1,0 +1,33 @@
+"""Sums of USD amounts that do not depend on the order of their terms.
+
+Float addition is not associative: the same costs added in another order (files finishing in another
+order, another number of workers, another executor) can differ in the last digits (68.7837046 vs
+68.78370460000001). Every sum of costs therefore goes through whole picodollars: each amount is
+rounded once to an integer number of 1e-12 USD, the integers are added (exact, any order), and the
+total is turned back into the nearest float. A request's cost is far above a picodollar, so the
+rounding changes no digit anyone reads; it only makes the last one the same every time.
+
+`report/aggregate.py` does the same in polars (`PICO_USD_EXPR`): the two agree to the bit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+PICO_PER_USD = 10**12
+
+
+def to_pico(usd: float) -> int:
+    """`usd` as whole picodollars (halves round up: floor(x * 1e12 + 0.5), as the polars expression)."""
+    return math.floor(usd * float(PICO_PER_USD) + 0.5)
+
+
+def from_pico(pico: int) -> float:
+    """The float nearest to `pico` picodollars (Python's int / int is correctly rounded)."""
+    return pico / PICO_PER_USD
+
+
+def sum_usd(amounts: Iterable[float | None]) -> float:
+    """The sum of the amounts (None skipped), the same whatever their order."""
+    return from_pico(sum(to_pico(a) for a in amounts if a is not None))

@@ -1,0 +1,170 @@
+"""The writer's verify of an appended pi session parses only what was appended (formats/pi.py
+`read_pi_appended`): it must give exactly what a full re-read gives, and never trust a prefix whose bytes
+are not the ones the session was read from."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from batchcompact.formats.pi import read_pi_appended, read_pi_session
+from batchcompact.pipeline.state import fingerprint_file
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_sessions" / "pi"
+PI_FILES = sorted(SAMPLES.glob("*.jsonl"))
+
+
+def _view(session) -> tuple:
+    """Everything a verify looks at: header, entries with their lines, problems, the active path."""
+    return (session.header, [(e.line, e.data) for e in session.entries], [str(p) for p in session.problems],
+            [e.id for e in session.path_entries()], session.version)
+
+
+def _append(path: Path, *lines: bytes) -> None:
+    with open(path, "ab") as out:
+        for line in lines:
+            out.write(line)
+
+
+def _child_of_leaf(session, entry_id: str) -> bytes:
+    leaf = session.path_entries()[-1].id
+    entry = {"type": "message", "id": entry_id, "parentId": leaf, "timestamp": "2026-11-23T00:00:00.000Z",
+             "message": {"role": "user", "content": "appended", "timestamp": 1}}
+    return (json.dumps(entry, separators=(",", ":")) + "\n").encode()
+
+
+@pytest.mark.parametrize("source", PI_FILES, ids=lambda p: p.name)
+def test_the_appended_read_gives_what_a_full_read_gives(tmp_path, source):
+    path = tmp_path / source.name
+    shutil.copyfile(source, path)
+    fingerprint = fingerprint_file(path)
+    original = read_pi_session(path, digest=True)
+    assert not original.problems
+    _append(path, _child_of_leaf(original, "fa570001"), b"\n", _child_of_leaf(original, "fa570002"))
+    fast = read_pi_appended(original, path, fingerprint.size, fingerprint.sha256)
+    if original.migrated:  # a v1/v2 file is written whole as v3, never appended to: read in full
+        assert fast is None
+        return
+    assert fast is not None
+    assert _view(fast) == _view(read_pi_session(path))
+    assert fast.path_entries()[-1].id == "fa570002"
+
+
+@pytest.mark.parametrize("tail", [
+    b'{"type":"message","id":"x1","parentId":\n',  # invalid JSON
+    b'[1, 2]\n',  # not an object
+    b'{"type":"message","id":"x2","parentId":"nowhere","message":{"role":"user","content":"a"}}\n',
+    b'{"type":"compaction","id":"x3","parentId":null,"summary":"s","firstKeptEntryId":"gone"}\n',
+    b'{"type":"session","version":3,"id":"again"}\n',  # a second header
+    b'{"type":"message","id":"x4","parentId":null,"message":{"role":"user","content":"torn"',  # no newline
+], ids=["invalid-json", "not-object", "dangling-parent", "compaction-off-path", "second-header", "torn"])
+def test_a_corrupted_tail_gives_the_full_reads_problems(tmp_path, tail):
+    path = tmp_path / "s.jsonl"
+    shutil.copyfile(PI_FILES[0], path)
+    fingerprint = fingerprint_file(path)
+    original = read_pi_session(path, digest=True)
+    _append(path, tail)
+    fast = read_pi_appended(original, path, fingerprint.size, fingerprint.sha256)
+    full = read_pi_session(path)
+    assert fast is not None and full.problems
+    assert _view(fast) == _view(full)
+
+
+def test_a_changed_prefix_is_never_trusted(tmp_path):
+    path = tmp_path / "s.jsonl"
+    shutil.copyfile(PI_FILES[0], path)
+    fingerprint = fingerprint_file(path)
+    original = read_pi_session(path, digest=True)
+    data = bytearray(path.read_bytes())
+    at = data.index(b'"content"')
+    data[at + 1] = ord("C")  # same size, one byte changed inside the prefix
+    path.write_bytes(bytes(data) + _child_of_leaf(original, "fa570003"))
+    assert read_pi_appended(original, path, fingerprint.size, fingerprint.sha256) is None
+
+
+def test_a_session_not_read_from_those_bytes_is_never_trusted(tmp_path):
+    path = tmp_path / "s.jsonl"
+    shutil.copyfile(PI_FILES[0], path)
+    fingerprint = fingerprint_file(path)
+    without = read_pi_session(path)  # no digest: which bytes it came from is unknown
+    assert read_pi_appended(without, path, fingerprint.size, fingerprint.sha256) is None
+    other = tmp_path / "other.jsonl"
+    shutil.copyfile(PI_FILES[1], other)
+    read_elsewhere = read_pi_session(other, digest=True)  # read from other bytes than the fingerprint's
+    assert read_pi_appended(read_elsewhere, path, fingerprint.size, fingerprint.sha256) is None
+
+
+def _run(folder: Path, out: Path):
+    from batchcompact.core.planner import CompactionSettings
+    from batchcompact.pipeline.run import RunOptions, run_archive
+    from batchcompact.summarize import BuiltinSummarizer, PoolSettings
+
+    options = RunOptions(output_dir=out, min_age_s=0, jobs=1, report_dir=out / "reports")
+    return run_archive([str(folder)], CompactionSettings(force=True), options, BuiltinSummarizer(), PoolSettings())
+
+
+def test_run_verifies_appended_pi_sessions_without_reading_them_again(tmp_path, monkeypatch):
+    from batchcompact.pipeline import outcome
+
+    for source in PI_FILES[:2]:
+        shutil.copyfile(source, tmp_path / source.name)
+    full_reads = []
+    real = outcome.read_session
+    monkeypatch.setattr(outcome, "read_session", lambda p: full_reads.append(p) or real(p))
+    summary = _run(tmp_path, tmp_path / "out")
+    assert summary.by_status.get("compacted") == 2, summary.by_status
+    assert full_reads == []  # both verified from their appended lines only
+    for source in PI_FILES[:2]:
+        written = read_pi_session(tmp_path / "out" / source.name)
+        assert not written.problems and written.path_entries()[-1].type == "compaction"
+
+
+def test_run_rejects_a_corrupted_appended_line_on_the_fast_path(tmp_path, monkeypatch):
+    from batchcompact.pipeline import outcome, writer
+
+    source = PI_FILES[0]
+    shutil.copyfile(source, tmp_path / source.name)
+    real_dumps = writer.dumps_line
+
+    def corrupt(obj):  # the compaction line reaches the disk damaged
+        text = real_dumps(obj)
+        return text[: len(text) // 2] + "\n" if obj.get("type") == "compaction" else text
+
+    monkeypatch.setattr(writer, "dumps_line", corrupt)
+    full_reads = []
+    real = outcome.read_session
+    monkeypatch.setattr(outcome, "read_session", lambda p: full_reads.append(p) or real(p))
+    summary = _run(tmp_path, tmp_path / "out")
+    assert summary.by_status.get("failed") == 1, summary.by_status
+    (row,) = [r for r in summary.rows if r.get("status") == "failed"]
+    assert "invalid JSON" in row["reason"] and "no new entry was written" in row["reason"], row["reason"]
+    assert full_reads == [] and not (tmp_path / "out" / source.name).exists()
+    assert (tmp_path / source.name).read_bytes() == source.read_bytes()
+
+
+def test_run_rejects_a_changed_prefix_before_the_fast_path_trusts_it(tmp_path, monkeypatch):
+    """The fast path is told the prefix was checked (outcome.py): it is, by write_session, before verify."""
+    from batchcompact.pipeline import writer
+
+    source = PI_FILES[0]
+    shutil.copyfile(source, tmp_path / source.name)
+    real_copy = writer._copy_prefix
+
+    def copy_and_flip(src, out, fingerprint):  # one byte of the copied prefix reaches the disk changed
+        last = real_copy(src, out, fingerprint)
+        out.flush()
+        out.seek(fingerprint.size // 2)
+        byte = out.read(1) if out.readable() else None
+        out.seek(fingerprint.size // 2)
+        out.write(b"X" if byte != b"X" else b"Y")
+        out.seek(0, 2)
+        return last
+
+    monkeypatch.setattr(writer, "_copy_prefix", copy_and_flip)
+    summary = _run(tmp_path, tmp_path / "out")
+    (row,) = [r for r in summary.rows if r.get("status") == "failed"]
+    assert "the original bytes are not a prefix of the output" in row["reason"], row["reason"]
+    assert not (tmp_path / "out" / source.name).exists()
