@@ -164,8 +164,7 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
       batchcompact plan /shared/archive --executor ray --ray-address head:6379
     """
     from batchcompact.discover import cli_paths
-    from batchcompact.formats.scan import iter_session_files
-    from batchcompact.pipeline.planning import PLAN_COLUMNS, PlanOptions, iter_plan_rows
+    from batchcompact.pipeline.planning import PLAN_COLUMNS, PlanOptions, plan_paths
 
     fmt = pick_format(fmt, json_flag)
     require_output(fmt, output)
@@ -175,15 +174,14 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     settings = pop_settings(kwargs)
     options = PlanOptions(summary_model=summary_model, pricing_file=pricing, min_branch_tokens=min_branch_tokens,
                           branch_reserve_tokens=branch_reserve_tokens, agent_settings=agent)
-    files = (str(item.path) for item in iter_session_files(paths, require_any=True))
-    totals = Totals()
-    warned: set[str] = set()
     runner = open_executor(executor, resolve_jobs(jobs), ray_address)
     if runner is not None:
         ctx.call_on_close(runner.close)
+    totals = Totals()
+    warned: set[str] = set()
 
     def rows():
-        for row in iter_plan_rows(files, settings, options, jobs=resolve_jobs(jobs), executor=runner):
+        for row in plan_paths(paths, settings, options, jobs=resolve_jobs(jobs), executor=runner):
             totals.add(row)
             if row["status"] == "compact" and row["est_cost_usd"] is None and row["summary_model"] not in warned:
                 warned.add(row["summary_model"])

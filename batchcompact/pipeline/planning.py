@@ -353,6 +353,16 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
         return row
 
 
+def plan_paths(paths: Iterable[str], settings: CompactionSettings, options: PlanOptions, jobs: int = 1,
+               executor: Any = None) -> Iterator[dict[str, Any]]:
+    """`batchcompact plan`: the plan row of every session file under `paths` (files, folders, globs; none
+    found is a UsageError), in the walk's order (`iter_plan_rows`)."""
+    from batchcompact.formats.scan import iter_session_files
+
+    files = (str(item.path) for item in iter_session_files(paths, require_any=True))
+    return iter_plan_rows(files, settings, options, jobs=jobs, executor=executor)
+
+
 def iter_plan_rows(
     paths: Iterable[str], settings: CompactionSettings, options: PlanOptions, jobs: int = 1, executor: Any = None
 ) -> Iterator[dict[str, Any]]:
