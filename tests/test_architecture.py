@@ -74,7 +74,7 @@ LAYERS = (
     ("summarize",),
     ("pipeline",),
     ("report", "eval"),
-    ("cli", "synth"),
+    ("cli",),
     ("__main__",),
 )
 
