@@ -42,14 +42,18 @@ class SessionSource:
         return {"agent": self.agent, "path": str(self.path), "origin": self.origin}
 
 
-def discover_sources(env: Mapping[str, str] | None = None, home: str | Path | None = None) -> list[SessionSource]:
+def discover_sources(env: Mapping[str, str] | None = None, home: str | Path | None = None, *,
+                     report: bool = False) -> list[SessionSource]:
     """Every agent session folder present on this machine: each registered agent's `places`, in the
-    registry's order (see the module docstring for the rules)."""
+    registry's order (see the module docstring for the rules). The places of agents batchcompact only
+    reports on (no session reader) are included for `report` alone."""
     env = os.environ if env is None else env
     home = Path(home) if home is not None else Path(env.get("HOME") or os.path.expanduser("~"))
     unique: list[SessionSource] = []
     seen: set[Path] = set()
     for agent in AGENTS:
+        if agent.reader is None and not report:
+            continue
         for place in agent.places:
             for path, origin in place.folders(env, home):
                 if not path.is_dir():
@@ -73,7 +77,7 @@ def paths_or_discovered(paths, command: str, echo=None) -> tuple[list[str], list
     """
     if paths:
         return [str(p) for p in paths], []
-    sources = discover_sources()
+    sources = discover_sources(report=command == "report")
     if not sources:
         raise UsageError(
             f"{command}: no PATHS given and no agent sessions found in the usual places "
