@@ -12,7 +12,15 @@ agents' own, and ccusage's for Claude and Codex):
   `projects/` folder itself) REPLACES the defaults; without it `$XDG_CONFIG_HOME/claude/projects`
   (`~/.config/claude/projects`) and `~/.claude/projects`.
 - Codex: `$CODEX_HOME` (comma-separated) or `~/.codex`; in each, `sessions/` and `archived_sessions/`.
-Only folders that exist are returned, each once (by resolved path), in the order above (the registry's).
+Those are the agents whose sessions batchcompact reads; `plan`, `run` and `validate` look only in their places.
+`report` also looks in the report-only agents' places (`<data>` = `$XDG_DATA_HOME`, else `~/.local/share`;
+a variable naming folders is a comma-separated list and replaces the defaults):
+- OpenCode: `$OPENCODE_DATA_DIR` or `<data>/opencode`: `opencode.db`, every channel `opencode-*.db`, the
+  legacy `storage/message/`. Kilo: `$KILO_DATA_DIR` or `<data>/kilo`: `kilo.db`, `kilo-*.db`.
+- Gemini CLI: `$GEMINI_DATA_DIR` or `~/.gemini/tmp`. Qwen Code: `$QWEN_DATA_DIR` or `~/.qwen`, its `projects/`.
+- and every other registered agent's `places` (batchcompact/agents/<agent>/__init__.py).
+Only folders (and, for `report`, files) that exist are returned, each once (by resolved path), in the
+registry's order.
 """
 
 from __future__ import annotations
@@ -42,46 +50,61 @@ class SessionSource:
         return {"agent": self.agent, "path": str(self.path), "origin": self.origin}
 
 
-def discover_sources(env: Mapping[str, str] | None = None, home: str | Path | None = None, *,
-                     report: bool = False) -> list[SessionSource]:
+def discover_sources(
+    env: Mapping[str, str] | None = None,
+    home: str | Path | None = None,
+    *,
+    report: bool = False,
+    agents: tuple[str, ...] | None = None,
+) -> list[SessionSource]:
     """Every agent session folder present on this machine: each registered agent's `places`, in the
-    registry's order (see the module docstring for the rules). The places of agents batchcompact only
-    reports on (no session reader) are included for `report` alone."""
+    registry's order (see the module docstring for the rules). `report` adds the report-only agents
+    (their places may be files: a database); `agents` keeps only the places of these agents (an agent's
+    name, or a place's label such as `atomic`)."""
     env = os.environ if env is None else env
     home = Path(home) if home is not None else Path(env.get("HOME") or os.path.expanduser("~"))
     unique: list[SessionSource] = []
     seen: set[Path] = set()
     for agent in AGENTS:
-        if agent.reader is None and not report:
+        if not (report or agent.reader is not None):  # plan, run and validate: agents whose sessions they read
             continue
         for place in agent.places:
-            for path, origin in place.folders(env, home):
-                if not path.is_dir():
+            label = place.label or agent.name
+            if agents is not None and label not in agents and agent.name not in agents:
+                continue
+            for path, origin in place.sources(env, home):
+                if not (path.is_dir() or (report and path.is_file())):
                     continue
                 key = path.resolve()
                 if key not in seen:
                     seen.add(key)
-                    unique.append(SessionSource(place.label or agent.name, path, origin))
+                    unique.append(SessionSource(label, path, origin))
     return unique
 
 
-def searched_places() -> str:
+def searched_places(report: bool = False) -> str:
     """Where discovery looks, for the "nothing found" message."""
-    return ", ".join(hint for agent in AGENTS for place in agent.places for hint in place.hint())
+    return ", ".join(hint for agent in AGENTS if report or agent.reader is not None
+                     for place in agent.places for hint in place.hint())
 
 
-def paths_or_discovered(paths, command: str, echo=None) -> tuple[list[str], list[SessionSource]]:
+def paths_or_discovered(
+    paths, command: str, echo=None, agents: tuple[str, ...] | None = None
+) -> tuple[list[str], list[SessionSource]]:
     """`paths` as given, or, when empty, every discovered session folder (named through `echo`).
+    `report` looks in every agent's places, the other commands in those of the agents they compact;
+    `agents` keeps only those agents' places.
 
     Raises UsageError naming the places looked at when nothing is given and nothing is found.
     """
     if paths:
         return [str(p) for p in paths], []
-    sources = discover_sources(report=command == "report")
+    report = command == "report"
+    sources = discover_sources(report=report, agents=agents or None)
     if not sources:
         raise UsageError(
             f"{command}: no PATHS given and no agent sessions found in the usual places "
-            f"({searched_places()}); pass the folders to read"
+            f"({searched_places(report)}); pass the folders to read"
         )
     if echo is not None:
         for source in sources:

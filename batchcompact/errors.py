@@ -1,4 +1,13 @@
-"""One exception family. Messages name the fix."""
+"""One exception family. Messages name the fix.
+
+Internal errors (a bug in batchcompact, not a problem with the input) are said as such: one line with
+"internal error" and the hint to rerun with BATCHCOMPACT_DEBUG=1, which prints the traceback, and exit
+code 4 (`INTERNAL_ERROR_EXIT`). Per-file work (plan, run, validate) records the file's row with that
+reason and goes on with the other files; the command exits 4 at the end.
+"""
+
+import os
+import traceback
 
 
 class BatchCompactError(Exception):
@@ -33,3 +42,32 @@ class VerificationError(BatchCompactError):
 
 class SummarizerError(BatchCompactError):
     """A summary call failed for good (after retries)."""
+
+
+class InternalError(BatchCompactError):
+    """A bug in batchcompact (not bad input, not a provider's answer); `internal_error_reason` says it."""
+
+    exit_code = 4
+
+
+INTERNAL_ERROR_EXIT = InternalError.exit_code
+INTERNAL_ERROR = "internal error"
+DEBUG_HINT = "a bug in batchcompact; rerun with BATCHCOMPACT_DEBUG=1 for the traceback"
+
+
+def debug_enabled() -> bool:
+    """BATCHCOMPACT_DEBUG is set: tracebacks are shown instead of one-line internal errors."""
+    return bool(os.environ.get("BATCHCOMPACT_DEBUG"))
+
+
+def internal_error_reason(exc: BaseException) -> str:
+    """The one-line reason of a file a bug stopped; with BATCHCOMPACT_DEBUG=1 the traceback goes to stderr
+    (of the process the bug happened in: a worker's stderr is the command's)."""
+    if debug_enabled():
+        traceback.print_exception(exc)
+    return f"{INTERNAL_ERROR}: {exc!r} ({DEBUG_HINT})"
+
+
+def is_internal_error(reason: object) -> bool:
+    """Whether a row's reason is an internal error (`internal_error_reason`)."""
+    return isinstance(reason, str) and reason.startswith(INTERNAL_ERROR + ":")

@@ -17,15 +17,18 @@ Name resolution (`PriceTable.lookup`), first hit wins:
   4. each of the above with decorations removed: a `:thinking`/`:free`-style suffix, a `@version`,
      a trailing `-latest`, a date suffix `-20250929` / `-2025-09-29` (so unknown snapshot dates fall back
      to the model's alias entry);
-  5. for a `claude-*` name still unresolved, Bedrock's `anthropic.<name>-v1:0` (same list price; the
+  5. for a provider whose models some map entries list under another prefix only (`google` -> Gemini
+     models only listed as `vertex_ai/...`), that prefix;
+  6. for a `claude-*` name still unresolved, Bedrock's `anthropic.<name>-v1:0` (same list price; the
      bundled map drops retired Anthropic ids such as `claude-sonnet-4-20250514` but keeps Bedrock's);
-  6. otherwise `None`: an unknown model is never priced as free.
+  7. otherwise `None`: an unknown model is never priced as free.
 
 Costs (`PriceTable.cost`): `input_tokens` is NON-cached input. cache-read tokens use
 `cache_read_input_token_cost` and cache-write tokens `cache_creation_input_token_cost`; either falls
 back to `input_cost_per_token` when the map has no cache price. Tiered prices
 (`*_above_<N>k_tokens`) apply to the whole request when its prompt (input + cache read + cache write)
-exceeds N thousand tokens, the way Anthropic and Google bill.
+exceeds N thousand tokens, the way Anthropic and Google bill; DashScope's `tiered_pricing` ranges (Qwen
+models) are read the same way, each range a tier above its start.
 1-hour cache writes (Anthropic's `ephemeral_1h_input_tokens`, passed as `cache_write_1h_tokens`, a part
 of `cache_write_tokens`) use `cache_creation_input_token_cost_above_1hr` (and its `_above_<N>k_tokens`
 tier); where the map lacks it, twice the input price, Anthropic's published 1-hour write rate. `batch=True` uses the `*_batches`
@@ -68,7 +71,15 @@ PROVIDER_ALIASES: dict[str, str] = {
     "xai": "xai",
     "openrouter": "openrouter",
     "deepseek": "deepseek",
+    # Qwen Code's models are Alibaba Cloud's (DashScope) in the map; ccusage tries `qwen/` and `alibaba/`.
+    "qwen": "dashscope",
+    "alibaba": "dashscope",
+    "dashscope": "dashscope",
 }
+
+# Where a provider's model is listed under another provider's prefix only (Google's retired or preview
+# Gemini models survive as `vertex_ai/...`, at the same list price): tried after every other candidate.
+PROVIDER_FALLBACKS: dict[str, tuple[str, ...]] = {"gemini": ("vertex_ai",)}
 
 # Providers whose batch APIs document a 50% discount on all usage (OpenAI, Azure OpenAI, Anthropic): used
 # when the map has no `*_batches` price for one of their models.
@@ -137,6 +148,12 @@ class ModelInfo:
                 tiers.setdefault(slot, {})[name] = _num(value)
         base_tiers = tuple(PriceTier(t, **p) for (t, b), p in sorted(tiers.items()) if not b)
         batch_tiers = tuple(PriceTier(t, **p) for (t, b), p in sorted(tiers.items()) if b)
+        ranges = _ranges(entry.get("tiered_pricing"))
+        if ranges and _num(entry.get("input_cost_per_token")) is None:
+            # DashScope-style `tiered_pricing` [{range: [from, to], prices}]: the first range is the base
+            # price, each later one a tier above its start (the whole request priced by its prompt's size)
+            entry = {**entry, **ranges[0][1]}
+            base_tiers = tuple(PriceTier(start, **prices) for start, prices in ranges[1:])
         max_input = _int(entry.get("max_input_tokens"))
         max_output = _int(entry.get("max_output_tokens"))
         if max_input is None and max_output is None:
@@ -374,6 +391,11 @@ class PriceTable:
                 return found
         if prefix and "/" in bare:  # "openrouter/anthropic/claude-..." -> "anthropic/claude-..."
             return self._resolve(bare, provider)
+        for fallback in PROVIDER_FALLBACKS.get(provider_alias or "", ()):
+            for name in _variants(bare):
+                found = self._find(f"{fallback}/{name}")
+                if found:
+                    return found
         # Anthropic retires old ids from the map while Bedrock keeps them at the same price.
         for name in _variants(bare):
             if name.lower().startswith("claude-"):
@@ -453,6 +475,24 @@ def _litellm_version() -> str:
         return version("litellm")
     except PackageNotFoundError:
         return "(unknown version)"
+
+
+_RANGE_FIELDS = ("input_cost_per_token", "output_cost_per_token", "cache_read_input_token_cost",
+                 "cache_creation_input_token_cost")
+
+
+def _ranges(value: Any) -> list[tuple[int, dict[str, float]]]:
+    """`tiered_pricing` as (start of the range in tokens, its prices), by start; empty when unusable."""
+    if not isinstance(value, list):
+        return []
+    out = []
+    for item in value:
+        span = item.get("range") if isinstance(item, dict) else None
+        if not isinstance(span, list) or not span or _num(span[0]) is None:
+            return []
+        prices = {k: _num(item[k]) for k in _RANGE_FIELDS if _num(item.get(k)) is not None}
+        out.append((int(_num(span[0])), prices))
+    return sorted(out, key=lambda r: r[0])
 
 
 def _first(value: float | None, fallback: float | None) -> float | None:

@@ -2,7 +2,9 @@
 
 litellm ships cl100k_base and o200k_base in tiktoken's cache format; we point TIKTOKEN_CACHE_DIR at that
 folder (found without importing litellm) unless the user set the variable. If no encoding can be loaded
-offline, counting falls back to the chars/4 estimate and says so once.
+offline, counting falls back to the chars/4 estimate and says so once per process: one warning line
+on stderr naming the encoding and why (no cache folder, the blob missing, tiktoken not importable, a
+broken blob).
 """
 
 from __future__ import annotations
@@ -46,17 +48,35 @@ def encoding_name_for(model: str | None) -> str:
     return "cl100k_base"
 
 
+_warned = False  # the chars/4 fallback is said once per process, whatever the encoding
+
+
+def _fall_back(name: str, why: str) -> None:
+    """Say, once, that token counts are estimated (one line on stderr through logging)."""
+    global _warned
+    if not _warned:
+        _warned = True
+        log.warning("exact token counts unavailable (%s %s); token counts are estimated as chars/4", name, why)
+
+
 @lru_cache(maxsize=4)
 def _encoding(name: str):
     folder = configure_offline_cache()
-    if folder is None or not (folder / _blob_for(name)).exists():
+    if folder is None:
+        _fall_back(name, "not found offline: no TIKTOKEN_CACHE_DIR with it and litellm's copy is missing")
         return None
-    import tiktoken
-
+    if not (folder / _blob_for(name)).exists():
+        _fall_back(name, f"not found offline in {folder}")
+        return None
+    try:
+        import tiktoken
+    except ImportError as exc:
+        _fall_back(name, f"cannot be loaded: tiktoken is not importable ({exc})")
+        return None
     try:
         return tiktoken.get_encoding(name)
     except Exception as exc:  # a broken cache must not turn into a download or a crash
-        log.warning("tiktoken encoding %s could not be loaded offline (%s); using the chars/4 estimate", name, exc)
+        _fall_back(name, f"could not be loaded offline ({exc})")
         return None
 
 

@@ -5,7 +5,8 @@
     .venv/bin/python bench/bench_read.py --size 200MB --repeat 3
 
 Both sides run in the same process on files already in the page cache, taking turns in each of
-`--repeat` rounds; each figure is the median of its rounds. Two readers are measured: the line reader (`iter_json_lines`: every line parsed, line
+`--repeat` rounds; each figure is the median of its rounds, in CPU time of this process (one thread:
+what the machine's load moves least; MB/s are MB per CPU second). Two readers are measured: the line reader (`iter_json_lines`: every line parsed, line
 numbers and problems kept) and the whole pi session reader (plus migration, the entry tree, structural
 checks). The ratios against `orjson.loads` are the numbers to compare over time (aim: line reader
 >= 0.8); `json.loads` stays as a second column. `run()` returns the rows for `python -m bench`.
@@ -61,9 +62,9 @@ def _interleaved(funcs: dict[str, Callable[[Path], object]], path: Path, repeat:
     for _ in range(repeat):
         for name, func in funcs.items():
             gc.collect()
-            start = time.perf_counter()
+            start = time.process_time()
             func(path)
-            samples[name].append(time.perf_counter() - start)
+            samples[name].append(time.process_time() - start)
     return {name: statistics.median(values) for name, values in samples.items()}
 
 

@@ -23,6 +23,7 @@ def goal_status(goal: str, value: float, ratio: float | None, unit: str) -> str:
         raise ValueError(f"goal {goal!r}: write 'ratio|value >=|<= NUMBER'")
     limit = float(threshold)
     measured = ratio if subject == "ratio" else value
+    measured = None if measured is None else round(measured, 3)  # as the table shows it
     if measured is None:
         return f"not measured (no baseline) vs {op} {threshold}"
     met = _OPS[op](measured, limit)

@@ -9,6 +9,7 @@ better than a mean, and does not flatter like a best-of).
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import time
@@ -33,9 +34,20 @@ def run_checked(command: Sequence[str], *, env: dict[str, str] | None = None, la
 
 def timed(command: Sequence[str], *, env: dict[str, str] | None = None, label: str | None = None) -> float:
     """Wall seconds of one checked run of `command`."""
+    return timed_cpu(command, env=env, label=label)[0]
+
+
+def timed_cpu(command: Sequence[str], *, env: dict[str, str] | None = None,
+              label: str | None = None) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system of the command and the workers it waited for) of one
+    checked run. CPU time barely moves with the machine's load, wall time does: the two together say
+    whether a slow figure is the program or the machine."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     run_checked(command, env=env, label=label)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def median_of(measure: Callable[[], float], runs: int) -> float:

@@ -199,3 +199,213 @@ class FakeResponses(_LoopbackAPI):
         """The `input` lists of the /responses calls."""
         return [r["body"]["input"] for r in self.requests if r["path"].endswith("/responses")
                 and isinstance(r["body"], dict) and isinstance(r["body"].get("input"), list)]
+
+
+# A scripted tool-using turn for the fakes below: (tool, arguments) calls, one per model reply, then a text.
+ToolStep = tuple[str, dict[str, Any]]
+
+
+def _steps_since_prompt(turns: list[tuple[str, bool]]) -> int:
+    """How many model replies follow the last real prompt (a user turn that is not only tool results)."""
+    count = 0
+    for role, is_results in reversed(turns):
+        if role == "user" and not is_results:
+            break
+        if role != "user":
+            count += 1
+    return count
+
+
+class FakeGemini(_LoopbackAPI):
+    """A loopback Gemini API (`GOOGLE_GEMINI_BASE_URL`): `:streamGenerateContent` (SSE),
+    `:generateContent` and `:countTokens`; every POST body is recorded.
+
+    With `script` (prompt keyword -> list of `(tool, args)`), the k-th model reply after the last real
+    prompt (a user turn that is not only tool results) whose text contains a keyword is the k-th call of
+    that keyword's list, if the request declares that tool; without a match, or
+    past its end, one text reply. Utility requests (no tools declared) get a neutral JSON/text answer.
+    """
+
+    def __init__(self, script: dict[str, list[ToolStep]] | None = None, reply_text: str = REPLY) -> None:
+        super().__init__()
+        self.script = script or {}
+        self.reply_text = reply_text
+
+    def _usage(self, body: dict[str, Any]) -> dict[str, int]:
+        prompt = max(len(json.dumps(body.get("contents") or [])) // 4, 1)
+        cached = prompt // 2
+        return {"promptTokenCount": prompt, "candidatesTokenCount": 7, "cachedContentTokenCount": cached,
+                "thoughtsTokenCount": 3, "totalTokenCount": prompt + 7 + 3}
+
+    def _parts(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        tools = {d.get("name") for t in body.get("tools") or () for d in t.get("functionDeclarations") or ()}
+        if not tools:
+            config = body.get("generationConfig") or {}
+            if config.get("responseMimeType") == "application/json" or config.get("responseJsonSchema") or \
+                    config.get("responseSchema"):
+                return [{"text": json.dumps({"reasoning": "done", "next_speaker": "user", "model_choice": "flash"})}]
+            system = json.dumps(body.get("systemInstruction") or "")
+            if "state_snapshot" in system:  # Gemini CLI's own compression (and its verification turn)
+                return [{"text": f"<state_snapshot>{self.reply_text} SNAPSHOT</state_snapshot>"}]
+            return [{"text": self.reply_text}]
+        contents = body.get("contents") or []
+        turns = [(c.get("role"), bool(c.get("parts")) and all("functionResponse" in p for p in c["parts"]))
+                 for c in contents]
+        step = _steps_since_prompt(turns)
+        last_prompt = next((c for c, (role, results) in zip(reversed(contents), reversed(turns), strict=True)
+                            if role == "user" and not results), {})
+        text = " ".join(p.get("text") or "" for p in last_prompt.get("parts") or ())
+        calls = next((steps for key, steps in self.script.items() if key in text), [])
+        if step < len(calls):
+            name, args = calls[step]
+            if name in tools:
+                return [{"functionCall": {"name": name, "args": args}}]
+        return [{"text": self.reply_text}]
+
+    def reply(self, path: str, body: dict[str, Any], n: int) -> tuple[str, bytes]:
+        if ":countTokens" in path:
+            return "application/json", json.dumps({"totalTokens": self._usage(body)["promptTokenCount"]}).encode()
+        chunk = {"candidates": [{"content": {"role": "model", "parts": self._parts(body)}, "finishReason": "STOP",
+                                 "index": 0}],
+                 "usageMetadata": self._usage(body), "modelVersion": "gemini-2.5-flash", "responseId": f"resp{n}"}
+        if ":streamGenerateContent" in path:
+            return "text/event-stream", f"data: {json.dumps(chunk)}\r\n\r\n".encode()
+        return "application/json", json.dumps(chunk).encode()
+
+    def conversation_requests(self) -> list[dict[str, Any]]:
+        """The bodies of the generate calls that declare tools (the agent's own turns)."""
+        return [r["body"] for r in self.requests if "generatecontent" in r["path"].lower() and isinstance(r["body"], dict)
+                and r["body"].get("tools")]
+
+
+class FakeOpenAIChat(_LoopbackAPI):
+    """A loopback OpenAI Chat Completions API (`/v1/chat/completions`, streamed or not) for Qwen Code;
+    every POST body is recorded. `script` as for `FakeGemini` (prompt keyword -> tool calls)."""
+
+    suffix = "/v1"
+
+    def __init__(self, script: dict[str, list[ToolStep]] | None = None, reply_text: str = REPLY) -> None:
+        super().__init__()
+        self.script = script or {}
+        self.reply_text = reply_text
+
+    @staticmethod
+    def _text(content: Any) -> str:
+        if isinstance(content, str):
+            return content
+        return " ".join(b.get("text") or "" for b in content or () if isinstance(b, dict))
+
+    def _choice(self, body: dict[str, Any], n: int) -> dict[str, Any]:
+        tools = {t.get("function", {}).get("name") for t in body.get("tools") or ()}
+        messages = body.get("messages") or []
+        if not tools:
+            text = self._text(messages[-1].get("content")) if messages else ""
+            if "json" in json.dumps(body.get("response_format") or "") or "JSON" in text:
+                return {"role": "assistant", "content": json.dumps({"reasoning": "done", "next_speaker": "user"})}
+            if "state_snapshot" in json.dumps(messages):
+                return {"role": "assistant", "content": f"<state_snapshot>{self.reply_text} SNAPSHOT</state_snapshot>"}
+            return {"role": "assistant", "content": self.reply_text}
+        turns = [(m.get("role") if m.get("role") != "tool" else "user", m.get("role") == "tool") for m in messages]
+        turns = [(r, results) for r, results in turns if r in ("user", "assistant")]
+        step = _steps_since_prompt(turns)
+        prompt = next((m for m in reversed(messages) if m.get("role") == "user"), {})
+        text = self._text(prompt.get("content"))
+        calls = next((steps for key, steps in self.script.items() if key in text), [])
+        if step < len(calls) and calls[step][0] in tools:
+            name, args = calls[step]
+            call = {"id": f"call_{n:04d}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+            return {"role": "assistant", "content": None, "tool_calls": [call]}
+        return {"role": "assistant", "content": self.reply_text}
+
+    def reply(self, path: str, body: dict[str, Any], n: int) -> tuple[str, bytes]:
+        message = self._choice(body, n)
+        prompt = max(len(json.dumps(body.get("messages") or [])) // 4, 1)
+        usage = {"prompt_tokens": prompt, "completion_tokens": 9, "total_tokens": prompt + 9,
+                 "prompt_tokens_details": {"cached_tokens": prompt // 2}}
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
+        base = {"id": f"chatcmpl-{n}", "created": 1700000000 + n, "model": body.get("model") or "qwen3-coder-plus"}
+        if not body.get("stream"):
+            answer = {**base, "object": "chat.completion", "usage": usage,
+                      "choices": [{"index": 0, "message": message, "finish_reason": finish}]}
+            return "application/json", json.dumps(answer).encode()
+        delta: dict[str, Any] = {"role": "assistant"}
+        if message.get("tool_calls"):
+            delta["tool_calls"] = [{"index": 0, **c} for c in message["tool_calls"]]
+        else:
+            delta["content"] = message["content"]
+        chunks = [
+            {**base, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+            {**base, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
+            {**base, "object": "chat.completion.chunk", "choices": [], "usage": usage},
+        ]
+        data = b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
+        return "text/event-stream", data
+
+    def conversation_requests(self) -> list[dict[str, Any]]:
+        """The bodies of the chat calls that declare tools (the agent's own turns)."""
+        return [r["body"] for r in self.requests if r["path"].endswith("/chat/completions")
+                and isinstance(r["body"], dict) and r["body"].get("tools")]
+
+
+def gemini_settings(home: Path, **model: object) -> None:
+    """Gemini CLI settings for an offline run: API-key auth (the base URL comes from the env), no folder
+    trust prompt, no usage statistics or telemetry; `model` settings such as compressionThreshold."""
+    settings: dict[str, Any] = {
+        "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+    }
+    if model:
+        settings["model"] = model
+    (home / ".gemini").mkdir(parents=True, exist_ok=True)
+    (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
+
+
+def gemini_env(home: Path, url: str) -> dict[str, str]:
+    """Gemini CLI honours GOOGLE_GEMINI_BASE_URL with API-key auth."""
+    return sandbox_env(home, GEMINI_API_KEY="test-key", GOOGLE_GEMINI_BASE_URL=url)
+
+
+def qwen_settings(home: Path, **context: object) -> None:
+    """Qwen Code settings for an offline run: OpenAI-compatible auth (key, base URL and model from the
+    env), no folder trust prompt, no usage statistics or telemetry; `context` settings such as
+    autoCompactThreshold."""
+    settings: dict = {
+        "security": {"auth": {"selectedType": "openai"}, "folderTrust": {"enabled": False}},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+    }
+    if context:
+        settings["context"] = context
+    (home / ".qwen").mkdir(parents=True, exist_ok=True)
+    (home / ".qwen" / "settings.json").write_text(json.dumps(settings))
+
+
+def qwen_env(home: Path, url: str) -> dict[str, str]:
+    return sandbox_env(home, OPENAI_API_KEY="test-key", OPENAI_BASE_URL=url, OPENAI_MODEL="qwen3-coder-plus",
+                       QWEN_CODE_SUPPRESS_YOLO_WARNING="1")
+
+
+def compact_in_place(chat: Path, keeps: tuple[int, ...] = (600, 400, 300, 200, 150, 100, 60)) -> int:
+    """`batchcompact run --in-place` on a short recorded chat, with the largest --keep-recent-tokens (of
+    `keeps`) that still leaves something to summarize (the tool paths, hence the sizes, vary with the tmp
+    folder); returns that value."""
+    import sys
+
+    for keep in keeps:
+        planned = subprocess.run(
+            [sys.executable, "-m", "batchcompact", "plan", "--force", "--keep-recent-tokens", str(keep),
+             "--format", "jsonl", str(chat)], capture_output=True, text=True, timeout=300,
+        )
+        assert planned.returncode == 0, planned.stderr
+        if json.loads(planned.stdout.splitlines()[0])["status"] == "compact":
+            break
+    else:
+        raise AssertionError(f"nothing to summarize in {chat} with any of {keeps}")
+    done = subprocess.run(
+        [sys.executable, "-m", "batchcompact", "run", "--force", "--min-age", "0", "--keep-recent-tokens", str(keep),
+         "--in-place", str(chat)], capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "1 compacted" in done.stderr + done.stdout
+    return keep

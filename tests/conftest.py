@@ -172,6 +172,9 @@ def _isolated_settings(monkeypatch, tmp_path_factory):
             monkeypatch.delenv(name)
     # Token counts are remembered in a cache of the test session, never the user's.
     monkeypatch.setenv("BATCHCOMPACT_TOKEN_CACHE", str(_token_cache_file(tmp_path_factory)))
+    # So are report caches (usage parts, snapshots, stored reports): a report stored by another checkout's
+    # code under the same version must never be replayed into a test.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(_token_cache_file(tmp_path_factory).parent / "xdg-cache"))
     from batchcompact.token_cache import reset_shared_cache
 
     reset_shared_cache()

@@ -276,3 +276,120 @@ def test_billing_blocks_match_ccusage(ccusage, layout, tmp_path):
         ("2026-02-12T16:00:00.000Z", "2026-02-12T21:00:00.000Z", False, 131, 10_986_290, 8.555422, False),
         ("2026-02-12T16:00:00.000Z", "2026-02-12T21:00:00.000Z", False, 120, 10_381_946, 8.127793, False),
     )]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The other agents this file's helpers read (OpenCode, Kilo, Gemini CLI, Qwen Code) and Codex's copies:
+# both tools read one HOME holding ../shared/fixtures/agents/ in each agent's place (tests/agent_homes.py)
+# plus a Codex fork with re-stamped history and a re-emitted event (tests/test_report_codex_copies.py).
+# Per session (Codex: per day, since ccusage names a Codex session by its path); every difference is
+# listed with its reason, and docs/report.md gives the rule.
+
+OTHER_AGENTS = ("opencode", "kilo", "gemini", "qwen")
+SESSION_FIELDS = ("input", "output", "cache_read", "cache_write", "total")
+OTHER_DIFFERENCES = {
+    # OpenCode: ccusage 20 reads only `opencode.db` when it exists, so the channel database
+    # `opencode-beta.db` (another build's sessions) is left out; we read every channel database.
+    ("opencode", "channel-session-a"): {"missing": "ccusage"},
+    # claude-3-5-sonnet-20241022 is retired from litellm's bundled map (ccusage prices it from its embedded
+    # models.dev copy): unpriced here, flagged, never $0 silently.
+    ("opencode", "ses_test001"): {"cost": (0.0, 0.010935)},
+    # Kilo `tokens.reasoning` (5) is beside the output: we add it to output, ccusage shows it only in the
+    # total. Same total and cost.
+    ("kilo", "session-a"): {"output": (55, 50)},
+    # Gemini thoughts (919) likewise: in our output, in ccusage's total only.
+    ("gemini", "session-a"): {"output": (942, 23)},
+    # agentsview's hand-written chat names no model: ccusage drops its messages; we count their tokens and
+    # flag the model as unpriced.
+    ("gemini", "sess-uuid-1"): {"missing": "ccusage"},
+    # Qwen Code's promptTokenCount (100) includes the 5 cached tokens; ccusage 20 counts them twice (input
+    # 100 + cache read 5) and adds the 10 thoughts again though its converter puts them inside the 50
+    # output (no total: Qwen Code's default OpenAI-compatible convention). DashScope's tiered price here.
+    ("qwen", "session-json"): {"input": (95, 100), "total": (150, 165), "cost": (0.000345, 0.000401)},
+}
+CODEX_DAYS = (
+    "2026-05-12",  # the ccusage cases: the sub-agent replay (1,980: not 3,780) + the branch copy (2,050)
+    # a fork whose copy of the parent's history carries the fork's time (ccusage #988): 1,800 + the fork's own
+    # 115 (not 1,800 twice); ccusage 20.0.24 treats `forked_from_id` files as replays too (its PR #1369)
+    "2026-05-14",
+    "2026-05-15",  # re-emitted token_count events with unchanged running totals (ccusage #1288): 1,800 once
+)
+
+
+@pytest.fixture(scope="module")
+def other_home(tmp_path_factory) -> Path:
+    from agent_homes import build_home
+    from test_report_codex_copies import write_fork, write_reemitted
+
+    home = tmp_path_factory.mktemp("other-agents") / "home"
+    build_home(shared_fixtures() / "agents", home, agents=("codex", *OTHER_AGENTS))
+    write_fork(home / ".codex" / "sessions" / "fork", day="2026-05-14")
+    write_reemitted(home / ".codex" / "sessions" / "reemit" / "rollout-2026-05-15T08-00-00-reemit-1.jsonl",
+                    day="2026-05-15")
+    return home
+
+
+def ccusage_json(ccusage, home: Path, agent: str, view: str) -> dict:
+    binary, _ = ccusage
+    done = subprocess.run([str(binary), agent, view, "--offline", "--json", "--timezone", "UTC"],
+                          capture_output=True, text=True, timeout=120,
+                          env={"PATH": os.environ.get("PATH", ""), "HOME": str(home), "NO_COLOR": "1"})
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def their_cells(rows: list[dict], key: str) -> dict[str, dict]:
+    return {row[key]: {"input": row["inputTokens"], "output": row["outputTokens"], "cache_read": row["cacheReadTokens"],
+                       "cache_write": row["cacheCreationTokens"], "total": row["totalTokens"],
+                       "cost": row.get("totalCost", row.get("costUSD")) or 0.0} for row in rows}
+
+
+def our_cells(home: Path, agent: str, by: str, tmp_path: Path) -> dict[str, dict]:
+    from batchcompact.discover import discover_sources
+
+    places = [str(s.path) for s in discover_sources(env={"HOME": str(home)}, home=home, report=True, agents=(agent,))]
+    assert places, f"no {agent} place under {home}"
+    collected = collect_usage(places, cache_dir=tmp_path / "cache", jobs=1)
+    try:
+        report = build_report(collected.parts, ReportSettings(by=by, agents=(agent,)))
+    finally:
+        collected.cleanup()
+    key = "date" if by == "day" else "session_id"
+    return {row[key]: {"input": row["input_tokens"], "output": row["output_tokens"],
+                       "cache_read": row["cache_read_tokens"], "cache_write": row["cache_write_tokens"],
+                       "total": row["total_tokens"], "cost": row["cost_usd"] or 0.0}
+            for row in report.rows.iter_rows(named=True)}
+
+
+def cell_differences(ours: dict, theirs: dict) -> dict[str, dict]:
+    out = {}
+    for key in sorted(set(ours) | set(theirs)):
+        a, b = ours.get(key), theirs.get(key)
+        if a is None or b is None:
+            out[key] = {"missing": "ours" if a is None else "ccusage"}
+            continue
+        diff = {f: (a[f], b[f]) for f in SESSION_FIELDS if a[f] != b[f]}
+        if abs(a["cost"] - b["cost"]) > 1e-6:
+            diff["cost"] = (round(a["cost"], 6), round(b["cost"], 6))
+        if diff:
+            out[key] = diff
+    return out
+
+
+@pytest.mark.parametrize("agent", OTHER_AGENTS)
+def test_other_agents_sessions_match_ccusage(ccusage, other_home, agent, tmp_path):
+    theirs = their_cells(ccusage_json(ccusage, other_home, agent, "session")["sessions"], "sessionId")
+    ours = our_cells(other_home, agent, "session", tmp_path)
+    assert ours and theirs
+    expected = {key: diff for (name, key), diff in OTHER_DIFFERENCES.items() if name == agent}
+    assert cell_differences(ours, theirs) == expected
+
+
+def test_codex_copies_match_ccusage(ccusage, other_home, tmp_path):
+    """Codex's copies are counted once, and ccusage 20.0.24 counts them once too (per day: ccusage names a
+    Codex session by its path; its session view counts a branch copy with original times in both files)."""
+    theirs = their_cells(ccusage_json(ccusage, other_home, "codex", "daily")["daily"], "date")
+    ours = our_cells(other_home, "codex", "day", tmp_path)
+    assert tuple(sorted(ours)) == CODEX_DAYS
+    assert [ours[day]["total"] for day in CODEX_DAYS] == [4030, 1915, 1800]
+    assert cell_differences(ours, theirs) == {}

@@ -110,7 +110,7 @@ def test_report_without_arguments_reads_every_agent(home):
         assert any(line in text for text in result.stderr.splitlines() if text.startswith("reading "))
     by_source = {}
     for row in doc["rows"]:
-        by_source[row["source"]] = by_source.get(row["source"], 0) + 1
+        by_source[row["agent"]] = by_source.get(row["agent"], 0) + 1
     # 2 Claude sessions, 2 Codex rollouts, one pi session file per pi-family agent (same session id)
     assert by_source["claude"] == 2 and by_source["codex"] == 2 and by_source["pi"] == 1
     assert "8 files: 8 parsed" in result.stderr

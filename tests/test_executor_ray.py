@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.conftest import SAMPLES, copy_archive, session_outputs
+from tests.conftest import SAMPLES, copy_archive, session_outputs, shared_fixtures
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
 
@@ -78,6 +78,10 @@ def test_run_outputs_byte_identical_to_local(bc, tmp_path):
 
 def test_report_identical_to_local(bc, tmp_path):
     inputs = copy_archive(tmp_path / "in")
+    # other agents' SQLite databases and JSON documents too (read on the nodes as well)
+    from agent_homes import build_home
+
+    build_home(shared_fixtures() / "agents", inputs / "agents", agents=("opencode", "kilo", "gemini", "qwen"))
     texts = {}
     for kind in ("local", "ray"):
         code, text, err = bc("report", inputs, "--no-cache", "--format", "json", "--by", "session",
@@ -87,6 +91,7 @@ def test_report_identical_to_local(bc, tmp_path):
     assert json.loads(texts["local"])["totals"]["cost_usd"] > 0
     # byte for byte: costs are summed exactly (batchcompact/money.py), whatever order the parts come in
     assert texts["ray"] == texts["local"]
+    assert {"opencode", "kilo", "gemini", "qwen"} <= set(json.loads(texts["ray"])["totals"]["agents"])
 
 
 def test_a_file_a_node_cannot_see_fails_alone_with_a_reason(tmp_path):

@@ -150,3 +150,16 @@ def test_model_info_tolerates_odd_fields():
 
 def test_source_names_the_snapshot(table):
     assert table.source.startswith("litellm ") and "bundled map" in table.source
+
+
+def test_the_other_agents_model_names_find_their_prices():
+    """Gemini models listed only under `vertex_ai/` (Gemini CLI names them bare), Qwen Code's models under
+    DashScope with `tiered_pricing` ranges (a whole request priced by its prompt's range)."""
+    table = PriceTable.load()
+    assert table.resolve("gemini-3-pro-preview", "google") == "vertex_ai/gemini-3-pro-preview"
+    assert table.resolve("gemini-2.5-flash", "google") == "gemini/gemini-2.5-flash"  # the direct entry first
+    assert table.resolve("qwen3-coder-plus", "qwen") == "dashscope/qwen3-coder-plus"
+    small = table.cost("qwen3-coder-plus", provider="qwen", input_tokens=1000, output_tokens=100)
+    large = table.cost("qwen3-coder-plus", provider="qwen", input_tokens=40_000, output_tokens=100)
+    assert small == pytest.approx(1000 * 1e-6 + 100 * 5e-6)
+    assert large == pytest.approx(40_000 * 1.8e-6 + 100 * 9e-6)  # the 32k-128k range

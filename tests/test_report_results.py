@@ -99,7 +99,7 @@ def test_a_damaged_stored_report_is_ignored_and_rebuilt(archive, tmp_path):
     cache = tmp_path / "cache"
     args = (archive, "--format", "json", "--cache-dir", cache)
     good, _ = report(*args)
-    (stored,) = (cache / "usage-v2" / "results").glob("*.json")
+    (stored,) = (cache / "usage-v3" / "results").glob("*.json")
     data = bytearray(stored.read_bytes())
     data[-5] ^= 0x01
     stored.write_bytes(bytes(data))
@@ -113,7 +113,7 @@ def test_reports_that_depend_on_the_clock_are_never_stored(archive, tmp_path):
     for _ in range(2):
         _, err = report(archive, "--by", "block", "--format", "json", "--cache-dir", cache)
         assert STORED not in err
-    assert not (cache / "usage-v2" / "results").exists()
+    assert not (cache / "usage-v3" / "results").exists()
 
 
 def test_the_stored_report_imports_neither_polars_nor_pyarrow(archive, tmp_path):

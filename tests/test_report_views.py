@@ -155,7 +155,7 @@ def test_compact_table_is_narrow(archive):
     result = report(archive, by="session")
     wide, narrow = render_table(result), render_table(result, compact=True)
     assert max(map(len, narrow.splitlines())) < 80 < max(map(len, wide.splitlines()))
-    assert narrow.splitlines()[0].split() == ["session_id", "source", "project", "input", "output", "total", "cost", "USD"]
+    assert narrow.splitlines()[0].split() == ["session_id", "agent", "project", "input", "output", "total", "cost", "USD"]
 
 
 def test_cli_options_end_to_end(archive, tmp_path):

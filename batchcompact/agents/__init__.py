@@ -17,12 +17,31 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from batchcompact.agents import claude, codex, pi
-from batchcompact.agents.spec import Agent, Place, load
+from batchcompact.agents import (
+    amp,
+    claude,
+    codebuff,
+    codex,
+    copilot,
+    droid,
+    gemini,
+    goose,
+    grok,
+    hermes,
+    kilo,
+    kimi,
+    openclaw,
+    opencode,
+    pi,
+    qwen,
+    zcode,
+)
+from batchcompact.agents.spec import Agent, Files, Place, load
 
 __all__ = [
     "AGENTS",
     "Agent",
+    "Files",
     "Place",
     "describe",
     "file_detectors",
@@ -42,15 +61,19 @@ _TOOLS: dict[str, str] = {}
 _SUFFIXES: list[tuple[str, ...]] = []  # the cached union (one tuple), cleared by register
 
 
-def register(agent: Agent) -> Agent:
-    """Add an agent after the others. A name (or a preset name) already taken is an error."""
+def register(agent: Agent, before: str | None = None) -> Agent:
+    """Add an agent after the others (or just `before` the named one: its line rule must be asked first).
+    A name (or a preset name) already taken is an error."""
     if agent.name in _BY_NAME or agent.name == "batchcompact":
         raise ValueError(f"agent {agent.name!r} is already registered")
     taken = set(presets())
     clash = taken & set(agent.presets)
     if clash:
         raise ValueError(f"agent {agent.name!r}: presets {sorted(clash)} already belong to another agent")
-    AGENTS.append(agent)
+    if before is not None:
+        AGENTS.insert(AGENTS.index(get(before)), agent)
+    else:
+        AGENTS.append(agent)
     _BY_NAME[agent.name] = agent
     _TOOLS.clear()
     _SUFFIXES.clear()
@@ -112,3 +135,9 @@ def presets() -> dict[str, Mapping[str, object]]:
 register(pi.AGENT)
 register(claude.AGENT)
 register(codex.AGENT)
+register(gemini.AGENT)
+# Report-only agents (batchcompact reads their usage, it does not compact them).
+for _report_only in (opencode, kilo, copilot, kimi, openclaw, droid, goose, amp, codebuff, grok, hermes,
+                     zcode):
+    register(_report_only.AGENT)
+register(qwen.AGENT, before="claude")  # its records would pass Claude Code's line rule

@@ -25,10 +25,17 @@ The contracts of the referenced callables:
 - `settings(session, settings, fields) -> (CompactionSettings, disabled reason | None)`: the agent's
   own compaction settings applied to the settings nobody set.
 - `validate(session) -> list[Problem]`: extra checks `validate` runs (a JSON Schema).
+
+Report-only agents (no `writer`) are read by `report` alone: `plan`, `run` and `validate` neither look in
+their places nor read their files. Their files need not be JSON lines: `files` claims JSON documents and
+SQLite databases by name and place (the walk takes them, detection gives them to the agent before
+probing any line), `homes` claims every JSONL file under a folder of that name (an agent writing another
+agent's format in its own tree).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import importlib
 import os
 from collections.abc import Mapping
@@ -56,6 +63,30 @@ def load(ref: str) -> Any:
 
 
 @dataclass(frozen=True)
+class Files:
+    """Files an agent claims by name: `names` patterns (fnmatch, case-sensitive), only below one of the
+    `under` folders when given ("storage/message": consecutive folders); `sqlite`: they are databases
+    (one source with their `-wal` file: report/files.py `FileKey`)."""
+
+    names: tuple[str, ...]
+    under: tuple[str, ...] = ()
+    sqlite: bool = False
+
+    def match_name(self, name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.names)
+
+    def match(self, name: str, folders: tuple[str, ...]) -> bool:
+        return self.match_name(name) and (not self.under or any(_below(folders, under) for under in self.under))
+
+
+def _below(folders: tuple[str, ...], under: str) -> bool:
+    """Whether `under` ("a" or "a/b": consecutive folders) is among `folders`."""
+    wanted = tuple(under.split("/"))
+    size = len(wanted)
+    return any(folders[i : i + size] == wanted for i in range(len(folders) - size + 1))
+
+
+@dataclass(frozen=True)
 class Place:
     """One kind of folder where an agent keeps sessions.
 
@@ -64,7 +95,9 @@ class Place:
     replaces them (`env_list`: a comma-separated list). The session folders are `sessions` inside each
     agent folder (`""`: the folder itself); with `env_may_be_sessions`, a folder named in `env` whose
     name is one of `sessions` is taken as is. `label` is the agent shown for these folders (default:
-    the format's name).
+    the format's name). `files` (glob patterns) are files in each agent folder to read as well (a
+    database beside the session folders: `opencode.db`, `opencode-*.db`); `first`: only the first
+    default folder that exists is used (an agent that moved its folder between versions).
     """
 
     defaults: tuple[str, ...] = ()
@@ -73,29 +106,64 @@ class Place:
     env_list: bool = False
     env_may_be_sessions: bool = False
     label: str | None = None
+    files: tuple[str, ...] = ()
+    first: bool = False
+    env_fallback: str | None = None  # a second variable, read when `env` is unset (the agent's own name for it)
+    env_sessions: tuple[str, ...] | None = None  # the session folders inside a folder `env` names, if not `sessions`
+
+    def _named(self, env: Mapping[str, str]) -> tuple[list[str], str]:
+        """The folders the variables name (`env`, else `env_fallback`), and which variable named them."""
+        for variable in (self.env, self.env_fallback):
+            raw = env.get(variable, "") if variable else ""
+            named = _split(raw) if self.env_list else ([raw.strip()] if raw.strip() else [])
+            if named:
+                return named, variable or "default"
+        return [], "default"
+
+    def sources(self, env: Mapping[str, str], home: Path) -> list[tuple[Path, str]]:
+        """(existing folder or file, origin): the session folders, and the `files` in each agent folder."""
+        out = [(path, origin) for path, origin in self.folders(env, home) if path.is_dir() or path.is_file()]
+        if self.files:
+            for agent_dir, origin in self.agent_dirs(env, home):
+                try:
+                    names = sorted(entry.name for entry in os.scandir(agent_dir) if entry.is_file())
+                except OSError:
+                    continue
+                out.extend((agent_dir / name, origin) for name in names
+                           if any(fnmatch.fnmatchcase(name, pattern) for pattern in self.files))
+        return out
+
+    def agent_dirs(self, env: Mapping[str, str], home: Path) -> list[tuple[Path, str]]:
+        """(agent folder, origin): the variable's folders, else the defaults (with `first`, the first that exists)."""
+        named, origin = self._named(env)
+        if named:
+            return [(expand_home(text, home), origin) for text in named]
+        dirs = [(_default_dir(default, env, home), "default") for default in self.defaults]
+        if self.first:
+            dirs = [d for d in dirs if d[0].is_dir()][:1]
+        return dirs
 
     def folders(self, env: Mapping[str, str], home: Path) -> list[tuple[Path, str]]:
         """(session folder, origin) for this place, existing or not; origin is "default" or the variable."""
-        raw = env.get(self.env, "") if self.env else ""
-        named = _split(raw) if self.env_list else ([raw.strip()] if raw.strip() else [])
+        named, origin = self._named(env)
         out: list[tuple[Path, str]] = []
         if named:
+            sessions = self.sessions if self.env_sessions is None else self.env_sessions
             for text in named:
                 agent_dir = expand_home(text, home)
-                if self.env_may_be_sessions and agent_dir.name in self.sessions:
-                    out.append((agent_dir, self.env or "default"))
+                if self.env_may_be_sessions and agent_dir.name in sessions:
+                    out.append((agent_dir, origin))
                     continue
-                out.extend((agent_dir / sub if sub else agent_dir, self.env or "default") for sub in self.sessions)
+                out.extend((agent_dir / sub if sub else agent_dir, origin) for sub in sessions)
             return out
-        for default in self.defaults:
-            agent_dir = _default_dir(default, env, home)
-            out.extend((agent_dir / sub if sub else agent_dir, "default") for sub in self.sessions)
+        for agent_dir, origin in self.agent_dirs(env, home):
+            out.extend((agent_dir / sub if sub else agent_dir, origin) for sub in self.sessions)
         return out
 
     def hint(self) -> list[str]:
         """The places named in the "nothing found" message: the default folders and the variable."""
         shown = [f"{d}/{s}" if s else d for d in self.defaults for s in self.sessions[:1]]
-        return shown + ([f"${self.env}"] if self.env else [])
+        return shown + [f"${v}" for v in (self.env, self.env_fallback) if v]
 
 
 _XDG_DEFAULTS = {"XDG_CONFIG_HOME": ".config", "XDG_DATA_HOME": ".local/share", "XDG_STATE_HOME": ".local/state"}
@@ -138,6 +206,8 @@ class Agent:
     reader: str | None = None
     writer: str | None = None
     usage: str | None = None
+    files: tuple[Files, ...] = ()  # JSON documents and databases this agent's `usage` reads (report only)
+    homes: tuple[str, ...] = ()  # every JSONL file below a folder of one of these names is this agent's
     # tool name (lower case) -> action shape (TOOL_SHAPES) for the built-in summarizer
     tools: Mapping[str, str] = field(default_factory=dict)
     trigger: str = "batchcompact.core.triggers:window_trigger"
@@ -179,5 +249,17 @@ class Agent:
     def matches_prefix(self, raw: bytes, kind: str | None, first: bool) -> bool:
         return self.detect_prefix is not None and load(self.detect_prefix)(raw, kind, first)
 
+    def claims(self, name: str, folders: tuple[str, ...]) -> Files | None:
+        """The rule under which a file `name` in `folders` (outermost first) is this agent's, or None."""
+        for rule in self.files:
+            if rule.match(name, folders):
+                return rule
+        if self.homes and name.endswith(self.suffixes) and any(f in self.homes for f in folders):
+            return HOME_FILES
+        return None
+
     def matches_file(self, path: Path, head: bytes) -> bool:
         return self.detect_file is not None and load(self.detect_file)(path, head)
+
+
+HOME_FILES = Files(names=("*",))  # the rule `Agent.claims` answers for a file under one of its `homes`

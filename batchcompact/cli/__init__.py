@@ -58,6 +58,12 @@ class LazyGroup(click.Group):
             error = click.ClickException(str(exc))
             error.exit_code = exc.exit_code
             raise error from exc
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:  # a bug, not bad input: said as such in one line, exit 4
+            if os.environ.get("BATCHCOMPACT_DEBUG"):
+                raise
+            raise _internal(exc) from exc
         # Commands return their exit code; make it the process's in every mode (CliRunner included).
         if isinstance(rv, int) and rv != 0:
             ctx.exit(rv)
@@ -68,6 +74,15 @@ class LazyGroup(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+
+def _internal(exc: Exception) -> click.ClickException:
+    """An unexpected exception as one line ("internal error", the BATCHCOMPACT_DEBUG hint), exit code 4."""
+    from batchcompact.errors import DEBUG_HINT, INTERNAL_ERROR, INTERNAL_ERROR_EXIT
+
+    error = click.ClickException(f"{INTERNAL_ERROR}: {exc!r} ({DEBUG_HINT})")
+    error.exit_code = INTERNAL_ERROR_EXIT
+    return error
 
 
 def _module_exists(module: str) -> bool:
@@ -93,7 +108,8 @@ def cli(ctx: click.Context) -> None:
 
     Exit codes: 0 all ok or skipped, 1 some sessions failed or are invalid, 2 usage error (also: no
     session files found), 3 run aborted (authentication, lock held, budget refused, state or report folder
-    unusable), 130/143 a command other than `run` stopped by Ctrl-C/SIGTERM.
+    unusable), 4 internal error (a bug in batchcompact; the other files were still processed),
+    130/143 a command other than `run` stopped by Ctrl-C/SIGTERM.
 
     Global options (-q, -v, --config) go before or after the command. Every option can also be set in
     the config file or as BATCHCOMPACT_<OPTION>; see `batchcompact config` and docs/cli.md.
@@ -129,6 +145,12 @@ def main() -> None:
     except KeyboardInterrupt:
         click.echo(f"Interrupted ({stop_signal_name()}).", err=True)
         sys.exit(interrupted_exit_code())
+    except Exception as exc:  # a bug outside a command (option parsing, config): one line, exit 4
+        if os.environ.get("BATCHCOMPACT_DEBUG"):
+            raise
+        error = _internal(exc)
+        error.show()
+        sys.exit(error.exit_code)
     else:
         # Commands return their exit code (an int); None means success.
         sys.exit(rv if isinstance(rv, int) else 0)

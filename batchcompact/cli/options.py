@@ -107,10 +107,10 @@ def agent_fields(ctx: click.Context, enabled: bool) -> tuple[str, ...]:
         return ()
     from click.core import ParameterSource
 
-    from batchcompact.agent_settings import PI_FIELDS
+    from batchcompact.agent_settings import AGENT_FIELDS
 
     fields = []
-    for name in PI_FIELDS:
+    for name in AGENT_FIELDS:
         source = ctx.get_parameter_source(name) if name != "enabled" else None
         if name == "enabled" or source in (ParameterSource.DEFAULT, None):
             fields.append(name)

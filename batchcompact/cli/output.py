@@ -42,6 +42,8 @@ def reason_kind(reason: str | None, min_age: str = "") -> str:
         return f"modified within --min-age {min_age} (live?)"
     if text.startswith("known invalid since"):
         return "known invalid (unchanged since first reported; --strict fails them)"
+    if text.startswith("internal error:"):
+        return "internal error"
     text = re.sub(r"\s*\([^)]*\d[^)]*\)", "", text)  # "(12,345 <= 100,000 tokens)"
     text = re.sub(r"^\S+:\d+:\s*(error:\s*)?", "", text).strip()  # "path:line: error: ..." -> the problem
     return re.sub(r"(?<![\w.-])\d[\d,.]*(?![\w-])", "N", text)

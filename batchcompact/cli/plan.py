@@ -26,6 +26,7 @@ from batchcompact.cli.output import (
     require_output,
     write_rows,
 )
+from batchcompact.errors import INTERNAL_ERROR_EXIT, is_internal_error
 from batchcompact.money import from_pico, to_pico
 
 TABLE_COLUMNS = (
@@ -154,7 +155,8 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     Without PATHS, every agent's session folders found on this machine are planned (named on stderr).
 
     One row per session: status `compact`, `skip` (with the reason) or `error` (unreadable; see
-    `batchcompact validate`). Exit 0 unless the command line is wrong.
+    `batchcompact validate`). Exit 0 unless the command line is wrong (2), or 4 when a file hit an
+    internal error (a bug: its row and one line on stderr say so; the other files are still planned).
 
     \b
     Examples:
@@ -180,9 +182,14 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     totals = Totals()
     warned: set[str] = set()
 
+    internal: list[str] = []
+
     def rows():
         for row in plan_paths(paths, settings, options, jobs=resolve_jobs(jobs), executor=runner):
             totals.add(row)
+            if row["status"] == "error" and is_internal_error(row.get("reason")):
+                internal.append(row["path"])
+                echo_err(f"{row['path']}: {row['reason']}")
             if row["status"] == "compact" and row["est_cost_usd"] is None and row["summary_model"] not in warned:
                 warned.add(row["summary_model"])
                 echo_err(f"warning: no price known for {row['summary_model']!r}; its cost is reported as null")
@@ -195,7 +202,7 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
                 print_table(collected, TABLE_COLUMNS, out, DROP_FIRST)
                 out.write("\n")
             out.write(totals.summary() + "\n")
-        return 0
+        return INTERNAL_ERROR_EXIT if internal else 0
     if fmt == "parquet":
         from batchcompact.pipeline.plan_parquet import write_plan_parquet
 
@@ -205,7 +212,7 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
         write_rows(fmt, output, rows(), PLAN_COLUMNS, summary=lambda: {"totals": totals.as_dict()})
     if not (ctx.find_root().obj or {}).get("quiet"):
         echo_err(totals.summary())
-    return 0
+    return INTERNAL_ERROR_EXIT if internal else 0
 
 
 def plan_instead_of_run(ctx: click.Context, paths: tuple[str, ...], model: str, **kwargs: Any) -> int:

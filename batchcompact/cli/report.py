@@ -13,6 +13,8 @@ from batchcompact.cli.config import ExpandedPath
 from batchcompact.cli.options import executor_options, open_executor
 from batchcompact.cli.output import output_options, pick_format
 from batchcompact.errors import BatchCompactError
+from batchcompact.report.readers import agent_names as every_agent
+from batchcompact.report.settings import GROUPINGS
 
 SOURCES = (*agent_names(), "batchcompact")  # every registered agent, and batchcompact's run reports
 
@@ -44,10 +46,10 @@ def _check_timezone(ctx, param, value: str) -> str:
 @click.argument("paths", nargs=-1, type=ExpandedPath(exists=True))
 @click.option(
     "--by",
-    type=click.Choice(["day", "week", "month", "session", "project", "model", "block"]),
+    type=click.Choice(GROUPINGS),
     default="day",
     show_default=True,
-    help="Group rows by this key (block: Claude's 5-hour billing windows).",
+    help="Group rows by this key (agent: the agent that wrote the file; block: Claude's 5-hour billing windows).",
 )
 @click.option("--breakdown", is_flag=True, help="Split each group per model.")
 @click.option("--since", callback=_parse_date, metavar="DATE", help="First day to include (YYYY-MM-DD).")
@@ -68,7 +70,11 @@ def _check_timezone(ctx, param, value: str) -> str:
     help="Sort periods and blocks by time, sessions by last activity, projects and models by cost.",
 )
 @click.option(
-    "--source", "sources", multiple=True, type=click.Choice(SOURCES), help="Only these sources (repeatable)."
+    "--source", "sources", multiple=True, type=click.Choice(SOURCES), help="Only these readers' rows (repeatable)."
+)
+@click.option(
+    "--agent", "agents", multiple=True, type=click.Choice(every_agent()),
+    help="Only this agent (repeatable); without PATHS only its places are read.",
 )
 @click.option(
     "--project", "projects", multiple=True, metavar="DIR",
@@ -124,6 +130,7 @@ def report(
     start_of_week,
     order,
     sources,
+    agents,
     projects,
     sessions,
     token_limit,
@@ -141,11 +148,12 @@ def report(
     executor="local",
     ray_address=None,
 ) -> int:
-    """Usage and cost across session archives (pi, Claude Code, Codex, batchcompact runs).
+    """Usage and cost across session archives (every agent's, and batchcompact runs).
 
-    PATHS are files or folders (walked for *.jsonl, *.jsonl.zst and compactions*.parquet). Without
-    PATHS, every agent's session folders found on this machine are read (Claude Code, Codex, pi and
-    its descendants; see `batchcompact.discover`), each named on stderr.
+    PATHS are files or folders (walked for *.jsonl, *.jsonl.zst, compactions*.parquet and the JSON
+    files and SQLite databases an agent keeps, e.g. opencode.db). Without PATHS, every agent's places
+    found on this machine are read (Claude Code, Codex, pi and its descendants, OpenCode, Kilo, Gemini
+    CLI and the others in `batchcompact.discover`), each named on stderr.
     Tokens: input = non-cached input for every source; cost is USD. Requests with no tokens at all
     are left out (counted with -v).
 
@@ -154,6 +162,8 @@ def report(
       batchcompact report
       batchcompact report --by block --token-limit max
       batchcompact report --by session --last 5 --order desc
+      batchcompact report --by agent
+      batchcompact report --agent gemini --agent opencode --by model
       batchcompact report ~/.claude/projects ~/.codex/sessions --by month
       batchcompact report ~/.pi/agent/sessions --by model --since 2026-01-01 --format json
       batchcompact report runs/ --source batchcompact --by session --chart cost.html
@@ -169,6 +179,7 @@ def report(
         since=since,
         until=until,
         sources=tuple(sources),
+        agents=tuple(agents),
         timezone=timezone,
         cost_mode=cost_mode,
         pricing_file=pricing_file,
@@ -187,7 +198,8 @@ def report(
             raise click.UsageError("--format parquet needs --output FILE")
         if token_limit is not None and token_limit != "max" and not token_limit.isdigit():
             raise click.BadParameter(f"{token_limit!r}: give a number of tokens or 'max'", param_hint="--token-limit")
-        paths, found = paths_or_discovered(paths, "report", None if quiet else lambda m: click.echo(m, err=True))
+        echo = None if quiet else lambda m: click.echo(m, err=True)
+        paths, found = paths_or_discovered(paths, "report", echo, agents=tuple(agents))
         out = produce_report(paths, settings, fmt, output, sources=[s.to_dict() for s in found],
                              cache_dir=cache_dir, no_cache=no_cache, jobs=jobs, chart=chart,
                              executor=lambda: open_executor(executor, jobs or 1, ray_address),

@@ -163,8 +163,9 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
     run, sessions another run holds, a run stopped with Ctrl-C or SIGTERM, and invalid files an earlier
     run already reported, unchanged since, unless --strict), 1 some sessions failed (or a file is invalid
     for the first time), 2 usage error (also: no session files found, an unknown --model), 3 run aborted
-    (authentication or a missing key, a failed --check, lock held, budget refused, state or report folder
-    unusable). docs/reliability.md lists the faults.
+    (authentication or a missing key, litellm broken, a failed --check, lock held, budget refused, state or
+    report folder unusable), 4 internal error (a session failed on a bug in batchcompact; the others were
+    processed). docs/reliability.md lists the faults.
     Progress bars appear only when stderr is a terminal; -q prints nothing unless something failed.
     --format/-o print the per-session rows (the same as the Parquet report) instead of the summary.
 

@@ -7,6 +7,7 @@ import click
 from batchcompact.cli.options import resolve_jobs
 from batchcompact.cli.output import output_options, pick_format, require_output, write_rows
 from batchcompact.core.entries import Problem
+from batchcompact.errors import INTERNAL_ERROR_EXIT, is_internal_error
 
 COLUMNS = ("path", "format", "session_id", "entries", "valid", "errors", "warnings", "problems")
 
@@ -25,7 +26,8 @@ def validate(ctx: click.Context, paths: tuple[str, ...], fmt: str, output: str |
     Prints `path:line: severity: message` for each problem, then a summary. Errors (invalid JSON, torn
     last line, missing header, duplicate ids, dangling or cyclic parentIds, schema violations, ...) make
     a file invalid, and `run` will not rewrite it; warnings (unknown entry types) do not.
-    Exit 0 when every file is valid, 1 otherwise, 2 when PATHS hold no session file.
+    Exit 0 when every file is valid, 1 otherwise, 2 when PATHS hold no session file, 4 when a file hit
+    an internal error (a bug in batchcompact; the other files are still checked).
     --format json/jsonl/csv/parquet give one row per file with its problems.
 
     \b
@@ -43,8 +45,15 @@ def validate(ctx: click.Context, paths: tuple[str, ...], fmt: str, output: str |
     results = validate_paths(paths, resolve_jobs(jobs))
     counts = {"files": 0, "valid": 0, "invalid": 0, "errors": 0, "warnings": 0}
 
+    internal: list[str] = []
+
     def counted():
         for row in results:
+            bugs = [p["message"] for p in row["problems"] if is_internal_error(p["message"])]
+            if bugs:
+                internal.append(row["path"])
+                if fmt != "table":  # the table prints every problem line already
+                    click.echo(f"{row['path']}: {bugs[0]}", err=True)
             counts["files"] += 1
             counts["valid" if row["valid"] else "invalid"] += 1
             counts["errors"] += row["errors"]
@@ -69,4 +78,6 @@ def validate(ctx: click.Context, paths: tuple[str, ...], fmt: str, output: str |
             f"({counts['errors']} errors, {counts['warnings']} warnings)",
             err=True,
         )
+    if internal:
+        return INTERNAL_ERROR_EXIT
     return 0 if counts["invalid"] == 0 else 1

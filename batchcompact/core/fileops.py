@@ -1,7 +1,8 @@
 """File operations seen in tool calls, accumulated across compactions (reference 3.6).
 
 pi's tools (`read`/`write`/`edit` with `path`), Claude Code's (`Read`/`Write` with `file_path`; `Edit`,
-`MultiEdit` with `file_path` and `NotebookEdit` with `notebook_path` are edits) and Codex's `apply_patch`
+`MultiEdit` with `file_path` and `NotebookEdit` with `notebook_path` are edits), Gemini CLI's and Qwen
+Code's (`read_file`/`write_file` with `file_path`; Gemini's `replace` and Qwen's `edit` are edits) and Codex's `apply_patch`
 (a custom or function call, or a shell/exec command that runs `apply_patch`): every `*** Add File:`,
 `*** Update File:`, `*** Delete File:` and `*** Move to:` header names a modified file. Other tools
 (shell commands) are not guessed at: only calls whose paths are certain count.
@@ -17,6 +18,11 @@ CLAUDE_WRITE = frozenset({"Write"})
 CLAUDE_EDIT = frozenset({"Edit", "MultiEdit", "NotebookEdit"})
 PATCH_HEADERS = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
 PATCH_BEGIN = "*** Begin Patch"
+# Gemini CLI (read_file/write_file/replace) and Qwen Code (read_file/write_file/edit), with `file_path`
+# (`absolute_path` in older Gemini CLI releases).
+GEMINI_READ = frozenset({"read_file"})
+GEMINI_WRITE = frozenset({"write_file"})
+GEMINI_EDIT = frozenset({"replace"})
 SHELL_TOOLS = frozenset({"shell", "local_shell", "exec_command", "shell_command", "container.exec"})
 
 
@@ -42,6 +48,14 @@ class FileOps:
             arguments = block.get("arguments")
             arguments = arguments if isinstance(arguments, dict) else {}
             name = block.get("name")
+            if name in GEMINI_READ or name in GEMINI_WRITE or name in GEMINI_EDIT or (
+                name == "edit" and "file_path" in arguments
+            ):
+                path = arguments.get("file_path") or arguments.get("absolute_path")
+                if isinstance(path, str) and path:
+                    target = self.read if name in GEMINI_READ else self.written if name in GEMINI_WRITE else self.edited
+                    target.add(path)
+                continue
             if name in ("read", "write", "edit"):
                 path = arguments.get("path")
                 if isinstance(path, str) and path:

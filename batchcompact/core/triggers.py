@@ -17,6 +17,14 @@ follows the agent that wrote the session, so a default run compacts where the ag
   (`ModelInfo::auto_compact_token_limit` in openai/codex `codex-rs/protocol/src/openai_models.rs`).
   Without a recorded window the price table's window is used with the same 90% rule.
 
+- Gemini CLI: the model's window as Gemini CLI's `tokenLimit` gives it (1,048,576; 256,000 for Gemma 4)
+  and its compression threshold, half of it (`DEFAULT_COMPRESSION_TOKEN_THRESHOLD` 0.5 in
+  packages/core/src/context/chatCompressionService.ts). Gemini compares its last prompt's token count;
+  batchcompact its usual measure (the last reply's usage plus an estimate of what came after it).
+- Qwen Code: the window the chat recorded (`contextWindowSize` on each reply), else the price table's,
+  else Qwen Code's default 200,000; auto-compaction at min(85% of the window, window - 20,000 summary
+  reserve - 13,000 buffer) (`computeThresholds` in Qwen Code 0.24's chatCompressionService).
+
 --threshold-tokens / --threshold-percent override every agent's rule; --context-window replaces the window.
 Pure: no I/O.
 """
@@ -33,6 +41,13 @@ CLAUDE_OUTPUT_RESERVE_CAP = 20_000
 CLAUDE_AUTOCOMPACT_BUFFER = 13_000
 CODEX_USABLE_PERCENT = 95  # ModelInfo.effective_context_window_percent default
 CODEX_AUTO_COMPACT_PERCENT = 90
+GEMINI_TOKEN_LIMIT = 1_048_576  # Gemini CLI tokenLimit(): every model but Gemma 4
+GEMMA_4_TOKEN_LIMIT = 256_000
+GEMINI_COMPRESSION_FRACTION = 0.5
+QWEN_DEFAULT_WINDOW = 200_000
+QWEN_AUTO_PERCENT = 85
+QWEN_SUMMARY_RESERVE = 20_000
+QWEN_AUTOCOMPACT_BUFFER = 13_000
 
 
 @dataclass(frozen=True)
@@ -112,7 +127,47 @@ def pi_trigger(*, recorded_window: int | None = None, override_window: int | Non
     return window_trigger(override_window=override_window, **kwargs)
 
 
-TRIGGERS = {"claude": claude_trigger, "codex": codex_trigger, "pi": pi_trigger}
+def gemini_window(model: str | None) -> int:
+    """Gemini CLI's `tokenLimit(model)`."""
+    return GEMMA_4_TOKEN_LIMIT if isinstance(model, str) and model.startswith("gemma-4-") else GEMINI_TOKEN_LIMIT
+
+
+def gemini_trigger(*, messages: Iterable[dict[str, Any]] = (), override_window: int | None = None,
+                   **_: Any) -> Trigger:
+    """Gemini CLI's: tokenLimit of the session's model and half of it."""
+    if override_window:
+        return Trigger(override_window, "--context-window", int(override_window * GEMINI_COMPRESSION_FRACTION))
+    model = None
+    for message in messages:
+        if message.get("role") == "assistant" and message.get("model"):
+            model = message["model"]
+    window = gemini_window(model)
+    return Trigger(window, "gemini cli tokenLimit", int(window * GEMINI_COMPRESSION_FRACTION))
+
+
+def qwen_threshold(window: int) -> int:
+    """Qwen Code's auto-compaction point: min(85% of the window, window - 20,000 - 13,000)."""
+    proportional = window * QWEN_AUTO_PERCENT // 100
+    ceiling = window - QWEN_SUMMARY_RESERVE - QWEN_AUTOCOMPACT_BUFFER
+    return max(min(proportional, ceiling) if ceiling > 0 else proportional, 1)
+
+
+def qwen_trigger(*, recorded_window: int | None = None, table_window: int | None = None,
+                 override_window: int | None = None, **_: Any) -> Trigger:
+    """Qwen Code's: the recorded contextWindowSize (else the table's, else 200,000) and its threshold."""
+    if override_window:
+        window, source = override_window, "--context-window"
+    elif recorded_window:
+        window, source = recorded_window, "qwen contextWindowSize"
+    elif table_window:
+        window, source = table_window, "price table"
+    else:
+        window, source = QWEN_DEFAULT_WINDOW, "qwen code default"
+    return Trigger(window, source, qwen_threshold(window))
+
+
+TRIGGERS = {"claude": claude_trigger, "codex": codex_trigger, "pi": pi_trigger, "gemini": gemini_trigger,
+            "qwen": qwen_trigger}
 
 
 def agent_trigger(session_format: str, **inputs: Any) -> Trigger:

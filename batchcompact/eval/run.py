@@ -20,7 +20,7 @@ from typing import Any
 
 from batchcompact.core.apply import compose_summary
 from batchcompact.core.planner import CompactionSettings
-from batchcompact.errors import RunAborted
+from batchcompact.errors import DEBUG_HINT, INTERNAL_ERROR_EXIT, RunAborted, internal_error_reason
 from batchcompact.eval.buying import buy
 from batchcompact.eval.cuts import Cut, context_messages, context_tokens, existing_cuts, planned_cut
 from batchcompact.eval.probes import KINDS, Probe, derive_probes
@@ -67,6 +67,8 @@ class EvalResult:
 
     @property
     def exit_code(self) -> int:
+        if any(p.endswith(f"({DEBUG_HINT})") for p in self.problems):
+            return INTERNAL_ERROR_EXIT  # a bug, not an unreadable file (docs/cli.md)
         return 1 if self.problems or any(r["status"] == "failed" for r in self.rows) else 0
 
 
@@ -101,7 +103,7 @@ def cuts_of_file(path: str, settings: CompactionSettings, options: EvalOptions) 
         return out
     except Exception as exc:  # a bug on one file must not stop the others
         log.debug("eval of %s failed", path, exc_info=True)
-        out["problem"] = f"{path}: internal error: {exc!r}"
+        out["problem"] = f"{path}: {internal_error_reason(exc)}"
         return out
     for cut in cuts:
         out["probes"].append(derive_probes(cut.replaced, cut.cwd))

@@ -89,7 +89,8 @@ def read_session(path: str | Path, fmt: str | None = None, *, digest: bool = Fal
     fmt = fmt or detect_format(path)
     agent = find(fmt)
     if agent is None:
-        raise SessionReadError(f"{path}: not a {describe()} transcript (pass the format explicitly if it is)")
+        readable = [a for a in AGENTS if a.reader is not None]  # report-only agents are not read as sessions
+        raise SessionReadError(f"{path}: not a {describe(readable)} transcript (pass the format explicitly if it is)")
     if digest and agent.name == "pi":
         from batchcompact.formats.pi import read_pi_session
 

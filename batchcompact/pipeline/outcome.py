@@ -22,7 +22,7 @@ from batchcompact.core.apply import compose_summary, usage_record
 from batchcompact.core.context import build_session_context
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
 from batchcompact.core.tokens import estimate_tokens
-from batchcompact.errors import VerificationError
+from batchcompact.errors import VerificationError, internal_error_reason
 from batchcompact.formats.scan import oserror_text
 from batchcompact.pipeline.planning import read_session
 from batchcompact.pipeline.statuses import CHANGED, COMPACTED, FAILED
@@ -239,7 +239,7 @@ def write_outcome(writer: OutcomeWriter, pending: PreparedSession, results: list
         return FAILED, f"write failed: {oserror_text(exc)}", None
     except Exception as exc:  # one session's bug must not stop the archive (nor lose the report)
         log.debug("writing %s failed", pending.item.path, exc_info=True)  # the row says it in one line; -vv shows where
-        return FAILED, f"internal error: {exc!r}", None
+        return FAILED, internal_error_reason(exc), None
 
 
 def usage_fields(results: list, attempts: int, branch_count: int, *, default_model: str,

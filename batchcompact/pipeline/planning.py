@@ -19,7 +19,7 @@ from batchcompact.agents import get, load
 from batchcompact.core.calls import SummaryCall
 from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
 from batchcompact.core.session import Session
-from batchcompact.errors import SessionReadError
+from batchcompact.errors import SessionReadError, internal_error_reason
 
 log = logging.getLogger(__name__)
 
@@ -217,8 +217,9 @@ def _left_alone(session: Session, settings: CompactionSettings,
     """The settings for this session (its agent's own settings applied) and why it is not planned at all
     (a report-only agent, compaction disabled in the agent's settings, a sub-agent transcript), or None."""
     agent = get(session.format)
-    if agent.writer is None:
-        return settings, f"{agent.display_name} sessions are reported, not compacted"
+    refused = session.extra.get("not_writable")  # a reader's reason why this file cannot be rewritten
+    if agent.writer is None or refused:
+        return settings, refused or f"{agent.display_name} sessions are reported, not compacted"
     if agent.settings and options.agent_settings:
         settings, disabled = load(agent.settings)(session, settings, options.agent_settings)
         if disabled:
@@ -349,7 +350,7 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
     except Exception as exc:  # a bug on one file must not stop the others
         log.debug("planning %s failed", path, exc_info=True)  # the row says it in one line; -vv shows where
         row: dict[str, Any] = dict.fromkeys(PLAN_COLUMNS)
-        row.update(path=str(path), status="error", reason=f"internal error: {exc!r}", read_files=[], modified_files=[])
+        row.update(path=str(path), status="error", reason=internal_error_reason(exc), read_files=[], modified_files=[])
         return row
 
 

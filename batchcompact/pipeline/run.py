@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
-from batchcompact.errors import RunAborted, UsageError
+from batchcompact.errors import INTERNAL_ERROR_EXIT, RunAborted, UsageError, is_internal_error
 from batchcompact.formats.scan import ScanItem, iter_session_files, resolved
 from batchcompact.formats.scan import oserror_text as _oserror
 from batchcompact.lifecycle import (
@@ -129,8 +129,12 @@ class RunSummary:
 
     @property
     def exit_code(self) -> int:
+        """3 aborted; 4 a session failed on a bug (an internal error; the others were still processed);
+        1 some sessions failed; else 0 (docs/reliability.md)."""
         if self.aborted:
             return 3
+        if any(row["status"] == FAILED and is_internal_error(row.get("reason")) for row in self.rows):
+            return INTERNAL_ERROR_EXIT
         return 1 if self.by_status.get(FAILED) else 0
 
 

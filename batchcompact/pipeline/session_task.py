@@ -25,7 +25,7 @@ from typing import Any
 
 from batchcompact.agents import get
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
-from batchcompact.errors import BatchCompactError
+from batchcompact.errors import BatchCompactError, internal_error_reason
 from batchcompact.formats.scan import ScanItem, unreadable_reason
 from batchcompact.formats.scan import oserror_text as _oserror
 from batchcompact.pipeline.executor import missing_file_reason
@@ -109,7 +109,7 @@ def process_file(work: FileWork, task: FileTask) -> dict[str, Any]:
         return record
     except Exception as exc:  # one file's bug must not stop the archive
         log.debug("planning %s failed", path, exc_info=True)  # the row says it in one line; -vv shows where
-        record.update(status="error", reason=f"internal error: {exc!r}", plan_row={},
+        record.update(status="error", reason=internal_error_reason(exc), plan_row={},
                       fingerprint=_fingerprint_or_none(path, fingerprint))
         return record
     record["fingerprint"] = fingerprint
@@ -122,7 +122,7 @@ def process_file(work: FileWork, task: FileTask) -> dict[str, Any]:
             record["compaction"] = _compact_here(work, task, fingerprint, session, plan, row)
         except Exception as exc:  # as for planning: one session's bug must not stop the archive
             log.debug("compacting %s failed", path, exc_info=True)  # the row says it in one line; -vv shows where
-            record["compaction"] = {"status": FAILED, "reason": f"internal error: {exc!r}"}
+            record["compaction"] = {"status": FAILED, "reason": internal_error_reason(exc)}
     return record
 
 
@@ -245,7 +245,7 @@ def _compact_here(work: FileWork, task: FileTask, fingerprint: Fingerprint, sess
             results = [task.summarizer.summarize_now(call) for call in pending.calls]
         except Exception as exc:  # the built-in summarizer does not fail on what the reader accepted
             log.debug("summarizing %s failed", work.path, exc_info=True)  # the row says it in one line; -vv shows where
-            return {"status": FAILED, "reason": f"internal error: {exc!r}"}
+            return {"status": FAILED, "reason": internal_error_reason(exc)}
         status, reason, output = write_outcome(task.writer(), pending, results, Path(work.target))
         fields = usage_fields(results, len(results), len(branches), default_model=task.summarizer.name,
                               reusable=False)
@@ -285,7 +285,7 @@ def prepare_file(work: SessionWork, task: FileTask) -> dict[str, Any]:
         return {"status": FAILED, "reason": unreadable_reason(work.path, exc)}
     except Exception as exc:  # as in phase 1: one file's bug must not stop the archive
         log.debug("planning %s failed", work.path, exc_info=True)  # the row says it in one line; -vv shows where
-        return {"status": FAILED, "reason": f"internal error: {exc!r}"}
+        return {"status": FAILED, "reason": internal_error_reason(exc)}
     if not isinstance(plan, CompactionPlan):
         if not branches:
             return {"status": SKIPPED, "reason": row.get("reason")}
@@ -309,5 +309,5 @@ def finish_file(work: SessionWork, task: FileTask) -> dict[str, Any]:
         return {"status": FAILED, "reason": unreadable_reason(work.path, exc)}
     except Exception as exc:
         log.debug("writing %s failed", work.path, exc_info=True)  # the row says it in one line; -vv shows where
-        return {"status": FAILED, "reason": f"internal error: {exc!r}"}
+        return {"status": FAILED, "reason": internal_error_reason(exc)}
     return {"status": status, "reason": reason, "output_path": output, "row": written}

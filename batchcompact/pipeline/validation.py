@@ -7,7 +7,7 @@ from typing import Any
 
 from batchcompact.agents import find, load
 from batchcompact.core.entries import ERROR, Problem
-from batchcompact.errors import BatchCompactError
+from batchcompact.errors import BatchCompactError, internal_error_reason
 from batchcompact.formats.scan import unreadable_reason
 
 
@@ -29,7 +29,7 @@ def validate_file(path: str) -> dict[str, Any]:
         problems = [Problem(path, None, ERROR, unreadable_reason(str(path), exc))]
         fmt, entries, session_id = None, 0, None
     except Exception as exc:  # one broken file must not stop the others
-        problems = [Problem(path, None, ERROR, f"internal error while reading: {exc!r}")]
+        problems = [Problem(path, None, ERROR, internal_error_reason(exc))]
         fmt, entries, session_id = None, 0, None
     problems.sort(key=lambda p: (p.line or 0))
     errors = sum(1 for p in problems if p.severity == ERROR)

@@ -1,18 +1,19 @@
 """Usage parts -> report rows, with polars.
 
 Steps (all lazy until the final collect):
-1. scan the per-file parts; keep one row per `dedupe_key` across files (the largest usage), so a
-   Claude request copied into a resumed or forked session, or a sub-agent request seen both in an
-   `agent_progress` line and in its `subagents/` file, is counted once; a Claude sidechain replaying a
+1. scan the per-file parts; keep one row per `dedupe_key` across files (the highest `dedupe_rank`, then
+   the largest usage), so a Claude request copied into a resumed or forked session, a sub-agent request
+   seen both in an `agent_progress` line and in its `subagents/` file, or an OpenCode message in its
+   database and in a legacy JSON file (the database row wins), is counted once; a Claude sidechain replaying a
    parent message under a new request id collapses into the parent's row;
 2. add `computed_cost_usd` from the price table (tiered rates where the map has them; null when the
    model is unpriced) and `cost_usd` by cost mode: `auto` = recorded where the file has a cost, else
    computed; `calculate` = computed; `recorded` = recorded only;
 3. drop requests with no tokens at all (a trimmed or rate-limit-only record; `dropped_zero` counts
-   them), filter by source, project (the working directory, or its last component), session (id or
+   them), filter by source, agent, project (the working directory, or its last component), session (id or
    id prefix) and local date (`since`/`until` inclusive, in `timezone`; `last` N periods back from today);
 4. group by the period (`day`, `week` = 7 days from `start_of_week`, Monday by default, `month`), by
-   `session`, `project`, `model`, or into Claude's 5-hour billing blocks (`block`, see blocks.py);
+   `session`, `project`, `model`, `agent`, or into Claude's 5-hour billing blocks (`block`, see blocks.py);
    `breakdown` adds the model to the group key.
 Order: periods and blocks oldest first, sessions/projects/models by cost (largest first); `order`
 asc|desc sorts periods and blocks by time, sessions by last activity, projects and models by cost.
@@ -49,15 +50,17 @@ GROUP_KEYS = {
     "day": ["date"],
     "week": ["week"],
     "month": ["month"],
-    "session": ["session_id", "source", "project"],
+    "session": ["session_id", "agent", "project"],
     "project": ["project"],
     "model": ["model"],
+    "agent": ["agent"],
     "block": ["block_start"],
 }
 
 
 REPORT_COLUMNS = (
     "source",
+    "agent",
     "session_id",
     "project",
     "timestamp",
@@ -65,6 +68,7 @@ REPORT_COLUMNS = (
     "model",
     "kind",
     "dedupe_key",
+    "dedupe_rank",
     "input_tokens",
     "output_tokens",
     "cache_read_tokens",
@@ -76,16 +80,18 @@ REPORT_COLUMNS = (
 )
 
 
-# Which copy of a request the dedupe keeps: the largest usage, then the first session id; the other
+# Which copy of a request the dedupe keeps: the highest `dedupe_rank` (a database row over a legacy JSON
+# copy), the largest usage, then the first session id; the other
 # columns only break ties, so the choice never depends on the order the parts were read in.
-DEDUPE_RANK = ["output_tokens", "total_tokens", "session_id"] + [
-    c for c in REPORT_COLUMNS if c not in ("output_tokens", "total_tokens", "session_id", "dedupe_key")
+DEDUPE_RANK = ["dedupe_rank", "output_tokens", "total_tokens", "session_id"] + [
+    c for c in REPORT_COLUMNS if c not in ("dedupe_rank", "output_tokens", "total_tokens", "session_id", "dedupe_key")
 ]
-DEDUPE_DESCENDING = [True, True] + [False] * (len(DEDUPE_RANK) - 2)
+DEDUPE_DESCENDING = [True, True, True] + [False] * (len(DEDUPE_RANK) - 3)
 
 
 def scan_usage(parts: list[str]) -> pl.LazyFrame:
-    """The columns reports need, one row per dedupe_key (the largest usage wins; ties: first session id)."""
+    """The columns reports need, one row per dedupe_key (the highest rank, then the largest usage wins;
+    ties: first session id)."""
     from batchcompact.report.schema import USAGE_SCHEMA
 
     if not parts:
@@ -262,9 +268,13 @@ def _session_filter(values: tuple[str, ...]) -> pl.Expr:
 
 
 def filter_usage(lf: pl.LazyFrame, settings: ReportSettings) -> pl.LazyFrame:
+    if settings.agents:
+        from batchcompact.report.readers import row_agents
+
+        lf = lf.filter(pl.col("agent").is_in(list(row_agents(settings.agents))))
     if settings.sources:
         lf = lf.filter(pl.col("source").is_in(list(settings.sources)))
-    elif settings.by == "block":  # 5-hour windows are Claude's billing unit
+    elif settings.by == "block" and not settings.agents:  # 5-hour windows are Claude's billing unit
         lf = lf.filter(pl.col("source") == "claude")
     if settings.projects:
         lf = lf.filter(_project_filter(settings.projects))
@@ -297,6 +307,7 @@ def usd_from_pico(frame: pl.DataFrame) -> pl.DataFrame:
 def _aggs(total: bool = False) -> list[pl.Expr]:
     """What every group (and the totals) sums; `cost_usd` comes out in picodollars (see usd_from_pico)."""
     models = pl.col("model").drop_nulls().unique().sort()
+    agents = pl.col("agent").unique().sort()
     return [
         pl.len().alias("requests"),
         *[pl.col(c).sum() for c in SUM_COLUMNS],
@@ -304,6 +315,7 @@ def _aggs(total: bool = False) -> list[pl.Expr]:
         pl.col("_cost_pico").cast(pl.Decimal(38, 0)).sum().alias("cost_usd"),
         pl.col("cost_usd").is_null().sum().alias("unpriced_requests"),
         (models.implode() if total else models).alias("models"),
+        (agents.implode() if total else agents).alias("agents"),
         pl.col("timestamp").min().alias("first_timestamp"),
         pl.col("timestamp").max().alias("last_timestamp"),
     ]
@@ -316,7 +328,7 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
     # far smaller than the transcripts; the dedupe's group_by holds it in memory anyway).
     # Sorted by time, so the blocks and any order-sensitive step read the rows in one order (the sums
     # themselves are exact: see pico_usd).
-    order = ["timestamp", "source", "session_id", "dedupe_key", "model", "total_tokens", "output_tokens"]
+    order = ["timestamp", "agent", "source", "session_id", "dedupe_key", "model", "total_tokens", "output_tokens"]
     usage = scan_usage(parts).collect().sort(order, nulls_last=True).lazy()
     lf, unpriced = add_costs(usage, table, settings.cost_mode)
     lf = filter_usage(with_periods(lf, settings.timezone, settings.by, settings.start_of_week), settings)

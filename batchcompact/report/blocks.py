@@ -54,6 +54,7 @@ class Block:
     cost_pico: int = 0  # whole picodollars: the sum does not depend on the order (money.py)
     unpriced: int = 0
     models: set[str] = field(default_factory=set)
+    agents: set[str] = field(default_factory=set)
 
     @property
     def cost(self) -> float:
@@ -72,6 +73,7 @@ class Block:
             self.cost_pico += to_pico(row["cost_usd"])
         if row["model"]:
             self.models.add(row["model"])
+        self.agents.add(row["agent"])
 
 
 def identify_blocks(rows, hours: float) -> list[Block]:
@@ -109,7 +111,7 @@ def parse_token_limit(value: str | None, largest: int) -> int | None:
 
 def build_blocks(lf: pl.LazyFrame, settings):
     """A `Report` whose rows are billing blocks (key `block_start`)."""
-    columns = ["timestamp", *TOKEN_COLUMNS, "reasoning_tokens", "cost_usd", "model"]
+    columns = ["timestamp", *TOKEN_COLUMNS, "reasoning_tokens", "cost_usd", "model", "agent"]
     frame = lf.filter(pl.col("timestamp").is_not_null()).select(columns).sort("timestamp").collect()
     now = settings.now or datetime.now(UTC)
     length = timedelta(hours=settings.session_hours)
@@ -133,6 +135,7 @@ def build_blocks(lf: pl.LazyFrame, settings):
         "cost_usd": from_pico(sum(b.cost_pico for _, b in shown if not b.gap)),
         "unpriced_requests": sum(r["unpriced_requests"] for r in kept),
         "models": models,
+        "agents": sorted({a for r in kept for a in r["agents"]}),
         "first_timestamp": min((r["first_timestamp"] for r in kept), default=None),
         "last_timestamp": max((r["last_timestamp"] for r in kept), default=None),
     }
@@ -172,6 +175,7 @@ def _record(block: Block, now: datetime, length: timedelta, limit: int | None) -
         "cost_usd": block.cost if block.requests else 0.0,
         "unpriced_requests": block.unpriced,
         "models": sorted(block.models),
+        "agents": sorted(block.agents),
         "first_timestamp": block.first,
         "last_timestamp": block.last,
         "burn_tokens_per_minute": burn_tokens,
@@ -199,6 +203,7 @@ def _schema() -> dict:
         "cost_usd": pl.Float64,
         "unpriced_requests": pl.Int64,
         "models": pl.List(pl.String),
+        "agents": pl.List(pl.String),
         "first_timestamp": ts,
         "last_timestamp": ts,
         "burn_tokens_per_minute": pl.Float64,

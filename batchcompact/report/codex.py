@@ -7,9 +7,19 @@ whose cumulative total equals the previous one repeats a request already counted
 Normalization (so sums agree with other sources): Codex `input_tokens` INCLUDES cached tokens and
 `output_tokens` INCLUDES reasoning. Rows get input = input - cached, cache_read = cached,
 cache_write = 0, output = output (reasoning_tokens recorded separately, not added again).
-Model: the latest `turn_context.model` before the event; project: `session_meta.cwd`.
-`dedupe_key` = event time + cumulative total, so an event copied into a forked rollout is counted once
-across files (ccusage #988); two distinct requests never share both.
+Model: the event's own `info.model`, else the latest `turn_context.model` before it; project: `session_meta.cwd`.
+`dedupe_key` = event time + cumulative total, so an event copied into another rollout with its original
+time is counted once across files; two distinct requests never share both.
+
+Inherited history. A forked rollout (`session_meta.forked_from_id`) and a `thread_spawn` sub-agent
+rollout (`session_meta.source.subagent.thread_spawn.parent_thread_id`) start with a copy of the parent's
+history: the parent's own `session_meta`, then its items, every line re-stamped to the moment of the
+copy (ccusage #950, #988, #1349). Those requests are the parent's (its own rollout counts them), so in
+such a file the `token_count` events stamped in the same second as the copied parent `session_meta` are
+not rows; without a copied meta, the events stamped in the child's first second are inherited only when
+there are two or more of them (a burst no model answers in; one event there is the child's own quick
+first call). Inherited events still set the running total the child's own events are compared with
+(`stats.inherited_dropped` counts them).
 """
 
 from __future__ import annotations
@@ -29,6 +39,19 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
     session_id = project = model = None
     provider = "openai"
     previous_total: tuple | None = None
+    copy_second: str | None = None  # the second the inherited history was written in (a child rollout)
+    copied_meta = False  # the parent's own session_meta was copied: what follows in that second is its history
+    held: list[dict] = []  # events of the copy second in a child without a copied meta: a burst (>= 2) or its own
+    child = False
+
+    def release() -> None:
+        if len(held) >= 2:
+            stats.inherited_dropped += len(held)
+        else:
+            for kwargs in held:
+                rows.add(**kwargs)
+        held.clear()
+
     for number, obj in iter_json_lines(path, stats, want=WANT):
         item_type = obj.get("type")
         payload = obj.get("payload")
@@ -39,6 +62,12 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
                 session_id = payload.get("id")
                 project = payload.get("cwd")
                 provider = payload.get("model_provider") or provider
+                child = parent_thread(payload) is not None
+                if child:
+                    copy_second = _second(obj.get("timestamp"))
+            elif child and payload.get("id") != session_id:  # the parent's meta: its copied history follows
+                copy_second = _second(obj.get("timestamp"))
+                copied_meta = True
             continue
         if item_type == "turn_context":
             model = payload.get("model") or model
@@ -51,6 +80,8 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
         if not isinstance(info, dict):
             stats.info_null += 1
             continue
+        if isinstance(info.get("model"), str) and info["model"]:  # newer rollouts name the model here too
+            model = info["model"]
         total = info.get("total_token_usage")
         last = info.get("last_token_usage")
         total_key = tuple(as_int(total.get(f)) for f in USAGE_FIELDS) if isinstance(total, dict) else None
@@ -65,8 +96,15 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
             base = previous_total or (0,) * len(USAGE_FIELDS)
             last = {f: t - b for f, t, b in zip(USAGE_FIELDS, total_key, base, strict=True)}
         previous_total = total_key
+        in_copy = copy_second is not None and _second(obj.get("timestamp")) == copy_second
+        if in_copy and copied_meta:
+            stats.inherited_dropped += 1
+            continue
+        if not in_copy and copy_second is not None:
+            copy_second = None  # the child's own turns from here on
+            release()
         cached = as_int(last.get("cached_input_tokens"))
-        rows.add(
+        row = dict(
             source="codex",
             file=file,
             line=number,
@@ -83,6 +121,30 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
             cache_read_tokens=cached,
             reasoning_tokens=as_int(last.get("reasoning_output_tokens")),
         )
+        if in_copy:
+            held.append(row)
+        else:
+            rows.add(**row)
+    release()
+
+
+def parent_thread(meta: dict) -> str | None:
+    """The thread a rollout was forked or spawned from (its `session_meta` payload), or None."""
+    forked = meta.get("forked_from_id")
+    if isinstance(forked, str) and forked:
+        return forked
+    source = meta.get("source")
+    subagent = source.get("subagent") if isinstance(source, dict) else None
+    spawn = subagent.get("thread_spawn") if isinstance(subagent, dict) else None
+    if isinstance(spawn, dict):
+        parent = spawn.get("parent_thread_id")
+        return parent if isinstance(parent, str) and parent else ""
+    return None
+
+
+def _second(timestamp) -> str | None:
+    """An ISO time cut to the second (the copy burst's unit)."""
+    return timestamp[:19] if isinstance(timestamp, str) and len(timestamp) >= 19 else None
 
 
 def _session_from_name(path: Path) -> str:

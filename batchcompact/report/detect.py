@@ -1,8 +1,12 @@
-"""Which agent wrote a file: pi, Claude Code, Codex, or batchcompact's own run report.
+"""Which agent wrote a file (any registered agent), or batchcompact's own run report.
 
 The line rules are the session readers' (`batchcompact.formats.detect.detect_line`); this module adds
-run reports and `.jsonl.zst` files, which reports read and the compaction pipeline does not. Rules, from the first lines of the file (at most `PROBE_LINES`, torn or invalid lines ignored):
+run reports, `.jsonl.zst` files and the files agents claim by name and place (readers.py), which reports
+read and the compaction pipeline does not. Rules:
 - `compactions*.parquet` -> `batchcompact`;
+- an agent claims the file by name and place (`Agent.files`, `Agent.homes`) -> that agent;
+- from the first lines of the file (at most `PROBE_LINES`, torn or invalid lines ignored), each agent's
+  `detect_line` in the registry's order, e.g.:
 - first object has `type: "session"` -> `pi`;
 - an object shaped `{timestamp, type, payload}` with a Codex item type -> `codex`;
 - an object with a Claude line type and `sessionId`/`uuid`/`leafUuid`/`messageId` -> `claude`;
@@ -37,6 +41,11 @@ def detect_format(path: str | Path) -> str | None:
     path = Path(path)
     if is_run_report(path):
         return "batchcompact"
+    from batchcompact.report.readers import claimed_by
+
+    claimed = claimed_by(str(path), loose=True)  # the walk took only files claimed strictly; a named one
+    if claimed is not None:
+        return claimed.name
     from batchcompact.report.lines import open_binary
 
     with open_binary(path) as fh:

@@ -1,6 +1,7 @@
 """Extract one file's usage rows (dispatch by detected format to its agent's `usage`) and the per-file Parquet cache.
 
-Cache invariant: a part file holds exactly the rows extracted from one source file whose
+Cache invariant: a part file holds exactly the rows extracted from one source (a file, or a SQLite
+database with its WAL, see `FileKey`) whose
 (absolute path, size, mtime_ns) and the usage schema version are stored in the part's Parquet
 metadata; a part is reused only when all four match, so a changed file is always re-extracted.
 Parts live in `<cache_dir>/usage-v<version>/<sha1 of path>.parquet` and are replaced atomically.
@@ -17,13 +18,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sqlite3
 import tempfile
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from batchcompact.errors import BatchCompactError
+from batchcompact.errors import BatchCompactError, InternalError, internal_error_reason
 from batchcompact.formats.compressed import is_decompress_error
 from batchcompact.report.detect import detect_format
 from batchcompact.report.files import EXTRACT_RULES_VERSION, FileKey, default_cache_dir  # noqa: F401  (re-exported)
@@ -52,9 +54,11 @@ def extract_file(path: str | Path, fmt: str | None = None) -> tuple[pa.Table, Ex
         stats.warn(None, str(exc))
     except OSError as exc:
         stats.warn(None, f"cannot read: {exc.strerror or exc}")
+    except sqlite3.Error as exc:  # a database that is locked, damaged or not one of ours
+        stats.warn(None, f"cannot read the database: {exc}")
     except Exception as exc:
-        if not is_decompress_error(exc):
-            raise
+        if not is_decompress_error(exc):  # a bug: the report would be wrong without this file, so it stops
+            raise InternalError(f"{path}: {internal_error_reason(exc)}") from exc
         stats.warn(None, f"zstd data damaged, the rest of the file is not read: {exc}")  # rows so far are kept
     stats.rows = len(rows)
     return rows.to_table(), stats

@@ -15,14 +15,16 @@ from pathlib import Path
 
 from batchcompact.agents import session_suffixes
 from batchcompact.report.detect import is_run_report_name
+from batchcompact.report.readers import claims_name, is_sqlite
 
 log = logging.getLogger(__name__)
 
 # Bump when what an extractor produces from the same file changes (a cached part made by older rules
 # is then a miss): 2 = built-in summarizer rows left out of run reports; 3 = branch summaries split out;
 # 4 = summary entries keyed so the session file and the run report count them once; 5 = Claude
-# agent_progress sub-agent usage, 1-hour cache writes, the project from `cwd`.
-EXTRACT_RULES_VERSION = 5
+# agent_progress sub-agent usage, 1-hour cache writes, the project from `cwd`; 6 = every row names its
+# agent, Codex forks and sub-agent replays count only the child's own turns, the other agents' readers.
+EXTRACT_RULES_VERSION = 6
 
 
 def default_cache_dir() -> Path:
@@ -30,23 +32,42 @@ def default_cache_dir() -> Path:
     return Path(base) / "batchcompact"
 
 
+DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3")  # names worth asking whether an agent claims them as a database
+
+
 @dataclass(frozen=True)
 class FileKey:
+    """What identifies a source's content. A SQLite database is one source with its `-wal` file: its
+    size is the sum of both and its mtime the later one, so a commit still in the WAL changes the key."""
+
     path: str
     size: int
     mtime_ns: int
 
     @classmethod
     def of(cls, path: str | Path, *, resolved: bool = False) -> FileKey:
-        st = os.stat(path)
-        return cls(str(path) if resolved else str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+        real = str(path) if resolved else str(Path(path).resolve())
+        return cls.from_stat(real, os.stat(path))
+
+    @classmethod
+    def from_stat(cls, real: str, st: os.stat_result) -> FileKey:
+        size, mtime = st.st_size, st.st_mtime_ns
+        if real.endswith(DATABASE_SUFFIXES) and is_sqlite(real):
+            try:
+                wal = os.stat(real + "-wal")
+            except OSError:
+                pass
+            else:
+                size, mtime = size + wal.st_size, max(mtime, wal.st_mtime_ns)
+        return cls(real, size, mtime)
 
 
 def iter_source_files(paths: Iterable[str | Path]) -> Iterator[Path]:
     """Files under `paths` worth reading, each once, in a stable order.
 
-    Directories are walked recursively (`*.jsonl`, `*.jsonl.zst`, `compactions*.parquet`); a file named
-    explicitly is always taken. A `.jsonl.zst` with a plain `.jsonl` sibling is skipped (Codex keeps both).
+    Directories are walked recursively (every agent's session suffixes: `*.jsonl`, `*.jsonl.zst`; the
+    JSON documents and SQLite databases an agent claims by name and place, `Agent.files`;
+    `compactions*.parquet`); a file named explicitly is always taken. A `.jsonl.zst` with a plain `.jsonl` sibling is skipped (Codex keeps both).
     """
     for file, _ in iter_resolved(paths):
         yield file
@@ -63,7 +84,7 @@ def iter_keys(paths: Iterable[str | Path]) -> Iterator[FileKey]:
     OSError when one cannot be stat'ed."""
     for _, real, entry in _iter_found(paths):
         st = entry.stat() if entry is not None else os.stat(real)
-        yield FileKey(real, st.st_size, st.st_mtime_ns)
+        yield FileKey.from_stat(real, st)
 
 
 def _iter_found(paths: Iterable[str | Path]) -> Iterator[tuple[str, str, os.DirEntry | None]]:
@@ -108,7 +129,7 @@ def _walk(top: str) -> Iterator[tuple[str, str, os.DirEntry]]:
         name = entry.name
         if name.endswith(".jsonl.zst") and name[: -len(".zst")] in names:
             continue
-        if name.endswith(suffixes) or is_run_report_name(name):
+        if name.endswith(suffixes) or is_run_report_name(name) or claims_name(name, top):
             full = os.path.join(top, name)
             real = os.path.realpath(full) if entry.is_symlink() else os.path.join(real_dir, name)
             yield full, real, entry

@@ -31,6 +31,7 @@ class ExtractStats:
     token_events: int = 0  # Codex token_count events
     repeats_dropped: int = 0  # Codex events repeating the previous cumulative total
     info_null: int = 0  # Codex rate-limit-only events
+    inherited_dropped: int = 0  # Codex events of a parent's history copied into a fork or sub-agent rollout
     warnings: list[str] = field(default_factory=list)
     warning_count: int = 0
 
@@ -167,3 +168,12 @@ def as_float(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
+
+
+def first_str(obj: dict, *keys: str) -> str | None:
+    """The first of `keys` whose value in `obj` is a non-empty string (stripped)."""
+    for key in keys:
+        value = obj.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None

@@ -23,6 +23,7 @@ JSON_FIELDS = (
     "cost_usd",
     "unpriced_requests",
     "models",
+    "agents",
     "first_timestamp",
     "last_timestamp",
 )
@@ -61,9 +62,9 @@ def render_json(report: Report, sources: list[dict] | None = None) -> str:
 
 
 def flat_frame(report: Report) -> pl.DataFrame:
-    """Rows with `models` joined by ';' (for CSV)."""
+    """Rows with `models` and `agents` joined by ';' (for CSV)."""
     columns = [*report.keys, *JSON_FIELDS, *report.extra_columns]
-    return report.rows.select(columns).with_columns(pl.col("models").list.join(";"))
+    return report.rows.select(columns).with_columns(pl.col("models").list.join(";"), pl.col("agents").list.join(";"))
 
 
 COMPACT_WIDTH = 120  # below this many columns a terminal gets the compact table

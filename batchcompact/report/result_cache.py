@@ -1,7 +1,7 @@
 """Finished reports kept for an unchanged archive: the warm path that imports neither polars nor pyarrow.
 
 A report's output depends only on the files it covers (their `FileKey`s: resolved path, size,
-mtime_ns), the extraction rules and schema, the prices, the report settings, the output format and
+mtime_ns), the extraction rules and schema, the aggregation rules (`RESULT_RULES_VERSION`), the prices, the report settings, the output format and
 the program version. After a full report, its rendered output (and the lines it wrote to stderr) is
 stored under a hash of all of these. The next report with the same inputs stats every file, finds the
 same hash, checks the stored bytes against their SHA-256 and prints them: no file is parsed, no table
@@ -36,6 +36,9 @@ log = logging.getLogger(__name__)
 
 KEEP = 200  # stored results kept (each a few KB); the least recently written go first
 FORMATS = ("table", "json", "csv")  # outputs stored as text (parquet and jsonl take the full path)
+# What aggregation and rendering make of the rows: bump it whenever either changes what a report prints,
+# so a result stored by the earlier code is not replayed (2: costs summed as exact picodollars).
+RESULT_RULES_VERSION = 2
 
 
 def storable(settings: ReportSettings, fmt: str) -> bool:
@@ -63,6 +66,7 @@ def result_key(keys: list[FileKey], settings: ReportSettings, fmt: str, sources:
         "program": __version__,
         "schema": USAGE_SCHEMA_VERSION,
         "rules": EXTRACT_RULES_VERSION,
+        "result_rules": RESULT_RULES_VERSION,
         "prices": prices,
         "settings": {k: _plain(v) for k, v in asdict(settings).items()},
         "today": _today(settings.timezone) if settings.last is not None else None,

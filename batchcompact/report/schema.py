@@ -14,8 +14,16 @@ Invariants (the same for every source, so sums across sources mean the same thin
 - `recorded_cost_usd` is the cost the file itself records (pi `usage.cost.total`, batchcompact
   `cost_usd`), null where the file has none. Computed cost is not stored: it depends on the price map
   and is added at report time.
+- `agent` is the agent that wrote the row's file (`claude`, `codex`, `pi`, `gemini`, `opencode`, ...;
+  see `batchcompact.report.readers`); `source` is the reader that produced it (the same name for every
+  agent but pi's descendants, whose files pi's reader reads).
 - `dedupe_key` is set where one request can appear in several files (Claude `message.id:requestId`,
-  Codex event time + cumulative total); the report keeps one row per key across files.
+  Codex event time + cumulative total, OpenCode/Kilo message id); the report keeps one row per key
+  across files: the highest `dedupe_rank` (a database row over a legacy JSON copy), then the largest usage.
+- Every reader maps its agent's numbers onto these invariants: cached tokens reported INSIDE input
+  (Codex, Gemini, Qwen, OpenAI `prompt_tokens`) are subtracted from input; reasoning reported BESIDE
+  output (Gemini `thoughts`, OpenCode/Kilo `reasoning`) is added to output and kept in
+  `reasoning_tokens`; reasoning reported INSIDE output (Codex) is only kept in `reasoning_tokens`.
 
 Columns are added, never repurposed; bump `USAGE_SCHEMA_VERSION` on any change (the cache folder is
 versioned by it, so old cache parts are ignored).
@@ -26,15 +34,15 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-USAGE_SCHEMA_VERSION = 2
+USAGE_SCHEMA_VERSION = 3  # 3: + agent, dedupe_rank
 
-SOURCES = ("pi", "claude", "codex", "batchcompact")
 KINDS = ("main", "sidechain", "compaction", "branch_summary")
 
 # (column, Arrow type, nullable); the Arrow schema is built from this when first needed, so code that
 # only needs the columns or the version (the warm report path) never imports pyarrow.
 FIELDS: tuple[tuple[str, str, bool], ...] = (
     ("source", "string", False),
+    ("agent", "string", False),
     ("file", "string", False),
     ("line", "int64", True),
     ("session_id", "string", True),
@@ -44,6 +52,7 @@ FIELDS: tuple[tuple[str, str, bool], ...] = (
     ("model", "string", True),
     ("kind", "string", False),
     ("dedupe_key", "string", True),
+    ("dedupe_rank", "int64", False),
     ("input_tokens", "int64", False),
     ("output_tokens", "int64", False),
     ("cache_read_tokens", "int64", False),
@@ -88,6 +97,7 @@ class UsageRows:
         self,
         *,
         source: str,
+        agent: str | None = None,
         file: str,
         line: int | None,
         session_id: str | None,
@@ -104,9 +114,11 @@ class UsageRows:
         reasoning_tokens: int = 0,
         recorded_cost_usd: float | None = None,
         dedupe_key: str | None = None,
+        dedupe_rank: int = 0,
     ) -> None:
         c = self.columns
         c["source"].append(source)
+        c["agent"].append(agent or source)
         c["file"].append(file)
         c["line"].append(line)
         c["session_id"].append(session_id)
@@ -116,6 +128,7 @@ class UsageRows:
         c["model"].append(model)
         c["kind"].append(kind)
         c["dedupe_key"].append(dedupe_key)
+        c["dedupe_rank"].append(dedupe_rank)
         c["input_tokens"].append(input_tokens)
         c["output_tokens"].append(output_tokens)
         c["cache_read_tokens"].append(cache_read_tokens)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 
-GROUPINGS = ("day", "week", "month", "session", "project", "model", "block")
+GROUPINGS = ("day", "week", "month", "session", "project", "model", "agent", "block")
 PERIODS = ("day", "week", "month")
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 COST_MODES = ("auto", "calculate", "recorded")
@@ -18,6 +18,7 @@ class ReportSettings:
     since: date | None = None
     until: date | None = None
     sources: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()  # `--agent`: rows whose agent is one of these (a pi descendant: pi's rows)
     timezone: str = "UTC"
     cost_mode: str = "auto"
     pricing_file: str | None = None

@@ -306,7 +306,8 @@ def _shell(args: dict[str, Any], path: str | None) -> Action:
 def _todos(args: dict[str, Any], path: str | None) -> Action | None:
     if not isinstance(args.get("todos"), list):
         return None
-    todos = [(str(t.get("content") or ""), str(t.get("status") or "")) for t in args["todos"] if isinstance(t, dict)]
+    todos = [(str(t.get("content") or t.get("description") or ""), str(t.get("status") or ""))  # Gemini: description
+             for t in args["todos"] if isinstance(t, dict)]
     return Action("todo", todos=todos)
 
 
@@ -343,7 +344,7 @@ def classify_call(block: dict[str, Any]) -> Action:
     if shape is None:
         return Action("other")
     args = _args(block)
-    path = args.get("path") or args.get("file_path") or args.get("notebook_path")
+    path = args.get("path") or args.get("file_path") or args.get("notebook_path") or args.get("absolute_path")
     path = path if isinstance(path, str) and path else None
     return SHAPES[shape](args, path) or Action("other")
 

@@ -5,6 +5,8 @@ imported lazily) and checks that the provider's credentials are present, without
 
 - a model litellm cannot place is a usage error (exit 2) whose one line says what would work, e.g.
   `openai/<name> --api-base URL` for a local OpenAI-compatible server;
+- litellm itself failing (not importable, its bundled data broken, an error inside `get_llm_provider`)
+  is not an unknown model: `ProviderLibraryError` (exit 3) says litellm broke and nothing was sent;
 - a missing API key (no `--api-key`, none of the provider's variables set) aborts (exit 3), unless
   `--api-base` is given: local servers (vLLM, llama.cpp, Ollama, LM Studio) are usually keyless, so a
   placeholder key is sent instead;
@@ -76,10 +78,35 @@ class ProviderInfo:
         return self.key_source == "placeholder"
 
 
+class ProviderLibraryError(RunAborted):
+    """litellm itself failed (not importable, its bundled data broken, an error of its own): the model could
+    not be checked, which is not the same as an unknown model. Nothing was sent."""
+
+
 def _litellm():
     from batchcompact.summarize.litellm_import import import_litellm
 
-    return import_litellm()
+    try:
+        return import_litellm()
+    except Exception as exc:  # ImportError, a broken bundled price map, ...: litellm's failure, not the model's
+        raise ProviderLibraryError(
+            f"litellm could not be loaded ({_first_line(exc)}): the model was not checked and nothing was sent; "
+            "reinstall it (pip install --force-reinstall litellm), or rerun with BATCHCOMPACT_DEBUG=1 for the "
+            "traceback") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def _is_unknown_model(litellm, exc: Exception) -> bool:
+    """litellm's own answer "I cannot tell this model's provider" (a BadRequestError it raises itself), as
+    opposed to an error inside litellm, which it wraps as "GetLLMProvider Exception - ..."."""
+    bad_request = getattr(getattr(litellm, "exceptions", None), "BadRequestError", None)
+    if bad_request is None or not isinstance(exc, bad_request):
+        return False
+    return "GetLLMProvider Exception" not in str(exc)
 
 
 def unknown_model_message(model: str, api_base: str | None) -> str:
@@ -100,8 +127,13 @@ def resolve_provider(model: str, api_base: str | None = None) -> tuple[str, str,
     litellm = _litellm()
     try:
         name, provider, _key, base = litellm.get_llm_provider(model=model.strip(), api_base=api_base)
-    except Exception:
-        raise UsageError(unknown_model_message(model, api_base)) from None
+    except Exception as exc:
+        if _is_unknown_model(litellm, exc):
+            raise UsageError(unknown_model_message(model, api_base)) from None
+        raise ProviderLibraryError(
+            f"litellm failed while resolving {model.strip()!r} ({_first_line(exc)}): not an unknown model, litellm "
+            "itself broke; nothing was sent (check its installation, or rerun with BATCHCOMPACT_DEBUG=1 for the "
+            "traceback)") from exc
     if not provider:
         raise UsageError(unknown_model_message(model, api_base))
     return name, provider, base

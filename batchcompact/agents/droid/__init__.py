@@ -1,0 +1,15 @@
+"""Droid (Factory): `$DROID_SESSIONS_DIR` or `~/.factory/sessions`, the `*.settings.json` files (per-session
+running totals). Report only (report.py)."""
+
+from __future__ import annotations
+
+from batchcompact.agents.spec import Agent, Files, Place
+
+AGENT = Agent(
+    name="droid",
+    display_name="Droid",
+    places=(Place(defaults=("~/.factory/sessions",), env="DROID_SESSIONS_DIR", env_list=True, sessions=("",)),),
+    suffixes=(),
+    files=(Files(("*.settings.json",), under=("sessions",)),),
+    usage="batchcompact.agents.droid.report:extract_droid",
+)

@@ -1,0 +1,14 @@
+"""Grok Build CLI: `$GROK_HOME` or `~/.grok`, its `sessions/<session>/updates.jsonl`. Report only (report.py)."""
+
+from __future__ import annotations
+
+from batchcompact.agents.spec import Agent, Files, Place
+
+AGENT = Agent(
+    name="grok",
+    display_name="Grok Build CLI",
+    places=(Place(defaults=("~/.grok",), env="GROK_HOME", env_list=True),),
+    detect_line="batchcompact.agents.grok.report:sniff_grok",
+    files=(Files(("updates.jsonl",), under=(".grok", "sessions")),),
+    usage="batchcompact.agents.grok.report:extract_grok",
+)

@@ -1,0 +1,101 @@
+"""Which files the report reads and which agent's `usage` reader gets each (the registry's rules).
+
+Standard library only: the warm report path walks folders with it before anything heavy is imported.
+How a file finds its agent (`detect.py`), first rule that applies:
+1. `compactions*.parquet` -> batchcompact's run report reader;
+2. an agent's `files` rules claim its name and place (JSON documents, SQLite databases), or one of the
+   agent's `homes` folders is above it (`Agent.claims`);
+3. for JSON lines, the first lines: each agent's `detect_line`, in the registry's order
+   (formats/detect.py), then the whole-file rules (`detect_file`).
+The walk (files.py) takes every file ending in a registered agent's `suffixes` and every file an agent
+claims by name (rule 2); nothing else is opened.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+
+from batchcompact.agents import AGENTS, Agent, Files, names
+
+# pi's descendants write pi's format (pi's reader reads them, its rows say `pi`); `--agent atomic`
+# reads their places and selects pi's rows.
+PI_FAMILY = ("atomic", "indusagi", "oh-my-pi")
+
+
+def agent_names() -> tuple[str, ...]:
+    """Every name `--agent` accepts: the registered agents and the labels of their places."""
+    out = list(names())
+    for agent in AGENTS:
+        for place in agent.places:
+            if place.label and place.label not in out:
+                out.append(place.label)
+    return tuple(out)
+
+
+def row_agents(selected: tuple[str, ...]) -> tuple[str, ...]:
+    """The row `agent` values that `--agent` names select (a place label selects its agent's rows)."""
+    out = list(selected)
+    for agent in AGENTS:
+        labels = {place.label for place in agent.places if place.label}
+        if labels & set(selected) and agent.name not in out:
+            out.append(agent.name)
+    return tuple(out)
+
+
+def _split_folders(folder: str) -> tuple[str, ...]:
+    return tuple(p for p in folder.replace("\\", "/").split("/") if p)
+
+
+def claim(path: str, *, loose: bool = False) -> tuple[Agent, Files] | None:
+    """(agent, rule) when an agent claims `path` by its name and place (rule 2), else None. `loose`: a database
+    by its name alone, for a file named explicitly (`$HERMES_HOME/state.db` in a folder of any name)."""
+    folder, name = os.path.split(path)
+    folders = _split_folders(folder)
+    for agent in AGENTS:
+        if agent.files or agent.homes:
+            rule = agent.claims(name, folders)
+            if rule is not None:
+                return agent, rule
+    if loose:
+        for agent in AGENTS:
+            for rule in agent.files:
+                if rule.sqlite and rule.under and rule.match_name(name):
+                    return agent, rule
+    return None
+
+
+def claimed_by(path: str, *, loose: bool = False) -> Agent | None:
+    found = claim(path, loose=loose)
+    return found[0] if found else None
+
+
+def claims_name(name: str, folder: str) -> bool:
+    """Whether some agent's `files` rules claim a file that is not one of the session suffixes (the walk
+    asks this for every such file: one regular expression over every agent's name patterns first)."""
+    if not _any_name(name):
+        return False
+    return claim(os.path.join(folder, name)) is not None
+
+
+_NAMES: dict[tuple, re.Pattern] = {}
+
+
+def _any_name(name: str) -> bool:
+    """Whether `name` matches any agent's `files` or `homes` pattern at all (cached per registry state)."""
+    key = tuple(id(agent) for agent in AGENTS)
+    pattern = _NAMES.get(key)
+    if pattern is None:
+        patterns = [p for agent in AGENTS for rule in agent.files for p in rule.names]
+        patterns += [f"*{suffix}" for agent in AGENTS if agent.homes for suffix in agent.suffixes]
+        pattern = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns) or "(?!)")
+        _NAMES.clear()
+        _NAMES[key] = pattern
+    return pattern.match(name) is not None
+
+
+def is_sqlite(path: str) -> bool:
+    """A database source: its key covers its `-wal` file too."""
+    found = claim(path, loose=True)
+    return bool(found and found[1].sqlite)

@@ -1,0 +1,223 @@
+"""Loopback model APIs for the report's judges: the real agent CLIs write their transcripts against these,
+and every reply carries known usage (cached and reasoning tokens included), so the test knows what each
+transcript must add up to.
+
+- `judge_cli(package, version, binary)`: the installed CLI (agent_judges.npm_cli); with `CI` set, a CLI
+  that cannot be installed FAILS the test instead of skipping it.
+- `record_opencode_like(...)`: runs OpenCode or Kilo (`<cli> run PROMPT`, then `--continue`) in a
+  sandbox HOME against `FakeChat` through an OpenAI-compatible provider in the project's config.
+- `FakeChat` answers OpenAI Chat Completions (`POST .../chat/completions`, streamed or not) with one text
+  reply; usage per reply = `USAGE` (prompt tokens INCLUDE the cached ones, completion tokens INCLUDE the
+  reasoning ones, as OpenAI reports them). `GET .../models` lists the one model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agent_judges import REPLY, _LoopbackAPI, npm_cli, sandbox_env
+
+# One reply's usage, the way an OpenAI-compatible provider reports it.
+PROMPT, CACHED, COMPLETION, REASONING = 1200, 1000, 30, 12
+USAGE = {"prompt_tokens": PROMPT, "completion_tokens": COMPLETION, "total_tokens": PROMPT + COMPLETION,
+         "prompt_tokens_details": {"cached_tokens": CACHED},
+         "completion_tokens_details": {"reasoning_tokens": REASONING}}
+MODEL = "gpt-4.1-mini"
+
+
+class FakeChat(_LoopbackAPI):
+    """A loopback OpenAI Chat Completions API; `chat_requests()` are the conversation calls it answered."""
+
+    suffix = "/v1"
+
+    def __init__(self) -> None:
+        super().__init__()
+        owner = self
+        handler = self.server.RequestHandlerClass
+
+        def do_get(self) -> None:  # noqa: N802 - http.server's naming
+            owner.requests.append({"path": self.path, "body": None})
+            if self.path.rstrip("/").endswith("/models"):
+                self.send("application/json", json.dumps({"object": "list", "data": [
+                    {"id": MODEL, "object": "model", "created": 1700000000, "owned_by": "judge"}]}).encode())
+            else:
+                self.send("application/json", b"{}", status=404)
+
+        handler.do_GET = do_get
+
+    def reply(self, path: str, body: dict[str, Any], n: int) -> tuple[str, bytes]:
+        base = {"id": f"chatcmpl-judge{n}", "created": 1700000000 + n, "model": body.get("model") or MODEL}
+        message = {"role": "assistant", "content": REPLY}
+        if not body.get("stream"):
+            answer = {**base, "object": "chat.completion", "usage": USAGE,
+                      "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+            return "application/json", json.dumps(answer).encode()
+        chunks = [
+            {**base, "object": "chat.completion.chunk",
+             "choices": [{"index": 0, "delta": message, "finish_reason": None}]},
+            {**base, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+            {**base, "object": "chat.completion.chunk", "choices": [], "usage": USAGE},
+        ]
+        data = b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
+        return "text/event-stream", data
+
+    def chat_requests(self) -> list[dict[str, Any]]:
+        return [r["body"] for r in self.requests if r["path"].endswith("/chat/completions")
+                and isinstance(r["body"], dict)]
+
+
+# `@kilocode/cli` 7.8.1 (the newest) names native packages the registry does not have; 7.7.7 has them.
+OPENCODE = ("opencode-ai", "1.18.33", "opencode")
+KILO = ("@kilocode/cli", "7.7.7", "kilo")
+
+
+def judge_cli(package: str, version: str, binary: str) -> Path:
+    """`npm_cli`, except that under CI a CLI that cannot be installed is a failure, not a skip."""
+    try:
+        return npm_cli(package, version, binary)
+    except pytest.skip.Exception as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI: the judge {package}@{version} could not be installed: {exc}")
+        raise
+
+
+def record_opencode_like(cli: tuple[str, str, str], root: Path, prompts: tuple[str, ...]) -> tuple[Path, int]:
+    """Run OpenCode or Kilo once per prompt (the later ones `--continue` the session) against `FakeChat`;
+    returns (the sandbox HOME, how many conversation calls the fake answered)."""
+    binary = judge_cli(*cli)
+    home, project = root / "home", root / "project"
+    project.mkdir(parents=True)
+    home.mkdir()
+    name = cli[2]
+    with FakeChat() as api:
+        config = {"provider": {"judge": {"npm": "@ai-sdk/openai-compatible", "name": "Judge",
+                                         "options": {"baseURL": api.url, "apiKey": "judge"},
+                                         "models": {MODEL: {"name": "Judge model"}}}},
+                  "model": f"judge/{MODEL}", "autoupdate": False, "share": "disabled"}
+        (project / f"{'opencode' if name == 'opencode' else 'kilo'}.json").write_text(json.dumps(config))
+        env = sandbox_env(home, OPENCODE_DISABLE_AUTOUPDATE="1", OPENCODE_DISABLE_MODELS_FETCH="1",
+                          OPENCODE_DISABLE_LSP_DOWNLOAD="1", KILO_DISABLE_AUTOUPDATE="1")
+        for number, prompt in enumerate(prompts):
+            command = [str(binary), "run", *(["--continue"] if number else []), prompt]
+            done = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0 and REPLY in done.stdout, (done.stdout[-2000:], done.stderr[-2000:])
+        calls = sum(1 for body in api.chat_requests() if body.get("tools"))
+    return home, calls
+
+
+# Gemini's usageMetadata for one reply: the prompt INCLUDES the cached tokens, the thoughts are BESIDE the
+# candidates (total = prompt + candidates + thoughts).
+GEMINI_USAGE = {"promptTokenCount": PROMPT, "cachedContentTokenCount": CACHED, "candidatesTokenCount": COMPLETION,
+                "thoughtsTokenCount": REASONING, "totalTokenCount": PROMPT + COMPLETION + REASONING}
+GEMINI_MODEL = "gemini-2.5-flash"
+
+
+class FakeGemini(_LoopbackAPI):
+    """A loopback Gemini API (`GOOGLE_GEMINI_BASE_URL`): `:streamGenerateContent` (SSE), `:generateContent`
+    and `:countTokens`; a request asking for JSON (Gemini CLI's own checks) gets a neutral JSON answer."""
+
+    def reply(self, path: str, body: dict[str, Any], n: int) -> tuple[str, bytes]:
+        if ":countTokens" in path:
+            return "application/json", json.dumps({"totalTokens": PROMPT}).encode()
+        config = body.get("generationConfig") or {}
+        wants_json = config.get("responseMimeType") == "application/json" or "responseJsonSchema" in config \
+            or "responseSchema" in config
+        text = json.dumps({"reasoning": "done", "next_speaker": "user"}) if wants_json else REPLY
+        chunk = {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP",
+                                 "index": 0}],
+                 "usageMetadata": GEMINI_USAGE, "modelVersion": GEMINI_MODEL, "responseId": f"resp-judge{n}"}
+        if ":streamGenerateContent" in path:
+            return "text/event-stream", f"data: {json.dumps(chunk)}\r\n\r\n".encode()
+        return "application/json", json.dumps(chunk).encode()
+
+    def conversation_requests(self) -> list[dict[str, Any]]:
+        """The generate calls that are the agent's own turns (what its chat file records): not the JSON
+        answers its routing and checks ask for."""
+        out = []
+        for r in self.requests:
+            body = r["body"]
+            if "enerateContent" not in r["path"] or not isinstance(body, dict):
+                continue
+            config = body.get("generationConfig") or {}
+            if config.get("responseMimeType") != "application/json" and "responseJsonSchema" not in config:
+                out.append(body)
+        return out
+
+
+GEMINI = ("@google/gemini-cli", "0.61.0", "gemini")
+QWEN = ("@qwen-code/qwen-code", "0.24.4", "qwen")
+OFFLINE_SETTINGS = {"folderTrust": {"enabled": False}}
+
+
+def record_gemini(root: Path, prompts: tuple[str, ...]) -> tuple[Path, int]:
+    """Gemini CLI `-p PROMPT` (later prompts `--resume latest`) against `FakeGemini`; (HOME, conversation calls)."""
+    binary = judge_cli(*GEMINI)
+    home, project = root / "home", root / "project"
+    project.mkdir(parents=True)
+    (home / ".gemini").mkdir(parents=True)
+    settings = {"security": {"auth": {"selectedType": "gemini-api-key"}, **OFFLINE_SETTINGS},
+                "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False}}
+    (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
+    with FakeGemini() as api:
+        env = sandbox_env(home, GEMINI_API_KEY="judge", GOOGLE_GEMINI_BASE_URL=api.url)
+        for number, prompt in enumerate(prompts):
+            command = [str(binary), *(["--resume", "latest"] if number else []), "-p", prompt]
+            done = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0 and REPLY in done.stdout, (done.stdout[-2000:], done.stderr[-2000:])
+        calls = len(api.conversation_requests())
+    return home, calls
+
+
+def record_qwen(root: Path, prompts: tuple[str, ...]) -> tuple[Path, int]:
+    """Qwen Code `-p PROMPT` (later prompts `--continue`) against `FakeChat`; (HOME, calls answered)."""
+    binary = judge_cli(*QWEN)
+    home, project = root / "home", root / "project"
+    project.mkdir(parents=True)
+    (home / ".qwen").mkdir(parents=True)
+    settings = {"security": {"auth": {"selectedType": "openai"}, **OFFLINE_SETTINGS},
+                "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False}}
+    (home / ".qwen" / "settings.json").write_text(json.dumps(settings))
+    with FakeChat() as api:
+        env = sandbox_env(home, OPENAI_API_KEY="judge", OPENAI_BASE_URL=api.url, OPENAI_MODEL=MODEL,
+                          QWEN_CODE_SUPPRESS_YOLO_WARNING="1")
+        for number, prompt in enumerate(prompts):
+            command = [str(binary), *(["--continue"] if number else []), "-p", prompt]
+            done = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0 and REPLY in done.stdout, (done.stdout[-2000:], done.stderr[-2000:])
+        calls = len(api.chat_requests())
+    return home, calls
+
+
+CODEX = ("@openai/codex", "0.169.0", "codex")
+
+
+def record_codex_fork(root: Path) -> tuple[Path, int]:
+    """Codex: `exec PROMPT`, `exec resume --last PROMPT`, then `exec fork <that thread> PROMPT` against the
+    loopback Responses API (10 input, 3 output tokens a reply); (CODEX_HOME, model calls answered)."""
+    from agent_judges import FakeResponses
+
+    binary = judge_cli(*CODEX)
+    home, work = root / "home", root / "work"
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True)
+    work.mkdir()
+    with FakeResponses() as server:
+        (codex_home / "config.toml").write_text(f'model = "gpt-5.3-codex"\nopenai_base_url = "{server.url}"\n')
+        env = sandbox_env(home, CODEX_HOME=str(codex_home), OPENAI_API_KEY="sk-judge", OPENAI_BASE_URL=server.url)
+
+        def run(*args: str) -> None:
+            done = subprocess.run([str(binary), "exec", "--skip-git-repo-check", *args], cwd=work, env=env,
+                                  capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0 and REPLY in done.stdout, (done.stdout[-2000:], done.stderr[-2000:])
+
+        run("JUDGE-ONE first prompt")
+        run("resume", "--last", "JUDGE-TWO second prompt")
+        (first,) = sorted(codex_home.rglob("rollout-*.jsonl"))
+        run("fork", first.name.split(".jsonl")[0][-36:], "JUDGE-THREE forked prompt")
+        calls = len(server.inputs())
+    return codex_home, calls

@@ -1,0 +1,143 @@
+"""Codex usage counted once: sub-agent replays, forks with re-stamped parent history, re-emitted events.
+
+The two ccusage cases are its own test inputs materialised as files (../shared/fixtures/agents/
+codex-edge-cases/, PROVENANCE.md); the fork and re-emit cases are written here in the shape the real
+Codex writes them (a fork's rollout: its own `session_meta` with `forked_from_id`, then the parent's
+`session_meta` and items, every line stamped with the time of the fork).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from batchcompact.report import ReportSettings, build_report, collect_usage
+
+
+def totals(paths, tmp_path, by="session"):
+    collected = collect_usage(paths, cache_dir=tmp_path / "cache", jobs=1)
+    try:
+        report = build_report(collected.parts, ReportSettings(by=by))
+    finally:
+        collected.cleanup()
+    rows = {r["session_id"]: (r["requests"], r["total_tokens"]) for r in report.rows.iter_rows(named=True)}
+    return report.totals, rows, collected
+
+
+def usage(inp, cached, out, reasoning=0):
+    return {"input_tokens": inp, "cached_input_tokens": cached, "output_tokens": out,
+            "reasoning_output_tokens": reasoning, "total_tokens": inp + out}
+
+
+def token_count(when, last, total):
+    return {"timestamp": when, "type": "event_msg",
+            "payload": {"type": "token_count", "info": {"last_token_usage": last, "total_token_usage": total},
+                        "rate_limits": None}}
+
+
+def write(path: Path, lines: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # compact, as Codex writes it (readers may look for `"type":"token_count"` before parsing)
+    path.write_text("".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines))
+    return path
+
+
+def parent_lines(day="2026-05-12", times=("08:00:00.000", "08:01:00.000", "08:02:00.000"), thread="parent-1"):
+    when = [f"{day}T{t}Z" for t in times]
+    meta = {"timestamp": when[0], "type": "session_meta",
+            "payload": {"id": thread, "cwd": "/work/app", "model_provider": "openai"}}
+    context = {"timestamp": when[0], "type": "turn_context", "payload": {"model": "gpt-5.2", "turn_id": "t1"}}
+    return [
+        meta,
+        context,
+        token_count(when[1], usage(1000, 100, 200), usage(1000, 100, 200)),
+        token_count(when[2], usage(500, 50, 100), usage(1500, 150, 300)),
+    ]
+
+
+def write_fork(sessions: Path, day="2026-05-12", with_parent=True, parent="parent-1", fork="fork-2") -> None:
+    """A parent rollout (1,800 tokens) and a fork of it whose copy of the parent's history carries the fork's
+    time, then the fork's own two calls (115 tokens), the way Codex writes a fork."""
+    folder = sessions / day.replace("-", "/")
+    if with_parent:
+        write(folder / f"rollout-{day}T08-00-00-{parent}.jsonl", parent_lines(day, thread=parent))
+    fork_time = f"{day}T09:30:00.412Z"
+    copied = parent_lines(day, times=("09:30:00.412", "09:30:00.412", "09:30:00.415"), thread=parent)
+    own = [
+        {"timestamp": f"{day}T09:30:05.000Z", "type": "turn_context", "payload": {"model": "gpt-5.2", "turn_id": "t9"}},
+        # the fork's running total goes on from the parent's
+        token_count(f"{day}T09:30:09.000Z", usage(40, 0, 10, 4), usage(1540, 150, 310)),
+        token_count(f"{day}T09:31:00.000Z", usage(60, 20, 5), usage(1600, 170, 315)),
+    ]
+    fork_meta = {"timestamp": fork_time, "type": "session_meta",
+                 "payload": {"id": fork, "forked_from_id": parent, "cwd": "/work/app"}}
+    write(folder / f"rollout-{day}T09-30-00-{fork}.jsonl", [fork_meta, *copied, *own])
+
+
+def write_reemitted(path: Path, day="2026-05-12", thread="reemit-1") -> None:
+    """A rollout (1,800 tokens) whose first event is emitted again 30 s later and its last 3 min later
+    (a UI or rate-limit refresh: the same figures, a fresh time)."""
+    lines = parent_lines(day, thread=thread)
+    lines.insert(3, {**lines[2], "timestamp": f"{day}T08:01:30.000Z"})
+    lines.append({**lines[-1], "timestamp": f"{day}T08:05:00.000Z"})
+    write(path, lines)
+
+
+def test_subagent_replay_counts_the_childs_own_turns(fixtures_dir, tmp_path):
+    """ccusage #950: 3,780 tokens before (the replayed parent history counted again), 1,980 now."""
+    folder = fixtures_dir / "agents" / "codex-edge-cases" / "ccusage-subagent-replay"
+    total, rows, collected = totals([folder], tmp_path)
+    assert (total["requests"], total["total_tokens"]) == (4, 1980)
+    assert rows["subagent-abc"] == (2, 180)
+    child = next(s for s in collected.stats if s["path"].endswith("subagent.jsonl"))
+    assert child["inherited_dropped"] == 2
+
+
+def test_branch_copy_with_original_times_counts_once(fixtures_dir, tmp_path):
+    folder = fixtures_dir / "agents" / "codex-edge-cases" / "ccusage-branch-copy-original-timestamps"
+    total, rows, _ = totals([folder], tmp_path)
+    assert (total["requests"], total["total_tokens"]) == (2, 2050)
+    assert rows["2026-05-12T08-02-00-branch"] == (1, 850)
+
+
+@pytest.mark.parametrize("with_parent", [True, False])
+def test_fork_with_restamped_history_counts_the_forks_own_turns(tmp_path, with_parent):
+    """ccusage #988/#1349: the copied parent history carries the fork's time, so no time-based key meets
+    the parent's; it is recognised as the copy that follows the parent's `session_meta`."""
+    write_fork(tmp_path / "sessions", with_parent=with_parent)
+    total, rows, _ = totals([tmp_path / "sessions"], tmp_path)
+    assert rows["fork-2"] == (2, 115)
+    assert total["total_tokens"] == 115 + (1800 if with_parent else 0)
+
+
+def test_a_reemitted_token_count_counts_once(tmp_path):
+    """ccusage #1288: the same event again with a fresh time (a UI or rate-limit refresh)."""
+    write_reemitted(tmp_path / "r" / "rollout.jsonl")
+    total, rows, collected = totals([tmp_path / "r"], tmp_path)
+    assert (total["requests"], total["total_tokens"]) == (2, 1800)
+    assert collected.stats[0]["repeats_dropped"] == 2
+
+
+def test_a_fork_copied_into_two_archives_is_read_once_per_resolved_path(tmp_path, fixtures_dir):
+    """The same rollout under sessions/ and through a symlink is one file."""
+    folder = fixtures_dir / "agents" / "codex-edge-cases" / "ccusage-subagent-replay"
+    shutil.copytree(folder, tmp_path / "a")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    total, _, _ = totals([tmp_path / "a", tmp_path / "b"], tmp_path)
+    assert total["total_tokens"] == 1980
+
+
+def test_a_sub_agents_own_quick_first_call_is_not_taken_for_a_copy(tmp_path):
+    """A spawned sub-agent without a copied parent history whose first call is answered within the second
+    it was created in: one event in that second is its own, not a replayed burst."""
+    day = "2026-05-16"
+    meta = {"timestamp": f"{day}T10:00:00.100Z", "type": "session_meta",
+            "payload": {"id": "child-q", "source": {"subagent": {"thread_spawn": {"parent_thread_id": "p"}}}}}
+    lines = [meta, token_count(f"{day}T10:00:00.900Z", usage(100, 0, 10), usage(100, 0, 10)),
+             token_count(f"{day}T10:00:05.000Z", usage(50, 0, 5), usage(150, 0, 15))]
+    write(tmp_path / "s" / "child.jsonl", lines)
+    total, rows, collected = totals([tmp_path / "s"], tmp_path)
+    assert rows["child-q"] == (2, 165) and collected.stats[0]["inherited_dropped"] == 0
