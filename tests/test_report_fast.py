@@ -1,6 +1,6 @@
 """The cold report without polars (report/fast.py) writes the same bytes as the polars path.
 
-Both paths run over the shared fixtures (every agent's reader) and the sample sessions, for every
+Both paths run over the shared fixtures (every agent's reader), the sample sessions and a run report, for every
 grouping the fast path takes, with and without --breakdown, each order, two time zones, a week that
 starts on Sunday and each cost mode, in every format it takes; the outputs must be byte-identical.
 """
@@ -16,6 +16,8 @@ from datetime import date
 import polars as pl
 import pytest
 from click.testing import CliRunner
+from conftest import SAMPLES, shared_fixtures
+from test_report_extract import run_rows, write_run_report
 
 from batchcompact.cli import cli
 from batchcompact.report import fast
@@ -23,7 +25,6 @@ from batchcompact.report.aggregate import build_report
 from batchcompact.report.collect import collect_usage
 from batchcompact.report.render import write_report
 from batchcompact.report.settings import ReportSettings
-from tests.conftest import SAMPLES, shared_fixtures
 
 VARIANTS = [
     {},
@@ -36,9 +37,14 @@ VARIANTS = [
 ]
 
 
-@pytest.fixture(scope="module", params=["fixtures", "samples"])
-def corpus(request):
-    paths = [shared_fixtures()] if request.param == "fixtures" else [SAMPLES]
+@pytest.fixture(scope="module", params=["fixtures", "samples", "runs"])
+def corpus(request, tmp_path_factory):
+    if request.param == "runs":  # batchcompact's own run reports (Parquet) beside the sample sessions
+        runs = tmp_path_factory.mktemp("runs")
+        write_run_report(runs / "compactions-r1.parquet", run_rows())
+        paths = [runs, SAMPLES]
+    else:
+        paths = [shared_fixtures()] if request.param == "fixtures" else [SAMPLES]
     slow = collect_usage(paths, use_cache=False)
     quick = fast.collect_rows(paths)
     yield request.param, slow, quick

@@ -133,8 +133,8 @@ def _quick_report(paths, settings: ReportSettings, fmt: str, jobs):
 
     if not fast.supported(settings, fmt):
         return None
-    collected = fast.collect_rows(paths, jobs)
     try:
+        collected = fast.collect_rows(paths, jobs)
         return fast.build_report(collected.rows, settings), collected
     except fast.Unsupported:
         return None
