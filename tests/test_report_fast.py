@@ -78,6 +78,43 @@ def test_fast_report_is_byte_identical_to_the_polars_report(corpus, by):
     assert checked > len(VARIANTS)  # real groups were compared, not empty reports
 
 
+def filter_variants(rows: list[tuple]) -> list[dict]:
+    """Filters that select part of these rows: agents, sources, a project by path and by folder name,
+    a session id prefix, a date range in two time zones."""
+    projects = sorted({r[fast.PROJECT] for r in rows if r[fast.PROJECT]})
+    sessions = sorted({r[fast.SESSION] for r in rows if r[fast.SESSION]})
+    days = sorted({r[fast.TIME].date() for r in rows if r[fast.TIME]})
+    agents = sorted({r[fast.AGENT] for r in rows})
+    middle = days[len(days) // 2]
+    return [
+        {"agents": (agents[0],)},
+        {"agents": tuple(agents[-2:]), "sources": ("claude", "pi")},
+        {"sources": ("codex",)},
+        {"projects": (projects[0],)},
+        {"projects": (projects[-1].rstrip("/").rsplit("/", 1)[-1] + "/", "/nowhere")},
+        {"sessions": (sessions[0][:4], sessions[-1])},
+        {"since": middle},
+        {"until": middle, "timezone": "Pacific/Kiritimati"},
+        {"since": days[0], "until": middle, "timezone": "America/Los_Angeles", "breakdown": True},
+    ]
+
+
+@pytest.mark.parametrize("by", fast.GROUPINGS)
+def test_fast_report_filters_are_byte_identical_to_the_polars_report(corpus, by):
+    name, slow, quick = corpus
+    selective = 0
+    for variant in filter_variants(quick.rows):
+        settings = ReportSettings(by=by, **variant)
+        assert fast.supported(settings, "csv")
+        expected = outputs(build_report(slow.parts, settings))
+        got = outputs(fast.build_report(quick.rows, settings))
+        for fmt, text in expected.items():
+            assert got[fmt] == text, f"{name} --by {by} {variant} {fmt}"
+        requests = json.loads(expected["json"])["totals"].get("requests", 0)
+        selective += 0 < requests < len(quick.rows)
+    assert selective >= 3  # the filters really kept some rows and left others out
+
+
 def test_fast_report_keeps_row_order_independent_of_file_order(corpus):
     _, _, quick = corpus
     rows = quick.rows[:]
@@ -92,10 +129,9 @@ def test_only_the_supported_options_take_the_fast_path():
     assert not fast.supported(ReportSettings(by="block"), "table")
     assert not fast.supported(ReportSettings(by="day"), "parquet")
     assert not fast.supported(ReportSettings(by="day"), "jsonl")
-    assert not fast.supported(ReportSettings(by="day", since=date(2026, 1, 1)), "json")
+    assert fast.supported(ReportSettings(by="day", since=date(2026, 1, 1), agents=("claude",)), "json")
     assert not fast.supported(ReportSettings(by="session", last=3), "json")
-    assert not fast.supported(ReportSettings(by="day", agents=("claude",)), "json")
-    assert not fast.supported(ReportSettings(by="day", projects=("x",)), "json")
+    assert not fast.supported(ReportSettings(by="day", last=2), "json")
 
 
 def test_an_unpriceable_cost_falls_back_to_polars(tmp_path):

@@ -3,7 +3,7 @@
 `report --no-cache` reads every file anyway and keeps nothing, so the Parquet parts and the polars
 plan of `aggregate.py` only cost time there (importing polars, pyarrow and numpy alone is ~0.3 s of
 CPU). This module computes the same `Report` from the rows themselves, for the common outputs
-(`supported`): the worker processes extract each file's rows (`extract_rows`, the same readers) and
+(`supported`: every grouping but blocks, every filter but `--last`): the worker processes extract each file's rows (`extract_rows`, the same readers) and
 hand them back as tuples; the parent keeps one row per `dedupe_key` and collapses Claude sidechain
 replays by the same total orders as `scan_usage`/`collapse_sidechain_replays`, prices each request
 with the same float expression as `add_costs` (rounded once to whole picodollars, `money.py`), and
@@ -11,7 +11,7 @@ sums the groups as integers. Rows and totals are plain dicts (`RowList`), which 
 like the polars frame.
 
 The output is byte-identical to the polars path's (`tests/test_report_fast.py` runs both over every
-fixture for each grouping and format); anything outside `supported` (filters, `--last`, blocks,
+fixture for each grouping and format); anything outside `supported` (`--last`, blocks,
 Parquet/JSONL output, a chart, the cache, another executor) takes the polars path, and so does a row
 this module will not price the way polars would (`Unsupported`, e.g. a NaN cost).
 """
@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import math
 import multiprocessing
+import re
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -71,7 +72,7 @@ def supported(settings: ReportSettings, fmt: str) -> bool:
     return (
         fmt in FORMATS
         and s.by in GROUPINGS
-        and not (s.sources or s.agents or s.projects or s.sessions or s.since or s.until or s.last)
+        and not s.last
     )
 
 
@@ -411,7 +412,10 @@ def build_report(rows: list[tuple], settings: ReportSettings, table: PriceTable 
     groups: dict[tuple, Group] = {}
     totals = Group()
     dropped = 0
+    wanted = row_filter(settings)
     for row in deduplicated(rows):
+        if wanted is not None and not wanted(row):
+            continue
         cost = pricer.cost(row)
         pico = None if cost is None else to_pico(cost)
         recorded = row[RECORDED]
@@ -442,6 +446,47 @@ def build_report(rows: list[tuple], settings: ReportSettings, table: PriceTable 
         pricing_source=table.source,
         dropped_zero=dropped,
     )
+
+
+def row_filter(settings: ReportSettings):
+    """`aggregate.filter_usage` as a predicate on a row (None: every row), applied before the zero check."""
+    tests = []
+    if settings.agents:
+        from batchcompact.report.readers import row_agents
+
+        agents = set(row_agents(settings.agents))
+        tests.append(lambda row: row[AGENT] in agents)
+    if settings.sources:
+        sources = set(settings.sources)
+        tests.append(lambda row: row[SOURCE] in sources)
+    if settings.projects:
+        projects = {v.rstrip("/\\") or v for v in settings.projects}
+
+        def project(row: tuple) -> bool:
+            path = row[PROJECT] or ""
+            return path in projects or TAIL.sub("", path, count=1) in projects
+
+        tests.append(project)
+    if settings.sessions:
+        prefixes = tuple(settings.sessions)
+        tests.append(lambda row: (row[SESSION] or "").startswith(prefixes))
+    if settings.since or settings.until:
+        zone = ZoneInfo(settings.timezone)
+        since, until = settings.since, settings.until
+
+        def when(row: tuple) -> bool:
+            if row[TIME] is None:  # no date: outside every range, as polars compares a null
+                return False
+            day = row[TIME].astimezone(zone).date()
+            return (since is None or day >= since) and (until is None or day <= until)
+
+        tests.append(when)
+    if not tests:
+        return None
+    return lambda row: all(test(row) for test in tests)
+
+
+TAIL = re.compile(r"^.*[/\\]")  # a project's path up to its last separator (`_project_filter`)
 
 
 def _key_value(row: tuple, name: str, periods: Periods | None):
