@@ -11,7 +11,7 @@ import json
 import random
 import subprocess
 import sys
-from datetime import date
+from datetime import date, timedelta
 
 import polars as pl
 import pytest
@@ -80,11 +80,12 @@ def test_fast_report_is_byte_identical_to_the_polars_report(corpus, by):
 
 def filter_variants(rows: list[tuple]) -> list[dict]:
     """Filters that select part of these rows: agents, sources, a project by path and by folder name,
-    a session id prefix, a date range in two time zones."""
+    a session id prefix, a date range in two time zones, `--last` (a pinned "now")."""
     projects = sorted({r[fast.PROJECT] for r in rows if r[fast.PROJECT]})
     sessions = sorted({r[fast.SESSION] for r in rows if r[fast.SESSION]})
     days = sorted({r[fast.TIME].date() for r in rows if r[fast.TIME]})
     agents = sorted({r[fast.AGENT] for r in rows})
+    latest = max(r[fast.TIME] for r in rows if r[fast.TIME])
     middle = days[len(days) // 2]
     return [
         {"agents": (agents[0],)},
@@ -96,6 +97,9 @@ def filter_variants(rows: list[tuple]) -> list[dict]:
         {"since": middle},
         {"until": middle, "timezone": "Pacific/Kiritimati"},
         {"since": days[0], "until": middle, "timezone": "America/Los_Angeles", "breakdown": True},
+        {"last": 2, "now": latest + timedelta(days=1)},  # periods: the last 2 from "now"; others: 2 groups
+        {"last": 3, "now": latest, "order": "desc", "breakdown": True, "timezone": "Asia/Tokyo"},
+        {"last": 1, "now": latest, "since": middle, "agents": (agents[-1],)},
     ]
 
 
@@ -130,8 +134,8 @@ def test_only_the_supported_options_take_the_fast_path():
     assert not fast.supported(ReportSettings(by="day"), "parquet")
     assert not fast.supported(ReportSettings(by="day"), "jsonl")
     assert fast.supported(ReportSettings(by="day", since=date(2026, 1, 1), agents=("claude",)), "json")
-    assert not fast.supported(ReportSettings(by="session", last=3), "json")
-    assert not fast.supported(ReportSettings(by="day", last=2), "json")
+    assert fast.supported(ReportSettings(by="session", last=3), "json")
+    assert not fast.supported(ReportSettings(by="block", last=2), "json")
 
 
 def test_an_unpriceable_cost_falls_back_to_polars(tmp_path):

@@ -29,14 +29,20 @@ by a total order (ties broken by every column), and rows are sorted by their key
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
-
 import polars as pl
 
 from batchcompact.money import PICO_PER_USD, from_pico
 from batchcompact.pricing import PriceTable
 from batchcompact.report.result import Report
-from batchcompact.report.settings import COST_MODES, GROUPINGS, PERIODS, WEEKDAYS, ReportSettings  # noqa: F401
+from batchcompact.report.settings import (  # noqa: F401  (re-exported)
+    COST_MODES,
+    GROUPINGS,
+    PERIODS,
+    WEEKDAYS,
+    ReportSettings,
+    last_periods_since,
+    week_start_index,
+)
 
 SUM_COLUMNS = (
     "input_tokens",
@@ -208,14 +214,6 @@ def add_costs(lf: pl.LazyFrame, table: PriceTable, cost_mode: str) -> tuple[pl.L
     return lf, unpriced
 
 
-def week_start_index(start_of_week: str) -> int:
-    """polars weekday number (Monday = 1 ... Sunday = 7) of the first day of a week."""
-    try:
-        return WEEKDAYS.index(start_of_week.lower()) + 1
-    except ValueError:
-        raise ValueError(f"unknown first day of the week {start_of_week!r}; use one of {', '.join(WEEKDAYS)}") from None
-
-
 def with_periods(lf: pl.LazyFrame, timezone: str, by: str, start_of_week: str = "monday") -> pl.LazyFrame:
     """Add `local_date` and the period column `by` needs (only that one: strings cost memory)."""
     local = pl.col("timestamp").dt.convert_time_zone(timezone)
@@ -231,24 +229,6 @@ def with_periods(lf: pl.LazyFrame, timezone: str, by: str, start_of_week: str = 
     if by in period:
         columns.append(period[by].fill_null("unknown"))
     return lf.with_columns(columns)
-
-
-def last_periods_since(settings: ReportSettings) -> date | None:
-    """The first local day of the last `settings.last` periods (1 = today, this week, this month)."""
-    if not settings.last or settings.by not in PERIODS:
-        return None
-    from zoneinfo import ZoneInfo
-
-    now = settings.now or datetime.now(ZoneInfo("UTC"))
-    today = now.astimezone(ZoneInfo(settings.timezone)).date()
-    back = settings.last - 1
-    if settings.by == "day":
-        return today - timedelta(days=back)
-    if settings.by == "week":
-        offset = (today.isoweekday() - week_start_index(settings.start_of_week)) % 7
-        return today - timedelta(days=offset + 7 * back)
-    month_index = today.year * 12 + today.month - 1 - back
-    return date(month_index // 12, month_index % 12 + 1, 1)
 
 
 def _project_filter(values: tuple[str, ...]) -> pl.Expr:

@@ -3,7 +3,7 @@
 `report --no-cache` reads every file anyway and keeps nothing, so the Parquet parts and the polars
 plan of `aggregate.py` only cost time there (importing polars, pyarrow and numpy alone is ~0.3 s of
 CPU). This module computes the same `Report` from the rows themselves, for the common outputs
-(`supported`: every grouping but blocks, every filter but `--last`): the worker processes extract each file's rows (`extract_rows`, the same readers) and
+(`supported`: every grouping but blocks, every filter): the worker processes extract each file's rows (`extract_rows`, the same readers) and
 hand them back as tuples; the parent keeps one row per `dedupe_key` and collapses Claude sidechain
 replays by the same total orders as `scan_usage`/`collapse_sidechain_replays`, prices each request
 with the same float expression as `add_costs` (rounded once to whole picodollars, `money.py`), and
@@ -11,7 +11,7 @@ sums the groups as integers. Rows and totals are plain dicts (`RowList`), which 
 like the polars frame.
 
 The output is byte-identical to the polars path's (`tests/test_report_fast.py` runs both over every
-fixture for each grouping and format); anything outside `supported` (`--last`, blocks,
+fixture for each grouping and format); anything outside `supported` (blocks,
 Parquet/JSONL output, a chart, the cache, another executor) takes the polars path, and so does a row
 this module will not price the way polars would (`Unsupported`, e.g. a NaN cost).
 """
@@ -34,7 +34,7 @@ from batchcompact.money import PICO_PER_USD, from_pico
 from batchcompact.pricing import PriceTable
 from batchcompact.report.files import FileKey, extract_workers, iter_resolved, stats_warnings
 from batchcompact.report.result import Report
-from batchcompact.report.settings import PERIODS, WEEKDAYS, ReportSettings
+from batchcompact.report.settings import PERIODS, WEEKDAYS, ReportSettings, last_periods_since
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,6 @@ def supported(settings: ReportSettings, fmt: str) -> bool:
     return (
         fmt in FORMATS
         and s.by in GROUPINGS
-        and not s.last
     )
 
 
@@ -336,6 +335,21 @@ class Group:
             if self.last is None or when > self.last:
                 self.last = when
 
+    def merge(self, other: Group) -> None:
+        """Add another group's sums (the totals of the groups `--last` keeps)."""
+        self.requests += other.requests
+        self.sums = [a + b for a, b in zip(self.sums, other.sums, strict=True)]
+        self.pico += other.pico
+        self.unpriced += other.unpriced
+        self.models |= other.models
+        self.agents |= other.agents
+        for when in (other.first, other.last):
+            if when is not None:
+                if self.first is None or when < self.first:
+                    self.first = when
+                if self.last is None or when > self.last:
+                    self.last = when
+
     def record(self) -> dict:
         out: dict = {"requests": self.requests}
         out.update((name, total) for (name, _), total in zip(SUMS, self.sums, strict=True))
@@ -433,6 +447,11 @@ def build_report(rows: list[tuple], settings: ReportSettings, table: PriceTable 
         record = dict(zip(keys, key, strict=True))
         record.update(group.record())
         records.append(record)
+    if settings.last and settings.by not in PERIODS:  # the N groups with the latest activity
+        records = _sorted(records, [("last_timestamp", True), *((k, True) for k in keys)])[: settings.last]
+        totals = Group()
+        for record in records:
+            totals.merge(groups[tuple(record[k] for k in keys)])
     records = sort_records(records, keys, settings)
     totals_record = totals.record()
     used = set(totals_record["models"])
@@ -470,9 +489,10 @@ def row_filter(settings: ReportSettings):
     if settings.sessions:
         prefixes = tuple(settings.sessions)
         tests.append(lambda row: (row[SESSION] or "").startswith(prefixes))
-    if settings.since or settings.until:
+    since = max(filter(None, (settings.since, last_periods_since(settings))), default=None)
+    if since or settings.until:
         zone = ZoneInfo(settings.timezone)
-        since, until = settings.since, settings.until
+        until = settings.until
 
         def when(row: tuple) -> bool:
             if row[TIME] is None:  # no date: outside every range, as polars compares a null

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 GROUPINGS = ("day", "week", "month", "session", "project", "model", "agent", "block")
 PERIODS = ("day", "week", "month")
@@ -30,3 +30,29 @@ class ReportSettings:
     token_limit: str | None = None  # blocks: a token count, or "max" (the largest past block)
     session_hours: float = 5.0  # blocks: length of a billing window
     now: datetime | None = None  # blocks and --last: "now" (tests pin it); None = the clock
+
+
+def week_start_index(start_of_week: str) -> int:
+    """polars weekday number (Monday = 1 ... Sunday = 7) of the first day of a week."""
+    try:
+        return WEEKDAYS.index(start_of_week.lower()) + 1
+    except ValueError:
+        raise ValueError(f"unknown first day of the week {start_of_week!r}; use one of {', '.join(WEEKDAYS)}") from None
+
+
+def last_periods_since(settings: ReportSettings) -> date | None:
+    """The first local day of the last `settings.last` periods (1 = today, this week, this month)."""
+    if not settings.last or settings.by not in PERIODS:
+        return None
+    from zoneinfo import ZoneInfo
+
+    now = settings.now or datetime.now(ZoneInfo("UTC"))
+    today = now.astimezone(ZoneInfo(settings.timezone)).date()
+    back = settings.last - 1
+    if settings.by == "day":
+        return today - timedelta(days=back)
+    if settings.by == "week":
+        offset = (today.isoweekday() - week_start_index(settings.start_of_week)) % 7
+        return today - timedelta(days=offset + 7 * back)
+    month_index = today.year * 12 + today.month - 1 - back
+    return date(month_index // 12, month_index % 12 + 1, 1)
