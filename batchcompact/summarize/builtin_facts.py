@@ -73,9 +73,11 @@ _COMMAND_TAGS = re.compile(
     r"<command-name>\s*(\S+)\s*</command-name>.*?(?:<command-args>(.*?)</command-args>)?", re.DOTALL
 )
 _RAN = re.compile(r"^Ran `([^`]*)`")
+# The lookahead names the only characters a match can start with (none has another case form), so the
+# engine skips every other position at once instead of trying each alternative case-insensitively there.
 _EXIT = re.compile(
-    r"(?:Command exited with code|Process exited with code|Exit code:?|exit status|\"exit_code\":)\s*(-?\d+)",
-    re.IGNORECASE,
+    r"(?=[CcPpEe\"])"
+    r"(?i:Command exited with code|Process exited with code|Exit code:?|exit status|\"exit_code\":)\s*(-?\d+)"
 )
 _ERRORISH = re.compile(
     r"error|failed|failure|not found|no such|denied|traceback|exception|cannot|could not", re.I
