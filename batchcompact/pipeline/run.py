@@ -40,7 +40,7 @@ from batchcompact.pipeline.outcome import (
     usage_fields,
 )
 from batchcompact.pipeline.planning import PlanOptions
-from batchcompact.pipeline.runreport import empty_row, write_compactions
+from batchcompact.pipeline.runreport import ReportImports, empty_row, write_compactions
 from batchcompact.pipeline.session_task import (
     FileTask,
     FileWork,
@@ -364,9 +364,28 @@ class Runner:
         bar = self._bar("plan", len(items), "compacting" if self.here else "planning")
         task = dataclasses.replace(self.task, summarizer=self.summarizer) if self.here else self.task
         to_compact: list[tuple[ScanItem, Fingerprint, dict]] = []
+        # With worker processes, the report's imports overlap their work (runreport.ReportImports): the
+        # pool forks all its workers at its first task, so after the first result no fork comes until
+        # this loop ends, and the thread is joined before anything else can fork.
+        imports = ReportImports()
+        overlap = isinstance(self.executor, LocalExecutor) and self.executor.jobs > 1
+        try:
+            est_total = self._plan_records(items, state, task, bar, to_compact, imports if overlap else None)
+        finally:
+            imports.join()
+        if self.options.max_cost_usd is not None:
+            self._check_budget(to_compact, est_total)
+        return to_compact
+
+    def _plan_records(self, items: list[ScanItem], state: RunState, task: Any, bar: Any,
+                      to_compact: list[tuple[ScanItem, Fingerprint, dict]], imports: ReportImports | None) -> float:
+        """Record each file's outcome from the executor; the sessions left to summarize go to `to_compact`.
+        Returns the estimated cost of those."""
         est_total = 0.0
         for item, record in zip(items, self.executor.map(process_file, self._work(items, state), task),
                                 strict=True):
+            if imports is not None:
+                imports.start()
             if bar is not None:
                 bar.update(1)
             plan_row = record["plan_row"]
@@ -409,9 +428,7 @@ class Runner:
             self._prompt_tokens[str(item.path)] = record.get("prompt_tokens")
             self._waiting[str(item.path)] = row
             to_compact.append((item, fingerprint, row))
-        if self.options.max_cost_usd is not None:
-            self._check_budget(to_compact, est_total)
-        return to_compact
+        return est_total
 
     def _compacted_here(self, item: ScanItem, row: dict[str, Any], outcome: dict[str, Any], state: RunState) -> None:
         row.update(outcome.get("row") or {})
