@@ -124,6 +124,42 @@ def install_stop_signals() -> None:
         signal.signal(signal.SIGINT, _raise_interrupt)
 
 
+def saved_stop_handlers() -> dict[int, Any]:
+    """The SIGINT and SIGTERM handlers now (empty off the main thread), for `restore_stop_handlers`."""
+    try:
+        return {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:
+        return {}
+
+
+def restore_stop_handlers(handlers: dict[int, Any]) -> None:
+    """Give back handlers an event loop replaced (asyncio leaves SIGTERM at its default: die)."""
+    for sig, handler in handlers.items():
+        if handler is None:
+            continue
+        try:
+            signal.signal(sig, handler)
+        except (ValueError, OSError):  # not the main thread
+            pass
+
+
+def add_loop_stop_handlers(loop: Any, on_signal: Any) -> None:
+    """SIGINT and SIGTERM call `on_signal(signum)` in `loop` (nothing off the main thread, e.g. in tests)."""
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_signal, signal.SIGINT)
+        loop.add_signal_handler(signal.SIGTERM, on_signal, signal.SIGTERM)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread (tests)
+        pass
+
+
+def remove_loop_stop_handlers(loop: Any) -> None:
+    try:
+        loop.remove_signal_handler(signal.SIGINT)
+        loop.remove_signal_handler(signal.SIGTERM)
+    except (NotImplementedError, RuntimeError):
+        pass
+
+
 def interrupted_exit_code() -> int:
     """128 + the signal, as shells report it (130 Ctrl-C, 143 SIGTERM)."""
     return 128 + (StopSignal.received or signal.SIGINT)

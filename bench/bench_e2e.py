@@ -18,11 +18,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from batchcompact.synth.corpus import parse_size, write_corpus
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repo root (bench, synth)
 from bench.figures import emit  # noqa: E402
 from bench.timing import BenchFailure, timed_cpu  # noqa: E402
+from synth.corpus import parse_size, write_corpus  # noqa: E402
 
 
 def _cli(*args: str) -> tuple[float, float]:

@@ -23,11 +23,11 @@ from pathlib import Path
 
 from batchcompact.core.planner import CompactionSettings
 from batchcompact.pipeline.planning import PlanOptions, iter_plan_rows
-from batchcompact.synth.corpus import parse_size, write_corpus
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repo root (bench, synth)
 from bench.figures import emit  # noqa: E402
 from bench.timing import BenchFailure, run_checked  # noqa: E402
+from synth.corpus import parse_size, write_corpus  # noqa: E402
 
 
 def corpus(folder: Path, total: str, seed: int) -> tuple[list[str], int]:

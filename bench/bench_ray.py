@@ -31,11 +31,10 @@ from pathlib import Path
 
 os.environ["BATCHCOMPACT_TOKEN_CACHE"] = "off"  # every plan counts (Ray workers inherit this at init)
 
-from batchcompact.synth.corpus import parse_size, write_corpus  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repo root (bench, synth)
 from bench.figures import emit  # noqa: E402
 from bench.timing import BenchFailure  # noqa: E402
+from synth.corpus import parse_size, write_corpus  # noqa: E402
 
 
 def measure(name: str, executor, files: list[str], root: Path, scratch: Path) -> dict[str, float]:

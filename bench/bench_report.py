@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_report.py                  # ~60 MB, well under a minute
     .venv/bin/python bench/bench_report.py --total 1GB --jobs 4 --dir /tmp/bc-corpus
 
-The corpus comes from `batchcompact.synth` when present (else a tiny local generator that copies the
+The corpus comes from `synth` when present (else a tiny local generator that copies the
 Claude fixture with fresh ids). For scale it also times a bare `json.loads` of every line (one
 process): cold report time close to that, divided by the jobs, means JSON parsing is the limit.
 """
@@ -46,7 +46,7 @@ def parse_size(text: str) -> int:
 
 def generate(out: Path, total: int) -> None:
     try:
-        from batchcompact.synth.corpus import write_corpus
+        from synth.corpus import write_corpus
     except ImportError:
         write_corpus = None
     if write_corpus is not None:

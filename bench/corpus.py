@@ -1,8 +1,8 @@
-"""Benchmark corpus: a thin wrapper over `batchcompact.synth.corpus` for the bench suite.
+"""Benchmark corpus: a thin wrapper over `synth.corpus` for the bench suite.
 
     .venv/bin/python bench/corpus.py --out /tmp/bc-corpus --total 1GB --seed 1 [--formats pi,claude,codex]
 
-is the same as `python -m batchcompact.synth corpus ...`. Import `write_corpus`, `plan_corpus` and
+is the same as `python -m synth corpus ...`. Import `write_corpus`, `plan_corpus` and
 `parse_size` from here (or from the package) in other benchmarks.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import sys
 
-from batchcompact.synth.__main__ import main as _synth_main
-from batchcompact.synth.corpus import FORMATS, parse_size, plan_corpus, write_corpus
-from batchcompact.synth.pi import PiSpec, write_pi_session
+from synth.__main__ import main as _synth_main
+from synth.corpus import FORMATS, parse_size, plan_corpus, write_corpus
+from synth.pi import PiSpec, write_pi_session
 
 __all__ = ["FORMATS", "parse_size", "plan_corpus", "write_corpus", "PiSpec", "write_pi_session", "main"]
 

@@ -175,6 +175,8 @@ def _isolated_settings(monkeypatch, tmp_path_factory):
     # So are report caches (usage parts, snapshots, stored reports): a report stored by another checkout's
     # code under the same version must never be replayed into a test.
     monkeypatch.setenv("XDG_CACHE_HOME", str(_token_cache_file(tmp_path_factory).parent / "xdg-cache"))
+    # And the default run state: a test never takes (or waits on) the user's run lock.
+    monkeypatch.setenv("XDG_STATE_HOME", str(_token_cache_file(tmp_path_factory).parent / "xdg-state"))
     from batchcompact.token_cache import reset_shared_cache
 
     reset_shared_cache()

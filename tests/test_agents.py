@@ -136,3 +136,13 @@ def test_an_agent_with_json_documents_is_walked_and_detected(tmp_path):
         assert [i.path for i in iter_session_files([tmp_path])] == [path]
         assert list(iter_source_files([tmp_path])) == [path]
         assert detect_format(path) == "doc" and report_detect(path) == "doc"
+
+
+def test_a_report_only_agent_is_discovered_for_report_alone(tmp_path):
+    usage_only = Agent(name="meter", display_name="Meter", places=(Place(defaults=("~/.meter",), sessions=("",)),),
+                       usage="test_agents:toy_usage")
+    home = tmp_path / "home"
+    (home / ".meter").mkdir(parents=True)
+    with registered(usage_only):
+        assert discover_sources(env={}, home=home) == []
+        assert [s.agent for s in discover_sources(env={}, home=home, report=True)] == ["meter"]

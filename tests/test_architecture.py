@@ -75,7 +75,7 @@ LAYERS = (
     ("pipeline",),
     ("report", "eval"),
     ("agents/<name>/<module>",),
-    ("cli", "synth"),
+    ("cli",),
     ("__main__",),
 )
 

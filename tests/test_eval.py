@@ -293,5 +293,7 @@ def test_secrets_are_redacted_before_summaries_and_judge_calls_leave(tmp_path, l
     assert len(llm_server.requests) > 1
     sent = [json.dumps(r.body) for r in llm_server.requests]
     assert not any(secret in body for body in sent)
-    assert "[REDACTED:" in sent[0]  # the summary call
+    # the summary calls (several run at once, so not always the first request) carry the span's secret redacted
+    summaries = [body for body in sent if "You are a context summarization assistant" in body]
+    assert summaries and any("[REDACTED:" in body for body in summaries)
     assert any("[REDACTED:" in body and "You are a coding agent resuming" in body for body in sent)  # the judge's

@@ -286,3 +286,15 @@ def test_gemini_cli_s_own_compression_threshold_setting_is_followed(tmp_path: Pa
     assert threshold() == 734_003  # 70% of 1,048,576
     assert threshold("--threshold-percent", "60") == 629_145  # the command line wins
     assert threshold("--no-agent-settings") == 524_288  # Gemini CLI's default, 50%
+
+
+def test_a_gemini_sub_agent_chat_is_not_compacted(tmp_path: Path) -> None:
+    records = _records(GEMINI / "session-tools.jsonl")
+    for record in records:  # Gemini CLI files these under chats/<parent session id>/
+        if "projectHash" in record:
+            record["kind"] = "subagent"
+    chat = tmp_path / "sub.jsonl"
+    chat.write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = CliRunner().invoke(main, ["plan", "--format", "jsonl", "--keep-recent-tokens", "100",
+                                       "--threshold-tokens", "1", str(chat)])
+    assert json.loads(result.stdout.splitlines()[0])["reason"] == "sub-agent transcript"

@@ -232,3 +232,36 @@ def test_tokenizer_with_its_encodings_does_not_warn(monkeypatch, caplog):
     with caplog.at_level(logging.WARNING, logger="batchcompact.tokenizer"):
         assert tokenizer.count_tokens("hello world", "gpt-4o") == 2
     assert [r for r in caplog.records if r.name == "batchcompact.tokenizer"] == []
+
+
+# -- a broken setting is one usage error, not a bug in every file nor an invalid file ------------------------
+
+@pytest.mark.parametrize("command", ["plan", "run"])
+def test_a_broken_price_map_is_one_usage_error(bc, archive, tmp_path, command):
+    (tmp_path / "prices.json").write_text("{broken")
+    extra = ("--output-dir", tmp_path / "out", "--min-age", "0") if command == "run" else ()
+    code, out, err = bc(command, archive, "--pricing", tmp_path / "prices.json", "--force", *extra)
+    assert code == 2 and internal_lines(out + err) == [] and "Traceback" not in err
+    assert [line for line in err.splitlines() if line.startswith("Error:")] == [
+        f"Error: pricing file {tmp_path / 'prices.json'} is not valid JSON: Expecting property name enclosed in "
+        "double quotes: line 1 column 2 (char 1)"]
+
+
+def test_a_usage_error_inside_a_file_task_stops_the_run_instead_of_marking_files_invalid(bc, archive, tmp_path,
+                                                                                        monkeypatch):
+    from batchcompact.errors import UsageError
+    from batchcompact.pipeline import session_task
+
+    def read_session(path, **kwargs):
+        raise UsageError("pass --pricing FILE")
+
+    monkeypatch.setattr(session_task, "read_session", read_session)
+    state = tmp_path / "state.sqlite"
+    code, _, err = bc("run", archive, "--output-dir", tmp_path / "out", "--min-age", "0", "--force", "--jobs", "1",
+                      "--state", state)
+    assert code == 2 and "Error: pass --pricing FILE" in err and "Traceback" not in err
+    monkeypatch.undo()
+    code, out, err = bc("run", archive, "--output-dir", tmp_path / "out", "--min-age", "0", "--force", "--jobs", "1",
+                        "--state", state, "--format", "json")
+    assert code == 0, err  # nothing was remembered as a known invalid file
+    assert "known_invalid" not in {r["status"] for r in json.loads(out)["rows"]}

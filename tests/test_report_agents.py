@@ -118,14 +118,17 @@ def test_opencode_counts_reasoning_and_the_database_row_wins(tmp_path):
     data = tmp_path / "opencode"
     (data / "storage" / "message" / "ses_1").mkdir(parents=True)
     db = sqlite3.connect(data / "opencode.db")
-    db.execute("CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT)")
+    db.execute("CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, parent_id TEXT)")
     db.execute("CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, data TEXT)")
-    db.execute("INSERT INTO session VALUES ('ses_1', '/work/app')")
+    db.execute("INSERT INTO session VALUES ('ses_1', '/work/app', NULL)")
+    db.execute("INSERT INTO session VALUES ('ses_task', '/work/app', 'ses_1')")  # a sub-agent's session
     final = {"role": "assistant", "modelID": "gpt-5", "providerID": "openai", "time": {"created": 1767312000000},
              "tokens": {"input": 100, "output": 20, "reasoning": 30, "cache": {"read": 400, "write": 0}}, "cost": 0}
     db.execute("INSERT INTO message VALUES ('msg_1', 'ses_1', 1, ?)", (json.dumps(final),))
     user = {"role": "user", "time": {"created": 1767311999000}, "model": {"providerID": "openai", "modelID": "gpt-5"}}
     db.execute("INSERT INTO message VALUES ('msg_0', 'ses_1', 0, ?)", (json.dumps(user),))
+    task = {**final, "tokens": {"input": 7, "output": 3}}
+    db.execute("INSERT INTO message VALUES ('msg_t', 'ses_task', 2, ?)", (json.dumps(task),))
     db.commit()
     db.close()
     # a stale legacy copy of the same message, written mid-stream with more output than it ended with
@@ -133,7 +136,10 @@ def test_opencode_counts_reasoning_and_the_database_row_wins(tmp_path):
     (data / "storage" / "message" / "ses_1" / "msg_1.json").write_text(json.dumps(stale))
     collected = collect_usage([data], cache_dir=tmp_path / "c", jobs=1)
     report = build_report(collected.parts, ReportSettings(by="session"))
-    (row,) = report.rows.to_dicts()
+    row, task = sorted(report.rows.to_dicts(), key=lambda r: r["session_id"])
+    assert (task["session_id"], task["total_tokens"]) == ("ses_task", 10)
+    kinds = pl.read_parquet(collected.parts).select("dedupe_key", "kind").sort("dedupe_key").rows()
+    assert kinds == [("opencode:msg_1", "main"), ("opencode:msg_1", "main"), ("opencode:msg_t", "sidechain")]
     assert (row["requests"], row["input_tokens"], row["output_tokens"], row["reasoning_tokens"]) == (1, 100, 50, 30)
     assert (row["cache_read_tokens"], row["total_tokens"], row["project"]) == (400, 550, "/work/app")
     # no recorded cost (0): computed from gpt-5's prices, reasoning at the output rate

@@ -141,3 +141,15 @@ def test_a_sub_agents_own_quick_first_call_is_not_taken_for_a_copy(tmp_path):
     write(tmp_path / "s" / "child.jsonl", lines)
     total, rows, collected = totals([tmp_path / "s"], tmp_path)
     assert rows["child-q"] == (2, 165) and collected.stats[0]["inherited_dropped"] == 0
+
+
+def test_cache_writes_are_a_part_of_the_input(tmp_path):
+    """Codex 0.16x adds `cache_write_input_tokens`; its `total_tokens` is input + output, so the writes are
+    inside `input_tokens` like the cached reads."""
+    lines = parent_lines(thread="w-1")
+    for line in lines[2:]:
+        for usage_ in line["payload"]["info"].values():
+            usage_["cache_write_input_tokens"] = 40
+    write(tmp_path / "w" / "rollout.jsonl", lines)
+    total, _, _ = totals([tmp_path / "w"], tmp_path)
+    assert (total["input_tokens"], total["cache_write_tokens"], total["total_tokens"]) == (1500 - 150 - 80, 80, 1800)

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from batchcompact.synth.__main__ import main as synth_main
-from batchcompact.synth.claude import ClaudeSpec, write_claude_session
-from batchcompact.synth.codex import CodexSpec, write_codex_session
-from batchcompact.synth.corpus import parse_size, pi_dir_name, plan_corpus, write_corpus
-from batchcompact.synth.pi import PiSpec, write_pi_session
-from batchcompact.synth.samples import write_samples
+from synth.__main__ import main as synth_main
+from synth.claude import ClaudeSpec, write_claude_session
+from synth.codex import CodexSpec, write_codex_session
+from synth.corpus import parse_size, pi_dir_name, plan_corpus, write_corpus
+from synth.pi import PiSpec, write_pi_session
+from synth.samples import write_samples
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_sessions"
 BROKEN = Path(__file__).resolve().parent.parent / "examples" / "broken"
@@ -119,7 +119,7 @@ def usable_assistants(path: list[dict]) -> list[dict]:
 def pi_sample(name: str) -> Path:
     path = (BROKEN if name == "malformed" else SAMPLES) / "pi" / f"{name}.jsonl"
     if not path.exists():
-        pytest.skip(f"{path} missing: run python -m batchcompact.synth samples sample_sessions")
+        pytest.skip(f"{path} missing: run python -m synth samples sample_sessions")
     return path
 
 

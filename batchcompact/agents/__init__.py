@@ -38,8 +38,22 @@ from batchcompact.agents import (
 )
 from batchcompact.agents.spec import Agent, Files, Place, load
 
-__all__ = ["AGENTS", "Agent", "Files", "Place", "describe", "find", "get", "load", "names", "register", "tool_table", "presets", "session_suffixes",
-           "file_detectors"]
+__all__ = [
+    "AGENTS",
+    "Agent",
+    "Files",
+    "Place",
+    "describe",
+    "file_detectors",
+    "find",
+    "get",
+    "load",
+    "names",
+    "presets",
+    "register",
+    "session_suffixes",
+    "tool_table",
+]
 
 AGENTS: list[Agent] = []  # registration order; mutated in place so every importer sees new agents
 _BY_NAME: dict[str, Agent] = {}

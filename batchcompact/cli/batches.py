@@ -47,14 +47,18 @@ def batches(ctx: click.Context, output_dir: str | None, state: str | None, cance
       batchcompact batches --output-dir compacted
       batchcompact batches --state ~/.local/state/batchcompact/state.sqlite --cancel batch_abc123
     """
-    from batchcompact.cli.command import deprecated
-    from batchcompact.cli.output import open_output, pick_format, print_table, require_output, write_rows
+    from batchcompact.cli.output import (
+        old_output_dir,
+        open_output,
+        pick_format,
+        print_table,
+        require_output,
+        write_rows,
+    )
     from batchcompact.pipeline.batch_commands import cancel_batch, list_batches, refresh_batches
     from batchcompact.pipeline.run import RunOptions
 
-    if output and not output_dir and (fmt == "table" or json_flag or Path(output).is_dir()):
-        deprecated(ctx, "batches -o DIR", "--output-dir DIR (-o/--output is now the results FILE)")
-        output_dir, output = output, None
+    output_dir, output = old_output_dir(ctx, "batches", output, output_dir, fmt, json_flag)
     fmt = pick_format(fmt, json_flag)
     require_output(fmt, output)
 

@@ -9,6 +9,7 @@ import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TextIO
 
 import click
@@ -300,3 +301,16 @@ def to_text(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) 
     buffer = io.StringIO()
     buffer.write(format_table(rows, columns))
     return buffer.getvalue()
+
+
+def old_output_dir(ctx: click.Context, command: str, output: str | None, output_dir: str | None, fmt: str,
+                   json_flag: bool) -> tuple[str | None, str | None]:
+    """(output_dir, output): the old `COMMAND -o DIR` meant the output folder; -o is now the results FILE on
+    every command. An -o with no --output-dir that names a folder, or that comes with the table format
+    (whose results are not a file), is taken as the folder, with a deprecation warning."""
+    if output and not output_dir and (fmt == "table" or json_flag or Path(output).is_dir()):
+        from batchcompact.cli.command import deprecated
+
+        deprecated(ctx, f"{command} -o DIR", "--output-dir DIR (-o/--output is now the results FILE)")
+        return output, None
+    return output_dir, output

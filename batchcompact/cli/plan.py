@@ -166,8 +166,7 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
       batchcompact plan /shared/archive --executor ray --ray-address head:6379
     """
     from batchcompact.discover import cli_paths
-    from batchcompact.formats.scan import iter_session_files
-    from batchcompact.pipeline.planning import PLAN_COLUMNS, PlanOptions, iter_plan_rows
+    from batchcompact.pipeline.planning import PLAN_COLUMNS, PlanOptions, plan_paths
 
     fmt = pick_format(fmt, json_flag)
     require_output(fmt, output)
@@ -177,17 +176,16 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     settings = pop_settings(kwargs)
     options = PlanOptions(summary_model=summary_model, pricing_file=pricing, min_branch_tokens=min_branch_tokens,
                           branch_reserve_tokens=branch_reserve_tokens, agent_settings=agent)
-    files = (str(item.path) for item in iter_session_files(paths, require_any=True))
-    totals = Totals()
-    warned: set[str] = set()
     runner = open_executor(executor, resolve_jobs(jobs), ray_address)
     if runner is not None:
         ctx.call_on_close(runner.close)
+    totals = Totals()
+    warned: set[str] = set()
 
     internal: list[str] = []
 
     def rows():
-        for row in iter_plan_rows(files, settings, options, jobs=resolve_jobs(jobs), executor=runner):
+        for row in plan_paths(paths, settings, options, jobs=resolve_jobs(jobs), executor=runner):
             totals.add(row)
             if row["status"] == "error" and is_internal_error(row.get("reason")):
                 internal.append(row["path"])
@@ -215,3 +213,11 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     if not (ctx.find_root().obj or {}).get("quiet"):
         echo_err(totals.summary())
     return INTERNAL_ERROR_EXIT if internal else 0
+
+
+def plan_instead_of_run(ctx: click.Context, paths: tuple[str, ...], model: str, **kwargs: Any) -> int:
+    """`run --dry-run`: the same as `plan` with run's planner options (the built-in model is plan's default)."""
+    # which settings pi's files may still set is known here, where the command line was parsed
+    kwargs["agent_settings"] = agent_fields(ctx, kwargs.get("agent_settings", True))
+    return ctx.invoke(plan, paths=paths, summary_model=None if model == "builtin" else model, json_flag=False,
+                      **kwargs)

@@ -169,6 +169,7 @@ def report(
       batchcompact report runs/ --source batchcompact --by session --chart cost.html
     """
     from batchcompact.discover import paths_or_discovered
+    from batchcompact.report.produce import produce_report
     from batchcompact.report.settings import ReportSettings
 
     fmt = pick_format(fmt, json_flag)
@@ -199,16 +200,11 @@ def report(
             raise click.BadParameter(f"{token_limit!r}: give a number of tokens or 'max'", param_hint="--token-limit")
         echo = None if quiet else lambda m: click.echo(m, err=True)
         paths, found = paths_or_discovered(paths, "report", echo, agents=tuple(agents))
-        shown = [s.to_dict() for s in found]
-        results = None
-        if not no_cache and not chart:
-            results = _stored_results(paths, settings, fmt, shown, cache_dir)
-            if results is not None and (kept := results[0].load(results[1])) is not None:
-                _replay(kept, fmt, output, compact, quiet=quiet, verbose=verbose)
-                return 0
-        _full_report(paths, settings, fmt, output, compact, shown, quiet=quiet, verbose=verbose,
-                     cache_dir=cache_dir, no_cache=no_cache, jobs=jobs, chart=chart, by=by,
-                     executor=executor, ray_address=ray_address, results=results)
+        out = produce_report(paths, settings, fmt, output, sources=[s.to_dict() for s in found],
+                             cache_dir=cache_dir, no_cache=no_cache, jobs=jobs, chart=chart,
+                             executor=lambda: open_executor(executor, jobs or 1, ray_address),
+                             warn=lambda w: click.echo(f"warning: {w}", err=True))
+        _print(out, fmt, output, compact, quiet=quiet, verbose=verbose)
     except BatchCompactError as exc:
         if os.environ.get("BATCHCOMPACT_DEBUG"):
             raise
@@ -217,82 +213,28 @@ def report(
     return 0
 
 
-def _stored_results(paths, settings, fmt: str, shown: list[dict], cache_dir):
-    """(ResultCache, key) when this report's output can be kept for an unchanged archive, else None."""
-    from batchcompact.report.files import default_cache_dir
-    from batchcompact.report.result_cache import ResultCache, archive_keys, result_key, storable
-
-    if not storable(settings, fmt):
-        return None
-    keys = archive_keys(paths)
-    key = result_key(keys, settings, fmt, shown) if keys else None
-    return None if key is None else (ResultCache(cache_dir or default_cache_dir()), key)
-
-
-def _full_report(paths, settings, fmt: str, output, compact: bool, shown: list[dict], *, quiet: bool, verbose: int,
-                 cache_dir, no_cache: bool, jobs, chart, by: str, executor: str, ray_address, results) -> None:
-    """Collect (cache-aware), aggregate with polars, render; keep the output when `results` says where."""
-    from batchcompact.report import build_report, collect_usage
-    from batchcompact.report.render import write_report
-
-    runner = open_executor(executor, jobs or 1, ray_address)
-    try:
-        collected = collect_usage(paths, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs, executor=runner)
-    finally:
-        if runner is not None:
-            runner.close()
-    try:
-        warnings = collected.warnings
-        for warning in warnings:
+def _print(out, fmt: str, output, compact: bool, *, quiet: bool, verbose: int) -> None:
+    """The report's output, and on stderr what a person needs to know about it."""
+    if out.replayed:
+        for warning in out.warnings:  # the full path printed them as they came
             click.echo(f"warning: {warning}", err=True)
-        result = build_report(collected.parts, settings)
-        if chart:
-            from dataclasses import replace
-
-            from batchcompact.report.chart import write_chart
-
-            period = by if by in ("day", "week", "month") else "day"
-            write_chart(build_report(collected.parts, replace(settings, by=period, breakdown=True)), chart)
-    finally:
-        collected.cleanup()
-    _warn_unpriced(result.unpriced_models)
-    kept: dict = {"warnings": warnings, "unpriced": result.unpriced_models, "dropped_zero": result.dropped_zero,
-                  "files": collected.files}
-    if fmt == "jsonl":
+    _warn_unpriced(out.unpriced)
+    if out.records is not None:
         from batchcompact.cli.output import write_rows
-        from batchcompact.report.render import report_records
 
-        write_rows(fmt, output, report_records(result))
-    elif fmt == "parquet":
-        write_report(result, fmt, output)
+        write_rows(fmt, output, out.records)
+    elif out.texts:
+        _emit(out.texts, out.table_width, fmt, output, compact)
+    if verbose and out.dropped_zero:
+        click.echo(f"{out.dropped_zero} requests with no tokens left out", err=True)
+    if verbose and out.rejected:
+        click.echo(f"{out.rejected} cache parts failed verification and were rebuilt", err=True)
+    if quiet:
+        return
+    if out.replayed:
+        click.echo(f"{out.files} files: 0 parsed, {out.files} from cache (the stored report)", err=True)
     else:
-        from batchcompact.report.render import table_width
-
-        kept["texts"] = {"wide": write_report(result, fmt, None, compact=False, sources=shown)}
-        if fmt == "table":
-            kept["texts"]["compact"] = write_report(result, fmt, None, compact=True, sources=shown)
-            kept["table_width"] = table_width(result)
-        _emit(kept, fmt, output, compact)
-    if verbose and result.dropped_zero:
-        click.echo(f"{result.dropped_zero} requests with no tokens left out", err=True)
-    if verbose and collected.rejected:
-        click.echo(f"{collected.rejected} cache parts failed verification and were rebuilt", err=True)
-    if not quiet:
-        click.echo(f"{collected.files} files: {collected.extracted} parsed, {collected.cached} from cache", err=True)
-    if results is not None and "texts" in kept:
-        results[0].store(results[1], kept)
-
-
-def _replay(kept: dict, fmt: str, output, compact: bool, *, quiet: bool, verbose: int) -> None:
-    """What the full report printed for the same archive and options, from the stored result."""
-    for warning in kept["warnings"]:
-        click.echo(f"warning: {warning}", err=True)
-    _warn_unpriced(kept["unpriced"])
-    _emit(kept, fmt, output, compact)
-    if verbose and kept["dropped_zero"]:
-        click.echo(f"{kept['dropped_zero']} requests with no tokens left out", err=True)
-    if not quiet:
-        click.echo(f"{kept['files']} files: 0 parsed, {kept['files']} from cache (the stored report)", err=True)
+        click.echo(f"{out.files} files: {out.parsed} parsed, {out.from_cache} from cache", err=True)
 
 
 def _warn_unpriced(models: list[str]) -> None:
@@ -305,16 +247,15 @@ def _warn_unpriced(models: list[str]) -> None:
         )
 
 
-def _emit(kept: dict, fmt: str, output, compact: bool) -> None:
-    """The rendered text to --output or stdout; a table fitted to the terminal as the full path does."""
-    texts = kept["texts"]
+def _emit(texts: dict[str, str], table_width: int | None, fmt: str, output, compact: bool) -> None:
+    """The rendered text to --output or stdout; a table fitted to the terminal."""
     if fmt == "table" and not compact and not output and sys.stdout.isatty():
         import shutil
 
         from batchcompact.report.render import COMPACT_WIDTH
 
         width = shutil.get_terminal_size((COMPACT_WIDTH, 24)).columns
-        compact = width < min(COMPACT_WIDTH, kept["table_width"])
+        compact = width < min(COMPACT_WIDTH, table_width or 0)
     text = texts["compact"] if fmt == "table" and compact else texts["wide"]
     if output:
         from pathlib import Path

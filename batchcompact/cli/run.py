@@ -9,7 +9,6 @@ from typing import Any
 
 import click
 
-from batchcompact.cli.command import deprecated
 from batchcompact.cli.options import (
     agent_fields,
     branch_options,
@@ -19,7 +18,14 @@ from batchcompact.cli.options import (
     pop_settings,
     resolve_jobs,
 )
-from batchcompact.cli.output import output_options, pick_format, reason_kind, require_output, write_rows
+from batchcompact.cli.output import (
+    old_output_dir,
+    output_options,
+    pick_format,
+    reason_kind,
+    require_output,
+    write_rows,
+)
 from batchcompact.cli.summarize_options import (
     pool_options,
     pool_settings_from,
@@ -173,43 +179,33 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
     import time
 
     from batchcompact.discover import cli_paths
-    from batchcompact.pipeline.run import RunOptions, run_archive
+    from batchcompact.pipeline.batch import batch_options
+    from batchcompact.pipeline.batch_commands import run_until_collected
+    from batchcompact.pipeline.run import RunOptions, check_destination, run_archive
 
     paths = tuple(cli_paths(paths, "run"))  # no PATHS: every agent's session folders
-    if output and not output_dir and not in_place and not dry_run and (
-            fmt == "table" or json_flag or Path(output).is_dir()):
-        # The old `run -o DIR` meant the output folder; -o is now the results file on every command.
-        deprecated(ctx, "run -o DIR", "--output-dir DIR (-o/--output is now the results FILE)")
-        output_dir, output = output, None
+    if not in_place and not dry_run:
+        output_dir, output = old_output_dir(ctx, "run", output, output_dir, fmt, json_flag)
     fmt = pick_format(fmt, json_flag)
     require_output(fmt, output)
     if dry_run:
-        from batchcompact.cli.plan import plan as plan_command
+        from batchcompact.cli.plan import plan_instead_of_run
 
-        # which settings pi's files may still set is known here, where the command line was parsed
-        kwargs["agent_settings"] = agent_fields(ctx, kwargs.get("agent_settings", True))
-        return ctx.invoke(plan_command, paths=paths, summary_model=None if model == "builtin" else model,
-                          fmt=fmt, output=output, json_flag=False, pricing=pricing, jobs=jobs, min_branch_tokens=min_branch_tokens,
-                          branch_reserve_tokens=branch_reserve_tokens, **kwargs)
-    if in_place == bool(output_dir):
-        raise click.UsageError("choose where to write: --output-dir DIR, or --in-place")
-    if wait and not use_batch:
-        raise click.UsageError("--wait only applies to --batch")
-    batch_options = None
-    if use_batch:
-        if summarizer:
-            raise click.UsageError("--batch buys from a provider's batch API; it cannot use --summarizer")
-        from batchcompact.pipeline.batch import BatchOptions
-        from batchcompact.summarize.batch_api import resolve_target
-
-        resolve_target(model, api_base, api_key)  # refuse an unknown model or a missing key before planning
-        batch_options = BatchOptions(api_base=api_base, api_key=api_key, max_attempts=batch_attempts)
+        return plan_instead_of_run(ctx, paths, model, fmt=fmt, output=output, pricing=pricing, jobs=jobs,
+                                   min_branch_tokens=min_branch_tokens,
+                                   branch_reserve_tokens=branch_reserve_tokens, **kwargs)
+    check_destination(in_place, output_dir)
+    batch = batch_options(use_batch, wait=wait, model=model, api_base=api_base, api_key=api_key,
+                          max_attempts=batch_attempts, summarizer_spec=summarizer)
     agent = agent_fields(ctx, kwargs.pop("agent_settings", True))
     executor = open_executor(kwargs.pop("executor"), resolve_jobs(jobs), kwargs.pop("ray_address"))
     if executor is not None:
         ctx.call_on_close(executor.close)
     settings = pop_settings(kwargs)
     quiet = (ctx.find_root().obj or {}).get("quiet", False)
+    from batchcompact.pricing import PriceTable
+
+    PriceTable.load(pricing)  # a missing or broken price map is one usage error, not a failure per session
     # before any file is read: an unknown model, a missing key (or a failed --check) costs nothing
     provider = provider_preflight(model, api_base=api_base, api_key=api_key, summarizer=summarizer, check=check,
                                   timeout=timeout, quiet=quiet)
@@ -238,24 +234,15 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         branch_reserve_tokens=branch_reserve_tokens,
         strict=strict,
         agent_settings=agent,
-        batch=batch_options,
+        batch=batch,
     )
     started = time.monotonic()
-    summary = run_archive(paths, settings, options, summarizer_obj, pool, executor=executor)
-    if wait:
-        from batchcompact.pipeline.batch_commands import wait_for_batches
-
-        # Each round waits for the open batches, then reruns: collect, write, resubmit what failed.
-        for _ in range(batch_attempts):
-            if summary.aborted or not summary.by_status.get("batch_pending"):
-                break
-            if not quiet:
-                click.echo(summary_text(summary, time.monotonic() - started, min_age), err=True)
-            try:
-                wait_for_batches(options.resolved_state_path(), api_key=api_key, progress=options.progress)
-            except KeyboardInterrupt:  # stopped while waiting: the batches stay open for a later run
-                break
-            summary = run_archive(paths, settings, options, summarizer_obj, pool, executor=executor)
+    summary = run_until_collected(
+        lambda: run_archive(paths, settings, options, summarizer_obj, pool, executor=executor),
+        options.resolved_state_path(), rounds=batch_attempts if wait else 0, api_key=api_key,
+        progress=options.progress,
+        on_round=None if quiet else lambda s: click.echo(summary_text(s, time.monotonic() - started, min_age),
+                                                          err=True))
     wall = time.monotonic() - started
     if fmt == "table":
         text = summary_text(summary, wall, min_age, quiet=quiet)

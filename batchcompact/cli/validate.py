@@ -37,15 +37,12 @@ def validate(ctx: click.Context, paths: tuple[str, ...], fmt: str, output: str |
       batchcompact validate '~/archive/**/*.jsonl' --format json
     """
     from batchcompact.discover import cli_paths
-    from batchcompact.formats.scan import iter_session_files
-    from batchcompact.pipeline.parallel import map_bounded
-    from batchcompact.pipeline.validation import validate_file
+    from batchcompact.pipeline.validation import validate_paths
 
     paths = cli_paths(paths, "validate")  # no PATHS: every agent's session folders
     fmt = pick_format(fmt, json_flag)
     require_output(fmt, output)
-    files = (str(item.path) for item in iter_session_files(paths, require_any=True))
-    results = map_bounded(validate_file, files, resolve_jobs(jobs))
+    results = validate_paths(paths, resolve_jobs(jobs))
     counts = {"files": 0, "valid": 0, "invalid": 0, "errors": 0, "warnings": 0}
 
     internal: list[str] = []

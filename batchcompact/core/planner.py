@@ -136,9 +136,7 @@ def prepare_compaction(
     if path[-1].type == "compaction":
         return Skip("already compacted", None, window, model_id)
 
-    context = build_session_context(path)
-    tokens_before = estimate_context_tokens([m.message for m in context.messages]).tokens
-    trigger_tokens = context.trigger_tokens()
+    tokens_before, trigger_tokens = _context_tokens(path)
     threshold = settings.threshold(window, agent_threshold) if window else None
     if not settings.force and cut is None:
         if window is None:
@@ -151,20 +149,7 @@ def prepare_compaction(
         if threshold is not None and trigger_tokens <= threshold:
             return Skip(f"below threshold ({trigger_tokens} <= {threshold} tokens)", tokens_before, window, model_id)
 
-    prev_index = -1
-    for index in range(len(path) - 1, -1, -1):
-        if path[index].type == "compaction":
-            prev_index = index
-            break
-    boundary_start = prev_index + 1
-    previous = path[prev_index] if prev_index >= 0 else None
-    if previous is not None:
-        kept_id = previous.data.get("firstKeptEntryId")
-        for index in range(prev_index):
-            if path[index].id == kept_id:
-                boundary_start = index
-                break
-
+    boundary_start, previous = _since_last_compaction(path)
     if cut is None:
         cut = find_cut_point(
             path, boundary_start, len(path), settings.keep_recent_tokens, fix_false_split=settings.fix_false_split
@@ -191,16 +176,76 @@ def prepare_compaction(
         )
 
     previous_summary = previous.data.get("summary") if previous is not None else None
+    read_files, modified_files = _file_lists(previous, history + (prefix if cut.is_split_turn else []))
+    calls, history_fallback = _summary_calls(settings, previous_summary, history_text, history_llm,
+                                             prefix_text if split else "", prefix_llm)
+    prune = plan_pruning(path, cut.first_kept_index) if settings.prune_tool_outputs else []
+    turn_start = path[cut.turn_start_index] if split else None
+    return CompactionPlan(
+        first_kept_entry_id=first_kept.id,
+        first_kept_index=cut.first_kept_index,
+        first_kept_line=first_kept.line,
+        turn_start_line=turn_start.line if turn_start is not None else None,
+        split_turn=split,
+        tokens_before=tokens_before,
+        tokens_after_est=_tokens_after(path[cut.first_kept_index :], calls, prune),
+        messages_to_summarize=len(history),
+        turn_prefix_messages=len(prefix) if split else 0,
+        read_files=read_files,
+        modified_files=modified_files,
+        calls=calls,
+        previous_summary=previous_summary,
+        history_fallback=history_fallback,
+        context_window=window,
+        model=model_id,
+        leaf_id=path[-1].id,
+        extra={"provider": provider, "boundary_start": boundary_start, "pi_split_turn": cut.is_split_turn},
+        prune=prune,
+        threshold=threshold,
+    )
+
+
+def _context_tokens(path: list[Entry]) -> tuple[int, int]:
+    """(estimated context tokens of the path, the tokens the trigger compares: usage-based where known)."""
+    context = build_session_context(path)
+    return estimate_context_tokens([m.message for m in context.messages]).tokens, context.trigger_tokens()
+
+
+def _since_last_compaction(path: list[Entry]) -> tuple[int, Entry | None]:
+    """(index where the span to summarize starts, the last compaction on the path or None): after the last
+    compaction, or at the first entry it kept (its kept tail is summarized again, as pi does)."""
+    prev_index = -1
+    for index in range(len(path) - 1, -1, -1):
+        if path[index].type == "compaction":
+            prev_index = index
+            break
+    boundary_start = prev_index + 1
+    previous = path[prev_index] if prev_index >= 0 else None
+    if previous is not None:
+        kept_id = previous.data.get("firstKeptEntryId")
+        for index in range(prev_index):
+            if path[index].id == kept_id:
+                boundary_start = index
+                break
+    return boundary_start, previous
+
+
+def _file_lists(previous: Entry | None, messages: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """(read, modified) files: those the previous compaction recorded (unless a hook wrote it), then the
+    summarized messages' tool calls."""
     file_ops = FileOps()
     if previous is not None and not previous.data.get("fromHook"):
         file_ops.add_details(previous.data.get("details"))
-    for message in history:
+    for message in messages:
         file_ops.add_message(message)
-    if cut.is_split_turn:
-        for message in prefix:
-            file_ops.add_message(message)
-    read_files, modified_files = file_ops.lists()
+    return file_ops.lists()
 
+
+def _summary_calls(settings: CompactionSettings, previous_summary: str | None, history_text: str,
+                   history_llm: list[dict[str, Any]], prefix_text: str,
+                   prefix_llm: list[dict[str, Any]]) -> tuple[list[SummaryCall], str | None]:
+    """The model calls: the history (when there is any) and the split turn's prefix (when `prefix_text`);
+    with no history, the text that stands in for its summary."""
     calls: list[SummaryCall] = []
     history_fallback = None
     if history_text:
@@ -218,7 +263,7 @@ def prepare_compaction(
     else:
         # pi sends "No prior history." and drops the previous summary here; we keep it.
         history_fallback = previous_summary or "No prior history."
-    if split:
+    if prefix_text:
         calls.append(
             SummaryCall(
                 kind=TURN_PREFIX,
@@ -229,35 +274,16 @@ def prepare_compaction(
                 instructions=settings.instructions,
             )
         )
+    return calls, history_fallback
 
+
+def _tokens_after(kept: list[Entry], calls: list[SummaryCall], prune: list) -> int:
+    """Estimated context after the compaction: the kept entries (less what pruning removes) and the
+    summaries at their expected length."""
     kept_tokens = 0
-    for entry in path[cut.first_kept_index :]:
+    for entry in kept:
         message = compaction_message(entry) if entry.type == "compaction" else entry_to_message(entry)
         if message is not None and entry.type != "compaction":
             kept_tokens += estimate_tokens(message)
     summary_est = sum(min(c.max_tokens, EST_OUTPUT_TOKENS.get(c.kind, 2000)) for c in calls)
-    prune = plan_pruning(path, cut.first_kept_index) if settings.prune_tool_outputs else []
-    kept_tokens -= sum(a.tokens for a in prune)
-    turn_start = path[cut.turn_start_index] if split else None
-    return CompactionPlan(
-        first_kept_entry_id=first_kept.id,
-        first_kept_index=cut.first_kept_index,
-        first_kept_line=first_kept.line,
-        turn_start_line=turn_start.line if turn_start is not None else None,
-        split_turn=split,
-        tokens_before=tokens_before,
-        tokens_after_est=kept_tokens + summary_est,
-        messages_to_summarize=len(history),
-        turn_prefix_messages=len(prefix) if split else 0,
-        read_files=read_files,
-        modified_files=modified_files,
-        calls=calls,
-        previous_summary=previous_summary,
-        history_fallback=history_fallback,
-        context_window=window,
-        model=model_id,
-        leaf_id=path[-1].id,
-        extra={"provider": provider, "boundary_start": boundary_start, "pi_split_turn": cut.is_split_turn},
-        prune=prune,
-        threshold=threshold,
-    )
+    return kept_tokens - sum(a.tokens for a in prune) + summary_est

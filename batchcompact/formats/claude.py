@@ -26,6 +26,7 @@ Mapping, one planning `Entry` per line unless said otherwise (`Entry.line` = the
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -140,37 +141,20 @@ def _group_responses(order, raw, conversational_ancestor):
     return alias, group_of, group_lines
 
 
-def read(path: str | Path) -> Session:
-    """Read a Claude Code transcript. Never raises on bad content: problems are collected on the Session."""
-    name = str(path)
-    problems: list[Problem] = []
-    size = file_size(path)
-    raw: dict[str, tuple[int, dict[str, Any]]] = {}
-    order: list[str] = []
-    first: dict[str, Any] = {}
-    count = last_line = 0
-    try:
-        for lineno, obj in iter_json_lines(path, problems):
-            count += 1
-            last_line = lineno
-            if not first and isinstance(obj.get("sessionId"), str):
-                first = {k: obj[k] for k in ENVELOPE_KEYS if k in obj}
-            uuid = obj.get("uuid")
-            if not isinstance(uuid, str):
-                continue  # file-history-snapshot, queue-operation, summary titles...: not in the tree
-            if uuid in raw:
-                problems.append(
-                    Problem(name, lineno, WARNING, f"uuid {uuid!r} repeats line {raw[uuid][0]}; copy ignored")
-                )
-                continue
-            if obj.get("type") not in CONVERSATIONAL:
-                obj = {k: obj[k] for k in SLIM_KEYS if k in obj}  # progress lines can be megabytes
-            raw[uuid] = (lineno, obj)
-            order.append(uuid)
-    except OSError as exc:
-        problems.append(Problem(name, None, ERROR, f"cannot read file: {exc.strerror or exc}"))
+@dataclass
+class _Lines:
+    """The transcript's lines that carry a uuid, in file order (non-conversational ones slimmed), and what
+    the header needs from the others."""
 
-    def conversational_ancestor(parent: Any) -> str | None:
+    raw: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)  # uuid -> (line number, object)
+    order: list[str] = field(default_factory=list)
+    first: dict[str, Any] = field(default_factory=dict)  # envelope of the first line with a sessionId
+    count: int = 0
+    last_line: int = 0
+
+    def conversational_ancestor(self, parent: Any) -> str | None:
+        """The nearest user/assistant line at or above `parent` (through any other lines)."""
+        raw = self.raw
         seen: set[str] = set()
         while isinstance(parent, str) and parent in raw and parent not in seen:
             seen.add(parent)
@@ -179,8 +163,9 @@ def read(path: str | Path) -> Session:
             parent = raw[parent][1].get("parentUuid")
         return None
 
-    def tree_ancestor(parent: Any) -> tuple[str | None, str | None]:
+    def tree_ancestor(self, parent: Any) -> tuple[str | None, str | None]:
         """(nearest ancestor that is in the tree, a parent uuid missing from the file or None)."""
+        raw = self.raw
         seen: set[str] = set()
         while isinstance(parent, str) and parent not in seen:
             if parent not in raw:
@@ -191,21 +176,94 @@ def read(path: str | Path) -> Session:
             parent = raw[parent][1].get("parentUuid")
         return None, None
 
-    # Group the lines of one streamed assistant response (see `_group_responses`).
-    alias, group_of, group_lines = _group_responses(order, raw, conversational_ancestor)
 
+def _read_lines(path: str | Path, name: str, problems: list[Problem]) -> _Lines:
+    lines = _Lines()
+    try:
+        for lineno, obj in iter_json_lines(path, problems):
+            lines.count += 1
+            lines.last_line = lineno
+            if not lines.first and isinstance(obj.get("sessionId"), str):
+                lines.first = {k: obj[k] for k in ENVELOPE_KEYS if k in obj}
+            uuid = obj.get("uuid")
+            if not isinstance(uuid, str):
+                continue  # file-history-snapshot, queue-operation, summary titles...: not in the tree
+            if uuid in lines.raw:
+                problems.append(
+                    Problem(name, lineno, WARNING, f"uuid {uuid!r} repeats line {lines.raw[uuid][0]}; copy ignored")
+                )
+                continue
+            if obj.get("type") not in CONVERSATIONAL:
+                obj = {k: obj[k] for k in SLIM_KEYS if k in obj}  # progress lines can be megabytes
+            lines.raw[uuid] = (lineno, obj)
+            lines.order.append(uuid)
+    except OSError as exc:
+        problems.append(Problem(name, None, ERROR, f"cannot read file: {exc.strerror or exc}"))
+    return lines
+
+
+def read(path: str | Path) -> Session:
+    """Read a Claude Code transcript. Never raises on bad content: problems are collected on the Session."""
+    name = str(path)
+    problems: list[Problem] = []
+    size = file_size(path)
+    lines = _read_lines(path, name, problems)
+    raw, order = lines.raw, lines.order
+    # Group the lines of one streamed assistant response (see `_group_responses`).
+    alias, group_of, group_lines = _group_responses(order, raw, lines.conversational_ancestor)
+    datas, entry_lines, boundaries = _entry_datas(name, lines, alias, group_of, group_lines, problems)
+    _chain_sibling_results(order, datas)
+    redirect = _relink_kept_tails(name, boundaries, raw, group_of, datas, problems)
+    entries = [Entry(datas[u], raw[u][0]) for u in order if u in datas]
+    tree = SessionTree(entries, name)
+    leaf_uuid = next((u for u in reversed(order) if _is_conversational(raw[u][1])), None)
+    leaf_id = group_of.get(leaf_uuid, leaf_uuid) if leaf_uuid is not None else None
+    leaf_id = redirect.get(leaf_id, leaf_id)
+    tree.leaf = tree.get(leaf_id)
+    problems.extend(tree.problems)
+
+    last = raw[leaf_uuid][1] if leaf_uuid is not None else lines.first
+    header: dict[str, Any] = {
+        "id": lines.first.get("sessionId") or Path(name).name.split(".")[0],
+        "cwd": last.get("cwd") or lines.first.get("cwd"),
+        "version": last.get("version"),
+        "gitBranch": last.get("gitBranch"),
+    }
+    main_lines = sum(1 for u in order if _is_conversational(raw[u][1]))
+    side_lines = sum(1 for u in order if raw[u][1].get("isSidechain") and raw[u][1].get("type") in CONVERSATIONAL)
+    extra = {
+        # A Task sub-agent's own file (2.0.x `agent-*.jsonl`, 2.1.x `<session>/subagents/agent-*.jsonl`):
+        # only sidechain lines. Claude Code never resumes it, so it is not compacted.
+        "subagent": side_lines > 0 and main_lines == 0,
+        "size": size,
+        "last_line": lines.last_line,
+        "entry_lines": entry_lines,
+        "uuids": set(raw),
+        "leaf_uuid": leaf_uuid,
+        "envelope": {k: last[k] for k in ENVELOPE_KEYS if k in last},
+    }
+    if not any(p.severity == ERROR for p in problems) and not lines.count:
+        problems.append(Problem(name, None, ERROR, "no transcript lines"))
+    return Session(name, FORMAT, header, entries, problems=problems, tree=tree, extra=extra)
+
+
+def _entry_datas(name: str, lines: _Lines, alias: dict[str, str], group_of: dict[str, str],
+                 group_lines: dict[str, list[str]], problems: list[Problem]):
+    """The pi-shaped entry of every tree line (one per response group): (datas by uuid, the raw lines of
+    each message entry, the boundaries' uuids)."""
+    raw = lines.raw
     tool_names: dict[str, str] = {}
     last_model: str | None = None
     datas: dict[str, dict[str, Any]] = {}
     entry_lines: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     boundaries: list[str] = []
-    for uuid in order:
+    for uuid in lines.order:
         if group_of.get(uuid, uuid) != uuid:
             continue
         lineno, obj = raw[uuid]
         if not _in_tree(obj):
             continue
-        parent, missing = tree_ancestor(obj.get("parentUuid"))
+        parent, missing = lines.tree_ancestor(obj.get("parentUuid"))
         if missing is not None:
             problems.append(
                 Problem(name, lineno, WARNING, f"parentUuid {missing!r} is not in this file; a root")
@@ -214,30 +272,10 @@ def read(path: str | Path) -> Session:
         base = {"id": uuid, "parentId": parent_id, "timestamp": obj.get("timestamp")}
         kind = obj.get("type")
         if kind == "user" and not obj.get("isSidechain") and obj.get("isCompactSummary"):
-            boundary = raw[parent][1] if isinstance(parent, str) else {}
-            is_boundary = boundary.get("subtype") == "compact_boundary"
-            meta = boundary.get("compactMetadata") if is_boundary else None
-            meta = meta if isinstance(meta, dict) else {}
-            # Claude keeps nothing from before its boundary: the first kept entry is the boundary itself
-            # (metadata), or the summary's own id when it has no boundary parent (then nothing is kept).
-            marker = meta.get(MARKER_KEY) if isinstance(meta.get(MARKER_KEY), dict) else {}
-            data = {
-                "type": "compaction",
-                **base,
-                "summary": summary_text(obj),
-                "firstKeptEntryId": parent_id if is_boundary else uuid,
-                "tokensBefore": meta.get("preTokens") or 0,
-                "fromHook": bool(marker.get("fromHook")),
-            }
-            if "readFiles" in marker or "modifiedFiles" in marker:
-                data["details"] = {
-                    "readFiles": marker.get("readFiles") or [],
-                    "modifiedFiles": marker.get("modifiedFiles") or [],
-                }
+            data = _compaction_data(obj, raw[parent][1] if isinstance(parent, str) else {}, base)
         elif _is_conversational(obj):
             if kind == "assistant":
-                lines = [raw[u][1] for u in group_lines[uuid]]
-                message = assistant_message(lines, tool_names)
+                message = assistant_message([raw[u][1] for u in group_lines[uuid]], tool_names)
                 if message["model"] == "<synthetic>" or not message["model"]:
                     # Made locally (e.g. an API error text): report the session's real model instead.
                     message["model"] = last_model
@@ -250,46 +288,37 @@ def read(path: str | Path) -> Session:
         else:
             # A boundary; `logicalParentId` names the entry the old history ended on, so a consumer can
             # tell that history (now a separate root) from a branch the user abandoned.
-            logical = tree_ancestor(obj.get("logicalParentUuid"))[0]
+            logical = lines.tree_ancestor(obj.get("logicalParentUuid"))[0]
             logical = alias.get(logical, logical) if logical is not None else None
             data = {"type": META_TYPE, **base, "lineType": kind, "subtype": obj.get("subtype")}
             data["logicalParentId"] = logical
             boundaries.append(uuid)
         datas[uuid] = data
+    return datas, entry_lines, boundaries
 
-    _chain_sibling_results(order, datas)
-    redirect = _relink_kept_tails(name, boundaries, raw, group_of, datas, problems)
-    entries = [Entry(datas[u], raw[u][0]) for u in order if u in datas]
-    tree = SessionTree(entries, name)
-    leaf_uuid = next((u for u in reversed(order) if _is_conversational(raw[u][1])), None)
-    leaf_id = group_of.get(leaf_uuid, leaf_uuid) if leaf_uuid is not None else None
-    leaf_id = redirect.get(leaf_id, leaf_id)
-    tree.leaf = tree.get(leaf_id)
-    problems.extend(tree.problems)
 
-    last = raw[leaf_uuid][1] if leaf_uuid is not None else first
-    header: dict[str, Any] = {
-        "id": first.get("sessionId") or Path(name).name.split(".")[0],
-        "cwd": last.get("cwd") or first.get("cwd"),
-        "version": last.get("version"),
-        "gitBranch": last.get("gitBranch"),
+def _compaction_data(obj: dict[str, Any], boundary: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+    """A compact summary line (and the `compact_boundary` it hangs from) as a pi `compaction` entry."""
+    is_boundary = boundary.get("subtype") == "compact_boundary"
+    meta = boundary.get("compactMetadata") if is_boundary else None
+    meta = meta if isinstance(meta, dict) else {}
+    # Claude keeps nothing from before its boundary: the first kept entry is the boundary itself
+    # (metadata), or the summary's own id when it has no boundary parent (then nothing is kept).
+    marker = meta.get(MARKER_KEY) if isinstance(meta.get(MARKER_KEY), dict) else {}
+    data = {
+        "type": "compaction",
+        **base,
+        "summary": summary_text(obj),
+        "firstKeptEntryId": base["parentId"] if is_boundary else base["id"],
+        "tokensBefore": meta.get("preTokens") or 0,
+        "fromHook": bool(marker.get("fromHook")),
     }
-    main_lines = sum(1 for u in order if _is_conversational(raw[u][1]))
-    side_lines = sum(1 for u in order if raw[u][1].get("isSidechain") and raw[u][1].get("type") in CONVERSATIONAL)
-    extra = {
-        # A Task sub-agent's own file (2.0.x `agent-*.jsonl`, 2.1.x `<session>/subagents/agent-*.jsonl`):
-        # only sidechain lines. Claude Code never resumes it, so it is not compacted.
-        "subagent": side_lines > 0 and main_lines == 0,
-        "size": size,
-        "last_line": last_line,
-        "entry_lines": entry_lines,
-        "uuids": set(raw),
-        "leaf_uuid": leaf_uuid,
-        "envelope": {k: last[k] for k in ENVELOPE_KEYS if k in last},
-    }
-    if not any(p.severity == ERROR for p in problems) and not count:
-        problems.append(Problem(name, None, ERROR, "no transcript lines"))
-    return Session(name, FORMAT, header, entries, problems=problems, tree=tree, extra=extra)
+    if "readFiles" in marker or "modifiedFiles" in marker:
+        data["details"] = {
+            "readFiles": marker.get("readFiles") or [],
+            "modifiedFiles": marker.get("modifiedFiles") or [],
+        }
+    return data
 
 
 def _chain_sibling_results(order: list[str], datas: dict[str, dict[str, Any]]) -> None:

@@ -59,6 +59,24 @@ class BatchOptions:
     timeout: float = 120.0
 
 
+def batch_options(use_batch: bool, *, wait: bool, model: str, api_base: str | None, api_key: str | None,
+                  max_attempts: int, summarizer_spec: str | None) -> BatchOptions | None:
+    """`run --batch [--wait]` settings, checked before any file is read: --wait needs --batch, a batch is
+    bought from a provider (no custom summarizer), and an unknown model or a missing key is refused now."""
+    from batchcompact.errors import UsageError
+
+    if wait and not use_batch:
+        raise UsageError("--wait only applies to --batch")
+    if not use_batch:
+        return None
+    if summarizer_spec:
+        raise UsageError("--batch buys from a provider's batch API; it cannot use --summarizer")
+    from batchcompact.summarize.batch_api import resolve_target
+
+    resolve_target(model, api_base, api_key)  # refuse an unknown model or a missing key before planning
+    return BatchOptions(api_base=api_base, api_key=api_key, max_attempts=max_attempts)
+
+
 def batch_cost(model: str, pricing_file: str | None, *, prompt_tokens: int, completion_tokens: int,
                cache_read_tokens: int = 0, cache_write_tokens: int = 0) -> float | None:
     """USD at the batch rate (the map's `*_batches` prices, or 50% where the provider documents it)."""

@@ -6,6 +6,7 @@ run lock (`batch_store.open_store`); collecting results is left to the next run 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -123,3 +124,23 @@ def cancel_batch(state_path: Path, ident: str, api_key: str | None = None) -> di
         return _as_dict(store.batch(row.local_id))
     finally:
         db.close()
+
+
+def run_until_collected(run: Callable[[], Any], state_path: Path, *, rounds: int, api_key: str | None = None,
+                        progress: bool = False, on_round: Callable[[Any], None] | None = None) -> Any:
+    """`run --batch --wait`: `run()` (a `RunSummary`), then, while sessions wait for batches, wait for every
+    open batch and run again (collect, write, resubmit what failed), at most `rounds` times. `on_round`
+    sees each summary that is followed by a wait. Ctrl-C while waiting ends the loop: the batches stay open
+    for a later run. Returns the last run's summary."""
+    summary = run()
+    for _ in range(rounds):
+        if summary.aborted or not summary.by_status.get("batch_pending"):
+            break
+        if on_round is not None:
+            on_round(summary)
+        try:
+            wait_for_batches(state_path, api_key=api_key, progress=progress)
+        except KeyboardInterrupt:  # stopped while waiting: the batches stay open for a later run
+            break
+        summary = run()
+    return summary

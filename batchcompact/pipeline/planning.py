@@ -19,7 +19,7 @@ from batchcompact.agents import get, load
 from batchcompact.core.calls import SummaryCall
 from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
 from batchcompact.core.session import Session
-from batchcompact.errors import SessionReadError, internal_error_reason
+from batchcompact.errors import SessionReadError, UsageError, internal_error_reason
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +160,29 @@ def plan_session(
     `prompt_tokens`, when given, are the exact counts of the calls from an earlier planning of the same
     bytes (planning is deterministic), so the prompts are not tokenized a second time.
     """
+    row = _base_row(session, options)
+    if not session.compactable:
+        row.update(status="error", reason=_first_error(session))
+        return None, row
+    settings, reason = _left_alone(session, settings, options)
+    if reason is not None:
+        row.update(status="skip", reason=reason)
+        return Skip(reason, None, settings.context_window, None), row
+    plan = _cut(session, settings, options, row)
+    if isinstance(plan, Skip):
+        row.update(status="skip", reason=plan.reason, tokens_before=plan.tokens_before)
+        return plan, row
+    if prompt_tokens is not None and len(prompt_tokens) == len(plan.calls):
+        calls = [dataclasses.replace(c, prompt_tokens=n) for c, n in zip(plan.calls, prompt_tokens, strict=True)]
+    else:
+        calls = count_call_tokens(plan.calls, options.summary_model)
+    plan = dataclasses.replace(plan, calls=calls)
+    row.update(_compact_fields(plan, options))
+    return plan, row
+
+
+def _base_row(session: Session, options: PlanOptions) -> dict[str, Any]:
+    """The session's plan row before anything is decided."""
     row: dict[str, Any] = dict.fromkeys(PLAN_COLUMNS)
     row.update(
         path=session.path,
@@ -177,34 +200,46 @@ def plan_session(
         turn_prefix_messages=0,
         summary_model=options.summary_model or BUILTIN,
     )
-    if not session.compactable:
-        errors = session.errors
-        more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
-        first = errors[0]  # the row names the file: the reason gives the line and the problem, not the path again
-        where = f"line {first.line}: " if first.line is not None else ""
-        row.update(status="error", reason=f"{where}{first.message}{more}")
-        return None, row
+    return row
+
+
+def _first_error(session: Session) -> str:
+    """The reason of an invalid session: the first error's line and problem (the row names the file)."""
+    errors = session.errors
+    more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+    first = errors[0]
+    where = f"line {first.line}: " if first.line is not None else ""
+    return f"{where}{first.message}{more}"
+
+
+def _left_alone(session: Session, settings: CompactionSettings,
+                options: PlanOptions) -> tuple[CompactionSettings, str | None]:
+    """The settings for this session (its agent's own settings applied) and why it is not planned at all
+    (a report-only agent, compaction disabled in the agent's settings, a sub-agent transcript), or None."""
     agent = get(session.format)
     refused = session.extra.get("not_writable")  # a reader's reason why this file cannot be rewritten
     if agent.writer is None or refused:
-        reason = refused or f"{agent.display_name} sessions are reported, not compacted"
-        row.update(status="skip", reason=reason)
-        return Skip(reason, None, settings.context_window, None), row
+        return settings, refused or f"{agent.display_name} sessions are reported, not compacted"
     if agent.settings and options.agent_settings:
         settings, disabled = load(agent.settings)(session, settings, options.agent_settings)
         if disabled:
-            row.update(status="skip", reason=disabled)
-            return Skip(disabled, None, settings.context_window, None), row
+            return settings, disabled
     if session.extra.get("subagent") and not settings.force:
-        row.update(status="skip", reason="sub-agent transcript")
-        return Skip("sub-agent transcript", None, settings.context_window, None), row
+        return settings, "sub-agent transcript"
+    return settings, None
+
+
+def _cut(session: Session, settings: CompactionSettings, options: PlanOptions,
+         row: dict[str, Any]) -> CompactionPlan | Skip:
+    """Where the session is cut (or why not), from the agent's trigger; the row gets the window, the
+    threshold and the branch plans."""
     from batchcompact.core.planner import session_model
 
     path = session.path_entries()
     provider, model = session_model(path)
     trigger = session_trigger(session, settings, model, provider, options.pricing_file)
     window = trigger.window
-    agent_threshold = trigger.threshold if agent.own_threshold else None
+    agent_threshold = trigger.threshold if get(session.format).own_threshold else None
     plan = prepare_compaction(path, settings, window, agent_threshold)
     row.update(
         model=model,
@@ -213,19 +248,17 @@ def plan_session(
         threshold=settings.threshold(window, agent_threshold) if window else None,
     )
     row.update(describe_branch_plans(session, settings, options, window))
-    if isinstance(plan, Skip):
-        row.update(status="skip", reason=plan.reason, tokens_before=plan.tokens_before)
-        return plan, row
-    if prompt_tokens is not None and len(prompt_tokens) == len(plan.calls):
-        calls = [dataclasses.replace(c, prompt_tokens=n) for c, n in zip(plan.calls, prompt_tokens, strict=True)]
-    else:
-        calls = count_call_tokens(plan.calls, options.summary_model)
-    plan = dataclasses.replace(plan, calls=calls)
+    return plan
+
+
+def _compact_fields(plan: CompactionPlan, options: PlanOptions) -> dict[str, Any]:
+    """The row of a session to compact: the cut, the calls, their tokens and estimated cost."""
     from batchcompact.core.planner import EST_OUTPUT_TOKENS
 
+    calls = plan.calls
     est_output = sum(min(c.max_tokens, EST_OUTPUT_TOKENS.get(c.kind, 2000)) for c in calls)
     cost, batch_cost = estimate_cost(calls, est_output, options.summary_model, options.pricing_file)
-    row.update(
+    return dict(
         status="compact",
         reason="split turn" if plan.split_turn else "",
         tokens_before=plan.tokens_before,
@@ -246,7 +279,6 @@ def plan_session(
         prune_results=len(plan.prune),
         prune_tokens=sum(a.tokens for a in plan.prune),
     )
-    return plan, row
 
 
 def plan_branches(session: Session, settings: CompactionSettings, options: PlanOptions, window: int | None):
@@ -311,6 +343,8 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
         row = dict.fromkeys(PLAN_COLUMNS)
         row.update(path=str(path), status="error", reason=missing_file_reason(path), read_files=[], modified_files=[])
         return row
+    except UsageError:  # the command's settings (a broken price map), not this file: stops the command
+        raise
     except SessionReadError as exc:  # unreadable as a session (a missing optional package, …): its own words
         row = dict.fromkeys(PLAN_COLUMNS)
         row.update(path=str(path), status="error", reason=str(exc), read_files=[], modified_files=[])
@@ -320,6 +354,18 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
         row: dict[str, Any] = dict.fromkeys(PLAN_COLUMNS)
         row.update(path=str(path), status="error", reason=internal_error_reason(exc), read_files=[], modified_files=[])
         return row
+
+
+def plan_paths(paths: Iterable[str], settings: CompactionSettings, options: PlanOptions, jobs: int = 1,
+               executor: Any = None) -> Iterator[dict[str, Any]]:
+    """`batchcompact plan`: the plan row of every session file under `paths` (files, folders, globs; none
+    found is a UsageError), in the walk's order (`iter_plan_rows`)."""
+    from batchcompact.formats.scan import iter_session_files
+    from batchcompact.pricing import PriceTable
+
+    PriceTable.load(options.pricing_file)  # a missing or broken price map is one usage error, not a row per file
+    files = (str(item.path) for item in iter_session_files(paths, require_any=True))
+    return iter_plan_rows(files, settings, options, jobs=jobs, executor=executor)
 
 
 def iter_plan_rows(

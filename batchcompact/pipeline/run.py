@@ -17,10 +17,7 @@ import dataclasses
 import logging
 import os
 import secrets
-import shutil
-import signal
 import sqlite3
-from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,8 +26,15 @@ from typing import Any
 
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
 from batchcompact.errors import INTERNAL_ERROR_EXIT, RunAborted, UsageError, is_internal_error
-from batchcompact.formats.scan import ScanItem, iter_session_files, printable, resolved
+from batchcompact.formats.scan import ScanItem, iter_session_files, resolved
 from batchcompact.formats.scan import oserror_text as _oserror
+from batchcompact.lifecycle import (
+    add_loop_stop_handlers,
+    remove_loop_stop_handlers,
+    restore_stop_handlers,
+    saved_stop_handlers,
+    stop_signal_name,
+)
 from batchcompact.pipeline.buying import make_buyer
 from batchcompact.pipeline.executor import Executor, ExecutorLost, LocalExecutor
 from batchcompact.pipeline.outcome import (
@@ -40,7 +44,12 @@ from batchcompact.pipeline.outcome import (
     usage_fields,
 )
 from batchcompact.pipeline.planning import PlanOptions
-from batchcompact.pipeline.runreport import ReportImports, empty_row, write_compactions
+from batchcompact.pipeline.run_budget import RunBudget
+from batchcompact.pipeline.run_ledger import RunLedger, run_settings_key
+from batchcompact.pipeline.run_locks import SessionLocks
+from batchcompact.pipeline.run_progress import Progress
+from batchcompact.pipeline.run_rows import RunRows, row_from_plan
+from batchcompact.pipeline.runreport import ReportImports, write_compactions
 from batchcompact.pipeline.session_task import (
     FileTask,
     FileWork,
@@ -48,17 +57,14 @@ from batchcompact.pipeline.session_task import (
     finish_file,
     prepare_file,
     process_file,
-    take_lock,
 )
-from batchcompact.pipeline.state import Fingerprint, RunState, settings_hash
+from batchcompact.pipeline.state import Fingerprint, RunState
 from batchcompact.pipeline.statuses import BATCH_PENDING, CHANGED, COMPACTED, FAILED, SKIPPED
-from batchcompact.pipeline.writer import sweep_stale_temps, temp_name
+from batchcompact.pipeline.writer import copy_file, sweep_stale_temps
 
 log = logging.getLogger(__name__)
 
 BUDGET_EXHAUSTED = "budget_exhausted"
-# An invalid file already reported by an earlier run, unchanged since: not a failure unless --strict.
-KNOWN_INVALID = "known_invalid"
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,12 @@ class RunOptions:
         return default_state_home() / "reports"
 
 
+def check_destination(in_place: bool, output_dir: str | Path | None) -> None:
+    """A run writes either beside the originals (--in-place) or to an output folder, never both or neither."""
+    if in_place == bool(output_dir):
+        raise UsageError("choose where to write: --output-dir DIR, or --in-place")
+
+
 def default_state_home() -> Path:
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     return Path(base) / "batchcompact"
@@ -130,32 +142,11 @@ def _new_run_id(moment: datetime) -> str:
     return moment.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
-def _state_key(item: ScanItem) -> str:
-    """Sessions are remembered by absolute path, so `dir` and `./dir` or `/abs/dir` are the same input."""
-    return str(resolved(item.path))
-
-
-def _row_from_plan(plan_row: dict[str, Any], item: ScanItem, run_id: str, started: datetime) -> dict[str, Any]:
-    row = empty_row()
-    row.update(
-        run_id=run_id,
-        started_at=started,
-        input_path=str(item.path),
-        session_id=plan_row.get("session_id"),
-        format=plan_row.get("format"),
-        entries=plan_row.get("entries"),
-        tokens_before=plan_row.get("tokens_before"),
-        tokens_after_est=plan_row.get("tokens_after_est"),
-        first_kept_entry_id=plan_row.get("first_kept_entry_id"),
-        messages_summarized=plan_row.get("messages_to_summarize") or 0,
-        split_turn=bool(plan_row.get("split_turn")),
-        est_cost_usd=plan_row.get("est_cost_usd"),
-        session_model=plan_row.get("model"),
-    )
-    return row
-
-
 class Runner:
+    """The run loop: coordinates the file tasks on the executor, the run state (`run_ledger.py`), the session
+    locks (`run_locks.py`), the budget (`run_budget.py`), the buyer (`buying.py`), the progress bars
+    (`run_progress.py`) and the report rows; the work itself is in `session_task.py`."""
+
     def __init__(self, settings: CompactionSettings, options: RunOptions, summarizer: Any, pool_settings: Any,
                  *, clock=None, sleep=None, executor: Executor | None = None) -> None:
         self.settings = settings
@@ -175,25 +166,13 @@ class Runner:
             branch_reserve_tokens=options.branch_reserve_tokens,
             agent_settings=options.agent_settings,
         )
-        self.settings_key = settings_hash(
-            {
-                "settings": dataclasses.asdict(settings),
-                "summary_model": options.summary_model,
-                "summarizer": getattr(summarizer, "name", None),
-                "in_place": options.in_place,
-                # resolved: `out`, `./out` and `/abs/out` are the same settings
-                "output_dir": str(resolved(options.output_dir)) if options.output_dir else None,
-                "branch_summaries": options.branch_summaries,
-                "min_branch_tokens": options.min_branch_tokens,
-                "branch_reserve_tokens": options.branch_reserve_tokens,
-            }
-        )
-        self.rows: list[dict[str, Any]] = []
+        self.settings_key = run_settings_key(settings, options, summarizer)
+        self.report = RunRows(self.run_id, self.started)
+        self.rows = self.report.rows
+        self.progress = Progress(options.progress)
+        self.locks = SessionLocks()
+        self.budget = RunBudget(options.max_cost_usd, options.summary_model, options.batch is not None)
         self._prompt_tokens: dict[str, list[int] | None] = {}
-        self.pending: dict[str, PreparedSession] = {}
-        self.bars: dict[str, Any] = {}
-        self._reported: set[str] = set()  # input paths that have their row
-        self._waiting: dict[str, dict[str, Any]] = {}  # rows of sessions planned for compaction, by input path
         self.stopped: str | None = None  # SIGINT / SIGTERM when a stop signal ended the run early
         self.here = self._compacts_here(options, summarizer)
         # what every file task needs (pipeline/session_task.py); SOURCE_DATE_EPOCH is read here, once
@@ -208,28 +187,6 @@ class Runner:
             return False
         return options.limit is None and options.max_cost_usd is None and options.batch is None
 
-    # -- progress ------------------------------------------------------------------------------------
-    def _bar(self, name: str, total: int | None, desc: str):
-        if not self.options.progress:
-            return None
-        from tqdm import tqdm
-
-        bar = tqdm(total=total, desc=desc, unit="session", leave=False, dynamic_ncols=True)
-        self.bars[name] = bar
-        return bar
-
-    def _tick(self, name: str, **postfix: Any) -> None:
-        bar = self.bars.get(name)
-        if bar is not None:
-            bar.update(1)
-            if postfix:
-                bar.set_postfix(postfix, refresh=False)
-
-    def _close_bars(self) -> None:
-        for bar in self.bars.values():
-            bar.close()
-        self.bars.clear()
-
     # -- the run -------------------------------------------------------------------------------------
     def output_path(self, item: ScanItem) -> Path:
         if self.options.in_place:  # a symlinked session: compact the file it points to, keep the link
@@ -238,16 +195,8 @@ class Runner:
         return self.options.output_dir / item.relative
 
     def finish(self, row: dict[str, Any], status: str, reason: str | None = None) -> None:
-        row["status"] = status
-        if reason is not None:
-            row["reason"] = reason
-        row["ended_at"] = now_utc()
-        for key, value in row.items():  # file names that are not UTF-8: \xNN escapes (printable, storable)
-            if isinstance(value, str):
-                row[key] = printable(value)
-        self.rows.append(row)
-        self._reported.add(row["input_path"])
-        log.info("%s: %s%s", row["input_path"], status, f" ({row['reason']})" if row.get("reason") else "")
+        """The session's outcome: its row is final."""
+        self.report.add(row, status, reason)
 
     def run(self, paths: Iterable[str]) -> RunSummary:
         items = self._check_targets(list(iter_session_files(paths, require_any=True)))
@@ -255,16 +204,15 @@ class Runner:
         notes: list[str] = []
         report_path = None
         with RunState(self.options.resolved_state_path()) as state:
+            ledger = RunLedger(state, self.settings_key, self.run_id)
             self._sweep(items)
             if state.moved_aside is not None:
                 notes.append(f"the run state was unreadable: moved aside to {state.moved_aside}, a new one was made")
             try:
                 try:
-                    to_compact = self._plan_all(items, state)
-                    aborted = self._summarize_all(to_compact, state)
+                    to_compact = self._plan_all(items, ledger)
+                    aborted = self._summarize_all(to_compact, ledger)
                 except KeyboardInterrupt:  # Ctrl-C or SIGTERM outside the summary loop (lifecycle.py)
-                    from batchcompact.lifecycle import stop_signal_name
-
                     self.stopped = stop_signal_name()
                 except ExecutorLost as exc:  # the cluster lost a task more often than it retries
                     aborted = str(exc)
@@ -272,30 +220,25 @@ class Runner:
                     aborted = (f"the run state {state.path} could not be updated: {exc} (free space and rerun; "
                                "what was recorded stays)")
             finally:
-                self._close_bars()
+                self.progress.close()
                 if self._owns_executor:
                     self.executor.close()
                 self._account_for_all(items, aborted)
-                self._sort_rows(items)
-                report_dir = self.options.resolved_report_dir()
-                try:
-                    report_path = write_compactions(self.rows, report_dir, self.run_id)
-                except OSError as exc:
-                    problem = (f"the report could not be written to {report_dir}: {_oserror(exc)} (the sessions "
-                               "themselves were written and recorded; --report-dir chooses another folder)")
-                    aborted = f"{aborted}; {problem}" if aborted else problem
-        by_status: dict[str, int] = {}
-        for row in self.rows:
-            by_status[row["status"]] = by_status.get(row["status"], 0) + 1
+                self.report.sort(items)
+                report_path, aborted = self._write_report(aborted)
         notes += list(self._buyer.notes) if self._buyer is not None else []
-        return RunSummary(self.run_id, self.rows, report_path, self.started, now_utc(), aborted, by_status, notes,
-                          self.stopped)
+        return RunSummary(self.run_id, self.rows, report_path, self.started, now_utc(), aborted,
+                          self.report.by_status(), notes, self.stopped)
 
-    def _sort_rows(self, items: list[ScanItem]) -> None:
-        """Rows in the order the sessions were found, not the order they finished (which varies with
-        --jobs and the executor): the report and every sum over the rows come out the same."""
-        order = {printable(str(item.path)): n for n, item in enumerate(items)}
-        self.rows.sort(key=lambda row: (order.get(row["input_path"], len(order)), row["input_path"]))
+    def _write_report(self, aborted: str | None) -> tuple[Path | None, str | None]:
+        """`compactions-<run>.parquet` (None when it could not be written: then the abort reason says why)."""
+        report_dir = self.options.resolved_report_dir()
+        try:
+            return write_compactions(self.rows, report_dir, self.run_id), aborted
+        except OSError as exc:
+            problem = (f"the report could not be written to {report_dir}: {_oserror(exc)} (the sessions "
+                       "themselves were written and recorded; --report-dir chooses another folder)")
+            return None, f"{aborted}; {problem}" if aborted else problem
 
     def _sweep(self, items: list[ScanItem]) -> None:
         """Temp files of runs that died (beside the inputs and the outputs) go before anything is written."""
@@ -313,23 +256,11 @@ class Runner:
             why = f"not attempted: run aborted: {aborted}; not"
         else:
             why = "run ended before this session was"
-        for pending in self.pending.values():  # interrupted before their job finished
-            if pending.lock is not None:
-                pending.lock.release()
-            if printable(pending.row["input_path"]) not in self._reported:
+        for pending in self.locks.release_pending():  # interrupted before their job finished
+            if not self.report.has(pending.row["input_path"]):
                 self.finish(pending.row, SKIPPED, f"{why} summarized")
-        self.pending.clear()
-        for item in items:
-            key = str(item.path)
-            if printable(key) in self._reported:
-                continue
-            row = self._waiting.get(key)
-            if row is not None:
-                self.finish(row, SKIPPED, f"{why} summarized")
-            else:
-                row = empty_row()
-                row.update(run_id=self.run_id, started_at=self.started, input_path=key)
-                self.finish(row, SKIPPED, f"{why} planned")
+        for row, undone in list(self.report.unreached(items)):
+            self.finish(row, SKIPPED, f"{why} {undone}")
 
     def _check_targets(self, items: list[ScanItem]) -> list[ScanItem]:
         """Refuse an --output-dir that would overwrite an original; leave out our own earlier outputs.
@@ -351,243 +282,174 @@ class Runner:
                 )
         return kept
 
-    def _work(self, items: list[ScanItem], state: RunState):
+    # -- phase 1: plan (or compact where planned) ----------------------------------------------------
+    def _work(self, items: list[ScanItem], ledger: RunLedger):
         """Each file's `FileWork`, made as the executor asks for it (state lookups stay lazy)."""
         for item in items:
-            if self.here is None:
-                yield FileWork(str(item.path), str(item.root))
-            else:
-                yield FileWork(str(item.path), str(item.root), str(self.output_path(item)),
-                               state.finished_fingerprints(_state_key(item), self.settings_key))
+            yield FileWork(str(item.path), str(item.root), str(self.output_path(item)),
+                           ledger.finished_fingerprints(item))
 
-    def _plan_all(self, items: list[ScanItem], state: RunState) -> list[tuple[ScanItem, Fingerprint, dict]]:
-        bar = self._bar("plan", len(items), "compacting" if self.here else "planning")
+    def _plan_all(self, items: list[ScanItem], ledger: RunLedger) -> list[tuple[ScanItem, Fingerprint, dict]]:
+        bar = self.progress.bar("plan", len(items), "compacting" if self.here else "planning")
         task = dataclasses.replace(self.task, summarizer=self.summarizer) if self.here else self.task
         to_compact: list[tuple[ScanItem, Fingerprint, dict]] = []
         # With worker processes, the report's imports overlap their work (runreport.ReportImports): the
         # pool forks all its workers at its first task, so after the first result no fork comes until
         # this loop ends, and the thread is joined before anything else can fork.
-        imports = ReportImports()
-        overlap = isinstance(self.executor, LocalExecutor) and self.executor.jobs > 1
+        imports = ReportImports() if isinstance(self.executor, LocalExecutor) and self.executor.jobs > 1 else None
         try:
-            est_total = self._plan_records(items, state, task, bar, to_compact, imports if overlap else None)
+            for item, record in zip(items, self.executor.map(process_file, self._work(items, ledger), task),
+                                    strict=True):
+                if imports is not None:
+                    imports.start()
+                if bar is not None:
+                    bar.update(1)
+                planned = self._planned(item, record, ledger, len(to_compact))
+                if planned is not None:
+                    to_compact.append(planned)
         finally:
-            imports.join()
+            if imports is not None:
+                imports.join()
         if self.options.max_cost_usd is not None:
-            self._check_budget(to_compact, est_total)
+            self._check_budget(to_compact)
         return to_compact
 
-    def _plan_records(self, items: list[ScanItem], state: RunState, task: Any, bar: Any,
-                      to_compact: list[tuple[ScanItem, Fingerprint, dict]], imports: ReportImports | None) -> float:
-        """Record each file's outcome from the executor; the sessions left to summarize go to `to_compact`.
-        Returns the estimated cost of those."""
-        est_total = 0.0
-        for item, record in zip(items, self.executor.map(process_file, self._work(items, state), task),
-                                strict=True):
-            if imports is not None:
-                imports.start()
-            if bar is not None:
-                bar.update(1)
-            plan_row = record["plan_row"]
-            row = _row_from_plan(plan_row, item, self.run_id, self.started)
-            if self.options.batch is not None:  # estimated at the price it will be bought at
-                row["est_cost_usd"] = plan_row.get("est_batch_cost_usd")
-            status = record["status"]
-            fingerprint = record.get("fingerprint")
-            if status == "young":
-                self.finish(row, SKIPPED, record["reason"])
-                continue
-            if status == "error":
-                self._invalid(row, record, item, state)
-                continue
-            if "compaction" in record:  # finished where it was planned
-                self._compacted_here(item, row, record["compaction"], state)
-                continue
-            done = state.finished(_state_key(item), fingerprint, self.settings_key)
-            if done is not None:
-                row["output_path"] = done["output_path"]
-                self.finish(row, SKIPPED, f"finished in an earlier run ({done['status']})")
-                continue
-            wants_branches = self.options.branch_summaries and bool(plan_row.get("branch_calls"))
-            if status == "skip" and not wants_branches:
-                try:
-                    self._copy_unchanged(item, row)
-                except OSError as exc:
-                    self.finish(row, FAILED, f"copy failed: {_oserror(exc)}")
-                    continue
-                state.record(_state_key(item), fingerprint, self.settings_key, SKIPPED, row.get("output_path"),
-                             record["reason"], self.run_id)
-                self.finish(row, SKIPPED, record["reason"])
-                continue
-            if self.options.limit is not None and len(to_compact) >= self.options.limit:
-                self.finish(row, SKIPPED, f"--limit {self.options.limit} reached")
-                continue
-            est_total += plan_row.get(self._estimate_field) or 0.0
-            if wants_branches:
-                est_total += plan_row.get("branch_est_cost_usd") or 0.0
-            self._prompt_tokens[str(item.path)] = record.get("prompt_tokens")
-            self._waiting[str(item.path)] = row
-            to_compact.append((item, fingerprint, row))
-        return est_total
+    def _planned(self, item: ScanItem, record: dict[str, Any], ledger: RunLedger,
+                 queued: int) -> tuple[ScanItem, Fingerprint, dict] | None:
+        """One file's phase-1 record: its row finished here, or (item, fingerprint, row) to summarize."""
+        plan_row = record["plan_row"]
+        row = row_from_plan(plan_row, item, self.run_id, self.started)
+        if self.options.batch is not None:  # estimated at the price it will be bought at
+            row["est_cost_usd"] = plan_row.get("est_batch_cost_usd")
+        status = record["status"]
+        fingerprint = record.get("fingerprint")
+        if status == "young":
+            self.finish(row, SKIPPED, record["reason"])
+            return None
+        if status == "error":
+            self.finish(row, *ledger.invalid(item, record, self.options.strict, FAILED))
+            return None
+        if "compaction" in record:  # finished where it was planned
+            self._compacted_here(item, row, record["compaction"], ledger)
+            return None
+        done = ledger.finished(item, fingerprint)
+        if done is not None:
+            row["output_path"] = done["output_path"]
+            self.finish(row, SKIPPED, f"finished in an earlier run ({done['status']})")
+            return None
+        wants_branches = self.options.branch_summaries and bool(plan_row.get("branch_calls"))
+        if status == "skip" and not wants_branches:
+            self._unchanged(item, row, record, ledger)
+            return None
+        if self.options.limit is not None and queued >= self.options.limit:
+            self.finish(row, SKIPPED, f"--limit {self.options.limit} reached")
+            return None
+        self.budget.add(plan_row, wants_branches)
+        self._prompt_tokens[str(item.path)] = record.get("prompt_tokens")
+        self.report.waiting[str(item.path)] = row
+        return item, fingerprint, row
 
-    def _compacted_here(self, item: ScanItem, row: dict[str, Any], outcome: dict[str, Any], state: RunState) -> None:
+    def _unchanged(self, item: ScanItem, row: dict[str, Any], record: dict[str, Any], ledger: RunLedger) -> None:
+        """A session with nothing to do: copied to --output-dir with --copy-unchanged, recorded as skipped."""
+        if self.options.copy_unchanged and not self.options.in_place:
+            target = self.output_path(item)
+            try:
+                copy_file(item.path, target)
+            except OSError as exc:
+                self.finish(row, FAILED, f"copy failed: {_oserror(exc)}")
+                return
+            row["output_path"] = str(target)
+        ledger.record(item, record.get("fingerprint"), SKIPPED, row.get("output_path"), record["reason"])
+        self.finish(row, SKIPPED, record["reason"])
+
+    def _compacted_here(self, item: ScanItem, row: dict[str, Any], outcome: dict[str, Any],
+                        ledger: RunLedger) -> None:
         row.update(outcome.get("row") or {})
         if outcome["status"] != COMPACTED:
             self.finish(row, outcome["status"], outcome["reason"])
             return
         row["output_path"] = outcome["output_path"]
-        state.record(_state_key(item), outcome["fingerprint"], self.settings_key, COMPACTED, outcome["output_path"],
-                     None, self.run_id)
+        ledger.record(item, outcome["fingerprint"], COMPACTED, outcome["output_path"], None)
         self.finish(row, COMPACTED, "")
 
-    def _invalid(self, row: dict[str, Any], record: dict[str, Any], item: ScanItem, state: RunState) -> None:
-        """Report an invalid file with file and line the first time; afterwards, while its bytes stay the
-        same, as known invalid (exit 0 unless --strict), so a nightly run is not failed by it forever."""
-        fingerprint = record.get("fingerprint")
-        if fingerprint is None or not (record.get("plan_row") or record.get("invalid")):
-            # unreadable, or our own bug: always a failure
-            self.finish(row, FAILED, record["reason"])
-            return
-        since = state.known_invalid(_state_key(item), fingerprint)
-        if since is None:
-            state.record_invalid(_state_key(item), fingerprint, self.run_id, record["reason"])
-            self.finish(row, FAILED, record["reason"])
-        elif self.options.strict:
-            self.finish(row, FAILED, f"known invalid since {since}: {record['reason']}")
-        else:
-            self.finish(row, KNOWN_INVALID, f"known invalid since {since}: {record['reason']}")
-
-    def _check_budget(self, to_compact: list[tuple[ScanItem, Fingerprint, dict]], est_total: float) -> None:
+    def _check_budget(self, to_compact: list[tuple[ScanItem, Fingerprint, dict]]) -> None:
         """Refuse to start above --max-cost, or when the model's price is unknown (spend could not be counted)."""
-        model = self.options.summary_model
-        priced = model == "builtin" or model.startswith("custom:")  # these report their own cost
-        if not priced and any(row.get("est_cost_usd") is None for _, _, row in to_compact):
-            message = (f"--max-cost cannot be enforced: {model} has no known price (pass --pricing FILE with "
-                       "its prices); nothing was summarized")
-        elif est_total > self.options.max_cost_usd:
-            message = (f"the estimated cost ${est_total:.4f} exceeds --max-cost ${self.options.max_cost_usd:.4f}; "
-                       "nothing was summarized (raise --max-cost or use --limit)")
-        else:
+        message = self.budget.refusal(row for _, _, row in to_compact)
+        if message is None:
             return
         for _, _, row in to_compact:
             self.finish(row, BUDGET_EXHAUSTED, f"run refused: {message}")
         raise RunAborted(message)
 
-    def _copy_unchanged(self, item: ScanItem, row: dict[str, Any]) -> None:
-        if not self.options.copy_unchanged or self.options.in_place:
-            return
-        target = self.output_path(item)
-        tmp = temp_name(target)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(item.path, tmp)
-            os.replace(tmp, target)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        row["output_path"] = str(target)
-
-    def _summarize_all(self, to_compact: list[tuple[ScanItem, Fingerprint, dict]], state: RunState) -> str | None:
+    # -- phase 2: buy the summaries, write each session as they come ---------------------------------
+    def _summarize_all(self, to_compact: list[tuple[ScanItem, Fingerprint, dict]], ledger: RunLedger) -> str | None:
         if not to_compact:
             return None
-        buyer = self._buyer = make_buyer(self.options, self.summarizer, state, self.pool_settings, self.run_id,
-                                         clock=self.clock, sleep=self.sleep)
-        self._bar("summarize", len(to_compact), "compacting")
+        buyer = self._buyer = make_buyer(self.options, self.summarizer, ledger.state, self.pool_settings,
+                                         self.run_id, clock=self.clock, sleep=self.sleep)
+        self.progress.bar("summarize", len(to_compact), "compacting")
         stop = asyncio.Event()
         spent = {"cost": 0.0}
-
-        locked: deque = deque()  # the sessions `prepared` yields for, in order
-        prepared = self.executor.map(prepare_file, self._locked_work(to_compact, locked), self.task)
+        locks = self.locks
+        prepared = self.executor.map(prepare_file, locks.work(to_compact, self._prompt_tokens, self.finish), self.task)
 
         async def jobs():
             from batchcompact.summarize.pool import SummaryJob
 
             while (record := await asyncio.to_thread(next, prepared, None)) is not None:
-                pending = self._prepared(*locked.popleft(), record)
+                pending = locks.prepared(record, self.finish)
                 if pending is not None:
-                    self.pending[str(pending.item.path)] = pending
                     yield SummaryJob(str(pending.item.path), pending.calls, str(pending.fingerprint))
 
         async def on_outcome(outcome) -> None:
-            pending = self.pending.pop(outcome.key, None)
+            pending = locks.take(outcome.key)
             if pending is None:
                 return
             spent["cost"] += outcome.cost_usd
             try:
-                await self._complete(pending, outcome, state)
+                await self._complete(pending, outcome, ledger)
             finally:
-                if pending.lock is not None:
-                    pending.lock.release()
-            self._tick("summarize", cost=f"${spent['cost']:.4f}")
+                locks.release(pending)
+            self.progress.tick("summarize", cost=f"${spent['cost']:.4f}")
 
         def on_signal(signum: int) -> None:
-            from batchcompact.lifecycle import stop_signal_name
-
             self.stopped = self.stopped or stop_signal_name(signum)
             stop.set()
 
         async def main():
             loop = asyncio.get_running_loop()
-            try:
-                loop.add_signal_handler(signal.SIGINT, on_signal, signal.SIGINT)
-                loop.add_signal_handler(signal.SIGTERM, on_signal, signal.SIGTERM)
-            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread (tests)
-                pass
+            add_loop_stop_handlers(loop, on_signal)
             try:
                 return await buyer.buy(jobs(), on_outcome, stop)
             finally:
-                try:
-                    loop.remove_signal_handler(signal.SIGINT)
-                    loop.remove_signal_handler(signal.SIGTERM)
-                except (NotImplementedError, RuntimeError):
-                    pass
+                remove_loop_stop_handlers(loop)
 
-        handlers = _current_handlers()
+        handlers = saved_stop_handlers()
         try:
             asyncio.run(main())  # returns when its threads are done: nothing is inside `prepared` now
         finally:  # the loop leaves SIGTERM at its default (die): give the stop handlers back
-            _restore_handlers(handlers)
+            restore_stop_handlers(handlers)
             prepared.close()  # a stopped run: the sessions prepared ahead are given up
-            while locked:
-                locked.popleft()[2].release()
+            locks.release_unprepared()
         return self._abort_reason
 
     _abort_reason: str | None = None
     _buyer: Any = None  # how summaries are bought: on demand (the pool) or a provider batch API
 
-    @property
-    def _estimate_field(self) -> str:
-        """The plan's estimate that --max-cost checks: at the batch price when buying by batch."""
-        return "est_batch_cost_usd" if self.options.batch is not None else "est_cost_usd"
-
-    def _locked_work(self, to_compact: list[tuple[ScanItem, Fingerprint, dict]], locked: deque):
-        """Each session to summarize, locked just before a worker re-reads it (`prepare_file`).
-
-        The session's writer lock is held from here until it is written (or given up), so another run,
-        whatever its state file, skips it meanwhile. Sessions that cannot be locked are finished here."""
-        for item, fingerprint, row in to_compact:
-            lock, status, reason = take_lock(item.path)
-            if lock is None:
-                self.finish(row, status, reason)
-                continue
-            locked.append((item, row, lock))
-            # same bytes as in phase 1 (the worker checks): its exact prompt token counts are reused
-            yield SessionWork(str(item.path), str(item.root), fingerprint, self._prompt_tokens.pop(str(item.path), None))
-
-    def _prepared(self, item: ScanItem, row: dict[str, Any], lock: Any, record: dict[str, Any]):
-        """The session as prepared for its summaries, or None when it was finished (and unlocked) here."""
-        if record["status"] is not None:
-            lock.release()
-            self.finish(row, record["status"], record["reason"])
-            return None
-        return PreparedSession(item, record["fingerprint"], None, record["plan"], row, record["branches"], lock)
-
-    async def _complete(self, pending: PreparedSession, outcome: Any, state: RunState) -> None:
+    async def _complete(self, pending: PreparedSession, outcome: Any, ledger: RunLedger) -> None:
         """Apply the summaries, write, verify (a worker's `finish_file`), record: the outcome becomes the row."""
         row = pending.row
         row.update(usage_fields(outcome.results, outcome.attempts, len(pending.branches),
                                 default_model=self.options.summary_model,
                                 reusable=self.summarizer.name != "builtin"))
+        ended = self._not_bought(outcome)
+        if ended is not None:
+            self.finish(row, *ended)
+            return
+        await self._write(pending, outcome, ledger)
+
+    def _not_bought(self, outcome: Any) -> tuple[str, str | None] | None:
+        """(status, reason) of a job whose summaries did not all come back, or None when they did."""
         if outcome.status == "aborted":
             # The first aborted job carries the error; the pool reports the jobs it then never
             # started with its stop message, which already reads "run aborted: ...".
@@ -597,29 +459,24 @@ class Runner:
             if self._abort_reason is None:
                 self._abort_reason = cause
             if outcome.attempts == 0:  # never tried: it did not fail, the run stopped before it
-                self.finish(row, SKIPPED, f"not attempted: {reason}")
-            else:
-                self.finish(row, FAILED, reason)
-            return
+                return SKIPPED, f"not attempted: {reason}"
+            return FAILED, reason
         if outcome.status == "budget_exhausted":
-            self.finish(row, BUDGET_EXHAUSTED, outcome.error or "--max-cost reached")
-            return
+            return BUDGET_EXHAUSTED, outcome.error or "--max-cost reached"
         if outcome.status == "skipped":
-            self.finish(row, SKIPPED, outcome.error)
-            return
-        if outcome.status == BATCH_PENDING:  # requested from a provider batch: a later run collects it
-            self.finish(row, BATCH_PENDING, outcome.error)
-            return
-        if outcome.status == CHANGED:
-            self.finish(row, CHANGED, outcome.error)
-            return
+            return SKIPPED, outcome.error
+        if outcome.status in (BATCH_PENDING, CHANGED):  # batch_pending: a later run collects it
+            return outcome.status, outcome.error
         if outcome.status == "cancelled":
             by = f" by {self.stopped}" if self.stopped else ""
-            self.finish(row, SKIPPED, f"run stopped{by} before this session was summarized")
-            return
+            return SKIPPED, f"run stopped{by} before this session was summarized"
         if outcome.status != "ok":
-            self.finish(row, FAILED, outcome.error)
-            return
+            return FAILED, outcome.error
+        return None
+
+    async def _write(self, pending: PreparedSession, outcome: Any, ledger: RunLedger) -> None:
+        """The bought summaries to a worker's `finish_file` (apply, write, verify); the outcome recorded."""
+        row = pending.row
         # the written entries record what their summaries cost, even those bought by an earlier run
         buyer = self._buyer
         paid = tuple(buyer.as_paid(r) if buyer is not None and r is not None else r for r in outcome.results)
@@ -638,8 +495,7 @@ class Runner:
             self.finish(row, done["status"], done["reason"])
             return
         row["output_path"] = done["output_path"]
-        state.record(_state_key(item), pending.fingerprint, self.settings_key, COMPACTED, done["output_path"], None,
-                     self.run_id)
+        ledger.record(item, pending.fingerprint, COMPACTED, done["output_path"], None)
         self.finish(row, COMPACTED, "")
 
 
@@ -650,23 +506,6 @@ def _lean(call: Any) -> Any:
 
 def _without_prompts(plan: CompactionPlan | None) -> CompactionPlan | None:
     return None if plan is None else dataclasses.replace(plan, calls=[_lean(c) for c in plan.calls])
-
-
-def _current_handlers() -> dict[int, Any]:
-    try:
-        return {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    except ValueError:
-        return {}
-
-
-def _restore_handlers(handlers: dict[int, Any]) -> None:
-    for sig, handler in handlers.items():
-        if handler is None:
-            continue
-        try:
-            signal.signal(sig, handler)
-        except (ValueError, OSError):  # not the main thread
-            pass
 
 
 def run_archive(paths: Iterable[str], settings: CompactionSettings, options: RunOptions, summarizer: Any,

@@ -25,7 +25,7 @@ from typing import Any
 
 from batchcompact.agents import get
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
-from batchcompact.errors import BatchCompactError, internal_error_reason
+from batchcompact.errors import BatchCompactError, UsageError, internal_error_reason
 from batchcompact.formats.scan import ScanItem, unreadable_reason
 from batchcompact.formats.scan import oserror_text as _oserror
 from batchcompact.pipeline.executor import missing_file_reason
@@ -102,6 +102,8 @@ def process_file(work: FileWork, task: FileTask) -> dict[str, Any]:
         if here:
             fingerprint, session = _read_fingerprint(path, fingerprint, session)
         plan, row = plan_session(session, task.settings, task.plan_options)
+    except UsageError:  # the command's settings (a broken price map), not this file: stops the command
+        raise
     except (OSError, BatchCompactError, UnicodeError) as exc:  # a file we cannot read as a session
         # its bytes are the problem (empty, compressed, binary): remembered like any invalid file
         record.update(status="error", reason=unreadable_reason(path, exc), plan_row={},
@@ -281,6 +283,8 @@ def prepare_file(work: SessionWork, task: FileTask) -> dict[str, Any]:
         plan, row = plan_session(session, task.settings, task.plan_options, prompt_tokens=work.prompt_tokens)
         branches = (branch_plans(session, task.settings, task.plan_options, row.get("context_window"))
                     if task.branch_summaries else [])
+    except UsageError:  # the command's settings (a broken price map), not this file: stops the command
+        raise
     except (OSError, BatchCompactError, UnicodeError) as exc:
         return {"status": FAILED, "reason": unreadable_reason(work.path, exc)}
     except Exception as exc:  # as in phase 1: one file's bug must not stop the archive
@@ -305,6 +309,8 @@ def finish_file(work: SessionWork, task: FileTask) -> dict[str, Any]:
         pending = PreparedSession(ScanItem(Path(work.path), Path(work.root)), current, session, work.plan, written,
                                   list(work.branches))
         status, reason, output = write_outcome(task.writer(), pending, list(work.results), Path(work.target))
+    except UsageError:  # the command's settings (a broken price map), not this file: stops the command
+        raise
     except (OSError, BatchCompactError, UnicodeError) as exc:
         return {"status": FAILED, "reason": unreadable_reason(work.path, exc)}
     except Exception as exc:

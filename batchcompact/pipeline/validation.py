@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from batchcompact.agents import find, load
@@ -42,3 +43,13 @@ def validate_file(path: str) -> dict[str, Any]:
         "warnings": len(problems) - errors,
         "problems": [p.as_dict() for p in problems],
     }
+
+
+def validate_paths(paths: Iterable[str], jobs: int = 1) -> Iterator[dict[str, Any]]:
+    """`batchcompact validate`: `validate_file` of every session file under `paths` (none found is a
+    UsageError), in the walk's order, over `jobs` processes."""
+    from batchcompact.formats.scan import iter_session_files
+    from batchcompact.pipeline.parallel import map_bounded
+
+    files = (str(item.path) for item in iter_session_files(paths, require_any=True))
+    return map_bounded(validate_file, files, jobs)

@@ -22,6 +22,7 @@ import functools
 import hashlib
 import os
 import secrets
+import shutil
 import socket
 import stat as stat_module
 import time
@@ -82,6 +83,19 @@ def lock_session(path: str | Path) -> SessionLock:
 def temp_name(target: Path, kind: str = TMP_MARK) -> Path:
     """A temp path beside `target`, unique to this process and call: `.NAME.batchcompact-tmp-PID-RANDOM-HOST`."""
     return target.with_name(f".{target.name}{kind}-{os.getpid()}-{secrets.token_hex(4)}-{_host_tag()}")
+
+
+def copy_file(source: str | Path, target: Path) -> None:
+    """`source` copied to `target` through a temp file beside it and a rename (an unchanged session copied
+    to --output-dir): a reader never sees half a copy."""
+    tmp = temp_name(target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 @functools.cache

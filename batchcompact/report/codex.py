@@ -5,8 +5,9 @@ whose cumulative total equals the previous one repeats a request already counted
 `info: null` events only report rate limits. Per-request usage comes from `last_token_usage`.
 
 Normalization (so sums agree with other sources): Codex `input_tokens` INCLUDES cached tokens and
-`output_tokens` INCLUDES reasoning. Rows get input = input - cached, cache_read = cached,
-cache_write = 0, output = output (reasoning_tokens recorded separately, not added again).
+`output_tokens` INCLUDES reasoning. Rows get input = input - cached - cache writes, cache_read = cached,
+cache_write = `cache_write_input_tokens` (Codex 0.16x; taken as inside `input_tokens` too, since its
+`total_tokens` is input + output), output = output (reasoning_tokens recorded separately, not added again).
 Model: the event's own `info.model`, else the latest `turn_context.model` before it; project: `session_meta.cwd`.
 `dedupe_key` = event time + cumulative total, so an event copied into another rollout with its original
 time is counted once across files; two distinct requests never share both.
@@ -104,6 +105,7 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
             copy_second = None  # the child's own turns from here on
             release()
         cached = as_int(last.get("cached_input_tokens"))
+        written = as_int(last.get("cache_write_input_tokens"))
         row = dict(
             source="codex",
             file=file,
@@ -116,9 +118,10 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
             kind="main",
             # Forked threads copy history; a copied event has the same time and cumulative total.
             dedupe_key=f"codex:{obj.get('timestamp')}:{total_key}" if total_key else None,
-            input_tokens=max(as_int(last.get("input_tokens")) - cached, 0),
+            input_tokens=max(as_int(last.get("input_tokens")) - cached - written, 0),
             output_tokens=as_int(last.get("output_tokens")),
             cache_read_tokens=cached,
+            cache_write_tokens=written,
             reasoning_tokens=as_int(last.get("reasoning_output_tokens")),
         )
         if in_copy:

@@ -23,8 +23,9 @@ log = logging.getLogger(__name__)
 # is then a miss): 2 = built-in summarizer rows left out of run reports; 3 = branch summaries split out;
 # 4 = summary entries keyed so the session file and the run report count them once; 5 = Claude
 # agent_progress sub-agent usage, 1-hour cache writes, the project from `cwd`; 6 = every row names its
-# agent, Codex forks and sub-agent replays count only the child's own turns, the other agents' readers.
-EXTRACT_RULES_VERSION = 6
+# agent, Codex forks and sub-agent replays count only the child's own turns, the other agents' readers;
+# 7 = Codex `cache_write_input_tokens`.
+EXTRACT_RULES_VERSION = 7
 
 
 def default_cache_dir() -> Path:

@@ -126,6 +126,7 @@ class ChatState:
         self.first_line: dict[str, int] = {}  # message id -> the line it first appeared on
         self.tokens: dict[str, dict[str, Any]] = {}  # message id -> the last tokens any record gave it
         self.last_tokens: tuple[str, dict[str, Any]] | None = None  # the latest reply usage in the file
+        self.last_line = 0  # the file's last record
 
     def _message(self, record: dict[str, Any], line: int) -> None:
         mid = record["id"]
@@ -286,9 +287,11 @@ def read_state(path: str | Path, problems: list[Problem]) -> tuple[ChatState, bo
             problems.append(Problem(name, 1, ERROR, "a legacy Gemini CLI chat is an object with a messages list"))
             return state, True
         state.add(record, 1)
+        state.last_line = 1
         return state, True
     for lineno, record in iter_json_lines(path, problems):
         state.add(record, lineno)
+        state.last_line = lineno
     return state, False
 
 
@@ -333,7 +336,7 @@ def read(path: str | Path) -> Session:
         # a legacy chat could only be rewritten whole, losing the usage its summarized replies recorded
         "not_writable": "legacy Gemini CLI chat (one JSON document): a current Gemini CLI migrates it "
         "to JSONL when it resumes it; compact that" if legacy else None,
-        "last_line": max((line for _, line in records), default=0),
+        "last_line": state.last_line,
         "records": builder.records,
         "state_ids": [r["id"] for r, _ in records],
         "last_tokens": state.last_tokens,

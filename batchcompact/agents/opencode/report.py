@@ -12,6 +12,9 @@ computed by OpenCode) is the recorded cost. Time: `time.created` (ms; s accepted
 `modelID` with `providerID` as the provider; a message without a model or a time is skipped (a user
 message, or an unfinished one).
 
+Kinds: a message with `summary: true` is a compaction; one in a session with a `parent_id` (a sub-agent
+task's session) is a sidechain.
+
 Counted once: OpenCode rewrites a message in place while it streams; the database row is its final
 state and a legacy JSON copy may be stale. Every row is keyed by its message id (`opencode:<id>`), and
 database rows rank above JSON copies, so the database row wins wherever both exist. Every channel
@@ -54,31 +57,34 @@ def _extract(path: str | Path, rows: UsageRows, stats: ExtractStats, *, agent: s
 
 
 def _extract_database(path: Path, rows: UsageRows, stats: ExtractStats, agent: str) -> None:
-    directories = _session_directories(path)
+    sessions = _sessions(path)
     for rowid, row in table_rows(path, "message", stats):
         data = json_column(row.get("data"), stats, f"message rowid {rowid}")
         if data is None:
             continue
         session_id = row.get("session_id") or data.get("sessionID")
+        directory, child = sessions.get(session_id, (None, False))
         add_message(rows, stats, data, agent=agent, file=str(path), line=rowid,
                     message_id=data.get("id") or row.get("id"), session_id=session_id,
-                    project=directories.get(session_id), rank=DATABASE_RANK)
+                    project=directory, rank=DATABASE_RANK, sidechain=child)
 
 
-def _session_directories(path: Path) -> dict[str, str]:
-    """session id -> its working directory, from the `session` table where there is one."""
+def _sessions(path: Path) -> dict[str, tuple[str | None, bool]]:
+    """session id -> (its working directory, whether it is a sub-agent's session: it has a parent), from
+    the `session` table where there is one."""
     from contextlib import closing
 
     with closing(connect(path)) as conn:
         names = columns(conn, "session")
         if "id" not in names or "directory" not in names:
             return {}
-        query = f"SELECT id, directory FROM {quote_name('session')}"
-        return {sid: folder for sid, folder in conn.execute(query) if isinstance(folder, str)}
+        parent = quote_name("parent_id") if "parent_id" in names else "NULL"
+        query = f"SELECT id, directory, {parent} FROM {quote_name('session')}"
+        return {sid: (folder if isinstance(folder, str) else None, bool(up)) for sid, folder, up in conn.execute(query)}
 
 
 def add_message(rows: UsageRows, stats: ExtractStats, data: dict, *, agent: str, file: str, line: int | None,
-                message_id, session_id, project: str | None, rank: int) -> None:
+                message_id, session_id, project: str | None, rank: int, sidechain: bool = False) -> None:
     """One OpenCode/Kilo message JSON -> a row (nothing for user messages and messages without usage)."""
     if data.get("role") not in (None, "assistant"):
         return
@@ -108,7 +114,7 @@ def add_message(rows: UsageRows, stats: ExtractStats, data: dict, *, agent: str,
         timestamp=when,
         provider=provider if isinstance(provider, str) else None,
         model=model,
-        kind="main" if data.get("summary") is not True else "compaction",
+        kind="compaction" if data.get("summary") is True else "sidechain" if sidechain else "main",
         input_tokens=as_int(tokens.get("input")),
         output_tokens=as_int(tokens.get("output")) + reasoning,
         reasoning_tokens=reasoning,

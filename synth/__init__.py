@@ -1,6 +1,8 @@
 """Deterministic generators of realistic synthetic sessions (pi, Claude Code, Codex) for samples and benchmarks.
 
-Stdlib only; every byte follows from the seed (no wall clock). CLI: `python -m batchcompact.synth --help`.
+Stdlib only; every byte follows from the seed (no wall clock). CLI: `python -m synth --help` from the
+repository root. Not part of the installed package (pyproject.toml installs `batchcompact*` only): its
+users are beside it, `bench/`, `tests/` (pytest puts the root on the path) and the bundled samples.
 """
 
 from .claude import ClaudeSpec, write_claude_session

@@ -1,4 +1,4 @@
-"""Command line: `python -m batchcompact.synth {corpus,samples,pi,claude,codex} ...`."""
+"""Command line: `python -m synth {corpus,samples,pi,claude,codex} ...`."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from .samples import write_samples
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m batchcompact.synth", description="Generate deterministic synthetic agent sessions."
+        prog="python -m synth", description="Generate deterministic synthetic agent sessions."
     )
     sub = parser.add_subparsers(dest="command", required=True)
     corpus = sub.add_parser("corpus", help="a benchmark corpus of many files with a long-tailed size mix")

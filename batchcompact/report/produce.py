@@ -1,0 +1,115 @@
+"""What `batchcompact report` computes, before anything is printed: the stored result of an unchanged
+archive (no file parsed, no polars), or the full path: collect (cache-aware), aggregate, render, and keep
+the output for the next time. The command prints what this returns.
+
+Light at import: the full path's modules (polars, pyarrow) are imported only when it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from batchcompact.report.settings import ReportSettings
+
+
+@dataclass
+class ReportOutput:
+    """One report, rendered: `texts` ("wide", and "compact" for a table) or `records` (jsonl); a parquet
+    report is already written to its file. The rest is what the command says on stderr."""
+
+    warnings: list[str]
+    unpriced: list[str]
+    dropped_zero: int
+    files: int
+    parsed: int = 0
+    from_cache: int = 0
+    rejected: int = 0  # cache parts that failed verification and were rebuilt
+    replayed: bool = False  # the stored output of an earlier identical report
+    texts: dict[str, str] = field(default_factory=dict)
+    table_width: int | None = None
+    records: list[dict] | None = None
+
+    @classmethod
+    def stored(cls, kept: dict[str, Any]) -> ReportOutput:
+        return cls(kept["warnings"], kept["unpriced"], kept["dropped_zero"], kept["files"], 0, kept["files"],
+                   replayed=True, texts=kept["texts"], table_width=kept.get("table_width"))
+
+    def kept(self) -> dict[str, Any]:
+        """What is stored for the next identical report (result_cache.py)."""
+        kept: dict[str, Any] = {"warnings": self.warnings, "unpriced": self.unpriced,
+                                "dropped_zero": self.dropped_zero, "files": self.files, "texts": self.texts}
+        if self.table_width is not None:
+            kept["table_width"] = self.table_width
+        return kept
+
+
+def produce_report(paths: list[str], settings: ReportSettings, fmt: str, output: str | None, *,
+                   sources: list[dict], cache_dir: str | Path | None = None, no_cache: bool = False,
+                   jobs: int | None = None, chart: str | None = None, executor: Callable[[], Any] | None = None,
+                   warn: Callable[[str], None] | None = None) -> ReportOutput:
+    """The report for `paths`: replayed from the stored result when the archive and options are unchanged,
+    else built. `executor()` opens the executor for extraction (None: local processes); `warn` hears each
+    extraction warning as soon as collection ends (they are in the output too)."""
+    results = None
+    if not no_cache and not chart:
+        results = _stored_results(paths, settings, fmt, sources, cache_dir)
+        if results is not None and (kept := results[0].load(results[1])) is not None:
+            return ReportOutput.stored(kept)
+    out = _full_report(paths, settings, fmt, output, sources, cache_dir=cache_dir, no_cache=no_cache, jobs=jobs,
+                       chart=chart, executor=executor, warn=warn)
+    if results is not None and out.texts:
+        results[0].store(results[1], out.kept())
+    return out
+
+
+def _stored_results(paths, settings: ReportSettings, fmt: str, sources: list[dict], cache_dir):
+    """(ResultCache, key) when this report's output can be kept for an unchanged archive, else None."""
+    from batchcompact.report.files import default_cache_dir
+    from batchcompact.report.result_cache import ResultCache, archive_keys, result_key, storable
+
+    if not storable(settings, fmt):
+        return None
+    keys = archive_keys(paths)
+    key = result_key(keys, settings, fmt, sources) if keys else None
+    return None if key is None else (ResultCache(cache_dir or default_cache_dir()), key)
+
+
+def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, sources: list[dict], *, cache_dir,
+                 no_cache: bool, jobs, chart, executor, warn) -> ReportOutput:
+    """Collect (cache-aware), aggregate with polars, render."""
+    from batchcompact.report import build_report, collect_usage
+    from batchcompact.report.render import report_records, table_width, write_report
+
+    runner = executor() if executor is not None else None
+    try:
+        collected = collect_usage(paths, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs, executor=runner)
+    finally:
+        if runner is not None:
+            runner.close()
+    try:
+        warnings = collected.warnings
+        for warning in warnings if warn is not None else ():
+            warn(warning)
+        result = build_report(collected.parts, settings)
+        if chart:
+            from batchcompact.report.chart import write_chart
+
+            period = settings.by if settings.by in ("day", "week", "month") else "day"
+            write_chart(build_report(collected.parts, replace(settings, by=period, breakdown=True)), chart)
+    finally:
+        collected.cleanup()
+    out = ReportOutput(warnings, result.unpriced_models, result.dropped_zero, collected.files, collected.extracted,
+                       collected.cached, collected.rejected)
+    if fmt == "jsonl":
+        out.records = report_records(result)
+    elif fmt == "parquet":
+        write_report(result, fmt, output)
+    else:
+        out.texts = {"wide": write_report(result, fmt, None, compact=False, sources=sources)}
+        if fmt == "table":
+            out.texts["compact"] = write_report(result, fmt, None, compact=True, sources=sources)
+            out.table_width = table_width(result)
+    return out
