@@ -27,16 +27,16 @@ from pathlib import Path
 
 import orjson
 
+from batchcompact.formats.jsonl import READ_BUFFER
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repo root: `synth` is not installed
 from synth.corpus import parse_size  # noqa: E402
-
-from batchcompact.formats.jsonl import READ_BUFFER  # noqa: E402
+from synth.pi import PiSpec, write_pi_session  # noqa: E402
 
 try:
     from bench.figures import emit
 except ImportError:  # run as a script from bench/
     from figures import emit
-from synth.pi import PiSpec, write_pi_session  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO.parent / "shared" / "fixtures" / "pi"
