@@ -38,3 +38,13 @@ def test_outcome_records_commit_without_a_sync_and_survive_a_reopen(tmp_path):
     with RunState(path) as state:
         assert state.finished("/a.jsonl", fingerprint, "s") == {
             "status": "compacted", "output_path": "/out/a.jsonl", "reason": None}
+
+
+def test_a_summary_that_cannot_be_stored_raises_its_own_error_and_the_level_is_restored(tmp_path):
+    import pytest
+
+    with RunState(tmp_path / "state.sqlite") as state:
+        with pytest.raises(TypeError):
+            state.put_summary("k1", {"summary": object()})  # not JSON: fails before anything is written
+        assert state.db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL again
+        assert state.get_summary("k1") is None

@@ -292,4 +292,7 @@ class RunState:
                 )
                 self.db.commit()
             finally:
-                self.db.execute("PRAGMA synchronous=NORMAL")
+                # (inside a transaction left open by a failed commit SQLite refuses the change: the
+                # connection then stays at FULL, the stricter level, and the original error is raised)
+                if not self.db.in_transaction:
+                    self.db.execute("PRAGMA synchronous=NORMAL")
