@@ -142,3 +142,24 @@ def test_a_node_that_cannot_see_the_session_says_so(tmp_path):
     for done in (prepare_file(work, task), finish_file(work, task)):
         assert done["status"] == "failed"
         assert "not found on host" in done["reason"] and "same path" in done["reason"]
+
+
+def test_the_report_imports_load_pyarrow_in_a_thread_of_a_fresh_interpreter():
+    """`ReportImports` (pipeline/run.py starts it once the workers are forked) really imports what the
+    report writer needs, in a thread the caller joins."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, threading\n"
+        "from batchcompact.pipeline.runreport import ReportImports\n"
+        "assert 'pyarrow' not in sys.modules\n"
+        "imports = ReportImports()\n"
+        "imports.start()\n"
+        "assert imports._thread is not None and imports._thread.name == 'batchcompact-report-imports'\n"
+        "imports.join()\n"
+        "assert 'pyarrow.parquet' in sys.modules\n"
+        "assert not any(t.name == 'batchcompact-report-imports' for t in threading.enumerate())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

@@ -248,3 +248,27 @@ def test_previous_summary_sections_not_in_our_layout_are_kept_as_written():
     assert "- Earlier summary, its other sections:\n  # Context Checkpoint: Refactoring\n  ## Files Created/Modified\n" \
            "  - `src/core/bash-executor.ts` (177 lines)\n  - `src/modes/rpc-mode.ts`\n  ## Next Steps (WP14-WP20)\n" \
            "  ### WP14: Create main-new.ts (NEXT)\n  - Copy `main.ts`\n  (code omitted)" in critical
+
+
+def test_exit_code_search_finds_what_the_plain_case_insensitive_pattern_finds():
+    """The exit-code search skips text without "xit" and impossible start characters (for speed); it must
+    find exactly what the plain pattern finds, other case forms of i (İ, ı) included."""
+    import re
+
+    from batchcompact.summarize import builtin_facts
+
+    plain = re.compile(
+        r"(?:Command exited with code|Process exited with code|Exit code:?|exit status|\"exit_code\":)\s*(-?\d+)",
+        re.IGNORECASE,
+    )
+    texts = [
+        "Command exited with code 1", "PROCESS EXITED WITH CODE 2", "Exit code: 3", "exit status -4",
+        '{"EXIT_CODE": 5}', "EXİT status 6", "exıt code 7", "ExIt StAtUs 8 then exit code 9",
+        "no code here", "exited", "Command exited with code\n  10", "x" * 50 + "exit status 11",
+        "succeeded", "", "exit code: none",
+    ]
+    for text in texts:
+        assert builtin_facts._exit_codes(text) == plain.findall(text), text
+        found, expected = builtin_facts._exit_code(text), plain.search(text)
+        assert (found and found.group(0)) == (expected and expected.group(0)), text
+    assert builtin_facts._exit_codes("EXİT status 6") == ["6"]  # the skip must not miss other case forms

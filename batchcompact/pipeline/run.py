@@ -49,7 +49,7 @@ from batchcompact.pipeline.run_ledger import RunLedger, run_settings_key
 from batchcompact.pipeline.run_locks import SessionLocks
 from batchcompact.pipeline.run_progress import Progress
 from batchcompact.pipeline.run_rows import RunRows, row_from_plan
-from batchcompact.pipeline.runreport import write_compactions
+from batchcompact.pipeline.runreport import ReportImports, write_compactions
 from batchcompact.pipeline.session_task import (
     FileTask,
     FileWork,
@@ -293,13 +293,23 @@ class Runner:
         bar = self.progress.bar("plan", len(items), "compacting" if self.here else "planning")
         task = dataclasses.replace(self.task, summarizer=self.summarizer) if self.here else self.task
         to_compact: list[tuple[ScanItem, Fingerprint, dict]] = []
-        for item, record in zip(items, self.executor.map(process_file, self._work(items, ledger), task),
-                                strict=True):
-            if bar is not None:
-                bar.update(1)
-            planned = self._planned(item, record, ledger, len(to_compact))
-            if planned is not None:
-                to_compact.append(planned)
+        # With worker processes, the report's imports overlap their work (runreport.ReportImports): the
+        # pool forks all its workers at its first task, so after the first result no fork comes until
+        # this loop ends, and the thread is joined before anything else can fork.
+        imports = ReportImports() if isinstance(self.executor, LocalExecutor) and self.executor.jobs > 1 else None
+        try:
+            for item, record in zip(items, self.executor.map(process_file, self._work(items, ledger), task),
+                                    strict=True):
+                if imports is not None:
+                    imports.start()
+                if bar is not None:
+                    bar.update(1)
+                planned = self._planned(item, record, ledger, len(to_compact))
+                if planned is not None:
+                    to_compact.append(planned)
+        finally:
+            if imports is not None:
+                imports.join()
         if self.options.max_cost_usd is not None:
             self._check_budget(to_compact)
         return to_compact

@@ -100,6 +100,41 @@ def empty_row() -> dict[str, Any]:
     return row
 
 
+class ReportImports:
+    """pyarrow (with numpy) imported in a thread while worker processes do the run's file work.
+
+    The report is written after every file is done, and importing pyarrow there (0.1-0.3 s) would run
+    alone, after the workers. `start` is called only once the workers are forked and `join` before the
+    run can fork again (pipeline/run.py `_plan_all`): a process forked while a thread is importing could
+    inherit a module lock it never gets back.
+    """
+
+    def __init__(self) -> None:
+        self._thread: Any = None
+
+    def start(self) -> None:
+        import sys
+        import threading
+
+        if self._thread is None and "pyarrow.parquet" not in sys.modules:
+            self._thread = threading.Thread(target=_import_pyarrow, name="batchcompact-report-imports",
+                                            daemon=True)
+            self._thread.start()
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+
+def _import_pyarrow() -> None:
+    try:
+        import pyarrow  # noqa: F401
+        import pyarrow.parquet  # noqa: F401
+    except ImportError:  # write_compactions imports them again and says what is missing
+        pass
+
+
 def write_compactions(rows: list[dict[str, Any]], report_dir: Path, run_id: str) -> Path:
     """Write the run's rows atomically as `compactions-<run_id>.parquet`; returns its path."""
     import os

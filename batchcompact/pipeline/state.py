@@ -3,6 +3,13 @@
 SQLite (stdlib) in WAL mode; every record is committed as soon as it is known, so a run killed at any
 moment loses at most the calls in flight. Summaries are stored by the hash of exactly what was sent
 (model, system prompt, user prompt, max_tokens), so a rerun never pays twice for the same summary.
+
+Durability: a paid summary's commit syncs the write-ahead log to disk (`synchronous=FULL` for that
+commit) before it returns, so it survives a power loss and is on disk before the file it goes into is
+written. Outcome records (`record`, `record_invalid`) commit with `synchronous=NORMAL`: a killed process
+loses none of them, and a power loss can lose only the last ones, which leaves what a crash between a
+rename and its record already leaves (that session is checked again by the next run; see
+docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -183,7 +190,7 @@ class RunState:
         db = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
         try:
             db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=FULL")
+            db.execute("PRAGMA synchronous=NORMAL")  # put_summary syncs its own commits (module docstring)
             db.executescript(SCHEMA)
             db.execute("SELECT count(*) FROM sessions").fetchone()
             db.commit()
@@ -276,8 +283,16 @@ class RunState:
         return json.loads(row[0]) if row else None
 
     def put_summary(self, key: str, result: dict[str, Any]) -> None:
+        """Store a paid summary durably: the log is synced to disk before this returns."""
         with self._db_lock:
-            self.db.execute(
-                "INSERT OR REPLACE INTO summaries VALUES (?, ?, ?)", (key, json.dumps(result), time.time())
-            )
-            self.db.commit()
+            self.db.execute("PRAGMA synchronous=FULL")
+            try:
+                self.db.execute(
+                    "INSERT OR REPLACE INTO summaries VALUES (?, ?, ?)", (key, json.dumps(result), time.time())
+                )
+                self.db.commit()
+            finally:
+                # (inside a transaction left open by a failed commit SQLite refuses the change: the
+                # connection then stays at FULL, the stricter level, and the original error is raised)
+                if not self.db.in_transaction:
+                    self.db.execute("PRAGMA synchronous=NORMAL")

@@ -73,10 +73,25 @@ _COMMAND_TAGS = re.compile(
     r"<command-name>\s*(\S+)\s*</command-name>.*?(?:<command-args>(.*?)</command-args>)?", re.DOTALL
 )
 _RAN = re.compile(r"^Ran `([^`]*)`")
+# The lookahead names the only characters a match can start with (none has another case form), so the
+# engine skips every other position at once instead of trying each alternative case-insensitively there.
 _EXIT = re.compile(
-    r"(?:Command exited with code|Process exited with code|Exit code:?|exit status|\"exit_code\":)\s*(-?\d+)",
-    re.IGNORECASE,
+    r"(?=[CcPpEe\"])"
+    r"(?i:Command exited with code|Process exited with code|Exit code:?|exit status|\"exit_code\":)\s*(-?\d+)"
 )
+# Every match of _EXIT contains "xit" in some case: exactly these characters match x, i and t under
+# re.IGNORECASE (İ and ı are forms of i). Text without it has no exit code, found in one fast scan.
+_XIT = re.compile("[xX][iI\u0130\u0131][tT]")
+
+
+def _exit_codes(text: str) -> list[str]:
+    """`_EXIT.findall(text)`, skipping the full search in text that cannot match."""
+    return _EXIT.findall(text) if _XIT.search(text) else []
+
+
+def _exit_code(text: str) -> re.Match[str] | None:
+    """`_EXIT.search(text)`, skipping the full search in text that cannot match."""
+    return _EXIT.search(text) if _XIT.search(text) else None
 _ERRORISH = re.compile(
     r"error|failed|failure|not found|no such|denied|traceback|exception|cannot|could not", re.I
 )
@@ -375,7 +390,7 @@ def _program(command: str) -> str:
 def result_failed(result: dict[str, Any], command: str | None) -> tuple[bool, str]:
     """(failed, one-line reason) for a tool result; a search that found nothing is not a failure."""
     text = message_text(result.get("content"))[-SCAN_CHARS * 4 :] if result.get("content") else ""
-    exits = _EXIT.findall(text[-2000:])
+    exits = _exit_codes(text[-2000:])
     code = int(exits[-1]) if exits else None
     failed = bool(result.get("isError")) or (code is not None and code != 0)
     if failed and command and code in (1, None) and _program(command) in _SEARCHES:
@@ -391,7 +406,7 @@ def result_failed(result: dict[str, Any], command: str | None) -> tuple[bool, st
 
 def _reason(text: str, code: int | None) -> str:
     lines = [
-        line.strip() for line in text[:SCAN_CHARS].splitlines() if line.strip() and not _EXIT.search(line)
+        line.strip() for line in text[:SCAN_CHARS].splitlines() if line.strip() and not _exit_code(line)
     ]
     line = next((ln for ln in lines if _ERRORISH.search(ln)), lines[0] if lines else "")
     line = re.sub(r"</?tool_use_error>", "", line)
@@ -496,7 +511,7 @@ class _Walker:
         ran = _RAN.match(text)
         if ran:  # pi's `!command` bash execution, converted to user text
             command = ran.group(1)
-            code = _EXIT.search(text[-500:])
+            code = _exit_code(text[-500:])
             self.facts.commands += 1
             self.facts.last_command = clip(command, 120)
             failed = bool(code and code.group(1) != "0")
