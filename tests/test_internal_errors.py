@@ -128,35 +128,38 @@ def test_validate_says_a_bug_and_exits_4(bc, archive, monkeypatch):
 
 
 def test_report_names_the_file_a_bug_stopped(bc, archive, monkeypatch):
-    from batchcompact.report import extract
+    from batchcompact.report import extract_rows  # every reader's entry, the polars path's and the fast one's
 
-    real = extract.detect_format
+    real = extract_rows.detect_format
 
     def detect_format(path):
         if Path(path).name == BROKEN:
             raise AttributeError("no such thing")
         return real(path)
 
-    monkeypatch.setattr(extract, "detect_format", detect_format)
+    monkeypatch.setattr(extract_rows, "detect_format", detect_format)
     code, out, err = bc("report", archive, "--no-cache", "--jobs", "1")
     assert code == 4 and out == "" and "Traceback" not in err
     assert err.strip().splitlines() == [
         f"Error: {archive / BROKEN}: internal error: AttributeError('no such thing') {HINT}"]
 
 
-def test_a_bug_outside_the_file_work_is_one_line_and_exit_4(bc, archive, monkeypatch):
-    from batchcompact.report import aggregate
+@pytest.mark.parametrize("path", ["polars", "fast"])
+def test_a_bug_outside_the_file_work_is_one_line_and_exit_4(bc, archive, monkeypatch, tmp_path, path):
+    """The aggregation of either report path (the polars one with a cache, the fast one under --no-cache)."""
+    from batchcompact.report import aggregate, fast
 
     def build_report(*args, **kwargs):
         raise ZeroDivisionError("division by zero")
 
-    monkeypatch.setattr(aggregate, "build_report", build_report)
-    code, out, err = bc("report", archive, "--no-cache", "--jobs", "1")
+    monkeypatch.setattr(aggregate if path == "polars" else fast, "build_report", build_report)
+    cache = ("--cache-dir", tmp_path / "cache") if path == "polars" else ("--no-cache",)
+    code, out, err = bc("report", archive, *cache, "--jobs", "1")
     assert (code, out) == (4, "")
     assert err.strip().splitlines() == [f"Error: internal error: ZeroDivisionError('division by zero') {HINT}"]
     monkeypatch.setenv("BATCHCOMPACT_DEBUG", "1")
     with pytest.raises(ZeroDivisionError):
-        bc("report", archive, "--no-cache", "--jobs", "1")
+        bc("report", archive, *cache, "--jobs", "1")
 
 
 # -- preflight: an unknown model is not litellm failing ----------------------------------------------------
