@@ -70,6 +70,21 @@ def usage_record(
     }
 
 
+def batchcompact_marker(plan: CompactionPlan, from_hook: bool, usage: dict[str, Any] | None) -> dict[str, Any]:
+    """What a Gemini CLI or Qwen Code compaction of ours records about itself (tool, cut, file lists, usage)."""
+    marker: dict[str, Any] = {
+        "tool": "batchcompact",
+        "tokensBefore": plan.tokens_before,
+        "firstKeptId": plan.first_kept_entry_id,
+        "fromHook": from_hook,
+        "readFiles": list(plan.read_files),
+        "modifiedFiles": list(plan.modified_files),
+    }
+    if usage is not None:
+        marker["usage"] = usage
+    return marker
+
+
 def build_compaction_entry(
     plan: CompactionPlan,
     summary: str,

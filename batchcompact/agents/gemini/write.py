@@ -23,6 +23,7 @@ import uuid as uuidlib
 from typing import Any
 
 from batchcompact.agents.gemini.chat import ACK_TEXT, META_TYPE, is_ignored_user
+from batchcompact.core.apply import batchcompact_marker
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.core.session import Session
 from batchcompact.formats.claude_codex_verify import verify_written
@@ -67,16 +68,7 @@ def compacted_messages(session: Session, plan: CompactionPlan, summary: str, *, 
                and str(records[i].get("content")).find("<session_context>") >= 0]
     context = [r for r in context[:1] if r not in kept]
     summary_id, ack_id = _ids(session, plan)
-    marker: dict[str, Any] = {
-        "tool": "batchcompact",
-        "tokensBefore": plan.tokens_before,
-        "firstKeptId": plan.first_kept_entry_id,
-        "fromHook": from_hook,
-        "readFiles": list(plan.read_files),
-        "modifiedFiles": list(plan.modified_files),
-    }
-    if usage is not None:
-        marker["usage"] = usage
+    marker = batchcompact_marker(plan, from_hook, usage)
     out = [*context, {"id": summary_id, "timestamp": now_iso, "type": "user",
                       "content": [{"text": SNAPSHOT_OPEN + summary + SNAPSHOT_CLOSE}], "batchcompact": marker}]
     if not kept or kept[0].get("type") != "gemini":

@@ -17,6 +17,7 @@ import uuid as uuidlib
 from typing import Any
 
 from batchcompact.agents.qwen.chat import ACK_TEXT, kept_contents
+from batchcompact.core.apply import batchcompact_marker
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.core.session import Session
 from batchcompact.formats.claude_codex_verify import verify_written
@@ -32,16 +33,7 @@ def build_compaction(session: Session, plan: CompactionPlan, summary: str, *, us
     if not kept or kept[0].get("role") != "model":
         history.append({"role": "model", "parts": [{"text": ACK_TEXT}]})
     history += kept
-    marker: dict[str, Any] = {
-        "tool": "batchcompact",
-        "tokensBefore": plan.tokens_before,
-        "firstKeptId": plan.first_kept_entry_id,
-        "fromHook": from_hook,
-        "readFiles": list(plan.read_files),
-        "modifiedFiles": list(plan.modified_files),
-    }
-    if usage is not None:
-        marker["usage"] = usage
+    marker = batchcompact_marker(plan, from_hook, usage)
     seed = f"{session.session_id}|{plan.leaf_id}|{plan.first_kept_entry_id}"
     record = {
         "uuid": str(uuidlib.uuid5(NAMESPACE, seed)),
