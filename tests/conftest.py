@@ -68,6 +68,30 @@ def session_outputs(root: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture
+def bc(capsys, monkeypatch):
+    """`batchcompact ARGS...` through `batchcompact.cli:main` in this process: (exit code, stdout, stderr),
+    with no model, debug switch or provider key taken from the environment. (Some test files keep their own
+    variant: other return shapes or environment.)"""
+    import sys
+
+    from batchcompact.cli import main
+
+    for name in ("BATCHCOMPACT_MODEL", "BATCHCOMPACT_DEBUG", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+    def invoke(*args) -> tuple[int, str, str]:
+        capsys.readouterr()
+        monkeypatch.setattr(sys, "argv", ["batchcompact", *map(str, args)])
+        with pytest.raises(SystemExit) as exit_info:
+            main()
+        out, err = capsys.readouterr()
+        code = exit_info.value.code
+        return (code if isinstance(code, int) else (0 if code is None else 1)), out, err
+
+    return invoke
+
+
+@pytest.fixture
 def fixtures_dir() -> Path:
     return shared_fixtures()
 

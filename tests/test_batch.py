@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,25 +27,6 @@ MODELS = {"openai": "openai/gpt-4o-mini", "anthropic": "anthropic/claude-haiku-4
 
 class Crash(BaseException):
     """A process dying at this point (not an error any layer would handle)."""
-
-
-@pytest.fixture
-def bc(capsys, monkeypatch):
-    from batchcompact.cli import main
-
-    for name in ("BATCHCOMPACT_MODEL", "BATCHCOMPACT_DEBUG", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-
-    def invoke(*args: Any) -> tuple[int, str, str]:
-        capsys.readouterr()
-        monkeypatch.setattr(sys, "argv", ["batchcompact", *map(str, args)])
-        with pytest.raises(SystemExit) as exit_info:
-            main()
-        out, err = capsys.readouterr()
-        code = exit_info.value.code
-        return (code if isinstance(code, int) else (0 if code is None else 1)), out, err
-
-    return invoke
 
 
 @pytest.fixture(params=["openai", "anthropic"])

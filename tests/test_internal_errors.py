@@ -11,9 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import SAMPLES
@@ -22,26 +20,6 @@ from batchcompact.errors import DEBUG_HINT
 
 HINT = f"({DEBUG_HINT})"
 BROKEN = "small-fix.jsonl"
-
-
-@pytest.fixture
-def bc(capsys, monkeypatch):
-    """`batchcompact ARGS...` through `batchcompact.cli:main`: (exit code, stdout, stderr)."""
-    from batchcompact.cli import main
-
-    for name in ("BATCHCOMPACT_MODEL", "BATCHCOMPACT_DEBUG", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-
-    def invoke(*args: Any) -> tuple[int, str, str]:
-        capsys.readouterr()
-        monkeypatch.setattr(sys, "argv", ["batchcompact", *map(str, args)])
-        with pytest.raises(SystemExit) as exit_info:
-            main()
-        out, err = capsys.readouterr()
-        code = exit_info.value.code
-        return (code if isinstance(code, int) else (0 if code is None else 1)), out, err
-
-    return invoke
 
 
 @pytest.fixture
