@@ -30,7 +30,8 @@ from zoneinfo import ZoneInfo
 
 from batchcompact.errors import UsageError
 from batchcompact.lifecycle import pool_kwargs, stop_pool
-from batchcompact.money import PICO_PER_USD, from_pico
+from batchcompact import money
+from batchcompact.money import from_pico
 from batchcompact.pricing import PriceTable
 from batchcompact.report.files import FileKey, extract_workers, iter_resolved, stats_warnings
 from batchcompact.report.result import Report
@@ -268,10 +269,10 @@ class Pricer:
 
 
 def to_pico(usd: float) -> int:
-    """`aggregate.pico_usd`: floor(usd * 1e12 + 0.5) as an Int64."""
+    """`money.to_pico` (as `aggregate.pico_usd`), refusing what an Int64 cannot hold."""
     if math.isnan(usd) or math.isinf(usd):
         raise Unsupported("a cost that is not a finite number")
-    pico = math.floor(usd * float(PICO_PER_USD) + 0.5)
+    pico = money.to_pico(usd)
     if not -(2**63) <= pico < 2**63:
         raise Unsupported("a cost beyond Int64 picodollars")
     return pico
