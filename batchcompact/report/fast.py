@@ -35,7 +35,7 @@ from batchcompact.money import from_pico
 from batchcompact.pricing import PriceTable
 from batchcompact.report.files import FileKey, extract_workers, iter_resolved, stats_warnings
 from batchcompact.report.result import Report
-from batchcompact.report.settings import PERIODS, WEEKDAYS, ReportSettings, last_periods_since
+from batchcompact.report.settings import PERIODS, ReportSettings, last_periods_since, week_start_index
 
 log = logging.getLogger(__name__)
 
@@ -286,7 +286,7 @@ class Periods:
     def __init__(self, timezone: str, by: str, start_of_week: str) -> None:
         self.zone = ZoneInfo(timezone)
         self.by = by
-        self.first = WEEKDAYS.index(start_of_week.lower()) + 1
+        self.first = week_start_index(start_of_week)
 
     def label(self, when: datetime | None) -> str:
         if when is None:
