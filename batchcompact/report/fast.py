@@ -28,14 +28,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from batchcompact import money
 from batchcompact.errors import UsageError
 from batchcompact.lifecycle import pool_kwargs, stop_pool
-from batchcompact import money
 from batchcompact.money import from_pico
 from batchcompact.pricing import PriceTable
 from batchcompact.report.files import FileKey, extract_workers, iter_resolved, stats_warnings
 from batchcompact.report.result import Report
-from batchcompact.report.settings import PERIODS, ReportSettings, last_periods_since, week_start_index
+from batchcompact.report.settings import (
+    PERIODS,
+    ReportSettings,
+    last_periods_since,
+    sort_order,
+    week_start_index,
+)
 
 log = logging.getLogger(__name__)
 
@@ -521,13 +527,7 @@ def _key_value(row: tuple, name: str, periods: Periods | None):
 
 def sort_records(records: list[dict], keys: list[str], settings: ReportSettings) -> list[dict]:
     """`aggregate.sort_rows` (stable sorts from the last key to the first; nulls last either way)."""
-    if settings.by in PERIODS:
-        return _sorted(records, [(k, settings.order == "desc") for k in keys])
-    if settings.by == "session" and settings.order:
-        descending = settings.order == "desc"
-        return _sorted(records, [(k, descending) for k in ["last_timestamp", *keys]])
-    by_cost = settings.order != "asc"
-    return _sorted(records, [("cost_usd", by_cost), *((k, False) for k in keys)])
+    return _sorted(records, sort_order(settings, keys))
 
 
 def _sorted(records: list[dict], order: list[tuple[str, bool]]) -> list[dict]:
