@@ -41,6 +41,7 @@ from batchcompact.report.settings import (  # noqa: F401  (re-exported)
     WEEKDAYS,
     ReportSettings,
     last_periods_since,
+    sort_order,
     week_start_index,
 )
 
@@ -351,10 +352,5 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
 
 
 def sort_rows(rows: pl.DataFrame, keys: list[str], settings: ReportSettings) -> pl.DataFrame:
-    descending = settings.order == "desc"
-    if settings.by in PERIODS:
-        return rows.sort(keys, descending=descending, nulls_last=True)
-    if settings.by == "session" and settings.order:
-        return rows.sort(["last_timestamp", *keys], descending=descending, nulls_last=True)
-    by_cost = settings.order != "asc"
-    return rows.sort(["cost_usd", *keys], descending=[by_cost] + [False] * len(keys), nulls_last=True)
+    order = sort_order(settings, keys)
+    return rows.sort([k for k, _ in order], descending=[d for _, d in order], nulls_last=True)

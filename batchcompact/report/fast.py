@@ -28,13 +28,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from batchcompact import money
 from batchcompact.errors import UsageError
 from batchcompact.lifecycle import pool_kwargs, stop_pool
-from batchcompact.money import PICO_PER_USD, from_pico
+from batchcompact.money import from_pico
 from batchcompact.pricing import PriceTable
 from batchcompact.report.files import FileKey, extract_workers, iter_resolved, stats_warnings
 from batchcompact.report.result import Report
-from batchcompact.report.settings import PERIODS, WEEKDAYS, ReportSettings, last_periods_since
+from batchcompact.report.settings import (
+    PERIODS,
+    ReportSettings,
+    last_periods_since,
+    sort_order,
+    week_start_index,
+)
 
 log = logging.getLogger(__name__)
 
@@ -268,10 +275,10 @@ class Pricer:
 
 
 def to_pico(usd: float) -> int:
-    """`aggregate.pico_usd`: floor(usd * 1e12 + 0.5) as an Int64."""
+    """`money.to_pico` (as `aggregate.pico_usd`), refusing what an Int64 cannot hold."""
     if math.isnan(usd) or math.isinf(usd):
         raise Unsupported("a cost that is not a finite number")
-    pico = math.floor(usd * float(PICO_PER_USD) + 0.5)
+    pico = money.to_pico(usd)
     if not -(2**63) <= pico < 2**63:
         raise Unsupported("a cost beyond Int64 picodollars")
     return pico
@@ -285,7 +292,7 @@ class Periods:
     def __init__(self, timezone: str, by: str, start_of_week: str) -> None:
         self.zone = ZoneInfo(timezone)
         self.by = by
-        self.first = WEEKDAYS.index(start_of_week.lower()) + 1
+        self.first = week_start_index(start_of_week)
 
     def label(self, when: datetime | None) -> str:
         if when is None:
@@ -520,13 +527,7 @@ def _key_value(row: tuple, name: str, periods: Periods | None):
 
 def sort_records(records: list[dict], keys: list[str], settings: ReportSettings) -> list[dict]:
     """`aggregate.sort_rows` (stable sorts from the last key to the first; nulls last either way)."""
-    if settings.by in PERIODS:
-        return _sorted(records, [(k, settings.order == "desc") for k in keys])
-    if settings.by == "session" and settings.order:
-        descending = settings.order == "desc"
-        return _sorted(records, [(k, descending) for k in ["last_timestamp", *keys]])
-    by_cost = settings.order != "asc"
-    return _sorted(records, [("cost_usd", by_cost), *((k, False) for k in keys)])
+    return _sorted(records, sort_order(settings, keys))
 
 
 def _sorted(records: list[dict], order: list[tuple[str, bool]]) -> list[dict]:

@@ -40,6 +40,15 @@ def week_start_index(start_of_week: str) -> int:
         raise ValueError(f"unknown first day of the week {start_of_week!r}; use one of {', '.join(WEEKDAYS)}") from None
 
 
+def sort_order(settings: ReportSettings, keys: list[str]) -> list[tuple[str, bool]]:
+    """The report's row order as (column, descending) pairs, first key first (nulls go last)."""
+    if settings.by in PERIODS:
+        return [(k, settings.order == "desc") for k in keys]
+    if settings.by == "session" and settings.order:
+        return [(k, settings.order == "desc") for k in ["last_timestamp", *keys]]
+    return [("cost_usd", settings.order != "asc"), *((k, False) for k in keys)]
+
+
 def last_periods_since(settings: ReportSettings) -> date | None:
     """The first local day of the last `settings.last` periods (1 = today, this week, this month)."""
     if not settings.last or settings.by not in PERIODS:
