@@ -347,6 +347,47 @@ class FakeOpenAIChat(_LoopbackAPI):
                 and isinstance(r["body"], dict) and r["body"].get("tools")]
 
 
+# The Gemini CLI and Qwen Code versions the recordings and the judges use (package, version, binary).
+GEMINI = ("@google/gemini-cli", "0.61.0", "gemini")
+QWEN = ("@qwen-code/qwen-code", "0.24.4", "qwen")
+
+
+def gemini_script(project: Path) -> dict:
+    """What the fake Gemini API makes the CLI do after each prompt (the recorder's and the judge's)."""
+    return {
+        "STEP-ONE": [
+            ("read_file", {"file_path": str(project / "notes.txt")}),
+            ("write_file", {"file_path": str(project / "hello.py"), "content": "print('hi')\n"}),
+            ("replace", {"file_path": str(project / "hello.py"), "old_string": "hi", "new_string": "hello",
+                         "instruction": "greet properly"}),
+            ("run_shell_command", {"command": "python3 hello.py", "description": "run it"}),
+        ],
+        "STEP-TWO": [
+            ("glob", {"pattern": "*.py"}),
+            ("grep_search", {"pattern": "hello"}),
+            ("write_todos", {"todos": [{"description": "ship hello.py", "status": "in_progress"}]}),
+            ("list_directory", {"dir_path": str(project)}),
+        ],
+    }
+
+
+def qwen_script(project: Path) -> dict:
+    """What the fake OpenAI-compatible API makes Qwen Code do after each prompt (recorder and judge)."""
+    return {
+        "STEP-ONE": [
+            ("read_file", {"file_path": str(project / "notes.txt")}),
+            ("write_file", {"file_path": str(project / "hello.py"), "content": "print('hi')\n"}),
+            ("edit", {"file_path": str(project / "hello.py"), "old_string": "hi", "new_string": "hello"}),
+            ("run_shell_command", {"command": "python3 hello.py", "description": "run it"}),
+        ],
+        "STEP-TWO": [
+            ("glob", {"pattern": "*.py"}),
+            ("grep_search", {"pattern": "hello"}),
+            ("run_shell_command", {"command": "ls", "description": "list"}),
+        ],
+    }
+
+
 def gemini_settings(home: Path, **model: object) -> None:
     """Gemini CLI settings for an offline run: API-key auth (the base URL comes from the env), no folder
     trust prompt, no usage statistics or telemetry; `model` settings such as compressionThreshold."""

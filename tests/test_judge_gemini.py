@@ -15,38 +15,31 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from agent_judges import REPLY, FakeGemini, compact_in_place, gemini_env, gemini_settings, npm_cli
+from agent_judges import (
+    GEMINI,
+    REPLY,
+    FakeGemini,
+    compact_in_place,
+    gemini_env,
+    gemini_script,
+    gemini_settings,
+    npm_cli,
+)
 
 pytestmark = pytest.mark.slow
-
-VERSION = "0.61.0"
 
 
 @pytest.fixture(scope="module")
 def gemini_bin() -> Path:
-    return npm_cli("@google/gemini-cli", VERSION, "gemini")
+    return npm_cli(*GEMINI)
 
 
 def _script(project: Path) -> dict:
-    return {
-        "STEP-ONE": [
-            ("read_file", {"file_path": str(project / "notes.txt")}),
-            ("write_file", {"file_path": str(project / "hello.py"), "content": "print('hi')\n"}),
-            ("replace", {"file_path": str(project / "hello.py"), "old_string": "hi", "new_string": "hello",
-                         "instruction": "greet properly"}),
-            ("run_shell_command", {"command": "python3 hello.py", "description": "run it"}),
-        ],
-        "STEP-TWO": [
-            ("glob", {"pattern": "*.py"}),
-            ("grep_search", {"pattern": "hello"}),
-            ("write_todos", {"todos": [{"description": "ship hello.py", "status": "in_progress"}]}),
-            ("list_directory", {"dir_path": str(project)}),
-        ],
-        "RESUME-TWO": [
-            ("read_file", {"file_path": str(project / "hello.py")}),
-            ("run_shell_command", {"command": "python3 hello.py", "description": "run it again"}),
-        ],
-    }
+    """The recorder's script plus one more turn for the second resume."""
+    return {**gemini_script(project), "RESUME-TWO": [
+        ("read_file", {"file_path": str(project / "hello.py")}),
+        ("run_shell_command", {"command": "python3 hello.py", "description": "run it again"}),
+    ]}
 
 
 def _gemini(gemini_bin: Path, home: Path, project: Path, api: FakeGemini, *args: str) -> list[dict]:

@@ -16,36 +16,31 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from agent_judges import REPLY, FakeOpenAIChat, compact_in_place, npm_cli, qwen_env, qwen_settings
+from agent_judges import (
+    QWEN,
+    REPLY,
+    FakeOpenAIChat,
+    compact_in_place,
+    npm_cli,
+    qwen_env,
+    qwen_script,
+    qwen_settings,
+)
 
 pytestmark = pytest.mark.slow
-
-VERSION = "0.24.4"
 
 
 @pytest.fixture(scope="module")
 def qwen_bin() -> Path:
-    return npm_cli("@qwen-code/qwen-code", VERSION, "qwen")
+    return npm_cli(*QWEN)
 
 
 def _script(project: Path) -> dict:
-    return {
-        "STEP-ONE": [
-            ("read_file", {"file_path": str(project / "notes.txt")}),
-            ("write_file", {"file_path": str(project / "hello.py"), "content": "print('hi')\n"}),
-            ("edit", {"file_path": str(project / "hello.py"), "old_string": "hi", "new_string": "hello"}),
-            ("run_shell_command", {"command": "python3 hello.py", "description": "run it"}),
-        ],
-        "STEP-TWO": [
-            ("glob", {"pattern": "*.py"}),
-            ("grep_search", {"pattern": "hello"}),
-            ("run_shell_command", {"command": "ls", "description": "list"}),
-        ],
-        "RESUME-TWO": [
-            ("read_file", {"file_path": str(project / "hello.py")}),
-            ("run_shell_command", {"command": "python3 hello.py", "description": "run it again"}),
-        ],
-    }
+    """The recorder's script plus one more turn for the second resume."""
+    return {**qwen_script(project), "RESUME-TWO": [
+        ("read_file", {"file_path": str(project / "hello.py")}),
+        ("run_shell_command", {"command": "python3 hello.py", "description": "run it again"}),
+    ]}
 
 
 def _qwen(qwen_bin: Path, home: Path, project: Path, api: FakeOpenAIChat, *args: str) -> list[dict]:

@@ -33,36 +33,20 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
 from agent_judges import (  # noqa: E402
+    GEMINI,
+    QWEN,
     FakeGemini,
     FakeOpenAIChat,
     gemini_env,
+    gemini_script,
     gemini_settings,
     npm_cli,
     qwen_env,
+    qwen_script,
     qwen_settings,
 )
 
-GEMINI = ("@google/gemini-cli", "0.61.0", "gemini")
-QWEN = ("@qwen-code/qwen-code", "0.24.4", "qwen")
 ROOT = Path("/tmp/batchcompact-record")
-
-
-def gemini_script(project: Path) -> dict:
-    return {
-        "STEP-ONE": [
-            ("read_file", {"file_path": str(project / "notes.txt")}),
-            ("write_file", {"file_path": str(project / "hello.py"), "content": "print('hi')\n"}),
-            ("replace", {"file_path": str(project / "hello.py"), "old_string": "hi", "new_string": "hello",
-                         "instruction": "greet properly"}),
-            ("run_shell_command", {"command": "python3 hello.py", "description": "run it"}),
-        ],
-        "STEP-TWO": [
-            ("glob", {"pattern": "*.py"}),
-            ("grep_search", {"pattern": "hello"}),
-            ("write_todos", {"todos": [{"description": "ship hello.py", "status": "in_progress"}]}),
-            ("list_directory", {"dir_path": str(project)}),
-        ],
-    }
 
 
 def run_gemini(binary: Path, home: Path, project: Path, url: str, *args: str) -> None:
@@ -117,22 +101,6 @@ def write_legacy(source: Path, target: Path) -> None:
     legacy = {k: meta[k] for k in ("sessionId", "projectHash", "startTime", "lastUpdated") if k in meta}
     legacy["messages"] = list(messages.values())
     target.write_text(json.dumps(legacy, indent=2) + "\n")
-
-
-def qwen_script(project: Path) -> dict:
-    return {
-        "STEP-ONE": [
-            ("read_file", {"file_path": str(project / "notes.txt")}),
-            ("write_file", {"file_path": str(project / "hello.py"), "content": "print('hi')\n"}),
-            ("edit", {"file_path": str(project / "hello.py"), "old_string": "hi", "new_string": "hello"}),
-            ("run_shell_command", {"command": "python3 hello.py", "description": "run it"}),
-        ],
-        "STEP-TWO": [
-            ("glob", {"pattern": "*.py"}),
-            ("grep_search", {"pattern": "hello"}),
-            ("run_shell_command", {"command": "ls", "description": "list"}),
-        ],
-    }
 
 
 def run_qwen(binary: Path, home: Path, project: Path, url: str, *args: str) -> None:
