@@ -116,6 +116,20 @@ def _raise_interrupt(signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+_COMMAND_PROCESS = False
+
+
+def mark_command_process() -> None:
+    """The command line's entry point says: this process ends with its command (no library caller goes on
+    using what it loaded; `pipeline/runreport.py` then loads pyarrow without numpy)."""
+    global _COMMAND_PROCESS
+    _COMMAND_PROCESS = True
+
+
+def is_command_process() -> bool:
+    return _COMMAND_PROCESS
+
+
 def install_stop_signals() -> None:
     """SIGTERM (cron timeouts, `kill`) stops the process the way Ctrl-C does: as a KeyboardInterrupt."""
     signal.signal(signal.SIGTERM, _raise_interrupt)

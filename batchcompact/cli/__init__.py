@@ -124,9 +124,15 @@ def cli(ctx: click.Context) -> None:
 def main() -> None:
     """Entry point: run the group and map our exceptions to exit codes."""
     from batchcompact.errors import BatchCompactError
-    from batchcompact.lifecycle import install_stop_signals, interrupted_exit_code, stop_signal_name
+    from batchcompact.lifecycle import (
+        install_stop_signals,
+        interrupted_exit_code,
+        mark_command_process,
+        stop_signal_name,
+    )
 
     install_stop_signals()  # SIGTERM stops every command the way Ctrl-C does
+    mark_command_process()  # this process ends with its command (pipeline/runreport.py import_pyarrow)
     try:
         rv = cli.main(standalone_mode=False)
     except click.exceptions.Abort:

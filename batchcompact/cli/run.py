@@ -179,7 +179,6 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
     import time
 
     from batchcompact.discover import cli_paths
-    from batchcompact.pipeline.batch import batch_options
     from batchcompact.pipeline.batch_commands import run_until_collected
     from batchcompact.pipeline.run import RunOptions, check_destination, run_archive
 
@@ -195,8 +194,12 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
                                    min_branch_tokens=min_branch_tokens,
                                    branch_reserve_tokens=branch_reserve_tokens, **kwargs)
     check_destination(in_place, output_dir)
-    batch = batch_options(use_batch, wait=wait, model=model, api_base=api_base, api_key=api_key,
-                          max_attempts=batch_attempts, summarizer_spec=summarizer)
+    batch = None
+    if use_batch or wait:  # the batch machinery (asyncio, the batch store) only for --batch runs
+        from batchcompact.pipeline.batch import batch_options
+
+        batch = batch_options(use_batch, wait=wait, model=model, api_base=api_base, api_key=api_key,
+                              max_attempts=batch_attempts, summarizer_spec=summarizer)
     agent = agent_fields(ctx, kwargs.pop("agent_settings", True))
     executor = open_executor(kwargs.pop("executor"), resolve_jobs(jobs), kwargs.pop("ray_address"))
     if executor is not None:

@@ -165,7 +165,7 @@ def pool_settings_from(
     redact: bool = True,
 ) -> Any:
     """`PoolSettings` from the option values (imports the pool lazily)."""
-    from batchcompact.summarize.pool import PoolSettings
+    from batchcompact.summarize.pool_settings import PoolSettings
 
     return PoolSettings(
         concurrency=concurrency,

@@ -12,11 +12,9 @@ planned (pipeline/session_task.py): read once, written and verified by the worke
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import os
-import secrets
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -139,7 +137,7 @@ class RunSummary:
 
 
 def _new_run_id(moment: datetime) -> str:
-    return moment.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+    return moment.strftime("%Y%m%dT%H%M%SZ") + "-" + os.urandom(3).hex()  # secrets.token_hex(3), unimported
 
 
 class Runner:
@@ -385,6 +383,8 @@ class Runner:
     def _summarize_all(self, to_compact: list[tuple[ScanItem, Fingerprint, dict]], ledger: RunLedger) -> str | None:
         if not to_compact:
             return None
+        import asyncio  # only runs that buy summaries here (a model, a custom summarizer) get this far
+
         buyer = self._buyer = make_buyer(self.options, self.summarizer, ledger.state, self.pool_settings,
                                          self.run_id, clock=self.clock, sleep=self.sleep)
         self.progress.bar("summarize", len(to_compact), "compacting")
@@ -476,6 +476,8 @@ class Runner:
 
     async def _write(self, pending: PreparedSession, outcome: Any, ledger: RunLedger) -> None:
         """The bought summaries to a worker's `finish_file` (apply, write, verify); the outcome recorded."""
+        import asyncio
+
         row = pending.row
         # the written entries record what their summaries cost, even those bought by an earlier run
         buyer = self._buyer

@@ -100,8 +100,37 @@ def empty_row() -> dict[str, Any]:
     return row
 
 
+def import_pyarrow() -> None:
+    """Import pyarrow and pyarrow.parquet for the report.
+
+    In the command line's process (`lifecycle.is_command_process`), with neither loaded yet, pyarrow is
+    imported as if numpy were not installed (optional to pyarrow since 16): a Parquet write never uses it,
+    and numpy is ~60% of pyarrow's import (0.06-0.1 CPU s of a run). A pyarrow loaded so keeps no numpy
+    bridge for the rest of the process, which only a process that ends with its command can accept, so a
+    library caller's process imports both as usual. The bytes written are the same either way
+    (`tests/test_run_report_imports.py`). With a pyarrow that needs numpy (15), the second import below
+    loads it as usual.
+    """
+    import sys
+
+    from batchcompact.lifecycle import is_command_process
+
+    if is_command_process() and "numpy" not in sys.modules and "pyarrow" not in sys.modules:
+        sys.modules["numpy"] = None  # type: ignore[assignment]  # `import numpy` raises ImportError
+        try:
+            import pyarrow  # noqa: F401
+            import pyarrow.parquet  # noqa: F401
+        except ImportError:
+            pass
+        finally:
+            if "numpy" in sys.modules and sys.modules["numpy"] is None:
+                del sys.modules["numpy"]
+    import pyarrow  # noqa: F401, F811
+    import pyarrow.parquet  # noqa: F401, F811
+
+
 class ReportImports:
-    """pyarrow (with numpy) imported in a thread while worker processes do the run's file work.
+    """pyarrow (`import_pyarrow`) imported in a thread while worker processes do the run's file work.
 
     The report is written after every file is done, and importing pyarrow there (0.1-0.3 s) would run
     alone, after the workers. `start` is called only once the workers are forked and `join` before the
@@ -129,8 +158,7 @@ class ReportImports:
 
 def _import_pyarrow() -> None:
     try:
-        import pyarrow  # noqa: F401
-        import pyarrow.parquet  # noqa: F401
+        import_pyarrow()
     except ImportError:  # write_compactions imports them again and says what is missing
         pass
 
@@ -139,6 +167,7 @@ def write_compactions(rows: list[dict[str, Any]], report_dir: Path, run_id: str)
     """Write the run's rows atomically as `compactions-<run_id>.parquet`; returns its path."""
     import os
 
+    import_pyarrow()
     import pyarrow as pa
     import pyarrow.parquet as pq
 

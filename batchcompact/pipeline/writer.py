@@ -21,7 +21,6 @@ import fcntl
 import functools
 import hashlib
 import os
-import secrets
 import shutil
 import socket
 import stat as stat_module
@@ -82,7 +81,7 @@ def lock_session(path: str | Path) -> SessionLock:
 
 def temp_name(target: Path, kind: str = TMP_MARK) -> Path:
     """A temp path beside `target`, unique to this process and call: `.NAME.batchcompact-tmp-PID-RANDOM-HOST`."""
-    return target.with_name(f".{target.name}{kind}-{os.getpid()}-{secrets.token_hex(4)}-{_host_tag()}")
+    return target.with_name(f".{target.name}{kind}-{os.getpid()}-{os.urandom(4).hex()}-{_host_tag()}")
 
 
 def copy_file(source: str | Path, target: Path) -> None:

@@ -20,10 +20,30 @@ from batchcompact.summarize.base import (
     SummaryResult,
 )
 from batchcompact.summarize.builtin import BuiltinSummarizer
-from batchcompact.summarize.custom import load_summarizer
-from batchcompact.summarize.pool import JobOutcome, PoolSettings, PoolStats, SummaryJob, run_jobs
 
 BUILTIN = "builtin"
+
+# Loaded on first use (module __getattr__): the pool (asyncio) and custom summarizers (importlib.metadata)
+# are not needed by a run with the built-in summarizer, nor by anything importing `summarize.redact`.
+_LAZY = {
+    "load_summarizer": "batchcompact.summarize.custom",
+    "JobOutcome": "batchcompact.summarize.pool",
+    "PoolSettings": "batchcompact.summarize.pool_settings",
+    "PoolStats": "batchcompact.summarize.pool",
+    "SummaryJob": "batchcompact.summarize.pool",
+    "run_jobs": "batchcompact.summarize.pool",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 def build_summarizer(
@@ -39,6 +59,8 @@ def build_summarizer(
 ) -> Summarizer:
     """The summarizer for the command-line options: a custom one, the builtin, or litellm + overflow recovery."""
     if summarizer_spec:
+        from batchcompact.summarize.custom import load_summarizer
+
         return load_summarizer(summarizer_spec)
     if model is None or model.strip().lower() == BUILTIN:
         return BuiltinSummarizer()

@@ -34,6 +34,7 @@ from batchcompact.summarize.base import (
     SummaryCancelled,
     SummaryResult,
 )
+from batchcompact.summarize.pool_settings import PoolSettings
 from batchcompact.summarize.ratelimit import RateLimits
 from batchcompact.summarize.redact import merge_counts, redact_text
 
@@ -48,20 +49,6 @@ OK, FAILED, SKIPPED, ABORTED, BUDGET, CANCELLED = (
     "cancelled",
 )
 MAX_RETRY_AFTER = 600.0
-
-
-@dataclass
-class PoolSettings:
-    concurrency: int = 8
-    rpm: float | None = None
-    tpm: float | None = None
-    max_attempts: int = 6
-    base_delay: float = 1.0
-    max_delay: float = 60.0
-    max_cost_usd: float | None = None
-    redact: bool = True
-    drain_on_stop: bool = True  # after abort/budget, still take the remaining jobs to report them
-    cancel_grace: float = 0.0  # on task cancellation, seconds to let in-flight calls finish
 
 
 @dataclass
