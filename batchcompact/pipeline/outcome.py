@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,7 +28,6 @@ from batchcompact.formats.scan import oserror_text
 from batchcompact.pipeline.planning import read_session
 from batchcompact.pipeline.statuses import CHANGED, COMPACTED, FAILED
 from batchcompact.pipeline.writer import ChangedDuringRun, write_session
-from batchcompact.summarize.redact import merge_counts
 
 log = logging.getLogger(__name__)
 
@@ -250,6 +250,9 @@ def usage_fields(results: list, attempts: int, branch_count: int, *, default_mod
     reused, not free)."""
     made = [r for r in results if r is not None]
     branch = [r for r in results[:branch_count] if r is not None]
+    kinds: Counter = Counter()  # summarize.redact.merge_counts, without importing the redaction patterns
+    for r in made:
+        kinds.update(r.redactions)
     return dict(
         calls=sum(r.calls for r in made),
         attempts=attempts,
@@ -262,7 +265,7 @@ def usage_fields(results: list, attempts: int, branch_count: int, *, default_mod
         model=made[0].model if made else default_model,
         redactions=sum(r.redaction_count for r in made),
         redaction_kinds=[{"kind": kind, "count": count}
-                         for kind, count in sorted(merge_counts(*(r.redactions for r in made)).items())],
+                         for kind, count in sorted(kinds.items())],
         unpriced=any(r.cost_usd is None for r in made),
         overflow_recovery=any(r.overflow_calls for r in made),
         reused_summaries=sum(1 for r in made if r.calls == 0 and reusable),
