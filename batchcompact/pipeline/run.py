@@ -269,11 +269,12 @@ class Runner:
         if self.options.in_place or self.options.output_dir is None:
             return items
         out = self.options.output_dir.resolve()
-        kept = [item for item in items if not resolved(item.path).is_relative_to(out)]
-        inputs = {resolved(item.path) for item in kept}
+        real = {item.path: resolved(item.path) for item in items}  # each input resolved once
+        kept = [item for item in items if not real[item.path].is_relative_to(out)]
+        inputs = {real[item.path] for item in kept}
         for item in items:
             target = resolved(self.output_path(item))
-            if target == resolved(item.path) or target in inputs:
+            if target == real[item.path] or target in inputs:
                 raise UsageError(
                     f"--output-dir {self.options.output_dir} would overwrite the original {item.path}; "
                     "choose another folder, or --in-place"

@@ -42,17 +42,24 @@ class RunLedger:
         self.state = state
         self.settings_key = settings_key
         self.run_id = run_id
+        self._keys: dict[Any, str] = {}  # state_key per input path: resolved once per run, not per lookup
+
+    def key(self, item: ScanItem) -> str:
+        found = self._keys.get(item.path)
+        if found is None:
+            found = self._keys[item.path] = state_key(item)
+        return found
 
     def finished_fingerprints(self, item: ScanItem) -> Any:
-        return self.state.finished_fingerprints(state_key(item), self.settings_key)
+        return self.state.finished_fingerprints(self.key(item), self.settings_key)
 
     def finished(self, item: ScanItem, fingerprint: Fingerprint | None) -> dict[str, Any] | None:
         """The earlier outcome of these bytes under these settings, if any."""
-        return self.state.finished(state_key(item), fingerprint, self.settings_key)
+        return self.state.finished(self.key(item), fingerprint, self.settings_key)
 
     def record(self, item: ScanItem, fingerprint: Any, status: str, output_path: str | None,
                reason: str | None) -> None:
-        self.state.record(state_key(item), fingerprint, self.settings_key, status, output_path, reason, self.run_id)
+        self.state.record(self.key(item), fingerprint, self.settings_key, status, output_path, reason, self.run_id)
 
     def invalid(self, item: ScanItem, record: dict[str, Any], strict: bool, failed: str) -> tuple[str, str]:
         """(status, reason) of an invalid file: `failed` with file and line the first time; afterwards,
@@ -61,8 +68,8 @@ class RunLedger:
         fingerprint = record.get("fingerprint")
         if fingerprint is None or not (record.get("plan_row") or record.get("invalid")):
             return failed, record["reason"]
-        since = self.state.known_invalid(state_key(item), fingerprint)
+        since = self.state.known_invalid(self.key(item), fingerprint)
         if since is None:
-            self.state.record_invalid(state_key(item), fingerprint, self.run_id, record["reason"])
+            self.state.record_invalid(self.key(item), fingerprint, self.run_id, record["reason"])
             return failed, record["reason"]
         return (failed if strict else KNOWN_INVALID), f"known invalid since {since}: {record['reason']}"
