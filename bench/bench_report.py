@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from bench.figures import emit  # noqa: E402
-from bench.timing import BenchFailure, run_checked, timed, timed_cpu  # noqa: E402
+from bench.timing import BenchFailure, run_checked, timed, timed_cpu, user_env  # noqa: E402
 
 FIXTURE = (
     REPO.parent
@@ -134,7 +134,8 @@ def versus_ccusage(work: Path, total: int, runs: int) -> None:
     mb = sum(p.stat().st_size for p in corpus.rglob("*.jsonl")) / 1e6
     for p in corpus.rglob("*.jsonl"):
         p.read_bytes()  # page cache warm for both
-    env = dict(os.environ, CLAUDE_CONFIG_DIR=str(corpus), XDG_CACHE_HOME=str(work / "xdg"))
+    # Bytecode caches kept (a pip install compiles our sources; the first run below writes them here).
+    env = user_env(dict(os.environ, CLAUDE_CONFIG_DIR=str(corpus), XDG_CACHE_HOME=str(work / "xdg")))
     ours = [sys.executable, "-m", "batchcompact", "report", str(corpus), "--format", "json"]
     theirs = [binary, "daily", "--offline", "--json"]
     # Same inputs, same answer: both count the same tokens in these files (tests/test_ccusage_parity.py

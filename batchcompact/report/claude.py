@@ -92,8 +92,9 @@ def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
     folder = claude_project(path)
     file_kind = claude_file_kind(path)
     is_agent_file = path.name.startswith("agent-") or path.parent.name == "subagents"
-    best: dict[tuple[str, str], tuple[tuple[int, int], dict]] = {}
-    order: list[tuple[str, str]] = []
+    # key -> (rank, line number, outer line, request line, its message, from agent_progress?), in first-seen
+    # order (a dict keeps a key's place when its value is replaced). The row is built only for the kept copy.
+    best: dict[tuple[str, str], tuple] = {}
     for number, outer in iter_json_lines(
         path, stats, want=(b'"usage"',), skip=SKIP_MARKERS, keep_if=KEEP_MARKER
     ):
@@ -102,8 +103,7 @@ def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
             continue
         obj, message, progress = found
         usage = message["usage"]
-        model = message.get("model")
-        if model == "<synthetic>":
+        if message.get("model") == "<synthetic>":
             continue
         message_id = message.get("id")
         request_id = obj.get("requestId")
@@ -111,57 +111,55 @@ def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
             key = ("", f"line:{number}")
         else:
             key = (str(message_id or ""), str(request_id or ""))
-        cwd = outer.get("cwd") or obj.get("cwd")
-        record = {
-            "line": number,
-            "session_id": outer.get("sessionId") or obj.get("sessionId") or path.stem,
-            "timestamp": obj.get("timestamp") or outer.get("timestamp"),
-            "model": model if isinstance(model, str) else None,
-            "sidechain": progress or bool(obj.get("isSidechain")) or is_agent_file,
-            "cost": obj.get("costUSD"),
-            "project": cwd if isinstance(cwd, str) and cwd else folder,
-            "usage": usage,
-        }
-        rank = (as_int(usage.get("output_tokens")), _usage_total(usage))
+        rank = usage_rank(usage)
         previous = best.get(key)
         if previous is None:
-            order.append(key)
-            best[key] = (rank, record)
-        else:
-            stats.duplicates += 1
-            # Ties (same usage): the first line keeps the request's time, as ccusage does, unless a
-            # main-line copy meets an earlier sub-agent copy.
-            if rank > previous[0] or (rank == previous[0] and previous[1]["sidechain"] and not record["sidechain"]):
-                best[key] = (rank, record)
-    for key in order:
-        record = best[key][1]
-        usage = record["usage"]
-        kind = file_kind or ("sidechain" if record["sidechain"] else "main")
+            best[key] = (rank, number, outer, obj, message, progress)
+            continue
+        stats.duplicates += 1
+        # Ties (same usage): the first line keeps the request's time, as ccusage does, unless a
+        # main-line copy meets an earlier sub-agent copy.
+        if rank > previous[0] or (
+            rank == previous[0]
+            and _sidechain(previous[3], previous[5], is_agent_file)
+            and not _sidechain(obj, progress, is_agent_file)
+        ):
+            best[key] = (rank, number, outer, obj, message, progress)
+    for key, (_, number, outer, obj, message, progress) in best.items():
+        usage = message["usage"]
+        model = message.get("model")
+        cwd = outer.get("cwd") or obj.get("cwd")
         writes, writes_1h = cache_writes(usage)
         rows.add(
             source="claude",
             file=file,
-            line=record["line"],
-            session_id=record["session_id"],
-            project=record["project"],
-            timestamp=parse_timestamp(record["timestamp"]),
+            line=number,
+            session_id=outer.get("sessionId") or obj.get("sessionId") or path.stem,
+            project=cwd if isinstance(cwd, str) and cwd else folder,
+            timestamp=parse_timestamp(obj.get("timestamp") or outer.get("timestamp")),
             provider="anthropic",
-            model=record["model"],
-            kind=kind,
+            model=model if isinstance(model, str) else None,
+            kind=file_kind or ("sidechain" if _sidechain(obj, progress, is_agent_file) else "main"),
             dedupe_key=f"{key[0]}:{key[1]}" if key[0] else None,
             input_tokens=as_int(usage.get("input_tokens")),
             output_tokens=as_int(usage.get("output_tokens")),
             cache_read_tokens=as_int(usage.get("cache_read_input_tokens")),
             cache_write_tokens=writes,
             cache_write_1h_tokens=writes_1h,
-            recorded_cost_usd=as_float(record["cost"]),
+            recorded_cost_usd=as_float(obj.get("costUSD")),
         )
 
 
-def _usage_total(usage: dict) -> int:
-    return (
+def _sidechain(obj: dict, progress: bool, is_agent_file: bool) -> bool:
+    return progress or bool(obj.get("isSidechain")) or is_agent_file
+
+
+def usage_rank(usage: dict) -> tuple[int, int]:
+    """(output tokens, all tokens): which of a request's streamed copies is the complete one."""
+    output = as_int(usage.get("output_tokens"))
+    return output, (
         as_int(usage.get("input_tokens"))
-        + as_int(usage.get("output_tokens"))
+        + output
         + as_int(usage.get("cache_read_input_tokens"))
         + cache_writes(usage)[0]
     )

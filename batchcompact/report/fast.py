@@ -325,9 +325,13 @@ class Group:
 
     def add(self, row: tuple, pico: int | None) -> None:
         self.requests += 1
-        sums = self.sums
-        for i, (_, column) in enumerate(SUMS):
-            sums[i] += row[column]
+        sums = self.sums  # unrolled SUMS: this runs once per request
+        sums[0] += row[INP]
+        sums[1] += row[OUT]
+        sums[2] += row[CR]
+        sums[3] += row[CW]
+        sums[4] += row[REASONING]
+        sums[5] += row[TOTAL]
         if pico is None:
             self.unpriced += 1
         else:
@@ -448,7 +452,8 @@ def build_report(rows: list[tuple], settings: ReportSettings, table: PriceTable 
         if group is None:
             group = groups[key] = Group()
         group.add(row, pico)
-        totals.add(row, pico)
+    for group in groups.values():  # every row is in one group: the totals are the groups' sums
+        totals.merge(group)
     records = []
     for key, group in groups.items():
         record = dict(zip(keys, key, strict=True))
