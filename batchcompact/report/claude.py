@@ -92,8 +92,9 @@ def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
     folder = claude_project(path)
     file_kind = claude_file_kind(path)
     is_agent_file = path.name.startswith("agent-") or path.parent.name == "subagents"
-    # key -> (rank, line number, outer line, request line, its message, from agent_progress?), in first-seen
-    # order (a dict keeps a key's place when its value is replaced). The row is built only for the kept copy.
+    # key -> (rank, counts, sidechain?, line number, session, cwd, time, model, recorded cost) of the copy
+    # kept so far, in first-seen order (a dict keeps a key's place when its value is replaced). Only these
+    # few fields are kept, never the parsed line: objects freed at once are cheap, kept ones are not.
     best: dict[tuple[str, str], tuple] = {}
     for number, outer in iter_json_lines(
         path, stats, want=(b'"usage"',), skip=SKIP_MARKERS, keep_if=KEEP_MARKER
@@ -102,8 +103,8 @@ def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
         if found is None:
             continue
         obj, message, progress = found
-        usage = message["usage"]
-        if message.get("model") == "<synthetic>":
+        model = message.get("model")
+        if model == "<synthetic>":
             continue
         message_id = message.get("id")
         request_id = obj.get("requestId")
@@ -111,55 +112,47 @@ def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
             key = ("", f"line:{number}")
         else:
             key = (str(message_id or ""), str(request_id or ""))
-        rank = usage_rank(usage)
+        counts = usage_counts(message["usage"])
+        rank = (counts[1], counts[0] + counts[1] + counts[2] + counts[3])  # output, then all tokens
+        side = progress or bool(obj.get("isSidechain")) or is_agent_file
         previous = best.get(key)
-        if previous is None:
-            best[key] = (rank, number, outer, obj, message, progress)
-            continue
-        stats.duplicates += 1
-        # Ties (same usage): the first line keeps the request's time, as ccusage does, unless a
-        # main-line copy meets an earlier sub-agent copy.
-        if rank > previous[0] or (
-            rank == previous[0]
-            and _sidechain(previous[3], previous[5], is_agent_file)
-            and not _sidechain(obj, progress, is_agent_file)
-        ):
-            best[key] = (rank, number, outer, obj, message, progress)
-    for key, (_, number, outer, obj, message, progress) in best.items():
-        usage = message["usage"]
-        model = message.get("model")
-        cwd = outer.get("cwd") or obj.get("cwd")
-        writes, writes_1h = cache_writes(usage)
+        if previous is not None:
+            stats.duplicates += 1
+            # Ties (same usage): the first line keeps the request's time, as ccusage does, unless a
+            # main-line copy meets an earlier sub-agent copy.
+            if not (rank > previous[0] or (rank == previous[0] and previous[2] and not side)):
+                continue
+        best[key] = (rank, counts, side, number, outer.get("sessionId") or obj.get("sessionId"),
+                     outer.get("cwd") or obj.get("cwd"), obj.get("timestamp") or outer.get("timestamp"),
+                     model, obj.get("costUSD"))
+    for key, (_, counts, side, number, session, cwd, when, model, cost) in best.items():
         rows.add(
             source="claude",
             file=file,
             line=number,
-            session_id=outer.get("sessionId") or obj.get("sessionId") or path.stem,
+            session_id=session or path.stem,
             project=cwd if isinstance(cwd, str) and cwd else folder,
-            timestamp=parse_timestamp(obj.get("timestamp") or outer.get("timestamp")),
+            timestamp=parse_timestamp(when),
             provider="anthropic",
             model=model if isinstance(model, str) else None,
-            kind=file_kind or ("sidechain" if _sidechain(obj, progress, is_agent_file) else "main"),
+            kind=file_kind or ("sidechain" if side else "main"),
             dedupe_key=f"{key[0]}:{key[1]}" if key[0] else None,
-            input_tokens=as_int(usage.get("input_tokens")),
-            output_tokens=as_int(usage.get("output_tokens")),
-            cache_read_tokens=as_int(usage.get("cache_read_input_tokens")),
-            cache_write_tokens=writes,
-            cache_write_1h_tokens=writes_1h,
-            recorded_cost_usd=as_float(obj.get("costUSD")),
+            input_tokens=counts[0],
+            output_tokens=counts[1],
+            cache_read_tokens=counts[2],
+            cache_write_tokens=counts[3],
+            cache_write_1h_tokens=counts[4],
+            recorded_cost_usd=as_float(cost),
         )
 
 
-def _sidechain(obj: dict, progress: bool, is_agent_file: bool) -> bool:
-    return progress or bool(obj.get("isSidechain")) or is_agent_file
-
-
-def usage_rank(usage: dict) -> tuple[int, int]:
-    """(output tokens, all tokens): which of a request's streamed copies is the complete one."""
-    output = as_int(usage.get("output_tokens"))
-    return output, (
-        as_int(usage.get("input_tokens"))
-        + output
-        + as_int(usage.get("cache_read_input_tokens"))
-        + cache_writes(usage)[0]
+def usage_counts(usage: dict) -> tuple[int, int, int, int, int]:
+    """(input, output, cache read, cache writes, the 1-hour part of the writes) of one request's usage."""
+    writes, hour = cache_writes(usage)
+    return (
+        as_int(usage.get("input_tokens")),
+        as_int(usage.get("output_tokens")),
+        as_int(usage.get("cache_read_input_tokens")),
+        writes,
+        hour,
     )

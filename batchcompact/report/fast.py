@@ -22,6 +22,7 @@ import logging
 import math
 import multiprocessing
 import re
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -121,8 +122,11 @@ def _utc(value):
     return value if value.tzinfo is UTC else value.astimezone(UTC)
 
 
-def collect_rows(paths, jobs: int | None = None) -> Collected:
-    """Extract every file under `paths` (in worker processes when worth it), in the order found."""
+def collect_rows(paths, jobs: int | None = None, meanwhile: Callable[[], object] | None = None) -> Collected:
+    """Extract every file under `paths` (in worker processes when worth it), in the order found.
+
+    `meanwhile` runs once in this process while the workers extract (e.g. loading the price map, which
+    would otherwise wait for the last file)."""
     result = Collected()
     found: list[tuple[str, FileKey]] = []
     for path, real in iter_resolved(paths):
@@ -136,7 +140,14 @@ def collect_rows(paths, jobs: int | None = None) -> Collected:
     result.bytes = sum(key.size for _, key in found)
     todo = [p for p, _ in found]
     workers = extract_workers(jobs, len(todo), result.bytes)
-    done = _extract_parallel(result, todo, workers) if workers > 1 else 0
+    pending = [meanwhile] if meanwhile is not None else []
+
+    def run_meanwhile() -> None:
+        while pending:
+            pending.pop()()
+
+    done = _extract_parallel(result, todo, workers, run_meanwhile) if workers > 1 else 0
+    run_meanwhile()  # no pool, or one that broke before it ran
     for path in todo[done:]:
         _add(result, file_rows(path))
     return result
@@ -148,8 +159,9 @@ def _add(result: Collected, outcome: tuple[list[tuple], dict]) -> None:
     result.extracted += 1
 
 
-def _extract_parallel(result: Collected, todo: list[str], workers: int) -> int:
-    """`collect._extract_parallel` for rows: returns how many files finished (the rest go serial)."""
+def _extract_parallel(result: Collected, todo: list[str], workers: int, meanwhile=None) -> int:
+    """`collect._extract_parallel` for rows: returns how many files finished (the rest go serial).
+    `meanwhile` runs after every task is submitted (the workers are forked then), before the results."""
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     done = 0
@@ -158,7 +170,10 @@ def _extract_parallel(result: Collected, todo: list[str], workers: int) -> int:
         finished = False
         try:
             chunk = max(1, min(32, len(todo) // (16 * workers)))
-            for outcome in pool.map(file_rows, todo, chunksize=chunk):
+            outcomes = pool.map(file_rows, todo, chunksize=chunk)
+            if meanwhile is not None:
+                meanwhile()
+            for outcome in outcomes:
                 _add(result, outcome)
                 done += 1
             finished = True
@@ -297,13 +312,12 @@ class Periods:
     def label(self, when: datetime | None) -> str:
         if when is None:
             return "unknown"
-        local = when.astimezone(self.zone)
+        day = when.astimezone(self.zone).date()
         if self.by == "month":
-            return f"{local.year:04d}-{local.month:02d}"
-        day = local.date()
+            return day.isoformat()[:7]  # YYYY-MM (isoformat pads the year to four digits too)
         if self.by == "week":
             day -= timedelta(days=(day.isoweekday() - self.first + 7) % 7)
-        return f"{day.year:04d}-{day.month:02d}-{day.day:02d}"
+        return day.isoformat()
 
 
 # ---- groups ----

@@ -133,8 +133,11 @@ def _quick_report(paths, settings: ReportSettings, fmt: str, jobs):
 
     if not fast.supported(settings, fmt):
         return None
-    try:
-        collected = fast.collect_rows(paths, jobs)
-        return fast.build_report(collected.rows, settings), collected
+    from batchcompact.pricing import PriceTable
+
+    tables: list[PriceTable] = []
+    try:  # the price map is read while the workers extract
+        collected = fast.collect_rows(paths, jobs, meanwhile=lambda: tables.append(PriceTable.load(settings.pricing_file)))
+        return fast.build_report(collected.rows, settings, tables[0]), collected
     except fast.Unsupported:
         return None
