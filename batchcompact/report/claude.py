@@ -10,7 +10,7 @@ Task sub-agents: while a sub-agent runs, the parent transcript gets `progress` l
 included. Those requests are rows too (kind `sidechain`, time = the sub-agent message's own
 `timestamp`). When the sub-agent's own `subagents/agent-*.jsonl` file exists, the same request is in
 both places under the same `message.id:requestId` key, and the report keeps it once. Lines without
-`"usage"` are never parsed; `file-history-snapshot` lines are skipped by a substring check, and a line
+`"usage"` are never parsed; `file-history-snapshot` lines are skipped by their start, and a line
 mentioning `"type":"assistant"` (which every usage-bearing line, progress lines included, does) is
 always parsed, so the skip cannot lose a request.
 
@@ -33,7 +33,8 @@ from pathlib import Path
 from batchcompact.report.lines import ExtractStats, as_float, as_int, iter_json_lines, parse_timestamp
 from batchcompact.report.schema import UsageRows
 
-SKIP_MARKERS = (b'"type":"file-history-snapshot"',)
+# Claude Code writes these with "type" first; one written otherwise is parsed, and usage_line drops it.
+SKIP_STARTS = (b'{"type":"file-history-snapshot"',)
 # batchcompact's kept-tail copies carry {"batchcompact": {"copyOf": uuid}} (formats/claude_write.py) and a
 # fresh message.id; the original line carries the request, so the copies are not rows.
 COPY_MARKER = "batchcompact"
@@ -97,7 +98,7 @@ def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
     # few fields are kept, never the parsed line: objects freed at once are cheap, kept ones are not.
     best: dict[tuple[str, str], tuple] = {}
     for number, outer in iter_json_lines(
-        path, stats, want=(b'"usage"',), skip=SKIP_MARKERS, keep_if=KEEP_MARKER
+        path, stats, want=(b'"usage"',), skip_starts=SKIP_STARTS, keep_if=KEEP_MARKER
     ):
         found = usage_line(outer)
         if found is None:
@@ -147,12 +148,20 @@ def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
 
 
 def usage_counts(usage: dict) -> tuple[int, int, int, int, int]:
-    """(input, output, cache read, cache writes, the 1-hour part of the writes) of one request's usage."""
-    writes, hour = cache_writes(usage)
-    return (
-        as_int(usage.get("input_tokens")),
-        as_int(usage.get("output_tokens")),
-        as_int(usage.get("cache_read_input_tokens")),
-        writes,
-        hour,
-    )
+    """(input, output, cache read, cache writes, the 1-hour part of the writes) of one request's usage.
+
+    `cache_writes` and `as_int`, inlined for ints: this runs for every usage line of every Claude file."""
+    get = usage.get
+    numbers = [get("input_tokens"), get("output_tokens"), get("cache_read_input_tokens")]
+    for i, value in enumerate(numbers):
+        if type(value) is not int:
+            numbers[i] = as_int(value)
+    breakdown = get("cache_creation")
+    if type(breakdown) is dict:
+        five, hour = breakdown.get("ephemeral_5m_input_tokens"), breakdown.get("ephemeral_1h_input_tokens")
+        five = five if type(five) is int else as_int(five)
+        hour = hour if type(hour) is int else as_int(hour)
+        if five or hour:
+            return numbers[0], numbers[1], numbers[2], five + hour, hour
+    writes = get("cache_creation_input_tokens")
+    return numbers[0], numbers[1], numbers[2], writes if type(writes) is int else as_int(writes), 0

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import math
 import multiprocessing
+import operator
 import re
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -36,6 +37,7 @@ from batchcompact.money import from_pico
 from batchcompact.pricing import PriceTable
 from batchcompact.report.files import FileKey, extract_workers, iter_resolved, stats_warnings
 from batchcompact.report.result import Report
+from batchcompact.report.schema import COLUMNS as USAGE_COLUMNS
 from batchcompact.report.settings import (
     PERIODS,
     ReportSettings,
@@ -65,6 +67,11 @@ COLUMNS = (
 )
 (SOURCE, AGENT, SESSION, PROJECT, TIME, PROVIDER, MODEL, KIND, KEY, RANK, INP, OUT, CR, CW, CW1H,
  REASONING, TOTAL, RECORDED) = range(len(COLUMNS))
+WIDTH = len(COLUMNS)
+_PICK = operator.itemgetter(*(USAGE_COLUMNS.index(name) for name in COLUMNS))  # a usage row -> these
+# A fed row (Builder.feed) carries two more fields: its cost in picodollars (None: unpriced; an
+# Unsupported: raised if the row is counted) and its group key.
+PICO, GROUP = WIDTH, WIDTH + 1
 SUMS = (("input_tokens", INP), ("output_tokens", OUT), ("cache_read_tokens", CR), ("cache_write_tokens", CW),
         ("reasoning_tokens", REASONING), ("total_tokens", TOTAL))
 KEY_INDEX = {"session_id": SESSION, "agent": AGENT, "project": PROJECT, "model": MODEL}
@@ -94,6 +101,7 @@ class Collected:
     extracted: int = 0
     cached: int = 0
     rejected: int = 0
+    on_rows: Callable[[list[tuple]], object] | None = field(default=None, repr=False)
 
     @property
     def warnings(self) -> list[str]:
@@ -105,9 +113,10 @@ def file_rows(path: str) -> tuple[list[tuple], dict]:
     from batchcompact.report.extract_rows import extract_rows
 
     rows, stats = extract_rows(path)
-    c = rows.columns
-    stamps = [_utc(t) for t in c["timestamp"]]
-    out = list(zip(*(stamps if name == "timestamp" else c[name] for name in COLUMNS), strict=True))
+    pick = _PICK
+    out = [pick(row) for row in rows.rows]
+    if not all(row[TIME] is None or (type(row[TIME]) is datetime and row[TIME].tzinfo is UTC) for row in out):
+        out = [(*row[:TIME], _utc(row[TIME]), *row[TIME + 1:]) for row in out]
     return out, stats.to_dict()
 
 
@@ -122,12 +131,14 @@ def _utc(value):
     return value if value.tzinfo is UTC else value.astimezone(UTC)
 
 
-def collect_rows(paths, jobs: int | None = None, meanwhile: Callable[[], object] | None = None) -> Collected:
+def collect_rows(paths, jobs: int | None = None, meanwhile: Callable[[], object] | None = None,
+                 on_rows: Callable[[list[tuple]], object] | None = None) -> Collected:
     """Extract every file under `paths` (in worker processes when worth it), in the order found.
 
     `meanwhile` runs once in this process while the workers extract (e.g. loading the price map, which
-    would otherwise wait for the last file)."""
-    result = Collected()
+    would otherwise wait for the last file); `on_rows` hears each file's rows as they come, in the order
+    found (then `Collected.rows` stays empty), so their costs are computed while the workers still work."""
+    result = Collected(on_rows=on_rows)
     found: list[tuple[str, FileKey]] = []
     for path, real in iter_resolved(paths):
         try:
@@ -154,7 +165,10 @@ def collect_rows(paths, jobs: int | None = None, meanwhile: Callable[[], object]
 
 
 def _add(result: Collected, outcome: tuple[list[tuple], dict]) -> None:
-    result.rows.extend(outcome[0])
+    if result.on_rows is not None:
+        result.on_rows(outcome[0])
+    else:
+        result.rows.extend(outcome[0])
     result.stats.append(outcome[1])
     result.extracted += 1
 
@@ -205,7 +219,7 @@ def _dedupe_order(row: tuple) -> tuple:
 
 def _replay_order(row: tuple) -> tuple:
     """collapse_sidechain_replays: the main-line copy, the largest, then every column."""
-    return (row[KIND] != "main", -row[TOTAL], -row[OUT], *(_nl(v) for v in row))
+    return (row[KIND] != "main", -row[TOTAL], -row[OUT], *(_nl(v) for v in row[:WIDTH]))
 
 
 def deduplicated(rows: list[tuple]) -> list[tuple]:
@@ -439,58 +453,83 @@ def csv_float(value: float) -> str:
 
 
 def build_report(rows: list[tuple], settings: ReportSettings, table: PriceTable | None = None) -> Report:
-    """`aggregate.build_report` for the groupings in `GROUPINGS` without filters; raises Unsupported."""
-    if settings.by not in GROUPINGS:
-        raise Unsupported(f"--by {settings.by}")
-    table = table or PriceTable.load(settings.pricing_file)
-    pricer = Pricer(table, settings.cost_mode)
-    periods = Periods(settings.timezone, settings.by, settings.start_of_week) if settings.by in PERIODS else None
-    keys = list(GROUP_KEYS[settings.by])
-    if settings.breakdown and "model" not in keys:
-        keys.append("model")
-    groups: dict[tuple, Group] = {}
-    totals = Group()
-    dropped = 0
-    wanted = row_filter(settings)
-    for row in deduplicated(rows):
-        if wanted is not None and not wanted(row):
-            continue
-        cost = pricer.cost(row)
-        pico = None if cost is None else to_pico(cost)
-        recorded = row[RECORDED]
-        if not (row[TOTAL] > 0 or (recorded is not None and recorded > 0)):
-            dropped += 1
-            continue
-        key = tuple(_key_value(row, name, periods) for name in keys)
-        group = groups.get(key)
-        if group is None:
-            group = groups[key] = Group()
-        group.add(row, pico)
-    for group in groups.values():  # every row is in one group: the totals are the groups' sums
-        totals.merge(group)
-    records = []
-    for key, group in groups.items():
-        record = dict(zip(keys, key, strict=True))
-        record.update(group.record())
-        records.append(record)
-    if settings.last and settings.by not in PERIODS:  # the N groups with the latest activity
-        records = _sorted(records, [("last_timestamp", True), *((k, True) for k in keys)])[: settings.last]
+    """`aggregate.build_report` for the groupings in `GROUPINGS`; raises Unsupported."""
+    builder = Builder(settings, table or PriceTable.load(settings.pricing_file))
+    builder.feed(rows)
+    return builder.report()
+
+
+class Builder:
+    """`build_report` in two steps: `feed` rows as each file's arrive (each row's cost and group key are
+    computed then, while the workers still extract), `report()` once all are in (dedupe, filter, sums)."""
+
+    def __init__(self, settings: ReportSettings, table: PriceTable) -> None:
+        if settings.by not in GROUPINGS:
+            raise Unsupported(f"--by {settings.by}")
+        self.settings = settings
+        self.table = table
+        self.pricer = Pricer(table, settings.cost_mode)
+        self.periods = Periods(settings.timezone, settings.by, settings.start_of_week) if settings.by in PERIODS else None
+        self.keys = list(GROUP_KEYS[settings.by])
+        if settings.breakdown and "model" not in self.keys:
+            self.keys.append("model")
+        self.rows: list[tuple] = []
+
+    def feed(self, rows: list[tuple]) -> None:
+        cost, periods, keys, out = self.pricer.cost, self.periods, self.keys, self.rows
+        for row in rows:
+            try:
+                usd = cost(row)
+                pico = None if usd is None else to_pico(usd)
+            except Unsupported as exc:  # only if this row is counted: dedupe or a filter may drop it
+                pico = exc
+            out.append((*row, pico, tuple(_key_value(row, name, periods) for name in keys)))
+
+    def report(self) -> Report:
+        settings, keys = self.settings, self.keys
+        groups: dict[tuple, Group] = {}
+        dropped = 0
+        wanted = row_filter(settings)
+        for row in deduplicated(self.rows):
+            if wanted is not None and not wanted(row):
+                continue
+            pico = row[PICO]
+            if isinstance(pico, Unsupported):
+                raise pico
+            recorded = row[RECORDED]
+            if not (row[TOTAL] > 0 or (recorded is not None and recorded > 0)):
+                dropped += 1
+                continue
+            group = groups.get(row[GROUP])
+            if group is None:
+                group = groups[row[GROUP]] = Group()
+            group.add(row, pico)
         totals = Group()
-        for record in records:
-            totals.merge(groups[tuple(record[k] for k in keys)])
-    records = sort_records(records, keys, settings)
-    totals_record = totals.record()
-    used = set(totals_record["models"])
-    unpriced = [] if settings.cost_mode == "recorded" else sorted(pricer.unpriced)
-    return Report(
-        settings=settings,
-        keys=keys,
-        rows=RowList(records),
-        totals=totals_record,
-        unpriced_models=[m for m in unpriced if m in used],
-        pricing_source=table.source,
-        dropped_zero=dropped,
-    )
+        for group in groups.values():  # every row is in one group: the totals are the groups' sums
+            totals.merge(group)
+        records = []
+        for key, group in groups.items():
+            record = dict(zip(keys, key, strict=True))
+            record.update(group.record())
+            records.append(record)
+        if settings.last and settings.by not in PERIODS:  # the N groups with the latest activity
+            records = _sorted(records, [("last_timestamp", True), *((k, True) for k in keys)])[: settings.last]
+            totals = Group()
+            for record in records:
+                totals.merge(groups[tuple(record[k] for k in keys)])
+        records = sort_records(records, keys, settings)
+        totals_record = totals.record()
+        used = set(totals_record["models"])
+        unpriced = [] if settings.cost_mode == "recorded" else sorted(self.pricer.unpriced)
+        return Report(
+            settings=settings,
+            keys=keys,
+            rows=RowList(records),
+            totals=totals_record,
+            unpriced_models=[m for m in unpriced if m in used],
+            pricing_source=self.table.source,
+            dropped_zero=dropped,
+        )
 
 
 def row_filter(settings: ReportSettings):

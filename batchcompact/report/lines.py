@@ -46,8 +46,9 @@ class ExtractStats:
         return dict(self.__dict__)
 
 
-def open_binary(path: str | Path) -> IO[bytes]:
-    """Open a transcript for reading bytes; `.zst` files are decompressed as a stream."""
+def open_binary(path: str | Path, buffer: int = 1 << 20) -> IO[bytes]:
+    """Open a transcript for reading bytes; `.zst` files are decompressed as a stream. `buffer`: bytes read
+    at a time (a whole read takes 1 MB, a look at the first lines much less)."""
     path = Path(path)
     if path.suffix == ".zst":
         try:
@@ -61,8 +62,8 @@ def open_binary(path: str | Path) -> IO[bytes]:
         reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
         import io
 
-        return io.BufferedReader(reader, buffer_size=1 << 20)
-    return open(path, "rb", buffering=1 << 20)  # noqa: SIM115
+        return io.BufferedReader(reader, buffer_size=buffer)
+    return open(path, "rb", buffering=buffer)  # noqa: SIM115
 
 
 def iter_json_lines(
@@ -70,14 +71,15 @@ def iter_json_lines(
     stats: ExtractStats,
     *,
     want: tuple[bytes, ...] = (),
-    skip: tuple[bytes, ...] = (),
+    skip_starts: tuple[bytes, ...] = (),
     keep_if: bytes | None = None,
     always_first: bool = False,
 ) -> Iterator[tuple[int, dict]]:
     """Yield (line number, object) for lines worth parsing.
 
-    A line is parsed only if it contains at least one of `want` (when given) and none of `skip`,
-    unless it contains `keep_if` (a marker of lines that must not be skipped). `always_first` parses
+    A line is parsed only if it contains at least one of `want` (when given) and starts with none of
+    `skip_starts` (a prefix test costs nothing, a search costs a pass over the line), unless it contains
+    `keep_if` (a marker of lines that must not be skipped). `always_first` parses
     line 1 regardless (headers). Invalid JSON, invalid UTF-8 and non-object lines become warnings
     naming file:line. Lines dropped by the substring checks are never parsed, so a malformed line that
     could not carry usage anyway (no `"usage"` in it) passes without a warning: that is the price of
@@ -85,7 +87,6 @@ def iter_json_lines(
     """
     one = want[0] if len(want) == 1 else None  # the common case, tested inline
     wanted = _contains_any(want) if one is None else None
-    unwanted = _contains_any(skip)
     fast, fast_error, loads = orjson.loads, orjson.JSONDecodeError, json.loads
     number = skipped = parsed = 0
     with open_binary(path) as fh:
@@ -99,7 +100,7 @@ def iter_json_lines(
                     elif wanted is not None and not wanted(raw):
                         skipped += 1
                         continue
-                    if unwanted is not None and unwanted(raw) and not (keep_if and keep_if in raw):
+                    if skip_starts and raw.startswith(skip_starts) and not (keep_if and keep_if in raw):
                         skipped += 1
                         continue
                 try:

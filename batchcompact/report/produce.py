@@ -135,9 +135,16 @@ def _quick_report(paths, settings: ReportSettings, fmt: str, jobs):
         return None
     from batchcompact.pricing import PriceTable
 
-    tables: list[PriceTable] = []
-    try:  # the price map is read while the workers extract
-        collected = fast.collect_rows(paths, jobs, meanwhile=lambda: tables.append(PriceTable.load(settings.pricing_file)))
-        return fast.build_report(collected.rows, settings, tables[0]), collected
+    builders: list[fast.Builder] = []
+
+    def feed(rows: list[tuple]) -> None:
+        builders[0].feed(rows)
+
+    try:  # the price map is read, and each file's rows priced, while the workers extract
+        collected = fast.collect_rows(
+            paths, jobs, meanwhile=lambda: builders.append(fast.Builder(settings, PriceTable.load(settings.pricing_file))),
+            on_rows=feed,
+        )
+        return builders[0].report(), collected
     except fast.Unsupported:
         return None
