@@ -121,7 +121,7 @@ def _forget_results(cache: Path) -> None:
         shutil.rmtree(folder)
 
 
-def versus_ccusage(work: Path, total: int, runs: int) -> None:
+def versus_ccusage(work: Path, total: int, runs: int, *, start_up: bool = True) -> None:
     """Cold `batchcompact report` next to ccusage 20 on the same Claude archive, both as a user runs them."""
     import os
 
@@ -130,6 +130,8 @@ def versus_ccusage(work: Path, total: int, runs: int) -> None:
         print("ccusage: skipped (no binary: set CCUSAGE_BIN or run tests/test_ccusage_parity.py once)")
         return
     corpus = work / "claude"
+    shutil.rmtree(corpus, ignore_errors=True)
+    shutil.rmtree(work / "xdg", ignore_errors=True)
     claude_corpus(corpus, total)
     mb = sum(p.stat().st_size for p in corpus.rglob("*.jsonl")) / 1e6
     for p in corpus.rglob("*.jsonl"):
@@ -179,6 +181,8 @@ def versus_ccusage(work: Path, total: int, runs: int) -> None:
     # second report of an unchanged archive costs a user of each tool.
     emit("report", f"warm CLI, {mb:.0f} MB Claude: stored report replayed (ccusage recomputes, has no cache)",
          warm, "s", "ccusage 20 daily, same files", best_cc, runs=runs)
+    if not start_up:
+        return
     small = FIXTURE.parent
     one_project = work / "one-project"
     shutil.copytree(small, one_project / "projects" / small.name)
@@ -204,7 +208,7 @@ def many_files(work: Path, count: int, runs: int) -> None:
         except OSError:
             shutil.copyfile(FIXTURE, path)
     xdg = work / "xdg-many"
-    env = dict(os.environ, XDG_CACHE_HOME=str(xdg))
+    env = user_env(dict(os.environ, XDG_CACHE_HOME=str(xdg)))
     ours = [sys.executable, "-m", "batchcompact", "report", str(root), "--format", "json"]
     cold = _wall(ours, env)  # parses every file, stores the parts, the snapshot and the result
     warm = statistics.median(_wall(ours, env) for _ in range(runs))
@@ -228,6 +232,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a 30 MB archive, no many-files figure")
     parser.add_argument("--many", type=int, default=10_000, help="files for the warm many-files figure")
     parser.add_argument("--runs", type=int, default=3, help="timed runs per figure (the median counts)")
+    parser.add_argument("--versus", help="Claude archive sizes for the side by side with ccusage "
+                        "(default 300MB,1GB; --quick 30MB)")
     args = parser.parse_args()
     if args.quick and args.total == "60MB":
         args.total = "30MB"
@@ -280,7 +286,9 @@ def main() -> None:
              mb / bare if bare else None, runs=args.runs)
         emit("report", "warm, library (cached parts)", warm_s, "s", "cold", cold_s, runs=args.runs)
         emit("report", "peak RSS, main process", self_rss, "MB")
-        versus_ccusage(work, parse_size(args.total), args.runs)
+        sizes = args.versus.split(",") if args.versus else ["30MB" if args.quick else "300MB", "1GB"][: 1 if args.quick else 2]
+        for number, size in enumerate(sizes):  # the goal's sizes: 300 MB and 1 GB (the quick run: 30 MB)
+            versus_ccusage(work, parse_size(size), max(args.runs, 5), start_up=number == 0)
         if not args.quick and args.many:
             many_files(work, args.many, args.runs)
     finally:
