@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -74,19 +73,21 @@ def iter_json_lines(
     skip_starts: tuple[bytes, ...] = (),
     keep_if: bytes | None = None,
     always_first: bool = False,
+    wanted_line: Callable[[bytes], object] | None = None,
 ) -> Iterator[tuple[int, dict]]:
     """Yield (line number, object) for lines worth parsing.
 
     A line is parsed only if it contains at least one of `want` (when given) and starts with none of
     `skip_starts` (a prefix test costs nothing, a search costs a pass over the line), unless it contains
-    `keep_if` (a marker of lines that must not be skipped). `always_first` parses
+    `keep_if` (a marker of lines that must not be skipped). `wanted_line`, when given, decides instead of
+    `want` (a reader that can tell its lines apart by how they start need not search them whole). `always_first` parses
     line 1 regardless (headers). Invalid JSON, invalid UTF-8 and non-object lines become warnings
     naming file:line. Lines dropped by the substring checks are never parsed, so a malformed line that
     could not carry usage anyway (no `"usage"` in it) passes without a warning: that is the price of
     not parsing them, and `batchcompact validate` is the tool that checks every line.
     """
-    one = want[0] if len(want) == 1 else None  # the common case, tested inline
-    wanted = _contains_any(want) if one is None else None
+    one = want[0] if len(want) == 1 and wanted_line is None else None  # the common case, tested inline
+    wanted = wanted_line or (_contains_any(want) if one is None else None)
     fast, fast_error, loads = orjson.loads, orjson.JSONDecodeError, json.loads
     number = skipped = parsed = 0
     with open_binary(path) as fh:
@@ -135,14 +136,20 @@ def iter_json_lines(
 
 
 def _contains_any(markers: tuple[bytes, ...]):
-    """A fast `any(m in raw for m in markers)` (None for no markers): `in` for one, a regex for more
-    (one pass over the line instead of one per marker)."""
+    """A fast `any(m in raw for m in markers)` (None for no markers). Plain `in` tests: a regular
+    expression of the alternatives was 2.5x slower on Codex rollouts (it cannot search for a literal)."""
     if not markers:
         return None
     if len(markers) == 1:
-        (marker,) = markers
-        return lambda raw: marker in raw
-    return re.compile(b"|".join(re.escape(m) for m in markers)).search
+        (a,) = markers
+        return lambda raw: a in raw
+    if len(markers) == 2:
+        a, b = markers
+        return lambda raw: a in raw or b in raw
+    if len(markers) == 3:
+        a, b, c = markers
+        return lambda raw: a in raw or b in raw or c in raw
+    return lambda raw: any(m in raw for m in markers)
 
 
 def parse_timestamp(value: Any) -> datetime | None:
