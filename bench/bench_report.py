@@ -102,6 +102,65 @@ def claude_corpus(out: Path, total: int) -> None:
         n += 1
 
 
+CODEX_FIXTURE = (REPO.parent / "shared" / "fixtures" / "codex" / "sessions" / "2026" / "02" / "23"
+                 / "rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl")
+
+
+def codex_corpus(out: Path, total: int) -> None:
+    """Codex-only archive: the real rollout copied with a fresh thread id and its own day (so no copy's
+    requests are another's: Codex events are told apart by time and cumulative total)."""
+    import datetime
+
+    data = CODEX_FIXTURE.read_bytes()
+    written, n = 0, 0
+    while written < total:
+        thread = str(uuid.UUID(int=n + 1))
+        day = (datetime.date(2025, 1, 1) + datetime.timedelta(days=n)).isoformat()
+        path = out / "sessions" / day.replace("-", "/") / f"rollout-{day}T12-54-34-{thread}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = data.replace(b"019c8a59-e9dd-71f0-9ae3-4079fe9726a9", thread.encode())
+        path.write_bytes(text.replace(b"2026-02-23T", day.encode() + b"T"))
+        written += len(text)
+        n += 1
+
+
+def versus_ccusage_codex(work: Path, total: int, runs: int) -> None:
+    """Cold `batchcompact report --no-cache` next to `ccusage codex daily` on the same Codex rollouts."""
+    import os
+
+    binary = find_ccusage()
+    if binary is None or not CODEX_FIXTURE.exists():
+        print("ccusage codex: skipped (no ccusage binary or no Codex fixture)")
+        return
+    corpus = work / "codex"
+    shutil.rmtree(corpus, ignore_errors=True)
+    codex_corpus(corpus, total)
+    mb = sum(p.stat().st_size for p in corpus.rglob("*.jsonl")) / 1e6
+    env = user_env(dict(os.environ, CODEX_HOME=str(corpus), XDG_CACHE_HOME=str(work / "xdg-codex")))
+    ours = [sys.executable, "-m", "batchcompact", "report", str(corpus), "--format", "json", "--no-cache"]
+    theirs = [binary, "codex", "daily", "--offline", "--json"]
+    ours_tokens = _total_tokens(ours, env, ours=True)
+    their_tokens = _total_tokens(theirs, env, ours=False)
+    if ours_tokens != their_tokens:
+        raise BenchFailure(f"bench: on the same rollouts batchcompact counts {ours_tokens:,} tokens and ccusage "
+                           f"{their_tokens:,}: not the same computation, nothing timed")
+    walls, cpus, their_walls, their_cpus = [], [], [], []
+    for _ in range(runs):
+        wall, cpu = timed_cpu(ours, env=env, label="batchcompact report --no-cache (codex)")
+        walls.append(wall)
+        cpus.append(cpu)
+        wall, cpu = timed_cpu(theirs, env=env, label="ccusage codex daily")
+        their_walls.append(wall)
+        their_cpus.append(cpu)
+    print(f"ccusage codex side by side on {mb:.0f} MB of Codex rollouts ({ours_tokens:,} tokens on both sides; "
+          f"medians of {runs}): ours {statistics.median(walls):.2f}s, ccusage {statistics.median(their_walls):.2f}s")
+    emit("report", f"cold CLI (--no-cache), {mb:.0f} MB Codex", statistics.median(walls), "s",
+         "ccusage 20 codex daily, same files", statistics.median(their_walls), goal="ratio <= 1.0", runs=runs)
+    emit("report", f"cold CLI (--no-cache), {mb:.0f} MB Codex, CPU seconds", statistics.median(cpus), "CPU s",
+         "ccusage 20 codex daily, same files", statistics.median(their_cpus),
+         note="user + system, workers included", runs=runs)
+
+
 def _wall(command: list[str], env: dict) -> float:
     """Wall seconds of one run of `command`; the bench stops if it fails (a crash is not a fast time)."""
     return timed(command, env=env, label=" ".join(Path(command[0]).name if i == 0 else c
@@ -289,6 +348,7 @@ def main() -> None:
         sizes = args.versus.split(",") if args.versus else ["30MB" if args.quick else "300MB", "1GB"][: 1 if args.quick else 2]
         for number, size in enumerate(sizes):  # the goal's sizes: 300 MB and 1 GB (the quick run: 30 MB)
             versus_ccusage(work, parse_size(size), max(args.runs, 5), start_up=number == 0)
+        versus_ccusage_codex(work, parse_size(sizes[0]), max(args.runs, 5))
         if not args.quick and args.many:
             many_files(work, args.many, args.runs)
     finally:

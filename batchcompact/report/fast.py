@@ -32,7 +32,7 @@ from zoneinfo import ZoneInfo
 
 from batchcompact import money
 from batchcompact.errors import UsageError
-from batchcompact.lifecycle import pool_kwargs, stop_pool
+from batchcompact.lifecycle import pool_kwargs, stop_pool, worker_init
 from batchcompact.money import from_pico
 from batchcompact.pricing import PriceTable
 from batchcompact.report.files import FileKey, extract_workers, iter_resolved, stats_warnings
@@ -108,8 +108,21 @@ class Collected:
         return stats_warnings(self.stats)
 
 
-def file_rows(path: str) -> tuple[list[tuple], dict]:
-    """One file's usage rows as tuples (a top-level function so a process pool can run it)."""
+# A worker process's Builder (`_start_worker`): its rows come back priced and keyed (`Builder.prepare`).
+_WORKER_BUILDER: Builder | None = None
+
+
+def _start_worker(parent: int, settings: ReportSettings) -> None:
+    """A pool worker's initializer: `lifecycle.worker_init`, then the price map read once, so the worker
+    prices its own rows."""
+    global _WORKER_BUILDER
+    worker_init(parent)
+    _WORKER_BUILDER = Builder(settings, PriceTable.load(settings.pricing_file))
+
+
+def file_rows(path: str) -> tuple[list[tuple], dict, frozenset | None]:
+    """One file's usage rows as tuples, its stats, and None; in a worker started by `_start_worker`, the
+    rows priced and keyed and the models without a price so far (a top-level function for the pool)."""
     from batchcompact.report.extract_rows import extract_rows
 
     rows, stats = extract_rows(path)
@@ -117,7 +130,10 @@ def file_rows(path: str) -> tuple[list[tuple], dict]:
     out = [pick(row) for row in rows.rows]
     if not all(row[TIME] is None or (type(row[TIME]) is datetime and row[TIME].tzinfo is UTC) for row in out):
         out = [(*row[:TIME], _utc(row[TIME]), *row[TIME + 1:]) for row in out]
-    return out, stats.to_dict()
+    builder = _WORKER_BUILDER
+    if builder is None:
+        return out, stats.to_dict(), None
+    return builder.prepare(out), stats.to_dict(), frozenset(builder.pricer.unpriced)
 
 
 def _utc(value):
@@ -132,12 +148,17 @@ def _utc(value):
 
 
 def collect_rows(paths, jobs: int | None = None, meanwhile: Callable[[], object] | None = None,
-                 on_rows: Callable[[list[tuple]], object] | None = None) -> Collected:
+                 on_rows: Callable[[list[tuple], frozenset | None], object] | None = None,
+                 settings: ReportSettings | None = None) -> Collected:
     """Extract every file under `paths` (in worker processes when worth it), in the order found.
 
     `meanwhile` runs once in this process while the workers extract (e.g. loading the price map, which
-    would otherwise wait for the last file); `on_rows` hears each file's rows as they come, in the order
-    found (then `Collected.rows` stays empty), so their costs are computed while the workers still work."""
+    would otherwise wait for the last file); `on_rows(rows, unpriced)` hears each file's rows as they
+    come, in the order found (then `Collected.rows` stays empty). With `settings` (and `on_rows`), the
+    worker processes price and key their rows for those settings (`Builder.prepare`) and `unpriced` is
+    the models they found no price for; rows extracted here come with `unpriced` None."""
+    if settings is not None and on_rows is None:
+        raise ValueError("rows priced by the workers need on_rows")
     result = Collected(on_rows=on_rows)
     found: list[tuple[str, FileKey]] = []
     for path, real in iter_resolved(paths):
@@ -157,30 +178,35 @@ def collect_rows(paths, jobs: int | None = None, meanwhile: Callable[[], object]
         while pending:
             pending.pop()()
 
-    done = _extract_parallel(result, todo, workers, run_meanwhile) if workers > 1 else 0
+    done = _extract_parallel(result, todo, workers, run_meanwhile, settings) if workers > 1 else 0
     run_meanwhile()  # no pool, or one that broke before it ran
     for path in todo[done:]:
         _add(result, file_rows(path))
     return result
 
 
-def _add(result: Collected, outcome: tuple[list[tuple], dict]) -> None:
+def _add(result: Collected, outcome: tuple[list[tuple], dict, frozenset | None]) -> None:
     if result.on_rows is not None:
-        result.on_rows(outcome[0])
+        result.on_rows(outcome[0], outcome[2])
     else:
         result.rows.extend(outcome[0])
     result.stats.append(outcome[1])
     result.extracted += 1
 
 
-def _extract_parallel(result: Collected, todo: list[str], workers: int, meanwhile=None) -> int:
+def _extract_parallel(result: Collected, todo: list[str], workers: int, meanwhile=None,
+                      settings: ReportSettings | None = None) -> int:
     """`collect._extract_parallel` for rows: returns how many files finished (the rest go serial).
-    `meanwhile` runs after every task is submitted (the workers are forked then), before the results."""
+    `meanwhile` runs after every task is submitted (the workers are forked then), before the results;
+    with `settings` each worker prices its rows (`_start_worker`)."""
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     done = 0
+    start = pool_kwargs()
+    if settings is not None:  # lifecycle's initializer, and the worker's Builder
+        start = {"initializer": _start_worker, "initargs": (*start["initargs"], settings)}
     try:
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, **pool_kwargs())
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, **start)
         finished = False
         try:
             chunk = max(1, min(32, len(todo) // (16 * workers)))
@@ -476,7 +502,16 @@ class Builder:
         self.rows: list[tuple] = []
 
     def feed(self, rows: list[tuple]) -> None:
-        cost, periods, keys, out = self.pricer.cost, self.periods, self.keys, self.rows
+        self.rows.extend(self.prepare(rows))
+
+    def absorb(self, prepared: list[tuple], unpriced: frozenset) -> None:
+        """Rows a worker's Builder for the same settings prepared, and the models it found no price for."""
+        self.rows.extend(prepared)
+        self.pricer.unpriced |= unpriced
+
+    def prepare(self, rows: list[tuple]) -> list[tuple]:
+        """Each row with its cost in picodollars and its group key (PICO, GROUP)."""
+        cost, periods, keys, out = self.pricer.cost, self.periods, self.keys, []
         for row in rows:
             try:
                 usd = cost(row)
@@ -484,6 +519,7 @@ class Builder:
             except Unsupported as exc:  # only if this row is counted: dedupe or a filter may drop it
                 pico = exc
             out.append((*row, pico, tuple(_key_value(row, name, periods) for name in keys)))
+        return out
 
     def report(self) -> Report:
         settings, keys = self.settings, self.keys

@@ -137,13 +137,16 @@ def _quick_report(paths, settings: ReportSettings, fmt: str, jobs):
 
     builders: list[fast.Builder] = []
 
-    def feed(rows: list[tuple]) -> None:
-        builders[0].feed(rows)
+    def take(rows: list[tuple], unpriced: frozenset | None) -> None:
+        if unpriced is None:  # extracted here: price them now
+            builders[0].feed(rows)
+        else:  # priced by a worker process
+            builders[0].absorb(rows, unpriced)
 
-    try:  # the price map is read, and each file's rows priced, while the workers extract
+    try:  # the workers price their own rows; here the price map is read while they start
         collected = fast.collect_rows(
             paths, jobs, meanwhile=lambda: builders.append(fast.Builder(settings, PriceTable.load(settings.pricing_file))),
-            on_rows=feed,
+            on_rows=take, settings=settings,
         )
         return builders[0].report(), collected
     except fast.Unsupported:
