@@ -39,6 +39,7 @@ from batchcompact.report.files import FileKey, extract_workers, iter_resolved, s
 from batchcompact.report.result import Report
 from batchcompact.report.schema import COLUMNS as USAGE_COLUMNS
 from batchcompact.report.settings import (
+    GROUP_KEYS,
     PERIODS,
     ReportSettings,
     last_periods_since,
@@ -50,15 +51,6 @@ log = logging.getLogger(__name__)
 
 GROUPINGS = ("day", "week", "month", "session", "project", "model", "agent")
 FORMATS = ("table", "json", "csv")
-GROUP_KEYS = {
-    "day": ["date"],
-    "week": ["week"],
-    "month": ["month"],
-    "session": ["session_id", "agent", "project"],
-    "project": ["project"],
-    "model": ["model"],
-    "agent": ["agent"],
-}
 # The row tuple: aggregate.REPORT_COLUMNS, in that order.
 COLUMNS = (
     "source", "agent", "session_id", "project", "timestamp", "provider", "model", "kind", "dedupe_key",
