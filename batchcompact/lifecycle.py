@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import Any
 
 _FORGET: set[str] = set()  # real paths; a forked child closes every descriptor open on one of these
@@ -103,6 +104,52 @@ def stop_pool(pool: Any) -> None:
             process.join(timeout=5)
         except (OSError, AttributeError, ValueError, AssertionError):
             pass
+
+
+def map_in_processes(function: Callable, todo: list, workers: int, on_outcome: Callable[[Any], object], *,
+                     more: tuple = (), initializer: Callable | None = None, initargs: tuple = (),
+                     meanwhile: Callable[[], object] | None = None) -> int:
+    """`function(item, *more_items)` for each item of `todo` in `workers` processes ("fork" where the OS has
+    it: "spawn" would re-import the caller's main module), `on_outcome` called here with each result in
+    order. `initializer(parent_pid, *initargs)` replaces `worker_init` (and must call it); `meanwhile` runs
+    once every task is submitted (the workers are forked then), before the results.
+
+    Returns how many items finished: a pool that breaks (a worker killed) is logged and the caller does
+    the rest itself. Stopped (Ctrl-C, SIGTERM, an error here or in `on_outcome`), the workers end at once,
+    not after the queued items, and the error goes on."""
+    import logging
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    start = pool_kwargs()
+    if initializer is not None:
+        start = {"initializer": initializer, "initargs": (*start["initargs"], *initargs)}
+    done = 0
+    try:
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, **start)
+        finished = False
+        try:
+            # many small files: bigger chunks save a round trip per file; few: small chunks keep all busy
+            chunk = max(1, min(32, len(todo) // (16 * workers)))
+            outcomes = pool.map(function, todo, *more, chunksize=chunk)
+            if meanwhile is not None:
+                meanwhile()
+            for outcome in outcomes:
+                on_outcome(outcome)
+                done += 1
+            finished = True
+        finally:
+            if finished:
+                pool.shutdown(wait=True)
+            else:
+                stop_pool(pool)
+    except BrokenProcessPool as exc:
+        logging.getLogger(__name__).warning(
+            "worker processes failed (%s); parsing the remaining %d files here", exc, len(todo) - done)
+    return done
 
 
 class StopSignal:

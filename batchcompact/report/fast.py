@@ -20,19 +20,16 @@ from __future__ import annotations
 
 import logging
 import math
-import multiprocessing
 import operator
 import re
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from batchcompact import money
 from batchcompact.errors import UsageError
-from batchcompact.lifecycle import pool_kwargs, stop_pool, worker_init
+from batchcompact.lifecycle import map_in_processes, worker_init
 from batchcompact.money import from_pico
 from batchcompact.pricing import PriceTable
 from batchcompact.report.files import FileKey, extract_workers, iter_resolved, stats_warnings
@@ -189,34 +186,10 @@ def _add(result: Collected, outcome: tuple[list[tuple], dict, frozenset | None])
 def _extract_parallel(result: Collected, todo: list[str], workers: int, meanwhile=None,
                       settings: ReportSettings | None = None) -> int:
     """`collect._extract_parallel` for rows: returns how many files finished (the rest go serial).
-    `meanwhile` runs after every task is submitted (the workers are forked then), before the results;
-    with `settings` each worker prices its rows (`_start_worker`)."""
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    done = 0
-    start = pool_kwargs()
-    if settings is not None:  # lifecycle's initializer, and the worker's Builder
-        start = {"initializer": _start_worker, "initargs": (*start["initargs"], settings)}
-    try:
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, **start)
-        finished = False
-        try:
-            chunk = max(1, min(32, len(todo) // (16 * workers)))
-            outcomes = pool.map(file_rows, todo, chunksize=chunk)
-            if meanwhile is not None:
-                meanwhile()
-            for outcome in outcomes:
-                _add(result, outcome)
-                done += 1
-            finished = True
-        finally:
-            if finished:
-                pool.shutdown(wait=True)
-            else:
-                stop_pool(pool)
-    except BrokenProcessPool as exc:
-        log.warning("worker processes failed (%s); parsing the remaining %d files here", exc, len(todo) - done)
-    return done
+    With `settings` each worker prices its rows (`_start_worker`)."""
+    start = {"initializer": _start_worker, "initargs": (settings,)} if settings is not None else {}
+    return map_in_processes(file_rows, todo, workers, lambda outcome: _add(result, outcome), meanwhile=meanwhile,
+                            **start)
 
 
 # ---- dedupe (aggregate.scan_usage): a total order, nulls last ----
