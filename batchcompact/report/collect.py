@@ -13,12 +13,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from batchcompact.errors import UsageError
 from batchcompact.lifecycle import map_in_processes
 from batchcompact.report.extract import UsageCache, default_cache_dir, extract_to_part
 from batchcompact.report.files import (  # noqa: F401  (re-exported)
     PARALLEL_MIN_BYTES,
     FileKey,
+    Tally,
     extract_workers,
     iter_resolved,
     iter_source_files,
@@ -30,21 +30,11 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class CollectResult:
+class CollectResult(Tally):
     """Parts to aggregate plus what happened per file. `extracted` counts files parsed this run."""
 
     parts: list[str] = field(default_factory=list)
-    stats: list[dict] = field(default_factory=list)
-    files: int = 0
-    bytes: int = 0
-    cached: int = 0
-    extracted: int = 0
-    rejected: int = 0  # cache parts that failed verification and were rebuilt
     temp_dir: tempfile.TemporaryDirectory | None = None
-
-    @property
-    def warnings(self) -> list[str]:
-        return stats_warnings(self.stats)
 
     def cleanup(self) -> None:
         if self.temp_dir is not None:
@@ -72,19 +62,8 @@ def collect_usage(
         result.temp_dir = tempfile.TemporaryDirectory(prefix="batchcompact-usage-")
         root = Path(result.temp_dir.name)
     cache = UsageCache(root)
-    found: list[tuple[Path, FileKey]] = []
-    for path, real in iter_resolved(paths):
-        try:
-            found.append((path, FileKey.of(real, resolved=True)))
-        except OSError as exc:
-            result.stats.append(
-                {"path": str(path), "warnings": [f"{path}: cannot stat: {exc}"], "warning_count": 1}
-            )
-    if not found and not result.stats:
-        raise UsageError("no session files found under " + ", ".join(str(p) for p in paths))
+    found = result.stat_files(paths)
     keys = [key for _, key in found]
-    result.files = len(found)
-    result.bytes = sum(key.size for key in keys)
     snapshot_worth = use_cache and len(keys) >= SNAPSHOT_MIN_FILES and not result.stats
     if snapshot_worth:
         hit = load_snapshot(root, keys)

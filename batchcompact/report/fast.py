@@ -28,11 +28,10 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from batchcompact import money
-from batchcompact.errors import UsageError
 from batchcompact.lifecycle import map_in_processes, worker_init
 from batchcompact.money import from_pico
 from batchcompact.pricing import PriceTable
-from batchcompact.report.files import FileKey, extract_workers, iter_resolved, stats_warnings
+from batchcompact.report.files import Tally, extract_workers
 from batchcompact.report.result import Report
 from batchcompact.report.schema import COLUMNS as USAGE_COLUMNS
 from batchcompact.report.settings import (
@@ -80,21 +79,11 @@ def supported(settings: ReportSettings, fmt: str) -> bool:
 
 
 @dataclass
-class Collected:
+class Collected(Tally):
     """Every file's rows (tuples in `COLUMNS` order) and stats, like `CollectResult` without parts."""
 
     rows: list[tuple] = field(default_factory=list)
-    stats: list[dict] = field(default_factory=list)
-    files: int = 0
-    bytes: int = 0
-    extracted: int = 0
-    cached: int = 0
-    rejected: int = 0
-    on_rows: Callable[[list[tuple]], object] | None = field(default=None, repr=False)
-
-    @property
-    def warnings(self) -> list[str]:
-        return stats_warnings(self.stats)
+    on_rows: Callable[[list[tuple], frozenset | None], object] | None = field(default=None, repr=False)
 
 
 # A worker process's Builder (`_start_worker`): its rows come back priced and keyed (`Builder.prepare`).
@@ -149,17 +138,7 @@ def collect_rows(paths, jobs: int | None = None, meanwhile: Callable[[], object]
     if settings is not None and on_rows is None:
         raise ValueError("rows priced by the workers need on_rows")
     result = Collected(on_rows=on_rows)
-    found: list[tuple[str, FileKey]] = []
-    for path, real in iter_resolved(paths):
-        try:
-            found.append((str(path), FileKey.of(real, resolved=True)))
-        except OSError as exc:
-            result.stats.append({"path": str(path), "warnings": [f"{path}: cannot stat: {exc}"], "warning_count": 1})
-    if not found and not result.stats:
-        raise UsageError("no session files found under " + ", ".join(str(p) for p in paths))
-    result.files = len(found)
-    result.bytes = sum(key.size for _, key in found)
-    todo = [p for p, _ in found]
+    todo = [path for path, _ in result.stat_files(paths)]
     workers = extract_workers(jobs, len(todo), result.bytes)
     pending = [meanwhile] if meanwhile is not None else []
 
