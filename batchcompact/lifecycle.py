@@ -23,7 +23,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 _FORGET: set[str] = set()  # real paths; a forked child closes every descriptor open on one of these
@@ -106,6 +107,18 @@ def stop_pool(pool: Any) -> None:
             pass
 
 
+@contextmanager
+def ending(pool: Any) -> Iterator[Any]:
+    """The pool for a block: shut down (its work done) when the block ends, its workers stopped at once
+    (`stop_pool`) when anything leaves it early (an error, Ctrl-C, SIGTERM, a generator closed)."""
+    try:
+        yield pool
+    except BaseException:
+        stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
 def map_in_processes(function: Callable, todo: list, workers: int, on_outcome: Callable[[Any], object], *,
                      more: tuple = (), initializer: Callable | None = None, initargs: tuple = (),
                      meanwhile: Callable[[], object] | None = None) -> int:
@@ -129,9 +142,7 @@ def map_in_processes(function: Callable, todo: list, workers: int, on_outcome: C
         start = {"initializer": initializer, "initargs": (*start["initargs"], *initargs)}
     done = 0
     try:
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, **start)
-        finished = False
-        try:
+        with ending(ProcessPoolExecutor(max_workers=workers, mp_context=context, **start)) as pool:
             # many small files: bigger chunks save a round trip per file; few: small chunks keep all busy
             chunk = max(1, min(32, len(todo) // (16 * workers)))
             outcomes = pool.map(function, todo, *more, chunksize=chunk)
@@ -140,12 +151,6 @@ def map_in_processes(function: Callable, todo: list, workers: int, on_outcome: C
             for outcome in outcomes:
                 on_outcome(outcome)
                 done += 1
-            finished = True
-        finally:
-            if finished:
-                pool.shutdown(wait=True)
-            else:
-                stop_pool(pool)
     except BrokenProcessPool as exc:
         logging.getLogger(__name__).warning(
             "worker processes failed (%s); parsing the remaining %d files here", exc, len(todo) - done)
