@@ -127,18 +127,21 @@ def _utc(value):
 
 def collect_rows(paths, jobs: int | None = None, meanwhile: Callable[[], object] | None = None,
                  on_rows: Callable[[list[tuple], frozenset | None], object] | None = None,
-                 settings: ReportSettings | None = None) -> Collected:
+                 settings: ReportSettings | None = None, max_bytes: int | None = None) -> Collected:
     """Extract every file under `paths` (in worker processes when worth it), in the order found.
 
     `meanwhile` runs once in this process while the workers extract (e.g. loading the price map, which
     would otherwise wait for the last file); `on_rows(rows, unpriced)` hears each file's rows as they
     come, in the order found (then `Collected.rows` stays empty). With `settings` (and `on_rows`), the
     worker processes price and key their rows for those settings (`Builder.prepare`) and `unpriced` is
-    the models they found no price for; rows extracted here come with `unpriced` None."""
+    the models they found no price for; rows extracted here come with `unpriced` None. Files of more
+    than `max_bytes` in all: Unsupported, before any is read (the caller takes the cached path)."""
     if settings is not None and on_rows is None:
         raise ValueError("rows priced by the workers need on_rows")
     result = Collected(on_rows=on_rows)
     todo = [path for path, _ in result.stat_files(paths)]
+    if max_bytes is not None and result.bytes > max_bytes:
+        raise Unsupported(f"{result.bytes:,} bytes: more than {max_bytes:,}, the cached path is faster")
     workers = extract_workers(jobs, len(todo), result.bytes)
     pending = [meanwhile] if meanwhile is not None else []
 
