@@ -712,7 +712,13 @@ def test_an_unreadable_file_fails_alone_injected(tmp_path, bc, monkeypatch):
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
         return real(path)
 
+    real_detect = session_task._reads_with_digest
+
+    def reads_with_digest(path):  # what it answers when it cannot open the file to detect its format
+        return False if str(path).endswith("secret.jsonl") else real_detect(path)
+
     monkeypatch.setattr(session_task, "fingerprint_file", fingerprint)
+    monkeypatch.setattr(session_task, "_reads_with_digest", reads_with_digest)
     code, text = bc("run", tmp_path / "w", "--output-dir", tmp_path / "out", "--min-age", "0", "--force",
                     "--jobs", "1")
     assert code == 1 and f"failed: {secret}: cannot read: Permission denied" in text, text

@@ -107,16 +107,16 @@ def test_source_date_epoch_is_the_time_new_entries_carry(bc, tmp_path, monkeypat
 def test_a_fault_while_compacting_in_a_worker_fails_that_session_alone(bc, tmp_path, monkeypatch):  # noqa: F811
     from batchcompact.pipeline import session_task
 
-    real = session_task.lock_unchanged
+    real = session_task.lock_same_size
 
-    def lock_unchanged(path, fingerprint):
+    def lock_same_size(path, fingerprint):
         if "big-refactor" in str(path):
             raise RuntimeError("boom")
         return real(path, fingerprint)
 
     inputs = tmp_path / "in"
     shutil.copytree(SAMPLES / "pi", inputs, ignore=shutil.ignore_patterns("*.md", "*.json"))
-    monkeypatch.setattr(session_task, "lock_unchanged", lock_unchanged)
+    monkeypatch.setattr(session_task, "lock_same_size", lock_same_size)
     result = bc("run", inputs, "--output-dir", tmp_path / "out", "--force", *FAST, "--format", "json")
     rows = {Path(r["input_path"]).stem: r for r in json.loads(result.out)["rows"]}
     assert result.code == 4 and "Traceback" not in result.err  # a bug: exit 4, one line, no traceback
@@ -163,3 +163,65 @@ def test_the_report_imports_load_pyarrow_in_a_thread_of_a_fresh_interpreter():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def _flip_one_byte(path: Path) -> None:
+    """The same size, one byte different (an in-place rewrite by a writer that takes no lock)."""
+    data = bytearray(path.read_bytes())
+    at = data.rindex(b"e")
+    data[at:at + 1] = b"E"
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("change", ["grown", "same size", "during the summary"])
+def test_a_session_changed_after_the_workers_read_is_never_written(bc, tmp_path, monkeypatch, change):  # noqa: F811
+    """The worker that read a session locks it and checks only its size (`lock_same_size`): a change of
+    the same size is caught by the writer, which hashes the bytes it copies and the whole file again
+    before the rename. Every way round, the session is `changed_during_run` and nothing is written."""
+    from batchcompact.pipeline import session_task
+    from batchcompact.summarize.builtin import BuiltinSummarizer
+
+    inputs = tmp_path / "in"
+    shutil.copytree(SAMPLES / "pi", inputs, ignore=shutil.ignore_patterns("*.md", "*.json"))
+    live = inputs / "big-refactor.jsonl"
+    done = []
+
+    def disturb():
+        if not done:
+            done.append(True)
+            if change == "grown":
+                with open(live, "a") as handle:
+                    handle.write('{"type":"message","id":"feedbeef"')  # a live agent mid-write
+            else:
+                _flip_one_byte(live)
+
+    locked = []
+    real_lock = session_task.take_lock
+
+    def take_lock(path):
+        locked.append(Path(path))
+        if Path(path) == live and change != "during the summary":
+            disturb()
+        return real_lock(path)
+
+    monkeypatch.setattr(session_task, "take_lock", take_lock)
+    if change == "during the summary":  # after the lock and its size check, before the write
+        real_summary = BuiltinSummarizer.summarize_now
+
+        def summarize_now(self, call):
+            if locked[-1] == live:
+                disturb()
+            return real_summary(self, call)
+
+        monkeypatch.setattr(BuiltinSummarizer, "summarize_now", summarize_now)
+    result = bc("run", inputs, "--output-dir", tmp_path / "out", "--force", *FAST, "--format", "json")
+    rows = {Path(r["input_path"]).stem: r for r in json.loads(result.out)["rows"]}
+    assert result.code == 0, result.err
+    assert done, "the session was never disturbed: the test proves nothing"
+    assert rows["big-refactor"]["status"] == "changed_during_run", rows["big-refactor"]
+    expected = ("the file changed after it was planned" if change == "grown"
+                else f"{live} changed while it was being compacted")
+    assert rows["big-refactor"]["reason"] == expected
+    assert not (tmp_path / "out" / "big-refactor.jsonl").exists()
+    assert sum(r["status"] == "compacted" for r in rows.values()) >= 2
+    assert not list((tmp_path / "out").rglob("*batchcompact-tmp*"))

@@ -212,24 +212,38 @@ def unchanged(path: str | Path, fingerprint: Fingerprint) -> tuple[Fingerprint |
     return current, None, ""
 
 
-def lock_unchanged(path: str | Path, fingerprint: Fingerprint) -> tuple[Any, Fingerprint | None, str | None, str]:
-    """Take the session's writer lock and check the file is still the bytes that were planned.
+def lock_same_size(path: str | Path, fingerprint: Fingerprint) -> tuple[Any, Fingerprint | None, str | None, str]:
+    """The writer lock of a session this task has just read and hashed (`_compact_here`), then the file's
+    size against the planned one, without hashing its bytes a second time before the writer does. The writer copies exactly the planned bytes and checks their hash as it copies, checks the
+    copy in the temp file, and hashes the whole file again before the rename (pipeline/writer.py), so a
+    change after the read is still reported as `changed_during_run`, never written; a summary bought for
+    a file that changed meanwhile is lost, so phase 2 (paid summaries) hashes the file again after the
+    lock (`prepare_file`: `unchanged`) before anything is bought.
 
-    (lock, current fingerprint, None, "") when it is; (None, None, status, reason) when not."""
+    (lock, fingerprint: the size and mtime now with the hash of the planned bytes, None, "") or
+    (None, None, status, reason)."""
     lock, status, reason = take_lock(path)
     if lock is None:
         return None, None, status, reason
-    current, status, reason = unchanged(path, fingerprint)
-    if current is None:
+    try:
+        now = os.stat(path)
+    except FileNotFoundError:
         lock.release()
-    return (lock if current is not None else None), current, status, reason
+        return None, None, FAILED, missing_file_reason(path)
+    except OSError as exc:
+        lock.release()
+        return None, None, FAILED, f"cannot read: {_oserror(exc)}"
+    if now.st_size != fingerprint.size:
+        lock.release()
+        return None, None, CHANGED, "the file changed after it was planned"
+    return lock, Fingerprint(now.st_size, now.st_mtime_ns, fingerprint.sha256), None, ""
 
 
 def _compact_here(work: FileWork, task: FileTask, fingerprint: Fingerprint, session: Any, plan: Any,
                   row: dict[str, Any]) -> dict[str, Any]:
     """Lock, summarize, apply, write and verify a session planned in this process: its outcome."""
     assert work.target is not None
-    lock, current, status, reason = lock_unchanged(work.path, fingerprint)
+    lock, current, status, reason = lock_same_size(work.path, fingerprint)
     if lock is None:
         return {"status": status, "reason": reason}
     try:
