@@ -27,14 +27,18 @@ def test_a_builtin_run_from_the_command_line_loads_no_model_machinery_and_pyarro
     code = (
         "import atexit, json, sys\n"
         "from batchcompact.cli import main\n"
-        "atexit.register(lambda: print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('asyncio', 'numpy', 'pyarrow', 'litellm', 'batchcompact')))))\n"
+        "from batchcompact import tokenizer\n"
+        "atexit.register(lambda: print(json.dumps([sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('asyncio', 'numpy', 'pyarrow', 'litellm', 'batchcompact')), tokenizer._encoding.cache_info().currsize])))\n"
         "sys.argv = ['batchcompact', '-q', *sys.argv[1:]]\n"
         "main()\n"
     )
-    loaded = set(json.loads(_python(code, "run", str(SAMPLES / "pi"), "--output-dir", str(out), "--min-age", "0",
-                                    "--force", "--jobs", "2", "--report-dir", str(reports))))
+    modules, encodings = json.loads(_python(code, "run", str(SAMPLES / "pi"), "--output-dir", str(out), "--min-age",
+                                            "0", "--force", "--jobs", "2", "--report-dir", str(reports)))
+    loaded = set(modules)
     assert not loaded & set(MODEL_ONLY), sorted(loaded & set(MODEL_ONLY))
+    # the tokenizer was loaded here before the workers were forked (they share it), as `plan` does
+    assert encodings == 1
     assert "pyarrow.parquet" in loaded and not any(m.split(".")[0] == "numpy" for m in loaded)
     assert any(out.rglob("*.jsonl")), "the run compacted nothing: the check above proves nothing"
     report = next(reports.glob("compactions-*.parquet"))

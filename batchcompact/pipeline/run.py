@@ -295,6 +295,13 @@ class Runner:
         # With worker processes, the report's imports overlap their work (runreport.ReportImports): the
         # pool forks all its workers at its first task, so after the first result no fork comes until
         # this loop ends, and the thread is joined before anything else can fork.
+        forks = isinstance(self.executor, LocalExecutor) and self.executor.jobs > 1 and len(items) > 1
+        if forks:  # as `plan` does: the forked workers share one tokenizer instead of each loading it
+            from batchcompact.pipeline.planning import BUILTIN
+            from batchcompact.tokenizer import warm_up
+
+            model = self.task.plan_options.summary_model
+            warm_up(None if model in (None, BUILTIN) else model)
         imports = ReportImports() if isinstance(self.executor, LocalExecutor) and self.executor.jobs > 1 else None
         try:
             for item, record in zip(items, self.executor.map(process_file, self._work(items, ledger), task),
