@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from bench.figures import emit  # noqa: E402
-from bench.timing import BenchFailure, run_checked, timed, timed_cpu  # noqa: E402
+from bench.timing import BenchFailure, run_checked, timed, timed_cpu, user_env  # noqa: E402
 
 FIXTURE = (
     REPO.parent
@@ -102,6 +102,65 @@ def claude_corpus(out: Path, total: int) -> None:
         n += 1
 
 
+CODEX_FIXTURE = (REPO.parent / "shared" / "fixtures" / "codex" / "sessions" / "2026" / "02" / "23"
+                 / "rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl")
+
+
+def codex_corpus(out: Path, total: int) -> None:
+    """Codex-only archive: the real rollout copied with a fresh thread id and its own day (so no copy's
+    requests are another's: Codex events are told apart by time and cumulative total)."""
+    import datetime
+
+    data = CODEX_FIXTURE.read_bytes()
+    written, n = 0, 0
+    while written < total:
+        thread = str(uuid.UUID(int=n + 1))
+        day = (datetime.date(2025, 1, 1) + datetime.timedelta(days=n)).isoformat()
+        path = out / "sessions" / day.replace("-", "/") / f"rollout-{day}T12-54-34-{thread}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = data.replace(b"019c8a59-e9dd-71f0-9ae3-4079fe9726a9", thread.encode())
+        path.write_bytes(text.replace(b"2026-02-23T", day.encode() + b"T"))
+        written += len(text)
+        n += 1
+
+
+def versus_ccusage_codex(work: Path, total: int, runs: int) -> None:
+    """Cold `batchcompact report --no-cache` next to `ccusage codex daily` on the same Codex rollouts."""
+    import os
+
+    binary = find_ccusage()
+    if binary is None or not CODEX_FIXTURE.exists():
+        print("ccusage codex: skipped (no ccusage binary or no Codex fixture)")
+        return
+    corpus = work / "codex"
+    shutil.rmtree(corpus, ignore_errors=True)
+    codex_corpus(corpus, total)
+    mb = sum(p.stat().st_size for p in corpus.rglob("*.jsonl")) / 1e6
+    env = user_env(dict(os.environ, CODEX_HOME=str(corpus), XDG_CACHE_HOME=str(work / "xdg-codex")))
+    ours = [sys.executable, "-m", "batchcompact", "report", str(corpus), "--format", "json", "--no-cache"]
+    theirs = [binary, "codex", "daily", "--offline", "--json"]
+    ours_tokens = _total_tokens(ours, env, ours=True)
+    their_tokens = _total_tokens(theirs, env, ours=False)
+    if ours_tokens != their_tokens:
+        raise BenchFailure(f"bench: on the same rollouts batchcompact counts {ours_tokens:,} tokens and ccusage "
+                           f"{their_tokens:,}: not the same computation, nothing timed")
+    walls, cpus, their_walls, their_cpus = [], [], [], []
+    for _ in range(runs):
+        wall, cpu = timed_cpu(ours, env=env, label="batchcompact report --no-cache (codex)")
+        walls.append(wall)
+        cpus.append(cpu)
+        wall, cpu = timed_cpu(theirs, env=env, label="ccusage codex daily")
+        their_walls.append(wall)
+        their_cpus.append(cpu)
+    print(f"ccusage codex side by side on {mb:.0f} MB of Codex rollouts ({ours_tokens:,} tokens on both sides; "
+          f"medians of {runs}): ours {statistics.median(walls):.2f}s, ccusage {statistics.median(their_walls):.2f}s")
+    emit("report", f"cold CLI (--no-cache), {mb:.0f} MB Codex", statistics.median(walls), "s",
+         "ccusage 20 codex daily, same files", statistics.median(their_walls), goal="ratio <= 1.0", runs=runs)
+    emit("report", f"cold CLI (--no-cache), {mb:.0f} MB Codex, CPU seconds", statistics.median(cpus), "CPU s",
+         "ccusage 20 codex daily, same files", statistics.median(their_cpus),
+         note="user + system, workers included", runs=runs)
+
+
 def _wall(command: list[str], env: dict) -> float:
     """Wall seconds of one run of `command`; the bench stops if it fails (a crash is not a fast time)."""
     return timed(command, env=env, label=" ".join(Path(command[0]).name if i == 0 else c
@@ -121,7 +180,7 @@ def _forget_results(cache: Path) -> None:
         shutil.rmtree(folder)
 
 
-def versus_ccusage(work: Path, total: int, runs: int) -> None:
+def versus_ccusage(work: Path, total: int, runs: int, *, start_up: bool = True) -> None:
     """Cold `batchcompact report` next to ccusage 20 on the same Claude archive, both as a user runs them."""
     import os
 
@@ -130,11 +189,14 @@ def versus_ccusage(work: Path, total: int, runs: int) -> None:
         print("ccusage: skipped (no binary: set CCUSAGE_BIN or run tests/test_ccusage_parity.py once)")
         return
     corpus = work / "claude"
+    shutil.rmtree(corpus, ignore_errors=True)
+    shutil.rmtree(work / "xdg", ignore_errors=True)
     claude_corpus(corpus, total)
     mb = sum(p.stat().st_size for p in corpus.rglob("*.jsonl")) / 1e6
     for p in corpus.rglob("*.jsonl"):
         p.read_bytes()  # page cache warm for both
-    env = dict(os.environ, CLAUDE_CONFIG_DIR=str(corpus), XDG_CACHE_HOME=str(work / "xdg"))
+    # Bytecode caches kept (a pip install compiles our sources; the first run below writes them here).
+    env = user_env(dict(os.environ, CLAUDE_CONFIG_DIR=str(corpus), XDG_CACHE_HOME=str(work / "xdg")))
     ours = [sys.executable, "-m", "batchcompact", "report", str(corpus), "--format", "json"]
     theirs = [binary, "daily", "--offline", "--json"]
     # Same inputs, same answer: both count the same tokens in these files (tests/test_ccusage_parity.py
@@ -178,6 +240,8 @@ def versus_ccusage(work: Path, total: int, runs: int) -> None:
     # second report of an unchanged archive costs a user of each tool.
     emit("report", f"warm CLI, {mb:.0f} MB Claude: stored report replayed (ccusage recomputes, has no cache)",
          warm, "s", "ccusage 20 daily, same files", best_cc, runs=runs)
+    if not start_up:
+        return
     small = FIXTURE.parent
     one_project = work / "one-project"
     shutil.copytree(small, one_project / "projects" / small.name)
@@ -203,7 +267,7 @@ def many_files(work: Path, count: int, runs: int) -> None:
         except OSError:
             shutil.copyfile(FIXTURE, path)
     xdg = work / "xdg-many"
-    env = dict(os.environ, XDG_CACHE_HOME=str(xdg))
+    env = user_env(dict(os.environ, XDG_CACHE_HOME=str(xdg)))
     ours = [sys.executable, "-m", "batchcompact", "report", str(root), "--format", "json"]
     cold = _wall(ours, env)  # parses every file, stores the parts, the snapshot and the result
     warm = statistics.median(_wall(ours, env) for _ in range(runs))
@@ -227,6 +291,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a 30 MB archive, no many-files figure")
     parser.add_argument("--many", type=int, default=10_000, help="files for the warm many-files figure")
     parser.add_argument("--runs", type=int, default=3, help="timed runs per figure (the median counts)")
+    parser.add_argument("--versus", help="Claude archive sizes for the side by side with ccusage "
+                        "(default 300MB,1GB; --quick 30MB)")
     args = parser.parse_args()
     if args.quick and args.total == "60MB":
         args.total = "30MB"
@@ -279,7 +345,10 @@ def main() -> None:
              mb / bare if bare else None, runs=args.runs)
         emit("report", "warm, library (cached parts)", warm_s, "s", "cold", cold_s, runs=args.runs)
         emit("report", "peak RSS, main process", self_rss, "MB")
-        versus_ccusage(work, parse_size(args.total), args.runs)
+        sizes = args.versus.split(",") if args.versus else ["30MB" if args.quick else "300MB", "1GB"][: 1 if args.quick else 2]
+        for number, size in enumerate(sizes):  # the goal's sizes: 300 MB and 1 GB (the quick run: 30 MB)
+            versus_ccusage(work, parse_size(size), max(args.runs, 5), start_up=number == 0)
+        versus_ccusage_codex(work, parse_size(sizes[0]), max(args.runs, 5))
         if not args.quick and args.many:
             many_files(work, args.many, args.runs)
     finally:

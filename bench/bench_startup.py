@@ -17,7 +17,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from bench.figures import emit  # noqa: E402
-from bench.timing import median_seconds, run_checked  # noqa: E402
+from bench.timing import median_seconds, run_checked, user_env  # noqa: E402
 
 SMALL_PI = REPO / "sample_sessions" / "pi" / "small-fix.jsonl"
 CLAUDE_FOLDER = REPO.parent / "shared" / "fixtures" / "claude" / "projects" / "-home-USER-projects-spotter"
@@ -29,8 +29,7 @@ GOALS = {"plan, one small pi session": "value <= 0.15", "report, one Claude proj
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, XDG_CACHE_HOME=tmp)
-        env.pop("PYTHONDONTWRITEBYTECODE", None)  # users' interpreters keep their bytecode caches
+        env = user_env(dict(os.environ, XDG_CACHE_HOME=tmp))  # bytecode caches kept, as a user's
         bc = [sys.executable, "-m", "batchcompact"]
         bare = median_seconds([sys.executable, "-c", "pass"], RUNS, env=env)
         rows = [("--help", bc + ["--help"]), ("plan, one small pi session", bc + ["plan", str(SMALL_PI)])]

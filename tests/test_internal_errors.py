@@ -130,7 +130,10 @@ def test_a_bug_outside_the_file_work_is_one_line_and_exit_4(bc, archive, monkeyp
     def build_report(*args, **kwargs):
         raise ZeroDivisionError("division by zero")
 
-    monkeypatch.setattr(aggregate if path == "polars" else fast, "build_report", build_report)
+    if path == "polars":
+        monkeypatch.setattr(aggregate, "build_report", build_report)
+    else:  # the CLI's fast path feeds a Builder as files arrive, then asks it for the report
+        monkeypatch.setattr(fast.Builder, "report", build_report)
     cache = ("--cache-dir", tmp_path / "cache") if path == "polars" else ("--no-cache",)
     code, out, err = bc("report", archive, *cache, "--jobs", "1")
     assert (code, out) == (4, "")

@@ -47,6 +47,7 @@ def corpus(request, tmp_path_factory):
         paths = [shared_fixtures()] if request.param == "fixtures" else [SAMPLES]
     slow = collect_usage(paths, use_cache=False)
     quick = fast.collect_rows(paths)
+    quick.paths = paths  # for the tests that extract again
     yield request.param, slow, quick
     slow.cleanup()
 
@@ -178,3 +179,28 @@ def test_cold_cli_report_matches_the_cached_report(tmp_path):
     cached = runner.invoke(cli, ["report", *args, "--cache-dir", str(tmp_path / "cache")], catch_exceptions=False)
     assert cold.exit_code == cached.exit_code == 0
     assert cold.stdout == cached.stdout and cold.stdout.count("\n") > 4
+
+
+@pytest.mark.parametrize("by", ["day", "session", "model"])
+def test_rows_priced_by_the_workers_give_the_report_priced_here(corpus, by):
+    """`collect_rows(settings=...)`: two worker processes price and key their own rows (Builder.prepare);
+    the report equals the one from rows priced in this process, byte for byte."""
+    from batchcompact.pricing import PriceTable
+
+    name, _, quick = corpus
+    paths = quick.paths
+    for variant in VARIANTS[:3]:
+        settings = ReportSettings(by=by, **variant)
+        table = PriceTable.load(settings.pricing_file)
+        builder = fast.Builder(settings, table)
+        fed = []
+
+        def take(rows, unpriced, builder=builder, fed=fed):
+            fed.append(unpriced is not None)
+            builder.feed(rows) if unpriced is None else builder.absorb(rows, unpriced)
+
+        fast.collect_rows(paths, jobs=2, on_rows=take, settings=settings)
+        assert fed and all(fed)  # every file's rows came priced from a worker
+        expected = outputs(fast.build_report(quick.rows, settings, table))
+        assert outputs(builder.report()) == expected, f"{name} --by {by} {variant}"
+        assert builder.report().unpriced_models == fast.build_report(quick.rows, settings, table).unpriced_models

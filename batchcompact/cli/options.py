@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import click
 
 from batchcompact.cli.config import PRESETS
 from batchcompact.cli.output import output_options  # noqa: F401  (re-exported: commands import it here)
-from batchcompact.core.planner import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS, CompactionSettings
+from batchcompact.core.defaults import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS
+
+if TYPE_CHECKING:
+    from batchcompact.core.planner import CompactionSettings
 
 
 def _default_jobs() -> int:
@@ -59,6 +63,8 @@ def build_settings(
     instructions: str | None,
     prune_tool_outputs: bool,
 ) -> CompactionSettings:
+    from batchcompact.core.planner import CompactionSettings  # not at import: `report` never plans
+
     return CompactionSettings(
         reserve_tokens=reserve_tokens,
         keep_recent_tokens=keep_recent_tokens,

@@ -21,6 +21,7 @@ from batchcompact.core.context import (
     path_model,
 )
 from batchcompact.core.cutpoint import CutPoint, find_cut_point
+from batchcompact.core.defaults import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS
 from batchcompact.core.entries import Entry
 from batchcompact.core.fileops import FileOps
 from batchcompact.core.prompts import (
@@ -32,8 +33,6 @@ from batchcompact.core.pruning import PruneAction, plan_pruning
 from batchcompact.core.serialize import serialize_conversation
 from batchcompact.core.tokens import estimate_context_tokens, estimate_tokens
 
-DEFAULT_RESERVE_TOKENS = 16384
-DEFAULT_KEEP_RECENT_TOKENS = 20000
 # Output assumed for a cost estimate: a checkpoint is rarely longer than this (capped by max_tokens).
 EST_OUTPUT_TOKENS = {HISTORY: 2000, TURN_PREFIX: 1000, "branch": 1000}
 

@@ -10,7 +10,7 @@ Task sub-agents: while a sub-agent runs, the parent transcript gets `progress` l
 included. Those requests are rows too (kind `sidechain`, time = the sub-agent message's own
 `timestamp`). When the sub-agent's own `subagents/agent-*.jsonl` file exists, the same request is in
 both places under the same `message.id:requestId` key, and the report keeps it once. Lines without
-`"usage"` are never parsed; `file-history-snapshot` lines are skipped by a substring check, and a line
+`"usage"` are never parsed; `file-history-snapshot` lines are skipped by their start, and a line
 mentioning `"type":"assistant"` (which every usage-bearing line, progress lines included, does) is
 always parsed, so the skip cannot lose a request.
 
@@ -33,7 +33,8 @@ from pathlib import Path
 from batchcompact.report.lines import ExtractStats, as_float, as_int, iter_json_lines, parse_timestamp
 from batchcompact.report.schema import UsageRows
 
-SKIP_MARKERS = (b'"type":"file-history-snapshot"',)
+# Claude Code writes these with "type" first; one written otherwise is parsed, and usage_line drops it.
+SKIP_STARTS = (b'{"type":"file-history-snapshot"',)
 # batchcompact's kept-tail copies carry {"batchcompact": {"copyOf": uuid}} (formats/claude_write.py) and a
 # fresh message.id; the original line carries the request, so the copies are not rows.
 COPY_MARKER = "batchcompact"
@@ -92,16 +93,17 @@ def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
     folder = claude_project(path)
     file_kind = claude_file_kind(path)
     is_agent_file = path.name.startswith("agent-") or path.parent.name == "subagents"
-    best: dict[tuple[str, str], tuple[tuple[int, int], dict]] = {}
-    order: list[tuple[str, str]] = []
+    # key -> (rank, counts, sidechain?, line number, session, cwd, time, model, recorded cost) of the copy
+    # kept so far, in first-seen order (a dict keeps a key's place when its value is replaced). Only these
+    # few fields are kept, never the parsed line: objects freed at once are cheap, kept ones are not.
+    best: dict[tuple[str, str], tuple] = {}
     for number, outer in iter_json_lines(
-        path, stats, want=(b'"usage"',), skip=SKIP_MARKERS, keep_if=KEEP_MARKER
+        path, stats, want=(b'"usage"',), skip_starts=SKIP_STARTS, keep_if=KEEP_MARKER
     ):
         found = usage_line(outer)
         if found is None:
             continue
         obj, message, progress = found
-        usage = message["usage"]
         model = message.get("model")
         if model == "<synthetic>":
             continue
@@ -111,57 +113,55 @@ def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
             key = ("", f"line:{number}")
         else:
             key = (str(message_id or ""), str(request_id or ""))
-        cwd = outer.get("cwd") or obj.get("cwd")
-        record = {
-            "line": number,
-            "session_id": outer.get("sessionId") or obj.get("sessionId") or path.stem,
-            "timestamp": obj.get("timestamp") or outer.get("timestamp"),
-            "model": model if isinstance(model, str) else None,
-            "sidechain": progress or bool(obj.get("isSidechain")) or is_agent_file,
-            "cost": obj.get("costUSD"),
-            "project": cwd if isinstance(cwd, str) and cwd else folder,
-            "usage": usage,
-        }
-        rank = (as_int(usage.get("output_tokens")), _usage_total(usage))
+        counts = usage_counts(message["usage"])
+        rank = (counts[1], counts[0] + counts[1] + counts[2] + counts[3])  # output, then all tokens
+        side = progress or bool(obj.get("isSidechain")) or is_agent_file
         previous = best.get(key)
-        if previous is None:
-            order.append(key)
-            best[key] = (rank, record)
-        else:
+        if previous is not None:
             stats.duplicates += 1
             # Ties (same usage): the first line keeps the request's time, as ccusage does, unless a
             # main-line copy meets an earlier sub-agent copy.
-            if rank > previous[0] or (rank == previous[0] and previous[1]["sidechain"] and not record["sidechain"]):
-                best[key] = (rank, record)
-    for key in order:
-        record = best[key][1]
-        usage = record["usage"]
-        kind = file_kind or ("sidechain" if record["sidechain"] else "main")
-        writes, writes_1h = cache_writes(usage)
+            if not (rank > previous[0] or (rank == previous[0] and previous[2] and not side)):
+                continue
+        best[key] = (rank, counts, side, number, outer.get("sessionId") or obj.get("sessionId"),
+                     outer.get("cwd") or obj.get("cwd"), obj.get("timestamp") or outer.get("timestamp"),
+                     model, obj.get("costUSD"))
+    for key, (_, counts, side, number, session, cwd, when, model, cost) in best.items():
         rows.add(
             source="claude",
             file=file,
-            line=record["line"],
-            session_id=record["session_id"],
-            project=record["project"],
-            timestamp=parse_timestamp(record["timestamp"]),
+            line=number,
+            session_id=session or path.stem,
+            project=cwd if isinstance(cwd, str) and cwd else folder,
+            timestamp=parse_timestamp(when),
             provider="anthropic",
-            model=record["model"],
-            kind=kind,
+            model=model if isinstance(model, str) else None,
+            kind=file_kind or ("sidechain" if side else "main"),
             dedupe_key=f"{key[0]}:{key[1]}" if key[0] else None,
-            input_tokens=as_int(usage.get("input_tokens")),
-            output_tokens=as_int(usage.get("output_tokens")),
-            cache_read_tokens=as_int(usage.get("cache_read_input_tokens")),
-            cache_write_tokens=writes,
-            cache_write_1h_tokens=writes_1h,
-            recorded_cost_usd=as_float(record["cost"]),
+            input_tokens=counts[0],
+            output_tokens=counts[1],
+            cache_read_tokens=counts[2],
+            cache_write_tokens=counts[3],
+            cache_write_1h_tokens=counts[4],
+            recorded_cost_usd=as_float(cost),
         )
 
 
-def _usage_total(usage: dict) -> int:
-    return (
-        as_int(usage.get("input_tokens"))
-        + as_int(usage.get("output_tokens"))
-        + as_int(usage.get("cache_read_input_tokens"))
-        + cache_writes(usage)[0]
-    )
+def usage_counts(usage: dict) -> tuple[int, int, int, int, int]:
+    """(input, output, cache read, cache writes, the 1-hour part of the writes) of one request's usage.
+
+    `cache_writes` and `as_int`, inlined for ints: this runs for every usage line of every Claude file."""
+    get = usage.get
+    numbers = [get("input_tokens"), get("output_tokens"), get("cache_read_input_tokens")]
+    for i, value in enumerate(numbers):
+        if type(value) is not int:
+            numbers[i] = as_int(value)
+    breakdown = get("cache_creation")
+    if type(breakdown) is dict:
+        five, hour = breakdown.get("ephemeral_5m_input_tokens"), breakdown.get("ephemeral_1h_input_tokens")
+        five = five if type(five) is int else as_int(five)
+        hour = hour if type(hour) is int else as_int(hour)
+        if five or hour:
+            return numbers[0], numbers[1], numbers[2], five + hour, hour
+    writes = get("cache_creation_input_tokens")
+    return numbers[0], numbers[1], numbers[2], writes if type(writes) is int else as_int(writes), 0

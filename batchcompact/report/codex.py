@@ -25,6 +25,7 @@ first call). Inherited events still set the running total the child's own events
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from batchcompact.formats.codex import USAGE_FIELDS
@@ -32,6 +33,23 @@ from batchcompact.report.lines import ExtractStats, as_int, iter_json_lines, par
 from batchcompact.report.schema import UsageRows
 
 WANT = (b"token_count", b'"turn_context"', b'"session_meta"')
+# How Codex starts every line: {"timestamp":"…","type":"<item>","payload":{"type":"<event>",… The outer
+# type, and an event's own, then say whether the line matters without searching it whole (most of a
+# rollout's bytes are response items). A line that starts otherwise is searched for WANT.
+LINE_START = re.compile(rb'\{"timestamp":"[^"\\]*","type":"([a-z_]+)"(?:,"payload":\{"type":"([a-z_]+)")?')
+READ_ITEMS = (b"session_meta", b"turn_context")
+
+
+def wanted_line(raw: bytes) -> bool:
+    """Whether a rollout line can matter to the usage: a `session_meta`, a `turn_context` or a
+    `token_count` event (what `extract_codex` reads; it ignores every other line anyway)."""
+    start = LINE_START.match(raw)
+    if start is None:
+        return any(marker in raw for marker in WANT)
+    item, event = start.groups()
+    if item == b"event_msg":
+        return event == b"token_count" if event is not None else b"token_count" in raw
+    return item in READ_ITEMS
 
 
 def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
@@ -53,7 +71,7 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
                 rows.add(**kwargs)
         held.clear()
 
-    for number, obj in iter_json_lines(path, stats, want=WANT):
+    for number, obj in iter_json_lines(path, stats, wanted_line=wanted_line):
         item_type = obj.get("type")
         payload = obj.get("payload")
         if not isinstance(payload, dict):
@@ -85,7 +103,7 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
             model = info["model"]
         total = info.get("total_token_usage")
         last = info.get("last_token_usage")
-        total_key = tuple(as_int(total.get(f)) for f in USAGE_FIELDS) if isinstance(total, dict) else None
+        total_key = _counts(total) if isinstance(total, dict) else None
         if total_key is not None and total_key == previous_total:
             stats.repeats_dropped += 1
             continue
@@ -129,6 +147,17 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
         else:
             rows.add(**row)
     release()
+
+
+_INTS = {int}
+
+
+def _counts(usage: dict) -> tuple[int, ...]:
+    """`usage`'s USAGE_FIELDS as ints (missing or not a number: 0); runs for every token_count event."""
+    values = tuple(map(usage.get, USAGE_FIELDS))
+    if set(map(type, values)) == _INTS:  # the common case, without a Python call per field
+        return values
+    return tuple(as_int(v) for v in values)
 
 
 def parent_thread(meta: dict) -> str | None:

@@ -48,7 +48,7 @@ def detect_format(path: str | Path) -> str | None:
         return claimed.name
     from batchcompact.report.lines import open_binary
 
-    with open_binary(path) as fh:
+    with open_binary(path, buffer=64 << 10) as fh:
         for number, raw in enumerate(fh, start=1):
             if number > PROBE_LINES:
                 break

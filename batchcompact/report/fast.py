@@ -21,7 +21,9 @@ from __future__ import annotations
 import logging
 import math
 import multiprocessing
+import operator
 import re
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -30,11 +32,12 @@ from zoneinfo import ZoneInfo
 
 from batchcompact import money
 from batchcompact.errors import UsageError
-from batchcompact.lifecycle import pool_kwargs, stop_pool
+from batchcompact.lifecycle import pool_kwargs, stop_pool, worker_init
 from batchcompact.money import from_pico
 from batchcompact.pricing import PriceTable
 from batchcompact.report.files import FileKey, extract_workers, iter_resolved, stats_warnings
 from batchcompact.report.result import Report
+from batchcompact.report.schema import COLUMNS as USAGE_COLUMNS
 from batchcompact.report.settings import (
     PERIODS,
     ReportSettings,
@@ -64,6 +67,11 @@ COLUMNS = (
 )
 (SOURCE, AGENT, SESSION, PROJECT, TIME, PROVIDER, MODEL, KIND, KEY, RANK, INP, OUT, CR, CW, CW1H,
  REASONING, TOTAL, RECORDED) = range(len(COLUMNS))
+WIDTH = len(COLUMNS)
+_PICK = operator.itemgetter(*(USAGE_COLUMNS.index(name) for name in COLUMNS))  # a usage row -> these
+# A fed row (Builder.feed) carries two more fields: its cost in picodollars (None: unpriced; an
+# Unsupported: raised if the row is counted) and its group key.
+PICO, GROUP = WIDTH, WIDTH + 1
 SUMS = (("input_tokens", INP), ("output_tokens", OUT), ("cache_read_tokens", CR), ("cache_write_tokens", CW),
         ("reasoning_tokens", REASONING), ("total_tokens", TOTAL))
 KEY_INDEX = {"session_id": SESSION, "agent": AGENT, "project": PROJECT, "model": MODEL}
@@ -93,21 +101,39 @@ class Collected:
     extracted: int = 0
     cached: int = 0
     rejected: int = 0
+    on_rows: Callable[[list[tuple]], object] | None = field(default=None, repr=False)
 
     @property
     def warnings(self) -> list[str]:
         return stats_warnings(self.stats)
 
 
-def file_rows(path: str) -> tuple[list[tuple], dict]:
-    """One file's usage rows as tuples (a top-level function so a process pool can run it)."""
+# A worker process's Builder (`_start_worker`): its rows come back priced and keyed (`Builder.prepare`).
+_WORKER_BUILDER: Builder | None = None
+
+
+def _start_worker(parent: int, settings: ReportSettings) -> None:
+    """A pool worker's initializer: `lifecycle.worker_init`, then the price map read once, so the worker
+    prices its own rows."""
+    global _WORKER_BUILDER
+    worker_init(parent)
+    _WORKER_BUILDER = Builder(settings, PriceTable.load(settings.pricing_file))
+
+
+def file_rows(path: str) -> tuple[list[tuple], dict, frozenset | None]:
+    """One file's usage rows as tuples, its stats, and None; in a worker started by `_start_worker`, the
+    rows priced and keyed and the models without a price so far (a top-level function for the pool)."""
     from batchcompact.report.extract_rows import extract_rows
 
     rows, stats = extract_rows(path)
-    c = rows.columns
-    stamps = [_utc(t) for t in c["timestamp"]]
-    out = list(zip(*(stamps if name == "timestamp" else c[name] for name in COLUMNS), strict=True))
-    return out, stats.to_dict()
+    pick = _PICK
+    out = [pick(row) for row in rows.rows]
+    if not all(row[TIME] is None or (type(row[TIME]) is datetime and row[TIME].tzinfo is UTC) for row in out):
+        out = [(*row[:TIME], _utc(row[TIME]), *row[TIME + 1:]) for row in out]
+    builder = _WORKER_BUILDER
+    if builder is None:
+        return out, stats.to_dict(), None
+    return builder.prepare(out), stats.to_dict(), frozenset(builder.pricer.unpriced)
 
 
 def _utc(value):
@@ -121,9 +147,19 @@ def _utc(value):
     return value if value.tzinfo is UTC else value.astimezone(UTC)
 
 
-def collect_rows(paths, jobs: int | None = None) -> Collected:
-    """Extract every file under `paths` (in worker processes when worth it), in the order found."""
-    result = Collected()
+def collect_rows(paths, jobs: int | None = None, meanwhile: Callable[[], object] | None = None,
+                 on_rows: Callable[[list[tuple], frozenset | None], object] | None = None,
+                 settings: ReportSettings | None = None) -> Collected:
+    """Extract every file under `paths` (in worker processes when worth it), in the order found.
+
+    `meanwhile` runs once in this process while the workers extract (e.g. loading the price map, which
+    would otherwise wait for the last file); `on_rows(rows, unpriced)` hears each file's rows as they
+    come, in the order found (then `Collected.rows` stays empty). With `settings` (and `on_rows`), the
+    worker processes price and key their rows for those settings (`Builder.prepare`) and `unpriced` is
+    the models they found no price for; rows extracted here come with `unpriced` None."""
+    if settings is not None and on_rows is None:
+        raise ValueError("rows priced by the workers need on_rows")
+    result = Collected(on_rows=on_rows)
     found: list[tuple[str, FileKey]] = []
     for path, real in iter_resolved(paths):
         try:
@@ -136,29 +172,48 @@ def collect_rows(paths, jobs: int | None = None) -> Collected:
     result.bytes = sum(key.size for _, key in found)
     todo = [p for p, _ in found]
     workers = extract_workers(jobs, len(todo), result.bytes)
-    done = _extract_parallel(result, todo, workers) if workers > 1 else 0
+    pending = [meanwhile] if meanwhile is not None else []
+
+    def run_meanwhile() -> None:
+        while pending:
+            pending.pop()()
+
+    done = _extract_parallel(result, todo, workers, run_meanwhile, settings) if workers > 1 else 0
+    run_meanwhile()  # no pool, or one that broke before it ran
     for path in todo[done:]:
         _add(result, file_rows(path))
     return result
 
 
-def _add(result: Collected, outcome: tuple[list[tuple], dict]) -> None:
-    result.rows.extend(outcome[0])
+def _add(result: Collected, outcome: tuple[list[tuple], dict, frozenset | None]) -> None:
+    if result.on_rows is not None:
+        result.on_rows(outcome[0], outcome[2])
+    else:
+        result.rows.extend(outcome[0])
     result.stats.append(outcome[1])
     result.extracted += 1
 
 
-def _extract_parallel(result: Collected, todo: list[str], workers: int) -> int:
-    """`collect._extract_parallel` for rows: returns how many files finished (the rest go serial)."""
+def _extract_parallel(result: Collected, todo: list[str], workers: int, meanwhile=None,
+                      settings: ReportSettings | None = None) -> int:
+    """`collect._extract_parallel` for rows: returns how many files finished (the rest go serial).
+    `meanwhile` runs after every task is submitted (the workers are forked then), before the results;
+    with `settings` each worker prices its rows (`_start_worker`)."""
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     done = 0
+    start = pool_kwargs()
+    if settings is not None:  # lifecycle's initializer, and the worker's Builder
+        start = {"initializer": _start_worker, "initargs": (*start["initargs"], settings)}
     try:
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, **pool_kwargs())
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, **start)
         finished = False
         try:
             chunk = max(1, min(32, len(todo) // (16 * workers)))
-            for outcome in pool.map(file_rows, todo, chunksize=chunk):
+            outcomes = pool.map(file_rows, todo, chunksize=chunk)
+            if meanwhile is not None:
+                meanwhile()
+            for outcome in outcomes:
                 _add(result, outcome)
                 done += 1
             finished = True
@@ -190,7 +245,7 @@ def _dedupe_order(row: tuple) -> tuple:
 
 def _replay_order(row: tuple) -> tuple:
     """collapse_sidechain_replays: the main-line copy, the largest, then every column."""
-    return (row[KIND] != "main", -row[TOTAL], -row[OUT], *(_nl(v) for v in row))
+    return (row[KIND] != "main", -row[TOTAL], -row[OUT], *(_nl(v) for v in row[:WIDTH]))
 
 
 def deduplicated(rows: list[tuple]) -> list[tuple]:
@@ -297,13 +352,12 @@ class Periods:
     def label(self, when: datetime | None) -> str:
         if when is None:
             return "unknown"
-        local = when.astimezone(self.zone)
+        day = when.astimezone(self.zone).date()
         if self.by == "month":
-            return f"{local.year:04d}-{local.month:02d}"
-        day = local.date()
+            return day.isoformat()[:7]  # YYYY-MM (isoformat pads the year to four digits too)
         if self.by == "week":
             day -= timedelta(days=(day.isoweekday() - self.first + 7) % 7)
-        return f"{day.year:04d}-{day.month:02d}-{day.day:02d}"
+        return day.isoformat()
 
 
 # ---- groups ----
@@ -325,9 +379,13 @@ class Group:
 
     def add(self, row: tuple, pico: int | None) -> None:
         self.requests += 1
-        sums = self.sums
-        for i, (_, column) in enumerate(SUMS):
-            sums[i] += row[column]
+        sums = self.sums  # unrolled SUMS: this runs once per request
+        sums[0] += row[INP]
+        sums[1] += row[OUT]
+        sums[2] += row[CR]
+        sums[3] += row[CW]
+        sums[4] += row[REASONING]
+        sums[5] += row[TOTAL]
         if pico is None:
             self.unpriced += 1
         else:
@@ -421,57 +479,93 @@ def csv_float(value: float) -> str:
 
 
 def build_report(rows: list[tuple], settings: ReportSettings, table: PriceTable | None = None) -> Report:
-    """`aggregate.build_report` for the groupings in `GROUPINGS` without filters; raises Unsupported."""
-    if settings.by not in GROUPINGS:
-        raise Unsupported(f"--by {settings.by}")
-    table = table or PriceTable.load(settings.pricing_file)
-    pricer = Pricer(table, settings.cost_mode)
-    periods = Periods(settings.timezone, settings.by, settings.start_of_week) if settings.by in PERIODS else None
-    keys = list(GROUP_KEYS[settings.by])
-    if settings.breakdown and "model" not in keys:
-        keys.append("model")
-    groups: dict[tuple, Group] = {}
-    totals = Group()
-    dropped = 0
-    wanted = row_filter(settings)
-    for row in deduplicated(rows):
-        if wanted is not None and not wanted(row):
-            continue
-        cost = pricer.cost(row)
-        pico = None if cost is None else to_pico(cost)
-        recorded = row[RECORDED]
-        if not (row[TOTAL] > 0 or (recorded is not None and recorded > 0)):
-            dropped += 1
-            continue
-        key = tuple(_key_value(row, name, periods) for name in keys)
-        group = groups.get(key)
-        if group is None:
-            group = groups[key] = Group()
-        group.add(row, pico)
-        totals.add(row, pico)
-    records = []
-    for key, group in groups.items():
-        record = dict(zip(keys, key, strict=True))
-        record.update(group.record())
-        records.append(record)
-    if settings.last and settings.by not in PERIODS:  # the N groups with the latest activity
-        records = _sorted(records, [("last_timestamp", True), *((k, True) for k in keys)])[: settings.last]
+    """`aggregate.build_report` for the groupings in `GROUPINGS`; raises Unsupported."""
+    builder = Builder(settings, table or PriceTable.load(settings.pricing_file))
+    builder.feed(rows)
+    return builder.report()
+
+
+class Builder:
+    """`build_report` in two steps: `feed` rows as each file's arrive (each row's cost and group key are
+    computed then, while the workers still extract), `report()` once all are in (dedupe, filter, sums)."""
+
+    def __init__(self, settings: ReportSettings, table: PriceTable) -> None:
+        if settings.by not in GROUPINGS:
+            raise Unsupported(f"--by {settings.by}")
+        self.settings = settings
+        self.table = table
+        self.pricer = Pricer(table, settings.cost_mode)
+        self.periods = Periods(settings.timezone, settings.by, settings.start_of_week) if settings.by in PERIODS else None
+        self.keys = list(GROUP_KEYS[settings.by])
+        if settings.breakdown and "model" not in self.keys:
+            self.keys.append("model")
+        self.rows: list[tuple] = []
+
+    def feed(self, rows: list[tuple]) -> None:
+        self.rows.extend(self.prepare(rows))
+
+    def absorb(self, prepared: list[tuple], unpriced: frozenset) -> None:
+        """Rows a worker's Builder for the same settings prepared, and the models it found no price for."""
+        self.rows.extend(prepared)
+        self.pricer.unpriced |= unpriced
+
+    def prepare(self, rows: list[tuple]) -> list[tuple]:
+        """Each row with its cost in picodollars and its group key (PICO, GROUP)."""
+        cost, periods, keys, out = self.pricer.cost, self.periods, self.keys, []
+        for row in rows:
+            try:
+                usd = cost(row)
+                pico = None if usd is None else to_pico(usd)
+            except Unsupported as exc:  # only if this row is counted: dedupe or a filter may drop it
+                pico = exc
+            out.append((*row, pico, tuple(_key_value(row, name, periods) for name in keys)))
+        return out
+
+    def report(self) -> Report:
+        settings, keys = self.settings, self.keys
+        groups: dict[tuple, Group] = {}
+        dropped = 0
+        wanted = row_filter(settings)
+        for row in deduplicated(self.rows):
+            if wanted is not None and not wanted(row):
+                continue
+            pico = row[PICO]
+            if isinstance(pico, Unsupported):
+                raise pico
+            recorded = row[RECORDED]
+            if not (row[TOTAL] > 0 or (recorded is not None and recorded > 0)):
+                dropped += 1
+                continue
+            group = groups.get(row[GROUP])
+            if group is None:
+                group = groups[row[GROUP]] = Group()
+            group.add(row, pico)
         totals = Group()
-        for record in records:
-            totals.merge(groups[tuple(record[k] for k in keys)])
-    records = sort_records(records, keys, settings)
-    totals_record = totals.record()
-    used = set(totals_record["models"])
-    unpriced = [] if settings.cost_mode == "recorded" else sorted(pricer.unpriced)
-    return Report(
-        settings=settings,
-        keys=keys,
-        rows=RowList(records),
-        totals=totals_record,
-        unpriced_models=[m for m in unpriced if m in used],
-        pricing_source=table.source,
-        dropped_zero=dropped,
-    )
+        for group in groups.values():  # every row is in one group: the totals are the groups' sums
+            totals.merge(group)
+        records = []
+        for key, group in groups.items():
+            record = dict(zip(keys, key, strict=True))
+            record.update(group.record())
+            records.append(record)
+        if settings.last and settings.by not in PERIODS:  # the N groups with the latest activity
+            records = _sorted(records, [("last_timestamp", True), *((k, True) for k in keys)])[: settings.last]
+            totals = Group()
+            for record in records:
+                totals.merge(groups[tuple(record[k] for k in keys)])
+        records = sort_records(records, keys, settings)
+        totals_record = totals.record()
+        used = set(totals_record["models"])
+        unpriced = [] if settings.cost_mode == "recorded" else sorted(self.pricer.unpriced)
+        return Report(
+            settings=settings,
+            keys=keys,
+            rows=RowList(records),
+            totals=totals_record,
+            unpriced_models=[m for m in unpriced if m in used],
+            pricing_source=self.table.source,
+            dropped_zero=dropped,
+        )
 
 
 def row_filter(settings: ReportSettings):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,8 +45,9 @@ class ExtractStats:
         return dict(self.__dict__)
 
 
-def open_binary(path: str | Path) -> IO[bytes]:
-    """Open a transcript for reading bytes; `.zst` files are decompressed as a stream."""
+def open_binary(path: str | Path, buffer: int = 1 << 20) -> IO[bytes]:
+    """Open a transcript for reading bytes; `.zst` files are decompressed as a stream. `buffer`: bytes read
+    at a time (a whole read takes 1 MB, a look at the first lines much less)."""
     path = Path(path)
     if path.suffix == ".zst":
         try:
@@ -60,8 +61,8 @@ def open_binary(path: str | Path) -> IO[bytes]:
         reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
         import io
 
-        return io.BufferedReader(reader, buffer_size=1 << 20)
-    return open(path, "rb", buffering=1 << 20)  # noqa: SIM115
+        return io.BufferedReader(reader, buffer_size=buffer)
+    return open(path, "rb", buffering=buffer)  # noqa: SIM115
 
 
 def iter_json_lines(
@@ -69,38 +70,45 @@ def iter_json_lines(
     stats: ExtractStats,
     *,
     want: tuple[bytes, ...] = (),
-    skip: tuple[bytes, ...] = (),
+    skip_starts: tuple[bytes, ...] = (),
     keep_if: bytes | None = None,
     always_first: bool = False,
+    wanted_line: Callable[[bytes], object] | None = None,
 ) -> Iterator[tuple[int, dict]]:
     """Yield (line number, object) for lines worth parsing.
 
-    A line is parsed only if it contains at least one of `want` (when given) and none of `skip`,
-    unless it contains `keep_if` (a marker of lines that must not be skipped). `always_first` parses
+    A line is parsed only if it contains at least one of `want` (when given) and starts with none of
+    `skip_starts` (a prefix test costs nothing, a search costs a pass over the line), unless it contains
+    `keep_if` (a marker of lines that must not be skipped). `wanted_line`, when given, decides instead of
+    `want` (a reader that can tell its lines apart by how they start need not search them whole). `always_first` parses
     line 1 regardless (headers). Invalid JSON, invalid UTF-8 and non-object lines become warnings
     naming file:line. Lines dropped by the substring checks are never parsed, so a malformed line that
     could not carry usage anyway (no `"usage"` in it) passes without a warning: that is the price of
     not parsing them, and `batchcompact validate` is the tool that checks every line.
     """
-    wanted = _contains_any(want)
-    unwanted = _contains_any(skip)
+    one = want[0] if len(want) == 1 and wanted_line is None else None  # the common case, tested inline
+    wanted = wanted_line or (_contains_any(want) if one is None else None)
     fast, fast_error, loads = orjson.loads, orjson.JSONDecodeError, json.loads
-    number = 0
+    number = skipped = parsed = 0
     with open_binary(path) as fh:
         try:
             for number, raw in enumerate(fh, start=1):
                 if not (always_first and number == 1):
-                    if want and not wanted(raw):
-                        stats.skipped_cheap += 1
+                    if one is not None:
+                        if one not in raw:
+                            skipped += 1
+                            continue
+                    elif wanted is not None and not wanted(raw):
+                        skipped += 1
                         continue
-                    if skip and unwanted(raw) and not (keep_if and keep_if in raw):
-                        stats.skipped_cheap += 1
+                    if skip_starts and raw.startswith(skip_starts) and not (keep_if and keep_if in raw):
+                        skipped += 1
                         continue
-                if not raw.strip():
-                    continue
                 try:
                     obj = fast(raw)
                 except fast_error:  # orjson refuses what json may accept (NaN…): json decides, and words errors
+                    if not raw.strip():  # a blank line (tested only here: strip copies the line)
+                        continue
                     obj = None
                 try:
                     if obj is None:
@@ -119,14 +127,19 @@ def iter_json_lines(
                     stats.malformed += 1
                     stats.warn(number, "not a JSON object; line skipped")
                     continue
-                stats.parsed += 1
+                parsed += 1
                 yield number, obj
         finally:
             stats.lines += number
+            stats.skipped_cheap += skipped
+            stats.parsed += parsed
 
 
 def _contains_any(markers: tuple[bytes, ...]):
-    """A fast `any(m in raw for m in markers)` for the one to three markers we use."""
+    """A fast `any(m in raw for m in markers)` (None for no markers). Plain `in` tests: a regular
+    expression of the alternatives was 2.5x slower on Codex rollouts (it cannot search for a literal)."""
+    if not markers:
+        return None
     if len(markers) == 1:
         (a,) = markers
         return lambda raw: a in raw
@@ -141,6 +154,14 @@ def _contains_any(markers: tuple[bytes, ...]):
 
 def parse_timestamp(value: Any) -> datetime | None:
     """ISO-8601 string or epoch milliseconds -> aware UTC datetime; None when absent or unreadable."""
+    if type(value) is str:  # the common case: 3.11's fromisoformat reads "Z" and offsets itself
+        try:
+            dt = datetime.fromisoformat(value)
+        except ValueError:
+            pass
+        else:
+            if dt.tzinfo is UTC:
+                return dt
     if value is None or isinstance(value, bool):
         return None
     try:
@@ -159,6 +180,8 @@ def parse_timestamp(value: Any) -> datetime | None:
 
 def as_int(value: Any) -> int:
     """Token counts: numbers as int, anything else 0."""
+    if type(value) is int:  # the common case first: this runs for every token field of every request
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return 0
     return int(value)

@@ -133,8 +133,21 @@ def _quick_report(paths, settings: ReportSettings, fmt: str, jobs):
 
     if not fast.supported(settings, fmt):
         return None
-    try:
-        collected = fast.collect_rows(paths, jobs)
-        return fast.build_report(collected.rows, settings), collected
+    from batchcompact.pricing import PriceTable
+
+    builders: list[fast.Builder] = []
+
+    def take(rows: list[tuple], unpriced: frozenset | None) -> None:
+        if unpriced is None:  # extracted here: price them now
+            builders[0].feed(rows)
+        else:  # priced by a worker process
+            builders[0].absorb(rows, unpriced)
+
+    try:  # the workers price their own rows; here the price map is read while they start
+        collected = fast.collect_rows(
+            paths, jobs, meanwhile=lambda: builders.append(fast.Builder(settings, PriceTable.load(settings.pricing_file))),
+            on_rows=take, settings=settings,
+        )
+        return builders[0].report(), collected
     except fast.Unsupported:
         return None

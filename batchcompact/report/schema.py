@@ -85,13 +85,20 @@ def __getattr__(name: str) -> Any:
 
 
 class UsageRows:
-    """Column lists for one file's rows; `to_table()` builds the Arrow table with `USAGE_SCHEMA`."""
+    """One file's rows, each a tuple in `COLUMNS` order; `columns` (column lists) and `to_table()` (the
+    Arrow table with `USAGE_SCHEMA`) are built from them when asked."""
 
     def __init__(self) -> None:
-        self.columns: dict[str, list] = {name: [] for name in COLUMNS}
+        self.rows: list[tuple] = []
 
     def __len__(self) -> int:
-        return len(self.columns["source"])
+        return len(self.rows)
+
+    @property
+    def columns(self) -> dict[str, list]:
+        if not self.rows:
+            return {name: [] for name in COLUMNS}
+        return {name: list(values) for name, values in zip(COLUMNS, zip(*self.rows, strict=True), strict=True)}
 
     def add(
         self,
@@ -116,27 +123,12 @@ class UsageRows:
         dedupe_key: str | None = None,
         dedupe_rank: int = 0,
     ) -> None:
-        c = self.columns
-        c["source"].append(source)
-        c["agent"].append(agent or source)
-        c["file"].append(file)
-        c["line"].append(line)
-        c["session_id"].append(session_id)
-        c["project"].append(project)
-        c["timestamp"].append(timestamp)
-        c["provider"].append(provider)
-        c["model"].append(model)
-        c["kind"].append(kind)
-        c["dedupe_key"].append(dedupe_key)
-        c["dedupe_rank"].append(dedupe_rank)
-        c["input_tokens"].append(input_tokens)
-        c["output_tokens"].append(output_tokens)
-        c["cache_read_tokens"].append(cache_read_tokens)
-        c["cache_write_tokens"].append(cache_write_tokens)
-        c["cache_write_1h_tokens"].append(cache_write_1h_tokens)
-        c["reasoning_tokens"].append(reasoning_tokens)
-        c["total_tokens"].append(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens)
-        c["recorded_cost_usd"].append(recorded_cost_usd)
+        self.rows.append((
+            source, agent or source, file, line, session_id, project, timestamp, provider, model, kind,
+            dedupe_key, dedupe_rank, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+            cache_write_1h_tokens, reasoning_tokens,
+            input_tokens + output_tokens + cache_read_tokens + cache_write_tokens, recorded_cost_usd,
+        ))
 
     def to_table(self) -> Any:
         import pyarrow as pa
