@@ -126,9 +126,8 @@ def _lazy_used(path: Path) -> int:
 
     with paused_gc():
         entries = _lazy(path)
-        for entry in entries:
-            entry.data
-    return len(entries)
+        used = [entry.data for entry in entries]
+    return len(used)
 
 
 def _interleaved(funcs: dict[str, Callable[[Path], object]], path: Path, repeat: int) -> dict[str, float]:
