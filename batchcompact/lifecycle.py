@@ -23,6 +23,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 _FORGET: set[str] = set()  # real paths; a forked child closes every descriptor open on one of these
@@ -103,6 +105,56 @@ def stop_pool(pool: Any) -> None:
             process.join(timeout=5)
         except (OSError, AttributeError, ValueError, AssertionError):
             pass
+
+
+@contextmanager
+def ending(pool: Any) -> Iterator[Any]:
+    """The pool for a block: shut down (its work done) when the block ends, its workers stopped at once
+    (`stop_pool`) when anything leaves it early (an error, Ctrl-C, SIGTERM, a generator closed)."""
+    try:
+        yield pool
+    except BaseException:
+        stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
+def map_in_processes(function: Callable, todo: list, workers: int, on_outcome: Callable[[Any], object], *,
+                     more: tuple = (), initializer: Callable | None = None, initargs: tuple = (),
+                     meanwhile: Callable[[], object] | None = None) -> int:
+    """`function(item, *more_items)` for each item of `todo` in `workers` processes ("fork" where the OS has
+    it: "spawn" would re-import the caller's main module), `on_outcome` called here with each result in
+    order. `initializer(parent_pid, *initargs)` replaces `worker_init` (and must call it); `meanwhile` runs
+    once every task is submitted (the workers are forked then), before the results.
+
+    Returns how many items finished: a pool that breaks (a worker killed) is logged and the caller does
+    the rest itself. Stopped (Ctrl-C, SIGTERM, an error here or in `on_outcome`), the workers end at once,
+    not after the queued items, and the error goes on."""
+    import logging
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    start = pool_kwargs()
+    if initializer is not None:
+        start = {"initializer": initializer, "initargs": (*start["initargs"], *initargs)}
+    done = 0
+    try:
+        with ending(ProcessPoolExecutor(max_workers=workers, mp_context=context, **start)) as pool:
+            # many small files: bigger chunks save a round trip per file; few: small chunks keep all busy
+            chunk = max(1, min(32, len(todo) // (16 * workers)))
+            outcomes = pool.map(function, todo, *more, chunksize=chunk)
+            if meanwhile is not None:
+                meanwhile()
+            for outcome in outcomes:
+                on_outcome(outcome)
+                done += 1
+    except BrokenProcessPool as exc:
+        logging.getLogger(__name__).warning(
+            "worker processes failed (%s); parsing the remaining %d files here", exc, len(todo) - done)
+    return done
 
 
 class StopSignal:

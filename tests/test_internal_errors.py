@@ -134,7 +134,7 @@ def test_a_bug_outside_the_file_work_is_one_line_and_exit_4(bc, archive, monkeyp
         monkeypatch.setattr(aggregate, "build_report", build_report)
     else:  # the CLI's fast path feeds a Builder as files arrive, then asks it for the report
         monkeypatch.setattr(fast.Builder, "report", build_report)
-    cache = ("--cache-dir", tmp_path / "cache") if path == "polars" else ("--no-cache",)
+    cache = ("--cache-dir", tmp_path / "cache", "--cache-above", "0") if path == "polars" else ("--no-cache",)
     code, out, err = bc("report", archive, *cache, "--jobs", "1")
     assert (code, out) == (4, "")
     assert err.strip().splitlines() == [f"Error: internal error: ZeroDivisionError('division by zero') {HINT}"]

@@ -204,3 +204,49 @@ def test_rows_priced_by_the_workers_give_the_report_priced_here(corpus, by):
         expected = outputs(fast.build_report(quick.rows, settings, table))
         assert outputs(builder.report()) == expected, f"{name} --by {by} {variant}"
         assert builder.report().unpriced_models == fast.build_report(quick.rows, settings, table).unpriced_models
+
+
+_PARENT: list[int] = []
+
+
+def _dies_in_a_worker(path: str):
+    """fast.file_rows, except that a worker process dies on the fourth file (a top-level function: the
+    pool sends it to the workers by name)."""
+    import os
+
+    if os.getpid() not in _PARENT and os.path.basename(path).startswith("03-"):
+        os._exit(9)
+    return _REAL_FILE_ROWS(path)
+
+
+_REAL_FILE_ROWS = fast.file_rows
+
+
+def test_a_worker_that_dies_leaves_its_files_to_this_process(monkeypatch, tmp_path):
+    """A killed extraction worker breaks the pool: the files not yet returned are extracted here, and the
+    report is the one a single process makes."""
+    import os
+
+    from batchcompact.pricing import PriceTable
+
+    archive = tmp_path / "archive"
+    for n, source in enumerate(sorted(SAMPLES.rglob("*.jsonl"))):
+        target = archive / f"{n:02d}-{source.name}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(source.read_bytes())
+    _PARENT[:] = [os.getpid()]
+    monkeypatch.setattr(fast, "file_rows", _dies_in_a_worker)
+    settings = ReportSettings(by="day")
+    table = PriceTable.load(None)
+    builder = fast.Builder(settings, table)
+    fed = []
+
+    def take(rows, unpriced):
+        fed.append(unpriced is not None)
+        builder.feed(rows) if unpriced is None else builder.absorb(rows, unpriced)
+
+    collected = fast.collect_rows([archive], jobs=2, settings=settings, on_rows=take)
+    alone = fast.collect_rows([archive], jobs=1)
+    assert collected.extracted == alone.extracted == len(list(archive.iterdir()))
+    assert not all(fed)  # some files were extracted (and priced) here after the pool broke
+    assert outputs(builder.report()) == outputs(fast.build_report(alone.rows, settings, table))

@@ -70,7 +70,7 @@ def test_output_files_are_the_same_bytes(archive, tmp_path):
 
 def test_any_change_to_the_files_or_options_runs_the_report_again(archive, tmp_path):
     cache = tmp_path / "cache"
-    args = (archive, "--format", "json", "--cache-dir", cache)
+    args = (archive, "--format", "json", "--cache-dir", cache, "--cache-above", "0")  # usage parts kept too
     report(*args)
     assert STORED in report(*args)[1]
     a_file = next(archive.rglob("*.jsonl"))
@@ -127,5 +127,38 @@ def test_the_stored_report_imports_neither_polars_nor_pyarrow(archive, tmp_path)
     first = subprocess.run([sys.executable, "-c", probe, str(archive)], capture_output=True, text=True, env=env)
     second = subprocess.run([sys.executable, "-c", probe, str(archive)], capture_output=True, text=True, env=env)
     assert first.stdout == second.stdout and json.loads(second.stdout)["totals"]["requests"] > 0
-    assert "'polars'" in first.stderr.splitlines()[-1]  # the full path aggregates with polars
+    # a small archive is read whole without polars (--cache-above); a large one would take the parts path
+    assert first.stderr.splitlines()[-1] == "[]" and STORED not in first.stderr
     assert STORED in second.stderr and second.stderr.splitlines()[-1] == "[]"
+    parts = dict(env, BATCHCOMPACT_CACHE_ABOVE="0", XDG_CACHE_HOME=str(tmp_path / "xdg-parts"))
+    kept = subprocess.run([sys.executable, "-c", probe, str(archive)], capture_output=True, text=True, env=parts)
+    assert kept.stdout == first.stdout
+    assert "'polars'" in kept.stderr.splitlines()[-1]  # the parts path aggregates with polars
+
+
+def test_a_small_archive_is_read_whole_and_its_report_stored(archive, tmp_path):
+    """Under --cache-above (256MB by default) no usage parts are written: every report the stored one does
+    not answer reads the files again, and prints what the parts path prints, byte for byte."""
+    cache = tmp_path / "cache"
+    files = len(list(archive.rglob("*.jsonl")))
+    out, err = report(archive, "--format", "json", "--cache-dir", cache)
+    assert f"{files} files: {files} parsed, 0 from cache" in err
+    assert not list(cache.glob("usage-v*/**/*.parquet"))  # nothing but the stored report
+    assert STORED in report(archive, "--format", "json", "--cache-dir", cache)[1]
+    by_model, err = report(archive, "--format", "json", "--by", "model", "--cache-dir", cache)
+    assert f"{files} parsed, 0 from cache" in err
+    parts = tmp_path / "parts"
+    assert report(archive, "--format", "json", "--cache-dir", parts, "--cache-above", "0")[0] == out
+    assert report(archive, "--format", "json", "--by", "model", "--cache-dir", parts, "--cache-above", "0")[0] \
+        == by_model
+    assert list(parts.glob("usage-v*/**/*.parquet"))  # that path keeps its parts
+    _, err = report(archive, "--format", "json", "--by", "week", "--cache-dir", parts, "--cache-above", "0")
+    assert f"0 parsed, {files} from cache" in err
+    above = report(archive, "--format", "json", "--cache-dir", tmp_path / "above", "--cache-above", "1KB")[1]
+    assert f"{files} parsed, 0 from cache" in above and list((tmp_path / "above").glob("usage-v*/**/*.parquet"))
+
+
+@pytest.mark.parametrize("size", ["lots", "-1MB", "5PB", "1.5.2GB"])
+def test_a_size_that_is_not_one_is_a_usage_error(archive, size):
+    result = CliRunner().invoke(cli, ["report", str(archive), "--cache-above", size])
+    assert result.exit_code == 2 and "--cache-above" in result.output and "Traceback" not in result.output

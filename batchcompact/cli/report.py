@@ -115,6 +115,14 @@ def _check_timezone(ctx, param, value: str) -> str:
     help="Usage cache folder [default: $XDG_CACHE_HOME/batchcompact or ~/.cache/batchcompact].",
 )
 @click.option("--no-cache", is_flag=True, help="Parse everything; neither read nor write the cache.")
+@click.option(
+    "--cache-above",
+    metavar="SIZE",
+    default="256MB",
+    show_default=True,
+    help="Keep per-file usage parts only for archives larger than SIZE (e.g. 0, 512MB, 2GB): a smaller "
+    "one is read whole, which is faster than loading the parts; its report is stored either way.",
+)
 @click.option("--jobs", type=click.IntRange(min=1), help="Processes for parsing [default: CPUs, at most 8].")
 @click.option(
     "--chart", type=click.Path(dir_okay=False), help="Draw cost per period by model (.html or .png)."
@@ -143,6 +151,7 @@ def report(
     cost_mode,
     cache_dir,
     no_cache,
+    cache_above,
     jobs,
     chart,
     executor="local",
@@ -199,9 +208,10 @@ def report(
         if token_limit is not None and token_limit != "max" and not token_limit.isdigit():
             raise click.BadParameter(f"{token_limit!r}: give a number of tokens or 'max'", param_hint="--token-limit")
         echo = None if quiet else lambda m: click.echo(m, err=True)
+        above = parse_size(cache_above, "--cache-above")
         paths, found = paths_or_discovered(paths, "report", echo, agents=tuple(agents))
         out = produce_report(paths, settings, fmt, output, sources=[s.to_dict() for s in found],
-                             cache_dir=cache_dir, no_cache=no_cache, jobs=jobs, chart=chart,
+                             cache_dir=cache_dir, no_cache=no_cache, cache_above=above, jobs=jobs, chart=chart,
                              executor=lambda: open_executor(executor, jobs or 1, ray_address),
                              warn=lambda w: click.echo(f"warning: {w}", err=True))
         _print(out, fmt, output, compact, quiet=quiet, verbose=verbose)
@@ -211,6 +221,23 @@ def report(
         click.echo(f"Error: {exc}", err=True)
         return exc.exit_code
     return 0
+
+
+SIZE_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+
+
+def parse_size(text: str, option: str) -> int:
+    """'256MB', '2GB', '0' (decimal units) -> bytes."""
+    value = str(text).strip().upper().replace(" ", "")
+    number = value.rstrip("KMGTB")
+    unit = value[len(number):]
+    try:
+        size = float(number)
+    except ValueError:
+        size = -1.0
+    if unit not in SIZE_UNITS or size < 0:
+        raise click.BadParameter(f"{text!r}: give a size such as 0, 512MB or 2GB", param_hint=option)
+    return int(size * SIZE_UNITS[unit])
 
 
 def _print(out, fmt: str, output, compact: bool, *, quiet: bool, verbose: int) -> None:

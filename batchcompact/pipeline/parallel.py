@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
-from batchcompact.lifecycle import pool_kwargs, stop_pool
+from batchcompact.lifecycle import ending, pool_kwargs
 
 T = TypeVar("T")
 
@@ -25,18 +25,10 @@ def map_bounded(func: Callable[..., T], items: Iterable[Any], jobs: int, *args: 
             yield func(item, *args)
         return
     window: deque = deque()
-    pool = ProcessPoolExecutor(max_workers=jobs, **pool_kwargs())
-    finished = False
-    try:
+    with ending(ProcessPoolExecutor(max_workers=jobs, **pool_kwargs())) as pool:
         for item in items:
             window.append(pool.submit(func, item, *args))
             if len(window) >= 4 * jobs:
                 yield window.popleft().result()
         while window:
             yield window.popleft().result()
-        finished = True
-    finally:
-        if finished:
-            pool.shutdown(wait=True)
-        else:
-            stop_pool(pool)

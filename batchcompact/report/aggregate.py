@@ -36,6 +36,7 @@ from batchcompact.pricing import PriceTable
 from batchcompact.report.result import Report
 from batchcompact.report.settings import (  # noqa: F401  (re-exported)
     COST_MODES,
+    GROUP_KEYS,
     GROUPINGS,
     PERIODS,
     WEEKDAYS,
@@ -53,16 +54,6 @@ SUM_COLUMNS = (
     "reasoning_tokens",
     "total_tokens",
 )
-GROUP_KEYS = {
-    "day": ["date"],
-    "week": ["week"],
-    "month": ["month"],
-    "session": ["session_id", "agent", "project"],
-    "project": ["project"],
-    "model": ["model"],
-    "agent": ["agent"],
-    "block": ["block_start"],
-}
 
 
 REPORT_COLUMNS = (

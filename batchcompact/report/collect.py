@@ -8,20 +8,17 @@ consolidated into one snapshot (snapshot.py), which an unchanged archive's next 
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import tempfile
 from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from batchcompact.errors import UsageError
-from batchcompact.lifecycle import pool_kwargs, stop_pool
+from batchcompact.lifecycle import map_in_processes
 from batchcompact.report.extract import UsageCache, default_cache_dir, extract_to_part
 from batchcompact.report.files import (  # noqa: F401  (re-exported)
     PARALLEL_MIN_BYTES,
     FileKey,
+    Tally,
     extract_workers,
     iter_resolved,
     iter_source_files,
@@ -33,21 +30,11 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class CollectResult:
+class CollectResult(Tally):
     """Parts to aggregate plus what happened per file. `extracted` counts files parsed this run."""
 
     parts: list[str] = field(default_factory=list)
-    stats: list[dict] = field(default_factory=list)
-    files: int = 0
-    bytes: int = 0
-    cached: int = 0
-    extracted: int = 0
-    rejected: int = 0  # cache parts that failed verification and were rebuilt
     temp_dir: tempfile.TemporaryDirectory | None = None
-
-    @property
-    def warnings(self) -> list[str]:
-        return stats_warnings(self.stats)
 
     def cleanup(self) -> None:
         if self.temp_dir is not None:
@@ -75,19 +62,8 @@ def collect_usage(
         result.temp_dir = tempfile.TemporaryDirectory(prefix="batchcompact-usage-")
         root = Path(result.temp_dir.name)
     cache = UsageCache(root)
-    found: list[tuple[Path, FileKey]] = []
-    for path, real in iter_resolved(paths):
-        try:
-            found.append((path, FileKey.of(real, resolved=True)))
-        except OSError as exc:
-            result.stats.append(
-                {"path": str(path), "warnings": [f"{path}: cannot stat: {exc}"], "warning_count": 1}
-            )
-    if not found and not result.stats:
-        raise UsageError("no session files found under " + ", ".join(str(p) for p in paths))
+    found = result.stat_files(paths)
     keys = [key for _, key in found]
-    result.files = len(found)
-    result.bytes = sum(key.size for key in keys)
     snapshot_worth = use_cache and len(keys) >= SNAPSHOT_MIN_FILES and not result.stats
     if snapshot_worth:
         hit = load_snapshot(root, keys)
@@ -139,33 +115,9 @@ def extract_on_node(path: str, root: str) -> tuple[str | None, dict, bool]:
 
 def _extract_parallel(result: CollectResult, todo: list[str], root: str, workers: int) -> int:
     """Extract `todo` in worker processes; returns how many finished (the rest fall back to serial).
-
-    Workers only parse JSON and write Parquet (never polars). "fork" is used where the OS has it:
-    "spawn" would re-import the caller's main module, which breaks scripts without a __main__ guard.
-    """
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    done = 0
-    try:
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, **pool_kwargs())
-        finished = False
-        try:
-            # many small files: bigger chunks save a round trip per file; few: small chunks keep both busy
-            chunk = max(1, min(32, len(todo) // (16 * workers)))
-            for outcome in pool.map(extract_to_part, todo, [root] * len(todo), chunksize=chunk):
-                _add(result, [outcome])
-                done += 1
-            finished = True
-        finally:  # stopped (Ctrl-C, SIGTERM, an error): end the workers now, not after the queued files
-            if finished:
-                pool.shutdown(wait=True)
-            else:
-                stop_pool(pool)
-    except BrokenProcessPool as exc:
-        log.warning(
-            "worker processes failed (%s); parsing the remaining %d files here", exc, len(todo) - done
-        )
-    return done
+    Workers only parse JSON and write Parquet (never polars)."""
+    return map_in_processes(extract_to_part, todo, workers, lambda outcome: _add(result, [outcome]),
+                            more=([root] * len(todo),))
 
 
 def _add(result: CollectResult, outcomes) -> None:

@@ -20,25 +20,22 @@ from __future__ import annotations
 
 import logging
 import math
-import multiprocessing
 import operator
 import re
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from batchcompact import money
-from batchcompact.errors import UsageError
-from batchcompact.lifecycle import pool_kwargs, stop_pool, worker_init
+from batchcompact.lifecycle import map_in_processes, worker_init
 from batchcompact.money import from_pico
 from batchcompact.pricing import PriceTable
-from batchcompact.report.files import FileKey, extract_workers, iter_resolved, stats_warnings
+from batchcompact.report.files import Tally, extract_workers
 from batchcompact.report.result import Report
 from batchcompact.report.schema import COLUMNS as USAGE_COLUMNS
 from batchcompact.report.settings import (
+    GROUP_KEYS,
     PERIODS,
     ReportSettings,
     last_periods_since,
@@ -50,15 +47,6 @@ log = logging.getLogger(__name__)
 
 GROUPINGS = ("day", "week", "month", "session", "project", "model", "agent")
 FORMATS = ("table", "json", "csv")
-GROUP_KEYS = {
-    "day": ["date"],
-    "week": ["week"],
-    "month": ["month"],
-    "session": ["session_id", "agent", "project"],
-    "project": ["project"],
-    "model": ["model"],
-    "agent": ["agent"],
-}
 # The row tuple: aggregate.REPORT_COLUMNS, in that order.
 COLUMNS = (
     "source", "agent", "session_id", "project", "timestamp", "provider", "model", "kind", "dedupe_key",
@@ -91,21 +79,11 @@ def supported(settings: ReportSettings, fmt: str) -> bool:
 
 
 @dataclass
-class Collected:
+class Collected(Tally):
     """Every file's rows (tuples in `COLUMNS` order) and stats, like `CollectResult` without parts."""
 
     rows: list[tuple] = field(default_factory=list)
-    stats: list[dict] = field(default_factory=list)
-    files: int = 0
-    bytes: int = 0
-    extracted: int = 0
-    cached: int = 0
-    rejected: int = 0
-    on_rows: Callable[[list[tuple]], object] | None = field(default=None, repr=False)
-
-    @property
-    def warnings(self) -> list[str]:
-        return stats_warnings(self.stats)
+    on_rows: Callable[[list[tuple], frozenset | None], object] | None = field(default=None, repr=False)
 
 
 # A worker process's Builder (`_start_worker`): its rows come back priced and keyed (`Builder.prepare`).
@@ -149,28 +127,21 @@ def _utc(value):
 
 def collect_rows(paths, jobs: int | None = None, meanwhile: Callable[[], object] | None = None,
                  on_rows: Callable[[list[tuple], frozenset | None], object] | None = None,
-                 settings: ReportSettings | None = None) -> Collected:
+                 settings: ReportSettings | None = None, max_bytes: int | None = None) -> Collected:
     """Extract every file under `paths` (in worker processes when worth it), in the order found.
 
     `meanwhile` runs once in this process while the workers extract (e.g. loading the price map, which
     would otherwise wait for the last file); `on_rows(rows, unpriced)` hears each file's rows as they
     come, in the order found (then `Collected.rows` stays empty). With `settings` (and `on_rows`), the
     worker processes price and key their rows for those settings (`Builder.prepare`) and `unpriced` is
-    the models they found no price for; rows extracted here come with `unpriced` None."""
+    the models they found no price for; rows extracted here come with `unpriced` None. Files of more
+    than `max_bytes` in all: Unsupported, before any is read (the caller takes the cached path)."""
     if settings is not None and on_rows is None:
         raise ValueError("rows priced by the workers need on_rows")
     result = Collected(on_rows=on_rows)
-    found: list[tuple[str, FileKey]] = []
-    for path, real in iter_resolved(paths):
-        try:
-            found.append((str(path), FileKey.of(real, resolved=True)))
-        except OSError as exc:
-            result.stats.append({"path": str(path), "warnings": [f"{path}: cannot stat: {exc}"], "warning_count": 1})
-    if not found and not result.stats:
-        raise UsageError("no session files found under " + ", ".join(str(p) for p in paths))
-    result.files = len(found)
-    result.bytes = sum(key.size for _, key in found)
-    todo = [p for p, _ in found]
+    todo = [path for path, _ in result.stat_files(paths)]
+    if max_bytes is not None and result.bytes > max_bytes:
+        raise Unsupported(f"{result.bytes:,} bytes: more than {max_bytes:,}, the cached path is faster")
     workers = extract_workers(jobs, len(todo), result.bytes)
     pending = [meanwhile] if meanwhile is not None else []
 
@@ -197,34 +168,10 @@ def _add(result: Collected, outcome: tuple[list[tuple], dict, frozenset | None])
 def _extract_parallel(result: Collected, todo: list[str], workers: int, meanwhile=None,
                       settings: ReportSettings | None = None) -> int:
     """`collect._extract_parallel` for rows: returns how many files finished (the rest go serial).
-    `meanwhile` runs after every task is submitted (the workers are forked then), before the results;
-    with `settings` each worker prices its rows (`_start_worker`)."""
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    done = 0
-    start = pool_kwargs()
-    if settings is not None:  # lifecycle's initializer, and the worker's Builder
-        start = {"initializer": _start_worker, "initargs": (*start["initargs"], settings)}
-    try:
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, **start)
-        finished = False
-        try:
-            chunk = max(1, min(32, len(todo) // (16 * workers)))
-            outcomes = pool.map(file_rows, todo, chunksize=chunk)
-            if meanwhile is not None:
-                meanwhile()
-            for outcome in outcomes:
-                _add(result, outcome)
-                done += 1
-            finished = True
-        finally:
-            if finished:
-                pool.shutdown(wait=True)
-            else:
-                stop_pool(pool)
-    except BrokenProcessPool as exc:
-        log.warning("worker processes failed (%s); parsing the remaining %d files here", exc, len(todo) - done)
-    return done
+    With `settings` each worker prices its rows (`_start_worker`)."""
+    start = {"initializer": _start_worker, "initargs": (settings,)} if settings is not None else {}
+    return map_in_processes(file_rows, todo, workers, lambda outcome: _add(result, outcome), meanwhile=meanwhile,
+                            **start)
 
 
 # ---- dedupe (aggregate.scan_usage): a total order, nulls last ----

@@ -10,10 +10,11 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from batchcompact.agents import session_suffixes
+from batchcompact.errors import UsageError
 from batchcompact.report.detect import is_run_report_name
 from batchcompact.report.readers import claims_name, is_sqlite
 
@@ -160,3 +161,35 @@ def extract_workers(jobs: int | None, todo: int, todo_bytes: int) -> int:
     if jobs is None:
         jobs = min(os.cpu_count() or 1, 8)
     return max(1, min(jobs, todo))
+
+
+@dataclass
+class Tally:
+    """What a collection saw: each file's extraction stats (dicts, in order), how many files and bytes, and
+    how many were extracted now, taken from a cache, or rejected there (a part that failed its check)."""
+
+    stats: list[dict] = field(default_factory=list)
+    files: int = 0
+    bytes: int = 0
+    extracted: int = 0
+    cached: int = 0
+    rejected: int = 0
+
+    @property
+    def warnings(self) -> list[str]:
+        return stats_warnings(self.stats)
+
+    def stat_files(self, paths: Iterable[str | Path]) -> list[tuple[str, FileKey]]:
+        """(path, key) of every file under `paths`, in the order found; counts them and their bytes. A file
+        that cannot be stat'ed is a warning in `stats`; nothing found at all is a UsageError."""
+        found: list[tuple[str, FileKey]] = []
+        for path, real in iter_resolved(paths):
+            try:
+                found.append((str(path), FileKey.of(real, resolved=True)))
+            except OSError as exc:
+                self.stats.append({"path": str(path), "warnings": [f"{path}: cannot stat: {exc}"], "warning_count": 1})
+        if not found and not self.stats:
+            raise UsageError("no session files found under " + ", ".join(str(p) for p in paths))
+        self.files = len(found)
+        self.bytes = sum(key.size for _, key in found)
+        return found

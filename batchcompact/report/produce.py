@@ -49,18 +49,20 @@ class ReportOutput:
 
 def produce_report(paths: list[str], settings: ReportSettings, fmt: str, output: str | None, *,
                    sources: list[dict], cache_dir: str | Path | None = None, no_cache: bool = False,
-                   jobs: int | None = None, chart: str | None = None, executor: Callable[[], Any] | None = None,
+                   cache_above: int = 0, jobs: int | None = None, chart: str | None = None, executor: Callable[[], Any] | None = None,
                    warn: Callable[[str], None] | None = None) -> ReportOutput:
     """The report for `paths`: replayed from the stored result when the archive and options are unchanged,
     else built. `executor()` opens the executor for extraction (None: local processes); `warn` hears each
-    extraction warning as soon as collection ends (they are in the output too)."""
+    extraction warning as soon as collection ends (they are in the output too). An archive of at most
+    `cache_above` bytes is read whole without the usage parts (where the path without polars can make the
+    report): loading the parts and polars costs more than reading it."""
     results = None
     if not no_cache and not chart:
         results = _stored_results(paths, settings, fmt, sources, cache_dir)
         if results is not None and (kept := results[0].load(results[1])) is not None:
             return ReportOutput.stored(kept)
-    out = _full_report(paths, settings, fmt, output, sources, cache_dir=cache_dir, no_cache=no_cache, jobs=jobs,
-                       chart=chart, executor=executor, warn=warn)
+    out = _full_report(paths, settings, fmt, output, sources, cache_dir=cache_dir, no_cache=no_cache,
+                       cache_above=cache_above, jobs=jobs, chart=chart, executor=executor, warn=warn)
     if results is not None and out.texts:
         results[0].store(results[1], out.kept())
     return out
@@ -79,14 +81,14 @@ def _stored_results(paths, settings: ReportSettings, fmt: str, sources: list[dic
 
 
 def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, sources: list[dict], *, cache_dir,
-                 no_cache: bool, jobs, chart, executor, warn) -> ReportOutput:
+                 no_cache: bool, cache_above: int = 0, jobs, chart, executor, warn) -> ReportOutput:
     """Collect (cache-aware), aggregate (polars, or plain Python for a supported `--no-cache` report), render."""
     from batchcompact.report.render import report_records, table_width, write_report
 
     runner = executor() if executor is not None else None
     quick = None
-    if runner is None and no_cache and not chart:
-        quick = _quick_report(paths, settings, fmt, jobs)
+    if runner is None and not chart and (no_cache or cache_above > 0):
+        quick = _quick_report(paths, settings, fmt, jobs, None if no_cache else cache_above)
     if quick is not None:
         result, collected = quick
         warnings = collected.warnings
@@ -126,9 +128,9 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
     return out
 
 
-def _quick_report(paths, settings: ReportSettings, fmt: str, jobs):
+def _quick_report(paths, settings: ReportSettings, fmt: str, jobs, max_bytes: int | None = None):
     """(Report, Collected) from the cold path without polars or pyarrow (report/fast.py), or None when
-    these options or rows need the polars path."""
+    these options or rows need the polars path, or the archive is larger than `max_bytes`."""
     from batchcompact.report import fast
 
     if not fast.supported(settings, fmt):
@@ -146,7 +148,7 @@ def _quick_report(paths, settings: ReportSettings, fmt: str, jobs):
     try:  # the workers price their own rows; here the price map is read while they start
         collected = fast.collect_rows(
             paths, jobs, meanwhile=lambda: builders.append(fast.Builder(settings, PriceTable.load(settings.pricing_file))),
-            on_rows=take, settings=settings,
+            on_rows=take, settings=settings, max_bytes=max_bytes,
         )
         return builders[0].report(), collected
     except fast.Unsupported:

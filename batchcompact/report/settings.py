@@ -7,6 +7,17 @@ from datetime import date, datetime, timedelta
 
 GROUPINGS = ("day", "week", "month", "session", "project", "model", "agent", "block")
 PERIODS = ("day", "week", "month")
+# The columns each grouping's rows are keyed by (both aggregation paths: aggregate.py and fast.py).
+GROUP_KEYS = {
+    "day": ["date"],
+    "week": ["week"],
+    "month": ["month"],
+    "session": ["session_id", "agent", "project"],
+    "project": ["project"],
+    "model": ["model"],
+    "agent": ["agent"],
+    "block": ["block_start"],
+}
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 COST_MODES = ("auto", "calculate", "recorded")
 
