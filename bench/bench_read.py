@@ -9,7 +9,9 @@ Both sides run in the same process on files already in the page cache, taking tu
 what the machine's load moves least; MB/s are MB per CPU second). Two readers are measured: the line reader (`iter_json_lines`: every line parsed, line
 numbers and problems kept) and the whole pi session reader (plus migration, the entry tree, structural
 checks). A third row keeps every object `orjson.loads` returns until the file is read, then frees them:
-the floor of any reader that returns the parsed lines. The ratios against `orjson.loads` are the numbers to compare over time (aim: line reader
+the floor of any reader that returns the parsed lines. Two more measure the lazy design issue 28 named
+(keep each line's bytes and the tree's fields, parse `data` on first use): alone, and with every
+entry's data then used, as `plan` uses it. The ratios against `orjson.loads` are the numbers to compare over time (aim: line reader
 >= 0.8); `json.loads` stays as a second column. `run()` returns the rows for `python -m bench`.
 """
 
@@ -75,6 +77,59 @@ def _kept(path: Path) -> int:
         return len(kept)
 
 
+class _LazyEntry:
+    """An entry of the lazy design measured (and not adopted) for issue 28: the line's bytes plus the
+    fields the tree needs; `data` parsed again on first use."""
+
+    __slots__ = ("raw", "line", "type", "id", "parent_id", "_data")
+
+    def __init__(self, raw: bytes, line: int, obj: dict) -> None:
+        self.raw, self.line, self._data = raw, line, None
+        self.type, self.id, self.parent_id = obj.get("type"), obj.get("id"), obj.get("parentId")
+
+    @property
+    def data(self) -> dict:
+        if self._data is None:
+            self._data = orjson.loads(self.raw)
+        return self._data
+
+
+def _lazy(path: Path) -> list:
+    """The lazy design's best case: every line parsed (that is what reports a bad line at read time) and
+    its message role looked at, then only the bytes and the tree's fields kept; no tree, no checks, no
+    problems: less than a reader does, so an upper bound of what it could reach."""
+    from batchcompact.core.entries import MESSAGE_ROLES
+    from batchcompact.formats.jsonl import paused_gc
+
+    loads = orjson.loads
+    entries, flagged = [], []
+    with paused_gc(), open(path, "rb", buffering=READ_BUFFER) as handle:
+        for lineno, raw in enumerate(handle, 1):
+            try:
+                obj = loads(raw)
+            except ValueError:
+                continue
+            if type(obj) is dict and obj.get("type") != "session":
+                if obj.get("type") == "message":
+                    message = obj.get("message")
+                    if not isinstance(message, dict) or message.get("role") not in MESSAGE_ROLES:
+                        flagged.append(lineno)
+                entries.append(_LazyEntry(raw, lineno, obj))
+    return entries
+
+
+def _lazy_used(path: Path) -> int:
+    """`_lazy` and then every entry's `data` used, as `plan` does (it reads 99% of the entries, all of
+    their bytes, with the default threshold as with --force: the trigger, the token estimate and the
+    branches read every message): the lazy design's cost in the pipeline."""
+    from batchcompact.formats.jsonl import paused_gc
+
+    with paused_gc():
+        entries = _lazy(path)
+        used = [entry.data for entry in entries]
+    return len(used)
+
+
 def _interleaved(funcs: dict[str, Callable[[Path], object]], path: Path, repeat: int) -> dict[str, float]:
     """Median seconds of each function over `path`; the functions take turns within each round, so that a
     change of machine load hits every side alike."""
@@ -122,7 +177,8 @@ def run(quick: bool = False, size: int | None = None, repeat: int | None = None,
             path.read_bytes()  # warm the page cache
             row = {"file": path.name if path != generated else f"generated ({mb:.0f} MB)", "mb": mb}
             seconds = _interleaved({"lines": _line_reader, "reader": reader, "json": _bare(json.loads),
-                                    "orjson": _bare(orjson.loads), "kept": _kept}, path, repeat)
+                                    "orjson": _bare(orjson.loads), "kept": _kept,
+                                    "lazy": _lazy, "lazy_used": _lazy_used}, path, repeat)
             row.update({name: mb / value for name, value in seconds.items()})
             row["ratio"] = row["lines"] / row["orjson"]
             row["session_ratio"] = row["reader"] / row["orjson"]
@@ -133,12 +189,13 @@ def run(quick: bool = False, size: int | None = None, repeat: int | None = None,
 def format_rows(rows: list[dict]) -> str:
     """A fixed-width table."""
     head = f"{'file':<28} {'MB':>7} {'lines MB/s':>11} {'session MB/s':>13} {'orjson MB/s':>12} {'json MB/s':>10}"
-    lines = [head + f" {'kept MB/s':>10} {'lines/orjson':>13} {'session/orjson':>15} {'kept/orjson':>12}"]
+    lines = [head + f" {'kept MB/s':>10} {'lines/orjson':>13} {'session/orjson':>15} {'kept/orjson':>12}"
+                    f" {'lazy/orjson':>12} {'lazy+used/orjson':>17}"]
     for r in rows:
         lines.append(
             f"{r['file']:<28} {r['mb']:>7.1f} {r['lines']:>11.1f} {r['reader']:>13.1f} {r['orjson']:>12.1f} "
             f"{r['json']:>10.1f} {r['kept']:>10.1f} {r['ratio']:>13.2f} {r['session_ratio']:>15.2f} "
-            f"{r['kept'] / r['orjson']:>12.2f}"
+            f"{r['kept'] / r['orjson']:>12.2f} {r['lazy'] / r['orjson']:>12.2f} {r['lazy_used'] / r['orjson']:>17.2f}"
         )
     return "\n".join(lines)
 
@@ -163,6 +220,10 @@ def main(argv: list[str] | None = None) -> int:
         emit("read", f"json.loads, {row['file']}", row["json"], "MB/s", "orjson.loads", row["orjson"], runs=repeat)
         emit("read", f"orjson.loads, every object kept (a reader's floor), {row['file']}", row["kept"], "MB/s",
              "orjson.loads", row["orjson"], runs=repeat)
+        emit("read", f"lazy entries, bytes kept, data parsed on use (not adopted), {row['file']}", row["lazy"],
+             "MB/s", "orjson.loads", row["orjson"], runs=repeat)
+        emit("read", f"lazy entries, then every entry's data used (as plan does), {row['file']}", row["lazy_used"],
+             "MB/s", "orjson.loads", row["orjson"], runs=repeat)
     return 0
 
 

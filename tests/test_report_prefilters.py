@@ -133,3 +133,16 @@ def test_a_line_starting_as_a_snapshot_is_read_when_it_holds_an_assistant_line(t
     extract_claude(path, rows, stats)
     assert [(r[12], r[13]) for r in rows.rows] == [(5, 7)]
     assert stats.parsed == 1 and stats.skipped_cheap == 1  # the snapshot line was never parsed
+
+
+@pytest.mark.parametrize(("raw", "wanted"), [
+    (b'{"timestamp":"2026-01-01T00:00:00Z","type":"event_msg","payload":{"type":"token_count","info":null}}', True),
+    (b'{"timestamp":"2026-01-01T00:00:00Z","type":"event_msg","payload":{"type":"token_count_v2","x":1}}', False),
+    (b'{"timestamp":"2026-01-01T00:00:00Z","type":"event_msg","payload":{"info":1,"type":"token_count"}}', True),
+    (b'{"timestamp":"2026\\"x","type":"response_item","payload":{"type":"token_count"}}', True),  # searched
+    (b'{"timestamp":"2026-01-01T00:00:00Z","type":"turn_context","payload":{}}', True),
+    (b'{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"text":"token_count"}}', False),
+    (b'{"timestamp":"2026-01-01T00:00:00Z","type":"session_metadata","payload":{}}', False),
+])
+def test_the_start_test_reads_types_exactly(raw, wanted):
+    assert bool(wanted_line(raw)) is wanted

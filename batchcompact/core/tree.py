@@ -17,35 +17,37 @@ class SessionTree:
         self.by_id: dict[str, Entry] = {}
         self.children: dict[str | None, list[Entry]] = {}
         self.problems: list[Problem] = []
-        for entry in entries:
-            if entry.id is None:
-                continue
-            if entry.id in self.by_id:
-                first = self.by_id[entry.id]
-                self.problems.append(
-                    Problem(path_name, entry.line, ERROR, f"duplicate id {entry.id!r} (first used on line {first.line})")
-                )
-            self.by_id[entry.id] = entry  # later wins, as in pi's index
-        earlier: set[str] = set()
-        forward = False  # some parent is not an earlier line
+        # One pass: `by_id` holds the earlier lines' ids when an entry's parent is looked up, so a parent
+        # missing from it is a later line or no line at all; only those are looked up again at the end.
+        # Problems come in the order of two passes: duplicate ids, then parents that point to no entry.
+        by_id = self.by_id
         children = self.children
+        forward: list[Entry] = []  # entries whose parent is not an earlier line
         for entry in entries:
+            entry_id = entry.id
             parent = entry.parent_id
             if parent is not None:
-                if parent not in earlier:
-                    forward = True
-                    if parent not in self.by_id:
-                        self.problems.append(
-                            Problem(path_name, entry.line, ERROR, f"parentId {parent!r} points to no entry")
-                        )
-                if parent == entry.id:
+                if parent not in by_id:
+                    forward.append(entry)
+                if parent == entry_id:
                     parent = None
             if parent in children:
                 children[parent].append(entry)
             else:
                 children[parent] = [entry]
-            if entry.id is not None:
-                earlier.add(entry.id)
+            if entry_id is not None:
+                if entry_id in by_id:
+                    first = by_id[entry_id]
+                    self.problems.append(
+                        Problem(path_name, entry.line, ERROR,
+                                f"duplicate id {entry_id!r} (first used on line {first.line})")
+                    )
+                by_id[entry_id] = entry  # later wins, as in pi's index
+        for entry in forward:
+            if entry.parent_id not in by_id:
+                self.problems.append(
+                    Problem(path_name, entry.line, ERROR, f"parentId {entry.parent_id!r} points to no entry")
+                )
         self._leaf: Entry | None = entries[-1] if entries else None
         self._active_path: list[Entry] | None = None
         # Without duplicate ids, parents that are all earlier lines form no cycle (each step goes up the

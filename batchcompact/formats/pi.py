@@ -46,46 +46,49 @@ def read_pi_session(path: str | Path, *, digest: bool = False) -> Session:
 def _read_pi_session(path: str | Path, digest: Any = None) -> Session:
     name = str(path)
     problems: list[Problem] = []
-    header, raw_entries, lines = None, [], []
+    header, entries = None, []
     try:
-        header, raw_entries, lines = _split_lines(iter_json_lines(path, problems, digest=digest), name, problems,
-                                                  first=True)
+        header, entries = _split_lines(iter_json_lines(path, problems, digest=digest), name, problems, first=True)
     except OSError as exc:
         problems.append(Problem(name, None, ERROR, f"cannot read file: {exc.strerror or exc}"))
     version = header_version(header) if header is not None else 3
-    if header is not None:
-        migrate(header, raw_entries)  # v2 -> v3 changes a message role only: the id checks below see the same
-    entries = _checked_entries(name, raw_entries, lines, problems, ids=header is not None and version >= 2)
+    if header is not None and version < 3:
+        # v2 -> v3 changes a message role only: the id checks below see the same; v1 gains ids and parents
+        migrate(header, [entry.data for entry in entries])
+        for entry in entries:
+            entry.id, entry.parent_id = entry.data.get("id"), entry.data.get("parentId")
+    compactions = _check_entries(name, entries, problems, ids=header is not None and version >= 2)
     session = Session(name, "pi", header, entries, version=version if header is not None else None, problems=problems)
-    _check_compactions(session)
+    _check_compactions(session, compactions)
     if digest is not None:
         session.extra[SOURCE] = digest
     return session
 
 
-def _split_lines(items: Any, name: str, problems: list[Problem], *, first: bool) -> tuple[Any, list, list]:
-    """(header, raw entries, their line numbers) from (line number, object) pairs; `first`: the pairs
-    start at the file's first line (where the header belongs)."""
+def _split_lines(items: Any, name: str, problems: list[Problem], *, first: bool) -> tuple[Any, list[Entry]]:
+    """(header, entries) from (line number, object) pairs; `first`: the pairs start at the file's first
+    line (where the header belongs). One Entry per line as it is read (a header's is dropped)."""
     header: dict[str, Any] | None = None
-    raw_entries: list[dict[str, Any]] = []
-    lines: list[int] = []
+    entries: list[Entry] = []
+    keep = entries.append
     for lineno, obj in items:
+        entry = Entry(obj, lineno)
+        if entry.type == "session":
+            if first:
+                header = obj
+                if not isinstance(entry.id, str):
+                    problems.append(Problem(name, lineno, ERROR, "session header has no string 'id'"))
+            else:
+                problems.append(Problem(name, lineno, WARNING, "a second session header; ignored"))
+            first = False
+            continue
         if first:
             first = False
-            if obj.get("type") == "session":
-                header = obj
-                if not isinstance(obj.get("id"), str):
-                    problems.append(Problem(name, lineno, ERROR, "session header has no string 'id'"))
-                continue
             problems.append(
                 Problem(name, lineno, ERROR, "missing session header: the first line must have type 'session'")
             )
-        if obj.get("type") == "session":
-            problems.append(Problem(name, lineno, WARNING, "a second session header; ignored"))
-            continue
-        raw_entries.append(obj)
-        lines.append(lineno)
-    return header, raw_entries, lines
+        keep(entry)
+    return header, entries
 
 
 def read_pi_appended(original: Session, path: str | Path, size: int, sha256: str, *,
@@ -111,13 +114,12 @@ def read_pi_appended(original: Session, path: str | Path, size: int, sha256: str
     problems: list[Problem] = []
     with paused_gc():
         try:
-            _, raw_new, lines_new = _split_lines(
-                iter_json_lines(path, problems, offset=size, first_line=source.lines + 1), name, problems,
-                first=False)
+            _, new = _split_lines(iter_json_lines(path, problems, offset=size, first_line=source.lines + 1), name,
+                                  problems, first=False)
         except OSError as exc:
             problems.append(Problem(name, None, ERROR, f"cannot read file: {exc.strerror or exc}"))
-            raw_new, lines_new = [], []
-        new = _checked_entries(name, raw_new, lines_new, problems, ids=True)
+            new = []
+        _check_entries(name, new, problems, ids=True)
         session = Session(name, "pi", original.header, [*original.entries, *new], version=3, problems=problems)
         _check_compactions(session)
     return session
@@ -144,11 +146,11 @@ def _prefix_is(path: str | Path, size: int, sha256: str) -> bool:
     return digest.hexdigest() == sha256
 
 
-def _checked_entries(name: str, raw: list[dict[str, Any]], lines: list[int], problems: list[Problem], *,
-                     ids: bool) -> list[Entry]:
-    """The entries, with their problems added in this order: with `ids` (v2 and later) each entry's id and
-    parentId, then unknown types, message entries without a message object, unknown roles. One pass."""
-    entries = [Entry(data, lineno) for data, lineno in zip(raw, lines, strict=True)]
+def _check_entries(name: str, entries: list[Entry], problems: list[Problem], *, ids: bool) -> list[Entry]:
+    """Add the entries' problems in this order: with `ids` (v2 and later) each entry's id and parentId,
+    then unknown types, message entries without a message object, unknown roles. One pass; returns
+    the compaction entries (for `_check_compactions`)."""
+    compactions: list[Entry] = []
     id_problems: list[Problem] = []
     entry_problems: list[Problem] = []
     known = KNOWN_ENTRY_TYPES
@@ -171,25 +173,37 @@ def _checked_entries(name: str, raw: list[dict[str, Any]], lines: list[int], pro
                 entry_problems.append(
                     Problem(name, entry.line, WARNING, f"unknown message role {message.get('role')!r}; ignored")
                 )
+        elif kind == "compaction":
+            compactions.append(entry)
         elif kind not in known:
             entry_problems.append(
                 Problem(name, entry.line, WARNING, f"unknown entry type {kind!r}; kept and ignored for context")
             )
     problems.extend(id_problems)
     problems.extend(entry_problems)
-    return entries
+    return compactions
 
 
-def _check_compactions(session: Session) -> None:
-    """A compaction's firstKeptEntryId must be on the path to that compaction."""
+def _check_compactions(session: Session, compactions: list[Entry] | None = None) -> None:
+    """A compaction's firstKeptEntryId must be on the path to that compaction (`compactions`: the
+    session's compaction entries in file order, when the caller has them)."""
     tree = session.tree
     assert tree is not None
-    compactions = [e for e in session.entries if e.type == "compaction"]
+    if compactions is None:
+        compactions = [e for e in session.entries if e.type == "compaction"]
     if not compactions:
         return
     active = tree.path()
-    position = {id(e): i for i, e in enumerate(active)}
-    index_by_id = {e.id: i for i, e in enumerate(active)}
+    # where each compaction and each kept id is on the active path (a kept id's last place, as a dict of
+    # the whole path would give): one walk that indexes only those few
+    wanted = {kept for e in compactions if isinstance(kept := e.data.get("firstKeptEntryId"), str)}
+    position: dict[int, int] = {}
+    index_by_id: dict[Any, int] = {}
+    for i, e in enumerate(active):
+        if e.id in wanted:
+            index_by_id[e.id] = i
+        if e.type == "compaction":
+            position[id(e)] = i
     for entry in compactions:
         kept = entry.data.get("firstKeptEntryId")
         if not isinstance(kept, str):

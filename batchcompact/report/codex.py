@@ -25,7 +25,6 @@ first call). Inherited events still set the running total the child's own events
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from batchcompact.formats.codex import USAGE_FIELDS
@@ -36,20 +35,29 @@ WANT = (b"token_count", b'"turn_context"', b'"session_meta"')
 # How Codex starts every line: {"timestamp":"…","type":"<item>","payload":{"type":"<event>",… The outer
 # type, and an event's own, then say whether the line matters without searching it whole (most of a
 # rollout's bytes are response items). A line that starts otherwise is searched for WANT.
-LINE_START = re.compile(rb'\{"timestamp":"[^"\\]*","type":"([a-z_]+)"(?:,"payload":\{"type":"([a-z_]+)")?')
+START = b'{"timestamp":"'
 READ_ITEMS = (b"session_meta", b"turn_context")
 
 
 def wanted_line(raw: bytes) -> bool:
     """Whether a rollout line can matter to the usage: a `session_meta`, a `turn_context` or a
-    `token_count` event (what `extract_codex` reads; it ignores every other line anyway)."""
-    start = LINE_START.match(raw)
-    if start is None:
-        return any(marker in raw for marker in WANT)
-    item, event = start.groups()
-    if item == b"event_msg":
-        return event == b"token_count" if event is not None else b"token_count" in raw
-    return item in READ_ITEMS
+    `token_count` event (what `extract_codex` reads; it ignores every other line anyway). Plain byte
+    tests, no regular expression: this runs for every line of every rollout."""
+    if raw.startswith(START):
+        end = raw.find(b'"', 14)  # the timestamp's closing quote (a JSON string holds no bare quote)
+        if end > 14 and raw[end - 1] != 92 and raw.startswith(b',"type":"', end + 1):  # 92: a backslash
+            start = end + 10
+            stop = raw.find(b'"', start, start + 40)
+            if stop > 0 and raw[stop - 1] != 92:
+                item = raw[start:stop]
+                if item != b"event_msg":
+                    return item in READ_ITEMS
+                if raw.startswith(b',"payload":{"type":"token_count"', stop + 1):
+                    return True
+                if raw.startswith(b',"payload":{"type":"', stop + 1):
+                    return False  # another event
+                return b"token_count" in raw
+    return any(marker in raw for marker in WANT)
 
 
 def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
@@ -96,17 +104,18 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
             continue
         stats.token_events += 1
         info = payload.get("info")
-        if not isinstance(info, dict):
+        if type(info) is not dict:
             stats.info_null += 1
             continue
-        if isinstance(info.get("model"), str) and info["model"]:  # newer rollouts name the model here too
-            model = info["model"]
+        named = info.get("model")
+        if named and type(named) is str:  # newer rollouts name the model here too
+            model = named
         total = info.get("total_token_usage")
-        last = info.get("last_token_usage")
-        total_key = _counts(total) if isinstance(total, dict) else None
+        total_key = _counts(total) if type(total) is dict else None
         if total_key is not None and total_key == previous_total:
             stats.repeats_dropped += 1
             continue
+        last = info.get("last_token_usage")
         if not isinstance(last, dict):
             if total_key is None:
                 stats.warn(number, "token_count without usage; not counted")
@@ -122,25 +131,27 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
         if not in_copy and copy_second is not None:
             copy_second = None  # the child's own turns from here on
             release()
-        cached = as_int(last.get("cached_input_tokens"))
-        written = as_int(last.get("cache_write_input_tokens"))
+        get = last.get
+        cached = as_int(get("cached_input_tokens"))
+        written = as_int(get("cache_write_input_tokens"))
+        when = obj.get("timestamp")
         row = dict(
             source="codex",
             file=file,
             line=number,
             session_id=session_id or _session_from_name(path),
             project=project,
-            timestamp=parse_timestamp(obj.get("timestamp")),
+            timestamp=parse_timestamp(when),
             provider=provider,
             model=model or "gpt-5",  # logs before turn_context carried a model (Sept 2025) ran gpt-5
             kind="main",
             # Forked threads copy history; a copied event has the same time and cumulative total.
-            dedupe_key=f"codex:{obj.get('timestamp')}:{total_key}" if total_key else None,
-            input_tokens=max(as_int(last.get("input_tokens")) - cached - written, 0),
-            output_tokens=as_int(last.get("output_tokens")),
+            dedupe_key=f"codex:{when}:{total_key}" if total_key else None,
+            input_tokens=max(as_int(get("input_tokens")) - cached - written, 0),
+            output_tokens=as_int(get("output_tokens")),
             cache_read_tokens=cached,
             cache_write_tokens=written,
-            reasoning_tokens=as_int(last.get("reasoning_output_tokens")),
+            reasoning_tokens=as_int(get("reasoning_output_tokens")),
         )
         if in_copy:
             held.append(row)
