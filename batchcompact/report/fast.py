@@ -447,6 +447,12 @@ class Builder:
         if settings.breakdown and "model" not in self.keys:
             self.keys.append("model")
         self.rows: list[tuple] = []
+        getters = [_key_getter(name, self.periods) for name in self.keys]
+        if len(getters) == 1:
+            (only,) = getters
+            self.group_key = lambda row: (only(row),)
+        else:
+            self.group_key = lambda row: tuple([get(row) for get in getters])
 
     def feed(self, rows: list[tuple]) -> None:
         self.rows.extend(self.prepare(rows))
@@ -458,14 +464,14 @@ class Builder:
 
     def prepare(self, rows: list[tuple]) -> list[tuple]:
         """Each row with its cost in picodollars and its group key (PICO, GROUP)."""
-        cost, periods, keys, out = self.pricer.cost, self.periods, self.keys, []
+        cost, group_key, out = self.pricer.cost, self.group_key, []
         for row in rows:
             try:
                 usd = cost(row)
                 pico = None if usd is None else to_pico(usd)
             except Unsupported as exc:  # only if this row is counted: dedupe or a filter may drop it
                 pico = exc
-            out.append((*row, pico, tuple(_key_value(row, name, periods) for name in keys)))
+            out.append((*row, pico, group_key(row)))
         return out
 
     def report(self) -> Report:
@@ -557,13 +563,15 @@ def row_filter(settings: ReportSettings):
 TAIL = re.compile(r"^.*[/\\]")  # a project's path up to its last separator (`_project_filter`)
 
 
-def _key_value(row: tuple, name: str, periods: Periods | None):
+def _key_getter(name: str, periods: Periods | None) -> Callable[[tuple], object]:
+    """A row -> its value of group key `name` (a period label; project and session "unknown" when null)."""
     if name in ("date", "week", "month"):
-        return periods.label(row[TIME])
-    value = row[KEY_INDEX[name]]
-    if value is None and name in ("project", "session_id"):
-        return "unknown"
-    return value
+        label = periods.label
+        return lambda row: label(row[TIME])
+    index = KEY_INDEX[name]
+    if name in ("project", "session_id"):
+        return lambda row: "unknown" if row[index] is None else row[index]
+    return operator.itemgetter(index)
 
 
 def sort_records(records: list[dict], keys: list[str], settings: ReportSettings) -> list[dict]:
