@@ -104,7 +104,7 @@ def session_model(path: list[Entry]) -> tuple[str | None, str | None]:
     return (model or {}).get("provider"), (model or {}).get("modelId")
 
 
-def _summary_messages(entries: list[Entry]) -> list[dict[str, Any]]:
+def summary_messages(entries: list[Entry]) -> list[dict[str, Any]]:
     """The messages of a range as compaction sees them; FIX skips earlier compaction entries."""
     out = []
     for entry in entries:
@@ -158,8 +158,8 @@ def prepare_compaction(
         return Skip("nothing to compact (no entry to keep)", tokens_before, window, model_id)
 
     history_end = cut.turn_start_index if cut.is_split_turn else cut.first_kept_index
-    history = _summary_messages(path[boundary_start:history_end])
-    prefix = _summary_messages(path[cut.turn_start_index : cut.first_kept_index]) if cut.is_split_turn else []
+    history = summary_messages(path[boundary_start:history_end])
+    prefix = summary_messages(path[cut.turn_start_index : cut.first_kept_index]) if cut.is_split_turn else []
     history_llm = convert_to_llm(history)
     prefix_llm = convert_to_llm(prefix)
     history_text = serialize_conversation(history_llm)

@@ -23,11 +23,16 @@ from batchcompact.core.context import (
     build_session_context,
     compaction_message,
     convert_to_llm,
-    entry_to_message,
 )
 from batchcompact.core.cutpoint import CutPoint
 from batchcompact.core.entries import Entry
-from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
+from batchcompact.core.planner import (
+    CompactionPlan,
+    CompactionSettings,
+    Skip,
+    prepare_compaction,
+    summary_messages,
+)
 from batchcompact.core.session import Session
 from batchcompact.core.tokens import estimate_context_tokens, estimate_tokens
 
@@ -85,15 +90,8 @@ def _last_message_before(session: Session, line: int | None) -> str | None:
 
 
 def llm_messages(entries: list[Entry]) -> list[dict[str, Any]]:
-    """The LLM messages of a range of entries, compaction summaries left out."""
-    out = []
-    for entry in entries:
-        if entry.type == "compaction":
-            continue
-        message = entry_to_message(entry)
-        if message is not None:
-            out.append(message)
-    return convert_to_llm(out)
+    """The LLM messages of a range of entries, compaction summaries left out (as the planner sees them)."""
+    return convert_to_llm(summary_messages(entries))
 
 
 def _signature(message: dict[str, Any]) -> str:
