@@ -218,7 +218,8 @@ def _steps_since_prompt(turns: list[tuple[str, bool]]) -> int:
 
 class FakeGemini(_LoopbackAPI):
     """A loopback Gemini API (`GOOGLE_GEMINI_BASE_URL`): `:streamGenerateContent` (SSE),
-    `:generateContent` and `:countTokens`; every POST body is recorded.
+    `:generateContent` and `:countTokens`; every POST body is recorded. `usage`: the usageMetadata of every
+    reply (else one made from the request's size).
 
     With `script` (prompt keyword -> list of `(tool, args)`), the k-th model reply after the last real
     prompt (a user turn that is not only tool results) whose text contains a keyword is the k-th call of
@@ -226,12 +227,16 @@ class FakeGemini(_LoopbackAPI):
     past its end, one text reply. Utility requests (no tools declared) get a neutral JSON/text answer.
     """
 
-    def __init__(self, script: dict[str, list[ToolStep]] | None = None, reply_text: str = REPLY) -> None:
+    def __init__(self, script: dict[str, list[ToolStep]] | None = None, reply_text: str = REPLY,
+                 usage: dict[str, int] | None = None) -> None:
         super().__init__()
         self.script = script or {}
         self.reply_text = reply_text
+        self.usage = usage  # the same usageMetadata for every reply (a report judge counts it exactly)
 
     def _usage(self, body: dict[str, Any]) -> dict[str, int]:
+        if self.usage is not None:
+            return self.usage
         prompt = max(len(json.dumps(body.get("contents") or [])) // 4, 1)
         cached = prompt // 2
         return {"promptTokenCount": prompt, "candidatesTokenCount": 7, "cachedContentTokenCount": cached,

@@ -20,7 +20,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_judges import REPLY, _LoopbackAPI, npm_cli, sandbox_env
+from agent_judges import (
+    GEMINI,
+    QWEN,
+    REPLY,
+    FakeGemini,
+    _LoopbackAPI,
+    gemini_env,
+    gemini_settings,
+    npm_cli,
+    qwen_settings,
+    sandbox_env,
+)
 
 # One reply's usage, the way an OpenAI-compatible provider reports it.
 PROMPT, CACHED, COMPLETION, REASONING = 1200, 1000, 30, 12
@@ -114,44 +125,6 @@ def record_opencode_like(cli: tuple[str, str, str], root: Path, prompts: tuple[s
 # candidates (total = prompt + candidates + thoughts).
 GEMINI_USAGE = {"promptTokenCount": PROMPT, "cachedContentTokenCount": CACHED, "candidatesTokenCount": COMPLETION,
                 "thoughtsTokenCount": REASONING, "totalTokenCount": PROMPT + COMPLETION + REASONING}
-GEMINI_MODEL = "gemini-2.5-flash"
-
-
-class FakeGemini(_LoopbackAPI):
-    """A loopback Gemini API (`GOOGLE_GEMINI_BASE_URL`): `:streamGenerateContent` (SSE), `:generateContent`
-    and `:countTokens`; a request asking for JSON (Gemini CLI's own checks) gets a neutral JSON answer."""
-
-    def reply(self, path: str, body: dict[str, Any], n: int) -> tuple[str, bytes]:
-        if ":countTokens" in path:
-            return "application/json", json.dumps({"totalTokens": PROMPT}).encode()
-        config = body.get("generationConfig") or {}
-        wants_json = config.get("responseMimeType") == "application/json" or "responseJsonSchema" in config \
-            or "responseSchema" in config
-        text = json.dumps({"reasoning": "done", "next_speaker": "user"}) if wants_json else REPLY
-        chunk = {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP",
-                                 "index": 0}],
-                 "usageMetadata": GEMINI_USAGE, "modelVersion": GEMINI_MODEL, "responseId": f"resp-judge{n}"}
-        if ":streamGenerateContent" in path:
-            return "text/event-stream", f"data: {json.dumps(chunk)}\r\n\r\n".encode()
-        return "application/json", json.dumps(chunk).encode()
-
-    def conversation_requests(self) -> list[dict[str, Any]]:
-        """The generate calls that are the agent's own turns (what its chat file records): not the JSON
-        answers its routing and checks ask for."""
-        out = []
-        for r in self.requests:
-            body = r["body"]
-            if "enerateContent" not in r["path"] or not isinstance(body, dict):
-                continue
-            config = body.get("generationConfig") or {}
-            if config.get("responseMimeType") != "application/json" and "responseJsonSchema" not in config:
-                out.append(body)
-        return out
-
-
-GEMINI = ("@google/gemini-cli", "0.61.0", "gemini")
-QWEN = ("@qwen-code/qwen-code", "0.24.4", "qwen")
-OFFLINE_SETTINGS = {"folderTrust": {"enabled": False}}
 
 
 def record_gemini(root: Path, prompts: tuple[str, ...]) -> tuple[Path, int]:
@@ -159,12 +132,9 @@ def record_gemini(root: Path, prompts: tuple[str, ...]) -> tuple[Path, int]:
     binary = judge_cli(*GEMINI)
     home, project = root / "home", root / "project"
     project.mkdir(parents=True)
-    (home / ".gemini").mkdir(parents=True)
-    settings = {"security": {"auth": {"selectedType": "gemini-api-key"}, **OFFLINE_SETTINGS},
-                "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False}}
-    (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
-    with FakeGemini() as api:
-        env = sandbox_env(home, GEMINI_API_KEY="judge", GOOGLE_GEMINI_BASE_URL=api.url)
+    gemini_settings(home)
+    with FakeGemini(usage=GEMINI_USAGE) as api:
+        env = gemini_env(home, api.url)
         for number, prompt in enumerate(prompts):
             command = [str(binary), *(["--resume", "latest"] if number else []), "-p", prompt]
             done = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=300)
@@ -178,10 +148,7 @@ def record_qwen(root: Path, prompts: tuple[str, ...]) -> tuple[Path, int]:
     binary = judge_cli(*QWEN)
     home, project = root / "home", root / "project"
     project.mkdir(parents=True)
-    (home / ".qwen").mkdir(parents=True)
-    settings = {"security": {"auth": {"selectedType": "openai"}, **OFFLINE_SETTINGS},
-                "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False}}
-    (home / ".qwen" / "settings.json").write_text(json.dumps(settings))
+    qwen_settings(home)
     with FakeChat() as api:
         env = sandbox_env(home, OPENAI_API_KEY="judge", OPENAI_BASE_URL=api.url, OPENAI_MODEL=MODEL,
                           QWEN_CODE_SUPPRESS_YOLO_WARNING="1")
