@@ -76,17 +76,6 @@ def usage_line(obj: dict) -> tuple[dict, dict, bool] | None:
     return obj, message, progress
 
 
-def cache_writes(usage: dict) -> tuple[int, int]:
-    """(all cache-write tokens, the 1-hour part)."""
-    breakdown = usage.get("cache_creation")
-    if isinstance(breakdown, dict):
-        five = as_int(breakdown.get("ephemeral_5m_input_tokens"))
-        hour = as_int(breakdown.get("ephemeral_1h_input_tokens"))
-        if five or hour:
-            return five + hour, hour
-    return as_int(usage.get("cache_creation_input_tokens")), 0
-
-
 def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     path = Path(path)
     file = str(path)
@@ -150,7 +139,9 @@ def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
 def usage_counts(usage: dict) -> tuple[int, int, int, int, int]:
     """(input, output, cache read, cache writes, the 1-hour part of the writes) of one request's usage.
 
-    `cache_writes` and `as_int`, inlined for ints: this runs for every usage line of every Claude file."""
+    Cache writes: `cache_creation.ephemeral_5m_input_tokens + ephemeral_1h_input_tokens` where the line has
+    that breakdown, else `cache_creation_input_tokens`. `as_int` only for what is not already an int: this
+    runs for every usage line of every Claude file."""
     get = usage.get
     numbers = [get("input_tokens"), get("output_tokens"), get("cache_read_input_tokens")]
     for i, value in enumerate(numbers):
