@@ -70,8 +70,12 @@ def session_outputs(root: Path) -> dict[str, bytes]:
 @pytest.fixture
 def bc(capsys, monkeypatch):
     """`batchcompact ARGS...` through `batchcompact.cli:main` in this process: (exit code, stdout, stderr),
-    with no model, debug switch or provider key taken from the environment. (Some test files keep their own
-    variant: other return shapes or environment.)"""
+    with no model, debug switch or provider key taken from the environment (`cli_invoker`)."""
+    return cli_invoker(capsys, monkeypatch)
+
+
+def cli_invoker(capsys, monkeypatch):
+    """The `bc` fixture's function, for test files that want another return shape around it."""
     import sys
 
     from batchcompact.cli import main

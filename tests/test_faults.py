@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import cli_invoker
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_sessions"
@@ -397,19 +398,11 @@ def test_validate_names_odd_files_without_a_traceback(tmp_path):
 @pytest.fixture
 def bc(capsys, monkeypatch):
     """`batchcompact ARGS...` through `batchcompact.cli:main`: (exit code, stdout + stderr)."""
-    from batchcompact.cli import main
-
-    monkeypatch.delenv("BATCHCOMPACT_DEBUG", raising=False)
-    monkeypatch.delenv("BATCHCOMPACT_MODEL", raising=False)
+    run = cli_invoker(capsys, monkeypatch)
 
     def invoke(*args: object) -> tuple[int, str]:
-        capsys.readouterr()
-        monkeypatch.setattr(sys, "argv", ["batchcompact", *map(str, args)])
-        with pytest.raises(SystemExit) as exit_info:
-            main()
-        out, err = capsys.readouterr()
-        code = exit_info.value.code
-        return (code if isinstance(code, int) else 0), out + err
+        code, out, err = run(*args)
+        return code, out + err
 
     yield invoke
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # main() installed its stop handlers

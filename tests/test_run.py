@@ -12,14 +12,13 @@ import json
 import os
 import re
 import shutil
-import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLES, fixture_path
+from conftest import SAMPLES, cli_invoker, fixture_path
 from factories import Builder
 
 MODEL = "openai/gpt-4o-mini"  # priced in litellm's bundled map
@@ -41,22 +40,9 @@ class Result:
 
 @pytest.fixture
 def bc(capsys, monkeypatch):
-    """Run `batchcompact ARGS...` through `batchcompact.cli:main` (exit code mapping included)."""
-    from batchcompact.cli import main
-
-    monkeypatch.delenv("BATCHCOMPACT_MODEL", raising=False)
-    monkeypatch.delenv("BATCHCOMPACT_DEBUG", raising=False)
-
-    def invoke(*args: Any) -> Result:
-        capsys.readouterr()
-        monkeypatch.setattr(sys, "argv", ["batchcompact", *map(str, args)])
-        with pytest.raises(SystemExit) as exit_info:
-            main()
-        out, err = capsys.readouterr()
-        code = exit_info.value.code
-        return Result(code if isinstance(code, int) else (0 if code is None else 1), out, err)
-
-    return invoke
+    """Run `batchcompact ARGS...` through `batchcompact.cli:main`: a `Result` (conftest's `cli_invoker`)."""
+    run = cli_invoker(capsys, monkeypatch)
+    return lambda *args: Result(*run(*args))
 
 
 def model_args(server) -> tuple[str, ...]:
