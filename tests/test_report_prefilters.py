@@ -1,13 +1,15 @@
 """The cheap tests that decide which lines a usage reader parses never drop a line it would count.
 
-Codex: `codex.wanted_line` reads how a rollout line starts (outer type, then an event's own type) instead
-of searching the line; Claude: snapshot lines are skipped by their start. Each is checked against the
+Codex: `codex.read_lines` reads how a rollout line starts (outer type, then an event's own type, at fixed
+offsets for the usual 24-character time) instead of searching the line, and `extract_codex` reads repeated
+events and turn contexts by comparing their bytes with the last parsed one; Claude: snapshot lines are skipped by their start. Each is checked against the
 plain rule it replaces on every recorded rollout and session (the shared fixtures, the samples, and the
 ccusage edge cases), and on lines written in other shapes (keys reordered, spaces, duplicate-free).
 """
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -16,7 +18,7 @@ import pytest
 
 from batchcompact.report import codex
 from batchcompact.report.claude import KEEP_MARKER, SKIP_STARTS, extract_claude
-from batchcompact.report.codex import WANT, extract_codex, wanted_line
+from batchcompact.report.codex import OTHER, WANT, extract_codex, read_lines
 from batchcompact.report.lines import ExtractStats
 from batchcompact.report.schema import UsageRows
 from tests.conftest import SAMPLES, shared_fixtures
@@ -38,6 +40,20 @@ def claude_files() -> list[Path]:
     files = _files("claude/**/*.jsonl")
     assert files, "no Claude sessions found"
     return files
+
+
+def wanted_line(raw: bytes) -> bool:
+    """Whether `read_lines` hands the line on to the reader."""
+    return any(read_lines(io.BytesIO(raw), ExtractStats(path="t")))
+
+
+def plain_lines(fh, stats):
+    """The plain rule the start tests replace: every line holding a marker, parsed (OTHER: no line is
+    read by its bytes)."""
+    for number, raw in enumerate(fh, start=1):
+        stats.lines += 1
+        if any(marker in raw for marker in WANT):
+            yield number, raw, OTHER, 0
 
 
 def read_by_codex(obj: dict) -> bool:
@@ -97,12 +113,23 @@ def _rows(extract, path: Path) -> list[tuple]:
     return rows.rows
 
 
+def _rows_and_stats(path: Path) -> tuple[list[tuple], dict]:
+    rows, stats = UsageRows(), ExtractStats(path=str(path))
+    extract_codex(path, rows, stats)
+    counts = stats.to_dict()
+    for how in ("parsed", "skipped_cheap", "read_by_bytes"):  # how lines were read, not what they said
+        counts.pop(how)
+    return rows.rows, counts
+
+
 def test_codex_rows_are_the_same_as_with_the_plain_search(monkeypatch):
+    """Rows, warnings and event counts match parsing every line that holds a marker: the start tests
+    drop no line the reader reads, and no line read by its bytes says other than its parse."""
     files = codex_files()
-    fast = [_rows(extract_codex, p) for p in files]
-    monkeypatch.setattr(codex, "wanted_line", lambda raw: any(marker in raw for marker in WANT))
-    assert fast == [_rows(extract_codex, p) for p in files]
-    assert sum(map(len, fast)) > 100
+    fast = [_rows_and_stats(p) for p in files]
+    monkeypatch.setattr(codex, "read_lines", plain_lines)
+    assert fast == [_rows_and_stats(p) for p in files]
+    assert sum(len(rows) for rows, _ in fast) > 100
 
 
 def test_claude_rows_are_the_same_as_with_a_snapshot_search(monkeypatch):
@@ -146,3 +173,106 @@ def test_a_line_starting_as_a_snapshot_is_read_when_it_holds_an_assistant_line(t
 ])
 def test_the_start_test_reads_types_exactly(raw, wanted):
     assert bool(wanted_line(raw)) is wanted
+
+
+def test_the_fixtures_exercise_both_readings_by_bytes():
+    """The comparison above has teeth: real rollouts hold repeated events and turn contexts that are
+    read by their bytes."""
+    stats = [ExtractStats(path=str(p)) for p in codex_files()]
+    for path, stat in zip(codex_files(), stats, strict=True):
+        extract_codex(path, UsageRows(), stat)
+    assert sum(s.read_by_bytes for s in stats) > 100
+    assert sum(s.repeats_dropped for s in stats) > 100
+
+
+# ---- lines read by their bytes: each case gives what parsing every line gives ----
+
+T24 = "2026-01-01T00:00:00.000Z"  # Codex's usual time: the fixed-offset start test
+
+
+def _usage(n: int) -> dict:
+    return {"input_tokens": n, "cached_input_tokens": 0, "output_tokens": 1, "reasoning_output_tokens": 0,
+            "total_tokens": n + 1}
+
+
+def _info(n: int, **extra) -> dict:
+    return {**extra, "total_token_usage": _usage(n), "last_token_usage": _usage(n), "model_context_window": 1000}
+
+
+def _line(kind: str, payload: dict, when: str = T24) -> str:
+    return json.dumps({"timestamp": when, "type": kind, "payload": payload}, separators=(",", ":"))
+
+
+def _event(info, percent: float = 1.0, when: str = T24) -> str:
+    payload = {"type": "token_count", "info": info, "rate_limits": {"primary": {"used_percent": percent}}}
+    return _line("event_msg", payload, when)
+
+
+def _turn(model: str, turn: str, when: str = T24) -> str:
+    return _line("turn_context", {"turn_id": turn, "cwd": "/p", "model": model, "effort": "high"}, when)
+
+
+META = _line("session_meta", {"id": "s-1", "cwd": "/p"})
+
+
+def _both(tmp_path, monkeypatch, text: str):
+    path = tmp_path / "rollout-2026-01-01T00-00-00-s.jsonl"
+    path.write_text(text)
+    fast_rows, fast_stats = UsageRows(), ExtractStats(path=str(path))
+    extract_codex(path, fast_rows, fast_stats)
+    with monkeypatch.context() as patch:
+        patch.setattr(codex, "read_lines", plain_lines)
+        plain = _rows_and_stats(path)
+    assert _rows_and_stats(path) == plain
+    return fast_rows.rows, fast_stats
+
+
+def test_a_repeat_is_read_by_its_bytes(tmp_path, monkeypatch):
+    rows, stats = _both(tmp_path, monkeypatch, "\n".join(
+        [META, _turn("gpt-5", "t1"), _event(_info(10)), _event(_info(10), percent=2.0), _event(_info(30))]) + "\n")
+    assert [r[12] for r in rows] == [10, 30]
+    assert stats.read_by_bytes == 1 and stats.repeats_dropped == 1
+
+
+def test_a_turn_context_that_differs_only_in_its_turn_id_is_read_by_its_bytes(tmp_path, monkeypatch):
+    rows, stats = _both(tmp_path, monkeypatch, "\n".join([
+        META, _turn("gpt-5", "t1"), _event(_info(10)), _turn("gpt-5", "t2"), _event(_info(20)),
+        _turn("gpt-5.1", "t3"), _event(_info(30))]) + "\n")
+    assert [r[8] for r in rows] == ["gpt-5", "gpt-5", "gpt-5.1"]  # a changed model is parsed
+    assert stats.read_by_bytes == 1
+
+
+def test_a_repeat_names_its_model_again_as_its_parse_would(tmp_path, monkeypatch):
+    rows, stats = _both(tmp_path, monkeypatch, "\n".join([
+        META, _event(_info(10, model="gpt-a")), _turn("gpt-b", "t2"), _event(_info(10, model="gpt-a"), percent=3.0),
+        _event(_info(20))]) + "\n")
+    assert [r[8] for r in rows] == ["gpt-a", "gpt-a"] and stats.read_by_bytes == 1
+
+
+def test_a_torn_or_glued_repeat_is_parsed_and_reported(tmp_path, monkeypatch):
+    repeat = _event(_info(10), percent=2.0)
+    rows, stats = _both(tmp_path, monkeypatch, "\n".join([META, _event(_info(10)), repeat + repeat, repeat[:-9]]))
+    assert stats.read_by_bytes == 0 and stats.malformed == 2
+    assert any(":3: invalid JSON" in w for w in stats.warnings)
+    assert any(":4: invalid JSON (torn last line?)" in w for w in stats.warnings)
+    assert [r[12] for r in rows] == [10]
+
+
+def test_an_info_holding_a_rate_limits_key_is_always_parsed(tmp_path, monkeypatch):
+    """Equal bytes up to the first `,"rate_limits":` prove nothing when that key is inside the info."""
+    odd = {"a": {}, "rate_limits": 2}  # the bytes before the inner key end in a brace
+    rows, stats = _both(tmp_path, monkeypatch, "\n".join(
+        [META, _event(_info(10, extra=odd)), _event(_info(20, extra=odd))]) + "\n")
+    assert [r[12] for r in rows] == [10, 20] and stats.read_by_bytes == 0
+
+
+def test_lines_in_another_shape_take_the_general_path(tmp_path, monkeypatch):
+    """A key before `type` at the type's usual offset, and times of other widths, are read by parsing."""
+    odd = ('{"timestamp":"' + T24 + '","typo":"response_item","type":"event_msg","payload":{"type":"token_count",'
+           '"info":' + json.dumps(_info(10), separators=(",", ":")) + '}}')
+    assert odd.index("response_item") == 48
+    short = "2026-01-01T00:00:01Z"
+    rows, stats = _both(tmp_path, monkeypatch, "\n".join([
+        META, odd, _turn("gpt-x", "t1", short), _event(_info(20), when=short), _event(_info(20), 2.0, short)]) + "\n")
+    assert [(r[12], r[8]) for r in rows] == [(10, "gpt-5"), (20, "gpt-x")]
+    assert stats.repeats_dropped == 1

@@ -21,14 +21,20 @@ not rows; without a copied meta, the events stamped in the child's first second 
 there are two or more of them (a burst no model answers in; one event there is the child's own quick
 first call). Inherited events still set the running total the child's own events are compared with
 (`stats.inherited_dropped` counts them).
+
+Reading (docs/report.md, "How a Codex rollout is read"): lines are told apart by how Codex starts them
+(`read_lines`); a repeated event and a turn_context equal to the last parsed one but for its turn id are
+read by comparing their bytes with that parsed line (`stats.read_by_bytes`), the rest are parsed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 from batchcompact.formats.codex import USAGE_FIELDS
-from batchcompact.report.lines import ExtractStats, as_int, iter_json_lines, parse_timestamp
+from batchcompact.report.lines import ExtractStats, as_int, load_line, open_binary, parse_timestamp
 from batchcompact.report.schema import UsageRows
 
 WANT = (b"token_count", b'"turn_context"', b'"session_meta"')
@@ -37,12 +43,17 @@ WANT = (b"token_count", b'"turn_context"', b'"session_meta"')
 # rollout's bytes are response items). A line that starts otherwise is searched for WANT.
 START = b'{"timestamp":"'
 READ_ITEMS = (b"session_meta", b"turn_context")
+TOKEN_COUNT, TURN_CONTEXT = b"token_count", b"turn_context"
+OTHER = b"?"  # a line in another shape: parsed, then read by its keys
+INFO, RATE_LIMITS = b',"info":', b',"rate_limits":'
+TURN_ID = b',"payload":{"turn_id":"'
 
 
-def wanted_line(raw: bytes) -> bool:
-    """Whether a rollout line can matter to the usage: a `session_meta`, a `turn_context` or a
-    `token_count` event (what `extract_codex` reads; it ignores every other line anyway). Plain byte
-    tests, no regular expression: this runs for every line of every rollout."""
+def line_kind(raw: bytes) -> tuple[bytes | None, int]:
+    """What a rollout line is, from how Codex starts it: (b"session_meta" | b"turn_context" |
+    b"token_count", the offset just after that type's closing quote), (None, 0) for a line the usage
+    never reads, or (OTHER, 0) for a line in another shape (parse it if it holds a WANT marker). Plain
+    byte tests, no regular expression: this runs for every line that holds a marker."""
     if raw.startswith(START):
         end = raw.find(b'"', 14)  # the timestamp's closing quote (a JSON string holds no bare quote)
         if end > 14 and raw[end - 1] != 92 and raw.startswith(b',"type":"', end + 1):  # 92: a backslash
@@ -50,18 +61,90 @@ def wanted_line(raw: bytes) -> bool:
             stop = raw.find(b'"', start, start + 40)
             if stop > 0 and raw[stop - 1] != 92:
                 item = raw[start:stop]
+                if item == b"turn_context":
+                    return TURN_CONTEXT, stop + 1
                 if item != b"event_msg":
-                    return item in READ_ITEMS
+                    return (item, stop + 1) if item in READ_ITEMS else (None, 0)
                 if raw.startswith(b',"payload":{"type":"token_count"', stop + 1):
-                    return True
+                    return TOKEN_COUNT, stop + 33
                 if raw.startswith(b',"payload":{"type":"', stop + 1):
-                    return False  # another event
-                return b"token_count" in raw
-    return any(marker in raw for marker in WANT)
+                    return None, 0  # another event
+    return OTHER, 0
+
+
+def _info_bytes(raw: bytes, at: int) -> bytes | None:
+    """A canonical token_count line's `info` value as written (`at`: just after the event's type), when
+    it is one whole object: what follows it is `,"rate_limits":` and its braces balance (Codex writes
+    no brace inside the info's strings). None otherwise."""
+    if not raw.startswith(INFO, at):
+        return None
+    end = raw.find(RATE_LIMITS, at + 8)
+    if end < 0:
+        return None
+    value = raw[at + 8:end]
+    return value if value[-1:] == b"}" and value.count(b"{") == value.count(b"}") else None
+
+
+def _turn_rest(raw: bytes, at: int) -> bytes | None:
+    """A canonical turn_context line after its time and turn id (`at`: just after its type): two lines
+    with equal rests have equal payloads but for `turn_id`. None when the id holds an escape."""
+    if not raw.startswith(TURN_ID, at):
+        return raw[at:]
+    start = at + len(TURN_ID)
+    end = raw.find(b'"', start)
+    return raw[end:] if end > 0 and raw[end - 1] != 92 else None
+
+
+def _is_one_line(raw: bytes) -> bool:
+    """The line ends as a finished JSON object and holds one record (two records glued by a torn write
+    would hold a second start): only such a line may be read by its bytes."""
+    return raw.endswith(b"}\n") and raw.find(START, 1) < 0
+
+
+def read_lines(fh: IO[bytes], stats: ExtractStats) -> Iterator[tuple[int, bytes, bytes | None, int]]:
+    """(number, line, line_kind's kind and offset) of the lines `extract_codex` reads from `fh`. Most of a
+    rollout is response items and other events, written with a 24-character time: in that shape
+    (checked: `_fixed_width`) the type is read at its fixed offset, without `line_kind`'s searches."""
+    skipped = number = 0
+    try:
+        for number, raw in enumerate(fh, start=1):
+            if raw.startswith(b'event_msg","payload":{"type":"', 48):
+                if _fixed_width(raw):
+                    if raw.startswith(b'token_count"', 78):
+                        yield number, raw, TOKEN_COUNT, 90
+                    else:
+                        skipped += 1
+                    continue
+            elif raw.startswith(b'response_item"', 48):
+                if _fixed_width(raw):
+                    skipped += 1
+                    continue
+            elif raw.startswith(b'turn_context"', 48) and _fixed_width(raw):
+                yield number, raw, TURN_CONTEXT, 61
+                continue
+            kind, at = line_kind(raw)
+            if kind is None or (kind is OTHER and not any(marker in raw for marker in WANT)):
+                skipped += 1
+                continue
+            yield number, raw, kind, at
+    finally:
+        stats.lines += number
+        stats.skipped_cheap += skipped
+
+
+def _fixed_width(raw: bytes) -> bool:
+    """The line starts as Codex writes it with a 24-character time: `{"timestamp":"<time>","type":"`
+    (no quote inside the time, the closing one not escaped), so its type starts at offset 48."""
+    return raw.startswith(START) and raw.startswith(b'","type":"', 38) and raw[37] != 92 and raw.find(b'"', 14, 38) < 0
 
 
 def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     path = Path(path)
+    with open_binary(path) as fh:
+        _read(fh, path, rows, stats)
+
+
+def _read(fh: IO[bytes], path: Path, rows: UsageRows, stats: ExtractStats) -> None:
     file = str(path)
     session_id = project = model = None
     provider = "openai"
@@ -70,6 +153,13 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
     copied_meta = False  # the parent's own session_meta was copied: what follows in that second is its history
     held: list[dict] = []  # events of the copy second in a child without a copied meta: a burst (>= 2) or its own
     child = False
+    # Lines read by their bytes (see docs/report.md, "Codex"): an event whose info is byte for byte the
+    # last parsed event's is a repeat; a turn_context equal to the last parsed one but for its turn id
+    # names the same model and cwd. Each holds only after a parse of the line it is compared with.
+    last_info: bytes | None = None  # the last parsed token_count's info, when its total became previous_total
+    last_named: str | None = None  # that info's own model
+    last_turn: bytes | None = None  # the last parsed turn_context's rest (_turn_rest)
+    turn_model = turn_cwd = None  # that payload's model and cwd
 
     def release() -> None:
         if len(held) >= 2:
@@ -79,7 +169,27 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
                 rows.add(**kwargs)
         held.clear()
 
-    for number, obj in iter_json_lines(path, stats, wanted_line=wanted_line):
+    for number, raw, kind, at in read_lines(fh, stats):
+        info_bytes = turn_rest = None
+        if kind is TOKEN_COUNT:
+            info_bytes = _info_bytes(raw, at)
+            if info_bytes is not None and info_bytes == last_info and _is_one_line(raw):
+                stats.token_events += 1
+                stats.repeats_dropped += 1
+                stats.read_by_bytes += 1
+                if last_named:
+                    model = last_named
+                continue
+        elif kind is TURN_CONTEXT:
+            turn_rest = _turn_rest(raw, at)
+            if turn_rest is not None and turn_rest == last_turn:
+                model = turn_model or model
+                project = project or turn_cwd
+                stats.read_by_bytes += 1
+                continue
+        obj = load_line(raw, number, stats)
+        if obj is None:
+            continue
         item_type = obj.get("type")
         payload = obj.get("payload")
         if not isinstance(payload, dict):
@@ -99,11 +209,14 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
         if item_type == "turn_context":
             model = payload.get("model") or model
             project = project or payload.get("cwd")
+            if turn_rest is not None:
+                last_turn, turn_model, turn_cwd = turn_rest, payload.get("model"), payload.get("cwd")
             continue
         if item_type != "event_msg" or payload.get("type") != "token_count":
             continue
         stats.token_events += 1
         info = payload.get("info")
+        last_info = None
         if type(info) is not dict:
             stats.info_null += 1
             continue
@@ -112,6 +225,8 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
             model = named
         total = info.get("total_token_usage")
         total_key = _counts(total) if type(total) is dict else None
+        if total_key is not None:  # every way on from here leaves previous_total == total_key
+            last_info, last_named = info_bytes, named if named and type(named) is str else None
         if total_key is not None and total_key == previous_total:
             stats.repeats_dropped += 1
             continue

@@ -32,6 +32,7 @@ class ExtractStats:
     repeats_dropped: int = 0  # Codex events repeating the previous cumulative total
     info_null: int = 0  # Codex rate-limit-only events
     inherited_dropped: int = 0  # Codex events of a parent's history copied into a fork or sub-agent rollout
+    read_by_bytes: int = 0  # lines decided by comparing their bytes with a parsed one (Codex), not parsed
     warnings: list[str] = field(default_factory=list)
     warning_count: int = 0
 
@@ -88,7 +89,7 @@ def iter_json_lines(
     """
     one = want[0] if len(want) == 1 and wanted_line is None else None  # the common case, tested inline
     wanted = wanted_line or (_contains_any(want) if one is None else None)
-    fast, fast_error, loads = orjson.loads, orjson.JSONDecodeError, json.loads
+    fast, fast_error = orjson.loads, orjson.JSONDecodeError
     number = skipped = parsed = 0
     with open_binary(path) as fh:
         try:
@@ -107,22 +108,9 @@ def iter_json_lines(
                 try:
                     obj = fast(raw)
                 except fast_error:  # orjson refuses what json may accept (NaN…): json decides, and words errors
-                    if not raw.strip():  # a blank line (tested only here: strip copies the line)
-                        continue
-                    obj = None
-                try:
+                    obj = slow_load(raw, number, stats)
                     if obj is None:
-                        obj = loads(raw.decode("utf-8"))
-                except UnicodeDecodeError:
-                    stats.malformed += 1
-                    stats.warn(number, "invalid UTF-8; line skipped")
-                    continue
-                except (ValueError, RecursionError) as exc:
-                    stats.malformed += 1
-                    torn = " (torn last line?)" if not raw.endswith(b"\n") else ""
-                    reason = getattr(exc, "msg", None) or "nested too deeply"
-                    stats.warn(number, f"invalid JSON{torn}: {reason}; line skipped")
-                    continue
+                        continue
                 if not isinstance(obj, dict):
                     stats.malformed += 1
                     stats.warn(number, "not a JSON object; line skipped")
@@ -133,6 +121,41 @@ def iter_json_lines(
             stats.lines += number
             stats.skipped_cheap += skipped
             stats.parsed += parsed
+
+
+def load_line(raw: bytes, number: int, stats: ExtractStats) -> dict | None:
+    """One line's JSON object, or None with a warning naming file:line (invalid JSON or UTF-8, not an
+    object; a blank line: None without one). Counts `stats.parsed` / `stats.malformed`."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        obj = slow_load(raw, number, stats)
+        if obj is None:
+            return None
+    if not isinstance(obj, dict):
+        stats.malformed += 1
+        stats.warn(number, "not a JSON object; line skipped")
+        return None
+    stats.parsed += 1
+    return obj
+
+
+def slow_load(raw: bytes, number: int, stats: ExtractStats) -> Any:
+    """A line orjson refused: `json` decides (it accepts NaN…) and words the error. None for a blank line
+    or, with a warning naming file:line, one that is not JSON."""
+    if not raw.strip():  # a blank line (tested only here: strip copies the line)
+        return None
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        stats.malformed += 1
+        stats.warn(number, "invalid UTF-8; line skipped")
+    except (ValueError, RecursionError) as exc:
+        stats.malformed += 1
+        torn = " (torn last line?)" if not raw.endswith(b"\n") else ""
+        reason = getattr(exc, "msg", None) or "nested too deeply"
+        stats.warn(number, f"invalid JSON{torn}: {reason}; line skipped")
+    return None
 
 
 def _contains_any(markers: tuple[bytes, ...]):
