@@ -29,6 +29,7 @@ read by comparing their bytes with that parsed line (`stats.read_by_bytes`), the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -73,16 +74,18 @@ def line_kind(raw: bytes) -> tuple[bytes | None, int]:
 
 
 def _info_bytes(raw: bytes, at: int) -> bytes | None:
-    """A canonical token_count line's `info` value as written (`at`: just after the event's type), when
-    it is one whole object: what follows it is `,"rate_limits":` and its braces balance (Codex writes
-    no brace inside the info's strings). None otherwise."""
+    """A canonical token_count line's bytes from its `info` value to `,"rate_limits":` (`at`: just after
+    the event's type), or None. They are the whole info only if `_whole_object` says so."""
     if not raw.startswith(INFO, at):
         return None
     end = raw.find(RATE_LIMITS, at + 8)
-    if end < 0:
-        return None
-    value = raw[at + 8:end]
-    return value if value[-1:] == b"}" and value.count(b"{") == value.count(b"}") else None
+    return raw[at + 8:end] if end > 0 else None
+
+
+def _whole_object(value: bytes | None) -> bool:
+    """`_info_bytes` hold one whole object: they end in a brace and their braces balance (Codex writes no
+    brace inside the info's strings), so no `,"rate_limits":` inside the info cut them short."""
+    return value is not None and value[-1:] == b"}" and value.count(b"{") == value.count(b"}")
 
 
 def _turn_rest(raw: bytes, at: int) -> bytes | None:
@@ -101,26 +104,29 @@ def _is_one_line(raw: bytes) -> bool:
     return raw.endswith(b"}\n") and raw.find(START, 1) < 0
 
 
+# Codex's usual line start, a 24-character time (no quote or backslash in it), then the types: a response
+# item (1), a token_count event (2; any other event matches with no group), a turn context (3).
+FIXED_START = re.compile(
+    rb'\{"timestamp":"[^"\\]{24}","type":"(?:(response_item)"|event_msg","payload":\{"type":"(?:(token_count)")?'
+    rb'|(turn_context)")').match
+
+
 def read_lines(fh: IO[bytes], stats: ExtractStats) -> Iterator[tuple[int, bytes, bytes | None, int]]:
     """(number, line, line_kind's kind and offset) of the lines `extract_codex` reads from `fh`. Most of a
-    rollout is response items and other events, written with a 24-character time: in that shape
-    (checked: `_fixed_width`) the type is read at its fixed offset, without `line_kind`'s searches."""
+    rollout is response items and other events written with the usual time: `FIXED_START` reads their
+    types in one match, without `line_kind`'s searches; a line in another shape goes to `line_kind`."""
     skipped = number = 0
     try:
         for number, raw in enumerate(fh, start=1):
-            if raw.startswith(b'event_msg","payload":{"type":"', 48):
-                if _fixed_width(raw):
-                    if raw.startswith(b'token_count"', 78):
-                        yield number, raw, TOKEN_COUNT, 90
-                    else:
-                        skipped += 1
-                    continue
-            elif raw.startswith(b'response_item"', 48):
-                if _fixed_width(raw):
-                    skipped += 1
-                    continue
-            elif raw.startswith(b'turn_context"', 48) and _fixed_width(raw):
-                yield number, raw, TURN_CONTEXT, 61
+            fixed = FIXED_START(raw)
+            if fixed is not None:
+                group = fixed.lastindex
+                if group == 2:
+                    yield number, raw, TOKEN_COUNT, fixed.end()
+                elif group == 3:
+                    yield number, raw, TURN_CONTEXT, fixed.end()
+                else:
+                    skipped += 1  # a response item or another event
                 continue
             kind, at = line_kind(raw)
             if kind is None or (kind is OTHER and not any(marker in raw for marker in WANT)):
@@ -130,12 +136,6 @@ def read_lines(fh: IO[bytes], stats: ExtractStats) -> Iterator[tuple[int, bytes,
     finally:
         stats.lines += number
         stats.skipped_cheap += skipped
-
-
-def _fixed_width(raw: bytes) -> bool:
-    """The line starts as Codex writes it with a 24-character time: `{"timestamp":"<time>","type":"`
-    (no quote inside the time, the closing one not escaped), so its type starts at offset 48."""
-    return raw.startswith(START) and raw.startswith(b'","type":"', 38) and raw[37] != 92 and raw.find(b'"', 14, 38) < 0
 
 
 def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
@@ -151,7 +151,7 @@ def _read(fh: IO[bytes], path: Path, rows: UsageRows, stats: ExtractStats) -> No
     previous_total: tuple | None = None
     copy_second: str | None = None  # the second the inherited history was written in (a child rollout)
     copied_meta = False  # the parent's own session_meta was copied: what follows in that second is its history
-    held: list[dict] = []  # events of the copy second in a child without a copied meta: a burst (>= 2) or its own
+    held: list[tuple] = []  # events of the copy second in a child without a copied meta: a burst (>= 2) or its own
     child = False
     # Lines read by their bytes (see docs/report.md, "Codex"): an event whose info is byte for byte the
     # last parsed event's is a repeat; a turn_context equal to the last parsed one but for its turn id
@@ -165,15 +165,14 @@ def _read(fh: IO[bytes], path: Path, rows: UsageRows, stats: ExtractStats) -> No
         if len(held) >= 2:
             stats.inherited_dropped += len(held)
         else:
-            for kwargs in held:
-                rows.add(**kwargs)
+            rows.rows.extend(held)
         held.clear()
 
     for number, raw, kind, at in read_lines(fh, stats):
         info_bytes = turn_rest = None
         if kind is TOKEN_COUNT:
             info_bytes = _info_bytes(raw, at)
-            if info_bytes is not None and info_bytes == last_info and _is_one_line(raw):
+            if info_bytes == last_info and info_bytes is not None and _is_one_line(raw):
                 stats.token_events += 1
                 stats.repeats_dropped += 1
                 stats.read_by_bytes += 1
@@ -226,7 +225,8 @@ def _read(fh: IO[bytes], path: Path, rows: UsageRows, stats: ExtractStats) -> No
         total = info.get("total_token_usage")
         total_key = _counts(total) if type(total) is dict else None
         if total_key is not None:  # every way on from here leaves previous_total == total_key
-            last_info, last_named = info_bytes, named if named and type(named) is str else None
+            last_info = info_bytes if _whole_object(info_bytes) else None
+            last_named = named if named and type(named) is str else None
         if total_key is not None and total_key == previous_total:
             stats.repeats_dropped += 1
             continue
@@ -249,29 +249,23 @@ def _read(fh: IO[bytes], path: Path, rows: UsageRows, stats: ExtractStats) -> No
         get = last.get
         cached = as_int(get("cached_input_tokens"))
         written = as_int(get("cache_write_input_tokens"))
+        fresh = max(as_int(get("input_tokens")) - cached - written, 0)
+        output = as_int(get("output_tokens"))
         when = obj.get("timestamp")
-        row = dict(
-            source="codex",
-            file=file,
-            line=number,
-            session_id=session_id or _session_from_name(path),
-            project=project,
-            timestamp=parse_timestamp(when),
-            provider=provider,
-            model=model or "gpt-5",  # logs before turn_context carried a model (Sept 2025) ran gpt-5
-            kind="main",
+        row = (  # schema.COLUMNS order, as UsageRows.add builds it (this runs for every request)
+            "codex", "codex", file, number, session_id or _session_from_name(path), project,
+            parse_timestamp(when), provider,
+            model or "gpt-5",  # logs before turn_context carried a model (Sept 2025) ran gpt-5
+            "main",
             # Forked threads copy history; a copied event has the same time and cumulative total.
-            dedupe_key=f"codex:{when}:{total_key}" if total_key else None,
-            input_tokens=max(as_int(get("input_tokens")) - cached - written, 0),
-            output_tokens=as_int(get("output_tokens")),
-            cache_read_tokens=cached,
-            cache_write_tokens=written,
-            reasoning_tokens=as_int(get("reasoning_output_tokens")),
+            f"codex:{when}:{total_key}" if total_key else None, 0,
+            fresh, output, cached, written, 0, as_int(get("reasoning_output_tokens")),
+            fresh + output + cached + written, None,
         )
         if in_copy:
             held.append(row)
         else:
-            rows.add(**row)
+            rows.rows.append(row)
     release()
 
 
