@@ -246,11 +246,9 @@ def _read(fh: IO[bytes], path: Path, rows: UsageRows, stats: ExtractStats) -> No
         if not in_copy and copy_second is not None:
             copy_second = None  # the child's own turns from here on
             release()
-        get = last.get
-        cached = as_int(get("cached_input_tokens"))
-        written = as_int(get("cache_write_input_tokens"))
-        fresh = max(as_int(get("input_tokens")) - cached - written, 0)
-        output = as_int(get("output_tokens"))
+        given, cached, output, reasoning, _ = _counts(last)  # USAGE_FIELDS
+        written = as_int(last.get("cache_write_input_tokens"))
+        fresh = max(given - cached - written, 0)
         when = obj.get("timestamp")
         row = (  # schema.COLUMNS order, as UsageRows.add builds it (this runs for every request)
             "codex", "codex", file, number, session_id or _session_from_name(path), project,
@@ -259,7 +257,7 @@ def _read(fh: IO[bytes], path: Path, rows: UsageRows, stats: ExtractStats) -> No
             "main",
             # Forked threads copy history; a copied event has the same time and cumulative total.
             f"codex:{when}:{total_key}" if total_key else None, 0,
-            fresh, output, cached, written, 0, as_int(get("reasoning_output_tokens")),
+            fresh, output, cached, written, 0, reasoning,
             fresh + output + cached + written, None,
         )
         if in_copy:
