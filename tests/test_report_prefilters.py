@@ -276,3 +276,37 @@ def test_lines_in_another_shape_take_the_general_path(tmp_path, monkeypatch):
         META, odd, _turn("gpt-x", "t1", short), _event(_info(20), when=short), _event(_info(20), 2.0, short)]) + "\n")
     assert [(r[12], r[8]) for r in rows] == [(10, "gpt-5"), (20, "gpt-x")]
     assert stats.repeats_dropped == 1
+
+
+# ---- Claude: lines are parsed only when they hold the string "assistant" ----
+
+def test_claude_rows_are_the_same_as_with_a_usage_search(monkeypatch):
+    """Searching for `"assistant"` (every line a request is read from holds it) keeps every line that
+    searching for `"usage"` kept and counted."""
+    import batchcompact.report.claude as claude
+
+    files = claude_files()
+    fast = [_rows(extract_claude, p) for p in files]
+    assert claude.WANT == (b'"assistant"',)
+    monkeypatch.setattr(claude, "WANT", (b'"usage"',))
+    assert fast == [_rows(extract_claude, p) for p in files]
+    assert sum(map(len, fast)) > 100
+
+
+def test_claude_lines_written_with_spaces_are_still_read(tmp_path):
+    """`json.dumps` with its default separators writes `"type": "assistant"`: the search still finds it,
+    in a top-level assistant line and inside an agent_progress line."""
+    assistant = {"type": "assistant", "sessionId": "s", "timestamp": "2026-01-01T00:00:00Z", "requestId": "r1",
+                 "message": {"id": "m1", "model": "claude-sonnet-4-5", "usage": {"input_tokens": 5, "output_tokens": 7}}}
+    inner = {**assistant, "requestId": "r2", "message": {**assistant["message"], "id": "m2"}}
+    progress = {"type": "progress", "sessionId": "s", "timestamp": "2026-01-01T00:00:01Z",
+                "data": {"type": "agent_progress", "message": inner}}
+    user = {"type": "user", "sessionId": "s", "message": {"role": "user", "content": "x"},
+            "toolUseResult": {"usage": {"input_tokens": 100, "output_tokens": 100}}}
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in (assistant, progress, user)) + "\n")
+    stats = ExtractStats(path=str(path))
+    rows = UsageRows()
+    extract_claude(path, rows, stats)
+    assert sorted((r[10], r[12], r[13]) for r in rows.rows) == [("m1:r1", 5, 7), ("m2:r2", 5, 7)]
+    assert stats.parsed == 2 and stats.skipped_cheap == 1  # the user line's tool usage is never parsed

@@ -9,10 +9,13 @@ Task sub-agents: while a sub-agent runs, the parent transcript gets `progress` l
 `data.type` is `agent_progress` and whose `data.message` is the sub-agent's assistant line, usage
 included. Those requests are rows too (kind `sidechain`, time = the sub-agent message's own
 `timestamp`). When the sub-agent's own `subagents/agent-*.jsonl` file exists, the same request is in
-both places under the same `message.id:requestId` key, and the report keeps it once. Lines without
-`"usage"` are never parsed; `file-history-snapshot` lines are skipped by their start, and a line
-mentioning `"type":"assistant"` (which every usage-bearing line, progress lines included, does) is
-always parsed, so the skip cannot lose a request.
+both places under the same `message.id:requestId` key, and the report keeps it once. Lines without the
+string `"assistant"` are never parsed: a request is only ever read from an assistant line or a progress
+line holding one (`usage_line`), and most bytes are tool results in user lines, which this search
+rejects faster than one for `"usage"` (which also sits at the end of an assistant line, the other at its
+start). `file-history-snapshot` lines are skipped by their start, and a line mentioning
+`"type":"assistant"` (which every usage-bearing line, progress lines included, does) is always parsed,
+so the skip cannot lose a request.
 
 Kinds: a file named `agent-acompact-*` is the compaction sub-agent -> `compaction`; other lines with
 `isSidechain: true` (inline Task sub-agents, `subagents/` and legacy `agent-*.jsonl` files) and
@@ -33,6 +36,8 @@ from pathlib import Path
 from batchcompact.report.lines import ExtractStats, as_float, as_int, iter_json_lines, parse_timestamp
 from batchcompact.report.schema import UsageRows
 
+# Every line usage_line reads holds this string: its own type, or the type of the assistant line inside it.
+WANT = (b'"assistant"',)
 # Claude Code writes these with "type" first; one written otherwise is parsed, and usage_line drops it.
 SKIP_STARTS = (b'{"type":"file-history-snapshot"',)
 # batchcompact's kept-tail copies carry {"batchcompact": {"copyOf": uuid}} (formats/claude_write.py) and a
@@ -87,7 +92,7 @@ def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
     # few fields are kept, never the parsed line: objects freed at once are cheap, kept ones are not.
     best: dict[tuple[str, str], tuple] = {}
     for number, outer in iter_json_lines(
-        path, stats, want=(b'"usage"',), skip_starts=SKIP_STARTS, keep_if=KEEP_MARKER
+        path, stats, want=WANT, skip_starts=SKIP_STARTS, keep_if=KEEP_MARKER
     ):
         found = usage_line(outer)
         if found is None:
