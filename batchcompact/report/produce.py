@@ -145,11 +145,11 @@ def _quick_report(paths, settings: ReportSettings, fmt: str, jobs, max_bytes: in
         else:  # priced by a worker process
             builders[0].absorb(rows, unpriced)
 
-    try:  # the workers price their own rows; here the price map is read while they start
-        collected = fast.collect_rows(
-            paths, jobs, meanwhile=lambda: builders.append(fast.Builder(settings, PriceTable.load(settings.pricing_file))),
-            on_rows=take, settings=settings, max_bytes=max_bytes,
-        )
+    # The price map is read before the workers fork, so they inherit it (PriceTable.load caches it) instead
+    # of each reading it again while this process reads it a third time.
+    builders.append(fast.Builder(settings, PriceTable.load(settings.pricing_file)))
+    try:  # the workers price their own rows
+        collected = fast.collect_rows(paths, jobs, on_rows=take, settings=settings, max_bytes=max_bytes)
         return builders[0].report(), collected
     except fast.Unsupported:
         return None
