@@ -20,6 +20,7 @@ and `StopSignal.received` tells which one arrived.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -66,15 +67,22 @@ if hasattr(os, "register_at_fork"):
 
 def set_parent_death_signal(sig: int = signal.SIGKILL) -> bool:
     """Linux: the kernel sends `sig` to this process when its parent thread ends. False elsewhere."""
+    prctl = _prctl()
+    return prctl is not None and prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+
+
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """libc's prctl through ctypes (Linux), or None. Loaded once: a parent about to fork workers loads it
+    first (`map_in_processes`), so each worker inherits it instead of importing ctypes itself."""
     if not sys.platform.startswith("linux"):
-        return False
+        return None
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+        return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        return False
+        return None
 
 
 def worker_init(parent_pid: int) -> None:
@@ -137,6 +145,8 @@ def map_in_processes(function: Callable, todo: list, workers: int, on_outcome: C
 
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    if "fork" in methods:
+        _prctl()  # what worker_init needs, loaded once here for every worker
     start = pool_kwargs()
     if initializer is not None:
         start = {"initializer": initializer, "initargs": (*start["initargs"], *initargs)}
