@@ -250,3 +250,23 @@ def test_a_worker_that_dies_leaves_its_files_to_this_process(monkeypatch, tmp_pa
     assert collected.extracted == alone.extracted == len(list(archive.iterdir()))
     assert not all(fed)  # some files were extracted (and priced) here after the pool broke
     assert outputs(builder.report()) == outputs(fast.build_report(alone.rows, settings, table))
+
+
+@pytest.mark.parametrize(("zone", "by"), [
+    *((zone, "day") for zone in ("UTC", "Asia/Kolkata", "Asia/Kathmandu", "America/St_Johns", "Australia/Lord_Howe",
+                                 "America/Santiago", "Pacific/Chatham", "Europe/Berlin", "America/Havana")),
+    ("America/Santiago", "week"), ("Australia/Lord_Howe", "month"),
+])
+def test_period_labels_cached_per_quarter_hour_are_each_timestamps_own(zone, by):
+    """Every 20 minutes and 13 seconds across a year (DST starts and ends, half- and quarter-hour offsets,
+    a 30-minute DST shift, transitions at midnight), in time order and shuffled: the cached label is the
+    one computed from the timestamp alone."""
+    from datetime import UTC, datetime
+
+    periods = fast.Periods(zone, by, "monday")
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    times = [start + timedelta(seconds=1213 * i) for i in range(365 * 24 * 3600 // 1213)]
+    shuffled = random.Random(7).sample(times, len(times))
+    assert [periods.label(t) for t in times] == [periods._label(t) for t in times]
+    assert [periods.label(t) for t in shuffled] == [periods._label(t) for t in shuffled]
+    assert zone == "UTC" or len(periods.buckets) > 20_000  # the cache was used

@@ -288,18 +288,44 @@ def to_pico(usd: float) -> int:
 
 # ---- periods (aggregate.with_periods) ----
 
+BUCKET = timedelta(minutes=15)  # every offset and transition of the time zone database, these years, is on one
+
+
 class Periods:
-    """The period label of a timestamp, as `with_periods` computes it with polars."""
+    """The period label of a timestamp, as `with_periods` computes it with polars.
+
+    Labels are cached per 15 minutes of UTC time (rows come in time order, so most hit): a bucket is cached
+    only when its first and last microsecond have the same UTC offset and the same label, so that every
+    instant in it has that label too. In UTC itself the day is the timestamp's own (UTC rows)."""
 
     def __init__(self, timezone: str, by: str, start_of_week: str) -> None:
         self.zone = ZoneInfo(timezone)
+        self.utc = timezone == "UTC"
         self.by = by
         self.first = week_start_index(start_of_week)
+        self.buckets: dict[datetime, str] = {}
 
     def label(self, when: datetime | None) -> str:
         if when is None:
             return "unknown"
-        day = when.astimezone(self.zone).date()
+        if self.utc and when.tzinfo is UTC:
+            return self._day_label(when.date())
+        start = when.replace(minute=when.minute - when.minute % 15, second=0, microsecond=0)
+        found = self.buckets.get(start)
+        if found is None:
+            found = self._label(when)
+            if start.tzinfo is not None:
+                end = start + BUCKET - timedelta(microseconds=1)
+                first, last = start.astimezone(self.zone), end.astimezone(self.zone)
+                if first.utcoffset() == last.utcoffset() and self._day_label(first.date()) == found == \
+                        self._day_label(last.date()):
+                    self.buckets[start] = found
+        return found
+
+    def _label(self, when: datetime) -> str:
+        return self._day_label(when.astimezone(self.zone).date())
+
+    def _day_label(self, day) -> str:
         if self.by == "month":
             return day.isoformat()[:7]  # YYYY-MM (isoformat pads the year to four digits too)
         if self.by == "week":
