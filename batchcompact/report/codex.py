@@ -53,8 +53,8 @@ TURN_ID = b',"payload":{"turn_id":"'
 def line_kind(raw: bytes) -> tuple[bytes | None, int]:
     """What a rollout line is, from how Codex starts it: (b"session_meta" | b"turn_context" |
     b"token_count", the offset just after that type's closing quote), (None, 0) for a line the usage
-    never reads, or (OTHER, 0) for a line in another shape (parse it if it holds a WANT marker). Plain
-    byte tests, no regular expression: this runs for every line that holds a marker."""
+    never reads, or (OTHER, 0) for a line in another shape (parse it if it holds a WANT marker). For the
+    lines `FIXED_START` does not match: another width of time, another key order, escapes."""
     if raw.startswith(START):
         end = raw.find(b'"', 14)  # the timestamp's closing quote (a JSON string holds no bare quote)
         if end > 14 and raw[end - 1] != 92 and raw.startswith(b',"type":"', end + 1):  # 92: a backslash
