@@ -128,43 +128,228 @@ def ending(pool: Any) -> Iterator[Any]:
 
 
 def map_in_processes(function: Callable, todo: list, workers: int, on_outcome: Callable[[Any], object], *,
-                     more: tuple = (), initializer: Callable | None = None, initargs: tuple = (),
-                     meanwhile: Callable[[], object] | None = None) -> int:
-    """`function(item, *more_items)` for each item of `todo` in `workers` processes ("fork" where the OS has
-    it: "spawn" would re-import the caller's main module), `on_outcome` called here with each result in
-    order. `initializer(parent_pid, *initargs)` replaces `worker_init` (and must call it); `meanwhile` runs
-    once every task is submitted (the workers are forked then), before the results.
+                     more: tuple = (), initializer: Callable | None = None, initargs: tuple = ()) -> int:
+    """`function(item, *more_items)` for each item of `todo` in `workers` processes, `on_outcome` called
+    here with each result in order. `initializer(parent_pid, *initargs)` replaces `worker_init` (and must
+    call it). Where the OS forks, the workers are forked directly (`_fork_map`: no multiprocessing
+    machinery to import or start, 10-20 ms of a cold report); elsewhere a "spawn" process pool runs them.
 
-    Returns how many items finished: a pool that breaks (a worker killed) is logged and the caller does
-    the rest itself. Stopped (Ctrl-C, SIGTERM, an error here or in `on_outcome`), the workers end at once,
-    not after the queued items, and the error goes on."""
+    Returns how many items finished: a worker that dies is logged and the caller does the rest itself
+    (forked workers: the items it held are done here, in order, and every item finishes). An exception
+    `function` raises in a worker is raised here in its turn. Stopped (Ctrl-C, SIGTERM, an error here or in
+    `on_outcome`), the workers end at once, not after the queued items, and the error goes on."""
+    start_args = (os.getpid(), *initargs)
+    start = initializer or worker_init
+    if hasattr(os, "fork"):
+        _prctl()  # what worker_init needs, loaded once here for every worker
+        return _fork_map(function, todo, min(workers, len(todo)), on_outcome, more, start, start_args)
+    return _spawn_map(function, todo, workers, on_outcome, more, start, start_args)
+
+
+def _spawn_map(function: Callable, todo: list, workers: int, on_outcome: Callable[[Any], object], more: tuple,
+               initializer: Callable, initargs: tuple) -> int:
+    """`map_in_processes` through a "spawn" ProcessPoolExecutor (where the OS does not fork)."""
     import logging
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    if "fork" in methods:
-        _prctl()  # what worker_init needs, loaded once here for every worker
-    start = pool_kwargs()
-    if initializer is not None:
-        start = {"initializer": initializer, "initargs": (*start["initargs"], *initargs)}
     done = 0
     try:
-        with ending(ProcessPoolExecutor(max_workers=workers, mp_context=context, **start)) as pool:
+        with ending(ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                        initializer=initializer, initargs=initargs)) as pool:
             # many small files: bigger chunks save a round trip per file; few: small chunks keep all busy
             chunk = max(1, min(32, len(todo) // (16 * workers)))
-            outcomes = pool.map(function, todo, *more, chunksize=chunk)
-            if meanwhile is not None:
-                meanwhile()
-            for outcome in outcomes:
+            for outcome in pool.map(function, todo, *more, chunksize=chunk):
                 on_outcome(outcome)
                 done += 1
     except BrokenProcessPool as exc:
         logging.getLogger(__name__).warning(
             "worker processes failed (%s); parsing the remaining %d files here", exc, len(todo) - done)
     return done
+
+
+_FRAME = 8  # an item number, or a result's length before its pickle (index, ok, value)
+_AHEAD = 2  # items a worker holds: the next is there when it finishes one
+
+
+def _fork_map(function: Callable, todo: list, workers: int, on_outcome: Callable[[Any], object], more: tuple,
+              initializer: Callable, initargs: tuple) -> int:
+    """`map_in_processes` with forked workers, each fed item numbers through its own pipe (`_AHEAD` at a
+    time, the next as each result comes back: a large file does not hold up the rest) and answering
+    through another. The items of a worker that ends before answering for them are done here at once;
+    when no worker is left, so is the rest. Results wait for their turn (at most `_AHEAD` per worker)."""
+    import logging
+    import select
+
+    children: dict[int, _Child] = {}  # by their results pipe
+    results: dict[int, tuple[bool, Any]] = {}
+    queue = iter(range(len(todo)))
+    emitted = 0
+
+    def here(index: int) -> None:
+        results[index] = (True, function(todo[index], *(values[index] for values in more)))
+
+    try:
+        for _ in range(max(workers, 1)):
+            child = _Child.fork(function, todo, more, initializer, initargs, list(children.values()))
+            children[child.results] = child
+        for child in list(children.values()):
+            for _ in range(_AHEAD):
+                child.give(next(queue, None))
+        while children:
+            for fd in select.select(list(children), [], [])[0]:
+                child = children[fd]
+                answer = child.receive()
+                if answer is None:  # the worker ended: what it still held is done here
+                    del children[fd]
+                    child.close()
+                    if child.held:
+                        logging.getLogger(__name__).warning(
+                            "a worker process failed (%s); parsing its %d files here", child.ended(), len(child.held))
+                    for index in child.held:
+                        here(index)
+                    continue
+                results[answer[0]] = answer[1:]
+                child.give(next(queue, None))
+            while emitted in results:
+                emitted = _emit(results, emitted, on_outcome)
+        for index in queue:  # no worker left (each one failed)
+            here(index)
+        while emitted in results:
+            emitted = _emit(results, emitted, on_outcome)
+        return emitted
+    finally:
+        for child in children.values():
+            child.kill()
+
+
+def _emit(results: dict[int, tuple[bool, Any]], index: int, on_outcome: Callable[[Any], object]) -> int:
+    """Hand result `index` on (or raise the error a worker met there); the next index."""
+    ok, value = results.pop(index)
+    if not ok:
+        raise value
+    on_outcome(value)
+    return index + 1
+
+
+class _Child:
+    """One forked worker of `_fork_map`: its pid, the pipe it reads item numbers from (-1: stop), the pipe
+    it answers through, and the items it holds."""
+
+    def __init__(self, pid: int, tasks: int, results: int) -> None:
+        self.pid, self.tasks, self.results = pid, tasks, results
+        self.held: list[int] = []
+        self.stopped = False
+        self.code: int | None = None
+
+    @classmethod
+    def fork(cls, function: Callable, todo: list, more: tuple, initializer: Callable, initargs: tuple,
+             siblings: list[_Child]) -> _Child:
+        tasks_read, tasks_write = os.pipe()
+        results_read, results_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the worker: it never returns into the caller's code
+            code = 1
+            try:
+                for fd in (tasks_write, results_read, *(f for s in siblings for f in (s.tasks, s.results))):
+                    os.close(fd)
+                initializer(*initargs)
+                _serve(function, todo, more, tasks_read, results_write)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(tasks_read)
+        os.close(results_write)
+        return cls(pid, tasks_write, results_read)
+
+    def give(self, index: int | None) -> None:
+        """Send item `index`; None: nothing more to give (the stop goes once the worker holds nothing)."""
+        if self.stopped or (index is None and self.held):
+            return
+        if index is None:
+            self.stopped = True
+        else:
+            self.held.append(index)
+        try:
+            os.write(self.tasks, (-1 if index is None else index).to_bytes(_FRAME, "little", signed=True))
+        except OSError:  # the worker is gone: its results pipe ends, and what it held is done here
+            self.stopped = True
+
+    def receive(self) -> tuple[int, bool, Any] | None:
+        """The worker's next answer, or None when it ended (an answer torn by its end counts as none)."""
+        import pickle
+
+        head = _read_exact(self.results, _FRAME)
+        body = _read_exact(self.results, int.from_bytes(head, "little")) if len(head) == _FRAME else b""
+        try:
+            index, ok, value = pickle.loads(body)
+        except Exception:  # nothing, or a torn answer
+            return None
+        self.held.remove(index)
+        return index, ok, value
+
+    def ended(self) -> str:
+        """How the worker ended, once reaped."""
+        code = self.code if self.code is not None else 0
+        return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+
+    def close(self) -> None:
+        """Close the pipes and reap the worker (which has ended, or been killed)."""
+        for fd in (self.tasks, self.results):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if self.code is None:
+            self.code = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+
+    def kill(self) -> None:
+        """End the worker now (this process is stopping) and reap it."""
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.close()
+
+
+def _read_exact(fd: int, size: int) -> bytes:
+    """`size` bytes from a pipe, fewer only at its end."""
+    chunks = []
+    while size > 0:
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def _serve(function: Callable, todo: list, more: tuple, tasks: int, results: int) -> None:
+    """A forked worker's loop: read an item number, answer (index, ok, value), until -1 or the pipe ends.
+    An exception `function` raises is the answer (raised in the parent in its turn); SIGINT is ignored."""
+    import pickle
+
+    while True:
+        raw = _read_exact(tasks, _FRAME)
+        index = int.from_bytes(raw, "little", signed=True) if len(raw) == _FRAME else -1
+        if index < 0:
+            return
+        try:
+            body = pickle.dumps((index, True, function(todo[index], *(values[index] for values in more))),
+                                protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            try:
+                body = pickle.dumps((index, False, exc), protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:  # an exception that does not pickle: its type and words
+                body = pickle.dumps((index, False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+        _write_all(results, len(body).to_bytes(_FRAME, "little") + body)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 class StopSignal:

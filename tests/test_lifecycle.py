@@ -28,3 +28,95 @@ def test_every_pool_worker_dies_with_its_parent():
     assert lifecycle.map_in_processes(_armed_signal, [1, 2, 3, 4], 2, got.append) == 4
     assert got == [signal.SIGKILL] * 4
     assert lifecycle._prctl() is not None
+
+
+# ---- _fork_map: forked workers fed through pipes ----
+
+def _slow_square(item: int, offset: int = 0) -> int:
+    import time
+
+    time.sleep(0.002 * (item % 3))  # unequal work: results come back out of order
+    return item * item + offset
+
+
+def test_results_come_in_order_whatever_order_the_workers_finish_in():
+    got: list[int] = []
+    items = list(range(40))
+    assert lifecycle.map_in_processes(_slow_square, items, 3, got.append, more=([5] * 40,)) == 40
+    assert got == [i * i + 5 for i in items]
+
+
+def _fails_on_seven(item: int) -> int:
+    if item == 7:
+        raise ValueError(f"bad item {item}")
+    return item
+
+
+@pytest.fixture
+def forks(monkeypatch) -> list[int]:
+    """The pids this process forks during the test."""
+    import os
+
+    pids: list[int] = []
+    real = os.fork
+
+    def fork() -> int:
+        pid = real()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+    return pids
+
+
+def test_an_error_in_a_worker_is_raised_here_in_its_turn_and_no_worker_is_left(forks):
+    got: list[int] = []
+    with pytest.raises(ValueError, match="bad item 7"):
+        lifecycle.map_in_processes(_fails_on_seven, list(range(20)), 2, got.append)
+    assert got == list(range(7))
+    _assert_reaped(forks)
+
+
+_PARENT: list[int] = []
+
+
+def _dies_on_odd_items(item: int) -> int:
+    import os
+
+    if os.getpid() not in _PARENT and item % 2:
+        os._exit(3)
+    return item * 10
+
+
+def test_the_items_of_workers_that_die_are_done_here(caplog, forks):
+    """Every worker dies at its first odd item: what each held, and the rest, are done in this process."""
+    import os
+
+    _PARENT[:] = [os.getpid()]
+    got: list[int] = []
+    with caplog.at_level("WARNING"):
+        assert lifecycle.map_in_processes(_dies_on_odd_items, list(range(30)), 2, got.append) == 30
+    assert got == [i * 10 for i in range(30)]
+    assert "a worker process failed (exit code 3)" in caplog.text
+    _assert_reaped(forks)
+
+
+def test_a_consumer_that_stops_ends_every_worker_at_once(forks):
+    def stop(outcome):
+        if outcome == 9:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        lifecycle.map_in_processes(_slow_square, list(range(1000)), 2, stop)
+    _assert_reaped(forks)
+
+
+def _assert_reaped(pids: list[int]) -> None:
+    """Every worker forked was ended and reaped: none is left running or as a zombie."""
+    import os
+
+    assert len(pids) == 2
+    for pid in pids:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)

@@ -125,17 +125,16 @@ def _utc(value):
     return value if value.tzinfo is UTC else value.astimezone(UTC)
 
 
-def collect_rows(paths, jobs: int | None = None, meanwhile: Callable[[], object] | None = None,
+def collect_rows(paths, jobs: int | None = None,
                  on_rows: Callable[[list[tuple], frozenset | None], object] | None = None,
                  settings: ReportSettings | None = None, max_bytes: int | None = None) -> Collected:
     """Extract every file under `paths` (in worker processes when worth it), in the order found.
 
-    `meanwhile` runs once in this process while the workers extract (e.g. loading the price map, which
-    would otherwise wait for the last file); `on_rows(rows, unpriced)` hears each file's rows as they
-    come, in the order found (then `Collected.rows` stays empty). With `settings` (and `on_rows`), the
-    worker processes price and key their rows for those settings (`Builder.prepare`) and `unpriced` is
-    the models they found no price for; rows extracted here come with `unpriced` None. Files of more
-    than `max_bytes` in all: Unsupported, before any is read (the caller takes the cached path)."""
+    `on_rows(rows, unpriced)` hears each file's rows as they come, in the order found (then
+    `Collected.rows` stays empty). With `settings` (and `on_rows`), the worker processes price and key
+    their rows for those settings (`Builder.prepare`) and `unpriced` is the models they found no price
+    for; rows extracted here come with `unpriced` None. Files of more than `max_bytes` in all:
+    Unsupported, before any is read (the caller takes the cached path)."""
     if settings is not None and on_rows is None:
         raise ValueError("rows priced by the workers need on_rows")
     result = Collected(on_rows=on_rows)
@@ -143,14 +142,7 @@ def collect_rows(paths, jobs: int | None = None, meanwhile: Callable[[], object]
     if max_bytes is not None and result.bytes > max_bytes:
         raise Unsupported(f"{result.bytes:,} bytes: more than {max_bytes:,}, the cached path is faster")
     workers = extract_workers(jobs, len(todo), result.bytes)
-    pending = [meanwhile] if meanwhile is not None else []
-
-    def run_meanwhile() -> None:
-        while pending:
-            pending.pop()()
-
-    done = _extract_parallel(result, todo, workers, run_meanwhile, settings) if workers > 1 else 0
-    run_meanwhile()  # no pool, or one that broke before it ran
+    done = _extract_parallel(result, todo, workers, settings) if workers > 1 else 0
     for path in todo[done:]:
         _add(result, file_rows(path))
     return result
@@ -165,13 +157,11 @@ def _add(result: Collected, outcome: tuple[list[tuple], dict, frozenset | None])
     result.extracted += 1
 
 
-def _extract_parallel(result: Collected, todo: list[str], workers: int, meanwhile=None,
-                      settings: ReportSettings | None = None) -> int:
+def _extract_parallel(result: Collected, todo: list[str], workers: int, settings: ReportSettings | None = None) -> int:
     """`collect._extract_parallel` for rows: returns how many files finished (the rest go serial).
     With `settings` each worker prices its rows (`_start_worker`)."""
     start = {"initializer": _start_worker, "initargs": (settings,)} if settings is not None else {}
-    return map_in_processes(file_rows, todo, workers, lambda outcome: _add(result, outcome), meanwhile=meanwhile,
-                            **start)
+    return map_in_processes(file_rows, todo, workers, lambda outcome: _add(result, outcome), **start)
 
 
 # ---- dedupe (aggregate.scan_usage): a total order, nulls last ----
