@@ -1,7 +1,8 @@
 """Worker-process lifecycle: workers never outlive the parent, nor hold what the parent locked.
 
-Every process pool batchcompact starts (planning in `pipeline/parallel.py`, extraction in
-`report/collect.py`, and any executor added later) uses `pool_kwargs()`:
+Every process pool batchcompact starts (planning in `pipeline/parallel.py`, and any executor added later)
+uses `pool_kwargs()`; the report's extraction (`map_in_processes`, for `report/collect.py` and
+`report/fast.py`) forks its workers itself where the OS forks, with the same initializer:
 
 - `worker_init` asks Linux to kill the worker when its parent dies (`PR_SET_PDEATHSIG`), and exits at once
   when the parent is already gone; workers ignore SIGINT (a Ctrl-C reaches the whole process group: the
@@ -9,7 +10,8 @@ Every process pool batchcompact starts (planning in `pipeline/parallel.py`, extr
 - `forget_in_children(path)` names files whose descriptors must not stay open in a forked child: the run
   lock and the state database (with its `-wal`/`-shm`). After every fork the child closes them, so a worker
   that outlives its parent for a moment still holds no lock.
-- `stop_pool(pool)` ends a pool's workers without waiting for queued work (used when the parent stops).
+- `stop_pool(pool)` ends a pool's workers without waiting for queued work (used when the parent stops);
+  `map_in_processes` kills and reaps its forked workers the same way.
 
 The death signal follows the *thread* that started the worker (prctl(2)): start a pool from a thread that
 outlives it (the main thread, or the thread that also consumes its results, as `map_bounded` does).
