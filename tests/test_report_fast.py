@@ -209,14 +209,14 @@ def test_rows_priced_by_the_workers_give_the_report_priced_here(corpus, by):
 _PARENT: list[int] = []
 
 
-def _dies_in_a_worker(path: str):
+def _dies_in_a_worker(path: str, *more):
     """fast.file_rows, except that a worker process dies on the fourth file (a top-level function: the
     pool sends it to the workers by name)."""
     import os
 
     if os.getpid() not in _PARENT and os.path.basename(path).startswith("03-"):
         os._exit(9)
-    return _REAL_FILE_ROWS(path)
+    return _REAL_FILE_ROWS(path, *more)
 
 
 _REAL_FILE_ROWS = fast.file_rows

@@ -133,7 +133,12 @@ def test_the_stored_report_imports_neither_polars_nor_pyarrow(archive, tmp_path)
     parts = dict(env, BATCHCOMPACT_CACHE_ABOVE="0", XDG_CACHE_HOME=str(tmp_path / "xdg-parts"))
     kept = subprocess.run([sys.executable, "-c", probe, str(archive)], capture_output=True, text=True, env=parts)
     assert kept.stdout == first.stdout
-    assert "'polars'" in kept.stderr.splitlines()[-1]  # the parts path aggregates with polars
+    # the first report that keeps parts writes them as it reads (pyarrow, here: a small archive is read in
+    # this process), and aggregates without polars
+    assert "'polars'" not in kept.stderr.splitlines()[-1] and list((tmp_path / "xdg-parts").rglob("*.parquet"))
+    by_model = probe.replace("'--format', 'json'", "'--format', 'json', '--by', 'model'")
+    later = subprocess.run([sys.executable, "-c", by_model, str(archive)], capture_output=True, text=True, env=parts)
+    assert "0 parsed" in later.stderr and "'polars'" in later.stderr.splitlines()[-1]  # the parts path: polars
 
 
 def test_a_small_archive_is_read_whole_and_its_report_stored(archive, tmp_path):
@@ -162,3 +167,42 @@ def test_a_small_archive_is_read_whole_and_its_report_stored(archive, tmp_path):
 def test_a_size_that_is_not_one_is_a_usage_error(archive, size):
     result = CliRunner().invoke(cli, ["report", str(archive), "--cache-above", size])
     assert result.exit_code == 2 and "--cache-above" in result.output and "Traceback" not in result.output
+
+
+def test_the_first_report_writes_the_parts_the_parts_path_writes(archive, tmp_path):
+    """Above --cache-above, a cache holding no part for most of the archive's bytes gets its parts from the
+    first report's workers (no polars here): the same parts, row for row and stats for stats, that the parts
+    path writes; the next report with other options reads them, and prints what the cold path prints."""
+    import polars as pl
+
+    from batchcompact.report.collect import collect_usage
+    from batchcompact.report.extract import UsageCache
+    from batchcompact.report.files import FileKey
+
+    first = tmp_path / "first"
+    out, err = report(archive, "--format", "json", "--cache-dir", first, "--cache-above", "1KB", "--jobs", "2")
+    files = sorted(archive.rglob("*.jsonl"))
+    assert f"{len(files)} parsed, 0 from cache" in err
+    reference = tmp_path / "reference"
+    collect_usage([archive], cache_dir=reference, jobs=1)
+    for path in files:
+        key = FileKey.of(path)
+        ours, theirs = UsageCache(first).lookup(key), UsageCache(reference).lookup(key)
+        assert ours is not None and theirs is not None, path
+        assert pl.read_parquet(ours[0]).equals(pl.read_parquet(theirs[0]))
+        assert ours[1].to_dict() == theirs[1].to_dict()
+    for options in (("--by", "model"), ("--by", "week", "--breakdown")):
+        cached, err = report(archive, "--format", "json", *options, "--cache-dir", first, "--cache-above", "1KB")
+        assert f"0 parsed, {len(files)} from cache" in err
+        assert cached == report(archive, "--format", "json", *options, "--no-cache")[0]
+    assert out == report(archive, "--format", "json", "--no-cache")[0]
+
+
+def test_a_cache_folder_that_cannot_be_written_is_a_warning(archive, tmp_path):
+    """The first report's parts are a by-product: where they cannot be written, the report is still made."""
+    blocked = tmp_path / "cache"
+    blocked.mkdir()
+    (blocked / "usage-v3").write_text("a file where the parts folder would be")
+    out, err = report(archive, "--format", "json", "--cache-dir", blocked, "--cache-above", "1KB")
+    assert "usage cache part not written" in err and "Traceback" not in err
+    assert out == report(archive, "--format", "json", "--no-cache")[0]

@@ -121,7 +121,8 @@ def _check_timezone(ctx, param, value: str) -> str:
     default="256MB",
     show_default=True,
     help="Keep per-file usage parts only for archives larger than SIZE (e.g. 0, 512MB, 2GB): a smaller "
-    "one is read whole, which is faster than loading the parts; its report is stored either way.",
+    "one is read whole, which is faster than loading the parts; its report is stored either way. The first "
+    "report of a larger archive writes its parts while it reads the files.",
 )
 @click.option("--jobs", type=click.IntRange(min=1), help="Processes for parsing [default: CPUs, at most 8].")
 @click.option(

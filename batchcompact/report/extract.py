@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from batchcompact.report.extract_rows import extract_rows
-from batchcompact.report.files import EXTRACT_RULES_VERSION, FileKey, default_cache_dir  # noqa: F401  (re-exported)
+from batchcompact.report.files import EXTRACT_RULES_VERSION, FileKey, default_cache_dir, part_file  # noqa: F401  (re-exported)
 from batchcompact.report.lines import ExtractStats
 from batchcompact.report.schema import USAGE_SCHEMA_VERSION, usage_schema
 
@@ -48,9 +48,7 @@ class UsageCache:
         self.rejected = 0  # parts present but failing verification (rebuilt)
 
     def part_path(self, key: FileKey) -> Path:
-        return self.root / (
-            hashlib.sha1(key.path.encode("utf-8", "surrogateescape")).hexdigest() + ".parquet"
-        )
+        return part_file(self.root.parent, key.path)
 
     def lookup(self, key: FileKey) -> tuple[Path, ExtractStats] | None:
         """The cached part and its stored stats when the key matches; None otherwise."""

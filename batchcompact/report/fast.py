@@ -25,13 +25,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from batchcompact import money
 from batchcompact.lifecycle import map_in_processes, worker_init
 from batchcompact.money import from_pico
 from batchcompact.pricing import PriceTable
-from batchcompact.report.files import Tally, extract_workers
+from batchcompact.report.files import FileKey, Tally, extract_workers, part_file
 from batchcompact.report.result import Report
 from batchcompact.report.schema import COLUMNS as USAGE_COLUMNS
 from batchcompact.report.settings import (
@@ -98,12 +99,17 @@ def _start_worker(parent: int, settings: ReportSettings) -> None:
     _WORKER_BUILDER = Builder(settings, PriceTable.load(settings.pricing_file))
 
 
-def file_rows(path: str) -> tuple[list[tuple], dict, frozenset | None]:
+def file_rows(path: str, cache_dir: str | None = None) -> tuple[list[tuple], dict, frozenset | None]:
     """One file's usage rows as tuples, its stats, and None; in a worker started by `_start_worker`, the
-    rows priced and keyed and the models without a price so far (a top-level function for the pool)."""
+    rows priced and keyed and the models without a price so far (a top-level function for the pool).
+    With `cache_dir`, the file's usage part is written there too, as the parts path writes it
+    (`extract.extract_to_part`): the report is made here, the next one with other options reads the parts."""
     from batchcompact.report.extract_rows import extract_rows
 
+    key = FileKey.of(path) if cache_dir is not None else None
     rows, stats = extract_rows(path)
+    if key is not None:
+        _store_part(cache_dir, key, rows, stats)
     pick = _PICK
     out = [pick(row) for row in rows.rows]
     if not all(row[TIME] is None or (type(row[TIME]) is datetime and row[TIME].tzinfo is UTC) for row in out):
@@ -112,6 +118,17 @@ def file_rows(path: str) -> tuple[list[tuple], dict, frozenset | None]:
     if builder is None:
         return out, stats.to_dict(), None
     return builder.prepare(out), stats.to_dict(), frozenset(builder.pricer.unpriced)
+
+
+def _store_part(cache_dir: str, key: FileKey, rows, stats) -> None:
+    """The usage part of one file, written as `UsageCache.store` writes it (pyarrow imported here); a cache
+    that cannot be written is a warning: the report does not need it."""
+    from batchcompact.report.extract import UsageCache
+
+    try:
+        UsageCache(cache_dir).store(key, rows.to_table(), stats)
+    except OSError as exc:
+        stats.warn(None, f"usage cache part not written: {exc.strerror or exc}")
 
 
 def _utc(value):
@@ -127,25 +144,39 @@ def _utc(value):
 
 def collect_rows(paths, jobs: int | None = None,
                  on_rows: Callable[[list[tuple], frozenset | None], object] | None = None,
-                 settings: ReportSettings | None = None, max_bytes: int | None = None) -> Collected:
+                 settings: ReportSettings | None = None, max_bytes: int | None = None,
+                 cache_dir: str | Path | None = None) -> Collected:
     """Extract every file under `paths` (in worker processes when worth it), in the order found.
 
     `on_rows(rows, unpriced)` hears each file's rows as they come, in the order found (then
     `Collected.rows` stays empty). With `settings` (and `on_rows`), the worker processes price and key
     their rows for those settings (`Builder.prepare`) and `unpriced` is the models they found no price
     for; rows extracted here come with `unpriced` None. Files of more than `max_bytes` in all:
-    Unsupported, before any is read (the caller takes the cached path)."""
+    Unsupported, before any is read (the caller takes the cached path), unless `cache_dir` is given and
+    holds no usage part for most of their bytes (`writes_parts`): then each file's part is written there
+    as it is read (the first report of an archive: no polars)."""
     if settings is not None and on_rows is None:
         raise ValueError("rows priced by the workers need on_rows")
     result = Collected(on_rows=on_rows)
-    todo = [path for path, _ in result.stat_files(paths)]
+    found = result.stat_files(paths)
+    todo = [path for path, _ in found]
+    store = None
     if max_bytes is not None and result.bytes > max_bytes:
-        raise Unsupported(f"{result.bytes:,} bytes: more than {max_bytes:,}, the cached path is faster")
+        if cache_dir is None or not writes_parts(cache_dir, found):
+            raise Unsupported(f"{result.bytes:,} bytes: more than {max_bytes:,}, the cached path is faster")
+        store = str(cache_dir)
     workers = extract_workers(jobs, len(todo), result.bytes)
-    done = _extract_parallel(result, todo, workers, settings) if workers > 1 else 0
+    done = _extract_parallel(result, todo, workers, settings, store) if workers > 1 else 0
     for path in todo[done:]:
-        _add(result, file_rows(path))
+        _add(result, file_rows(path, store))
     return result
+
+
+def writes_parts(cache_dir: str | Path, found: list[tuple[str, FileKey]]) -> bool:
+    """Whether `cache_dir` lacks a usage part for more than half of these files' bytes: reading them all
+    (and writing their parts) is then cheaper than the parts path (the first report of an archive)."""
+    missing = sum(key.size for _, key in found if not part_file(cache_dir, key.path).exists())
+    return missing * 2 > sum(key.size for _, key in found)
 
 
 def _add(result: Collected, outcome: tuple[list[tuple], dict, frozenset | None]) -> None:
@@ -157,11 +188,13 @@ def _add(result: Collected, outcome: tuple[list[tuple], dict, frozenset | None])
     result.extracted += 1
 
 
-def _extract_parallel(result: Collected, todo: list[str], workers: int, settings: ReportSettings | None = None) -> int:
+def _extract_parallel(result: Collected, todo: list[str], workers: int, settings: ReportSettings | None = None,
+                      cache_dir: str | None = None) -> int:
     """`collect._extract_parallel` for rows: returns how many files finished (the rest go serial).
-    With `settings` each worker prices its rows (`_start_worker`)."""
+    With `settings` each worker prices its rows (`_start_worker`); with `cache_dir` it writes their parts."""
     start = {"initializer": _start_worker, "initargs": (settings,)} if settings is not None else {}
-    return map_in_processes(file_rows, todo, workers, lambda outcome: _add(result, outcome), **start)
+    return map_in_processes(file_rows, todo, workers, lambda outcome: _add(result, outcome),
+                            more=([cache_dir] * len(todo),), **start)
 
 
 # ---- dedupe (aggregate.scan_usage): a total order, nulls last ----

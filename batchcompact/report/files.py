@@ -7,6 +7,7 @@ results) compare these before trusting anything they kept.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from collections.abc import Iterable, Iterator
@@ -17,6 +18,7 @@ from batchcompact.agents import session_suffixes
 from batchcompact.errors import UsageError
 from batchcompact.report.detect import is_run_report_name
 from batchcompact.report.readers import claims_name, is_sqlite
+from batchcompact.report.schema import USAGE_SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +34,13 @@ EXTRACT_RULES_VERSION = 7
 def default_cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "batchcompact"
+
+
+def part_file(cache_dir: str | Path, source: str) -> Path:
+    """Where the usage part of the source at absolute path `source` lives under `cache_dir`
+    (`extract.UsageCache`; computed here without pyarrow)."""
+    name = hashlib.sha1(source.encode("utf-8", "surrogateescape")).hexdigest() + ".parquet"
+    return Path(cache_dir) / f"usage-v{USAGE_SCHEMA_VERSION}" / name
 
 
 DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3")  # names worth asking whether an agent claims them as a database

@@ -83,12 +83,14 @@ def _stored_results(paths, settings: ReportSettings, fmt: str, sources: list[dic
 def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, sources: list[dict], *, cache_dir,
                  no_cache: bool, cache_above: int = 0, jobs, chart, executor, warn) -> ReportOutput:
     """Collect (cache-aware), aggregate (polars, or plain Python for a supported `--no-cache` report), render."""
+    from batchcompact.report.files import default_cache_dir
     from batchcompact.report.render import report_records, table_width, write_report
 
     runner = executor() if executor is not None else None
     quick = None
-    if runner is None and not chart and (no_cache or cache_above > 0):
-        quick = _quick_report(paths, settings, fmt, jobs, None if no_cache else cache_above)
+    if runner is None and not chart:
+        quick = _quick_report(paths, settings, fmt, jobs, None if no_cache else cache_above,
+                              None if no_cache else cache_dir or default_cache_dir())
     if quick is not None:
         result, collected = quick
         warnings = collected.warnings
@@ -128,9 +130,11 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
     return out
 
 
-def _quick_report(paths, settings: ReportSettings, fmt: str, jobs, max_bytes: int | None = None):
-    """(Report, Collected) from the cold path without polars or pyarrow (report/fast.py), or None when
-    these options or rows need the polars path, or the archive is larger than `max_bytes`."""
+def _quick_report(paths, settings: ReportSettings, fmt: str, jobs, max_bytes: int | None = None,
+                  cache_dir: str | Path | None = None):
+    """(Report, Collected) from the cold path without polars (report/fast.py), or None when these options
+    or rows need the polars path, or the archive is larger than `max_bytes` and `cache_dir` already holds
+    most of its usage parts (`fast.writes_parts`; otherwise the workers write them as they read)."""
     from batchcompact.report import fast
 
     if not fast.supported(settings, fmt):
@@ -149,7 +153,8 @@ def _quick_report(paths, settings: ReportSettings, fmt: str, jobs, max_bytes: in
     # of each reading it again while this process reads it a third time.
     builders.append(fast.Builder(settings, PriceTable.load(settings.pricing_file)))
     try:  # the workers price their own rows
-        collected = fast.collect_rows(paths, jobs, on_rows=take, settings=settings, max_bytes=max_bytes)
+        collected = fast.collect_rows(paths, jobs, on_rows=take, settings=settings, max_bytes=max_bytes,
+                                      cache_dir=cache_dir)
         return builders[0].report(), collected
     except fast.Unsupported:
         return None
