@@ -6,7 +6,7 @@ No pyarrow or polars here: the Parquet cache (extract.py) turns the rows into a 
 
 from __future__ import annotations
 
-import sqlite3
+import sys
 from pathlib import Path
 
 from batchcompact.errors import BatchCompactError, InternalError, internal_error_reason
@@ -36,11 +36,19 @@ def extract_rows(path: str | Path, fmt: str | None = None) -> tuple[UsageRows, E
         stats.warn(None, str(exc))
     except OSError as exc:
         stats.warn(None, f"cannot read: {exc.strerror or exc}")
-    except sqlite3.Error as exc:  # a database that is locked, damaged or not one of ours
-        stats.warn(None, f"cannot read the database: {exc}")
     except Exception as exc:
-        if not is_decompress_error(exc):  # a bug: the report would be wrong without this file, so it stops
+        if _is_sqlite_error(exc):  # a database that is locked, damaged or not one of ours
+            stats.warn(None, f"cannot read the database: {exc}")
+        elif is_decompress_error(exc):  # rows so far are kept
+            stats.warn(None, f"zstd data damaged, the rest of the file is not read: {exc}")
+        else:  # a bug: the report would be wrong without this file, so it stops
             raise InternalError(f"{path}: {internal_error_reason(exc)}") from exc
-        stats.warn(None, f"zstd data damaged, the rest of the file is not read: {exc}")  # rows so far are kept
     stats.rows = len(rows)
     return rows, stats
+
+
+def _is_sqlite_error(exc: Exception) -> bool:
+    """An sqlite3 error (only the agents that read databases import sqlite3: no error of it otherwise, and
+    no import of it here, which every extraction worker would pay)."""
+    sqlite3 = sys.modules.get("sqlite3")
+    return sqlite3 is not None and isinstance(exc, sqlite3.Error)
