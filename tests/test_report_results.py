@@ -206,3 +206,23 @@ def test_a_cache_folder_that_cannot_be_written_is_a_warning(archive, tmp_path):
     out, err = report(archive, "--format", "json", "--cache-dir", blocked, "--cache-above", "1KB")
     assert "usage cache part not written" in err and "Traceback" not in err
     assert out == report(archive, "--format", "json", "--no-cache")[0]
+
+
+def test_the_polars_path_takes_the_files_the_first_attempt_found(archive, tmp_path, monkeypatch):
+    """An archive whose parts are cached is walked once: the attempt without polars hands the files it
+    stat'ed (`files.Walk`) to the parts path, which then walks nothing."""
+    from batchcompact.report import files
+
+    cache = tmp_path / "cache"
+    first, _ = report(archive, "--format", "json", "--cache-dir", cache, "--cache-above", "1KB")
+    walks = []
+    real = files.iter_resolved
+
+    def counted(paths):
+        walks.append(list(paths))
+        return real(walks[-1])
+
+    monkeypatch.setattr(files, "iter_resolved", counted)
+    out, err = report(archive, "--format", "json", "--by", "model", "--cache-dir", cache, "--cache-above", "1KB")
+    assert "0 parsed" in err and out == report(archive, "--format", "json", "--by", "model", "--no-cache")[0]
+    assert len(walks) == 2  # the attempt without polars and the --no-cache report above; not the parts path
