@@ -194,8 +194,15 @@ def _fork_map(function: Callable, todo: list, workers: int, on_outcome: Callable
 
     try:
         for _ in range(max(workers, 1)):
-            child = _Child.fork(function, todo, more, initializer, initargs, list(children.values()))
+            try:
+                child = _Child.fork(function, todo, more, initializer, initargs, list(children.values()))
+            except OSError as exc:  # no more processes (EAGAIN, ENOMEM): those there are do the work
+                logging.getLogger(__name__).warning("could not start a worker process (%s); using %d",
+                                                    exc.strerror or exc, len(children))
+                break
             children[child.results] = child
+        if not children:
+            return 0  # the caller does it all itself
         for child in list(children.values()):
             for _ in range(_AHEAD):
                 child.give(next(queue, None))
@@ -250,7 +257,12 @@ class _Child:
              siblings: list[_Child]) -> _Child:
         tasks_read, tasks_write = os.pipe()
         results_read, results_write = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (tasks_read, tasks_write, results_read, results_write):
+                os.close(fd)
+            raise
         if pid == 0:  # the worker: it never returns into the caller's code
             code = 1
             try:

@@ -112,11 +112,38 @@ def test_a_consumer_that_stops_ends_every_worker_at_once(forks):
     _assert_reaped(forks)
 
 
-def _assert_reaped(pids: list[int]) -> None:
-    """Every worker forked was ended and reaped: none is left running or as a zombie."""
+def _assert_reaped(pids: list[int], count: int = 2) -> None:
+    """All `count` workers forked were ended and reaped: none is left running or as a zombie."""
     import os
 
-    assert len(pids) == 2
+    assert len(pids) == count
     for pid in pids:
         with pytest.raises(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
+
+
+def test_workers_that_cannot_be_started_leave_the_work_to_those_there_are(monkeypatch, caplog):
+    """fork fails (no processes left): the one worker started does everything; with none, the caller."""
+    import errno
+    import os
+
+    real = os.fork
+    started: list[int] = []
+
+    def fork() -> int:
+        if started:
+            raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+        pid = real()
+        if pid:
+            started.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+    got: list[int] = []
+    with caplog.at_level("WARNING"):
+        assert lifecycle.map_in_processes(_slow_square, list(range(12)), 3, got.append) == 12
+    assert got == [i * i for i in range(12)] and len(started) == 1
+    assert "could not start a worker process (Resource temporarily unavailable); using 1" in caplog.text
+    _assert_reaped(started, count=1)
+    started.append(0)  # every fork fails now
+    assert lifecycle.map_in_processes(_slow_square, [1, 2], 2, got.append) == 0
