@@ -146,15 +146,16 @@ def test_run_rejects_a_corrupted_appended_line_on_the_fast_path(tmp_path, monkey
 
 
 def test_run_rejects_a_changed_prefix_before_the_fast_path_trusts_it(tmp_path, monkeypatch):
-    """The fast path is told the prefix was checked (outcome.py): it is, by write_session, before verify."""
+    """The fast path is told the prefix was checked (outcome.py): write_session compares it with the source
+    byte for byte before anything is renamed, so the fast path's answer never counts for a wrong prefix."""
     from batchcompact.pipeline import writer
 
     source = PI_FILES[0]
     shutil.copyfile(source, tmp_path / source.name)
     real_copy = writer._copy_prefix
 
-    def copy_and_flip(src, out, fingerprint):  # one byte of the copied prefix reaches the disk changed
-        last = real_copy(src, out, fingerprint)
+    def copy_and_flip(src, out, fingerprint, **how):  # one byte of the copied prefix reaches the disk changed
+        last = real_copy(src, out, fingerprint, **how)
         out.flush()
         out.seek(fingerprint.size // 2)
         byte = out.read(1) if out.readable() else None
@@ -168,3 +169,102 @@ def test_run_rejects_a_changed_prefix_before_the_fast_path_trusts_it(tmp_path, m
     (row,) = [r for r in summary.rows if r.get("status") == "failed"]
     assert "the original bytes are not a prefix of the output" in row["reason"], row["reason"]
     assert not (tmp_path / "out" / source.name).exists()
+
+
+def test_a_source_rewritten_after_the_copy_is_never_written(tmp_path, monkeypatch):
+    """The copy of an appended output is not hashed as it is made: the check before the rename hashes the
+    source and compares the copy with it byte for byte. A source rewritten after the copy with the same size
+    and its mtime put back (only its hash tells) is reported as changed, and nothing is written."""
+    import os
+
+    from batchcompact.formats import pi
+
+    source = PI_FILES[0]
+    path = tmp_path / source.name
+    shutil.copyfile(source, path)
+    real = pi.read_pi_appended
+
+    def read_then_rewrite(original, tmp, size, sha256, **kwargs):  # the verify runs after the copy
+        written = real(original, tmp, size, sha256, **kwargs)
+        before = os.stat(path)
+        data = bytearray(path.read_bytes())
+        data[size // 2] = ord("X") if data[size // 2] != ord("X") else ord("Y")
+        path.write_bytes(bytes(data))
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        return written
+
+    monkeypatch.setattr(pi, "read_pi_appended", read_then_rewrite)
+    changed = path.read_bytes()
+    summary = _run(tmp_path, tmp_path / "out")
+    assert summary.by_status.get("changed_during_run") == 1, summary.by_status
+    assert not (tmp_path / "out" / source.name).exists()
+    assert path.read_bytes() != changed and len(path.read_bytes()) == len(changed)  # theirs, left alone
+    assert not [p for p in (tmp_path / "out").rglob("*") if "batchcompact-tmp" in p.name]
+
+
+def _temp_fd(fd: int) -> bool:
+    import os
+
+    try:
+        return "batchcompact-tmp" in os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to tell a temp file's fd")
+def test_the_rename_waits_for_the_temp_files_fsync(tmp_path, monkeypatch):
+    """The temp file's fsync runs while it is verified (writer._Durable); the rename waits for it."""
+    import os
+    import threading
+    import time
+
+    from batchcompact.pipeline import writer
+
+    source = PI_FILES[0]
+    shutil.copyfile(source, tmp_path / source.name)
+    real_fsync, real_replace = os.fsync, os.replace
+    synced: list[str] = []
+    renamed: list[tuple[str, list[str]]] = []
+
+    def slow_fsync(fd):
+        if _temp_fd(fd):
+            time.sleep(0.3)  # a slow disk: the verify goes on meanwhile, in the caller's thread
+            synced.append(threading.current_thread().name)
+        return real_fsync(fd)
+
+    def replace(src, dst, **kwargs):
+        if "batchcompact-tmp" in str(src):
+            renamed.append((str(dst), list(synced)))
+        return real_replace(src, dst, **kwargs)
+
+    monkeypatch.setattr(writer.os, "fsync", slow_fsync)
+    monkeypatch.setattr(writer.os, "replace", replace)
+    summary = _run(tmp_path, tmp_path / "out")
+    assert summary.by_status.get("compacted") == 1, summary.by_status
+    assert synced == ["batchcompact-fsync"]  # in its own thread
+    assert renamed == [(str(tmp_path / "out" / source.name), ["batchcompact-fsync"])]  # after it, not before
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to tell a temp file's fd")
+def test_a_failed_fsync_of_the_temp_file_writes_nothing(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from batchcompact.pipeline import writer
+
+    source = PI_FILES[0]
+    shutil.copyfile(source, tmp_path / source.name)
+    real_fsync = os.fsync
+
+    def failing_fsync(fd):
+        if _temp_fd(fd):
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return real_fsync(fd)
+
+    monkeypatch.setattr(writer.os, "fsync", failing_fsync)
+    summary = _run(tmp_path, tmp_path / "out")
+    (row,) = summary.rows
+    assert row["status"] == "failed" and "Input/output error" in row["reason"], row
+    assert not (tmp_path / "out" / source.name).exists()
+    assert not [p for p in (tmp_path / "out").rglob("*") if "batchcompact-tmp" in p.name]
+    assert (tmp_path / source.name).read_bytes() == source.read_bytes()

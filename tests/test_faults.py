@@ -484,11 +484,11 @@ def test_disk_full_while_backing_up_leaves_no_partial_backup(tmp_path, bc, monke
 
     real_copy = writer._copy_prefix
 
-    def copy_then_full(source, out, fingerprint):
+    def copy_then_full(source, out, fingerprint, **how):
         if getattr(out, "backup", False):
             out.write(b"partial")
             _enospc()
-        return real_copy(source, out, fingerprint)
+        return real_copy(source, out, fingerprint, **how)
 
     real_fdopen = os.fdopen
 
@@ -745,11 +745,11 @@ def test_a_file_replaced_during_the_backup_keeps_the_original_somewhere(tmp_path
     from batchcompact.pipeline import writer
 
     originals = _pi_pair(tmp_path / "w")
-    real_check = writer._check_unchanged
+    real_check = writer._check_appended  # the check before the backup (an appended output's)
     raced: set[str] = set()
 
-    def check_then_race(path, fingerprint):
-        real_check(path, fingerprint)
+    def check_then_race(path, tmp, fingerprint):
+        real_check(path, tmp, fingerprint)
         if path not in raced:
             raced.add(path)
             os.link(path, f"{path}.bak")  # the other writer's backup: the original's bytes
@@ -757,7 +757,7 @@ def test_a_file_replaced_during_the_backup_keeps_the_original_somewhere(tmp_path
             other.write_bytes(b'{"other writer": true}\n')
             os.replace(other, path)
 
-    monkeypatch.setattr(writer, "_check_unchanged", check_then_race)
+    monkeypatch.setattr(writer, "_check_appended", check_then_race)
     code, text = bc("run", tmp_path / "w", "--in-place", "--min-age", "0", "--force", "--state",
                     tmp_path / "s.sqlite", "--format", "jsonl")
     assert text.count('"changed_during_run"') == 2, text

@@ -1,8 +1,9 @@
 """Writing compacted sessions: atomically, verified, never touching an original unless asked.
 
-Every output is first written to a temporary file in the destination folder and fsynced, then re-read
-and verified, and only then renamed into place. In place, the original is also re-fingerprinted just
-before the rename: a file that changed since it was read (a live agent still writing) is not replaced.
+Every output is first written to a temporary file in the destination folder, then re-read and verified
+while its fsync runs, and only once it is verified and on disk renamed into place. Before the rename the
+original is checked again: a file that changed since it was read (a live agent still writing) is not
+replaced; an appended output's copied prefix is compared with it byte for byte in the same pass.
 
 A run holds `lock_session` (a non-blocking flock on the session file) from the read to the rename, so two
 runs (whatever their state files) never write the same session at once: the second skips it. Temp names
@@ -24,6 +25,7 @@ import os
 import shutil
 import socket
 import stat as stat_module
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -135,6 +137,41 @@ def _copy_mode(fd: int, source: os.stat_result, *, owner: bool) -> None:
     os.fchmod(fd, stat_module.S_IMODE(source.st_mode))
 
 
+class _Durable:
+    """The fsync of a written temp file, run in a thread while the caller verifies the file (a read of it
+    needs no fsync; the rename does): `wait` before the rename. fsync releases the GIL, so the disk's
+    wait and the verify's CPU overlap. Where no thread can be started, the fsync runs at once."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = threading.Thread(target=self._sync, name="batchcompact-fsync",
+                                                                 daemon=True)
+        try:
+            self._thread.start()
+        except RuntimeError:  # no thread to be had (a process or thread limit): as before, in line
+            self._thread = None
+            self._sync()
+
+    def _sync(self) -> None:
+        try:
+            os.fsync(self._fd)
+        except BaseException as exc:  # raised by wait(), in the caller's thread
+            self._error = exc
+        finally:
+            os.close(self._fd)
+
+    def wait(self) -> None:
+        """Block until the file is on disk; raises the fsync's error (EIO, ENOSPC) if it failed."""
+        self.join()
+        if self._error is not None:
+            raise self._error
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+
 def _write_temp(
     target: Path,
     session: Session,
@@ -142,12 +179,13 @@ def _write_temp(
     fingerprint: Fingerprint,
     replacements: dict[int, dict[str, Any]] | None = None,
     in_place: bool = False,
-) -> tuple[Path, bool]:
+) -> tuple[Path, bool, _Durable]:
     """Write original (or migrated) content + new lines to a temp file beside `target`.
 
-    Returns (temp path, appended) where appended means the original bytes are a prefix of the output.
-    Only the `fingerprint.size` bytes that were read and planned are copied: bytes a live agent appended
-    since then never reach the output, and a change to those bytes raises ChangedDuringRun.
+    Returns (temp path, appended, its fsync under way) where appended means the original bytes are a
+    prefix of the output. Only the `fingerprint.size` bytes that were read and planned are copied:
+    bytes a live agent appended since then never reach the output, and a change to those bytes raises
+    ChangedDuringRun.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temps(target)
@@ -159,9 +197,11 @@ def _write_temp(
     appended = not rewrite and not replacements and not compressed
     replacements = replacements or {}
     source = os.stat(session.path)
+    fd = -1
     try:
         # private from the start, then the source's mode: never readable by more people than the original
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb", closefd=False) as out:  # fd stays open for its fsync (_Durable)
             _copy_mode(out.fileno(), source, owner=in_place)
             if compressed:
                 _write_compressed(Path(session.path), out, fingerprint, new_lines)
@@ -179,11 +219,13 @@ def _write_temp(
             for line in new_lines:
                 out.write(dumps_line(line).encode())
             out.flush()
-            os.fsync(out.fileno())
+        durable, fd = _Durable(fd), -1  # it closes fd
     except BaseException:
+        if fd >= 0:
+            os.close(fd)
         tmp.unlink(missing_ok=True)
         raise
-    return tmp, appended
+    return tmp, appended, durable
 
 
 def _remove_stale_temps(target: Path) -> None:
@@ -269,9 +311,11 @@ def _write_compressed(source: Path, out: Any, fingerprint: Fingerprint, new_line
     writer.close()
 
 
-def _copy_prefix(source: Path, out: Any, fingerprint: Fingerprint) -> bytes:
-    """Copy the first `fingerprint.size` bytes of `source`; they must hash to the fingerprint. Returns the last byte."""
-    digest = hashlib.sha256()
+def _copy_prefix(source: Path, out: Any, fingerprint: Fingerprint, *, hashed: bool = True) -> bytes:
+    """Copy the first `fingerprint.size` bytes of `source`; they must hash to the fingerprint. Returns the last byte.
+    `hashed=False`: the copy is not hashed here, because the caller compares it with the source and hashes
+    that before anything is renamed (`_check_appended`); a source shorter than the fingerprint still raises."""
+    digest = hashlib.sha256() if hashed else None
     remaining = fingerprint.size
     last = b""
     with open(source, "rb") as src:
@@ -279,17 +323,18 @@ def _copy_prefix(source: Path, out: Any, fingerprint: Fingerprint) -> bytes:
             chunk = src.read(min(1 << 20, remaining))
             if not chunk:
                 break
-            digest.update(chunk)
+            if digest is not None:
+                digest.update(chunk)
             out.write(chunk)
             remaining -= len(chunk)
             last = chunk[-1:]
-    if remaining or digest.hexdigest() != fingerprint.sha256:
+    if remaining or (digest is not None and digest.hexdigest() != fingerprint.sha256):
         raise ChangedDuringRun(f"{source} changed while it was being compacted")
     return last
 
 
 def _copy_prefix_any(source: Path, out: Any, fingerprint: Fingerprint, _replacements: Any) -> bytes:
-    return _copy_prefix(source, out, fingerprint)
+    return _copy_prefix(source, out, fingerprint, hashed=False)  # an appended output: _check_appended hashes
 
 
 def _copy_lines(source: Path, out: Any, fingerprint: Fingerprint, replacements: dict[int, dict[str, Any]]) -> bytes:
@@ -388,6 +433,33 @@ def _check_unchanged(path: str, fingerprint: Fingerprint) -> None:
         raise ChangedDuringRun(f"{path} changed while it was being compacted")
 
 
+def _check_appended(path: str, tmp: Path, fingerprint: Fingerprint) -> None:
+    """`_check_unchanged(path)` and the temp file's first `fingerprint.size` bytes equal to the source's, in
+    one pass: each chunk of the source is hashed (its size, mtime and SHA-256 must still be the planned
+    ones) and compared byte for byte with the same chunk of the temp file. So the temp file starts with
+    exactly the planned bytes, shown with one hash instead of two (docs/reliability.md). ChangedDuringRun
+    when the source changed; VerificationError when the source is as planned but the copy in the temp
+    file is not."""
+    stat = os.stat(path)
+    digest = hashlib.sha256()
+    same = True
+    remaining = fingerprint.size
+    with open(path, "rb") as source, open(tmp, "rb") as written:
+        while remaining > 0:
+            chunk = source.read(min(1 << 20, remaining))
+            if not chunk:
+                break
+            digest.update(chunk)
+            same = same and written.read(len(chunk)) == chunk
+            remaining -= len(chunk)
+        ended = not source.read(1)
+    now = (stat.st_size, stat.st_mtime_ns, digest.hexdigest())
+    if remaining or not ended or now != (fingerprint.size, fingerprint.mtime_ns, fingerprint.sha256):
+        raise ChangedDuringRun(f"{path} changed while it was being compacted")
+    if not same:
+        raise VerificationError("the original bytes are not a prefix of the output")
+
+
 def write_session(
     session: Session,
     new_lines: list[dict[str, Any]],
@@ -405,14 +477,19 @@ def write_session(
     original is copied unchanged. `verify(temp_path)` returns problems (empty = good). Raises VerificationError or ChangedDuringRun;
     in both cases the temp file is removed and nothing else changed.
     """
-    tmp, appended = _write_temp(target, session, new_lines, fingerprint, replacements, in_place)
+    tmp, appended, durable = _write_temp(target, session, new_lines, fingerprint, replacements, in_place)
     try:
-        if appended and _prefix_hash(tmp, fingerprint.size) != fingerprint.sha256:
-            raise VerificationError("the original bytes are not a prefix of the output")
+        # The verify runs while the temp file's fsync does. For an appended output it parses only the new
+        # lines (formats/pi.py read_pi_appended, told the prefix is checked): its answer counts only once
+        # `_check_appended` has shown the temp file starts with the planned bytes, before anything is renamed.
         problems = verify(tmp)
-        _check_unchanged(session.path, fingerprint)  # a file that changed is reported as such, not as a failure
+        if appended:
+            _check_appended(session.path, tmp, fingerprint)  # changed: reported as such, not as a failure
+        else:
+            _check_unchanged(session.path, fingerprint)
         if problems:
             raise VerificationError("; ".join(problems[:5]))
+        durable.wait()
         backup_path = None
         if in_place and backup:
             backup_path, created = make_backup(Path(session.path), target, fingerprint)
@@ -428,5 +505,6 @@ def write_session(
         _fsync_dir(target.parent)
         return WriteResult(str(target), backup_path, size)
     finally:
+        durable.join()
         if tmp.exists():
             tmp.unlink()
