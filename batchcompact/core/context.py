@@ -147,6 +147,19 @@ def build_session_context(path: list[Entry]) -> SessionContext:
     return SessionContext(out, thinking_level, model, compaction, stale)
 
 
+WRITTEN_CONTEXT = "written_context"  # Session.extra key of `written_context`'s result
+
+
+def written_context(written: Any) -> SessionContext:
+    """`build_session_context` of a written file's active path (a `Session` read back to be verified), built
+    once: the format's verify and the size check both need it. A file read back is only checked, never
+    changed, so the context stays its context."""
+    context = written.extra.get(WRITTEN_CONTEXT)
+    if context is None:
+        context = written.extra[WRITTEN_CONTEXT] = build_session_context(written.path_entries())
+    return context
+
+
 def bash_execution_to_text(message: dict[str, Any]) -> str:
     text = f"Ran `{message.get('command', '')}`\n"
     output = message.get("output")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from batchcompact.core.context import build_session_context
+from batchcompact.core.context import written_context
 from batchcompact.core.session import Session
 from batchcompact.formats.compressed import is_zstd, open_session
 
@@ -78,7 +78,7 @@ def verify_written(original: Session, written: Session, first_kept_entry_id: str
     if not path or path[-1].type != "compaction":
         out.append(f"{written.path}: the written file does not end in a compaction on its active path")
         return out
-    context = build_session_context(path)
+    context = written_context(written)
     messages = [m.message for m in context.messages]
     if not messages or messages[0].get("role") != "compactionSummary":
         out.append(f"{written.path}: the rebuilt context does not start with the summary")

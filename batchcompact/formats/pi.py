@@ -246,7 +246,7 @@ def build_compaction(session: Session, plan: Any, summary: str, *, usage: dict[s
 
 def verify(original: Session, written: Session, plan: Any) -> list[str]:
     """What is wrong with a written pi file (empty when it is good)."""
-    from batchcompact.core.context import build_session_context
+    from batchcompact.core.context import written_context
 
     problems = [str(p) for p in written.errors]
     count = len(original.entries)
@@ -255,6 +255,8 @@ def verify(original: Session, written: Session, plan: Any) -> list[str]:
         return problems
     pruned = {a.entry_id for a in getattr(plan, "prune", ())}
     for before, after in zip(original.entries, written.entries[:count], strict=True):
+        if before is after:  # an appended file read back shares the original's entries (read_pi_appended)
+            continue
         if before.id in pruned:
             if before.data.get("message", {}).get("toolCallId") != after.data.get("message", {}).get("toolCallId"):
                 problems.append(f"pruned entry on line {before.line} is not the same tool result")
@@ -274,7 +276,7 @@ def verify(original: Session, written: Session, plan: Any) -> list[str]:
     if not path or path[-1].type != "compaction":
         problems.append("the active leaf is not the new compaction")
         return problems
-    context = build_session_context(path).messages
+    context = written_context(written).messages
     if not context or context[0].message.get("role") != "compactionSummary":
         problems.append("the rebuilt context does not start with the summary")
     elif len(context) > 1 and context[1].message.get("role") == "toolResult":

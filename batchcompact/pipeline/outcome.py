@@ -20,7 +20,7 @@ from typing import Any
 
 from batchcompact.agents import get
 from batchcompact.core.apply import compose_summary, usage_record
-from batchcompact.core.context import build_session_context
+from batchcompact.core.context import written_context
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
 from batchcompact.core.tokens import estimate_tokens
 from batchcompact.errors import VerificationError, internal_error_reason
@@ -213,7 +213,7 @@ class OutcomeWriter:
         window = self.settings.context_window or plan.context_window
         if window is None:
             return []
-        context = build_session_context(written.path_entries())
+        context = written_context(written)  # the one the format's verify built
         tokens = sum(estimate_tokens(m.message) for m in context.messages)
         threshold = plan.threshold if plan.threshold is not None else self.settings.threshold(window)
         if tokens > threshold:
