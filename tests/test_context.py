@@ -178,3 +178,25 @@ def test_entry_role_helpers():
     entry = Entry({"type": "message", "id": "a", "parentId": None, "message": {"role": "user"}}, 2)
     assert entry.role == "user" and entry.message == {"role": "user"}
     assert Entry({"type": "label", "id": "b"}, 3).role is None
+
+
+def test_last_model_is_path_model_applied_along_the_path():
+    """`last_model` scans from the end; it must give what `path_model` gives applied from the root."""
+    import itertools
+
+    from batchcompact.core.context import last_model, path_model
+
+    kinds = [
+        {"type": "model_change", "provider": "p1", "modelId": "m1"},
+        {"type": "message", "message": {"role": "assistant", "provider": "p2", "model": "m2"}},
+        {"type": "message", "message": {"role": "user", "content": "hi"}},
+        {"type": "message", "message": "not an object"},
+        {"type": "thinking_level_change", "thinkingLevel": "high"},
+        {"type": "compaction", "summary": "s", "firstKeptEntryId": "x"},
+    ]
+    for combo in itertools.product(range(len(kinds)), repeat=3):
+        path = [Entry({**kinds[k], "id": f"e{i}"}, i + 1) for i, k in enumerate(combo)]
+        model = None
+        for entry in path:
+            model = path_model(entry, model)
+        assert last_model(path) == model, combo

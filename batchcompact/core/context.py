@@ -104,17 +104,32 @@ def path_model(entry: Entry, model: dict[str, Any] | None) -> dict[str, Any] | N
     return model
 
 
+_UNSET: Any = object()
+
+
+def last_model(path: list[Entry]) -> dict[str, Any] | None:
+    """`path_model` applied along the whole root-first path: the model its last model_change or assistant
+    message sets, found from the end (no call per entry of the path before it)."""
+    for entry in reversed(path):
+        kind = entry.type
+        if kind == "model_change" or kind == "message":
+            model = path_model(entry, _UNSET)
+            if model is not _UNSET:
+                return model
+    return None
+
+
 def build_session_context(path: list[Entry]) -> SessionContext:
     """The context of a root-first path: latest compaction summary, kept entries, later entries."""
     thinking_level = "off"
-    model: dict[str, str] | None = None
+    model = last_model(path)
     compaction_index = -1
     for index, entry in enumerate(path):
-        model = path_model(entry, model)
-        if entry.type == "thinking_level_change":
-            thinking_level = entry.data.get("thinkingLevel", thinking_level)
-        elif entry.type == "compaction":
+        kind = entry.type
+        if kind == "compaction":
             compaction_index = index
+        elif kind == "thinking_level_change":
+            thinking_level = entry.data.get("thinkingLevel", thinking_level)
 
     out: list[ContextMessage] = []
 

@@ -18,7 +18,7 @@ from batchcompact.core.context import (
     compaction_message,
     convert_to_llm,
     entry_to_message,
-    path_model,
+    last_model,
 )
 from batchcompact.core.cutpoint import CutPoint, find_cut_point
 from batchcompact.core.defaults import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS
@@ -98,9 +98,7 @@ class CompactionPlan:
 
 def session_model(path: list[Entry]) -> tuple[str | None, str | None]:
     """(provider, model id) of the last model_change or assistant message on the path."""
-    model = None
-    for entry in path:
-        model = path_model(entry, model)
+    model = last_model(path)
     return (model or {}).get("provider"), (model or {}).get("modelId")
 
 
