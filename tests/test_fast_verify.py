@@ -73,6 +73,55 @@ def test_a_corrupted_tail_gives_the_full_reads_problems(tmp_path, tail):
     assert _view(fast) == _view(full)
 
 
+def _line(**entry) -> bytes:
+    return (json.dumps(entry, separators=(",", ":")) + "\n").encode()
+
+
+@pytest.mark.parametrize("case", ["duplicate-of-an-ancestor", "branch-from-the-middle", "self-parent",
+                                  "forward-parent", "cycle", "compaction-on-a-branch", "compaction-kept-off-path",
+                                  "duplicate-of-a-kept-entry"])
+def test_the_appended_tree_is_the_full_reads_tree(tmp_path, case):
+    """The appended read extends the original's tree (`SessionTree.extended`) and checks only the appended
+    compactions: ids that repeat the original's, branches, cycles and compactions give what a full read gives."""
+    path = tmp_path / "s.jsonl"
+    shutil.copyfile(SAMPLES / "second-compaction.jsonl", path)  # two compactions on its active path
+    fingerprint = fingerprint_file(path)
+    original = read_pi_session(path, digest=True)
+    assert not original.problems and original.version == 3
+    ids = [e.id for e in original.path_entries()]
+    middle, leaf = ids[len(ids) // 2], ids[-1]
+    kept = [e for e in original.entries if e.type == "compaction"][-1].data["firstKeptEntryId"]
+    message = {"role": "user", "content": "appended", "timestamp": 1}
+    tails = {
+        # the old compaction's kept id now names an entry off its path: only a check of every compaction sees it
+        "duplicate-of-a-kept-entry": [_line(type="message", id=kept, parentId=leaf, message=message)],
+        "duplicate-of-an-ancestor": [_line(type="message", id=ids[1], parentId=leaf, message=message)],
+        "branch-from-the-middle": [_line(type="message", id="n1", parentId=middle, message=message),
+                                   _line(type="message", id="n2", parentId="n1", message=message)],
+        "self-parent": [_line(type="message", id="n1", parentId="n1", message=message)],
+        "forward-parent": [_line(type="message", id="n1", parentId="n2", message=message),
+                           _line(type="message", id="n2", parentId=leaf, message=message)],
+        "cycle": [_line(type="message", id="n1", parentId="n2", message=message),
+                  _line(type="message", id="n2", parentId="n1", message=message)],
+        "compaction-on-a-branch": [_line(type="compaction", id="c1", parentId=middle, summary="s",
+                                         firstKeptEntryId=ids[1], tokensBefore=1)],
+        "compaction-kept-off-path": [_line(type="message", id="n1", parentId=ids[1], message=message),
+                                     _line(type="compaction", id="c1", parentId=leaf, summary="s",
+                                           firstKeptEntryId="n1", tokensBefore=1)],
+    }
+    children_before = {k: [e.id for e in v] for k, v in original.tree.children.items()}
+    _append(path, *tails[case])
+    fast = read_pi_appended(original, path, fingerprint.size, fingerprint.sha256)
+    full = read_pi_session(path)
+    assert fast is not None
+    assert _view(fast) == _view(full)
+    assert {k: [e.id for e in v] for k, v in fast.tree.children.items()} == \
+        {k: [e.id for e in v] for k, v in full.tree.children.items()}
+    assert fast.tree.by_id.keys() == full.tree.by_id.keys()
+    assert {k: [e.id for e in v] for k, v in original.tree.children.items()} == children_before  # untouched
+    assert [e.id for e in original.path_entries()] == ids
+
+
 def test_a_changed_prefix_is_never_trusted(tmp_path):
     path = tmp_path / "s.jsonl"
     shutil.copyfile(PI_FILES[0], path)

@@ -17,6 +17,31 @@ class SessionTree:
         self.by_id: dict[str, Entry] = {}
         self.children: dict[str | None, list[Entry]] = {}
         self.problems: list[Problem] = []
+        self._index(entries, path_name)
+
+    def extended(self, new: list[Entry], path_name: str = "") -> SessionTree:
+        """`SessionTree([*self.entries, *new])`, built from this tree: only `new` is indexed (an appended
+        file read back). The same index, children, problems and leaf, since this tree's entries index the
+        same way whatever follows them; a tree with a forward parent or a problem is built again whole
+        (its cycle search covers every entry). This tree is left as it was."""
+        entries = [*self.entries, *new]
+        if not self._acyclic:
+            return SessionTree(entries, path_name)
+        tree = SessionTree.__new__(SessionTree)
+        tree.entries = entries
+        tree.by_id = dict(self.by_id)
+        children = tree.children = dict(self.children)
+        for entry in new:  # the lists `new` adds to are copied first: this tree's stay as they are
+            parent = entry.parent_id if entry.parent_id != entry.id else None
+            if parent in children and children[parent] is self.children.get(parent):
+                children[parent] = list(children[parent])
+        tree.problems = []
+        tree._index(new, path_name)
+        return tree
+
+    def _index(self, entries: list[Entry], path_name: str) -> None:
+        """Index `entries`, the last of `self.entries`; then the leaf, the forward parents' problems and
+        the cycle search (over all of `self.entries`)."""
         # One pass: `by_id` holds the earlier lines' ids when an entry's parent is looked up, so a parent
         # missing from it is a later line or no line at all; only those are looked up again at the end.
         # Problems come in the order of two passes: duplicate ids, then parents that point to no entry.
@@ -48,7 +73,7 @@ class SessionTree:
                 self.problems.append(
                     Problem(path_name, entry.line, ERROR, f"parentId {entry.parent_id!r} points to no entry")
                 )
-        self._leaf: Entry | None = entries[-1] if entries else None
+        self._leaf: Entry | None = self.entries[-1] if self.entries else None
         self._active_path: list[Entry] | None = None
         # Without duplicate ids, parents that are all earlier lines form no cycle (each step goes up the
         # file): the search below would find nothing.

@@ -120,8 +120,15 @@ def read_pi_appended(original: Session, path: str | Path, size: int, sha256: str
             problems.append(Problem(name, None, ERROR, f"cannot read file: {exc.strerror or exc}"))
             new = []
         _check_entries(name, new, problems, ids=True)
-        session = Session(name, "pi", original.header, [*original.entries, *new], version=3, problems=problems)
-        _check_compactions(session)
+        tree = original.tree.extended(new, name) if original.tree is not None else None
+        session = Session(name, "pi", original.header, tree.entries if tree else [*original.entries, *new],
+                          version=3, problems=problems, tree=tree)
+        if tree is not None:
+            problems.extend(tree.problems)  # as Session does with a tree it builds
+        # The original's compactions passed this check on the same paths; with no new id problem they
+        # still do (no appended entry is an ancestor of theirs), so only the appended ones are checked.
+        fresh = None if problems else [e for e in new if e.type == "compaction"]
+        _check_compactions(session, fresh)
     return session
 
 
