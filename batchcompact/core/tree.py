@@ -37,6 +37,15 @@ class SessionTree:
                 children[parent] = list(children[parent])
         tree.problems = []
         tree._index(new, path_name)
+        if tree._acyclic:  # entries appended on the active leaf: the active path is this one's, then theirs
+            fresh = {id(entry) for entry in new}
+            chain: list[Entry] = []
+            node = tree._leaf
+            while node is not None and id(node) in fresh:
+                chain.append(node)
+                node = tree.by_id.get(node.parent_id) if node.parent_id is not None else None
+            if node is not None and node is self._leaf:
+                tree._active_path = [*self.path(), *reversed(chain)]
         return tree
 
     def _index(self, entries: list[Entry], path_name: str) -> None:

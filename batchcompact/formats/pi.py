@@ -242,7 +242,7 @@ def build_compaction(session: Session, plan: Any, summary: str, *, usage: dict[s
     entry = build_compaction_entry(
         plan,
         summary,
-        existing_ids=(e.id for e in session.entries if isinstance(e.id, str)),
+        existing_ids=session.tree.by_id if session.tree is not None else (e.id for e in session.entries),
         session_id=session.session_id or "",
         timestamp=now_iso,
         usage=usage,
