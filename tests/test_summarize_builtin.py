@@ -272,3 +272,24 @@ def test_exit_code_search_finds_what_the_plain_case_insensitive_pattern_finds():
         found, expected = builtin_facts._exit_code(text), plain.search(text)
         assert (found and found.group(0)) == (expected and expected.group(0)), text
     assert builtin_facts._exit_codes("EXİT status 6") == ["6"]  # the skip must not miss other case forms
+
+
+def test_the_exit_prefilter_is_the_case_insensitive_xit_search():
+    """`_may_hold_exit` (lowercase, then substring searches) says yes wherever "xit" matches under
+    re.IGNORECASE (it only lets the full search be skipped, so a yes without a match costs a search, and
+    only text holding "xi" + U+0307 + "t" gets one), on random text over the letters that matter."""
+    import random
+    import re
+
+    from batchcompact.summarize.builtin_facts import _may_hold_exit
+
+    pattern = re.compile("xit", re.IGNORECASE)
+    alphabet = "xXiItTİıéK\u212a\u0307 e"
+    rng = random.Random(28)
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(20000)]
+    texts += ["xİt", "XıT", "xi\u0307t", "EXİT", "exıt", "x\u0130t", "xI\u0307t", "x i t", "xt"]
+    for text in texts:
+        if pattern.search(text):
+            assert _may_hold_exit(text), ascii(text)
+        elif _may_hold_exit(text):
+            assert "xi\u0307t" in text.lower(), ascii(text)

