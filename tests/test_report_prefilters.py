@@ -185,6 +185,40 @@ def test_the_fixtures_exercise_both_readings_by_bytes():
     assert sum(s.repeats_dropped for s in stats) > 100
 
 
+def test_the_in_place_comparisons_are_the_sliced_ones():
+    """`_repeats` and `_same_turn` compare a line in place with the last parsed one's info or rest; they
+    must say what comparing `_info_bytes` / `_turn_rest` (slices of the line) says, on every recorded
+    token_count and turn_context line against the others' values, cut short, and with a nested marker."""
+    import random
+
+    lines = []
+    for path in codex_files():
+        with open(path, "rb") as handle:
+            lines += [(raw, kind, at) for _, raw, kind, at in read_lines(handle, ExtractStats(path=str(path)))
+                      if kind in (codex.TOKEN_COUNT, codex.TURN_CONTEXT)]
+    rng = random.Random(28)
+    events = [(raw, at) for raw, kind, at in lines if kind is codex.TOKEN_COUNT]
+    turns = [(raw, at) for raw, kind, at in lines if kind is codex.TURN_CONTEXT]
+    assert len(events) > 100 and len(turns) > 20
+    infos = [i for raw, at in events if codex._whole_object(i := codex._info_bytes(raw, at))]
+    rests = [r for raw, at in turns if (r := codex._turn_rest(raw, at)) is not None]
+    nested = b'{"x":{},"rate_limits":1}'
+    for raw, at in rng.sample(events, min(len(events), 300)):
+        own = codex._info_bytes(raw, at)
+        cut = raw[:rng.randrange(at, len(raw))]
+        for line in (raw, cut, raw.replace(b',"info":', b',"info":' + nested[:-1] + b',"y":', 1)):
+            for info in [*rng.sample(infos, 5), *([own] if codex._whole_object(own) else []), nested]:
+                assert codex._repeats(line, at, info) == (codex._info_bytes(line, at) == info), (line, info)
+    for raw, at in rng.sample(turns, min(len(turns), 300)):
+        own = codex._turn_rest(raw, at)
+        cut = raw[:rng.randrange(at, len(raw))]
+        escaped = raw.replace(b'"turn_id":"', b'"turn_id":"\\"', 1)
+        for line in (raw, cut, escaped, raw[:at] + raw[at:].replace(b'"turn_id"', b'"turn"', 1)):
+            after_id = line[line.find(b'"', at + len(codex.TURN_ID)):]  # from the id's closing quote, if any
+            for rest in [*rng.sample(rests, 5), *([own] if own is not None else []), line[at:], after_id]:
+                assert codex._same_turn(line, at, rest) == (codex._turn_rest(line, at) == rest), (line, rest)
+
+
 # ---- lines read by their bytes: each case gives what parsing every line gives ----
 
 T24 = "2026-01-01T00:00:00.000Z"  # Codex's usual time: the fixed-offset start test

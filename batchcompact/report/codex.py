@@ -29,6 +29,7 @@ read by comparing their bytes with that parsed line (`stats.read_by_bytes`), the
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -96,6 +97,23 @@ def _turn_rest(raw: bytes, at: int) -> bytes | None:
     start = at + len(TURN_ID)
     end = raw.find(b'"', start)
     return raw[end:] if end > 0 and raw[end - 1] != 92 else None
+
+
+def _repeats(raw: bytes, at: int, info: bytes) -> bool:
+    """`_info_bytes(raw, at) == info` for the last parsed event's `info` (a `_whole_object`), compared in place:
+    `info` holds no `,"rate_limits":` (its bytes were cut at the first one) and ends in a brace, which that
+    marker does not hold, so an occurrence right after the equal bytes is the first one after the key."""
+    start = at + 8
+    return (raw.startswith(info, start) and raw.startswith(INFO, at)
+            and raw.startswith(RATE_LIMITS, start + len(info)))
+
+
+def _same_turn(raw: bytes, at: int, rest: bytes) -> bool:
+    """`_turn_rest(raw, at) == rest`, compared in place (no copy of the line's rest)."""
+    if not raw.startswith(TURN_ID, at):
+        return len(raw) - at == len(rest) and raw.endswith(rest)
+    end = raw.find(b'"', at + len(TURN_ID))
+    return end == len(raw) - len(rest) and end > 0 and raw[end - 1] != 92 and raw.endswith(rest)
 
 
 def _is_one_line(raw: bytes) -> bool:
@@ -169,10 +187,8 @@ def _read(fh: IO[bytes], path: Path, rows: UsageRows, stats: ExtractStats) -> No
         held.clear()
 
     for number, raw, kind, at in read_lines(fh, stats):
-        info_bytes = turn_rest = None
         if kind is TOKEN_COUNT:
-            info_bytes = _info_bytes(raw, at)
-            if info_bytes == last_info and info_bytes is not None and _is_one_line(raw):
+            if last_info is not None and _repeats(raw, at, last_info) and _is_one_line(raw):
                 stats.token_events += 1
                 stats.repeats_dropped += 1
                 stats.read_by_bytes += 1
@@ -180,8 +196,7 @@ def _read(fh: IO[bytes], path: Path, rows: UsageRows, stats: ExtractStats) -> No
                     model = last_named
                 continue
         elif kind is TURN_CONTEXT:
-            turn_rest = _turn_rest(raw, at)
-            if turn_rest is not None and turn_rest == last_turn:
+            if last_turn is not None and _same_turn(raw, at, last_turn):
                 model = turn_model or model
                 project = project or turn_cwd
                 stats.read_by_bytes += 1
@@ -208,6 +223,7 @@ def _read(fh: IO[bytes], path: Path, rows: UsageRows, stats: ExtractStats) -> No
         if item_type == "turn_context":
             model = payload.get("model") or model
             project = project or payload.get("cwd")
+            turn_rest = _turn_rest(raw, at) if kind is TURN_CONTEXT else None
             if turn_rest is not None:
                 last_turn, turn_model, turn_cwd = turn_rest, payload.get("model"), payload.get("cwd")
             continue
@@ -225,6 +241,7 @@ def _read(fh: IO[bytes], path: Path, rows: UsageRows, stats: ExtractStats) -> No
         total = info.get("total_token_usage")
         total_key = _counts(total) if type(total) is dict else None
         if total_key is not None:  # every way on from here leaves previous_total == total_key
+            info_bytes = _info_bytes(raw, at) if kind is TOKEN_COUNT else None
             last_info = info_bytes if _whole_object(info_bytes) else None
             last_named = named if named and type(named) is str else None
         if total_key is not None and total_key == previous_total:
@@ -267,13 +284,17 @@ def _read(fh: IO[bytes], path: Path, rows: UsageRows, stats: ExtractStats) -> No
     release()
 
 
-_INTS = {int}
+_FIELDS = operator.itemgetter(*USAGE_FIELDS)
 
 
 def _counts(usage: dict) -> tuple[int, ...]:
     """`usage`'s USAGE_FIELDS as ints (missing or not a number: 0); runs for every token_count event."""
-    values = tuple(map(usage.get, USAGE_FIELDS))
-    if set(map(type, values)) == _INTS:  # the common case, without a Python call per field
+    try:
+        values = _FIELDS(usage)
+    except KeyError:  # a field missing: 0
+        return tuple(as_int(usage.get(field)) for field in USAGE_FIELDS)
+    a, b, c, d, e = values  # the common case, without a Python call per field (bool is not int here)
+    if type(a) is int and type(b) is int and type(c) is int and type(d) is int and type(e) is int:
         return values
     return tuple(as_int(v) for v in values)
 
