@@ -225,6 +225,17 @@ def _dedupe_order(row: tuple) -> tuple:
     )
 
 
+def _better(row: tuple, seen: tuple) -> bool:
+    """`_dedupe_order(row) < _dedupe_order(seen)`, decided by the first four fields when they differ (a
+    lexicographic order is decided by its first difference): copies of one request in other files differ
+    by their session at the latest, so the whole order is built only for copies that agree that far."""
+    head = (-row[RANK], -row[OUT], -row[TOTAL], _nl(row[SESSION]))
+    other = (-seen[RANK], -seen[OUT], -seen[TOTAL], _nl(seen[SESSION]))
+    if head != other:
+        return head < other
+    return _dedupe_order(row) < _dedupe_order(seen)
+
+
 def _replay_order(row: tuple) -> tuple:
     """collapse_sidechain_replays: the main-line copy, the largest, then every column."""
     return (row[KIND] != "main", -row[TOTAL], -row[OUT], *(_nl(v) for v in row[:WIDTH]))
@@ -240,7 +251,7 @@ def deduplicated(rows: list[tuple]) -> list[tuple]:
             out.append(row)
             continue
         seen = best.get(key)
-        if seen is None or _dedupe_order(row) < _dedupe_order(seen):
+        if seen is None or _better(row, seen):
             best[key] = row
     messages: dict[str, list[tuple]] = {}
     side: set[str] = set()
