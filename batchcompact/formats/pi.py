@@ -120,11 +120,10 @@ def read_pi_appended(original: Session, path: str | Path, size: int, sha256: str
             problems.append(Problem(name, None, ERROR, f"cannot read file: {exc.strerror or exc}"))
             new = []
         _check_entries(name, new, problems, ids=True)
-        tree = original.tree.extended(new, name) if original.tree is not None else None
-        session = Session(name, "pi", original.header, tree.entries if tree else [*original.entries, *new],
-                          version=3, problems=problems, tree=tree)
-        if tree is not None:
-            problems.extend(tree.problems)  # as Session does with a tree it builds
+        assert original.tree is not None  # a Session always builds its tree
+        tree = original.tree.extended(new, name)
+        session = Session(name, "pi", original.header, tree.entries, version=3, problems=problems, tree=tree)
+        problems.extend(tree.problems)  # as Session does with a tree it builds
         # The original's compactions passed this check on the same paths; with no new id problem they
         # still do (no appended entry is an ancestor of theirs), so only the appended ones are checked.
         fresh = None if problems else [e for e in new if e.type == "compaction"]
@@ -242,7 +241,7 @@ def build_compaction(session: Session, plan: Any, summary: str, *, usage: dict[s
     entry = build_compaction_entry(
         plan,
         summary,
-        existing_ids=session.tree.by_id if session.tree is not None else (e.id for e in session.entries),
+        existing_ids=session.tree.by_id if session.tree is not None else [e.id for e in session.entries],
         session_id=session.session_id or "",
         timestamp=now_iso,
         usage=usage,
