@@ -176,8 +176,9 @@ def _flip_one_byte(path: Path) -> None:
 @pytest.mark.parametrize("change", ["grown", "same size", "during the summary"])
 def test_a_session_changed_after_the_workers_read_is_never_written(bc, tmp_path, monkeypatch, change):  # noqa: F811
     """The worker that read a session locks it and checks only its size (`lock_same_size`): a change of
-    the same size is caught by the writer, which hashes the bytes it copies and the whole file again
-    before the rename. Every way round, the session is `changed_during_run` and nothing is written."""
+    the same size is caught by the writer, which hashes the whole file again before the rename while it
+    compares the copy in the temp file with it (`writer._check_appended`). Every way round, the session is
+    `changed_during_run` and nothing is written."""
     from batchcompact.pipeline import session_task
     from batchcompact.summarize.builtin import BuiltinSummarizer
 
