@@ -7,6 +7,7 @@ the command line's own process, which changes no byte of the report (pipeline/ru
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -16,8 +17,9 @@ MODEL_ONLY = ("asyncio", "batchcompact.summarize.pool", "batchcompact.summarize.
               "batchcompact.pipeline.batch", "batchcompact.summarize.litellm_summarizer", "litellm")
 
 
-def _python(code: str, *args: str) -> str:
-    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300)
+def _python(code: str, *args: str, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300,
+                          env=None if env is None else {**os.environ, **env})
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -33,11 +35,13 @@ def test_a_builtin_run_from_the_command_line_loads_no_model_machinery_and_pyarro
         "sys.argv = ['batchcompact', '-q', *sys.argv[1:]]\n"
         "main()\n"
     )
+    # no token count cache yet (a first run): every count is made, so the tokenizer is loaded here before
+    # the workers are forked (they share it), as `plan` does
+    counts = {"BATCHCOMPACT_TOKEN_CACHE": str(tmp_path / "counts.sqlite")}
     modules, encodings = json.loads(_python(code, "run", str(SAMPLES / "pi"), "--output-dir", str(out), "--min-age",
-                                            "0", "--force", "--jobs", "2", "--report-dir", str(reports)))
+                                            "0", "--force", "--jobs", "2", "--report-dir", str(reports), env=counts))
     loaded = set(modules)
     assert not loaded & set(MODEL_ONLY), sorted(loaded & set(MODEL_ONLY))
-    # the tokenizer was loaded here before the workers were forked (they share it), as `plan` does
     assert encodings == 1
     assert "pyarrow.parquet" in loaded and not any(m.split(".")[0] == "numpy" for m in loaded)
     assert any(out.rglob("*.jsonl")), "the run compacted nothing: the check above proves nothing"

@@ -68,3 +68,61 @@ def test_off_disables_it(monkeypatch):
     monkeypatch.setenv("BATCHCOMPACT_TOKEN_CACHE", "off")
     token_cache.reset_shared_cache()
     assert token_cache.shared_cache().disabled
+
+
+def _loads(stderr: str) -> int:
+    return stderr.count("loading the ")  # tokenizer._load's debug line, from any process of the command
+
+
+def test_a_rerun_or_a_run_after_plan_loads_no_encoding_in_any_process(tmp_path):
+    """The first `plan` (no cache file yet) loads the encoding once, in the parent before it forks (the
+    workers share it); a second `plan` and a `run` after it find every count remembered, short prompts
+    included, and load it in no process (-vv shows each load, the workers' too)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    sessions = Path(__file__).resolve().parent.parent / "sample_sessions" / "pi"
+    env = dict(os.environ, BATCHCOMPACT_TOKEN_CACHE=str(tmp_path / "counts.sqlite"), XDG_CACHE_HOME=str(tmp_path))
+    env.pop("BATCHCOMPACT_DEBUG", None)
+
+    def bc(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "batchcompact", "-vv", *args], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stderr
+
+    plan = ("plan", str(sessions), "--force", "--jobs", "2", "--format", "json", "-o", os.devnull)
+    assert _loads(bc(*plan)) == 1
+    assert _loads(bc(*plan)) == 0
+    assert _loads(bc("run", str(sessions), "--force", "--jobs", "2", "--min-age", "0",
+                     "--output-dir", str(tmp_path / "out"))) == 0
+    assert any((tmp_path / "out").rglob("*.jsonl"))  # it compacted
+
+
+def test_short_prompts_are_remembered_too(tmp_path, monkeypatch, counted):
+    monkeypatch.setenv("BATCHCOMPACT_TOKEN_CACHE", str(tmp_path / "c.sqlite"))
+    token_cache.reset_shared_cache()
+    first = count_call_tokens([_call("a short prompt")], "gpt-4o-mini")[0].prompt_tokens
+    assert counted  # counted once
+    counted.clear()
+    token_cache.reset_shared_cache()
+    assert count_call_tokens([_call("a short prompt")], "gpt-4o-mini")[0].prompt_tokens == first
+    assert counted == []  # the second time from the cache: no encoding needed
+
+
+def test_warm_up_before_forking_only_when_no_cache_answers(tmp_path, monkeypatch):
+    from batchcompact.pipeline import planning
+
+    loaded = []
+    monkeypatch.setattr(tokenizer, "warm_up", lambda model=None: loaded.append(model))
+    monkeypatch.setenv("BATCHCOMPACT_TOKEN_CACHE", str(tmp_path / "c.sqlite"))
+    planning.warm_up_before_forking("builtin")
+    assert loaded == [None]  # no cache file yet: every count is made, once, in the parent
+    (tmp_path / "c.sqlite").write_bytes(b"")
+    planning.warm_up_before_forking("gpt-4o")
+    assert loaded == [None]  # a cache to answer from: the workers load it at their first miss
+    monkeypatch.setenv("BATCHCOMPACT_TOKEN_CACHE", "off")
+    planning.warm_up_before_forking("gpt-4o")
+    assert loaded == [None, "gpt-4o"]

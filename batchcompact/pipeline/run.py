@@ -296,12 +296,10 @@ class Runner:
         # pool forks all its workers at its first task, so after the first result no fork comes until
         # this loop ends, and the thread is joined before anything else can fork.
         forks = isinstance(self.executor, LocalExecutor) and self.executor.jobs > 1 and len(items) > 1
-        if forks:  # as `plan` does: the forked workers share one tokenizer instead of each loading it
-            from batchcompact.pipeline.planning import BUILTIN
-            from batchcompact.tokenizer import warm_up
+        if forks:  # as `plan` does: the forked workers share one tokenizer when they will count
+            from batchcompact.pipeline.planning import warm_up_before_forking
 
-            model = self.task.plan_options.summary_model
-            warm_up(None if model in (None, BUILTIN) else model)
+            warm_up_before_forking(self.task.plan_options.summary_model)
         imports = ReportImports() if isinstance(self.executor, LocalExecutor) and self.executor.jobs > 1 else None
         try:
             for item, record in zip(items, self.executor.map(process_file, self._work(items, ledger), task),
