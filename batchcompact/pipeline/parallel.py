@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import Any, TypeVar
 
 from batchcompact.lifecycle import ending, pool_kwargs
@@ -30,6 +30,8 @@ def map_bounded(func: Callable[..., T], items: Iterable[Any], jobs: int, *args: 
         for item in items:
             yield func(item, *args)
         return
+    from concurrent.futures import ProcessPoolExecutor  # not for one process: ~15 ms of a small plan's start
+
     busy, held = BUSY_PER_WORKER * jobs, HELD_PER_WORKER * jobs
     todo = iter(items)
     window: deque[Future] = deque()  # submitted, in input order
