@@ -109,23 +109,51 @@ def test_a_file_a_node_cannot_see_fails_alone_with_a_reason(tmp_path):
 
 
 def test_in_flight_is_bounded(tmp_path):
-    """The driver never has more than `in_flight` tasks submitted, however many items there are."""
-    from batchcompact.pipeline.executor import RayExecutor
+    """The driver never has more than HELD_PER_IN_FLIGHT x `in_flight` tasks submitted and not yet handed
+    on, however many items there are."""
+    from batchcompact.pipeline.executor import HELD_PER_IN_FLIGHT, RayExecutor
 
     executor = RayExecutor(in_flight=3)
     submitted = []
 
     def items():
-        for n in range(20):
+        for n in range(60):
             submitted.append(n)
             yield n
 
     consumed = 0
     for value in executor.map(abs, items()):
         consumed += 1
-        assert len(submitted) - consumed <= 3
+        assert len(submitted) - consumed < HELD_PER_IN_FLIGHT * 3
         assert value == consumed - 1
-    assert consumed == 20
+    assert consumed == 60
+
+
+def test_a_long_task_at_the_head_does_not_leave_the_cluster_idle(tmp_path):
+    """While the first task is still running, the next ones run (up to the bound) and wait for their turn:
+    the head waits for the last item's marker, which a window that waited for the head never reached."""
+    from batchcompact.pipeline.executor import HELD_PER_IN_FLIGHT, RayExecutor
+
+    def head_waits_for_the_last(item: tuple[int, str, int]) -> tuple[int, bool]:  # pickled by value for Ray
+        import time
+        from pathlib import Path
+
+        index, folder, last = item
+        if index != 0:
+            Path(folder, str(index)).write_text("ran")
+            return index, True
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if Path(folder, str(last)).exists():
+                return index, True
+            time.sleep(0.01)
+        return index, False
+
+    count = HELD_PER_IN_FLIGHT * 2
+    items = [(i, str(tmp_path), count - 1) for i in range(count)]
+    results = list(RayExecutor(in_flight=2).map(head_waits_for_the_last, items))
+    assert [index for index, _ in results] == list(range(count))
+    assert results[0] == (0, True), "the last item did not run while the head was working"
 
 
 def test_a_task_the_cluster_keeps_losing_is_one_clear_error():

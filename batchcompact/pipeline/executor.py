@@ -16,7 +16,6 @@ Worker lifecycle of the local pool lives in `pipeline.parallel`.
 from __future__ import annotations
 
 import os
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from typing import Any, Protocol, TypeVar
@@ -28,7 +27,8 @@ T = TypeVar("T")
 LOCAL = "local"
 RAY = "ray"
 EXECUTORS = (LOCAL, RAY)
-IN_FLIGHT_PER_WORKER = 4
+IN_FLIGHT_PER_WORKER = 4  # Ray tasks running or queued per cluster CPU
+HELD_PER_IN_FLIGHT = 4  # tasks submitted and not yet handed on, per task in flight (results wait for their turn)
 RAY_TASK_RETRIES = 3  # a task lost with its node is run again elsewhere (file work is idempotent)
 
 
@@ -100,7 +100,9 @@ def resolve_ray_address(address: str | None) -> str:
 
 
 class RayExecutor:
-    """Ray tasks over a cluster; the driver (this process) keeps at most `in_flight` tasks submitted.
+    """Ray tasks over a cluster; the driver (this process) keeps `in_flight` tasks running or queued, and at
+    most `HELD_PER_IN_FLIGHT` x `in_flight` submitted and not yet handed on (`parallel.in_order`: a long task
+    at the head of the order does not leave the cluster idle).
 
     `address` is a Ray address (`auto`, `ray://host:10001`, `host:6379`) or `local` to start a Ray
     instance on this machine. An already initialised Ray (tests, notebooks) is used as it is.
@@ -135,15 +137,17 @@ class RayExecutor:
         self._remote = ray.remote(_on_node).options(max_retries=RAY_TASK_RETRIES, retry_exceptions=False)
 
     def map(self, func: Callable[..., T], items: Iterable[Any], *args: Any) -> Iterator[T]:
+        from batchcompact.pipeline.parallel import in_order
+
         ray = self._ray
         shared = ray.put(args) if args else None  # shipped once, not with every task
-        window: deque = deque()
-        for item in items:
-            window.append(self._remote.remote(func, item, shared))
-            if len(window) >= self.in_flight:
-                yield self._get(window.popleft())
-        while window:
-            yield self._get(window.popleft())
+
+        def finished(running: set) -> list:
+            return ray.wait(list(running), num_returns=1)[0]
+
+        for ref in in_order(lambda item: self._remote.remote(func, item, shared), items, self.in_flight,
+                            HELD_PER_IN_FLIGHT * self.in_flight, finished):
+            yield self._get(ref)
 
     def submit(self, func: Callable[..., T], item: Any, *args: Any) -> Future:
         ours: Future = Future()
