@@ -20,6 +20,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repo root (bench, synth)
@@ -40,6 +41,61 @@ def precompile() -> Path:
 def _cli(*args: str) -> tuple[float, float]:
     """(wall, CPU) seconds of one `batchcompact` command; the bench stops if it fails."""
     return timed_cpu([sys.executable, "-m", "batchcompact", "-q", *args], label=f"batchcompact {args[0]}")
+
+
+def write_floor(files: list[Path], runs: int) -> tuple[float, float, int, int]:
+    """(plan CPU s, safe-write floor CPU s, sessions compacted, their bytes), medians of `runs`, in this
+    process. The floor is what writing the compacted sessions costs before any summary, parse or verify:
+    each source hashed as it is read (the fingerprint), copied and fsynced, then read and hashed again
+    while the copy is compared byte for byte (the check before the rename, docs/reliability.md). A run
+    does all of that on top of its plan, so plan / (plan + floor) bounds run/plan from above."""
+    import hashlib
+
+    from batchcompact.core.planner import CompactionSettings
+    from batchcompact.pipeline.planning import PlanOptions, iter_plan_rows
+
+    settings = CompactionSettings(force=True)
+    paths = [str(f) for f in files]
+
+    def plan() -> list[dict]:
+        return list(iter_plan_rows(paths, settings, PlanOptions(), jobs=1))
+
+    compacted = [f for f, row in zip(paths, plan(), strict=True) if row["status"] == "compact"]
+    copy = Path(tempfile.mkdtemp(prefix="bc-bench-floor-")) / "copy"
+
+    def floor() -> None:
+        for path in compacted:
+            read = hashlib.sha256()
+            with open(path, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    read.update(chunk)
+            with open(path, "rb") as src, open(copy, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+                dst.flush()
+                os.fsync(dst.fileno())
+            again = hashlib.sha256()
+            with open(path, "rb") as src, open(copy, "rb") as written:
+                while chunk := src.read(1 << 20):
+                    again.update(chunk)
+                    if written.read(len(chunk)) != chunk:
+                        raise BenchFailure(f"bench: the copy of {path} differs")
+            if again.digest() != read.digest():
+                raise BenchFailure(f"bench: {path} changed while the floor was measured")
+
+    def cpu(step) -> float:
+        started = time.process_time()
+        step()
+        return time.process_time() - started
+
+    try:
+        plans, floors = [], []
+        for _ in range(runs):  # alternating, as everywhere
+            plans.append(cpu(plan))
+            floors.append(cpu(floor))
+    finally:
+        shutil.rmtree(copy.parent, ignore_errors=True)
+    return (statistics.median(plans), statistics.median(floors), len(compacted),
+            sum(os.path.getsize(f) for f in compacted))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -97,6 +153,12 @@ def main(argv: list[str] | None = None) -> None:
                                       spread])), goal="ratio >= 0.8", runs=args.runs)
     emit("e2e", "run, built-in summarizer, per CPU second", len(files) / run_cpu, "sessions/CPU s", "plan only",
          len(files) / plan_cpu, note="CPU time: what load on a shared machine does not change", runs=args.runs)
+    plan_here, floor, count, size = write_floor(files, max(args.runs, 5))
+    print(f"  safe-write floor of the {count} compacted sessions ({size / 1e6:.1f} MB): {floor:.3f} CPU s; "
+          f"plan of all, one process: {plan_here:.3f} CPU s; run/plan at most {plan_here / (plan_here + floor):.2f}")
+    emit("e2e", "run/plan ceiling set by the safe write alone (one process, CPU)", plan_here / (plan_here + floor),
+         "x", note=f"plan {plan_here:.3f} CPU s; floor {floor:.3f} CPU s: the {count} compacted sessions' "
+         f"{size / 1e6:.0f} MB hashed as read, copied + fsynced, hashed again + compared", runs=max(args.runs, 5))
 
 
 if __name__ == "__main__":
