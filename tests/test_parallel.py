@@ -83,3 +83,18 @@ def test_an_error_is_raised_in_its_turn():
     assert [next(results) for _ in range(3)] == [0, 1, 2]
     with pytest.raises(ValueError, match="item 3 is bad"):
         next(results)
+
+
+def test_without_lookahead_only_the_items_in_flight_are_submitted():
+    """For large results (a prepared session with its prompts and lock), the consumer sets the pace."""
+    jobs = 2
+    taken: list[int] = []
+
+    def items():
+        for i in range(100):
+            taken.append(i)
+            yield i
+
+    for consumed, _ in enumerate(map_bounded(_pid, items(), jobs, lookahead=False), start=1):
+        assert len(taken) - consumed < parallel.BUSY_PER_WORKER * jobs
+    assert len(taken) == 100

@@ -39,8 +39,11 @@ class ExecutorLost(RunAborted):
 class Executor(Protocol):
     name: str
 
-    def map(self, func: Callable[..., T], items: Iterable[Any], *args: Any) -> Iterator[T]:
-        """`func(item, *args)` for each item, results in input order, bounded work in flight."""
+    def map(self, func: Callable[..., T], items: Iterable[Any], *args: Any, lookahead: bool = True) -> Iterator[T]:
+        """`func(item, *args)` for each item, results in input order, bounded work in flight. With
+        `lookahead` (small results) items behind a long one keep being worked on and wait for their turn;
+        without (large results, or items that hold a lock until handed on) no more are submitted than are
+        in flight: the consumer sets the pace."""
         ...
 
     def submit(self, func: Callable[..., T], item: Any, *args: Any) -> Future:
@@ -59,10 +62,10 @@ class LocalExecutor:
         self.jobs = max(1, jobs)
         self._pool: Any = None  # for `submit`: made on first use
 
-    def map(self, func: Callable[..., T], items: Iterable[Any], *args: Any) -> Iterator[T]:
+    def map(self, func: Callable[..., T], items: Iterable[Any], *args: Any, lookahead: bool = True) -> Iterator[T]:
         from batchcompact.pipeline.parallel import map_bounded
 
-        return map_bounded(func, items, self.jobs, *args)
+        return map_bounded(func, items, self.jobs, *args, lookahead=lookahead)
 
     def submit(self, func: Callable[..., T], item: Any, *args: Any) -> Future:
         """In a worker process (jobs > 1), else in a thread of this process (the caller's loop stays free)."""
@@ -136,7 +139,7 @@ class RayExecutor:
         self.in_flight = in_flight or max(2, IN_FLIGHT_PER_WORKER * cpus)
         self._remote = ray.remote(_on_node).options(max_retries=RAY_TASK_RETRIES, retry_exceptions=False)
 
-    def map(self, func: Callable[..., T], items: Iterable[Any], *args: Any) -> Iterator[T]:
+    def map(self, func: Callable[..., T], items: Iterable[Any], *args: Any, lookahead: bool = True) -> Iterator[T]:
         from batchcompact.pipeline.parallel import in_order
 
         ray = self._ray
@@ -146,7 +149,7 @@ class RayExecutor:
             return ray.wait(list(running), num_returns=1)[0]
 
         for ref in in_order(lambda item: self._remote.remote(func, item, shared), items, self.in_flight,
-                            HELD_PER_IN_FLIGHT * self.in_flight, finished):
+                            (HELD_PER_IN_FLIGHT if lookahead else 1) * self.in_flight, finished):
             yield self._get(ref)
 
     def submit(self, func: Callable[..., T], item: Any, *args: Any) -> Future:

@@ -16,11 +16,13 @@ BUSY_PER_WORKER = 4  # unfinished items kept submitted per worker: none waits fo
 HELD_PER_WORKER = 16  # items submitted and not yet handed on, per worker: finished ones wait for their turn
 
 
-def map_bounded(func: Callable[..., T], items: Iterable[Any], jobs: int, *args: Any) -> Iterator[T]:
+def map_bounded(func: Callable[..., T], items: Iterable[Any], jobs: int, *args: Any,
+                lookahead: bool = True) -> Iterator[T]:
     """`func(item, *args)` for each item, results in input order.
 
     With jobs > 1 a process pool works on the items (`in_order`: `BUSY_PER_WORKER` x jobs unfinished,
-    at most `HELD_PER_WORKER` x jobs not yet handed on); `func` must be a module-level function
+    at most `HELD_PER_WORKER` x jobs not yet handed on; without `lookahead`, for large results or items
+    that hold a lock until handed on, only the unfinished ones); `func` must be a module-level function
     (picklable). Workers die with the parent and hold none of its locks (batchcompact/lifecycle.py); when
     the consumer stops (an exception, Ctrl-C, SIGTERM, the generator closed) the workers are ended at once
     instead of finishing the queued items.
@@ -32,8 +34,9 @@ def map_bounded(func: Callable[..., T], items: Iterable[Any], jobs: int, *args: 
     from concurrent.futures import ProcessPoolExecutor  # not for one process: ~15 ms of a small plan's start
 
     with ending(ProcessPoolExecutor(max_workers=jobs, **pool_kwargs())) as pool:
-        for future in in_order(lambda item: pool.submit(func, item, *args), items, BUSY_PER_WORKER * jobs,
-                               HELD_PER_WORKER * jobs, _finished_futures):
+        held = (HELD_PER_WORKER if lookahead else BUSY_PER_WORKER) * jobs
+        for future in in_order(lambda item: pool.submit(func, item, *args), items, BUSY_PER_WORKER * jobs, held,
+                               _finished_futures):
             yield future.result()
 
 

@@ -397,7 +397,9 @@ class Runner:
         stop = asyncio.Event()
         spent = {"cost": 0.0}
         locks = self.locks
-        prepared = self.executor.map(prepare_file, locks.work(to_compact, self._prompt_tokens, self.finish), self.task)
+        # no lookahead: a prepared session holds its calls' prompts and its lock until the pool takes it
+        prepared = self.executor.map(prepare_file, locks.work(to_compact, self._prompt_tokens, self.finish), self.task,
+                                     lookahead=False)
 
         async def jobs():
             from batchcompact.summarize.pool import SummaryJob
