@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from bench.figures import merge_repeats
+
 HERE = Path(__file__).resolve().parent
 STAGES = [
     ("read", "bench_read.py"),
@@ -58,13 +60,18 @@ def main() -> int:
     parser.add_argument("--only", default=None, help="comma-separated stage scripts to run (e.g. read,plan)")
     parser.add_argument("--verbose", action="store_true", help="also show each script's own output")
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table as Markdown to FILE")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="run the stages N times (all of them, then again) and show each figure's median "
+                             "and its spread over the N runs")
     args = parser.parse_args()
     figures: list[dict] = []
     failed: list[str] = []
     print(f"[start: {_load()}]", file=sys.stderr)
-    for label, script in STAGES:
-        if args.only and not any(script.startswith(f"bench_{name}") for name in args.only.split(",")):
-            continue
+    chosen = [(label, script) for label, script in STAGES
+              if not args.only or any(script.startswith(f"bench_{name}") for name in args.only.split(","))]
+    for round_number, (label, script) in enumerate(chosen * max(args.repeat, 1)):
+        if args.repeat > 1 and round_number % len(chosen) == 0:
+            print(f"[round {round_number // len(chosen) + 1} of {args.repeat}]", file=sys.stderr)
         command = [sys.executable, str(HERE / script)] + (["--quick"] if args.quick else [])
         started = time.perf_counter()
         # Token counts remembered by an earlier stage would make later ones look faster than they are.
@@ -80,6 +87,7 @@ def main() -> int:
         if done.returncode != 0:
             failed.append(label)
             print(done.stderr[-2000:], file=sys.stderr)
+    figures = merge_repeats(figures)
     print(f"{'stage':<8} {'figure':<40} {'value':>12} {'unit':<11} {'baseline':<24} {'baseline':>10} {'ratio':>7} "
           f"goal")
     for f in figures:

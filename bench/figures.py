@@ -44,3 +44,40 @@ def emit(stage: str, figure: str, value: float, unit: str, baseline: str | None 
         "ratio": None if ratio is None else round(ratio, 3), "note": note, "runs": runs,
         "goal": goal, "status": goal_status(goal, value, ratio, unit) if goal else "no goal",
     }), flush=True)
+
+
+def merge_repeats(figures: list[dict]) -> list[dict]:
+    """Figures of a stage run several times (`python -m bench --repeat N`) as one row each, in the order
+    first seen: the median value, baseline and ratio (the ratio's median over the runs, each run's ratio
+    taken against its own baseline), the goal's status from those, and the spread in the note
+    (`3 runs of the stage: ratio 0.71-0.84`), so a figure near its goal is read with the spread it came from."""
+    import statistics
+
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for figure in figures:
+        groups.setdefault((figure["stage"], figure["figure"]), []).append(figure)
+    merged = []
+    for same in groups.values():
+        first = same[0]
+        if len(same) == 1:
+            merged.append(first)
+            continue
+
+        def median(key: str, runs: list[dict]) -> float | None:
+            values = [f[key] for f in runs if f[key] is not None]
+            return statistics.median(values) if values else None
+
+        value, ratio = median("value", same), median("ratio", same)
+        by_value = ratio is None or (first.get("goal") or "").startswith("value")
+        spread_of = "value" if by_value else "ratio"  # what the goal is about
+        low = min(f[spread_of] for f in same if f[spread_of] is not None)
+        high = max(f[spread_of] for f in same if f[spread_of] is not None)
+        spread = f"{len(same)} runs of the stage: {spread_of} {low:.3g}-{high:.3g}"
+        merged.append(dict(
+            first, value=value, baseline_value=median("baseline_value", same), ratio=ratio,
+            note="; ".join(filter(None, [first.get("note"), spread])),
+            runs=sum(f.get("runs") or 1 for f in same),
+            status=goal_status(first["goal"], value, ratio, first["unit"]) if first.get("goal") else "no goal",
+        ))
+    return merged
+
