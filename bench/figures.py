@@ -75,9 +75,16 @@ def merge_repeats(figures: list[dict]) -> list[dict]:
         spread = f"{len(same)} runs of the stage: {spread_of} {low:.3g}-{high:.3g}"
         merged.append(dict(
             first, value=value, baseline_value=median("baseline_value", same), ratio=ratio,
-            note="; ".join(filter(None, [first.get("note"), spread])),
+            note="; ".join(filter(None, [_first_note(same), spread])),
             runs=sum(f.get("runs") or 1 for f in same),
             status=goal_status(first["goal"], value, ratio, first["unit"]) if first.get("goal") else "no goal",
         ))
     return merged
+
+
+def _first_note(runs: list[dict]) -> str:
+    """The runs' note when they agree, else the first run's, said to be that."""
+    notes = {f.get("note") or "" for f in runs}
+    first = runs[0].get("note") or ""
+    return first if len(notes) == 1 or not first else f"first run: {first}"
 
