@@ -20,10 +20,6 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-MIN_CHARS = 2000  # shorter texts count faster than a lookup costs, once the encoding is loaded (until then
-# they are looked up too: a hit spares loading it, ~0.2-0.4 s). A call's prompts are always remembered.
-
-
 def cache_path() -> Path | None:
     configured = os.environ.get("BATCHCOMPACT_TOKEN_CACHE")
     if configured:
@@ -115,23 +111,6 @@ def reset_shared_cache() -> None:
     """Forget the process's cache object (tests change the environment)."""
     global _CACHE
     _CACHE = None
-
-
-def count_tokens_cached(text: str, model: str | None = None) -> int:
-    """`tokenizer.count_tokens`, remembered for long texts."""
-    from batchcompact.tokenizer import count_tokens, encoding_name_for, has_encoding, is_loaded
-
-    if len(text) < MIN_CHARS and is_loaded(model):
-        return count_tokens(text, model)
-    cache = shared_cache()
-    key = cache.key(text, encoding_name_for(model))
-    found = cache.get(key)  # a hit needs no encoding loaded at all (loading one takes ~0.2 s)
-    if found is not None:
-        return found
-    tokens = count_tokens(text, model)
-    if has_encoding(model):  # an estimate is never remembered as exact
-        cache.put(key, tokens)
-    return tokens
 
 
 def count_prompt_tokens(system_prompt: str, user_prompt: str, model: str | None = None) -> int:

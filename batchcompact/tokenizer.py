@@ -59,23 +59,8 @@ def _fall_back(name: str, why: str) -> None:
         log.warning("exact token counts unavailable (%s %s); token counts are estimated as chars/4", name, why)
 
 
-_tried: set[str] = set()  # encodings `_encoding` has answered for: asking again costs nothing
-
-
-def is_loaded(model: str | None = None) -> bool:
-    """Whether counting for the model costs no load now (its encoding was loaded, or found missing)."""
-    return encoding_name_for(model) in _tried
-
-
 @lru_cache(maxsize=4)
 def _encoding(name: str):
-    try:
-        return _load(name)
-    finally:
-        _tried.add(name)
-
-
-def _load(name: str):
     folder = configure_offline_cache()
     if folder is None:
         _fall_back(name, "not found offline: no TIKTOKEN_CACHE_DIR with it and litellm's copy is missing")

@@ -122,7 +122,7 @@ def session_trigger(
 def count_call_tokens(calls: list[SummaryCall], summary_model: str | None) -> list[SummaryCall]:
     """Fill each call's exact prompt token count (system + user prompt) for the summary model.
 
-    Counts of long prompts are remembered across runs (`token_cache.py`): replanning the same bytes
+    Counts of every call's prompts are remembered across runs (`token_cache.py`): replanning the same bytes
     with the same settings builds the same prompts, so a rerun or a `run` after `plan` counts nothing.
     """
     from batchcompact.token_cache import count_prompt_tokens
