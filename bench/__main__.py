@@ -23,6 +23,7 @@ STAGES = [
     ("plan + memory", "bench_plan.py"),
     ("pool", "bench_pool.py"),
     ("report", "bench_report.py"),
+    ("agents", "bench_agents.py"),
     ("e2e", "bench_e2e.py"),
     ("builtin", "bench_builtin.py"),
     ("startup", "bench_startup.py"),

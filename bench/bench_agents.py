@@ -1,0 +1,180 @@
+"""Cold reports of the other agents' transcripts next to ccusage 20 (issue 28: "no slower than ccusage on
+the other agents' readers"): Gemini CLI and Qwen Code, the two other agents batchcompact also compacts.
+
+    .venv/bin/python bench/bench_agents.py [--total 100MB] [--runs 5] [--agents gemini,qwen]
+
+The corpus is made from the sessions recorded with each agent's own CLI (tests/data/recorded): each
+file is a recorded session resumed a long-tailed number of times (1 to 24 copies of its records, one
+after the other, each copy with fresh message ids, as a resumed chat appends them), one session id and
+one day per file, laid out where the agent keeps them under a fresh HOME. Both tools read that HOME: ours
+`report --agent A --no-cache`, theirs `ccusage A daily --offline`, each as a user runs it.
+
+Before anything is timed the bench checks both tools read the same thing: for Gemini the same total
+tokens; for Qwen Code, whose counts differ by rule (docs/report.md: ccusage 20 reads only the assistant
+records and counts their cached and thought tokens twice), both list every session the corpus holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from bench.bench_report import find_ccusage, parse_size  # noqa: E402
+from bench.figures import emit  # noqa: E402
+from bench.timing import BenchFailure, run_checked, timed_cpu, user_env  # noqa: E402
+
+RECORDED = REPO / "tests" / "data" / "recorded"
+AGENTS = ("gemini", "qwen")
+SEEDS = {"gemini": RECORDED / "gemini-cli", "qwen": RECORDED / "qwen-code"}
+# The ids a copy of the records renames (a resumed session's new messages have their own ids).
+ID_KEYS = {"gemini": (b'"id":"',), "qwen": (b'"uuid":"', b'"parentUuid":"', b'"response_id":"')}
+RECORDED_DAY = b"2026-11-23T"
+
+
+def session_copies(rng: random.Random) -> int:
+    """How many times a file's recorded session is resumed: long-tailed, 1 to 24 (median ~3)."""
+    return min(24, max(1, int(rng.paretovariate(1.2))))
+
+
+def agent_corpus(agent: str, home: Path, total: int, seed: int = 1) -> int:
+    """Write about `total` bytes of `agent` sessions under `home`; returns the number of files."""
+    seeds = [path.read_bytes() for path in sorted(SEEDS[agent].glob("session-*.jsonl"))]
+    if not seeds:
+        raise BenchFailure(f"bench: no recorded {agent} session under {SEEDS[agent]}")
+    rng = random.Random(seed)
+    written = n = 0
+    while written < total:
+        data = seeds[n % len(seeds)]
+        old = re.search(rb'"sessionId":"([^"]+)"', data).group(1)
+        session = f"{n:08d}-{old.decode()[9:]}".encode()
+        day = (datetime.date(2025, 1, 1) + datetime.timedelta(days=n % 300)).isoformat()
+        parts = []
+        for copy in range(session_copies(rng)):
+            text = data.replace(old, session).replace(RECORDED_DAY, day.encode() + b"T")
+            for key in ID_KEYS[agent]:
+                text = text.replace(key, key + f"s{n}c{copy}-".encode())
+            parts.append(text)
+        text = b"".join(parts)
+        if agent == "gemini":
+            path = home / ".gemini" / "tmp" / f"project-{n % 40}" / "chats" / f"session-{day}-{n:06d}.jsonl"
+        else:
+            path = home / ".qwen" / "projects" / f"-work-project-{n % 40}" / "chats" / f"{session.decode()}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text)
+        written += len(text)
+        n += 1
+    return n
+
+
+def _json(command: list[str], env: dict) -> dict:
+    return json.loads(run_checked(command, env=env, stdout=subprocess.PIPE, label=Path(command[0]).name).stdout)
+
+
+def check_same_work(agent: str, ours: list[str], theirs: list[str], env: dict, files: int) -> str:
+    """Raise BenchFailure unless both tools read the whole corpus; returns what was checked."""
+    if agent == "gemini":
+        a = _json(ours, env)["totals"]["total_tokens"]
+        b = _json(theirs, env)["totals"]["totalTokens"]
+        if a != b:
+            raise BenchFailure(f"bench: on the same {agent} sessions batchcompact counts {a:,} tokens and "
+                               f"ccusage {b:,}: not the same computation, nothing timed")
+        return f"{a:,} tokens on both sides"
+    a = len(_json([*ours, "--by", "session"], env)["rows"])
+    b = len(_json([theirs[0], agent, "session", *theirs[3:]], env)["sessions"])
+    if not a == b == files:
+        raise BenchFailure(f"bench: of {files} {agent} sessions batchcompact lists {a} and ccusage {b}: "
+                           "not the same files read, nothing timed")
+    return f"all {files} sessions on both sides (token counts differ by rule)"
+
+
+def floor_cpu(agent: str, home: Path) -> float:
+    """CPU seconds, in this one process, of what any Python reader of these files must do: read every line,
+    test it for the reader's markers (its `WANT`; Gemini's reader has none: every line) and `orjson.loads`
+    the lines it parses, the objects dropped at once. No Python work per object at all: a floor, not a
+    reader."""
+    import importlib
+    import time
+
+    import orjson
+
+    want = getattr(importlib.import_module(f"batchcompact.agents.{agent}.report"), "WANT", ())
+    loads = orjson.loads
+    paths = sorted(home.rglob("*.jsonl"))
+    start = time.process_time()
+    for path in paths:
+        with open(path, "rb", buffering=1 << 20) as handle:
+            for raw in handle:
+                if not want or any(marker in raw for marker in want):
+                    loads(raw)
+    return time.process_time() - start
+
+
+def versus_ccusage_agent(work: Path, agent: str, total: int, runs: int) -> None:
+    """Cold `batchcompact report --agent A --no-cache` next to `ccusage A daily` on the same sessions."""
+    binary = find_ccusage()
+    if binary is None:
+        print(f"ccusage {agent}: skipped (no binary: set CCUSAGE_BIN or run tests/test_ccusage_parity.py once)")
+        return
+    home = work / f"home-{agent}"
+    shutil.rmtree(home, ignore_errors=True)
+    files = agent_corpus(agent, home, total)
+    mb = sum(p.stat().st_size for p in home.rglob("*.jsonl")) / 1e6
+    env = user_env({"PATH": os.environ.get("PATH", ""), "HOME": str(home), "NO_COLOR": "1",
+                    "XDG_CACHE_HOME": str(work / f"xdg-{agent}")})
+    ours = [sys.executable, "-m", "batchcompact", "report", "--agent", agent, "--no-cache", "--format", "json",
+            "--timezone", "UTC"]
+    theirs = [binary, agent, "daily", "--offline", "--json", "--timezone", "UTC"]
+    checked = check_same_work(agent, ours, theirs, env, files)  # also the untimed warm-up of both
+    walls, cpus, their_walls, their_cpus = [], [], [], []
+    for _ in range(runs):
+        wall, cpu = timed_cpu(ours, env=env, label=f"batchcompact report --agent {agent}")
+        walls.append(wall)
+        cpus.append(cpu)
+        wall, cpu = timed_cpu(theirs, env=env, label=f"ccusage {agent} daily")
+        their_walls.append(wall)
+        their_cpus.append(cpu)
+    floor = statistics.median(floor_cpu(agent, home) for _ in range(runs))
+    label = {"gemini": "Gemini CLI", "qwen": "Qwen Code"}[agent]
+    print(f"ccusage {agent} side by side on {mb:.0f} MB, {files} sessions ({checked}; medians of {runs}): "
+          f"ours {statistics.median(walls):.2f}s, ccusage {statistics.median(their_walls):.2f}s")
+    emit("report", f"cold CLI (--no-cache), {mb:.0f} MB {label}", statistics.median(walls), "s",
+         f"ccusage 20 {agent} daily, same files", statistics.median(their_walls), goal="ratio <= 1.0",
+         runs=runs, note=f"{files} sessions")
+    emit("report", f"cold CLI (--no-cache), {mb:.0f} MB {label}, CPU seconds", statistics.median(cpus), "CPU s",
+         f"ccusage 20 {agent} daily, same files", statistics.median(their_cpus),
+         note="user + system, workers included", runs=runs)
+    emit("report", f"{label}: a Python reader's floor, 1 process (lines read, marker test, orjson of the lines "
+         "parsed; no work per object), CPU seconds", floor, "CPU s", f"ccusage 20 {agent} daily, whole command",
+         statistics.median(their_cpus), runs=runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--total", default="100MB", help="corpus size per agent (default 100MB; --quick 20MB)")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--agents", default=",".join(AGENTS))
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    total = parse_size("20MB" if args.quick and args.total == "100MB" else args.total)
+    work = Path(tempfile.mkdtemp(prefix="bc-bench-agents-"))
+    try:
+        for agent in args.agents.split(","):
+            versus_ccusage_agent(work, agent, total, args.runs)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
