@@ -146,3 +146,58 @@ def test_a_report_only_agent_is_discovered_for_report_alone(tmp_path):
     with registered(usage_only):
         assert discover_sources(env={}, home=home) == []
         assert [s.agent for s in discover_sources(env={}, home=home, report=True)] == ["meter"]
+
+
+def _claim_by_every_rule(path: str, loose: bool):
+    """`readers.claim` without its index: every agent's rules tried in turn (what it answered before)."""
+    import os
+
+    folder, name = os.path.split(path)
+    folders = tuple(part for part in folder.split("/") if part)
+    for agent in AGENTS:
+        if agent.files or agent.homes:
+            rule = agent.claims(name, folders)
+            if rule is not None:
+                return agent, rule
+    if loose:
+        for agent in AGENTS:
+            for rule in agent.files:
+                if rule.sqlite and rule.under and rule.match_name(name):
+                    return agent, rule
+    return None
+
+
+def _claim_probes() -> list[str]:
+    """Paths every agent's `files` and `homes` rules claim, the same names elsewhere, and files no one claims."""
+    paths = ["/h/.claude/projects/-p/a.jsonl", "/h/.codex/sessions/2026/01/01/rollout-x.jsonl",
+             "/h/.qwen/projects/-p/chats/s.jsonl", "/h/.pi/agent/sessions/-p/s.jsonl", "/h/notes.txt"]
+    for agent in AGENTS:
+        for rule in agent.files:
+            for pattern in rule.names:
+                name = pattern.replace("*", "x1")
+                paths += [f"/h/{under}/deeper/{name}" for under in rule.under] + [f"/h/{under}/{name}" for under in rule.under]
+                paths += [f"/h/elsewhere/{name}", f"/{name}"]
+        for home in agent.homes:
+            paths += [f"/h/{home}/sub/a{suffix}" for suffix in agent.suffixes] + [f"/h/{home}/a.txt"]
+    return paths
+
+
+def test_a_file_is_claimed_by_the_same_rule_with_the_index_as_by_trying_every_agent(toy):
+    """`claim` first asks one expression of every agent's name patterns and the set of their home folders;
+    it answers as trying every agent's rules would, for every rule's files, the same names elsewhere and
+    files no agent claims, and sees an agent registered after it was built (`toy` below)."""
+    from batchcompact.agents import Files
+    from batchcompact.report.readers import claim
+
+    assert claim("/h/.toy/chats/a.toyfile") is None
+    extra = Agent(name="claimer", display_name="Claimer", files=(Files(names=("*.toyfile",), under=("chats",)),),
+                  homes=(".claimer",), usage="test_agents:toy_usage")
+    with registered(extra):
+        probes = _claim_probes() + ["/h/.toy/chats/a.toyfile", "/h/.claimer/x/a.jsonl"]
+        assert claim("/h/.toy/chats/a.toyfile")[0].name == "claimer"
+        assert claim("/h/.claimer/x/a.jsonl")[0].name == "claimer"
+        for loose in (False, True):
+            assert [claim(p, loose=loose) for p in probes] == [_claim_by_every_rule(p, loose) for p in probes]
+    assert claim("/h/.toy/chats/a.toyfile") is None
+    claimed = [p for p in _claim_probes() if claim(p, loose=True) is not None]
+    assert len(claimed) > 20 and claim("/h/notes.txt", loose=True) is None

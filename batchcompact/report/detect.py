@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import orjson
+
 from batchcompact.agents import file_detectors, session_suffixes
 from batchcompact.formats.detect import detect_line
 
@@ -55,9 +57,12 @@ def detect_format(path: str | Path) -> str | None:
             if len(raw) > 4 << 20:  # a multi-MB first line is not a header we need to read whole
                 continue
             try:
-                obj = json.loads(raw)
-            except ValueError:
-                continue
+                obj = orjson.loads(raw)
+            except ValueError:  # orjson refuses what json may accept (NaN, UTF-16): json decides
+                try:
+                    obj = json.loads(raw)
+                except ValueError:
+                    continue
             if not isinstance(obj, dict):
                 continue
             kind = detect_line(obj, first=number == 1)
