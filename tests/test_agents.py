@@ -148,25 +148,6 @@ def test_a_report_only_agent_is_discovered_for_report_alone(tmp_path):
         assert [s.agent for s in discover_sources(env={}, home=home, report=True)] == ["meter"]
 
 
-def _claim_by_every_rule(path: str, loose: bool):
-    """`readers.claim` without its index: every agent's rules tried in turn (what it answered before)."""
-    import os
-
-    folder, name = os.path.split(path)
-    folders = tuple(part for part in folder.split("/") if part)
-    for agent in AGENTS:
-        if agent.files or agent.homes:
-            rule = agent.claims(name, folders)
-            if rule is not None:
-                return agent, rule
-    if loose:
-        for agent in AGENTS:
-            for rule in agent.files:
-                if rule.sqlite and rule.under and rule.match_name(name):
-                    return agent, rule
-    return None
-
-
 def _claim_probes() -> list[str]:
     """Paths every agent's `files` and `homes` rules claim, the same names elsewhere, and files no one claims."""
     paths = ["/h/.claude/projects/-p/a.jsonl", "/h/.codex/sessions/2026/01/01/rollout-x.jsonl",
@@ -184,10 +165,14 @@ def _claim_probes() -> list[str]:
 
 def test_a_file_is_claimed_by_the_same_rule_with_the_index_as_by_trying_every_agent(toy):
     """`claim` first asks one expression of every agent's name patterns and the set of their home folders;
-    it answers as trying every agent's rules would, for every rule's files, the same names elsewhere and
+    it answers as trying every agent's rules (`claim_by_rules`) does, for every rule's files, the same names elsewhere and
     files no agent claims, and sees an agent registered after it was built (`toy` below)."""
     from batchcompact.agents import Files
-    from batchcompact.report.readers import claim
+    from batchcompact.report.readers import _split_folders, claim, claim_by_rules
+
+    def by_rules(path: str, loose: bool):
+        folder, _, name = path.rpartition("/")
+        return claim_by_rules(name, _split_folders(folder), loose=loose)
 
     assert claim("/h/.toy/chats/a.toyfile") is None
     extra = Agent(name="claimer", display_name="Claimer", files=(Files(names=("*.toyfile",), under=("chats",)),),
@@ -197,7 +182,7 @@ def test_a_file_is_claimed_by_the_same_rule_with_the_index_as_by_trying_every_ag
         assert claim("/h/.toy/chats/a.toyfile")[0].name == "claimer"
         assert claim("/h/.claimer/x/a.jsonl")[0].name == "claimer"
         for loose in (False, True):
-            assert [claim(p, loose=loose) for p in probes] == [_claim_by_every_rule(p, loose) for p in probes]
+            assert [claim(p, loose=loose) for p in probes] == [by_rules(p, loose) for p in probes]
     assert claim("/h/.toy/chats/a.toyfile") is None
     claimed = [p for p in _claim_probes() if claim(p, loose=True) is not None]
     assert len(claimed) > 20 and claim("/h/notes.txt", loose=True) is None

@@ -52,10 +52,15 @@ def claim(path: str, *, loose: bool = False) -> tuple[Agent, Files] | None:
     """(agent, rule) when an agent claims `path` by its name and place (rule 2), else None. `loose`: a database
     by its name alone, for a file named explicitly (`$HERMES_HOME/state.db` in a folder of any name)."""
     folder, name = os.path.split(path)
-    names, homes = _claim_index()
-    if names.match(name) is None and homes.isdisjoint(_split_folders(folder)):
-        return None  # no agent's rule can claim it (most files: every agent's rules took ~50 µs to say so)
     folders = _split_folders(folder)
+    names, homes = _claim_index()
+    if names.match(name) is None and homes.isdisjoint(folders):
+        return None  # no agent's rule can claim it (most files: every agent's rules took ~50 µs to say so)
+    return claim_by_rules(name, folders, loose=loose)
+
+
+def claim_by_rules(name: str, folders: tuple[str, ...], *, loose: bool = False) -> tuple[Agent, Files] | None:
+    """`claim` of a file `name` in `folders` (outermost first), trying every agent's rules in turn."""
     for agent in AGENTS:
         if agent.files or agent.homes:
             rule = agent.claims(name, folders)
