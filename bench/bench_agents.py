@@ -4,8 +4,8 @@ the other agents' readers"): Gemini CLI and Qwen Code, the two other agents batc
     .venv/bin/python bench/bench_agents.py [--total 100MB] [--runs 5] [--agents gemini,qwen]
 
 The corpus is made from the sessions recorded with each agent's own CLI (tests/data/recorded): each
-file is a recorded session resumed a long-tailed number of times (1 to 24 copies of its records, one
-after the other, each copy with fresh message ids, as a resumed chat appends them), one session id and
+file holds a long-tailed number of copies of a recorded session (1 to 24, one after the other, each copy
+with fresh message ids, as a resumed chat appends them), one session id and
 one day per file, laid out where the agent keeps them under a fresh HOME. Both tools read that HOME: ours
 `report --agent A --no-cache`, theirs `ccusage A daily --offline`, each as a user runs it.
 
@@ -44,7 +44,7 @@ RECORDED_DAY = b"2026-11-23T"
 
 
 def session_copies(rng: random.Random) -> int:
-    """How many times a file's recorded session is resumed: long-tailed, 1 to 24 (median ~3)."""
+    """How many copies of its recorded session a file holds: long-tailed, 1 to 24 (57% one, mean 3, 6% ten or more)."""
     return min(24, max(1, int(rng.paretovariate(1.2))))
 
 
