@@ -31,9 +31,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.bench_report import find_ccusage, parse_size  # noqa: E402
+from bench.bench_report import _total_tokens, cold_side_by_side, find_ccusage, parse_size  # noqa: E402
 from bench.figures import emit  # noqa: E402
-from bench.timing import BenchFailure, run_checked, timed_cpu, user_env  # noqa: E402
+from bench.timing import BenchFailure, run_checked, user_env  # noqa: E402
 
 RECORDED = REPO / "tests" / "data" / "recorded"
 AGENTS = ("gemini", "qwen")
@@ -85,8 +85,7 @@ def _json(command: list[str], env: dict) -> dict:
 def check_same_work(agent: str, ours: list[str], theirs: list[str], env: dict, files: int) -> str:
     """Raise BenchFailure unless both tools read the whole corpus; returns what was checked."""
     if agent == "gemini":
-        a = _json(ours, env)["totals"]["total_tokens"]
-        b = _json(theirs, env)["totals"]["totalTokens"]
+        a, b = _total_tokens(ours, env, ours=True), _total_tokens(theirs, env, ours=False)
         if a != b:
             raise BenchFailure(f"bench: on the same {agent} sessions batchcompact counts {a:,} tokens and "
                                f"ccusage {b:,}: not the same computation, nothing timed")
@@ -137,27 +136,15 @@ def versus_ccusage_agent(work: Path, agent: str, total: int, runs: int) -> None:
             "--timezone", "UTC"]
     theirs = [binary, agent, "daily", "--offline", "--json", "--timezone", "UTC"]
     checked = check_same_work(agent, ours, theirs, env, files)  # also the untimed warm-up of both
-    walls, cpus, their_walls, their_cpus = [], [], [], []
-    for _ in range(runs):
-        wall, cpu = timed_cpu(ours, env=env, label=f"batchcompact report --agent {agent}")
-        walls.append(wall)
-        cpus.append(cpu)
-        wall, cpu = timed_cpu(theirs, env=env, label=f"ccusage {agent} daily")
-        their_walls.append(wall)
-        their_cpus.append(cpu)
-    floor = statistics.median(floor_cpu(agent, home) for _ in range(runs))
     label = {"gemini": "Gemini CLI", "qwen": "Qwen Code"}[agent]
+    ours_s, theirs_s, their_cpu = cold_side_by_side(ours, theirs, env, runs, f"{mb:.0f} MB {label}",
+                                         f"ccusage 20 {agent} daily", note=f"{files} sessions")
+    floor = statistics.median(floor_cpu(agent, home) for _ in range(runs))
     print(f"ccusage {agent} side by side on {mb:.0f} MB, {files} sessions ({checked}; medians of {runs}): "
-          f"ours {statistics.median(walls):.2f}s, ccusage {statistics.median(their_walls):.2f}s")
-    emit("report", f"cold CLI (--no-cache), {mb:.0f} MB {label}", statistics.median(walls), "s",
-         f"ccusage 20 {agent} daily, same files", statistics.median(their_walls), goal="ratio <= 1.0",
-         runs=runs, note=f"{files} sessions")
-    emit("report", f"cold CLI (--no-cache), {mb:.0f} MB {label}, CPU seconds", statistics.median(cpus), "CPU s",
-         f"ccusage 20 {agent} daily, same files", statistics.median(their_cpus),
-         note="user + system, workers included", runs=runs)
+          f"ours {ours_s:.2f}s, ccusage {theirs_s:.2f}s")
     emit("report", f"{label}: a Python reader's floor, 1 process (lines read, marker test, orjson of the lines "
          "parsed; no work per object), CPU seconds", floor, "CPU s", f"ccusage 20 {agent} daily, whole command",
-         statistics.median(their_cpus), runs=runs)
+         their_cpu, runs=runs)
 
 
 def main() -> None:

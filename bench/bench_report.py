@@ -144,21 +144,30 @@ def versus_ccusage_codex(work: Path, total: int, runs: int) -> None:
     if ours_tokens != their_tokens:
         raise BenchFailure(f"bench: on the same rollouts batchcompact counts {ours_tokens:,} tokens and ccusage "
                            f"{their_tokens:,}: not the same computation, nothing timed")
+    ours_s, theirs_s, _ = cold_side_by_side(ours, theirs, env, runs, f"{mb:.0f} MB Codex", "ccusage 20 codex daily")
+    print(f"ccusage codex side by side on {mb:.0f} MB of Codex rollouts ({ours_tokens:,} tokens on both sides; "
+          f"medians of {runs}): ours {ours_s:.2f}s, ccusage {theirs_s:.2f}s")
+
+
+def cold_side_by_side(ours: list[str], theirs: list[str], env: dict, runs: int, corpus: str, tool: str,
+                      note: str = "") -> tuple[float, float, float]:
+    """Time `ours` and `theirs` alternately `runs` times (wall and CPU seconds) and emit the two figures
+    "cold CLI (--no-cache), <corpus>" (wall, goal: no slower) and its CPU seconds; returns the medians of
+    our wall, their wall and their CPU seconds."""
     walls, cpus, their_walls, their_cpus = [], [], [], []
-    for _ in range(runs):
-        wall, cpu = timed_cpu(ours, env=env, label="batchcompact report --no-cache (codex)")
+    for _ in range(runs):  # alternating, so that a change of machine load hits both sides
+        wall, cpu = timed_cpu(ours, env=env, label=f"batchcompact report ({corpus})")
         walls.append(wall)
         cpus.append(cpu)
-        wall, cpu = timed_cpu(theirs, env=env, label="ccusage codex daily")
+        wall, cpu = timed_cpu(theirs, env=env, label=f"{tool} ({corpus})")
         their_walls.append(wall)
         their_cpus.append(cpu)
-    print(f"ccusage codex side by side on {mb:.0f} MB of Codex rollouts ({ours_tokens:,} tokens on both sides; "
-          f"medians of {runs}): ours {statistics.median(walls):.2f}s, ccusage {statistics.median(their_walls):.2f}s")
-    emit("report", f"cold CLI (--no-cache), {mb:.0f} MB Codex", statistics.median(walls), "s",
-         "ccusage 20 codex daily, same files", statistics.median(their_walls), goal="ratio <= 1.0", runs=runs)
-    emit("report", f"cold CLI (--no-cache), {mb:.0f} MB Codex, CPU seconds", statistics.median(cpus), "CPU s",
-         "ccusage 20 codex daily, same files", statistics.median(their_cpus),
-         note="user + system, workers included", runs=runs)
+    ours_s, theirs_s = statistics.median(walls), statistics.median(their_walls)
+    emit("report", f"cold CLI (--no-cache), {corpus}", ours_s, "s", f"{tool}, same files", theirs_s,
+         goal="ratio <= 1.0", runs=runs, note=note)
+    emit("report", f"cold CLI (--no-cache), {corpus}, CPU seconds", statistics.median(cpus), "CPU s",
+         f"{tool}, same files", statistics.median(their_cpus), note="user + system, workers included", runs=runs)
+    return ours_s, theirs_s, statistics.median(their_cpus)
 
 
 def _wall(command: list[str], env: dict) -> float:
