@@ -112,3 +112,26 @@ def test_read_session_dispatch_and_explicit_format(tmp_path):
     )
     assert read_session(claude, "claude").format == "claude"
     assert read_session(claude).path_entries()[0].role == "user"
+
+
+def test_a_first_line_orjson_refuses_is_judged_by_json(bc, tmp_path):
+    """Both detectors probe a line with orjson first and let `json` decide what orjson refuses (here NaN and
+    an integer beyond 64 bits in a pi header, which the pi reader accepts): the file is still a pi session
+    to `plan` and to `report`, from the CLI."""
+    from pathlib import Path
+
+    from batchcompact.report.detect import detect_format as report_detect
+
+    source = Path(__file__).resolve().parent.parent / "sample_sessions" / "pi" / "big-refactor.jsonl"
+    header, rest = source.read_bytes().split(b"\n", 1)
+    assert header.endswith(b"}")
+    path = tmp_path / "odd-header.jsonl"
+    path.write_bytes(header[:-1] + b',"probe":NaN,"big":123456789012345678901234567890}\n' + rest)
+    assert detect_format(path) == "pi" and report_detect(path) == "pi"
+    code, out, err = bc("plan", path, "--force", "--format", "json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert [(row["format"], row["status"]) for row in rows] == [("pi", "compact")], rows
+    code, out, err = bc("report", path, "--no-cache", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["totals"]["agents"] == ["pi"]

@@ -17,6 +17,8 @@ import json
 import re
 from pathlib import Path
 
+import orjson
+
 from batchcompact.agents import AGENTS, describe, file_detectors, find
 from batchcompact.core.session import Session
 from batchcompact.errors import SessionReadError
@@ -33,6 +35,15 @@ def detect_line(obj: dict, *, first: bool = False) -> str | None:
         if agent.matches_line(obj, first):
             return agent.name
     return None
+
+
+def probe_line(raw: bytes):
+    """A probed line's JSON value: orjson first, `json` decides what orjson refuses (NaN, integers beyond 64
+    bits, lone surrogates, a byte order mark); raises ValueError for what neither accepts."""
+    try:
+        return orjson.loads(raw)
+    except ValueError:
+        return json.loads(raw)
 
 
 def _detect_prefix(raw: bytes, *, first: bool) -> str | None:
@@ -67,7 +78,7 @@ def detect_format(path: str | Path) -> str | None:
         kind = None
         if not cut:
             try:
-                obj = json.loads(raw)
+                obj = probe_line(raw)
             except ValueError:
                 obj = None
             if isinstance(obj, dict):

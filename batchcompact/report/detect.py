@@ -15,13 +15,10 @@ read and the compaction pipeline does not. Rules:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import orjson
-
 from batchcompact.agents import file_detectors, session_suffixes
-from batchcompact.formats.detect import detect_line
+from batchcompact.formats.detect import detect_line, probe_line
 
 PROBE_LINES = 30
 
@@ -57,12 +54,9 @@ def detect_format(path: str | Path) -> str | None:
             if len(raw) > 4 << 20:  # a multi-MB first line is not a header we need to read whole
                 continue
             try:
-                obj = orjson.loads(raw)
-            except ValueError:  # orjson refuses what json may accept (NaN, UTF-16): json decides
-                try:
-                    obj = json.loads(raw)
-                except ValueError:
-                    continue
+                obj = probe_line(raw)
+            except ValueError:
+                continue
             if not isinstance(obj, dict):
                 continue
             kind = detect_line(obj, first=number == 1)

@@ -81,13 +81,10 @@ def claimed_by(path: str, *, loose: bool = False) -> Agent | None:
 
 def claims_name(name: str, folder: str) -> bool:
     """Whether some agent's `files` rules claim a file that is not one of the session suffixes (the walk
-    asks this for every such file: one regular expression over every agent's name patterns first)."""
-    if not _any_name(name):
-        return False
+    asks this for every such file; `claim` asks its index first)."""
     return claim(os.path.join(folder, name)) is not None
 
 
-_NAMES: dict[tuple, re.Pattern] = {}
 _CLAIMS: dict[tuple, tuple[re.Pattern, frozenset[str]]] = {}
 
 
@@ -104,19 +101,6 @@ def _claim_index() -> tuple[re.Pattern, frozenset[str]]:
         _CLAIMS.clear()
         _CLAIMS[key] = found
     return found
-
-
-def _any_name(name: str) -> bool:
-    """Whether `name` matches any agent's `files` or `homes` pattern at all (cached per registry state)."""
-    key = tuple(id(agent) for agent in AGENTS)
-    pattern = _NAMES.get(key)
-    if pattern is None:
-        patterns = [p for agent in AGENTS for rule in agent.files for p in rule.names]
-        patterns += [f"*{suffix}" for agent in AGENTS if agent.homes for suffix in agent.suffixes]
-        pattern = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns) or "(?!)")
-        _NAMES.clear()
-        _NAMES[key] = pattern
-    return pattern.match(name) is not None
 
 
 def is_sqlite(path: str) -> bool:
