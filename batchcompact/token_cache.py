@@ -18,14 +18,15 @@ import os
 import sqlite3
 from pathlib import Path
 
+from batchcompact.folders import cache_folder
+
 log = logging.getLogger(__name__)
 
 def cache_path() -> Path | None:
     configured = os.environ.get("BATCHCOMPACT_TOKEN_CACHE")
     if configured:
         return None if configured.lower() in ("off", "0", "no", "false") else Path(configured).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "batchcompact" / "token-counts-v1.sqlite"
+    return cache_folder() / "token-counts-v1.sqlite"
 
 
 class TokenCountCache:

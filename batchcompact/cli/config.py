@@ -20,6 +20,7 @@ import click
 from batchcompact.agent_settings import pi_settings  # noqa: F401  (re-exported for `config`)
 from batchcompact.agents import presets as agent_presets
 from batchcompact.errors import UsageError
+from batchcompact.folders import config_folder
 
 ENV_PREFIX = "BATCHCOMPACT_"
 CONFIG_ENV = "BATCHCOMPACT_CONFIG"
@@ -46,8 +47,7 @@ def env_names(command: str, param: click.Parameter) -> list[str]:
 
 
 def default_config_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "batchcompact" / "config.toml"
+    return config_folder() / "config.toml"
 
 
 def find_config(explicit: str | None) -> tuple[Path | None, str]:

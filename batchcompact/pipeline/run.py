@@ -24,6 +24,7 @@ from typing import Any
 
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
 from batchcompact.errors import INTERNAL_ERROR_EXIT, RunAborted, UsageError, is_internal_error
+from batchcompact.folders import state_folder
 from batchcompact.formats.scan import ScanItem, iter_session_files, resolved
 from batchcompact.formats.scan import oserror_text as _oserror
 from batchcompact.lifecycle import (
@@ -109,8 +110,7 @@ def check_destination(in_place: bool, output_dir: str | Path | None) -> None:
 
 
 def default_state_home() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "batchcompact"
+    return state_folder()
 
 
 @dataclass

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from batchcompact.agents import session_suffixes
 from batchcompact.errors import UsageError
+from batchcompact.folders import cache_folder
 from batchcompact.report.detect import is_run_report_name
 from batchcompact.report.readers import claims_name, is_sqlite
 from batchcompact.report.schema import USAGE_SCHEMA_VERSION
@@ -32,8 +33,7 @@ EXTRACT_RULES_VERSION = 7
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "batchcompact"
+    return cache_folder()
 
 
 def part_file(cache_dir: str | Path, source: str) -> Path:
