@@ -2,7 +2,9 @@
 
 `import litellm` costs seconds, so this module never imports it: `importlib.util.find_spec("litellm")`
 locates the installed package without executing it, and the bundled
-`model_prices_and_context_window_backup.json` is read with `json`. Nothing is ever downloaded.
+`model_prices_and_context_window_backup.json` is read as JSON, one entry at a time: `price_index` keeps
+where each entry lies in the cache folder, so a command parses only the models it prices. Nothing is
+ever downloaded.
 
 A `--pricing FILE` is a JSON object of the same shape (model key -> fields). Its entries are merged
 over the bundled ones field by field, so an override may give just the prices it changes; a key the
@@ -41,12 +43,15 @@ from __future__ import annotations
 import functools
 import importlib.util
 import re
+from collections import ChainMap
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from batchcompact.errors import UsageError
 from batchcompact.formats.jsonl import loads_line
+from batchcompact.price_index import SKIPPED, bundled_entries
 
 BUNDLED_MAP_NAME = "model_prices_and_context_window_backup.json"
 
@@ -296,9 +301,11 @@ class ModelInfo:
 class PriceTable:
     """The merged price map with name resolution. Build it with `PriceTable.load()` (cached)."""
 
-    def __init__(self, entries: dict[str, dict[str, Any]], source: str = "") -> None:
-        self._entries = {k: v for k, v in entries.items() if isinstance(v, dict) and k != "sample_spec"}
-        self._lower = {k.lower(): k for k in self._entries}
+    def __init__(self, entries: Mapping[str, dict[str, Any]], source: str = "") -> None:
+        """`entries`: model key -> its fields, only entries that are objects and not `sample_spec` (a
+        plain dict, or the bundled map's `price_index.IndexedEntries`, which parses each on first use)."""
+        self._entries = entries
+        self._lower = {k.lower(): k for k in entries}
         self._infos: dict[str, ModelInfo] = {}
         self._resolved: dict[tuple[str, str | None], str | None] = {}
         self.source = source
@@ -456,16 +463,21 @@ def read_price_map(path: str | Path) -> dict[str, dict[str, Any]]:
 @functools.lru_cache(maxsize=8)
 def _load_cached(pricing_file: str | None) -> PriceTable:
     bundled = bundled_map_path()
-    entries = dict(read_price_map(bundled))
+    entries: Mapping[str, dict[str, Any]] | None = bundled_entries(bundled)
+    if entries is None:  # not a map the index can read: parsed whole, which says what is wrong with it
+        entries = _objects(read_price_map(bundled))
     source = f"litellm {_litellm_version()} bundled map"
     if pricing_file:
-        for key, fields in read_price_map(pricing_file).items():
-            if isinstance(fields, dict):
-                merged = dict(entries.get(key) or {})
-                merged.update(fields)
-                entries[key] = merged
+        extra = _objects(read_price_map(pricing_file))
+        merged = {key: {**entries.get(key, {}), **fields} for key, fields in extra.items()}
+        entries = ChainMap(merged, entries)  # the bundled keys in their order, then the new ones
         source += f" + {pricing_file}"
     return PriceTable(entries, source=source)
+
+
+def _objects(entries: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A map's model entries: the values that are objects, but litellm's `sample_spec` template."""
+    return {key: value for key, value in entries.items() if isinstance(value, dict) and key != SKIPPED}
 
 
 def _litellm_version() -> str:

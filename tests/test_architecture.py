@@ -70,7 +70,7 @@ LAYERS = (
     ("core",),
     ("__init__", "errors", "folders", "lifecycle", "tokenizer", "token_cache", "agent_settings", "money"),
     ("agents",),
-    ("formats", "schemas", "pricing", "discover"),
+    ("formats", "schemas", "pricing", "price_index", "discover"),
     ("summarize",),
     ("pipeline",),
     ("report", "eval"),

@@ -83,7 +83,7 @@ def test_a_rerun_or_a_run_after_plan_loads_no_encoding_in_any_process(tmp_path):
     from pathlib import Path
 
     sessions = Path(__file__).resolve().parent.parent / "sample_sessions" / "pi"
-    env = dict(os.environ, BATCHCOMPACT_TOKEN_CACHE=str(tmp_path / "counts.sqlite"), XDG_CACHE_HOME=str(tmp_path))
+    env = dict(os.environ, BATCHCOMPACT_TOKEN_CACHE=str(tmp_path / "counts.sqlite"), XDG_CACHE_HOME=str(tmp_path / "cache"))
     env.pop("BATCHCOMPACT_DEBUG", None)
 
     def bc(*args: str) -> str:

@@ -114,7 +114,7 @@ def _check_timezone(ctx, param, value: str) -> str:
     type=click.Path(file_okay=False),
     help="Usage cache folder [default: $XDG_CACHE_HOME/batchcompact or ~/.cache/batchcompact].",
 )
-@click.option("--no-cache", is_flag=True, help="Parse everything; neither read nor write the cache.")
+@click.option("--no-cache", is_flag=True, help="Parse everything; neither read nor write the usage cache.")
 @click.option(
     "--cache-above",
     metavar="SIZE",
