@@ -226,3 +226,28 @@ def test_the_polars_path_takes_the_files_the_first_attempt_found(archive, tmp_pa
     out, err = report(archive, "--format", "json", "--by", "model", "--cache-dir", cache, "--cache-above", "1KB")
     assert "0 parsed" in err and out == report(archive, "--format", "json", "--by", "model", "--no-cache")[0]
     assert len(walks) == 2  # the attempt without polars and the --no-cache report above; not the parts path
+
+
+def test_every_file_found_is_keyed_by_its_resolved_path(tmp_path):
+    """The walk resolves the top folder once and builds each folder's resolved path from its parent's
+    (a folder it enters is no link): the same paths `os.path.realpath` gives, through a linked top, a
+    linked file and nested folders; a linked folder is not entered."""
+    from batchcompact.report import files
+
+    real = tmp_path / "real"
+    nested = real / "projects" / "-home-me-app" / "subagents"
+    nested.mkdir(parents=True)
+    for folder in (real / "projects" / "-home-me-app", nested):
+        (folder / "a.jsonl").write_text("{}\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "b.jsonl").write_text("{}\n")
+    (real / "projects" / "-home-me-app" / "link.jsonl").symlink_to(elsewhere / "b.jsonl")
+    (real / "projects" / "linked-folder").symlink_to(elsewhere, target_is_directory=True)
+    (tmp_path / "top").symlink_to(real, target_is_directory=True)
+
+    found = list(files.iter_resolved([tmp_path / "top"]))
+    assert [(str(shown), resolved) for shown, resolved in found] == [
+        (str(shown), os.path.realpath(shown)) for shown, _ in found]
+    assert sorted(os.path.relpath(resolved, tmp_path) for _, resolved in found) == [
+        "elsewhere/b.jsonl", "real/projects/-home-me-app/a.jsonl", "real/projects/-home-me-app/subagents/a.jsonl"]

@@ -123,9 +123,11 @@ def _iter_found(paths: Iterable[str | Path]) -> Iterator[tuple[str, str, os.DirE
         log.warning("not found: %s", ", ".join(missing))
 
 
-def _walk(top: str) -> Iterator[tuple[str, str, os.DirEntry]]:
+def _walk(top: str, real_dir: str | None = None) -> Iterator[tuple[str, str, os.DirEntry]]:
     """Candidate files under `top` in os.walk's order with sorted names (symlinked folders not entered).
-    A `.jsonl.zst` with a plain `.jsonl` sibling is skipped (Codex keeps both)."""
+    A `.jsonl.zst` with a plain `.jsonl` sibling is skipped (Codex keeps both). `real_dir`: `top`'s
+    resolved path when known: a folder entered below is no link, so its resolved path is its parent's and
+    its name (one `realpath`, an lstat per component, for the top instead of one per folder)."""
     try:
         with os.scandir(top) as scan:
             entries = list(scan)
@@ -139,7 +141,8 @@ def _walk(top: str) -> Iterator[tuple[str, str, os.DirEntry]]:
             files.append(entry)
     names = {entry.name for entry in files}
     suffixes = session_suffixes()
-    real_dir = os.path.realpath(top)
+    if real_dir is None:
+        real_dir = os.path.realpath(top)
     for entry in sorted(files, key=lambda e: e.name):
         name = entry.name
         if name.endswith(".jsonl.zst") and name[: -len(".zst")] in names:
@@ -150,7 +153,7 @@ def _walk(top: str) -> Iterator[tuple[str, str, os.DirEntry]]:
             yield full, real, entry
     for folder in sorted(folders, key=lambda e: e.name):
         if not folder.is_symlink():
-            yield from _walk(folder.path)
+            yield from _walk(folder.path, os.path.join(real_dir, folder.name))
 
 
 def stats_warnings(stats: list[dict]) -> list[str]:
