@@ -64,6 +64,8 @@ _PICK = operator.itemgetter(*(USAGE_COLUMNS.index(name) for name in COLUMNS))  #
 PICO, GROUP = WIDTH, WIDTH + 1
 SUMS = (("input_tokens", INP), ("output_tokens", OUT), ("cache_read_tokens", CR), ("cache_write_tokens", CW),
         ("reasoning_tokens", REASONING), ("total_tokens", TOTAL))
+_SUM_GETTERS = tuple(operator.itemgetter(index) for _, index in SUMS)
+_PICO_OF, _MODEL_OF, _AGENT_OF, _TIME_OF = (operator.itemgetter(index) for index in (PICO, MODEL, AGENT, TIME))
 KEY_INDEX = {"session_id": SESSION, "agent": AGENT, "project": PROJECT, "model": MODEL}
 
 
@@ -226,13 +228,17 @@ def _dedupe_order(row: tuple) -> tuple:
 
 
 def _better(row: tuple, seen: tuple) -> bool:
-    """`_dedupe_order(row) < _dedupe_order(seen)`, decided by the first four fields when they differ (a
-    lexicographic order is decided by its first difference): copies of one request in other files differ
-    by their session at the latest, so the whole order is built only for copies that agree that far."""
-    head = (-row[RANK], -row[OUT], -row[TOTAL], _nl(row[SESSION]))
-    other = (-seen[RANK], -seen[OUT], -seen[TOTAL], _nl(seen[SESSION]))
-    if head != other:
-        return head < other
+    """`_dedupe_order(row) < _dedupe_order(seen)`, decided by the first of the first four fields that
+    differs (a lexicographic order is decided by its first difference; the three counts are ints, the
+    session a string or None, nulls last): copies of one request in other files differ by their session
+    at the latest, so the whole order is built only for copies that agree that far."""
+    for index in (RANK, OUT, TOTAL):
+        mine, other = row[index], seen[index]
+        if mine != other:
+            return mine > other  # descending
+    mine, other = row[SESSION], seen[SESSION]
+    if mine != other:
+        return other is None or (mine is not None and mine < other)
     return _dedupe_order(row) < _dedupe_order(seen)
 
 
@@ -382,7 +388,7 @@ class Periods:
 # ---- groups ----
 
 class Group:
-    """Running sums of one group (and of the totals)."""
+    """The sums of one group (and of the totals)."""
 
     __slots__ = ("requests", "sums", "pico", "unpriced", "models", "agents", "first", "last")
 
@@ -396,28 +402,23 @@ class Group:
         self.first: datetime | None = None
         self.last: datetime | None = None
 
-    def add(self, row: tuple, pico: int | None) -> None:
-        self.requests += 1
-        sums = self.sums  # unrolled SUMS: this runs once per request
-        sums[0] += row[INP]
-        sums[1] += row[OUT]
-        sums[2] += row[CR]
-        sums[3] += row[CW]
-        sums[4] += row[REASONING]
-        sums[5] += row[TOTAL]
-        if pico is None:
-            self.unpriced += 1
-        else:
-            self.pico += pico
-        if row[MODEL] is not None:
-            self.models.add(row[MODEL])
-        self.agents.add(row[AGENT])
-        when = row[TIME]
-        if when is not None:
-            if self.first is None or when < self.first:
-                self.first = when
-            if self.last is None or when > self.last:
-                self.last = when
+    @classmethod
+    def of(cls, rows: list[tuple]) -> Group:
+        """The group of these counted rows, summed column by column: each column is one loop in C
+        (`sum`, `set`, `min` over an itemgetter), not a Python step per row (~3x faster per row)."""
+        group = cls()
+        group.requests = len(rows)
+        group.sums = [sum(map(getter, rows)) for getter in _SUM_GETTERS]
+        picos = list(map(_PICO_OF, rows))
+        group.unpriced = picos.count(None)
+        group.pico = sum(filter(None, picos))  # None (unpriced) and 0 add nothing
+        group.models = set(map(_MODEL_OF, rows))
+        group.models.discard(None)
+        group.agents = set(map(_AGENT_OF, rows))
+        times = list(filter(None, map(_TIME_OF, rows)))  # a datetime is never false; None is
+        if times:
+            group.first, group.last = min(times), max(times)
+        return group
 
     def merge(self, other: Group) -> None:
         """Add another group's sums (the totals of the groups `--last` keeps)."""
@@ -548,23 +549,24 @@ class Builder:
 
     def report(self) -> Report:
         settings, keys = self.settings, self.keys
-        groups: dict[tuple, Group] = {}
+        counted: dict[tuple, list[tuple]] = {}  # group key -> its counted rows, in order
         dropped = 0
         wanted = row_filter(settings)
         for row in deduplicated(self.rows):
             if wanted is not None and not wanted(row):
                 continue
-            pico = row[PICO]
-            if isinstance(pico, Unsupported):
-                raise pico
+            if isinstance(row[PICO], Unsupported):
+                raise row[PICO]
             recorded = row[RECORDED]
             if not (row[TOTAL] > 0 or (recorded is not None and recorded > 0)):
                 dropped += 1
                 continue
-            group = groups.get(row[GROUP])
-            if group is None:
-                group = groups[row[GROUP]] = Group()
-            group.add(row, pico)
+            rows = counted.get(row[GROUP])
+            if rows is None:
+                counted[row[GROUP]] = [row]
+            else:
+                rows.append(row)
+        groups = {key: Group.of(rows) for key, rows in counted.items()}
         totals = Group()
         for group in groups.values():  # every row is in one group: the totals are the groups' sums
             totals.merge(group)
@@ -629,6 +631,8 @@ def row_filter(settings: ReportSettings):
         tests.append(when)
     if not tests:
         return None
+    if len(tests) == 1:
+        return tests[0]
     return lambda row: all(test(row) for test in tests)
 
 
