@@ -23,6 +23,7 @@ and `StopSignal.received` tells which one arrived.
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import signal
 import sys
@@ -268,6 +269,7 @@ class _Child:
             try:
                 for fd in (tasks_write, results_read, *(f for s in siblings for f in (s.tasks, s.results))):
                     os.close(fd)
+                gc.enable()  # a worker collects its own garbage, whatever the parent paused for its bulk work
                 initializer(*initargs)
                 _serve(function, todo, more, tasks_read, results_write)
                 code = 0

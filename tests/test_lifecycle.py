@@ -147,3 +147,26 @@ def test_workers_that_cannot_be_started_leave_the_work_to_those_there_are(monkey
     _assert_reaped(started, count=1)
     started.append(0)  # every fork fails now
     assert lifecycle.map_in_processes(_slow_square, [1, 2], 2, got.append) == 0
+
+
+def _collector_on(item: int) -> tuple[int, bool]:
+    import gc
+    import os
+
+    return os.getpid(), gc.isenabled()
+
+
+def test_the_workers_collect_garbage_when_the_parent_paused_its_collector():
+    """`fast._extract_parallel` pauses the collector while this process keeps the rows it receives; the
+    workers it forks then must not run a whole archive's extraction with it off."""
+    import gc
+    import os
+
+    from batchcompact.formats.jsonl import paused_gc
+
+    got: list[tuple[int, bool]] = []
+    with paused_gc():
+        assert lifecycle.map_in_processes(_collector_on, list(range(8)), 2, got.append) == 8
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    assert all(enabled for _, enabled in got) and os.getpid() not in {pid for pid, _ in got}
