@@ -139,10 +139,12 @@ def test_only_the_supported_options_take_the_fast_path():
     assert not fast.supported(ReportSettings(by="block", last=2), "json")
 
 
-def test_an_unpriceable_cost_falls_back_to_polars(tmp_path):
-    """A NaN recorded cost: fast.py will not guess what polars makes of it; the CLI takes the polars path."""
-    rows = [("pi", "pi", "s", "/p", None, "openai", "gpt-4o-mini", "main", None, 0, 1, 1, 0, 0, 0, 0, 2, float("nan"))]
-    with pytest.raises(fast.Unsupported):
+@pytest.mark.parametrize("recorded", [float("nan"), float("inf"), -float("inf"), 1e10])
+def test_an_unpriceable_cost_falls_back_to_polars(tmp_path, recorded):
+    """A recorded cost that is not a finite number, or beyond Int64 picodollars: fast.py will not guess what
+    polars makes of it; the CLI takes the polars path."""
+    rows = [("pi", "pi", "s", "/p", None, "openai", "gpt-4o-mini", "main", None, 0, 1, 1, 0, 0, 0, 0, 2, recorded)]
+    with pytest.raises(fast.Unsupported, match="not a finite number" if recorded != 1e10 else "beyond Int64"):
         fast.build_report(rows, ReportSettings(by="day"))
 
 

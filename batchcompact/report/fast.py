@@ -19,13 +19,12 @@ this module will not price the way polars would (`Unsupported`, e.g. a NaN cost)
 from __future__ import annotations
 
 import logging
-import math
 import operator
 import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -335,9 +334,10 @@ class Pricer:
 
 def to_pico(usd: float) -> int:
     """`money.to_pico` (as `aggregate.pico_usd`), refusing what an Int64 cannot hold."""
-    if math.isnan(usd) or math.isinf(usd):
-        raise Unsupported("a cost that is not a finite number")
-    pico = money.to_pico(usd)
+    try:
+        pico = money.to_pico(usd)
+    except (ValueError, OverflowError):  # math.floor of NaN, of an infinity
+        raise Unsupported("a cost that is not a finite number") from None
     if not -(2**63) <= pico < 2**63:
         raise Unsupported("a cost beyond Int64 picodollars")
     return pico
@@ -361,12 +361,17 @@ class Periods:
         self.by = by
         self.first = week_start_index(start_of_week)
         self.buckets: dict[datetime, str] = {}
+        self.days: dict[date, str] = {}  # UTC: the label of each day seen (one string per day, shared)
 
     def label(self, when: datetime | None) -> str:
         if when is None:
             return "unknown"
         if self.utc and when.tzinfo is UTC:
-            return self._day_label(when.date())
+            day = when.date()
+            found = self.days.get(day)
+            if found is None:
+                found = self.days[day] = self._day_label(day)
+            return found
         start = when.replace(minute=when.minute - when.minute % 15, second=0, microsecond=0)
         found = self.buckets.get(start)
         if found is None:
@@ -526,11 +531,22 @@ class Builder:
             self.keys.append("model")
         self.rows: list[tuple] = []
         getters = [_key_getter(name, self.periods) for name in self.keys]
+        # One tuple per group, shared by its rows: pickling a worker's rows then writes each key once.
+        interned: dict[tuple, tuple] = {}
         if len(getters) == 1:
             (only,) = getters
-            self.group_key = lambda row: (only(row),)
+
+            def group_key(row: tuple) -> tuple:
+                value = only(row)
+                key = interned.get(value)
+                if key is None:
+                    key = interned[value] = (value,)
+                return key
         else:
-            self.group_key = lambda row: tuple([get(row) for get in getters])
+            def group_key(row: tuple) -> tuple:
+                key = tuple([get(row) for get in getters])
+                return interned.setdefault(key, key)
+        self.group_key = group_key
 
     def feed(self, rows: list[tuple]) -> None:
         self.rows.extend(self.prepare(rows))
