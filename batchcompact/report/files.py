@@ -141,19 +141,20 @@ def _walk(top: str, real_dir: str | None = None) -> Iterator[tuple[str, str, os.
             files.append(entry)
     names = {entry.name for entry in files}
     suffixes = session_suffixes()
-    if real_dir is None:
-        real_dir = os.path.realpath(top)
+    # `os.path.join(real_dir, name)` as one concatenation (a name holds no separator); `entry.path` is
+    # `os.path.join(top, name)`, made by scandir: two joins a file were ~12% of a stored report's walk.
+    real_prefix = os.path.join(os.path.realpath(top) if real_dir is None else real_dir, "")
     for entry in sorted(files, key=lambda e: e.name):
         name = entry.name
         if name.endswith(".jsonl.zst") and name[: -len(".zst")] in names:
             continue
         if name.endswith(suffixes) or is_run_report_name(name) or claims_name(name, top):
-            full = os.path.join(top, name)
-            real = os.path.realpath(full) if entry.is_symlink() else os.path.join(real_dir, name)
+            full = entry.path
+            real = os.path.realpath(full) if entry.is_symlink() else real_prefix + name
             yield full, real, entry
     for folder in sorted(folders, key=lambda e: e.name):
         if not folder.is_symlink():
-            yield from _walk(folder.path, os.path.join(real_dir, folder.name))
+            yield from _walk(folder.path, real_prefix + folder.name)
 
 
 def stats_warnings(stats: list[dict]) -> list[str]:
