@@ -316,12 +316,18 @@ def test_warnings_survive_the_cache(tmp_path):
     assert first.warnings == second.warnings and f"{path}:2: invalid JSON" in second.warnings[0]
 
 
-def test_default_cache_dir_follows_xdg(monkeypatch, tmp_path):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert extract_module.default_cache_dir() == tmp_path / "batchcompact"
-    monkeypatch.delenv("XDG_CACHE_HOME")
+def test_our_folders_follow_xdg(monkeypatch, tmp_path):
+    from batchcompact.folders import cache_folder, config_folder, state_folder
+
+    for variable, folder in (("XDG_CACHE_HOME", cache_folder), ("XDG_STATE_HOME", state_folder),
+                             ("XDG_CONFIG_HOME", config_folder)):
+        monkeypatch.setenv(variable, str(tmp_path / variable))
+        assert folder() == tmp_path / variable / "batchcompact"
+        monkeypatch.setenv(variable, "")  # empty: the default, as unset
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert extract_module.default_cache_dir() == tmp_path / "home" / ".cache" / "batchcompact"
+    assert cache_folder() == tmp_path / "home" / ".cache" / "batchcompact"
+    assert state_folder() == tmp_path / "home" / ".local" / "state" / "batchcompact"
+    assert config_folder() == tmp_path / "home" / ".config" / "batchcompact"
 
 
 def test_report_cost_uses_tiered_prices_like_the_price_table(tmp_path):

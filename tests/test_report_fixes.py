@@ -40,7 +40,7 @@ def _claude_file(path: Path, usages: list[dict], model: str = "claude-opus-4-6")
 @pytest.fixture
 def cached_archive(tmp_path):
     src = fixture_path("claude", "projects", "-home-USER-projects-spotter", "4d5611e5-241a-462a-8d15-5122611a9569.jsonl")
-    cache = tmp_path / "cache"
+    cache = tmp_path / "xdg" / "batchcompact"  # the default cache folder when XDG_CACHE_HOME is tmp_path/xdg
     first = collect_usage([src], cache_dir=cache, jobs=1)
     totals = build_report(first.parts, ReportSettings()).totals
     return src, cache, Path(first.parts[0]), totals
@@ -94,7 +94,7 @@ def test_no_cache_never_reads_or_writes_the_cache(cached_archive, monkeypatch):
         real_init(self, cache_dir)
 
     monkeypatch.setattr(extract_module.UsageCache, "__init__", spy)
-    monkeypatch.setattr(extract_module, "default_cache_dir", lambda: cache)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache.parent))  # the default folder is this cache
     report, collected = run_report([src], ReportSettings(), use_cache=False)
     assert same(report.totals, totals) and collected.extracted == 1
     assert roots and all(cache not in [r, *r.parents] for r in roots)

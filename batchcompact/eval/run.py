@@ -258,10 +258,10 @@ def _open_state(options: EvalOptions, summarizers: list[EvalSummarizer], judge: 
     """The run state (its summary cache) when something is worth caching: a model, a custom hook, a judge."""
     if judge is None and all(s.model_key == "builtin" for s in summarizers):
         return None
-    from batchcompact.pipeline.run import default_state_home
+    from batchcompact.folders import state_folder
     from batchcompact.pipeline.state import RunState
 
-    path = options.state_path or default_state_home() / "state.sqlite"
+    path = options.state_path or state_folder() / "state.sqlite"
     path.parent.mkdir(parents=True, exist_ok=True)
     return RunState(path)
 

@@ -93,24 +93,20 @@ class RunOptions:
             return self.state_path
         if self.output_dir is not None:
             return self.output_dir / ".batchcompact" / "state.sqlite"
-        return default_state_home() / "state.sqlite"
+        return state_folder() / "state.sqlite"
 
     def resolved_report_dir(self) -> Path:
         if self.report_dir is not None:
             return self.report_dir
         if self.output_dir is not None:
             return self.output_dir / ".batchcompact" / "reports"
-        return default_state_home() / "reports"
+        return state_folder() / "reports"
 
 
 def check_destination(in_place: bool, output_dir: str | Path | None) -> None:
     """A run writes either beside the originals (--in-place) or to an output folder, never both or neither."""
     if in_place == bool(output_dir):
         raise UsageError("choose where to write: --output-dir DIR, or --in-place")
-
-
-def default_state_home() -> Path:
-    return state_folder()
 
 
 @dataclass

@@ -13,8 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from batchcompact.folders import cache_folder
 from batchcompact.lifecycle import map_in_processes
-from batchcompact.report.extract import UsageCache, default_cache_dir, extract_to_part
+from batchcompact.report.extract import UsageCache, extract_to_part
 from batchcompact.report.files import (  # noqa: F401  (re-exported)
     PARALLEL_MIN_BYTES,
     FileKey,
@@ -60,7 +61,7 @@ def collect_usage(
     """
     result = CollectResult()
     if use_cache:
-        root = Path(cache_dir) if cache_dir else default_cache_dir()
+        root = Path(cache_dir) if cache_dir else cache_folder()
     else:
         result.temp_dir = tempfile.TemporaryDirectory(prefix="batchcompact-usage-")
         root = Path(result.temp_dir.name)

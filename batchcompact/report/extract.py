@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from batchcompact.report.extract_rows import extract_rows
-from batchcompact.report.files import EXTRACT_RULES_VERSION, FileKey, default_cache_dir, part_file  # noqa: F401  (re-exported)
+from batchcompact.report.files import EXTRACT_RULES_VERSION, FileKey, part_file  # noqa: F401  (re-exported)
 from batchcompact.report.lines import ExtractStats
 from batchcompact.report.schema import USAGE_SCHEMA_VERSION, usage_schema
 

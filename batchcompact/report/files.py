@@ -16,7 +16,6 @@ from pathlib import Path
 
 from batchcompact.agents import session_suffixes
 from batchcompact.errors import UsageError
-from batchcompact.folders import cache_folder
 from batchcompact.report.detect import is_run_report_name
 from batchcompact.report.readers import claims_name, is_sqlite
 from batchcompact.report.schema import USAGE_SCHEMA_VERSION
@@ -30,10 +29,6 @@ log = logging.getLogger(__name__)
 # agent, Codex forks and sub-agent replays count only the child's own turns, the other agents' readers;
 # 7 = Codex `cache_write_input_tokens`.
 EXTRACT_RULES_VERSION = 7
-
-
-def default_cache_dir() -> Path:
-    return cache_folder()
 
 
 def part_file(cache_dir: str | Path, source: str) -> Path:

@@ -70,27 +70,27 @@ def produce_report(paths: list[str], settings: ReportSettings, fmt: str, output:
 
 def _stored_results(paths, settings: ReportSettings, fmt: str, sources: list[dict], cache_dir):
     """(ResultCache, key) when this report's output can be kept for an unchanged archive, else None."""
-    from batchcompact.report.files import default_cache_dir
+    from batchcompact.folders import cache_folder
     from batchcompact.report.result_cache import ResultCache, archive_keys, result_key, storable
 
     if not storable(settings, fmt):
         return None
     keys = archive_keys(paths)
     key = result_key(keys, settings, fmt, sources) if keys else None
-    return None if key is None else (ResultCache(cache_dir or default_cache_dir()), key)
+    return None if key is None else (ResultCache(cache_dir or cache_folder()), key)
 
 
 def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, sources: list[dict], *, cache_dir,
                  no_cache: bool, cache_above: int = 0, jobs, chart, executor, warn) -> ReportOutput:
     """Collect (cache-aware), aggregate (polars, or plain Python for a supported `--no-cache` report), render."""
-    from batchcompact.report.files import default_cache_dir
+    from batchcompact.folders import cache_folder
     from batchcompact.report.render import report_records, table_width, write_report
 
     runner = executor() if executor is not None else None
     quick = walk = None
     if runner is None and not chart:
         quick, walk = _quick_report(paths, settings, fmt, jobs, None if no_cache else cache_above,
-                                    None if no_cache else cache_dir or default_cache_dir())
+                                    None if no_cache else cache_dir or cache_folder())
     if quick is not None:
         result, collected = quick
         warnings = collected.warnings
