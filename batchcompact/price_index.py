@@ -8,10 +8,12 @@ map's path>.json`. Every later command reads the map's bytes, checks their SHA-2
 the index's, and parses only the entries it looks up, each with `loads_line`, as the whole file was
 read before: the same values, at ~5 ms instead of ~30.
 
-The index is a cache and never a failure: one that is missing, unreadable, damaged or made for other
-bytes is rebuilt (and written again when the folder allows; a read-only cache costs the full parse,
-not an error). A map the scanner cannot read as one JSON object returns None: the caller then parses
-it whole and reports what is wrong with it as before.
+The index is a cache: one that is missing, unreadable, damaged or made for other bytes is rebuilt (and
+written again when the folder allows; a read-only cache costs the full parse, not an error). The one
+case it cannot see at load is an index edited by hand to keep the map's hash and size while pointing
+elsewhere: the entry looked up then is no object, and that is a one-line error naming the index (exit
+2, "delete it"), never a wrong price. A map the scanner cannot read as one JSON object returns None: the
+caller then parses it whole and reports what is wrong with it as before.
 """
 
 from __future__ import annotations

@@ -272,8 +272,12 @@ def _empty_usage_cache(xdg: Path) -> None:
     command keeps whatever the usage cache holds (as the bytecode caches are kept): "an empty cache" is
     the first report of an archive, not the first command after installing litellm."""
     for entry in (xdg / "batchcompact").glob("*"):
-        if not entry.name.startswith("price-map-index-"):
-            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        if entry.name.startswith("price-map-index-"):
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
 
 
 def many_files(work: Path, count: int, runs: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -183,3 +184,25 @@ def test_the_cli_reports_the_same_with_a_new_index_a_kept_one_and_none(tmp_path)
     none = _report(sessions, blocked)
     assert built == kept == none
     assert json.loads(built)["totals"]["cost_usd"] > 0
+
+
+def test_an_index_altered_to_keep_the_hash_is_one_line_from_the_cli(tmp_path):
+    """A report and a plan that meet such an index stop with exit 2 and one line naming it (never a price
+    read from the wrong bytes, never a traceback); deleting it, as the line says, mends it."""
+    sessions = ROOT / "sample_sessions"
+    cache = tmp_path / "cache"
+    expected = _report(sessions, cache)
+    (where,) = (cache / "batchcompact" / f"price-map-index-v{price_index.INDEX_VERSION}").glob("*.json")
+    index = json.loads(where.read_text())
+    index["spans"] = [edge + 1 for edge in index["spans"]]
+    where.write_text(json.dumps(index))
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    for args in (["report", str(sessions), "--no-cache", "--format", "json"], ["plan", str(sessions / "pi"), "--force"]):
+        done = subprocess.run([sys.executable, "-m", "batchcompact", *args], capture_output=True, text=True, env=env,
+                              cwd=ROOT)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        (line,) = done.stderr.strip().splitlines()
+        assert re.fullmatch(rf"Error: price map index {re.escape(str(where))} does not match its map at '[^']+'; "
+                            r"delete it", line), line
+    where.unlink()
+    assert _report(sessions, cache) == expected
