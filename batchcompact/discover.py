@@ -95,9 +95,13 @@ def paths_or_discovered(
     `report` looks in every agent's places, the other commands in those of the agents they compact;
     `agents` keeps only those agents' places.
 
-    Raises UsageError naming the places looked at when nothing is given and nothing is found.
+    Raises UsageError naming the places looked at when nothing is given and nothing is found, and for an
+    empty PATH (`Path("")` is the current folder: a script's unset variable must not plan or compact it).
     """
     if paths:
+        if any(str(p) == "" for p in paths):
+            raise UsageError(f"{command}: a PATH is empty (an unset shell variable?); to mean the current "
+                             "folder, pass '.'")
         return [str(p) for p in paths], []
     report = command == "report"
     sources = discover_sources(report=report, agents=agents or None)

@@ -136,3 +136,23 @@ def test_nothing_found_is_a_usage_error_naming_the_places(tmp_path, monkeypatch)
     result = CliRunner().invoke(cli, ["report"])
     assert result.exit_code == 2
     assert "~/.claude/projects" in result.output and "$CODEX_HOME" in result.output
+
+
+@pytest.mark.parametrize("command", ["plan", "run", "validate", "eval"])
+def test_an_empty_path_is_a_usage_error_not_the_current_folder(tmp_path, command):
+    """`Path("")` is the current folder: `batchcompact run "$ARCHIVE"` with the variable unset in a cron
+    script must not plan or compact whatever sits where the script runs."""
+    import subprocess
+    import sys
+
+    shutil.copy(Path(__file__).resolve().parent.parent / "sample_sessions" / "pi" / "small-fix.jsonl", tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    extra = ["--output-dir", "out", "--min-age", "0"] if command == "run" else []
+    for args in ([""], [".", ""]):
+        done = subprocess.run([sys.executable, "-m", "batchcompact", command, *args, *extra], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.strip().splitlines() == [
+            f"Error: {command}: a PATH is empty (an unset shell variable?); to mean the current folder, pass '.'"]
+        assert done.stdout == ""
+        assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
