@@ -18,9 +18,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_sessions"
 
 
-def _cli(*args: str, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
+def _cli(*args: str, env: dict | None = None, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "batchcompact", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=120, **kw)
+                          env={**os.environ, **(env or {})}, timeout=timeout, **kw)
 
 
 def _archive(folder: Path, copies: int) -> Path:
@@ -392,6 +392,40 @@ def test_validate_names_odd_files_without_a_traceback(tmp_path):
     assert "Traceback" not in result.stderr and "internal error" not in result.stdout + result.stderr
     for name, reason in EXPECTED_REASONS.items():
         assert f"{name}: error: {reason}" in result.stdout + result.stderr, name
+
+
+SPECIAL_WARNINGS = ("pipe.jsonl: skipped, a named pipe, not a regular file",
+                    "to-pipe.jsonl: skipped, a named pipe, not a regular file",
+                    "zero.jsonl: skipped, a character device, not a regular file")
+
+
+def _special_archive(folder: Path) -> Path:
+    """One pi session beside a named pipe, a link to it and a link to /dev/zero, all named like sessions:
+    opening the pipe waits for a writer that never comes, and /dev/zero never ends."""
+    folder.mkdir(parents=True)
+    shutil.copyfile(SAMPLES / "pi" / "small-fix.jsonl", folder / "small-fix.jsonl")
+    os.mkfifo(folder / "pipe.jsonl")
+    (folder / "to-pipe.jsonl").symlink_to(folder / "pipe.jsonl")
+    (folder / "zero.jsonl").symlink_to("/dev/zero")
+    return folder
+
+
+@pytest.mark.parametrize("command", ["plan", "validate", "eval", "run", "report"])
+def test_pipes_and_devices_named_like_sessions_are_skipped_not_waited_on(tmp_path, command):
+    archive = _special_archive(tmp_path / "w")
+    extra = {"run": ["--output-dir", str(tmp_path / "out"), "--min-age", "0", "--report-dir", str(tmp_path / "r")],
+             "report": ["--no-cache", "--format", "json"]}.get(command, [])
+    result = _cli(command, str(archive), *extra, timeout=60)  # a pipe opened would hang until the timeout
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if "not a regular file" in line]
+    assert len(warnings) == 3 and all(any(w in line for line in warnings) for w in SPECIAL_WARNINGS), warnings
+    assert "Traceback" not in result.stderr
+    if command == "report":
+        import json
+
+        assert json.loads(result.stdout)["totals"]["requests"] > 0  # the session beside them was read
+    alone = _cli(command, str(archive / "pipe.jsonl"), *extra, timeout=60)
+    assert alone.returncode == 2 and "no session files found" in alone.stderr, alone.stderr
 
 
 # -- run-level problems and disk full, in process (monkeypatch injects the faults) ---------------------

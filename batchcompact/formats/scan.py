@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import glob
+import logging
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,8 +13,14 @@ from pathlib import Path
 from batchcompact.agents import session_suffixes
 from batchcompact.errors import UsageError
 
+log = logging.getLogger(__name__)
+
 # Files this program leaves beside sessions; never read them as sessions.
 IGNORED_SUFFIXES = (".bak", ".tmp", ".partial")
+# What a file that is neither a regular file nor a folder is. Such a file is never opened: opening a
+# named pipe waits for a writer that may never come (a cron job would hang), and a device may never end.
+SPECIAL_KINDS = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                 (stat.S_ISBLK, "a block device"))
 
 
 def printable(text: str) -> str:
@@ -51,13 +59,58 @@ def _is_session_name(name: str) -> bool:
     return name.endswith(session_suffixes()) and ".batchcompact-" not in name
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    for folder, dirs, files in os.walk(root):
-        dirs.sort()
-        dirs[:] = [d for d in dirs if not d.startswith(".batchcompact")]
-        for name in sorted(files):
-            if _is_session_name(name):
-                yield Path(folder) / name
+def special_kind(path: str | Path) -> str | None:
+    """What `path` (links followed) is when it is neither a regular file nor a folder ("a named pipe",
+    "a socket", ...), else None; None too when it cannot be stat'ed (its reader then says why)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return next((kind for test, kind in SPECIAL_KINDS if test(mode)), "not a regular file")
+
+
+def skipped_special(path: str | Path) -> bool:
+    """True, with a warning naming it, for a path that is a named pipe, a socket or a device."""
+    kind = special_kind(path)
+    if kind is None:
+        return False
+    log.warning("%s: skipped, %s, not a regular file", printable(str(path)), kind)
+    return True
+
+
+def _walk(root: str | Path) -> Iterator[Path]:
+    """Session files under `root` (os.walk's order: a folder's files by name, then its folders by name;
+    linked folders and batchcompact's own are not entered; unreadable folders are passed over). A file
+    the directory entry says is regular needs no stat; any other is stat'ed, and a pipe, socket or device
+    is skipped (`skipped_special`)."""
+    try:
+        with os.scandir(root) as scan:
+            entries = list(scan)
+    except OSError:
+        return
+    files, folders = [], []
+    for entry in entries:
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        (folders if is_dir else files).append(entry)
+    for entry in sorted(files, key=lambda e: e.name):
+        if _is_session_name(entry.name) and (is_regular_entry(entry) or not skipped_special(entry.path)):
+            yield Path(entry.path)
+    for folder in sorted(folders, key=lambda e: e.name):
+        if not folder.name.startswith(".batchcompact") and not folder.is_symlink():
+            yield from _walk(folder.path)
+
+
+def is_regular_entry(entry: os.DirEntry) -> bool:
+    """The entry is a regular file, links followed (from the directory entry when it is no link: no stat)."""
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
 
 
 def iter_session_files(paths: Iterable[str | Path], require_any: bool = False) -> Iterator[ScanItem]:
@@ -80,7 +133,10 @@ def iter_session_files(paths: Iterable[str | Path], require_any: bool = False) -
             candidates = []
             for match in matches:
                 p = Path(match)
-                candidates.extend((f, base) for f in (_walk(p) if p.is_dir() else [p]) if _is_session_name(f.name))
+                if p.is_dir():
+                    candidates.extend((f, base) for f in _walk(p))
+                elif _is_session_name(p.name) and not skipped_special(p):
+                    candidates.append((p, base))
         else:
             p = Path(text)
             if not p.exists():
@@ -88,7 +144,7 @@ def iter_session_files(paths: Iterable[str | Path], require_any: bool = False) -
             if p.is_dir():
                 candidates = [(f, p) for f in _walk(p)]
             else:
-                candidates = [(p, p.parent)]
+                candidates = [] if skipped_special(p) else [(p, p.parent)]
         for path, root in candidates:
             key = resolved(path)
             if key in seen:

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from batchcompact.agents import session_suffixes
 from batchcompact.errors import UsageError
+from batchcompact.formats.scan import is_regular_entry as _is_file
+from batchcompact.formats.scan import skipped_special
 from batchcompact.report.detect import is_run_report_name
 from batchcompact.report.readers import claims_name, is_sqlite
 from batchcompact.report.schema import USAGE_SCHEMA_VERSION
@@ -107,6 +109,9 @@ def _iter_found(paths: Iterable[str | Path]) -> Iterator[tuple[str, str, os.DirE
             found = list(_walk(str(path)))
         elif path.is_file():
             found = [(str(path), os.path.realpath(path), None)]
+        elif path.exists():
+            skipped_special(path)
+            continue
         else:
             missing.append(str(raw))
             continue
@@ -145,6 +150,8 @@ def _walk(top: str, real_dir: str | None = None) -> Iterator[tuple[str, str, os.
             continue
         if name.endswith(suffixes) or is_run_report_name(name) or claims_name(name, top):
             full = entry.path
+            if not _is_file(entry) and skipped_special(full):  # a named pipe would wait for a writer forever
+                continue
             real = os.path.realpath(full) if entry.is_symlink() else real_prefix + name
             yield full, real, entry
     for folder in sorted(folders, key=lambda e: e.name):
