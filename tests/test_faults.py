@@ -428,6 +428,14 @@ def test_pipes_and_devices_named_like_sessions_are_skipped_not_waited_on(tmp_pat
     assert alone.returncode == 2 and "no session files found" in alone.stderr, alone.stderr
 
 
+def test_show_refuses_a_pipe_instead_of_waiting_on_it(tmp_path):
+    archive = _special_archive(tmp_path / "w")
+    for name, kind in (("pipe.jsonl", "a named pipe"), ("to-pipe.jsonl", "a named pipe"), ("zero.jsonl", "a character device")):
+        result = _cli("show", str(archive / name), timeout=60)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.strip().splitlines() == [f"Error: {archive / name}: {kind}, not a regular file"]
+
+
 # -- run-level problems and disk full, in process (monkeypatch injects the faults) ---------------------
 @pytest.fixture
 def bc(capsys, monkeypatch):
