@@ -80,16 +80,14 @@ def skipped_special(path: str | Path) -> bool:
     return True
 
 
-def _walk(root: str | Path) -> Iterator[Path]:
-    """Session files under `root` (os.walk's order: a folder's files by name, then its folders by name;
-    linked folders and batchcompact's own are not entered; unreadable folders are passed over). A file
-    the directory entry says is regular needs no stat; any other is stat'ed, and a pipe, socket or device
-    is skipped (`skipped_special`)."""
+def folder_entries(folder: str | Path) -> tuple[list[os.DirEntry], list[os.DirEntry]]:
+    """A folder's (files, folders), each sorted by name (links to folders among the folders; an entry whose
+    type cannot be read among the files, where reading it says why); nothing when it cannot be listed."""
     try:
-        with os.scandir(root) as scan:
-            entries = list(scan)
+        with os.scandir(folder) as scan:
+            entries = sorted(scan, key=lambda e: e.name)
     except OSError:
-        return
+        return [], []
     files, folders = [], []
     for entry in entries:
         try:
@@ -97,10 +95,19 @@ def _walk(root: str | Path) -> Iterator[Path]:
         except OSError:
             is_dir = False
         (folders if is_dir else files).append(entry)
-    for entry in sorted(files, key=lambda e: e.name):
+    return files, folders
+
+
+def _walk(root: str | Path) -> Iterator[Path]:
+    """Session files under `root` (os.walk's order: a folder's files by name, then its folders by name;
+    linked folders and batchcompact's own are not entered; unreadable folders are passed over). A file
+    the directory entry says is regular needs no stat; any other is stat'ed, and a pipe, socket or device
+    is skipped (`skipped_special`)."""
+    files, folders = folder_entries(root)
+    for entry in files:
         if _is_session_name(entry.name) and (is_regular_entry(entry) or not skipped_special(entry.path)):
             yield Path(entry.path)
-    for folder in sorted(folders, key=lambda e: e.name):
+    for folder in folders:
         if not folder.name.startswith(".batchcompact") and not folder.is_symlink():
             yield from _walk(folder.path)
 

@@ -16,8 +16,7 @@ from pathlib import Path
 
 from batchcompact.agents import session_suffixes
 from batchcompact.errors import UsageError
-from batchcompact.formats.scan import is_regular_entry as _is_file
-from batchcompact.formats.scan import skipped_special
+from batchcompact.formats.scan import folder_entries, is_regular_entry, skipped_special
 from batchcompact.report.detect import is_run_report_name
 from batchcompact.report.readers import claims_name, is_sqlite
 from batchcompact.report.schema import USAGE_SCHEMA_VERSION
@@ -128,33 +127,23 @@ def _walk(top: str, real_dir: str | None = None) -> Iterator[tuple[str, str, os.
     A `.jsonl.zst` with a plain `.jsonl` sibling is skipped (Codex keeps both). `real_dir`: `top`'s
     resolved path when known: a folder entered below is no link, so its resolved path is its parent's and
     its name (one `realpath`, an lstat per component, for the top instead of one per folder)."""
-    try:
-        with os.scandir(top) as scan:
-            entries = list(scan)
-    except OSError:
-        return
-    files, folders = [], []
-    for entry in entries:
-        try:
-            (folders if entry.is_dir() else files).append(entry)
-        except OSError:
-            files.append(entry)
+    files, folders = folder_entries(top)
     names = {entry.name for entry in files}
     suffixes = session_suffixes()
     # `os.path.join(real_dir, name)` as one concatenation (a name holds no separator); `entry.path` is
     # `os.path.join(top, name)`, made by scandir: two joins a file were ~12% of a stored report's walk.
     real_prefix = os.path.join(os.path.realpath(top) if real_dir is None else real_dir, "")
-    for entry in sorted(files, key=lambda e: e.name):
+    for entry in files:
         name = entry.name
         if name.endswith(".jsonl.zst") and name[: -len(".zst")] in names:
             continue
         if name.endswith(suffixes) or is_run_report_name(name) or claims_name(name, top):
             full = entry.path
-            if not _is_file(entry) and skipped_special(full):  # a named pipe would wait for a writer forever
+            if not is_regular_entry(entry) and skipped_special(full):  # a named pipe would wait for a writer forever
                 continue
             real = os.path.realpath(full) if entry.is_symlink() else real_prefix + name
             yield full, real, entry
-    for folder in sorted(folders, key=lambda e: e.name):
+    for folder in folders:
         if not folder.is_symlink():
             yield from _walk(folder.path, real_prefix + folder.name)
 
