@@ -436,6 +436,64 @@ def test_show_refuses_a_pipe_instead_of_waiting_on_it(tmp_path):
         assert result.stderr.strip().splitlines() == [f"Error: {archive / name}: {kind}, not a regular file"]
 
 
+DEPTH = 1_100  # past Python's recursion limit (1,000): a walk or a mkdir that recurses per folder fails
+
+
+def _deep_tree(top: Path) -> Path:
+    """`top/d/d/.../d` DEPTH folders deep, made one by one (os.makedirs recurses); the deepest folder."""
+    folder = top
+    for _ in range(DEPTH):
+        folder = folder / "d"
+        folder.mkdir()
+    return folder
+
+
+def _remove_deep(top: Path) -> None:
+    """Remove a tree made by `_deep_tree` without recursion (shutil.rmtree recurses per folder)."""
+    folders = []
+    for root, _, files in _iter_folders(top):
+        folders.append(root)
+        for name in files:
+            (root / name).unlink()
+    for folder in reversed(folders):
+        folder.rmdir()
+
+
+def _iter_folders(top: Path):
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        entries = list(os.scandir(folder))
+        yield folder, None, [e.name for e in entries if not e.is_dir(follow_symlinks=False)]
+        stack.extend(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
+
+
+def test_a_folder_deeper_than_the_recursion_limit_is_walked_and_written(tmp_path):
+    archive = tmp_path / "w"
+    archive.mkdir()
+    bottom = _deep_tree(archive)
+    try:
+        shutil.copyfile(SAMPLES / "pi" / "big-refactor.jsonl", bottom / "deep.jsonl")
+        shutil.copyfile(SAMPLES / "pi" / "small-fix.jsonl", archive / "top.jsonl")
+        for command, extra in (("plan", ["--format", "json"]), ("validate", ["--format", "json"]),
+                               ("report", ["--no-cache", "--format", "json"]),
+                               ("run", ["--output-dir", str(tmp_path / "out"), "--min-age", "0", "--force",
+                                        "--report-dir", str(tmp_path / "r")])):
+            result = _cli(command, str(archive), *extra)
+            assert result.returncode == 0, (command, result.stderr[-500:])
+            assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+            if command in ("plan", "validate"):
+                import json
+
+                assert len(json.loads(result.stdout)["rows"]) == 2, command  # the deep session and the top one
+        written = (tmp_path / "out").joinpath(*["d"] * DEPTH, "deep.jsonl")
+        assert b'"type":"compaction"' in written.read_bytes()  # compacted (pi appends its compaction)
+    finally:
+        _remove_deep(archive)
+        if (tmp_path / "out").exists():
+            _remove_deep(tmp_path / "out")
+
+
 # -- run-level problems and disk full, in process (monkeypatch injects the faults) ---------------------
 @pytest.fixture
 def bc(capsys, monkeypatch):

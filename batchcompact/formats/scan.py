@@ -103,13 +103,14 @@ def _walk(root: str | Path) -> Iterator[Path]:
     linked folders and batchcompact's own are not entered; unreadable folders are passed over). A file
     the directory entry says is regular needs no stat; any other is stat'ed, and a pipe, socket or device
     is skipped (`skipped_special`)."""
-    files, folders = folder_entries(root)
-    for entry in files:
-        if _is_session_name(entry.name) and (is_regular_entry(entry) or not skipped_special(entry.path)):
-            yield Path(entry.path)
-    for folder in folders:
-        if not folder.name.startswith(".batchcompact") and not folder.is_symlink():
-            yield from _walk(folder.path)
+    stack = [root]  # folders still to list, the next on top: depth costs no recursion (a tree 1,100 deep)
+    while stack:
+        files, folders = folder_entries(stack.pop())
+        for entry in files:
+            if _is_session_name(entry.name) and (is_regular_entry(entry) or not skipped_special(entry.path)):
+                yield Path(entry.path)
+        stack.extend(folder.path for folder in reversed(folders)
+                     if not folder.name.startswith(".batchcompact") and not folder.is_symlink())
 
 
 def is_regular_entry(entry: os.DirEntry) -> bool:

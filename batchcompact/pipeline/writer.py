@@ -86,12 +86,28 @@ def temp_name(target: Path, kind: str = TMP_MARK) -> Path:
     return target.with_name(f".{target.name}{kind}-{os.getpid()}-{os.urandom(4).hex()}-{_host_tag()}")
 
 
+def make_folders(folder: Path) -> None:
+    """`folder.mkdir(parents=True, exist_ok=True)` without its recursion, one call per missing folder: an
+    output mirroring an input 1,100 folders deep would exceed Python's recursion limit. Each missing folder
+    is made from the deepest one that is there down; one made meanwhile by another process is fine."""
+    missing = []
+    while not folder.is_dir() and folder.parent != folder:
+        missing.append(folder)
+        folder = folder.parent
+    for made in reversed(missing):
+        try:
+            made.mkdir()
+        except FileExistsError:
+            if not made.is_dir():
+                raise
+
+
 def copy_file(source: str | Path, target: Path) -> None:
     """`source` copied to `target` through a temp file beside it and a rename (an unchanged session copied
     to --output-dir): a reader never sees half a copy."""
     tmp = temp_name(target)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_folders(target.parent)
         shutil.copy2(source, tmp)
         os.replace(tmp, target)
     except BaseException:
@@ -187,7 +203,7 @@ def _write_temp(
     bytes a live agent appended since then never reach the output, and a change to those bytes raises
     ChangedDuringRun.
     """
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_folders(target.parent)
     _remove_stale_temps(target)
     tmp = temp_name(target)
     rewrite = session.format == "pi" and session.migrated  # v1/v2 files are written as v3, as pi does

@@ -127,25 +127,25 @@ def _walk(top: str, real_dir: str | None = None) -> Iterator[tuple[str, str, os.
     A `.jsonl.zst` with a plain `.jsonl` sibling is skipped (Codex keeps both). `real_dir`: `top`'s
     resolved path when known: a folder entered below is no link, so its resolved path is its parent's and
     its name (one `realpath`, an lstat per component, for the top instead of one per folder)."""
-    files, folders = folder_entries(top)
-    names = {entry.name for entry in files}
+    stack: list[tuple[str, str | None]] = [(top, real_dir)]  # the next folder on top: no recursion, any depth
     suffixes = session_suffixes()
-    # `os.path.join(real_dir, name)` as one concatenation (a name holds no separator); `entry.path` is
-    # `os.path.join(top, name)`, made by scandir: two joins a file were ~12% of a stored report's walk.
-    real_prefix = os.path.join(os.path.realpath(top) if real_dir is None else real_dir, "")
-    for entry in files:
-        name = entry.name
-        if name.endswith(".jsonl.zst") and name[: -len(".zst")] in names:
-            continue
-        if name.endswith(suffixes) or is_run_report_name(name) or claims_name(name, top):
-            full = entry.path
-            if not is_regular_entry(entry) and skipped_special(full):  # a named pipe would wait for a writer forever
+    while stack:
+        folder, real = stack.pop()
+        files, folders = folder_entries(folder)
+        names = {entry.name for entry in files}
+        # `os.path.join(real, name)` as one concatenation (a name holds no separator); `entry.path` is
+        # `os.path.join(folder, name)`, made by scandir: two joins a file were ~12% of a stored report's walk.
+        real_prefix = os.path.join(os.path.realpath(folder) if real is None else real, "")
+        for entry in files:
+            name = entry.name
+            if name.endswith(".jsonl.zst") and name[: -len(".zst")] in names:
                 continue
-            real = os.path.realpath(full) if entry.is_symlink() else real_prefix + name
-            yield full, real, entry
-    for folder in folders:
-        if not folder.is_symlink():
-            yield from _walk(folder.path, real_prefix + folder.name)
+            if name.endswith(suffixes) or is_run_report_name(name) or claims_name(name, folder):
+                full = entry.path
+                if not is_regular_entry(entry) and skipped_special(full):  # a pipe would wait for a writer forever
+                    continue
+                yield full, (os.path.realpath(full) if entry.is_symlink() else real_prefix + name), entry
+        stack.extend((sub.path, real_prefix + sub.name) for sub in reversed(folders) if not sub.is_symlink())
 
 
 def stats_warnings(stats: list[dict]) -> list[str]:
