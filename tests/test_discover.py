@@ -156,3 +156,35 @@ def test_an_empty_path_is_a_usage_error_not_the_current_folder(tmp_path, command
             f"Error: {command}: a PATH is empty (an unset shell variable?); to mean the current folder, pass '.'"]
         assert done.stdout == ""
         assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
+
+
+def test_a_folder_that_cannot_be_listed_is_named_and_the_walk_goes_on(tmp_path, monkeypatch, caplog):
+    """Both walks (the sessions' and the report's) pass over a folder they cannot list with a warning
+    naming it and why, and find every other file (as root, permissions cannot deny it: the listing fails
+    by injection)."""
+    import logging
+    import os
+
+    from batchcompact.formats.scan import iter_session_files
+    from batchcompact.report.files import iter_source_files
+
+    sample = Path(__file__).resolve().parent.parent / "sample_sessions" / "pi" / "small-fix.jsonl"
+    for relative in ("a.jsonl", "locked/b.jsonl", "z/c.jsonl"):
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(sample, tmp_path / relative)
+    real_scandir = os.scandir
+
+    def scandir(path="."):
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    for walk in (lambda: [item.path for item in iter_session_files([tmp_path])],
+                 lambda: list(iter_source_files([tmp_path]))):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            found = [Path(p).relative_to(tmp_path).as_posix() for p in walk()]
+        assert found == ["a.jsonl", "z/c.jsonl"]
+        assert [r.getMessage() for r in caplog.records] == [
+            f"{tmp_path / 'locked'}: skipped, cannot list this folder: Permission denied"]

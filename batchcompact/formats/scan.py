@@ -82,11 +82,13 @@ def skipped_special(path: str | Path) -> bool:
 
 def folder_entries(folder: str | Path) -> tuple[list[os.DirEntry], list[os.DirEntry]]:
     """A folder's (files, folders), each sorted by name (links to folders among the folders; an entry whose
-    type cannot be read among the files, where reading it says why); nothing when it cannot be listed."""
+    type cannot be read among the files, where reading it says why); nothing, with a warning naming the
+    folder and why, when it cannot be listed (the walk goes on with the other folders)."""
     try:
         with os.scandir(folder) as scan:
             entries = sorted(scan, key=lambda e: e.name)
-    except OSError:
+    except OSError as exc:
+        log.warning("%s: skipped, cannot list this folder: %s", printable(str(folder)), oserror_text(exc))
         return [], []
     files, folders = [], []
     for entry in entries:
