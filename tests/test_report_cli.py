@@ -133,6 +133,12 @@ def test_source_filter_and_run_reports(tmp_path):
 def test_usage_errors_exit_2(tmp_path, pi_dir):
     result = CliRunner().invoke(cli, ["report", str(pi_dir), "--since", "yesterday"])
     assert result.exit_code == 2 and "is not a date" in result.output
+    result = CliRunner().invoke(cli, ["report", str(pi_dir), "--since", "2026-01-02", "--until", "2026-01-01"])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1] == (
+        "Error: --since 2026-01-02 is after --until 2026-01-01: no day is in both; swap them?")
+    assert CliRunner().invoke(cli, ["report", str(pi_dir), "--since", "2026-01-01", "--until", "2026-01-01",
+                                    "--no-cache"]).exit_code == 0  # one day is a range
     result = CliRunner().invoke(cli, ["report", str(pi_dir), "--timezone", "Mars/Olympus"])
     assert result.exit_code == 2 and "unknown time zone" in result.output
     result = CliRunner().invoke(cli, ["report", str(pi_dir), "--format", "parquet", "--no-cache"])

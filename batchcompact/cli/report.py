@@ -12,7 +12,7 @@ from batchcompact.agents import names as agent_names
 from batchcompact.cli.config import ExpandedPath
 from batchcompact.cli.options import executor_options, open_executor
 from batchcompact.cli.output import output_options, pick_format
-from batchcompact.errors import BatchCompactError
+from batchcompact.errors import BatchCompactError, UsageError
 from batchcompact.report.readers import agent_names as every_agent
 from batchcompact.report.settings import GROUPINGS
 
@@ -183,6 +183,8 @@ def report(
     from batchcompact.report.settings import ReportSettings
 
     fmt = pick_format(fmt, json_flag)
+    if since is not None and until is not None and since > until:  # an empty report, every time: a typo
+        raise UsageError(f"--since {since} is after --until {until}: no day is in both; swap them?")
     settings = ReportSettings(
         by=by,
         breakdown=breakdown,
