@@ -165,6 +165,7 @@ def test_a_folder_that_cannot_be_listed_is_named_and_the_walk_goes_on(tmp_path, 
     import logging
     import os
 
+    from batchcompact.formats import scan
     from batchcompact.formats.scan import iter_session_files
     from batchcompact.report.files import iter_source_files
 
@@ -183,8 +184,38 @@ def test_a_folder_that_cannot_be_listed_is_named_and_the_walk_goes_on(tmp_path, 
     for walk in (lambda: [item.path for item in iter_session_files([tmp_path])],
                  lambda: list(iter_source_files([tmp_path]))):
         caplog.clear()
+        monkeypatch.setattr(scan, "_WARNED", set())  # each walk says it (a process says it once)
         with caplog.at_level(logging.WARNING):
             found = [Path(p).relative_to(tmp_path).as_posix() for p in walk()]
         assert found == ["a.jsonl", "z/c.jsonl"]
         assert [r.getMessage() for r in caplog.records] == [
             f"{tmp_path / 'locked'}: skipped, cannot list this folder: Permission denied"]
+
+
+@pytest.mark.parametrize("command", ["plan", "report"])
+def test_a_folder_too_long_to_list_is_named_once_from_the_cli(tmp_path, command):
+    """A real folder the walk cannot list even as root: its path is longer than the system takes (made
+    one level at a time from the folder above). One warning line names it, even from `report`, which
+    walks the paths twice (the stored result's key, then the report); the session beside it is read."""
+    import os
+    import subprocess
+    import sys
+
+    archive = tmp_path / "w"
+    archive.mkdir()
+    shutil.copy(Path(__file__).resolve().parent.parent / "sample_sessions" / "pi" / "small-fix.jsonl", archive)
+    fd = os.open(archive, os.O_RDONLY)
+    for _ in range(18):  # 18 x 251 bytes: past PATH_MAX (4096)
+        os.mkdir("x" * 250, dir_fd=fd)
+        inner = os.open("x" * 250, os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(fd)
+    extra = ["--cache-dir", str(tmp_path / "cache")] if command == "report" else []
+    done = subprocess.run([sys.executable, "-m", "batchcompact", command, str(archive), "--format", "json", *extra],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-300:]
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("WARNING")]
+    assert len(warnings) == 1 and warnings[0].endswith(": skipped, cannot list this folder: File name too long")
+    rows = json.loads(done.stdout)
+    assert (len(rows["rows"]) == 1) if command == "plan" else rows["totals"]["requests"] > 0

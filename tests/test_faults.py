@@ -414,7 +414,7 @@ def _special_archive(folder: Path) -> Path:
 def test_pipes_and_devices_named_like_sessions_are_skipped_not_waited_on(tmp_path, command):
     archive = _special_archive(tmp_path / "w")
     extra = {"run": ["--output-dir", str(tmp_path / "out"), "--min-age", "0", "--report-dir", str(tmp_path / "r")],
-             "report": ["--no-cache", "--format", "json"]}.get(command, [])
+             "report": ["--cache-dir", str(tmp_path / "cache"), "--format", "json"]}.get(command, [])
     result = _cli(command, str(archive), *extra, timeout=60)  # a pipe opened would hang until the timeout
     assert result.returncode == 0, result.stderr
     warnings = [line for line in result.stderr.splitlines() if "not a regular file" in line]
@@ -450,22 +450,17 @@ def _deep_tree(top: Path) -> Path:
 
 def _remove_deep(top: Path) -> None:
     """Remove a tree made by `_deep_tree` without recursion (shutil.rmtree recurses per folder)."""
-    folders = []
-    for root, _, files in _iter_folders(top):
-        folders.append(root)
-        for name in files:
-            (root / name).unlink()
-    for folder in reversed(folders):
-        folder.rmdir()
-
-
-def _iter_folders(top: Path):
-    stack = [top]
+    folders, stack = [], [top]
     while stack:
         folder = stack.pop()
-        entries = list(os.scandir(folder))
-        yield folder, None, [e.name for e in entries if not e.is_dir(follow_symlinks=False)]
-        stack.extend(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
+        folders.append(folder)
+        for entry in os.scandir(folder):
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(Path(entry.path))
+            else:
+                os.unlink(entry.path)
+    for folder in reversed(folders):
+        folder.rmdir()
 
 
 def test_a_folder_deeper_than_the_recursion_limit_is_walked_and_written(tmp_path):

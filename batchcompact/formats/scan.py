@@ -76,8 +76,19 @@ def skipped_special(path: str | Path) -> bool:
     kind = special_kind(path)
     if kind is None:
         return False
-    log.warning("%s: skipped, %s, not a regular file", printable(str(path)), kind)
+    _warn_once(f"{printable(str(path))}: skipped, {kind}, not a regular file")
     return True
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """A walk's warning, said once per process: `report` walks the same paths twice (the stored result's
+    key, then the report), and a user should read each skipped file or folder once."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        log.warning("%s", message)
 
 
 def folder_entries(folder: str | Path) -> tuple[list[os.DirEntry], list[os.DirEntry]]:
@@ -88,7 +99,7 @@ def folder_entries(folder: str | Path) -> tuple[list[os.DirEntry], list[os.DirEn
         with os.scandir(folder) as scan:
             entries = sorted(scan, key=lambda e: e.name)
     except OSError as exc:
-        log.warning("%s: skipped, cannot list this folder: %s", printable(str(folder)), oserror_text(exc))
+        _warn_once(f"{printable(str(folder))}: skipped, cannot list this folder: {oserror_text(exc)}")
         return [], []
     files, folders = [], []
     for entry in entries:
@@ -102,7 +113,8 @@ def folder_entries(folder: str | Path) -> tuple[list[os.DirEntry], list[os.DirEn
 
 def _walk(root: str | Path) -> Iterator[Path]:
     """Session files under `root` (os.walk's order: a folder's files by name, then its folders by name;
-    linked folders and batchcompact's own are not entered; unreadable folders are passed over). A file
+    linked folders and batchcompact's own are not entered; a folder that cannot be listed is named in a
+    warning and passed over). A file
     the directory entry says is regular needs no stat; any other is stat'ed, and a pipe, socket or device
     is skipped (`skipped_special`)."""
     stack = [root]  # folders still to list, the next on top: depth costs no recursion (a tree 1,100 deep)
