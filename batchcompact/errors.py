@@ -32,6 +32,19 @@ class LockHeldError(RunAborted):
     """Another run holds the state lock."""
 
 
+class OutputError(BatchCompactError):
+    """The command's output (-o FILE, --chart FILE, standard output) could not be written: disk full,
+    permissions. The work itself is done (a `run`'s sessions and its Parquet report are written)."""
+
+    exit_code = 3
+
+
+class StdoutClosed(BatchCompactError):
+    """Standard output's reader is gone (`| head`): the command stops quietly, exit 141 as SIGPIPE gives."""
+
+    exit_code = 141
+
+
 class SessionReadError(BatchCompactError):
     """A session file could not be read at all."""
 

@@ -44,10 +44,12 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context):
         """Our exceptions become click errors here, and only here: message + exit code."""
-        from batchcompact.errors import BatchCompactError, UsageError
+        from batchcompact.errors import BatchCompactError, StdoutClosed, UsageError
 
         try:
             rv = super().invoke(ctx)
+        except StdoutClosed:
+            raise
         except UsageError as exc:
             if os.environ.get("BATCHCOMPACT_DEBUG"):
                 raise
@@ -60,6 +62,8 @@ class LazyGroup(click.Group):
             raise error from exc
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except BrokenPipeError as exc:  # standard output written past the guard (outfile.py): its reader left
+            raise StdoutClosed() from exc
         except Exception as exc:  # a bug, not bad input: said as such in one line, exit 4
             if os.environ.get("BATCHCOMPACT_DEBUG"):
                 raise
@@ -108,8 +112,9 @@ def cli(ctx: click.Context) -> None:
 
     Exit codes: 0 all ok or skipped, 1 some sessions failed or are invalid, 2 usage error (also: no
     session files found), 3 run aborted (authentication, lock held, budget refused, state or report folder
-    unusable), 4 internal error (a bug in batchcompact; the other files were still processed),
-    130/143 a command other than `run` stopped by Ctrl-C/SIGTERM.
+    unusable) or its output not written (-o FILE, stdout: disk full), 4 internal error (a bug in
+    batchcompact; the other files were still processed), 130/143 a command other than `run` stopped by
+    Ctrl-C/SIGTERM, 141 stdout closed by its reader (`| head`), quietly.
 
     Global options (-q, -v, --config) go before or after the command. Every option can also be set in
     the config file or as BATCHCOMPACT_<OPTION>; see `batchcompact config` and docs/cli.md.
@@ -122,8 +127,26 @@ def cli(ctx: click.Context) -> None:
 
 
 def main() -> None:
-    """Entry point: run the group and map our exceptions to exit codes."""
-    from batchcompact.errors import BatchCompactError
+    """Entry point: run the group, map our exceptions to exit codes, and exit with the code."""
+    from batchcompact.errors import OutputError, StdoutClosed
+    from batchcompact.outfile import guard_stdout, silence_stdout
+
+    guard_stdout()  # a failed write to stdout is said as such (outfile.py), never as an internal error
+    try:
+        code = _run()
+        sys.stdout.flush()  # what is still buffered fails here, not in the interpreter's exit
+    except StdoutClosed:
+        silence_stdout()
+        code = StdoutClosed.exit_code
+    except OutputError as exc:  # the last flush
+        click.echo(f"Error: {exc}", err=True)
+        code = exc.exit_code
+    sys.exit(code)
+
+
+def _run() -> int:
+    """The command, its exceptions mapped to exit codes and said in one line; returns the code."""
+    from batchcompact.errors import BatchCompactError, StdoutClosed
     from batchcompact.lifecycle import (
         install_stop_signals,
         interrupted_exit_code,
@@ -135,28 +158,28 @@ def main() -> None:
     mark_command_process()  # this process ends with its command (pipeline/runreport.py import_pyarrow)
     try:
         rv = cli.main(standalone_mode=False)
-    except click.exceptions.Abort:
+    except StdoutClosed:
+        raise
+    except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo(f"Interrupted ({stop_signal_name()}).", err=True)
-        sys.exit(interrupted_exit_code())
+        return interrupted_exit_code()
     except click.ClickException as exc:
         exc.show()
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except BatchCompactError as exc:
         if os.environ.get("BATCHCOMPACT_DEBUG"):
             raise
         click.echo(f"Error: {exc}", err=True)
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        click.echo(f"Interrupted ({stop_signal_name()}).", err=True)
-        sys.exit(interrupted_exit_code())
+        return exc.exit_code
+    except BrokenPipeError as exc:  # stdout written past the guard, outside a command
+        raise StdoutClosed() from exc
     except Exception as exc:  # a bug outside a command (option parsing, config): one line, exit 4
         if os.environ.get("BATCHCOMPACT_DEBUG"):
             raise
         error = _internal(exc)
         error.show()
-        sys.exit(error.exit_code)
-    else:
-        # Commands return their exit code (an int); None means success.
-        sys.exit(rv if isinstance(rv, int) else 0)
+        return error.exit_code
+    # Commands return their exit code (an int); None means success.
+    return rv if isinstance(rv, int) else 0

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from batchcompact.cli.config import PRESETS, env_names, option_key, pi_settings
-from batchcompact.cli.output import output_options, pick_format, write_rows
+from batchcompact.cli.output import open_output, output_options, pick_format, write_rows
 
 SECRET_NAMES = frozenset({"api_key"})
 
@@ -105,15 +105,16 @@ def config(ctx: click.Context, commands: tuple[str, ...], fmt: str, output: str 
             "presets": sorted(PRESETS)})
         return 0
     where = resolution.config_path if resolution and resolution.config_path else "none"
-    click.echo(f"# config file: {where}" + (f" (from {resolution.config_how})" if resolution and
-                                            resolution.config_path else ""))
-    current = None
-    for row in rows:
-        if row["command"] != current:
-            current = row["command"]
-            click.echo(f"\n[{current}]")
-        if row["value"] is None:
-            click.echo(f"# {row['option']} =  (unset)  # {row['source']}")
-        else:
-            click.echo(f"{row['option']} = {_toml_value(row['value'])}  # {row['source']}")
+    with open_output(output) as out:
+        out.write(f"# config file: {where}" + (f" (from {resolution.config_how})" if resolution and
+                                              resolution.config_path else "") + "\n")
+        current = None
+        for row in rows:
+            if row["command"] != current:
+                current = row["command"]
+                out.write(f"\n[{current}]\n")
+            if row["value"] is None:
+                out.write(f"# {row['option']} =  (unset)  # {row['source']}\n")
+            else:
+                out.write(f"{row['option']} = {_toml_value(row['value'])}  # {row['source']}\n")
     return 0

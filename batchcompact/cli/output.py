@@ -158,11 +158,14 @@ def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str
 
 @contextmanager
 def open_output(path: str | None) -> Iterator[TextIO]:
-    """FILE opened for writing (closed afterwards), or stdout (left open)."""
+    """FILE opened for writing and renamed into place once written whole (outfile.py), or stdout (left
+    open)."""
     if not path:
         yield sys.stdout
         return
-    with open(path, "w", encoding="utf-8", newline="") as handle:
+    from batchcompact.outfile import open_text
+
+    with open_text(path) as handle:
         yield handle
 
 
@@ -224,6 +227,7 @@ def output_options(formats: tuple[str, ...] = FORMATS, aliases: dict[str, str] |
         func = click.option("--json", "json_flag", is_flag=True, hidden=True, callback=_json_flag,
                             help="Deprecated: use --format json.")(func)
         func = click.option("--output", "-o", type=click.Path(dir_okay=dir_okay), default=None, metavar="FILE",
+                            callback=None if dir_okay else _writable,
                             help="Write the result to FILE instead of stdout (parquet needs it).")(func)
         func = click.option("--format", "fmt", type=FormatChoice(formats, aliases), default="table",
                             show_default=True,
@@ -232,6 +236,25 @@ def output_options(formats: tuple[str, ...] = FORMATS, aliases: dict[str, str] |
         return func
 
     return decorator
+
+
+def _writable(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """-o FILE whose folder is missing or cannot be written in is refused before the command's work;
+    `-o -` is standard output, as no -o."""
+    if value == "-":
+        return None
+    check_output(value, "-o/--output")
+    return value
+
+
+def check_output(path: str | None, option: str) -> None:
+    from batchcompact.errors import UsageError
+    from batchcompact.outfile import check_writable
+
+    try:
+        check_writable(path, option)
+    except UsageError as exc:
+        raise click.UsageError(str(exc)) from exc
 
 
 def pick_format(fmt: str, json_flag: bool) -> str:
@@ -249,7 +272,10 @@ def write_rows(fmt: str, output: str | None, rows: Iterable[dict[str, Any]], col
         collected = list(rows)
         frame = pl.DataFrame(collected, infer_schema_length=None) if collected else pl.DataFrame(
             {c: [] for c in columns or ()})
-        frame.write_parquet(output)
+        from batchcompact.outfile import replacing
+
+        with replacing(output) as where:
+            frame.write_parquet(where)
         return len(collected)
     with open_output(output) as out:
         if fmt == "json":
@@ -307,10 +333,14 @@ def old_output_dir(ctx: click.Context, command: str, output: str | None, output_
                    json_flag: bool) -> tuple[str | None, str | None]:
     """(output_dir, output): the old `COMMAND -o DIR` meant the output folder; -o is now the results FILE on
     every command. An -o with no --output-dir that names a folder, or that comes with the table format
-    (whose results are not a file), is taken as the folder, with a deprecation warning."""
+    (whose results are not a file), is taken as the folder, with a deprecation warning. `-o -` is
+    standard output."""
+    if output == "-":
+        return output_dir, None
     if output and not output_dir and (fmt == "table" or json_flag or Path(output).is_dir()):
         from batchcompact.cli.command import deprecated
 
         deprecated(ctx, f"{command} -o DIR", "--output-dir DIR (-o/--output is now the results FILE)")
         return output, None
+    check_output(output, "-o/--output")  # a results FILE: refused before the work when it cannot be written
     return output_dir, output

@@ -11,8 +11,8 @@ import click
 from batchcompact.agents import names as agent_names
 from batchcompact.cli.config import ExpandedPath
 from batchcompact.cli.options import executor_options, open_executor
-from batchcompact.cli.output import output_options, pick_format
-from batchcompact.errors import BatchCompactError, UsageError
+from batchcompact.cli.output import check_output, output_options, pick_format
+from batchcompact.errors import BatchCompactError, StdoutClosed, UsageError
 from batchcompact.report.readers import agent_names as every_agent
 from batchcompact.report.settings import GROUPINGS
 
@@ -126,7 +126,8 @@ def _check_timezone(ctx, param, value: str) -> str:
 )
 @click.option("--jobs", type=click.IntRange(min=1), help="Processes for parsing [default: CPUs, at most 8].")
 @click.option(
-    "--chart", type=click.Path(dir_okay=False), help="Draw cost per period by model (.html or .png)."
+    "--chart", type=click.Path(dir_okay=False), callback=lambda ctx, param, value: _chart_file(value),
+    help="Draw cost per period by model (.html or .png)."
 )
 @executor_options
 def report(
@@ -218,6 +219,8 @@ def report(
                              executor=lambda: open_executor(executor, jobs or 1, ray_address),
                              warn=lambda w: click.echo(f"warning: {w}", err=True))
         _print(out, fmt, output, compact, quiet=quiet, verbose=verbose)
+    except StdoutClosed:
+        raise  # its reader is gone: nothing to say (cli/__init__.py)
     except BatchCompactError as exc:
         if os.environ.get("BATCHCOMPACT_DEBUG"):
             raise
@@ -241,6 +244,11 @@ def parse_size(text: str, option: str) -> int:
     if unit not in SIZE_UNITS or size < 0:
         raise click.BadParameter(f"{text!r}: give a size such as 0, 512MB or 2GB", param_hint=option)
     return int(size * SIZE_UNITS[unit])
+
+
+def _chart_file(value: str | None) -> str | None:
+    check_output(value, "--chart")  # refused before the report's work when it cannot be written
+    return value
 
 
 def _print(out, fmt: str, output, compact: bool, *, quiet: bool, verbose: int) -> None:
@@ -288,9 +296,9 @@ def _emit(texts: dict[str, str], table_width: int | None, fmt: str, output, comp
         compact = width < min(COMPACT_WIDTH, table_width or 0)
     text = texts["compact"] if fmt == "table" and compact else texts["wide"]
     if output:
-        from pathlib import Path
+        from batchcompact.outfile import write_text
 
-        Path(output).write_text(text, encoding="utf-8")
+        write_text(output, text)
     elif text:
         click.echo(text, nl=False)
 

@@ -251,8 +251,9 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         text = summary_text(summary, wall, min_age, quiet=quiet)
         if text:
             if output:
-                with open(output, "w", encoding="utf-8") as handle:
-                    handle.write(text + "\n")
+                from batchcompact.outfile import write_text
+
+                write_text(output, text + "\n")
             else:
                 click.echo(text, err=quiet)
         return summary.exit_code

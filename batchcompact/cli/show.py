@@ -66,7 +66,9 @@ def show(session_path: str, with_context: bool, fmt: str, output: str | None, js
     if output:
         import contextlib
 
-        with open(output, "w", encoding="utf-8") as handle, contextlib.redirect_stdout(handle):
+        from batchcompact.outfile import open_text
+
+        with open_text(output) as handle, contextlib.redirect_stdout(handle):
             return _print_text(session, info, with_context)
     return _print_text(session, info, with_context)
 

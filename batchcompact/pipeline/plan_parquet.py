@@ -69,8 +69,10 @@ PLAN_SCHEMA = pa.schema(
 
 def write_plan_parquet(rows: Iterable[dict[str, Any]], path: str, batch_size: int = 2000) -> int:
     """Stream rows into a Parquet file in batches; returns the number of rows."""
+    from batchcompact.outfile import replacing
+
     count = 0
-    with pq.ParquetWriter(path, PLAN_SCHEMA) as writer:
+    with replacing(path) as where, pq.ParquetWriter(where, PLAN_SCHEMA) as writer:
         batch: list[dict[str, Any]] = []
         for row in rows:
             batch.append(row)

@@ -44,10 +44,13 @@ def chart_series(report: Report) -> tuple[list[str], list[str], dict[str, list[f
 def write_chart(report: Report, path: str | Path) -> None:
     path = Path(path)
     suffix = path.suffix.lower()
+    from batchcompact.outfile import replacing, write_text
+
     if suffix in (".html", ".htm"):
-        path.write_text(render_html(report), encoding="utf-8")
+        write_text(path, render_html(report))
     elif suffix == ".png":
-        write_png(report, path)
+        with replacing(path) as where:  # written whole or not at all (outfile.py)
+            write_png(report, where)
     else:
         raise UsageError(f"--chart {path}: use a .png or .html file name")
 
@@ -100,7 +103,7 @@ def render_html(report: Report) -> str:
     )
 
 
-def write_png(report: Report, path: Path) -> None:
+def write_png(report: Report, path: str | Path) -> None:
     try:
         import matplotlib
 
@@ -123,5 +126,5 @@ def write_png(report: Report, path: Path) -> None:
     ax.legend(fontsize="small")
     fig.autofmt_xdate()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, format="png")
     plt.close(fig)

@@ -186,7 +186,10 @@ def write_report(
     if fmt == "parquet":
         if not output:
             raise UsageError("--format parquet needs --output FILE")
-        report.rows.write_parquet(output)
+        from batchcompact.outfile import replacing
+
+        with replacing(output) as where:
+            report.rows.write_parquet(where)
         return None
     if fmt == "json":
         text = render_json(report, sources) + "\n"
@@ -202,7 +205,9 @@ def write_report(
     else:
         raise UsageError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if output:
-        Path(output).write_text(text, encoding="utf-8")
+        from batchcompact.outfile import write_text
+
+        write_text(output, text)
         return None
     return text
 
