@@ -10,10 +10,12 @@ one; the bytes of every original line are copied, never re-serialized).
 
 from __future__ import annotations
 
+import functools
 import gc
+import io
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -23,11 +25,59 @@ import orjson
 from batchcompact.core.entries import ERROR, WARNING, Problem
 from batchcompact.formats.compressed import is_decompress_error, open_session
 
-# A single line longer than this is reported instead of parsed: it would need that much memory again.
+# A single line longer than this is reported instead of read: it would need that much memory, and more
+# to parse. Read in pieces of this size and passed over, so no line costs more memory than this.
 MAX_LINE_BYTES = 256 * 1024 * 1024
 # Read whole files through a 1 MB buffer: iterating the lines of a 40 MB session takes half the time it
 # takes through the default 8 KB one (fewer reads).
 READ_BUFFER = 1 << 20
+
+
+def capped_lines(handle: Any, on_long: Callable[[int, int], None] | None = None, *, first_line: int = 1,
+                 digest: Any = None, limit: int | None = None) -> Iterable[bytes]:
+    """The lines of `handle` (a binary file read from a line's start, numbered from `first_line`) with none
+    longer than `limit` (MAX_LINE_BYTES): a longer one is read in pieces and passed over, `on_long(line
+    number, its bytes)` is told, and an empty line stands in its place (every reader passes over an empty
+    line in silence), so the numbers of the lines after it stay right. Its bytes still go to `digest`
+    (through its `update_bytes` when it counts lines, as `pi.SourceDigest` does: the empty line the caller
+    feeds it counts the long one); the caller feeds it the other lines. A plain file no longer than the
+    limit cannot hold such a line: its own line iterator is returned, and the readers' loops pay nothing
+    for the check (a decompressed stream's size is not known: it is always checked)."""
+    limit = limit or MAX_LINE_BYTES
+    if isinstance(getattr(handle, "raw", None), io.FileIO):  # a plain file, not a zstd stream
+        try:
+            if os.fstat(handle.fileno()).st_size - handle.tell() <= limit:
+                return handle
+        except (OSError, ValueError):
+            pass
+    return _capped(handle, on_long, first_line, digest, limit)
+
+
+def _capped(handle: Any, on_long: Callable[[int, int], None] | None, number: int, digest: Any,
+            limit: int) -> Iterator[bytes]:
+    read = functools.partial(handle.readline, limit)
+    feed = None if digest is None else getattr(digest, "update_bytes", digest.update)
+    for raw in iter(read, b""):
+        if len(raw) == limit and raw[-1:] != b"\n":
+            rest = read()
+            if rest:  # longer than the limit (a last line of exactly the limit, with no newline, is kept)
+                size = 0
+                for piece in (raw, rest):
+                    size += len(piece)
+                    if feed is not None:
+                        feed(piece)
+                while rest[-1:] != b"\n":
+                    rest = read()
+                    if not rest:
+                        break
+                    size += len(rest)
+                    if feed is not None:
+                        feed(rest)
+                if on_long is not None:
+                    on_long(number, size)
+                raw = b""
+        number += 1
+        yield raw
 
 
 def _describe_json_error(exc: Exception, text: bytes) -> str:
@@ -66,11 +116,16 @@ def iter_json_lines(path: str | Path, problems: list[Problem], *, digest: Any = 
     fast = orjson.loads
     fast_error = orjson.JSONDecodeError
     lineno = first_line - 1
+    def too_long(number: int, size: int) -> None:
+        problems.append(Problem(name, number, ERROR, f"line of {size} bytes is larger than the limit "
+                                                     f"({MAX_LINE_BYTES} bytes); not read"))
+
     with open_session(path, READ_BUFFER) as handle:  # a zstd transcript is read as its decompressed stream
         if offset:
             handle.seek(offset)
+        lines = capped_lines(handle, too_long, first_line=first_line, digest=digest)
         try:
-            for raw in handle:  # iterated here, not through a helper generator: ~8% of a large read
+            for raw in lines:  # the file itself, iterated here (a helper generator costs ~8% of a large read)
                 lineno += 1
                 if digest is not None:
                     digest.update(raw)
@@ -100,9 +155,7 @@ def iter_json_lines(path: str | Path, problems: list[Problem], *, digest: Any = 
 def _report(name: str, lineno: int, raw: bytes, exc: Exception, problems: list[Problem]) -> None:
     if not raw.strip():
         return
-    if len(raw) > MAX_LINE_BYTES:
-        problems.append(Problem(name, lineno, ERROR, f"line of {len(raw)} bytes is larger than the limit"))
-    elif raw[-1:] != b"\n" and not isinstance(exc, UnicodeDecodeError):
+    if raw[-1:] != b"\n" and not isinstance(exc, UnicodeDecodeError):
         problems.append(
             Problem(name, lineno, ERROR, "torn last line: no newline and incomplete JSON (still being written?)")
         )

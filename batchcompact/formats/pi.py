@@ -29,6 +29,11 @@ class SourceDigest:
         self.size += len(raw)
         self.lines += 1
 
+    def update_bytes(self, raw: bytes) -> None:
+        """Bytes of a line too long to read (`jsonl.capped_lines`): hashed and counted, not a line."""
+        self._sha.update(raw)
+        self.size += len(raw)
+
     @property
     def sha256(self) -> str:
         return self._sha.hexdigest()

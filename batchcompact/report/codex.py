@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import IO
 
 from batchcompact.formats.codex import USAGE_FIELDS
+from batchcompact.formats.jsonl import capped_lines
 from batchcompact.report.lines import ExtractStats, as_int, load_line, open_binary, parse_timestamp
 from batchcompact.report.schema import UsageRows
 
@@ -135,7 +136,7 @@ def read_lines(fh: IO[bytes], stats: ExtractStats) -> Iterator[tuple[int, bytes,
     types in one match, without `line_kind`'s searches; a line in another shape goes to `line_kind`."""
     skipped = number = 0
     try:
-        for number, raw in enumerate(fh, start=1):
+        for number, raw in enumerate(capped_lines(fh, stats.too_long), start=1):
             fixed = FIXED_START(raw)
             if fixed is not None:
                 group = fixed.lastindex

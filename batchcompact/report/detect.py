@@ -45,14 +45,14 @@ def detect_format(path: str | Path) -> str | None:
     claimed = claimed_by(str(path), loose=True)  # the walk took only files claimed strictly; a named one
     if claimed is not None:
         return claimed.name
+    from batchcompact.formats.jsonl import capped_lines
     from batchcompact.report.lines import open_binary
 
     with open_binary(path, buffer=64 << 10) as fh:
-        for number, raw in enumerate(fh, start=1):
+        # a multi-MB line is not a header we need to read whole: passed over, never read whole
+        for number, raw in enumerate(capped_lines(fh, limit=4 << 20), start=1):
             if number > PROBE_LINES:
                 break
-            if len(raw) > 4 << 20:  # a multi-MB first line is not a header we need to read whole
-                continue
             try:
                 obj = probe_line(raw)
             except ValueError:

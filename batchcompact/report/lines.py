@@ -12,6 +12,8 @@ from typing import IO, Any
 import orjson
 
 from batchcompact.errors import UsageError
+from batchcompact.formats import jsonl
+from batchcompact.formats.jsonl import capped_lines
 
 MAX_WARNINGS_KEPT = 50
 
@@ -41,6 +43,11 @@ class ExtractStats:
         if len(self.warnings) < MAX_WARNINGS_KEPT:
             where = f"{self.path}:{line}" if line else self.path
             self.warnings.append(f"{where}: {message}")
+
+    def too_long(self, line: int, size: int) -> None:
+        """A line longer than MAX_LINE_BYTES (`jsonl.capped_lines`): passed over unread, with a warning."""
+        self.malformed += 1
+        self.warn(line, f"line of {size} bytes is larger than the limit ({jsonl.MAX_LINE_BYTES} bytes); skipped")
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -93,7 +100,7 @@ def iter_json_lines(
     number = skipped = parsed = 0
     with open_binary(path) as fh:
         try:
-            for number, raw in enumerate(fh, start=1):
+            for number, raw in enumerate(capped_lines(fh, stats.too_long), start=1):
                 if not (always_first and number == 1):
                     if one is not None:
                         if one not in raw:

@@ -25,6 +25,7 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
+from batchcompact.formats.jsonl import capped_lines
 from batchcompact.report.lines import ExtractStats, as_int, first_str, parse_timestamp
 from batchcompact.report.model_names import price_name
 from batchcompact.report.schema import UsageRows
@@ -52,10 +53,11 @@ def sidecar_model(settings: Path) -> str | None:
     """The model named in the transcript beside `settings` (`Model: … [Provider]`), if any."""
     transcript = settings.with_name(settings.name[: -len(SUFFIX)] + ".jsonl")
     try:
-        with open(transcript, encoding="utf-8", errors="replace") as fh:
-            for number, line in enumerate(fh):
+        with open(transcript, "rb") as fh:
+            for number, raw in enumerate(capped_lines(fh, limit=1 << 20)):  # no line read whole past 1 MB
                 if number >= 500:
                     break
+                line = raw.decode("utf-8", "replace")
                 if "Model:" in line:
                     raw = re.split(r'["\\\[]', line.split("Model:", 1)[1])[0].strip()
                     if raw:

@@ -38,7 +38,7 @@ from typing import Any
 from batchcompact.core.context import parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.session import Session
-from batchcompact.formats.jsonl import file_size, iter_json_lines
+from batchcompact.formats.jsonl import MAX_LINE_BYTES, file_size, iter_json_lines
 
 FORMAT = "gemini"
 META_TYPE = "gemini_meta"
@@ -297,7 +297,7 @@ def read_state(path: str | Path, problems: list[Problem]) -> tuple[ChatState, bo
 
 def _first_line_is_object(path: str | Path) -> bool:
     with open(path, "rb") as handle:
-        first = handle.readline()
+        first = handle.readline(MAX_LINE_BYTES)  # a longer line is no object this reader can read
     try:
         return isinstance(json.loads(first), dict)
     except ValueError:

@@ -31,6 +31,7 @@ import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 
+from batchcompact.formats.jsonl import capped_lines
 from batchcompact.report.lines import ExtractStats, as_int, first_str, iter_json_lines, parse_timestamp
 from batchcompact.report.schema import UsageRows
 
@@ -83,7 +84,7 @@ def main_agent_cwd(path: Path) -> str | None:
     main = path.parent.parent / "main" / path.name
     try:
         with open(main, "rb") as fh:
-            for number, raw in enumerate(fh):
+            for number, raw in enumerate(capped_lines(fh, limit=1 << 20)):
                 if number >= 50:
                     break
                 if b'"config.update"' in raw:
