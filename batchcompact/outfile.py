@@ -46,6 +46,23 @@ def _failed_writing(exc: BaseException, ours: tuple[str, ...]) -> bool:
     return isinstance(exc, OSError) and (filename is None or os.fspath(filename) in ours)
 
 
+NAME_MAX = 255  # bytes in a file name, on every filesystem a session lives on
+TEMP_ROOM = 64  # bytes a temp name adds after the file's own name: a mark, a pid, random hex, a host
+
+
+def fitted_name(name: str) -> str:
+    """`name` as it goes into a temp name beside it (`.NAME` + up to TEMP_ROOM bytes): itself, or, when
+    that would pass NAME_MAX ("File name too long"), its start cut at a character and 8 hex of its hash,
+    the same for the same name (a sweep finds a file's temps by it)."""
+    raw = name.encode("utf-8", "surrogateescape")
+    if 1 + len(raw) + TEMP_ROOM <= NAME_MAX:
+        return name
+    import hashlib
+
+    keep = raw[:NAME_MAX - 1 - TEMP_ROOM - 9].decode("utf-8", "ignore")  # whole characters only
+    return f"{keep}~{hashlib.sha1(raw).hexdigest()[:8]}"
+
+
 def check_writable(path: str | None, option: str = "--output") -> None:
     """Refuse, before any work, an output FILE whose folder is missing, is no folder or cannot be written
     in: a long `run` should not end by failing to write its results."""
@@ -75,7 +92,7 @@ def replacing(path: str | os.PathLike[str]) -> Iterator[str]:
         yield from _direct(shown, target)
         return
     folder, name = os.path.split(target)
-    tmp = os.path.join(folder, f".{name}.batchcompact-out-{os.getpid()}-{os.urandom(4).hex()}")
+    tmp = os.path.join(folder, f".{fitted_name(name)}.batchcompact-out-{os.getpid()}-{os.urandom(4).hex()}")
     try:
         os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # the umask decides, as for `>`
     except OSError as exc:

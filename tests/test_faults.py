@@ -3,6 +3,7 @@ preserved modes and links, per-file and run-level problems. Every test is bounde
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -284,6 +285,33 @@ def test_temp_names_are_unique_and_stale_ones_of_dead_runs_go(tmp_path):
     assert len(names) == 50 and all(str(os.getpid()) in n.name for n in names)
     dead = tmp_path / ".s.jsonl.batchcompact-tmp-999999999-abcd1234"
     mine = temp_name(target)
+    dead.write_text("x")
+    mine.write_text("x")
+    _remove_stale_temps(target)
+    assert not dead.exists() and mine.exists()
+
+
+def test_a_session_named_near_the_file_name_limit_is_compacted(tmp_path):
+    """A session whose name leaves no room for a temp name's marks (`.NAME.batchcompact-tmp-PID-...` past
+    255 bytes) failed every run after its summaries were paid ("write failed: File name too long"): the temp
+    name now cuts NAME, with its hash, and its stale temps are still found."""
+    from batchcompact.pipeline.writer import _remove_stale_temps, temp_name
+
+    name = "é" * 100 + "s" * 44 + ".jsonl"  # 250 bytes: the longest a `.bak` beside it still fits
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    shutil.copyfile(SAMPLES / "pi" / "big-refactor.jsonl", inputs / name)
+    for where in (("--output-dir", str(tmp_path / "out")), ("--in-place",)):
+        proc = _cli("run", str(inputs), *where, "--min-age", "0", "--state", str(tmp_path / "state.sqlite"),
+                    "--format", "jsonl")
+        assert proc.returncode == 0, proc.stderr
+        assert [json.loads(line)["status"] for line in proc.stdout.splitlines()] == ["compacted"], proc.stdout
+    assert (tmp_path / "out" / name).exists() and (inputs / f"{name}.bak").exists()
+    assert sorted(p.name for p in inputs.iterdir()) == [name, f"{name}.bak"]  # no temp left
+    target = inputs / name
+    mine = temp_name(target)
+    assert len(mine.name.encode()) <= 255 and mine.name.startswith(".éé")
+    dead = target.with_name(mine.name.replace(f"-{os.getpid()}-", "-999999999-"))
     dead.write_text("x")
     mine.write_text("x")
     _remove_stale_temps(target)

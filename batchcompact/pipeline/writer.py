@@ -37,6 +37,7 @@ from batchcompact.errors import VerificationError
 from batchcompact.formats.compressed import compressor_writer, decompress, is_zstd
 from batchcompact.formats.jsonl import dumps_line
 from batchcompact.lifecycle import pid_alive
+from batchcompact.outfile import fitted_name
 from batchcompact.pipeline.state import Fingerprint, fingerprint_file
 
 TMP_MARK = ".batchcompact-tmp"
@@ -82,8 +83,9 @@ def lock_session(path: str | Path) -> SessionLock:
 
 
 def temp_name(target: Path, kind: str = TMP_MARK) -> Path:
-    """A temp path beside `target`, unique to this process and call: `.NAME.batchcompact-tmp-PID-RANDOM-HOST`."""
-    return target.with_name(f".{target.name}{kind}-{os.getpid()}-{os.urandom(4).hex()}-{_host_tag()}")
+    """A temp path beside `target`, unique to this process and call: `.NAME.batchcompact-tmp-PID-RANDOM-HOST`
+    (a NAME too long for that to fit in a file name is cut, with its hash: `outfile.fitted_name`)."""
+    return target.with_name(f".{fitted_name(target.name)}{kind}-{os.getpid()}-{os.urandom(4).hex()}-{_host_tag()}")
 
 
 def make_folders(folder: Path) -> None:
@@ -246,7 +248,7 @@ def _write_temp(
 
 def _remove_stale_temps(target: Path) -> None:
     """Remove temp files of `target` left by a run that was killed (its writer is gone)."""
-    prefix = f".{target.name}{TMP_MARK}-"
+    prefix = f".{fitted_name(target.name)}{TMP_MARK}-"
     try:
         names = [name for name in os.listdir(target.parent) if name.startswith(prefix)]
     except OSError:
