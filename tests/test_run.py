@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -170,6 +171,23 @@ def test_min_age_skips_recently_modified_files(bc, tmp_path):
     (row,) = result.json()["rows"]
     assert row["status"] == "skipped" and "--min-age" in row["reason"]
     assert session_files(tmp_path / "out") == []
+
+
+def test_a_file_dated_in_the_future_is_said_to_be_so(bc, tmp_path):
+    """A file copied from a machine whose clock runs ahead stays under --min-age until this clock gets
+    there, and the reason says so (it said "modified -172800s ago")."""
+    (path,) = small_archive(tmp_path / "in", ("alpha",)).values()
+    ahead = time.time() + 2 * 86400
+    os.utime(path, (ahead, ahead))
+
+    result = bc("run", tmp_path / "in", "--output-dir", tmp_path / "out", "--min-age", "1h", "--jobs", "1",
+                "--format", "json")
+
+    assert result.code == 0
+    (row,) = result.json()["rows"]
+    assert row["status"] == "skipped"
+    assert re.fullmatch(r"modified 17\d{4}s in the future \(a clock ahead of this machine's\?\), under --min-age "
+                        r"until then \(live session\?\)", row["reason"]), row["reason"]
 
 
 # -- in place --------------------------------------------------------------------------------------------

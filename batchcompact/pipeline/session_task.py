@@ -93,7 +93,7 @@ def process_file(work: FileWork, task: FileTask) -> dict[str, Any]:
         return record
     age = time.time() - fingerprint.mtime_ns / 1e9
     if task.min_age_s > 0 and age < task.min_age_s:
-        record.update(status="young", reason=f"modified {age:.0f}s ago, under --min-age (live session?)",
+        record.update(status="young", reason=_young_reason(age),
                       plan_row={}, fingerprint=fingerprint if not here else fingerprint_file(path))
         return record
     try:
@@ -137,6 +137,15 @@ def _reads_with_digest(path: str) -> bool:
         return not is_zstd(path) and detect_format(path) == "pi"
     except (OSError, BatchCompactError):  # the usual path reports it
         return False
+
+
+def _young_reason(age: float) -> str:
+    """Why a file under --min-age is left alone; a time ahead of this machine's clock (a file copied from a
+    machine whose clock runs ahead) is said as such: it stays under --min-age until the clock gets there."""
+    if age < -1:
+        return (f"modified {-age:.0f}s in the future (a clock ahead of this machine's?), under --min-age "
+                "until then (live session?)")
+    return f"modified {max(age, 0):.0f}s ago, under --min-age (live session?)"
 
 
 def _stat_fingerprint(path: str) -> Fingerprint:
