@@ -575,6 +575,27 @@ def test_outputs_inside_the_inputs_are_not_compacted_again(bc, tmp_path):
     assert not (tmp_path / "in" / "compacted" / "compacted").exists()
 
 
+def test_inputs_named_inside_the_output_dir_are_compacted(bc, tmp_path):
+    """`run archive/project --output-dir archive`: the inputs sit inside the output folder, and are inputs
+    all the same (every one was left out, "0 sessions", exit 0); the outputs beside them are not read
+    back on a rerun."""
+    paths = small_archive(tmp_path / "archive", ("alpha", "bravo"))
+    before = snapshot(paths.values())
+    args = ("run", tmp_path / "archive" / "project", "--output-dir", tmp_path / "archive", *FORCE, *FAST,
+            "--format", "json")
+
+    first = bc(*args)
+
+    assert first.code == 0, first.err
+    assert sorted((Path(r["input_path"]).name, r["status"]) for r in first.json()["rows"]) == [
+        ("alpha.jsonl", "compacted"), ("bravo.jsonl", "compacted")]
+    assert sorted(p.name for p in (tmp_path / "archive").glob("*.jsonl")) == ["alpha.jsonl", "bravo.jsonl"]
+    assert snapshot(paths.values()) == before
+    second = bc(*args)
+    assert sorted((Path(r["input_path"]).name, r["status"]) for r in second.json()["rows"]) == [
+        ("alpha.jsonl", "skipped"), ("bravo.jsonl", "skipped")]
+
+
 def test_readme_main_job_on_the_sample_sessions(bc, tmp_path):
     shutil.copytree(SAMPLES, tmp_path / "sample_sessions")
     inputs = list((tmp_path / "sample_sessions").rglob("*.jsonl"))

@@ -260,13 +260,15 @@ class Runner:
         """Refuse an --output-dir that would overwrite an original; leave out our own earlier outputs.
 
         With `--output-dir` inside the inputs (`run sessions --output-dir sessions/compacted`) a rerun finds the outputs of
-        earlier runs: they are not inputs.
+        earlier runs: they are not inputs. Inputs named inside the output folder (`run archive/pi --output-dir
+        archive`) are inputs all the same: only a file found under a PATH that holds the output folder is one.
         """
         if self.options.in_place or self.options.output_dir is None:
             return items
         out = self.options.output_dir.resolve()
         real = {item.path: resolved(item.path) for item in items}  # each input resolved once
-        kept = [item for item in items if not real[item.path].is_relative_to(out)]
+        roots_inside = {root for root in {item.root for item in items} if resolved(root).is_relative_to(out)}
+        kept = [item for item in items if item.root in roots_inside or not real[item.path].is_relative_to(out)]
         inputs = {real[item.path] for item in kept}
         for item in items:
             target = resolved(self.output_path(item))
