@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import logging
 import os
+import re
 import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -24,13 +25,27 @@ SPECIAL_KINDS = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"), (
 
 
 def printable(text: str) -> str:
-    """A file name as valid UTF-8 text: bytes that are not UTF-8 (kept by Python as surrogates) become
-    `\\xff` escapes, so such names can be stored (SQLite, Parquet) and printed."""
+    """A file name (or any text) as valid UTF-8 text: bytes that are not UTF-8 (kept by Python as
+    surrogates) become `\\xff` escapes, so such names can be stored (SQLite, Parquet) and printed; a lone
+    surrogate that stands for no byte (JSON's `"\\ud800"`, which the standard library decodes) becomes
+    U+FFFD."""
     try:
         text.encode("utf-8")
         return text
     except UnicodeEncodeError:
+        pass
+    try:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return LONE_SURROGATE.sub(_printable_surrogate, text)
+
+
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _printable_surrogate(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else "\ufffd"
 
 
 def resolved(path: str | Path) -> Path:

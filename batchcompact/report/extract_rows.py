@@ -11,6 +11,7 @@ from pathlib import Path
 
 from batchcompact.errors import BatchCompactError, InternalError, internal_error_reason
 from batchcompact.formats.compressed import is_decompress_error
+from batchcompact.formats.scan import printable
 from batchcompact.report.detect import detect_format
 from batchcompact.report.lines import ExtractStats
 from batchcompact.report.schema import UsageRows
@@ -43,6 +44,8 @@ def extract_rows(path: str | Path, fmt: str | None = None) -> tuple[UsageRows, E
             stats.warn(None, f"zstd data damaged, the rest of the file is not read: {exc}")
         else:  # a bug: the report would be wrong without this file, so it stops
             raise InternalError(f"{path}: {internal_error_reason(exc)}") from exc
+    if stats.unclean or printable(stats.path) is not stats.path:
+        rows.rows = [tuple(printable(v) if type(v) is str else v for v in row) for row in rows.rows]
     stats.rows = len(rows)
     return rows, stats
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -16,6 +17,7 @@ from batchcompact.formats import jsonl
 from batchcompact.formats.jsonl import capped_lines
 
 MAX_WARNINGS_KEPT = 50
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # "\ud800": how JSON writes a (lone) surrogate
 
 
 @dataclass
@@ -35,6 +37,9 @@ class ExtractStats:
     info_null: int = 0  # Codex rate-limit-only events
     inherited_dropped: int = 0  # Codex events of a parent's history copied into a fork or sub-agent rollout
     read_by_bytes: int = 0  # lines decided by comparing their bytes with a parsed one (Codex), not parsed
+    # the rows may hold text that is not valid UTF-8 (`extract_rows` cleans them): JSON the standard library
+    # decoded escapes a surrogate (a lone "\ud800" is valid JSON to it), or a file name is not UTF-8
+    unclean: bool = False
     warnings: list[str] = field(default_factory=list)
     warning_count: int = 0
 
@@ -153,7 +158,9 @@ def slow_load(raw: bytes, number: int, stats: ExtractStats) -> Any:
     if not raw.strip():  # a blank line (tested only here: strip copies the line)
         return None
     try:
-        return json.loads(raw.decode("utf-8"))
+        obj = json.loads(raw.decode("utf-8"))
+        note_surrogates(raw, stats)
+        return obj
     except UnicodeDecodeError:
         stats.malformed += 1
         stats.warn(number, "invalid UTF-8; line skipped")
@@ -163,6 +170,14 @@ def slow_load(raw: bytes, number: int, stats: ExtractStats) -> Any:
         reason = getattr(exc, "msg", None) or "nested too deeply"
         stats.warn(number, f"invalid JSON{torn}: {reason}; line skipped")
     return None
+
+
+def note_surrogates(raw: bytes | str, stats: ExtractStats) -> None:
+    """Mark `stats.unclean` when `raw`, JSON that the standard library decoded (orjson refuses a lone
+    surrogate), escapes a surrogate: its rows are cleaned before they are written or printed."""
+    data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
+    if b"\\u" in data and SURROGATE_ESCAPE.search(data):
+        stats.unclean = True
 
 
 def _contains_any(markers: tuple[bytes, ...]):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from batchcompact.report.lines import ExtractStats
+from batchcompact.report.lines import ExtractStats, note_surrogates
 
 MAX_DOCUMENT_BYTES = 512 << 20  # a JSON document larger than this is not one of an agent's session files
 
@@ -32,6 +32,7 @@ def read_json(path: str | Path, stats: ExtractStats) -> Any:
     stats.lines += raw.count(b"\n") + 1
     try:
         doc = json.loads(raw)
+        note_surrogates(raw, stats)
     except UnicodeDecodeError:
         stats.malformed += 1
         stats.warn(None, "invalid UTF-8; file skipped")
@@ -82,6 +83,7 @@ def json_column(value: Any, stats: ExtractStats, where: str) -> dict | None:
         return None
     try:
         obj = json.loads(value)
+        note_surrogates(value, stats)
     except (ValueError, RecursionError):
         stats.malformed += 1
         stats.warn(None, f"{where}: invalid JSON; row skipped")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from batchcompact.formats.scan import printable
 from batchcompact.report.lines import ExtractStats, as_int, first_str, iter_json_lines, parse_timestamp
 from batchcompact.report.model_names import price_name
 from batchcompact.report.schema import UsageRows
@@ -47,7 +48,8 @@ def session_project(folder: Path) -> str | None:
         return None
     info = summary.get("info") if isinstance(summary, dict) else None
     source = info if isinstance(info, dict) else summary if isinstance(summary, dict) else {}
-    return first_str(source, "cwd", "git_root_dir")
+    found = first_str(source, "cwd", "git_root_dir")
+    return printable(found) if found else found  # JSON the standard library read: "\ud800" is text to it
 
 
 def extract_grok(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:

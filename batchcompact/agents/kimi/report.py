@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from batchcompact.formats.jsonl import capped_lines
+from batchcompact.formats.scan import printable
 from batchcompact.report.lines import ExtractStats, as_int, first_str, iter_json_lines, parse_timestamp
 from batchcompact.report.schema import UsageRows
 
@@ -90,7 +91,7 @@ def main_agent_cwd(path: Path) -> str | None:
                 if b'"config.update"' in raw:
                     obj = json.loads(raw)
                     if isinstance(obj, dict) and first_str(obj, "cwd"):
-                        return first_str(obj, "cwd")
+                        return printable(first_str(obj, "cwd"))  # "\ud800" is text to the standard library
     except (OSError, ValueError):
         return None
     return None
@@ -178,7 +179,7 @@ def configured_model(wire: Path) -> str | None:
     try:
         value = json.loads((root / "config.json").read_text(encoding="utf-8"))
         if isinstance(value, dict) and first_str(value, "model"):
-            return first_str(value, "model")
+            return printable(first_str(value, "model"))  # "\ud800" is text to the standard library
     except (OSError, ValueError):
         pass
     try:
