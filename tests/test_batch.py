@@ -485,3 +485,16 @@ def test_batch_bought_usage_is_priced_at_the_batch_rate_in_every_cost_field(bc, 
     assert totals["cache_read_tokens"] == server.cached_tokens * sum(server.bought.values())
     every_run = report(out).filter(pl.col("status") == "compacted")  # + the one bought on demand (openai)
     assert totals["cost_usd"] == pytest.approx(sum(every_run["cost_usd"].to_list()), rel=1e-12)
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_request_line_with_half_an_emoji_is_valid_utf8(provider):
+    """A lone surrogate in a prompt (half an emoji a JavaScript agent cut) went out as bytes that are not
+    UTF-8 (`surrogatepass`): a provider refuses such an upload. It goes as U+FFFD."""
+    from batchcompact.core.calls import SummaryCall
+    from batchcompact.summarize.batch_api import BatchTarget, client_for
+
+    client = client_for(BatchTarget(provider, f"{provider}/m", "m", "http://127.0.0.1:9"))
+    call = SummaryCall(kind="history", system_prompt="sys", user_prompt="cut \ud83d here", max_tokens=10)
+    line = client.request_line("id-1", call).decode("utf-8")  # strict: fails on surrogatepass bytes
+    assert "cut \ufffd here" in line and json.loads(line)

@@ -596,6 +596,32 @@ def test_inputs_named_inside_the_output_dir_are_compacted(bc, tmp_path):
         ("alpha.jsonl", "skipped"), ("bravo.jsonl", "skipped")]
 
 
+@pytest.mark.parametrize("model", ["builtin", "litellm"])
+def test_a_session_with_half_an_emoji_is_compacted(bc, tmp_path, llm_server, model):
+    """A JavaScript agent that cuts a string inside an emoji writes a lone surrogate (`"\\ud83d"`): valid JSON
+    to it and to the standard library, and no UTF-8 at all. Such a session failed every run: an internal
+    error writing the compaction (built-in), "server error (HTTP 500)" before any request (litellm). Now
+    the provider gets U+FFFD, and a written line keeps the surrogate escaped, as JSON.stringify writes it."""
+    path = write_session(tmp_path / "in" / "project" / "s.jsonl", "emoji\ud83d")
+    assert b"\\ud83d" in path.read_bytes()
+    chosen = model_args(llm_server) if model == "litellm" else ("--model", "builtin")
+
+    result = bc("run", tmp_path / "in", "--output-dir", tmp_path / "out", *FORCE, *FAST, *chosen, "--format", "json")
+
+    assert result.code == 0, result.err
+    assert [r["status"] for r in result.json()["rows"]] == ["compacted"], result.json()["rows"]
+    written = tmp_path / "out" / "project" / "s.jsonl"
+    compaction = [json.loads(line) for line in written.read_text(encoding="utf-8").splitlines()][-1]
+    assert compaction["type"] == "compaction"
+    assert_valid(bc, written)
+    if model == "litellm":
+        sent = json.dumps([r.body for r in llm_server.requests], ensure_ascii=False)
+        assert "emoji\ufffd" in sent and "\\ud83d" not in sent
+    else:  # the summary quotes the request; its line holds the surrogate as the input did: escaped
+        assert "emoji\ud83d" in compaction["summary"]
+        assert b"emoji\\ud83d" in written.read_bytes().splitlines()[-1]
+
+
 def test_readme_main_job_on_the_sample_sessions(bc, tmp_path):
     shutil.copytree(SAMPLES, tmp_path / "sample_sessions")
     inputs = list((tmp_path / "sample_sessions").rglob("*.jsonl"))

@@ -18,7 +18,7 @@ def new_entry_id(seed: str, used: set[str]) -> str:
     """A fresh 8-hex id, unique among `used`, derived from `seed` so that a rerun writes the same id."""
     attempt = 0
     while True:
-        candidate = hashlib.sha256(f"{seed}\x00{attempt}".encode()).hexdigest()[:8]
+        candidate = hashlib.sha256(f"{seed}\x00{attempt}".encode("utf-8", "surrogatepass")).hexdigest()[:8]
         if candidate not in used:
             return candidate
         attempt += 1

@@ -21,7 +21,7 @@ def deterministic_id(seed: str, index: int, used: set[str]) -> str:
     """An 8-hex id derived from (seed, index), unique within `used` (which it updates)."""
     attempt = 0
     while True:
-        digest = hashlib.sha256(f"{seed}\x00{index}\x00{attempt}".encode()).hexdigest()[:8]
+        digest = hashlib.sha256(f"{seed}\x00{index}\x00{attempt}".encode("utf-8", "surrogatepass")).hexdigest()[:8]
         if digest not in used:
             used.add(digest)
             return digest

@@ -15,6 +15,7 @@ import gc
 import io
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -198,5 +199,25 @@ def file_size(path: str | Path) -> int | None:
 
 
 def dumps_line(obj: dict[str, Any]) -> str:
-    """One JSONL line as JavaScript's JSON.stringify writes it (compact, non-ASCII kept)."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+    """One JSONL line as JavaScript's JSON.stringify writes it (compact, non-ASCII kept, and a lone
+    surrogate escaped: `"\\ud83d"`, as a JavaScript agent wrote it when it cut an emoji in half; the
+    standard library read it as text, and UTF-8 has no bytes for it)."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+    if not text.isascii() and LONE_SURROGATE.search(text):
+        return LONE_SURROGATE.sub(_escaped_surrogate, text)
+    return text
+
+
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def sendable(text: str) -> str:
+    """`text` as a provider can receive it: a lone surrogate (half of an emoji a JavaScript agent cut, which
+    UTF-8 has no bytes for) becomes U+FFFD."""
+    if text.isascii() or not LONE_SURROGATE.search(text):
+        return text
+    return LONE_SURROGATE.sub("\ufffd", text)
+
+
+def _escaped_surrogate(match: re.Match) -> str:
+    return f"\\u{ord(match.group()):04x}"

@@ -24,6 +24,7 @@ from typing import Any
 
 from batchcompact.core.calls import SummaryCall
 from batchcompact.errors import RunAborted, UsageError
+from batchcompact.formats.jsonl import sendable
 from batchcompact.summarize.redact import scrub
 
 OPENAI, AZURE, ANTHROPIC = "openai", "azure", "anthropic"
@@ -224,12 +225,12 @@ class OpenAIBatches(_Client):
             else "max_tokens"
         body = {
             "model": self.target.api_model,
-            "messages": [{"role": "system", "content": call.system_prompt},
-                         {"role": "user", "content": call.user_prompt}],
+            "messages": [{"role": "system", "content": sendable(call.system_prompt)},
+                         {"role": "user", "content": sendable(call.user_prompt)}],
             tokens_field: max(1, call.max_tokens),
         }
         line = {"custom_id": custom_id, "method": "POST", "url": self.endpoint, "body": body}
-        return json.dumps(line, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        return json.dumps(line, ensure_ascii=False).encode("utf-8")
 
     def submit(self, lines: list[bytes], tag: str) -> str:
         content = b"\n".join(lines) + b"\n"
@@ -319,11 +320,10 @@ class AnthropicBatches(_Client):
         params = {
             "model": self.target.api_model,
             "max_tokens": max(1, call.max_tokens),
-            "system": call.system_prompt,
-            "messages": [{"role": "user", "content": call.user_prompt}],
+            "system": sendable(call.system_prompt),
+            "messages": [{"role": "user", "content": sendable(call.user_prompt)}],
         }
-        return json.dumps({"custom_id": custom_id, "params": params}, ensure_ascii=False).encode("utf-8",
-                                                                                                  "surrogatepass")
+        return json.dumps({"custom_id": custom_id, "params": params}, ensure_ascii=False).encode("utf-8")
 
     def submit(self, lines: list[bytes], tag: str) -> str:
         body = b'{"requests":[' + b",".join(lines) + b"]}"

@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from batchcompact.core.calls import SummaryCall
+from batchcompact.formats.jsonl import sendable
 from batchcompact.summarize.base import (
     ContextTooLongError,
     RateLimitedError,
@@ -115,7 +116,8 @@ class LiteLLMSummarizer:
         limit = self.max_output_tokens()
         if limit:
             max_tokens = min(max_tokens, limit)
-        messages = [{"role": "system", "content": call.system_prompt}, {"role": "user", "content": call.user_prompt}]
+        messages = [{"role": "system", "content": sendable(call.system_prompt)},
+                    {"role": "user", "content": sendable(call.user_prompt)}]
         request = self._request(messages, max(1, max_tokens))
         if self.reasoning_effort and self._supports_reasoning():
             request["reasoning_effort"] = self.reasoning_effort
