@@ -78,7 +78,13 @@ def internal_error_reason(exc: BaseException) -> str:
     (of the process the bug happened in: a worker's stderr is the command's)."""
     if debug_enabled():
         traceback.print_exception(exc)
-    return f"{INTERNAL_ERROR}: {exc!r} ({DEBUG_HINT})"
+    said = repr(exc)
+    if len(said) > MAX_SAID:  # an exception that holds a whole line or summary: its ends say what it was
+        said = f"{said[:MAX_SAID // 2]} … {said[-MAX_SAID // 2:]}"
+    return f"{INTERNAL_ERROR}: {said} ({DEBUG_HINT})"
+
+
+MAX_SAID = 400  # characters of an exception in an internal error's one line
 
 
 def is_internal_error(reason: object) -> bool:

@@ -250,3 +250,15 @@ def test_a_usage_error_inside_a_file_task_stops_the_run_instead_of_marking_files
                         "--state", state, "--format", "json")
     assert code == 0, err  # nothing was remembered as a known invalid file
     assert "known_invalid" not in {r["status"] for r in json.loads(out)["rows"]}
+
+
+def test_an_internal_error_that_holds_a_whole_summary_is_said_in_a_readable_line():
+    """An exception whose text holds a whole line or summary (a UnicodeEncodeError carries the text it
+    failed on) was printed whole: a 10 KB 'one line'. Its two ends are kept."""
+    from batchcompact.errors import internal_error_reason
+
+    said = internal_error_reason(UnicodeEncodeError("utf-8", "x" * 10_000 + "\ud800", 10_000, 10_001, "surrogates"))
+    assert said.startswith("internal error: UnicodeEncodeError('utf-8', 'xxx") and " … " in said
+    assert said.endswith("10000, 10001, 'surrogates') (a bug in batchcompact; rerun with BATCHCOMPACT_DEBUG=1 "
+                         "for the traceback)")
+    assert len(said) < 600 and "\n" not in said

@@ -82,9 +82,9 @@ class LazyGroup(click.Group):
 
 def _internal(exc: Exception) -> click.ClickException:
     """An unexpected exception as one line ("internal error", the BATCHCOMPACT_DEBUG hint), exit code 4."""
-    from batchcompact.errors import DEBUG_HINT, INTERNAL_ERROR, INTERNAL_ERROR_EXIT
+    from batchcompact.errors import INTERNAL_ERROR_EXIT, internal_error_reason
 
-    error = click.ClickException(f"{INTERNAL_ERROR}: {exc!r} ({DEBUG_HINT})")
+    error = click.ClickException(internal_error_reason(exc))
     error.exit_code = INTERNAL_ERROR_EXIT
     return error
 
