@@ -146,6 +146,35 @@ def test_opencode_counts_reasoning_and_the_database_row_wins(tmp_path):
     assert row["cost_usd"] == pytest.approx(100 * 1.25e-6 + 50 * 1e-5 + 400 * 1.25e-7)
 
 
+def test_a_database_cell_that_is_not_utf8_loses_no_other_row(tmp_path):
+    """Python's sqlite3 refuses a text cell that is not UTF-8, and the rest of the table went with it
+    ("cannot read the database": two of the three messages lost). The read goes on after the last row it
+    gave, such text decoded as U+FFFD, with a warning."""
+    data = tmp_path / "opencode"
+    data.mkdir()
+    db = sqlite3.connect(data / "opencode.db")
+    db.execute("CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, parent_id TEXT)")
+    db.execute("CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, data TEXT)")
+    db.execute("INSERT INTO session VALUES ('ses_1', '/work/app', NULL)")
+    for n in range(3):
+        message = {"role": "assistant", "modelID": "gpt-5", "providerID": "openai", "time": {"created": 1767312000000 + n},
+                   "tokens": {"input": 100, "output": 10 * (n + 1)}, "cost": 0, "note": "PLACE"}
+        text = json.dumps(message).encode()
+        if n == 1:
+            text = text.replace(b"PLACE", b"bad \xff byte")
+        db.execute("INSERT INTO message VALUES (?, 'ses_1', ?, CAST(? AS TEXT))", (f"msg_{n}", n, text))
+    db.commit()
+    db.close()
+
+    collected = collect_usage([data], cache_dir=tmp_path / "c", jobs=1)
+
+    report = build_report(collected.parts, ReportSettings(by="session"))
+    (row,) = report.rows.to_dicts()
+    assert (row["requests"], row["output_tokens"]) == (3, 60)
+    warnings = [w for w in collected.warnings if "not UTF-8" in w]
+    assert warnings and "`message`: text that is not UTF-8 after rowid 1; read with U+FFFD" in warnings[0]
+
+
 def test_recorded_cost_is_used_in_auto_mode_and_recomputed_in_calculate(fixtures_dir, tmp_path):
     folder = fixtures_dir / "agents" / "opencode" / "ccusage-db-vs-json"
     collected = collect_usage([folder / "opencode.db"], cache_dir=tmp_path / "c", jobs=1)

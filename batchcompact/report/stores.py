@@ -63,16 +63,36 @@ def quote_name(name: str) -> str:
 
 
 def table_rows(path: str | Path, table: str, stats: ExtractStats) -> Iterator[tuple[int, dict]]:
-    """(rowid, row as a dict) of every row of `table`; a warning when the table is missing."""
+    """(rowid, row as a dict) of every row of `table`, in rowid order; a warning when the table is missing.
+
+    A text cell that is not UTF-8 makes Python's sqlite3 refuse its row, and the rest of the table with
+    it: the read goes on after the last row it gave, with such text decoded as U+FFFD (a decoder in Python
+    for every cell would cost ~50% of the read, so only a table that needs it pays), and a warning."""
     with closing(connect(path)) as conn:
         names = columns(conn, table)
         if not names:
             stats.warn(None, f"no `{table}` table: not a database this reader knows")
             return
-        cursor = conn.execute(f"SELECT rowid, * FROM {quote_name(table)}")
-        for row in cursor:
-            stats.lines += 1
-            yield row[0], dict(zip(names, row[1:], strict=False))
+        query = f"SELECT rowid, * FROM {quote_name(table)}"
+        last = None
+        while True:
+            after = "" if last is None else " WHERE rowid > ?"
+            try:
+                for row in conn.execute(f"{query}{after} ORDER BY rowid", () if last is None else (last,)):
+                    last = row[0]
+                    stats.lines += 1
+                    yield row[0], dict(zip(names, row[1:], strict=False))
+                return
+            except sqlite3.OperationalError as exc:
+                if "decode" not in str(exc) or conn.text_factory is not str:
+                    raise
+                conn.text_factory = _replacing_text
+                where = f"after rowid {last}" if last is not None else "in its first row"
+                stats.warn(None, f"`{table}`: text that is not UTF-8 {where}; read with U+FFFD in its place")
+
+
+def _replacing_text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
 
 
 def json_column(value: Any, stats: ExtractStats, where: str) -> dict | None:
