@@ -176,3 +176,25 @@ def test_another_files_error_is_not_called_an_output_error(tmp_path):
             open(tmp_path / "some-session.jsonl", "rb")
     assert not isinstance(caught.value, OutputError)
     assert [p.name for p in tmp_path.iterdir()] == []
+
+
+@pytest.mark.parametrize("command", ["plan", "report", "validate", "run"])
+def test_results_are_never_written_over_a_session(tmp_path, command):
+    """`plan ARCHIVE -o ARCHIVE/s.jsonl` (a slip of the keyboard) would replace a session with rows: an
+    existing -o FILE that is a session transcript is refused before the work (exit 2), its bytes kept.
+    A results file of an earlier run is written over as before."""
+    session = tmp_path / "s.jsonl"
+    session.write_bytes(PI_SESSION.read_bytes())
+    extra = ["--output-dir", str(tmp_path / "out"), "--min-age", "0", "--state", str(tmp_path / "st.db")] \
+        if command == "run" else []
+    args = [command, str(SAMPLES), *extra, "--format", "jsonl", "-o"]
+
+    proc = _cli(*args, str(session))
+
+    assert proc.returncode == 2, proc.stderr
+    assert "that is a pi session transcript" in _one_line_error(proc)
+    assert session.read_bytes() == PI_SESSION.read_bytes() and not (tmp_path / "out").exists()
+    rows = tmp_path / "rows.jsonl"
+    for _ in range(2):  # the second time, over the first one's rows
+        assert _cli(*args, str(rows)).returncode == 0
+    assert rows.read_text().count("\n") > 0

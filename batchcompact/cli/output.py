@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
@@ -248,6 +249,8 @@ def _writable(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 
 def check_output(path: str | None, option: str) -> None:
+    """Refuse, before the command's work, an output FILE that cannot be written (outfile.check_writable)
+    or that is a session transcript: `plan ARCHIVE -o ARCHIVE/s.jsonl` would put rows over a session."""
     from batchcompact.errors import UsageError
     from batchcompact.outfile import check_writable
 
@@ -255,6 +258,18 @@ def check_output(path: str | None, option: str) -> None:
         check_writable(path, option)
     except UsageError as exc:
         raise click.UsageError(str(exc)) from exc
+    if path and os.path.isfile(path):
+        from batchcompact.agents import session_suffixes
+        from batchcompact.formats.detect import detect_format
+
+        try:
+            agent = detect_format(path) if path.endswith(session_suffixes()) else None
+        except Exception:  # a file that cannot even be probed is no transcript to protect
+            agent = None
+        if agent is not None:
+            raise click.UsageError(f"{option} {path}: that is a {agent} session transcript; results are never "
+                                   "written over a session (name another file)")
+
 
 
 def pick_format(fmt: str, json_flag: bool) -> str:
