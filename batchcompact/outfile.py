@@ -63,17 +63,35 @@ def fitted_name(name: str) -> str:
     return f"{keep}~{hashlib.sha1(raw).hexdigest()[:8]}"
 
 
-def check_writable(path: str | None, option: str = "--output") -> None:
+def check_writable(path: str | None, option: str = "--output", made: str | None = None) -> None:
     """Refuse, before any work, an output FILE whose folder is missing, is no folder or cannot be written
-    in: a long `run` should not end by failing to write its results."""
+    in: a long `run` should not end by failing to write its results. A folder inside `made` (a folder the
+    command makes, `run --output-dir`) may be missing: `make_folder_of` makes it before the FILE is written."""
     if not path:
         return
     folder = os.path.dirname(os.path.abspath(os.path.realpath(path)))
+    if made and not os.path.exists(folder) and _inside(folder, made):
+        return
     if not os.path.isdir(folder):
         what = "does not exist" if not os.path.exists(folder) else "is not a folder"
         raise UsageError(f"{option} {path}: the folder {folder} {what}")
     if not os.access(folder, os.W_OK | os.X_OK) and not os.access(path, os.W_OK):
         raise UsageError(f"{option} {path}: cannot write in the folder {folder} (permission denied)")
+
+
+def _inside(folder: str, made: str) -> bool:
+    top = os.path.abspath(os.path.realpath(made))
+    return os.path.commonpath([folder, top]) == top
+
+
+def make_folder_of(path: str, made: str | None) -> None:
+    """The folder of output FILE `path`, made when it is inside `made` (see `check_writable`) and missing."""
+    folder = os.path.dirname(os.path.abspath(os.path.realpath(path)))
+    if made and not os.path.exists(folder) and _inside(folder, made):
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"{path}: cannot write: {_reason(exc)}") from exc
 
 
 @contextmanager

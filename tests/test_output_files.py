@@ -62,6 +62,17 @@ def test_a_run_whose_results_file_cannot_be_written_does_no_work(tmp_path):
     assert not out.exists()  # refused before any session was planned or written
 
 
+def test_a_run_may_write_its_results_inside_the_output_dir_it_makes(tmp_path):
+    """`run ARCHIVE --output-dir OUT -o OUT/runs/rows.csv` on the first night, OUT not there yet: the run
+    makes OUT, and the results' folder inside it."""
+    out = tmp_path / "out"
+    proc = _cli("run", str(SAMPLES), "--output-dir", str(out), "--min-age", "0", "--state", str(tmp_path / "s.db"),
+                "--format", "csv", "-o", str(out / "runs" / "rows.csv"))
+    assert proc.returncode == 0, proc.stderr
+    rows = (out / "runs" / "rows.csv").read_text().splitlines()
+    assert rows[0].startswith("run_id,") and len(rows) == 1 + 9  # a row per sample session
+
+
 def test_a_chart_in_a_missing_folder_is_refused_before_the_work(tmp_path):
     proc = _cli("report", str(SAMPLES), "--no-cache", "--chart", str(tmp_path / "missing" / "cost.html"))
     assert proc.returncode == 2, proc.stderr

@@ -248,14 +248,16 @@ def _writable(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     return value
 
 
-def check_output(path: str | None, option: str) -> None:
+def check_output(path: str | None, option: str, made: str | None = None) -> None:
     """Refuse, before the command's work, an output FILE that cannot be written (outfile.check_writable)
-    or that is a session transcript: `plan ARCHIVE -o ARCHIVE/s.jsonl` would put rows over a session."""
+    or that is a session transcript: `plan ARCHIVE -o ARCHIVE/s.jsonl` would put rows over a session. A
+    FILE inside the folder `made` (`run`'s --output-dir, which the run makes) may be in a folder not there
+    yet: the command makes it before it writes the FILE."""
     from batchcompact.errors import UsageError
     from batchcompact.outfile import check_writable
 
     try:
-        check_writable(path, option)
+        check_writable(path, option, made=made)
     except UsageError as exc:
         raise click.UsageError(str(exc)) from exc
     if path and os.path.isfile(path):
@@ -357,5 +359,5 @@ def old_output_dir(ctx: click.Context, command: str, output: str | None, output_
 
         deprecated(ctx, f"{command} -o DIR", "--output-dir DIR (-o/--output is now the results FILE)")
         return output, None
-    check_output(output, "-o/--output")  # a results FILE: refused before the work when it cannot be written
+    check_output(output, "-o/--output", made=output_dir)  # a results FILE: refused before the work if it cannot be
     return output_dir, output

@@ -247,6 +247,10 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         on_round=None if quiet else lambda s: click.echo(summary_text(s, time.monotonic() - started, min_age),
                                                           err=True))
     wall = time.monotonic() - started
+    if output:  # a results FILE inside --output-dir may be in a folder the run did not make
+        from batchcompact.outfile import make_folder_of
+
+        make_folder_of(output, output_dir)
     if fmt == "table":
         text = summary_text(summary, wall, min_age, quiet=quiet)
         if text:
