@@ -161,6 +161,28 @@ def test_config_file_errors_are_usage_errors(tmp_path):
     assert "[plan] has no option 'keep-recnt-tokens'" in result.stderr
 
 
+def test_a_bad_value_from_the_config_file_or_the_environment_says_where_it_came_from(tmp_path):
+    """A cron job's command line does not show a value its config file or environment gave: a bad one
+    names its source (it said only "Invalid value for '--jobs'"). Durations, sizes and token limits are
+    checked while the options are parsed, so they name theirs too."""
+    config = _write(tmp_path / "c.toml", 'jobs = "two"\n[run]\nmin_age = "soon"\n')
+    result = invoke("--config", config, "plan", SAMPLES)
+    assert result.exit_code == 2
+    assert f"Invalid value for '--jobs': 'two' is not a valid integer range (from config {config})" in result.output
+    result = invoke("--config", config, "run", SAMPLES, "--jobs", "1", "--output-dir", tmp_path / "out")
+    assert result.exit_code == 2 and not (tmp_path / "out").exists()
+    assert f"'--min-age': 'soon' is not a duration like 30s, 10m, 2h or 1d (from config {config})" in result.output
+    result = invoke("report", SAMPLES, env={"BATCHCOMPACT_CACHE_ABOVE": "huge"})
+    assert result.exit_code == 2
+    assert "'--cache-above': 'huge': give a size such as 0, 512MB or 2GB (from environment " \
+           "BATCHCOMPACT_CACHE_ABOVE)" in result.output
+    result = invoke("plan", SAMPLES, "--jobs", "x", env={"BATCHCOMPACT_JOBS": "abc"})  # the command line's own
+    assert result.exit_code == 2 and "'x' is not a valid integer range" in result.output
+    assert "(from" not in result.output
+    result = invoke("report", SAMPLES, "--by", "block", "--token-limit", "lots")
+    assert result.exit_code == 2 and "Invalid value for '--token-limit': 'lots'" in result.output
+
+
 # -- empty input ------------------------------------------------------------------------------
 @pytest.mark.parametrize("command", ["validate", "plan", "run", "report"])
 def test_a_folder_without_sessions_exits_2(tmp_path, command):

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from batchcompact.cli.config import resolve
+from batchcompact.cli.config import option_source, resolve
 
 RESOLUTION_KEY = "batchcompact.resolution"
 DEPRECATED_KEY = "batchcompact.deprecated"
@@ -84,6 +84,20 @@ HELP_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+def _say_where(exc: click.BadParameter, resolution: Any) -> None:
+    """A bad value that came from the environment, the config file or a preset names where it came from
+    ("Invalid value for '--jobs': 'two' is not a valid integer range (from environment BATCHCOMPACT_JOBS)"):
+    a cron job's command line does not show it."""
+    param, ctx = exc.param, exc.ctx
+    if param is None or ctx is None or param.name is None:
+        return
+    if ctx.get_parameter_source(param.name) is click.core.ParameterSource.COMMANDLINE:
+        return
+    found = option_source(param, resolution)
+    if found is not None:
+        exc.message = f"{exc.message.rstrip('.')} (from {found[0]})"
+
+
 class BatchCommand(click.Command):
     """A command whose option values resolve CLI > environment > config file > preset > default."""
 
@@ -93,7 +107,11 @@ class BatchCommand(click.Command):
         default_map, resolution = resolve(self, name, list(args), parent)
         inherited = extra.get("default_map") or {}
         extra["default_map"] = {**default_map, **inherited}
-        ctx = super().make_context(info_name, args, parent=parent, **extra)
+        try:
+            ctx = super().make_context(info_name, args, parent=parent, **extra)
+        except click.BadParameter as exc:
+            _say_where(exc, resolution)
+            raise
         ctx.meta[RESOLUTION_KEY] = resolution
         return ctx
 

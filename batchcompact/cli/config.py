@@ -105,6 +105,20 @@ class Resolution:
     unknown_keys: list[str] = field(default_factory=list)
 
 
+def option_source(param: click.Parameter, resolution: Resolution | None) -> tuple[str, Any] | None:
+    """Where an option's value comes from when the command line does not give it, and the value:
+    ("environment NAME", text), ("config FILE", value) or ("preset NAME", value); None for its default."""
+    envs = param.envvar if isinstance(param.envvar, list) else [param.envvar] if param.envvar else []
+    env_hit = next((e for e in envs if os.environ.get(e)), None)
+    if env_hit:
+        return f"environment {env_hit}", os.environ[env_hit]
+    if resolution is not None and param.name in resolution.file_values:
+        return f"config {resolution.config_path}", resolution.file_values[param.name]
+    if resolution is not None and param.name in resolution.preset_values:
+        return f"preset {resolution.preset}", resolution.preset_values[param.name]
+    return None
+
+
 def _section(data: dict[str, Any], command: str) -> dict[str, Any]:
     """Top-level keys apply to every command; the [command] table overrides them."""
     values = {k: v for k, v in data.items() if not isinstance(v, dict)}

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import click
 
-from batchcompact.cli.config import PRESETS, env_names, option_key, pi_settings
+from batchcompact.cli.config import PRESETS, env_names, option_key, option_source, pi_settings
 from batchcompact.cli.output import open_output, output_options, pick_format, write_rows
 
 SECRET_NAMES = frozenset({"api_key"})
@@ -28,14 +27,9 @@ def effective_settings(name: str, command: click.Command, parent: click.Context)
             continue
         value: Any
         source: str
-        envs = param.envvar if isinstance(param.envvar, list) else [param.envvar] if param.envvar else []
-        env_hit = next((e for e in envs if os.environ.get(e)), None)
-        if env_hit:
-            value, source = os.environ[env_hit], f"environment {env_hit}"
-        elif param.name in resolution.file_values:
-            value, source = resolution.file_values[param.name], f"config {resolution.config_path}"
-        elif param.name in resolution.preset_values:
-            value, source = resolution.preset_values[param.name], f"preset {resolution.preset}"
+        found = option_source(param, resolution)
+        if found is not None:
+            source, value = found
         elif param.name in agent and "preset" in {p.name for p in command.params}:
             value, source = agent[param.name], f"pi settings {agent_files[-1]} (pi sessions only)"
         else:

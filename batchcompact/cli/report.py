@@ -84,7 +84,7 @@ def _check_timezone(ctx, param, value: str) -> str:
     "--session", "sessions", multiple=True, metavar="ID", help="Only this session id or id prefix (repeatable)."
 )
 @click.option(
-    "--token-limit", metavar="N|max",
+    "--token-limit", metavar="N|max", callback=lambda ctx, param, value: _token_limit(value),
     help="--by block: show each block's share of N tokens ('max' = the largest finished block).",
 )
 @click.option("--compact", is_flag=True, help="Narrow table: key, input, output, total, cost (automatic on narrow terminals).")
@@ -120,6 +120,7 @@ def _check_timezone(ctx, param, value: str) -> str:
     metavar="SIZE",
     default="256MB",
     show_default=True,
+    callback=lambda ctx, param, value: (parse_size(value), value)[1],  # checked while parsing: names its source
     help="Keep per-file usage parts only for archives larger than SIZE (e.g. 0, 512MB, 2GB): a smaller "
     "one is read whole, which is faster than loading the parts; its report is stored either way. The first "
     "report of a larger archive writes its parts while it reads the files.",
@@ -209,8 +210,6 @@ def report(
     try:
         if fmt == "parquet" and not output:
             raise click.UsageError("--format parquet needs --output FILE")
-        if token_limit is not None and token_limit != "max" and not token_limit.isdigit():
-            raise click.BadParameter(f"{token_limit!r}: give a number of tokens or 'max'", param_hint="--token-limit")
         echo = None if quiet else lambda m: click.echo(m, err=True)
         above = parse_size(cache_above, "--cache-above")
         paths, found = paths_or_discovered(paths, "report", echo, agents=tuple(agents))
@@ -232,7 +231,7 @@ def report(
 SIZE_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 
 
-def parse_size(text: str, option: str) -> int:
+def parse_size(text: str, option: str | None = None) -> int:
     """'256MB', '2GB', '0' (decimal units) -> bytes."""
     value = str(text).strip().upper().replace(" ", "")
     number = value.rstrip("KMGTB")
@@ -244,6 +243,12 @@ def parse_size(text: str, option: str) -> int:
     if unit not in SIZE_UNITS or size < 0:
         raise click.BadParameter(f"{text!r}: give a size such as 0, 512MB or 2GB", param_hint=option)
     return int(size * SIZE_UNITS[unit])
+
+
+def _token_limit(value: str | None) -> str | None:
+    if value is not None and value != "max" and not value.isdigit():
+        raise click.BadParameter(f"{value!r}: give a number of tokens or 'max'")
+    return value
 
 
 def _chart_file(value: str | None) -> str | None:

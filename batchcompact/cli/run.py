@@ -46,6 +46,13 @@ def parse_duration(text: str) -> float:
     return value * {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit]
 
 
+def _duration_checked(value: str) -> str:
+    """--min-age checked while the options are parsed (so a bad one names the option and where it came
+    from: a config file, the environment); kept as given, for the messages that quote it."""
+    parse_duration(value)
+    return value
+
+
 def _counted(rows: list[dict[str, Any]], min_age: str) -> str:
     kinds: dict[str, int] = {}
     for row in rows:
@@ -118,6 +125,7 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
 @click.option("--no-backup", is_flag=True, help="With --in-place: do not keep NAME.jsonl.bak.")
 @click.option("--copy-unchanged", is_flag=True, help="Also copy sessions that need nothing to --output-dir.")
 @click.option("--min-age", default="10m", show_default=True, metavar="DURATION",
+              callback=lambda ctx, param, value: _duration_checked(value),
               help="Skip files modified more recently than this (live sessions); 0 to disable.")
 @click.option("--state", "state", type=click.Path(dir_okay=False), default=None,
               help="Run state database [default: OUTPUT_DIR/.batchcompact/state.sqlite].")
