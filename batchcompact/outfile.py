@@ -69,8 +69,8 @@ def check_writable(path: str | None, option: str = "--output", made: str | None 
     command makes, `run --output-dir`) may be missing: `make_folder_of` makes it before the FILE is written."""
     if not path:
         return
-    folder = os.path.dirname(os.path.abspath(os.path.realpath(path)))
-    if made and not os.path.exists(folder) and _inside(folder, made):
+    folder, later = _folder_of(path, made)
+    if later:
         return
     if not os.path.isdir(folder):
         what = "does not exist" if not os.path.exists(folder) else "is not a folder"
@@ -79,15 +79,19 @@ def check_writable(path: str | None, option: str = "--output", made: str | None 
         raise UsageError(f"{option} {path}: cannot write in the folder {folder} (permission denied)")
 
 
-def _inside(folder: str, made: str) -> bool:
+def _folder_of(path: str, made: str | None) -> tuple[str, bool]:
+    """(the folder of output FILE `path`, whether it is missing and inside `made`: made when it is written)."""
+    folder = os.path.dirname(os.path.abspath(os.path.realpath(path)))
+    if not made or os.path.exists(folder):
+        return folder, False
     top = os.path.abspath(os.path.realpath(made))
-    return os.path.commonpath([folder, top]) == top
+    return folder, os.path.commonpath([folder, top]) == top
 
 
 def make_folder_of(path: str, made: str | None) -> None:
     """The folder of output FILE `path`, made when it is inside `made` (see `check_writable`) and missing."""
-    folder = os.path.dirname(os.path.abspath(os.path.realpath(path)))
-    if made and not os.path.exists(folder) and _inside(folder, made):
+    folder, later = _folder_of(path, made)
+    if later:
         try:
             os.makedirs(folder, exist_ok=True)
         except OSError as exc:

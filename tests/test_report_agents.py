@@ -173,6 +173,10 @@ def test_a_database_cell_that_is_not_utf8_loses_no_other_row(tmp_path):
     assert (row["requests"], row["output_tokens"]) == (3, 60)
     warnings = [w for w in collected.warnings if "not UTF-8" in w]
     assert warnings and "`message`: text that is not UTF-8 after rowid 1; read with U+FFFD" in warnings[0]
+    # the same from the command line: every message counted, the warning on stderr
+    result = invoke("report", data, "--by", "session", "--format", "json", "--no-cache")
+    assert [(r["requests"], r["output_tokens"]) for r in json.loads(result.stdout)["rows"]] == [(3, 60)]
+    assert "`message`: text that is not UTF-8 after rowid 1; read with U+FFFD in its place" in result.stderr
 
 
 def test_recorded_cost_is_used_in_auto_mode_and_recomputed_in_calculate(fixtures_dir, tmp_path):

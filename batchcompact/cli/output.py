@@ -273,7 +273,6 @@ def check_output(path: str | None, option: str, made: str | None = None) -> None
                                    "written over a session (name another file)")
 
 
-
 def pick_format(fmt: str, json_flag: bool) -> str:
     return "json" if json_flag and fmt == "table" else fmt
 
@@ -359,5 +358,5 @@ def old_output_dir(ctx: click.Context, command: str, output: str | None, output_
 
         deprecated(ctx, f"{command} -o DIR", "--output-dir DIR (-o/--output is now the results FILE)")
         return output, None
-    check_output(output, "-o/--output", made=output_dir)  # a results FILE: refused before the work if it cannot be
+    check_output(output, "-o/--output", made=output_dir)  # a results FILE: checked before the work
     return output_dir, output

@@ -120,7 +120,7 @@ def _check_timezone(ctx, param, value: str) -> str:
     metavar="SIZE",
     default="256MB",
     show_default=True,
-    callback=lambda ctx, param, value: (parse_size(value), value)[1],  # checked while parsing: names its source
+    callback=lambda ctx, param, value: parse_size(value),  # bytes, checked while parsing: names its source
     help="Keep per-file usage parts only for archives larger than SIZE (e.g. 0, 512MB, 2GB): a smaller "
     "one is read whole, which is faster than loading the parts; its report is stored either way. The first "
     "report of a larger archive writes its parts while it reads the files.",
@@ -211,10 +211,9 @@ def report(
         if fmt == "parquet" and not output:
             raise click.UsageError("--format parquet needs --output FILE")
         echo = None if quiet else lambda m: click.echo(m, err=True)
-        above = parse_size(cache_above, "--cache-above")
         paths, found = paths_or_discovered(paths, "report", echo, agents=tuple(agents))
         out = produce_report(paths, settings, fmt, output, sources=[s.to_dict() for s in found],
-                             cache_dir=cache_dir, no_cache=no_cache, cache_above=above, jobs=jobs, chart=chart,
+                             cache_dir=cache_dir, no_cache=no_cache, cache_above=cache_above, jobs=jobs, chart=chart,
                              executor=lambda: open_executor(executor, jobs or 1, ray_address),
                              warn=lambda w: click.echo(f"warning: {w}", err=True))
         _print(out, fmt, output, compact, quiet=quiet, verbose=verbose)
@@ -231,7 +230,7 @@ def report(
 SIZE_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 
 
-def parse_size(text: str, option: str | None = None) -> int:
+def parse_size(text: str) -> int:
     """'256MB', '2GB', '0' (decimal units) -> bytes."""
     value = str(text).strip().upper().replace(" ", "")
     number = value.rstrip("KMGTB")
@@ -241,7 +240,7 @@ def parse_size(text: str, option: str | None = None) -> int:
     except ValueError:
         size = -1.0
     if unit not in SIZE_UNITS or size < 0:
-        raise click.BadParameter(f"{text!r}: give a size such as 0, 512MB or 2GB", param_hint=option)
+        raise click.BadParameter(f"{text!r}: give a size such as 0, 512MB or 2GB")
     return int(size * SIZE_UNITS[unit])
 
 

@@ -117,6 +117,7 @@ def iter_json_lines(path: str | Path, problems: list[Problem], *, digest: Any = 
     fast = orjson.loads
     fast_error = orjson.JSONDecodeError
     lineno = first_line - 1
+
     def too_long(number: int, size: int) -> None:
         problems.append(Problem(name, number, ERROR, f"line of {size} bytes is larger than the limit "
                                                      f"({MAX_LINE_BYTES} bytes); not read"))

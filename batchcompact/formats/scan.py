@@ -13,6 +13,7 @@ from pathlib import Path
 
 from batchcompact.agents import session_suffixes
 from batchcompact.errors import UsageError
+from batchcompact.formats.jsonl import LONE_SURROGATE
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +39,6 @@ def printable(text: str) -> str:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:
         return LONE_SURROGATE.sub(_printable_surrogate, text)
-
-
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _printable_surrogate(match: re.Match) -> str:
@@ -129,9 +127,8 @@ def folder_entries(folder: str | Path) -> tuple[list[os.DirEntry], list[os.DirEn
 def _walk(root: str | Path) -> Iterator[Path]:
     """Session files under `root` (os.walk's order: a folder's files by name, then its folders by name;
     linked folders and batchcompact's own are not entered; a folder that cannot be listed is named in a
-    warning and passed over). A file
-    the directory entry says is regular needs no stat; any other is stat'ed, and a pipe, socket or device
-    is skipped (`skipped_special`)."""
+    warning and passed over). A file the directory entry says is regular needs no stat; any other is
+    stat'ed, and a pipe, socket or device is skipped (`skipped_special`)."""
     stack = [root]  # folders still to list, the next on top: depth costs no recursion (a tree 1,100 deep)
     while stack:
         files, folders = folder_entries(stack.pop())
