@@ -188,3 +188,48 @@ def test_no_import_runs_back_up_the_layers():
         if _layer(target) > _layer(module)
     ]
     assert upward == []
+
+
+# A measure shares no code with what it measures (docs/eval.md): the modules that make eval's probes,
+# baselines and scores, and the judge, import nothing of `batchcompact/summarize/`, directly or through
+# another module of the package. The judge buys its model calls through `eval/buying.py` (the worker pool
+# and the summary cache), which call a model but read no transcript and write no summary.
+MEASURES = ("eval/text.py", "eval/probes.py", "eval/hindsight.py", "eval/scoring.py", "eval/baselines.py",
+            "eval/cuts.py", "eval/judge.py")
+MEASURE_MAY_USE = {"batchcompact.summarize.pool", "batchcompact.eval.buying"}
+
+
+def _module_file(name: str) -> Path | None:
+    parts = name.split(".")[1:]
+    for candidate in (PACKAGE.joinpath(*parts).with_suffix(".py"), PACKAGE.joinpath(*parts, "__init__.py")):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def _package_imports(path: Path) -> set[str]:
+    """Every `batchcompact.…` module `path` imports, function-level imports included."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module.startswith("batchcompact"):
+            out.add(node.module)
+            out.update(f"{node.module}.{alias.name}" for alias in node.names
+                       if _module_file(f"{node.module}.{alias.name}") is not None)
+        elif isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names if alias.name.startswith("batchcompact"))
+    return out
+
+
+def test_eval_measures_import_no_summarizer():
+    for measure in MEASURES:
+        seen: set[str] = set()
+        stack = sorted(_package_imports(PACKAGE / measure))
+        while stack:
+            name = stack.pop()
+            if name in seen or name in MEASURE_MAY_USE:
+                continue
+            seen.add(name)
+            assert not name.startswith("batchcompact.summarize"), f"{measure} reaches {name}"
+            found = _module_file(name)
+            if found is not None:
+                stack.extend(sorted(_package_imports(found)))

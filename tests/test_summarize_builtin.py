@@ -95,7 +95,14 @@ Later request: Also write docs/cli.md please
 2. Fix: `pytest -q` failed: FAILED tests/test_cli.py::test_verbose - AssertionError
 
 ## Critical Context
-- Last assistant message: Using click.count instead of a bool because -vv should work."""
+- Last assistant message: Using click.count instead of a bool because -vv should work.
+
+## Relevant Files and Code Names
+- Files: `docs/cli.md`, `src/cli.py`, `tests/test_cli.py`
+- Code names: `AssertionError`, `test_verbose`"""
+TRAIL = """## Relevant Files and Code Names
+- Files: `docs/cli.md`, `src/cli.py`, `tests/test_cli.py`
+- Code names: `AssertionError`, `test_verbose`"""
 
 GOLDEN_TURN_PREFIX = """## Original Request
 Add a --verbose flag to cli.py. Don't change the public API.
@@ -107,6 +114,8 @@ Add a --verbose flag to cli.py. Don't change the public API.
 - `pytest -q` failed: FAILED tests/test_cli.py::test_verbose - AssertionError
 
 ## Context for Suffix
+- Files: `docs/cli.md`, `src/cli.py`, `tests/test_cli.py`
+- Code names: `AssertionError`, `test_verbose`
 - Last assistant message: Using click.count instead of a bool because -vv should work."""
 
 
@@ -119,7 +128,8 @@ def test_golden_turn_prefix():
 
 
 def test_golden_branch_is_history_without_critical_context():
-    assert summarize_offline(call(SMALL, kind=BRANCH)) == GOLDEN_HISTORY.split("\n\n## Critical Context")[0]
+    branch = GOLDEN_HISTORY.split("\n\n## Critical Context")[0] + "\n\n" + TRAIL
+    assert summarize_offline(call(SMALL, kind=BRANCH)) == branch
 
 
 def test_empty_messages_give_every_heading_with_none():

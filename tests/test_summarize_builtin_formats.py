@@ -224,6 +224,7 @@ def _claude_lines() -> list[dict]:
 
 GOLDEN_CLAUDE = """## Goal
 Add rate limiting to the upload endpoint in api/upload.py. Always use the existing Redis client.
+Later request: wait, do we only limit POST requests?
 
 ## Constraints & Preferences
 - Always use the existing Redis client.
@@ -250,7 +251,11 @@ Add rate limiting to the upload endpoint in api/upload.py. Always use the existi
 1. Document the limit in README
 
 ## Critical Context
-- Last assistant message: Yes: only POST /upload is limited."""
+- Last assistant message: Yes: only POST /upload is limited.
+
+## Relevant Files and Code Names
+- Files: `/home/dev/app/api/upload.py`, `/home/dev/app/api/limits.py`, `tests/test_upload.py`
+- Code names: `limit_uploads`, `RateLimit`, `test_limit`"""
 
 
 def _write_jsonl(path: Path, lines: list[dict]) -> Path:
@@ -460,7 +465,10 @@ Add exponential backoff to the HTTP client. Never retry POST requests.
 1. Fix: `cargo test` failed: exit 101: error[E0425]: cannot find function `backof`
 
 ## Critical Context
-- Last assistant message: The build fails on a typo; fixing it next."""
+- Last assistant message: The build fails on a typo; fixing it next.
+
+## Relevant Files and Code Names
+- Files: `src/retry.rs`, `src/lib.rs`, `src/new_name.rs`, `src/unused.rs`, `src/old_name.rs`"""
 
 
 def test_golden_codex(tmp_path):

@@ -14,19 +14,72 @@ from batchcompact.cli.summarize_options import pool_options, pool_settings_from,
 TABLE_COLUMNS = (
     ("path", "session"),
     ("compaction", "#"),
-    ("summarizer", "summarizer"),
+    ("cut_at", "cut %"),
+    ("shown", "summarizer"),
     ("status", "status"),
-    ("artifact_recall", "artifacts"),
-    ("error_recall", "errors"),
-    ("instruction_recall", "rules"),
-    ("task_recall", "task"),
+    ("file_recall", "files"),
+    ("symbol_recall", "symbols"),
+    ("command_recall", "commands"),
+    ("rule_recall", "rules"),
+    ("task_recall", "tasks"),
     ("overall", "overall"),
-    ("summary_overall", "summary alone"),
+    ("vs_first", "vs first N"),
+    ("vs_words", "vs words"),
     ("judge_overall", "judge"),
-    ("tokens_before", "tokens before"),
-    ("tokens_after", "after"),
+    ("summary_tokens", "summary tokens"),
     ("cost_usd", "cost"),
+    ("reason", "reason"),
 )
+MEAN_COLUMNS = (
+    ("shown", "summarizer"),
+    ("cuts", "cuts"),
+    ("file_recall", "files"),
+    ("symbol_recall", "symbols"),
+    ("names_recall", "files+symbols"),
+    ("command_recall", "commands"),
+    ("rule_recall", "rules"),
+    ("task_recall", "tasks"),
+    ("overall", "overall"),
+    ("vs_first", "vs first N"),
+    ("vs_words", "vs words"),
+    ("summary_tokens", "summary tokens"),
+)
+
+
+def parse_cut_at(value: str | None, existing: bool) -> tuple[int, ...]:
+    """`--cut-at 30,50,70` as percents (1-99, in order, no repeats)."""
+    if not value:
+        return ()
+    if existing:
+        raise click.UsageError("--cut-at and --existing cannot be combined: --cut-at places new cuts, "
+                               "--existing scores the compactions already in the files")
+    try:
+        percents = tuple(dict.fromkeys(int(part) for part in value.split(",") if part.strip()))
+    except ValueError:
+        percents = ()
+    if not percents or any(not 1 <= p <= 99 for p in percents):
+        raise click.BadParameter(f"{value!r}: expected percents from 1 to 99, e.g. 30,50,70,90",
+                                 param_hint="--cut-at")
+    return tuple(sorted(percents))
+
+
+def _shown(row: dict[str, Any]) -> dict[str, Any]:
+    """A row as the table shows it: a baseline named with the summary whose length it takes, a lift over
+    the first N tokens with a `!` when the summary does not beat them."""
+    from batchcompact.eval.baselines import LABEL
+    from batchcompact.eval.run import BASELINE
+
+    shown = dict(row)
+    label = row["summarizer"]
+    if label.startswith(BASELINE):
+        name = LABEL.get(label[len(BASELINE):], label)
+        shown["shown"] = f"  {name}" + (f" ({row['baseline_for']})" if row.get("baseline_for") else "")
+    else:
+        shown["shown"] = label
+    for kind in ("first", "words"):
+        lift = row.get(f"lift_{kind}")
+        shown[f"vs_{kind}"] = None if lift is None else f"{lift:+.4f}" + (" !" if lift <= 0 else "")
+    return shown
 
 
 def resolve_summarizers(specs: tuple[str, ...], *, api_base: str | None, api_key: str | None, timeout: float,
@@ -61,6 +114,10 @@ def resolve_summarizers(specs: tuple[str, ...], *, api_base: str | None, api_key
 @click.option("--existing", is_flag=True,
               help="Score the compactions already in the files (pi, Claude Code, Codex, ours) instead of planning "
                    "new ones; each --summarizer re-summarizes the same spans.")
+@click.option("--cut-at", "cut_at", default=None, metavar="PERCENTS",
+              help="Place cuts inside each session instead of at its end: before the model turn this many "
+                   "percent in (comma-separated, e.g. 30,50,70,90), each compacted as `run --force` would, with "
+                   "the turns that really followed read for hindsight probes.")
 @click.option("--summarizer", "summarizers", multiple=True, metavar="NAME",
               help="builtin, a litellm model (openai/gpt-4o-mini) or module:callable; repeat to compare "
                    "[default: builtin, or none with --existing].")
@@ -77,21 +134,24 @@ def resolve_summarizers(specs: tuple[str, ...], *, api_base: str | None, api_key
 @provider_options
 @pool_options
 @click.pass_context
-def eval_command(ctx: click.Context, paths: tuple[str, ...], existing: bool, summarizers: tuple[str, ...],
+def eval_command(ctx: click.Context, paths: tuple[str, ...], existing: bool, cut_at: str | None,
+                 summarizers: tuple[str, ...],
                  judge_model: str | None, state: str | None, max_cost: float | None, fmt: str, output: str | None,
                  json_flag: bool, pricing: str | None, jobs: int | None, api_base: str | None, api_key: str | None,
                  timeout: float, no_redact: bool, concurrency: int, rpm: float | None, tpm: float | None,
                  max_attempts: int, **kwargs: Any) -> int:
-    """Measure what compactions keep: probes from the span each compaction replaced (files changed,
-    unresolved failures, the user's rules, the task), scored against the compacted context (summary + kept
-    messages). One row per (session, compaction, summarizer); nothing is written to a session.
+    """Measure what compactions keep: the files, code names, commands and values the agent's next turns
+    used that only the replaced span held (hindsight), and the user's rules and requests, scored against
+    the compacted context (summary + kept messages), beside baselines at the summary's own length (the kept
+    tail alone, the first and the last N tokens of the replaced history). One row per (session,
+    compaction, summarizer or baseline); nothing is written to a session.
 
     Summaries are bought as `run` buys them (pool, summary cache, redaction, --max-cost), so a rerun pays
     nothing and prints the same numbers. docs/eval.md describes the method and its limits.
 
     \b
     Examples:
-      batchcompact eval sessions/ --force --summarizer builtin --summarizer openai/gpt-4o-mini
+      batchcompact eval sessions/ --cut-at 30,50,70,90 --summarizer builtin --summarizer openai/gpt-4o-mini
       batchcompact eval --existing ~/.claude/projects --summarizer builtin
       batchcompact eval sessions/ --force --summarizer mypkg.hooks:summarize --format json -o eval.json
     """
@@ -104,6 +164,7 @@ def eval_command(ctx: click.Context, paths: tuple[str, ...], existing: bool, sum
     require_output(fmt, output)
     agent = agent_fields(ctx, kwargs.pop("agent_settings", True))
     settings = pop_settings(kwargs)
+    percents = parse_cut_at(cut_at, existing)
     specs = summarizers or (() if existing else ("builtin",))
     chosen = resolve_summarizers(specs, api_base=api_base, api_key=api_key, timeout=timeout, pricing=pricing)
     judge = None
@@ -115,7 +176,7 @@ def eval_command(ctx: click.Context, paths: tuple[str, ...], existing: bool, sum
     pool = pool_settings_from(concurrency=concurrency, rpm=rpm, tpm=tpm, max_attempts=max_attempts,
                               max_cost_usd=max_cost, redact=not no_redact)
     options = EvalOptions(existing=existing, state_path=Path(state) if state else None, pricing_file=pricing,
-                          max_cost_usd=max_cost, jobs=resolve_jobs(jobs),
+                          max_cost_usd=max_cost, jobs=resolve_jobs(jobs), cut_at=percents,
                           plan_options=PlanOptions(pricing_file=pricing, agent_settings=agent))
     result = evaluate(paths, settings, options, chosen, pool, judge)
     quiet = (ctx.find_root().obj or {}).get("quiet", False)
@@ -123,10 +184,15 @@ def eval_command(ctx: click.Context, paths: tuple[str, ...], existing: bool, sum
         click.echo(f"error: {problem}", err=True)
     if fmt == "table":
         from batchcompact.cli.output import open_output
+        from batchcompact.eval.run import mean_rows
 
         with open_output(output) as out:
             columns = [c for c in TABLE_COLUMNS if judge is not None or c[0] != "judge_overall"]
-            print_table(result.rows, columns, out, drop_first=("status", "tokens_before"))
+            print_table([_shown(r) for r in result.rows], columns, out, drop_first=("reason", "status", "cut_at"))
+            means = mean_rows(result.rows)
+            if means:
+                out.write(f"\nPooled over the cuts ({means[0]['cuts']} with a score):\n")
+                print_table([_shown(r) for r in means], MEAN_COLUMNS, out)
     else:
         write_rows(fmt, output, result.rows, summary=lambda: {
             "skipped": result.skipped, "problems": result.problems, "spent_usd": result.spent_usd,

@@ -56,6 +56,12 @@ class Cut:
     context_prefix: list[str] = field(default_factory=list)  # texts the agent puts before the summary
     cwd: str | None = None
     note: str | None = None  # why a summarizer cannot be run here, when it cannot
+    future: list[dict[str, Any]] | None = None  # the turns after the cut (None: the session ends there)
+    cut_at: int | None = None  # `--cut-at`: the percent of the session's model turns before the cut
+    skip: str | None = None  # why no compaction could be placed here (`--cut-at`): a row with the reason
+    hindsight: bool = False  # turns follow the cut: its hindsight probes were read from them
+    history: tuple[str, str, str] = ("", "", "")  # the replaced history's text: its start, its end, its
+    # distinct words unchosen (the baselines' material)
 
 
 def full_path(session: Session) -> list[Entry]:
@@ -165,6 +171,7 @@ def existing_cuts(session: Session, settings: CompactionSettings) -> list[Cut]:
             context_prefix=[p for p in prefix if isinstance(p, str)] if isinstance(prefix, list) else [],
             cwd=_cwd(session),
         )
+        cut.future = future_after(path, k + 1)
         if not summary.strip():
             cut.note = "the recorded summary is empty or encrypted (a remote compaction): nothing to read"
         plan = prepare_compaction(before, settings, cut=CutPoint(first_kept, -1, False)) if first_kept > 0 else None
@@ -172,6 +179,33 @@ def existing_cuts(session: Session, settings: CompactionSettings) -> list[Cut]:
             cut.plan = plan
         cuts.append(cut)
     return cuts
+
+
+def future_after(path: list[Entry], start: int) -> list[dict[str, Any]] | None:
+    """The LLM messages after a cut, up to the session's next compaction (None: nothing after it)."""
+    end = start
+    while end < len(path) and path[end].type != "compaction":
+        end += 1
+    messages = llm_messages(path[start:end])
+    return messages or None
+
+
+def turn_starts(path: list[Entry]) -> list[int]:
+    """The index on `path` of each model turn (an assistant message): where a cut can be placed."""
+    return [i for i, e in enumerate(path) if i > 0 and e.type == "message"
+            and (e.data.get("message") or {}).get("role") == "assistant"]
+
+
+MIN_TURNS = 4  # a session with fewer model turns is too short to cut
+
+
+def cut_index(path: list[Entry], percent: int) -> int | None:
+    """Where `--cut-at PERCENT` cuts: before the model turn that many percent into the session."""
+    starts = turn_starts(path)
+    if len(starts) < MIN_TURNS:
+        return None
+    number = min(max(-(-len(starts) * percent // 100), 1), len(starts) - 1)  # never the first or past the last
+    return starts[number]
 
 
 def planned_cut(session: Session, plan: CompactionPlan | Skip | None) -> Cut | None:
@@ -196,9 +230,12 @@ def planned_cut(session: Session, plan: CompactionPlan | Skip | None) -> Cut | N
     )
 
 
-def context_messages(cut: Cut, summary: str) -> list[dict[str, Any]]:
-    """The compacted context as the agent rebuilds it: earlier prompts it re-adds, the summary, the kept tail."""
+def context_messages(cut: Cut, summary: str | None) -> list[dict[str, Any]]:
+    """The compacted context as the agent rebuilds it: earlier prompts it re-adds, the summary, the kept tail
+    (`summary` None: no summary message at all)."""
     prefix = [{"role": "user", "content": [{"type": "text", "text": t}]} for t in cut.context_prefix]
+    if summary is None:
+        return prefix + cut.kept
     summary_message = convert_to_llm([compaction_message(Entry({"type": "compaction", "summary": summary}, None))])
     return prefix + summary_message + cut.kept
 

@@ -1,8 +1,9 @@
 """The LLM half of the method (`--judge-model`): a model answers probe questions from the compacted context
 alone, then grades each answer against the key taken from the full span.
 
-One question per probe kind the span has (Factory's probe types: artifact, recall of errors, instruction
-following, continuation). The grade is 0-5 on six dimensions (accuracy, context awareness, artifact
+One question per group of probes the cut has (Factory's probe types: artifact, recall, instruction
+following, continuation): the files and code names the next turns needed, the commands and values they
+needed, the user's rules, the user's requests. The grade is 0-5 on six dimensions (accuracy, context awareness, artifact
 trail, completeness, continuity, instruction following), asked for as JSON. Every call goes through the
 worker pool and the summary cache like a summary (`buying.buy`): retried, redacted for remote models,
 limited by the budget, and reused on a rerun, so the same inputs give the same grades.
@@ -17,7 +18,8 @@ from typing import Any
 
 from batchcompact.core.calls import SummaryCall
 from batchcompact.core.serialize import serialize_conversation
-from batchcompact.eval.probes import ARTIFACT, ERROR, INSTRUCTION, KINDS, TASK, Probe
+from batchcompact.eval.probes import RULE, TASK, Probe
+from batchcompact.eval.text import COMMAND, FILE, SYMBOL, VALUE
 
 DIMENSIONS = ("accuracy", "context_awareness", "artifact_trail", "completeness", "continuity",
               "instruction_following")
@@ -26,12 +28,15 @@ ANSWER_TOKENS = 800
 GRADE_TOKENS = 300
 KEY_ITEMS = 40  # probes listed in one key at most (the first ones)
 
+NAMES, COMMANDS = "names", "commands"
+GROUPS = {NAMES: (FILE, SYMBOL), COMMANDS: (COMMAND, VALUE), RULE: (RULE,), TASK: (TASK,)}
 QUESTIONS = {
-    ARTIFACT: "Which files were created, modified, moved or deleted so far in this session? List their paths.",
-    ERROR: "Which failures (commands, checks, tool errors) happened earlier and are not resolved yet? "
-    "Name the command or tool and the error.",
-    INSTRUCTION: "Which rules or preferences has the user stated for this work?",
-    TASK: "What is the user's overall goal, what did they ask for most recently, and what should be done next?",
+    NAMES: "Which files and code names (functions, classes, variables) from earlier in this session will you "
+    "need to continue the work? List them.",
+    COMMANDS: "Which commands (to build, test or run the project) and which values (URLs, ports, versions, "
+    "ids) from earlier in this session will you need? List them.",
+    RULE: "Which rules or preferences has the user stated for this work?",
+    TASK: "What has the user asked for in this session (every request), and what should be done next?",
 }
 
 ANSWER_SYSTEM = (
@@ -62,8 +67,8 @@ def grade_call(question: str, key: str, answer: str) -> SummaryCall:
     return SummaryCall(kind="judge_grade", system_prompt=GRADE_SYSTEM, user_prompt=prompt, max_tokens=GRADE_TOKENS)
 
 
-def answer_key(probes: list[Probe], kind: str) -> str:
-    items = [p.text for p in probes if p.kind == kind]
+def answer_key(probes: list[Probe], group: str) -> str:
+    items = [p.text for p in probes if p.kind in GROUPS[group]]
     more = f"\n- … and {len(items) - KEY_ITEMS} more" if len(items) > KEY_ITEMS else ""
     return "\n".join(f"- {item}" for item in items[:KEY_ITEMS]) + more
 
@@ -105,8 +110,8 @@ class Judge:
         questions: list[tuple[int, str]] = []  # (row index, kind)
         answer_jobs = []
         for index, (_, context, probes, _) in enumerate(contexts):
-            for kind in KINDS:
-                if any(p.kind == kind for p in probes):
+            for kind, members in GROUPS.items():
+                if any(p.kind in members for p in probes):
                     answer_jobs.append(SummaryJob(f"{index}:{kind}", [answer_call(QUESTIONS[kind], context)]))
                     questions.append((index, kind))
         answers, buyer = buy(self.summarizer, self.model_key, answer_jobs, state, pool_settings, clock=clock,

@@ -1,17 +1,11 @@
 """Probes: what an agent resuming after a compaction needs from the span the compaction replaced.
 
-Derived from the replaced messages alone, never from a summary, so every summarizer is asked the same
-questions (Factory's probe-based evaluation of context compression, Dec 2025). Four kinds:
-- `artifact`: each file created, modified, moved or deleted by a tool call that did not fail (each
-  agent's file tools and Codex `apply_patch`: the agents' `tools` tables in `batchcompact/agents/`, read
-  through `summarize/builtin_facts.py` as the built-in summarizer reads them); a moved file is probed by
-  its new name;
-- `error`: each failure not resolved later in the span (a command or check that failed and was not run
-  successfully again, a file tool that failed on a path and did not succeed on it later, a model error
-  the agent did not get past);
-- `instruction`: each rule or preference the user stated (sentences with must/never/always/don't/
-  prefer/...; questions never are);
-- `task`: the standing request (the user's first substantive request) and the latest one before the cut.
+Two families, both written for eval alone (nothing here imports `batchcompact/summarize/`, so the
+summarizers measured cannot share the rules; tests/test_architecture.py checks it):
+- **hindsight** (`hindsight.py`, primary): what the agent's following turns used that only the replaced
+  history held: files, code names, commands, values;
+- **lexical** (this module): every rule the user stated (`rule`) and every substantive request (`task`),
+  from the user's own words in the span; filler ("continue", "ok", pasted repetition) is no request.
 
 Invariants: deterministic (the order of appearance in the span); linear in the span's size.
 """
@@ -20,28 +14,29 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
-from batchcompact.summarize.builtin_facts import clip, extract_facts
+from batchcompact.eval.text import GO_ON, MAX_CHARS, significant_words, stem
 
-ARTIFACT, ERROR, INSTRUCTION, TASK = "artifact", "error", "instruction", "task"
-KINDS = (ARTIFACT, ERROR, INSTRUCTION, TASK)
-MAX_TERMS = 12  # a probe's key terms: the first this many significant words (a long request states its ask first)
+RULE, TASK = "rule", "task"
+MAX_TERMS = 12  # a probe's key terms: the first this many distinct stems (a long request states its ask first)
+PROBE_CHARS = 300  # a probe's text as shown in `missed`
 
-_WORD = re.compile(r"[a-z0-9_]+")
-# Words that say nothing about which rule, task or error it was.
-STOPWORDS = frozenset(
-    """
-    the and for are but not you your yours all any can had has have her his him its our out was were will
-    with this that these those then than there their them they what when where which who whom why how
-    into onto from about above after again against before below between both during each few more most
-    other some such only own same too very just now also here over under until while because would could
-    should shall might must may did does doing done don didn doesn isn aren wasn weren won wouldn shouldn
-    couldn mustn let lets please thanks thank okay yes sure one two via use used using make made get got
-    want need like well way things thing something anything everything nothing still even much many
-    able instead rather always never keep avoid prefer sure without file files code error errors failed
-    fails failure exit run ran running command line lines first last new old see look let try
-    """.split()
-)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_BULLET = re.compile(r"^(?:[-*•+]\s+|\d+[.)]\s+)+")
+_RULE_WORDS = re.compile(
+    r"\b(?:must(?:n't)?|never|always|don't|do not|should(?:n't)?|prefer|make sure|avoid|only use|use only|"
+    r"keep|instead of|no need to)\b", re.IGNORECASE)
+_ASKS = re.compile(
+    r"^(?:wait\b|hmm\b|so\b|and\b|but\b)?[,\s]*(?:do|does|did|can|could|would|will|is|are|was|were|shall|what|why|"
+    r"how|where|when|which|who|have|has)\b", re.IGNORECASE)
+_FIRST_PERSON = re.compile(r"^(?:ok(?:ay)?,?\s+|so,?\s+)?(?:i|i'm|i've|let me|let's|we|maybe|perhaps)\b", re.I)
+_WANTS = re.compile(r"\b(?:want|prefer|need|'d like|would like|never|always)\b", re.I)
+# What an agent puts in the user's turn that the user did not write: tags, its own notes, tool output.
+_INJECTED = re.compile(
+    r"^\s*(?:<[a-z][\w-]*[\s>]|#\s*AGENTS\.md|Caveat: |\[Request interrupted|This session is being continued|"
+    r"The conversation history before this point|The following is a summary|Ran `|\[REDACTED_)", re.IGNORECASE)
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -49,65 +44,85 @@ class Probe:
     """One thing the compacted context should still hold, with what counts as holding it."""
 
     kind: str
-    text: str  # the probe as a person reads it: the path, the failure, the rule, the request
-    terms: tuple[str, ...] = ()  # key terms (error, instruction, task)
-    paths: tuple[str, ...] = ()  # path spellings, most specific first (artifact)
+    text: str  # as a person reads it: the path, the name, the command, the rule, the request
+    terms: tuple[str, ...] = ()  # key stems (rule, task)
+    spellings: tuple[str, ...] = ()  # how a context may name it (file: path, last two parts, file name)
 
     @property
     def label(self) -> str:
         return f"{self.kind}: {self.text}"
 
 
-def significant_words(text: str) -> list[str]:
-    """Lower-case words of 3+ characters that are not numbers or stop words, in order (repeats kept)."""
-    return [w for w in _WORD.findall(text.lower()) if len(w) >= 3 and not w.isdigit() and w not in STOPWORDS]
-
-
 def key_terms(text: str) -> tuple[str, ...]:
-    """The first `MAX_TERMS` distinct significant words of `text`."""
-    return tuple(dict.fromkeys(significant_words(text)))[:MAX_TERMS]
+    """The first `MAX_TERMS` distinct stems of the significant words of `text`."""
+    return tuple(dict.fromkeys(stem(w) for w in significant_words(text)))[:MAX_TERMS]
 
 
-def path_spellings(path: str, cwd: str | None) -> tuple[str, ...]:
-    """A path as a context may name it: as written, relative to the session's cwd, its last two parts,
-    its file name (lower case, no leading `./`, longest first, no repeats)."""
-    path = path.strip().lower().removeprefix("./")
-    out = [path]
-    if cwd:
-        base = cwd.lower().rstrip("/") + "/"
-        if path.startswith(base):
-            out.append(path[len(base) :])
-    parts = [p for p in path.split("/") if p]
-    if len(parts) >= 2:
-        out.append("/".join(parts[-2:]))
-    if parts:
-        out.append(parts[-1])
-    return tuple(dict.fromkeys(p for p in out if p))
+def user_words(message: dict[str, Any]) -> str | None:
+    """The user's own words in a message; None for what the agent injected (context, notes, tool output)."""
+    if message.get("role") != "user" or message.get("codexRole"):
+        return None
+    content = message.get("content")
+    if isinstance(content, str):
+        text = content
+    else:
+        text = "\n".join(str(b.get("text") or "") for b in content or () if isinstance(b, dict)
+                         and b.get("type") == "text")
+    text = _REMINDER.sub("", text[:MAX_CHARS]).strip()
+    if not text or _INJECTED.match(text) or re.fullmatch(r"/\S+", text):
+        return None
+    return text
 
 
-def derive_probes(messages: list[dict], cwd: str | None = None) -> list[Probe]:
-    """The probes of a replaced span (pi-shaped LLM messages), artifacts first, then errors, rules, tasks."""
-    facts = extract_facts(messages)
-    probes: list[Probe] = []
-    for path, change in facts.changes.items():
-        target = path.split(" → ")[-1].strip()
-        spellings = path_spellings(target, cwd)
-        if spellings:
-            probes.append(Probe(ARTIFACT, f"{change.op} {clip(target, 160)}", paths=spellings))
-    for description in facts.blocked.values():
-        _add(probes, ERROR, description)
-    for rule in facts.constraints.list():
-        _add(probes, INSTRUCTION, rule)
-    requests = facts.requests
-    if requests:
-        _add(probes, TASK, requests[0])
-        if requests[-1] != requests[0]:
-            _add(probes, TASK, requests[-1])
-    return probes
+def is_filler(text: str) -> bool:
+    """A reply that asks for nothing new: an acknowledgement or "continue" with little else, or pasted
+    repetition (a quarter or fewer of its words distinct)."""
+    words = significant_words(text)
+    first = re.match(r"\W*([a-z]+)", text.lower())
+    if first and first.group(1) in GO_ON and len(set(words)) <= 6:
+        return True
+    if len(set(words)) < 3:
+        return True
+    return len(words) >= 20 and len(set(words)) <= len(words) // 4
 
 
-def _add(probes: list[Probe], kind: str, text: str) -> None:
-    text = clip(text, 300)
+def rule_sentences(text: str) -> list[str]:
+    """Statements of a rule or preference in the user's words; questions never are."""
+    out = []
+    for sentence in _SENTENCE.split(text[:4000]):
+        sentence = _BULLET.sub("", sentence.strip())
+        if not 10 <= len(sentence) <= PROBE_CHARS or sentence.endswith("?") or _ASKS.match(sentence):
+            continue
+        if not _RULE_WORDS.search(sentence):
+            continue
+        if _FIRST_PERSON.match(sentence) and not _WANTS.search(sentence):  # "I don't think…", "let me try…"
+            continue
+        out.append(sentence)
+    return out
+
+
+def lexical_probes(messages: list[dict[str, Any]]) -> list[Probe]:
+    """Every rule the user stated and every substantive request in the span, in order (rules first)."""
+    rules: dict[tuple[str, ...], Probe] = {}
+    tasks: dict[tuple[str, ...], Probe] = {}
+    for message in messages:
+        text = user_words(message)
+        if text is None or is_filler(text):
+            continue
+        stated = rule_sentences(text)
+        for sentence in stated:
+            _add(rules, RULE, sentence)
+        rest = text
+        for sentence in stated:
+            rest = rest.replace(sentence, " ")
+        if len(set(significant_words(rest))) >= 3:
+            _add(tasks, TASK, rest)
+    return list(rules.values()) + list(tasks.values())
+
+
+def _add(probes: dict[tuple[str, ...], Probe], kind: str, text: str) -> None:
+    text = " ".join(text[: PROBE_CHARS * 4].split())
+    shown = text if len(text) <= PROBE_CHARS else text[: PROBE_CHARS - 1].rstrip() + "…"
     terms = key_terms(text)
-    if terms:  # nothing specific to look for: not a probe
-        probes.append(Probe(kind, text, terms=terms))
+    if terms and terms not in probes:
+        probes[terms] = Probe(kind, shown, terms=terms)

@@ -21,22 +21,45 @@ from typing import Any
 from batchcompact.core.apply import compose_summary
 from batchcompact.core.planner import CompactionSettings
 from batchcompact.errors import DEBUG_HINT, INTERNAL_ERROR_EXIT, RunAborted, internal_error_reason
+from batchcompact.eval.baselines import (
+    FIRST,
+    LAST,
+    TAIL,
+    WORDS,
+    baseline_summary,
+    history_text,
+    tokens_of,
+    unchosen_words,
+)
 from batchcompact.eval.buying import buy
-from batchcompact.eval.cuts import Cut, context_messages, context_tokens, existing_cuts, planned_cut
-from batchcompact.eval.probes import KINDS, Probe, derive_probes
-from batchcompact.eval.scoring import score_context
+from batchcompact.eval.cuts import (
+    Cut,
+    context_messages,
+    context_tokens,
+    cut_index,
+    existing_cuts,
+    full_path,
+    future_after,
+    planned_cut,
+)
+from batchcompact.eval.hindsight import KINDS as HINDSIGHT_KINDS
+from batchcompact.eval.hindsight import future_messages, hindsight_probes
+from batchcompact.eval.probes import Probe, lexical_probes
+from batchcompact.eval.scoring import KINDS, NAME_KINDS, score_context
 
 log = logging.getLogger(__name__)
 
 RECORDED = "recorded"  # the summarizer label of a compaction already in the file
+BASELINE = "baseline:"  # the summarizer label of a baseline row: baseline:tail, baseline:first, baseline:last
+HISTORY_CHARS = 400_000  # of the replaced history's text, the first and last this many are kept for baselines
 
 ROW_COLUMNS = (
-    "path", "session_id", "format", "compaction", "line", "summarizer", "status", "reason",
-    "artifact_probes", "artifact_recall", "error_probes", "error_recall",
-    "instruction_probes", "instruction_recall", "task_probes", "task_recall", "overall", "summary_overall",
-    "tokens_before", "tokens_after", "cost_usd", "missed",
+    "path", "session_id", "format", "compaction", "cut_at", "line", "summarizer", "baseline_for", "status",
+    "reason",
+    *(f"{kind}_{what}" for kind in KINDS for what in ("probes", "recall")),
+    "names_recall", "hindsight_recall", "overall", "summary_overall", "lift_tail", "lift_first", "lift_last",
+    "lift_words", "beats_first", "summary_tokens", "tokens_before", "tokens_after", "cost_usd", "missed",
 )
-
 
 @dataclass(frozen=True)
 class EvalSummarizer:
@@ -56,6 +79,7 @@ class EvalOptions:
     max_cost_usd: float | None = None
     plan_options: Any = None  # pipeline.planning.PlanOptions for planned cuts
     jobs: int = 1  # processes that read the files and find their cuts
+    cut_at: tuple[int, ...] = ()  # `--cut-at`: cuts placed this many percent into each session's model turns
 
 
 @dataclass
@@ -92,6 +116,8 @@ def cuts_of_file(path: str, settings: CompactionSettings, options: EvalOptions) 
             cuts = existing_cuts(session, settings)
             if not cuts:
                 out["skip"] = "no compaction in the file"
+        elif options.cut_at:
+            cuts = cuts_inside(session, settings, options)
         else:
             plan, row = plan_session(session, settings, options.plan_options or PlanOptions())
             cut = planned_cut(session, plan)
@@ -106,10 +132,83 @@ def cuts_of_file(path: str, settings: CompactionSettings, options: EvalOptions) 
         out["problem"] = f"{path}: {internal_error_reason(exc)}"
         return out
     for cut in cuts:
-        out["probes"].append(derive_probes(cut.replaced, cut.cwd))
-        cut.replaced = []  # probed: not shipped back from a worker
+        out["probes"].append(probes_of(cut))
+        history = history_text(cut.replaced)
+        cut.history = (history[:HISTORY_CHARS], history[-HISTORY_CHARS:], unchosen_words(history, HISTORY_CHARS))
+        cut.hindsight = bool(cut.future)
+        cut.replaced, cut.future = [], None  # probed: not shipped back from a worker
     out["cuts"] = cuts
     return out
+
+
+def probes_of(cut: Cut) -> list[Probe]:
+    """A cut's probes: hindsight first (when turns follow the cut), then the user's rules and requests."""
+    probes = []
+    if cut.future:
+        kept = context_messages(cut, None)
+        probes = hindsight_probes(cut.replaced, kept, future_messages(cut.future), cut.cwd)
+    return probes + lexical_probes(cut.replaced)
+
+
+def cuts_inside(session: Any, settings: CompactionSettings, options: EvalOptions) -> list[Cut]:
+    """`--cut-at`: for each percent, the session as archived just before that model turn, compacted as `run`
+    would compact it (forced), with the turns that really followed as its future."""
+    import dataclasses as dc
+    import tempfile
+
+    from batchcompact.formats.detect import read_session as read_any
+    from batchcompact.pipeline.planning import PlanOptions, plan_session
+
+    path = full_path(session)
+    forced = dc.replace(settings, force=True)
+    cuts = []
+    with tempfile.TemporaryDirectory(prefix="batchcompact-eval-") as folder:
+        for percent in options.cut_at:
+            index = cut_index(path, percent)
+            line = path[index].line if index is not None else None
+            if index is None or line is None:
+                cuts.append(_skipped_cut(session, percent, None, "too short to cut" if index is None
+                                         else "not a line-per-entry transcript: no cut can be placed"))
+                continue
+            copy = _truncated_copy(session.path, line, folder, percent)
+            before = read_any(copy, session.format) if copy else None
+            if before is None or not before.compactable:
+                cuts.append(_skipped_cut(session, percent, line, "the truncated copy cannot be read"))
+                continue
+            before.path = session.path
+            plan, row = plan_session(before, forced, options.plan_options or PlanOptions())
+            cut = planned_cut(before, plan)
+            if cut is None:
+                cuts.append(_skipped_cut(session, percent, line, row.get("reason") or "nothing to compact"))
+                continue
+            cut.cut_at = percent
+            cut.future = future_after(path, index)
+            if not cut.future:
+                cut.note = "no turns after the cut"
+            cuts.append(cut)
+    return cuts
+
+
+def _truncated_copy(source: str, line: int, folder: str, percent: int) -> str | None:
+    """The first `line - 1` lines of `source` (decompressed) in a file of `folder`; None if it has fewer."""
+    from batchcompact.formats.compressed import open_session
+
+    name = Path(source).name.removesuffix(".zst")
+    target = Path(folder) / str(percent) / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    written = 0
+    with open_session(source) as reader, open(target, "wb") as out:
+        for raw in reader:
+            if written == line - 1:
+                break
+            out.write(raw)
+            written += 1
+    return str(target) if written == line - 1 else None
+
+
+def _skipped_cut(session: Any, percent: int, line: int | None, reason: str) -> Cut:
+    return Cut(path=session.path, session_id=session.session_id, format=session.format, number=1, line=line,
+               replaced=[], kept=[], tokens_before=0, plan=None, cut_at=percent, skip=reason)
 
 
 def find_cuts(paths: Iterable[str], settings: CompactionSettings, options: EvalOptions,
@@ -141,34 +240,68 @@ def _reason_kind(reason: str) -> str:
     return reason.split(" (", 1)[0]
 
 
-def _base_row(cut: Cut, label: str) -> dict[str, Any]:
+def _base_row(cut: Cut, label: str, baseline_for: str | None = None) -> dict[str, Any]:
     row: dict[str, Any] = dict.fromkeys(ROW_COLUMNS)
-    row.update(path=cut.path, session_id=cut.session_id, format=cut.format, compaction=cut.number, line=cut.line,
-               summarizer=label, status="ok", reason="", tokens_before=cut.tokens_before, missed=[])
+    row.update(path=cut.path, session_id=cut.session_id, format=cut.format, compaction=cut.number,
+               cut_at=cut.cut_at, line=cut.line, summarizer=label, baseline_for=baseline_for, status="ok",
+               reason="", tokens_before=cut.tokens_before, missed=[])
+    if cut.skip:
+        row.update(status="skipped", reason=cut.skip)
     return row
 
 
-def score_row(row: dict[str, Any], cut: Cut, probes: list[Probe], summary: str,
+def score_row(row: dict[str, Any], cut: Cut, probes: list[Probe], summary: str | None,
               own_text: str | None = None) -> list[dict[str, Any]]:
     """Fill a row's recalls from the compacted context; returns the context (for the judge).
 
     `summary_overall` scores the summarizer's own words alone (`own_text`, default the summary without
     file tags): what the summary adds to what the kept messages and the file lists hold anyway."""
     messages = context_messages(cut, summary)
-    score = score_context(probes, messages)
+    score = score_context(probes, messages, cut.cwd)
     for kind in KINDS:
         row[f"{kind}_probes"] = score.probes[kind]
         row[f"{kind}_recall"] = score.recall[kind]
-    overall = score.overall
-    row["overall"] = round(overall, 4) if overall is not None else None
-    alone = score_context(probes, [{"role": "user", "content": own_text if own_text is not None
-                                    else without_file_tags(summary)}]).overall
-    row["summary_overall"] = round(alone, 4) if alone is not None else None
+    row["names_recall"] = score.pooled(NAME_KINDS)
+    row["hindsight_recall"] = score.pooled(HINDSIGHT_KINDS)
+    row["overall"] = score.overall
+    if summary is not None:
+        alone = score_context(probes, [{"role": "user", "content": own_text if own_text is not None
+                                        else without_file_tags(summary)}], cut.cwd).overall
+        row["summary_overall"] = alone
+    row["summary_tokens"] = tokens_of(summary or "")
     row["tokens_after"] = context_tokens(messages)
     row["missed"] = score.missed
-    if not probes:
-        row["reason"] = "no probe in the replaced span"
+    reasons = [] if probes else ["no probe in the replaced span"]
+    if not cut.hindsight:
+        reasons.append(cut.note or ("no turns after the cut: no hindsight probes (--cut-at places cuts inside "
+                                    "sessions)"))
+    row["reason"] = "; ".join(reasons)
     return messages
+
+
+def baseline_rows(row: dict[str, Any], cut: Cut, probes: list[Probe], contexts: list) -> list[dict[str, Any]]:
+    """The `first`, `last` and `words` baselines at the length of `row`'s summary, and `row`'s lift over
+    them."""
+    out = []
+    tokens = row["summary_tokens"] or 0
+    material = dict(zip((FIRST, LAST, WORDS), cut.history, strict=True))
+    for kind in (FIRST, LAST, WORDS):
+        base = _base_row(cut, BASELINE + kind, baseline_for=row["summarizer"])
+        text = baseline_summary(kind, material[kind], tokens)
+        context = score_row(base, cut, probes, text, own_text=text)
+        base["summary_tokens"] = tokens_of(text)
+        if kind == FIRST:
+            contexts.append((base, context, probes, cut))
+        out.append(base)
+        row[f"lift_{kind}"] = _lift(row, base)
+    row["beats_first"] = None if row["lift_first"] is None else row["lift_first"] > 0
+    return out
+
+
+def _lift(row: dict[str, Any], base: dict[str, Any]) -> float | None:
+    if row["overall"] is None or base["overall"] is None:
+        return None
+    return round(row["overall"] - base["overall"], 4)
 
 
 _FILE_TAGS = re.compile(r"\n*<(read-files|modified-files)>\n.*?\n</\1>", re.DOTALL)
@@ -203,20 +336,27 @@ def estimate_spend(cuts: list[Cut], summarizers: list[EvalSummarizer], pricing_f
 def evaluate(paths: Iterable[str], settings: CompactionSettings, options: EvalOptions,
              summarizers: list[EvalSummarizer], pool_settings: Any, judge: Any = None, *,
              clock: Any = None, sleep: Any = None) -> EvalResult:
-    """Score every cut under `paths` with each summarizer (and the recorded summaries with `existing`)."""
+    """Score every cut under `paths` with each summarizer (and the recorded summaries with `existing`), each
+    beside the baselines at its own length."""
     result = EvalResult(rows=[])
     cuts, probes = find_cuts(paths, settings, options, result)
     _check_budget(cuts, summarizers, options)
     contexts: list[tuple[dict[str, Any], list[dict[str, Any]], list[Probe], Cut]] = []
     rows_by_cut: list[list[dict[str, Any]]] = [[] for _ in cuts]
+    for index, cut in enumerate(cuts):
+        row = _base_row(cut, BASELINE + TAIL)
+        if not cut.skip:
+            score_row(row, cut, probes[index], None)
+        rows_by_cut[index].append(row)
     if options.existing:
         for index, cut in enumerate(cuts):
             row = _base_row(cut, RECORDED)
-            if cut.note:
-                row.update(status="unreadable", reason=cut.note)
-            else:
-                contexts.append((row, score_row(row, cut, probes[index], cut.recorded_summary or ""), probes[index], cut))
             rows_by_cut[index].append(row)
+            if cut.note and not cut.recorded_summary:
+                row.update(status="unreadable", reason=cut.note)
+                continue
+            contexts.append((row, score_row(row, cut, probes[index], cut.recorded_summary or ""), probes[index], cut))
+            rows_by_cut[index] += baseline_rows(row, cut, probes[index], contexts)
     state = _open_state(options, summarizers, judge)
     try:
         budget = options.max_cost_usd
@@ -232,7 +372,11 @@ def evaluate(paths: Iterable[str], settings: CompactionSettings, options: EvalOp
     finally:
         if state is not None:
             state.close()
-    result.rows = [row for rows in rows_by_cut for row in rows]
+    for rows in rows_by_cut:
+        for row in rows:
+            if row["summarizer"] == BASELINE + TAIL:
+                _tail_lifts(rows, row)
+        result.rows += _ordered(rows)
     if judge is not None:  # every row has the judge's columns, graded or not
         from batchcompact.eval.judge import JUDGE_COLUMNS
 
@@ -240,6 +384,18 @@ def evaluate(paths: Iterable[str], settings: CompactionSettings, options: EvalOp
             for column in JUDGE_COLUMNS:
                 row.setdefault(column, None)
     return result
+
+
+def _tail_lifts(rows: list[dict[str, Any]], tail: dict[str, Any]) -> None:
+    for row in rows:
+        if not row["summarizer"].startswith(BASELINE) and row["status"] == "ok":
+            row["lift_tail"] = _lift(row, tail)
+
+
+def _ordered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A cut's rows: each summary followed by its baselines, the kept tail alone last."""
+    tail = [r for r in rows if r["summarizer"] == BASELINE + TAIL]
+    return [r for r in rows if r["summarizer"] != BASELINE + TAIL] + tail
 
 
 def _check_budget(cuts: list[Cut], summarizers: list[EvalSummarizer], options: EvalOptions) -> None:
@@ -280,6 +436,8 @@ def _summarize(entry: EvalSummarizer, cuts: list[Cut], probes: list[list[Probe]]
         row = _base_row(cut, entry.label)
         rows_by_cut[index].append(row)
         outcome = outcomes.get(str(index))
+        if cut.skip:
+            continue
         if cut.plan is None:
             row.update(status="skipped", reason=cut.note or "nothing before the cut to summarize")
             continue
@@ -294,6 +452,7 @@ def _summarize(entry: EvalSummarizer, cuts: list[Cut], probes: list[list[Probe]]
         summary = compose_summary(cut.plan, texts)
         own = "\n\n".join(texts.values())
         contexts.append((row, score_row(row, cut, probes[index], summary, own), probes[index], cut))
+        rows_by_cut[index] += baseline_rows(row, cut, probes[index], contexts)
     return spent
 
 
@@ -302,3 +461,38 @@ def _cost(results: list[Any]) -> float | None:
     if any(c is None for c in costs):
         return None
     return round(sum(costs), 6)
+
+
+def mean_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per summarizer (and baseline at its length) pooled over every cut it scored: each kind's
+    recall is kept / probes summed over the cuts, `overall` pools every probe, `summary_tokens` is the mean."""
+    groups: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
+    for row in rows:
+        if row["status"] == "ok" and row["overall"] is not None:
+            groups.setdefault((row["summarizer"], row["baseline_for"]), []).append(row)
+    means = []
+    for (label, baseline_for), members in groups.items():
+        mean: dict[str, Any] = {"summarizer": label, "baseline_for": baseline_for, "cuts": len(members)}
+        kept_all = probes_all = 0
+        pools = {"names_recall": NAME_KINDS, "hindsight_recall": HINDSIGHT_KINDS}
+        sums = {}
+        for kind in KINDS:
+            probes = sum(r[f"{kind}_probes"] or 0 for r in members)
+            kept = sum(round((r[f"{kind}_recall"] or 0) * (r[f"{kind}_probes"] or 0)) for r in members)
+            sums[kind] = (kept, probes)
+            mean[f"{kind}_probes"] = probes
+            mean[f"{kind}_recall"] = round(kept / probes, 4) if probes else None
+            kept_all += kept
+            probes_all += probes
+        for column, kinds in pools.items():
+            total = sum(sums[k][1] for k in kinds)
+            mean[column] = round(sum(sums[k][0] for k in kinds) / total, 4) if total else None
+        mean["overall"] = round(kept_all / probes_all, 4) if probes_all else None
+        mean["summary_tokens"] = round(sum(r["summary_tokens"] or 0 for r in members) / len(members))
+        means.append(mean)
+    by_key = {(m["summarizer"], m["baseline_for"]): m for m in means}
+    for mean in means:
+        for kind in (FIRST, WORDS):
+            base = by_key.get((BASELINE + kind, mean["summarizer"]))
+            mean[f"lift_{kind}"] = _lift(mean, base) if base else None
+    return means

@@ -3,115 +3,106 @@
 Deterministic and documented (docs/eval.md):
 - the context's text is every text block, tool call (name and arguments) and tool result of its
   messages, lower-cased; thinking is left out (providers drop it);
-- an `artifact` probe is kept when one of its path spellings (as written, relative to the session's cwd,
-  its last two parts, its file name) occurs in that text as a whole name: not inside a longer name;
-- any other probe is kept when its key terms are there: the mean of the share of its key terms found
-  among the context's words and the share of its consecutive key-term pairs found as consecutive words of
-  the context is at least `KEPT_AT` (pairs reward a summary that keeps "public API" together, and keep a
-  long kept tail that merely uses the same words apart from counting);
-- a kind's recall is kept probes / probes of that kind (None without probes); `overall` is the mean of
-  the recalls that are not None.
+- a `file` probe is kept when the context names the file: its path, its last two parts or its file name
+  as a whole name (`cli.py` is not named by `mycli.py`); a `symbol` or `value` when the context holds
+  that name; a `command` when the context holds its words in order (`npm run test`);
+- a `rule` or `task` is kept when the mean of two shares is at least `KEPT_AT`: its key stems found among
+  the context's stems, and its consecutive key-stem pairs found within `NEAR` words of each other
+  (`commit` keeps `committing`; "the public API must not change" keeps "never change the public API";
+  a long kept tail that merely uses the same words apart does not);
+- a kind's recall is kept / probes of that kind (None without probes); `overall` pools every probe.
 """
 
 from __future__ import annotations
 
-import json
-import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
 
-from batchcompact.eval.probes import ARTIFACT, KINDS, MAX_TERMS, Probe, significant_words
+from batchcompact.eval.hindsight import KINDS as HINDSIGHT_KINDS
+from batchcompact.eval.hindsight import NameIndex
+from batchcompact.eval.probes import RULE, TASK, Probe
+from batchcompact.eval.text import FILE, SYMBOL, block_texts, stems
 
-KEPT_AT = 0.5
-
-
-def context_text(messages: list[dict[str, Any]]) -> str:
-    """The words a model reads in `messages` (LLM messages in pi's shape), lower-cased."""
-    parts: list[str] = []
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, str):
-            parts.append(content)
-            continue
-        for block in content or ():
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
-            if kind == "text":
-                parts.append(str(block.get("text") or ""))
-            elif kind == "toolCall":
-                arguments = block.get("arguments")
-                parts.append(f"{block.get('name')} {json.dumps(arguments, ensure_ascii=False, sort_keys=True)}")
-    return "\n".join(parts).lower()
+KINDS = HINDSIGHT_KINDS + (RULE, TASK)
+NAME_KINDS = (FILE, SYMBOL)  # "names": files and code names together
+KEPT_AT = 0.6
+NEAR = 5  # a key-stem pair counts when its stems stand at most this many significant words apart
 
 
 class ContextIndex:
-    """A compacted context's text, its words and its consecutive word pairs, built once per context."""
+    """A compacted context's names and stems, built once per context."""
 
-    def __init__(self, messages: list[dict[str, Any]]) -> None:
-        self.text = context_text(messages)
-        words = significant_words(self.text)
-        self.words = set(words)
-        self.pairs = set(zip(words, words[1:], strict=False))
+    def __init__(self, messages: list[dict[str, Any]], cwd: str | None = None) -> None:
+        self.names = NameIndex.of_messages(messages, cwd)
+        positions: dict[str, list[int]] = {}
+        offset = 0
+        for message in messages:
+            for text in block_texts(message):
+                words = stems(text)
+                for index, word in enumerate(words):
+                    positions.setdefault(word, []).append(offset + index)
+                offset += len(words) + NEAR + 1  # blocks never make a pair across their border
+        self.positions = positions
 
-    def has_path(self, spellings: tuple[str, ...]) -> bool:
-        return any(
-            re.search(r"(?<![\w.-])" + re.escape(spelling) + r"(?![\w-])", self.text) for spelling in spellings
-        )
+    def near(self, a: str, b: str) -> bool:
+        """Whether stems `a` and `b` stand within `NEAR` words of each other somewhere."""
+        first, second = self.positions.get(a), self.positions.get(b)
+        if not first or not second:
+            return False
+        if len(first) > len(second):
+            first, second = second, first
+        for position in first:
+            at = bisect_left(second, position - NEAR)
+            if at < len(second) and second[at] <= position + NEAR:
+                return True
+        return False
 
     def term_score(self, probe: Probe) -> float:
-        """Mean of key-term recall and key-pair recall (0..1)."""
+        """Mean of key-stem recall and near-pair recall (0..1)."""
         terms = probe.terms
         if not terms:
             return 0.0
-        words = _head(significant_words(probe.text))
-        pairs = list(dict.fromkeys(zip(words, words[1:], strict=False)))
-        found = sum(1 for t in terms if t in self.words) / len(terms)
-        paired = sum(1 for p in pairs if p in self.pairs) / len(pairs) if pairs else found
+        found = sum(1 for t in terms if t in self.positions) / len(terms)
+        pairs = list(zip(terms, terms[1:], strict=False))
+        paired = sum(1 for a, b in pairs if self.near(a, b)) / len(pairs) if pairs else found
         return (found + paired) / 2
 
-
-def _head(words: list[str]) -> list[str]:
-    """The words of a probe up to its `MAX_TERMS`-th distinct one (the span its key terms come from)."""
-    seen: set[str] = set()
-    for index, word in enumerate(words):
-        seen.add(word)
-        if len(seen) > MAX_TERMS:
-            return words[:index]
-    return words
-
-
-def is_kept(probe: Probe, index: ContextIndex) -> bool:
-    if probe.kind == ARTIFACT:
-        return index.has_path(probe.paths)
-    return index.term_score(probe) >= KEPT_AT
+    def keeps(self, probe: Probe) -> bool:
+        if probe.kind in (RULE, TASK):
+            return self.term_score(probe) >= KEPT_AT
+        return self.names.has(probe.kind, probe.text)
 
 
 @dataclass
 class Score:
-    """Recall per probe kind (None: the span had no probe of that kind), their mean, and what was missed."""
+    """Recall per probe kind (None: no probe of that kind), pooled recalls, and what was missed."""
 
     recall: dict[str, float | None]
     probes: dict[str, int]
+    kept: dict[str, int]
     missed: list[str] = field(default_factory=list)
+
+    def pooled(self, kinds: tuple[str, ...] = KINDS) -> float | None:
+        total = sum(self.probes[k] for k in kinds)
+        return round(sum(self.kept[k] for k in kinds) / total, 4) if total else None
 
     @property
     def overall(self) -> float | None:
-        values = [v for v in self.recall.values() if v is not None]
-        return sum(values) / len(values) if values else None
+        return self.pooled()
 
 
-def score_context(probes: list[Probe], messages: list[dict[str, Any]]) -> Score:
+def score_context(probes: list[Probe], messages: list[dict[str, Any]], cwd: str | None = None) -> Score:
     """Score `probes` against a compacted context's messages."""
-    index = ContextIndex(messages)
+    index = ContextIndex(messages, cwd)
     kept = dict.fromkeys(KINDS, 0)
     total = dict.fromkeys(KINDS, 0)
     missed = []
     for probe in probes:
         total[probe.kind] += 1
-        if is_kept(probe, index):
+        if index.keeps(probe):
             kept[probe.kind] += 1
         else:
             missed.append(probe.label)
     recall = {kind: (round(kept[kind] / total[kind], 4) if total[kind] else None) for kind in KINDS}
-    return Score(recall, total, missed)
+    return Score(recall, total, kept, missed)

@@ -24,12 +24,17 @@ from batchcompact.summarize.base import SummaryResult
 from batchcompact.summarize.builtin_facts import Facts, clean_item, clip, extract_facts
 
 NONE = "(none)"
-KEEP_NEW = {"constraints": 8, "decisions": 8, "blocked": 5, "later_requests": 3, "todos": 8, "read": 10}
+KEEP_NEW = {"constraints": 8, "decisions": 8, "blocked": 5, "todos": 8}
+TRAIL_HEADING = "## Relevant Files and Code Names"
+# The artifact trail's budget: this share of the summary's, and never more than TRAIL_TOKENS.
+TRAIL_SHARE = 0.3
+TRAIL_TOKENS = 1500
+TRAIL_LINE_CHARS = 300
 _VERBS = {"added": "Added", "wrote": "Wrote", "edited": "Edited", "deleted": "Deleted", "moved": "Moved"}
 _WAITING = "no result yet"
 _IN_FLIGHT = {"added": "Adding", "wrote": "Writing", "edited": "Editing", "deleted": "Deleting", "moved": "Moving"}
 _OUR_HEADINGS = ("## Goal", "### Done", "## Next Steps", "## Original Request")
-_KNOWN_HEADINGS = frozenset(HISTORY_HEADINGS + TURN_PREFIX_HEADINGS)
+_KNOWN_HEADINGS = frozenset(HISTORY_HEADINGS + TURN_PREFIX_HEADINGS + (TRAIL_HEADING,))
 
 
 # -- sections -------------------------------------------------------------------------------------------
@@ -186,15 +191,39 @@ def plural(count: int, noun: str) -> str:
 
 
 def _later_requests(facts: Facts, has_goal: bool) -> list[str]:
+    """The first request (unless an earlier summary holds the goal), then every later one: each can still
+    be open, so none is dropped here (the budget trims the oldest first)."""
     first = [] if has_goal else facts.requests[:1]
-    # Questions asked along the way were answered in the conversation; they are not goals.
-    later = [r for r in dict.fromkeys(facts.requests[len(first) :]) if r not in first and not r.endswith("?")]
-    return [clean_item(r, 300) for r in first] + [
-        f"Later request: {clean_item(r, 300)}" for r in later[-KEEP_NEW["later_requests"] :]
-    ]
+    later = [r for r in dict.fromkeys(facts.requests[len(first) :]) if r not in first]
+    return [clean_item(r, 300) for r in first] + [f"Later request: {clean_item(r, 240)}" for r in later]
 
 
-def build_history_sections(facts: Facts, previous: str | None, branch: bool) -> list[Section]:
+def trail_items(facts: Facts, max_chars: int) -> list[str]:
+    """The artifact trail: files, then code names, most salient first, packed into lines, within
+    `TRAIL_SHARE` of the summary's budget and `TRAIL_TOKENS`."""
+    budget = min(int(max_chars * TRAIL_SHARE), TRAIL_TOKENS * 4)
+    salience = facts.salience
+    lines: list[str] = []
+    used = 0
+    for label, names in (("Files", salience.ranked_files()), ("Code names", salience.ranked(salience.names))):
+        line = ""
+        for name in names:
+            name = f"`{clip(name, 160)}`"
+            if used + len(line) + len(name) + 2 > budget:
+                break
+            if line and len(line) + len(name) + 2 > TRAIL_LINE_CHARS:
+                lines.append(line)
+                used += len(line) + 3
+                line = ""
+            line = f"{line}, {name}" if line else f"{label}: {name}"
+        if line:
+            lines.append(line)
+            used += len(line) + 3
+    return lines
+
+
+def build_history_sections(facts: Facts, previous: str | None, branch: bool,
+                           max_chars: int = TRAIL_TOKENS * 40) -> list[Section]:
     prev, foreign = _parse_previous(previous)
     intent = foreign_intent(foreign) if foreign else None
     prev_goal = prev.get("## Goal", []) or ([intent] if intent else [])
@@ -219,19 +248,17 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool) -> 
     if foreign:
         label = "Earlier summary, its other sections" if prev else "Earlier summary (from the agent's own compaction)"
         critical.append(f"{label}:\n" + foreign)
-    read = [p for p in facts.read.list() if p not in facts.changes][-KEEP_NEW["read"] :]
-    if read:
-        critical.append("Files read: " + ", ".join(f"`{clip(p, 160)}`" for p in read))
     last = facts.last_assistant_text.strip()
     if last and not last.endswith(":"):
         critical.append(f"Last assistant message: {clip(last)}")
+    trail = _merge(trail_items(facts, max_chars), prev.get(TRAIL_HEADING, []))
     sections = [
         Section("## Goal", goal, "", keep="goal", weight=3),
         Section(
             "## Constraints & Preferences",
             _merge(
                 prev.get("## Constraints & Preferences", []),
-                facts.constraints.list()[-KEEP_NEW["constraints"] :],
+                facts.constraints.list(),
             ),
             weight=2,
         ),
@@ -258,18 +285,16 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool) -> 
         sections.append(
             Section("## Critical Context", _merge(prev.get("## Critical Context", []), critical), weight=3)
         )
+    sections.append(Section(TRAIL_HEADING, trail, keep="first", weight=4))
     return sections
 
 
-def build_turn_prefix_sections(facts: Facts) -> list[Section]:
+def build_turn_prefix_sections(facts: Facts, max_chars: int = TRAIL_TOKENS * 40) -> list[Section]:
     early = change_items(facts) + [f"Checks passed: {c}" for c in facts.checks_passed.values()]
     if facts.commands:
         early.append(commands_item(facts))
     early += list(facts.blocked.values())[-3:]
-    context = []
-    read = [p for p in facts.read.list() if p not in facts.changes][-KEEP_NEW["read"] :]
-    if read:
-        context.append("Files read: " + ", ".join(f"`{clip(p, 160)}`" for p in read))
+    context = trail_items(facts, max_chars)
     if facts.announced:
         context.append(f"Working on: {clean_item(facts.announced)}")
     last = facts.last_assistant_text.strip()
@@ -278,7 +303,7 @@ def build_turn_prefix_sections(facts: Facts) -> list[Section]:
     return [
         Section("## Original Request", [clean_item(r, 300) for r in facts.requests[:1]], "", weight=2),
         Section("## Early Progress", early, weight=4),
-        Section("## Context for Suffix", context, weight=2),
+        Section("## Context for Suffix", context, keep="first", weight=2),
     ]
 
 
@@ -362,9 +387,10 @@ def _share(sections: list[Section], needs: dict[int, int], room: int) -> dict[in
 def summarize_offline(call: SummaryCall) -> str:
     facts = extract_facts(call.messages)
     if call.kind == TURN_PREFIX:
-        sections = build_turn_prefix_sections(facts)
+        sections = build_turn_prefix_sections(facts, max(call.max_tokens, 1) * 4)
     else:
-        sections = build_history_sections(facts, call.previous_summary, branch=call.kind == BRANCH)
+        sections = build_history_sections(facts, call.previous_summary, branch=call.kind == BRANCH,
+                                          max_chars=max(call.max_tokens, 1) * 4)
     return fit_sections(sections, max(call.max_tokens, 1) * 4)
 
 

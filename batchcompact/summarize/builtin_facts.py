@@ -186,6 +186,99 @@ class Items:
         return list(self._seen)
 
 
+# -- the artifact trail ---------------------------------------------------------------------------------
+_NAME_TOKEN = re.compile(r"[\w./~@+-]+")
+_CODE_NAME = re.compile(r"^_*[A-Za-z][A-Za-z0-9]*(?:(?:_+[A-Za-z0-9]+)+_*|(?:[a-z0-9][A-Z][A-Za-z0-9]*)+)$")
+_TWO_CAPS = re.compile(r"^[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*$")
+_FILE_EXTENSIONS = frozenset(
+    "py pyi ipynb ts tsx js jsx mjs cjs json jsonl md mdx rst txt toml yaml yml ini cfg conf lock rs go java kt "
+    "scala c h cc cpp hpp rb ex exs erl php cs swift lua sh bash zsh css scss less html vue svelte xml sql "
+    "graphql proto gradle csv sqlite patch diff tf nix cmake dart zig".split()
+)
+# Names the agents' own plumbing writes (to-do states, tool tags), which say nothing about the work.
+_PLUMBING = frozenset({"in_progress", "tool_use_error", "system_reminder", "exit_code", "file_path", "old_string",
+                       "new_string", "replace_all", "tool_use_id", "tool_result"})
+TRAIL_WEIGHTS = {"edited": 6.0, "read": 3.0, "user": 4.0, "call": 2.0, "said": 1.5, "output": 0.5}
+
+
+def _string_values(value: Any, depth: int = 0) -> list[str]:
+    """The strings inside a tool call's arguments (commands, paths, patterns, code)."""
+    if isinstance(value, str):
+        return [value]
+    if depth > 8:
+        return []
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return [text for item in items for text in _string_values(item, depth + 1)]
+
+
+def _file_like(token: str) -> bool:
+    name = token.rsplit("/", 1)[-1]
+    base, dot, extension = name.rpartition(".")
+    return bool(dot and base.strip(".") and extension.lower() in _FILE_EXTENSIONS) and (
+        "/" in token or extension.lower() not in ("log", "env", "lock", "c", "h", "cs", "conf", "cfg"))
+
+
+def trail_names(text: str) -> list[tuple[bool, str]]:
+    """(is a file, name) for the file paths and code names in `text` (`src/cli.py`, `extract_facts`,
+    `SessionTree`), in order; a path's `:LINE` suffix and leading `./` dropped."""
+    out = []
+    for raw in _NAME_TOKEN.findall(text[: SCAN_CHARS * 4]):
+        token = raw.strip(".,;:()[]{}<>'\"`!?*#=|&-").removeprefix("./")
+        if len(token) < 4 or "://" in token:
+            continue
+        if _file_like(token):
+            out.append((True, token))
+            continue
+        for piece in token.split("."):
+            if len(piece) >= 4 and (_CODE_NAME.match(piece) or _TWO_CAPS.match(piece)) and piece not in _PLUMBING:
+                out.append((False, piece))
+    return out
+
+
+class Salience:
+    """How much each file and code name matters to the work that follows: every mention adds its kind's
+    weight (an edit most, a name in a tool's output least), times how late it came (the latest mention
+    counts up to four times the first), so the most used and most recent names rank first."""
+
+    def __init__(self, total: int) -> None:
+        self.total = max(total, 1)
+        self.position = 0
+        self.files: dict[str, float] = {}
+        self.names: dict[str, float] = {}
+
+    def add(self, kind: str, text: str) -> None:
+        weight = TRAIL_WEIGHTS[kind] * (0.25 + 0.75 * self.position / self.total)
+        for is_file, name in trail_names(text):
+            table = self.files if is_file else self.names
+            table[name] = table.get(name, 0.0) + weight
+
+    def add_file(self, kind: str, path: str) -> None:
+        weight = TRAIL_WEIGHTS[kind] * (0.25 + 0.75 * self.position / self.total)
+        path = path.removeprefix("./")
+        self.files[path] = self.files.get(path, 0.0) + weight
+
+    def ranked(self, table: dict[str, float]) -> list[str]:
+        """Names by salience, highest first; ties by name."""
+        return [name for name, _ in sorted(table.items(), key=lambda item: (-item[1], item[0]))]
+
+    def ranked_files(self) -> list[str]:
+        """Files by salience, a shorter spelling of a listed path (`cli.py`, `src/cli.py` beside
+        `/repo/src/cli.py`) counted for the longest one that ends with it rather than listed twice."""
+        by_name: dict[str, list[str]] = {}
+        for path in self.files:
+            by_name.setdefault(path.rsplit("/", 1)[-1], []).append(path)
+        merged: dict[str, float] = {}
+        for paths in by_name.values():  # a group is the spellings of one file name: small
+            paths.sort(key=lambda p: (-len(p), p))
+            kept: list[str] = []
+            for path in paths:
+                into = next((longer for longer in kept if longer.endswith("/" + path)), None)
+                if into is None:
+                    kept.append(into := path)
+                merged[into] = merged.get(into, 0.0) + self.files[path]
+        return self.ranked(merged)
+
+
 # -- tool calls -----------------------------------------------------------------------------------------
 @dataclass
 class Action:
@@ -453,6 +546,7 @@ class Facts:
     last_assistant_text: str = ""
     announced: str | None = None  # "Now let me X:" at the end: what the agent was about to do
     unfinished: str | None = None
+    salience: Salience = field(default_factory=lambda: Salience(1))  # the artifact trail
 
 
 def user_request(message: dict[str, Any]) -> str | None:
@@ -505,8 +599,8 @@ def _decisions(text: str) -> list[str]:
 class _Walker:
     """The single pass of `extract_facts`."""
 
-    def __init__(self) -> None:
-        self.facts = Facts()
+    def __init__(self, total: int = 1) -> None:
+        self.facts = Facts(salience=Salience(total))
         self.calls: dict[str, tuple[Action, str]] = {}  # tool call id -> (action, tool name)
         self.answered = True
         self.last_request: str | None = None
@@ -527,6 +621,7 @@ class _Walker:
         request = user_request(message)
         if request is None:
             return
+        self.facts.salience.add("user", request)
         acknowledgement = bool(_ACK.match(request))
         if acknowledgement and not _GO_ON.match(request):
             return  # "thanks", "great": nothing asked
@@ -548,11 +643,13 @@ class _Walker:
             if kind == "toolCall":
                 has_calls = True
                 action = classify_call(block)
+                self._trail_call(block, action)
                 self.calls[str(block.get("id", ""))] = (action, str(block.get("name") or "tool"))
                 self._call(action)
             elif kind == "text" and block.get("text", "").strip():
                 text = block["text"]
                 self.facts.last_assistant_text = own_text = text
+                self.facts.salience.add("said", text)
                 for sentence in _decisions(text):
                     self.facts.decisions.add(sentence)
         if not has_calls:  # the turn ended: nothing in flight
@@ -582,7 +679,15 @@ class _Walker:
         elif action.kind == "todo" and action.todos is not None:
             self.facts.todos = action.todos
 
+    def _trail_call(self, block: dict[str, Any], action: Action) -> None:
+        salience = self.facts.salience
+        for path, op in action.paths:
+            salience.add_file("read" if op == "read" else "edited", path.split(" → ")[-1].strip())
+        for text in _string_values(_args(block)):
+            salience.add("call", text)
+
     def result(self, message: dict[str, Any]) -> None:
+        self.facts.salience.add("output", message_text(message.get("content")))
         ids = message.get("toolCallIds") or [message.get("toolCallId", "")]
         for call_id in ids:
             action, name = self.calls.pop(
@@ -643,8 +748,9 @@ class _Walker:
 
 def extract_facts(messages: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -> Facts:
     """One pass over the messages; tool results are matched to their calls by id."""
-    walker = _Walker()
-    for message in messages:
+    walker = _Walker(len(messages))
+    for position, message in enumerate(messages):
+        walker.facts.salience.position = position
         role = message.get("role")
         if role == "user":
             walker.user(message)

@@ -1,0 +1,74 @@
+"""The baselines every summary is measured against, at the summary's own length.
+
+- `tail`: the kept messages alone, no summary at all (the floor: what compaction keeps anyway);
+- `first`: the first N tokens of the replaced history, as plain text;
+- `last`: the last N tokens of the replaced history;
+- `words`: every distinct word and name of the replaced history, in an order fixed by a hash (chosen by
+  nothing), cut at N tokens: what listing names without choosing them keeps. At the lengths summaries
+  have, the distinct words of a span often fit in large part, so this is the baseline that catches a
+  summary which only stuffs names;
+where N is the summary's tokens (chars/4, as the planner counts). A summary that does not beat `first`
+keeps less than the same length of raw history would. Written for eval alone: nothing here imports
+`batchcompact/summarize/`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+_WORD = re.compile(r"[\w./-]{3,}")
+
+TAIL, FIRST, LAST, WORDS = "tail", "first", "last", "words"
+BASELINES = (TAIL, FIRST, LAST, WORDS)
+LABEL = {TAIL: "kept tail only", FIRST: "first N tokens", LAST: "last N tokens", WORDS: "unchosen words"}
+CHARS_PER_TOKEN = 4
+
+
+def tokens_of(text: str) -> int:
+    """chars/4, rounded up, as the planner estimates text."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def history_text(messages: list[dict[str, Any]]) -> str:
+    """The replaced messages as plain text, one block a line group: what a reader of the raw transcript sees."""
+    parts: list[str] = []
+    for message in messages:
+        role = message.get("role")
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(f"[{role}] {content}")
+            continue
+        for block in content or ():
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text" and block.get("text"):
+                parts.append(f"[{role}] {block['text']}")
+            elif block.get("type") == "toolCall":
+                arguments = json.dumps(block.get("arguments"), ensure_ascii=False, sort_keys=True)
+                parts.append(f"[tool call] {block.get('name')} {arguments}")
+    return "\n".join(parts)
+
+
+def unchosen_words(history: str, limit: int) -> str:
+    """The distinct words of `history` in the order of their SHA-1, joined, at most `limit` characters."""
+    words = dict.fromkeys(_WORD.findall(history))
+    ordered = sorted(words, key=lambda w: hashlib.sha1(w.encode("utf-8", "surrogatepass")).digest())
+    out, used = [], 0
+    for word in ordered:
+        if used + len(word) + 1 > limit:
+            break
+        out.append(word)
+        used += len(word) + 1
+    return " ".join(out)
+
+
+def baseline_summary(kind: str, text: str, tokens: int) -> str:
+    """The stand-in summary of a baseline: nothing (`tail`), or the first or last `tokens` of `text` (for
+    `words`, the text `unchosen_words` made)."""
+    if kind == TAIL or tokens <= 0:
+        return ""
+    chars = tokens * CHARS_PER_TOKEN
+    return text[-chars:] if kind == LAST else text[:chars]

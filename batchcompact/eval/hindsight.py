@@ -1,0 +1,127 @@
+"""Hindsight probes: what the agent's following turns used that only the replaced history held.
+
+For a compaction with turns after it (one the agent recorded, or a cut `eval --cut-at` places inside an
+archived session), the agent's next `FUTURE_TURNS` model turns are read in order. Each file path, code
+name, command and value in the arguments of their tool calls is a probe when
+- the replaced span names it (anywhere: the user's words, the agent's, tool calls, tool results),
+- the kept context does not (the messages kept after the summary, and the texts the agent re-adds),
+- and those turns had not shown it yet (the user's words and tool results since the cut, read in order):
+  the agent used it from memory, which after the compaction is the summary.
+A summarizer sees only the span, never these turns, so it cannot aim at the probes; it can only keep what
+matters. Rules: docs/eval.md. Written for eval alone: nothing here imports `batchcompact/summarize/`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from batchcompact.eval.probes import Probe
+from batchcompact.eval.text import (
+    COMMAND,
+    FILE,
+    SYMBOL,
+    VALUE,
+    block_texts,
+    call_strings,
+    command_heads,
+    is_command_key,
+    names,
+    normalize_phrase,
+    path_spellings,
+    relative,
+)
+
+KINDS = (FILE, SYMBOL, COMMAND, VALUE)
+FUTURE_TURNS = 20  # the agent's model turns after the cut that are read for what they used
+
+
+class NameIndex:
+    """The names a text holds: files by every spelling, code names, values, and its words for commands."""
+
+    def __init__(self, cwd: str | None = None, *, phrases: bool = True) -> None:
+        self.cwd = cwd
+        self.keep_phrases = phrases  # False: a command is named only when run (the replaced span's rule)
+        self.files: set[str] = set()
+        self.symbols: set[str] = set()
+        self.values: set[str] = set()
+        self.commands: set[str] = set()
+        self._phrases: list[str] = []
+
+    @classmethod
+    def of_messages(cls, messages: Iterable[dict[str, Any]], cwd: str | None = None, *,
+                    phrases: bool = True) -> NameIndex:
+        index = cls(cwd, phrases=phrases)
+        for message in messages:
+            index.add_message(message)
+        return index
+
+    def add_message(self, message: dict[str, Any]) -> None:
+        for text in block_texts(message):
+            self.add_text(text)
+        if message.get("role") == "assistant":
+            for key, text in call_strings(message):
+                if is_command_key(key):
+                    self.commands.update(command_heads(text))
+
+    def add_text(self, text: str) -> None:
+        for kind, name in names(text):
+            if kind == FILE:
+                self.files.update(path_spellings(relative(name, self.cwd)))
+            elif kind == SYMBOL:
+                self.symbols.add(name)
+            else:
+                self.values.add(name)
+        if self.keep_phrases:
+            self._phrases.append(normalize_phrase(text))
+
+    def has(self, kind: str, name: str) -> bool:
+        if kind == FILE:
+            return any(s in self.files for s in path_spellings(name))
+        if kind == SYMBOL:
+            return name in self.symbols
+        if kind == VALUE:
+            return name in self.values
+        phrase = f" {name} "
+        return name in self.commands or any(phrase in text for text in self._phrases)
+
+
+def future_messages(messages: Iterable[dict[str, Any]], turns: int = FUTURE_TURNS) -> list[dict[str, Any]]:
+    """The messages after a cut up to (and with the results of) the agent's `turns`-th model turn."""
+    out: list[dict[str, Any]] = []
+    seen = 0
+    for message in messages:
+        if message.get("role") == "assistant":
+            if seen == turns:
+                break
+            seen += 1
+        out.append(message)
+    return out
+
+
+def hindsight_probes(replaced: list[dict[str, Any]], kept: list[dict[str, Any]], future: list[dict[str, Any]],
+                     cwd: str | None = None) -> list[Probe]:
+    """The hindsight probes of one cut, in the order the future turns used them."""
+    span = NameIndex.of_messages(replaced, cwd, phrases=False)
+    known = NameIndex.of_messages(kept, cwd)
+    shown = NameIndex(cwd)  # what the turns after the cut showed the agent before it used a name
+    probes: dict[tuple[str, str], Probe] = {}
+
+    def consider(kind: str, name: str) -> None:
+        if (kind, name) in probes or not span.has(kind, name) or known.has(kind, name) or shown.has(kind, name):
+            return
+        spellings = path_spellings(name) if kind == FILE else ()
+        probes[(kind, name)] = Probe(kind, name, spellings=spellings)
+
+    for message in future:
+        if message.get("role") != "assistant":
+            for text in block_texts(message):  # the user's words and tool results: seen from here on
+                shown.add_text(text)
+            continue
+        for key, text in call_strings(message):
+            for kind, name in names(text):
+                consider(kind, relative(name, cwd) if kind == FILE else name)
+            if is_command_key(key):
+                for head in command_heads(text):
+                    consider(COMMAND, head)
+    return list(probes.values())
