@@ -199,24 +199,24 @@ def _later_requests(facts: Facts, has_goal: bool) -> list[str]:
 
 
 def trail_items(facts: Facts, max_chars: int) -> list[str]:
-    """The artifact trail: files, then code names, most salient first, packed into lines, within
-    `TRAIL_SHARE` of the summary's budget and `TRAIL_TOKENS`."""
+    """The artifact trail: files, then code names, most salient first, packed into lines (the first of
+    each kind labelled), within `TRAIL_SHARE` of the summary's budget and `TRAIL_TOKENS`."""
     budget = min(int(max_chars * TRAIL_SHARE), TRAIL_TOKENS * 4)
     salience = facts.salience
     lines: list[str] = []
     used = 0
     for label, names in (("Files", salience.ranked_files()), ("Code names", salience.ranked(salience.names))):
-        line = ""
+        line = f"{label}:"
         for name in names:
             name = f"`{clip(name, 160)}`"
             if used + len(line) + len(name) + 2 > budget:
                 break
-            if line and len(line) + len(name) + 2 > TRAIL_LINE_CHARS:
+            if len(line) + len(name) + 2 > TRAIL_LINE_CHARS and not line.endswith(":"):
                 lines.append(line)
                 used += len(line) + 3
                 line = ""
-            line = f"{line}, {name}" if line else f"{label}: {name}"
-        if line:
+            line = f"{line} {name}" if line.endswith(":") else f"{line}, {name}" if line else name
+        if line and not line.endswith(":"):
             lines.append(line)
             used += len(line) + 3
     return lines

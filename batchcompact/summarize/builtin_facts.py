@@ -223,8 +223,10 @@ def trail_names(text: str) -> list[tuple[bool, str]]:
     `SessionTree`), in order; a path's `:LINE` suffix and leading `./` dropped."""
     out = []
     for raw in _NAME_TOKEN.findall(text[: SCAN_CHARS * 4]):
-        token = raw.strip(".,;:()[]{}<>'\"`!?*#=|&-").removeprefix("./")
-        if len(token) < 4 or "://" in token:
+        token = raw.lstrip(",;:()[]{}<>'\"`!?*#=|&-").rstrip(".,;:()[]{}<>'\"`!?*#=|&-")
+        while token.startswith(("./", "../")):  # relative to a folder the summary does not know
+            token = token.split("/", 1)[1]
+        if len(token) < 4 or token.startswith("//"):  # a URL's remainder (`:` splits tokens)
             continue
         if _file_like(token):
             out.append((True, token))
