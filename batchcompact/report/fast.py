@@ -33,7 +33,16 @@ from batchcompact.formats.jsonl import paused_gc
 from batchcompact.lifecycle import map_in_processes, worker_init
 from batchcompact.money import from_pico
 from batchcompact.pricing import PriceTable
-from batchcompact.report.files import FileKey, Tally, Walk, extract_workers, part_file, part_name
+from batchcompact.report.files import (
+    FileKey,
+    Tally,
+    Walk,
+    extract_workers,
+    folder_note,
+    part_file,
+    part_name,
+    parts_folder_problem,
+)
 from batchcompact.report.result import Report
 from batchcompact.report.schema import COLUMNS as USAGE_COLUMNS
 from batchcompact.report.settings import (
@@ -172,6 +181,9 @@ def collect_rows(paths, jobs: int | None = None,
             refused.walk = Walk(found, result.files, result.bytes, list(result.stats))  # not stat'ed twice
             raise refused
         store = str(cache_dir)
+        if (problem := parts_folder_problem(store)) is not None:  # one warning, not one a file
+            result.stats.insert(0, folder_note(store, problem))
+            store = None
     workers = extract_workers(jobs, len(todo), result.bytes)
     done = _extract_parallel(result, todo, workers, settings, store) if workers > 1 else 0
     for path in todo[done:]:

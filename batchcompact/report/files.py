@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,25 @@ def part_file(cache_dir: str | Path, source: str) -> Path:
     """Where the usage part of the source at absolute path `source` lives under `cache_dir`
     (`extract.UsageCache`; computed here without pyarrow)."""
     return Path(cache_dir) / f"usage-v{USAGE_SCHEMA_VERSION}" / part_name(source)
+
+
+def parts_folder_problem(cache_dir: str | Path) -> str | None:
+    """Why no usage part can be written under `cache_dir` (its parts folder cannot be made or written to:
+    a read-only disk, a file in its place), as one warning; None when a probe file can be made there."""
+    folder = part_file(cache_dir, "").parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return f"usage cache folder {folder} cannot be written ({exc.strerror or exc}): the report is made without it"
+    return None
+
+
+def folder_note(folder: str | Path, message: str) -> dict:
+    """A warning about no source file, as a stats entry (`stats_warnings` prints it)."""
+    return {"path": str(folder), "warnings": [message], "warning_count": 1}
 
 
 def part_name(source: str) -> str:
