@@ -188,3 +188,63 @@ def test_png_chart_with_matplotlib(pi_dir, tmp_path):
     assert result.return_value == 0
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def _files_no_agent_wrote(folder):
+    """An empty, a binary, a gzip and a JSON-lines file of no agent: what `validate` names one by one."""
+    import gzip
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "empty.jsonl").write_bytes(b"")
+    (folder / "binary.jsonl").write_bytes(b"\x00\x01\xfe\xff" * 64)
+    (folder / "packed.jsonl").write_bytes(gzip.compress(b'{"type": "session"}\n'))
+    (folder / "other.jsonl").write_text('{"hello": "world"}\n{"x": 2}\n')
+    return folder
+
+
+@pytest.mark.parametrize("args", [
+    ("--format", "json", "--no-cache"),  # the path without polars
+    ("--format", "json", "--cache-above", "0"),  # the parts
+    ("--by", "block", "--format", "json"),
+])
+def test_files_the_report_cannot_read_are_named_and_counted(pi_dir, tmp_path, args):
+    """A report over files it cannot read used to print an empty table, exit 0, not a word even with -v."""
+    import shutil
+
+    archive = tmp_path / "archive"
+    shutil.copytree(pi_dir, archive / "pi")
+    _files_no_agent_wrote(archive / "odd")
+    result = invoke([str(archive), *args, "--cache-dir", str(tmp_path / "cache")])
+    alone = invoke([str(archive / "pi"), *args, "--no-cache"])
+    assert result.return_value == 0 and json.loads(result.stdout)["totals"] == json.loads(alone.stdout)["totals"]
+    odd = archive / "odd"
+    assert [line for line in result.stderr.splitlines() if str(odd) in line] == [
+        f"warning: {odd / 'binary.jsonl'}: binary, not UTF-8 JSONL text (byte 2)",
+        f"warning: {odd / 'empty.jsonl'}: empty file: no session entries",
+        f"warning: {odd / 'other.jsonl'}: not a session file of any agent batchcompact reports on",
+        f"warning: {odd / 'packed.jsonl'}: gzip-compressed: decompress it first (gunzip), then run again",
+    ]
+    assert "6 files: 6 parsed, 0 from cache, 4 not read (named above)" in result.stderr
+    again = invoke([str(archive), *args, "--cache-dir", str(tmp_path / "cache")])  # from the cache: the same
+    assert again.stderr.splitlines()[-1].startswith("6 files: ")
+    assert again.stderr.splitlines()[-1].endswith(", 4 not read (named above)")
+    assert [w for w in again.stderr.splitlines() if w.startswith("warning")] == [
+        w for w in result.stderr.splitlines() if w.startswith("warning")]
+
+
+def test_a_plan_table_named_like_a_run_report_is_not_spend(tmp_path):
+    """`plan -o compactions-x.parquet` (or a plan table renamed so) was read as a run report: its estimated
+    cost was counted as spend. The schema decides, not the name."""
+    from conftest import SAMPLES
+
+    (tmp_path / "runs").mkdir()
+    plan = CliRunner().invoke(cli, ["plan", str(SAMPLES / "claude"), "--force", "--summary-model", "gpt-4o-mini",
+                                    "--format", "parquet", "-o", str(tmp_path / "runs" / "compactions-x.parquet")])
+    assert plan.exit_code == 0, plan.output
+    assert pl.read_parquet(tmp_path / "runs" / "compactions-x.parquet")["calls"].sum() > 0
+    result = invoke([str(tmp_path / "runs"), "--format", "json", "--no-cache"])
+    assert result.return_value == 0 and json.loads(result.stdout)["totals"]["requests"] == 0
+    assert result.stderr.splitlines()[0] == (
+        f"warning: {tmp_path / 'runs' / 'compactions-x.parquet'}: not a run report: batchcompact's 'plan' table, "
+        "not `run`'s compactions (its numbers are not spend)")
+    assert "1 files: 1 parsed, 0 from cache, 1 not read (named above)" in result.stderr

@@ -273,10 +273,11 @@ def _print(out, fmt: str, output, compact: bool, *, quiet: bool, verbose: int) -
         click.echo(f"{out.rejected} cache parts failed verification and were rebuilt", err=True)
     if quiet:
         return
+    unread = f", {out.unread} not read (named above)" if out.unread else ""
     if out.replayed:
-        click.echo(f"{out.files} files: 0 parsed, {out.files} from cache (the stored report)", err=True)
+        click.echo(f"{out.files} files: 0 parsed, {out.files} from cache (the stored report){unread}", err=True)
     else:
-        click.echo(f"{out.files} files: {out.parsed} parsed, {out.from_cache} from cache", err=True)
+        click.echo(f"{out.files} files: {out.parsed} parsed, {out.from_cache} from cache{unread}", err=True)
 
 
 def _warn_unpriced(models: list[str]) -> None:

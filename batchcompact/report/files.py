@@ -29,8 +29,9 @@ log = logging.getLogger(__name__)
 # 4 = summary entries keyed so the session file and the run report count them once; 5 = Claude
 # agent_progress sub-agent usage, 1-hour cache writes, the project from `cwd`; 6 = every row names its
 # agent, Codex forks and sub-agent replays count only the child's own turns, the other agents' readers;
-# 7 = Codex `cache_write_input_tokens`.
-EXTRACT_RULES_VERSION = 7
+# 7 = Codex `cache_write_input_tokens`; 8 = a file of no agent or not readable is named (`unread`), a
+# compactions-*.parquet that is not a run report by its schema is left out.
+EXTRACT_RULES_VERSION = 8
 
 
 def part_file(cache_dir: str | Path, source: str) -> Path:
@@ -216,6 +217,11 @@ class Tally:
     @property
     def warnings(self) -> list[str]:
         return stats_warnings(self.stats)
+
+    @property
+    def unread(self) -> int:
+        """Files the report could not read or that are no session (each named in a warning)."""
+        return sum(stat.get("unread", 0) for stat in self.stats)
 
     def stat_files(self, paths: Iterable[str | Path], walk: Walk | None = None) -> list[tuple[str, FileKey]]:
         """(path, key) of every file under `paths`, in the order found; counts them and their bytes. A file

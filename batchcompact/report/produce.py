@@ -28,6 +28,7 @@ class ReportOutput:
     parsed: int = 0
     from_cache: int = 0
     rejected: int = 0  # cache parts that failed verification and were rebuilt
+    unread: int = 0  # files it could not read or that are no session (named in `warnings`)
     replayed: bool = False  # the stored output of an earlier identical report
     texts: dict[str, str] = field(default_factory=dict)
     table_width: int | None = None
@@ -36,12 +37,13 @@ class ReportOutput:
     @classmethod
     def stored(cls, kept: dict[str, Any]) -> ReportOutput:
         return cls(kept["warnings"], kept["unpriced"], kept["dropped_zero"], kept["files"], 0, kept["files"],
-                   replayed=True, texts=kept["texts"], table_width=kept.get("table_width"))
+                   unread=kept.get("unread", 0), replayed=True, texts=kept["texts"], table_width=kept.get("table_width"))
 
     def kept(self) -> dict[str, Any]:
         """What is stored for the next identical report (result_cache.py)."""
         kept: dict[str, Any] = {"warnings": self.warnings, "unpriced": self.unpriced,
-                                "dropped_zero": self.dropped_zero, "files": self.files, "texts": self.texts}
+                                "dropped_zero": self.dropped_zero, "files": self.files, "texts": self.texts,
+                                "unread": self.unread}
         if self.table_width is not None:
             kept["table_width"] = self.table_width
         return kept
@@ -118,7 +120,7 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
         finally:
             collected.cleanup()
     out = ReportOutput(warnings, result.unpriced_models, result.dropped_zero, collected.files, collected.extracted,
-                       collected.cached, collected.rejected)
+                       collected.cached, collected.rejected, collected.unread)
     if fmt == "jsonl":
         out.records = report_records(result)
     elif fmt == "parquet":
