@@ -248,3 +248,15 @@ def test_a_plan_table_named_like_a_run_report_is_not_spend(tmp_path):
         f"warning: {tmp_path / 'runs' / 'compactions-x.parquet'}: not a run report: batchcompact's 'plan' table, "
         "not `run`'s compactions (its numbers are not spend)")
     assert "1 files: 1 parsed, 0 from cache, 1 not read (named above)" in result.stderr
+
+
+def test_a_retired_claude_id_is_priced_from_its_bedrock_v2_entry(tmp_path):
+    """OpenCode's `claude-3-5-sonnet-20241022` is in litellm's map only as Bedrock's `...-v2:0`: it was
+    unpriced ($0, flagged) because only -v1:0 and -v1 were tried; ccusage 20 prices it at $0.010935."""
+    from conftest import shared_fixtures
+
+    fixture = shared_fixtures() / "agents" / "opencode" / "tokscale-basic"
+    result = invoke([str(fixture), "--by", "model", "--format", "json", "--no-cache"])
+    assert result.return_value == 0 and "no price for" not in result.stderr
+    (row,) = json.loads(result.stdout)["rows"]
+    assert row["model"] == "claude-3-5-sonnet-20241022" and row["cost_usd"] == pytest.approx(0.010935, abs=1e-12)
