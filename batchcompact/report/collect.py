@@ -55,12 +55,13 @@ def collect_usage(
     jobs: int | None = None,
     executor=None,
     walk: Walk | None = None,
+    empty_ok: bool = False,
 ) -> CollectResult:
     """Get a usage part per source file. With `use_cache=False` parts go to a temp dir (call cleanup()).
 
     `executor` (pipeline.executor) runs the extraction elsewhere (a Ray cluster): the parts are then
     written by the workers, so the cache folder must be on a filesystem every node sees. `walk`: the files
-    another collection of the same paths found just now.
+    another collection of the same paths found just now. `empty_ok`: no file at all is no error.
     """
     result = CollectResult()
     if use_cache:
@@ -69,7 +70,7 @@ def collect_usage(
         result.temp_dir = tempfile.TemporaryDirectory(prefix="batchcompact-usage-")
         root = Path(result.temp_dir.name)
     cache = UsageCache(root)
-    found = result.stat_files(paths, walk)
+    found = result.stat_files(paths, walk, empty_ok)
     keys = [key for _, key in found]
     snapshot_worth = use_cache and len(keys) >= SNAPSHOT_MIN_FILES and not result.stats
     if snapshot_worth:

@@ -159,7 +159,7 @@ def _utc(value):
 def collect_rows(paths, jobs: int | None = None,
                  on_rows: Callable[[list[tuple], frozenset | None], object] | None = None,
                  settings: ReportSettings | None = None, max_bytes: int | None = None,
-                 cache_dir: str | Path | None = None) -> Collected:
+                 cache_dir: str | Path | None = None, empty_ok: bool = False) -> Collected:
     """Extract every file under `paths` (in worker processes when worth it), in the order found.
 
     `on_rows(rows, unpriced)` hears each file's rows as they come, in the order found (then
@@ -168,11 +168,11 @@ def collect_rows(paths, jobs: int | None = None,
     for; rows extracted here come with `unpriced` None. Files of more than `max_bytes` in all:
     Unsupported, before any is read (the caller takes the cached path), unless `cache_dir` is given and
     holds no usage part for most of their bytes (`writes_parts`): then each file's part is written there
-    as it is read (the first report of an archive: no polars)."""
+    as it is read (the first report of an archive: no polars). `empty_ok`: no file at all is no error."""
     if settings is not None and on_rows is None:
         raise ValueError("rows priced by the workers need on_rows")
     result = Collected(on_rows=on_rows)
-    found = result.stat_files(paths)
+    found = result.stat_files(paths, empty_ok=empty_ok)
     todo = [path for path, _ in found]
     store = None
     if max_bytes is not None and result.bytes > max_bytes:

@@ -224,9 +224,11 @@ class Tally:
         """Files the report could not read or that are no session (each named in a warning)."""
         return sum(stat.get("unread", 0) for stat in self.stats)
 
-    def stat_files(self, paths: Iterable[str | Path], walk: Walk | None = None) -> list[tuple[str, FileKey]]:
+    def stat_files(self, paths: Iterable[str | Path], walk: Walk | None = None,
+                   empty_ok: bool = False) -> list[tuple[str, FileKey]]:
         """(path, key) of every file under `paths`, in the order found; counts them and their bytes. A file
-        that cannot be stat'ed is a warning in `stats`; nothing found at all is a UsageError. `walk`: what
+        that cannot be stat'ed is a warning in `stats`; nothing found at all is a UsageError unless
+        `empty_ok` (the agents' own folders, discovered: an empty archive is a report of zero). `walk`: what
         another collection found under the same paths just now (taken as it is, nothing stat'ed again)."""
         if walk is not None:
             self.stats.extend(walk.stats)
@@ -238,7 +240,7 @@ class Tally:
                 found.append((str(path), FileKey.of(real, resolved=True)))
             except OSError as exc:
                 self.stats.append({"path": str(path), "warnings": [f"{path}: cannot stat: {exc}"], "warning_count": 1})
-        if not found and not self.stats:
+        if not found and not self.stats and not empty_ok:
             raise UsageError("no session files found under " + ", ".join(str(p) for p in paths))
         self.files = len(found)
         self.bytes = sum(key.size for _, key in found)

@@ -57,7 +57,9 @@ def produce_report(paths: list[str], settings: ReportSettings, fmt: str, output:
     else built. `executor()` opens the executor for extraction (None: local processes); `warn` hears each
     extraction warning as soon as collection ends (they are in the output too). An archive of at most
     `cache_above` bytes is read whole without the usage parts (where the path without polars can make the
-    report): loading the parts and polars costs more than reading it."""
+    report): loading the parts and polars costs more than reading it. `sources`: the agents' folders
+    `paths` were discovered in (none: given by the user); such folders holding no file are a report of
+    zero, given PATHS that hold none a usage error."""
     results = None
     if not no_cache and not chart:
         results = _stored_results(paths, settings, fmt, sources, cache_dir)
@@ -86,13 +88,15 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
                  no_cache: bool, cache_above: int = 0, jobs, chart, executor, warn) -> ReportOutput:
     """Collect (cache-aware), aggregate (polars, or plain Python for a supported `--no-cache` report), render."""
     from batchcompact.folders import cache_folder
+
+    empty_ok = bool(sources)  # discovered places: an empty archive is a report of zero
     from batchcompact.report.render import report_records, table_width, write_report
 
     runner = executor() if executor is not None else None
     quick = walk = None
     if runner is None and not chart:
         quick, walk = _quick_report(paths, settings, fmt, jobs, None if no_cache else cache_above,
-                                    None if no_cache else cache_dir or cache_folder())
+                                    None if no_cache else cache_dir or cache_folder(), empty_ok)
     if quick is not None:
         result, collected = quick
         warnings = collected.warnings
@@ -103,7 +107,7 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
 
         try:
             collected = collect_usage(paths, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs, executor=runner,
-                                      walk=walk)
+                                      walk=walk, empty_ok=empty_ok)
         finally:
             if runner is not None:
                 runner.close()
@@ -134,7 +138,7 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
 
 
 def _quick_report(paths, settings: ReportSettings, fmt: str, jobs, max_bytes: int | None = None,
-                  cache_dir: str | Path | None = None):
+                  cache_dir: str | Path | None = None, empty_ok: bool = False):
     """((Report, Collected), None) from the cold path without polars (report/fast.py), or (None, walk) when
     these options or rows need the polars path, or the archive is larger than `max_bytes` and `cache_dir`
     already holds most of its usage parts (`fast.writes_parts`; otherwise the workers write them as they
@@ -158,7 +162,7 @@ def _quick_report(paths, settings: ReportSettings, fmt: str, jobs, max_bytes: in
     builders.append(fast.Builder(settings, PriceTable.load(settings.pricing_file)))
     try:  # the workers price their own rows
         collected = fast.collect_rows(paths, jobs, on_rows=take, settings=settings, max_bytes=max_bytes,
-                                      cache_dir=cache_dir)
+                                      cache_dir=cache_dir, empty_ok=empty_ok)
         return (builders[0].report(), collected), None
     except fast.Unsupported as refused:
         return None, refused.walk
