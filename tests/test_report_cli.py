@@ -260,3 +260,53 @@ def test_a_retired_claude_id_is_priced_from_its_bedrock_v2_entry(tmp_path):
     assert result.return_value == 0 and "no price for" not in result.stderr
     (row,) = json.loads(result.stdout)["rows"]
     assert row["model"] == "claude-3-5-sonnet-20241022" and row["cost_usd"] == pytest.approx(0.010935, abs=1e-12)
+
+
+def _chart_bars(html: str) -> tuple[list[str], str]:
+    """(bar labels left to right, the printed total) of an HTML chart."""
+    import re
+    from html import unescape
+
+    labels = [unescape(text) for text in re.findall(r'transform="rotate\(-40 [^"]*\)">([^<]*)</text>', html)]
+    return labels, re.search(r"<p>Total: \$([\d,.]+)</p>", html)[1]
+
+
+@pytest.mark.parametrize(("by", "more"), [
+    ("week", []), ("session", []), ("session", ["--last", "2"]), ("model", []), ("project", ["--order", "asc"]),
+    ("agent", []), ("block", []), ("block", ["--agent", "codex"]), ("day", ["--breakdown", "--agent", "pi"]),
+])
+def test_the_chart_draws_the_table_s_rows(tmp_path, by, more):
+    """--chart drew per-day bars whatever --by said, over every agent while `--by block` reports Claude's:
+    now a bar per row of the table, the same scope and total."""
+    from conftest import SAMPLES
+
+    chart = tmp_path / "c.html"
+    result = invoke([str(SAMPLES), "--by", by, *more, "--format", "json", "--chart", str(chart),
+                     "--cache-dir", str(tmp_path / "cache")])
+    assert result.return_value == 0, result.stderr
+    doc = json.loads(result.stdout)
+    labels, total = _chart_bars(chart.read_text())
+    keys = [row[doc["keys"][0]] for row in doc["rows"] if not row.get("gap")]
+    if by in ("week", "block", "day"):  # time left to right
+        keys = sorted({k.replace("T", " ")[:16] if by == "block" else k for k in keys})
+    else:
+        keys = list(dict.fromkeys(keys))
+    assert labels == keys and len(labels) >= 1
+    assert total == f"{doc['totals']['cost_usd']:,.2f}"
+    assert f"<h1>Cost per {by}" in chart.read_text()
+
+
+@pytest.mark.parametrize("args", [["--by", "block"], ["--format", "jsonl"], ["--format", "parquet"],
+                                  ["--by", "model", "--chart", "c.html"]])
+def test_cache_above_is_honoured_by_every_report(tmp_path, args, monkeypatch):
+    """A small archive under --cache-above keeps no usage parts, whichever path makes the report (blocks,
+    jsonl, parquet and a chart wrote one part per file); above it, they are kept."""
+    from conftest import SAMPLES
+
+    monkeypatch.chdir(tmp_path)
+    out = ["-o", "r.parquet"] if "parquet" in args else []
+    for above, kept in (("10GB", 0), ("0", len(list(SAMPLES.rglob("*.jsonl"))))):
+        cache = tmp_path / f"cache-{above}"
+        result = invoke([str(SAMPLES), *args, *out, "--cache-dir", str(cache), "--cache-above", above])
+        assert result.return_value == 0, result.stderr
+        assert len(list(cache.glob("usage-v*/*.parquet"))) == kept

@@ -220,10 +220,10 @@ def test_a_cache_folder_that_cannot_be_written_is_a_warning(archive, tmp_path):
     assert out == report(archive, "--format", "json", "--no-cache")[0]
 
 
-@pytest.mark.parametrize("args", [
-    ("--by", "block", "--format", "json"),
-    ("--format", "jsonl"),
-    ("--format", "parquet"),
+@pytest.mark.parametrize("args", [  # --cache-above 0: an archive this small keeps no parts otherwise
+    ("--by", "block", "--format", "json", "--cache-above", "0"),
+    ("--format", "jsonl", "--cache-above", "0"),
+    ("--format", "parquet", "--cache-above", "0"),
     ("--by", "day", "--format", "json", "--cache-above", "0"),
     ("--by", "model", "--breakdown", "--format", "csv", "--cache-above", "0"),
 ])
@@ -262,7 +262,7 @@ def test_a_part_the_cache_refuses_midway_goes_to_a_temporary_folder(archive, tmp
 
     blocked = _blocked_cache(tmp_path / "cache")
     monkeypatch.setattr(collect, "parts_folder_problem", lambda root: None)
-    out, err = report(archive, "--format", "jsonl", "--cache-dir", blocked, "--jobs", "1")
+    out, err = report(archive, "--format", "jsonl", "--cache-dir", blocked, "--jobs", "1", "--cache-above", "0")
     files = sorted(archive.rglob("*.jsonl"))
     assert err.count(": usage cache part not written: File exists") == len(files), err
     assert out == report(archive, "--format", "jsonl", "--no-cache")[0]

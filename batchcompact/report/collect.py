@@ -56,21 +56,27 @@ def collect_usage(
     executor=None,
     walk: Walk | None = None,
     empty_ok: bool = False,
+    cache_above: int | None = None,
 ) -> CollectResult:
     """Get a usage part per source file. With `use_cache=False` parts go to a temp dir (call cleanup()).
 
     `executor` (pipeline.executor) runs the extraction elsewhere (a Ray cluster): the parts are then
     written by the workers, so the cache folder must be on a filesystem every node sees. `walk`: the files
     another collection of the same paths found just now. `empty_ok`: no file at all is no error.
+    `cache_above` (`--cache-above`): files of at most this many bytes in all are read as under
+    `use_cache=False`, the cache neither read nor written (with the local executor: Ray's nodes write the
+    parts where all of them see them).
     """
     result = CollectResult()
+    found = result.stat_files(paths, walk, empty_ok)
+    if use_cache and cache_above is not None and executor is None and result.bytes <= cache_above:
+        use_cache = False  # a small archive: reading it whole is cheaper than keeping its parts
     if use_cache:
         root = Path(cache_dir) if cache_dir else cache_folder()
     else:
         result.temp_dir = tempfile.TemporaryDirectory(prefix="batchcompact-usage-")
         root = Path(result.temp_dir.name)
     cache = UsageCache(root)
-    found = result.stat_files(paths, walk, empty_ok)
     keys = [key for _, key in found]
     snapshot_worth = use_cache and len(keys) >= SNAPSHOT_MIN_FILES and not result.stats
     if snapshot_worth:

@@ -107,7 +107,7 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
 
         try:
             collected = collect_usage(paths, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs, executor=runner,
-                                      walk=walk, empty_ok=empty_ok)
+                                      walk=walk, empty_ok=empty_ok, cache_above=cache_above)
         finally:
             if runner is not None:
                 runner.close()
@@ -119,8 +119,7 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
             if chart:
                 from batchcompact.report.chart import write_chart
 
-                period = settings.by if settings.by in ("day", "week", "month") else "day"
-                write_chart(build_report(collected.parts, replace(settings, by=period, breakdown=True)), chart)
+                write_chart(chart_report(result, collected.parts, settings), chart)
         finally:
             collected.cleanup()
     out = ReportOutput(warnings, result.unpriced_models, result.dropped_zero, collected.files, collected.extracted,
@@ -135,6 +134,24 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
             out.texts["compact"] = write_report(result, fmt, None, compact=True, sources=sources)
             out.table_width = table_width(result)
     return out
+
+
+def chart_report(result, parts: list[str], settings: ReportSettings):
+    """What the chart draws: the table's groups (the same `--by`, filters and scope: `--by block` is
+    Claude's unless `--agent`/`--source` say) broken down by model. The table itself where it already is
+    (a breakdown, `--by model`) or carries its stacks (blocks); else the breakdown of the same groups,
+    kept to the table's rows and in its order (`--last N` sessions: those N, not N session-model pairs)."""
+    from batchcompact.report import build_report
+    from batchcompact.report.settings import PERIODS
+
+    if settings.breakdown or settings.by == "model" or result.stacks is not None:
+        return result
+    wide = build_report(parts, replace(settings, breakdown=True, last=settings.last if settings.by in PERIODS else None))
+    keys = [k for k in result.keys if k != "model"]
+    bars = result.rows.select(keys).with_row_index("_bar")  # the table's rows, in its order
+    wide.rows = (wide.rows.join(bars, on=keys, how="inner", nulls_equal=True)
+                 .sort("_bar", maintain_order=True).drop("_bar"))
+    return wide
 
 
 def _quick_report(paths, settings: ReportSettings, fmt: str, jobs, max_bytes: int | None = None,
