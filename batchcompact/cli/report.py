@@ -128,7 +128,7 @@ def _check_timezone(ctx, param, value: str) -> str:
 @click.option("--jobs", type=click.IntRange(min=1), help="Processes for parsing [default: CPUs, at most 8].")
 @click.option(
     "--chart", type=click.Path(dir_okay=False), callback=lambda ctx, param, value: _chart_file(value),
-    help="Draw cost per period by model (.html or .png)."
+    help="Draw the table's cost per row, stacked by model (.html or .png)."
 )
 @executor_options
 def report(
