@@ -56,8 +56,8 @@ def produce_report(paths: list[str], settings: ReportSettings, fmt: str, output:
     """The report for `paths`: replayed from the stored result when the archive and options are unchanged,
     else built. `executor()` opens the executor for extraction (None: local processes); `warn` hears each
     extraction warning as soon as collection ends (they are in the output too). An archive of at most
-    `cache_above` bytes is read whole without the usage parts (where the path without polars can make the
-    report): loading the parts and polars costs more than reading it. `sources`: the agents' folders
+    `cache_above` bytes is read whole without keeping usage parts (by the path without polars where it can
+    make the report, else into a temporary folder): loading the parts and polars costs more than reading it. `sources`: the agents' folders
     `paths` were discovered in (none: given by the user); such folders holding no file are a report of
     zero, given PATHS that hold none a usage error."""
     results = None
@@ -88,9 +88,9 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
                  no_cache: bool, cache_above: int = 0, jobs, chart, executor, warn) -> ReportOutput:
     """Collect (cache-aware), aggregate (polars, or plain Python for a supported `--no-cache` report), render."""
     from batchcompact.folders import cache_folder
+    from batchcompact.report.render import report_records, table_width, write_report
 
     empty_ok = bool(sources)  # discovered places: an empty archive is a report of zero
-    from batchcompact.report.render import report_records, table_width, write_report
 
     runner = executor() if executor is not None else None
     quick = walk = None
