@@ -65,27 +65,32 @@ def discover_sources(
     home = Path(home) if home is not None else Path(env.get("HOME") or os.path.expanduser("~"))
     unique: list[SessionSource] = []
     seen: set[Path] = set()
+    for label, place in _places(report, agents):
+        for path, origin in place.sources(env, home):
+            if not (path.is_dir() or (report and path.is_file())):
+                continue
+            key = path.resolve()
+            if key not in seen:
+                seen.add(key)
+                unique.append(SessionSource(label, path, origin))
+    return unique
+
+
+def _places(report: bool, agents: tuple[str, ...] | None):
+    """(label, place) of every place discovery looks in: `report` every agent's, the other commands those
+    of the agents whose sessions they read; `agents` keeps only those agents' (or labels') places."""
     for agent in AGENTS:
         if not (report or agent.reader is not None):  # plan, run and validate: agents whose sessions they read
             continue
         for place in agent.places:
             label = place.label or agent.name
-            if agents is not None and label not in agents and agent.name not in agents:
-                continue
-            for path, origin in place.sources(env, home):
-                if not (path.is_dir() or (report and path.is_file())):
-                    continue
-                key = path.resolve()
-                if key not in seen:
-                    seen.add(key)
-                    unique.append(SessionSource(label, path, origin))
-    return unique
+            if agents is None or label in agents or agent.name in agents:
+                yield label, place
 
 
-def searched_places(report: bool = False) -> str:
-    """Where discovery looks, for the "nothing found" message."""
-    return ", ".join(hint for agent in AGENTS if report or agent.reader is not None
-                     for place in agent.places for hint in place.hint())
+def searched_places(report: bool = False, agents: tuple[str, ...] | None = None) -> str:
+    """Where discovery looks (for `agents`, only their places), for the "nothing found" message."""
+    return ", ".join(hint for _, place in _places(report, agents) for hint in place.hint())
 
 
 def paths_or_discovered(
@@ -106,9 +111,10 @@ def paths_or_discovered(
     report = command == "report"
     sources = discover_sources(report=report, agents=agents or None)
     if not sources:
+        which = f"no {' or '.join(agents)} sessions found in their" if agents else "no agent sessions found in the"
         raise UsageError(
-            f"{command}: no PATHS given and no agent sessions found in the usual places "
-            f"({searched_places(report)}); pass the folders to read"
+            f"{command}: no PATHS given and {which} usual places "
+            f"({searched_places(report, agents or None)}); pass the folders to read"
         )
     if echo is not None:
         for source in sources:

@@ -21,8 +21,9 @@ Name resolution (`PriceTable.lookup`), first hit wins:
      to the model's alias entry);
   5. for a provider whose models some map entries list under another prefix only (`google` -> Gemini
      models only listed as `vertex_ai/...`), that prefix;
-  6. for a `claude-*` name still unresolved, Bedrock's `anthropic.<name>-v1:0` (same list price; the
-     bundled map drops retired Anthropic ids such as `claude-sonnet-4-20250514` but keeps Bedrock's);
+  6. for a `claude-*` name still unresolved, Bedrock's `anthropic.<name>-vN:M` or `-vN`, any version, the
+     lowest first (same list price; the bundled map drops retired Anthropic ids such as
+     `claude-sonnet-4-20250514` (`-v1:0`) and `claude-3-5-sonnet-20241022` (`-v2:0`) but keeps Bedrock's);
   7. otherwise `None`: an unknown model is never priced as free.
 
 Costs (`PriceTable.cost`): `input_tokens` is NON-cached input. cache-read tokens use
@@ -91,6 +92,7 @@ PROVIDER_FALLBACKS: dict[str, tuple[str, ...]] = {"gemini": ("vertex_ai",)}
 HALF_PRICE_BATCH_PROVIDERS = frozenset({"openai", "azure", "anthropic", "text-completion-openai"})
 
 _DATE_SUFFIX = re.compile(r"-(?:20\d{6}|20\d{2}-\d{2}-\d{2})$")
+_BEDROCK_VERSION = re.compile(r"-v(\d+)(?::(\d+))?$")
 _TIER_KEY = re.compile(
     r"^(input_cost_per_token|output_cost_per_token|cache_read_input_token_cost|"
     r"cache_creation_input_token_cost|cache_creation_input_token_cost_above_1hr)_above_(\d+)k_tokens(_batches)?$"
@@ -308,6 +310,7 @@ class PriceTable:
         self._lower = {k.lower(): k for k in entries}
         self._infos: dict[str, ModelInfo] = {}
         self._resolved: dict[tuple[str, str | None], str | None] = {}
+        self._versions: dict[str, list[tuple[tuple, str]]] | None = None  # Bedrock ids by model (`_bedrock`)
         self.source = source
 
     @classmethod
@@ -406,11 +409,24 @@ class PriceTable:
         # Anthropic retires old ids from the map while Bedrock keeps them at the same price.
         for name in _variants(bare):
             if name.lower().startswith("claude-"):
-                for bedrock in (f"anthropic.{name}-v1:0", f"anthropic.{name}-v1", f"anthropic.{name}"):
-                    found = self._find(bedrock)
-                    if found:
-                        return found
+                found = self._bedrock(name)
+                if found:
+                    return found
         return None
+
+    def _bedrock(self, name: str) -> str | None:
+        """Bedrock's entry for the Anthropic model `name`: `anthropic.<name>-vN:M` or `-vN`, whatever its
+        version (`claude-3-5-sonnet-20241022` is `-v2:0`), the lowest first, then `anthropic.<name>`."""
+        if self._versions is None:
+            self._versions = {}
+            for lower, key in self._lower.items():
+                if lower.startswith("anthropic.") and (match := _BEDROCK_VERSION.search(lower)):
+                    order = (int(match[1]), match[2] is None, int(match[2] or 0))  # -vN:M, then -vN, then N+1
+                    self._versions.setdefault(lower[len("anthropic."):match.start()], []).append((order, key))
+            for found in self._versions.values():
+                found.sort()
+        versions = self._versions.get(name.lower())
+        return versions[0][1] if versions else self._find(f"anthropic.{name}")
 
 
 def _variants(name: str) -> list[str]:

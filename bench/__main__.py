@@ -2,7 +2,8 @@
 
 Each stage runs as its own subprocess (so memory and imports do not leak between them) and reports
 `FIGURE {json}` lines (bench/figures.py). Machines here are noisy: compare ratios, not absolute times;
-the load average is printed before and after each stage. A stage that fails makes the whole run exit 1.
+the load average is printed before and after each stage. A stage that fails, or that could not measure a
+goal's figure (its row says `not measured: why`, e.g. no ccusage), makes the whole run exit 1.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.figures import merge_repeats
+from bench.figures import NOT_MEASURED_EXIT, merge_repeats
 
 HERE = Path(__file__).resolve().parent
 STAGES = [
@@ -67,6 +68,7 @@ def main() -> int:
     args = parser.parse_args()
     figures: list[dict] = []
     failed: list[str] = []
+    unmeasured: list[str] = []
     print(f"[start: {_load()}]", file=sys.stderr)
     chosen = [(label, script) for label, script in STAGES
               if not args.only or any(script.startswith(f"bench_{name}") for name in args.only.split(","))]
@@ -79,13 +81,16 @@ def main() -> int:
         env = dict(os.environ, BATCHCOMPACT_TOKEN_CACHE=os.environ.get("BATCHCOMPACT_TOKEN_CACHE", "off"))
         done = subprocess.run(command, capture_output=True, text=True, env=env)
         elapsed = time.perf_counter() - started
-        print(f"[{label}: {elapsed:.0f}s, {_load()}{'' if done.returncode == 0 else ', FAILED'}]", file=sys.stderr)
+        outcome = {0: "", NOT_MEASURED_EXIT: ", a goal NOT MEASURED"}.get(done.returncode, ", FAILED")
+        print(f"[{label}: {elapsed:.0f}s, {_load()}{outcome}]", file=sys.stderr)
         for line in done.stdout.splitlines():
             if line.startswith("FIGURE "):
                 figures.append(json.loads(line[len("FIGURE "):]))
             elif args.verbose:
                 print("   ", line, file=sys.stderr)
-        if done.returncode != 0:
+        if done.returncode == NOT_MEASURED_EXIT:
+            unmeasured.append(label)
+        elif done.returncode != 0:
             failed.append(label)
             print(done.stderr[-2000:], file=sys.stderr)
     figures = merge_repeats(figures)
@@ -94,16 +99,19 @@ def main() -> int:
     for f in figures:
         base = "" if f["baseline_value"] is None else f"{f['baseline_value']:>10.2f}"
         ratio = "" if f["ratio"] is None else f"{f['ratio']:>7.2f}"
-        print(f"{f['stage']:<8} {f['figure'][:40]:<40} {f['value']:>12.2f} {f['unit']:<11} "
+        value = "" if f["value"] is None else f"{f['value']:>12.2f}"
+        print(f"{f['stage']:<8} {f['figure'][:40]:<40} {value:>12} {f['unit']:<11} "
               f"{(f['baseline'] or '')[:24]:<24} {base:>10} {ratio:>7} {f.get('status', '')}")
     print(f"[end: {_load()}]", file=sys.stderr)
     if args.markdown:
         args.markdown.write_text(_markdown(figures) + "\n")
+    if unmeasured:
+        print(f"bench: {len(unmeasured)} stage(s) could not measure a goal: {', '.join(unmeasured)} "
+              "(rows 'not measured' above)", file=sys.stderr)
     if failed:
         print(f"bench: {len(failed)} stage(s) FAILED: {', '.join(failed)} (their figures are missing above)",
               file=sys.stderr)
-        return 1
-    return 0
+    return 1 if failed or unmeasured else 0
 
 
 if __name__ == "__main__":

@@ -31,8 +31,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.bench_report import _total_tokens, cold_side_by_side, find_ccusage, parse_size  # noqa: E402
-from bench.figures import emit  # noqa: E402
+from bench.bench_report import NO_CCUSAGE, _total_tokens, cold_side_by_side, find_ccusage, parse_size  # noqa: E402
+from bench.figures import emit, finish, not_measured  # noqa: E402
 from bench.timing import BenchFailure, run_checked, user_env  # noqa: E402
 
 RECORDED = REPO / "tests" / "data" / "recorded"
@@ -122,9 +122,11 @@ def floor_cpu(agent: str, home: Path) -> float:
 
 def versus_ccusage_agent(work: Path, agent: str, total: int, runs: int) -> None:
     """Cold `batchcompact report --agent A --no-cache` next to `ccusage A daily` on the same sessions."""
+    label = {"gemini": "Gemini CLI", "qwen": "Qwen Code"}[agent]
     binary = find_ccusage()
     if binary is None:
-        print(f"ccusage {agent}: skipped (no binary: set CCUSAGE_BIN or run tests/test_ccusage_parity.py once)")
+        not_measured("report", f"cold CLI (--no-cache), {total / 1e6:.0f} MB {label}", "s",
+                     f"ccusage 20 {agent} daily, same files", "ratio <= 1.0", NO_CCUSAGE)
         return
     home = work / f"home-{agent}"
     shutil.rmtree(home, ignore_errors=True)
@@ -136,7 +138,6 @@ def versus_ccusage_agent(work: Path, agent: str, total: int, runs: int) -> None:
             "--timezone", "UTC"]
     theirs = [binary, agent, "daily", "--offline", "--json", "--timezone", "UTC"]
     checked = check_same_work(agent, ours, theirs, env, files)  # also the untimed warm-up of both
-    label = {"gemini": "Gemini CLI", "qwen": "Qwen Code"}[agent]
     ours_s, theirs_s, their_cpu = cold_side_by_side(ours, theirs, env, runs, f"{mb:.0f} MB {label}",
                                          f"ccusage 20 {agent} daily", note=f"{files} sessions")
     floor = statistics.median(floor_cpu(agent, home) for _ in range(runs))
@@ -165,3 +166,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    sys.exit(finish())

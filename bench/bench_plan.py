@@ -59,11 +59,24 @@ def plan_time(files: list[str], jobs: int, force: bool = True, token_cache: str 
     reset_shared_cache()
     settings = CompactionSettings(force=force)
     started = time.perf_counter()
-    rows = sum(1 for _ in iter_plan_rows(files, settings, PlanOptions(), jobs=jobs))
+    statuses = [row["status"] for row in iter_plan_rows(files, settings, PlanOptions(), jobs=jobs)]
     elapsed = time.perf_counter() - started
-    if rows != len(files):
-        raise BenchFailure(f"bench: plan returned {rows} rows for {len(files)} files; nothing timed")
+    check_rows(statuses, len(files), "--force" if force else "default threshold", need_plans=force)
     return elapsed
+
+
+def check_rows(statuses: list[str], files: int, label: str, need_plans: bool = False) -> None:
+    """Raise BenchFailure unless plan gave a row per file and none is an error (a file it could not read
+    or an internal error is fast and plans nothing: it must not pass for a planned session), and, with
+    `need_plans` (`--force`), unless some session was planned: the time would not measure planning."""
+    if len(statuses) != files:
+        raise BenchFailure(f"bench: plan ({label}) returned {len(statuses)} rows for {files} files; nothing timed")
+    errors = statuses.count("error")
+    if errors:
+        raise BenchFailure(f"bench: plan ({label}) gave {errors} error rows of {files}; nothing timed")
+    if need_plans and "compact" not in statuses:
+        raise BenchFailure(f"bench: plan ({label}) planned no session of {files} ({sorted(set(statuses))}); "
+                           "nothing timed")
 
 
 def ten_copies(root: Path) -> Path:
@@ -104,9 +117,7 @@ def peak_rss_mb(paths: list[str], label: str) -> tuple[float, int, int]:
                           stdout=subprocess.PIPE)
         rows = [json.loads(line) for line in rows_file.read_text().splitlines() if line.strip()]
     planned = {row["path"] for row in rows}
-    errors = [row for row in rows if row.get("status") == "error"]
-    if errors:
-        raise BenchFailure(f"bench: plan ({label}) could not read {len(errors)} files, e.g. {errors[0]['path']}")
+    check_rows([row.get("status") for row in rows], len(rows), label, need_plans=True)
     size = sum(os.path.getsize(p) for p in planned)
     return int(out.stdout.decode().strip().splitlines()[-1]) / 1024, len(planned), size
 

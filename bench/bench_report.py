@@ -24,7 +24,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.figures import emit  # noqa: E402
+from bench.figures import emit, finish, not_measured  # noqa: E402
 from bench.timing import BenchFailure, run_checked, timed, timed_cpu, user_env  # noqa: E402
 
 FIXTURE = (
@@ -75,6 +75,9 @@ def bare_json_seconds(root: Path) -> float:
                 except ValueError:
                     pass
     return time.perf_counter() - start
+
+
+NO_CCUSAGE = "no ccusage binary: set CCUSAGE_BIN or run tests/test_ccusage_parity.py once"
 
 
 def find_ccusage() -> str | None:
@@ -130,7 +133,9 @@ def versus_ccusage_codex(work: Path, total: int, runs: int) -> None:
 
     binary = find_ccusage()
     if binary is None or not CODEX_FIXTURE.exists():
-        print("ccusage codex: skipped (no ccusage binary or no Codex fixture)")
+        why = "no ccusage binary" if binary is None else f"no Codex fixture at {CODEX_FIXTURE}"
+        not_measured("report", f"cold CLI (--no-cache), {total / 1e6:.0f} MB Codex", "s",
+                     "ccusage 20 codex daily, same files", "ratio <= 1.0", why)
         return
     corpus = work / "codex"
     shutil.rmtree(corpus, ignore_errors=True)
@@ -195,7 +200,8 @@ def versus_ccusage(work: Path, total: int, runs: int, *, start_up: bool = True) 
 
     binary = find_ccusage()
     if binary is None:
-        print("ccusage: skipped (no binary: set CCUSAGE_BIN or run tests/test_ccusage_parity.py once)")
+        not_measured("report", f"cold CLI (--no-cache), {total / 1e6:.0f} MB Claude", "s",
+                     "ccusage 20 daily, same files", "ratio <= 1.0", NO_CCUSAGE)
         return
     corpus = work / "claude"
     shutil.rmtree(corpus, ignore_errors=True)
@@ -384,3 +390,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    sys.exit(finish())

@@ -291,9 +291,6 @@ OTHER_DIFFERENCES = {
     # OpenCode: ccusage 20 reads only `opencode.db` when it exists, so the channel database
     # `opencode-beta.db` (another build's sessions) is left out; we read every channel database.
     ("opencode", "channel-session-a"): {"missing": "ccusage"},
-    # claude-3-5-sonnet-20241022 is retired from litellm's bundled map (ccusage prices it from its embedded
-    # models.dev copy): unpriced here, flagged, never $0 silently.
-    ("opencode", "ses_test001"): {"cost": (0.0, 0.010935)},
     # Kilo `tokens.reasoning` (5) is beside the output: we add it to output, ccusage shows it only in the
     # total. Same total and cost.
     ("kilo", "session-a"): {"output": (55, 50)},

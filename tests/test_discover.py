@@ -138,6 +138,41 @@ def test_nothing_found_is_a_usage_error_naming_the_places(tmp_path, monkeypatch)
     assert "~/.claude/projects" in result.output and "$CODEX_HOME" in result.output
 
 
+def test_nothing_found_for_the_named_agents_names_only_their_places(tmp_path, monkeypatch):
+    """`--agent opencode --agent kilo` with no data listed every agent's places (~2,000 characters)."""
+    for name in (*ENV_VARS, "XDG_DATA_HOME", "OPENCODE_DATA_DIR", "KILO_DATA_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    result = CliRunner().invoke(cli, ["report", "--agent", "opencode", "--agent", "kilo"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "Error: report: no PATHS given and no opencode or kilo sessions found in their usual places "
+        "($XDG_DATA_HOME/opencode/storage/message, ~/.local/share/opencode/storage/message, $OPENCODE_DATA_DIR, "
+        "$KILO_DATA_DIR); pass the folders to read"]
+
+
+@pytest.mark.parametrize("args", [[], ["--by", "block"], ["--format", "jsonl"], ["--format", "json", "--no-cache"],
+                                  ["--by", "model", "--cache-above", "0"]])
+def test_an_empty_agent_folder_is_a_report_of_zero(tmp_path, monkeypatch, args):
+    """Only an empty ~/.claude/projects (Claude Code installed, nothing kept yet): a report of zero, exit 0;
+    it was `no session files found`, exit 2. A PATH given that holds nothing stays a usage error."""
+    for name in ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    projects = tmp_path / "home" / ".claude" / "projects"
+    projects.mkdir(parents=True)
+    result = CliRunner().invoke(cli, ["report", *args])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [f"reading claude: {projects}", "0 files: 0 parsed, 0 from cache"]
+    if "json" in args:
+        assert json.loads(result.stdout)["totals"]["requests"] == 0
+    elif "jsonl" not in args:
+        assert result.stdout.splitlines()[-1].split()[:2] == ["TOTAL", "0"]
+    given = CliRunner().invoke(cli, ["report", str(projects), *args])
+    assert given.exit_code == 2 and given.stderr == f"Error: no session files found under {projects}\n"
+
+
 @pytest.mark.parametrize("command", ["plan", "run", "validate", "eval"])
 def test_an_empty_path_is_a_usage_error_not_the_current_folder(tmp_path, command):
     """`Path("")` is the current folder: `batchcompact run "$ARCHIVE"` with the variable unset in a cron

@@ -47,11 +47,33 @@ def test_load_is_cached(table):
         ("claude-opus-4-5:thinking", None, "claude-opus-4-5"),
         ("myproxy/gpt-4o-mini", None, "gpt-4o-mini"),
         ("claude-sonnet-4-20250514", None, "anthropic.claude-sonnet-4-20250514-v1:0"),
+        # retired from Anthropic's entries, kept by Bedrock under its -v2:0 id (was unpriced: v1 only)
+        ("claude-3-5-sonnet-20241022", None, "anthropic.claude-3-5-sonnet-20241022-v2:0"),
+        ("claude-3-5-sonnet-20241022", "anthropic", "anthropic.claude-3-5-sonnet-20241022-v2:0"),
     ],
 )
 def test_resolution(table, model, provider, key):
     info = table.lookup(model, provider)
     assert info is not None and info.key == key
+
+
+@pytest.mark.parametrize(("versions", "expected"), [
+    (["-v3:0", "-v1", "-v1:2"], "-v1:2"),
+    (["-v3:0", "-v1"], "-v1"),
+    (["-v3:0"], "-v3:0"),
+    (["-v1:2", "-v1:0"], "-v1:0"),
+    (["-v10", "-v9:0"], "-v9:0"),
+    (["", "-v2"], "-v2"),
+    ([""], ""),
+])
+def test_the_bedrock_fallback_takes_any_version_the_lowest_first(versions, expected):
+    """`anthropic.<name>-vN:M` or `-vN` for any N (it tried -v1:0 and -v1 only), the lowest first, then
+    `anthropic.<name>`; a regional copy (`us.anthropic.…`) is not the model's Bedrock id."""
+    entry = {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6, "litellm_provider": "bedrock"}
+    table = PriceTable({f"anthropic.claude-x-20990101{v}": entry for v in versions}
+                       | {"us.anthropic.claude-y-20990101-v1:0": entry})
+    assert table.resolve("claude-x-20990101") == f"anthropic.claude-x-20990101{expected}"
+    assert table.resolve("claude-y-20990101") is None
 
 
 @pytest.mark.parametrize("model", ["<synthetic>", "sonnet", "no-such-model-xyz", ""])

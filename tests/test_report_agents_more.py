@@ -68,7 +68,7 @@ def test_copilot_otel_keeps_the_chat_span_over_its_log_and_aggregate(home):
     rows = rows_of(home / ".copilot" / "otel" / "copilot-otel.jsonl")
     dupe = [r for r in rows if r["session_id"] == "conv-dupe"]
     # the invoke_agent span (100/30) and the inference log (80/20) describe the chat span's call (60/10)
-    assert [(r["input_tokens"], r["output_tokens"], r["dedupe_key"]) for r in dupe] == [(60, 10, "copilot:resp-dupe")]
+    assert [(r["input_tokens"], r["output_tokens"], r["dedupe_key"]) for r in dupe] == [(60, 10, "copilot:resp-dupe:60:10:0:0")]
     assert dupe[0]["timestamp"] is not None  # the span has no end time: the same call's log time
     first = next(r for r in rows if r["session_id"] == "conv-1")
     # input_tokens 19,452 includes the 123 cache reads; reasoning (128) is inside output, not added
@@ -126,7 +126,7 @@ def test_kimi_cli_model_from_config_toml(tmp_path):
     ])
     assert detect_format(wire) == "kimi"
     (row,) = rows_of(wire)
-    assert (row["model"], row["input_tokens"], row["dedupe_key"]) == ("kimi-k2.5", 7, "kimi:chatcmpl-1")
+    assert (row["model"], row["input_tokens"], row["dedupe_key"]) == ("kimi-k2.5", 7, "kimi:chatcmpl-1:7:3:0:0:0:1770983427.5")
 
 
 # --- OpenClaw -------------------------------------------------------------------------------------

@@ -188,3 +188,125 @@ def test_png_chart_with_matplotlib(pi_dir, tmp_path):
     assert result.return_value == 0
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def _files_no_agent_wrote(folder):
+    """An empty, a binary, a gzip and a JSON-lines file of no agent: what `validate` names one by one."""
+    import gzip
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "empty.jsonl").write_bytes(b"")
+    (folder / "binary.jsonl").write_bytes(b"\x00\x01\xfe\xff" * 64)
+    (folder / "packed.jsonl").write_bytes(gzip.compress(b'{"type": "session"}\n'))
+    (folder / "other.jsonl").write_text('{"hello": "world"}\n{"x": 2}\n')
+    return folder
+
+
+@pytest.mark.parametrize("args", [
+    ("--format", "json", "--no-cache"),  # the path without polars
+    ("--format", "json", "--cache-above", "0"),  # the parts
+    ("--by", "block", "--format", "json"),
+])
+def test_files_the_report_cannot_read_are_named_and_counted(pi_dir, tmp_path, args):
+    """A report over files it cannot read used to print an empty table, exit 0, not a word even with -v."""
+    import shutil
+
+    archive = tmp_path / "archive"
+    shutil.copytree(pi_dir, archive / "pi")
+    _files_no_agent_wrote(archive / "odd")
+    result = invoke([str(archive), *args, "--cache-dir", str(tmp_path / "cache")])
+    alone = invoke([str(archive / "pi"), *args, "--no-cache"])
+    assert result.return_value == 0 and json.loads(result.stdout)["totals"] == json.loads(alone.stdout)["totals"]
+    odd = archive / "odd"
+    assert [line for line in result.stderr.splitlines() if str(odd) in line] == [
+        f"warning: {odd / 'binary.jsonl'}: binary, not UTF-8 JSONL text (byte 2)",
+        f"warning: {odd / 'empty.jsonl'}: empty file: no session entries",
+        f"warning: {odd / 'other.jsonl'}: not a session file of any agent batchcompact reports on",
+        f"warning: {odd / 'packed.jsonl'}: gzip-compressed: decompress it first (gunzip), then run again",
+    ]
+    assert "6 files: 6 parsed, 0 from cache, 4 not read (named above)" in result.stderr
+    again = invoke([str(archive), *args, "--cache-dir", str(tmp_path / "cache")])  # from the cache: the same
+    assert again.stderr.splitlines()[-1].startswith("6 files: ")
+    assert again.stderr.splitlines()[-1].endswith(", 4 not read (named above)")
+    assert [w for w in again.stderr.splitlines() if w.startswith("warning")] == [
+        w for w in result.stderr.splitlines() if w.startswith("warning")]
+
+
+def test_a_plan_table_named_like_a_run_report_is_not_spend(tmp_path):
+    """`plan -o compactions-x.parquet` (or a plan table renamed so) was read as a run report: its estimated
+    cost was counted as spend. The schema decides, not the name."""
+    from conftest import SAMPLES
+
+    (tmp_path / "runs").mkdir()
+    plan = CliRunner().invoke(cli, ["plan", str(SAMPLES / "claude"), "--force", "--summary-model", "gpt-4o-mini",
+                                    "--format", "parquet", "-o", str(tmp_path / "runs" / "compactions-x.parquet")])
+    assert plan.exit_code == 0, plan.output
+    assert pl.read_parquet(tmp_path / "runs" / "compactions-x.parquet")["calls"].sum() > 0
+    result = invoke([str(tmp_path / "runs"), "--format", "json", "--no-cache"])
+    assert result.return_value == 0 and json.loads(result.stdout)["totals"]["requests"] == 0
+    assert result.stderr.splitlines()[0] == (
+        f"warning: {tmp_path / 'runs' / 'compactions-x.parquet'}: not a run report: batchcompact's 'plan' table, "
+        "not `run`'s compactions (its numbers are not spend)")
+    assert "1 files: 1 parsed, 0 from cache, 1 not read (named above)" in result.stderr
+
+
+def test_a_retired_claude_id_is_priced_from_its_bedrock_v2_entry(tmp_path):
+    """OpenCode's `claude-3-5-sonnet-20241022` is in litellm's map only as Bedrock's `...-v2:0`: it was
+    unpriced ($0, flagged) because only -v1:0 and -v1 were tried; ccusage 20 prices it at $0.010935."""
+    from conftest import shared_fixtures
+
+    fixture = shared_fixtures() / "agents" / "opencode" / "tokscale-basic"
+    result = invoke([str(fixture), "--by", "model", "--format", "json", "--no-cache"])
+    assert result.return_value == 0 and "no price for" not in result.stderr
+    (row,) = json.loads(result.stdout)["rows"]
+    assert row["model"] == "claude-3-5-sonnet-20241022" and row["cost_usd"] == pytest.approx(0.010935, abs=1e-12)
+
+
+def _chart_bars(html: str) -> tuple[list[str], str]:
+    """(bar labels left to right, the printed total) of an HTML chart."""
+    import re
+    from html import unescape
+
+    labels = [unescape(text) for text in re.findall(r'transform="rotate\(-40 [^"]*\)">([^<]*)</text>', html)]
+    return labels, re.search(r"<p>Total: \$([\d,.]+)</p>", html)[1]
+
+
+@pytest.mark.parametrize(("by", "more"), [
+    ("week", []), ("session", []), ("session", ["--last", "2"]), ("model", []), ("project", ["--order", "asc"]),
+    ("agent", []), ("block", []), ("block", ["--agent", "codex"]), ("day", ["--breakdown", "--agent", "pi"]),
+])
+def test_the_chart_draws_the_table_s_rows(tmp_path, by, more):
+    """--chart drew per-day bars whatever --by said, over every agent while `--by block` reports Claude's:
+    now a bar per row of the table, the same scope and total."""
+    from conftest import SAMPLES
+
+    chart = tmp_path / "c.html"
+    result = invoke([str(SAMPLES), "--by", by, *more, "--format", "json", "--chart", str(chart),
+                     "--cache-dir", str(tmp_path / "cache")])
+    assert result.return_value == 0, result.stderr
+    doc = json.loads(result.stdout)
+    labels, total = _chart_bars(chart.read_text())
+    keys = [row[doc["keys"][0]] for row in doc["rows"] if not row.get("gap")]
+    if by in ("week", "block", "day"):  # time left to right
+        keys = sorted({k.replace("T", " ")[:16] if by == "block" else k for k in keys})
+    else:
+        keys = list(dict.fromkeys(keys))
+    assert labels == keys and len(labels) >= 1
+    assert total == f"{doc['totals']['cost_usd']:,.2f}"
+    assert f"<h1>Cost per {by}" in chart.read_text()
+
+
+@pytest.mark.parametrize("args", [["--by", "block"], ["--format", "jsonl"], ["--format", "parquet"],
+                                  ["--by", "model", "--chart", "c.html"]])
+def test_cache_above_is_honoured_by_every_report(tmp_path, args, monkeypatch):
+    """A small archive under --cache-above keeps no usage parts, whichever path makes the report (blocks,
+    jsonl, parquet and a chart wrote one part per file); above it, they are kept."""
+    from conftest import SAMPLES
+
+    monkeypatch.chdir(tmp_path)
+    out = ["-o", "r.parquet"] if "parquet" in args else []
+    for above, kept in (("10GB", 0), ("0", len(list(SAMPLES.rglob("*.jsonl"))))):
+        cache = tmp_path / f"cache-{above}"
+        result = invoke([str(SAMPLES), *args, *out, "--cache-dir", str(cache), "--cache-above", above])
+        assert result.return_value == 0, result.stderr
+        assert len(list(cache.glob("usage-v*/*.parquet"))) == kept

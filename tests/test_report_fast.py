@@ -173,14 +173,75 @@ def test_cold_cli_report_imports_neither_polars_nor_pyarrow(tmp_path):
     assert json.loads(done.stdout)["rows"]
 
 
-def test_cold_cli_report_matches_the_cached_report(tmp_path):
-    """The CLI end to end: --no-cache (fast path) and a fresh cache (polars path) print the same bytes."""
-    args = [str(SAMPLES), "--by", "session", "--format", "table"]
+def report_both_ways(tmp_path, paths, *args) -> tuple:
+    """The CLI report of `paths` (json unless `args` say) from the path without polars (`--no-cache`) and
+    from the polars path: the parts, written by a first report with other options (the first report of an
+    archive takes the path without polars and writes them), then read (`0 parsed, N from cache`)."""
     runner = CliRunner()
-    cold = runner.invoke(cli, ["report", *args, "--no-cache"], catch_exceptions=False)
-    cached = runner.invoke(cli, ["report", *args, "--cache-dir", str(tmp_path / "cache")], catch_exceptions=False)
-    assert cold.exit_code == cached.exit_code == 0
-    assert cold.stdout == cached.stdout and cold.stdout.count("\n") > 4
+    args = tuple(map(str, args))
+    cache = ["--cache-dir", str(tmp_path / "cache"), "--cache-above", "0"]
+    cold = runner.invoke(cli, ["report", *map(str, paths), *args, "--no-cache"], catch_exceptions=False)
+    first = runner.invoke(cli, ["report", *map(str, paths), "--by", "month", "--format", "csv", *cache],
+                          catch_exceptions=False)
+    parts = runner.invoke(cli, ["report", *map(str, paths), *args, *cache], catch_exceptions=False)
+    assert cold.exit_code == first.exit_code == parts.exit_code == 0, parts.output
+    assert " 0 from cache" in first.stderr and " 0 parsed, " in parts.stderr and "stored report" not in parts.stderr
+    return cold.stdout, parts.stdout
+
+
+def test_cold_cli_report_matches_the_cached_report(tmp_path):
+    """The CLI end to end: --no-cache (the path without polars) and the parts (polars) print the same bytes.
+    (Both runs took fast.py before: a fresh cache's first report is made without polars too.)"""
+    cold, cached = report_both_ways(tmp_path, [SAMPLES], "--by", "session", "--format", "table")
+    assert cold == cached and cold.count("\n") > 4
+
+
+def _claude_line(message: str, request: str, side: bool, cache_read: int, output: int, *, when: str,
+                 inputs: int = 0, model: str = "claude-sonnet-4-5") -> str:
+    return json.dumps({
+        "type": "assistant", "sessionId": "s", "uuid": f"{message}{request}", "isSidechain": side,
+        "requestId": request, "timestamp": when, "cwd": "/w",
+        "message": {"id": message, "model": model, "usage": {
+            "input_tokens": inputs, "output_tokens": output, "cache_read_input_tokens": cache_read}},
+    }) + "\n"
+
+
+def test_a_sidechain_replay_counts_once_on_both_paths(tmp_path):
+    """A /btw side conversation replays the parent's message under a new request id: only the main-line
+    copy counts (fast.deduplicated's `min(copies, key=_replay_order)`, aggregate's collapse). Keeping
+    every copy gives 3 requests and 50,720 cache-read tokens."""
+    folder = tmp_path / "projects" / "-w"
+    (folder / "s" / "subagents").mkdir(parents=True)
+    (folder / "s.jsonl").write_text(_claude_line("msg-parent", "req-parent", False, 20, 10, when="2026-03-29T07:00:00Z"))
+    (folder / "s" / "subagents" / "agent-aside.jsonl").write_text(
+        _claude_line("msg-parent", "req-replay", True, 50_000, 10, when="2026-03-29T07:01:00Z")
+        + _claude_line("msg-answer", "req-answer", True, 700, 30, when="2026-03-29T07:02:00Z"))
+    for out in report_both_ways(tmp_path, [tmp_path / "projects"], "--by", "session", "--format", "json"):
+        totals = json.loads(out)["totals"]
+        assert (totals["requests"], totals["cache_read_tokens"], totals["output_tokens"]) == (2, 720, 40)
+
+
+def test_a_prompt_exactly_at_a_tier_threshold_takes_the_base_price(tmp_path):
+    """A tier applies when the prompt EXCEEDS its threshold (`*_above_200k_tokens`): 200,000 prompt tokens
+    cost the base rate, 200,001 the tier's, on both paths."""
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"tier-model": {
+        "litellm_provider": "anthropic", "input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6,
+        "cache_read_input_token_cost": 1e-7, "input_cost_per_token_above_200k_tokens": 3e-6,
+        "output_cost_per_token_above_200k_tokens": 4e-6, "cache_read_input_token_cost_above_200k_tokens": 5e-7}}))
+    session = tmp_path / "projects" / "-w" / "s.jsonl"
+    session.parent.mkdir(parents=True)
+    session.write_text(  # prompt = input + cache read
+        _claude_line("m-at", "r-at", False, 150_000, 10, inputs=50_000, when="2026-03-29T07:00:00Z",
+                     model="tier-model")
+        + _claude_line("m-over", "r-over", False, 150_000, 10, inputs=50_001, when="2026-03-29T07:01:00Z",
+                       model="tier-model"))
+    at = 50_000 * 1e-6 + 150_000 * 1e-7 + 10 * 2e-6
+    over = 50_001 * 3e-6 + 150_000 * 5e-7 + 10 * 4e-6
+    for out in report_both_ways(tmp_path, [session], "--by", "session", "--format", "json", "--pricing", prices,
+                                "--cost-mode", "calculate"):
+        (row,) = json.loads(out)["rows"]
+        assert row["requests"] == 2 and row["cost_usd"] == pytest.approx(at + over, abs=1e-12)
 
 
 @pytest.mark.parametrize("by", ["day", "session", "model"])

@@ -198,14 +198,74 @@ def test_the_first_report_writes_the_parts_the_parts_path_writes(archive, tmp_pa
     assert out == report(archive, "--format", "json", "--no-cache")[0]
 
 
+def _blocked_cache(folder: Path) -> Path:
+    """A cache folder whose parts folder cannot be made (a file in its place: as a read-only disk, an OSError)."""
+    folder.mkdir(parents=True)
+    (folder / "usage-v3").write_text("a file where the parts folder would be")
+    return folder
+
+
+def _blocked_warning(folder: Path) -> str:
+    return (f"warning: usage cache folder {folder / 'usage-v3'} cannot be written (File exists): the report is made "
+            "without it")
+
+
 def test_a_cache_folder_that_cannot_be_written_is_a_warning(archive, tmp_path):
-    """The first report's parts are a by-product: where they cannot be written, the report is still made."""
-    blocked = tmp_path / "cache"
-    blocked.mkdir()
-    (blocked / "usage-v3").write_text("a file where the parts folder would be")
+    """The first report's parts are a by-product: where they cannot be written, the report is still made,
+    with one warning naming the folder (not one a file)."""
+    blocked = _blocked_cache(tmp_path / "cache")
     out, err = report(archive, "--format", "json", "--cache-dir", blocked, "--cache-above", "1KB")
-    assert "usage cache part not written" in err and "Traceback" not in err
+    assert err.splitlines()[0] == _blocked_warning(blocked) and "Traceback" not in err
+    assert err.count("warning: usage cache") == 1
     assert out == report(archive, "--format", "json", "--no-cache")[0]
+
+
+@pytest.mark.parametrize("args", [  # --cache-above 0: an archive this small keeps no parts otherwise
+    ("--by", "block", "--format", "json", "--cache-above", "0"),
+    ("--format", "jsonl", "--cache-above", "0"),
+    ("--format", "parquet", "--cache-above", "0"),
+    ("--by", "day", "--format", "json", "--cache-above", "0"),
+    ("--by", "model", "--breakdown", "--format", "csv", "--cache-above", "0"),
+])
+@pytest.mark.parametrize("where", ["--cache-dir", "XDG_CACHE_HOME"])
+def test_every_report_path_is_made_when_its_cache_cannot_be_written(archive, tmp_path, monkeypatch, args, where):
+    """The parts path (blocks, jsonl, parquet, a cached archive) used to stop with `internal error:
+    OSError(30, 'Read-only file system')`, exit 4: now the parts go to a temporary folder, one warning."""
+    if where == "--cache-dir":
+        blocked = _blocked_cache(tmp_path / "cache")
+        options = ["--cache-dir", blocked]
+    else:
+        blocked = _blocked_cache(tmp_path / "xdg" / "batchcompact")
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+        options = []
+    outputs = []
+    for cache in (options, ["--no-cache"]):
+        more = ["-o", tmp_path / f"out{len(outputs)}.parquet"] if "parquet" in args else []
+        out, err = report(archive, *args, *more, *cache)
+        outputs.append(out if not more else pl_rows(more[1]))
+        if cache is options:
+            assert err.splitlines()[0] == _blocked_warning(blocked), err
+            assert err.count("warning: usage cache") == 1 and "Traceback" not in err
+    assert outputs[0] == outputs[1]
+
+
+def pl_rows(path: Path) -> list[dict]:
+    import polars as pl
+
+    return pl.read_parquet(path).to_dicts()
+
+
+def test_a_part_the_cache_refuses_midway_goes_to_a_temporary_folder(archive, tmp_path, monkeypatch):
+    """A cache folder that passed the check but refuses a part (a disk that filled up meanwhile): that
+    file's part is kept in the report's temporary folder, with a warning naming the file."""
+    from batchcompact.report import collect
+
+    blocked = _blocked_cache(tmp_path / "cache")
+    monkeypatch.setattr(collect, "parts_folder_problem", lambda root: None)
+    out, err = report(archive, "--format", "jsonl", "--cache-dir", blocked, "--jobs", "1", "--cache-above", "0")
+    files = sorted(archive.rglob("*.jsonl"))
+    assert err.count(": usage cache part not written: File exists") == len(files), err
+    assert out == report(archive, "--format", "jsonl", "--no-cache")[0]
 
 
 def test_the_polars_path_takes_the_files_the_first_attempt_found(archive, tmp_path, monkeypatch):

@@ -128,7 +128,7 @@ def _check_timezone(ctx, param, value: str) -> str:
 @click.option("--jobs", type=click.IntRange(min=1), help="Processes for parsing [default: CPUs, at most 8].")
 @click.option(
     "--chart", type=click.Path(dir_okay=False), callback=lambda ctx, param, value: _chart_file(value),
-    help="Draw cost per period by model (.html or .png)."
+    help="Draw the table's cost per row, stacked by model (.html or .png)."
 )
 @executor_options
 def report(
@@ -273,10 +273,11 @@ def _print(out, fmt: str, output, compact: bool, *, quiet: bool, verbose: int) -
         click.echo(f"{out.rejected} cache parts failed verification and were rebuilt", err=True)
     if quiet:
         return
+    unread = f", {out.unread} not read (named above)" if out.unread else ""
     if out.replayed:
-        click.echo(f"{out.files} files: 0 parsed, {out.files} from cache (the stored report)", err=True)
+        click.echo(f"{out.files} files: 0 parsed, {out.files} from cache (the stored report){unread}", err=True)
     else:
-        click.echo(f"{out.files} files: {out.parsed} parsed, {out.from_cache} from cache", err=True)
+        click.echo(f"{out.files} files: {out.parsed} parsed, {out.from_cache} from cache{unread}", err=True)
 
 
 def _warn_unpriced(models: list[str]) -> None:

@@ -55,6 +55,7 @@ class Block:
     unpriced: int = 0
     models: set[str] = field(default_factory=set)
     agents: set[str] = field(default_factory=set)
+    model_pico: dict[str, int] = field(default_factory=dict)  # cost per model (the chart's stacks)
 
     @property
     def cost(self) -> float:
@@ -70,7 +71,10 @@ class Block:
         if row["cost_usd"] is None:
             self.unpriced += 1
         else:
-            self.cost_pico += to_pico(row["cost_usd"])
+            pico = to_pico(row["cost_usd"])
+            self.cost_pico += pico
+            model = row["model"] or "(unknown)"
+            self.model_pico[model] = self.model_pico.get(model, 0) + pico
         if row["model"]:
             self.models.add(row["model"])
         self.agents.add(row["agent"])
@@ -139,7 +143,10 @@ def build_blocks(lf: pl.LazyFrame, settings):
         "first_timestamp": min((r["first_timestamp"] for r in kept), default=None),
         "last_timestamp": max((r["last_timestamp"] for r in kept), default=None),
     }
-    return Report(settings=settings, keys=["block_start"], rows=rows, totals=totals, extra_columns=BLOCK_COLUMNS)
+    stacks = [(b.start.strftime("%Y-%m-%d %H:%M"), {m: from_pico(p) for m, p in b.model_pico.items()})
+              for _, b in shown if not b.gap]
+    return Report(settings=settings, keys=["block_start"], rows=rows, totals=totals, extra_columns=BLOCK_COLUMNS,
+                  stacks=stacks)
 
 
 def _active(block: Block, now: datetime, length: timedelta) -> bool:

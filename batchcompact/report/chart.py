@@ -1,7 +1,10 @@
-"""Cost per period stacked by model: self-contained HTML (inline SVG, no dependency) or PNG (matplotlib).
+"""Cost per group of the report's table, stacked by model: self-contained HTML (inline SVG, no
+dependency) or PNG (matplotlib).
 
-Input is a breakdown report (period key + `model`); periods run left to right in key order, models
-stack in a stable order (largest total cost at the bottom).
+Input is the table's groups broken down by model (its keys + `model`; `produce.chart_report`), or a
+report's own `stacks` (billing blocks): one bar per row of the table, in time order for periods and
+blocks, in the table's order otherwise (sessions, projects, models, agents); models stack in a stable
+order (largest total cost at the bottom).
 """
 
 from __future__ import annotations
@@ -26,19 +29,39 @@ PALETTE = (
 )
 
 
+TIME_KEYS = ("date", "week", "month", "block_start")  # bars left to right in time order
+
+
 def chart_series(report: Report) -> tuple[list[str], list[str], dict[str, list[float]]]:
-    """(periods, models, cost per model per period) from a breakdown report."""
-    period_key = report.keys[0]
-    cost: dict[tuple[str, str], float] = {}
-    for row in report.rows.iter_rows(named=True):
-        key = (str(row[period_key]), row["model"] or "(unknown)")
-        cost[key] = cost.get(key, 0.0) + (row["cost_usd"] or 0.0)
-    periods = sorted({p for p, _ in cost})
+    """(bar labels, models, cost per model per bar): a bar per group of the table (`report.keys` without
+    `model`, labelled by the first), or the report's `stacks`."""
+    if report.stacks is not None:
+        bars = list(report.stacks)
+    else:
+        group = [k for k in report.keys if k != "model"] or ["model"]
+        found: dict[tuple, tuple[str, dict[str, float]]] = {}
+        for row in report.rows.iter_rows(named=True):
+            label, costs = found.setdefault(tuple(row[k] for k in group), (_label(row[group[0]]), {}))
+            model = row["model"] or "(unknown)"
+            costs[model] = costs.get(model, 0.0) + (row["cost_usd"] or 0.0)
+        bars = list(found.values())
+    if report.keys[0] in TIME_KEYS:
+        bars.sort(key=lambda bar: bar[0])
     totals: dict[str, float] = {}
-    for (_, m), c in cost.items():
-        totals[m] = totals.get(m, 0.0) + c
+    for _, costs in bars:
+        for m, c in costs.items():
+            totals[m] = totals.get(m, 0.0) + c
     models = sorted(totals, key=lambda m: (-totals[m], m))
-    return periods, models, {m: [cost.get((p, m), 0.0) for p in periods] for m in models}
+    return [label for label, _ in bars], models, {m: [costs.get(m, 0.0) for _, costs in bars] for m in models}
+
+
+def _label(value) -> str:
+    return "(unknown)" if value is None else str(value)
+
+
+def _title(report: Report) -> str:
+    by = report.settings.by
+    return "Cost per model" if by == "model" else f"Cost per {by} by model"
 
 
 def write_chart(report: Report, path: str | Path) -> None:
@@ -93,7 +116,7 @@ def render_html(report: Report) -> str:
         f'<li><span style="background:{PALETTE[j % len(PALETTE)]}"></span>{escape(m)}</li>'
         for j, m in enumerate(models)
     )
-    title = f"Cost per {escape(report.keys[0])} by model"
+    title = escape(_title(report))
     return (
         '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>batchcompact report</title><style>'
         "body{font-family:sans-serif;margin:2em}ul{list-style:none;padding:0}li{display:inline-block;margin-right:1em}"
@@ -116,13 +139,15 @@ def write_png(report: Report, path: str | Path) -> None:
     periods, models, series = chart_series(report)
     fig, ax = plt.subplots(figsize=(10, 4.5))
     bottom = [0.0] * len(periods)
+    places = list(range(len(periods)))  # by position: two bars may share a label (one session id, two agents)
     for j, model in enumerate(models):
-        ax.bar(periods, series[model], bottom=bottom, label=model, color=PALETTE[j % len(PALETTE)])
+        ax.bar(places, series[model], bottom=bottom, label=model, color=PALETTE[j % len(PALETTE)])
         bottom = [b + v for b, v in zip(bottom, series[model], strict=True)]
+    ax.set_xticks(places, periods)
     ax.set_ylabel("cost (USD)")
     top = max(bottom, default=0.0)
     ax.set_ylim(0, top * 1.08 if top > 0 else 1)  # stacks start at 0 and the tallest one is not clipped
-    ax.set_title(f"Cost per {report.keys[0]} by model")
+    ax.set_title(_title(report))
     ax.legend(fontsize="small")
     fig.autofmt_xdate()
     fig.tight_layout()

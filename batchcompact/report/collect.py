@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from batchcompact.errors import UsageError
 from batchcompact.folders import cache_folder
 from batchcompact.lifecycle import map_in_processes
 from batchcompact.report.extract import UsageCache, extract_to_part
@@ -22,8 +23,10 @@ from batchcompact.report.files import (  # noqa: F401  (re-exported)
     Tally,
     Walk,
     extract_workers,
+    folder_note,
     iter_resolved,
     iter_source_files,
+    parts_folder_problem,
     stats_warnings,
 )
 from batchcompact.report.snapshot import SNAPSHOT_MIN_FILES, load_snapshot, write_snapshot
@@ -52,21 +55,28 @@ def collect_usage(
     jobs: int | None = None,
     executor=None,
     walk: Walk | None = None,
+    empty_ok: bool = False,
+    cache_above: int | None = None,
 ) -> CollectResult:
     """Get a usage part per source file. With `use_cache=False` parts go to a temp dir (call cleanup()).
 
     `executor` (pipeline.executor) runs the extraction elsewhere (a Ray cluster): the parts are then
     written by the workers, so the cache folder must be on a filesystem every node sees. `walk`: the files
-    another collection of the same paths found just now.
+    another collection of the same paths found just now. `empty_ok`: no file at all is no error.
+    `cache_above` (`--cache-above`): files of at most this many bytes in all are read as under
+    `use_cache=False`, the cache neither read nor written (with the local executor: Ray's nodes write the
+    parts where all of them see them).
     """
     result = CollectResult()
+    found = result.stat_files(paths, walk, empty_ok)
+    if use_cache and cache_above is not None and executor is None and result.bytes <= cache_above:
+        use_cache = False  # a small archive: reading it whole is cheaper than keeping its parts
     if use_cache:
         root = Path(cache_dir) if cache_dir else cache_folder()
     else:
         result.temp_dir = tempfile.TemporaryDirectory(prefix="batchcompact-usage-")
         root = Path(result.temp_dir.name)
     cache = UsageCache(root)
-    found = result.stat_files(paths, walk)
     keys = [key for _, key in found]
     snapshot_worth = use_cache and len(keys) >= SNAPSHOT_MIN_FILES and not result.stats
     if snapshot_worth:
@@ -88,8 +98,20 @@ def collect_usage(
             todo.append(str(path))
             todo_bytes += key.size
     result.rejected = cache.rejected
+    store, spill = str(root), None
+    if use_cache and todo:
+        problem = parts_folder_problem(root)
+        if problem is not None and executor is not None:  # a local temporary folder is no use to other nodes
+            raise UsageError(f"{problem}; --executor ray writes the parts there (pass a --cache-dir every node "
+                             "can write, or --no-cache)")
+        if executor is None:  # where a part goes when the cache cannot take it: the report needs it
+            result.temp_dir = tempfile.TemporaryDirectory(prefix="batchcompact-usage-")
+            spill = result.temp_dir.name
+        if problem is not None:
+            result.stats.insert(0, folder_note(root, problem))
+            store, snapshot_worth = spill, False
     if executor is not None:
-        for part, stats, cached in executor.map(extract_on_node, todo, str(root)):
+        for part, stats, cached in executor.map(extract_on_node, todo, store):
             if part is None:
                 result.stats.append(stats)
             else:
@@ -97,9 +119,9 @@ def collect_usage(
     else:
         workers = extract_workers(jobs, len(todo), todo_bytes)
         if workers > 1:
-            done = _extract_parallel(result, todo, str(root), workers)
+            done = _extract_parallel(result, todo, store, workers, spill)
             todo = todo[done:]
-        _add(result, (extract_to_part(p, str(root)) for p in todo))
+        _add(result, (extract_to_part(p, store, spill) for p in todo))
     if snapshot_worth:
         snapshot = write_snapshot(root, keys, result.parts, result.stats)
         if snapshot is not None:
@@ -117,11 +139,11 @@ def extract_on_node(path: str, root: str) -> tuple[str | None, dict, bool]:
         return None, {"path": path, "warnings": [missing_file_reason(path)], "warning_count": 1}, False
 
 
-def _extract_parallel(result: CollectResult, todo: list[str], root: str, workers: int) -> int:
+def _extract_parallel(result: CollectResult, todo: list[str], root: str, workers: int, spill: str | None) -> int:
     """Extract `todo` in worker processes; returns how many finished (the rest fall back to serial).
     Workers only parse JSON and write Parquet (never polars)."""
     return map_in_processes(extract_to_part, todo, workers, lambda outcome: _add(result, [outcome]),
-                            more=([root] * len(todo),))
+                            more=([root] * len(todo), [spill] * len(todo)))
 
 
 def _add(result: CollectResult, outcomes) -> None:

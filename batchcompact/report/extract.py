@@ -150,10 +150,11 @@ def write_part(part: Path, table: pa.Table, meta: dict) -> None:
         raise
 
 
-def extract_to_part(path: str, cache_dir: str) -> tuple[str, dict, bool]:
+def extract_to_part(path: str, cache_dir: str, spill_dir: str | None = None) -> tuple[str, dict, bool]:
     """Cache-aware extraction of one file (a top-level function so a process pool can run it).
 
-    Returns (part path, stats dict, whether it came from the cache).
+    Returns (part path, stats dict, whether it came from the cache). A part the cache cannot take (a full
+    disk) goes to `spill_dir`, with a warning, when one is given (the caller's temporary folder).
     """
     cache = UsageCache(cache_dir)
     key = FileKey.of(path)
@@ -161,5 +162,11 @@ def extract_to_part(path: str, cache_dir: str) -> tuple[str, dict, bool]:
     if hit is not None:
         return str(hit[0]), hit[1].to_dict(), True
     table, stats = extract_file(path)
-    part = cache.store(key, table, stats)
+    try:
+        part = cache.store(key, table, stats)
+    except OSError as exc:
+        if spill_dir is None:
+            raise
+        stats.warn(None, f"usage cache part not written: {exc.strerror or exc}")
+        part = UsageCache(spill_dir).store(key, table, stats)
     return str(part), stats.to_dict(), False

@@ -11,10 +11,12 @@ from pathlib import Path
 
 from batchcompact.errors import BatchCompactError, InternalError, internal_error_reason
 from batchcompact.formats.compressed import is_decompress_error
-from batchcompact.formats.scan import printable
+from batchcompact.formats.scan import printable, unreadable_reason
 from batchcompact.report.detect import detect_format
 from batchcompact.report.lines import ExtractStats
 from batchcompact.report.schema import UsageRows
+
+NOT_A_SESSION = "not a session file of any agent batchcompact reports on"
 
 
 def extract_rows(path: str | Path, fmt: str | None = None) -> tuple[UsageRows, ExtractStats]:
@@ -33,13 +35,15 @@ def extract_rows(path: str | Path, fmt: str | None = None) -> tuple[UsageRows, E
             extract_runs(path, rows, stats)
         elif agent is not None and agent.usage:
             load(agent.usage)(path, rows, stats)
+        elif fmt is None:  # empty, compressed, binary, or JSON lines of no agent: said, as validate says it
+            stats.refuse(unreadable_reason(str(path), ValueError(NOT_A_SESSION)))
     except BatchCompactError as exc:  # e.g. zstandard missing: say so, keep going
-        stats.warn(None, str(exc))
+        stats.refuse(str(exc))
     except OSError as exc:
-        stats.warn(None, f"cannot read: {exc.strerror or exc}")
+        stats.refuse(f"cannot read: {exc.strerror or exc}")
     except Exception as exc:
         if _is_sqlite_error(exc):  # a database that is locked, damaged or not one of ours
-            stats.warn(None, f"cannot read the database: {exc}")
+            stats.refuse(f"cannot read the database: {exc}")
         elif is_decompress_error(exc):  # rows so far are kept
             stats.warn(None, f"zstd data damaged, the rest of the file is not read: {exc}")
         else:  # a bug: the report would be wrong without this file, so it stops

@@ -33,7 +33,16 @@ from batchcompact.formats.jsonl import paused_gc
 from batchcompact.lifecycle import map_in_processes, worker_init
 from batchcompact.money import from_pico
 from batchcompact.pricing import PriceTable
-from batchcompact.report.files import FileKey, Tally, Walk, extract_workers, part_file, part_name
+from batchcompact.report.files import (
+    FileKey,
+    Tally,
+    Walk,
+    extract_workers,
+    folder_note,
+    part_file,
+    part_name,
+    parts_folder_problem,
+)
 from batchcompact.report.result import Report
 from batchcompact.report.schema import COLUMNS as USAGE_COLUMNS
 from batchcompact.report.settings import (
@@ -150,7 +159,7 @@ def _utc(value):
 def collect_rows(paths, jobs: int | None = None,
                  on_rows: Callable[[list[tuple], frozenset | None], object] | None = None,
                  settings: ReportSettings | None = None, max_bytes: int | None = None,
-                 cache_dir: str | Path | None = None) -> Collected:
+                 cache_dir: str | Path | None = None, empty_ok: bool = False) -> Collected:
     """Extract every file under `paths` (in worker processes when worth it), in the order found.
 
     `on_rows(rows, unpriced)` hears each file's rows as they come, in the order found (then
@@ -159,11 +168,11 @@ def collect_rows(paths, jobs: int | None = None,
     for; rows extracted here come with `unpriced` None. Files of more than `max_bytes` in all:
     Unsupported, before any is read (the caller takes the cached path), unless `cache_dir` is given and
     holds no usage part for most of their bytes (`writes_parts`): then each file's part is written there
-    as it is read (the first report of an archive: no polars)."""
+    as it is read (the first report of an archive: no polars). `empty_ok`: no file at all is no error."""
     if settings is not None and on_rows is None:
         raise ValueError("rows priced by the workers need on_rows")
     result = Collected(on_rows=on_rows)
-    found = result.stat_files(paths)
+    found = result.stat_files(paths, empty_ok=empty_ok)
     todo = [path for path, _ in found]
     store = None
     if max_bytes is not None and result.bytes > max_bytes:
@@ -172,6 +181,9 @@ def collect_rows(paths, jobs: int | None = None,
             refused.walk = Walk(found, result.files, result.bytes, list(result.stats))  # not stat'ed twice
             raise refused
         store = str(cache_dir)
+        if (problem := parts_folder_problem(store)) is not None:  # one warning, not one a file
+            result.stats.insert(0, folder_note(store, problem))
+            store = None
     workers = extract_workers(jobs, len(todo), result.bytes)
     done = _extract_parallel(result, todo, workers, settings, store) if workers > 1 else 0
     for path in todo[done:]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,14 +29,35 @@ log = logging.getLogger(__name__)
 # 4 = summary entries keyed so the session file and the run report count them once; 5 = Claude
 # agent_progress sub-agent usage, 1-hour cache writes, the project from `cwd`; 6 = every row names its
 # agent, Codex forks and sub-agent replays count only the child's own turns, the other agents' readers;
-# 7 = Codex `cache_write_input_tokens`.
-EXTRACT_RULES_VERSION = 7
+# 7 = Codex `cache_write_input_tokens`; 8 = a file of no agent or not readable is named (`unread`), a
+# compactions-*.parquet that is not a run report by its schema is left out; 9 = a provider's response id
+# keys a row with its numbers (`schema.CallKeys`).
+EXTRACT_RULES_VERSION = 9
 
 
 def part_file(cache_dir: str | Path, source: str) -> Path:
     """Where the usage part of the source at absolute path `source` lives under `cache_dir`
     (`extract.UsageCache`; computed here without pyarrow)."""
     return Path(cache_dir) / f"usage-v{USAGE_SCHEMA_VERSION}" / part_name(source)
+
+
+def parts_folder_problem(cache_dir: str | Path) -> str | None:
+    """Why no usage part can be written under `cache_dir` (its parts folder cannot be made or written to:
+    a read-only disk, a file in its place), as one warning; None when a probe file can be made there."""
+    folder = part_file(cache_dir, "").parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return f"usage cache folder {folder} cannot be written ({exc.strerror or exc}): the report is made without it"
+    return None
+
+
+def folder_note(folder: str | Path, message: str) -> dict:
+    """A warning about no source file, as a stats entry (`stats_warnings` prints it)."""
+    return {"path": str(folder), "warnings": [message], "warning_count": 1}
 
 
 def part_name(source: str) -> str:
@@ -197,9 +219,16 @@ class Tally:
     def warnings(self) -> list[str]:
         return stats_warnings(self.stats)
 
-    def stat_files(self, paths: Iterable[str | Path], walk: Walk | None = None) -> list[tuple[str, FileKey]]:
+    @property
+    def unread(self) -> int:
+        """Files the report could not read or that are no session (each named in a warning)."""
+        return sum(stat.get("unread", 0) for stat in self.stats)
+
+    def stat_files(self, paths: Iterable[str | Path], walk: Walk | None = None,
+                   empty_ok: bool = False) -> list[tuple[str, FileKey]]:
         """(path, key) of every file under `paths`, in the order found; counts them and their bytes. A file
-        that cannot be stat'ed is a warning in `stats`; nothing found at all is a UsageError. `walk`: what
+        that cannot be stat'ed is a warning in `stats`; nothing found at all is a UsageError unless
+        `empty_ok` (the agents' own folders, discovered: an empty archive is a report of zero). `walk`: what
         another collection found under the same paths just now (taken as it is, nothing stat'ed again)."""
         if walk is not None:
             self.stats.extend(walk.stats)
@@ -211,7 +240,7 @@ class Tally:
                 found.append((str(path), FileKey.of(real, resolved=True)))
             except OSError as exc:
                 self.stats.append({"path": str(path), "warnings": [f"{path}: cannot stat: {exc}"], "warning_count": 1})
-        if not found and not self.stats:
+        if not found and not self.stats and not empty_ok:
             raise UsageError("no session files found under " + ", ".join(str(p) for p in paths))
         self.files = len(found)
         self.bytes = sum(key.size for _, key in found)

@@ -40,6 +40,7 @@ class ExtractStats:
     # the rows may hold text that is not valid UTF-8 (`extract_rows` cleans them): JSON the standard library
     # decoded escapes a surrogate (a lone "\ud800" is valid JSON to it), or a file name is not UTF-8
     unclean: bool = False
+    unread: int = 0  # 1: the file gave the report nothing it could read (`refuse`: named in a warning)
     warnings: list[str] = field(default_factory=list)
     warning_count: int = 0
 
@@ -48,6 +49,11 @@ class ExtractStats:
         if len(self.warnings) < MAX_WARNINGS_KEPT:
             where = f"{self.path}:{line}" if line else self.path
             self.warnings.append(f"{where}: {message}")
+
+    def refuse(self, message: str) -> None:
+        """The whole file is left out (not a session, not readable): a warning naming it, counted as unread."""
+        self.unread = 1
+        self.warn(None, message)
 
     def too_long(self, line: int, size: int) -> None:
         """A line longer than MAX_LINE_BYTES (`jsonl.capped_lines`): passed over unread, with a warning."""

@@ -28,6 +28,7 @@ class ReportOutput:
     parsed: int = 0
     from_cache: int = 0
     rejected: int = 0  # cache parts that failed verification and were rebuilt
+    unread: int = 0  # files it could not read or that are no session (named in `warnings`)
     replayed: bool = False  # the stored output of an earlier identical report
     texts: dict[str, str] = field(default_factory=dict)
     table_width: int | None = None
@@ -36,12 +37,13 @@ class ReportOutput:
     @classmethod
     def stored(cls, kept: dict[str, Any]) -> ReportOutput:
         return cls(kept["warnings"], kept["unpriced"], kept["dropped_zero"], kept["files"], 0, kept["files"],
-                   replayed=True, texts=kept["texts"], table_width=kept.get("table_width"))
+                   unread=kept.get("unread", 0), replayed=True, texts=kept["texts"], table_width=kept.get("table_width"))
 
     def kept(self) -> dict[str, Any]:
         """What is stored for the next identical report (result_cache.py)."""
         kept: dict[str, Any] = {"warnings": self.warnings, "unpriced": self.unpriced,
-                                "dropped_zero": self.dropped_zero, "files": self.files, "texts": self.texts}
+                                "dropped_zero": self.dropped_zero, "files": self.files, "texts": self.texts,
+                                "unread": self.unread}
         if self.table_width is not None:
             kept["table_width"] = self.table_width
         return kept
@@ -54,8 +56,10 @@ def produce_report(paths: list[str], settings: ReportSettings, fmt: str, output:
     """The report for `paths`: replayed from the stored result when the archive and options are unchanged,
     else built. `executor()` opens the executor for extraction (None: local processes); `warn` hears each
     extraction warning as soon as collection ends (they are in the output too). An archive of at most
-    `cache_above` bytes is read whole without the usage parts (where the path without polars can make the
-    report): loading the parts and polars costs more than reading it."""
+    `cache_above` bytes is read whole without keeping usage parts (by the path without polars where it can
+    make the report, else into a temporary folder): loading the parts and polars costs more than reading it. `sources`: the agents' folders
+    `paths` were discovered in (none: given by the user); such folders holding no file are a report of
+    zero, given PATHS that hold none a usage error."""
     results = None
     if not no_cache and not chart:
         results = _stored_results(paths, settings, fmt, sources, cache_dir)
@@ -86,11 +90,13 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
     from batchcompact.folders import cache_folder
     from batchcompact.report.render import report_records, table_width, write_report
 
+    empty_ok = bool(sources)  # discovered places: an empty archive is a report of zero
+
     runner = executor() if executor is not None else None
     quick = walk = None
     if runner is None and not chart:
         quick, walk = _quick_report(paths, settings, fmt, jobs, None if no_cache else cache_above,
-                                    None if no_cache else cache_dir or cache_folder())
+                                    None if no_cache else cache_dir or cache_folder(), empty_ok)
     if quick is not None:
         result, collected = quick
         warnings = collected.warnings
@@ -101,7 +107,7 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
 
         try:
             collected = collect_usage(paths, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs, executor=runner,
-                                      walk=walk)
+                                      walk=walk, empty_ok=empty_ok, cache_above=cache_above)
         finally:
             if runner is not None:
                 runner.close()
@@ -113,12 +119,11 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
             if chart:
                 from batchcompact.report.chart import write_chart
 
-                period = settings.by if settings.by in ("day", "week", "month") else "day"
-                write_chart(build_report(collected.parts, replace(settings, by=period, breakdown=True)), chart)
+                write_chart(chart_report(result, collected.parts, settings), chart)
         finally:
             collected.cleanup()
     out = ReportOutput(warnings, result.unpriced_models, result.dropped_zero, collected.files, collected.extracted,
-                       collected.cached, collected.rejected)
+                       collected.cached, collected.rejected, collected.unread)
     if fmt == "jsonl":
         out.records = report_records(result)
     elif fmt == "parquet":
@@ -131,8 +136,26 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
     return out
 
 
+def chart_report(result, parts: list[str], settings: ReportSettings):
+    """What the chart draws: the table's groups (the same `--by`, filters and scope: `--by block` is
+    Claude's unless `--agent`/`--source` say) broken down by model. The table itself where it already is
+    (a breakdown, `--by model`) or carries its stacks (blocks); else the breakdown of the same groups,
+    kept to the table's rows and in its order (`--last N` sessions: those N, not N session-model pairs)."""
+    from batchcompact.report import build_report
+    from batchcompact.report.settings import PERIODS
+
+    if settings.breakdown or settings.by == "model" or result.stacks is not None:
+        return result
+    wide = build_report(parts, replace(settings, breakdown=True, last=settings.last if settings.by in PERIODS else None))
+    keys = [k for k in result.keys if k != "model"]
+    bars = result.rows.select(keys).with_row_index("_bar")  # the table's rows, in its order
+    wide.rows = (wide.rows.join(bars, on=keys, how="inner", nulls_equal=True)
+                 .sort("_bar", maintain_order=True).drop("_bar"))
+    return wide
+
+
 def _quick_report(paths, settings: ReportSettings, fmt: str, jobs, max_bytes: int | None = None,
-                  cache_dir: str | Path | None = None):
+                  cache_dir: str | Path | None = None, empty_ok: bool = False):
     """((Report, Collected), None) from the cold path without polars (report/fast.py), or (None, walk) when
     these options or rows need the polars path, or the archive is larger than `max_bytes` and `cache_dir`
     already holds most of its usage parts (`fast.writes_parts`; otherwise the workers write them as they
@@ -156,7 +179,7 @@ def _quick_report(paths, settings: ReportSettings, fmt: str, jobs, max_bytes: in
     builders.append(fast.Builder(settings, PriceTable.load(settings.pricing_file)))
     try:  # the workers price their own rows
         collected = fast.collect_rows(paths, jobs, on_rows=take, settings=settings, max_bytes=max_bytes,
-                                      cache_dir=cache_dir)
+                                      cache_dir=cache_dir, empty_ok=empty_ok)
         return (builders[0].report(), collected), None
     except fast.Unsupported as refused:
         return None, refused.walk

@@ -27,3 +27,5 @@ class Report:
     pricing_source: str = ""
     dropped_zero: int = 0  # requests with no tokens at all, left out
     extra_columns: list[str] = field(default_factory=list)  # grouping-specific (blocks)
+    # (bar label, cost per model) of each row, where the rows are no breakdown by model (blocks): the chart
+    stacks: list[tuple[str, dict[str, float]]] | None = None

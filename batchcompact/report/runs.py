@@ -38,15 +38,38 @@ WANTED = (
 )
 
 
+# What makes a Parquet file a run report: a file named compactions-*.parquet may be anything (a `plan -o`
+# table renamed, whose estimates are no spend), so its schema decides.
+REQUIRED = ("run_id", "input_path", "calls", "prompt_tokens", "completion_tokens", "cost_usd", "model")
+
+
+def not_a_run_report(schema) -> str | None:
+    """Why an Arrow schema is not a `run` report's (another batchcompact table, a column missing), or None.
+    A table that names itself (`batchcompact_table`) must be `compactions`; one that does not (written by
+    another tool, or by a test) needs the columns a run report has."""
+    table = (schema.metadata or {}).get(b"batchcompact_table")
+    if table is not None and table != b"compactions":
+        return (f"not a run report: batchcompact's {table.decode('utf-8', 'replace')!r} table, not `run`'s "
+                "compactions (its numbers are not spend)")
+    missing = [name for name in REQUIRED if name not in schema.names]
+    if missing:
+        return f"not a run report: no column {', '.join(missing)}"
+    return None
+
+
 def extract_runs(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     path = Path(path)
     try:
         parquet = pq.ParquetFile(path)
+        refused = not_a_run_report(parquet.schema_arrow)
+        if refused is not None:
+            stats.refuse(refused)
+            return
         present = [c for c in WANTED if c in parquet.schema_arrow.names]
         table = parquet.read(columns=present)
     except Exception as exc:  # a torn or foreign parquet file is bad input, not a crash
         stats.malformed += 1
-        stats.warn(None, f"cannot read run report: {exc}")
+        stats.refuse(f"cannot read run report: {exc}")
         return
     data = table.to_pylist()
     stats.lines += len(data)

@@ -18,7 +18,8 @@ Invariants (the same for every source, so sums across sources mean the same thin
   see `batchcompact.report.readers`); `source` is the reader that produced it (the same name for every
   agent but pi's descendants, whose files pi's reader reads).
 - `dedupe_key` is set where one request can appear in several files (Claude `message.id:requestId`,
-  Codex event time + cumulative total, OpenCode/Kilo message id); the report keeps one row per key
+  Codex event time + cumulative total, OpenCode/Kilo message id; a provider's response id with the
+  call's numbers, `CallKeys`: Qwen Code, Copilot, kimi-cli); the report keeps one row per key
   across files: the highest `dedupe_rank` (a database row over a legacy JSON copy), then the largest usage.
 - Every reader maps its agent's numbers onto these invariants: cached tokens reported INSIDE input
   (Codex, Gemini, Qwen, OpenAI `prompt_tokens`) are subtracted from input; reasoning reported BESIDE
@@ -143,3 +144,24 @@ def empty_table() -> Any:
 def entry_key(session_id: str | None, entry_id: str | None) -> str | None:
     """The dedupe key of a summary entry's usage, shared by the session file and the run report."""
     return f"summary-entry:{session_id}:{entry_id}" if session_id and entry_id else None
+
+
+
+class CallKeys:
+    """The dedupe keys of one log's rows named by a provider's response id (`chatcmpl-…`): the id with
+    the call's numbers, and for the n-th row of the log with the same id and numbers, `#n`. The id alone
+    merged different calls wherever a server reuses it (a local or test server answers every request with
+    `chatcmpl-mock`, often with the same numbers too); copies of one call (a fork's copied lines, the same
+    call in two logs) carry the same id and numbers in the same order, and count once."""
+
+    def __init__(self, agent: str) -> None:
+        self.agent = agent
+        self.seen: dict[str, int] = {}
+
+    def __call__(self, call_id: object, *numbers: object) -> str | None:
+        """The key of the next row of this log named `call_id` (None without an id)."""
+        if not isinstance(call_id, str) or not call_id:
+            return None
+        key = ":".join((self.agent, call_id, *map(str, numbers)))
+        count = self.seen[key] = self.seen.get(key, 0) + 1
+        return key if count == 1 else f"{key}#{count}"

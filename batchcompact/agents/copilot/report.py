@@ -6,8 +6,9 @@ path set); `${COPILOT_HOME:-~/.copilot}/session-state/<session id>/events.jsonl`
 `session-state/<session id>.jsonl`), written always. One reader takes both: a line with `attributes` is an
 OTel record, a line with `type` and `data` a session event.
 
-One row per model call, keyed `copilot:<response id>`: the OTel `gen_ai.response.id` and the session
-event's `apiCallId` are the same provider id (`chatcmpl-…`), so a call present in both files counts once.
+One row per model call, keyed by its response id and numbers (`schema.CallKeys`): the OTel
+`gen_ai.response.id` and the session event's `apiCallId` are the same provider id (`chatcmpl-…`), so a
+call present in both files counts once, and two calls a server gave one id stay two.
 
 OTel (per file): the same call appears as a `chat` span, an inference-details log and inside its
 `invoke_agent` span, which aggregates every call of the turn. Priority chat span > inference log >
@@ -34,7 +35,7 @@ from pathlib import Path
 
 from batchcompact.report.lines import ExtractStats, as_int, first_str, iter_json_lines, parse_timestamp
 from batchcompact.report.model_names import price_name
-from batchcompact.report.schema import UsageRows
+from batchcompact.report.schema import CallKeys, UsageRows
 
 AGENT = "copilot"
 # Lines worth parsing: OTel records, and the three session events that matter (tool output lines are skipped).
@@ -74,8 +75,9 @@ def extract_copilot(path: str | Path, rows: UsageRows, stats: ExtractStats) -> N
             shutdown = (number, data, obj.get("timestamp"))
     session_id = session_id or session_from_path(path)
     add_otel_rows(file, otel, rows)
+    call_keys = CallKeys(AGENT)
     for call in calls:
-        add_call_row(file, session_id, project, call, rows)
+        add_call_row(file, session_id, project, call, rows, call_keys)
     if not calls and shutdown is not None:
         add_shutdown_rows(file, session_id, project, *shutdown, rows, stats)
 
@@ -165,6 +167,7 @@ def add_otel_rows(file: str, records: list[dict], rows: UsageRows) -> None:
     trace_model: dict[str, str] = {}
     trace_session: dict[str, str] = {}
     trace_time: dict[str, datetime] = {}
+    call_keys = CallKeys(AGENT)
     for r in records:
         if r["when"] is not None:
             for ident in (r["trace"], r["response"]):
@@ -192,7 +195,7 @@ def add_otel_rows(file: str, records: list[dict], rows: UsageRows) -> None:
         if not (total_input or output or cache_write):
             continue
         if r["response"]:
-            key = f"{AGENT}:{r['response']}"
+            key = call_keys(r["response"], total_input - cache_read, output, cache_read, cache_write)
         elif r["trace"] and r["span"]:
             key = f"{AGENT}-otel:{r['trace']}:{r['span']}"
         else:
@@ -230,12 +233,14 @@ def call_kind(event: dict, usage: dict) -> str:
     return "main"
 
 
-def add_call_row(file: str, session_id: str, project: str | None, call: dict, rows: UsageRows) -> None:
+def add_call_row(file: str, session_id: str, project: str | None, call: dict, rows: UsageRows,
+                 call_keys: CallKeys) -> None:
     usage, event = call["usage"], call["event"]
     accounting = usage.get("accounting") if isinstance(usage.get("accounting"), dict) else {}
     identity = first_str(usage, "apiCallId") or first_str(accounting, "usageId")
     total_input = as_int(usage.get("inputTokens"))
     cache_read = min(as_int(usage.get("cacheReadTokens")), total_input)
+    output, cache_write = as_int(usage.get("outputTokens")), as_int(usage.get("cacheWriteTokens"))
     rows.add(
         source=AGENT,
         file=file,
@@ -246,11 +251,12 @@ def add_call_row(file: str, session_id: str, project: str | None, call: dict, ro
         provider=None,
         model=price_name(first_str(usage, "model")),
         kind=call_kind(event, usage),
-        dedupe_key=f"{AGENT}:{identity}" if identity else f"{AGENT}-event:{event.get('id')}",
+        dedupe_key=(call_keys(identity, total_input - cache_read, output, cache_read, cache_write)
+                    or f"{AGENT}-event:{event.get('id')}"),
         input_tokens=total_input - cache_read,
-        output_tokens=as_int(usage.get("outputTokens")),
+        output_tokens=output,
         cache_read_tokens=cache_read,
-        cache_write_tokens=as_int(usage.get("cacheWriteTokens")),
+        cache_write_tokens=cache_write,
         reasoning_tokens=as_int(usage.get("reasoningTokens")),
     )
 

@@ -13,8 +13,8 @@ Where the files are:
 
 Counting: `input_other` / `inputOther` already EXCLUDES cached tokens (kosong subtracts them), so it
 maps to input as is; cache read and creation are beside it. Forks copy history: kimi-cli's fork copies
-the parent's wire lines verbatim (same `message_id`), so rows are keyed `kimi:<message_id>` (the
-provider's response id) and count once across sessions; Kimi Code's fork rewrites the parent's records
+the parent's wire lines verbatim (same `message_id`), so rows are keyed by `message_id` (the
+provider's response id), numbers and time (`schema.CallKeys`) and count once across sessions; Kimi Code's fork rewrites the parent's records
 into the new session and appends a `forked` record, so only records after the last `forked` record are
 the file's own. A kimi-cli `_usage.token_count` (context size) is never usage.
 
@@ -34,7 +34,7 @@ from pathlib import Path
 from batchcompact.formats.jsonl import capped_lines
 from batchcompact.formats.scan import printable
 from batchcompact.report.lines import ExtractStats, as_int, first_str, iter_json_lines, parse_timestamp
-from batchcompact.report.schema import UsageRows
+from batchcompact.report.schema import CallKeys, UsageRows
 
 AGENT = "kimi"
 WANT = (b"token_usage", b'"usage', b'"forked"', b'"config.update"')
@@ -125,6 +125,7 @@ def add_kimi_code_rows(path: Path, records: list, steps: list, project: str | No
 def add_kimi_cli_rows(path: Path, lines: list, rows: UsageRows) -> None:
     model = configured_model(path)
     session_id = path.parent.name
+    call_keys = CallKeys(AGENT)
     for number, obj in lines:
         payload = obj["message"].get("payload")
         if not isinstance(payload, dict) or not isinstance(payload.get("token_usage"), dict):
@@ -132,8 +133,11 @@ def add_kimi_cli_rows(path: Path, lines: list, rows: UsageRows) -> None:
         seconds = obj.get("timestamp")
         when = parse_timestamp(seconds * 1000) if isinstance(seconds, (int, float)) else parse_timestamp(seconds)
         message_id = first_str(payload, "message_id")
-        add_row(rows, path, number, session_id, when, model, payload["token_usage"], camel=False, kind="main",
-                key=f"{AGENT}:{message_id}" if message_id else None)
+        usage = payload["token_usage"]
+        numbers = (as_int(usage.get(name)) for name in ("input_other", "output", "input_cache_read",
+                                                         "input_cache_creation", "total"))
+        add_row(rows, path, number, session_id, when, model, usage, camel=False, kind="main",
+                key=call_keys(message_id, *numbers, seconds))
 
 
 def add_row(rows: UsageRows, path: Path, number: int, session_id: str, when, model: str | None,

@@ -10,7 +10,8 @@ Every model call Qwen Code makes is a `system` record with `subtype: "ui_telemet
 sub-agent's call adds `subagent_name`). The main agent's calls are also an `assistant` record carrying
 the same numbers as `usageMetadata` (`promptTokenCount`, `candidatesTokenCount`, `thoughtsTokenCount`,
 `cachedContentTokenCount`, `totalTokenCount`); a sub-agent's calls (the memory extractor, Task agents)
-are ONLY in the telemetry. So: one row per `api_response` event, keyed `qwen:<response_id>`; an
+are ONLY in the telemetry. So: one row per `api_response` event, keyed by its `response_id`, numbers and
+event time (`schema.CallKeys`: a server that gives every response one id merges nothing); an
 assistant record counts only when no telemetry event stands for it (files of versions that wrote none),
 i.e. when the last unclaimed main-agent event before it does not carry the same numbers.
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from batchcompact.report.lines import ExtractStats, as_int, iter_json_lines, parse_timestamp
-from batchcompact.report.schema import UsageRows
+from batchcompact.report.schema import CallKeys, UsageRows
 
 WANT = (b"usageMetadata", b"api_response")
 
@@ -34,6 +35,7 @@ WANT = (b"usageMetadata", b"api_response")
 def extract_qwen(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     path = Path(path)
     file = str(path)
+    call_keys = CallKeys("qwen")
     pending: list[tuple] = []  # numbers of main-agent telemetry events not yet matched by an assistant record
     for number, obj in iter_json_lines(path, stats, want=WANT):
         session = obj.get("sessionId") if isinstance(obj.get("sessionId"), str) else path.stem
@@ -52,7 +54,7 @@ def extract_qwen(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
             _add(rows, file=file, line=number, session=session, project=project,
                  when=event.get("event.timestamp") or obj.get("timestamp"), model=event.get("model"),
                  numbers=numbers, total=event.get("total_token_count"), sidechain=bool(sub),
-                 key=f"qwen:{response}" if isinstance(response, str) and response else None)
+                 key=call_keys(response, *numbers, event.get("event.timestamp")))
         elif obj.get("type") == "assistant" and isinstance(obj.get("usageMetadata"), dict):
             usage = obj["usageMetadata"]
             numbers = (as_int(usage.get("promptTokenCount")), as_int(usage.get("candidatesTokenCount")),

@@ -1,0 +1,92 @@
+"""The benchmarks measure what they say: a goal that cannot be measured is a row saying so and a failing
+exit, the e2e ratio pairs each round's plan with its own run, a plan that read nothing is not timed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLES, fixture_path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def figures(stdout: str) -> list[dict]:
+    return [json.loads(line[len("FIGURE "):]) for line in stdout.splitlines() if line.startswith("FIGURE ")]
+
+
+def test_a_goal_without_ccusage_is_not_measured_and_fails_the_bench(tmp_path):
+    """No ccusage: the stage printed "skipped", its goal rows vanished from the table and the bench exited 0."""
+    env = {"PATH": os.path.dirname(sys.executable) + ":/usr/bin:/bin", "HOME": str(tmp_path),
+           "BATCHCOMPACT_TEST_CACHE": str(tmp_path / "none"), "PYTHONPATH": str(REPO)}
+    assert shutil.which("ccusage", path=env["PATH"]) is None
+    alone = subprocess.run([sys.executable, str(REPO / "bench" / "bench_agents.py"), "--quick"], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert alone.returncode == 3, alone.stderr
+    rows = figures(alone.stdout)
+    assert [(f["figure"], f["goal"], f["value"]) for f in rows] == [
+        ("cold CLI (--no-cache), 20 MB Gemini CLI", "ratio <= 1.0", None),
+        ("cold CLI (--no-cache), 20 MB Qwen Code", "ratio <= 1.0", None)]
+    assert all(f["status"].startswith("not measured: no ccusage binary") for f in rows)
+    assert "bench: not measured: report: cold CLI (--no-cache), 20 MB Qwen Code" in alone.stderr
+    table = subprocess.run([sys.executable, "-m", "bench", "--only", "agents", "--quick"], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert table.returncode == 1
+    assert sum("not measured: no ccusage binary" in line for line in table.stdout.splitlines()) == 2
+    assert "bench: 1 stage(s) could not measure a goal: agents" in table.stderr
+
+
+def test_the_e2e_ratio_is_the_median_of_each_round_s_own(tmp_path, monkeypatch, capsys):
+    """plan 1, 2, 4 s against run 4, 1, 2 s: the rounds' own ratios are 0.25, 2 and 2 (median 2); the
+    medians' ratio, 2 / 2 = 1, paired the plan of one round with the run of another."""
+    import tempfile
+
+    monkeypatch.syspath_prepend(str(REPO))
+    from bench import bench_e2e
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    timings = {"plan": iter([(9.0, 9.0), (1.0, 1.0), (2.0, 2.0), (4.0, 4.0)]),
+               "run": iter([(4.0, 4.0), (1.0, 1.0), (2.0, 2.0)])}
+
+    def cli(*args, env=None):
+        if args[0] == "run":
+            target = Path(args[args.index("--output-dir") + 1])
+            target.mkdir(parents=True)
+            (target / "s.jsonl").write_text("{}\n")
+        return next(timings[args[0]])
+
+    def corpus(root, total, seed, formats):
+        root.mkdir(parents=True)
+        (root / "corpus.json").write_text("{}")
+        shutil.copyfile(next(SAMPLES.rglob("*.jsonl")), root / "s.jsonl")
+
+    monkeypatch.setattr(bench_e2e, "_cli", cli)
+    monkeypatch.setattr(bench_e2e, "write_corpus", corpus)
+    monkeypatch.setattr(bench_e2e, "precompile", lambda: REPO / "batchcompact")
+    monkeypatch.setattr(bench_e2e, "remembered_counts", lambda *a: ([(1.0, 1.0)], [(1.0, 1.0)]))
+    monkeypatch.setattr(bench_e2e, "write_floor", lambda files, runs: (1.0, 0.1, 1, 100))
+    bench_e2e.main(["--quick", "--runs", "3"])
+    (row,) = [f for f in figures(capsys.readouterr().out) if f["figure"] == "run, built-in summarizer"]
+    assert row["ratio"] == 2.0 and row["status"] == "met: 2.00x vs >= 0.8"
+    assert "rounds 0.25-2.00" in row["note"]
+
+
+def test_the_plan_bench_times_no_plan_that_failed(tmp_path, monkeypatch):
+    """bench_plan counted the rows: a file plan could not read (an error row, quick to make) passed."""
+    monkeypatch.syspath_prepend(str(REPO))
+    from bench import bench_plan
+    from bench.timing import BenchFailure
+
+    session = fixture_path("pi", "large-session.jsonl")
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"type": "session", "version": 3, "id": "x"\n')
+    assert bench_plan.plan_time([str(session)], 1) > 0
+    with pytest.raises(BenchFailure, match=r"plan \(--force\) gave 1 error rows of 2; nothing timed"):
+        bench_plan.plan_time([str(session), str(broken)], 1)
+    with pytest.raises(BenchFailure, match=r"plan \(--force\) planned no session of 1"):
+        bench_plan.check_rows(["skip"], 1, "--force", need_plans=True)
