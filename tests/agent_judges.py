@@ -432,11 +432,22 @@ def qwen_env(home: Path, url: str) -> dict[str, str]:
                        QWEN_CODE_SUPPRESS_YOLO_WARNING="1")
 
 
-def compact_in_place(chat: Path, keeps: tuple[int, ...] = (600, 400, 300, 200, 150, 100, 60)) -> int:
+def assert_whole_summary(body: str, returned: list[str]) -> None:
+    """`body`, the summary we wrote without its agent's wrapping, holds the summarizer's texts whole, in
+    order (batchcompact composes them with a split turn's heading and the file lists)."""
+    assert returned, "the summarizer was not called"
+    at = 0
+    for text in returned:
+        at = body.index(text, at) + len(text)
+
+
+def compact_in_place(chat: Path, keeps: tuple[int, ...] = (600, 400, 300, 200, 150, 100, 60)) -> list[str]:
     """`batchcompact run --in-place` on a short recorded chat, with the largest --keep-recent-tokens (of
     `keeps`) that still leaves something to summarize (the tool paths, hence the sizes, vary with the tmp
-    folder); returns that value."""
+    folder), `judge_summarizer.summarize` and a run state of its own; returns the summaries it returned,
+    in order."""
     import sys
+    import tempfile
 
     for keep in keeps:
         planned = subprocess.run(
@@ -448,10 +459,19 @@ def compact_in_place(chat: Path, keeps: tuple[int, ...] = (600, 400, 300, 200, 1
             break
     else:
         raise AssertionError(f"nothing to summarize in {chat} with any of {keeps}")
-    done = subprocess.run(
-        [sys.executable, "-m", "batchcompact", "run", "--force", "--min-age", "0", "--keep-recent-tokens", str(keep),
-         "--in-place", str(chat)], capture_output=True, text=True, timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "1 compacted" in done.stderr + done.stdout
-    return keep
+    with tempfile.TemporaryDirectory() as folder:
+        log = Path(folder) / "summaries.jsonl"
+        log.touch()
+        env = {**os.environ, "BATCHCOMPACT_JUDGE_SUMMARIES": str(log),
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))}
+        done = subprocess.run(
+            [sys.executable, "-m", "batchcompact", "run", "--force", "--min-age", "0", "--keep-recent-tokens",
+             str(keep), "--summarizer", "judge_summarizer:summarize", "--in-place", str(chat),
+             # a state and reports of its own: the user's default state is locked by any other run, and
+             # a summary cached there would not be asked of the summarizer
+             "--state", str(Path(folder) / "state.sqlite"), "--report-dir", str(Path(folder) / "reports")],
+            capture_output=True, text=True, timeout=300, env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "1 compacted" in done.stderr + done.stdout
+        return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import ipaddress
 import os
 import socket
 from pathlib import Path
+from types import ModuleType
 from typing import NoReturn
 
 import pytest
@@ -28,8 +30,17 @@ def in_ci() -> bool:
 def unavailable(reason: str) -> NoReturn:
     """Skip the test because something it needs is missing; in CI, fail it (CI passes only on what ran)."""
     if in_ci():
-        pytest.fail(f"{reason} (CI is set: a missing judge or fixture fails the run)", pytrace=False)
-    pytest.skip(reason)
+        pytest.fail(f"{reason} (CI is set: a missing judge, extra or fixture fails the run)", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+
+def required_module(name: str, extra: str) -> ModuleType:
+    """`import name`, or skip the test (or the module, at its top) when it is not installed; in CI, fail:
+    CI installs every extra the tests use (`pytest.importorskip` would skip there too)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        unavailable(f"{name} is not installed ({exc}; pip install -e '.[{extra}]')")
 
 
 def shared_fixtures() -> Path:

@@ -124,20 +124,23 @@ def test_already_compacted_when_the_summary_is_the_leaf(tmp_path):
     assert isinstance(result, Skip) and result.reason == "already compacted"
 
 
-SUBAGENT = FILES[3]  # a sub-agent transcript: every line is a sidechain, no main chain to compact
+SUBAGENT = FILES[3]  # a sub-agent transcript: every line is a sidechain line
 
 
 def compactable():
     for parts in FILES:
-        if parts is not SUBAGENT and parts is not FILES[7]:  # FILES[7]: one cut point on its path
+        if parts is not FILES[7]:  # FILES[7]: one cut point on its path
             yield pytest.param(parts, 1, id=f"{parts[-1][:20]}-1")
     for parts, keep in ((MAIN, 3000), (MAIN, 20000), (FILES[5], 3000), (FILES[4], 300)):
         yield pytest.param(parts, keep, id=f"{parts[-1][:20]}-{keep}")
 
 
-def test_subagent_transcript_has_nothing_to_compact():
-    result = plan_of(claude.read(fixture_path(*SUBAGENT)), 1)
-    assert isinstance(result, Skip) and result.reason == "empty session"
+def test_subagent_transcript_is_its_sidechain():
+    """A sub-agent's own file: every line a sidechain line, they are its conversation (--force plans it)."""
+    session = claude.read(fixture_path(*SUBAGENT))
+    assert session.extra["subagent"] and len(session.entries) == 5
+    assert session.problems == []  # its first lines hang from its parent session's lines: no warning
+    assert isinstance(plan_of(session, 1), CompactionPlan)
 
 
 @pytest.mark.parametrize(("parts", "keep"), list(compactable()))
@@ -145,8 +148,7 @@ def test_compact_write_reread_verify(parts, keep, tmp_path):
     src = fixture_path(*parts)
     session = claude.read(src)
     plan = plan_of(session, keep)
-    if not isinstance(plan, CompactionPlan):
-        pytest.skip(f"nothing to compact: {plan.reason}")
+    assert isinstance(plan, CompactionPlan), f"nothing to compact: {plan.reason}"  # each case was chosen to compact
     lines = claude.build_compaction(session, plan, "## Goal\nthe summary", usage=None, now_iso=NOW)
     assert lines == claude.build_compaction(session, plan, "## Goal\nthe summary", usage=None, now_iso=NOW)
     out = write_compacted(src, lines, tmp_path / src.name)

@@ -11,9 +11,10 @@ import sys
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import fixture_path
+from conftest import REPO, fixture_path
 from factories import Builder
 
+from batchcompact.agents import AGENTS
 from batchcompact.cli import cli
 
 PLAN_KEYS = {
@@ -35,6 +36,22 @@ def test_version_and_help():
     helped = subprocess.run([sys.executable, "-m", "batchcompact", "--help"], capture_output=True, text=True)
     for command in ("validate", "show", "plan", "run", "report"):
         assert command in helped.stdout
+
+
+def test_help_and_the_package_description_name_what_is_compacted_and_reported():
+    """Every agent of the registry is named in `--help`; every agent batchcompact compacts in the package
+    description too (both said "(pi, Claude Code, Codex)" after Gemini CLI and Qwen Code were added)."""
+    import tomllib
+
+    helped = subprocess.run([sys.executable, "-m", "batchcompact", "--help"], capture_output=True, text=True)
+    text = " ".join(helped.stdout.split())
+    description = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["description"]
+    for agent in AGENTS:
+        named = re.compile(rf"\b{re.escape(agent.display_name)}\b")
+        assert named.search(text), agent.display_name
+        if agent.writer is not None:
+            assert named.search(text.split(" and report ")[0]), agent.display_name
+            assert named.search(description), agent.display_name
 
 
 def test_plan_json_on_fixtures_has_the_documented_keys(tmp_path):

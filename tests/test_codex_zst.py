@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import fixture_path
+from conftest import fixture_path, required_module
 
-zstandard = pytest.importorskip("zstandard", reason="the zstd extra (zstandard) is not installed")
+zstandard = required_module("zstandard", "zstd")
 
 ROLLOUT = ("codex", "sessions", "2026", "02", "23", "rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl")
 

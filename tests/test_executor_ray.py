@@ -13,9 +13,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.conftest import SAMPLES, copy_archive, session_outputs, shared_fixtures
+from tests.conftest import SAMPLES, copy_archive, required_module, session_outputs, shared_fixtures
 
-ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
+ray = required_module("ray", "ray")
 
 pytestmark = pytest.mark.slow
 

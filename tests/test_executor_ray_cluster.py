@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, required_module
 
-ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
+ray = required_module("ray", "ray")
 
 pytestmark = pytest.mark.slow
 

@@ -3,8 +3,8 @@
 In a sandbox HOME the real CLI records a chat against a loopback fake Gemini API that makes tool calls
 (read_file, write_file, replace, run_shell_command; then, resumed, glob, grep_search, write_todos,
 list_directory). `batchcompact run --in-place` compacts it; `gemini --resume latest -p …` then runs twice.
-The first request of each resume must start from our summary (after the context block Gemini
-regenerates), hold the kept tail's calls and results in order and nothing from before the cut, and the
+The first request of each resume must start from the whole summary we wrote, byte for byte (after the
+context block Gemini regenerates), hold the kept tail's calls and results in order and nothing from before the cut, and the
 second resume must send the same history plus the first resume's turn.
 """
 
@@ -19,6 +19,7 @@ from agent_judges import (
     GEMINI,
     REPLY,
     FakeGemini,
+    assert_whole_summary,
     compact_in_place,
     gemini_env,
     gemini_script,
@@ -86,15 +87,16 @@ def compacted(gemini_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
         last = _gemini(gemini_bin, home, project, api, "--resume", "latest", "-p", "STEP-TWO: look around")
         chat = _chat_file(home)
         original = chat.read_text()
-        compact_in_place(chat)
+        summaries = compact_in_place(chat)
         first = _gemini(gemini_bin, home, project, api, "--resume", "latest", "-p", "RESUME-ONE: continue")
         second = _gemini(gemini_bin, home, project, api, "--resume", "latest", "-p", "RESUME-TWO: again")
         before_second = chat.read_text()
-        compact_in_place(chat)  # the agent went on: compact again
+        summaries2 = compact_in_place(chat)  # the agent went on: compact again
         third = _gemini(gemini_bin, home, project, api, "--resume", "latest", "-p", "RESUME-THREE: once more")
     return {"chat": chat, "original": original, "before": last[-1]["contents"], "first": first,
             "second": second, "checkpoint": _our_checkpoint(chat.read_text()[len(original):]),
-            "third": third, "checkpoint2": _our_checkpoint(chat.read_text()[len(before_second):])}
+            "third": third, "checkpoint2": _our_checkpoint(chat.read_text()[len(before_second):]),
+            "summaries": summaries, "summaries2": summaries2}
 
 
 def _our_checkpoint(text: str) -> list[dict]:
@@ -111,15 +113,31 @@ def _kept_calls(checkpoint: list[dict]) -> list[str]:
     return list(dict.fromkeys(calls))
 
 
-def test_the_resumed_request_starts_from_our_summary(compacted: dict) -> None:
-    contents = compacted["first"][0]["contents"]
+def _our_summary(checkpoint: list[dict], returned: list[str]) -> str:
+    """The whole text of the summary message we wrote in `checkpoint` (the one that carries our marker):
+    the summarizer's texts, whole, inside `<state_snapshot>`."""
+    [message] = [m for m in checkpoint if "batchcompact" in m]
+    assert message["type"] == "user"
+    [text] = [p["text"] for p in message["content"] if isinstance(p, dict) and "text" in p]
+    assert text.startswith("<state_snapshot>\n") and text.endswith("\n</state_snapshot>")
+    assert_whole_summary(text.removeprefix("<state_snapshot>\n").removesuffix("\n</state_snapshot>"), returned)
+    return text
+
+
+def _sent_summary(contents: list[dict]) -> str:
+    """The summary a request sent: the first user turn is Gemini's regenerated context block, then the
+    first stored user message (ours) as it is; no other snapshot anywhere in the request."""
     first_user = contents[0]
     assert first_user["role"] == "user"
     texts = [p.get("text") or "" for p in first_user["parts"]]
-    # Gemini puts its regenerated context block first, then the first stored user message: our summary
-    assert texts[0].startswith("<session_context>")
-    assert texts[1].startswith("<state_snapshot>\n") and texts[1].endswith("\n</state_snapshot>")
+    assert len(texts) == 2 and texts[0].startswith("<session_context>")
     assert sum(t.startswith("<state_snapshot>") for t in _texts(contents)) == 1
+    return texts[1]
+
+
+def test_the_resumed_request_starts_from_our_summary(compacted: dict) -> None:
+    ours = _our_summary(compacted["checkpoint"], compacted["summaries"])
+    assert _sent_summary(compacted["first"][0]["contents"]) == ours  # the whole summary we wrote, byte for byte
 
 
 def test_the_resumed_request_holds_the_kept_tail_and_nothing_before_the_cut(compacted: dict) -> None:
@@ -145,15 +163,15 @@ def test_a_second_resume_sends_the_same_history(compacted: dict) -> None:
     first_prompt = next(i for i, c in enumerate(first) if any("RESUME-ONE" in (p.get("text") or "") for p in c["parts"]))
     assert [c["role"] for c in second[1:first_prompt]] == [c["role"] for c in first[1:first_prompt]]
     assert _calls(second[:first_prompt]) == _calls(first[:first_prompt])
-    assert _texts(second)[1] == _texts(first)[1]  # the same summary
+    assert _sent_summary(second) == _our_summary(compacted["checkpoint"], compacted["summaries"])  # the same, whole
     assert any("RESUME-ONE" in t for t in _texts(second))  # and the first resume's turn
 
 
 def test_a_second_compaction_resumes_from_the_new_summary_only(compacted: dict) -> None:
     contents = compacted["third"][0]["contents"]
-    snapshots = [t for t in _texts(contents) if t.startswith("<state_snapshot>")]
-    first_summary = _texts(compacted["first"][0]["contents"])[1]
-    assert len(snapshots) == 1 and snapshots[0] != first_summary
+    ours = _our_summary(compacted["checkpoint2"], compacted["summaries2"])
+    assert ours != _our_summary(compacted["checkpoint"], compacted["summaries"])
+    assert _sent_summary(contents) == ours
     kept = _kept_calls(compacted["checkpoint2"])
     sent = _calls(contents)
     assert sent == kept

@@ -4,7 +4,8 @@ In a sandbox HOME the real CLI records a chat against a loopback fake OpenAI-com
 tool calls (read_file, write_file, edit, run_shell_command; then, continued, glob, grep_search,
 run_shell_command). `batchcompact run --in-place` compacts it (a `chat_compression` record, as Qwen Code
 writes its own); `qwen --continue -p …` then runs twice. The first request of each resume must start
-from our summary (in the first user message, after the reminders Qwen Code regenerates), hold the kept
+from the whole summary we wrote, byte for byte (in the first user message, after the reminders Qwen Code
+regenerates), hold the kept
 tail's calls and results in order and nothing from before the cut; the second resume must send the
 same history plus the first resume's turn.
 """
@@ -20,6 +21,7 @@ from agent_judges import (
     QWEN,
     REPLY,
     FakeOpenAIChat,
+    assert_whole_summary,
     compact_in_place,
     npm_cli,
     qwen_env,
@@ -78,16 +80,17 @@ def compacted(qwen_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
         last = _qwen(qwen_bin, home, project, api, "--continue", "-p", "STEP-TWO: look around")
         [chat] = sorted((home / ".qwen" / "projects").glob("*/chats/*.jsonl"))
         original = chat.read_text()
-        compact_in_place(chat)
+        summaries = compact_in_place(chat)
         first = _qwen(qwen_bin, home, project, api, "--continue", "-p", "RESUME-ONE: continue")
         second = _qwen(qwen_bin, home, project, api, "--continue", "-p", "RESUME-TWO: again")
         before_second = chat.read_text()
-        compact_in_place(chat)  # the agent went on: compact again
+        summaries2 = compact_in_place(chat)  # the agent went on: compact again
         third = _qwen(qwen_bin, home, project, api, "--continue", "-p", "RESUME-THREE: once more")
     record = json.loads(chat.read_text()[len(original):].splitlines()[0])
     record2 = json.loads(chat.read_text()[len(before_second):].splitlines()[0])
     return {"chat": chat, "original": original, "before": last[-1]["messages"], "first": first,
-            "second": second, "record": record, "third": third, "record2": record2}
+            "second": second, "record": record, "third": third, "record2": record2, "summaries": summaries,
+            "summaries2": summaries2}
 
 
 def _kept_calls(record: dict) -> list[str]:
@@ -95,22 +98,35 @@ def _kept_calls(record: dict) -> list[str]:
     return [p["functionCall"]["id"] for c in history for p in c["parts"] if "functionCall" in p]
 
 
+def _our_summary(record: dict, returned: list[str]) -> str:
+    """The whole text of the summary we wrote, the first turn of our record's compressed history: the
+    summarizer's texts, whole, inside `<state_snapshot>`."""
+    first = record["systemPayload"]["compressedHistory"][0]
+    assert first["role"] == "user"
+    [text] = [p["text"] for p in first["parts"]]
+    assert text.startswith("<state_snapshot>\n") and text.endswith("\n</state_snapshot>")
+    assert_whole_summary(text.removeprefix("<state_snapshot>\n").removesuffix("\n</state_snapshot>"), returned)
+    return text
+
+
+def _sent_summary(messages: list[dict]) -> str:
+    """The summary a request sent: after the system prompt, the first user message holds Qwen Code's
+    regenerated reminders, then the first stored user turn (ours) as it is; no other snapshot anywhere."""
+    assert messages[0]["role"] == "system"
+    assert messages[1]["role"] == "user"
+    assert sum(t.startswith("<state_snapshot>") for m in messages for t in _texts(m)) == 1
+    return _texts(messages[1])[-1]
+
+
 def test_our_compaction_is_a_chat_compression_record(compacted: dict) -> None:
     record = compacted["record"]
     assert record["type"] == "system" and record["subtype"] == "chat_compression"
-    history = record["systemPayload"]["compressedHistory"]
-    assert history[0]["parts"][0]["text"].startswith("<state_snapshot>\n")
+    _our_summary(record, compacted["summaries"])
 
 
 def test_the_resumed_request_starts_from_our_summary(compacted: dict) -> None:
-    messages = compacted["first"][0]["messages"]
-    assert messages[0]["role"] == "system"
-    first_user = messages[1]
-    assert first_user["role"] == "user"
-    texts = _texts(first_user)
-    # Qwen Code's regenerated reminders come first, merged into the first user message, then our summary
-    assert texts[-1].startswith("<state_snapshot>\n") and texts[-1].endswith("\n</state_snapshot>")
-    assert sum(t.startswith("<state_snapshot>") for m in messages for t in _texts(m)) == 1
+    ours = _our_summary(compacted["record"], compacted["summaries"])
+    assert _sent_summary(compacted["first"][0]["messages"]) == ours  # the whole summary we wrote, byte for byte
 
 
 def test_the_resumed_request_holds_the_kept_tail_and_nothing_before_the_cut(compacted: dict) -> None:
@@ -132,15 +148,16 @@ def test_a_second_resume_sends_the_same_history(compacted: dict) -> None:
     prompt = next(i for i, m in enumerate(first) if any("RESUME-ONE" in t for t in _texts(m)))
     assert [m["role"] for m in second[:prompt]] == [m["role"] for m in first[:prompt]]
     assert _calls(second[:prompt]) == _calls(first[:prompt])
-    assert _texts(second[1])[-1] == _texts(first[1])[-1]  # the same summary
+    assert _sent_summary(second) == _our_summary(compacted["record"], compacted["summaries"])  # the same, whole
     assert any("RESUME-ONE" in t for m in second for t in _texts(m))
 
 
 def test_a_second_compaction_resumes_from_the_new_summary_only(compacted: dict) -> None:
     assert compacted["record2"]["subtype"] == "chat_compression"
     messages = compacted["third"][0]["messages"]
-    snapshots = [t for m in messages for t in _texts(m) if t.startswith("<state_snapshot>")]
-    assert len(snapshots) == 1 and snapshots[0] != _texts(compacted["first"][0]["messages"][1])[-1]
+    ours = _our_summary(compacted["record2"], compacted["summaries2"])
+    assert ours != _our_summary(compacted["record"], compacted["summaries"])
+    assert _sent_summary(messages) == ours
     kept = _kept_calls(compacted["record2"])
     assert _calls(messages) == kept
     summarized = [c for c in _calls(compacted["second"][-1]["messages"]) if c not in kept]

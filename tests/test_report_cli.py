@@ -9,7 +9,7 @@ import json
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import fixture_path
+from conftest import fixture_path, required_module
 
 from batchcompact.cli import cli
 
@@ -182,7 +182,7 @@ def test_malformed_line_warning_goes_to_stderr(tmp_path):
 
 def test_png_chart_with_matplotlib(pi_dir, tmp_path):
     """The real matplotlib (the `chart` extra, also in the `test` extra) draws a PNG."""
-    pytest.importorskip("matplotlib")
+    required_module("matplotlib", "chart")
     out = tmp_path / "c.png"
     result = invoke([str(pi_dir), "--by", "month", "--chart", str(out), "--no-cache"])
     assert result.return_value == 0

@@ -118,8 +118,7 @@ def usable_assistants(path: list[dict]) -> list[dict]:
 
 def pi_sample(name: str) -> Path:
     path = (BROKEN if name == "malformed" else SAMPLES) / "pi" / f"{name}.jsonl"
-    if not path.exists():
-        pytest.skip(f"{path} missing: run python -m synth samples sample_sessions")
+    assert path.exists(), f"{path} missing: run python -m synth samples sample_sessions"
     return path
 
 
@@ -146,8 +145,7 @@ def test_claude_and_codex_same_seed_same_bytes(tmp_path):
 
 
 def test_committed_samples_match_the_generator(tmp_path):
-    if not SAMPLES.is_dir():
-        pytest.skip("sample_sessions/ missing")
+    assert SAMPLES.is_dir(), "sample_sessions/ missing"
     write_samples(tmp_path / "sample_sessions")
     for new, old in ((tmp_path / "sample_sessions", SAMPLES), (tmp_path / "examples" / "broken", BROKEN)):
         generated = sorted(p.relative_to(new) for p in new.rglob("*") if p.is_file())
@@ -329,8 +327,7 @@ def test_malformed_lines_are_exactly_where_the_manifest_says():
 # -- Claude Code and Codex -------------------------------------------------------------------
 def _only(pattern: str) -> Path:
     found = sorted(SAMPLES.glob(pattern))
-    if not found:
-        pytest.skip(f"no sample matches {pattern}")
+    assert found, f"no sample matches {pattern}"
     return found[0]
 
 

@@ -75,14 +75,20 @@ def show(session_path: str, with_context: bool, fmt: str, output: str | None, js
 
 def _print_text(session: Any, info: dict[str, Any], with_context: bool) -> int:
     header = session.header or {}
-    click.echo(f"{info['path']}  ({info['format']}, version {info['version']})")
-    click.echo(f"session {info['session_id']}  cwd {header.get('cwd', '-')}")
+    # What a format does not record is left out (Gemini CLI chats carry no version) or shown as '-'.
+    version = f", version {info['version']}" if info["version"] is not None else ""
+    click.echo(f"{info['path']}  ({info['format']}{version})")
+    click.echo(f"session {info['session_id']}  cwd {header.get('cwd') or '-'}")
     click.echo(f"entries: {info['entries']}  " + ", ".join(f"{k} {v}" for k, v in sorted(info["entry_types"].items())))
     if info["message_roles"]:
         click.echo("messages: " + ", ".join(f"{k} {v}" for k, v in sorted(info["message_roles"].items())))
     model = info["model"] or {}
-    click.echo(f"model: {model.get('provider')}/{model.get('modelId')}  thinking: {info['thinking_level']}")
-    click.echo(f"active leaf: {info['leaf_id']} (line {info['leaf_line']}), path of {info['path_entries']} entries")
+    name = "/".join(str(part) for part in (model.get("provider"), model.get("modelId")) if part) or "-"
+    click.echo(f"model: {name}  thinking: {info['thinking_level']}")
+    if info["leaf_id"] is None:
+        click.echo("active leaf: none (no conversation entries)")
+    else:
+        click.echo(f"active leaf: {info['leaf_id']} (line {info['leaf_line']}), path of {info['path_entries']} entries")
     for branch in info["branches"]:
         click.echo(
             f"  abandoned branch: leaf {branch['leaf_id']} (line {branch['leaf_line']}), from "

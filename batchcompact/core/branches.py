@@ -145,14 +145,15 @@ def _size_message(entry: Entry) -> dict[str, Any] | None:
 
 
 def find_abandoned_branches(tree: SessionTree) -> list[AbandonedBranch]:
-    """Every leaf not on the active path, in file order, with its entries back to the active path.
+    """Every leaf not on the active path (nor the history a compact boundary on it continues:
+    `SessionTree.history`), in file order, with its entries back to that path.
 
     Invariants: a branch never contains an entry of the active path; its entries are chronological and
     end at its leaf; the walk does not stop at compaction entries (pi's collectEntriesForBranchSummary).
     """
     if tree.leaf is None:
         return []
-    on_active = {id(e) for e in tree.path()}
+    on_active = {id(e) for e in tree.history()}  # a compacted history is not a branch the user left
     found: list[tuple[Entry, Entry | None, list[Entry]]] = []
     for leaf in tree.abandoned_leaves():
         path = tree.path(leaf)

@@ -10,6 +10,10 @@ from collections.abc import Iterable
 
 from batchcompact.core.entries import ERROR, Entry, Problem
 
+# The key of a root that continues earlier history: the id of the entry that history ended on (None when
+# the file lacks it); set on Claude Code's compact boundaries by its reader.
+CONTINUES = "logicalParentId"
+
 
 class SessionTree:
     def __init__(self, entries: list[Entry], path_name: str = "") -> None:
@@ -157,9 +161,35 @@ class SessionTree:
         """Entries with no children, in file order."""
         return [e for e in self.entries if e.id is not None and not self.children.get(e.id)]
 
+    def history(self, leaf: Entry | str | None = None) -> list[Entry]:
+        """`path(leaf)` with the history each of its roots continues put back in front, root first.
+
+        A root that continues earlier history (a Claude Code compact boundary: `parentUuid` null) names
+        the entry that history ended on in `logicalParentId`; when the file lacks that entry, the history
+        ended on the last message before the root. Without such roots (pi, Codex) this is `path(leaf)`."""
+        path = self.path(leaf)
+        seen: set[int] = set()
+        while path and path[0].data.get(CONTINUES, False) is not False and id(path[0]) not in seen:
+            seen.add(id(path[0]))
+            ended = self.get(path[0].data.get(CONTINUES)) or self._last_message_before(path[0])
+            if ended is None:
+                break
+            path = [*self.path(ended), *path]
+        return path
+
+    def _last_message_before(self, root: Entry) -> Entry | None:
+        last = None
+        for entry in self.entries:
+            if entry is root or (entry.line is not None and root.line is not None and entry.line >= root.line):
+                break
+            if entry.type == "message":
+                last = entry
+        return last
+
     def abandoned_leaves(self) -> list[Entry]:
-        """Leaves that are not on the active path: the ends of branches the user left behind."""
-        on_path = {id(e) for e in self.path()}
+        """Leaves that are not on the active path nor on the history it continues (`history`): the ends
+        of branches the user left behind."""
+        on_path = {id(e) for e in self.history()}
         return [e for e in self.leaves() if id(e) not in on_path]
 
     def common_ancestor(self, a: Entry | str, b: Entry | str) -> Entry | None:

@@ -16,6 +16,7 @@ Mapping, one planning `Entry` per line unless said otherwise (`Entry.line` = the
   without a uuid (file-history-snapshot, queue-operation, summary titles) are not in the tree either.
   Later copies of a uuid are ignored with a warning; a parent missing from the file makes a root with a
   warning (Claude Code tolerates both). Consequence: attachments are not part of the planned context.
+- A sub-agent's own file (every user/assistant line `isSidechain: true`) reads its sidechain as the chain.
 - The active leaf is the last non-sidechain user/assistant line, as Claude resumes; a boundary has
   `parentUuid: null`, so the path (and the context) restarts at the latest boundary.
 - A boundary written by batchcompact carries `compactMetadata.batchcompact.keptHeadUuid/keptTailUuid`:
@@ -63,16 +64,22 @@ SLIM_KEYS = (
     "gitBranch",
 )
 # Envelope fields copied onto the lines we write, in the order Claude Code writes them.
-ENVELOPE_KEYS = ("userType", "cwd", "sessionId", "version", "gitBranch", "slug")
+ENVELOPE_KEYS = ("userType", "cwd", "sessionId", "version", "gitBranch", "agentId", "slug")
 
 
-def _is_conversational(obj: dict[str, Any]) -> bool:
-    return obj.get("type") in CONVERSATIONAL and not obj.get("isSidechain")
+def _on_chain(obj: dict[str, Any], side: bool) -> bool:
+    """Whether a line is on the file's own chain: the main chain, or in a sub-agent's own file (`side`:
+    every conversational line is a sidechain line) the sidechain."""
+    return bool(obj.get("isSidechain")) == side
 
 
-def _in_tree(obj: dict[str, Any]) -> bool:
-    """Main-chain user/assistant lines and compact boundaries; other lines are looked through."""
-    if obj.get("isSidechain"):
+def _is_conversational(obj: dict[str, Any], side: bool = False) -> bool:
+    return obj.get("type") in CONVERSATIONAL and _on_chain(obj, side)
+
+
+def _in_tree(obj: dict[str, Any], side: bool = False) -> bool:
+    """The chain's user/assistant lines and compact boundaries; other lines are looked through."""
+    if not _on_chain(obj, side):
         return False
     return obj.get("type") in CONVERSATIONAL or (
         obj.get("type") == "system" and obj.get("subtype") == "compact_boundary"
@@ -104,7 +111,7 @@ def _open_group(line, message_id, raw, group_of, group_lines) -> str | None:
     return None
 
 
-def _group_responses(order, raw, conversational_ancestor):
+def _group_responses(order, raw, conversational_ancestor, side=False):
     """Merge the assistant lines of one API response (same `message.id`) into one group.
 
     A line joins the group when its nearest conversational ancestor is the group's last line (streamed
@@ -119,7 +126,7 @@ def _group_responses(order, raw, conversational_ancestor):
     for uuid in order:
         obj = raw[uuid][1]
         alias[uuid] = uuid
-        if obj.get("type") != "assistant" or obj.get("isSidechain"):
+        if obj.get("type") != "assistant" or not _on_chain(obj, side):
             continue
         message_id = _message_id(obj)
         anc = conversational_ancestor(obj.get("parentUuid"))
@@ -128,7 +135,7 @@ def _group_responses(order, raw, conversational_ancestor):
             group = _open_group(anc, message_id, raw, group_of, group_lines)
             if group is not None:
                 alias[uuid] = alias[anc]
-            elif _is_tool_results(raw[anc][1]) and not raw[anc][1].get("isSidechain"):
+            elif _is_tool_results(raw[anc][1]) and _on_chain(raw[anc][1], side):
                 before = conversational_ancestor(raw[anc][1].get("parentUuid"))
                 group = _open_group(before, message_id, raw, group_of, group_lines)
                 if group is not None:
@@ -151,6 +158,7 @@ class _Lines:
     first: dict[str, Any] = field(default_factory=dict)  # envelope of the first line with a sessionId
     count: int = 0
     last_line: int = 0
+    side: bool = False  # a sub-agent's own file: its sidechain lines are its chain (`_on_chain`)
 
     def conversational_ancestor(self, parent: Any) -> str | None:
         """The nearest user/assistant line at or above `parent` (through any other lines)."""
@@ -171,7 +179,7 @@ class _Lines:
             if parent not in raw:
                 return None, parent
             seen.add(parent)
-            if _in_tree(raw[parent][1]):
+            if _in_tree(raw[parent][1], self.side):
                 return parent, None
             parent = raw[parent][1].get("parentUuid")
         return None, None
@@ -209,14 +217,19 @@ def read(path: str | Path) -> Session:
     size = file_size(path)
     lines = _read_lines(path, name, problems)
     raw, order = lines.raw, lines.order
+    # A Task sub-agent's own file (2.0.x `agent-*.jsonl`, 2.1.x `<session>/subagents/agent-*.jsonl`) has
+    # only sidechain lines: they are its conversation. Claude Code never resumes it (planning skips it
+    # unless --force), but it is read, shown and compacted like any other.
+    talk = [raw[u][1] for u in order if raw[u][1].get("type") in CONVERSATIONAL]
+    lines.side = side = bool(talk) and all(obj.get("isSidechain") for obj in talk)
     # Group the lines of one streamed assistant response (see `_group_responses`).
-    alias, group_of, group_lines = _group_responses(order, raw, lines.conversational_ancestor)
+    alias, group_of, group_lines = _group_responses(order, raw, lines.conversational_ancestor, side)
     datas, entry_lines, boundaries = _entry_datas(name, lines, alias, group_of, group_lines, problems)
     _chain_sibling_results(order, datas)
     redirect = _relink_kept_tails(name, boundaries, raw, group_of, datas, problems)
     entries = [Entry(datas[u], raw[u][0]) for u in order if u in datas]
     tree = SessionTree(entries, name)
-    leaf_uuid = next((u for u in reversed(order) if _is_conversational(raw[u][1])), None)
+    leaf_uuid = next((u for u in reversed(order) if _is_conversational(raw[u][1], side)), None)
     leaf_id = group_of.get(leaf_uuid, leaf_uuid) if leaf_uuid is not None else None
     leaf_id = redirect.get(leaf_id, leaf_id)
     tree.leaf = tree.get(leaf_id)
@@ -229,12 +242,8 @@ def read(path: str | Path) -> Session:
         "version": last.get("version"),
         "gitBranch": last.get("gitBranch"),
     }
-    main_lines = sum(1 for u in order if _is_conversational(raw[u][1]))
-    side_lines = sum(1 for u in order if raw[u][1].get("isSidechain") and raw[u][1].get("type") in CONVERSATIONAL)
     extra = {
-        # A Task sub-agent's own file (2.0.x `agent-*.jsonl`, 2.1.x `<session>/subagents/agent-*.jsonl`):
-        # only sidechain lines. Claude Code never resumes it, so it is not compacted.
-        "subagent": side_lines > 0 and main_lines == 0,
+        "subagent": side,  # the lines we write are sidechain lines too (claude_write)
         "size": size,
         "last_line": lines.last_line,
         "entry_lines": entry_lines,
@@ -261,19 +270,19 @@ def _entry_datas(name: str, lines: _Lines, alias: dict[str, str], group_of: dict
         if group_of.get(uuid, uuid) != uuid:
             continue
         lineno, obj = raw[uuid]
-        if not _in_tree(obj):
+        if not _in_tree(obj, lines.side):
             continue
         parent, missing = lines.tree_ancestor(obj.get("parentUuid"))
-        if missing is not None:
+        if missing is not None and not lines.side:  # a sub-agent's lines may hang from its parent session's
             problems.append(
                 Problem(name, lineno, WARNING, f"parentUuid {missing!r} is not in this file; a root")
             )
         parent_id = alias.get(parent) if parent is not None else None
         base = {"id": uuid, "parentId": parent_id, "timestamp": obj.get("timestamp")}
         kind = obj.get("type")
-        if kind == "user" and not obj.get("isSidechain") and obj.get("isCompactSummary"):
+        if kind == "user" and _on_chain(obj, lines.side) and obj.get("isCompactSummary"):
             data = _compaction_data(obj, raw[parent][1] if isinstance(parent, str) else {}, base)
-        elif _is_conversational(obj):
+        elif _is_conversational(obj, lines.side):
             if kind == "assistant":
                 message = assistant_message([raw[u][1] for u in group_lines[uuid]], tool_names)
                 if message["model"] == "<synthetic>" or not message["model"]:

@@ -12,7 +12,7 @@
 3. the kept tail: every user/assistant line of the active path from the plan's first kept entry on (all
    lines of a streamed response; progress/system lines are not copied), re-appended verbatim except
    `uuid`, `parentUuid` (re-chained after the summary), `timestamp` (= now, so the copy is the newest
-   leaf), `isSidechain: false`, a remapped `sourceToolAssistantUUID`, a fresh `message.id` per original
+   leaf), `isSidechain: false` (true in a sub-agent's own file, whose every line is one), a remapped `sourceToolAssistantUUID`, a fresh `message.id` per original
    reply (Claude Code merges every line sharing a `message.id`: with the original ids it would send each
    kept reply twice and chain the next prompt to the pre-boundary original, undoing the compaction) and a
    `batchcompact: {copyOf: <original uuid>}` marker, and no `message.usage`: Claude Code measures its
@@ -83,6 +83,7 @@ def build_compaction(
     kept = kept_lines(session, plan)
     ids = _uuid_maker(session, plan, len(kept) + 2)
     boundary_id, summary_id, copy_ids = ids[0], ids[1], ids[2:]
+    side = bool(session.extra.get("subagent"))  # a sub-agent's own file: its lines are sidechain lines
     env = session.extra.get("envelope", {})
     remap = {obj.get("uuid"): new for obj, new in zip(kept, copy_ids, strict=True)}
     marker: dict[str, Any] = {
@@ -100,7 +101,7 @@ def build_compaction(
     boundary = {
         "parentUuid": None,
         "logicalParentUuid": session.extra.get("leaf_uuid"),
-        "isSidechain": False,
+        "isSidechain": side,
         **env,
         "type": "system",
         "subtype": "compact_boundary",
@@ -113,7 +114,7 @@ def build_compaction(
     }
     summary_line = {
         "parentUuid": boundary_id,
-        "isSidechain": False,
+        "isSidechain": side,
         **env,
         "type": "user",
         "message": {"role": "user", "content": SUMMARY_PREAMBLE + summary},
@@ -133,7 +134,7 @@ def build_compaction(
             copy["message"]["id"] = copy_message_id(session, plan, message["id"])
         copy[COPY_MARKER] = {"copyOf": obj.get("uuid")}
         copy["parentUuid"] = parent
-        copy["isSidechain"] = False
+        copy["isSidechain"] = side
         copy["timestamp"] = now_iso
         copy["uuid"] = new
         source = copy.get("sourceToolAssistantUUID")
