@@ -112,7 +112,7 @@ def resolve_summarizers(specs: tuple[str, ...], *, api_base: str | None, api_key
 @click.command("eval")
 @click.argument("paths", nargs=-1)
 @click.option("--existing", is_flag=True,
-              help="Score the compactions already in the files (pi, Claude Code, Codex, ours) instead of planning "
+              help="Score the compactions already in the files (the agents' own and ours) instead of planning "
                    "new ones; each --summarizer re-summarizes the same spans.")
 @click.option("--cut-at", "cut_at", default=None, metavar="PERCENTS",
               help="Place cuts inside each session instead of at its end: before the model turn this many "

@@ -1,9 +1,10 @@
-"""The compactions eval scores: planned as `run` would plan them, or already in the file (`--existing`).
+"""The compactions eval scores: planned as `run` would plan them, placed inside a session (`--cut-at`), or
+already in the file (`--existing`).
 
 A `Cut` is one compaction seen from both sides: the messages it replaced (everything before the first
 kept entry on the session's full path: the probes come from there), the messages the agent keeps after
-the summary, the summary calls a summarizer makes for that span, and, for a compaction already in the
-file, the summary the agent recorded.
+the summary, the turns that followed it (its future, where the session goes on), the summary calls a
+summarizer makes for that span, and, for a compaction already in the file, the summary the agent recorded.
 
 The full path: the active path, extended across Claude Code's compaction boundaries (a boundary starts a
 new root; its `logicalParentUuid` names the last line before it), so the history a Claude summary
@@ -36,8 +37,6 @@ from batchcompact.core.planner import (
 from batchcompact.core.session import Session
 from batchcompact.core.tokens import estimate_context_tokens, estimate_tokens
 
-CLAUDE_META = "claude_meta"
-
 
 @dataclass
 class Cut:
@@ -65,34 +64,10 @@ class Cut:
 
 
 def full_path(session: Session) -> list[Entry]:
-    """The active path, with the history before each Claude Code compaction boundary put back in front."""
-    tree = session.tree
-    assert tree is not None
-    path = tree.path()
-    seen: set[str] = set()
-    while path and path[0].type == CLAUDE_META:
-        logical = path[0].data.get("logicalParentId")
-        if not isinstance(logical, str) or tree.get(logical) is None:
-            logical = _last_message_before(session, path[0].line)
-        if logical is None or logical in seen:
-            break
-        seen.add(logical)
-        path = tree.path(logical) + path
-    return path
-
-
-def _last_message_before(session: Session, line: int | None) -> str | None:
-    """The last message entry before `line` in the file: where the history before a boundary ended when its
-    `logicalParentUuid` names a line the file does not have."""
-    if line is None:
-        return None
-    last = None
-    for entry in session.entries:
-        if entry.line is not None and entry.line >= line:
-            break
-        if entry.type == "message" and entry.id is not None:
-            last = entry.id
-    return last
+    """The active path, with the history before each Claude Code compaction boundary put back in front
+    (`SessionTree.history`)."""
+    assert session.tree is not None
+    return session.tree.history()
 
 
 def llm_messages(entries: list[Entry]) -> list[dict[str, Any]]:
