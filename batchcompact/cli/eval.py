@@ -11,39 +11,16 @@ from batchcompact.cli.options import agent_fields, planner_options, pop_settings
 from batchcompact.cli.output import output_options, pick_format, print_table, require_output, write_rows
 from batchcompact.cli.summarize_options import pool_options, pool_settings_from, provider_options
 
+RECALLS = (("file_recall", "files"), ("symbol_recall", "symbols"), ("command_recall", "commands"),
+           ("rule_recall", "rules"), ("task_recall", "tasks"), ("overall", "overall"), ("vs_first", "vs first N"),
+           ("vs_words", "vs words"))
 TABLE_COLUMNS = (
-    ("path", "session"),
-    ("compaction", "#"),
-    ("cut_at", "cut %"),
-    ("shown", "summarizer"),
-    ("status", "status"),
-    ("file_recall", "files"),
-    ("symbol_recall", "symbols"),
-    ("command_recall", "commands"),
-    ("rule_recall", "rules"),
-    ("task_recall", "tasks"),
-    ("overall", "overall"),
-    ("vs_first", "vs first N"),
-    ("vs_words", "vs words"),
-    ("judge_overall", "judge"),
-    ("summary_tokens", "summary tokens"),
-    ("cost_usd", "cost"),
-    ("reason", "reason"),
+    ("path", "session"), ("compaction", "#"), ("cut_at", "cut %"), ("shown", "summarizer"), ("status", "status"),
+    *RECALLS,
+    ("judge_overall", "judge"), ("summary_tokens", "summary tokens"), ("cost_usd", "cost"), ("reason", "reason"),
 )
-MEAN_COLUMNS = (
-    ("shown", "summarizer"),
-    ("cuts", "cuts"),
-    ("file_recall", "files"),
-    ("symbol_recall", "symbols"),
-    ("names_recall", "files+symbols"),
-    ("command_recall", "commands"),
-    ("rule_recall", "rules"),
-    ("task_recall", "tasks"),
-    ("overall", "overall"),
-    ("vs_first", "vs first N"),
-    ("vs_words", "vs words"),
-    ("summary_tokens", "summary tokens"),
-)
+MEAN_COLUMNS = (("shown", "summarizer"), ("cuts", "cuts"), ("names_recall", "files+symbols"), *RECALLS,
+                ("summary_tokens", "summary tokens"))
 
 
 def parse_cut_at(value: str | None, existing: bool) -> tuple[int, ...]:
