@@ -111,6 +111,21 @@ def test_a_run_whose_results_cannot_be_written_keeps_its_work_and_exits_3(tmp_pa
     assert list((out / ".batchcompact" / "reports").glob("compactions-*.parquet"))  # and the run's report
 
 
+@pytest.mark.parametrize("command,fmt,where", [("validate", "json", "glob"), ("validate", "jsonl", "folder"),
+                                               ("plan", "json", "folder"), ("plan", "csv", "glob"),
+                                               ("report", "json", "folder")])
+def test_an_error_puts_nothing_on_standard_output(tmp_path, command, fmt, where):
+    """`validate '/nomatch/**/*.jsonl' --format json` printed `{"rows": [` and then the error: a program
+    reading the JSON got half of it. Machine formats reach standard output whole or not at all."""
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "readme.txt").write_text("no session here\n")
+    path = str(tmp_path / "nomatch" / "**" / "*.jsonl") if where == "glob" else str(tmp_path / "notes")
+    proc = _cli(command, path, "--format", fmt)
+    assert proc.returncode == 2, proc.stderr
+    assert _one_line_error(proc).startswith("Error: no session files found under ")
+    assert proc.stdout == ""
+
+
 @pytest.mark.parametrize("command", ["report", "plan", "validate", "show"])
 def test_a_reader_that_left_early_stops_the_command_quietly_with_141(command):
     """`batchcompact ... | head`: once the reader is gone, no traceback and no error line, exit 141 (as a

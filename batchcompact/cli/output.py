@@ -157,10 +157,25 @@ def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str
                            drop_first=drop_first) + "\n")
 
 
+SPOOL_BYTES = 16 << 20  # machine output held in memory up to this size before it spills to a temp file
+
+
 @contextmanager
-def open_output(path: str | None) -> Iterator[TextIO]:
+def open_output(path: str | None, whole: bool = False) -> Iterator[TextIO]:
     """FILE opened for writing and renamed into place once written whole (outfile.py), or stdout (left
-    open)."""
+    open). `whole`: standard output too gets nothing unless the block ends without an exception (held in
+    a spooled buffer, then copied): a program reading JSON, JSONL or CSV never gets half of it followed by
+    an error, just as a FILE is never left half written."""
+    if not path and whole:
+        import shutil
+        import tempfile
+
+        with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES, mode="w+", encoding="utf-8",
+                                           newline="") as buffer:
+            yield buffer  # type: ignore[misc]
+            buffer.seek(0)
+            shutil.copyfileobj(buffer, sys.stdout)
+        return
     if not path:
         yield sys.stdout
         return
@@ -293,7 +308,7 @@ def write_rows(fmt: str, output: str | None, rows: Iterable[dict[str, Any]], col
         with replacing(output) as where:
             frame.write_parquet(where)
         return len(collected)
-    with open_output(output) as out:
+    with open_output(output, whole=True) as out:
         if fmt == "json":
             out.write('{"rows": ')
             count = write_json_rows(rows, out)
