@@ -196,6 +196,25 @@ def test_a_folder_without_sessions_exits_2(tmp_path, command):
     assert not (tmp_path / "out").exists()  # run wrote no report
 
 
+@pytest.mark.parametrize("command", ["validate", "plan", "run", "eval", "report"])
+def test_a_path_without_sessions_among_others_exits_2_naming_it(tmp_path, command):
+    """`validate sample_sessions bad/nosessions` exited 0 without a word: each PATH is checked on its own,
+    before any work (a crontab's typo must not pass because the line's other PATH was right)."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not a session")
+    extra = ["--output-dir", tmp_path / "out", "--min-age", "0"] if command == "run" else []
+    for bad, said in ((empty, f"no session files found under {empty}"),
+                      (tmp_path / "nope", f"path not found: {tmp_path / 'nope'}"),
+                      (tmp_path / "*.jsonl", f"no session files found under '{tmp_path / '*.jsonl'}' (no file matches)")):
+        if command == "report" and bad.name != "empty":
+            continue  # report's PATHS are checked by click (they must exist; no globs)
+        result = invoke(command, SAMPLES / "pi", bad, *extra)
+        assert result.exit_code == 2, result.output
+        assert result.stdout == "" and result.stderr.splitlines()[-1] == f"Error: {said}"
+        assert not (tmp_path / "out").exists()  # run did no work and wrote no report
+
+
 def test_show_of_a_missing_file_exits_2(tmp_path):
     result = invoke("show", tmp_path / "nope.jsonl")
     assert result.exit_code == 2 and result.stdout == ""

@@ -211,7 +211,9 @@ def report(
         if fmt == "parquet" and not output:
             raise click.UsageError("--format parquet needs --output FILE")
         echo = None if quiet else lambda m: click.echo(m, err=True)
-        paths, found = paths_or_discovered(paths, "report", echo, agents=tuple(agents))
+        from batchcompact.report.files import walk_folder
+
+        paths, found = paths_or_discovered(paths, "report", echo, agents=tuple(agents), walk=walk_folder)
         out = produce_report(paths, settings, fmt, output, sources=[s.to_dict() for s in found],
                              cache_dir=cache_dir, no_cache=no_cache, cache_above=cache_above, jobs=jobs, chart=chart,
                              executor=lambda: open_executor(executor, jobs or 1, ray_address),

@@ -7,7 +7,7 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -187,6 +187,31 @@ def iter_session_files(paths: Iterable[str | Path], require_any: bool = False) -
             yield ScanItem(path, root)
     if require_any and not seen:
         raise UsageError("no session files found under " + ", ".join(str(p) for p in paths))
+
+
+def check_each_path(paths: Iterable[str | Path], walk: Callable[[str], Iterator[object]] | None = None) -> None:
+    """Every PATH of a command line names something to read, checked before any work: a PATH that does
+    not exist, a glob that matches nothing and a PATH that holds no session file are each a usage error
+    naming it (exit 2), among other PATHS as alone. A typo in a crontab must not pass silently because
+    another PATH of the line was right. A folder is walked until its first session file (`walk`: the
+    command's own walk, default the one `iter_session_files` makes); a file named is always taken."""
+    walk = walk or _walk
+    for arg in paths:
+        text = os.path.expanduser(os.path.expandvars(str(arg)))
+        if any(ch in text for ch in "*?[") and not Path(text).exists():
+            matches = sorted(glob.glob(text, recursive=True))
+            if not matches:
+                raise UsageError(f"no session files found under {text!r} (no file matches)")
+            found = any(next(iter(walk(m)), None) is not None if os.path.isdir(m)
+                        else _is_session_name(Path(m).name) and not skipped_special(m) for m in matches)
+        elif not os.path.exists(text):
+            raise UsageError(f"path not found: {text}")
+        elif os.path.isdir(text):
+            found = next(iter(walk(text)), None) is not None
+        else:
+            found = not skipped_special(text)
+        if not found:
+            raise UsageError(f"no session files found under {text}")
 
 
 def _glob_base(pattern: str) -> str:

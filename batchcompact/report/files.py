@@ -122,6 +122,11 @@ def _iter_found(paths: Iterable[str | Path]) -> Iterator[tuple[str, str, os.DirE
         log.warning("not found: %s", ", ".join(missing))
 
 
+def walk_folder(top: str) -> Iterator[str]:
+    """The files a report reads under folder `top`, in `_walk`'s order (`scan.check_each_path`'s walk)."""
+    return (shown for shown, _, _ in _walk(top))
+
+
 def _walk(top: str, real_dir: str | None = None) -> Iterator[tuple[str, str, os.DirEntry]]:
     """Candidate files under `top` in os.walk's order with sorted names (symlinked folders not entered).
     A `.jsonl.zst` with a plain `.jsonl` sibling is skipped (Codex keeps both). `real_dir`: `top`'s
