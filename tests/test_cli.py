@@ -74,15 +74,41 @@ def test_plan_parquet_without_output_is_a_usage_error(tmp_path):
 
 
 def test_plan_unknown_price_is_null_with_a_warning(tmp_path):
+    """A model litellm places (an OpenAI-compatible server's) whose price nobody knows: planned, cost null."""
     folder = fixture_path("pi")
     result = CliRunner().invoke(cli, ["plan", str(folder), "--force", "--jobs", "1", "--format", "json",
-                                      "--summary-model", "no-such-provider/imaginary-model"])
+                                      "--summary-model", "openai/imaginary-model"])
     assert result.exit_code == 0
-    assert "warning: no price known for 'no-such-provider/imaginary-model'" in result.stderr
+    assert "warning: no price known for 'openai/imaginary-model'" in result.stderr
     rows = json.loads(result.stdout)["rows"]
     assert len(rows) == 2 and {r["status"] for r in rows} == {"compact"}
     assert all(r["est_cost_usd"] is None and r["est_batch_cost_usd"] is None for r in rows)
     assert all(r["prompt_tokens"] > 0 for r in rows)  # planned all the same: only the price is unknown
+
+
+@pytest.mark.parametrize("command", ["plan", "run"])
+def test_an_unknown_summary_model_is_refused_by_plan_as_by_run(tmp_path, command):
+    """`plan --summary-model gpt-4o-mni` exited 0 with a $0.0000 estimate while `run --model gpt-4o-mni`
+    exited 2: one rule (litellm must place the model), one message, before any file is read."""
+    option = {"plan": ["--summary-model"], "run": ["--output-dir", str(tmp_path / "out"), "--model"]}[command]
+    result = CliRunner().invoke(cli, [command, str(fixture_path("pi")), "--format", "json", *option, "gpt-4o-mni"])
+    assert result.exit_code == 2, result.output
+    assert result.stdout == "" and not (tmp_path / "out").exists()
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("Error: unknown model 'gpt-4o-mni': litellm cannot tell its provider (did you mean "
+                           "'gpt-4o-mini'?); name it provider/model"), line
+    assert line.endswith(f"use {option[-1]} openai/gpt-4o-mni" + (" --api-base http://127.0.0.1:8000/v1"
+                                                                    if command == "run" else "")), line
+
+
+@pytest.mark.parametrize("option", ["--summarizer", "--judge-model"])
+def test_evals_unknown_model_names_no_option_eval_lacks(option):
+    """eval's unknown-model line suggested `--model openai/...`, an option eval does not have."""
+    result = CliRunner().invoke(cli, ["eval", str(fixture_path("pi")), option, "gpt-4o-mni"])
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("Error: unknown model 'gpt-4o-mni'") and "--model" not in line, line
+    assert line.endswith("use openai/gpt-4o-mni --api-base http://127.0.0.1:8000/v1"), line
 
 
 def test_plan_reports_broken_sessions_as_error_rows(tmp_path):

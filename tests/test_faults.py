@@ -568,7 +568,7 @@ def test_corrupt_state_is_moved_aside_and_rebuilt(tmp_path, bc):
     assert code == 0 and "2 finished in an earlier run" in text, text  # the new state is used
 
 
-def test_unusable_state_and_report_folders_are_one_line_exit_3(tmp_path, bc):
+def test_unusable_state_exit_3_and_report_folder_exit_2_in_one_line(tmp_path, bc):
     _pi_pair(tmp_path / "w")
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
@@ -578,8 +578,26 @@ def test_unusable_state_and_report_folders_are_one_line_exit_3(tmp_path, bc):
     assert "Traceback" not in text
     code, text = bc("run", tmp_path / "w", "--output-dir", tmp_path / "out", "--min-age", "0", "--force",
                     "--state", tmp_path / "s.sqlite", "--report-dir", blocker / "reports")
-    assert code == 3 and "the report could not be written" in text, text
-    assert len(list((tmp_path / "out").glob("*.jsonl"))) == 2  # the sessions themselves were written
+    assert code == 2 and f"Error: --report-dir {blocker / 'reports'}: {blocker} is not a folder" in text, text
+    assert not (tmp_path / "out").exists()  # refused before any session was planned, bought or written
+
+
+@pytest.mark.parametrize("option", ["--report-dir", "--output-dir"])
+def test_a_read_only_report_or_output_folder_is_refused_before_any_work(tmp_path, bc, monkeypatch, option):
+    """A read-only --report-dir was found only after every session was written and paid for (exit 3); it
+    is checked while the options are parsed, as -o FILE is (exit 2). Root may write anywhere, so the
+    filesystem's answer for the folder is the one a read-only mount gives."""
+    _pi_pair(tmp_path / "w")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if str(p) == str(locked) else access(p, mode, **kw))
+    where = {"--report-dir": ["--output-dir", tmp_path / "out", "--report-dir", locked / "reports"],
+             "--output-dir": ["--output-dir", locked / "out", "--report-dir", tmp_path / "r"]}[option]
+    code, text = bc("run", tmp_path / "w", *where, "--min-age", "0", "--force", "--state", tmp_path / "s.sqlite")
+    assert code == 2, text
+    assert f"Error: {option} {locked}/" in text and f": cannot write in the folder {locked} (" in text, text
+    assert not (tmp_path / "out").exists() and not (tmp_path / "s.sqlite").exists()  # no work at all
 
 
 def test_disk_full_while_writing_a_session_fails_that_session_only(tmp_path, bc, monkeypatch):

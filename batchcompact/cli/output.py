@@ -263,6 +263,19 @@ def _writable(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     return value
 
 
+def folder_checked(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An output FOLDER option (`run --output-dir`, `--report-dir`) checked while the options are parsed,
+    before any work, as -o FILE is (outfile.check_folder): a usage error naming the option."""
+    from batchcompact.errors import UsageError
+    from batchcompact.outfile import check_folder
+
+    try:
+        check_folder(value, param.opts[0] if param.opts else param.name or "FOLDER")
+    except UsageError as exc:
+        raise click.UsageError(str(exc)) from exc
+    return value
+
+
 def check_output(path: str | None, option: str, made: str | None = None) -> None:
     """Refuse, before the command's work, an output FILE that cannot be written (outfile.check_writable)
     or that is a session transcript: `plan ARCHIVE -o ARCHIVE/s.jsonl` would put rows over a session. A

@@ -19,6 +19,7 @@ from batchcompact.cli.options import (
     resolve_jobs,
 )
 from batchcompact.cli.output import (
+    folder_checked,
     old_output_dir,
     output_options,
     pick_format,
@@ -119,7 +120,7 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
 
 @click.command()
 @click.argument("paths", nargs=-1)
-@click.option("--output-dir", type=click.Path(file_okay=False), default=None,
+@click.option("--output-dir", type=click.Path(file_okay=False), default=None, callback=folder_checked,
               help="Write compacted sessions here, mirroring each input's path under its argument.")
 @click.option("--in-place", is_flag=True, help="Replace originals (atomically, after verification).")
 @click.option("--no-backup", is_flag=True, help="With --in-place: do not keep NAME.jsonl.bak.")
@@ -129,7 +130,7 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
               help="Skip files modified more recently than this (live sessions); 0 to disable.")
 @click.option("--state", "state", type=click.Path(dir_okay=False), default=None,
               help="Run state database [default: OUTPUT_DIR/.batchcompact/state.sqlite].")
-@click.option("--report-dir", type=click.Path(file_okay=False), default=None,
+@click.option("--report-dir", type=click.Path(file_okay=False), default=None, callback=folder_checked,
               help="Folder of compactions-<run>.parquet reports [default: OUTPUT_DIR/.batchcompact/reports].")
 @click.option("--max-cost", type=click.FloatRange(min=0), default=None, metavar="USD",
               help="Refuse to start above this estimate; stop launching calls once spend reaches it.")
