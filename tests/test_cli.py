@@ -111,6 +111,30 @@ def test_evals_unknown_model_names_no_option_eval_lacks(option):
     assert line.endswith("use openai/gpt-4o-mni --api-base http://127.0.0.1:8000/v1"), line
 
 
+def test_a_file_that_is_no_transcript_is_named_once_and_its_reason_groups(tmp_path):
+    """`x.jsonl: error: x.jsonl: not a pi ... (pass the format explicitly if it is)`: the path twice (so
+    the run summary could not group two such files) and an option that does not exist."""
+    archive = tmp_path / "a"
+    archive.mkdir()
+    for name in ("x.jsonl", "y.jsonl"):
+        (archive / name).write_text('{"foo": 1}\n')
+    shutil.copy(fixture_path("pi", "large-session.jsonl"), archive / "s.jsonl")
+    why = ("not a pi, Qwen Code, Claude Code, Codex or Gemini CLI transcript (none of its first 20 lines is an "
+           "entry of theirs)")
+    result = CliRunner().invoke(cli, ["validate", str(archive)])
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [f"{archive / 'x.jsonl'}: error: {why}", f"{archive / 'y.jsonl'}: error: {why}"]
+    result = CliRunner().invoke(cli, ["run", str(archive), "--output-dir", str(tmp_path / "out"), "--min-age", "0",
+                                      "--state", str(tmp_path / "s.db")])
+    assert result.exit_code == 1
+    assert "  2 failed: 2 not a pi, Qwen Code, Claude Code, Codex or Gemini CLI transcript\n" in result.output
+    assert f"  failed: {archive / 'x.jsonl'}: {why}\n" in result.output
+    rows = json.loads(CliRunner().invoke(cli, ["plan", str(archive), "--format", "json"]).stdout)["rows"]
+    assert [r["reason"] for r in rows if r["status"] == "error"] == [why, why]
+    result = CliRunner().invoke(cli, ["show", str(archive / "x.jsonl")])
+    assert result.exit_code == 1 and result.stderr.splitlines() == [f"Error: {archive / 'x.jsonl'}: {why}"]
+
+
 def test_plan_reports_broken_sessions_as_error_rows(tmp_path):
     good = Builder()
     good.user("x")

@@ -47,7 +47,7 @@ def show(session_path: str, with_context: bool, fmt: str, output: str | None, js
       batchcompact show out/pi/big-refactor.jsonl --context
       batchcompact show session.jsonl --format json
     """
-    from batchcompact.errors import UsageError
+    from batchcompact.errors import SessionReadError, UsageError
     from batchcompact.formats.scan import special_kind
     from batchcompact.pipeline.inspect import describe_session
     from batchcompact.pipeline.planning import read_session
@@ -55,7 +55,10 @@ def show(session_path: str, with_context: bool, fmt: str, output: str | None, js
     kind = special_kind(session_path)
     if kind is not None:  # opening a named pipe would wait for a writer, a device may never end
         raise UsageError(f"{session_path}: {kind}, not a regular file")
-    session = read_session(session_path)
+    try:
+        session = read_session(session_path)
+    except SessionReadError as exc:  # its words say why, not which file: alone on the line, they name it
+        raise SessionReadError(f"{session_path}: {exc}") from None
     info = describe_session(session, with_context=with_context)
     fmt = pick_format(fmt, json_flag)
     if fmt != "table":
