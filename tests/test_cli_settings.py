@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from conftest import BROKEN_SAMPLES, SAMPLES
 
 from batchcompact.cli import cli
-from batchcompact.cli.output import format_table, middle_ellipsis
+from batchcompact.cli.output import format_table, middle_ellipsis, reason_kind
 
 COMMANDS = ("validate", "show", "plan", "run", "report", "config", "batches")
 
@@ -417,3 +417,20 @@ def test_run_dry_run_keeps_the_command_line_above_pi_settings(tmp_path, monkeypa
     from_pi = after()
     assert from_pi == after("--keep-recent-tokens", "3000", "--no-agent-settings")
     assert after("--keep-recent-tokens", "20000") == after("--no-agent-settings") != from_pi
+
+
+@pytest.mark.parametrize("reason,kind", [
+    ("gave up after 6 attempts: cannot reach http://127.0.0.1:8000/v1: connection refused",
+     "gave up after N attempts: cannot reach http://127.0.0.1:8000/v1: connection refused"),
+    ("gave up after 2 attempts: cannot reach 10.0.0.5:8080 (timeout after 600s)",
+     "gave up after N attempts: cannot reach 10.0.0.5:8080"),
+    ("gave up after 3 attempts: openai/m (HTTP 503): Service unavailable",
+     "gave up after N attempts: openai/m (HTTP 503): Service unavailable"),
+    ("write failed: [Errno 28] No space left on device", "write failed: [Errno 28] No space left on device"),
+    ("below threshold (177,657 <= 183,616 tokens)", "below threshold"),
+    ("a.jsonl:12: error: invalid JSON at byte 1234", "invalid JSON at byte N"),
+    ("gpt-4o-mini failed 3 times", "gpt-4o-mini failed N times"),
+])
+def test_a_reasons_kind_drops_figures_and_keeps_addresses_and_codes(reason, kind):
+    """Grouped reasons replaced every digit: `cannot reach http://N:N/v1`, `HTTP N`."""
+    assert reason_kind(reason) == kind

@@ -123,6 +123,9 @@ def test_closed_port_says_cannot_reach(sessions, tmp_path):
     failed = [line for line in result.stdout.splitlines() if line.strip().startswith("failed:")]
     assert failed and all(f"cannot reach {base}: connection refused" in line for line in failed)
     assert all(line.count("jsonl") == 1 for line in failed)  # the path once
+    # grouped by kind: the attempts are a figure, the address is not (it was `http://N:N/v1`)
+    assert f"  {len(failed)} failed: {len(failed)} gave up after N attempts: cannot reach {base}: connection refused" \
+        in result.stdout.splitlines()
 
 
 @pytest.mark.slow

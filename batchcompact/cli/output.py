@@ -36,8 +36,17 @@ STATUS_COLORS = {"compact": "yellow", "compacted": "green", "skip": None, "skipp
                  "failed": "red", "young": "cyan", "known_invalid": "magenta"}
 
 
+# Numbers a reason's kind keeps: those of an address (a URL, an IP address, host:port) and of a code (HTTP
+# 503, errno 28, Error code: 429): two reasons that differ in them are two kinds of failure.
+KEPT_NUMBERS = re.compile(
+    r"[a-z][a-z0-9+.-]*://[^\s,;)]+|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?|\blocalhost:\d+"
+    r"|\b(?:HTTP|status|code|errno)\b[\s:]*\d+", re.IGNORECASE)
+FIGURE = re.compile(r"(?<![\w.-])\d[\d,.]*(?![\w-])")  # a count, a size, a line number: per file
+
+
 def reason_kind(reason: str | None, min_age: str = "") -> str:
-    """A reason without the per-file figures, so skips and failures can be counted by kind."""
+    """A reason without the per-file figures, so skips and failures can be counted by kind: counts, sizes
+    and line numbers become N; an address or a code stays (`cannot reach http://127.0.0.1:8000/v1`)."""
     text = (reason or "no reason given").strip()
     if "--min-age" in text:
         return f"modified within --min-age {min_age} (live?)"
@@ -45,9 +54,18 @@ def reason_kind(reason: str | None, min_age: str = "") -> str:
         return "known invalid (unchanged since first reported; --strict fails them)"
     if text.startswith("internal error:"):
         return "internal error"
-    text = re.sub(r"\s*\([^)]*\d[^)]*\)", "", text)  # "(12,345 <= 100,000 tokens)"
+    text = re.sub(r"\s*\([^)]*\d[^)]*\)", _figures_aside, text)  # "(12,345 <= 100,000 tokens)"
     text = re.sub(r"^\S+:\d+:\s*(error:\s*)?", "", text).strip()  # "path:line: error: ..." -> the problem
-    return re.sub(r"(?<![\w.-])\d[\d,.]*(?![\w-])", "N", text)
+    parts, end = [], 0
+    for kept in KEPT_NUMBERS.finditer(text):
+        parts += [FIGURE.sub("N", text[end:kept.start()]), kept.group()]
+        end = kept.end()
+    return "".join([*parts, FIGURE.sub("N", text[end:])])
+
+
+def _figures_aside(match: re.Match) -> str:
+    """A parenthesis of figures, dropped; one that holds an address or a code is part of the kind."""
+    return match.group() if KEPT_NUMBERS.search(match.group()) else ""
 
 
 def middle_ellipsis(text: str, width: int) -> str:
