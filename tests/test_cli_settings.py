@@ -67,6 +67,16 @@ def test_run_help_groups_options_and_hides_old_spellings():
     assert "--json" not in text and "--output-dir" in text and "-o, --output FILE" in text
 
 
+@pytest.mark.parametrize("command", ["show", "plan", "validate", "report", "run", "eval", "config", "batches"])
+def test_format_help_names_only_the_formats_the_command_offers(command):
+    """`show --help` said "csv, parquet", which show refuses."""
+    text = " ".join(invoke(command, "--help").output.split())
+    offered = re.search(r"--format \[([a-z|]+)\]", text).group(1).split("|")
+    described = text.split("--format [", 1)[1].split("[default: table]", 1)[0]
+    for name in ("csv", "parquet", "jsonl"):
+        assert (name in described) == (name in offered), (name, described)
+
+
 # -- precedence -------------------------------------------------------------------------------
 def _settings(*args, env=None) -> dict[str, dict]:
     result = invoke(*args, "config", "plan", "--format", "json", env=env)

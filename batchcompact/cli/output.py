@@ -264,12 +264,19 @@ def output_options(formats: tuple[str, ...] = FORMATS, aliases: dict[str, str] |
                             callback=None if dir_okay else _writable,
                             help="Write the result to FILE instead of stdout (parquet needs it).")(func)
         func = click.option("--format", "fmt", type=FormatChoice(formats, aliases), default="table",
-                            show_default=True,
-                            help="table for people; json (one object with a `rows` list), jsonl (one row per "
-                                 "line), csv, parquet.")(func)
+                            show_default=True, help=_format_help(formats))(func)
         return func
 
     return decorator
+
+
+FORMAT_HELP = {"table": "table for people", "json": "json (one object with a `rows` list)",
+               "jsonl": "jsonl (one row per line)", "csv": "csv", "parquet": "parquet (needs -o FILE)"}
+
+
+def _format_help(formats: Sequence[str]) -> str:
+    """--format's help, naming only the formats this command offers (`show` has no csv or parquet)."""
+    return "; ".join(FORMAT_HELP.get(name, name) for name in formats) + "."
 
 
 def _writable(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

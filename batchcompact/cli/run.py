@@ -191,7 +191,6 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
     from batchcompact.pipeline.batch_commands import run_until_collected
     from batchcompact.pipeline.run import RunOptions, check_destination, run_archive
 
-    paths = tuple(cli_paths(paths, "run"))  # no PATHS: every agent's session folders
     if not in_place and not dry_run:
         output_dir, output = old_output_dir(ctx, "run", output, output_dir, fmt, json_flag)
     fmt = pick_format(fmt, json_flag)
@@ -202,7 +201,8 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         return plan_instead_of_run(ctx, paths, model, fmt=fmt, output=output, pricing=pricing, jobs=jobs,
                                    min_branch_tokens=min_branch_tokens,
                                    branch_reserve_tokens=branch_reserve_tokens, **kwargs)
-    check_destination(in_place, output_dir)
+    check_destination(in_place, output_dir)  # the options' own conflicts first, then the paths they name
+    paths = tuple(cli_paths(paths, "run"))  # no PATHS: every agent's session folders
     batch = None
     if use_batch or wait:  # the batch machinery (asyncio, the batch store) only for --batch runs
         from batchcompact.pipeline.batch import batch_options
