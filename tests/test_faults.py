@@ -456,6 +456,28 @@ def test_pipes_and_devices_named_like_sessions_are_skipped_not_waited_on(tmp_pat
     assert alone.returncode == 2 and "no session files found" in alone.stderr, alone.stderr
 
 
+@pytest.mark.parametrize("command", ["plan", "validate", "run", "report"])
+def test_a_link_loop_and_a_dangling_link_are_said_alike_by_every_command(tmp_path, command):
+    """`plan` said a link loop was "not found on host vm (... every node sees at the same path)" with no
+    Ray involved; `validate` and `run` said "Too many levels of symbolic links"."""
+    archive = tmp_path / "w"
+    archive.mkdir()
+    shutil.copyfile(SAMPLES / "pi" / "small-fix.jsonl", archive / "small-fix.jsonl")
+    (archive / "a.jsonl").symlink_to("b.jsonl")
+    (archive / "b.jsonl").symlink_to("a.jsonl")
+    (archive / "dangling.jsonl").symlink_to("nowhere.jsonl")
+    extra = {"run": ["--output-dir", str(tmp_path / "out"), "--min-age", "0", "--state", str(tmp_path / "s.db")],
+             "report": ["--no-cache"], "plan": ["--format", "jsonl"]}.get(command, [])
+    result = _cli(command, str(archive), *extra, timeout=60)
+    said = result.stdout + result.stderr
+    if command == "plan":
+        said = "\n".join(f"{row['path']}: {row['reason']}" for row in map(json.loads, result.stdout.splitlines()))
+    for name, why in (("a.jsonl", "cannot read: Too many levels of symbolic links"),
+                      ("dangling.jsonl", "cannot read: a symbolic link to nowhere.jsonl, which does not exist")):
+        assert f"{archive / name}: {why}" in said.replace(": error: ", ": "), said
+    assert "not found on host" not in said and "Errno" not in said and "Traceback" not in said, said
+
+
 def test_show_refuses_a_pipe_instead_of_waiting_on_it(tmp_path):
     archive = _special_archive(tmp_path / "w")
     for name, kind in (("pipe.jsonl", "a named pipe"), ("to-pipe.jsonl", "a named pipe"), ("zero.jsonl", "a character device")):

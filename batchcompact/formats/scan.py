@@ -230,7 +230,7 @@ def unreadable_reason(path: str, exc: BaseException) -> str:
         with open(path, "rb") as handle:
             head = handle.read(4096)
     except OSError as error:
-        return f"cannot read: {oserror_text(error)}"
+        return broken_link_reason(path) or f"cannot read: {oserror_text(error)}"
     if not head:
         return "empty file: no session entries"
     if head.startswith(b"\x28\xb5\x2f\xfd"):  # zstd: readable with the zstd extra
@@ -254,6 +254,24 @@ def unreadable_reason(path: str, exc: BaseException) -> str:
     if isinstance(exc, OSError):
         return f"cannot read: {oserror_text(exc)}"
     return str(exc)
+
+
+def broken_link_reason(path: str | Path) -> str | None:
+    """Why a symbolic link leads to no file, in the words every command uses ("cannot read: Too many
+    levels of symbolic links" for a loop, "cannot read: a symbolic link to X, which does not exist");
+    None when `path` is no link or its target is there."""
+    try:
+        if not os.path.islink(path):
+            return None
+        os.stat(path)
+        return None
+    except FileNotFoundError:
+        try:
+            return f"cannot read: a symbolic link to {os.readlink(path)}, which does not exist"
+        except OSError as exc:
+            return f"cannot read: {oserror_text(exc)}"
+    except OSError as exc:
+        return f"cannot read: {oserror_text(exc)}"
 
 
 def oserror_text(exc: OSError) -> str:

@@ -349,6 +349,13 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
         row = dict.fromkeys(PLAN_COLUMNS)
         row.update(path=str(path), status="error", reason=str(exc), read_files=[], modified_files=[])
         return row
+    except OSError as exc:  # cannot be read (permissions, a link loop met while reading): as validate says it
+        from batchcompact.formats.scan import unreadable_reason
+
+        row = dict.fromkeys(PLAN_COLUMNS)
+        row.update(path=str(path), status="error", reason=unreadable_reason(str(path), exc), read_files=[],
+                   modified_files=[])
+        return row
     except Exception as exc:  # a bug on one file must not stop the others
         log.debug("planning %s failed", path, exc_info=True)  # the row says it in one line; -vv shows where
         row: dict[str, Any] = dict.fromkeys(PLAN_COLUMNS)
