@@ -228,7 +228,21 @@ def test_a_path_without_sessions_among_others_exits_2_naming_it(tmp_path, comman
 def test_show_of_a_missing_file_exits_2(tmp_path):
     result = invoke("show", tmp_path / "nope.jsonl")
     assert result.exit_code == 2 and result.stdout == ""
-    assert result.stderr.splitlines()[-1] == f"Error: Invalid value for 'SESSION': File '{tmp_path / 'nope.jsonl'}' does not exist."
+    assert result.stderr == f"Error: path not found: {tmp_path / 'nope.jsonl'}\n"
+
+
+@pytest.mark.parametrize("command", ["validate", "plan", "run", "eval", "report", "show"])
+def test_a_usage_error_is_one_line_on_every_command(tmp_path, command):
+    """`report`/`show` gave click's three-line usage block for a missing path, the others one `Error:` line."""
+    extra = ["--output-dir", tmp_path / "out"] if command == "run" else []
+    result = invoke(command, tmp_path / "nope.jsonl", *extra)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == f"Error: path not found: {tmp_path / 'nope.jsonl'}\n"
+    result = invoke(command, SAMPLES, "--no-such-option")
+    assert result.exit_code == 2 and result.stderr.startswith("Error: No such option '--no-such-option'")
+    assert result.stderr.count("\n") == 1, result.stderr
+    result = invoke("--no-such-option", command)
+    assert result.exit_code == 2 and result.stderr == "Error: No such option '--no-such-option'.\n"
 
 
 def test_quoted_tilde_and_variables_are_expanded(tmp_path):

@@ -447,6 +447,7 @@ def test_pipes_and_devices_named_like_sessions_are_skipped_not_waited_on(tmp_pat
     assert result.returncode == 0, result.stderr
     warnings = [line for line in result.stderr.splitlines() if "not a regular file" in line]
     assert len(warnings) == 3 and all(any(w in line for line in warnings) for w in SPECIAL_WARNINGS), warnings
+    assert all(line.startswith(f"warning: {archive}/") for line in warnings), warnings  # not `WARNING batchcompact.…`
     assert "Traceback" not in result.stderr
     if command == "report":
         import json

@@ -43,7 +43,7 @@ def _check_timezone(ctx, param, value: str) -> str:
 
 
 @click.command("report")
-@click.argument("paths", nargs=-1, type=ExpandedPath(exists=True))
+@click.argument("paths", nargs=-1, type=ExpandedPath())  # checked one by one, as every command's (discover.py)
 @click.option(
     "--by",
     type=click.Choice(GROUPINGS),
@@ -213,7 +213,8 @@ def report(
         echo = None if quiet else lambda m: click.echo(m, err=True)
         from batchcompact.report.files import walk_folder
 
-        paths, found = paths_or_discovered(paths, "report", echo, agents=tuple(agents), walk=walk_folder)
+        paths, found = paths_or_discovered(paths, "report", echo, agents=tuple(agents), walk=walk_folder,
+                                           globs=False)
         out = produce_report(paths, settings, fmt, output, sources=[s.to_dict() for s in found],
                              cache_dir=cache_dir, no_cache=no_cache, cache_above=cache_above, jobs=jobs, chart=chart,
                              executor=lambda: open_executor(executor, jobs or 1, ray_address),

@@ -189,16 +189,18 @@ def iter_session_files(paths: Iterable[str | Path], require_any: bool = False) -
         raise UsageError("no session files found under " + ", ".join(str(p) for p in paths))
 
 
-def check_each_path(paths: Iterable[str | Path], walk: Callable[[str], Iterator[object]] | None = None) -> None:
+def check_each_path(paths: Iterable[str | Path], walk: Callable[[str], Iterator[object]] | None = None,
+                    globs: bool = True) -> None:
     """Every PATH of a command line names something to read, checked before any work: a PATH that does
     not exist, a glob that matches nothing and a PATH that holds no session file are each a usage error
     naming it (exit 2), among other PATHS as alone. A typo in a crontab must not pass silently because
     another PATH of the line was right. A folder is walked until its first session file (`walk`: the
-    command's own walk, default the one `iter_session_files` makes); a file named is always taken."""
+    command's own walk, default the one `iter_session_files` makes); a file named is always taken.
+    `globs`: the command expands `*`, `?` and `[` (`report` takes its PATHS as they are)."""
     walk = walk or _walk
     for arg in paths:
         text = os.path.expanduser(os.path.expandvars(str(arg)))
-        if any(ch in text for ch in "*?[") and not Path(text).exists():
+        if globs and any(ch in text for ch in "*?[") and not Path(text).exists():
             matches = sorted(glob.glob(text, recursive=True))
             if not matches:
                 raise UsageError(f"no session files found under {text!r} (no file matches)")
