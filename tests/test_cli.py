@@ -135,6 +135,20 @@ def test_a_file_that_is_no_transcript_is_named_once_and_its_reason_groups(tmp_pa
     assert result.exit_code == 1 and result.stderr.splitlines() == [f"Error: {archive / 'x.jsonl'}: {why}"]
 
 
+def test_counts_of_one_are_singular(tmp_path):
+    """"1 files checked", "1 sessions": a count names its noun in the singular for one."""
+    one = str(fixture_path("pi", "large-session.jsonl"))
+    result = CliRunner().invoke(cli, ["validate", one])
+    assert result.stderr == "1 file checked: 1 valid, 0 invalid (0 errors, 0 warnings)\n"
+    result = CliRunner().invoke(cli, ["plan", one, "--force", "--summary-model", "gpt-4o-mini"])
+    summary = result.stdout.split("\n\n", 1)[1]
+    assert summary.startswith("1 session: 1 compact\nto compact: 1 session, ")
+    assert ", 2 calls, " in summary
+    result = CliRunner().invoke(cli, ["run", one, "--output-dir", str(tmp_path / "out"), "--min-age", "0",
+                                      "--state", str(tmp_path / "s.db")])
+    assert re.search(r"^run \S+: 1 session: 1 ", result.stderr + result.stdout, re.M), result.output
+
+
 def test_plan_reports_broken_sessions_as_error_rows(tmp_path):
     good = Builder()
     good.user("x")
@@ -221,7 +235,7 @@ def test_run_builtin_on_fixtures_then_outputs_validate_and_show_summary_first(tm
     assert appended[0]["firstKeptEntryId"] in {o.get("id") for o in lines[1 : len(original)]}
     validated = invoke("validate", str(written))
     assert validated.exit_code == 0 and validated.stdout == ""
-    assert validated.stderr.startswith("1 files checked: 1 valid, 0 invalid (0 errors")
+    assert validated.stderr.startswith("1 file checked: 1 valid, 0 invalid (0 errors")
     info = json.loads(invoke("show", str(written), "--format", "json").output)["rows"][0]
     roles = [m["source_role"] for m in info["context_messages"]]
     assert roles[0] == "compactionSummary" and roles[1] != "toolResult"
@@ -246,7 +260,7 @@ def test_validate_every_fixture_and_sample():
     errors = [line for line in result.stdout.splitlines() if ": error: " in line]
     assert [line.split(":")[1] for line in errors] == ["16", "19", "39"]
     assert all(line.startswith(str(BROKEN_SAMPLES / "pi" / "malformed.jsonl")) for line in errors)
-    assert "1 files checked: 0 valid, 1 invalid" in result.stderr
+    assert "1 file checked: 0 valid, 1 invalid" in result.stderr
 
 
 def test_run_prints_no_progress_bars_when_stderr_is_not_a_terminal(tmp_path):

@@ -253,7 +253,7 @@ def test_quoted_tilde_and_variables_are_expanded(tmp_path):
     for pattern in ("~/sessions/**/*.jsonl", "$ARCHIVE", "${ARCHIVE}/a.jsonl"):
         result = invoke("validate", pattern, env=env)
         assert result.exit_code == 0, (pattern, result.output)
-        assert "1 files checked: 1 valid" in result.stderr
+        assert "1 file checked: 1 valid" in result.stderr
     session_id = "932dd87f-f255-4702-8fff-b7e98d47d103"  # small-fix.jsonl's
     shown = invoke("show", "~/sessions/a.jsonl", "--format", "json", env=env)
     assert shown.exit_code == 0, shown.output

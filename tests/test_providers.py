@@ -121,7 +121,7 @@ def test_closed_port_says_cannot_reach(sessions, tmp_path):
                  "--api-base", base, "--max-attempts", "1")
     assert result.returncode == 1
     failed = [line for line in result.stdout.splitlines() if line.strip().startswith("failed:")]
-    assert failed and all(f"cannot reach {base}: connection refused" in line for line in failed)
+    assert failed and all(f"gave up after 1 attempt: cannot reach {base}: connection refused" in line for line in failed)
     assert all(line.count("jsonl") == 1 for line in failed)  # the path once
     # grouped by kind: the attempts are a figure, the address is not (it was `http://N:N/v1`)
     assert f"  {len(failed)} failed: {len(failed)} gave up after N attempts: cannot reach {base}: connection refused" \

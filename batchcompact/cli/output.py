@@ -15,6 +15,8 @@ from typing import Any, TextIO
 
 import click
 
+from batchcompact.core.words import COUNTED_NOUNS, plural
+
 
 def _cell(value: Any) -> str:
     if value is None:
@@ -42,6 +44,7 @@ KEPT_NUMBERS = re.compile(
     r"[a-z][a-z0-9+.-]*://[^\s,;)]+|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?|\blocalhost:\d+"
     r"|\b(?:HTTP|status|code|errno)\b[\s:]*\d+", re.IGNORECASE)
 FIGURE = re.compile(r"(?<![\w.-])\d[\d,.]*(?![\w-])")  # a count, a size, a line number: per file
+ONE_OF = re.compile(r"(?<![\w.-])1 (" + "|".join(sorted(COUNTED_NOUNS, key=len, reverse=True)) + r")\b(?!s)")
 
 
 def reason_kind(reason: str | None, min_age: str = "") -> str:
@@ -56,6 +59,7 @@ def reason_kind(reason: str | None, min_age: str = "") -> str:
         return "internal error"
     text = re.sub(r"\s*\([^)]*\d[^)]*\)", _figures_aside, text)  # "(12,345 <= 100,000 tokens)"
     text = re.sub(r"^\S+:\d+:\s*(error:\s*)?", "", text).strip()  # "path:line: error: ..." -> the problem
+    text = ONE_OF.sub(lambda m: f"N {plural(m.group(1))}", text)  # "1 attempt" is of the kind "N attempts"
     parts, end = [], 0
     for kept in KEPT_NUMBERS.finditer(text):
         parts += [FIGURE.sub("N", text[end:kept.start()]), kept.group()]
@@ -209,7 +213,7 @@ def write_json_rows(rows: Iterable[dict[str, Any]], out: TextIO) -> int:
     out.write("[")
     for row in rows:
         out.write(",\n" if count else "\n")
-        out.write(json.dumps(row, ensure_ascii=False, default=str))
+        out.write(json.dumps(row, ensure_ascii=False, default=_plain))
         count += 1
     out.write("\n]\n" if count else "]\n")
     return count
@@ -352,13 +356,13 @@ def write_rows(fmt: str, output: str | None, rows: Iterable[dict[str, Any]], col
             count = write_json_rows(rows, out)
             extra = summary() if callable(summary) else (summary or {})
             for key, value in extra.items():
-                out.write(f", {json.dumps(key)}: {json.dumps(value, ensure_ascii=False, default=str)}\n")
+                out.write(f", {json.dumps(key)}: {json.dumps(value, ensure_ascii=False, default=_plain)}\n")
             out.write("}\n")
             return count
         if fmt == "jsonl":
             count = 0
             for row in rows:
-                out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+                out.write(json.dumps(row, ensure_ascii=False, default=_plain) + "\n")
                 count += 1
             return count
         if fmt == "csv":
@@ -373,13 +377,25 @@ def write_rows(fmt: str, output: str | None, rows: Iterable[dict[str, Any]], col
     raise click.UsageError(f"unknown format {fmt!r}")
 
 
+def _plain(value: Any) -> Any:
+    """A value JSON has no type for: a time in ISO 8601 (`2026-11-26T13:29:32.524680+00:00`, the form the
+    report's JSON and CSV use), anything else as its text."""
+    from datetime import date
+
+    return value.isoformat() if isinstance(value, date) else str(value)
+
+
 def _csv_cell(value: Any) -> Any:
+    from datetime import date
+
+    if isinstance(value, date):
+        return value.isoformat()
     if isinstance(value, list):
         if all(isinstance(v, str) for v in value):
             return ";".join(value)
-        return json.dumps(value, ensure_ascii=False, default=str)
+        return json.dumps(value, ensure_ascii=False, default=_plain)
     if isinstance(value, dict):
-        return json.dumps(value, ensure_ascii=False, default=str)
+        return json.dumps(value, ensure_ascii=False, default=_plain)
     return value
 
 

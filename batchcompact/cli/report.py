@@ -12,6 +12,7 @@ from batchcompact.agents import names as agent_names
 from batchcompact.cli.config import ExpandedPath
 from batchcompact.cli.options import executor_options, open_executor
 from batchcompact.cli.output import check_output, output_options, pick_format
+from batchcompact.core.words import counted
 from batchcompact.errors import BatchCompactError, StdoutClosed, UsageError
 from batchcompact.report.readers import agent_names as every_agent
 from batchcompact.report.settings import GROUPINGS
@@ -271,15 +272,15 @@ def _print(out, fmt: str, output, compact: bool, *, quiet: bool, verbose: int) -
     elif out.texts:
         _emit(out.texts, out.table_width, fmt, output, compact)
     if verbose and out.dropped_zero:
-        click.echo(f"{out.dropped_zero} requests with no tokens left out", err=True)
+        click.echo(f"{counted(out.dropped_zero, 'request')} with no tokens left out", err=True)
     if verbose and out.rejected:
         click.echo(f"{out.rejected} cache parts failed verification and were rebuilt", err=True)
     if quiet:
         return
     if out.replayed:
-        click.echo(f"{out.files} files: 0 parsed, {out.files} from cache (the stored report)", err=True)
+        click.echo(f"{counted(out.files, 'file')}: 0 parsed, {out.files} from cache (the stored report)", err=True)
     else:
-        click.echo(f"{out.files} files: {out.parsed} parsed, {out.from_cache} from cache", err=True)
+        click.echo(f"{counted(out.files, 'file')}: {out.parsed} parsed, {out.from_cache} from cache", err=True)
 
 
 def _warn_unpriced(models: list[str]) -> None:

@@ -33,6 +33,7 @@ from batchcompact.cli.summarize_options import (
     provider_preflight,
     summarizer_options,
 )
+from batchcompact.core.words import counted
 from batchcompact.money import sum_usd
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
@@ -82,7 +83,7 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
     failed = [r for r in rows if r["status"] in FAILED_STATUSES]
     lines = []
     if not quiet:
-        lines.append(f"run {summary.run_id}: {len(rows)} sessions: "
+        lines.append(f"run {summary.run_id}: {counted(len(rows), 'session')}: "
                      + (", ".join(f"{n} {s}" for s, n in sorted(by.items())) or "none"))
         skipped = [r for r in rows if r["status"] == "skipped"]
         if skipped:
@@ -100,7 +101,7 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
             lines.append(f"report: {summary.report_path}")
     if failed:
         if quiet:
-            lines.append(f"run {summary.run_id}: {len(failed)} of {len(rows)} sessions failed; "
+            lines.append(f"run {summary.run_id}: {len(failed)} of {counted(len(rows), 'session')} failed; "
                          f"report: {summary.report_path}")
         lines.append(f"  {len(failed)} failed: {_counted(failed, min_age)}")
     for row in failed[:20]:
