@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import itertools
 import logging
 import os
 import re
@@ -201,11 +202,13 @@ def check_each_path(paths: Iterable[str | Path], walk: Callable[[str], Iterator[
     for arg in paths:
         text = os.path.expanduser(os.path.expandvars(str(arg)))
         if globs and any(ch in text for ch in "*?[") and not Path(text).exists():
-            matches = sorted(glob.glob(text, recursive=True))
-            if not matches:
+            matches = glob.iglob(text, recursive=True)  # lazily: the first session file ends the look
+            first = next(matches, None)
+            if first is None:
                 raise UsageError(f"no session files found under {text!r} (no file matches)")
             found = any(next(iter(walk(m)), None) is not None if os.path.isdir(m)
-                        else _is_session_name(Path(m).name) and not skipped_special(m) for m in matches)
+                        else _is_session_name(Path(m).name) and not skipped_special(m)
+                        for m in itertools.chain([first], matches))
         elif not os.path.exists(text):
             raise UsageError(f"path not found: {text}")
         elif os.path.isdir(text):
