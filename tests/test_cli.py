@@ -149,6 +149,21 @@ def test_counts_of_one_are_singular(tmp_path):
     assert re.search(r"^run \S+: 1 session: 1 ", result.stderr + result.stdout, re.M), result.output
 
 
+def test_plan_and_validate_say_an_unreadable_file_alike(tmp_path):
+    """plan said "not a pi, ... transcript" of an empty or gzip file, validate "empty file", "gzip-compressed"."""
+    import gzip
+
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    (tmp_path / "packed.jsonl").write_bytes(gzip.compress(b'{"type": "session"}\n'))
+    shutil.copy(fixture_path("pi", "large-session.jsonl"), tmp_path / "s.jsonl")
+    rows = json.loads(CliRunner().invoke(cli, ["plan", str(tmp_path), "--format", "json"]).stdout)["rows"]
+    planned = {r["path"]: r["reason"] for r in rows if r["status"] == "error"}
+    lines = CliRunner().invoke(cli, ["validate", str(tmp_path)]).stdout.splitlines()
+    assert sorted(f"{path}: error: {reason}" for path, reason in planned.items()) == sorted(lines)
+    assert planned[str(tmp_path / "empty.jsonl")] == "empty file: no session entries"
+    assert planned[str(tmp_path / "packed.jsonl")].startswith("gzip-compressed")
+
+
 def test_plan_reports_broken_sessions_as_error_rows(tmp_path):
     good = Builder()
     good.user("x")
