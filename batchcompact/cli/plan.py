@@ -172,12 +172,12 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
 
     fmt = pick_format(fmt, json_flag)
     require_output(fmt, output)
+    dry_run = ctx.parent is not None and ctx.parent.info_name == "run"  # `run --dry-run` (plan_instead_of_run)
     if summary_model and summary_model.strip().lower() != "builtin":  # refused as `run` refuses it, before any work
         from batchcompact.summarize.preflight import check_priced_or_known
 
-        dry_run = ctx.parent is not None and ctx.parent.info_name == "run"  # `run --dry-run`: its option is --model
         check_priced_or_known(summary_model, pricing, option="--model" if dry_run else "--summary-model")
-    paths = cli_paths(paths, "plan")  # no PATHS: every agent's session folders
+    paths = cli_paths(paths, "run" if dry_run else "plan")  # no PATHS: every agent's session folders
     agent_setting = kwargs.pop("agent_settings", True)
     agent = agent_setting if isinstance(agent_setting, tuple) else agent_fields(ctx, agent_setting)
     settings = pop_settings(kwargs)
