@@ -94,19 +94,25 @@ def searched_places(report: bool = False, agents: tuple[str, ...] | None = None)
 
 
 def paths_or_discovered(
-    paths, command: str, echo=None, agents: tuple[str, ...] | None = None
+    paths, command: str, echo=None, agents: tuple[str, ...] | None = None, walk=None, globs: bool = True
 ) -> tuple[list[str], list[SessionSource]]:
     """`paths` as given, or, when empty, every discovered session folder (named through `echo`).
     `report` looks in every agent's places, the other commands in those of the agents they compact;
     `agents` keeps only those agents' places.
 
-    Raises UsageError naming the places looked at when nothing is given and nothing is found, and for an
-    empty PATH (`Path("")` is the current folder: a script's unset variable must not plan or compact it).
+    Raises UsageError naming the places looked at when nothing is given and nothing is found, for an
+    empty PATH (`Path("")` is the current folder: a script's unset variable must not plan or compact it),
+    and for each PATH given that is missing or holds no session file (`scan.check_each_path`, with the
+    command's `walk` of a folder; `globs`: the command expands them); a discovered folder with no session
+    yet is no error.
     """
     if paths:
         if any(str(p) == "" for p in paths):
             raise UsageError(f"{command}: a PATH is empty (an unset shell variable?); to mean the current "
                              "folder, pass '.'")
+        from batchcompact.formats.scan import check_each_path
+
+        check_each_path(paths, walk, globs=globs)
         return [str(p) for p in paths], []
     report = command == "report"
     sources = discover_sources(report=report, agents=agents or None)

@@ -46,7 +46,8 @@ class StdoutClosed(BatchCompactError):
 
 
 class SessionReadError(BatchCompactError):
-    """A session file could not be read at all."""
+    """A session file could not be read at all. The message says why without the path: the row, problem
+    line or error that reports it names the file once (a reason without its path is grouped by kind)."""
 
 
 class VerificationError(BatchCompactError):

@@ -79,6 +79,32 @@ def check_writable(path: str | None, option: str = "--output", made: str | None 
         raise UsageError(f"{option} {path}: cannot write in the folder {folder} (permission denied)")
 
 
+def check_folder(path: str | None, option: str) -> None:
+    """Refuse, before any work, an output FOLDER the command would make or write in and cannot: one
+    below a file, or whose nearest existing folder may not be written in (permission, a read-only
+    filesystem). `run --report-dir` found it only after every session was written and paid for."""
+    if not path:
+        return
+    target = os.path.abspath(os.path.realpath(os.path.expanduser(path)))
+    existing = target
+    while not os.path.exists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise UsageError(f"{option} {path}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: cannot write in the folder {existing} ({_unwritable(existing)})")
+
+
+def _unwritable(folder: str) -> str:
+    """Why a folder may not be written in: its filesystem is mounted read-only, or the permissions say no."""
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return os.strerror(errno.EROFS)
+    except OSError:
+        pass
+    return "permission denied"
+
+
 def _folder_of(path: str, made: str | None) -> tuple[str, bool]:
     """(the folder of output FILE `path`, whether it is missing and inside `made`: made when it is written)."""
     folder = os.path.dirname(os.path.abspath(os.path.realpath(path)))

@@ -325,6 +325,10 @@ class PriceTable:
     def __contains__(self, key: str) -> bool:
         return key in self._entries
 
+    def names(self) -> list[str]:
+        """Every model key of the map (for a "did you mean" of a mistyped name)."""
+        return list(self._entries)
+
     def resolve(self, model: str, provider: str | None = None) -> str | None:
         """The map key that `model` (as an agent wrote it) resolves to, or None. See the module docstring."""
         if not model:

@@ -91,15 +91,94 @@ def test_plan_parquet_without_output_is_a_usage_error(tmp_path):
 
 
 def test_plan_unknown_price_is_null_with_a_warning(tmp_path):
+    """A model litellm places (an OpenAI-compatible server's) whose price nobody knows: planned, cost null."""
     folder = fixture_path("pi")
     result = CliRunner().invoke(cli, ["plan", str(folder), "--force", "--jobs", "1", "--format", "json",
-                                      "--summary-model", "no-such-provider/imaginary-model"])
+                                      "--summary-model", "openai/imaginary-model"])
     assert result.exit_code == 0
-    assert "warning: no price known for 'no-such-provider/imaginary-model'" in result.stderr
+    assert "warning: no price known for 'openai/imaginary-model'" in result.stderr
     rows = json.loads(result.stdout)["rows"]
     assert len(rows) == 2 and {r["status"] for r in rows} == {"compact"}
     assert all(r["est_cost_usd"] is None and r["est_batch_cost_usd"] is None for r in rows)
     assert all(r["prompt_tokens"] > 0 for r in rows)  # planned all the same: only the price is unknown
+
+
+@pytest.mark.parametrize("command", ["plan", "run"])
+def test_an_unknown_summary_model_is_refused_by_plan_as_by_run(tmp_path, command):
+    """`plan --summary-model gpt-4o-mni` exited 0 with a $0.0000 estimate while `run --model gpt-4o-mni`
+    exited 2: one rule (litellm must place the model), one message, before any file is read."""
+    option = {"plan": ["--summary-model"], "run": ["--output-dir", str(tmp_path / "out"), "--model"]}[command]
+    result = CliRunner().invoke(cli, [command, str(fixture_path("pi")), "--format", "json", *option, "gpt-4o-mni"])
+    assert result.exit_code == 2, result.output
+    assert result.stdout == "" and not (tmp_path / "out").exists()
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("Error: unknown model 'gpt-4o-mni': litellm cannot tell its provider (did you mean "
+                           "'gpt-4o-mini'?); name it provider/model"), line
+    assert line.endswith(f"use {option[-1]} openai/gpt-4o-mni" + (" --api-base http://127.0.0.1:8000/v1"
+                                                                    if command == "run" else "")), line
+
+
+@pytest.mark.parametrize("option", ["--summarizer", "--judge-model"])
+def test_evals_unknown_model_names_no_option_eval_lacks(option):
+    """eval's unknown-model line suggested `--model openai/...`, an option eval does not have."""
+    result = CliRunner().invoke(cli, ["eval", str(fixture_path("pi")), option, "gpt-4o-mni"])
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("Error: unknown model 'gpt-4o-mni'") and "--model" not in line, line
+    assert line.endswith("use openai/gpt-4o-mni --api-base http://127.0.0.1:8000/v1"), line
+
+
+def test_a_file_that_is_no_transcript_is_named_once_and_its_reason_groups(tmp_path):
+    """`x.jsonl: error: x.jsonl: not a pi ... (pass the format explicitly if it is)`: the path twice (so
+    the run summary could not group two such files) and an option that does not exist."""
+    archive = tmp_path / "a"
+    archive.mkdir()
+    for name in ("x.jsonl", "y.jsonl"):
+        (archive / name).write_text('{"foo": 1}\n')
+    shutil.copy(fixture_path("pi", "large-session.jsonl"), archive / "s.jsonl")
+    why = ("not a pi, Qwen Code, Claude Code, Codex or Gemini CLI transcript (none of its first 20 lines is an "
+           "entry of theirs)")
+    result = CliRunner().invoke(cli, ["validate", str(archive)])
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [f"{archive / 'x.jsonl'}: error: {why}", f"{archive / 'y.jsonl'}: error: {why}"]
+    result = CliRunner().invoke(cli, ["run", str(archive), "--output-dir", str(tmp_path / "out"), "--min-age", "0",
+                                      "--state", str(tmp_path / "s.db")])
+    assert result.exit_code == 1
+    assert "  2 failed: 2 not a pi, Qwen Code, Claude Code, Codex or Gemini CLI transcript\n" in result.output
+    assert f"  failed: {archive / 'x.jsonl'}: {why}\n" in result.output
+    rows = json.loads(CliRunner().invoke(cli, ["plan", str(archive), "--format", "json"]).stdout)["rows"]
+    assert [r["reason"] for r in rows if r["status"] == "error"] == [why, why]
+    result = CliRunner().invoke(cli, ["show", str(archive / "x.jsonl")])
+    assert result.exit_code == 1 and result.stderr.splitlines() == [f"Error: {archive / 'x.jsonl'}: {why}"]
+
+
+def test_counts_of_one_are_singular(tmp_path):
+    """"1 files checked", "1 sessions": a count names its noun in the singular for one."""
+    one = str(fixture_path("pi", "large-session.jsonl"))
+    result = CliRunner().invoke(cli, ["validate", one])
+    assert result.stderr == "1 file checked: 1 valid, 0 invalid (0 errors, 0 warnings)\n"
+    result = CliRunner().invoke(cli, ["plan", one, "--force", "--summary-model", "gpt-4o-mini"])
+    summary = result.stdout.split("\n\n", 1)[1]
+    assert summary.startswith("1 session: 1 compact\nto compact: 1 session, ")
+    assert ", 2 calls, " in summary
+    result = CliRunner().invoke(cli, ["run", one, "--output-dir", str(tmp_path / "out"), "--min-age", "0",
+                                      "--state", str(tmp_path / "s.db")])
+    assert re.search(r"^run \S+: 1 session: 1 ", result.stderr + result.stdout, re.M), result.output
+
+
+def test_plan_and_validate_say_an_unreadable_file_alike(tmp_path):
+    """plan said "not a pi, ... transcript" of an empty or gzip file, validate "empty file", "gzip-compressed"."""
+    import gzip
+
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    (tmp_path / "packed.jsonl").write_bytes(gzip.compress(b'{"type": "session"}\n'))
+    shutil.copy(fixture_path("pi", "large-session.jsonl"), tmp_path / "s.jsonl")
+    rows = json.loads(CliRunner().invoke(cli, ["plan", str(tmp_path), "--format", "json"]).stdout)["rows"]
+    planned = {r["path"]: r["reason"] for r in rows if r["status"] == "error"}
+    lines = CliRunner().invoke(cli, ["validate", str(tmp_path)]).stdout.splitlines()
+    assert sorted(f"{path}: error: {reason}" for path, reason in planned.items()) == sorted(lines)
+    assert planned[str(tmp_path / "empty.jsonl")] == "empty file: no session entries"
+    assert planned[str(tmp_path / "packed.jsonl")].startswith("gzip-compressed")
 
 
 def test_plan_reports_broken_sessions_as_error_rows(tmp_path):
@@ -188,7 +267,7 @@ def test_run_builtin_on_fixtures_then_outputs_validate_and_show_summary_first(tm
     assert appended[0]["firstKeptEntryId"] in {o.get("id") for o in lines[1 : len(original)]}
     validated = invoke("validate", str(written))
     assert validated.exit_code == 0 and validated.stdout == ""
-    assert validated.stderr.startswith("1 files checked: 1 valid, 0 invalid (0 errors")
+    assert validated.stderr.startswith("1 file checked: 1 valid, 0 invalid (0 errors")
     info = json.loads(invoke("show", str(written), "--format", "json").output)["rows"][0]
     roles = [m["source_role"] for m in info["context_messages"]]
     assert roles[0] == "compactionSummary" and roles[1] != "toolResult"
@@ -213,7 +292,7 @@ def test_validate_every_fixture_and_sample():
     errors = [line for line in result.stdout.splitlines() if ": error: " in line]
     assert [line.split(":")[1] for line in errors] == ["16", "19", "39"]
     assert all(line.startswith(str(BROKEN_SAMPLES / "pi" / "malformed.jsonl")) for line in errors)
-    assert "1 files checked: 0 valid, 1 invalid" in result.stderr
+    assert "1 file checked: 0 valid, 1 invalid" in result.stderr
 
 
 def test_run_prints_no_progress_bars_when_stderr_is_not_a_terminal(tmp_path):

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from conftest import BROKEN_SAMPLES, SAMPLES
 
 from batchcompact.cli import cli
-from batchcompact.cli.output import format_table, middle_ellipsis
+from batchcompact.cli.output import format_table, middle_ellipsis, reason_kind
 
 COMMANDS = ("validate", "show", "plan", "run", "report", "config", "batches")
 
@@ -65,6 +65,16 @@ def test_run_help_groups_options_and_hides_old_spellings():
     for title in ("Input and output:", "Compaction settings:", "Summarizer:", "Cost and rate limits:"):
         assert title in text
     assert "--json" not in text and "--output-dir" in text and "-o, --output FILE" in text
+
+
+@pytest.mark.parametrize("command", ["show", "plan", "validate", "report", "run", "eval", "config", "batches"])
+def test_format_help_names_only_the_formats_the_command_offers(command):
+    """`show --help` said "csv, parquet", which show refuses."""
+    text = " ".join(invoke(command, "--help").output.split())
+    offered = re.search(r"--format \[([a-z|]+)\]", text).group(1).split("|")
+    described = text.split("--format [", 1)[1].split("[default: table]", 1)[0]
+    for name in ("csv", "parquet", "jsonl"):
+        assert (name in described) == (name in offered), (name, described)
 
 
 # -- precedence -------------------------------------------------------------------------------
@@ -196,10 +206,43 @@ def test_a_folder_without_sessions_exits_2(tmp_path, command):
     assert not (tmp_path / "out").exists()  # run wrote no report
 
 
+@pytest.mark.parametrize("command", ["validate", "plan", "run", "eval", "report"])
+def test_a_path_without_sessions_among_others_exits_2_naming_it(tmp_path, command):
+    """`validate sample_sessions bad/nosessions` exited 0 without a word: each PATH is checked on its own,
+    before any work (a crontab's typo must not pass because the line's other PATH was right)."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not a session")
+    extra = ["--output-dir", tmp_path / "out", "--min-age", "0"] if command == "run" else []
+    for bad, said in ((empty, f"no session files found under {empty}"),
+                      (tmp_path / "nope", f"path not found: {tmp_path / 'nope'}"),
+                      (tmp_path / "*.jsonl", f"no session files found under '{tmp_path / '*.jsonl'}' (no file matches)")):
+        if command == "report" and bad.name != "empty":
+            continue  # report's PATHS are checked by click (they must exist; no globs)
+        result = invoke(command, SAMPLES / "pi", bad, *extra)
+        assert result.exit_code == 2, result.output
+        assert result.stdout == "" and result.stderr.splitlines()[-1] == f"Error: {said}"
+        assert not (tmp_path / "out").exists()  # run did no work and wrote no report
+
+
 def test_show_of_a_missing_file_exits_2(tmp_path):
     result = invoke("show", tmp_path / "nope.jsonl")
     assert result.exit_code == 2 and result.stdout == ""
-    assert result.stderr.splitlines()[-1] == f"Error: Invalid value for 'SESSION': File '{tmp_path / 'nope.jsonl'}' does not exist."
+    assert result.stderr == f"Error: path not found: {tmp_path / 'nope.jsonl'}\n"
+
+
+@pytest.mark.parametrize("command", ["validate", "plan", "run", "eval", "report", "show"])
+def test_a_usage_error_is_one_line_on_every_command(tmp_path, command):
+    """`report`/`show` gave click's three-line usage block for a missing path, the others one `Error:` line."""
+    extra = ["--output-dir", tmp_path / "out"] if command == "run" else []
+    result = invoke(command, tmp_path / "nope.jsonl", *extra)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == f"Error: path not found: {tmp_path / 'nope.jsonl'}\n"
+    result = invoke(command, SAMPLES, "--no-such-option")
+    assert result.exit_code == 2 and result.stderr.startswith("Error: No such option '--no-such-option'")
+    assert result.stderr.count("\n") == 1, result.stderr
+    result = invoke("--no-such-option", command)
+    assert result.exit_code == 2 and result.stderr == "Error: No such option '--no-such-option'.\n"
 
 
 def test_quoted_tilde_and_variables_are_expanded(tmp_path):
@@ -210,7 +253,7 @@ def test_quoted_tilde_and_variables_are_expanded(tmp_path):
     for pattern in ("~/sessions/**/*.jsonl", "$ARCHIVE", "${ARCHIVE}/a.jsonl"):
         result = invoke("validate", pattern, env=env)
         assert result.exit_code == 0, (pattern, result.output)
-        assert "1 files checked: 1 valid" in result.stderr
+        assert "1 file checked: 1 valid" in result.stderr
     session_id = "932dd87f-f255-4702-8fff-b7e98d47d103"  # small-fix.jsonl's
     shown = invoke("show", "~/sessions/a.jsonl", "--format", "json", env=env)
     assert shown.exit_code == 0, shown.output
@@ -398,3 +441,20 @@ def test_run_dry_run_keeps_the_command_line_above_pi_settings(tmp_path, monkeypa
     from_pi = after()
     assert from_pi == after("--keep-recent-tokens", "3000", "--no-agent-settings")
     assert after("--keep-recent-tokens", "20000") == after("--no-agent-settings") != from_pi
+
+
+@pytest.mark.parametrize("reason,kind", [
+    ("gave up after 6 attempts: cannot reach http://127.0.0.1:8000/v1: connection refused",
+     "gave up after N attempts: cannot reach http://127.0.0.1:8000/v1: connection refused"),
+    ("gave up after 2 attempts: cannot reach 10.0.0.5:8080 (timeout after 600s)",
+     "gave up after N attempts: cannot reach 10.0.0.5:8080"),
+    ("gave up after 3 attempts: openai/m (HTTP 503): Service unavailable",
+     "gave up after N attempts: openai/m (HTTP 503): Service unavailable"),
+    ("write failed: [Errno 28] No space left on device", "write failed: [Errno 28] No space left on device"),
+    ("below threshold (177,657 <= 183,616 tokens)", "below threshold"),
+    ("a.jsonl:12: error: invalid JSON at byte 1234", "invalid JSON at byte N"),
+    ("gpt-4o-mini failed 3 times", "gpt-4o-mini failed N times"),
+])
+def test_a_reasons_kind_drops_figures_and_keeps_addresses_and_codes(reason, kind):
+    """Grouped reasons replaced every digit: `cannot reach http://N:N/v1`, `HTTP N`."""
+    assert reason_kind(reason) == kind

@@ -250,7 +250,7 @@ def test_a_folder_too_long_to_list_is_named_once_from_the_cli(tmp_path, command)
     done = subprocess.run([sys.executable, "-m", "batchcompact", command, str(archive), "--format", "json", *extra],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-300:]
-    warnings = [line for line in done.stderr.splitlines() if line.startswith("WARNING")]
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning: ")]
     assert len(warnings) == 1 and warnings[0].endswith(": skipped, cannot list this folder: File name too long")
     rows = json.loads(done.stdout)
     assert (len(rows["rows"]) == 1) if command == "plan" else rows["totals"]["requests"] > 0

@@ -461,6 +461,7 @@ def test_pipes_and_devices_named_like_sessions_are_skipped_not_waited_on(tmp_pat
     assert result.returncode == 0, result.stderr
     warnings = [line for line in result.stderr.splitlines() if "not a regular file" in line]
     assert len(warnings) == 3 and all(any(w in line for line in warnings) for w in SPECIAL_WARNINGS), warnings
+    assert all(line.startswith(f"warning: {archive}/") for line in warnings), warnings  # not `WARNING batchcompact.…`
     assert "Traceback" not in result.stderr
     if command == "report":
         import json
@@ -468,6 +469,28 @@ def test_pipes_and_devices_named_like_sessions_are_skipped_not_waited_on(tmp_pat
         assert json.loads(result.stdout)["totals"]["requests"] > 0  # the session beside them was read
     alone = _cli(command, str(archive / "pipe.jsonl"), *extra, timeout=60)
     assert alone.returncode == 2 and "no session files found" in alone.stderr, alone.stderr
+
+
+@pytest.mark.parametrize("command", ["plan", "validate", "run", "report"])
+def test_a_link_loop_and_a_dangling_link_are_said_alike_by_every_command(tmp_path, command):
+    """`plan` said a link loop was "not found on host vm (... every node sees at the same path)" with no
+    Ray involved; `validate` and `run` said "Too many levels of symbolic links"."""
+    archive = tmp_path / "w"
+    archive.mkdir()
+    shutil.copyfile(SAMPLES / "pi" / "small-fix.jsonl", archive / "small-fix.jsonl")
+    (archive / "a.jsonl").symlink_to("b.jsonl")
+    (archive / "b.jsonl").symlink_to("a.jsonl")
+    (archive / "dangling.jsonl").symlink_to("nowhere.jsonl")
+    extra = {"run": ["--output-dir", str(tmp_path / "out"), "--min-age", "0", "--state", str(tmp_path / "s.db")],
+             "report": ["--no-cache"], "plan": ["--format", "jsonl"]}.get(command, [])
+    result = _cli(command, str(archive), *extra, timeout=60)
+    said = result.stdout + result.stderr
+    if command == "plan":
+        said = "\n".join(f"{row['path']}: {row['reason']}" for row in map(json.loads, result.stdout.splitlines()))
+    for name, why in (("a.jsonl", "cannot read: Too many levels of symbolic links"),
+                      ("dangling.jsonl", "cannot read: a symbolic link to nowhere.jsonl, which does not exist")):
+        assert f"{archive / name}: {why}" in said.replace(": error: ", ": "), said
+    assert "not found on host" not in said and "Errno" not in said and "Traceback" not in said, said
 
 
 def test_show_refuses_a_pipe_instead_of_waiting_on_it(tmp_path):
@@ -582,7 +605,7 @@ def test_corrupt_state_is_moved_aside_and_rebuilt(tmp_path, bc):
     assert code == 0 and "2 finished in an earlier run" in text, text  # the new state is used
 
 
-def test_unusable_state_and_report_folders_are_one_line_exit_3(tmp_path, bc):
+def test_unusable_state_exit_3_and_report_folder_exit_2_in_one_line(tmp_path, bc):
     _pi_pair(tmp_path / "w")
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
@@ -592,8 +615,26 @@ def test_unusable_state_and_report_folders_are_one_line_exit_3(tmp_path, bc):
     assert "Traceback" not in text
     code, text = bc("run", tmp_path / "w", "--output-dir", tmp_path / "out", "--min-age", "0", "--force",
                     "--state", tmp_path / "s.sqlite", "--report-dir", blocker / "reports")
-    assert code == 3 and "the report could not be written" in text, text
-    assert len(list((tmp_path / "out").glob("*.jsonl"))) == 2  # the sessions themselves were written
+    assert code == 2 and f"Error: --report-dir {blocker / 'reports'}: {blocker} is not a folder" in text, text
+    assert not (tmp_path / "out").exists()  # refused before any session was planned, bought or written
+
+
+@pytest.mark.parametrize("option", ["--report-dir", "--output-dir"])
+def test_a_read_only_report_or_output_folder_is_refused_before_any_work(tmp_path, bc, monkeypatch, option):
+    """A read-only --report-dir was found only after every session was written and paid for (exit 3); it
+    is checked while the options are parsed, as -o FILE is (exit 2). Root may write anywhere, so the
+    filesystem's answer for the folder is the one a read-only mount gives."""
+    _pi_pair(tmp_path / "w")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if str(p) == str(locked) else access(p, mode, **kw))
+    where = {"--report-dir": ["--output-dir", tmp_path / "out", "--report-dir", locked / "reports"],
+             "--output-dir": ["--output-dir", locked / "out", "--report-dir", tmp_path / "r"]}[option]
+    code, text = bc("run", tmp_path / "w", *where, "--min-age", "0", "--force", "--state", tmp_path / "s.sqlite")
+    assert code == 2, text
+    assert f"Error: {option} {locked}/" in text and f": cannot write in the folder {locked} (" in text, text
+    assert not (tmp_path / "out").exists() and not (tmp_path / "s.sqlite").exists()  # no work at all
 
 
 def test_disk_full_while_writing_a_session_fails_that_session_only(tmp_path, bc, monkeypatch):

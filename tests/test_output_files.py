@@ -111,6 +111,21 @@ def test_a_run_whose_results_cannot_be_written_keeps_its_work_and_exits_3(tmp_pa
     assert list((out / ".batchcompact" / "reports").glob("compactions-*.parquet"))  # and the run's report
 
 
+@pytest.mark.parametrize("command,fmt,where", [("validate", "json", "glob"), ("validate", "jsonl", "folder"),
+                                               ("plan", "json", "folder"), ("plan", "csv", "glob"),
+                                               ("report", "json", "folder")])
+def test_an_error_puts_nothing_on_standard_output(tmp_path, command, fmt, where):
+    """`validate '/nomatch/**/*.jsonl' --format json` printed `{"rows": [` and then the error: a program
+    reading the JSON got half of it. Machine formats reach standard output whole or not at all."""
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "readme.txt").write_text("no session here\n")
+    path = str(tmp_path / "nomatch" / "**" / "*.jsonl") if where == "glob" else str(tmp_path / "notes")
+    proc = _cli(command, path, "--format", fmt)
+    assert proc.returncode == 2, proc.stderr
+    assert _one_line_error(proc).startswith("Error: no session files found under ")
+    assert proc.stdout == ""
+
+
 @pytest.mark.parametrize("command", ["report", "plan", "validate", "show"])
 def test_a_reader_that_left_early_stops_the_command_quietly_with_141(command):
     """`batchcompact ... | head`: once the reader is gone, no traceback and no error line, exit 141 (as a
@@ -209,3 +224,31 @@ def test_results_are_never_written_over_a_session(tmp_path, command):
     for _ in range(2):  # the second time, over the first one's rows
         assert _cli(*args, str(rows)).returncode == 0
     assert rows.read_text().count("\n") > 0
+
+
+@pytest.mark.parametrize("command", [["report", str(SAMPLES), "--no-cache", "--by", "session"],
+                                     ["report", str(SAMPLES), "--no-cache", "--by", "block"],
+                                     ["run", str(SAMPLES / "pi"), "--min-age", "0"]])
+def test_times_have_one_form_in_csv_and_json(tmp_path, command):
+    """CSV times ended `+0000` (the report's) or `2026-… 13:29:32…` (run's rows), JSON times `+00:00`:
+    every machine format writes ISO 8601 with `+00:00`."""
+    import csv
+    import io
+    import json
+    import re
+
+    def run(fmt: str, n: int) -> str:
+        extra = ["--output-dir", str(tmp_path / f"out{n}"), "--state", str(tmp_path / f"s{n}.db")] \
+            if command[0] == "run" else []
+        proc = _cli(*command, *extra, "--format", fmt)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    iso = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?\+00:00$")
+    rows = list(csv.DictReader(io.StringIO(run("csv", 1))))
+    times = [v for row in rows for k, v in row.items() if k.endswith(("_at", "timestamp", "_start", "_end")) and v]
+    assert times and all(iso.match(t) for t in times), times[:4]
+    doc = run("json", 2)
+    found = [v for row in json.loads(doc)["rows"] for k, v in row.items()
+             if k.endswith(("_at", "timestamp", "_start", "_end")) and v]
+    assert found and all(iso.match(t) for t in found), found[:4]

@@ -57,8 +57,8 @@ def test_context_window_from_the_model_map_and_override():
     path = str(fixture_path("pi", "large-session.jsonl"))
     row = _plan(path)[0]
     assert row["model"] == "claude-sonnet-4-5" and row["context_window"] == 200_000
-    assert row["status"] == "skip" and row["reason"] == "below threshold (177657 <= 183616 tokens)"
+    assert row["status"] == "skip" and row["reason"] == "below threshold (177,657 <= 183,616 tokens)"
     small = _plan(path, "--context-window", "128000")[0]
     assert small["status"] == "compact" and small["context_window"] == 128_000
     pct = _plan(path, "--threshold-percent", "95")[0]
-    assert pct["status"] == "skip" and pct["reason"] == "below threshold (177657 <= 190000 tokens)"
+    assert pct["status"] == "skip" and pct["reason"] == "below threshold (177,657 <= 190,000 tokens)"

@@ -94,20 +94,20 @@ def test_keyless_local_server_with_an_unpriced_model_compacts(server, sessions, 
                                             ("anthropic/claude-haiku-4-5", "ANTHROPIC_API_KEY"),
                                             ("gemini/gemini-2.5-flash", "GEMINI_API_KEY")])
 def test_missing_key_exits_3_before_reading_anything(model, variable, tmp_path):
-    missing = tmp_path / "does-not-exist"  # preflight comes first: the path is never looked at
-    result = cli("run", str(missing), "--output-dir", str(tmp_path / "out"), "--model", model)
+    archive = REPO / "sample_sessions" / "pi"  # preflight comes before any file is read
+    result = cli("run", str(archive), "--output-dir", str(tmp_path / "out"), "--model", model)
     assert result.returncode == 3, result.stderr
     assert result.stderr.count("\n") == 1 and variable in result.stderr and "nothing was sent" in result.stderr
     assert not (tmp_path / "out").exists()
 
 
 def test_unknown_model_exits_2_with_a_hint(tmp_path):
-    result = cli("run", str(tmp_path / "does-not-exist"), "--output-dir", str(tmp_path / "out"), "--model",
+    result = cli("run", str(REPO / "sample_sessions" / "pi"), "--output-dir", str(tmp_path / "out"), "--model",
                  "nonsense-model-xyz")
     assert result.returncode == 2, result.stderr
     assert "unknown model 'nonsense-model-xyz'" in result.stderr
     assert "--model openai/nonsense-model-xyz --api-base" in result.stderr
-    assert "Traceback" not in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()
 
 
 @pytest.mark.slow
@@ -121,8 +121,11 @@ def test_closed_port_says_cannot_reach(sessions, tmp_path):
                  "--api-base", base, "--max-attempts", "1")
     assert result.returncode == 1
     failed = [line for line in result.stdout.splitlines() if line.strip().startswith("failed:")]
-    assert failed and all(f"cannot reach {base}: connection refused" in line for line in failed)
+    assert failed and all(f"gave up after 1 attempt: cannot reach {base}: connection refused" in line for line in failed)
     assert all(line.count("jsonl") == 1 for line in failed)  # the path once
+    # grouped by kind: the attempts are a figure, the address is not (it was `http://N:N/v1`)
+    assert f"  {len(failed)} failed: {len(failed)} gave up after N attempts: cannot reach {base}: connection refused" \
+        in result.stdout.splitlines()
 
 
 @pytest.mark.slow

@@ -179,7 +179,7 @@ def test_zero_token_requests_are_counted_under_verbose(tmp_path):
     claude_session(path, "zero", "/w", ["2026-01-02T00:00:00Z"])
     result = CliRunner().invoke(cli, ["-v", "report", str(path), "--no-cache"])
     assert result.exit_code == 0, result.output
-    assert "1 requests with no tokens left out" in result.stderr
+    assert "1 request with no tokens left out" in result.stderr
     assert "2026-01-01" not in result.stdout and "2026-01-02" in result.stdout
 
 

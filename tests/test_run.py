@@ -351,7 +351,8 @@ def test_a_permanent_error_fails_one_session_with_exit_1(bc, tmp_path, llm_serve
 @pytest.mark.parametrize(
     "args, message",
     [
-        (("--output-dir", "OUT", "--in-place"), "choose where to write: --output-dir DIR, or --in-place"),
+        (("--output-dir", "OUT", "--in-place"), "Error: --output-dir and --in-place cannot be combined: the run "
+                                                "writes either to the folder or over the originals; drop one"),
         ((), "choose where to write: --output-dir DIR, or --in-place"),
         (("--output-dir", "OUT", "--min-age", "soon"), "'soon' is not a duration like 30s, 10m, 2h or 1d"),
     ],

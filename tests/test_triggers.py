@@ -58,7 +58,7 @@ def test_claude_session_earlier_is_below_claude_codes_threshold(tmp_path):
     boundary = _boundary_line(source)
     row = plan_file(str(_cut(source, tmp_path, boundary - 60)), CompactionSettings(), PlanOptions())
     assert row["status"] == "skip"
-    assert "<= 167000 tokens" in row["reason"]
+    assert "<= 167,000 tokens" in row["reason"]
 
 
 def test_threshold_flags_override_the_agent_rule(tmp_path):

@@ -235,7 +235,7 @@ class Agent:
         if self.reader is None:
             from batchcompact.errors import SessionReadError
 
-            raise SessionReadError(f"{path}: a {self.display_name} transcript; batchcompact reports its usage "
+            raise SessionReadError(f"a {self.display_name} transcript; batchcompact reports its usage "
                                    "but does not read it for compaction")
         return load(self.reader)(path)
 

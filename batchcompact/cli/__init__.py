@@ -29,6 +29,13 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 
 
 class LazyGroup(click.Group):
+    def make_context(self, info_name, args, parent=None, **extra) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as exc:  # `batchcompact --nosuch`: one line, as in the commands (invoke)
+            exc.ctx = None
+            raise
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [name for name, (module, _, _) in COMMANDS.items() if _module_exists(module)]
 
@@ -60,6 +67,9 @@ class LazyGroup(click.Group):
             error = click.ClickException(str(exc))
             error.exit_code = exc.exit_code
             raise error from exc
+        except click.UsageError as exc:  # one line, as every other error: not click's usage block above it
+            exc.ctx = None
+            raise
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except BrokenPipeError as exc:  # standard output written past the guard (outfile.py): its reader left

@@ -53,6 +53,18 @@ def global_options() -> list[click.Option]:
     ]
 
 
+class PlainFormatter(logging.Formatter):
+    """Warnings and errors in the voice of every other line on stderr (`warning: TEXT`, `error: TEXT`), not a
+    logger's (`WARNING batchcompact.formats.scan: TEXT`); another library's keep its name. -v's and -vv's
+    lines keep the level and the logger, which say where they come from."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.levelno < logging.WARNING:
+            return f"{record.levelname} {record.name}: {record.getMessage()}"
+        source = "" if record.name.split(".")[0] == "batchcompact" else f"{record.name}: "
+        return f"{record.levelname.lower()}: {source}{record.getMessage()}"
+
+
 def configure_logging(obj: dict[str, Any]) -> None:
     level = logging.WARNING
     if obj.get("quiet"):
@@ -61,7 +73,9 @@ def configure_logging(obj: dict[str, Any]) -> None:
         level = logging.INFO
     elif obj.get("verbose", 0) >= 2:
         level = logging.DEBUG
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(PlainFormatter())
+    logging.basicConfig(level=level, handlers=[handler], force=True)
 
 
 # Option groups in --help, by parameter name; options not named here are listed under "Options".

@@ -15,6 +15,8 @@ from typing import Any, TextIO
 
 import click
 
+from batchcompact.core.words import COUNTED_NOUNS, plural
+
 
 def _cell(value: Any) -> str:
     if value is None:
@@ -36,8 +38,18 @@ STATUS_COLORS = {"compact": "yellow", "compacted": "green", "skip": None, "skipp
                  "failed": "red", "young": "cyan", "known_invalid": "magenta"}
 
 
+# Numbers a reason's kind keeps: those of an address (a URL, an IP address, host:port) and of a code (HTTP
+# 503, errno 28, Error code: 429): two reasons that differ in them are two kinds of failure.
+KEPT_NUMBERS = re.compile(
+    r"[a-z][a-z0-9+.-]*://[^\s,;)]+|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?|\blocalhost:\d+"
+    r"|\b(?:HTTP|status|code|errno)\b[\s:]*\d+", re.IGNORECASE)
+FIGURE = re.compile(r"(?<![\w.-])\d[\d,.]*(?![\w-])")  # a count, a size, a line number: per file
+ONE_OF = re.compile(r"(?<![\w.-])1 (" + "|".join(sorted(COUNTED_NOUNS, key=len, reverse=True)) + r")\b(?!s)")
+
+
 def reason_kind(reason: str | None, min_age: str = "") -> str:
-    """A reason without the per-file figures, so skips and failures can be counted by kind."""
+    """A reason without the per-file figures, so skips and failures can be counted by kind: counts, sizes
+    and line numbers become N; an address or a code stays (`cannot reach http://127.0.0.1:8000/v1`)."""
     text = (reason or "no reason given").strip()
     if "--min-age" in text:
         return f"modified within --min-age {min_age} (live?)"
@@ -45,9 +57,19 @@ def reason_kind(reason: str | None, min_age: str = "") -> str:
         return "known invalid (unchanged since first reported; --strict fails them)"
     if text.startswith("internal error:"):
         return "internal error"
-    text = re.sub(r"\s*\([^)]*\d[^)]*\)", "", text)  # "(12,345 <= 100,000 tokens)"
+    text = re.sub(r"\s*\([^)]*\d[^)]*\)", _figures_aside, text)  # "(12,345 <= 100,000 tokens)"
     text = re.sub(r"^\S+:\d+:\s*(error:\s*)?", "", text).strip()  # "path:line: error: ..." -> the problem
-    return re.sub(r"(?<![\w.-])\d[\d,.]*(?![\w-])", "N", text)
+    text = ONE_OF.sub(lambda m: f"N {plural(m.group(1))}", text)  # "1 attempt" is of the kind "N attempts"
+    parts, end = [], 0
+    for kept in KEPT_NUMBERS.finditer(text):
+        parts += [FIGURE.sub("N", text[end:kept.start()]), kept.group()]
+        end = kept.end()
+    return "".join([*parts, FIGURE.sub("N", text[end:])])
+
+
+def _figures_aside(match: re.Match) -> str:
+    """A parenthesis of figures, dropped; one that holds an address or a code is part of the kind."""
+    return match.group() if KEPT_NUMBERS.search(match.group()) else ""
 
 
 def middle_ellipsis(text: str, width: int) -> str:
@@ -157,10 +179,25 @@ def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str
                            drop_first=drop_first) + "\n")
 
 
+SPOOL_BYTES = 16 << 20  # machine output held in memory up to this size before it spills to a temp file
+
+
 @contextmanager
-def open_output(path: str | None) -> Iterator[TextIO]:
+def open_output(path: str | None, whole: bool = False) -> Iterator[TextIO]:
     """FILE opened for writing and renamed into place once written whole (outfile.py), or stdout (left
-    open)."""
+    open). `whole`: standard output too gets nothing unless the block ends without an exception (held in
+    a spooled buffer, then copied): a program reading JSON, JSONL or CSV never gets half of it followed by
+    an error, just as a FILE is never left half written."""
+    if not path and whole:
+        import shutil
+        import tempfile
+
+        with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES, mode="w+", encoding="utf-8",
+                                           newline="") as buffer:
+            yield buffer  # type: ignore[misc]
+            buffer.seek(0)
+            shutil.copyfileobj(buffer, sys.stdout)
+        return
     if not path:
         yield sys.stdout
         return
@@ -176,7 +213,7 @@ def write_json_rows(rows: Iterable[dict[str, Any]], out: TextIO) -> int:
     out.write("[")
     for row in rows:
         out.write(",\n" if count else "\n")
-        out.write(json.dumps(row, ensure_ascii=False, default=str))
+        out.write(json.dumps(row, ensure_ascii=False, default=_plain))
         count += 1
     out.write("\n]\n" if count else "]\n")
     return count
@@ -231,12 +268,19 @@ def output_options(formats: tuple[str, ...] = FORMATS, aliases: dict[str, str] |
                             callback=None if dir_okay else _writable,
                             help="Write the result to FILE instead of stdout (parquet needs it).")(func)
         func = click.option("--format", "fmt", type=FormatChoice(formats, aliases), default="table",
-                            show_default=True,
-                            help="table for people; json (one object with a `rows` list), jsonl (one row per "
-                                 "line), csv, parquet.")(func)
+                            show_default=True, help=_format_help(formats))(func)
         return func
 
     return decorator
+
+
+FORMAT_HELP = {"table": "table for people", "json": "json (one object with a `rows` list)",
+               "jsonl": "jsonl (one row per line)", "csv": "csv", "parquet": "parquet (needs -o FILE)"}
+
+
+def _format_help(formats: Sequence[str]) -> str:
+    """--format's help, naming only the formats this command offers (`show` has no csv or parquet)."""
+    return "; ".join(FORMAT_HELP.get(name, name) for name in formats) + "."
 
 
 def _writable(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -245,6 +289,19 @@ def _writable(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     if value == "-":
         return None
     check_output(value, "-o/--output")
+    return value
+
+
+def folder_checked(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An output FOLDER option (`run --output-dir`, `--report-dir`) checked while the options are parsed,
+    before any work, as -o FILE is (outfile.check_folder): a usage error naming the option."""
+    from batchcompact.errors import UsageError
+    from batchcompact.outfile import check_folder
+
+    try:
+        check_folder(value, param.opts[0] if param.opts else param.name or "FOLDER")
+    except UsageError as exc:
+        raise click.UsageError(str(exc)) from exc
     return value
 
 
@@ -293,19 +350,19 @@ def write_rows(fmt: str, output: str | None, rows: Iterable[dict[str, Any]], col
         with replacing(output) as where:
             frame.write_parquet(where)
         return len(collected)
-    with open_output(output) as out:
+    with open_output(output, whole=True) as out:
         if fmt == "json":
             out.write('{"rows": ')
             count = write_json_rows(rows, out)
             extra = summary() if callable(summary) else (summary or {})
             for key, value in extra.items():
-                out.write(f", {json.dumps(key)}: {json.dumps(value, ensure_ascii=False, default=str)}\n")
+                out.write(f", {json.dumps(key)}: {json.dumps(value, ensure_ascii=False, default=_plain)}\n")
             out.write("}\n")
             return count
         if fmt == "jsonl":
             count = 0
             for row in rows:
-                out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+                out.write(json.dumps(row, ensure_ascii=False, default=_plain) + "\n")
                 count += 1
             return count
         if fmt == "csv":
@@ -320,13 +377,25 @@ def write_rows(fmt: str, output: str | None, rows: Iterable[dict[str, Any]], col
     raise click.UsageError(f"unknown format {fmt!r}")
 
 
+def _plain(value: Any) -> Any:
+    """A value JSON has no type for: a time in ISO 8601 (`2026-11-26T13:29:32.524680+00:00`, the form the
+    report's JSON and CSV use), anything else as its text."""
+    from datetime import date
+
+    return value.isoformat() if isinstance(value, date) else str(value)
+
+
 def _csv_cell(value: Any) -> Any:
+    from datetime import date
+
+    if isinstance(value, date):
+        return value.isoformat()
     if isinstance(value, list):
         if all(isinstance(v, str) for v in value):
             return ";".join(value)
-        return json.dumps(value, ensure_ascii=False, default=str)
+        return json.dumps(value, ensure_ascii=False, default=_plain)
     if isinstance(value, dict):
-        return json.dumps(value, ensure_ascii=False, default=str)
+        return json.dumps(value, ensure_ascii=False, default=_plain)
     return value
 
 

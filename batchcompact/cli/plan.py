@@ -26,6 +26,7 @@ from batchcompact.cli.output import (
     require_output,
     write_rows,
 )
+from batchcompact.core.words import counted
 from batchcompact.errors import INTERNAL_ERROR_EXIT, is_internal_error
 from batchcompact.money import from_pico, to_pico
 
@@ -120,18 +121,19 @@ class Totals:
         parts = ", ".join(f"{n} {s}" for s, n in sorted(self.status.items()))
         cost = f"${self.cost:.4f} on demand, ${self.batch_cost:.4f} with a batch API"
         if self.unpriced:
-            cost += f" (+ {self.unpriced} sessions whose summary model has no known price)"
+            cost += f" (+ {counted(self.unpriced, 'session')} whose summary model has no known price)"
         branches = ""
         if self.branch_calls:
             price = "unknown" if self.branch_cost is None else f"${self.branch_cost:.4f}"
             branches = (f"\nabandoned branches: {self.branch_calls} could be summarized with "
-                        f"`run --branch-summaries` ({self.branch_calls} calls, {price})")
+                        f"`run --branch-summaries` ({counted(self.branch_calls, 'call')}, {price})")
         skips = ", ".join(f"{n} {kind}" for kind, n in self.skip_reasons.most_common())
         return (
-            f"{sum(self.status.values())} sessions: {parts or 'none'}\n"
+            f"{counted(sum(self.status.values()), 'session')}: {parts or 'none'}\n"
             + (f"  {self.status['skip']} skip: {skips}\n" if skips else "") +
-            f"to compact: {self.status['compact']} sessions, {self.tokens_before:,} -> ~{self.tokens_after:,} tokens, "
-            f"{self.calls} calls, {self.prompt_tokens:,} prompt tokens\n"
+            f"to compact: {counted(self.status['compact'], 'session')}, {self.tokens_before:,} -> "
+            f"~{counted(self.tokens_after, 'token')}, {counted(self.calls, 'call')}, "
+            f"{counted(self.prompt_tokens, 'prompt token')}\n"
             f"estimated cost: {cost}" + branches
         )
 
@@ -170,7 +172,12 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
 
     fmt = pick_format(fmt, json_flag)
     require_output(fmt, output)
-    paths = cli_paths(paths, "plan")  # no PATHS: every agent's session folders
+    dry_run = ctx.parent is not None and ctx.parent.info_name == "run"  # `run --dry-run` (plan_instead_of_run)
+    if summary_model and summary_model.strip().lower() != "builtin":  # refused as `run` refuses it, before any work
+        from batchcompact.summarize.preflight import check_priced_or_known
+
+        check_priced_or_known(summary_model, pricing, option="--model" if dry_run else "--summary-model")
+    paths = cli_paths(paths, "run" if dry_run else "plan")  # no PATHS: every agent's session folders
     agent_setting = kwargs.pop("agent_settings", True)
     agent = agent_setting if isinstance(agent_setting, tuple) else agent_fields(ctx, agent_setting)
     settings = pop_settings(kwargs)

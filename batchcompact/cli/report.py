@@ -12,6 +12,7 @@ from batchcompact.agents import names as agent_names
 from batchcompact.cli.config import ExpandedPath
 from batchcompact.cli.options import executor_options, open_executor
 from batchcompact.cli.output import check_output, output_options, pick_format
+from batchcompact.core.words import counted
 from batchcompact.errors import BatchCompactError, StdoutClosed, UsageError
 from batchcompact.report.readers import agent_names as every_agent
 from batchcompact.report.settings import GROUPINGS
@@ -43,7 +44,7 @@ def _check_timezone(ctx, param, value: str) -> str:
 
 
 @click.command("report")
-@click.argument("paths", nargs=-1, type=ExpandedPath(exists=True))
+@click.argument("paths", nargs=-1, type=ExpandedPath())  # checked one by one, as every command's (discover.py)
 @click.option(
     "--by",
     type=click.Choice(GROUPINGS),
@@ -211,7 +212,10 @@ def report(
         if fmt == "parquet" and not output:
             raise click.UsageError("--format parquet needs --output FILE")
         echo = None if quiet else lambda m: click.echo(m, err=True)
-        paths, found = paths_or_discovered(paths, "report", echo, agents=tuple(agents))
+        from batchcompact.report.files import walk_folder
+
+        paths, found = paths_or_discovered(paths, "report", echo, agents=tuple(agents), walk=walk_folder,
+                                           globs=False)
         out = produce_report(paths, settings, fmt, output, sources=[s.to_dict() for s in found],
                              cache_dir=cache_dir, no_cache=no_cache, cache_above=cache_above, jobs=jobs, chart=chart,
                              executor=lambda: open_executor(executor, jobs or 1, ray_address),
@@ -268,16 +272,17 @@ def _print(out, fmt: str, output, compact: bool, *, quiet: bool, verbose: int) -
     elif out.texts:
         _emit(out.texts, out.table_width, fmt, output, compact)
     if verbose and out.dropped_zero:
-        click.echo(f"{out.dropped_zero} requests with no tokens left out", err=True)
+        click.echo(f"{counted(out.dropped_zero, 'request')} with no tokens left out", err=True)
     if verbose and out.rejected:
         click.echo(f"{out.rejected} cache parts failed verification and were rebuilt", err=True)
     if quiet:
         return
     unread = f", {out.unread} not read (named above)" if out.unread else ""
     if out.replayed:
-        click.echo(f"{out.files} files: 0 parsed, {out.files} from cache (the stored report){unread}", err=True)
+        click.echo(f"{counted(out.files, 'file')}: 0 parsed, {out.files} from cache (the stored report){unread}",
+                   err=True)
     else:
-        click.echo(f"{out.files} files: {out.parsed} parsed, {out.from_cache} from cache{unread}", err=True)
+        click.echo(f"{counted(out.files, 'file')}: {out.parsed} parsed, {out.from_cache} from cache{unread}", err=True)
 
 
 def _warn_unpriced(models: list[str]) -> None:

@@ -19,6 +19,7 @@ from batchcompact.cli.options import (
     resolve_jobs,
 )
 from batchcompact.cli.output import (
+    folder_checked,
     old_output_dir,
     output_options,
     pick_format,
@@ -32,6 +33,7 @@ from batchcompact.cli.summarize_options import (
     provider_preflight,
     summarizer_options,
 )
+from batchcompact.core.words import counted
 from batchcompact.money import sum_usd
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
@@ -81,7 +83,7 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
     failed = [r for r in rows if r["status"] in FAILED_STATUSES]
     lines = []
     if not quiet:
-        lines.append(f"run {summary.run_id}: {len(rows)} sessions: "
+        lines.append(f"run {summary.run_id}: {counted(len(rows), 'session')}: "
                      + (", ".join(f"{n} {s}" for s, n in sorted(by.items())) or "none"))
         skipped = [r for r in rows if r["status"] == "skipped"]
         if skipped:
@@ -99,7 +101,7 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
             lines.append(f"report: {summary.report_path}")
     if failed:
         if quiet:
-            lines.append(f"run {summary.run_id}: {len(failed)} of {len(rows)} sessions failed; "
+            lines.append(f"run {summary.run_id}: {len(failed)} of {counted(len(rows), 'session')} failed; "
                          f"report: {summary.report_path}")
         lines.append(f"  {len(failed)} failed: {_counted(failed, min_age)}")
     for row in failed[:20]:
@@ -119,7 +121,7 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
 
 @click.command()
 @click.argument("paths", nargs=-1)
-@click.option("--output-dir", type=click.Path(file_okay=False), default=None,
+@click.option("--output-dir", type=click.Path(file_okay=False), default=None, callback=folder_checked,
               help="Write compacted sessions here, mirroring each input's path under its argument.")
 @click.option("--in-place", is_flag=True, help="Replace originals (atomically, after verification).")
 @click.option("--no-backup", is_flag=True, help="With --in-place: do not keep NAME.jsonl.bak.")
@@ -129,7 +131,7 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
               help="Skip files modified more recently than this (live sessions); 0 to disable.")
 @click.option("--state", "state", type=click.Path(dir_okay=False), default=None,
               help="Run state database [default: OUTPUT_DIR/.batchcompact/state.sqlite].")
-@click.option("--report-dir", type=click.Path(file_okay=False), default=None,
+@click.option("--report-dir", type=click.Path(file_okay=False), default=None, callback=folder_checked,
               help="Folder of compactions-<run>.parquet reports [default: OUTPUT_DIR/.batchcompact/reports].")
 @click.option("--max-cost", type=click.FloatRange(min=0), default=None, metavar="USD",
               help="Refuse to start above this estimate; stop launching calls once spend reaches it.")
@@ -190,7 +192,6 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
     from batchcompact.pipeline.batch_commands import run_until_collected
     from batchcompact.pipeline.run import RunOptions, check_destination, run_archive
 
-    paths = tuple(cli_paths(paths, "run"))  # no PATHS: every agent's session folders
     if not in_place and not dry_run:
         output_dir, output = old_output_dir(ctx, "run", output, output_dir, fmt, json_flag)
     fmt = pick_format(fmt, json_flag)
@@ -201,7 +202,8 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         return plan_instead_of_run(ctx, paths, model, fmt=fmt, output=output, pricing=pricing, jobs=jobs,
                                    min_branch_tokens=min_branch_tokens,
                                    branch_reserve_tokens=branch_reserve_tokens, **kwargs)
-    check_destination(in_place, output_dir)
+    check_destination(in_place, output_dir)  # the options' own conflicts first, then the paths they name
+    paths = tuple(cli_paths(paths, "run"))  # no PATHS: every agent's session folders
     batch = None
     if use_batch or wait:  # the batch machinery (asyncio, the batch store) only for --batch runs
         from batchcompact.pipeline.batch import batch_options

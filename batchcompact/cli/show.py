@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import click
@@ -35,7 +36,7 @@ def render_message(message: dict[str, Any]) -> str:
 
 
 @click.command()
-@click.argument("session_path", metavar="SESSION", type=ExpandedPath(exists=True, dir_okay=False))
+@click.argument("session_path", metavar="SESSION", type=ExpandedPath(dir_okay=False))
 @click.option("--context", "with_context", is_flag=True, help="Print the rebuilt LLM context, message by message.")
 @output_options(formats=("table", "json", "jsonl"), aliases={"text": "table"})
 def show(session_path: str, with_context: bool, fmt: str, output: str | None, json_flag: bool) -> int:
@@ -47,15 +48,22 @@ def show(session_path: str, with_context: bool, fmt: str, output: str | None, js
       batchcompact show out/pi/big-refactor.jsonl --context
       batchcompact show session.jsonl --format json
     """
-    from batchcompact.errors import UsageError
+    from batchcompact.errors import SessionReadError, UsageError
     from batchcompact.formats.scan import special_kind
     from batchcompact.pipeline.inspect import describe_session
     from batchcompact.pipeline.planning import read_session
 
+    if not os.path.lexists(session_path):  # said as every command says a missing PATH (formats/scan.py)
+        raise UsageError(f"path not found: {session_path}")
     kind = special_kind(session_path)
     if kind is not None:  # opening a named pipe would wait for a writer, a device may never end
         raise UsageError(f"{session_path}: {kind}, not a regular file")
-    session = read_session(session_path)
+    try:
+        session = read_session(session_path)
+    except (OSError, SessionReadError) as exc:  # why, as validate says it; alone on the line, naming the file
+        from batchcompact.formats.scan import unreadable_reason
+
+        raise SessionReadError(f"{session_path}: {unreadable_reason(session_path, exc)}") from None
     info = describe_session(session, with_context=with_context)
     fmt = pick_format(fmt, json_flag)
     if fmt != "table":

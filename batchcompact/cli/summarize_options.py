@@ -117,7 +117,7 @@ def provider_preflight(model: str, *, api_base: str | None, api_key: str | None,
     from batchcompact.summarize.endpoint_check import check_endpoint
     from batchcompact.summarize.preflight import preflight
 
-    info = preflight(model, api_base, api_key)
+    info = preflight(model, api_base, api_key, option="--model")
     if check:
         latency = check_endpoint(info, timeout=min(timeout, 60.0))
         if not quiet:

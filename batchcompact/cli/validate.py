@@ -7,6 +7,7 @@ import click
 from batchcompact.cli.options import resolve_jobs
 from batchcompact.cli.output import output_options, pick_format, require_output, write_rows
 from batchcompact.core.entries import Problem
+from batchcompact.core.words import counted
 from batchcompact.errors import INTERNAL_ERROR_EXIT, is_internal_error
 
 COLUMNS = ("path", "format", "session_id", "entries", "valid", "errors", "warnings", "problems")
@@ -47,7 +48,7 @@ def validate(ctx: click.Context, paths: tuple[str, ...], fmt: str, output: str |
 
     internal: list[str] = []
 
-    def counted():
+    def checked():
         for row in results:
             bugs = [p["message"] for p in row["problems"] if is_internal_error(p["message"])]
             if bugs:
@@ -62,20 +63,20 @@ def validate(ctx: click.Context, paths: tuple[str, ...], fmt: str, output: str |
 
     quiet = (ctx.find_root().obj or {}).get("quiet", False)
     if fmt != "table":
-        write_rows(fmt, output, counted(), COLUMNS, summary=lambda: {"totals": counts})
+        write_rows(fmt, output, checked(), COLUMNS, summary=lambda: {"totals": counts})
     else:
         from batchcompact.cli.output import open_output
 
         with open_output(output) as out:
-            for row in counted():
+            for row in checked():
                 for problem in row["problems"]:
                     if errors_only and problem["severity"] != "error":
                         continue
                     out.write(str(Problem(**problem)) + "\n")
     if not quiet:
         click.echo(
-            f"{counts['files']} files checked: {counts['valid']} valid, {counts['invalid']} invalid "
-            f"({counts['errors']} errors, {counts['warnings']} warnings)",
+            f"{counted(counts['files'], 'file')} checked: {counts['valid']} valid, {counts['invalid']} invalid "
+            f"({counted(counts['errors'], 'error')}, {counted(counts['warnings'], 'warning')})",
             err=True,
         )
     if internal:

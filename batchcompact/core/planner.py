@@ -144,7 +144,7 @@ def prepare_compaction(
                 model_id,
             )
         if threshold is not None and trigger_tokens <= threshold:
-            return Skip(f"below threshold ({trigger_tokens} <= {threshold} tokens)", tokens_before, window, model_id)
+            return Skip(f"below threshold ({trigger_tokens:,} <= {threshold:,} tokens)", tokens_before, window, model_id)
 
     boundary_start, previous = _since_last_compaction(path)
     if cut is None:

@@ -100,8 +100,11 @@ def read_session(path: str | Path, fmt: str | None = None, *, digest: bool = Fal
     fmt = fmt or detect_format(path)
     agent = find(fmt)
     if agent is None:
+        with open(path, "rb"):  # a file that cannot be opened says why (OSError), not "not a transcript"
+            pass
         readable = [a for a in AGENTS if a.reader is not None]  # report-only agents are not read as sessions
-        raise SessionReadError(f"{path}: not a {describe(readable)} transcript (pass the format explicitly if it is)")
+        raise SessionReadError(f"not a {describe(readable)} transcript (none of its first {PROBE_LINES} lines is "
+                               "an entry of theirs)")
     if digest and agent.name == "pi":
         from batchcompact.formats.pi import read_pi_session
 

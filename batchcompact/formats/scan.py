@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import glob
+import itertools
 import logging
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -189,6 +190,35 @@ def iter_session_files(paths: Iterable[str | Path], require_any: bool = False) -
         raise UsageError("no session files found under " + ", ".join(str(p) for p in paths))
 
 
+def check_each_path(paths: Iterable[str | Path], walk: Callable[[str], Iterator[object]] | None = None,
+                    globs: bool = True) -> None:
+    """Every PATH of a command line names something to read, checked before any work: a PATH that does
+    not exist, a glob that matches nothing and a PATH that holds no session file are each a usage error
+    naming it (exit 2), among other PATHS as alone. A typo in a crontab must not pass silently because
+    another PATH of the line was right. A folder is walked until its first session file (`walk`: the
+    command's own walk, default the one `iter_session_files` makes); a file named is always taken.
+    `globs`: the command expands `*`, `?` and `[` (`report` takes its PATHS as they are)."""
+    walk = walk or _walk
+    for arg in paths:
+        text = os.path.expanduser(os.path.expandvars(str(arg)))
+        if globs and any(ch in text for ch in "*?[") and not Path(text).exists():
+            matches = glob.iglob(text, recursive=True)  # lazily: the first session file ends the look
+            first = next(matches, None)
+            if first is None:
+                raise UsageError(f"no session files found under {text!r} (no file matches)")
+            found = any(next(iter(walk(m)), None) is not None if os.path.isdir(m)
+                        else _is_session_name(Path(m).name) and not skipped_special(m)
+                        for m in itertools.chain([first], matches))
+        elif not os.path.exists(text):
+            raise UsageError(f"path not found: {text}")
+        elif os.path.isdir(text):
+            found = next(iter(walk(text)), None) is not None
+        else:
+            found = not skipped_special(text)
+        if not found:
+            raise UsageError(f"no session files found under {text}")
+
+
 def _glob_base(pattern: str) -> str:
     parts = Path(pattern).parts
     base: list[str] = []
@@ -205,7 +235,7 @@ def unreadable_reason(path: str, exc: BaseException) -> str:
         with open(path, "rb") as handle:
             head = handle.read(4096)
     except OSError as error:
-        return f"cannot read: {oserror_text(error)}"
+        return broken_link_reason(path) or f"cannot read: {oserror_text(error)}"
     if not head:
         return "empty file: no session entries"
     if head.startswith(b"\x28\xb5\x2f\xfd"):  # zstd: readable with the zstd extra
@@ -229,6 +259,24 @@ def unreadable_reason(path: str, exc: BaseException) -> str:
     if isinstance(exc, OSError):
         return f"cannot read: {oserror_text(exc)}"
     return str(exc)
+
+
+def broken_link_reason(path: str | Path) -> str | None:
+    """Why a symbolic link leads to no file, in the words every command uses ("cannot read: Too many
+    levels of symbolic links" for a loop, "cannot read: a symbolic link to X, which does not exist");
+    None when `path` is no link or its target is there."""
+    try:
+        if not os.path.islink(path):
+            return None
+        os.stat(path)
+        return None
+    except FileNotFoundError:
+        try:
+            return f"cannot read: a symbolic link to {os.readlink(path)}, which does not exist"
+        except OSError as exc:
+            return f"cannot read: {oserror_text(exc)}"
+    except OSError as exc:
+        return f"cannot read: {oserror_text(exc)}"
 
 
 def oserror_text(exc: OSError) -> str:

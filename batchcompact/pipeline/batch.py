@@ -31,6 +31,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
+from batchcompact.core.words import counted
 from batchcompact.pipeline.batch_store import (
     COLLECTED,
     DELIVERED,
@@ -289,7 +290,7 @@ class BatchBuyer:
             elif request[1] == OVERFLOW:
                 too_long = True
             elif request[2] >= self.options.max_attempts:
-                failures.append(f"gave up after {request[2]} batch submissions: {request[3]}")
+                failures.append(f"gave up after {counted(request[2], 'batch submission')}: {request[3]}")
             else:
                 fresh.append(i)
         if failures:

@@ -345,9 +345,13 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
         return row
     except UsageError:  # the command's settings (a broken price map), not this file: stops the command
         raise
-    except SessionReadError as exc:  # unreadable as a session (a missing optional package, …): its own words
+    except (OSError, SessionReadError) as exc:  # cannot be read as a session (empty, gzip, permissions, a
+        # link loop, a missing optional package): in the words validate and show use
+        from batchcompact.formats.scan import unreadable_reason
+
         row = dict.fromkeys(PLAN_COLUMNS)
-        row.update(path=str(path), status="error", reason=str(exc), read_files=[], modified_files=[])
+        row.update(path=str(path), status="error", reason=unreadable_reason(str(path), exc), read_files=[],
+                   modified_files=[])
         return row
     except Exception as exc:  # a bug on one file must not stop the others
         log.debug("planning %s failed", path, exc_info=True)  # the row says it in one line; -vv shows where

@@ -105,7 +105,10 @@ class RunOptions:
 
 def check_destination(in_place: bool, output_dir: str | Path | None) -> None:
     """A run writes either beside the originals (--in-place) or to an output folder, never both or neither."""
-    if in_place == bool(output_dir):
+    if in_place and output_dir:
+        raise UsageError("--output-dir and --in-place cannot be combined: the run writes either to the folder or "
+                         "over the originals; drop one")
+    if not in_place and not output_dir:
         raise UsageError("choose where to write: --output-dir DIR, or --in-place")
 
 

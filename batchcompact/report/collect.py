@@ -136,7 +136,7 @@ def extract_on_node(path: str, root: str) -> tuple[str | None, dict, bool]:
     except FileNotFoundError:
         from batchcompact.pipeline.executor import missing_file_reason
 
-        return None, {"path": path, "warnings": [missing_file_reason(path)], "warning_count": 1}, False
+        return None, {"path": path, "warnings": [f"{path}: {missing_file_reason(path)}"], "warning_count": 1}, False
 
 
 def _extract_parallel(result: CollectResult, todo: list[str], root: str, workers: int, spill: str | None) -> int:

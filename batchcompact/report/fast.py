@@ -490,6 +490,10 @@ class RowList:
         return "\n".join(lines) + "\n"
 
 
+# Times in CSV as in JSON (ISO 8601, `+00:00`), not polars' default `+0000`: one form across formats.
+CSV_DATETIME = "%Y-%m-%dT%H:%M:%S%.6f%:z"
+
+
 def _csv_cell(value, joined: bool) -> str:
     if joined:
         value = ";".join(value)
@@ -502,7 +506,7 @@ def _csv_cell(value, joined: bool) -> str:
     if isinstance(value, float):
         return csv_float(value)
     if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%dT%H:%M:%S.%f") + "+0000"
+        return value.strftime("%Y-%m-%dT%H:%M:%S.%f") + "+00:00"  # CSV_DATETIME's, polars' with the frame
     return str(value)
 
 

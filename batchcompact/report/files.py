@@ -17,7 +17,13 @@ from pathlib import Path
 
 from batchcompact.agents import session_suffixes
 from batchcompact.errors import UsageError
-from batchcompact.formats.scan import folder_entries, is_regular_entry, skipped_special
+from batchcompact.formats.scan import (
+    broken_link_reason,
+    folder_entries,
+    is_regular_entry,
+    oserror_text,
+    skipped_special,
+)
 from batchcompact.report.detect import is_run_report_name
 from batchcompact.report.readers import claims_name, is_sqlite
 from batchcompact.report.schema import USAGE_SCHEMA_VERSION
@@ -144,6 +150,11 @@ def _iter_found(paths: Iterable[str | Path]) -> Iterator[tuple[str, str, os.DirE
         log.warning("not found: %s", ", ".join(missing))
 
 
+def walk_folder(top: str) -> Iterator[str]:
+    """The files a report reads under folder `top`, in `_walk`'s order (`scan.check_each_path`'s walk)."""
+    return (shown for shown, _, _ in _walk(top))
+
+
 def _walk(top: str, real_dir: str | None = None) -> Iterator[tuple[str, str, os.DirEntry]]:
     """Candidate files under `top` in os.walk's order with sorted names (symlinked folders not entered).
     A `.jsonl.zst` with a plain `.jsonl` sibling is skipped (Codex keeps both). `real_dir`: `top`'s
@@ -239,7 +250,8 @@ class Tally:
             try:
                 found.append((str(path), FileKey.of(real, resolved=True)))
             except OSError as exc:
-                self.stats.append({"path": str(path), "warnings": [f"{path}: cannot stat: {exc}"], "warning_count": 1})
+                why = broken_link_reason(path) or f"cannot read: {oserror_text(exc)}"  # as the other commands say it
+                self.stats.append({"path": str(path), "warnings": [f"{path}: {why}"], "warning_count": 1})
         if not found and not self.stats and not empty_ok:
             raise UsageError("no session files found under " + ", ".join(str(p) for p in paths))
         self.files = len(found)

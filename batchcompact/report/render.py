@@ -199,7 +199,9 @@ def write_report(
         if isinstance(report.rows, RowList):  # the cold report without polars (fast.py)
             text = report.rows.csv([*report.keys, *JSON_FIELDS, *report.extra_columns])
         else:
-            text = flat_frame(report).write_csv()
+            from batchcompact.report.fast import CSV_DATETIME
+
+            text = flat_frame(report).write_csv(datetime_format=CSV_DATETIME)
     elif fmt == "table":
         text = render_table(report, compact=compact)
     else:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from batchcompact.core.calls import SummaryCall
+from batchcompact.core.words import counted
 from batchcompact.summarize.base import (
     RetryableError,
     RunFatalError,
@@ -210,7 +211,7 @@ class _Pool:
                     result.redactions = merge_counts(result.redactions, redactions)
                     return result
             if attempt >= self.settings.max_attempts:
-                raise SessionFatalError(f"gave up after {attempt} attempts: {error.message}")
+                raise SessionFatalError(f"gave up after {counted(attempt, 'attempt')}: {error.message}")
             delay = self.backoff(attempt, error.retry_after)
             self.stats.retries += 1
             if getattr(error, "rate_limited", False):

@@ -109,34 +109,75 @@ def _is_unknown_model(litellm, exc: Exception) -> bool:
     return "GetLLMProvider Exception" not in str(exc)
 
 
-def unknown_model_message(model: str, api_base: str | None) -> str:
-    """One line: why `model` cannot be used and what would work."""
+def unknown_model_message(model: str, api_base: str | None, option: str | None = None,
+                          server_hint: bool = True) -> str:
+    """One line: why `model` cannot be used and what would work. `option`: the command's option that names
+    the model (`--model`, `--summary-model`); None (a caller that does not say) names none, so the line
+    never suggests an option the command lacks. `server_hint`: the command takes --api-base."""
     name = model.split("/", 1)[-1] if "/" in model else model
+    local = f"{option} openai/{name}" if option else f"openai/{name}"
+    near = _near_model(model)
+    said = f"unknown model {model!r}: litellm cannot tell its provider" + (f" (did you mean {near!r}?)" if near else "")
     if api_base:
-        return (f"unknown model {model!r}: litellm cannot tell its provider; for an OpenAI-compatible server "
-                f"use --model openai/{name} --api-base {api_base}")
-    return (f"unknown model {model!r}: litellm cannot tell its provider; name it provider/model "
-            f"(e.g. openai/gpt-4o-mini, anthropic/claude-haiku-4-5, gemini/gemini-2.5-flash), or for a local "
-            f"OpenAI-compatible server use --model openai/{name} --api-base http://127.0.0.1:8000/v1")
+        return f"{said}; for an OpenAI-compatible server use {local} --api-base {api_base}"
+    server = " --api-base http://127.0.0.1:8000/v1" if server_hint else ""
+    return (f"{said}; name it provider/model (e.g. openai/gpt-4o-mini, anthropic/claude-haiku-4-5, "
+            f"gemini/gemini-2.5-flash), or for a local OpenAI-compatible server use {local}{server}")
 
 
-def resolve_provider(model: str, api_base: str | None = None) -> tuple[str, str, str | None]:
-    """(provider model name, provider, provider's own default base or None) as litellm resolves `model`."""
+def _near_model(model: str) -> str | None:
+    """The bundled price map's name closest to a mistyped `model` (`gpt-4o-mni` -> `gpt-4o-mini`) that
+    litellm places, or None."""
+    import difflib
+
+    from batchcompact.pricing import PriceTable
+
+    try:
+        names = PriceTable.load(None).names()
+        litellm = _litellm()
+        for near in difflib.get_close_matches(model.strip(), names, n=3, cutoff=0.85):
+            try:
+                if litellm.get_llm_provider(model=near)[1]:
+                    return near
+            except Exception:
+                continue
+    except Exception:  # a suggestion is a courtesy: the error it decorates is what matters
+        return None
+    return None
+
+
+def resolve_provider(model: str, api_base: str | None = None, option: str | None = None,
+                     server_hint: bool = True) -> tuple[str, str, str | None]:
+    """(provider model name, provider, provider's own default base or None) as litellm resolves `model`;
+    `option`, `server_hint`: for the message of an unknown model (`unknown_model_message`)."""
     if not model or not model.strip():
-        raise UsageError("--model is empty: name a model such as openai/gpt-4o-mini, or 'builtin'")
+        raise UsageError(f"{option or 'the model'} is empty: name a model such as openai/gpt-4o-mini, or 'builtin'")
     litellm = _litellm()
     try:
         name, provider, _key, base = litellm.get_llm_provider(model=model.strip(), api_base=api_base)
     except Exception as exc:
         if _is_unknown_model(litellm, exc):
-            raise UsageError(unknown_model_message(model, api_base)) from None
+            raise UsageError(unknown_model_message(model, api_base, option, server_hint)) from None
         raise ProviderLibraryError(
             f"litellm failed while resolving {model.strip()!r} ({_first_line(exc)}): not an unknown model, litellm "
             "itself broke; nothing was sent (check its installation, or rerun with BATCHCOMPACT_DEBUG=1 for the "
             "traceback)") from exc
     if not provider:
-        raise UsageError(unknown_model_message(model, api_base))
+        raise UsageError(unknown_model_message(model, api_base, option, server_hint))
     return name, provider, base
+
+
+def check_priced_or_known(model: str, pricing_file: str | None = None, option: str | None = None) -> None:
+    """`plan`'s check of its summary model, the rule `run` applies: a model litellm cannot place is a
+    usage error (exit 2) with `run`'s message. A model the price map prices is taken without loading
+    litellm (seconds; `plan` prices without it); only one it does not price is asked of litellm, which
+    tells a typo (`gpt-4o-mni`: refused) from a model with no known price (`openai/my-local-model`:
+    planned, its cost null with a warning)."""
+    from batchcompact.pricing import PriceTable
+
+    if PriceTable.load(pricing_file).lookup(model.strip()) is not None:
+        return
+    resolve_provider(model, option=option, server_hint=False)
 
 
 def base_url(provider: str, api_base: str | None = None, provider_base: str | None = None,
@@ -152,14 +193,15 @@ def base_url(provider: str, api_base: str | None = None, provider_base: str | No
 
 
 def preflight(model: str, api_base: str | None = None, api_key: str | None = None, *,
-              env: Mapping[str, str] | None = None) -> ProviderInfo:
+              env: Mapping[str, str] | None = None, option: str | None = None) -> ProviderInfo:
     """Resolve `model`'s provider and check its credentials; sends nothing.
 
-    Raises `UsageError` (exit 2) for a model litellm cannot place, `MissingCredentialsError` (exit 3) when
-    the provider's key is missing and no `--api-base` was given.
+    Raises `UsageError` (exit 2) for a model litellm cannot place (its message names `option`, the
+    command's option for the model, when given), `MissingCredentialsError` (exit 3) when the provider's
+    key is missing and no `--api-base` was given.
     """
     env = os.environ if env is None else env
-    name, provider, provider_base = resolve_provider(model, api_base)
+    name, provider, provider_base = resolve_provider(model, api_base, option)
     url = base_url(provider, api_base, provider_base, env)
     common = dict(model=model.strip(), provider=provider, provider_model=name, base_url=url, api_base=api_base)
     if api_key:
