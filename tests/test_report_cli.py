@@ -247,7 +247,7 @@ def test_a_plan_table_named_like_a_run_report_is_not_spend(tmp_path):
     assert result.stderr.splitlines()[0] == (
         f"warning: {tmp_path / 'runs' / 'compactions-x.parquet'}: not a run report: batchcompact's 'plan' table, "
         "not `run`'s compactions (its numbers are not spend)")
-    assert "1 files: 1 parsed, 0 from cache, 1 not read (named above)" in result.stderr
+    assert "1 file: 1 parsed, 0 from cache, 1 not read (named above)" in result.stderr
 
 
 def test_a_retired_claude_id_is_priced_from_its_bedrock_v2_entry(tmp_path):
