@@ -223,6 +223,8 @@ def trail_names(text: str) -> list[tuple[bool, str]]:
     `SessionTree`), in order; a path's `:LINE` suffix and leading `./` dropped."""
     out = []
     for raw in _NAME_TOKEN.findall(text[: SCAN_CHARS * 4]):
+        if raw.islower() and "." not in raw and "_" not in raw:  # a plain word: neither a file nor a code name
+            continue
         token = raw.lstrip(",;:()[]{}<>'\"`!?*#=|&-").rstrip(".,;:()[]{}<>'\"`!?*#=|&-")
         while token.startswith(("./", "../")):  # relative to a folder the summary does not know
             token = token.split("/", 1)[1]
