@@ -455,3 +455,43 @@ def compact_in_place(chat: Path, keeps: tuple[int, ...] = (600, 400, 300, 200, 1
     assert done.returncode == 0, done.stderr
     assert "1 compacted" in done.stderr + done.stdout
     return keep
+
+
+# GitHub Copilot CLI (package, version, binary): the recordings, the compaction judge and the report judge.
+COPILOT = ("@github/copilot", "1.0.102", "copilot")
+
+
+def copilot_script(project: Path) -> dict:
+    """What the fake OpenAI-compatible API makes Copilot CLI do after each prompt (recorder and judge)."""
+    return {
+        "STEP-ONE": [
+            ("view", {"path": str(project / "notes.txt")}),
+            ("create", {"path": str(project / "hello.py"), "file_text": "print('hi')\n"}),
+            ("edit", {"path": str(project / "hello.py"), "old_str": "hi", "new_str": "hello"}),
+            ("bash", {"command": "python3 hello.py", "description": "run it"}),
+        ],
+        "STEP-TWO": [
+            ("glob", {"pattern": "*.py"}),
+            ("grep", {"pattern": "hello"}),
+            ("bash", {"command": "ls", "description": "list"}),
+        ],
+    }
+
+
+def copilot_env(home: Path, url: str) -> dict[str, str]:
+    """Copilot CLI offline against a bring-your-own-key OpenAI-compatible provider on 127.0.0.1."""
+    return sandbox_env(
+        home,
+        COPILOT_OFFLINE="true",
+        COPILOT_PROVIDER_BASE_URL=url,
+        COPILOT_PROVIDER_TYPE="openai",
+        COPILOT_PROVIDER_API_KEY="sk-judge",
+        COPILOT_MODEL="gpt-4.1",
+        COPILOT_AUTO_UPDATE="false",
+        # the native binary unpacks its JavaScript once per cache folder: keep it with the npm install
+        COPILOT_CACHE_HOME=str(cache_dir() / "npm" / f"copilot-cache-{COPILOT[1]}"),
+    )
+
+
+def copilot_logs(home: Path) -> list[Path]:
+    return sorted((home / ".copilot" / "session-state").glob("*/events.jsonl"))

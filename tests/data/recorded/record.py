@@ -18,6 +18,11 @@ tool calls, and the chat files it writes are copied here:
   `qwen --continue -p` with glob, grep_search, run_shell_command.
 - qwen-code/session-compressed.jsonl: the same, then a third run with `context.autoCompactThreshold` so
   low that Qwen Code compresses on its own (a `system`/`chat_compression` record), then a fourth prompt.
+- copilot-cli/session-tools.jsonl: `copilot -p` with view, create, edit, bash, then `copilot --continue -p`
+  with glob, grep, bash (Copilot CLI 1.0.102 offline, a bring-your-own-key provider; the session's
+  `session-state/<id>/events.jsonl`).
+- copilot-cli/session-compacted.jsonl: the same, then `copilot --continue -p /compact` (Copilot's own
+  `session.compaction_start` / `session.compaction_complete`), then a third prompt with a view call.
 Nothing here reaches the network: the fake answers on 127.0.0.1 and the sandbox proxy goes nowhere.
 """
 
@@ -33,10 +38,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
 from agent_judges import (  # noqa: E402
+    COPILOT,
     GEMINI,
     QWEN,
     FakeGemini,
     FakeOpenAIChat,
+    copilot_env,
+    copilot_logs,
+    copilot_script,
     gemini_env,
     gemini_script,
     gemini_settings,
@@ -136,9 +145,40 @@ def record_qwen(out: Path) -> None:
         shutil.copyfile(chat, out / name)
 
 
+def run_copilot(binary: Path, home: Path, project: Path, url: str, *args: str) -> None:
+    command = [str(binary), *args, "--allow-all-tools"]
+    done = subprocess.run(command, cwd=project, env=copilot_env(home, url), capture_output=True, text=True,
+                          timeout=300)
+    if done.returncode != 0:
+        raise SystemExit(f"copilot {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}")
+
+
+def record_copilot(out: Path) -> None:
+    binary = npm_cli(*COPILOT)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, compact in (("session-tools.jsonl", False), ("session-compacted.jsonl", True)):
+        root = ROOT / "copilot" / name.split(".")[0]
+        shutil.rmtree(root, ignore_errors=True)
+        home, project = root / "home", root / "project"
+        project.mkdir(parents=True)
+        home.mkdir()
+        (project / "notes.txt").write_text("alpha\nbeta\n")
+        script = {**copilot_script(project), "STEP-THREE": [("view", {"path": str(project / "hello.py")})]}
+        with FakeOpenAIChat(script) as api:
+            run_copilot(binary, home, project, api.url, "-p", "STEP-ONE: read notes, write and fix hello.py")
+            run_copilot(binary, home, project, api.url, "--continue", "-p", "STEP-TWO: look around")
+            if compact:
+                run_copilot(binary, home, project, api.url, "--continue", "-p", "/compact")
+                run_copilot(binary, home, project, api.url, "--continue", "-p", "STEP-THREE: carry on")
+        [log] = copilot_logs(home)
+        shutil.copyfile(log, out / name)
+
+
 if __name__ == "__main__":
-    agents = sys.argv[1:] or ["gemini", "qwen"]
+    agents = sys.argv[1:] or ["gemini", "qwen", "copilot"]
     if "gemini" in agents:
         record_gemini(HERE / "gemini-cli")
     if "qwen" in agents:
         record_qwen(HERE / "qwen-code")
+    if "copilot" in agents:
+        record_copilot(HERE / "copilot-cli")
