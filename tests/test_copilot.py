@@ -171,6 +171,9 @@ def test_run_appends_copilot_s_compaction_events_and_they_read_back(tmp_path: Pa
     assert kept[0]["role"] == "compactionSummary" and kept[0]["summary"] == complete["summaryContent"]
     tail = [json.dumps(m["content"]) for m in _messages(before)][-(len(kept) - 1):]
     assert [json.dumps(m["content"]) for m in kept[1:]] == tail
+    # Copilot's counts: the messages before, and how many fewer after (the summary is one)
+    assert complete["preCompactionMessagesLength"] == len(_messages(before))
+    assert complete["messagesRemoved"] == len(_messages(before)) - len(kept)
     again = _plan(written, "--threshold-tokens", "1")
     assert again["reason"] == "already compacted"
 

@@ -13,7 +13,8 @@ background compaction of its own, so `copilot --resume` rebuilds its history fro
    count, as Copilot's own, and `batchcompact`: our marker with the file lists).
 
 Old events are never touched and no usage record is copied, so `report` counts the same usage.
-No checkpoint file is written (`checkpointPath` is left out; Copilot's resume does not read it).
+No checkpoint file is written (`checkpointPath` is left out; Copilot's resume does not read it), and the
+session's `workspace.yaml` (`summary_count`) is left as it is: the writer writes the log alone.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from batchcompact.agents.copilot.events import kept_events
 from batchcompact.core.apply import batchcompact_marker
+from batchcompact.core.context import build_session_context
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.core.session import Session
 from batchcompact.formats.claude_codex_verify import verify_written
@@ -47,8 +49,8 @@ def build_compaction(session: Session, plan: CompactionPlan, summary: str, *, us
     kept = kept_events(session, plan.first_kept_entry_id)
     seed = f"{session.session_id}|{plan.leaf_id}|{plan.first_kept_entry_id}"
     attempt = str(uuidlib.uuid5(NAMESPACE, seed + "|attempt"))
-    path = session.path_entries()
-    messages = sum(1 for e in path if e.type == "message")
+    # Copilot's counts: the messages of the context now (an earlier summary is one), and after (ours + kept)
+    messages = len(build_session_context(session.path_entries()).messages)
     events: list[dict[str, Any]] = [{"type": "session.compaction_start", "data": {
         "compactionAttemptId": attempt,
         "currentTokens": plan.tokens_before,
@@ -67,7 +69,7 @@ def build_compaction(session: Session, plan: CompactionPlan, summary: str, *, us
         "postCompactionTokens": plan.tokens_after_est,
         "tokensRemoved": max(plan.tokens_before - plan.tokens_after_est, 0),
         "preCompactionMessagesLength": messages,
-        "messagesRemoved": max(messages - len(kept) - 1, 0),
+        "messagesRemoved": max(messages - len(kept) - 1, 0),  # a count only: the start event places the cut
         "summaryContent": summary,
         "trigger": "manual",
         "batchcompact": batchcompact_marker(plan, from_hook, usage),
