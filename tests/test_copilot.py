@@ -216,6 +216,17 @@ def test_a_log_that_ends_mid_turn_is_not_compacted(tmp_path: Path) -> None:
     assert _plan(log, "--force")["reason"].startswith(f"line {start + 1}: the events end mid-turn (a turn started")
 
 
+@pytest.mark.parametrize("kind", ["session.snapshot_rewind", "session.context_cleared"])
+def test_a_history_edit_not_followed_leaves_the_log_alone(kind: str, tmp_path: Path) -> None:
+    events = _events(TOOLS)
+    events.insert(20, {"type": kind, "data": {}, "id": "edit-1", "timestamp": events[20]["timestamp"],
+                       "parentId": events[19]["id"]})
+    log = _write(tmp_path / "s" / "events.jsonl", events)
+    row = _plan(log, "--force", "--keep-recent-tokens", "60")
+    assert row["status"] == "skip"
+    assert row["reason"] == f"line 21: {kind} edits the history in a way batchcompact does not follow; not compacted"
+
+
 def test_a_torn_last_line_fails_with_its_line_and_nothing_is_written(tmp_path: Path) -> None:
     log = _log(tmp_path / "home")
     with log.open("a") as out:

@@ -16,6 +16,8 @@ the rules below were observed with the real CLI against a recording loopback pro
   recorded between the start and the completion (a background compaction runs while the agent goes
   on) are kept, and so is everything after. As a pi `compaction` entry: summary = `summaryContent`,
   `firstKeptEntryId` = the first message after the start (the compaction's own id when none);
+- a `session.snapshot_rewind` or `session.context_cleared` changes the history in ways not followed here:
+  such a log is read but left alone (`not_writable`, with the line);
 - events of a sub-agent (`agentId`), `system.message` (regenerated on every resume) and every other
   type (turn marks, usage, shutdown/resume, model telemetry, types this reader does not know) are no
   messages; the log keeps them and the writer appends after them.
@@ -38,6 +40,9 @@ from batchcompact.formats.jsonl import file_size, iter_json_lines
 FORMAT = "copilot"
 PROVIDER = "copilot"
 MESSAGE_EVENTS = frozenset({"user.message", "assistant.message", "tool.execution_complete"})
+# Events that change the history some other way (a rewind to a snapshot, a host clearing the context):
+# not followed yet, so a log with one is left alone.
+HISTORY_EDITS = frozenset({"session.snapshot_rewind", "session.context_cleared"})
 
 
 def _num(value: Any) -> int:
@@ -115,6 +120,7 @@ class _Reader:
         self.context_window = self.model = self.last_event_id = None
         self.open_turn: int | None = None  # line of an assistant.turn_start not yet ended
         self.pending_calls: dict[str, int] = {}  # toolCallId -> line of its request, while it has no result
+        self.unfollowed: tuple[int, str] | None = None  # (line, event type) of a history edit not followed
 
     def add(self, lineno: int, event: dict[str, Any]) -> None:
         kind, data, event_id = event.get("type"), event.get("data"), event.get("id")
@@ -150,6 +156,8 @@ class _Reader:
             self.last_start = attempt
         elif kind == "session.compaction_complete":
             self._compaction(lineno, event, data)
+        elif kind in HISTORY_EDITS and self.unfollowed is None:
+            self.unfollowed = (lineno, kind)
         elif kind in MESSAGE_EVENTS:
             self._message(lineno, event, kind, data)
 
@@ -237,7 +245,11 @@ def read(path: str | Path) -> Session:
     elif not reader.ids and not any(p.severity == ERROR for p in reader.problems):
         reader.problems.append(Problem(name, None, ERROR, "no Copilot CLI session events"))
     unfinished = _unfinished(reader)
-    if unfinished is not None:
+    if reader.unfollowed is not None:
+        line, kind = reader.unfollowed
+        extra["not_writable"] = (f"line {line}: {kind} edits the history in a way batchcompact does not follow; "
+                                 "not compacted")
+    elif unfinished is not None:
         line, what = unfinished
         reader.problems.append(Problem(name, line, WARNING, f"the events end mid-turn ({what})"))
         extra["not_writable"] = (f"line {line}: the events end mid-turn ({what}): Copilot CLI may still be "
