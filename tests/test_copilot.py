@@ -98,6 +98,16 @@ def test_copilot_s_own_compaction_is_read_as_a_compaction() -> None:
     assert _calls(messages) == ["view"]
 
 
+def test_a_sub_agent_s_events_are_not_the_conversation() -> None:
+    """Copilot resumed this log with [user, assistant (task), its result, assistant]: the sub-agent's own
+    messages (events with `agentId`) are not sent again."""
+    events = _events(RECORDED / "session-subagent.jsonl")
+    assert any(e.get("agentId") and e["type"] == "assistant.message" for e in events)
+    messages = _messages(read(RECORDED / "session-subagent.jsonl"))
+    assert [m["role"] for m in messages] == ["user", "assistant", "toolResult", "assistant"]
+    assert _calls(messages) == ["task"]
+
+
 def test_messages_recorded_during_a_background_compaction_are_kept(tmp_path: Path) -> None:
     events = _events(TOOLS)
     second = next(i for i, e in enumerate(events) if e["type"] == "user.message" and "STEP-TWO" in e["data"]["content"])

@@ -23,6 +23,8 @@ tool calls, and the chat files it writes are copied here:
   `session-state/<id>/events.jsonl`).
 - copilot-cli/session-compacted.jsonl: the same, then `copilot --continue -p /compact` (Copilot's own
   `session.compaction_start` / `session.compaction_complete`), then a third prompt with a view call.
+- copilot-cli/session-subagent.jsonl: `copilot -p` whose model delegates with the `task` tool; the
+  sub-agent (its events carry `agentId`) reads notes.txt with `view`.
 Nothing here reaches the network: the fake answers on 127.0.0.1 and the sandbox proxy goes nowhere.
 """
 
@@ -172,6 +174,19 @@ def record_copilot(out: Path) -> None:
                 run_copilot(binary, home, project, api.url, "--continue", "-p", "STEP-THREE: carry on")
         [log] = copilot_logs(home)
         shutil.copyfile(log, out / name)
+    root = ROOT / "copilot" / "session-subagent"
+    shutil.rmtree(root, ignore_errors=True)
+    home, project = root / "home", root / "project"
+    project.mkdir(parents=True)
+    home.mkdir()
+    (project / "notes.txt").write_text("alpha\nbeta\n")
+    task = {"description": "look at notes", "prompt": "SUBTASK: read the notes file", "agent_type": "general-purpose",
+            "name": "reader"}
+    with FakeOpenAIChat({"STEP-SUB": [("task", task)],
+                         "SUBTASK": [("view", {"path": str(project / "notes.txt")})]}) as api:
+        run_copilot(binary, home, project, api.url, "-p", "STEP-SUB: delegate the reading")
+    [log] = copilot_logs(home)
+    shutil.copyfile(log, out / "session-subagent.jsonl")
 
 
 if __name__ == "__main__":
