@@ -493,5 +493,47 @@ def copilot_env(home: Path, url: str) -> dict[str, str]:
     )
 
 
+class FakeOpenAIChatCounted(FakeOpenAIChat):
+    """`FakeOpenAIChat` whose script steps are counted per keyword across requests, not from the history:
+    after a compaction the history no longer shows how many steps were made (Copilot's summary message
+    lists the prompt again), and counting from it would start the script over."""
+
+    def __init__(self, script: dict[str, list[ToolStep]] | None = None, reply_text: str = REPLY) -> None:
+        super().__init__(script, reply_text)
+        self.used: dict[str, int] = {}
+
+    def _choice(self, body: dict[str, Any], n: int) -> dict[str, Any]:
+        tools = {t.get("function", {}).get("name") for t in body.get("tools") or ()}
+        if not tools:  # utility requests
+            return super()._choice(body, n)
+        prompt = next((m for m in reversed(body.get("messages") or []) if m.get("role") == "user"), {})
+        key = next((k for k in self.script if k in self._text(prompt.get("content"))), None)
+        step = self.used.get(key, 0) if key else 0
+        if key is None or step >= len(self.script[key]) or self.script[key][step][0] not in tools:
+            return {"role": "assistant", "content": self.reply_text}
+        self.used[key] = step + 1
+        name, args = self.script[key][step]
+        call = {"id": f"call_{n:04d}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+
+def run_copilot(binary: Path, home: Path, project: Path, url: str, *args: str, env: dict[str, str] | None = None,
+                timeout: int = 300) -> subprocess.CompletedProcess:
+    """`copilot <args> --allow-all-tools` in `project`; on a timeout the whole process group is killed (the
+    npm loader starts the native binary as its child, which a plain timeout would leave running)."""
+    import signal
+
+    command = [str(binary), *args, "--allow-all-tools"]
+    with subprocess.Popen(command, cwd=project, env={**copilot_env(home, url), **(env or {})}, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True) as process:
+        try:
+            out, err = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise
+    return subprocess.CompletedProcess(command, process.returncode, out, err)
+
+
 def copilot_logs(home: Path) -> list[Path]:
     return sorted((home / ".copilot" / "session-state").glob("*/events.jsonl"))

@@ -108,6 +108,25 @@ def test_a_sub_agent_s_events_are_not_the_conversation() -> None:
     assert _calls(messages) == ["task"]
 
 
+def test_copilot_s_background_compactions_keep_what_was_recorded_meanwhile() -> None:
+    """Recorded with a 40,000-token prompt limit: two background compactions (`trigger: threshold`) each
+    started above 80% and completed while the turn went on. Resumed, Copilot sent [its summary message,
+    the final reply]: the reply recorded between the second start and its completion, nothing else."""
+    path = RECORDED / "session-background.jsonl"
+    events = _events(path)
+    starts = [e for e in events if e["type"] == "session.compaction_start"]
+    assert [s["data"]["trigger"] for s in starts] == ["threshold", "threshold"]
+    assert all(s["data"]["currentTokens"] > 0.8 * s["data"]["tokenLimit"] for s in starts)
+    session = read(path)
+    first, second = [e for e in session.path_entries() if e.type == "compaction"]
+    start = events.index(starts[0])
+    meanwhile = next(e for e in events[start:] if e["type"] == "assistant.message")
+    assert first.data["firstKeptEntryId"] == meanwhile["id"]  # recorded between its start and completion
+    messages = _messages(session)
+    assert [m["role"] for m in messages] == ["compactionSummary", "assistant"]
+    assert messages[0]["summary"] == second.data["summary"] and messages[1]["content"][0]["text"] == "JUDGE-OK"
+
+
 def test_messages_recorded_during_a_background_compaction_are_kept(tmp_path: Path) -> None:
     events = _events(TOOLS)
     second = next(i for i, e in enumerate(events) if e["type"] == "user.message" and "STEP-TWO" in e["data"]["content"])

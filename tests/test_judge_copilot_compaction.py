@@ -13,7 +13,6 @@ only the new summary. `report` counts the same usage before and after a compacti
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,10 +21,10 @@ from agent_judges import (
     REPLY,
     FakeOpenAIChat,
     compact_in_place,
-    copilot_env,
     copilot_logs,
     copilot_script,
     npm_cli,
+    run_copilot,
 )
 from click.testing import CliRunner
 
@@ -52,8 +51,7 @@ def _script(project: Path) -> dict:
 def _copilot(binary: Path, home: Path, project: Path, api: FakeOpenAIChat, *args: str) -> list[dict]:
     """Run the CLI once; the bodies of the conversation requests it sent."""
     before = len(api.requests)
-    done = subprocess.run([str(binary), *args, "--allow-all-tools"], cwd=project, env=copilot_env(home, api.url),
-                          capture_output=True, text=True, timeout=300)
+    done = run_copilot(binary, home, project, api.url, *args)
     assert done.returncode == 0, done.stderr[-2000:]
     assert REPLY in done.stdout
     return [r["body"] for r in api.requests[before:] if r["path"].endswith("/chat/completions")

@@ -23,6 +23,9 @@ tool calls, and the chat files it writes are copied here:
   `session-state/<id>/events.jsonl`).
 - copilot-cli/session-compacted.jsonl: the same, then `copilot --continue -p /compact` (Copilot's own
   `session.compaction_start` / `session.compaction_complete`), then a third prompt with a view call.
+- copilot-cli/session-background.jsonl: `COPILOT_PROVIDER_MAX_PROMPT_TOKENS=40000` and four bash calls
+  of ~11,500 tokens of output each: Copilot's own background compaction (`trigger: threshold`) starts
+  when its context passes 80% and completes while the turn goes on.
 - copilot-cli/session-subagent.jsonl: `copilot -p` whose model delegates with the `task` tool; the
   sub-agent (its events carry `agentId`) reads notes.txt with `view`.
 Nothing here reaches the network: the fake answers on 127.0.0.1 and the sandbox proxy goes nowhere.
@@ -45,7 +48,7 @@ from agent_judges import (  # noqa: E402
     QWEN,
     FakeGemini,
     FakeOpenAIChat,
-    copilot_env,
+    FakeOpenAIChatCounted,
     copilot_logs,
     copilot_script,
     gemini_env,
@@ -55,6 +58,7 @@ from agent_judges import (  # noqa: E402
     qwen_env,
     qwen_script,
     qwen_settings,
+    run_copilot,
 )
 
 ROOT = Path("/tmp/batchcompact-record")
@@ -147,10 +151,8 @@ def record_qwen(out: Path) -> None:
         shutil.copyfile(chat, out / name)
 
 
-def run_copilot(binary: Path, home: Path, project: Path, url: str, *args: str) -> None:
-    command = [str(binary), *args, "--allow-all-tools"]
-    done = subprocess.run(command, cwd=project, env=copilot_env(home, url), capture_output=True, text=True,
-                          timeout=300)
+def copilot(binary: Path, home: Path, project: Path, url: str, *args: str, **env: str) -> None:
+    done = run_copilot(binary, home, project, url, *args, env=env)
     if done.returncode != 0:
         raise SystemExit(f"copilot {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}")
 
@@ -167,11 +169,11 @@ def record_copilot(out: Path) -> None:
         (project / "notes.txt").write_text("alpha\nbeta\n")
         script = {**copilot_script(project), "STEP-THREE": [("view", {"path": str(project / "hello.py")})]}
         with FakeOpenAIChat(script) as api:
-            run_copilot(binary, home, project, api.url, "-p", "STEP-ONE: read notes, write and fix hello.py")
-            run_copilot(binary, home, project, api.url, "--continue", "-p", "STEP-TWO: look around")
+            copilot(binary, home, project, api.url, "-p", "STEP-ONE: read notes, write and fix hello.py")
+            copilot(binary, home, project, api.url, "--continue", "-p", "STEP-TWO: look around")
             if compact:
-                run_copilot(binary, home, project, api.url, "--continue", "-p", "/compact")
-                run_copilot(binary, home, project, api.url, "--continue", "-p", "STEP-THREE: carry on")
+                copilot(binary, home, project, api.url, "--continue", "-p", "/compact")
+                copilot(binary, home, project, api.url, "--continue", "-p", "STEP-THREE: carry on")
         [log] = copilot_logs(home)
         shutil.copyfile(log, out / name)
     root = ROOT / "copilot" / "session-subagent"
@@ -184,9 +186,26 @@ def record_copilot(out: Path) -> None:
             "name": "reader"}
     with FakeOpenAIChat({"STEP-SUB": [("task", task)],
                          "SUBTASK": [("view", {"path": str(project / "notes.txt")})]}) as api:
-        run_copilot(binary, home, project, api.url, "-p", "STEP-SUB: delegate the reading")
+        copilot(binary, home, project, api.url, "-p", "STEP-SUB: delegate the reading")
     [log] = copilot_logs(home)
     shutil.copyfile(log, out / "session-subagent.jsonl")
+    record_copilot_background(binary, out / "session-background.jsonl")
+
+
+def record_copilot_background(binary: Path, target: Path) -> None:
+    """A prompt limit of 40,000 tokens and tool outputs of ~11,500 tokens each: Copilot compacts in the
+    background once its context passes 80% of the limit, while the turn goes on."""
+    root = ROOT / "copilot" / "session-background"
+    shutil.rmtree(root, ignore_errors=True)
+    home, project = root / "home", root / "project"
+    project.mkdir(parents=True)
+    home.mkdir()
+    big = [("bash", {"command": f"python3 -c \"print(' '.join('w{i}x' + str(n) for n in range(2500)))\"",
+                     "description": f"big output {i}"}) for i in range(4)]
+    with FakeOpenAIChatCounted({"STEP-BIG": big}) as api:
+        copilot(binary, home, project, api.url, "-p", "STEP-BIG: print a lot", COPILOT_PROVIDER_MAX_PROMPT_TOKENS="40000")
+    [log] = copilot_logs(home)
+    shutil.copyfile(log, target)
 
 
 if __name__ == "__main__":
