@@ -191,8 +191,9 @@ def test_run_appends_copilot_s_compaction_events_and_they_read_back(tmp_path: Pa
     assert all(e["data"].get("source") == "batchcompact-kept" for e in added if e["type"] == "user.message")
     complete = added[-1]["data"]
     assert complete["compactionAttemptId"] == added[0]["data"]["compactionAttemptId"]
-    assert complete["success"] is True and complete["batchcompact"]["tool"] == "batchcompact"
+    assert complete["success"] is True and complete["trigger"] == "manual"
     assert "hello.py" in complete["summaryContent"]  # the built-in summary names the files
+    assert "<modified-files>" in complete["summaryContent"]  # the file lists, for the next compaction
     assert "session.usage_record" not in {e["type"] for e in added}
     # read back: summary + the kept tail, as Copilot rebuilds it
     before, after = read(log), read(written)
@@ -205,6 +206,38 @@ def test_run_appends_copilot_s_compaction_events_and_they_read_back(tmp_path: Pa
     assert complete["messagesRemoved"] == len(_messages(before)) - len(kept)
     again = _plan(written, "--threshold-tokens", "1")
     assert again["reason"] == "already compacted"
+
+
+def _append_turn(log: Path) -> None:
+    """A later prompt and a reply that views a file, chained after the last event (our compaction)."""
+    parent = _events(log)[-1]["id"]
+    events = [
+        ("user.message", {"content": "more", "transformedContent": "more"}),
+        ("assistant.turn_start", {"turnId": "0"}),
+        ("assistant.message", {"messageId": "m1", "content": "", "toolRequests": [
+            {"toolCallId": "later-call", "name": "view", "arguments": {"path": "/p/extra.txt"}}]}),
+        ("tool.execution_complete", {"toolCallId": "later-call", "success": True, "result": {"content": "x" * 400}}),
+        ("assistant.message", {"messageId": "m2", "content": "done " * 80, "toolRequests": []}),
+        ("assistant.turn_end", {"turnId": "0"}),
+    ]
+    with log.open("a") as out:
+        for n, (kind, data) in enumerate(events):
+            out.write(json.dumps({"type": kind, "data": data, "id": f"later-{n}", "timestamp": "2026-11-26T00:00:00Z",
+                                  "parentId": parent}) + "\n")
+            parent = f"later-{n}"
+
+
+def test_file_lists_carry_over_to_the_next_compaction(tmp_path: Path) -> None:
+    log = _log(tmp_path / "home")
+    first = _plan(log, "--force", "--keep-recent-tokens", "60")
+    assert first["read_files"] and first["modified_files"]
+    result = _run("--force", "--keep-recent-tokens", "60", "--in-place", "--no-backup", str(log))
+    assert result.exit_code == 0, result.output
+    _append_turn(log)  # the agent goes on; the next compaction keeps the first one's lists
+    second = _plan(log, "--force", "--keep-recent-tokens", "100")
+    assert second["status"] == "compact" and "/p/extra.txt" in second["read_files"]
+    assert set(first["read_files"]) <= set(second["read_files"]) | set(second["modified_files"])
+    assert set(first["modified_files"]) <= set(second["modified_files"])
 
 
 def test_in_place_keeps_a_backup_and_report_counts_the_same(tmp_path: Path) -> None:

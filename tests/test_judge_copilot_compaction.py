@@ -20,6 +20,7 @@ from agent_judges import (
     COPILOT,
     REPLY,
     FakeOpenAIChat,
+    cache_dir,
     compact_in_place,
     copilot_logs,
     copilot_script,
@@ -133,6 +134,21 @@ def test_our_compaction_is_copilot_s_compaction_events(compacted: dict) -> None:
     assert added[0]["type"] == "session.compaction_start" and added[-1]["type"] == "session.compaction_complete"
     assert added[-1]["data"]["compactionAttemptId"] == added[0]["data"]["compactionAttemptId"]
     assert added[-1]["data"]["success"] is True and _summary(added).strip()
+
+
+def test_our_events_are_valid_under_copilot_s_own_schema(compacted: dict) -> None:
+    """The package ships the events' JSON Schema (draft 7; event data admit no unknown keys)."""
+    import jsonschema
+
+    shipped = sorted((cache_dir() / "npm" / f"copilot-cache-{COPILOT[1]}" / "pkg").glob(
+        f"*/{COPILOT[1]}/schemas/session-events.schema.json"))
+    assert shipped, "the CLI unpacked no schemas/session-events.schema.json"
+    schema = json.loads(shipped[0].read_text())
+    validator_class = jsonschema.validators.validator_for(schema)
+    validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
+    for event in compacted["added"] + compacted["added2"]:
+        errors = [e.message[:300] for e in validator.iter_errors(event)]
+        assert not errors, (event["type"], errors)
 
 
 def test_the_resumed_request_starts_from_our_summary(compacted: dict) -> None:

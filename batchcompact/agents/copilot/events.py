@@ -33,6 +33,7 @@ from typing import Any
 
 from batchcompact.core.context import parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
+from batchcompact.core.fileops import details_from_summary
 from batchcompact.core.session import Session
 from batchcompact.core.tree import SessionTree
 from batchcompact.formats.jsonl import file_size, iter_json_lines
@@ -201,15 +202,13 @@ class _Reader:
         if attempt is None:
             self.problems.append(Problem(self.name, lineno, WARNING, "compaction without its start: "
                                          "everything before it is summarized"))
-        marker = data.get("batchcompact") if isinstance(data.get("batchcompact"), dict) else {}
+        summary = data.get("summaryContent") if isinstance(data.get("summaryContent"), str) else ""
         entry = {"type": "compaction", "id": event["id"], "parentId": self.parent, "timestamp": event.get("timestamp"),
-                 "summary": data.get("summaryContent") if isinstance(data.get("summaryContent"), str) else "",
-                 "firstKeptEntryId": first_kept or event["id"],
-                 "tokensBefore": marker.get("tokensBefore") or _num(data.get("preCompactionTokens")),
-                 "fromHook": False}
-        if marker:
-            entry["details"] = {"readFiles": marker.get("readFiles") or [],
-                                "modifiedFiles": marker.get("modifiedFiles") or []}
+                 "summary": summary, "firstKeptEntryId": first_kept or event["id"],
+                 "tokensBefore": _num(data.get("preCompactionTokens")), "fromHook": False}
+        details = details_from_summary(summary)  # our summary's file tags (Copilot's data has no room for more)
+        if details:
+            entry["details"] = details
         self.entries.append(Entry(entry, lineno))
         self.parent = event["id"]
 

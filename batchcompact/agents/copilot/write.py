@@ -10,7 +10,11 @@ background compaction of its own, so `copilot --resume` rebuilds its history fro
    prompts, lists the original once and not its copy;
 3. `session.compaction_complete` (`success`, `outcome: applied`, the counts Copilot records, the summary
    in `summaryContent`, our summary calls' usage in `compactionTokensUsed`, which `report` does not
-   count, as Copilot's own, and `batchcompact`: our marker with the file lists).
+   count, as Copilot's own).
+
+Every event is valid under the JSON Schema Copilot ships (`schemas/session-events.schema.json`), whose
+event data admit no other keys: there is no marker object, and the file lists carried to the next
+compaction are the `<read-files>`/`<modified-files>` tags at the end of our summary (as for Codex).
 
 Old events are never touched and no usage record is copied, so `report` counts the same usage.
 No checkpoint file is written (`checkpointPath` is left out; Copilot's resume does not read it), and the
@@ -23,7 +27,6 @@ import uuid as uuidlib
 from typing import Any
 
 from batchcompact.agents.copilot.events import kept_events
-from batchcompact.core.apply import batchcompact_marker
 from batchcompact.core.context import build_session_context
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.core.session import Session
@@ -72,7 +75,6 @@ def build_compaction(session: Session, plan: CompactionPlan, summary: str, *, us
         "messagesRemoved": max(messages - len(kept) - 1, 0),  # a count only: the start event places the cut
         "summaryContent": summary,
         "trigger": "manual",
-        "batchcompact": batchcompact_marker(plan, from_hook, usage),
     }
     used = compaction_tokens_used(usage, len(plan.calls))
     if used is not None:
