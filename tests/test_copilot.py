@@ -318,8 +318,9 @@ def test_unknown_event_types_are_kept_and_passed_over(tmp_path: Path) -> None:
 def test_an_otel_export_is_reported_not_compacted(tmp_path: Path) -> None:
     span = {"type": "span", "traceId": "t", "spanId": "s", "name": "chat gpt-4.1",
             "attributes": {"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 10}}
-    path = _write(tmp_path / "otel" / "copilot-otel.jsonl", [span])
-    assert detect_format(path) == "copilot"
+    path = _write(tmp_path / "otel" / "copilot-otel.jsonl", [{"type": "metric", "name": "gen_ai.client.token.usage"},
+                                                             span])
+    assert detect_format(path) == "copilot" and not read(path).problems
     row = _plan(path, "--force")
     assert row["reason"] == "a Copilot CLI OpenTelemetry export: reported, not compacted"
 

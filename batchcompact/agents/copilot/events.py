@@ -41,6 +41,7 @@ from batchcompact.formats.jsonl import file_size, iter_json_lines
 FORMAT = "copilot"
 PROVIDER = "copilot"
 MESSAGE_EVENTS = frozenset({"user.message", "assistant.message", "tool.execution_complete"})
+OTEL_TYPES = frozenset({"span", "metric", "log"})
 # Events that change the history some other way (a rewind to a snapshot, a host clearing the context):
 # not followed yet, so a log with one is left alone.
 HISTORY_EDITS = frozenset({"session.snapshot_rewind", "session.context_cleared"})
@@ -223,8 +224,8 @@ def read(path: str | Path) -> Session:
     try:
         for lineno, event in iter_json_lines(path, reader.problems):
             last_line = lineno
-            if "attributes" in event and "data" not in event:
-                otel = True
+            if "data" not in event and ("attributes" in event or event.get("type") in OTEL_TYPES):
+                otel = True  # an OpenTelemetry record: the file export, not a session log
                 continue
             reader.add(lineno, event)
     except OSError as exc:
