@@ -240,6 +240,24 @@ def test_file_lists_carry_over_to_the_next_compaction(tmp_path: Path) -> None:
     assert set(first["modified_files"]) <= set(second["modified_files"])
 
 
+def test_logs_named_alike_given_one_by_one_are_refused_for_one_output_dir(tmp_path: Path) -> None:
+    a = _write(tmp_path / "a" / "events.jsonl", _events(TOOLS))
+    b = _write(tmp_path / "b" / "events.jsonl", _events(TOOLS))
+    out = tmp_path / "out"
+    result = _run("--force", "--output-dir", str(out), str(a), str(b))
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == (f"Error: --output-dir {out}: {a} and {b} would both be written to "
+                                              f"{out / 'events.jsonl'}; name the folder that holds them instead")
+    assert not out.exists() or not list(out.rglob("*.jsonl"))
+    result = _run("--force", "--keep-recent-tokens", "60", "--output-dir", str(out), str(tmp_path / "a"),
+                  str(tmp_path / "b"))
+    assert result.exit_code == 2  # two folders: their logs would collide too
+    result = _run("--force", "--keep-recent-tokens", "60", "--output-dir", str(out), str(tmp_path))
+    assert result.exit_code == 0 and "2 compacted" in result.output
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("events.jsonl")) == ["a/events.jsonl",
+                                                                                        "b/events.jsonl"]
+
+
 def test_in_place_keeps_a_backup_and_report_counts_the_same(tmp_path: Path) -> None:
     log = _log(tmp_path / "home")
     original = log.read_bytes()
