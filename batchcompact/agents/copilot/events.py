@@ -255,7 +255,9 @@ def read(path: str | Path) -> Session:
         extra["not_writable"] = (f"line {line}: the events end mid-turn ({what}): Copilot CLI may still be "
                                  "running it; not compacted")
     header = {**reader.header, "model": reader.model}
-    header["id"] = header.get("id") or Path(name).parent.name
+    # without a session.start: the folder (`session-state/<id>/events.jsonl`) or the flat `<id>.jsonl` of older builds
+    header["id"] = header.get("id") or (Path(name).parent.name if Path(name).name == "events.jsonl"
+                                        else Path(name).name.split(".jsonl")[0])
     return Session(name, FORMAT, header, reader.entries, problems=reader.problems, tree=tree, extra=extra)
 
 
