@@ -475,3 +475,85 @@ def compact_in_place(chat: Path, keeps: tuple[int, ...] = (600, 400, 300, 200, 1
         assert done.returncode == 0, done.stderr
         assert "1 compacted" in done.stderr + done.stdout
         return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+
+
+# GitHub Copilot CLI (package, version, binary): the recordings, the compaction judge and the report judge.
+COPILOT = ("@github/copilot", "1.0.102", "copilot")
+
+
+def copilot_script(project: Path) -> dict:
+    """What the fake OpenAI-compatible API makes Copilot CLI do after each prompt (recorder and judge)."""
+    return {
+        "STEP-ONE": [
+            ("view", {"path": str(project / "notes.txt")}),
+            ("create", {"path": str(project / "hello.py"), "file_text": "print('hi')\n"}),
+            ("edit", {"path": str(project / "hello.py"), "old_str": "hi", "new_str": "hello"}),
+            ("bash", {"command": "python3 hello.py", "description": "run it"}),
+        ],
+        "STEP-TWO": [
+            ("glob", {"pattern": "*.py"}),
+            ("grep", {"pattern": "hello"}),
+            ("bash", {"command": "ls", "description": "list"}),
+        ],
+    }
+
+
+def copilot_env(home: Path, url: str) -> dict[str, str]:
+    """Copilot CLI offline against a bring-your-own-key OpenAI-compatible provider on 127.0.0.1."""
+    return sandbox_env(
+        home,
+        COPILOT_OFFLINE="true",
+        COPILOT_PROVIDER_BASE_URL=url,
+        COPILOT_PROVIDER_TYPE="openai",
+        COPILOT_PROVIDER_API_KEY="sk-judge",
+        COPILOT_MODEL="gpt-4.1",
+        COPILOT_AUTO_UPDATE="false",
+        # the native binary unpacks its JavaScript once per cache folder: keep it with the npm install
+        COPILOT_CACHE_HOME=str(cache_dir() / "npm" / f"copilot-cache-{COPILOT[1]}"),
+    )
+
+
+class FakeOpenAIChatCounted(FakeOpenAIChat):
+    """`FakeOpenAIChat` whose script steps are counted per keyword across requests, not from the history:
+    after a compaction the history no longer shows how many steps were made (Copilot's summary message
+    lists the prompt again), and counting from it would start the script over."""
+
+    def __init__(self, script: dict[str, list[ToolStep]] | None = None, reply_text: str = REPLY) -> None:
+        super().__init__(script, reply_text)
+        self.used: dict[str, int] = {}
+
+    def _choice(self, body: dict[str, Any], n: int) -> dict[str, Any]:
+        tools = {t.get("function", {}).get("name") for t in body.get("tools") or ()}
+        if not tools:  # utility requests
+            return super()._choice(body, n)
+        prompt = next((m for m in reversed(body.get("messages") or []) if m.get("role") == "user"), {})
+        key = next((k for k in self.script if k in self._text(prompt.get("content"))), None)
+        step = self.used.get(key, 0) if key else 0
+        if key is None or step >= len(self.script[key]) or self.script[key][step][0] not in tools:
+            return {"role": "assistant", "content": self.reply_text}
+        self.used[key] = step + 1
+        name, args = self.script[key][step]
+        call = {"id": f"call_{n:04d}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+
+def run_copilot(binary: Path, home: Path, project: Path, url: str, *args: str, env: dict[str, str] | None = None,
+                timeout: int = 300) -> subprocess.CompletedProcess:
+    """`copilot <args> --allow-all-tools` in `project`; on a timeout the whole process group is killed (the
+    npm loader starts the native binary as its child, which a plain timeout would leave running)."""
+    import signal
+
+    command = [str(binary), *args, "--allow-all-tools"]
+    with subprocess.Popen(command, cwd=project, env={**copilot_env(home, url), **(env or {})}, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True) as process:
+        try:
+            out, err = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise
+    return subprocess.CompletedProcess(command, process.returncode, out, err)
+
+
+def copilot_logs(home: Path) -> list[Path]:
+    return sorted((home / ".copilot" / "session-state").glob("*/events.jsonl"))

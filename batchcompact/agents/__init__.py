@@ -136,8 +136,8 @@ register(pi.AGENT)
 register(claude.AGENT)
 register(codex.AGENT)
 register(gemini.AGENT)
-# Report-only agents (batchcompact reads their usage, it does not compact them).
-for _report_only in (opencode, kilo, copilot, kimi, openclaw, droid, goose, amp, codebuff, grok, hermes,
-                     zcode):
-    register(_report_only.AGENT)
+# Report-only agents (batchcompact reads their usage, it does not compact them), and Copilot CLI in their
+# order (its line rules are asked before those of the report-only agents after it).
+for _agent in (opencode, kilo, copilot, kimi, openclaw, droid, goose, amp, codebuff, grok, hermes, zcode):
+    register(_agent.AGENT)
 register(qwen.AGENT, before="claude")  # its records would pass Claude Code's line rule

@@ -2,7 +2,8 @@
 
 pi's tools (`read`/`write`/`edit` with `path`), Claude Code's (`Read`/`Write` with `file_path`; `Edit`,
 `MultiEdit` with `file_path` and `NotebookEdit` with `notebook_path` are edits), Gemini CLI's and Qwen
-Code's (`read_file`/`write_file` with `file_path`; Gemini's `replace` and Qwen's `edit` are edits) and Codex's `apply_patch`
+Code's (`read_file`/`write_file` with `file_path`; Gemini's `replace` and Qwen's `edit` are edits), Copilot
+CLI's (`view`/`create`/`edit` with `path`) and Codex's `apply_patch`
 (a custom or function call, or a shell/exec command that runs `apply_patch`): every `*** Add File:`,
 `*** Update File:`, `*** Delete File:` and `*** Move to:` header names a modified file. Other tools
 (shell commands) are not guessed at: only calls whose paths are certain count.
@@ -23,6 +24,8 @@ PATCH_BEGIN = "*** Begin Patch"
 GEMINI_READ = frozenset({"read_file"})
 GEMINI_WRITE = frozenset({"write_file"})
 GEMINI_EDIT = frozenset({"replace"})
+# GitHub Copilot CLI: `view` and `create` with `path` (its `edit` with `path` is pi's shape).
+COPILOT_FILE_TOOLS = {"view": "read", "create": "write"}
 SHELL_TOOLS = frozenset({"shell", "local_shell", "exec_command", "shell_command", "container.exec"})
 
 
@@ -56,10 +59,11 @@ class FileOps:
                     target = self.read if name in GEMINI_READ else self.written if name in GEMINI_WRITE else self.edited
                     target.add(path)
                 continue
-            if name in ("read", "write", "edit"):
+            if name in ("read", "write", "edit") or name in COPILOT_FILE_TOOLS:
                 path = arguments.get("path")
                 if isinstance(path, str) and path:
-                    {"read": self.read, "write": self.written, "edit": self.edited}[name].add(path)
+                    kind = COPILOT_FILE_TOOLS.get(name, name)
+                    {"read": self.read, "write": self.written, "edit": self.edited}[kind].add(path)
                 continue
             if name in CLAUDE_READ or name in CLAUDE_WRITE or name in CLAUDE_EDIT:
                 path = arguments.get("notebook_path" if name == "NotebookEdit" else "file_path")

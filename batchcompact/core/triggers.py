@@ -24,6 +24,10 @@ follows the agent that wrote the session, so a default run compacts where the ag
 - Qwen Code: the window the chat recorded (`contextWindowSize` on each reply), else the price table's,
   else Qwen Code's default 200,000; auto-compaction at min(85% of the window, window - 20,000 summary
   reserve - 13,000 buffer) (`computeThresholds` in Qwen Code 0.24's chatCompressionService).
+- GitHub Copilot CLI: the prompt limit its log recorded (`session.usage_record` `maxPromptTokens`, the
+  model's `max_prompt_tokens`, which COPILOT_PROVIDER_MAX_PROMPT_TOKENS and the context tier set), else
+  the price table's window; background compaction at 80% of it (`backgroundCompactionThreshold` 0.80 of
+  `InfiniteSessionConfig` in @github/copilot 1.0.102's SDK types; the CLI sets no other value).
 
 --threshold-tokens / --threshold-percent override every agent's rule; --context-window replaces the window.
 Pure: no I/O.
@@ -48,6 +52,7 @@ QWEN_DEFAULT_WINDOW = 200_000
 QWEN_AUTO_PERCENT = 85
 QWEN_SUMMARY_RESERVE = 20_000
 QWEN_AUTOCOMPACT_BUFFER = 13_000
+COPILOT_BACKGROUND_FRACTION = 0.80
 
 
 @dataclass(frozen=True)
@@ -166,8 +171,23 @@ def qwen_trigger(*, recorded_window: int | None = None, table_window: int | None
     return Trigger(window, source, qwen_threshold(window))
 
 
+def copilot_trigger(*, recorded_window: int | None = None, table_window: int | None = None,
+                    override_window: int | None = None, **_: Any) -> Trigger:
+    """Copilot CLI's: the recorded maxPromptTokens (else the table's window) and 80% of it."""
+    if override_window:
+        window, source = override_window, "--context-window"
+    elif recorded_window:
+        window, source = recorded_window, "copilot maxPromptTokens"
+    elif table_window:
+        window, source = table_window, "price table"
+    else:
+        return Trigger(None, "unknown", None)
+    return Trigger(window, source, max(int(window * COPILOT_BACKGROUND_FRACTION), 1))
+
+
 TRIGGERS = {"claude": claude_trigger, "codex": codex_trigger, "pi": pi_trigger, "gemini": gemini_trigger,
-            "qwen": qwen_trigger}
+            "qwen": qwen_trigger,
+            "copilot": copilot_trigger}
 
 
 def agent_trigger(session_format: str, **inputs: Any) -> Trigger:

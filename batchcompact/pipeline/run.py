@@ -273,12 +273,20 @@ class Runner:
         roots_inside = {root for root in {item.root for item in items} if resolved(root).is_relative_to(out)}
         kept = [item for item in items if item.root in roots_inside or not real[item.path].is_relative_to(out)]
         inputs = {real[item.path] for item in kept}
+        targets: dict[Path, Path] = {}
+        outputs = set(kept)
         for item in items:
             target = resolved(self.output_path(item))
             if target == real[item.path] or target in inputs:
                 raise UsageError(
                     f"--output-dir {self.options.output_dir} would overwrite the original {item.path}; "
                     "choose another folder, or --in-place"
+                )
+            if item in outputs and targets.setdefault(target, item.path) != item.path:
+                # files named alike (Copilot CLI's `<id>/events.jsonl`) given one by one
+                raise UsageError(
+                    f"--output-dir {self.options.output_dir}: {targets[target]} and {item.path} would both be "
+                    f"written to {target}; name the folder that holds them instead"
                 )
         return kept
 

@@ -1,5 +1,7 @@
-"""GitHub Copilot CLI: `$COPILOT_HOME` or `~/.copilot`, its `otel/` (the OpenTelemetry file export) and
-`session-state/` event logs, and the file `$COPILOT_OTEL_FILE_EXPORTER_PATH`. Report only (report.py)."""
+"""GitHub Copilot CLI: `$COPILOT_HOME` or `~/.copilot`, its `session-state/<id>/events.jsonl` event logs
+(compacted: reader `events.py`, writer `write.py`) and `otel/` (the OpenTelemetry file export), plus the
+file `$COPILOT_OTEL_FILE_EXPORTER_PATH` (usage only). Line rules `detect.py`, usage `report.py`; the
+trigger is `core/triggers.py:copilot_trigger`."""
 
 from __future__ import annotations
 
@@ -12,7 +14,22 @@ AGENT = Agent(
         Place(defaults=("~/.copilot",), env="COPILOT_HOME", env_list=True, sessions=("otel", "session-state")),
         Place(env="COPILOT_OTEL_FILE_EXPORTER_PATH", sessions=("",)),  # a file, read besides the folders
     ),
-    detect_line="batchcompact.agents.copilot.report:sniff_copilot",
+    detect_line="batchcompact.agents.copilot.detect:detect_line",
     homes=(".copilot",),
+    reader="batchcompact.agents.copilot.events:read",
+    writer="batchcompact.agents.copilot.write",
     usage="batchcompact.agents.copilot.report:extract_copilot",
+    tools={
+        "view": "read",
+        "create": "write",
+        "edit": "edit",
+        "bash": "command",
+        "task": "delegate",
+    },
+    trigger="batchcompact.core.triggers:copilot_trigger",
+    presets={
+        # Copilot CLI compacts in the background at 80% of the model's prompt limit (its own rule, the
+        # default) and summarizes the whole history, so the kept tail is batchcompact's default.
+        "copilot-cli": {"keep_recent_tokens": 20000},
+    },
 )

@@ -82,16 +82,6 @@ def extract_copilot(path: str | Path, rows: UsageRows, stats: ExtractStats) -> N
         add_shutdown_rows(file, session_id, project, *shutdown, rows, stats)
 
 
-def sniff_copilot(obj: dict, first: bool) -> bool:
-    """A Copilot session event (`session.start` by `copilot-agent`) or a Copilot OTel span or log."""
-    data = obj.get("data")
-    if obj.get("type") == "session.start" and isinstance(data, dict):
-        return data.get("producer") == "copilot-agent"
-    attributes = obj.get("attributes")
-    return isinstance(attributes, dict) and ("traceId" in obj or "hrTime" in obj) and any(
-        key.startswith(("gen_ai.", "github.copilot")) for key in attributes)
-
-
 def session_from_path(path: Path) -> str:
     """`session-state/<id>/events.jsonl` -> `<id>`; a flat `<id>.jsonl` -> `<id>`."""
     return path.parent.name if path.name == "events.jsonl" else path.name.split(".jsonl")[0]

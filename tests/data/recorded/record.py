@@ -18,6 +18,16 @@ tool calls, and the chat files it writes are copied here:
   `qwen --continue -p` with glob, grep_search, run_shell_command.
 - qwen-code/session-compressed.jsonl: the same, then a third run with `context.autoCompactThreshold` so
   low that Qwen Code compresses on its own (a `system`/`chat_compression` record), then a fourth prompt.
+- copilot-cli/session-tools.jsonl: `copilot -p` with view, create, edit, bash, then `copilot --continue -p`
+  with glob, grep, bash (Copilot CLI 1.0.102 offline, a bring-your-own-key provider; the session's
+  `session-state/<id>/events.jsonl`).
+- copilot-cli/session-compacted.jsonl: the same, then `copilot --continue -p /compact` (Copilot's own
+  `session.compaction_start` / `session.compaction_complete`), then a third prompt with a view call.
+- copilot-cli/session-background.jsonl: `COPILOT_PROVIDER_MAX_PROMPT_TOKENS=40000` and four bash calls
+  of ~11,500 tokens of output each: Copilot's own background compaction (`trigger: threshold`) starts
+  when its context passes 80% and completes while the turn goes on.
+- copilot-cli/session-subagent.jsonl: `copilot -p` whose model delegates with the `task` tool; the
+  sub-agent (its events carry `agentId`) reads notes.txt with `view`.
 Nothing here reaches the network: the fake answers on 127.0.0.1 and the sandbox proxy goes nowhere.
 """
 
@@ -33,10 +43,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
 from agent_judges import (  # noqa: E402
+    COPILOT,
     GEMINI,
     QWEN,
     FakeGemini,
     FakeOpenAIChat,
+    FakeOpenAIChatCounted,
+    copilot_logs,
+    copilot_script,
     gemini_env,
     gemini_script,
     gemini_settings,
@@ -44,6 +58,7 @@ from agent_judges import (  # noqa: E402
     qwen_env,
     qwen_script,
     qwen_settings,
+    run_copilot,
 )
 
 ROOT = Path("/tmp/batchcompact-record")
@@ -136,9 +151,68 @@ def record_qwen(out: Path) -> None:
         shutil.copyfile(chat, out / name)
 
 
+def copilot(binary: Path, home: Path, project: Path, url: str, *args: str, **env: str) -> None:
+    done = run_copilot(binary, home, project, url, *args, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"copilot {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}")
+
+
+def record_copilot(out: Path) -> None:
+    binary = npm_cli(*COPILOT)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, compact in (("session-tools.jsonl", False), ("session-compacted.jsonl", True)):
+        root = ROOT / "copilot" / name.split(".")[0]
+        shutil.rmtree(root, ignore_errors=True)
+        home, project = root / "home", root / "project"
+        project.mkdir(parents=True)
+        home.mkdir()
+        (project / "notes.txt").write_text("alpha\nbeta\n")
+        script = {**copilot_script(project), "STEP-THREE": [("view", {"path": str(project / "hello.py")})]}
+        with FakeOpenAIChat(script) as api:
+            copilot(binary, home, project, api.url, "-p", "STEP-ONE: read notes, write and fix hello.py")
+            copilot(binary, home, project, api.url, "--continue", "-p", "STEP-TWO: look around")
+            if compact:
+                copilot(binary, home, project, api.url, "--continue", "-p", "/compact")
+                copilot(binary, home, project, api.url, "--continue", "-p", "STEP-THREE: carry on")
+        [log] = copilot_logs(home)
+        shutil.copyfile(log, out / name)
+    root = ROOT / "copilot" / "session-subagent"
+    shutil.rmtree(root, ignore_errors=True)
+    home, project = root / "home", root / "project"
+    project.mkdir(parents=True)
+    home.mkdir()
+    (project / "notes.txt").write_text("alpha\nbeta\n")
+    task = {"description": "look at notes", "prompt": "SUBTASK: read the notes file", "agent_type": "general-purpose",
+            "name": "reader"}
+    with FakeOpenAIChat({"STEP-SUB": [("task", task)],
+                         "SUBTASK": [("view", {"path": str(project / "notes.txt")})]}) as api:
+        copilot(binary, home, project, api.url, "-p", "STEP-SUB: delegate the reading")
+    [log] = copilot_logs(home)
+    shutil.copyfile(log, out / "session-subagent.jsonl")
+    record_copilot_background(binary, out / "session-background.jsonl")
+
+
+def record_copilot_background(binary: Path, target: Path) -> None:
+    """A prompt limit of 40,000 tokens and tool outputs of ~11,500 tokens each: Copilot compacts in the
+    background once its context passes 80% of the limit, while the turn goes on."""
+    root = ROOT / "copilot" / "session-background"
+    shutil.rmtree(root, ignore_errors=True)
+    home, project = root / "home", root / "project"
+    project.mkdir(parents=True)
+    home.mkdir()
+    big = [("bash", {"command": f"python3 -c \"print(' '.join('w{i}x' + str(n) for n in range(2500)))\"",
+                     "description": f"big output {i}"}) for i in range(4)]
+    with FakeOpenAIChatCounted({"STEP-BIG": big}) as api:
+        copilot(binary, home, project, api.url, "-p", "STEP-BIG: print a lot", COPILOT_PROVIDER_MAX_PROMPT_TOKENS="40000")
+    [log] = copilot_logs(home)
+    shutil.copyfile(log, target)
+
+
 if __name__ == "__main__":
-    agents = sys.argv[1:] or ["gemini", "qwen"]
+    agents = sys.argv[1:] or ["gemini", "qwen", "copilot"]
     if "gemini" in agents:
         record_gemini(HERE / "gemini-cli")
     if "qwen" in agents:
         record_qwen(HERE / "qwen-code")
+    if "copilot" in agents:
+        record_copilot(HERE / "copilot-cli")
