@@ -474,17 +474,19 @@ def opencode_script(project: Path) -> dict:
     }
 
 
-def opencode_setup(home: Path, project: Path, url: str) -> dict[str, str]:
-    """The project's opencode.json (the loopback provider, edits and shell allowed, nothing shared) and
-    the sandbox environment (no update, models fetch, LSP download or default plugins)."""
+def opencode_setup(home: Path, project: Path, url: str, name: str = "opencode") -> dict[str, str]:
+    """The project's opencode.json (Kilo: kilo.json; the loopback provider, edits and shell allowed,
+    nothing shared) and the sandbox environment (no update, models fetch, LSP download or default plugins)."""
     config = {"provider": {"judge": {"npm": "@ai-sdk/openai-compatible", "name": "Judge",
                                      "options": {"baseURL": url, "apiKey": "judge"},
                                      "models": {OPENCODE_MODEL: {"name": "Judge model"}}}},
               "model": f"judge/{OPENCODE_MODEL}", "autoupdate": False, "share": "disabled",
               "permission": {"edit": "allow", "bash": "allow"}}
-    (project / "opencode.json").write_text(json.dumps(config))
+    (project / f"{name}.json").write_text(json.dumps(config))
     return sandbox_env(home, OPENCODE_DISABLE_AUTOUPDATE="1", OPENCODE_DISABLE_MODELS_FETCH="1",
-                       OPENCODE_DISABLE_LSP_DOWNLOAD="1", OPENCODE_DISABLE_DEFAULT_PLUGINS="1")
+                       OPENCODE_DISABLE_LSP_DOWNLOAD="1", OPENCODE_DISABLE_DEFAULT_PLUGINS="1",
+                       KILO_DISABLE_AUTOUPDATE="1", KILO_DISABLE_MODELS_FETCH="1", KILO_DISABLE_LSP_DOWNLOAD="1",
+                       KILO_DISABLE_DEFAULT_PLUGINS="1")
 
 
 def opencode_compact(binary: Path, project: Path, env: dict[str, str], session_id: str) -> None:

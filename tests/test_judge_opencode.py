@@ -15,6 +15,7 @@ database holds many): this judges the reader, the writer and verify that `run` w
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from agent_judges import REPLY, FakeOpenAIChat, opencode_script, opencode_setup
-from report_judges import OPENCODE, judge_cli
+from report_judges import KILO, OPENCODE, judge_cli
 
 from batchcompact.agents.opencode.session import read_session, session_ids
 from batchcompact.agents.opencode.store import verify as verify_written
@@ -51,47 +52,65 @@ def _text(message: dict) -> str:
     return "".join(b.get("text") or "" for b in content or () if isinstance(b, dict))
 
 
-def _report(home: Path) -> dict:
-    done = subprocess.run([sys.executable, "-m", "batchcompact", "report", "--format", "json",
-                           str(home / ".local/share/opencode/opencode.db")],
+def _report(db: Path) -> dict:
+    done = subprocess.run([sys.executable, "-m", "batchcompact", "report", "--format", "json", str(db)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)["totals"]
 
 
-@pytest.fixture(scope="module")
-def judged(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    binary = judge_cli(*OPENCODE)
-    root = tmp_path_factory.mktemp("opencode")
+@pytest.fixture(scope="module", params=[OPENCODE, KILO], ids=["opencode", "kilo"])
+def judged(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    cli = request.param
+    name = cli[2]
+    binary = judge_cli(*cli)
+    root = tmp_path_factory.mktemp(name)
     home, project = root / "home", root / "project"
     project.mkdir()
     home.mkdir()
     (project / "notes.txt").write_text("remember: the port is 8123\n")
     api = FakeOpenAIChat(opencode_script(project))
     with api:
-        env = opencode_setup(home, project, api.url)
+        env = opencode_setup(home, project, api.url, name)
         _opencode(binary, project, env, api, "STEP-ONE read the notes, write and fix hello.py")
         _opencode(binary, project, env, api, "--continue", "STEP-TWO look again")
         before = _opencode(binary, project, env, api, "--continue", "STEP-THREE just answer")
-        db = home / ".local/share/opencode/opencode.db"
-        [session_id] = session_ids(db)
-        usage_before = _report(home)
+        db = home / f".local/share/{name}/{name}.db"
+        [session_id] = session_ids(db, name)
+        usage_before = _report(db)
         shutil.copy(db, root / "original.db")
-        session = read_session(db, session_id)
+        session = read_session(db, session_id, fmt=name)
         assert not session.errors, session.problems
         cut = next(e for e in session.path_entries() if e.role == "user" and "STEP-TWO" in json.dumps(e.message))
         written = write_compaction(db, session, summary=SUMMARY, first_kept_entry_id=cut.id, now_ms=1,
                                    marker={"tokensBefore": 1234, "readFiles": [], "modifiedFiles": []})
-        problems = verify_written(db, session, written, summary=SUMMARY, fmt="opencode")
-        usage_after = _report(home)
+        problems = verify_written(db, session, written, summary=SUMMARY, fmt=name)
+        usage_after = _report(db)
         first = _opencode(binary, project, env, api, "--session", session_id, "RESUME-ONE go on")
         second = _opencode(binary, project, env, api, "--session", session_id, "RESUME-TWO once more")
     return {"before": before, "first": first, "second": second, "problems": problems, "db": db,
             "session_id": session_id, "written": written, "usage": (usage_before, usage_after)}
 
 
+ENVIRONMENT = re.compile(r"\s*<environment_details>.*?</environment_details>\s*", re.S)
+
+
 def _history(request: dict) -> list[dict]:
-    return [m for m in request["messages"] if m.get("role") != "system"]
+    """The conversation without the system prompt, and without the <environment_details> (the time of the
+    request, its folder) Kilo adds to user messages, which differ from one request to the next."""
+    out = []
+    for message in request["messages"]:
+        if message.get("role") == "system":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            message = {**message, "content": ENVIRONMENT.sub("", content)}
+        elif isinstance(content, list):
+            blocks = [{**b, "text": ENVIRONMENT.sub("", b["text"])} if isinstance(b.get("text"), str) else b
+                      for b in content]
+            message = {**message, "content": [b for b in blocks if b.get("text") != ""]}
+        out.append(message)
+    return out
 
 
 def test_verify_accepts_what_was_written(judged):

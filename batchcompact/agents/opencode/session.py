@@ -50,11 +50,13 @@ TABLES = {
     "event": ("id", "aggregate_id", "seq", "type", "data"),
     "event_sequence": ("aggregate_id", "seq"),
 }
-# The newest schema migration of each OpenCode/Kilo release whose database was recorded and judged
-# (tests/test_judge_opencode.py); the migrations before them are known through them.
-KNOWN_MIGRATIONS = frozenset({
-    "20260622202450_simplify_session_input",  # opencode-ai 1.18.33
-})
+# The newest schema migration of each OpenCode and Kilo release whose database was recorded and judged
+# (tests/test_judge_opencode.py); older databases are known through them, a newer one is refused.
+KNOWN_MIGRATIONS = {
+    "opencode": "20260622202450_simplify_session_input",  # opencode-ai 1.18.33
+    "kilo": "20260907102000_kilocode_model_usage_index",  # @kilocode/cli 7.7.7
+}
+DISPLAY = {"opencode": "OpenCode", "kilo": "Kilo"}
 
 
 class OpenCodeStoreError(Exception):
@@ -70,7 +72,7 @@ def connect(path: str | Path, *, write: bool = False, timeout: float = 5.0) -> s
     return conn
 
 
-def check_schema(conn: sqlite3.Connection, path: str | Path) -> str | None:
+def check_schema(conn: sqlite3.Connection, path: str | Path, fmt: str = FORMAT) -> str | None:
     """Raise `OpenCodeStoreError` unless the database has the tables and columns we use and its newest
     migration is one we know; returns that migration's name (None for a database without a `migration`
     table, the older releases', whose tables are checked all the same)."""
@@ -86,16 +88,17 @@ def check_schema(conn: sqlite3.Connection, path: str | Path) -> str | None:
         return None
     newest = conn.execute("SELECT id FROM migration ORDER BY id DESC LIMIT 1").fetchone()
     name = newest[0] if newest else None
-    if name is not None and name not in KNOWN_MIGRATIONS and name > max(KNOWN_MIGRATIONS):
-        raise OpenCodeStoreError(f"{path}: unknown OpenCode schema version {name!r} (newest known: "
-                                 f"{max(KNOWN_MIGRATIONS)!r}); not read or written")
+    known = KNOWN_MIGRATIONS.get(fmt, KNOWN_MIGRATIONS[FORMAT])
+    if isinstance(name, str) and name > known:
+        raise OpenCodeStoreError(f"{path}: unknown {DISPLAY.get(fmt, fmt)} schema version {name!r} (newest known: "
+                                 f"{known!r}); not read or written")
     return name
 
 
-def session_ids(path: str | Path) -> list[str]:
+def session_ids(path: str | Path, fmt: str = FORMAT) -> list[str]:
     """The ids of the database's sessions, oldest first."""
     with closing(connect(path)) as conn:
-        check_schema(conn, path)
+        check_schema(conn, path, fmt)
         return [row[0] for row in conn.execute("SELECT id FROM session ORDER BY time_created, id")]
 
 
@@ -290,7 +293,7 @@ def read_session(path: str | Path, session_id: str, *, fmt: str = FORMAT) -> Ses
     migration = None
     try:
         with closing(connect(path)) as conn:
-            migration = check_schema(conn, path)
+            migration = check_schema(conn, path, fmt)
             row = conn.execute("SELECT directory, time_updated FROM session WHERE id = ?", (session_id,)).fetchone()
             if row is None:
                 raise OpenCodeStoreError(f"{path}: no session {session_id!r}")

@@ -181,7 +181,7 @@ def write_compaction(path: str | Path, session: Any, *, summary: str, first_kept
         with closing(connect(path, write=True, timeout=busy_timeout)) as conn:
             begin(conn, path, tries)
             try:
-                check_schema(conn, path)
+                check_schema(conn, path, session.format)
                 row = conn.execute("SELECT time_updated FROM session WHERE id = ?", (session_id,)).fetchone()
                 last = conn.execute("SELECT id FROM message WHERE session_id = ? ORDER BY time_created DESC, id DESC "
                                     "LIMIT 1", (session_id,)).fetchone()
