@@ -1,10 +1,11 @@
-"""The real OpenCode (npm opencode-ai 1.18.33) resumes a session compacted by our database writer.
+"""The real OpenCode (npm opencode-ai 1.18.33) and Kilo (@kilocode/cli 7.7.7, its fork with the same
+storage and loader) resume a session compacted by our database writer.
 
 In a sandbox HOME the real CLI records a session against a loopback fake OpenAI-compatible API that makes
 tool calls (read, write, edit, bash; then, continued, read and bash; then a plain answer).
-`agents/opencode/store.write_compaction` records our compaction in its `opencode.db` the way OpenCode
+`agents/opencode/store.write_compaction` records our compaction in its `opencode.db` (`kilo.db`) the way OpenCode
 records its own (a user message with a `compaction` part naming the kept tail, then a `summary`
-assistant message). `opencode run --session ID` then runs twice: the first request of each resume must
+assistant message). `opencode run --session ID` (`kilo run --session ID`) then runs twice: the first request of each resume must
 start from our summary exactly once ("What did we do so far?", then the summary), hold the kept tail in
 order and nothing from before the cut; `report` counts the same usage before and after.
 
