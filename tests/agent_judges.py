@@ -557,3 +557,59 @@ def run_copilot(binary: Path, home: Path, project: Path, url: str, *args: str, e
 
 def copilot_logs(home: Path) -> list[Path]:
     return sorted((home / ".copilot" / "session-state").glob("*/events.jsonl"))
+
+
+# OpenCode (npm opencode-ai; the version is report_judges.OPENCODE): an OpenAI-compatible provider on the
+# loopback fake in the project's opencode.json, and the tool calls the fake makes it run.
+OPENCODE_MODEL = "gpt-4.1-mini"
+
+
+def opencode_script(project: Path) -> dict:
+    """What the fake OpenAI-compatible API makes OpenCode do after each prompt (recorder and judge)."""
+    return {
+        "STEP-ONE": [("read", {"filePath": str(project / "notes.txt")}),
+                     ("write", {"filePath": str(project / "hello.py"), "content": "print('hi')\n"}),
+                     ("edit", {"filePath": str(project / "hello.py"), "oldString": "hi", "newString": "hello"}),
+                     ("bash", {"command": "python3 hello.py", "description": "run it"})],
+        "STEP-TWO": [("read", {"filePath": str(project / "hello.py")}),
+                     ("bash", {"command": "ls", "description": "list"})],
+    }
+
+
+def opencode_setup(home: Path, project: Path, url: str, name: str = "opencode") -> dict[str, str]:
+    """The project's opencode.json (Kilo: kilo.json; the loopback provider, edits and shell allowed,
+    nothing shared) and the sandbox environment (no update, models fetch, LSP download or default plugins)."""
+    config = {"provider": {"judge": {"npm": "@ai-sdk/openai-compatible", "name": "Judge",
+                                     "options": {"baseURL": url, "apiKey": "judge"},
+                                     "models": {OPENCODE_MODEL: {"name": "Judge model"}}}},
+              "model": f"judge/{OPENCODE_MODEL}", "autoupdate": False, "share": "disabled",
+              "permission": {"edit": "allow", "bash": "allow"}}
+    (project / f"{name}.json").write_text(json.dumps(config))
+    return sandbox_env(home, OPENCODE_DISABLE_AUTOUPDATE="1", OPENCODE_DISABLE_MODELS_FETCH="1",
+                       OPENCODE_DISABLE_LSP_DOWNLOAD="1", OPENCODE_DISABLE_DEFAULT_PLUGINS="1",
+                       KILO_DISABLE_AUTOUPDATE="1", KILO_DISABLE_MODELS_FETCH="1", KILO_DISABLE_LSP_DOWNLOAD="1",
+                       KILO_DISABLE_DEFAULT_PLUGINS="1")
+
+
+def opencode_compact(binary: Path, project: Path, env: dict[str, str], session_id: str) -> None:
+    """OpenCode's own compaction of a session: `opencode serve` on a free loopback port, then
+    `POST /session/<id>/summarize` (what the TUI's /compact calls); the server is stopped after."""
+    import urllib.request
+
+    server = subprocess.Popen([str(binary), "serve", "--port", "0", "--hostname", "127.0.0.1"], cwd=project,
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        address = None
+        for line in server.stdout:  # "opencode server listening on http://127.0.0.1:PORT"
+            if "http://" in line:
+                address = line.split("http://", 1)[1].split()[0]
+                break
+        assert address, "opencode serve printed no address"
+        body = json.dumps({"providerID": "judge", "modelID": OPENCODE_MODEL}).encode()
+        request = urllib.request.Request(f"http://{address}/session/{session_id}/summarize", data=body,
+                                         headers={"content-type": "application/json"}, method="POST")
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        assert opener.open(request, timeout=120).read().strip() == b"true"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from conftest import fixture_path
 
 from batchcompact.core.planner import CompactionSettings
@@ -134,3 +135,35 @@ def test_plan_command_prints_window_source_and_threshold(tmp_path):
                                      timeout=120).stdout)["rows"]
     assert (rows[0]["window_source"], rows[0]["threshold"], rows[0]["status"]) == ("claude code 200k", 167_000,
                                                                                    "compact")
+
+
+@pytest.mark.parametrize(("context", "inputs", "usable"), [
+    (128_000, {}, 96_000),  # no output limit known: the 32,000 cap
+    (128_000, {"output_limit": 16_384}, 111_616),  # limit.output under the cap
+    (400_000, {"output_limit": 128_000}, 368_000),  # capped at 32,000
+    (400_000, {"input_limit": 272_000, "output_limit": 128_000}, 252_000),  # input limit - min(20,000, 32,000)
+    (400_000, {"input_limit": 272_000, "reserved": 50_000}, 222_000),  # compaction.reserved
+    (200_000, {"output_limit": 0}, 168_000),  # limit.output 0: the cap (JS `min(0, cap) || cap`)
+    (0, {}, 0),  # no context limit: never compacts
+    (20_000, {}, 0),
+])
+def test_opencode_usable_window(context, inputs, usable):
+    from batchcompact.core.triggers import opencode_usable
+
+    assert opencode_usable(context, **inputs) == usable
+
+
+@pytest.mark.parametrize(("usable", "preserve", "tail"), [
+    (96_000, None, 15_000), (20_000, None, 5_000), (4_000, None, 2_000), (96_000, 3_000, 3_000)])
+def test_opencode_tail_budget(usable, preserve, tail):
+    from batchcompact.core.triggers import opencode_tail_tokens
+
+    assert opencode_tail_tokens(usable, preserve) == tail
+
+
+def test_opencode_trigger():
+    from batchcompact.core.triggers import Trigger, opencode_trigger
+
+    assert opencode_trigger(table_window=128_000, max_output_tokens=16_384) == Trigger(128_000, "price table", 111_616)
+    assert opencode_trigger(override_window=50_000) == Trigger(50_000, "--context-window", 18_000)
+    assert opencode_trigger() == Trigger(None, "unknown", None)

@@ -29,6 +29,16 @@ follows the agent that wrote the session, so a default run compacts where the ag
   the price table's window; background compaction at 80% of it (`backgroundCompactionThreshold` 0.80 of
   `InfiniteSessionConfig` in @github/copilot 1.0.102's SDK types; the CLI sets no other value).
 
+- OpenCode (and Kilo, its fork): the model's `limit.context` (the user's opencode.json or models.dev; here
+  the price table's window) and OpenCode's overflow point, its usable window: limit.input - reserved
+  when the model has an input limit (reserved = `compaction.reserved`, else min(20,000, max output)),
+  else limit.context - max output, where max output = min(limit.output, 32,000) or 32,000
+  (`ProviderTransform.maxOutputTokens`, `OUTPUT_TOKEN_MAX`); a window of 0 or `compaction.auto: false`
+  never compacts. It compares the last finished reply's tokens (total, else input + output + cache
+  read + cache write). Its kept tail: `compaction.preserve_recent_tokens`, else min(15,000, max(2,000,
+  25% of the usable window)). Read in the opencode-ai 1.18.33 binary (`SessionCompaction.isOverflow`,
+  `usable`, `preserveRecentTokens`); @kilocode/cli 7.7.7 is the same.
+
 --threshold-tokens / --threshold-percent override every agent's rule; --context-window replaces the window.
 Pure: no I/O.
 """
@@ -53,6 +63,11 @@ QWEN_AUTO_PERCENT = 85
 QWEN_SUMMARY_RESERVE = 20_000
 QWEN_AUTOCOMPACT_BUFFER = 13_000
 COPILOT_BACKGROUND_FRACTION = 0.80
+OPENCODE_OUTPUT_TOKEN_MAX = 32_000  # ProviderTransform.OUTPUT_TOKEN_MAX (OPENCODE_EXPERIMENTAL_OUTPUT_TOKEN_MAX)
+OPENCODE_RESERVED_CAP = 20_000
+OPENCODE_TAIL_MIN = 2_000
+OPENCODE_TAIL_MAX = 15_000
+OPENCODE_TAIL_FRACTION = 0.25
 
 
 @dataclass(frozen=True)
@@ -183,6 +198,41 @@ def copilot_trigger(*, recorded_window: int | None = None, table_window: int | N
     else:
         return Trigger(None, "unknown", None)
     return Trigger(window, source, max(int(window * COPILOT_BACKGROUND_FRACTION), 1))
+
+
+def opencode_max_output(output_limit: int | None, output_token_max: int = OPENCODE_OUTPUT_TOKEN_MAX) -> int:
+    """OpenCode's `maxOutputTokens`: min(limit.output, the cap), or the cap when that is 0 or unknown."""
+    return min(output_limit, output_token_max) if output_limit else output_token_max
+
+
+def opencode_usable(context: int, *, input_limit: int | None = None, output_limit: int | None = None,
+                    reserved: int | None = None, output_token_max: int = OPENCODE_OUTPUT_TOKEN_MAX) -> int:
+    """OpenCode's usable window (its overflow point); 0 for a model without a context limit."""
+    if not context:
+        return 0
+    most = opencode_max_output(output_limit, output_token_max)
+    if input_limit:
+        held = reserved if reserved is not None else min(OPENCODE_RESERVED_CAP, most)
+        return max(0, input_limit - held)
+    return max(0, context - most)
+
+
+def opencode_tail_tokens(usable: int, preserve_recent_tokens: int | None = None) -> int:
+    """OpenCode's kept-tail budget (`compaction.preserve_recent_tokens`, else 25% of the usable window
+    within 2,000..15,000)."""
+    if preserve_recent_tokens is not None:
+        return preserve_recent_tokens
+    return min(OPENCODE_TAIL_MAX, max(OPENCODE_TAIL_MIN, int(usable * OPENCODE_TAIL_FRACTION)))
+
+
+def opencode_trigger(*, table_window: int | None = None, max_output_tokens: int | None = None,
+                     override_window: int | None = None, **_: Any) -> Trigger:
+    """OpenCode's (and Kilo's): the model's window and its usable window as the threshold."""
+    window = override_window or table_window
+    if not window:
+        return Trigger(None, "unknown", None)
+    source = "--context-window" if override_window else "price table"
+    return Trigger(window, source, opencode_usable(window, output_limit=max_output_tokens))
 
 
 TRIGGERS = {"claude": claude_trigger, "codex": codex_trigger, "pi": pi_trigger, "gemini": gemini_trigger,

@@ -28,6 +28,9 @@ tool calls, and the chat files it writes are copied here:
   when its context passes 80% and completes while the turn goes on.
 - copilot-cli/session-subagent.jsonl: `copilot -p` whose model delegates with the `task` tool; the
   sub-agent (its events carry `agentId`) reads notes.txt with `view`.
+- opencode/compacted.db: `opencode run` with read, write, edit, bash, then `--continue` twice (read,
+  bash; a plain answer), then OpenCode's own compaction (`opencode serve` + `POST /session/<id>/summarize`,
+  what /compact calls), then a fourth prompt; the database checkpointed and vacuumed.
 Nothing here reaches the network: the fake answers on 127.0.0.1 and the sandbox proxy goes nowhere.
 """
 
@@ -55,6 +58,9 @@ from agent_judges import (  # noqa: E402
     gemini_script,
     gemini_settings,
     npm_cli,
+    opencode_compact,
+    opencode_script,
+    opencode_setup,
     qwen_env,
     qwen_script,
     qwen_settings,
@@ -208,11 +214,52 @@ def record_copilot_background(binary: Path, target: Path) -> None:
     shutil.copyfile(log, target)
 
 
+def record_opencode(out: Path) -> None:
+    import sqlite3
+
+    from report_judges import OPENCODE
+
+    binary = npm_cli(*OPENCODE)
+    root = ROOT / "opencode"
+    shutil.rmtree(root, ignore_errors=True)
+    home, project = root / "home", root / "project"
+    project.mkdir(parents=True)
+    home.mkdir()
+    (project / "notes.txt").write_text("remember: the port is 8123\n")
+
+    def run(env: dict, *args: str) -> None:
+        done = subprocess.run([str(binary), "run", *args], cwd=project, env=env, capture_output=True, text=True,
+                              timeout=300)
+        if done.returncode != 0:
+            raise SystemExit(f"opencode run {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}")
+
+    with FakeOpenAIChat(opencode_script(project)) as api:
+        env = opencode_setup(home, project, api.url)
+        run(env, "STEP-ONE read the notes, write and fix hello.py")
+        run(env, "--continue", "STEP-TWO look again")
+        run(env, "--continue", "STEP-THREE just answer")
+        db = home / ".local/share/opencode/opencode.db"
+        [(session_id,)] = sqlite3.connect(db).execute("SELECT id FROM session").fetchall()
+        opencode_compact(binary, project, env, session_id)
+        run(env, "--continue", "STEP-FOUR after the compaction")
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / "compacted.db"
+    target.unlink(missing_ok=True)
+    with sqlite3.connect(db) as source, sqlite3.connect(target) as copy:
+        source.backup(copy)
+    conn = sqlite3.connect(target)
+    conn.execute("PRAGMA journal_mode=DELETE")
+    conn.execute("VACUUM")
+    conn.close()
+
+
 if __name__ == "__main__":
-    agents = sys.argv[1:] or ["gemini", "qwen", "copilot"]
+    agents = sys.argv[1:] or ["gemini", "qwen", "copilot", "opencode"]
     if "gemini" in agents:
         record_gemini(HERE / "gemini-cli")
     if "qwen" in agents:
         record_qwen(HERE / "qwen-code")
     if "copilot" in agents:
         record_copilot(HERE / "copilot-cli")
+    if "opencode" in agents:
+        record_opencode(HERE / "opencode")
