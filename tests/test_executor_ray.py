@@ -94,6 +94,27 @@ def test_report_identical_to_local(bc, tmp_path):
     assert {"opencode", "kilo", "gemini", "qwen"} <= set(json.loads(texts["ray"])["totals"]["agents"])
 
 
+def test_team_views_identical_to_local(bc, tmp_path):
+    """`--by branch`, `--by provider` and `--by group` (with [report.projects] aliases and groups) on Ray's
+    nodes: the same bytes as the local report."""
+    from teams import write_home
+
+    home = write_home(tmp_path / "home")
+    inputs = copy_archive(tmp_path / "in")
+    config = tmp_path / "config.toml"
+    config.write_text('[report.projects.aliases]\n"/home/ana/src/shop" = "shop"\n'
+                      '[report.projects.groups]\nstorefront = ["shop", "/home/bo/code/shop-api"]\n')
+    for view in (("--by", "branch", "--breakdown"), ("--by", "provider"), ("--by", "group", "--since", "2026-03-02")):
+        texts = {}
+        for kind in ("local", "ray"):
+            code, text, err = bc("report", inputs, home / ".claude", home / ".codex", "--config", config,
+                                 "--no-cache", "--format", "csv", *view, "--executor", kind)
+            assert code == 0, err
+            texts[kind] = text
+        assert texts["ray"] == texts["local"]
+        assert any(word in texts["local"] for word in ("feature/login", "anthropic", "storefront"))
+
+
 def test_a_file_a_node_cannot_see_fails_alone_with_a_reason(tmp_path):
     from batchcompact.core.planner import CompactionSettings
     from batchcompact.pipeline.executor import RayExecutor

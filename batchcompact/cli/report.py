@@ -49,7 +49,9 @@ def _check_timezone(ctx, param, value: str) -> str:
     type=click.Choice(GROUPINGS),
     default="day",
     show_default=True,
-    help="Group rows by this key (agent: the agent that wrote the file; block: Claude's 5-hour billing windows).",
+    help="Group rows by this key (branch: project and git branch; group: the project groups of the config "
+    "file's [report.projects]; provider: who served the request; agent: the agent that wrote the file; "
+    "block: Claude's 5-hour billing windows).",
 )
 @click.option("--breakdown", is_flag=True, help="Split each group per model.")
 @click.option("--since", callback=_parse_date, metavar="DATE", help="First day to include (YYYY-MM-DD).")
@@ -175,6 +177,8 @@ def report(
       batchcompact report --by block --token-limit max
       batchcompact report --by session --last 5 --order desc
       batchcompact report --by agent
+      batchcompact report --by branch --project shop --since 2026-03-01
+      batchcompact report --by provider --breakdown
       batchcompact report --agent gemini --agent opencode --by model
       batchcompact report ~/.claude/projects ~/.codex/sessions --by month
       batchcompact report ~/.pi/agent/sessions --by model --since 2026-01-01 --format json
@@ -185,6 +189,7 @@ def report(
     from batchcompact.report.settings import ReportSettings
 
     fmt = pick_format(fmt, json_flag)
+    aliases, groups = _project_table(click.get_current_context())
     if since is not None and until is not None and since > until:  # an empty report, every time: a typo
         raise UsageError(f"--since {since} is after --until {until}: no day is in both; swap them?")
     settings = ReportSettings(
@@ -203,6 +208,8 @@ def report(
         last=last,
         order=order,
         token_limit=token_limit,
+        project_aliases=aliases,
+        project_groups=groups,
     )
     ctx = click.get_current_context()
     quiet = bool((ctx.obj or {}).get("quiet"))
@@ -225,6 +232,20 @@ def report(
         click.echo(f"Error: {exc}", err=True)
         return exc.exit_code
     return 0
+
+
+def _project_table(ctx: click.Context):
+    """The config file's [report.projects] (aliases, groups) as ReportSettings takes them."""
+    from batchcompact.cli.command import RESOLUTION_KEY
+    from batchcompact.report.settings import project_config
+
+    resolution = ctx.meta.get(RESOLUTION_KEY)
+    if resolution is None:
+        return (), ()
+    try:
+        return project_config(resolution.tables.get("projects"), str(resolution.config_path))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 SIZE_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}

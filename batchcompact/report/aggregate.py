@@ -40,8 +40,11 @@ from batchcompact.report.settings import (  # noqa: F401  (re-exported)
     GROUPINGS,
     PERIODS,
     WEEKDAYS,
+    ProjectNames,
     ReportSettings,
+    branch_name,
     last_periods_since,
+    provider_name,
     sort_order,
     week_start_index,
 )
@@ -75,6 +78,7 @@ REPORT_COLUMNS = (
     "reasoning_tokens",
     "total_tokens",
     "recorded_cost_usd",
+    "branch",
 )
 
 
@@ -223,6 +227,32 @@ def with_periods(lf: pl.LazyFrame, timezone: str, by: str, start_of_week: str = 
     return lf.with_columns(columns)
 
 
+def with_names(lf: pl.LazyFrame, settings: ReportSettings) -> pl.LazyFrame:
+    """The project as shown (`[report.projects]` aliases) and the column `--by` groups by where it is not
+    a recorded one (`group`, `provider`, `branch`), each value from the same functions fast.py calls."""
+    names = ProjectNames(settings)
+    if names.active:
+        lf = _mapped(lf, ["project"], names.name, "project", pl.String, replace=True)
+    if settings.by == "group":
+        lf = _mapped(lf, ["project"], names.group, "group", pl.String)
+    elif settings.by == "provider":  # after pricing, which reads the recorded provider
+        lf = _mapped(lf, ["agent", "provider"], provider_name, "provider", pl.String, replace=True)
+    elif settings.by == "branch":
+        lf = lf.with_columns(pl.col("branch").fill_null(branch_name(None)))
+    return lf
+
+
+def _mapped(lf: pl.LazyFrame, columns: list[str], func, name: str, dtype, replace: bool = False) -> pl.LazyFrame:
+    """`name` = func(*columns) for each distinct value (a Python rule, computed once per value)."""
+    values = lf.select(columns).unique().collect()
+    table = values.with_columns(
+        pl.Series("_mapped", [func(*row) for row in values.iter_rows()], dtype=dtype))
+    lf = lf.join(table.lazy(), on=columns, how="left", nulls_equal=True, maintain_order="left")
+    if replace:
+        return lf.drop(name).rename({"_mapped": name})
+    return lf.rename({"_mapped": name})
+
+
 def _project_filter(values: tuple[str, ...]) -> pl.Expr:
     """A project matches by its whole path or by its last path component."""
     project = pl.col("project").fill_null("")
@@ -303,6 +333,7 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
     order = ["timestamp", "agent", "source", "session_id", "dedupe_key", "model", "total_tokens", "output_tokens"]
     usage = scan_usage(parts).collect().sort(order, nulls_last=True).lazy()
     lf, unpriced = add_costs(usage, table, settings.cost_mode)
+    lf = with_names(lf, settings)
     lf = filter_usage(with_periods(lf, settings.timezone, settings.by, settings.start_of_week), settings)
     keep = nonzero()
     zero_frame = lf.select((~keep).sum().alias("zero"))

@@ -14,6 +14,8 @@ Invariants (the same for every source, so sums across sources mean the same thin
 - `recorded_cost_usd` is the cost the file itself records (pi `usage.cost.total`, batchcompact
   `cost_usd`), null where the file has none. Computed cost is not stored: it depends on the price map
   and is added at report time.
+- `branch` is the git branch the agent recorded for the request (Claude Code `gitBranch` on the line,
+  Codex `session_meta.git.branch`), null where the agent records none.
 - `agent` is the agent that wrote the row's file (`claude`, `codex`, `pi`, `gemini`, `opencode`, ...;
   see `batchcompact.report.readers`); `source` is the reader that produced it (the same name for every
   agent but pi's descendants, whose files pi's reader reads).
@@ -35,7 +37,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-USAGE_SCHEMA_VERSION = 3  # 3: + agent, dedupe_rank
+USAGE_SCHEMA_VERSION = 4  # 3: + agent, dedupe_rank; 4: + branch
 
 KINDS = ("main", "sidechain", "compaction", "branch_summary")
 
@@ -62,6 +64,7 @@ FIELDS: tuple[tuple[str, str, bool], ...] = (
     ("reasoning_tokens", "int64", False),
     ("total_tokens", "int64", False),
     ("recorded_cost_usd", "float64", True),
+    ("branch", "string", True),
 )
 COLUMNS = tuple(name for name, _, _ in FIELDS)
 
@@ -123,12 +126,13 @@ class UsageRows:
         recorded_cost_usd: float | None = None,
         dedupe_key: str | None = None,
         dedupe_rank: int = 0,
+        branch: str | None = None,
     ) -> None:
         self.rows.append((
             source, agent or source, file, line, session_id, project, timestamp, provider, model, kind,
             dedupe_key, dedupe_rank, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
             cache_write_1h_tokens, reasoning_tokens,
-            input_tokens + output_tokens + cache_read_tokens + cache_write_tokens, recorded_cost_usd,
+            input_tokens + output_tokens + cache_read_tokens + cache_write_tokens, recorded_cost_usd, branch,
         ))
 
     def to_table(self) -> Any:
