@@ -104,7 +104,8 @@ def test_team_views_identical_to_local(bc, tmp_path):
     config = tmp_path / "config.toml"
     config.write_text('[report.projects.aliases]\n"/home/ana/src/shop" = "shop"\n'
                       '[report.projects.groups]\nstorefront = ["shop", "/home/bo/code/shop-api"]\n')
-    for view in (("--by", "branch", "--breakdown"), ("--by", "provider"), ("--by", "group", "--since", "2026-03-02")):
+    for view in (("--by", "branch", "--breakdown"), ("--by", "provider"), ("--by", "group", "--since", "2026-03-02"),
+                 ("--by", "machine", "--machine", "ana")):
         texts = {}
         for kind in ("local", "ray"):
             code, text, err = bc("report", inputs, home / ".claude", home / ".codex", "--config", config,
@@ -112,7 +113,7 @@ def test_team_views_identical_to_local(bc, tmp_path):
             assert code == 0, err
             texts[kind] = text
         assert texts["ray"] == texts["local"]
-        assert any(word in texts["local"] for word in ("feature/login", "anthropic", "storefront"))
+        assert any(word in texts["local"] for word in ("feature/login", "anthropic", "storefront", "ana,"))
 
 
 def test_a_file_a_node_cannot_see_fails_alone_with_a_reason(tmp_path):

@@ -279,7 +279,7 @@ def _read(fh: IO[bytes], path: Path, rows: UsageRows, stats: ExtractStats) -> No
             # Forked threads copy history; a copied event has the same time and cumulative total.
             f"codex:{when}:{total_key}" if total_key else None, 0,
             fresh, output, cached, written, 0, reasoning,
-            fresh + output + cached + written, None, branch,
+            fresh + output + cached + written, None, branch, None, None,
         )
         if in_copy:
             held.append(row)

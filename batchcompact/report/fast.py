@@ -59,16 +59,18 @@ from batchcompact.report.settings import (
 
 log = logging.getLogger(__name__)
 
-GROUPINGS = ("day", "week", "month", "session", "project", "branch", "group", "model", "provider", "agent")
+GROUPINGS = ("day", "week", "month", "session", "project", "branch", "group", "model", "provider", "agent",
+             "machine")
 FORMATS = ("table", "json", "csv")
 # The row tuple: aggregate.REPORT_COLUMNS, in that order.
 COLUMNS = (
     "source", "agent", "session_id", "project", "timestamp", "provider", "model", "kind", "dedupe_key",
     "dedupe_rank", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
     "cache_write_1h_tokens", "reasoning_tokens", "total_tokens", "recorded_cost_usd", "branch",
+    "machine", "machine_id",
 )
 (SOURCE, AGENT, SESSION, PROJECT, TIME, PROVIDER, MODEL, KIND, KEY, RANK, INP, OUT, CR, CW, CW1H,
- REASONING, TOTAL, RECORDED, BRANCH) = range(len(COLUMNS))
+ REASONING, TOTAL, RECORDED, BRANCH, MACHINE, MACHINE_ID) = range(len(COLUMNS))
 WIDTH = len(COLUMNS)
 _PICK = operator.itemgetter(*(USAGE_COLUMNS.index(name) for name in COLUMNS))  # a usage row -> these
 # A fed row (Builder.feed) carries two more fields: its cost in picodollars (None: unpriced; an
@@ -78,7 +80,7 @@ SUMS = (("input_tokens", INP), ("output_tokens", OUT), ("cache_read_tokens", CR)
         ("reasoning_tokens", REASONING), ("total_tokens", TOTAL))
 _SUM_GETTERS = tuple(operator.itemgetter(index) for _, index in SUMS)
 _PICO_OF, _MODEL_OF, _AGENT_OF, _TIME_OF = (operator.itemgetter(index) for index in (PICO, MODEL, AGENT, TIME))
-KEY_INDEX = {"session_id": SESSION, "agent": AGENT, "model": MODEL}
+KEY_INDEX = {"session_id": SESSION, "agent": AGENT, "model": MODEL, "machine": MACHINE}
 
 
 class Unsupported(Exception):
@@ -242,7 +244,7 @@ def _dedupe_order(row: tuple) -> tuple:
     return (
         -row[RANK], -row[OUT], -row[TOTAL], _nl(row[SESSION]), row[SOURCE], row[AGENT], _nl(row[PROJECT]),
         _nl(row[TIME]), _nl(row[PROVIDER]), _nl(row[MODEL]), row[KIND], row[INP], row[CR], row[CW], row[CW1H],
-        row[REASONING], _nl(row[RECORDED]), _nl(row[BRANCH]),
+        row[REASONING], _nl(row[RECORDED]), _nl(row[BRANCH]), _nl(row[MACHINE]), _nl(row[MACHINE_ID]),
     )
 
 
@@ -575,7 +577,12 @@ class Builder:
     def prepare(self, rows: list[tuple]) -> list[tuple]:
         """Each row with its cost in picodollars and its group key (PICO, GROUP)."""
         cost, group_key, out = self.pricer.cost, self.group_key, []
+        machine, machine_id = self.settings.machine, self.settings.machine_id
         for row in rows:
+            if row[MACHINE] is None:  # read from this machine's own files (`aggregate.scan_usage`)
+                row = (*row[:MACHINE], machine, machine_id if row[MACHINE_ID] is None else row[MACHINE_ID])
+            elif row[MACHINE_ID] is None:
+                row = (*row[:MACHINE_ID], machine_id)
             try:
                 usd = cost(row)
                 pico = None if usd is None else to_pico(usd)

@@ -16,6 +16,8 @@ Invariants (the same for every source, so sums across sources mean the same thin
   and is added at report time.
 - `branch` is the git branch the agent recorded for the request (Claude Code `gitBranch` on the line,
   Codex `session_meta.git.branch`), null where the agent records none.
+- `machine`, `machine_id` are the machine a row was recorded on, set only by a usage export read back
+  (report/export.py); null for a row read from the agent's own files: the report fills in this machine.
 - `agent` is the agent that wrote the row's file (`claude`, `codex`, `pi`, `gemini`, `opencode`, ...;
   see `batchcompact.report.readers`); `source` is the reader that produced it (the same name for every
   agent but pi's descendants, whose files pi's reader reads).
@@ -36,8 +38,9 @@ from __future__ import annotations
 
 import functools
 from typing import Any
+from urllib.parse import quote
 
-USAGE_SCHEMA_VERSION = 4  # 3: + agent, dedupe_rank; 4: + branch
+USAGE_SCHEMA_VERSION = 4  # 3: + agent, dedupe_rank; 4: + branch, machine, machine_id
 
 KINDS = ("main", "sidechain", "compaction", "branch_summary")
 
@@ -65,8 +68,15 @@ FIELDS: tuple[tuple[str, str, bool], ...] = (
     ("total_tokens", "int64", False),
     ("recorded_cost_usd", "float64", True),
     ("branch", "string", True),
+    ("machine", "string", True),
+    ("machine_id", "string", True),
 )
 COLUMNS = tuple(name for name, _, _ in FIELDS)
+_AGENT, _SESSION, _LINE, _TIME, _KEY = (COLUMNS.index(n) for n in ("agent", "session_id", "line", "timestamp", "dedupe_key"))
+_NAMES = (COLUMNS.index("provider"), COLUMNS.index("model"))
+_RECORDED = COLUMNS.index("recorded_cost_usd")
+_NUMBERS = tuple(COLUMNS.index(n) for n in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+                                             "cache_write_1h_tokens", "reasoning_tokens"))
 
 
 @functools.cache
@@ -127,12 +137,15 @@ class UsageRows:
         dedupe_key: str | None = None,
         dedupe_rank: int = 0,
         branch: str | None = None,
+        machine: str | None = None,
+        machine_id: str | None = None,
     ) -> None:
         self.rows.append((
             source, agent or source, file, line, session_id, project, timestamp, provider, model, kind,
             dedupe_key, dedupe_rank, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
             cache_write_1h_tokens, reasoning_tokens,
             input_tokens + output_tokens + cache_read_tokens + cache_write_tokens, recorded_cost_usd, branch,
+            machine, machine_id,
         ))
 
     def to_table(self) -> Any:
@@ -143,6 +156,20 @@ class UsageRows:
 
 def empty_table() -> Any:
     return usage_schema().empty_table()
+
+
+def row_identity(row: tuple) -> str:
+    """The identity of a row whose reader gives it no `dedupe_key` (a pi message, a Claude line without ids):
+    its agent, session, line, time, provider, model, numbers and recorded cost, each part escaped so that the key holds no `:` (a Claude
+    key's part before the first `:` is its message id, `collapse_sidechain_replays`). A copy of the same
+    file (a synced folder, another machine's export of it) has the same; two rows that differ in anything
+    the report counts never do."""
+    agent, session, line, when = row[_AGENT], row[_SESSION], row[_LINE], row[_TIME]
+    stamp = "" if when is None else when.isoformat()
+    parts = (agent, "" if session is None else session, "" if line is None else str(line), stamp,
+             *("" if row[i] is None else str(row[i]) for i in _NAMES), *(str(row[i]) for i in _NUMBERS),
+             repr(row[_RECORDED]))
+    return "row|" + "|".join(quote(part, safe="") for part in parts)
 
 
 def entry_key(session_id: str | None, entry_id: str | None) -> str | None:

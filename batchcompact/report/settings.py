@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 GROUPINGS = ("day", "week", "month", "session", "project", "branch", "group", "model", "provider", "agent",
-             "block")
+             "machine", "block", "request")
 PERIODS = ("day", "week", "month")
 # The columns each grouping's rows are keyed by (both aggregation paths: aggregate.py and fast.py).
 GROUP_KEYS = {
@@ -20,7 +20,9 @@ GROUP_KEYS = {
     "model": ["model"],
     "provider": ["provider"],
     "agent": ["agent"],
+    "machine": ["machine"],
     "block": ["block_start"],
+    "request": ["request_id"],
 }
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 COST_MODES = ("auto", "calculate", "recorded")
@@ -49,6 +51,9 @@ class ReportSettings:
     # (group, its projects) pairs (`ProjectNames`).
     project_aliases: tuple[tuple[str, str], ...] = ()
     project_groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # This machine: the name and id of the rows read from its own files (an export's rows keep theirs).
+    machine: str = "unknown"
+    machine_id: str = ""
 
 
 def week_start_index(start_of_week: str) -> int:
