@@ -37,8 +37,8 @@ versioned by it, so old cache parts are ignored).
 from __future__ import annotations
 
 import functools
+import hashlib
 from typing import Any
-from urllib.parse import quote
 
 USAGE_SCHEMA_VERSION = 4  # 3: + agent, dedupe_rank; 4: + branch, machine, machine_id
 
@@ -159,17 +159,18 @@ def empty_table() -> Any:
 
 
 def row_identity(row: tuple) -> str:
-    """The identity of a row whose reader gives it no `dedupe_key` (a pi message, a Claude line without ids):
-    its agent, session, line, time, provider, model, numbers and recorded cost, each part escaped so that the key holds no `:` (a Claude
-    key's part before the first `:` is its message id, `collapse_sidechain_replays`). A copy of the same
-    file (a synced folder, another machine's export of it) has the same; two rows that differ in anything
-    the report counts never do."""
-    agent, session, line, when = row[_AGENT], row[_SESSION], row[_LINE], row[_TIME]
-    stamp = "" if when is None else when.isoformat()
-    parts = (agent, "" if session is None else session, "" if line is None else str(line), stamp,
-             *("" if row[i] is None else str(row[i]) for i in _NAMES), *(str(row[i]) for i in _NUMBERS),
-             repr(row[_RECORDED]))
-    return "row|" + "|".join(quote(part, safe="") for part in parts)
+    """The identity of a row whose reader gives it no `dedupe_key` (a Claude line without ids, a Gemini
+    message without one, ...): a hash of its agent, session, line, time, provider, model, numbers and
+    recorded cost (`row|<agent>|<hash>`: no `:`, since a Claude key's part before the first `:` is its
+    message id, `collapse_sidechain_replays`). A copy of the same file (a synced folder, another machine's
+    export of it) has the same; two rows that differ in anything the report counts do not."""
+    when = row[_TIME]
+    text = "\x1f".join((
+        "" if row[_SESSION] is None else row[_SESSION], str(row[_LINE]), "" if when is None else when.isoformat(),
+        *("" if row[i] is None else row[i] for i in _NAMES), *(str(row[i]) for i in _NUMBERS),
+        repr(row[_RECORDED])))
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return f"row|{row[_AGENT]}|{digest}"
 
 
 def entry_key(session_id: str | None, entry_id: str | None) -> str | None:
