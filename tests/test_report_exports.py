@@ -264,3 +264,19 @@ def test_an_export_keeps_the_recorded_project_and_aliases_apply_where_it_is_read
     assert "/home/ana/src/shop" in projects and "shop" not in projects
     got = as_json(bc, tmp_path / "e.jsonl", "--by", "project", "--no-cache", "--config", config)
     assert "shop" in {r["project"] for r in got["rows"]}
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+def test_every_agents_export_reads_back_to_the_same_report(bc, tmp_path, fmt):
+    """Every fixture of every agent (databases, JSON documents, JSON lines) and the sample sessions:
+    the report made from the export is, to the byte, the report made from the files."""
+    from conftest import shared_fixtures
+
+    inputs = (shared_fixtures(), SAMPLES)
+    target = tmp_path / f"all.{fmt}"
+    code, _, err = bc("report", *inputs, "--by", "request", "--format", fmt, "-o", target, "--no-cache")
+    assert code == 0, err
+    for view in (("--by", "session"), ("--by", "day", "--breakdown")):
+        expected = as_json(bc, *inputs, *view, "--no-cache")
+        assert len(expected["totals"]["agents"]) > 10
+        assert as_json(bc, target, *view, "--no-cache") == expected, view
