@@ -82,6 +82,17 @@ def test_project_aliases_and_groups_from_the_config_file(bc, home, tmp_path):
     got = rows(report(bc, home, "--by", "group", "--format", "json"))
     assert got == {("/home/ana/src/shop",): (4, 5100), ("/home/bo/code/shop-api",): (2, 7700),
                    ("/Users/bo/api-checkout",): (2, 7700)}
+    # a group may list a project by its recorded path though an alias renames it
+    other = tmp_path / "other.toml"
+    other.write_text('[report.projects.aliases]\n"/home/ana/src/shop" = "shop"\n'
+                     '[report.projects.groups]\nweb = ["/home/ana/src/shop"]\n')
+    cached = ("--cache-above", "0", "--cache-dir", tmp_path / "c")
+    assert bc("report", home / ".claude", home / ".codex", *cached)[0] == 0  # the parts: polars next time
+    for engine in (("--no-cache",), cached):
+        code, out, err = bc("report", home / ".claude", home / ".codex", "--config", other, "--by", "group",
+                            "--format", "json", *engine)
+        assert code == 0, err
+        assert rows(out)[("web",)] == (4, 5100)
     # the session view shows the alias too
     got = rows(report(bc, home, "--config", config, "--by", "session", "--format", "json"))
     assert ("s-claude", "claude", "shop") in got

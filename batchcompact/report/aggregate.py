@@ -238,11 +238,11 @@ def with_names(lf: pl.LazyFrame, settings: ReportSettings) -> pl.LazyFrame:
     names = ProjectNames(settings)
     if settings.by == "request":  # an export keeps what the files recorded: aliases apply where it is read
         return lf
+    if settings.by == "group":  # from the recorded project, before it is renamed (a group may list its path)
+        lf = _mapped(lf, ["project"], names.group, "group", pl.String)
     if names.active:
         lf = _mapped(lf, ["project"], names.name, "project", pl.String, replace=True)
-    if settings.by == "group":
-        lf = _mapped(lf, ["project"], names.group, "group", pl.String)
-    elif settings.by == "provider":  # after pricing, which reads the recorded provider
+    if settings.by == "provider":  # after pricing, which reads the recorded provider
         lf = _mapped(lf, ["agent", "provider"], provider_name, "provider", pl.String, replace=True)
     elif settings.by == "branch":
         lf = lf.with_columns(pl.col("branch").fill_null(branch_name(None)))
