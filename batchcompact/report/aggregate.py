@@ -245,7 +245,7 @@ def with_names(lf: pl.LazyFrame, settings: ReportSettings) -> pl.LazyFrame:
     if settings.by == "provider":  # after pricing, which reads the recorded provider
         lf = _mapped(lf, ["agent", "provider"], provider_name, "provider", pl.String, replace=True)
     elif settings.by == "branch":
-        lf = lf.with_columns(pl.col("branch").fill_null(branch_name(None)))
+        lf = _mapped(lf, ["branch"], branch_name, "branch", pl.String, replace=True)
     return lf
 
 
