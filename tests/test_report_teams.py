@@ -146,7 +146,7 @@ def test_the_views_are_the_same_bytes_on_every_path(bc, home, tmp_path, view, fm
     assert "unknown" in outputs[0] or "storefront" in outputs[0] or "anthropic" in outputs[0]
 
 
-def test_parquet_carries_the_new_keys(bc, home, tmp_path):
+def test_parquet_and_json_lines_carry_the_new_keys(bc, home, tmp_path):
     import pyarrow.parquet as pq
 
     for by, keys in (("branch", ["project", "branch"]), ("provider", ["provider"]), ("group", ["group"])):
@@ -155,3 +155,6 @@ def test_parquet_carries_the_new_keys(bc, home, tmp_path):
         table = pq.read_table(target)
         assert table.column_names[: len(keys)] == keys
         assert sum(table.column("requests").to_pylist()) == 6
+        lines = [json.loads(line) for line in report(bc, home, "--by", by, "--format", "jsonl").splitlines()]
+        assert [[line[k] for k in keys] for line in lines] == [list(r) for r in zip(
+            *(table.column(k).to_pylist() for k in keys), strict=True)]
