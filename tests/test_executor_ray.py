@@ -94,6 +94,52 @@ def test_report_identical_to_local(bc, tmp_path):
     assert {"opencode", "kilo", "gemini", "qwen"} <= set(json.loads(texts["ray"])["totals"]["agents"])
 
 
+def test_team_views_identical_to_local(bc, tmp_path):
+    """`--by branch`, `--by provider` and `--by group` (with [report.projects] aliases and groups) on Ray's
+    nodes: the same bytes as the local report."""
+    from teams import write_home
+
+    home = write_home(tmp_path / "home")
+    inputs = copy_archive(tmp_path / "in")
+    config = tmp_path / "config.toml"
+    config.write_text('[report.projects.aliases]\n"/home/ana/src/shop" = "shop"\n'
+                      '[report.projects.groups]\nstorefront = ["shop", "/home/bo/code/shop-api"]\n')
+    for view in (("--by", "branch", "--breakdown"), ("--by", "provider"), ("--by", "group", "--since", "2026-03-02"),
+                 ("--by", "machine", "--machine", "ana")):
+        texts = {}
+        for kind in ("local", "ray"):
+            code, text, err = bc("report", inputs, home / ".claude", home / ".codex", "--config", config,
+                                 "--no-cache", "--format", "csv", *view, "--executor", kind)
+            assert code == 0, err
+            texts[kind] = text
+        assert texts["ray"] == texts["local"]
+        assert any(word in texts["local"] for word in ("feature/login", "anthropic", "storefront", "ana,"))
+
+
+def test_exports_on_ray_count_as_locally_and_a_newer_one_stops_the_report(bc, tmp_path):
+    """Exports read on Ray's nodes: the same bytes as locally; an export of a newer schema version is the
+    same one-line error (exit 2), not a node's traceback."""
+    from teams import write_home
+
+    home = write_home(tmp_path / "home")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    code, _, err = bc("report", home / ".claude", home / ".codex", "--by", "request", "--format", "jsonl",
+                      "-o", shared / "a.jsonl", "--machine", "ana", "--no-cache")
+    assert code == 0, err
+    texts = {}
+    for kind in ("local", "ray"):
+        code, texts[kind], err = bc("report", shared, "--by", "machine", "--format", "csv", "--no-cache",
+                                    "--executor", kind)
+        assert code == 0, err
+    assert texts["ray"] == texts["local"] and "ana," in texts["local"]
+    newer = shared / "b.jsonl"
+    newer.write_text((shared / "a.jsonl").read_text().replace('"export_version":1', '"export_version":2'))
+    code, out, err = bc("report", shared, "--no-cache", "--executor", "ray")
+    assert code == 2 and out == ""
+    assert f"Error: {newer}: a usage export of schema version 2; this batchcompact reads version 1" in err
+
+
 def test_a_file_a_node_cannot_see_fails_alone_with_a_reason(tmp_path):
     from batchcompact.core.planner import CompactionSettings
     from batchcompact.pipeline.executor import RayExecutor

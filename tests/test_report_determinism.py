@@ -127,10 +127,17 @@ def test_parquet_output_is_byte_identical_whatever_the_jobs(archive, tmp_path):
 
 
 def test_total_cost_is_the_exact_sum_of_the_requests(archive):
-    """The recorded costs of the copies (cost mode `recorded`): the total is the picodollar sum."""
+    """The recorded costs of the copies (cost mode `recorded`): the total is the picodollar sum of the
+    requests kept. The copies are one session (the same session and entry ids), so each message counts
+    once, and of its copies, equal in everything else, the total order keeps the smallest recorded cost."""
     copies = sorted((archive / "copies").glob("*.jsonl"))
-    costs = [json.loads(line)["message"]["usage"]["cost"]["total"]
-             for path in copies for line in path.read_text().splitlines()[1:]]
+    per_entry: dict[str, list[float]] = {}
+    for path in copies:
+        for line in path.read_text().splitlines()[1:]:
+            entry = json.loads(line)
+            per_entry.setdefault(entry["id"], []).append(entry["message"]["usage"]["cost"]["total"])
+    assert all(len(set(found)) == len(copies) for found in per_entry.values())  # the copies' costs differ
+    costs = [min(found) for found in per_entry.values()]
     totals = set()
     for order in itertools.islice(itertools.permutations(copies), 4):
         text = report(*order, "--by", "session", "--cost-mode", "recorded", "--format", "json", "--no-cache")

@@ -101,6 +101,11 @@ def filter_variants(rows: list[tuple]) -> list[dict]:
         {"last": 2, "now": latest + timedelta(days=1)},  # periods: the last 2 from "now"; others: 2 groups
         {"last": 3, "now": latest, "order": "desc", "breakdown": True, "timezone": "Asia/Tokyo"},
         {"last": 1, "now": latest, "since": middle, "agents": (agents[-1],)},
+        # [report.projects]: an alias by path and one by folder name to one name, a group of it and
+        # another project, and --project naming the alias
+        {"project_aliases": ((projects[0], "shop"), (projects[-1].rsplit("/", 1)[-1], "shop")),
+         "project_groups": (("store", ("shop", projects[len(projects) // 2])),), "breakdown": True},
+        {"project_aliases": ((projects[0], "shop"),), "projects": ("shop",)},
     ]
 
 
@@ -143,7 +148,7 @@ def test_only_the_supported_options_take_the_fast_path():
 def test_an_unpriceable_cost_falls_back_to_polars(tmp_path, recorded):
     """A recorded cost that is not a finite number, or beyond Int64 picodollars: fast.py will not guess what
     polars makes of it; the CLI takes the polars path."""
-    rows = [("pi", "pi", "s", "/p", None, "openai", "gpt-4o-mini", "main", None, 0, 1, 1, 0, 0, 0, 0, 2, recorded)]
+    rows = [("pi", "pi", "s", "/p", None, "openai", "gpt-4o-mini", "main", None, 0, 1, 1, 0, 0, 0, 0, 2, recorded, None, None, None)]
     with pytest.raises(fast.Unsupported, match="not a finite number" if recorded != 1e10 else "beyond Int64"):
         fast.build_report(rows, ReportSettings(by="day"))
 
@@ -349,6 +354,7 @@ def test_the_dedupe_comparison_decided_early_is_the_whole_orders():
             pick([None, datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 2, tzinfo=UTC)]), pick([None, "openai"]),
             pick([None, "gpt-5", "gpt-5.1"]), pick(["main", "sidechain"]), "k", pick([0, 1]), pick([1, 2]),
             pick([3, 4]), pick([0, 5]), pick([0, 6]), pick([0, 1]), pick([0, 7]), pick([10, 11]), pick([None, 0.5, 1.5]),
+            pick([None, "main", "feature"]), pick([None, "alice", "bob"]), pick([None, "id-1", "id-2"]),
         )
 
     rows = [row() for _ in range(3000)]

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from conftest import SAMPLES, SHARED_FIXTURES, in_ci, shared_fixtures
 
 from batchcompact.cli import cli
+from batchcompact.report.schema import USAGE_SCHEMA_VERSION
 
 STORED = "from cache (the stored report)"
 
@@ -78,8 +79,9 @@ def test_any_change_to_the_files_or_options_runs_the_report_again(archive, tmp_p
     _, err = report(*args)
     assert STORED not in err and "1 parsed" in err  # touched: its usage is read again
     assert STORED in report(*args)[1]
-    extra = archive / "samples" / "pi" / "copy.jsonl"
-    shutil.copyfile(SAMPLES / "pi" / "small-fix.jsonl", extra)
+    extra = archive / "samples" / "pi" / "copy.jsonl"  # another session (a copy of one counts once)
+    extra.write_text((SAMPLES / "pi" / "small-fix.jsonl").read_text().replace(
+        "932dd87f-f255-4702-8fff-b7e98d47d103", "932dd87f-f255-4702-8fff-000000000000", 1))
     added_out, err = report(*args)
     assert STORED not in err
     extra.unlink()
@@ -99,7 +101,7 @@ def test_a_damaged_stored_report_is_ignored_and_rebuilt(archive, tmp_path):
     cache = tmp_path / "cache"
     args = (archive, "--format", "json", "--cache-dir", cache)
     good, _ = report(*args)
-    (stored,) = (cache / "usage-v3" / "results").glob("*.json")
+    (stored,) = (cache / f"usage-v{USAGE_SCHEMA_VERSION}" / "results").glob("*.json")
     data = bytearray(stored.read_bytes())
     data[-5] ^= 0x01
     stored.write_bytes(bytes(data))
@@ -113,7 +115,7 @@ def test_reports_that_depend_on_the_clock_are_never_stored(archive, tmp_path):
     for _ in range(2):
         _, err = report(archive, "--by", "block", "--format", "json", "--cache-dir", cache)
         assert STORED not in err
-    assert not (cache / "usage-v3" / "results").exists()
+    assert not (cache / f"usage-v{USAGE_SCHEMA_VERSION}" / "results").exists()
 
 
 def test_the_stored_report_imports_neither_polars_nor_pyarrow(archive, tmp_path):
@@ -201,12 +203,12 @@ def test_the_first_report_writes_the_parts_the_parts_path_writes(archive, tmp_pa
 def _blocked_cache(folder: Path) -> Path:
     """A cache folder whose parts folder cannot be made (a file in its place: as a read-only disk, an OSError)."""
     folder.mkdir(parents=True)
-    (folder / "usage-v3").write_text("a file where the parts folder would be")
+    (folder / f"usage-v{USAGE_SCHEMA_VERSION}").write_text("a file where the parts folder would be")
     return folder
 
 
 def _blocked_warning(folder: Path) -> str:
-    return (f"warning: usage cache folder {folder / 'usage-v3'} cannot be written (File exists): the report is made "
+    return (f"warning: usage cache folder {folder / f'usage-v{USAGE_SCHEMA_VERSION}'} cannot be written (File exists): the report is made "
             "without it")
 
 

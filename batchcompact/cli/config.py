@@ -25,6 +25,10 @@ from batchcompact.folders import config_folder
 ENV_PREFIX = "BATCHCOMPACT_"
 CONFIG_ENV = "BATCHCOMPACT_CONFIG"
 
+# Tables a command's section may hold beside its options ([report.projects]: project aliases and groups),
+# kept in `Resolution.tables` for the command to read.
+TABLES = {"report": ("projects",)}
+
 # Options that are the same in every command; they are not looked up per command.
 GLOBAL_NAMES = ("quiet", "verbose", "config_file", "help")
 
@@ -103,6 +107,7 @@ class Resolution:
     preset: str | None = None
     preset_values: dict[str, Any] = field(default_factory=dict)
     unknown_keys: list[str] = field(default_factory=list)
+    tables: dict[str, Any] = field(default_factory=dict)  # [command.<table>] -> its contents (TABLES)
 
 
 def option_source(param: click.Parameter, resolution: Resolution | None) -> tuple[str, Any] | None:
@@ -177,6 +182,9 @@ def resolve(command: click.Command, name: str, args: list[str], parent: click.Co
         resolution.preset_values = {k: v for k, v in PRESETS[preset].items() if k in by_key}
         default_map.update(resolution.preset_values)
     for key, value in section.items():
+        if isinstance(value, dict) and key in TABLES.get(name, ()):
+            resolution.tables[key] = value
+            continue
         param = by_key.get(key)
         if param is None:
             if isinstance(data.get(name), dict) and key in data[name]:

@@ -50,9 +50,16 @@ def _check_timezone(ctx, param, value: str) -> str:
     type=click.Choice(GROUPINGS),
     default="day",
     show_default=True,
-    help="Group rows by this key (agent: the agent that wrote the file; block: Claude's 5-hour billing windows).",
+    help="Group rows by this key (branch: project and git branch; group: the project groups of the config "
+    "file's [report.projects]; provider: who served the request; agent: the agent that wrote the file; "
+    "machine: where it was recorded; block: Claude's 5-hour billing windows; request: one row per model "
+    "request, the export other machines' reports read: --format jsonl, csv or parquet).",
 )
 @click.option("--breakdown", is_flag=True, help="Split each group per model.")
+@click.option(
+    "--machine", metavar="NAME",
+    help="This machine's name in the report and in every exported row [default: the host name].",
+)
 @click.option("--since", callback=_parse_date, metavar="DATE", help="First day to include (YYYY-MM-DD).")
 @click.option("--until", callback=_parse_date, metavar="DATE", help="Last day to include (YYYY-MM-DD).")
 @click.option(
@@ -136,6 +143,7 @@ def report(
     paths,
     by,
     breakdown,
+    machine,
     since,
     until,
     last,
@@ -176,16 +184,24 @@ def report(
       batchcompact report --by block --token-limit max
       batchcompact report --by session --last 5 --order desc
       batchcompact report --by agent
+      batchcompact report --by branch --project shop --since 2026-03-01
+      batchcompact report --by provider --breakdown
+      batchcompact report --by request --format parquet -o /shared/usage/$(hostname).parquet
+      batchcompact report /shared/usage/ --by machine
       batchcompact report --agent gemini --agent opencode --by model
       batchcompact report ~/.claude/projects ~/.codex/sessions --by month
       batchcompact report ~/.pi/agent/sessions --by model --since 2026-01-01 --format json
       batchcompact report runs/ --source batchcompact --by session --chart cost.html
     """
     from batchcompact.discover import paths_or_discovered
+    from batchcompact.report.machine import machine_id, machine_name
     from batchcompact.report.produce import produce_report
     from batchcompact.report.settings import ReportSettings
 
     fmt = pick_format(fmt, json_flag)
+    aliases, groups = _project_table(click.get_current_context())
+    if by == "request":
+        _check_export_options(fmt, breakdown, last, chart)
     if since is not None and until is not None and since > until:  # an empty report, every time: a typo
         raise UsageError(f"--since {since} is after --until {until}: no day is in both; swap them?")
     settings = ReportSettings(
@@ -204,6 +220,10 @@ def report(
         last=last,
         order=order,
         token_limit=token_limit,
+        project_aliases=aliases,
+        project_groups=groups,
+        machine=machine_name(machine),
+        machine_id=machine_id(),
     )
     ctx = click.get_current_context()
     quiet = bool((ctx.obj or {}).get("quiet"))
@@ -229,6 +249,31 @@ def report(
         click.echo(f"Error: {exc}", err=True)
         return exc.exit_code
     return 0
+
+
+def _check_export_options(fmt: str, breakdown: bool, last, chart) -> None:
+    """`--by request` writes requests, not groups: the options that shape groups do not apply."""
+    from batchcompact.report.export import FORMATS
+
+    if fmt not in FORMATS:
+        raise UsageError(f"--by request writes one row per request: use --format {', '.join(FORMATS)}, not {fmt}")
+    for given, name in ((breakdown, "--breakdown"), (last, "--last"), (chart, "--chart")):
+        if given:
+            raise UsageError(f"{name} does not apply to --by request (one row per request; use --since/--until)")
+
+
+def _project_table(ctx: click.Context):
+    """The config file's [report.projects] (aliases, groups) as ReportSettings takes them."""
+    from batchcompact.cli.command import RESOLUTION_KEY
+    from batchcompact.report.settings import project_config
+
+    resolution = ctx.meta.get(RESOLUTION_KEY)
+    if resolution is None:
+        return (), ()
+    try:
+        return project_config(resolution.tables.get("projects"), str(resolution.config_path))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 SIZE_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}

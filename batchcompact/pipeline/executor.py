@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from typing import Any, Protocol, TypeVar
 
-from batchcompact.errors import RunAborted, UsageError
+from batchcompact.errors import BatchCompactError, RunAborted, UsageError
 
 T = TypeVar("T")
 
@@ -160,7 +160,7 @@ class RayExecutor:
             if error is None:
                 ours.set_result(theirs.result())
             else:
-                ours.set_exception(self._lost(error) if isinstance(error, self._ray.exceptions.RayError) else error)
+                ours.set_exception(self._raised(error) if isinstance(error, self._ray.exceptions.RayError) else error)
 
         self._remote.remote(func, item, args or None).future().add_done_callback(settle)
         return ours
@@ -169,7 +169,15 @@ class RayExecutor:
         try:
             return self._ray.get(ref)
         except self._ray.exceptions.RayError as error:
-            raise self._lost(error) from None
+            raise self._raised(error) from None
+
+    def _raised(self, error: BaseException) -> BaseException:
+        """What a Ray error stands for: an error a task raised on purpose (a `BatchCompactError`, such as an
+        input the report must not go on without) is that error, as it would be locally; else the task was lost."""
+        cause = getattr(error, "cause", None)
+        if isinstance(error, self._ray.exceptions.RayTaskError) and isinstance(cause, BatchCompactError):
+            return cause
+        return self._lost(error)
 
     @staticmethod
     def _lost(error: BaseException) -> ExecutorLost:

@@ -40,8 +40,11 @@ from batchcompact.report.settings import (  # noqa: F401  (re-exported)
     GROUPINGS,
     PERIODS,
     WEEKDAYS,
+    ProjectNames,
     ReportSettings,
+    branch_name,
     last_periods_since,
+    provider_name,
     sort_order,
     week_start_index,
 )
@@ -75,6 +78,9 @@ REPORT_COLUMNS = (
     "reasoning_tokens",
     "total_tokens",
     "recorded_cost_usd",
+    "branch",
+    "machine",
+    "machine_id",
 )
 
 
@@ -87,14 +93,17 @@ DEDUPE_RANK = ["dedupe_rank", "output_tokens", "total_tokens", "session_id"] + [
 DEDUPE_DESCENDING = [True, True, True] + [False] * (len(DEDUPE_RANK) - 3)
 
 
-def scan_usage(parts: list[str]) -> pl.LazyFrame:
+def scan_usage(parts: list[str], settings: ReportSettings | None = None) -> pl.LazyFrame:
     """The columns reports need, one row per dedupe_key (the highest rank, then the largest usage wins;
-    ties: first session id)."""
+    ties: first session id). A row read from this machine's own files is this machine's (`settings`)."""
     from batchcompact.report.schema import USAGE_SCHEMA
 
     if not parts:
         return pl.from_arrow(USAGE_SCHEMA.empty_table()).lazy().select(REPORT_COLUMNS)
     lf = pl.scan_parquet(parts).select(REPORT_COLUMNS)
+    if settings is not None:  # before the dedupe: the machine breaks its ties, as in fast.py
+        lf = lf.with_columns(pl.col("machine").fill_null(settings.machine),
+                             pl.col("machine_id").fill_null(settings.machine_id))
     keyed = (
         lf.filter(pl.col("dedupe_key").is_not_null())
         .group_by("dedupe_key")
@@ -223,6 +232,34 @@ def with_periods(lf: pl.LazyFrame, timezone: str, by: str, start_of_week: str = 
     return lf.with_columns(columns)
 
 
+def with_names(lf: pl.LazyFrame, settings: ReportSettings) -> pl.LazyFrame:
+    """The project as shown (`[report.projects]` aliases) and the column `--by` groups by where it is not
+    a recorded one (`group`, `provider`, `branch`), each value from the same functions fast.py calls."""
+    names = ProjectNames(settings)
+    if settings.by == "request":  # an export keeps what the files recorded: aliases apply where it is read
+        return lf
+    if settings.by == "group":  # from the recorded project, before it is renamed (a group may list its path)
+        lf = _mapped(lf, ["project"], names.group, "group", pl.String)
+    if names.active:
+        lf = _mapped(lf, ["project"], names.name, "project", pl.String, replace=True)
+    if settings.by == "provider":  # after pricing, which reads the recorded provider
+        lf = _mapped(lf, ["agent", "provider"], provider_name, "provider", pl.String, replace=True)
+    elif settings.by == "branch":
+        lf = _mapped(lf, ["branch"], branch_name, "branch", pl.String, replace=True)
+    return lf
+
+
+def _mapped(lf: pl.LazyFrame, columns: list[str], func, name: str, dtype, replace: bool = False) -> pl.LazyFrame:
+    """`name` = func(*columns) for each distinct value (a Python rule, computed once per value)."""
+    values = lf.select(columns).unique().collect()
+    table = values.with_columns(
+        pl.Series("_mapped", [func(*row) for row in values.iter_rows()], dtype=dtype))
+    lf = lf.join(table.lazy(), on=columns, how="left", nulls_equal=True, maintain_order="left")
+    if replace:
+        return lf.drop(name).rename({"_mapped": name})
+    return lf.rename({"_mapped": name})
+
+
 def _project_filter(values: tuple[str, ...]) -> pl.Expr:
     """A project matches by its whole path or by its last path component."""
     project = pl.col("project").fill_null("")
@@ -301,9 +338,18 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
     # Sorted by time, so the blocks and any order-sensitive step read the rows in one order (the sums
     # themselves are exact: see pico_usd).
     order = ["timestamp", "agent", "source", "session_id", "dedupe_key", "model", "total_tokens", "output_tokens"]
-    usage = scan_usage(parts).collect().sort(order, nulls_last=True).lazy()
+    usage = scan_usage(parts, settings).collect().sort(order, nulls_last=True).lazy()
     lf, unpriced = add_costs(usage, table, settings.cost_mode)
+    lf = with_names(lf, settings)
     lf = filter_usage(with_periods(lf, settings.timezone, settings.by, settings.start_of_week), settings)
+    if settings.by == "request":  # the per-request export (report/export.py): every request, those with no
+        # tokens too, so that a report made from the export is the one made from the files
+        from batchcompact.report.export import export_frame
+
+        rows = export_frame(lf, settings)
+        used = set(rows["model"].drop_nulls().unique().to_list())
+        return Report(settings=settings, keys=["request_id"], rows=rows, totals={"requests": rows.height},
+                      unpriced_models=[m for m in unpriced if m in used], pricing_source=table.source)
     keep = nonzero()
     zero_frame = lf.select((~keep).sum().alias("zero"))
     lf = lf.filter(keep)

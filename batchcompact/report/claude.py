@@ -24,6 +24,7 @@ billed) and batchcompact's kept-tail copies (a top-level `batchcompact` marker) 
 Project = the line's `cwd` (the real working directory); only lines without one fall back to the
 folder under `projects/` (for `<session>/subagents/x.jsonl`, the session folder's parent), whose
 slug cannot be turned back into a path.
+Branch: the line's `gitBranch` (Claude Code writes it on every line; empty outside a git repository).
 Recorded cost: the line's `costUSD` (older Claude Code versions wrote it), used by `--cost-mode auto`.
 Cache writes: `cache_creation.ephemeral_5m_input_tokens + ephemeral_1h_input_tokens` where the line
 has that breakdown (else `cache_creation_input_tokens`); the 1-hour part is kept apart for pricing.
@@ -119,8 +120,8 @@ def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
                 continue
         best[key] = (rank, counts, side, number, outer.get("sessionId") or obj.get("sessionId"),
                      outer.get("cwd") or obj.get("cwd"), obj.get("timestamp") or outer.get("timestamp"),
-                     model, obj.get("costUSD"))
-    for key, (_, counts, side, number, session, cwd, when, model, cost) in best.items():
+                     model, obj.get("costUSD"), obj.get("gitBranch") or outer.get("gitBranch"))
+    for key, (_, counts, side, number, session, cwd, when, model, cost, branch) in best.items():
         rows.add(
             source="claude",
             file=file,
@@ -138,6 +139,7 @@ def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
             cache_write_tokens=counts[3],
             cache_write_1h_tokens=counts[4],
             recorded_cost_usd=as_float(cost),
+            branch=branch if isinstance(branch, str) and branch else None,
         )
 
 

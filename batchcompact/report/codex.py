@@ -8,7 +8,8 @@ Normalization (so sums agree with other sources): Codex `input_tokens` INCLUDES 
 `output_tokens` INCLUDES reasoning. Rows get input = input - cached - cache writes, cache_read = cached,
 cache_write = `cache_write_input_tokens` (Codex 0.16x; taken as inside `input_tokens` too, since its
 `total_tokens` is input + output), output = output (reasoning_tokens recorded separately, not added again).
-Model: the event's own `info.model`, else the latest `turn_context.model` before it; project: `session_meta.cwd`.
+Model: the event's own `info.model`, else the latest `turn_context.model` before it; project: `session_meta.cwd`;
+branch: `session_meta.git.branch`.
 `dedupe_key` = event time + cumulative total, so an event copied into another rollout with its original
 time is counted once across files; two distinct requests never share both.
 
@@ -165,7 +166,7 @@ def extract_codex(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
 
 def _read(fh: IO[bytes], path: Path, rows: UsageRows, stats: ExtractStats) -> None:
     file = str(path)
-    session_id = project = model = None
+    session_id = project = model = branch = None
     provider = "openai"
     previous_total: tuple | None = None
     copy_second: str | None = None  # the second the inherited history was written in (a child rollout)
@@ -214,6 +215,8 @@ def _read(fh: IO[bytes], path: Path, rows: UsageRows, stats: ExtractStats) -> No
                 session_id = payload.get("id")
                 project = payload.get("cwd")
                 provider = payload.get("model_provider") or provider
+                git = payload.get("git")
+                branch = _text(git.get("branch")) if isinstance(git, dict) else None
                 child = parent_thread(payload) is not None
                 if child:
                     copy_second = _second(obj.get("timestamp"))
@@ -276,13 +279,18 @@ def _read(fh: IO[bytes], path: Path, rows: UsageRows, stats: ExtractStats) -> No
             # Forked threads copy history; a copied event has the same time and cumulative total.
             f"codex:{when}:{total_key}" if total_key else None, 0,
             fresh, output, cached, written, 0, reasoning,
-            fresh + output + cached + written, None,
+            fresh + output + cached + written, None, branch, None, None,
         )
         if in_copy:
             held.append(row)
         else:
             rows.rows.append(row)
     release()
+
+
+def _text(value: object) -> str | None:
+    """A non-empty string, else None."""
+    return value if isinstance(value, str) and value else None
 
 
 _FIELDS = operator.itemgetter(*USAGE_FIELDS)

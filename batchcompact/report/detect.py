@@ -4,6 +4,7 @@ The line rules are the session readers' (`batchcompact.formats.detect.detect_lin
 run reports, `.jsonl.zst` files and the files agents claim by name and place (readers.py), which reports
 read and the compaction pipeline does not. Rules:
 - `compactions*.parquet` -> `batchcompact`;
+- a usage export (`report --by request`: Parquet, CSV or JSON lines, by its content) -> `usage-export`;
 - an agent claims the file by name and place (`Agent.files`, `Agent.homes`) -> that agent;
 - from the first lines of the file (at most `PROBE_LINES`, torn or invalid lines ignored), each agent's
   `detect_line` in the registry's order, e.g.:
@@ -40,6 +41,10 @@ def detect_format(path: str | Path) -> str | None:
     path = Path(path)
     if is_run_report(path):
         return "batchcompact"
+    if path.name.endswith((".parquet", ".csv")):  # a usage export (report --by request), by its content
+        from batchcompact.report.export import detect
+
+        return detect(path)
     from batchcompact.report.readers import claimed_by
 
     claimed = claimed_by(str(path), loose=True)  # the walk took only files claimed strictly; a named one
@@ -59,6 +64,8 @@ def detect_format(path: str | Path) -> str | None:
                 continue
             if not isinstance(obj, dict):
                 continue
+            if number == 1 and "export_version" in obj and "request_id" in obj:
+                return "usage-export"  # report --by request --format jsonl, read back
             kind = detect_line(obj, first=number == 1)
             if kind:
                 return kind

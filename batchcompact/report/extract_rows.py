@@ -14,7 +14,7 @@ from batchcompact.formats.compressed import is_decompress_error
 from batchcompact.formats.scan import printable, unreadable_reason
 from batchcompact.report.detect import detect_format
 from batchcompact.report.lines import ExtractStats
-from batchcompact.report.schema import UsageRows
+from batchcompact.report.schema import COLUMNS, UsageRows, row_identity
 
 NOT_A_SESSION = "not a session file of any agent batchcompact reports on"
 
@@ -33,11 +33,17 @@ def extract_rows(path: str | Path, fmt: str | None = None) -> tuple[UsageRows, E
             from batchcompact.report.runs import extract_runs
 
             extract_runs(path, rows, stats)
+        elif fmt == "usage-export":  # report --by request's files, read back (report/export.py)
+            from batchcompact.report.export import extract_export
+
+            extract_export(path, rows, stats)
         elif agent is not None and agent.usage:
             load(agent.usage)(path, rows, stats)
         elif fmt is None:  # empty, compressed, binary, or JSON lines of no agent: said, as validate says it
             stats.refuse(unreadable_reason(str(path), ValueError(NOT_A_SESSION)))
     except BatchCompactError as exc:  # e.g. zstandard missing: say so, keep going
+        if getattr(exc, "fatal", False):  # the report would be wrong without this file (a newer export)
+            raise
         stats.refuse(str(exc))
     except OSError as exc:
         stats.refuse(f"cannot read: {exc.strerror or exc}")
@@ -50,8 +56,21 @@ def extract_rows(path: str | Path, fmt: str | None = None) -> tuple[UsageRows, E
             raise InternalError(f"{path}: {internal_error_reason(exc)}") from exc
     if stats.unclean or printable(stats.path) is not stats.path:
         rows.rows = [tuple(printable(v) if type(v) is str else v for v in row) for row in rows.rows]
+    _identify(rows)
     stats.rows = len(rows)
     return rows, stats
+
+
+_KEY = COLUMNS.index("dedupe_key")
+
+
+def _identify(rows: UsageRows) -> None:
+    """Every row gets an identity: a row its reader gave no `dedupe_key` gets `row_identity`, so that a copy
+    of its file elsewhere (a synced archive, an export of it) counts once, as keyed rows do."""
+    key = _KEY
+    if any(row[key] is None for row in rows.rows):
+        rows.rows = [row if row[key] is not None else (*row[:key], row_identity(row), *row[key + 1:])
+                     for row in rows.rows]
 
 
 def _is_sqlite_error(exc: Exception) -> bool:

@@ -48,24 +48,29 @@ from batchcompact.report.schema import COLUMNS as USAGE_COLUMNS
 from batchcompact.report.settings import (
     GROUP_KEYS,
     PERIODS,
+    ProjectNames,
     ReportSettings,
+    branch_name,
     last_periods_since,
+    provider_name,
     sort_order,
     week_start_index,
 )
 
 log = logging.getLogger(__name__)
 
-GROUPINGS = ("day", "week", "month", "session", "project", "model", "agent")
+GROUPINGS = ("day", "week", "month", "session", "project", "branch", "group", "model", "provider", "agent",
+             "machine")
 FORMATS = ("table", "json", "csv")
 # The row tuple: aggregate.REPORT_COLUMNS, in that order.
 COLUMNS = (
     "source", "agent", "session_id", "project", "timestamp", "provider", "model", "kind", "dedupe_key",
     "dedupe_rank", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-    "cache_write_1h_tokens", "reasoning_tokens", "total_tokens", "recorded_cost_usd",
+    "cache_write_1h_tokens", "reasoning_tokens", "total_tokens", "recorded_cost_usd", "branch",
+    "machine", "machine_id",
 )
 (SOURCE, AGENT, SESSION, PROJECT, TIME, PROVIDER, MODEL, KIND, KEY, RANK, INP, OUT, CR, CW, CW1H,
- REASONING, TOTAL, RECORDED) = range(len(COLUMNS))
+ REASONING, TOTAL, RECORDED, BRANCH, MACHINE, MACHINE_ID) = range(len(COLUMNS))
 WIDTH = len(COLUMNS)
 _PICK = operator.itemgetter(*(USAGE_COLUMNS.index(name) for name in COLUMNS))  # a usage row -> these
 # A fed row (Builder.feed) carries two more fields: its cost in picodollars (None: unpriced; an
@@ -75,7 +80,7 @@ SUMS = (("input_tokens", INP), ("output_tokens", OUT), ("cache_read_tokens", CR)
         ("reasoning_tokens", REASONING), ("total_tokens", TOTAL))
 _SUM_GETTERS = tuple(operator.itemgetter(index) for _, index in SUMS)
 _PICO_OF, _MODEL_OF, _AGENT_OF, _TIME_OF = (operator.itemgetter(index) for index in (PICO, MODEL, AGENT, TIME))
-KEY_INDEX = {"session_id": SESSION, "agent": AGENT, "project": PROJECT, "model": MODEL}
+KEY_INDEX = {"session_id": SESSION, "agent": AGENT, "model": MODEL, "machine": MACHINE}
 
 
 class Unsupported(Exception):
@@ -239,7 +244,7 @@ def _dedupe_order(row: tuple) -> tuple:
     return (
         -row[RANK], -row[OUT], -row[TOTAL], _nl(row[SESSION]), row[SOURCE], row[AGENT], _nl(row[PROJECT]),
         _nl(row[TIME]), _nl(row[PROVIDER]), _nl(row[MODEL]), row[KIND], row[INP], row[CR], row[CW], row[CW1H],
-        row[REASONING], _nl(row[RECORDED]),
+        row[REASONING], _nl(row[RECORDED]), _nl(row[BRANCH]), _nl(row[MACHINE]), _nl(row[MACHINE_ID]),
     )
 
 
@@ -546,7 +551,8 @@ class Builder:
         if settings.breakdown and "model" not in self.keys:
             self.keys.append("model")
         self.rows: list[tuple] = []
-        getters = [_key_getter(name, self.periods) for name in self.keys]
+        names = ProjectNames(settings)
+        getters = [_key_getter(name, self.periods, names) for name in self.keys]
         # One tuple per group, shared by its rows: pickling a worker's rows then writes each key once.
         interned: dict[tuple, tuple] = {}
         if len(getters) == 1:
@@ -575,7 +581,12 @@ class Builder:
     def prepare(self, rows: list[tuple]) -> list[tuple]:
         """Each row with its cost in picodollars and its group key (PICO, GROUP)."""
         cost, group_key, out = self.pricer.cost, self.group_key, []
+        machine, machine_id = self.settings.machine, self.settings.machine_id
         for row in rows:
+            if row[MACHINE] is None:  # read from this machine's own files (`aggregate.scan_usage`)
+                row = (*row[:MACHINE], machine, machine_id if row[MACHINE_ID] is None else row[MACHINE_ID])
+            elif row[MACHINE_ID] is None:
+                row = (*row[:MACHINE_ID], machine_id)
             try:
                 usd = cost(row)
                 pico = None if usd is None else to_pico(usd)
@@ -645,9 +656,10 @@ def row_filter(settings: ReportSettings):
         tests.append(lambda row: row[SOURCE] in sources)
     if settings.projects:
         projects = {v.rstrip("/\\") or v for v in settings.projects}
+        shown = ProjectNames(settings).name
 
         def project(row: tuple) -> bool:
-            path = row[PROJECT] or ""
+            path = shown(row[PROJECT]) or ""
             return path in projects or TAIL.sub("", path, count=1) in projects
 
         tests.append(project)
@@ -676,13 +688,24 @@ def row_filter(settings: ReportSettings):
 TAIL = re.compile(r"^.*[/\\]")  # a project's path up to its last separator (`_project_filter`)
 
 
-def _key_getter(name: str, periods: Periods | None) -> Callable[[tuple], object]:
-    """A row -> its value of group key `name` (a period label; project and session "unknown" when null)."""
+def _key_getter(name: str, periods: Periods | None, names: ProjectNames) -> Callable[[tuple], object]:
+    """A row -> its value of group key `name` (a period label; the project as shown, `aggregate.with_names`;
+    project and session "unknown" when null)."""
     if name in ("date", "week", "month"):
         label = periods.label
         return lambda row: label(row[TIME])
+    if name == "project":
+        shown = names.name
+        return lambda row: "unknown" if (value := shown(row[PROJECT])) is None else value
+    if name == "group":
+        group = names.group
+        return lambda row: group(row[PROJECT])
+    if name == "provider":
+        return lambda row: provider_name(row[AGENT], row[PROVIDER])
+    if name == "branch":
+        return lambda row: branch_name(row[BRANCH])
     index = KEY_INDEX[name]
-    if name in ("project", "session_id"):
+    if name == "session_id":
         return lambda row: "unknown" if row[index] is None else row[index]
     return operator.itemgetter(index)
 

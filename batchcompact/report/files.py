@@ -25,6 +25,8 @@ from batchcompact.formats.scan import (
     skipped_special,
 )
 from batchcompact.report.detect import is_run_report_name
+from batchcompact.report.export import detect as export_detect
+from batchcompact.report.export import is_export_name
 from batchcompact.report.readers import claims_name, is_sqlite
 from batchcompact.report.schema import USAGE_SCHEMA_VERSION
 
@@ -173,7 +175,8 @@ def _walk(top: str, real_dir: str | None = None) -> Iterator[tuple[str, str, os.
             name = entry.name
             if name.endswith(".jsonl.zst") and name[: -len(".zst")] in names:
                 continue
-            if name.endswith(suffixes) or is_run_report_name(name) or claims_name(name, folder):
+            if (name.endswith(suffixes) or is_run_report_name(name) or claims_name(name, folder)
+                    or (is_export_name(name) and export_detect(entry.path) is not None)):
                 full = entry.path
                 if not is_regular_entry(entry) and skipped_special(full):  # a pipe would wait for a writer forever
                     continue

@@ -43,6 +43,7 @@ class ExtractStats:
     unread: int = 0  # 1: the file gave the report nothing it could read (`refuse`: named in a warning)
     warnings: list[str] = field(default_factory=list)
     warning_count: int = 0
+    machines: dict[str, list[str]] = field(default_factory=dict)  # a usage export's machines: name -> ids
 
     def warn(self, line: int | None, message: str) -> None:
         self.warning_count += 1

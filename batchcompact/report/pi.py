@@ -1,7 +1,10 @@
 """pi usage: every assistant message on every branch, plus compaction / branch_summary `usage`.
 
 Every line counts (abandoned branches were paid for too). pi's `usage.input` is non-cached input,
-so it maps straight to the table; recorded cost is `usage.cost.total`.
+so it maps straight to the table; recorded cost is `usage.cost.total`. A message's dedupe key is its
+session id and entry id (`pi:<session>:<entry>`; a v1 file's entries have none: its line and token counts),
+so a copy of the file elsewhere (a synced folder, another machine's export) counts once; a summary entry's
+is `schema.entry_key`.
 """
 
 from __future__ import annotations
@@ -12,6 +15,16 @@ from batchcompact.report.lines import ExtractStats, as_float, as_int, iter_json_
 from batchcompact.report.schema import UsageRows, entry_key
 
 ENTRY_KINDS = {"compaction": "compaction", "branch_summary": "branch_summary"}
+
+
+def message_key(session_id: str | None, entry_id: object, line: int, counts: tuple[int, ...]) -> str | None:
+    """The dedupe key of a pi message's usage: its session and entry id; in a v1 file, whose entries have
+    no id, its session, line and token counts (None without a session id)."""
+    if not session_id:
+        return None
+    if isinstance(entry_id, str) and entry_id:
+        return f"pi:{session_id}:{entry_id}"
+    return f"pi:{session_id}:line {line}:" + ":".join(map(str, counts))
 
 
 def extract_pi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
@@ -48,6 +61,12 @@ def extract_pi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
                 stats.warn(number, "assistant message without usage; not counted")
             continue
         cost = usage.get("cost")
+        counts = (as_int(usage.get("input")), as_int(usage.get("output")), as_int(usage.get("cacheRead")),
+                  as_int(usage.get("cacheWrite")))
+        if kind != "main":
+            key = entry_key(session_id, obj.get("id"))
+        else:
+            key = message_key(session_id, obj.get("id"), number, counts)
         rows.add(
             source="pi",
             file=file,
@@ -58,11 +77,13 @@ def extract_pi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
             provider=provider if isinstance(provider, str) else None,
             model=model if isinstance(model, str) else None,
             kind=kind,
-            input_tokens=as_int(usage.get("input")),
-            output_tokens=as_int(usage.get("output")),
-            cache_read_tokens=as_int(usage.get("cacheRead")),
-            cache_write_tokens=as_int(usage.get("cacheWrite")),
+            input_tokens=counts[0],
+            output_tokens=counts[1],
+            cache_read_tokens=counts[2],
+            cache_write_tokens=counts[3],
             recorded_cost_usd=as_float(cost.get("total")) if isinstance(cost, dict) else None,
-            # A summary entry's usage is also in the run report of the batchcompact run that wrote it.
-            dedupe_key=entry_key(session_id, obj.get("id")) if kind != "main" else None,
+            # A summary entry's usage is also in the run report of the batchcompact run that wrote it; a
+            # message is its session's entry: a copy of the file (a synced folder, another machine's
+            # export) counts once.
+            dedupe_key=key,
         )

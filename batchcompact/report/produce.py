@@ -99,7 +99,7 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
                                     None if no_cache else cache_dir or cache_folder(), empty_ok)
     if quick is not None:
         result, collected = quick
-        warnings = collected.warnings
+        warnings = _warnings(collected, settings)
         for warning in warnings if warn is not None else ():
             warn(warning)
     else:
@@ -112,7 +112,7 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
             if runner is not None:
                 runner.close()
         try:
-            warnings = collected.warnings
+            warnings = _warnings(collected, settings)
             for warning in warnings if warn is not None else ():
                 warn(warning)
             result = build_report(collected.parts, settings)
@@ -124,7 +124,13 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
             collected.cleanup()
     out = ReportOutput(warnings, result.unpriced_models, result.dropped_zero, collected.files, collected.extracted,
                        collected.cached, collected.rejected, collected.unread)
-    if fmt == "jsonl":
+    if settings.by == "request":  # the per-request export: its own columns and writer
+        from batchcompact.report.export import write_export
+
+        text = write_export(result.rows, fmt, output)
+        if text is not None:
+            out.texts = {"wide": text}
+    elif fmt == "jsonl":
         out.records = report_records(result)
     elif fmt == "parquet":
         write_report(result, fmt, output)
@@ -134,6 +140,13 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
             out.texts["compact"] = write_report(result, fmt, None, compact=True, sources=sources)
             out.table_width = table_width(result)
     return out
+
+
+def _warnings(collected, settings: ReportSettings) -> list[str]:
+    """The files' warnings, then one for each machine name two machines use (report/export.py)."""
+    from batchcompact.report.export import machine_warnings
+
+    return [*collected.warnings, *machine_warnings(collected.stats, settings)]
 
 
 def chart_report(result, parts: list[str], settings: ReportSettings):

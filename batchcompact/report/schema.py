@@ -14,6 +14,10 @@ Invariants (the same for every source, so sums across sources mean the same thin
 - `recorded_cost_usd` is the cost the file itself records (pi `usage.cost.total`, batchcompact
   `cost_usd`), null where the file has none. Computed cost is not stored: it depends on the price map
   and is added at report time.
+- `branch` is the git branch the agent recorded for the request (Claude Code `gitBranch` on the line,
+  Codex `session_meta.git.branch`), null where the agent records none.
+- `machine`, `machine_id` are the machine a row was recorded on, set only by a usage export read back
+  (report/export.py); null for a row read from the agent's own files: the report fills in this machine.
 - `agent` is the agent that wrote the row's file (`claude`, `codex`, `pi`, `gemini`, `opencode`, ...;
   see `batchcompact.report.readers`); `source` is the reader that produced it (the same name for every
   agent but pi's descendants, whose files pi's reader reads).
@@ -33,9 +37,10 @@ versioned by it, so old cache parts are ignored).
 from __future__ import annotations
 
 import functools
+import hashlib
 from typing import Any
 
-USAGE_SCHEMA_VERSION = 3  # 3: + agent, dedupe_rank
+USAGE_SCHEMA_VERSION = 4  # 3: + agent, dedupe_rank; 4: + branch, machine, machine_id
 
 KINDS = ("main", "sidechain", "compaction", "branch_summary")
 
@@ -62,8 +67,16 @@ FIELDS: tuple[tuple[str, str, bool], ...] = (
     ("reasoning_tokens", "int64", False),
     ("total_tokens", "int64", False),
     ("recorded_cost_usd", "float64", True),
+    ("branch", "string", True),
+    ("machine", "string", True),
+    ("machine_id", "string", True),
 )
 COLUMNS = tuple(name for name, _, _ in FIELDS)
+_AGENT, _SESSION, _LINE, _TIME, _KEY = (COLUMNS.index(n) for n in ("agent", "session_id", "line", "timestamp", "dedupe_key"))
+_NAMES = (COLUMNS.index("provider"), COLUMNS.index("model"))
+_RECORDED = COLUMNS.index("recorded_cost_usd")
+_NUMBERS = tuple(COLUMNS.index(n) for n in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+                                             "cache_write_1h_tokens", "reasoning_tokens"))
 
 
 @functools.cache
@@ -123,12 +136,16 @@ class UsageRows:
         recorded_cost_usd: float | None = None,
         dedupe_key: str | None = None,
         dedupe_rank: int = 0,
+        branch: str | None = None,
+        machine: str | None = None,
+        machine_id: str | None = None,
     ) -> None:
         self.rows.append((
             source, agent or source, file, line, session_id, project, timestamp, provider, model, kind,
             dedupe_key, dedupe_rank, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
             cache_write_1h_tokens, reasoning_tokens,
-            input_tokens + output_tokens + cache_read_tokens + cache_write_tokens, recorded_cost_usd,
+            input_tokens + output_tokens + cache_read_tokens + cache_write_tokens, recorded_cost_usd, branch,
+            machine, machine_id,
         ))
 
     def to_table(self) -> Any:
@@ -139,6 +156,21 @@ class UsageRows:
 
 def empty_table() -> Any:
     return usage_schema().empty_table()
+
+
+def row_identity(row: tuple) -> str:
+    """The identity of a row whose reader gives it no `dedupe_key` (a Claude line without ids, a Gemini
+    message without one, ...): a hash of its agent, session, line, time, provider, model, numbers and
+    recorded cost (`row|<agent>|<hash>`: no `:`, since a Claude key's part before the first `:` is its
+    message id, `collapse_sidechain_replays`). A copy of the same file (a synced folder, another machine's
+    export of it) has the same; two rows that differ in anything the report counts do not."""
+    when = row[_TIME]
+    text = "\x1f".join((
+        "" if row[_SESSION] is None else row[_SESSION], str(row[_LINE]), "" if when is None else when.isoformat(),
+        *("" if row[i] is None else row[i] for i in _NAMES), *(str(row[i]) for i in _NUMBERS),
+        repr(row[_RECORDED])))
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return f"row|{row[_AGENT]}|{digest}"
 
 
 def entry_key(session_id: str | None, entry_id: str | None) -> str | None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-GROUPINGS = ("day", "week", "month", "session", "project", "model", "agent", "block")
+GROUPINGS = ("day", "week", "month", "session", "project", "branch", "group", "model", "provider", "agent",
+             "machine", "block", "request")
 PERIODS = ("day", "week", "month")
 # The columns each grouping's rows are keyed by (both aggregation paths: aggregate.py and fast.py).
 GROUP_KEYS = {
@@ -14,9 +15,14 @@ GROUP_KEYS = {
     "month": ["month"],
     "session": ["session_id", "agent", "project"],
     "project": ["project"],
+    "branch": ["project", "branch"],
+    "group": ["group"],
     "model": ["model"],
+    "provider": ["provider"],
     "agent": ["agent"],
+    "machine": ["machine"],
     "block": ["block_start"],
+    "request": ["request_id"],
 }
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 COST_MODES = ("auto", "calculate", "recorded")
@@ -41,6 +47,13 @@ class ReportSettings:
     token_limit: str | None = None  # blocks: a token count, or "max" (the largest past block)
     session_hours: float = 5.0  # blocks: length of a billing window
     now: datetime | None = None  # blocks and --last: "now" (tests pin it); None = the clock
+    # The config file's [report.projects]: (recorded project or its folder name, name shown) pairs, and
+    # (group, its projects) pairs (`ProjectNames`).
+    project_aliases: tuple[tuple[str, str], ...] = ()
+    project_groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # This machine: the name and id of the rows read from its own files (an export's rows keep theirs).
+    machine: str = "unknown"
+    machine_id: str = ""
 
 
 def week_start_index(start_of_week: str) -> int:
@@ -76,3 +89,102 @@ def last_periods_since(settings: ReportSettings) -> date | None:
         return today - timedelta(days=offset + 7 * back)
     month_index = today.year * 12 + today.month - 1 - back
     return date(month_index // 12, month_index % 12 + 1, 1)
+
+
+# ---- the columns some groupings add (both engines call these: the rules are written once) ----
+
+UNKNOWN = "unknown"
+# Provider names agents spell differently for the same company (lower case first).
+PROVIDER_ALIASES = {
+    "claude": "anthropic", "gemini": "google", "google_ai": "google", "google-vertex": "google",
+    "vertex": "google", "vertex_ai": "google", "google-gemini-cli": "google", "google-antigravity": "google",
+    "x_ai": "xai", "grok": "xai", "openai_codex": "openai", "openai-codex": "openai",
+    "alibaba": "qwen", "dashscope": "qwen", "moonshotai": "moonshot",
+}
+# Agents whose rows name no provider because the agent's own service serves every request.
+AGENT_PROVIDERS = {"copilot": "github-copilot", "amp": "amp", "codebuff": "codebuff"}
+
+
+def provider_name(agent: str | None, provider: str | None) -> str:
+    """Who served a request (`--by provider`): the provider the agent recorded, lower case, one name per
+    company (`PROVIDER_ALIASES`); where it records none, the agent's own service (`AGENT_PROVIDERS`), else
+    "unknown"."""
+    if provider:
+        name = provider.strip().lower()
+        if name:
+            return PROVIDER_ALIASES.get(name, name)
+    return AGENT_PROVIDERS.get(agent or "", UNKNOWN)
+
+
+def branch_name(branch: str | None) -> str:
+    """`--by branch`: the recorded git branch, "unknown" where the agent records none."""
+    return branch or UNKNOWN
+
+
+def project_tail(project: str) -> str:
+    """A project path's last component (`/a/b` -> `b`; a name without a separator is itself)."""
+    return project.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] or project
+
+
+class ProjectNames:
+    """The config file's `[report.projects]`: aliases (a recorded project, by its path or its folder name,
+    shown under another name: one name for the same repository checked out at different paths) and groups
+    (`--by group`: several projects, named as shown or recorded, as one). A project in no group is a group
+    of its own, under its name; no project at all is "unknown"."""
+
+    def __init__(self, settings: ReportSettings) -> None:
+        self.aliases = {key.rstrip("/\\") or key: value for key, value in settings.project_aliases}
+        self.members: dict[str, str] = {}
+        for group, members in settings.project_groups:
+            for member in members:
+                self.members.setdefault(member.rstrip("/\\") or member, group)
+        self.names: dict[str | None, str | None] = {None: None}
+        self.groups_of: dict[str | None, str] = {None: UNKNOWN}
+
+    @property
+    def active(self) -> bool:
+        return bool(self.aliases or self.members)
+
+    def name(self, project: str | None) -> str | None:
+        """The project as reports show it: its alias (by whole path first, then folder name), else itself."""
+        found = self.names.get(project, self)
+        if found is self:
+            found = self.aliases.get(project)
+            if found is None:
+                found = self.aliases.get(project_tail(project), project)
+            self.names[project] = found
+        return found
+
+    def group(self, project: str | None) -> str:
+        """The project's group: the first of its alias, its path, the alias's and the path's folder names
+        that a group lists; else its name."""
+        found = self.groups_of.get(project)
+        if found is None:
+            shown = self.name(project)
+            found = next((self.members[c] for c in (shown, project, project_tail(shown), project_tail(project))
+                          if c in self.members), shown)
+            self.groups_of[project] = found
+        return found
+
+
+def project_config(table: object, where: str) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, tuple[str, ...]], ...]]:
+    """`[report.projects]` read from the config file: `aliases` (project -> name) and `groups` (group ->
+    list of projects); ValueError naming what is wrong."""
+    if table is None:
+        return (), ()
+    if not isinstance(table, dict):
+        raise ValueError(f"{where}: [report.projects] must be a table with `aliases` and `groups`")
+    unknown = sorted(set(table) - {"aliases", "groups"})
+    if unknown:
+        raise ValueError(f"{where}: [report.projects] has no key {unknown[0]!r} (use `aliases` and `groups`)")
+    aliases = table.get("aliases", {})
+    groups = table.get("groups", {})
+    if not isinstance(aliases, dict) or not all(isinstance(v, str) and v for v in aliases.values()):
+        raise ValueError(f"{where}: [report.projects.aliases] maps a project to a name: "
+                         f'"/home/me/src/shop" = "shop"')
+    if not isinstance(groups, dict) or not all(
+            isinstance(v, list) and all(isinstance(m, str) and m for m in v) for v in groups.values()):
+        raise ValueError(f"{where}: [report.projects.groups] maps a group to a list of projects: "
+                         f'storefront = ["shop", "shop-api"]')
+    return (tuple(sorted(aliases.items())),
+            tuple(sorted((name, tuple(members)) for name, members in groups.items())))

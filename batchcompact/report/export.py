@@ -1,0 +1,361 @@
+"""The per-request usage export (`report --by request`) and reading exports back as report inputs.
+
+An export row is one model request after the dedupe: its identity (`request_id`, the key the dedupe uses:
+the reader's `dedupe_key`, else `schema.row_identity`), the machine it was recorded on, and everything the
+report counts. Written as Parquet (this schema, `batchcompact_table` = `usage-export` and the version in
+the file's metadata), JSON lines and CSV (the columns in this order, `export_version` first); every row
+also carries `export_version`, so each format says what it is: `report` recognises an export by that,
+never by its name (`detect`), and reads its rows back with their `request_id` as the dedupe key, so a
+request in two exports, or in an export and the transcripts it came from, counts once.
+
+The schema's JSON form is `schemas/usage-export-v1.schema.json`. Columns are added, never repurposed;
+a change bumps `EXPORT_SCHEMA_VERSION`, and a file of a newer version than this one reads is an error
+naming both (`NewerExportError`): its rows may mean something this version cannot count.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import struct
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from batchcompact.errors import BatchCompactError, UsageError
+
+EXPORT_SCHEMA_VERSION = 1
+EXPORT_TABLE = "usage-export"
+MARKER = b"batchcompact.usage_export_version"  # the Parquet metadata key (found in the footer's bytes)
+
+# (column, type, nullable), in the order every format writes them.
+FIELDS: tuple[tuple[str, str, bool], ...] = (
+    ("export_version", "int64", False),
+    ("request_id", "string", False),
+    ("machine", "string", False),
+    ("machine_id", "string", False),
+    ("agent", "string", False),
+    ("source", "string", False),
+    ("session_id", "string", True),
+    ("project", "string", True),
+    ("branch", "string", True),
+    ("provider", "string", True),
+    ("model", "string", True),
+    ("kind", "string", False),
+    ("timestamp", "timestamp", True),
+    ("input_tokens", "int64", False),
+    ("output_tokens", "int64", False),
+    ("cache_read_tokens", "int64", False),
+    ("cache_write_tokens", "int64", False),
+    ("cache_write_1h_tokens", "int64", False),
+    ("reasoning_tokens", "int64", False),
+    ("total_tokens", "int64", False),
+    ("recorded_cost_usd", "float64", True),
+    ("cost_usd", "float64", True),
+    ("dedupe_rank", "int64", False),
+)
+COLUMNS = tuple(name for name, _, _ in FIELDS)
+TYPES = {name: kind for name, kind, _ in FIELDS}
+REQUIRED = tuple(name for name, _, nullable in FIELDS if not nullable)
+FORMATS = ("jsonl", "csv", "parquet")
+CSV_HEAD = ",".join(COLUMNS[:2]).encode()  # a CSV export's first line starts so
+
+
+class NewerExportError(UsageError):
+    """An export written by a newer batchcompact, whose schema this one does not know: the report stops
+    (`fatal`), since it would be wrong without that machine's requests."""
+
+    fatal = True
+
+
+class ExportUnreadable(BatchCompactError):
+    """A whole export file that cannot be read: the report names it and goes on without it."""
+
+
+def export_schema() -> Any:
+    """The Parquet schema (pyarrow imported here)."""
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(),
+             "timestamp": pa.timestamp("us", tz="UTC")}
+    return pa.schema([pa.field(name, types[kind], nullable=nullable) for name, kind, nullable in FIELDS],
+                     metadata={"batchcompact_table": EXPORT_TABLE, MARKER.decode(): str(EXPORT_SCHEMA_VERSION)})
+
+
+# ---- writing ----
+
+def export_frame(lf, settings):
+    """The requests of a report's counted rows (polars), in a stable order: time, then identity."""
+    import polars as pl
+
+    return (lf.select(
+        pl.lit(EXPORT_SCHEMA_VERSION, dtype=pl.Int64).alias("export_version"),
+        pl.col("dedupe_key").alias("request_id"),
+        *[pl.col(c) for c in COLUMNS[2:] if c not in ("project", "session_id")],
+        pl.col("project"), pl.col("session_id"),
+    ).select(COLUMNS).sort(["timestamp", "request_id"], nulls_last=True).collect())
+
+
+def write_export(frame, fmt: str, output: str | Path | None) -> str | None:
+    """The export in `fmt`; its text when there is no output file (JSON lines and CSV)."""
+    if fmt not in FORMATS:
+        raise UsageError(f"--by request writes {', '.join(FORMATS)}, not {fmt} (pick one with --format)")
+    if fmt == "parquet":
+        if not output:
+            raise UsageError("--format parquet needs --output FILE")
+        import pyarrow.parquet as pq
+
+        from batchcompact.outfile import replacing
+
+        table = frame.to_arrow().cast(export_schema())
+        with replacing(output) as where:
+            pq.write_table(table, where)
+        return None
+    records = frame.to_dicts()
+    if fmt == "jsonl":
+        text = "".join(json.dumps({k: _plain(v) for k, v in r.items()}, separators=(",", ":"),
+                                  allow_nan=False) + "\n" for r in records)
+    else:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(COLUMNS)
+        for r in records:
+            writer.writerow(["" if r[c] is None else _cell(r[c]) for c in COLUMNS])
+        text = buffer.getvalue()
+    if output:
+        from batchcompact.outfile import write_text
+
+        write_text(output, text)
+        return None
+    return text
+
+
+def _plain(value):
+    """A value as JSON holds it: a time in ISO 8601 UTC, a cost that is not a finite number null."""
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _cell(value) -> str:
+    """A CSV cell: floats as their shortest repr (read back exactly)."""
+    value = _plain(value)
+    return "" if value is None else repr(value) if isinstance(value, float) else str(value)
+
+
+# ---- recognising ----
+
+def detect(path: str | Path) -> str | None:
+    """`usage-export` when the file is an export by its content: a Parquet file whose footer holds the
+    export's metadata key (a Parquet file whose footer cannot be read, a truncated one, too: reading it
+    says so), a CSV whose header starts with the export's columns, JSON lines whose first object has
+    `export_version` and `request_id`; else None."""
+    name = str(path)
+    try:
+        with open(path, "rb") as fh:
+            if name.endswith(".parquet"):
+                return EXPORT_TABLE if _parquet_marked(fh) in (True, None) else None
+            head = fh.read(4096)
+    except OSError:
+        return None
+    first = head.split(b"\n", 1)[0].strip()
+    if first.startswith(CSV_HEAD + b","):
+        return EXPORT_TABLE
+    if first.startswith(b"{") and b'"export_version"' in first:
+        try:
+            obj = json.loads(first)
+        except ValueError:
+            return None
+        if isinstance(obj, dict) and "request_id" in obj and "export_version" in obj:
+            return EXPORT_TABLE
+    return None
+
+
+def _parquet_marked(fh) -> bool | None:
+    """Whether a Parquet file's footer holds the export's metadata key; None when it has no readable footer."""
+    try:
+        fh.seek(-8, 2)
+        tail = fh.read(8)
+        if len(tail) != 8 or tail[4:] != b"PAR1":
+            return None
+        (length,) = struct.unpack("<i", tail[:4])
+        fh.seek(-8 - length, 2)
+        return MARKER in fh.read(length)
+    except (OSError, ValueError, struct.error):
+        return None
+
+
+def is_export_name(name: str) -> bool:
+    """A file a folder walk looks into for an export (by content, `detect`): Parquet or CSV."""
+    return name.endswith((".parquet", ".csv"))
+
+
+# ---- machines ----
+
+def machine_warnings(stats: list[dict], settings) -> list[str]:
+    """One warning for each machine name that two machines use (two ids): their requests are reported
+    under one name. The exports name their machines (`ExtractStats.machines`); the files of this machine's
+    own agents are `settings.machine`."""
+    ids: dict[str, dict[str, str]] = {}  # name -> id -> where first seen
+    for stat in stats:
+        machines = stat.get("machines") or {}
+        if stat.get("format") == EXPORT_TABLE:
+            for name, found in machines.items():
+                for machine_id in found:
+                    ids.setdefault(name, {}).setdefault(machine_id, stat["path"])
+        elif stat.get("rows"):
+            ids.setdefault(settings.machine, {}).setdefault(settings.machine_id, "this machine's own files")
+    out = []
+    for name, seen in sorted(ids.items()):
+        if len(seen) > 1:
+            where = "; ".join(f"id {machine_id} in {place}" for machine_id, place in sorted(seen.items()))
+            out.append(f"two machines are named {name!r} ({where}): their requests are reported together; "
+                       f"give each its own name with --machine (or `machine` in the config file)")
+    return out
+
+
+# ---- reading back ----
+
+def extract_export(path: str | Path, rows, stats) -> None:
+    """An export's rows as usage rows: `request_id` as the dedupe key, the machine kept; the machines it
+    names go into `stats.machines` (name -> ids) for the duplicate-name check."""
+    path = Path(path)
+    name = str(path)
+    if name.endswith(".parquet"):
+        records = _parquet_records(path)
+    elif name.endswith(".csv"):
+        records = _csv_records(path, stats)
+    else:
+        records = _jsonl_records(path, stats)
+    machines: dict[str, set[str]] = {}
+    for line, record in records:
+        version = record.get("export_version")
+        if isinstance(version, int) and version > EXPORT_SCHEMA_VERSION:
+            raise NewerExportError(
+                f"{path}: a usage export of schema version {version}; this batchcompact reads version "
+                f"{EXPORT_SCHEMA_VERSION} and older: upgrade batchcompact here to read it")
+        problem = _check(record)
+        if problem:
+            stats.warn(line, f"not a usage export row: {problem}; skipped")
+            stats.malformed += 1
+            continue
+        machines.setdefault(record["machine"], set()).add(record["machine_id"])
+        rows.add(
+            source=record["source"], agent=record["agent"], file=name, line=line,
+            session_id=record.get("session_id"), project=record.get("project"),
+            timestamp=record.get("timestamp"), provider=record.get("provider"), model=record.get("model"),
+            kind=record["kind"], input_tokens=record["input_tokens"], output_tokens=record["output_tokens"],
+            cache_read_tokens=record["cache_read_tokens"], cache_write_tokens=record["cache_write_tokens"],
+            cache_write_1h_tokens=record["cache_write_1h_tokens"], reasoning_tokens=record["reasoning_tokens"],
+            recorded_cost_usd=record.get("recorded_cost_usd"), dedupe_key=record["request_id"],
+            dedupe_rank=record["dedupe_rank"], branch=record.get("branch"), machine=record["machine"],
+            machine_id=record["machine_id"],
+        )
+    stats.machines = {machine: sorted(ids) for machine, ids in sorted(machines.items())}
+
+
+def _check(record: dict) -> str | None:
+    """What is wrong with a record read back (types already converted), or None."""
+    for name in REQUIRED:
+        if record.get(name) is None:
+            return f"no {name}"
+    for name, kind in TYPES.items():
+        value = record.get(name)
+        if value is None:
+            continue
+        if kind == "int64" and (type(value) is not int or (name != "export_version" and value < 0)):
+            return f"{name} is not a count"
+        if kind == "string" and not isinstance(value, str):
+            return f"{name} is not text"
+        if kind == "float64" and not isinstance(value, float):
+            return f"{name} is not a number"
+        if kind == "timestamp" and not isinstance(value, datetime):
+            return f"{name} is not a time"
+    total = sum(record[n] for n in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"))
+    if total != record["total_tokens"]:
+        return "total_tokens is not input + output + cache read + cache write"
+    return None
+
+
+def _parquet_records(path: Path):
+    """(row number, record) of a Parquet export; a file pyarrow cannot read is one error naming it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise ExportUnreadable(f"not a complete Parquet file ({_first_line(exc)}): skipped") from None
+    version = _parquet_version(table.schema.metadata or {})
+    if version is not None and version > EXPORT_SCHEMA_VERSION:
+        raise NewerExportError(
+            f"{path}: a usage export of schema version {version}; this batchcompact reads version "
+            f"{EXPORT_SCHEMA_VERSION} and older: upgrade batchcompact here to read it")
+    missing = [c for c in REQUIRED if c not in table.column_names]
+    if missing:
+        raise ExportUnreadable(f"a usage export without the column {missing[0]!r}: skipped")
+    for number, record in enumerate(table.to_pylist(), start=1):
+        when = record.get("timestamp")
+        if isinstance(when, datetime):
+            record["timestamp"] = when.astimezone(UTC)
+        yield number, record
+
+
+def _parquet_version(metadata: dict) -> int | None:
+    raw = metadata.get(MARKER)
+    try:
+        return int(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _jsonl_records(path: Path, stats):
+    from batchcompact.report.lines import iter_json_lines
+
+    for number, obj in iter_json_lines(path, stats):
+        if not isinstance(obj, dict):
+            stats.warn(number, "not a usage export row: not an object; skipped")
+            continue
+        yield number, _typed(obj, number, stats)
+
+
+def _csv_records(path: Path, stats):
+    with open(path, encoding="utf-8", newline="") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None) or []
+        for number, cells in enumerate(reader, start=2):
+            if len(cells) != len(header):
+                stats.warn(number, f"not a usage export row: {len(cells)} cells, the header has {len(header)}; skipped")
+                stats.malformed += 1
+                continue
+            record: dict[str, Any] = {}
+            for name, cell in zip(header, cells, strict=True):
+                record[name] = None if cell == "" else cell
+            yield number, _typed(record, number, stats, text=True)
+
+
+def _typed(record: dict, line: int, stats, text: bool = False) -> dict:
+    """A JSON or CSV record with its values as the Parquet columns hold them (a bad value: left as it is,
+    `_check` names it)."""
+    for name, kind in TYPES.items():
+        value = record.get(name)
+        if value is None:
+            continue
+        try:
+            if kind == "int64" and text:
+                record[name] = int(value)
+            elif kind == "float64" and (text or type(value) is int):
+                record[name] = float(value)
+            elif kind == "timestamp" and isinstance(value, str):
+                record[name] = datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+        except ValueError:
+            pass
+    return record

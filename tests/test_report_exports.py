@@ -1,0 +1,282 @@
+"""Usage across machines, from the command line: two HOMEs as two machines, each exporting its requests
+(`report --by request`) nightly into a shared folder, and one report over that folder.
+
+Machine A (alice) has a Claude Code session, a Codex rollout and a pi session; machine B (bob) has the
+same Claude session and pi session (a synced folder) and a Claude session of its own. The synced
+requests count once, whatever mix of exports and transcripts the report is given.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLES
+from teams import claude_line, write, write_home
+
+from batchcompact.report.export import COLUMNS, EXPORT_SCHEMA_VERSION
+
+PI_SESSION = SAMPLES / "pi" / "small-fix.jsonl"
+ENV_VARS = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_AGENT_DIR", "ATOMIC_CODING_AGENT_DIR",
+            "INDUSAGI_CODING_AGENT_DIR", "XDG_DATA_HOME")
+
+
+def pi_folder(home: Path) -> Path:
+    return home / ".pi" / "agent" / "sessions" / "--home-ana-src-shop--"
+
+
+@pytest.fixture
+def machines(tmp_path):
+    a = write_home(tmp_path / "alice")
+    shutil.copytree(PI_SESSION.parent, pi_folder(a), ignore=lambda d, names: [n for n in names if n != PI_SESSION.name])
+    b = tmp_path / "bob"
+    synced = b / ".claude" / "projects" / "-home-ana-src-shop"
+    synced.mkdir(parents=True)
+    shutil.copy(a / ".claude" / "projects" / "-home-ana-src-shop" / "s-claude.jsonl", synced)  # the synced session
+    write(synced / "s-bob.jsonl", [claude_line(1, "2026-03-04T10:00:00.000Z", "main", 50, 5, session="s-bob")])
+    pi_folder(b).mkdir(parents=True)
+    shutil.copy(PI_SESSION, pi_folder(b))  # the synced pi session: its rows have no id of the agent's own
+    return a, b
+
+
+def on_machine(monkeypatch, home: Path, machine_id: str) -> None:
+    """What a cron job on that machine sees: its HOME, its machine id."""
+    for name in ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("BATCHCOMPACT_MACHINE_ID", machine_id)
+
+
+def export(bc, monkeypatch, home, name, target, fmt="parquet", *extra):
+    on_machine(monkeypatch, home, f"id-{name}")
+    code, out, err = bc("report", "--by", "request", "--format", fmt, "-o", target, "--machine", name, *extra)
+    assert code == 0, err
+    assert out == ""
+    return err
+
+
+def folders(home: Path) -> list[Path]:
+    return [p for p in (home / ".claude", home / ".codex", home / ".pi") if p.exists()]
+
+
+def as_json(bc, *args) -> dict:
+    code, out, err = bc("report", *args, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_two_machines_exports_count_a_synced_session_once(bc, monkeypatch, machines, tmp_path):
+    a, b = machines
+    shared = tmp_path / "shared" / "usage"
+    shared.mkdir(parents=True)
+    export(bc, monkeypatch, a, "alice", shared / "alice.parquet")
+    export(bc, monkeypatch, b, "bob", shared / "bob.parquet")
+    export(bc, monkeypatch, b, "bob", shared / "bob-again.jsonl", "jsonl")  # a second export of the same day
+    export(bc, monkeypatch, b, "bob", shared / "bob.csv", "csv")
+
+    on_machine(monkeypatch, tmp_path / "anywhere", "id-laptop")
+    by_machine = as_json(bc, shared, "--by", "machine", "--no-cache")
+    alice_alone = as_json(bc, *folders(a), "--by", "day", "--no-cache")["totals"]
+    rows = {r["machine"]: r for r in by_machine["rows"]}
+    # the synced Claude and pi requests are alice's (the machine whose name sorts first keeps a copy);
+    # bob's own request is his
+    assert set(rows) == {"alice", "bob"}
+    assert rows["bob"]["requests"] == 1 and rows["bob"]["total_tokens"] == 1055
+    assert rows["alice"]["requests"] == alice_alone["requests"] > 6  # the pi session's requests too
+    assert rows["alice"]["total_tokens"] == alice_alone["total_tokens"]
+
+    # the same report as every machine's transcripts read together, to the byte
+    from_exports = as_json(bc, shared, "--by", "day", "--no-cache")
+    from_transcripts = as_json(bc, *folders(a), *folders(b), "--by", "day", "--no-cache")
+    assert from_exports == from_transcripts
+    # and an export given with the transcripts it came from counts them once
+    assert as_json(bc, shared / "alice.parquet", *folders(a), *folders(b), "--by", "day", "--no-cache") == from_exports
+    # other views read the exports' branches, projects, providers
+    assert {r["branch"] for r in as_json(bc, shared, "--by", "branch", "--no-cache")["rows"]} == {
+        "main", "feature/login", "fix/api", "unknown"}
+
+
+def test_the_machine_is_the_flag_the_config_file_or_the_host_name(bc, monkeypatch, machines, tmp_path):
+    a, _ = machines
+    on_machine(monkeypatch, a, "id-alice")
+    import socket
+
+    host = socket.gethostname().split(".", 1)[0]
+    assert {r["machine"] for r in as_json(bc, *folders(a), "--by", "machine", "--no-cache")["rows"]} == {host}
+    config = tmp_path / "config.toml"
+    config.write_text('[report]\nmachine = "ana-desktop"\n')
+    got = as_json(bc, *folders(a), "--by", "machine", "--no-cache", "--config", config)
+    assert [r["machine"] for r in got["rows"]] == ["ana-desktop"]
+    target = tmp_path / "e.jsonl"
+    code, _, err = bc("report", *folders(a), "--by", "request", "--format", "jsonl", "-o", target, "--config", config)
+    assert code == 0, err
+    lines = [json.loads(line) for line in target.read_text().splitlines()]
+    assert {line["machine"] for line in lines} == {"ana-desktop"} and {line["machine_id"] for line in lines} == {"id-alice"}
+
+
+def test_every_export_format_holds_the_same_requests(bc, monkeypatch, machines, tmp_path):
+    """JSON lines, CSV and Parquet of one export, each read back alone, make the same report as the
+    transcripts; every JSON line is valid against schemas/usage-export-v1.schema.json."""
+    import jsonschema
+    import pyarrow.parquet as pq
+
+    a, _ = machines
+    for fmt in ("jsonl", "csv", "parquet"):
+        export(bc, monkeypatch, a, "alice", tmp_path / f"e.{fmt}", fmt)
+    schema = json.loads((Path(__file__).parents[1] / "schemas" / "usage-export-v1.schema.json").read_text())
+    lines = [json.loads(line) for line in (tmp_path / "e.jsonl").read_text().splitlines()]
+    for line in lines:
+        jsonschema.validate(line, schema, format_checker=jsonschema.FormatChecker())
+        assert list(line) == list(COLUMNS) and line["export_version"] == EXPORT_SCHEMA_VERSION
+    assert len({line["request_id"] for line in lines}) == len(lines)
+    assert (tmp_path / "e.csv").read_text().splitlines()[0] == ",".join(COLUMNS)
+    table = pq.read_table(tmp_path / "e.parquet")
+    assert table.column_names == list(COLUMNS)
+    assert table.schema.metadata[b"batchcompact_table"] == b"usage-export"
+    expected = as_json(bc, *folders(a), "--by", "session", "--no-cache")
+    for fmt in ("jsonl", "csv", "parquet"):
+        # renamed: an export is known by what it holds, not by its name
+        renamed = shutil.copy(tmp_path / f"e.{fmt}", tmp_path / f"nightly-{fmt}.{fmt}")
+        assert as_json(bc, renamed, "--by", "session", "--no-cache")["rows"] == expected["rows"], fmt
+
+
+@pytest.mark.parametrize("view", [("--by", "machine"), ("--by", "machine", "--breakdown"),
+                                  ("--by", "provider", "--since", "2026-03-02")])
+@pytest.mark.parametrize("fmt", ["table", "json", "csv"])
+def test_the_shared_folder_report_is_the_same_bytes_on_every_path(bc, monkeypatch, machines, tmp_path, view, fmt):
+    a, b = machines
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    export(bc, monkeypatch, a, "alice", shared / "alice.parquet")
+    export(bc, monkeypatch, b, "bob", shared / "bob.csv", "csv")
+    on_machine(monkeypatch, tmp_path / "anywhere", "id-laptop")
+    cached = ("--cache-above", "0", "--cache-dir", tmp_path / "c")
+    code, _, err = bc("report", shared, *folders(a), "--by", "day", *cached)  # writes the parts
+    assert code == 0, err
+    outputs, notes = [], []
+    for extra in (("--no-cache",), cached, cached):
+        code, out, err = bc("report", shared, *folders(a), *view, "--format", fmt, *extra)
+        assert code == 0, err
+        outputs.append(out)
+        notes.append(err)
+    assert "0 parsed" in notes[1] and "stored report" not in notes[1]
+    assert "(the stored report)" in notes[2]
+    assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_an_export_of_a_newer_schema_is_an_error_naming_both_versions(bc, monkeypatch, machines, tmp_path):
+    import pyarrow.parquet as pq
+
+    a, _ = machines
+    export(bc, monkeypatch, a, "alice", tmp_path / "e.jsonl", "jsonl")
+    lines = (tmp_path / "e.jsonl").read_text().splitlines()
+    newer = tmp_path / "shared" / "newer.jsonl"
+    newer.parent.mkdir()
+    newer.write_text("".join(line.replace('"export_version":1', '"export_version":2') + "\n" for line in lines))
+    code, out, err = bc("report", newer.parent, "--no-cache")
+    assert code == 2 and out == ""
+    assert err.strip() == (f"Error: {newer}: a usage export of schema version 2; this batchcompact reads version 1 "
+                           "and older: upgrade batchcompact here to read it")
+    # Parquet says its version in its metadata
+    export(bc, monkeypatch, a, "alice", tmp_path / "e.parquet")
+    table = pq.read_table(tmp_path / "e.parquet")
+    meta = dict(table.schema.metadata)
+    meta[b"batchcompact.usage_export_version"] = b"3"
+    pq.write_table(table.replace_schema_metadata(meta), tmp_path / "newer.parquet")
+    code, out, err = bc("report", tmp_path / "newer.parquet", "--no-cache")
+    assert code == 2 and "schema version 3; this batchcompact reads version 1" in err
+    assert "Traceback" not in err
+
+
+def test_a_truncated_parquet_is_named_and_skipped(bc, monkeypatch, machines, tmp_path):
+    a, b = machines
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    export(bc, monkeypatch, a, "alice", shared / "alice.parquet")
+    export(bc, monkeypatch, b, "bob", shared / "bob.parquet")
+    data = (shared / "alice.parquet").read_bytes()
+    (shared / "alice.parquet").write_bytes(data[: len(data) // 2])  # a sync cut short
+    on_machine(monkeypatch, tmp_path / "anywhere", "id-laptop")
+    for path in ("--no-cache",), ("--cache-above", "0", "--cache-dir", tmp_path / "c"):
+        code, out, err = bc("report", shared, "--by", "machine", "--format", "json", *path)
+        assert code == 0, err
+        assert f"warning: {shared / 'alice.parquet'}: not a complete Parquet file (" in err
+        assert "2 files: 2 parsed, 0 from cache, 1 not read (named above)" in err
+        assert [r["machine"] for r in json.loads(out)["rows"]] == ["bob"]
+
+
+def test_two_machines_of_one_name_are_a_warning(bc, monkeypatch, machines, tmp_path):
+    a, b = machines
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    export(bc, monkeypatch, a, "dev", shared / "a.parquet")
+    export(bc, monkeypatch, b, "bob", shared / "b.parquet")
+    on_machine(monkeypatch, b, "id-bob-clone")  # a cloned image: another machine, the same name
+    code, out, err = bc("report", shared, "--by", "machine", "--machine", "dev", *folders(b), "--no-cache")
+    assert code == 0, err
+    assert (f"warning: two machines are named 'dev' (id id-bob-clone in this machine's own files; id id-dev in "
+            f"{shared / 'a.parquet'}): their requests are reported together; give each its own name with "
+            "--machine (or `machine` in the config file)") in err
+    # two exports of one machine are no warning
+    export(bc, monkeypatch, b, "bob", shared / "b2.parquet")
+    code, out, err = bc("report", shared, "--by", "machine", "--no-cache")
+    assert "two machines" not in err
+
+
+def test_a_bad_row_in_an_export_is_named_with_its_line(bc, monkeypatch, machines, tmp_path):
+    a, _ = machines
+    export(bc, monkeypatch, a, "alice", tmp_path / "e.csv", "csv")
+    before = as_json(bc, tmp_path / "e.csv", "--no-cache")["totals"]["requests"]
+    import csv
+
+    with open(tmp_path / "e.csv", newline="") as fh:
+        lines = list(csv.reader(fh))
+    lines[2][COLUMNS.index("total_tokens")] = "-4"
+    with open(tmp_path / "e.csv", "w", newline="") as fh:
+        csv.writer(fh, lineterminator="\n").writerows(lines)
+    code, out, err = bc("report", tmp_path / "e.csv", "--no-cache", "--format", "json")
+    assert code == 0
+    assert f"warning: {tmp_path / 'e.csv'}:3: not a usage export row: total_tokens is not a count; skipped" in err
+    assert json.loads(out)["totals"]["requests"] == before - 1
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--format", "table"), "--by request writes one row per request: use --format jsonl, csv, parquet, not table"),
+    (("--format", "csv", "--breakdown"), "--breakdown does not apply to --by request"),
+    (("--format", "csv", "--last", "2"), "--last does not apply to --by request"),
+])
+def test_by_request_refuses_what_shapes_groups(bc, machines, args, message):
+    a, _ = machines
+    code, out, err = bc("report", *folders(a), "--by", "request", *args)
+    assert code == 2 and out == ""
+    assert message in err
+
+
+def test_an_export_keeps_the_recorded_project_and_aliases_apply_where_it_is_read(bc, monkeypatch, machines,
+                                                                                  tmp_path):
+    a, _ = machines
+    config = tmp_path / "config.toml"
+    config.write_text('[report.projects.aliases]\n"/home/ana/src/shop" = "shop"\n')
+    export(bc, monkeypatch, a, "alice", tmp_path / "e.jsonl", "jsonl", "--config", config)
+    projects = {json.loads(line)["project"] for line in (tmp_path / "e.jsonl").read_text().splitlines()}
+    assert "/home/ana/src/shop" in projects and "shop" not in projects
+    got = as_json(bc, tmp_path / "e.jsonl", "--by", "project", "--no-cache", "--config", config)
+    assert "shop" in {r["project"] for r in got["rows"]}
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+def test_every_agents_export_reads_back_to_the_same_report(bc, tmp_path, fmt):
+    """Every fixture of every agent (databases, JSON documents, JSON lines) and the sample sessions:
+    the report made from the export is, to the byte, the report made from the files."""
+    from conftest import shared_fixtures
+
+    inputs = (shared_fixtures(), SAMPLES)
+    target = tmp_path / f"all.{fmt}"
+    code, _, err = bc("report", *inputs, "--by", "request", "--format", fmt, "-o", target, "--no-cache")
+    assert code == 0, err
+    for view in (("--by", "session"), ("--by", "day", "--breakdown")):
+        expected = as_json(bc, *inputs, *view, "--no-cache")
+        assert len(expected["totals"]["agents"]) > 10
+        assert as_json(bc, target, *view, "--no-cache") == expected, view
