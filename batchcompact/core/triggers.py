@@ -166,8 +166,28 @@ def qwen_trigger(*, recorded_window: int | None = None, table_window: int | None
     return Trigger(window, source, qwen_threshold(window))
 
 
+def openclaw_threshold(window: int, reserve_tokens: int) -> int:
+    """OpenClaw's: window - its compaction reserve, the reserve capped at a quarter of the window."""
+    return max(window - min(reserve_tokens, window // 4), 1)
+
+
+def openclaw_trigger(*, recorded_window: int | None = None, table_window: int | None = None,
+                     override_window: int | None = None, reserve_tokens: int, **_: Any) -> Trigger:
+    """OpenClaw's: the model's window from the user's openclaw.json (else the table's), minus the reserve
+    (at most a quarter of the window)."""
+    if override_window:
+        window, source = override_window, "--context-window"
+    elif recorded_window:
+        window, source = recorded_window, "openclaw.json contextWindow"
+    elif table_window:
+        window, source = table_window, "price table"
+    else:
+        return Trigger(None, "unknown", None)
+    return Trigger(window, source, openclaw_threshold(window, reserve_tokens))
+
+
 TRIGGERS = {"claude": claude_trigger, "codex": codex_trigger, "pi": pi_trigger, "gemini": gemini_trigger,
-            "qwen": qwen_trigger}
+            "qwen": qwen_trigger, "openclaw": openclaw_trigger}
 
 
 def agent_trigger(session_format: str, **inputs: Any) -> Trigger:
