@@ -38,8 +38,9 @@ def node_bin() -> Path:
     return Path(node)
 
 
-def npm_cli(package: str, version: str, binary: str) -> Path:
-    """The installed CLI binary `node_modules/.bin/<binary>` of package@version (installed if missing)."""
+def npm_cli(package: str, version: str, binary: str, node_dir: Path | None = None) -> Path:
+    """The installed CLI binary `node_modules/.bin/<binary>` of package@version (installed if missing;
+    `node_dir`: a folder with the `node` its install scripts must run on, put first on PATH)."""
     npm = shutil.which("npm")
     if npm is None:
         unavailable("npm is not installed")
@@ -50,8 +51,11 @@ def npm_cli(package: str, version: str, binary: str) -> Path:
     prefix.mkdir(parents=True, exist_ok=True)
     command = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--loglevel=error",
                f"{package}@{version}"]
+    env = None
+    if node_dir is not None:
+        env = {**os.environ, "PATH": f"{node_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
     except subprocess.TimeoutExpired:
         unavailable(f"npm install {package}@{version} timed out (registry unreachable?)")
     if done.returncode != 0 or not target.exists():
