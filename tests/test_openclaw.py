@@ -167,6 +167,24 @@ def test_a_busy_database_fails_the_session_and_writes_nothing(tmp_path):
     assert rows(db, "SELECT MAX(seq) FROM transcript_events") == [(12,)]
 
 
+def test_a_database_busy_during_run_fails_that_session_with_the_reason(tmp_path, monkeypatch):
+    monkeypatch.setattr(store, "BUSY_TIMEOUT_S", 0.05)  # OpenClaw's 5 s, three times, in a test: too slow
+    state = make_home(tmp_path)
+    db = db_of(state)
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        result = CliRunner().invoke(main, ["run", "--force", "--keep-recent-tokens", "5", "--in-place", "--min-age", "0",
+                                           "--jobs", "1", "--format", "jsonl", str(state)])
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert result.exit_code == 1
+    [row] = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert row["status"] == "failed" and "database is locked by another writer" in row["reason"], row["reason"]
+    assert rows(db, "SELECT MAX(seq) FROM transcript_events") == [(12,)]
+
+
 def test_a_changed_session_or_a_failed_verify_writes_nothing(tmp_path):
     state = make_home(tmp_path)
     db = db_of(state)
@@ -245,3 +263,28 @@ def test_jsonl_transcripts_of_older_releases_compact_and_archives_do_not(tmp_pat
     assert result.exit_code == 0, result.output
     written = [json.loads(line) for line in (tmp_path / "out" / "s1.jsonl").read_text().splitlines()]
     assert written[:-1] == lines and written[-1]["type"] == "compaction"
+
+
+def test_summaries_bought_from_a_model_are_written_in_the_database_with_their_usage(tmp_path, llm_server):
+    """The run loop's path (summaries bought from a model, then written by a worker) for a database session."""
+    state = make_home(tmp_path)
+    db = db_of(state)
+    out = tmp_path / "out"
+    result = run("--force", "--keep-recent-tokens", "5", "--model", "openai/gpt-4o-mini", "--api-base",
+                 llm_server.api_base, "--api-key", "sk-test", "--max-attempts", "1", "--output-dir", str(out),
+                 f"{db}#{SESSION}")
+    assert result.exit_code == 0, result.output
+    copy = out / store.DATABASE
+    [(event,)] = rows(copy, "SELECT event_json FROM transcript_events WHERE seq = 13")
+    event = json.loads(event)
+    assert event["summary"].startswith("## Goal\nsummary from the test server") and event["usage"]["output"] == 20
+    assert len(llm_server.requests) == 1
+
+
+def test_copy_unchanged_puts_the_database_in_the_output_folder(tmp_path):
+    state = make_home(tmp_path)
+    out = tmp_path / "out"
+    result = run("--copy-unchanged", "--output-dir", str(out), str(state))
+    assert result.exit_code == 0, result.output
+    copy = out / "agents" / "main" / "agent" / store.DATABASE
+    assert rows(copy, "SELECT COUNT(*), MAX(seq) FROM transcript_events") == [(13, 12)]

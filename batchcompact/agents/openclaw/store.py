@@ -233,7 +233,7 @@ def _identity(event: dict[str, Any]) -> tuple[str, str | None, str | None, str |
 
 
 def append_events(db: str | Path, session_id: str, events: list[dict[str, Any]], *, last_seq: int,
-                  now_ms: int | None = None, attempts: int = 3, busy_timeout_s: float = BUSY_TIMEOUT_S,
+                  now_ms: int | None = None, attempts: int = 3, busy_timeout_s: float | None = None,
                   expect: tuple[int, str] | None = None, verify: Any = None) -> list[int]:
     """Append `events` to a session in one transaction, after the `last_seq` it was read with; their seqs.
 
@@ -243,6 +243,7 @@ def append_events(db: str | Path, session_id: str, events: list[dict[str, Any]],
     the database stayed locked through `attempts` busy timeouts, VerificationError when `verify` found
     problems; in every case nothing was written."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    busy_timeout_s = BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
     conn = connect(db, write=True)
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
     try:
