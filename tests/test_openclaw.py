@@ -288,3 +288,19 @@ def test_copy_unchanged_puts_the_database_in_the_output_folder(tmp_path):
     assert result.exit_code == 0, result.output
     copy = out / "agents" / "main" / "agent" / store.DATABASE
     assert rows(copy, "SELECT COUNT(*), MAX(seq) FROM transcript_events") == [(13, 12)]
+
+
+@pytest.mark.parametrize(("kind", "said"), [("reset", "reset boundary"), ("leaf", "leaf-control entries")])
+def test_openclaws_own_boundaries_are_not_compacted(tmp_path, kind, said):
+    state = make_home(tmp_path)
+    db = db_of(state)
+    event = {"type": kind, "id": "own-1", "parentId": "2ed01572-21e6-4810-ac87-bbb1b6c61e6c",
+             "timestamp": "2026-11-26T13:39:00.000Z", "reason": "new"}
+    conn = sqlite3.connect(db)
+    conn.create_function("octet_length", 1, lambda v: None if v is None else len(str(v).encode()))
+    conn.execute("INSERT INTO transcript_events (session_id, seq, event_json, created_at) VALUES (?, 13, ?, 1)",
+                 (SESSION, json.dumps(event)))
+    conn.commit()
+    conn.close()
+    [row] = plan_rows("--force", str(state))
+    assert row["status"] == "skip" and said in row["reason"]

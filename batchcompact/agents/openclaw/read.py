@@ -6,6 +6,8 @@ Two storages, one format (pi's session lines, header `version` 4):
 - older releases: `agents/<agent>/sessions/<session id>.jsonl`, read with pi's reader. Archived copies
   (`<id>.jsonl.reset.<time>`, `<id>.jsonl.deleted.<time>`: `/new`, `/reset` and deleted sessions) are
   read (validate, show, report) but never compacted: OpenClaw does not resume them.
+A session with OpenClaw's own `reset` boundaries or `leaf` control entries (its context and active path
+follow rules pi's do not have) is read but not compacted either, said so.
 
 The window and the compaction settings come from the user's OpenClaw config, `openclaw.json` in the state
 folder the session lives under (`<state>/agents/<agent>/...`; `$OPENCLAW_CONFIG_PATH` when set): the
@@ -50,6 +52,13 @@ def read(path: str | os.PathLike) -> Session:
             kind = "reset" if ".jsonl.reset." in name else "deleted"
             session.extra["not_writable"] = (f"an archived OpenClaw session (.{kind} copy): OpenClaw does not "
                                              "resume it, so it is not compacted")
+    kinds = {e.type for e in session.entries}
+    if "leaf" in kinds and "not_writable" not in session.extra:
+        session.extra["not_writable"] = ("OpenClaw leaf-control entries choose its active path, which batchcompact "
+                                         "does not follow; not compacted")
+    elif "reset" in kinds and "not_writable" not in session.extra:
+        session.extra["not_writable"] = ("an OpenClaw reset boundary in the session: OpenClaw rebuilds its context "
+                                         "across it in its own way; not compacted")
     window = config_window(path, session)
     if window is not None:
         session.extra["context_window"] = window
