@@ -304,3 +304,28 @@ def test_openclaws_own_boundaries_are_not_compacted(tmp_path, kind, said):
     conn.close()
     [row] = plan_rows("--force", str(state))
     assert row["status"] == "skip" and said in row["reason"]
+
+
+def test_cold_stored_events_are_read_from_their_zstd_payload(tmp_path):
+    """OpenClaw moves old events to `event_zstd` (a zstd frame of the JSON, `event_json` NULL); the reader
+    decompresses them (the `zstd` extra) and names a damaged one by its seq."""
+    zstandard = pytest.importorskip("zstandard", reason="the zstd extra (zstandard) is not installed")
+    db = tmp_path / "agents" / "main" / "agent" / store.DATABASE
+    db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA user_version = 23")
+    conn.execute("CREATE TABLE transcript_events (session_id TEXT, seq INTEGER, event_json TEXT, created_at INTEGER, "
+                 "event_zstd BLOB, event_utf8_bytes INTEGER, navigation_json TEXT)")
+    header = {"type": "session", "version": 4, "id": "cold", "timestamp": "2026-11-26T13:00:00.000Z", "cwd": "/w"}
+    user = {"type": "message", "id": "u1", "parentId": None, "timestamp": "2026-11-26T13:00:01.000Z",
+            "message": {"role": "user", "content": "an old prompt", "timestamp": 1}}
+    packed = zstandard.ZstdCompressor(write_checksum=True).compress(json.dumps(user).encode())
+    conn.execute("INSERT INTO transcript_events VALUES ('cold', 0, ?, 1, NULL, NULL, NULL)", (json.dumps(header),))
+    conn.execute("INSERT INTO transcript_events VALUES ('cold', 1, NULL, 2, ?, ?, '{}')", (packed, len(json.dumps(user))))
+    conn.execute("INSERT INTO transcript_events VALUES ('cold', 2, NULL, 3, ?, 5, '{}')", (b"not zstd",))
+    conn.commit()
+    conn.close()
+    session = store.read_session(f"{db}#cold")
+    assert [e.data for e in session.entries] == [user]
+    [problem] = session.problems
+    assert problem.line == 2 and "seq 2: cannot decompress event_zstd" in problem.message
