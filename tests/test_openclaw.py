@@ -23,7 +23,9 @@ from batchcompact.errors import SessionReadError, VerificationError
 from batchcompact.formats.detect import detect_format
 
 RECORDED = Path(__file__).parent / "data" / "recorded" / "openclaw" / "openclaw-agent.sqlite.gz"
-SESSION = "s1"  # the recorded session: 13 events (seq 0-12), prompts alpha, beta, gamma
+SESSION = "s1"  # the recorded session: 22 events (seq 0-21), prompts alpha, beta, gamma, each with a read call
+LAST = 21  # its last seq
+KEEP = "15"  # --keep-recent-tokens that keeps the gamma turn whole (cut at seq 15)
 
 
 def make_home(tmp_path: Path, window: int = 200000) -> Path:
@@ -71,9 +73,10 @@ def test_a_database_is_listed_session_by_session_and_planned_with_openclaws_wind
     state = make_home(tmp_path)
     db = db_of(state)
     assert detect_format(f"{db}#{SESSION}") == "openclaw" and detect_format(db) == "openclaw"
-    [row] = plan_rows("--force", "--keep-recent-tokens", "5", str(state))
+    [row] = plan_rows("--force", "--keep-recent-tokens", KEEP, str(state))
     assert row["path"] == f"{db}#{SESSION}" and row["format"] == "openclaw" and row["session_id"] == SESSION
-    assert row["status"] == "compact" and row["entries"] == 12 and row["first_kept_line"] == 9  # line = seq
+    assert row["status"] == "compact" and row["entries"] == 21 and row["first_kept_line"] == 15  # line = seq
+    assert not row["split_turn"] and row["messages_to_summarize"] == 8
     assert (row["context_window"], row["window_source"]) == (200000, "openclaw.json contextWindow")
     assert row["threshold"] == 200000 - 16384
     [preset] = plan_rows("--preset", "openclaw", f"{db}#{SESSION}")
@@ -84,12 +87,12 @@ def test_a_database_is_listed_session_by_session_and_planned_with_openclaws_wind
 def test_openclaws_own_settings_are_followed(tmp_path):
     state = make_home(tmp_path)
     config = json.loads((state / "openclaw.json").read_text())
-    config["agents"]["defaults"]["compaction"] = {"enabled": False, "keepRecentTokens": 5}
+    config["agents"]["defaults"]["compaction"] = {"enabled": False, "keepRecentTokens": 15}
     (state / "openclaw.json").write_text(json.dumps(config))
     [row] = plan_rows(str(state))
     assert row["status"] == "skip" and row["reason"].startswith("compaction disabled in OpenClaw settings")
     [forced] = plan_rows("--force", str(state))
-    assert forced["status"] == "compact" and forced["first_kept_line"] == 9  # keepRecentTokens 5 from the file
+    assert forced["status"] == "compact" and forced["first_kept_line"] == 15  # keepRecentTokens from the file
     assert tool_table()["exec"] == "command" and tool_table()["apply_patch"] == "patch"
     assert get("openclaw").compactable
 
@@ -98,22 +101,26 @@ def test_output_dir_writes_a_copy_of_the_database_with_the_compaction_appended(t
     state = make_home(tmp_path)
     db = db_of(state)
     before = digest(db)
+    original = store.read_session(f"{db}#{SESSION}")
+    [planned] = plan_rows("--force", "--keep-recent-tokens", KEEP, str(state))
     out = tmp_path / "out"
-    result = run("--force", "--keep-recent-tokens", "5", "--output-dir", str(out), str(state))
+    result = run("--force", "--keep-recent-tokens", KEEP, "--output-dir", str(out), str(state))
     assert result.exit_code == 0, result.output
     assert digest(db) == before  # the original database is not touched
     copy = out / "agents" / "main" / "agent" / store.DATABASE
-    [(seq, event)] = rows(copy, "SELECT seq, event_json FROM transcript_events WHERE seq > 12")
+    [(seq, event)] = rows(copy, "SELECT seq, event_json FROM transcript_events WHERE seq > ?", LAST)
     event = json.loads(event)
-    assert seq == 13 and event["type"] == "compaction" and event["firstKeptEntryId"] == "085558a6-b227-4546-93ed-2ab4cd5b0fcf"
-    assert event["parentId"] == "2ed01572-21e6-4810-ac87-bbb1b6c61e6c" and event["summary"].startswith("## Goal")
+    assert seq == LAST + 1 and event["type"] == "compaction"
+    assert event["firstKeptEntryId"] == planned["first_kept_entry_id"]
+    assert event["parentId"] == original.path_entries()[-1].id and event["summary"].startswith("## Goal")
+    assert "<read-files>\nalpha.txt\nbeta.txt\n</read-files>" in event["summary"]  # OpenClaw's read tool
     # OpenClaw's identity row and its projection of the active path carried forward
     assert rows(copy, "SELECT seq, event_type, parent_id FROM transcript_event_identities WHERE event_id = ?",
-                event["id"]) == [(13, "compaction", event["parentId"])]
-    assert rows(copy, "SELECT indexed_seq, leaf_event_id, needs_rebuild, active_event_count FROM "
-                "session_transcript_index_state") == [(13, event["id"], 0, 13)]
-    assert rows(copy, "SELECT event_seq, context_eligible FROM session_transcript_active_events "
-                "WHERE active_position = 12") == [(13, 1)]
+                event["id"]) == [(LAST + 1, "compaction", event["parentId"])]
+    assert rows(copy, "SELECT indexed_seq, leaf_event_id, needs_rebuild, active_event_count, active_message_count FROM "
+                "session_transcript_index_state") == [(LAST + 1, event["id"], 0, LAST + 1, 12)]
+    assert rows(copy, "SELECT event_seq, message_position, context_eligible FROM session_transcript_active_events "
+                "WHERE active_position = ?", LAST) == [(LAST + 1, None, 1)]
     written = store.read_session(f"{copy}#{SESSION}")
     assert not written.problems and written.path_entries()[-1].data == event
     # the same usage is counted before and after
@@ -130,11 +137,11 @@ def test_in_place_keeps_a_backup_and_a_rerun_finds_it_compacted(tmp_path):
     db = db_of(state)
     everything = "SELECT session_id, seq, event_json, created_at FROM transcript_events ORDER BY 1, 2"
     before = rows(db, everything)
-    result = run("--force", "--keep-recent-tokens", "5", "--in-place", str(state))
+    result = run("--force", "--keep-recent-tokens", KEEP, "--in-place", str(state))
     assert result.exit_code == 0, result.output
     assert rows(Path(f"{db}.bak"), everything) == before  # a consistent copy (SQLite's backup) of the original
-    assert rows(db, "SELECT MAX(seq) FROM transcript_events") == [(13,)]
-    again = plan_rows("--force", "--keep-recent-tokens", "5", str(state))
+    assert rows(db, "SELECT MAX(seq) FROM transcript_events") == [(LAST + 1,)]
+    again = plan_rows("--force", "--keep-recent-tokens", KEEP, str(state))
     assert again[0]["status"] == "skip" and again[0]["reason"] == "already compacted"
 
 
@@ -142,7 +149,7 @@ def test_a_session_changed_within_min_age_is_left_alone(tmp_path):
     state = make_home(tmp_path)
     db = db_of(state)
     conn = sqlite3.connect(db)
-    conn.execute("UPDATE transcript_events SET created_at = ? WHERE seq = 12", (int(time.time() * 1000),))
+    conn.execute("UPDATE transcript_events SET created_at = ? WHERE seq = ?", (int(time.time() * 1000), LAST))
     conn.commit()
     conn.close()
     before = digest(db)
@@ -164,7 +171,7 @@ def test_a_busy_database_fails_the_session_and_writes_nothing(tmp_path):
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-    assert rows(db, "SELECT MAX(seq) FROM transcript_events") == [(12,)]
+    assert rows(db, "SELECT MAX(seq) FROM transcript_events") == [(LAST,)]
 
 
 def test_a_database_busy_during_run_fails_that_session_with_the_reason(tmp_path, monkeypatch):
@@ -174,7 +181,7 @@ def test_a_database_busy_during_run_fails_that_session_with_the_reason(tmp_path,
     holder = sqlite3.connect(db, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:
-        result = CliRunner().invoke(main, ["run", "--force", "--keep-recent-tokens", "5", "--in-place", "--min-age", "0",
+        result = CliRunner().invoke(main, ["run", "--force", "--keep-recent-tokens", KEEP, "--in-place", "--min-age", "0",
                                            "--jobs", "1", "--format", "jsonl", str(state)])
     finally:
         holder.execute("ROLLBACK")
@@ -182,22 +189,22 @@ def test_a_database_busy_during_run_fails_that_session_with_the_reason(tmp_path,
     assert result.exit_code == 1
     [row] = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert row["status"] == "failed" and "database is locked by another writer" in row["reason"], row["reason"]
-    assert rows(db, "SELECT MAX(seq) FROM transcript_events") == [(12,)]
+    assert rows(db, "SELECT MAX(seq) FROM transcript_events") == [(LAST,)]
 
 
 def test_a_changed_session_or_a_failed_verify_writes_nothing(tmp_path):
     state = make_home(tmp_path)
     db = db_of(state)
     session = store.read_session(f"{db}#{SESSION}")
-    event = {"type": "custom", "customType": "x", "id": "new-1", "parentId": "2ed01572-21e6-4810-ac87-bbb1b6c61e6c"}
+    event = {"type": "custom", "customType": "x", "id": "new-1", "parentId": session.path_entries()[-1].id}
     with pytest.raises(store.StoreChanged, match="changed while it was being compacted"):
-        store.append_events(db, SESSION, [event], last_seq=11)
+        store.append_events(db, SESSION, [event], last_seq=LAST - 1)
     with pytest.raises(store.StoreChanged, match="changed while it was being compacted"):
-        store.append_events(db, SESSION, [event], last_seq=12, expect=(1, "0" * 64))
+        store.append_events(db, SESSION, [event], last_seq=LAST, expect=(1, "0" * 64))
     with pytest.raises(VerificationError, match="bad"):
-        store.append_events(db, SESSION, [event], last_seq=12, verify=lambda written: ["bad"])
+        store.append_events(db, SESSION, [event], last_seq=LAST, verify=lambda written: ["bad"])
     assert rows(db, "SELECT COUNT(*) FROM transcript_event_identities WHERE event_id = 'new-1'") == [(0,)]
-    assert rows(db, "SELECT MAX(seq) FROM transcript_events") == [(12,)]
+    assert rows(db, "SELECT MAX(seq) FROM transcript_events") == [(LAST,)]
     assert len(store.read_session(f"{db}#{SESSION}").entries) == len(session.entries)
 
 
@@ -230,18 +237,18 @@ def test_a_wal_left_by_a_crash_is_read_and_compacted(tmp_path):
     live = sqlite3.connect(db)
     live.execute("PRAGMA journal_mode = WAL")
     live.execute("PRAGMA wal_autocheckpoint = 0")
-    live.execute("UPDATE transcript_events SET created_at = 1 WHERE seq = 12")  # only in the WAL
+    live.execute("UPDATE transcript_events SET created_at = 1 WHERE seq = ?", (LAST,))  # only in the WAL
     live.commit()
     crashed = tmp_path / "crashed" / ".openclaw"
     shutil.copytree(state, crashed)  # the database and its -wal, as a killed process leaves them
     live.close()
     copy = db_of(crashed)
     assert Path(f"{copy}-wal").stat().st_size > 0
-    [row] = plan_rows("--force", "--keep-recent-tokens", "5", str(crashed))
+    [row] = plan_rows("--force", "--keep-recent-tokens", KEEP, str(crashed))
     assert row["status"] == "compact"
-    result = run("--force", "--keep-recent-tokens", "5", "--in-place", str(crashed))
+    result = run("--force", "--keep-recent-tokens", KEEP, "--in-place", str(crashed))
     assert result.exit_code == 0, result.output
-    assert rows(copy, "SELECT MAX(seq), MIN(created_at) FROM transcript_events") == [(13, 1)]
+    assert rows(copy, "SELECT MAX(seq), MIN(created_at) FROM transcript_events") == [(LAST + 1, 1)]
 
 
 def test_jsonl_transcripts_of_older_releases_compact_and_archives_do_not(tmp_path):
@@ -254,12 +261,12 @@ def test_jsonl_transcripts_of_older_releases_compact_and_archives_do_not(tmp_pat
     (folder / "s1.jsonl").write_text(text)
     (folder / "s1.jsonl.reset.2026-11-26T13-00-00.000Z").write_text(text)
     assert detect_format(folder / "s1.jsonl") == "openclaw"
-    by_path = {Path(r["path"]).name: r for r in plan_rows("--force", "--keep-recent-tokens", "5", str(folder),
+    by_path = {Path(r["path"]).name: r for r in plan_rows("--force", "--keep-recent-tokens", KEEP, str(folder),
                                                             str(folder / "s1.jsonl.reset.2026-11-26T13-00-00.000Z"))}
     assert by_path["s1.jsonl"]["status"] == "compact" and by_path["s1.jsonl"]["format"] == "openclaw"
     archived = by_path["s1.jsonl.reset.2026-11-26T13-00-00.000Z"]
     assert archived["status"] == "skip" and "archived OpenClaw session (.reset copy)" in archived["reason"]
-    result = run("--force", "--keep-recent-tokens", "5", "--output-dir", str(tmp_path / "out"), str(folder))
+    result = run("--force", "--keep-recent-tokens", KEEP, "--output-dir", str(tmp_path / "out"), str(folder))
     assert result.exit_code == 0, result.output
     written = [json.loads(line) for line in (tmp_path / "out" / "s1.jsonl").read_text().splitlines()]
     assert written[:-1] == lines and written[-1]["type"] == "compaction"
@@ -270,12 +277,12 @@ def test_summaries_bought_from_a_model_are_written_in_the_database_with_their_us
     state = make_home(tmp_path)
     db = db_of(state)
     out = tmp_path / "out"
-    result = run("--force", "--keep-recent-tokens", "5", "--model", "openai/gpt-4o-mini", "--api-base",
+    result = run("--force", "--keep-recent-tokens", KEEP, "--model", "openai/gpt-4o-mini", "--api-base",
                  llm_server.api_base, "--api-key", "sk-test", "--max-attempts", "1", "--output-dir", str(out),
                  f"{db}#{SESSION}")
     assert result.exit_code == 0, result.output
     copy = out / store.DATABASE
-    [(event,)] = rows(copy, "SELECT event_json FROM transcript_events WHERE seq = 13")
+    [(event,)] = rows(copy, "SELECT event_json FROM transcript_events WHERE seq = ?", LAST + 1)
     event = json.loads(event)
     assert event["summary"].startswith("## Goal\nsummary from the test server") and event["usage"]["output"] == 20
     assert len(llm_server.requests) == 1
@@ -287,19 +294,19 @@ def test_copy_unchanged_puts_the_database_in_the_output_folder(tmp_path):
     result = run("--copy-unchanged", "--output-dir", str(out), str(state))
     assert result.exit_code == 0, result.output
     copy = out / "agents" / "main" / "agent" / store.DATABASE
-    assert rows(copy, "SELECT COUNT(*), MAX(seq) FROM transcript_events") == [(13, 12)]
+    assert rows(copy, "SELECT COUNT(*), MAX(seq) FROM transcript_events") == [(LAST + 1, LAST)]
 
 
 @pytest.mark.parametrize(("kind", "said"), [("reset", "reset boundary"), ("leaf", "leaf-control entries")])
 def test_openclaws_own_boundaries_are_not_compacted(tmp_path, kind, said):
     state = make_home(tmp_path)
     db = db_of(state)
-    event = {"type": kind, "id": "own-1", "parentId": "2ed01572-21e6-4810-ac87-bbb1b6c61e6c",
-             "timestamp": "2026-11-26T13:39:00.000Z", "reason": "new"}
+    leaf = store.read_session(f"{db}#{SESSION}").path_entries()[-1].id
+    event = {"type": kind, "id": "own-1", "parentId": leaf, "timestamp": "2026-11-26T13:39:00.000Z", "reason": "new"}
     conn = sqlite3.connect(db)
     conn.create_function("octet_length", 1, lambda v: None if v is None else len(str(v).encode()))
-    conn.execute("INSERT INTO transcript_events (session_id, seq, event_json, created_at) VALUES (?, 13, ?, 1)",
-                 (SESSION, json.dumps(event)))
+    conn.execute("INSERT INTO transcript_events (session_id, seq, event_json, created_at) VALUES (?, ?, ?, 1)",
+                 (SESSION, LAST + 1, json.dumps(event)))
     conn.commit()
     conn.close()
     [row] = plan_rows("--force", str(state))
