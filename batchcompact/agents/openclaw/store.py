@@ -245,18 +245,9 @@ def append_events(db: str | Path, session_id: str, events: list[dict[str, Any]],
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     busy_timeout_s = BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
     conn = connect(db, write=True)
-    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
     try:
-        for attempt in range(attempts):
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                break
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise SessionReadError(f"{db}: cannot write: {exc}") from None
-                if attempt == attempts - 1:
-                    raise StoreBusy(f"{db}: database is locked by another writer (a live OpenClaw?) after "
-                                    f"{attempts} tries of {busy_timeout_s:g}s; nothing written") from None
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+        _begin(conn, db, attempts, busy_timeout_s)
         try:
             if expect is not None and _rows_digest(_rows(conn, session_id)) != expect:
                 raise StoreChanged(f"{session_path(db, session_id)} changed while it was being compacted")
@@ -267,11 +258,28 @@ def append_events(db: str | Path, session_id: str, events: list[dict[str, Any]],
                     raise VerificationError("; ".join(problems[:5]))
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
+    except sqlite3.DatabaseError as exc:  # a full disk, a read-only or damaged file: nothing was committed
+        raise SessionReadError(f"{db}: cannot write: {exc}; nothing written") from None
     finally:
         conn.close()
     return seqs
+
+
+def _begin(conn: sqlite3.Connection, db: str | Path, attempts: int, busy_timeout_s: float) -> None:
+    """`BEGIN IMMEDIATE` (the write lock every OpenClaw writer takes), each try waiting the busy timeout."""
+    for attempt in range(attempts):
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            if attempt == attempts - 1:
+                raise StoreBusy(f"{db}: database is locked by another writer (a live OpenClaw?) after "
+                                f"{attempts} tries of {busy_timeout_s:g}s; nothing written") from None
 
 
 def _append_in_transaction(conn: sqlite3.Connection, db: str | Path, session_id: str,
