@@ -79,6 +79,8 @@ def test_a_database_is_listed_session_by_session_and_planned_with_openclaws_wind
     assert not row["split_turn"] and row["messages_to_summarize"] == 8
     assert (row["context_window"], row["window_source"]) == (200000, "openclaw.json contextWindow")
     assert row["threshold"] == 200000 - 16384
+    [globbed] = plan_rows(f"{state}/agents/*/agent/*.sqlite")  # a glob naming the database lists its sessions
+    assert globbed["path"] == f"{db}#{SESSION}"
     [preset] = plan_rows("--preset", "openclaw", f"{db}#{SESSION}")
     assert preset["threshold"] == 180000 and preset["status"] == "skip"  # 20,000 reserve, a quarter at most
     assert openclaw_trigger(recorded_window=32768, reserve_tokens=20000).threshold == 32768 - 8192

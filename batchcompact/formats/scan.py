@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from batchcompact.agents import load, session_suffixes, store_agent, store_database
-from batchcompact.errors import UsageError
+from batchcompact.errors import BatchCompactError, UsageError
 from batchcompact.formats.jsonl import LONE_SURROGATE
 
 log = logging.getLogger(__name__)
@@ -148,7 +148,7 @@ def database_sessions(db: Path) -> list[Path]:
     assert agent is not None and agent.store is not None
     try:
         return [Path(f"{db}#{session_id}") for session_id in load(agent.store).session_ids(db)]
-    except Exception:  # its reader reports the database's problem in one line
+    except (BatchCompactError, OSError):  # its reader reports the database's problem in one line
         return [db]
 
 
@@ -184,6 +184,8 @@ def iter_session_files(paths: Iterable[str | Path], require_any: bool = False) -
                     candidates.extend((f, base) for f in _walk(p))
                 elif _is_session_name(p.name) and not skipped_special(p):
                     candidates.append((p, base))
+                elif store_database(p.name) and not skipped_special(p):
+                    candidates.extend((f, base) for f in database_sessions(p))
         else:
             p = Path(text)
             if store_agent(text) is not None and not p.exists():  # one session of a database: <db>#<id>
