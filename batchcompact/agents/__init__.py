@@ -45,6 +45,7 @@ __all__ = [
     "Place",
     "describe",
     "file_detectors",
+    "file_of",
     "find",
     "get",
     "load",
@@ -52,6 +53,8 @@ __all__ = [
     "presets",
     "register",
     "session_suffixes",
+    "store_agent",
+    "store_database",
     "tool_table",
 ]
 
@@ -122,6 +125,25 @@ def session_suffixes() -> tuple[str, ...]:
 def file_detectors() -> list[Agent]:
     """The agents with a whole-file rule (`detect_file`), in order."""
     return [agent for agent in AGENTS if agent.detect_file]
+
+
+def store_agent(path: object) -> Agent | None:
+    """The agent whose database holds the session `path` (`<database>#<session id>`), or None."""
+    text = str(path)
+    if "#" not in text:
+        return None
+    return next((agent for agent in AGENTS if agent.owns_store(text)), None)
+
+
+def file_of(path: object) -> str:
+    """The file a session lives in: the database of `<database>#<session id>`, else the path itself."""
+    text = str(path)
+    return text.rpartition("#")[0] if store_agent(text) is not None else text
+
+
+def store_database(name: str) -> Agent | None:
+    """The agent whose session database a file of this name is, or None."""
+    return next((agent for agent in AGENTS if agent.store and name in agent.store_names), None)
 
 
 def presets() -> dict[str, Mapping[str, object]]:

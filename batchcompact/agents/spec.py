@@ -25,6 +25,10 @@ The contracts of the referenced callables:
 - `settings(session, settings, fields) -> (CompactionSettings, disabled reason | None)`: the agent's
   own compaction settings applied to the settings nobody set.
 - `validate(session) -> list[Problem]`: extra checks `validate` runs (a JSON Schema).
+- `store`: a module for sessions kept inside a database (`store_names`), each addressed as
+  `<database>#<session id>`: `session_ids(db)`, `fingerprint(path) -> (size, mtime_ns, sha256)` and
+  `write_session(session, lines, target, verify, *, in_place, backup) -> output path` (one transaction;
+  `verify(written session) -> problems` runs before it commits).
 
 Report-only agents (no `writer`) are read by `report` alone: `plan`, `run` and `validate` neither look in
 their places nor read their files. Their files need not be JSON lines: `files` claims JSON documents and
@@ -219,6 +223,10 @@ class Agent:
     prune: bool = False  # tool-output pruning is written (oh-my-pi's, on pi files)
     settings: str | None = None  # the agent's own compaction settings
     validate: str | None = None  # extra checks for `validate`
+    # a database holding many sessions (OpenClaw's openclaw-agent.sqlite): each is the path "<db>#<session id>";
+    # `store` is a module with `session_ids`, `fingerprint`, `write_session` (agents/openclaw/store.py)
+    store: str | None = None
+    store_names: tuple[str, ...] = ()  # the database file names
 
     def __post_init__(self) -> None:
         unknown = set(self.tools.values()) - TOOL_SHAPES
@@ -257,6 +265,11 @@ class Agent:
         if self.homes and name.endswith(self.suffixes) and any(f in self.homes for f in folders):
             return HOME_FILES
         return None
+
+    def owns_store(self, path: str | os.PathLike) -> bool:
+        """`path` is `<one of store_names>#<session id>` (a session inside this agent's database)."""
+        db, sep, session = str(path).rpartition("#")
+        return bool(self.store and sep and session and os.path.basename(db) in self.store_names)
 
     def matches_file(self, path: Path, head: bytes) -> bool:
         return self.detect_file is not None and load(self.detect_file)(path, head)

@@ -93,6 +93,11 @@ class ExpandedPath(click.Path):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str):
             value = expand_path(value)
+            from batchcompact.agents import file_of, store_agent
+
+            if self.exists and store_agent(value) is not None:  # a session in a database: `<db>#<id>`
+                super().convert(file_of(value), param, ctx)
+                return value
         return super().convert(value, param, ctx)
 
 

@@ -200,6 +200,26 @@ def copilot_trigger(*, recorded_window: int | None = None, table_window: int | N
     return Trigger(window, source, max(int(window * COPILOT_BACKGROUND_FRACTION), 1))
 
 
+def openclaw_threshold(window: int, reserve_tokens: int) -> int:
+    """OpenClaw's: window - its compaction reserve, the reserve capped at a quarter of the window."""
+    return max(window - min(reserve_tokens, window // 4), 1)
+
+
+def openclaw_trigger(*, recorded_window: int | None = None, table_window: int | None = None,
+                     override_window: int | None = None, reserve_tokens: int, **_: Any) -> Trigger:
+    """OpenClaw's: the model's window from the user's openclaw.json (else the table's), minus the reserve
+    (at most a quarter of the window)."""
+    if override_window:
+        window, source = override_window, "--context-window"
+    elif recorded_window:
+        window, source = recorded_window, "openclaw.json contextWindow"
+    elif table_window:
+        window, source = table_window, "price table"
+    else:
+        return Trigger(None, "unknown", None)
+    return Trigger(window, source, openclaw_threshold(window, reserve_tokens))
+
+
 def opencode_max_output(output_limit: int | None, output_token_max: int = OPENCODE_OUTPUT_TOKEN_MAX) -> int:
     """OpenCode's `maxOutputTokens`: min(limit.output, the cap), or the cap when that is 0 or unknown."""
     return min(output_limit, output_token_max) if output_limit else output_token_max
@@ -236,8 +256,7 @@ def opencode_trigger(*, table_window: int | None = None, max_output_tokens: int 
 
 
 TRIGGERS = {"claude": claude_trigger, "codex": codex_trigger, "pi": pi_trigger, "gemini": gemini_trigger,
-            "qwen": qwen_trigger,
-            "copilot": copilot_trigger}
+            "qwen": qwen_trigger, "copilot": copilot_trigger, "openclaw": openclaw_trigger}
 
 
 def agent_trigger(session_format: str, **inputs: Any) -> Trigger:

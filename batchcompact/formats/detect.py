@@ -14,12 +14,13 @@ registered agent's `detect_line` in the registry's order (`batchcompact/agents/<
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
 import orjson
 
-from batchcompact.agents import AGENTS, describe, file_detectors, find
+from batchcompact.agents import AGENTS, describe, file_detectors, find, store_agent, store_database
 from batchcompact.core.session import Session
 from batchcompact.errors import SessionReadError
 from batchcompact.formats.compressed import is_decompress_error, open_session
@@ -58,7 +59,15 @@ def _detect_prefix(raw: bytes, *, first: bool) -> str | None:
 
 def detect_format(path: str | Path) -> str | None:
     """The name of the agent that wrote the file ("pi", "claude", "codex"…), or None (not a transcript this
-    program reads). Reads at most 64 KB."""
+    program reads). Reads at most 64 KB. A session kept in an agent's database (`<db>#<id>`), or the
+    database itself, is that agent's."""
+    store = store_agent(path) or store_database(Path(path).name)
+    if store is not None:
+        return store.name
+    parts = Path(os.path.abspath(path)).parts
+    for agent in AGENTS:  # a file under an agent's own folder that writes another's format (OpenClaw: pi's)
+        if agent.homes and agent.reader is not None and agent.claims(parts[-1], parts[:-1]):
+            return agent.name
     try:
         with open_session(path) as handle:
             data = handle.read(PROBE_BYTES)

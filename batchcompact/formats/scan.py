@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from batchcompact.agents import session_suffixes
-from batchcompact.errors import UsageError
+from batchcompact.agents import load, session_suffixes, store_agent, store_database
+from batchcompact.errors import BatchCompactError, UsageError
 from batchcompact.formats.jsonl import LONE_SURROGATE
 
 log = logging.getLogger(__name__)
@@ -136,8 +136,21 @@ def _walk(root: str | Path) -> Iterator[Path]:
         for entry in files:
             if _is_session_name(entry.name) and (is_regular_entry(entry) or not skipped_special(entry.path)):
                 yield Path(entry.path)
+            elif store_database(entry.name) and is_regular_entry(entry):
+                yield from database_sessions(Path(entry.path))
         stack.extend(folder.path for folder in reversed(folders)
                      if not folder.name.startswith(".batchcompact") and not folder.is_symlink())
+
+
+def database_sessions(db: Path) -> list[Path]:
+    """The sessions of an agent's database (OpenClaw's `openclaw-agent.sqlite`), each `<db>#<session id>`;
+    the database itself when it cannot be listed (reading it then says why: corrupt, unknown schema)."""
+    agent = store_database(db.name)
+    assert agent is not None and agent.store is not None
+    try:
+        return [Path(f"{db}#{session_id}") for session_id in load(agent.store).session_ids(db)]
+    except (BatchCompactError, OSError):  # its reader reports the database's problem in one line
+        return [db]
 
 
 def is_regular_entry(entry: os.DirEntry) -> bool:
@@ -172,12 +185,18 @@ def iter_session_files(paths: Iterable[str | Path], require_any: bool = False) -
                     candidates.extend((f, base) for f in _walk(p))
                 elif _is_session_name(p.name) and not skipped_special(p):
                     candidates.append((p, base))
+                elif store_database(p.name) and not skipped_special(p):
+                    candidates.extend((f, base) for f in database_sessions(p))
         else:
             p = Path(text)
-            if not p.exists():
+            if store_agent(text) is not None and not p.exists():  # one session of a database: <db>#<id>
+                candidates = [(p, p.parent)]
+            elif not p.exists():
                 raise UsageError(f"path not found: {text}")
-            if p.is_dir():
+            elif p.is_dir():
                 candidates = [(f, p) for f in _walk(p)]
+            elif store_database(p.name) and not skipped_special(p):
+                candidates = [(f, p.parent) for f in database_sessions(p)]
             else:
                 candidates = [] if skipped_special(p) else [(p, p.parent)]
         for path, root in candidates:
@@ -230,7 +249,10 @@ def _glob_base(pattern: str) -> str:
 
 
 def unreadable_reason(path: str, exc: BaseException) -> str:
-    """One line for a file that cannot be read as a session: what it is (empty, compressed, binary) or why."""
+    """One line for a file that cannot be read as a session: what it is (empty, compressed, binary) or why.
+    A database of an agent's sessions (or a session in one) is said in its store's own words."""
+    if store_agent(path) is not None or store_database(Path(path).name) is not None:
+        return str(exc)
     try:
         with open(path, "rb") as handle:
             head = handle.read(4096)

@@ -18,12 +18,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from batchcompact.agents import get
+from batchcompact.agents import get, load
 from batchcompact.core.apply import compose_summary, usage_record
 from batchcompact.core.context import written_context
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
 from batchcompact.core.tokens import estimate_tokens
-from batchcompact.errors import VerificationError, internal_error_reason
+from batchcompact.errors import BatchCompactError, VerificationError, internal_error_reason
 from batchcompact.formats.scan import oserror_text
 from batchcompact.pipeline.planning import read_session
 from batchcompact.pipeline.statuses import CHANGED, COMPACTED, FAILED
@@ -104,6 +104,16 @@ class OutcomeWriter:
                 plan = dataclasses.replace(plan, leaf_id=lines[-1]["id"], tokens_before=plan.tokens_before + extra)
             lines = lines + self._compaction_lines(module, session, plan, paid[count:])
         replacements = self._pruned_entries(session, plan)
+        agent = get(session.format)
+        if agent.owns_store(session.path):  # a session inside a database: one verified transaction
+            output = load(agent.store).write_session(
+                session, lines, target, lambda written: self._verify_written(module, session, written, plan, lines),
+                in_place=self.in_place, backup=self.backup,
+                expect=(pending.fingerprint.size, pending.fingerprint.sha256))
+            pending.row["branch_summaries"] = count
+            unpriced = any(r is not None and r.cost_usd is None for r in paid)
+            pending.row["written_entries"] = written_usage(lines, unpriced=unpriced)
+            return output
 
         def verify(tmp: Path) -> list[str]:
             written = None
@@ -129,6 +139,12 @@ class OutcomeWriter:
         unpriced = any(r is not None and r.cost_usd is None for r in paid)
         pending.row["written_entries"] = written_usage(lines, unpriced=unpriced)
         return result.output_path
+
+    def _verify_written(self, module: Any, session: Any, written: Any, plan: CompactionPlan | None,
+                        lines: list) -> list[str]:
+        if plan is None:
+            return _verify_branch_only(session, written, len(lines))
+        return module.verify(session, written, plan) + self._check_size(written, plan)
 
     def _branch_lines(self, pending: Any, results: list) -> list[dict[str, Any]]:
         if not pending.branches:
@@ -237,6 +253,8 @@ def write_outcome(writer: OutcomeWriter, pending: PreparedSession, results: list
         return FAILED, f"verification failed: {exc}", None
     except OSError as exc:
         return FAILED, f"write failed: {oserror_text(exc)}", None
+    except BatchCompactError as exc:  # the store's own word: a database busy past its retries, unreadable
+        return FAILED, f"write failed: {exc}", None
     except Exception as exc:  # one session's bug must not stop the archive (nor lose the report)
         log.debug("writing %s failed", pending.item.path, exc_info=True)  # the row says it in one line; -vv shows where
         return FAILED, internal_error_reason(exc), None

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from batchcompact.agents import get, load
+from batchcompact.agents import file_of, get, load
 from batchcompact.core.calls import SummaryCall
 from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
 from batchcompact.core.session import Session
@@ -333,7 +333,7 @@ def describe_branch_plans(
 def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> dict[str, Any]:
     """Read and plan one file; every failure becomes an `error` row, never an exception."""
     try:
-        if not os.path.exists(path):  # listed by the driver, not visible here (another node) or removed since
+        if not os.path.exists(file_of(path)):  # listed by the driver, not visible here (another node) or removed since
             raise FileNotFoundError(path)
         session = read_session(path)
         return plan_session(session, settings, options)[1]

@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from batchcompact.agents import get
+from batchcompact.agents import get, store_agent
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
 from batchcompact.errors import BatchCompactError, UsageError, internal_error_reason
 from batchcompact.formats.scan import ScanItem, unreadable_reason
@@ -234,6 +234,8 @@ def lock_same_size(path: str | Path, fingerprint: Fingerprint) -> tuple[Any, Fin
     lock, status, reason = take_lock(path)
     if lock is None:
         return None, None, status, reason
+    if store_agent(path) is not None:  # a session in a database: its store checks the rows in its transaction
+        return lock, fingerprint, None, ""
     try:
         now = os.stat(path)
     except FileNotFoundError:

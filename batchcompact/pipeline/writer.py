@@ -77,8 +77,27 @@ class SessionLock:
             self._handle.close()  # closing drops the flock
 
 
-def lock_session(path: str | Path) -> SessionLock:
+class DatabaseSessionLock:
+    """The lock of a session kept in a database (`<db>#<id>`): nothing to hold from the read to the write,
+    since the store writes in one transaction under the database's own write lock, and only when the
+    session's rows are still those planned (another run's append makes ours "changed during the run")."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def still_current(self) -> bool:
+        return True
+
+    def release(self) -> None:
+        pass
+
+
+def lock_session(path: str | Path) -> SessionLock | DatabaseSessionLock:
     """Take the writer lock of `path`; SessionLocked when another run holds it."""
+    from batchcompact.agents import store_agent
+
+    if store_agent(path) is not None:
+        return DatabaseSessionLock(path)
     return SessionLock(path)
 
 
@@ -106,7 +125,14 @@ def make_folders(folder: Path) -> None:
 
 def copy_file(source: str | Path, target: Path) -> None:
     """`source` copied to `target` through a temp file beside it and a rename (an unchanged session copied
-    to --output-dir): a reader never sees half a copy."""
+    to --output-dir): a reader never sees half a copy. A session kept in a database goes into a copy of the
+    database (made once; the agent's store)."""
+    from batchcompact.agents import load, store_agent
+
+    agent = store_agent(source)
+    if agent is not None and agent.store:
+        load(agent.store).copy_session(source, target)
+        return
     tmp = temp_name(target)
     try:
         make_folders(target.parent)

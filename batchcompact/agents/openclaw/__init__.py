@@ -1,7 +1,9 @@
 """OpenClaw: `$OPENCLAW_DIR` (ccusage's) or its own `$OPENCLAW_STATE_DIR`, else `~/.openclaw`, `~/.clawdbot`,
-`~/.moltbot`, `~/.moldbot`: pi-format JSONL (and its `.reset.`/`.deleted.` archives) and
-`openclaw-agent.sqlite` databases. Every JSONL file under those folders is OpenClaw's, never pi's.
-Report only (report.py)."""
+`~/.moltbot`, `~/.moldbot`. Sessions are pi's session lines, kept in `agents/<agent>/agent/openclaw-agent.sqlite`
+(2026.9+; each session is `<database>#<session id>`: store.py) or, in older releases, in
+`agents/<agent>/sessions/<id>.jsonl` (archived `.reset.`/`.deleted.` copies are read, never compacted).
+Reader `read.py`, writer `write.py` (pi's compaction entry), database store `store.py`, usage `report.py`;
+the trigger is `core/triggers.py:openclaw_trigger`, the window and settings from the user's openclaw.json."""
 
 from __future__ import annotations
 
@@ -17,5 +19,18 @@ AGENT = Agent(
     files=(Files(("*.jsonl.reset.*", "*.jsonl.deleted.*"), under=HOMES),
            Files(("openclaw-agent.sqlite",), sqlite=True)),
     homes=HOMES,
+    reader="batchcompact.agents.openclaw.read:read",
+    writer="batchcompact.agents.openclaw.write",
     usage="batchcompact.agents.openclaw.report:extract_openclaw",
+    # OpenClaw's coding tools (pi's read/write/edit with `path`, exec's `command`, apply_patch's envelope)
+    tools={"read": "read", "write": "write", "edit": "edit", "exec": "command", "apply_patch": "patch"},
+    trigger="batchcompact.core.triggers:openclaw_trigger",
+    presets={
+        # OpenClaw's agents.defaults.compaction: keepRecentTokens 20000, a reserve of 20000 (at most a
+        # quarter of the window).
+        "openclaw": {"reserve_tokens": 20000, "keep_recent_tokens": 20000},
+    },
+    settings="batchcompact.agents.openclaw.read:with_openclaw_settings",
+    store="batchcompact.agents.openclaw.store",
+    store_names=("openclaw-agent.sqlite",),
 )

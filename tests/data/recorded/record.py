@@ -1,6 +1,6 @@
-"""Re-record the Gemini CLI and Qwen Code transcripts in this folder with the real CLIs.
+"""Re-record the Gemini CLI, Qwen Code and OpenClaw sessions in this folder with the real CLIs.
 
-    python tests/data/recorded/record.py [gemini|qwen ...]
+    python tests/data/recorded/record.py [gemini|qwen|openclaw ...]
 
 Each CLI is installed from npm into the judges' cache (tests/agent_judges.py), runs in a sandbox HOME
 under /tmp/batchcompact-record/<agent>/ against a loopback fake of its model API that makes scripted
@@ -31,6 +31,9 @@ tool calls, and the chat files it writes are copied here:
 - opencode/compacted.db: `opencode run` with read, write, edit, bash, then `--continue` twice (read,
   bash; a plain answer), then OpenCode's own compaction (`opencode serve` + `POST /session/<id>/summarize`,
   what /compact calls), then a fourth prompt; the database checkpointed and vacuumed.
+- openclaw/openclaw-agent.sqlite.gz: OpenClaw's agent database after `openclaw agent --local --agent main
+  --session-id s1 -m …` three times ("prompt alpha: READ-alpha.txt", beta, gamma: each one `read` call
+  of a workspace file, then a text reply), copied with SQLite's backup (journal mode DELETE) and gzipped.
 Nothing here reaches the network: the fake answers on 127.0.0.1 and the sandbox proxy goes nowhere.
 """
 
@@ -52,12 +55,16 @@ from agent_judges import (  # noqa: E402
     FakeGemini,
     FakeOpenAIChat,
     FakeOpenAIChatCounted,
+    FakeOpenClawModel,
     copilot_logs,
     copilot_script,
     gemini_env,
     gemini_script,
     gemini_settings,
     npm_cli,
+    openclaw_cli,
+    openclaw_config,
+    openclaw_turn,
     opencode_compact,
     opencode_script,
     opencode_setup,
@@ -253,8 +260,31 @@ def record_opencode(out: Path) -> None:
     conn.close()
 
 
+def record_openclaw(out: Path) -> None:
+    import gzip
+    import sqlite3
+
+    binary = openclaw_cli()
+    home = ROOT / "openclaw" / "home"
+    shutil.rmtree(home, ignore_errors=True)
+    with FakeOpenClawModel() as api:
+        openclaw_config(home, api.url)
+        for name in ("alpha", "beta", "gamma"):
+            openclaw_turn(binary, home, api, "s1", f"prompt {name}: READ-{name}.txt")
+    copy = ROOT / "openclaw" / "openclaw-agent.sqlite"
+    copy.unlink(missing_ok=True)
+    source = sqlite3.connect(home / ".openclaw" / "agents" / "main" / "agent" / "openclaw-agent.sqlite")
+    target = sqlite3.connect(copy)
+    source.backup(target)
+    target.execute("PRAGMA journal_mode = DELETE")
+    target.close()
+    source.close()
+    (out / "openclaw").mkdir(exist_ok=True)
+    (out / "openclaw" / "openclaw-agent.sqlite.gz").write_bytes(gzip.compress(copy.read_bytes(), 9, mtime=0))
+
+
 if __name__ == "__main__":
-    agents = sys.argv[1:] or ["gemini", "qwen", "copilot", "opencode"]
+    agents = sys.argv[1:] or ["gemini", "qwen", "copilot", "opencode", "openclaw"]
     if "gemini" in agents:
         record_gemini(HERE / "gemini-cli")
     if "qwen" in agents:
@@ -263,3 +293,5 @@ if __name__ == "__main__":
         record_copilot(HERE / "copilot-cli")
     if "opencode" in agents:
         record_opencode(HERE / "opencode")
+    if "openclaw" in agents:
+        record_openclaw(HERE)
