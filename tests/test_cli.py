@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from conftest import REPO, fixture_path
 from factories import Builder
 
-from batchcompact.agents import AGENTS
+from batchcompact.agents import AGENTS, describe
 from batchcompact.cli import cli
 
 PLAN_KEYS = {
@@ -136,15 +136,15 @@ def test_a_file_that_is_no_transcript_is_named_once_and_its_reason_groups(tmp_pa
     for name in ("x.jsonl", "y.jsonl"):
         (archive / name).write_text('{"foo": 1}\n')
     shutil.copy(fixture_path("pi", "large-session.jsonl"), archive / "s.jsonl")
-    why = ("not a pi, Qwen Code, Claude Code, Codex or Gemini CLI transcript (none of its first 20 lines is an "
-           "entry of theirs)")
+    readers = describe([a for a in AGENTS if a.reader is not None])  # the agents `run` reads, from the registry
+    why = f"not a {readers} transcript (none of its first 20 lines is an entry of theirs)"
     result = CliRunner().invoke(cli, ["validate", str(archive)])
     assert result.exit_code == 1
     assert result.stdout.splitlines() == [f"{archive / 'x.jsonl'}: error: {why}", f"{archive / 'y.jsonl'}: error: {why}"]
     result = CliRunner().invoke(cli, ["run", str(archive), "--output-dir", str(tmp_path / "out"), "--min-age", "0",
                                       "--state", str(tmp_path / "s.db")])
     assert result.exit_code == 1
-    assert "  2 failed: 2 not a pi, Qwen Code, Claude Code, Codex or Gemini CLI transcript\n" in result.output
+    assert f"  2 failed: 2 not a {readers} transcript\n" in result.output
     assert f"  failed: {archive / 'x.jsonl'}: {why}\n" in result.output
     rows = json.loads(CliRunner().invoke(cli, ["plan", str(archive), "--format", "json"]).stdout)["rows"]
     assert [r["reason"] for r in rows if r["status"] == "error"] == [why, why]

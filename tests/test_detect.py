@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from conftest import fixture_path
 
+from batchcompact.agents import AGENTS, describe
 from batchcompact.errors import SessionReadError
 from batchcompact.formats.detect import PROBE_BYTES, detect_format, read_session
 
@@ -103,7 +105,8 @@ def test_missing_or_binary_files(tmp_path):
 
 def test_read_session_dispatch_and_explicit_format(tmp_path):
     path = write_lines(tmp_path, "f.jsonl", [{"hello": "world"}])
-    with pytest.raises(SessionReadError, match="not a pi, Qwen Code, Claude Code, Codex, Gemini CLI or OpenClaw transcript"):
+    readers = describe([a for a in AGENTS if a.reader is not None])
+    with pytest.raises(SessionReadError, match=f"not a {re.escape(readers)} transcript"):
         read_session(path)
     claude = write_lines(
         tmp_path,

@@ -338,3 +338,13 @@ def test_cold_stored_events_are_read_from_their_zstd_payload(tmp_path):
     assert [e.data for e in session.entries] == [user]
     [problem] = session.problems
     assert problem.line == 2 and "seq 2: cannot decompress event_zstd" in problem.message
+
+
+def test_a_session_of_a_database_that_does_not_exist_is_a_path_not_found(tmp_path):
+    """`<db>#<id>` is checked with the other PATHS before any work: a missing database is exit 2 naming it
+    (it was an error row 'not found on host vm' and exit 0 once every PATH was checked on its own)."""
+    missing = tmp_path / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    for command in ("plan", "validate", "run"):
+        result = CliRunner().invoke(main, [command, f"{missing}#s1"])
+        assert result.exit_code == 2, result.output
+        assert f"path not found: {missing}" in result.output

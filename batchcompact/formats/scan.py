@@ -226,8 +226,14 @@ def check_each_path(paths: Iterable[str | Path], walk: Callable[[str], Iterator[
             if first is None:
                 raise UsageError(f"no session files found under {text!r} (no file matches)")
             found = any(next(iter(walk(m)), None) is not None if os.path.isdir(m)
-                        else _is_session_name(Path(m).name) and not skipped_special(m)
+                        else (_is_session_name(Path(m).name) or store_database(Path(m).name) is not None)
+                        and not skipped_special(m)
                         for m in itertools.chain([first], matches))
+        elif store_agent(text) is not None and not os.path.exists(text):  # one session of a database: <db>#<id>
+            database = text.rsplit("#", 1)[0]
+            if not os.path.exists(database):
+                raise UsageError(f"path not found: {database}")
+            continue  # its reader says whether the database holds that session
         elif not os.path.exists(text):
             raise UsageError(f"path not found: {text}")
         elif os.path.isdir(text):
