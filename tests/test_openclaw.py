@@ -344,7 +344,7 @@ def test_a_session_of_a_database_that_does_not_exist_is_a_path_not_found(tmp_pat
     """`<db>#<id>` is checked with the other PATHS before any work: a missing database is exit 2 naming it
     (it was an error row 'not found on host vm' and exit 0 once every PATH was checked on its own)."""
     missing = tmp_path / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
-    for command in ("plan", "validate", "run"):
-        result = CliRunner().invoke(main, [command, f"{missing}#s1"])
+    for command in (["plan"], ["validate"], ["run", "--output-dir", str(tmp_path / "out")]):
+        result = CliRunner().invoke(main, [*command, f"{missing}#s1"])
         assert result.exit_code == 2, result.output
         assert f"path not found: {missing}" in result.output
