@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import required_module
 
 from batchcompact.agents import get, tool_table
 from batchcompact.agents.openclaw import store
@@ -318,7 +319,7 @@ def test_openclaws_own_boundaries_are_not_compacted(tmp_path, kind, said):
 def test_cold_stored_events_are_read_from_their_zstd_payload(tmp_path):
     """OpenClaw moves old events to `event_zstd` (a zstd frame of the JSON, `event_json` NULL); the reader
     decompresses them (the `zstd` extra) and names a damaged one by its seq."""
-    zstandard = pytest.importorskip("zstandard", reason="the zstd extra (zstandard) is not installed")
+    zstandard = required_module("zstandard", "zstd")
     db = tmp_path / "agents" / "main" / "agent" / store.DATABASE
     db.parent.mkdir(parents=True)
     conn = sqlite3.connect(db)
@@ -338,6 +339,35 @@ def test_cold_stored_events_are_read_from_their_zstd_payload(tmp_path):
     assert [e.data for e in session.entries] == [user]
     [problem] = session.problems
     assert problem.line == 2 and "seq 2: cannot decompress event_zstd" in problem.message
+
+
+def test_report_counts_cold_stored_events(tmp_path):
+    """`report` reads a cold-stored event's usage (it read `event_json` only: an `event_zstd` row's usage was
+    left out in silence) and names one it cannot decompress."""
+    zstandard = required_module("zstandard", "zstd")
+    db = tmp_path / "agents" / "main" / "agent" / store.DATABASE
+    db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE transcript_events (session_id TEXT, seq INTEGER, event_json TEXT, created_at INTEGER, "
+                 "event_zstd BLOB, event_utf8_bytes INTEGER, navigation_json TEXT)")
+    header = {"type": "session", "version": 4, "id": "cold", "timestamp": "2026-11-26T13:00:00.000Z", "cwd": "/w"}
+    answers = [{"type": "message", "id": f"a{n}", "parentId": None, "timestamp": f"2026-11-26T13:00:0{n}.000Z",
+                "message": {"role": "assistant", "model": "claude-sonnet-4-5", "provider": "anthropic",
+                            "content": [{"type": "text", "text": "ok"}], "timestamp": n,
+                            "usage": {"input": 100 * n, "output": 10, "cacheRead": 0, "cacheWrite": 0}}}
+               for n in (1, 2)]
+    packed = zstandard.ZstdCompressor().compress(json.dumps(answers[0]).encode())
+    conn.execute("INSERT INTO transcript_events VALUES ('cold', 0, ?, 1, NULL, NULL, NULL)", (json.dumps(header),))
+    conn.execute("INSERT INTO transcript_events VALUES ('cold', 1, NULL, 2, ?, NULL, NULL)", (packed,))
+    conn.execute("INSERT INTO transcript_events VALUES ('cold', 2, ?, 3, NULL, NULL, NULL)", (json.dumps(answers[1]),))
+    conn.execute("INSERT INTO transcript_events VALUES ('cold', 3, NULL, 4, ?, NULL, NULL)", (b"not zstd",))
+    conn.commit()
+    conn.close()
+    result = CliRunner().invoke(main, ["report", "--no-cache", "--format", "json", "--by", "session", str(db)])
+    assert result.exit_code == 0, result.output
+    [row] = json.loads(result.stdout)["rows"]
+    assert row["input_tokens"] == 300 and row["output_tokens"] == 20
+    assert "rowid 4: cannot decompress event_zstd" in result.stderr
 
 
 def test_a_session_of_a_database_that_does_not_exist_is_a_path_not_found(tmp_path):

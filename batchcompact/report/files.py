@@ -39,8 +39,8 @@ log = logging.getLogger(__name__)
 # agent, Codex forks and sub-agent replays count only the child's own turns, the other agents' readers;
 # 7 = Codex `cache_write_input_tokens`; 8 = a file of no agent or not readable is named (`unread`), a
 # compactions-*.parquet that is not a run report by its schema is left out; 9 = a provider's response id
-# keys a row with its numbers (`schema.CallKeys`).
-EXTRACT_RULES_VERSION = 9
+# keys a row with its numbers (`schema.CallKeys`); 10 = OpenClaw's cold-stored `event_zstd` events counted.
+EXTRACT_RULES_VERSION = 10
 
 
 def part_file(cache_dir: str | Path, source: str) -> Path:

@@ -57,15 +57,31 @@ def extract_openclaw(path: str | Path, rows: UsageRows, stats: ExtractStats) -> 
 
 def extract_openclaw_db(path: Path, rows: UsageRows, stats: ExtractStats) -> None:
     """OpenClaw 2026.9+: `transcript_events(session_id, seq, event_json)` holds each session's records,
-    each the exact JSONL line; they are read per session in `seq` order, like a file."""
+    each the exact JSONL line; they are read per session in `seq` order, like a file. A cold-stored event
+    (`event_zstd`, a zstd frame of the line, `event_json` NULL) is decompressed; one that cannot be is
+    named in a warning (it was left out of the usage in silence)."""
     sessions: dict[str, list[tuple[int, dict]]] = {}
     for rowid, row in table_rows(path, "transcript_events", stats):
-        event = json_column(row.get("event_json"), stats, f"transcript_events rowid {rowid}")
+        text = row.get("event_json")
+        if text is None and row.get("event_zstd") is not None:
+            text = _cold_event(row["event_zstd"], stats, rowid)
+        event = json_column(text, stats, f"transcript_events rowid {rowid}")
         if event is not None:
             seq = row.get("seq")
             sessions.setdefault(str(row.get("session_id")), []).append((seq if isinstance(seq, int) else rowid, event))
     for session_id, events in sessions.items():
         add_session_rows(str(path), session_id, sorted(events, key=lambda e: e[0]), rows)
+
+
+def _cold_event(packed: bytes, stats: ExtractStats, rowid: int) -> str | None:
+    from batchcompact.formats.compressed import decompress
+
+    try:
+        return decompress(bytes(packed)).decode("utf-8", "replace")
+    except Exception as exc:  # a damaged frame, or the zstd extra missing
+        stats.malformed += 1
+        stats.warn(None, f"transcript_events rowid {rowid}: cannot decompress event_zstd ({exc}); row skipped")
+        return None
 
 
 def add_session_rows(file: str, session_id: str, records: Iterable[tuple[int, dict]], rows: UsageRows) -> None:
