@@ -229,6 +229,7 @@ def test_rerun_and_jobs_give_identical_numbers(tmp_path, eval_hooks):
             "builtin", "--summarizer", "eval_baselines:empty_sentence", "--state", str(tmp_path / "state.sqlite"))
     once = eval_rows(*args, "--jobs", "1")
     assert once == eval_rows(*args, "--jobs", "2")
+    assert "eval: 4 compactions scored" in invoke("eval", *args).stderr  # each cut is a compaction
     assert [(r["path"], r["cut_at"]) for r in once if r["summarizer"] == "builtin"] == [
         (str(first), 50), (str(first), 90), (str(second), 50), (str(second), 90)]
     assert first.read_bytes() == work_session(future=True).write(tmp_path / "again.jsonl").read_bytes()

@@ -175,7 +175,7 @@ def eval_command(ctx: click.Context, paths: tuple[str, ...], existing: bool, cut
             "skipped": result.skipped, "problems": result.problems, "spent_usd": result.spent_usd,
             "exit_code": result.exit_code})
     if not quiet:
-        compactions = len({(r["path"], r["compaction"]) for r in result.rows})
+        compactions = len({(r["path"], r["compaction"], r["cut_at"]) for r in result.rows})
         skipped = ", ".join(f"{n} {reason}" for reason, n in sorted(result.skipped.items()))
         click.echo(f"eval: {compactions} compactions scored, {len(result.rows)} rows"
                    + (f"; sessions skipped: {skipped}" if skipped else "")
