@@ -31,6 +31,9 @@ tool calls, and the chat files it writes are copied here:
 - opencode/compacted.db: `opencode run` with read, write, edit, bash, then `--continue` twice (read,
   bash; a plain answer), then OpenCode's own compaction (`opencode serve` + `POST /session/<id>/summarize`,
   what /compact calls), then a fourth prompt; the database checkpointed and vacuumed.
+- cline/<session>/: `cline PROMPT` twice (two sessions) through Cline's OpenAI-compatible provider
+  (`cline auth -p openai -b URL`; cline 3.0.65), each session's `<id>.messages.json` and the `<id>.json`
+  beside it as the CLI left them in `~/.cline/data/sessions/` (tests/report_judges.py `record_cline`).
 Nothing here reaches the network: the fake answers on 127.0.0.1 and the sandbox proxy goes nowhere.
 """
 
@@ -253,8 +256,19 @@ def record_opencode(out: Path) -> None:
     conn.close()
 
 
+def record_cline_sessions(out: Path) -> None:
+    from report_judges import record_cline
+
+    root = ROOT / "cline"
+    shutil.rmtree(root, ignore_errors=True)
+    home, _ = record_cline(root, ("JUDGE-ONE first prompt", "JUDGE-TWO second prompt"))
+    shutil.rmtree(out, ignore_errors=True)
+    for session in sorted((home / ".cline" / "data" / "sessions").iterdir()):
+        shutil.copytree(session, out / session.name)
+
+
 if __name__ == "__main__":
-    agents = sys.argv[1:] or ["gemini", "qwen", "copilot", "opencode"]
+    agents = sys.argv[1:] or ["gemini", "qwen", "copilot", "opencode", "cline"]
     if "gemini" in agents:
         record_gemini(HERE / "gemini-cli")
     if "qwen" in agents:
@@ -263,3 +277,5 @@ if __name__ == "__main__":
         record_copilot(HERE / "copilot-cli")
     if "opencode" in agents:
         record_opencode(HERE / "opencode")
+    if "cline" in agents:
+        record_cline_sessions(HERE / "cline")
