@@ -133,3 +133,19 @@ def test_a_broken_session_file_is_named_and_the_rest_reported(home):
     assert f"{other / 'session_context.json'}: no `message_history` list" in err
     assert f"{notime / 'session_context.json'}: response 1 has usage but no time" in err
     assert summed(json.loads(out)["rows"]) == TOTAL
+
+
+def test_sessions_moved_by_config_yml_are_found(home, tmp_path):
+    from batchcompact.agents.rovo import persistence_dir
+
+    moved = tmp_path / "work" / ".rovodev" / "sessions"
+    shutil.move(str(home / ".rovodev" / "sessions"), str(moved))
+    (home / ".rovodev" / "config.yml").write_text(
+        f"version: 1\nlogging:\n  persistenceDir: /wrong\nsessions:  # where sessions go\n"
+        f"  persistenceDir: \"{moved}\" # moved\n  retentionDays: 30\n")
+    out, err = report("--by", "session", "--format", "json")
+    assert f"reading rovo: {moved}" in err
+    assert summed(json.loads(out)["rows"]) == TOTAL
+    assert persistence_dir("sessions:\n  other: 1\n") is None
+    assert persistence_dir("sessionsOld:\n  persistenceDir: /data/c\n") is None
+    assert persistence_dir("sessions:\n  persistenceDir: ~/rovo\n") == "~/rovo"

@@ -2,7 +2,8 @@
 the session grows.
 
 Where the files are: `${ROVO_DATA_DIR:-~/.rovodev}/sessions/<session>/session_context.json`
-(`ROVO_DATA_DIR` comma-separated, each folder searched whole). Rovo Dev CLI is not on npm or PyPI (it is
+(`ROVO_DATA_DIR` comma-separated, each folder searched whole), and the folder `sessions.persistenceDir`
+in its `config.yml` names (`RovoPlace` in __init__.py). Rovo Dev CLI is not on npm or PyPI (it is
 an extension of Atlassian's `acli`), so the format comes from public fixtures: ccusage's Rovo Dev reader
 and its tests (tests/data/rovo, with their licence notice).
 
