@@ -188,3 +188,67 @@ def record_codex_fork(root: Path) -> tuple[Path, int]:
         run("fork", first.name.split(".jsonl")[0][-36:], "JUDGE-THREE forked prompt")
         calls = len(server.inputs())
     return codex_home, calls
+
+
+# Cline's CLI (a compiled Bun binary inside the npm package; no native package to fetch at run time).
+CLINE = ("cline", "3.0.65", "cline")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _stop_cline_hub(project: Path) -> None:
+    """Cline starts a hub daemon that outlives the run (and may start it again as the CLI exits); end the
+    ones this recording started, by pid: a daemon whose command line names this recording's project
+    folder. Scans until two scans a second apart find none."""
+    import signal
+    import time
+
+    quiet = 0
+    for _ in range(20):
+        found = 0
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                args = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"--cline-hub-daemon" in args and str(project).encode() in args:
+                found += 1
+                try:
+                    os.kill(int(entry.name), signal.SIGTERM)
+                except OSError:
+                    pass
+        quiet = 0 if found else quiet + 1
+        if quiet >= 2:
+            return
+        time.sleep(1)
+
+
+def record_cline(root: Path, prompts: tuple[str, ...]) -> tuple[Path, int]:
+    """Cline `cline PROMPT` once per prompt (each a session) against `FakeChat` through its OpenAI-compatible
+    provider (`cline auth -p openai -b URL`); (the sandbox HOME, conversation calls answered)."""
+    binary = judge_cli(*CLINE)
+    home, project = root / "home", root / "project"
+    project.mkdir(parents=True)
+    home.mkdir()
+    with FakeChat() as api:
+        env = sandbox_env(home, CLINE_NO_AUTO_UPDATE="1", CLINE_HUB_PORT=str(_free_port()))
+        try:
+            done = subprocess.run([str(binary), "auth", "-p", "openai", "-k", "judge", "-m", MODEL, "-b", api.url],
+                                  cwd=project, env=env, capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+            for prompt in prompts:
+                done = subprocess.run([str(binary), prompt], cwd=project, env=env, capture_output=True, text=True,
+                                      timeout=300)
+                assert done.returncode == 0 and REPLY in done.stdout, (done.stdout[-2000:], done.stderr[-2000:])
+        finally:
+            _stop_cline_hub(project)
+        calls = len(api.chat_requests())
+    return home, calls

@@ -20,9 +20,11 @@ from collections.abc import Mapping
 from batchcompact.agents import (
     amp,
     claude,
+    cline,
     codebuff,
     codex,
     copilot,
+    devin,
     droid,
     gemini,
     goose,
@@ -34,6 +36,7 @@ from batchcompact.agents import (
     opencode,
     pi,
     qwen,
+    rovo,
     zcode,
 )
 from batchcompact.agents.spec import Agent, Files, Place, load
@@ -160,6 +163,7 @@ register(codex.AGENT)
 register(gemini.AGENT)
 # Report-only agents (batchcompact reads their usage, it does not compact them), and Copilot CLI in their
 # order (its line rules are asked before those of the report-only agents after it).
-for _agent in (opencode, kilo, copilot, kimi, openclaw, droid, goose, amp, codebuff, grok, hermes, zcode):
+for _agent in (opencode, kilo, copilot, kimi, openclaw, droid, goose, amp, codebuff, grok, hermes, zcode,
+               cline, rovo, devin):
     register(_agent.AGENT)
 register(qwen.AGENT, before="claude")  # its records would pass Claude Code's line rule

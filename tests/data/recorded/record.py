@@ -34,6 +34,9 @@ tool calls, and the chat files it writes are copied here:
 - openclaw/openclaw-agent.sqlite.gz: OpenClaw's agent database after `openclaw agent --local --agent main
   --session-id s1 -m …` three times ("prompt alpha: READ-alpha.txt", beta, gamma: each one `read` call
   of a workspace file, then a text reply), copied with SQLite's backup (journal mode DELETE) and gzipped.
+- cline/<session>/: `cline PROMPT` twice (two sessions) through Cline's OpenAI-compatible provider
+  (`cline auth -p openai -b URL`; cline 3.0.65), each session's `<id>.messages.json` and the `<id>.json`
+  beside it as the CLI left them in `~/.cline/data/sessions/` (tests/report_judges.py `record_cline`).
 Nothing here reaches the network: the fake answers on 127.0.0.1 and the sandbox proxy goes nowhere.
 """
 
@@ -283,8 +286,19 @@ def record_openclaw(out: Path) -> None:
     (out / "openclaw" / "openclaw-agent.sqlite.gz").write_bytes(gzip.compress(copy.read_bytes(), 9, mtime=0))
 
 
+def record_cline_sessions(out: Path) -> None:
+    from report_judges import record_cline
+
+    root = ROOT / "cline"
+    shutil.rmtree(root, ignore_errors=True)
+    home, _ = record_cline(root, ("JUDGE-ONE first prompt", "JUDGE-TWO second prompt"))
+    shutil.rmtree(out, ignore_errors=True)
+    for session in sorted((home / ".cline" / "data" / "sessions").iterdir()):
+        shutil.copytree(session, out / session.name)
+
+
 if __name__ == "__main__":
-    agents = sys.argv[1:] or ["gemini", "qwen", "copilot", "opencode", "openclaw"]
+    agents = sys.argv[1:] or ["gemini", "qwen", "copilot", "opencode", "openclaw", "cline"]
     if "gemini" in agents:
         record_gemini(HERE / "gemini-cli")
     if "qwen" in agents:
@@ -295,3 +309,5 @@ if __name__ == "__main__":
         record_opencode(HERE / "opencode")
     if "openclaw" in agents:
         record_openclaw(HERE)
+    if "cline" in agents:
+        record_cline_sessions(HERE / "cline")
