@@ -120,7 +120,8 @@ def _group_options(func):
 def cli(ctx: click.Context) -> None:
     """Compact archived LLM coding-agent sessions in bulk (pi and its descendants, Claude Code, Codex,
     Gemini CLI, Qwen Code, GitHub Copilot CLI, OpenClaw), and report what sessions cost: theirs and those
-    of OpenCode, Kilo, Kimi, Droid, Goose, Amp, Codebuff, Grok Build CLI, Hermes Agent and ZCode.
+    of OpenCode, Kilo, Kimi, Droid, Goose, Amp, Codebuff, Grok Build CLI, Hermes Agent, ZCode, Cline, Rovo
+    Dev and Devin CLI.
 
     Exit codes: 0 all ok or skipped, 1 some sessions failed or are invalid, 2 usage error (also: no
     session files found), 3 run aborted (authentication, lock held, budget refused, state or report folder
