@@ -14,6 +14,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from agent_reports import agent_report, agent_rows
+from agent_reports import summed as sum_fields
 from click.testing import CliRunner
 
 from batchcompact.cli import cli
@@ -40,22 +42,15 @@ def home(tmp_path, monkeypatch) -> Path:
 
 
 def report(*args: str) -> tuple[str, str]:
-    result = CliRunner().invoke(cli, ["report", "--agent", "cline", *args])
-    assert result.exit_code == 0, result.output
-    return result.stdout, result.stderr
+    return agent_report("cline", *args)
 
 
 def rows_by(by: str, *args: str) -> tuple[list[dict], str]:
-    """The report's rows as JSON (`--by request` is written one row a line: JSON lines)."""
-    if by == "request":
-        out, err = report("--by", by, "--format", "jsonl", *args)
-        return [json.loads(line) for line in out.splitlines()], err
-    out, err = report("--by", by, "--format", "json", *args)
-    return json.loads(out)["rows"], err
+    return agent_rows("cline", by, *args)
 
 
 def summed(rows: list[dict]) -> dict:
-    return {k: sum(int(r[k]) for r in rows) for k in CALL} | {"requests": sum(int(r.get("requests", 1)) for r in rows)}
+    return sum_fields(rows, tuple(CALL))
 
 
 def test_the_recorded_transcripts_have_the_shape_the_reader_relies_on():

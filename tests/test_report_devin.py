@@ -14,12 +14,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from click.testing import CliRunner
-
-from batchcompact.cli import cli
+from agent_reports import FIELDS, agent_report, agent_rows, summed
 
 DATA = Path(__file__).parent / "data" / "devin" / "transcripts"
-FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens")
 # per session, with the tokens ccusage's tests expect for the same transcripts
 SESSIONS = {
     "veil-vibraphone": {"requests": 2, "input_tokens": 160_245 + 2_151, "output_tokens": 168,
@@ -48,20 +45,11 @@ def home(tmp_path, monkeypatch) -> Path:
 
 
 def report(*args: str) -> tuple[str, str]:
-    result = CliRunner().invoke(cli, ["report", "--agent", "devin", *args])
-    assert result.exit_code == 0, result.output
-    return result.stdout, result.stderr
+    return agent_report("devin", *args)
 
 
 def rows_by(by: str, *args: str) -> list[dict]:
-    if by == "request":
-        return [json.loads(line) for line in report("--by", by, "--format", "jsonl", *args)[0].splitlines()]
-    return json.loads(report("--by", by, "--format", "json", *args)[0])["rows"]
-
-
-def summed(rows: list[dict]) -> dict:
-    return {k: sum(int(r[k]) for r in rows) for k in FIELDS} | {"requests": sum(int(r.get("requests", 1))
-                                                                             for r in rows)}
+    return agent_rows("devin", by, *args)[0]
 
 
 def test_sessions_models_and_prices(home):

@@ -14,12 +14,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from click.testing import CliRunner
-
-from batchcompact.cli import cli
+from agent_reports import FIELDS, agent_report, agent_rows, summed
 
 DATA = Path(__file__).parent / "data" / "rovo" / "rovodev"
-FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens")
 # per session (ccusage's expected token fields for the same documents, and the fork's own response)
 SESSIONS = {
     "session-a": {"requests": 2, "input_tokens": 3 + 12, "output_tokens": 249 + 34, "cache_read_tokens": 6_395,
@@ -53,20 +50,11 @@ def home(tmp_path, monkeypatch) -> Path:
 
 
 def report(*args: str) -> tuple[str, str]:
-    result = CliRunner().invoke(cli, ["report", "--agent", "rovo", *args])
-    assert result.exit_code == 0, result.output
-    return result.stdout, result.stderr
+    return agent_report("rovo", *args)
 
 
 def rows_by(by: str, *args: str) -> list[dict]:
-    if by == "request":
-        return [json.loads(line) for line in report("--by", by, "--format", "jsonl", *args)[0].splitlines()]
-    return json.loads(report("--by", by, "--format", "json", *args)[0])["rows"]
-
-
-def summed(rows: list[dict]) -> dict:
-    return {k: sum(int(r[k]) for r in rows) for k in FIELDS} | {"requests": sum(int(r.get("requests", 1))
-                                                                             for r in rows)}
+    return agent_rows("rovo", by, *args)[0]
 
 
 def test_sessions_as_ccusage_counts_them(home):
