@@ -135,11 +135,14 @@ def test_counting_rules(tmp_path, monkeypatch):
     write(logs / "session_b" / "agents" / "explore_1", meta("c", stats={**stats, "session_cached_tokens": 5_000},
                                                              config={"active_model": "ghost"}))
     write(logs / "session_d", meta("d", stats=stats, end_time=None, start_time=None))
+    # no config snapshot: no alias recorded, so no model (not Vibe's default)
+    write(logs / "session_e", meta("e", stats=stats))
     result = CliRunner().invoke(cli, ["report", str(tmp_path / ".vibe"), "--by", "request", "--format", "jsonl"])
     assert result.exit_code == 0, result.output
     assert f"{logs / 'session_d' / 'meta.json'}: session d has usage but no time; not counted" in result.stderr
     rows = {r["request_id"]: r for r in map(json.loads, result.stdout.splitlines())}
-    assert set(rows) == {"vibe:a", "vibe:b", "vibe:c"}
+    assert set(rows) == {"vibe:a", "vibe:b", "vibe:c", "vibe:e"}
+    assert rows["vibe:e"]["model"] is None and rows["vibe:e"]["provider"] is None
     a, b, c = rows["vibe:a"], rows["vibe:b"], rows["vibe:c"]
     assert (a["input_tokens"], a["cache_read_tokens"], a["output_tokens"]) == (400, 600, 50)
     assert a["model"] == "devstral-medium-2507" and a["provider"] == "mistral" and a["cost_usd"] == 0.25

@@ -16,7 +16,8 @@ against a loopback OpenAI-compatible provider; Vibe writes two layouts:
   (`inputTokens`, `outputTokens`, `cachedInputTokens`), and `runtime-state.json`
   `session_metadata.active_model` the alias. The alias is resolved through `$VIBE_HOME/config.toml`'s
   `[[models]]` (the folder three levels up); an empty alias is Vibe's default model
-  (`mistral-vibe-cli-latest`, provider `mistral`); an alias found nowhere is taken as the model.
+  (`mistral-vibe-cli-latest`, provider `mistral`); an alias found nowhere is taken as the model, and a
+  session that records no alias (no config snapshot) has no model: counted, unpriced and flagged.
 
 Counting: Vibe's prompt count INCLUDES the cached tokens (its Anthropic backend folds cache reads and
 writes into it), so input = prompt − cached, cache read = cached; a cache write is not recorded apart
@@ -46,7 +47,10 @@ DEFAULT_MODEL = ("mistral-vibe-cli-latest", "mistral")  # Vibe's DEFAULT_ACTIVE_
 
 
 def configured_model(models: object, alias: str | None) -> tuple[str | None, str | None]:
-    """(model name, provider) of `alias` in a `models` table (by alias) or list; (None, None) if absent."""
+    """(model name, provider) of `alias` in a `models` table (by alias) or list; (None, None) if absent or
+    not recorded (None); Vibe's default model for the empty alias (unpinned)."""
+    if alias is None:
+        return None, None
     if not alias:
         return DEFAULT_MODEL
     entries = models.values() if isinstance(models, dict) else models if isinstance(models, list) else ()
