@@ -2,7 +2,8 @@
 
 Where the files are: `${VIBE_HOME:-~/.vibe}/logs/session/`, one folder per session, each with a
 `meta.json`. Recorded with the real CLI (`mistral-vibe` 2.26.1 from PyPI, tests/test_judge_vibe.py)
-against a loopback OpenAI-compatible provider; Vibe writes two layouts:
+against a loopback OpenAI-compatible provider (and by hand with 3.0.3, the newest, whose Unified store,
+format minor 10, is read alike; it has no legacy harness); Vibe writes two layouts:
 
 - The legacy Python harness (`--legacy-harness`, and every Vibe before the Unified Harness):
   `session_<YYYYMMDD_HHMMSS>_<id8>/meta.json` beside `messages.jsonl`; a sub-agent's session is a folder
