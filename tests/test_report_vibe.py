@@ -164,3 +164,18 @@ def test_a_broken_session_is_named_and_the_rest_reported(home):
     assert f"{logs / 'session_other' / 'meta.json'}: no `session_id`" in err
     assert f"{unified / 'meta.json'}: generation 0000000000000099 has no readable projection-state.json" in err
     assert summed(json.loads(out)["rows"]) == {k: 2 * v for k, v in SESSION.items()}
+
+
+def test_another_agents_transcript_under_a_logs_session_folder_is_not_taken(tmp_path, monkeypatch):
+    """Only Vibe's own names are claimed: a Claude Code transcript named by its id (a digit first) in an
+    archive under `logs/session/` is still Claude's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    folder = tmp_path / "logs" / "session"
+    folder.mkdir(parents=True)
+    line = {"type": "assistant", "sessionId": "0f0e", "timestamp": "2026-09-01T10:00:00Z", "requestId": "req_1",
+            "message": {"id": "msg_1", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+                        "usage": {"input_tokens": 10, "output_tokens": 5}}}
+    (folder / "0123456789abcdef.jsonl").write_text(json.dumps(line) + "\n")
+    result = CliRunner().invoke(cli, ["report", str(tmp_path), "--by", "agent", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert [(r["agent"], r["total_tokens"]) for r in json.loads(result.stdout)["rows"]] == [("claude", 15)]

@@ -11,8 +11,9 @@ AGENT = Agent(
     places=(Place(defaults=("~/.vibe",), env="VIBE_HOME", sessions=("logs/session",)),),
     suffixes=(),
     # meta.json holds the usage; the transcripts (messages.jsonl) and the Unified Harness's recovery journal
-    # (journal/<sequence>.jsonl) beside it are claimed so that the walk does not offer them to other agents,
-    # and add nothing
-    files=(Files(("meta.json", "messages.jsonl", "[0-9]*.jsonl"), under=("logs/session",)),),
+    # (journal/<16-digit sequence>.jsonl) beside it are claimed so that the walk does not offer them to other
+    # agents, and add nothing (the names are narrow: another agent's `<id>.jsonl` is never taken)
+    files=(Files(("meta.json", "messages.jsonl"), under=("logs/session",)),
+           Files(("[0-9]" * 16 + ".jsonl",), under=("logs/session", "journal"))),
     usage="batchcompact.agents.vibe.report:extract_vibe",
 )
