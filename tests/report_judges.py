@@ -26,6 +26,7 @@ from agent_judges import (
     REPLY,
     FakeGemini,
     _LoopbackAPI,
+    cache_dir,
     gemini_env,
     gemini_settings,
     npm_cli,
@@ -250,5 +251,86 @@ def record_cline(root: Path, prompts: tuple[str, ...]) -> tuple[Path, int]:
                 assert done.returncode == 0 and REPLY in done.stdout, (done.stdout[-2000:], done.stderr[-2000:])
         finally:
             _stop_cline_hub(project)
+        calls = len(api.chat_requests())
+    return home, calls
+
+
+# Mistral Vibe is on PyPI (not npm) and needs Python 3.12 or newer. 3.0.x pins a certifi release the index
+# does not serve; 2.26.1 installs as published.
+VIBE = ("mistral-vibe", "2.26.1", "vibe")
+
+
+def _python_312() -> Path | None:
+    """A Python 3.12+ interpreter that runs: pyenv's newest 3.12+ version, else one on PATH (a pyenv shim on
+    PATH fails for a version not selected, hence the check)."""
+    import re
+    import shutil
+
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    versions = []
+    for folder in root.glob("3.*"):
+        match = re.fullmatch(r"3\.(\d+)\.(\d+)", folder.name)
+        if match and int(match[1]) >= 12:
+            versions.append(((int(match[1]), int(match[2])), folder / "bin" / "python3"))
+    candidates = [path for _, path in sorted(versions, reverse=True)]
+    candidates += [Path(found) for name in ("python3.14", "python3.13", "python3.12") if (found := shutil.which(name))]
+    for python in candidates:
+        try:
+            if subprocess.run([str(python), "-c", "import venv"], capture_output=True, timeout=60).returncode == 0:
+                return python
+        except (OSError, subprocess.SubprocessError):
+            continue
+    return None
+
+
+def vibe_cli() -> Path:
+    """The `vibe` binary of mistral-vibe (VIBE's version) in a venv under the judges' cache (created once);
+    skipped (failed in CI) when no Python 3.12+ or the install fails."""
+    from conftest import unavailable
+
+    package, version, binary = VIBE
+    prefix = cache_dir() / "pypi" / f"{package}-{version}"
+    target = prefix / "bin" / binary
+    if target.exists() and (prefix / ".installed").exists():
+        return target
+    python = _python_312()
+    if python is None:
+        unavailable(f"{package} needs Python 3.12 or newer, and none is installed")
+    try:
+        subprocess.run([str(python), "-m", "venv", "--clear", str(prefix)], check=True, capture_output=True,
+                       timeout=300)
+        done = subprocess.run([str(prefix / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
+                               f"{package}=={version}"], capture_output=True, text=True, timeout=1200)
+    except (subprocess.SubprocessError, OSError) as exc:
+        unavailable(f"pip install {package}=={version} failed: {exc}")
+    if done.returncode != 0 or not target.exists():
+        said = [line for line in done.stderr.splitlines() if line.startswith("ERROR")]
+        unavailable(f"pip install {package}=={version} failed: {' / '.join(said[:2]) or done.returncode}")
+    (prefix / ".installed").write_text(version)
+    return target
+
+
+def vibe_config(home: Path, url: str) -> None:
+    """`~/.vibe/config.toml`: an OpenAI-compatible provider on `url` and MODEL as the active model (alias `judge`)."""
+    (home / ".vibe").mkdir(parents=True, exist_ok=True)
+    (home / ".vibe" / "config.toml").write_text(
+        f'active_model = "judge"\n\n[[providers]]\nname = "judge"\napi_base = "{url}"\napi_key_env_var = "JUDGE_KEY"\n'
+        f'backend = "generic"\n\n[[models]]\nname = "{MODEL}"\nprovider = "judge"\nalias = "judge"\n')
+
+
+def record_vibe(root: Path, runs: tuple[tuple[str, tuple[str, ...]], ...]) -> tuple[Path, int]:
+    """`vibe [ARGS] --trust -p PROMPT` for each (prompt, args) (`--continue` resumes the latest session,
+    `--legacy-harness` runs the Python harness) against `FakeChat`; (the sandbox HOME, calls answered)."""
+    binary = vibe_cli()
+    home, project = root / "home", root / "project"
+    project.mkdir(parents=True)
+    home.mkdir()
+    with FakeChat() as api:
+        vibe_config(home, api.url)
+        env = sandbox_env(home, JUDGE_KEY="judge")
+        for prompt, args in runs:
+            done = subprocess.run([str(binary), *args, "--trust", "-p", prompt], cwd=project, env=env,
+                                  capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0 and REPLY in done.stdout, (done.stdout[-2000:], done.stderr[-2000:])
         calls = len(api.chat_requests())
     return home, calls

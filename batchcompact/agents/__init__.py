@@ -32,11 +32,13 @@ from batchcompact.agents import (
     hermes,
     kilo,
     kimi,
+    muse,
     openclaw,
     opencode,
     pi,
     qwen,
     rovo,
+    vibe,
     zcode,
 )
 from batchcompact.agents.spec import Agent, Files, Place, load
@@ -164,6 +166,6 @@ register(gemini.AGENT)
 # Report-only agents (batchcompact reads their usage, it does not compact them), and Copilot CLI in their
 # order (its line rules are asked before those of the report-only agents after it).
 for _agent in (opencode, kilo, copilot, kimi, openclaw, droid, goose, amp, codebuff, grok, hermes, zcode,
-               cline, rovo, devin):
+               cline, rovo, devin, vibe, muse):
     register(_agent.AGENT)
 register(qwen.AGENT, before="claude")  # its records would pass Claude Code's line rule

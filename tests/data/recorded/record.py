@@ -1,4 +1,4 @@
-"""Re-record the Gemini CLI, Qwen Code and OpenClaw sessions in this folder with the real CLIs.
+"""Re-record the Gemini CLI, Qwen Code, OpenClaw, Cline and Mistral Vibe sessions in this folder with the real CLIs.
 
     python tests/data/recorded/record.py [gemini|qwen|openclaw ...]
 
@@ -37,6 +37,10 @@ tool calls, and the chat files it writes are copied here:
 - cline/<session>/: `cline PROMPT` twice (two sessions) through Cline's OpenAI-compatible provider
   (`cline auth -p openai -b URL`; cline 3.0.65), each session's `<id>.messages.json` and the `<id>.json`
   beside it as the CLI left them in `~/.cline/data/sessions/` (tests/report_judges.py `record_cline`).
+- vibe/.vibe/: Mistral Vibe (mistral-vibe 2.26.1 from PyPI, tests/report_judges.py `record_vibe`) through an
+  OpenAI-compatible provider: `vibe -p` then `vibe --continue -p` (the Unified Harness, the default:
+  `logs/session/unified/<id>/`), then the same with `--legacy-harness` (`logs/session/session_<ts>_<id>/`);
+  the session folders as the CLI left them and its config.toml (the provider's URL replaced by a dead one).
 Nothing here reaches the network: the fake answers on 127.0.0.1 and the sandbox proxy goes nowhere.
 """
 
@@ -297,8 +301,28 @@ def record_cline_sessions(out: Path) -> None:
         shutil.copytree(session, out / session.name)
 
 
+VIBE_RUNS = (("JUDGE-ONE say hi", ()), ("JUDGE-TWO say hi again", ("--continue",)),
+             ("JUDGE-THREE legacy", ("--legacy-harness",)), ("JUDGE-FOUR legacy again", ("--legacy-harness", "--continue")))
+
+
+def record_vibe_sessions(out: Path) -> None:
+    import re
+
+    from report_judges import record_vibe
+
+    root = ROOT / "vibe"
+    shutil.rmtree(root, ignore_errors=True)
+    home, _ = record_vibe(root, VIBE_RUNS)
+    shutil.rmtree(out, ignore_errors=True)
+    logs = home / ".vibe" / "logs" / "session"
+    for session in sorted(p for p in [*logs.glob("session_*"), *logs.glob("unified/*")] if p.is_dir()):
+        shutil.copytree(session, out / ".vibe" / session.relative_to(home / ".vibe"))
+    config = (home / ".vibe" / "config.toml").read_text()
+    (out / ".vibe" / "config.toml").write_text(re.sub(r'api_base = "[^"]*"', 'api_base = "http://127.0.0.1:9/v1"', config))
+
+
 if __name__ == "__main__":
-    agents = sys.argv[1:] or ["gemini", "qwen", "copilot", "opencode", "openclaw", "cline"]
+    agents = sys.argv[1:] or ["gemini", "qwen", "copilot", "opencode", "openclaw", "cline", "vibe"]
     if "gemini" in agents:
         record_gemini(HERE / "gemini-cli")
     if "qwen" in agents:
@@ -311,3 +335,5 @@ if __name__ == "__main__":
         record_openclaw(HERE)
     if "cline" in agents:
         record_cline_sessions(HERE / "cline")
+    if "vibe" in agents:
+        record_vibe_sessions(HERE / "vibe")
