@@ -71,7 +71,7 @@ def test_every_agent_folder_under_home_is_discovered(home):
     found = {s.agent for s in discover_sources(report=True)}
     assert found == set(LAYOUT) & set(names())
     # plan, run and validate read only the agents batchcompact compacts
-    assert {s.agent for s in discover_sources()} == {"codex", "gemini", "qwen", "copilot", "openclaw"}
+    assert {s.agent for s in discover_sources()} == {"codex", "gemini", "qwen", "copilot", "openclaw", "opencode"}
 
 
 def test_report_without_paths_reads_every_agent_counted_once(home):
