@@ -349,3 +349,29 @@ def test_preset_opencode_keeps_opencodes_tail(tmp_path):
     db, session_id = _plain(tmp_path)
     [row] = _rows(_cli("plan", "--preset", "opencode", "--force", "--format", "jsonl", f"{db}#{session_id}"))
     assert row["status"] == "skip" and "keep_recent_tokens (15000)" in row["reason"]
+
+
+def test_plan_without_paths_finds_the_database_not_the_legacy_storage(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    data = home / ".local" / "share" / "opencode"
+    (data / "storage" / "message" / "ses_old").mkdir(parents=True)
+    (data / "storage" / "message" / "ses_old" / "msg_1.json").write_text('{"id": "msg_1", "role": "user"}')
+    db, session_id = _plain(tmp_path)
+    shutil.copyfile(db, data / "opencode.db")
+    shutil.copyfile(db, data / "opencode-beta.db")  # a channel database: reported, not compacted
+    for variable in ("XDG_DATA_HOME", "OPENCODE_DATA_DIR", "KILO_DATA_DIR", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    result = _cli("plan", "--format", "jsonl")
+    assert result.exit_code == 0, result.output
+    assert [row["path"] for row in _rows(result)] == [f"{data / 'opencode.db'}#{session_id}"]
+
+
+def test_kilo_databases_are_compacted_as_kilo(tmp_path):
+    db, session_id = _plain(tmp_path, "kilo")
+    result = _cli("run", "--force", "--min-age", "0", "--keep-recent-tokens", "100", "--in-place", "--format", "jsonl",
+                  str(db))
+    assert result.exit_code == 0, result.output
+    [row] = _rows(result)
+    assert row["format"] == "kilo" and row["status"] == "compacted" and row["output_path"] == f"{db}#{session_id}"
+    assert filter_compacted(read_session(db, session_id, fmt="kilo").extra["messages"])[1]["info"]["summary"] is True
