@@ -375,3 +375,46 @@ def test_kilo_databases_are_compacted_as_kilo(tmp_path):
     [row] = _rows(result)
     assert row["format"] == "kilo" and row["status"] == "compacted" and row["output_path"] == f"{db}#{session_id}"
     assert filter_compacted(read_session(db, session_id, fmt="kilo").extra["messages"])[1]["info"]["summary"] is True
+
+
+def test_a_session_changed_during_the_run_or_a_failed_verify_writes_nothing(tmp_path):
+    from batchcompact.agents.opencode import store
+    from batchcompact.errors import VerificationError
+    from batchcompact.pipeline.state import fingerprint_file
+    from batchcompact.pipeline.writer import ChangedDuringRun
+
+    db, session_id = _plain(tmp_path)
+    path = f"{db}#{session_id}"
+    session = read_session(db, session_id)
+    line = {"type": "compaction", "summary": SUMMARY, "firstKeptEntryId": _prompt(session, "STEP-TWO").id,
+            "now_ms": 1, "batchcompact": {}}
+    printed = fingerprint_file(path)
+    expect = (printed.size, printed.sha256)
+    before = _counts(db)
+    with pytest.raises(ChangedDuringRun, match="changed since it was read"):
+        store.write_session(session, [line], path, None, in_place=True, backup=False, expect=(1, "0" * 64))
+    with pytest.raises(VerificationError, match="bad"):
+        store.write_session(session, [line], path, lambda written: ["bad"], in_place=True, backup=False,
+                            expect=expect)
+    assert _counts(db) == before and fingerprint_file(path) == printed
+    # the verify sees the rows written inside the transaction
+    seen = []
+    store.write_session(session, [line], path, lambda written: seen.append(len(written.entries)) or [],
+                        in_place=True, backup=False, expect=expect)
+    assert seen == [len(session.entries) + 1] and _counts(db) == (before[0] + 2, before[1] + 2, before[2] + 4)
+
+
+def test_summaries_bought_from_a_model_are_written_with_their_usage_in_the_run_report(tmp_path, llm_server):
+    db, session_id = _plain(tmp_path)
+    out = tmp_path / "out"
+    result = _cli("run", "--force", "--min-age", "0", "--keep-recent-tokens", "100", "--model", "openai/gpt-4o-mini",
+                  "--api-base", llm_server.api_base, "--api-key", "sk-test", "--max-attempts", "1", "--output-dir",
+                  str(out), "--format", "jsonl", f"{db}#{session_id}")
+    assert result.exit_code == 0, result.output
+    [row] = _rows(result)
+    assert row["status"] == "compacted" and row["written_entries"][0]["output"] == 20
+    loaded = filter_compacted(read_session(out / "opencode.db", session_id).extra["messages"])
+    text = "".join(p["text"] for p in loaded[1]["parts"] if p["type"] == "text")
+    assert text.startswith("## Goal\nsummary from the test server")
+    assert loaded[1]["info"]["tokens"]["output"] == 0  # OpenCode's own report stays the agent's usage
+    assert len(llm_server.requests) == 1
