@@ -12,7 +12,8 @@ agents' own, and ccusage's for Claude and Codex):
   `projects/` folder itself) REPLACES the defaults; without it `$XDG_CONFIG_HOME/claude/projects`
   (`~/.config/claude/projects`) and `~/.claude/projects`.
 - Codex: `$CODEX_HOME` (comma-separated) or `~/.codex`; in each, `sessions/` and `archived_sessions/`.
-Those are the agents whose sessions batchcompact reads; `plan`, `run` and `validate` look only in their places.
+Those are the agents whose sessions batchcompact reads; `plan`, `run` and `validate` look only in their places
+(for OpenCode and Kilo: their `opencode.db` / `kilo.db`, whose sessions they read as `<db>#<id>`).
 `report` also looks in the report-only agents' places (`<data>` = `$XDG_DATA_HOME`, else `~/.local/share`;
 a variable naming folders is a comma-separated list and replaces the defaults):
 - OpenCode: `$OPENCODE_DATA_DIR` or `<data>/opencode`: `opencode.db`, every channel `opencode-*.db`, the
@@ -65,9 +66,9 @@ def discover_sources(
     home = Path(home) if home is not None else Path(env.get("HOME") or os.path.expanduser("~"))
     unique: list[SessionSource] = []
     seen: set[Path] = set()
-    for label, place in _places(report, agents):
+    for label, place, agent in _places(report, agents):
         for path, origin in place.sources(env, home):
-            if not (path.is_dir() or (report and path.is_file())):
+            if not _readable_source(path, agent, report):
                 continue
             key = path.resolve()
             if key not in seen:
@@ -85,12 +86,22 @@ def _places(report: bool, agents: tuple[str, ...] | None):
         for place in agent.places:
             label = place.label or agent.name
             if agents is None or label in agents or agent.name in agents:
-                yield label, place
+                yield label, place, agent
+
+
+def _readable_source(path: Path, agent, report: bool) -> bool:
+    """A place `report` reads (a folder or a file), or one the other commands read: a folder of the agent's
+    session files, or its session database (OpenCode's `opencode.db`: `Agent.store_names`)."""
+    if report:
+        return path.is_dir() or path.is_file()
+    if path.is_dir():
+        return bool(agent.suffixes)  # OpenCode's legacy storage/ folder holds no file `plan` reads
+    return path.name in agent.store_names and path.is_file()
 
 
 def searched_places(report: bool = False, agents: tuple[str, ...] | None = None) -> str:
     """Where discovery looks (for `agents`, only their places), for the "nothing found" message."""
-    return ", ".join(hint for _, place in _places(report, agents) for hint in place.hint())
+    return ", ".join(hint for _, place, _ in _places(report, agents) for hint in place.hint())
 
 
 def paths_or_discovered(

@@ -62,14 +62,14 @@ def toy():
 
 
 def test_the_compactable_formats_are_registered_in_order():
-    assert [a.name for a in AGENTS if a.compactable] == ["pi", "qwen", "claude", "codex", "gemini", "copilot",
-                                                          "openclaw"]
+    assert [a.name for a in AGENTS if a.compactable] == ["pi", "qwen", "claude", "codex", "gemini", "opencode",
+                                                          "kilo", "copilot", "openclaw"]
     # report-only agents (Copilot CLI and OpenClaw in their order) come after them; Qwen Code's line rule is
     # asked before Claude Code's
     assert [a.name for a in AGENTS[:5]] == ["pi", "qwen", "claude", "codex", "gemini"]
     assert get("claude").display_name == "Claude Code" and get("pi").compactable
     assert set(presets()) == {"pi", "oh-my-pi", "flue", "claude-code", "codex", "gemini-cli", "qwen-code",
-                              "copilot-cli", "openclaw"}
+                              "copilot-cli", "openclaw", "opencode"}
     assert tool_table()["apply_patch"] == "patch" and tool_table()["todowrite"] == "todos"
     with pytest.raises(KeyError, match="unknown agent 'nope'"):
         get("nope")

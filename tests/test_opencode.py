@@ -202,3 +202,219 @@ def test_a_wal_left_by_a_crash_is_read(db, tmp_path):
     copy = tmp_path / "copy.db"
     copy_database(crashed / "opencode.db", copy)
     assert read_session(copy, session_id).extra["messages"] == session.extra["messages"]
+
+
+# From the command line: each session of the database is `<opencode.db>#<id>` (agents/opencode/store.py).
+
+
+def _plain(tmp_path: Path, name: str = "opencode") -> tuple[Path, str]:
+    """The recorded database without OpenCode's own compaction (four prompts, nothing compacted yet), its
+    session's project folder moved to `tmp_path/project`."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    db = folder / f"{name}.db"
+    shutil.copyfile(RECORDED, db)
+    conn = sqlite3.connect(db)
+    summary, user = conn.execute("SELECT id, json_extract(data, '$.parentID') FROM message "
+                                 "WHERE json_extract(data, '$.summary') = 1").fetchone()
+    for table, column in (("part", "message_id"), ("message", "id")):
+        conn.execute(f"DELETE FROM {table} WHERE {column} IN (?, ?)", (summary, user))
+    (tmp_path / "project").mkdir()
+    conn.execute("UPDATE session SET directory = ?", (str(tmp_path / "project"),))
+    conn.commit()
+    [session_id] = [row[0] for row in conn.execute("SELECT id FROM session")]
+    conn.close()
+    return db, session_id
+
+
+def _cli(*args: str):
+    from click.testing import CliRunner
+
+    from batchcompact.cli import cli as main
+
+    return CliRunner().invoke(main, list(args))
+
+
+def _rows(result) -> list[dict]:
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+
+
+def test_plan_lists_each_session_of_the_database_with_the_windows_source(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    db, session_id = _plain(tmp_path)
+    result = _cli("plan", "--format", "jsonl", str(db.parent))
+    assert result.exit_code == 0, result.output
+    [row] = _rows(result)
+    assert row["path"] == f"{db}#{session_id}" and row["format"] == "opencode"
+    assert row["window_source"] == "price table" and row["context_window"] == 1_047_576
+    assert row["threshold"] == 1_047_576 - 32_000  # OpenCode's usable window: context - max output (32,000 cap)
+    # the user's opencode.json: the model's limits and OpenCode's compaction settings
+    model = read_session(db, session_id).extra["model"]
+    config = {"provider": {model["providerID"]: {"models": {model["modelID"]: {"limit": {"context": 3000,
+                                                                                         "output": 1000}}}}},
+              "compaction": {"preserve_recent_tokens": 100}}
+    (tmp_path / "project" / "opencode.json").write_text(json.dumps(config))
+    [row] = _rows(_cli("plan", "--format", "jsonl", f"{db}#{session_id}"))
+    assert (row["window_source"], row["context_window"], row["threshold"]) == ("opencode config limit.context",
+                                                                             3000, 2000)
+    assert row["status"] == "compact"  # over 2,000 tokens: OpenCode would compact it too
+    config["compaction"]["auto"] = False
+    (tmp_path / "project" / "opencode.json").write_text(json.dumps(config))
+    [row] = _rows(_cli("plan", "--format", "jsonl", f"{db}#{session_id}"))
+    assert row["status"] == "skip" and row["reason"].startswith("compaction.auto is false in the OpenCode config")
+
+
+def test_run_output_dir_writes_a_copy_of_the_database_and_the_original_is_untouched(tmp_path):
+    db, session_id = _plain(tmp_path)
+    before = _counts(db)
+    out = tmp_path / "out"
+    result = _cli("run", "--force", "--min-age", "0", "--keep-recent-tokens", "100", "--output-dir", str(out),
+                  "--format", "jsonl", str(db.parent))
+    assert result.exit_code == 0, result.output
+    [row] = _rows(result)
+    assert row["status"] == "compacted" and not row["split_turn"], row
+    assert _counts(db) == before
+    copy = out / "opencode.db"
+    assert row["output_path"] == f"{copy}#{session_id}"
+    assert _counts(copy) == (before[0] + 2, before[1] + 2, before[2] + 4)
+    again = read_session(copy, session_id)
+    assert not again.problems
+    loaded = filter_compacted(again.extra["messages"])
+    assert loaded[0]["parts"][0]["type"] == "compaction" and loaded[1]["info"]["summary"] is True
+    assert loaded[2]["info"]["id"] == loaded[0]["parts"][0]["tail_start_id"] == row["first_kept_entry_id"]
+    # the built-in summary knows OpenCode's tools (filePath, oldString/newString)
+    text = "".join(p["text"] for p in loaded[1]["parts"] if p["type"] == "text")
+    assert "hello.py" in text and "<modified-files>" in text
+    # a second run finds it compacted
+    [row] = _rows(_cli("plan", "--force", "--keep-recent-tokens", "100", "--format", "jsonl", f"{copy}#{session_id}"))
+    assert row["status"] == "skip"
+
+
+def test_run_in_place_keeps_a_backup_and_the_report_counts_the_same_usage(tmp_path):
+    db, session_id = _plain(tmp_path)
+    before = _counts(db)
+    usage = _cli("report", "--no-cache", "--format", "json", str(db))
+    result = _cli("run", "--force", "--min-age", "0", "--keep-recent-tokens", "100", "--in-place", "--format", "jsonl",
+                  f"{db}#{session_id}")
+    assert result.exit_code == 0, result.output
+    assert _rows(result)[0]["status"] == "compacted"
+    assert _counts(Path(f"{db}.bak")) == before and _counts(db) == (before[0] + 2, before[1] + 2, before[2] + 4)
+    after = _cli("report", "--no-cache", "--format", "json", str(db))
+    assert json.loads(after.stdout)["totals"] == json.loads(usage.stdout)["totals"]
+
+
+def test_a_session_changed_within_min_age_is_left_alone(tmp_path):
+    import time
+
+    db, session_id = _plain(tmp_path)
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE session SET time_updated = ?", (int(time.time() * 1000),))
+    conn.commit()
+    conn.close()
+    before = _counts(db)
+    result = _cli("run", "--force", "--in-place", "--format", "jsonl", str(db))
+    assert result.exit_code == 0, result.output
+    assert "under --min-age" in result.output and _counts(db) == before
+
+
+def test_a_database_busy_during_run_fails_that_session_with_the_reason(tmp_path, monkeypatch):
+    from batchcompact.agents.opencode import store
+
+    monkeypatch.setattr(store, "BUSY_TRIES", 2)
+    monkeypatch.setattr(store, "BUSY_TIMEOUT_S", 0.05)
+    db, session_id = _plain(tmp_path)
+    before = _counts(db)
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # OpenCode writing
+    try:
+        result = _cli("run", "--force", "--min-age", "0", "--keep-recent-tokens", "100", "--in-place", "--no-backup",
+                      "--jobs", "1", "--format", "jsonl", f"{db}#{session_id}")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert result.exit_code == 1
+    [row] = _rows(result)
+    assert row["status"] == "failed" and "stayed locked by another writer" in row["reason"], row["reason"]
+    assert _counts(db) == before
+
+
+def test_the_database_itself_and_an_unknown_session_are_one_line_each(tmp_path):
+    db, _ = _plain(tmp_path)
+    result = _cli("validate", f"{db}#ses_missing")
+    assert result.exit_code == 1
+    assert "no session 'ses_missing'" in result.output
+
+
+def test_preset_opencode_keeps_opencodes_tail(tmp_path):
+    db, session_id = _plain(tmp_path)
+    [row] = _rows(_cli("plan", "--preset", "opencode", "--force", "--format", "jsonl", f"{db}#{session_id}"))
+    assert row["status"] == "skip" and "keep_recent_tokens (15000)" in row["reason"]
+
+
+def test_plan_without_paths_finds_the_database_not_the_legacy_storage(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    data = home / ".local" / "share" / "opencode"
+    (data / "storage" / "message" / "ses_old").mkdir(parents=True)
+    (data / "storage" / "message" / "ses_old" / "msg_1.json").write_text('{"id": "msg_1", "role": "user"}')
+    db, session_id = _plain(tmp_path)
+    shutil.copyfile(db, data / "opencode.db")
+    shutil.copyfile(db, data / "opencode-beta.db")  # a channel database: reported, not compacted
+    for variable in ("XDG_DATA_HOME", "OPENCODE_DATA_DIR", "KILO_DATA_DIR", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    result = _cli("plan", "--format", "jsonl")
+    assert result.exit_code == 0, result.output
+    assert [row["path"] for row in _rows(result)] == [f"{data / 'opencode.db'}#{session_id}"]
+
+
+def test_kilo_databases_are_compacted_as_kilo(tmp_path):
+    db, session_id = _plain(tmp_path, "kilo")
+    result = _cli("run", "--force", "--min-age", "0", "--keep-recent-tokens", "100", "--in-place", "--format", "jsonl",
+                  str(db))
+    assert result.exit_code == 0, result.output
+    [row] = _rows(result)
+    assert row["format"] == "kilo" and row["status"] == "compacted" and row["output_path"] == f"{db}#{session_id}"
+    assert filter_compacted(read_session(db, session_id, fmt="kilo").extra["messages"])[1]["info"]["summary"] is True
+
+
+def test_a_session_changed_during_the_run_or_a_failed_verify_writes_nothing(tmp_path):
+    from batchcompact.agents.opencode import store
+    from batchcompact.errors import VerificationError
+    from batchcompact.pipeline.state import fingerprint_file
+    from batchcompact.pipeline.writer import ChangedDuringRun
+
+    db, session_id = _plain(tmp_path)
+    path = f"{db}#{session_id}"
+    session = read_session(db, session_id)
+    line = {"type": "compaction", "summary": SUMMARY, "firstKeptEntryId": _prompt(session, "STEP-TWO").id,
+            "now_ms": 1, "batchcompact": {}}
+    printed = fingerprint_file(path)
+    expect = (printed.size, printed.sha256)
+    before = _counts(db)
+    with pytest.raises(ChangedDuringRun, match="changed since it was read"):
+        store.write_session(session, [line], path, None, in_place=True, backup=False, expect=(1, "0" * 64))
+    with pytest.raises(VerificationError, match="bad"):
+        store.write_session(session, [line], path, lambda written: ["bad"], in_place=True, backup=False,
+                            expect=expect)
+    assert _counts(db) == before and fingerprint_file(path) == printed
+    # the verify sees the rows written inside the transaction
+    seen = []
+    store.write_session(session, [line], path, lambda written: seen.append(len(written.entries)) or [],
+                        in_place=True, backup=False, expect=expect)
+    assert seen == [len(session.entries) + 1] and _counts(db) == (before[0] + 2, before[1] + 2, before[2] + 4)
+
+
+def test_summaries_bought_from_a_model_are_written_with_their_usage_in_the_run_report(tmp_path, llm_server):
+    db, session_id = _plain(tmp_path)
+    out = tmp_path / "out"
+    result = _cli("run", "--force", "--min-age", "0", "--keep-recent-tokens", "100", "--model", "openai/gpt-4o-mini",
+                  "--api-base", llm_server.api_base, "--api-key", "sk-test", "--max-attempts", "1", "--output-dir",
+                  str(out), "--format", "jsonl", f"{db}#{session_id}")
+    assert result.exit_code == 0, result.output
+    [row] = _rows(result)
+    assert row["status"] == "compacted" and row["written_entries"][0]["output"] == 20
+    loaded = filter_compacted(read_session(out / "opencode.db", session_id).extra["messages"])
+    text = "".join(p["text"] for p in loaded[1]["parts"] if p["type"] == "text")
+    assert text.startswith("## Goal\nsummary from the test server")
+    assert loaded[1]["info"]["tokens"]["output"] == 0  # OpenCode's own report stays the agent's usage
+    assert len(llm_server.requests) == 1

@@ -71,7 +71,9 @@ def test_every_agent_folder_under_home_is_discovered(home):
     found = {s.agent for s in discover_sources(report=True)}
     assert found == set(LAYOUT) & set(names())
     # plan, run and validate read only the agents batchcompact compacts
-    assert {s.agent for s in discover_sources()} == {"codex", "gemini", "qwen", "copilot", "openclaw"}
+    assert {s.agent for s in discover_sources()} == {"codex", "gemini", "qwen", "copilot", "openclaw", "opencode", "kilo"}
+    # OpenCode's database, not its legacy storage/ folder (no file there that `plan` reads)
+    assert {s.path.name for s in discover_sources() if s.agent in ("opencode", "kilo")} == {"opencode.db", "kilo.db"}
 
 
 def test_report_without_paths_reads_every_agent_counted_once(home):

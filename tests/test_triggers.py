@@ -167,3 +167,10 @@ def test_opencode_trigger():
     assert opencode_trigger(table_window=128_000, max_output_tokens=16_384) == Trigger(128_000, "price table", 111_616)
     assert opencode_trigger(override_window=50_000) == Trigger(50_000, "--context-window", 18_000)
     assert opencode_trigger() == Trigger(None, "unknown", None)
+    # the user's opencode.json: limit.context (recorded_window), limit.input/output and compaction.reserved
+    config = "opencode config limit.context"
+    assert opencode_trigger(recorded_window=200_000, table_window=128_000, max_output_tokens=16_384,
+                            agent_limits={"output": 8_000}) == Trigger(200_000, config, 192_000)
+    assert opencode_trigger(recorded_window=200_000, agent_limits={"input": 150_000, "reserved": 10_000}
+                            ) == Trigger(200_000, config, 140_000)
+    assert opencode_trigger(recorded_window=200_000, max_output_tokens=64_000) == Trigger(200_000, config, 168_000)

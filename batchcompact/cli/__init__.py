@@ -119,8 +119,8 @@ def _group_options(func):
 @click.pass_context
 def cli(ctx: click.Context) -> None:
     """Compact archived LLM coding-agent sessions in bulk (pi and its descendants, Claude Code, Codex,
-    Gemini CLI, Qwen Code, GitHub Copilot CLI, OpenClaw), and report what sessions cost: theirs and those
-    of OpenCode, Kilo, Kimi, Droid, Goose, Amp, Codebuff, Grok Build CLI, Hermes Agent, ZCode, Cline, Rovo
+    Gemini CLI, Qwen Code, OpenCode, Kilo, GitHub Copilot CLI, OpenClaw), and report what sessions cost:
+    theirs and those of Kimi, Droid, Goose, Amp, Codebuff, Grok Build CLI, Hermes Agent, ZCode, Cline, Rovo
     Dev, Devin CLI, Mistral Vibe and Muse Code.
 
     Exit codes: 0 all ok or skipped, 1 some sessions failed or are invalid, 2 usage error (also: no

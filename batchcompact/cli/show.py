@@ -48,14 +48,16 @@ def show(session_path: str, with_context: bool, fmt: str, output: str | None, js
       batchcompact show out/pi/big-refactor.jsonl --context
       batchcompact show session.jsonl --format json
     """
+    from batchcompact.agents import file_of
     from batchcompact.errors import SessionReadError, UsageError
     from batchcompact.formats.scan import special_kind
     from batchcompact.pipeline.inspect import describe_session
     from batchcompact.pipeline.planning import read_session
 
-    if not os.path.lexists(session_path):  # said as every command says a missing PATH (formats/scan.py)
-        raise UsageError(f"path not found: {session_path}")
-    kind = special_kind(session_path)
+    stored = file_of(session_path)  # a session in an agent's database (`<db>#<id>`): the database
+    if not os.path.lexists(stored):  # said as every command says a missing PATH (formats/scan.py)
+        raise UsageError(f"path not found: {stored}")
+    kind = special_kind(stored)
     if kind is not None:  # opening a named pipe would wait for a writer, a device may never end
         raise UsageError(f"{session_path}: {kind}, not a regular file")
     try:

@@ -3,7 +3,8 @@
 pi's tools (`read`/`write`/`edit` with `path`), Claude Code's (`Read`/`Write` with `file_path`; `Edit`,
 `MultiEdit` with `file_path` and `NotebookEdit` with `notebook_path` are edits), Gemini CLI's and Qwen
 Code's (`read_file`/`write_file` with `file_path`; Gemini's `replace` and Qwen's `edit` are edits), Copilot
-CLI's (`view`/`create`/`edit` with `path`) and Codex's `apply_patch`
+CLI's (`view`/`create`/`edit` with `path`), OpenCode's (`read`/`write`/`edit` with `filePath`) and Codex's
+`apply_patch`
 (a custom or function call, or a shell/exec command that runs `apply_patch`): every `*** Add File:`,
 `*** Update File:`, `*** Delete File:` and `*** Move to:` header names a modified file. Other tools
 (shell commands) are not guessed at: only calls whose paths are certain count.
@@ -60,7 +61,7 @@ class FileOps:
                     target.add(path)
                 continue
             if name in ("read", "write", "edit") or name in COPILOT_FILE_TOOLS:
-                path = arguments.get("path")
+                path = arguments.get("path") or arguments.get("filePath")  # OpenCode's: filePath
                 if isinstance(path, str) and path:
                     kind = COPILOT_FILE_TOOLS.get(name, name)
                     {"read": self.read, "write": self.written, "edit": self.edited}[kind].add(path)

@@ -245,18 +245,29 @@ def opencode_tail_tokens(usable: int, preserve_recent_tokens: int | None = None)
     return min(OPENCODE_TAIL_MAX, max(OPENCODE_TAIL_MIN, int(usable * OPENCODE_TAIL_FRACTION)))
 
 
-def opencode_trigger(*, table_window: int | None = None, max_output_tokens: int | None = None,
-                     override_window: int | None = None, **_: Any) -> Trigger:
-    """OpenCode's (and Kilo's): the model's window and its usable window as the threshold."""
-    window = override_window or table_window
-    if not window:
+def opencode_trigger(*, recorded_window: int | None = None, table_window: int | None = None,
+                     max_output_tokens: int | None = None, override_window: int | None = None,
+                     agent_limits: dict[str, Any] | None = None, **_: Any) -> Trigger:
+    """OpenCode's (and Kilo's): the model's `limit.context` from the user's config (`recorded_window`; else
+    the price table's window) and its usable window as the threshold (`agent_limits`: the config's
+    `limit.input`, `limit.output` and `compaction.reserved`; the output limit else the table's)."""
+    limits = agent_limits or {}
+    if override_window:
+        window, source = override_window, "--context-window"
+    elif recorded_window:
+        window, source = recorded_window, "opencode config limit.context"
+    elif table_window:
+        window, source = table_window, "price table"
+    else:
         return Trigger(None, "unknown", None)
-    source = "--context-window" if override_window else "price table"
-    return Trigger(window, source, opencode_usable(window, output_limit=max_output_tokens))
+    usable = opencode_usable(window, input_limit=limits.get("input"),
+                             output_limit=limits.get("output") or max_output_tokens, reserved=limits.get("reserved"))
+    return Trigger(window, source, max(usable, 1))
 
 
 TRIGGERS = {"claude": claude_trigger, "codex": codex_trigger, "pi": pi_trigger, "gemini": gemini_trigger,
-            "qwen": qwen_trigger, "copilot": copilot_trigger, "openclaw": openclaw_trigger}
+            "qwen": qwen_trigger, "copilot": copilot_trigger, "openclaw": openclaw_trigger,
+            "opencode": opencode_trigger, "kilo": opencode_trigger}
 
 
 def agent_trigger(session_format: str, **inputs: Any) -> Trigger:

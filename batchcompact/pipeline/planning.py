@@ -116,6 +116,7 @@ def session_trigger(
         max_output_tokens=max_output,
         override_window=settings.context_window,
         reserve_tokens=settings.reserve_tokens,
+        agent_limits=session.extra.get("agent_limits") if session.extra else None,
     )
 
 

@@ -390,8 +390,8 @@ def _edit(args: dict[str, Any], path: str | None) -> Action | None:
     if isinstance(edits, list) and edits:  # pi's multi-edit shape
         first = edits[0] if isinstance(edits[0], dict) else {}
         return Action("edit", [(path, "edited")], detail=_changed_line(first.get("oldText"), first.get("newText")))
-    old = args.get("old_string", args.get("oldText"))
-    new = args.get("new_string", args.get("newText"))
+    old = args.get("old_string", args.get("oldText", args.get("oldString")))  # OpenCode: oldString/newString
+    new = args.get("new_string", args.get("newText", args.get("newString")))
     return Action("edit", [(path, "edited")], detail=_changed_line(old, new))
 
 
@@ -463,7 +463,8 @@ def classify_call(block: dict[str, Any]) -> Action:
     if shape is None:
         return Action("other")
     args = _args(block)
-    path = args.get("path") or args.get("file_path") or args.get("notebook_path") or args.get("absolute_path")
+    path = args.get("path") or args.get("file_path") or args.get("notebook_path") or args.get("absolute_path") \
+        or args.get("filePath")  # OpenCode's
     path = path if isinstance(path, str) and path else None
     return SHAPES[shape](args, path) or Action("other")
 

@@ -356,30 +356,10 @@ def last_change_ms(db: str | Path, session_id: str, conn: sqlite3.Connection | N
 
 
 def _copy_database(source: Path, target: Path) -> None:
-    """A consistent copy of a live database (SQLite's online backup: the committed state, WAL included),
-    written beside `target` and linked into place; a target that exists meanwhile is left as it is."""
-    from batchcompact.pipeline.writer import make_folders, temp_name
+    """A consistent copy of a live database (pipeline/database_copy.py)."""
+    from batchcompact.pipeline.database_copy import copy_database
 
-    make_folders(target.parent)
-    tmp = temp_name(target)
-    try:
-        src = connect(source)
-        try:
-            dst = sqlite3.connect(str(tmp))
-            try:
-                src.backup(dst)
-                dst.execute("PRAGMA journal_mode = DELETE")  # one self-contained file; OpenClaw turns WAL on again
-            finally:
-                dst.close()
-        finally:
-            src.close()
-        os.chmod(tmp, os.stat(source).st_mode & 0o7777)
-        try:
-            os.link(tmp, target)
-        except FileExistsError:
-            pass
-    finally:
-        tmp.unlink(missing_ok=True)
+    copy_database(source, target, connect)
 
 
 def copy_session(source: str | Path, target: str | Path) -> None:
@@ -392,25 +372,21 @@ def copy_session(source: str | Path, target: str | Path) -> None:
 
 
 def _backup(db: Path, session_id: str, expect: tuple[int, str]) -> str:
-    """The backup of an in-place write: the first of `<db>.bak`, `.bak.1`, ... that holds this session as
-    it was read (an earlier session of the same run made it), else a new copy at the first free name."""
-    from batchcompact.pipeline.writer import backup_names
+    """The backup of an in-place write (pipeline/database_copy.py): `<db>.bak`, `.bak.1`, ..., one that
+    already holds this session as it was read reused."""
+    from batchcompact.pipeline.database_copy import backup_database
 
-    for name in backup_names(db):
-        if not name.exists():
-            _copy_database(db, name)
-            return str(name)
+    def holds_as_read(name: Path) -> bool:
         try:
             conn = connect(name)
             try:
-                same = _rows_digest(_rows(conn, session_id)) == expect
+                return _rows_digest(_rows(conn, session_id)) == expect
             finally:
                 conn.close()
         except (SessionReadError, sqlite3.DatabaseError):
-            same = False
-        if same:
-            return str(name)
-    raise OSError(f"no free backup name beside {db}")
+            return False
+
+    return backup_database(db, holds_as_read, connect)
 
 
 def write_session(session: Session, lines: list[dict[str, Any]], target: str | Path, verify: Any, *,

@@ -1,6 +1,9 @@
 """OpenCode (sst/opencode): `opencode.db` and channel databases `opencode-<channel>.db` in
 `$OPENCODE_DATA_DIR` or `$XDG_DATA_HOME/opencode` (`~/.local/share/opencode`), and the legacy
-`storage/message/<session>/<message>.json` files. Report only (report.py)."""
+`storage/message/<session>/<message>.json` files (reported only). Each session of `opencode.db` is
+`<opencode.db>#<session id>` (store.py), read with OpenCode's loader rules (session.py, read.py) and
+compacted as OpenCode records its own compaction (write.py, store.py); usage report.py. The trigger is
+`core/triggers.py:opencode_trigger`, the limits and settings from the user's opencode.json."""
 
 from __future__ import annotations
 
@@ -14,4 +17,19 @@ AGENT = Agent(
     suffixes=(),
     files=(Files(("opencode.db", "opencode-*.db"), sqlite=True), Files(("*.json",), under=("storage/message",))),
     usage="batchcompact.agents.opencode.report:extract_opencode",
+    reader="batchcompact.agents.opencode.read:read",
+    writer="batchcompact.agents.opencode.write",
+    # OpenCode's tools (its arguments: filePath, oldString/newString, command, todos, description);
+    # glob, grep, list and webfetch have no shape: they are searches
+    tools={"read": "read", "write": "write", "edit": "edit", "bash": "command", "todowrite": "todos",
+           "task": "delegate"},
+    trigger="batchcompact.core.triggers:opencode_trigger",
+    trigger_max_output=True,
+    settings="batchcompact.agents.opencode.read:with_opencode_settings",
+    store="batchcompact.agents.opencode.store",
+    store_names=("opencode.db",),
+    presets={
+        # OpenCode's kept tail for a usable window of 60,000 tokens or more (compaction.preserve_recent_tokens)
+        "opencode": {"keep_recent_tokens": 15000},
+    },
 )

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from contextlib import closing
+from contextlib import closing, nullcontext
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -35,6 +35,7 @@ from urllib.parse import quote
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.session import Session
 from batchcompact.core.tree import SessionTree
+from batchcompact.errors import SessionReadError
 
 FORMAT = "opencode"
 COMPACTION_PROMPT = "What did we do so far?"
@@ -59,7 +60,7 @@ KNOWN_MIGRATIONS = {
 DISPLAY = {"opencode": "OpenCode", "kilo": "Kilo"}
 
 
-class OpenCodeStoreError(Exception):
+class OpenCodeStoreError(SessionReadError):
     """The database cannot be read (or written) as OpenCode's: the message names the file and why."""
 
 
@@ -283,22 +284,24 @@ def summary_text(message: dict[str, Any]) -> str:
     return "".join(p.get("text") or "" for p in message["parts"] if p.get("type") == "text")
 
 
-def read_session(path: str | Path, session_id: str, *, fmt: str = FORMAT) -> Session:
-    """One session of an OpenCode database. Never raises on bad content (problems go on the Session);
-    an unreadable database or an unknown schema is one error problem."""
+def read_session(path: str | Path, session_id: str, *, fmt: str = FORMAT,
+                 conn: sqlite3.Connection | None = None) -> Session:
+    """One session of an OpenCode database (through `conn` when given: a writer's own transaction). Never
+    raises on bad content (problems go on the Session); an unreadable database or an unknown schema is one
+    error problem."""
     name = f"{path}#{session_id}"
     problems: list[Problem] = []
     header: dict[str, Any] = {"id": session_id}
     messages: list[dict[str, Any]] = []
     migration = None
     try:
-        with closing(connect(path)) as conn:
-            migration = check_schema(conn, path, fmt)
-            row = conn.execute("SELECT directory, time_updated FROM session WHERE id = ?", (session_id,)).fetchone()
+        with closing(connect(path)) if conn is None else nullcontext(conn) as db:
+            migration = check_schema(db, path, fmt)
+            row = db.execute("SELECT directory, time_updated FROM session WHERE id = ?", (session_id,)).fetchone()
             if row is None:
                 raise OpenCodeStoreError(f"{path}: no session {session_id!r}")
             header.update(cwd=row[0], time_updated=row[1])
-            messages = load_messages(conn, session_id, problems, name)
+            messages = load_messages(db, session_id, problems, name)
     except OpenCodeStoreError as exc:
         problems.append(Problem(name, None, ERROR, str(exc)))
     except sqlite3.Error as exc:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import time
 from contextlib import closing
@@ -37,9 +38,11 @@ from batchcompact.agents.opencode.session import (
     read_session,
 )
 from batchcompact.core.context import build_session_context
+from batchcompact.errors import VerificationError
 
 BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 BUSY_TRIES = 6
+BUSY_TIMEOUT_S = 2.0  # SQLite's own wait on each try
 
 
 class DatabaseBusy(OpenCodeStoreError):
@@ -170,10 +173,13 @@ def begin(conn: sqlite3.Connection, path: str | Path, tries: int = BUSY_TRIES, p
 
 def write_compaction(path: str | Path, session: Any, *, summary: str, first_kept_entry_id: str, now_ms: int,
                      marker: dict[str, Any] | None = None, busy_timeout: float = 2.0,
-                     tries: int = BUSY_TRIES) -> Written:
+                     tries: int = BUSY_TRIES, expect: tuple[int, str] | None = None,
+                     verify: Any = None) -> Written:
     """Record our compaction of `session` (read from `path`, or from the database `path` is a copy of)
-    in one transaction. Raises `DatabaseBusy`, `ChangedSince` or `OpenCodeStoreError`; nothing is written
-    then."""
+    in one transaction. `expect`: the (bytes, SHA-256) of the session's rows as read (`fingerprint`),
+    checked inside the transaction; `verify(written session) -> problems`, run on the session re-read
+    inside the transaction before it commits. Raises `DatabaseBusy`, `ChangedSince`, `VerificationError`
+    or `OpenCodeStoreError`; nothing is written then."""
     session_id = session.extra["session_id"]
     message_rows, part_rows, written = build_rows(session, summary=summary, first_kept_entry_id=first_kept_entry_id,
                                                   now_ms=now_ms, marker=marker or {})
@@ -186,16 +192,22 @@ def write_compaction(path: str | Path, session: Any, *, summary: str, first_kept
                 last = conn.execute("SELECT id FROM message WHERE session_id = ? ORDER BY time_created DESC, id DESC "
                                     "LIMIT 1", (session_id,)).fetchone()
                 if row is None or row[0] != session.header.get("time_updated") or \
-                        (last[0] if last else None) != session.extra.get("last_message"):
+                        (last[0] if last else None) != session.extra.get("last_message") or \
+                        (expect is not None and rows_digest(conn, session_id)[:2] != expect):
                     raise ChangedSince(f"{path}: session {session_id} changed since it was read; not written")
                 conn.executemany("INSERT INTO message (id, session_id, time_created, time_updated, data) "
                                  "VALUES (?, ?, ?, ?, ?)", message_rows)
                 conn.executemany("INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) "
                                  "VALUES (?, ?, ?, ?, ?, ?)", part_rows)
                 _events(conn, session_id, message_rows, part_rows, f"{session_id}\0{written.summary_id}")
+                if verify is not None:
+                    problems = verify(read_session(path, session_id, fmt=session.format, conn=conn))
+                    if problems:
+                        raise VerificationError("; ".join(problems[:5]))
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
     except sqlite3.Error as exc:
         raise OpenCodeStoreError(f"{path}: {exc}; nothing written") from None
@@ -206,6 +218,142 @@ def copy_database(source: str | Path, target: str | Path) -> None:
     """A consistent copy of the database (its WAL included) through SQLite's backup API."""
     with closing(connect(source)) as src, closing(sqlite3.connect(str(target))) as dst:
         src.backup(dst)
+
+
+# The store of `Agent.store` (agents/spec.py): every session of a database is the path `<db>#<session id>`.
+
+SEP = "#"
+
+
+def format_of(db: str | Path) -> str:
+    """`kilo` for Kilo's `kilo.db`, else `opencode`."""
+    return "kilo" if Path(db).name.startswith("kilo") else "opencode"
+
+
+def split_session_path(path: str | Path) -> tuple[Path, str] | None:
+    """(database, session id) of `<opencode.db or kilo.db>#<id>`; None for any other path."""
+    db, sep, session_id = str(path).rpartition(SEP)
+    if not sep or not session_id or Path(db).name not in ("opencode.db", "kilo.db"):
+        return None
+    return Path(db), session_id
+
+
+def session_ids(db: str | Path) -> list[str]:
+    """The sessions of a database, oldest first (OpenCodeStoreError for one we cannot read)."""
+    from batchcompact.agents.opencode.session import session_ids as listed
+
+    try:
+        return listed(db, format_of(db))
+    except sqlite3.Error as exc:
+        raise OpenCodeStoreError(f"{db}: not a readable SQLite database ({exc})") from None
+
+
+def rows_digest(conn: sqlite3.Connection, session_id: str) -> tuple[int, str, int]:
+    """(bytes, SHA-256, last change in ms) of a session's stored rows: the session row's time, each message
+    and part (id, time, data) in id order."""
+    digest = hashlib.sha256()
+    size = 0
+    changed = 0
+    row = conn.execute("SELECT time_updated FROM session WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        raise OpenCodeStoreError(f"no session {session_id!r}")
+    changed = int(row[0] or 0)
+    digest.update(f"session:{row[0]}\0".encode())
+    for table in ("message", "part"):
+        for item_id, updated, data in conn.execute(
+                f"SELECT id, time_updated, data FROM {table} WHERE session_id = ? ORDER BY id", (session_id,)):
+            payload = (data if isinstance(data, str) else str(data)).encode("utf-8", "surrogatepass")
+            digest.update(f"{table}:{item_id}:{updated}:{len(payload)}:".encode())
+            digest.update(payload)
+            size += len(payload)
+            if isinstance(updated, int):
+                changed = max(changed, updated)
+    return size, digest.hexdigest(), changed
+
+
+def fingerprint(path: str | Path) -> tuple[int, int, str]:
+    """(size, mtime_ns, sha256) of one session in a database: its rows' bytes, its last change (the newest
+    row's `time_updated`: what --min-age measures) and their hash. OSError when the database is missing."""
+    where = split_session_path(path)
+    if where is None:
+        raise OpenCodeStoreError(f"{path}: not an OpenCode session (<opencode.db>#<session id>)")
+    db, session_id = where
+    os.stat(db)  # a missing database is a missing file
+    try:
+        with closing(connect(db)) as conn:
+            check_schema(conn, db, format_of(db))
+            size, sha, changed = rows_digest(conn, session_id)
+    except sqlite3.Error as exc:
+        raise OpenCodeStoreError(f"{db}: not a readable SQLite database ({exc})") from None
+    except OpenCodeStoreError as exc:
+        raise OpenCodeStoreError(str(exc) if str(exc).startswith(str(db)) else f"{db}: {exc}") from None
+    return size, changed * 1_000_000, sha
+
+
+def _open_checked(db: Path) -> sqlite3.Connection:
+    conn = connect(db)
+    try:
+        check_schema(conn, db, format_of(db))
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def copy_session(source: str | Path, target: str | Path) -> None:
+    """An unchanged session to --output-dir: the copy of its database holds it (made if missing)."""
+    from batchcompact.pipeline.database_copy import copy_database as copy_live
+
+    where, to = split_session_path(source), split_session_path(target)
+    if where is None or to is None:
+        raise OpenCodeStoreError(f"{source}: not an OpenCode session path")
+    if not to[0].exists():
+        copy_live(where[0], to[0], _open_checked)
+
+
+def _backup(db: Path, session_id: str, expect: tuple[int, str]) -> str:
+    from batchcompact.pipeline.database_copy import backup_database
+
+    def holds_as_read(name: Path) -> bool:
+        try:
+            with closing(connect(name)) as conn:
+                return rows_digest(conn, session_id)[:2] == expect
+        except (OpenCodeStoreError, sqlite3.Error):
+            return False
+
+    return backup_database(db, holds_as_read, _open_checked)
+
+
+def write_session(session: Any, lines: list[dict[str, Any]], target: str | Path, verify: Any, *,
+                  in_place: bool, backup: bool, expect: tuple[int, str]) -> str:
+    """Record the compaction line (`write.build_compaction`) in the session's database at `target`
+    (`<db>#<id>`): in place (after a backup of the database, unless disabled), or in a copy of the database
+    (made once, then shared by the other sessions of that database). `verify(written session)` runs
+    inside the transaction; a busy database fails the session with the reason, nothing written."""
+    from batchcompact.pipeline.database_copy import copy_database as copy_live
+    from batchcompact.pipeline.writer import ChangedDuringRun
+
+    [compaction] = [line for line in lines if line.get("type") == "compaction"]
+    source = Path(session.extra["database"])
+    session_id = session.extra["session_id"]
+    where = split_session_path(target)
+    if where is None:
+        raise OpenCodeStoreError(f"{target}: not an OpenCode session path")
+    out_db = where[0]
+    if in_place:
+        if backup:
+            _backup(source, session_id, expect)
+        out_db = source
+    elif not out_db.exists():
+        copy_live(source, out_db, _open_checked)
+    marker = {key: value for key, value in compaction.get("batchcompact", {}).items()}
+    try:
+        write_compaction(out_db, session, summary=compaction["summary"],
+                         first_kept_entry_id=compaction["firstKeptEntryId"], now_ms=compaction["now_ms"],
+                         marker=marker, expect=expect, verify=verify, busy_timeout=BUSY_TIMEOUT_S, tries=BUSY_TRIES)
+    except ChangedSince as exc:
+        raise ChangedDuringRun(str(exc)) from None
+    return f"{out_db}{SEP}{session_id}"
 
 
 def verify(path: str | Path, original: Any, written: Written, *, summary: str, fmt: str) -> list[str]:
