@@ -120,8 +120,8 @@ def eval_command(ctx: click.Context, paths: tuple[str, ...], existing: bool, cut
     """Measure what compactions keep: the files, code names, commands and values the agent's next turns
     used that only the replaced span held (hindsight), and the user's rules and requests, scored against
     the compacted context (summary + kept messages), beside baselines at the summary's own length (the kept
-    tail alone, the first and the last N tokens of the replaced history). One row per (session,
-    compaction, summarizer or baseline); nothing is written to a session.
+    tail alone, the first and the last N tokens of the replaced history, its distinct words unchosen). One
+    row per (session, compaction, summarizer or baseline); nothing is written to a session.
 
     Summaries are bought as `run` buys them (pool, summary cache, redaction, --max-cost), so a rerun pays
     nothing and prints the same numbers. docs/eval.md describes the method and its limits.
