@@ -172,16 +172,24 @@ def qwen_threshold(window: int) -> int:
     return max(min(proportional, ceiling) if ceiling > 0 else proportional, 1)
 
 
+def chosen_window(override_window: int | None, recorded_window: int | None, recorded_source: str,
+                  table_window: int | None) -> tuple[int | None, str]:
+    """(window, where it came from): `--context-window`, else what the agent recorded or configured, else
+    the price table's; (None, "unknown") when none is known."""
+    if override_window:
+        return override_window, "--context-window"
+    if recorded_window:
+        return recorded_window, recorded_source
+    if table_window:
+        return table_window, "price table"
+    return None, "unknown"
+
+
 def qwen_trigger(*, recorded_window: int | None = None, table_window: int | None = None,
                  override_window: int | None = None, **_: Any) -> Trigger:
     """Qwen Code's: the recorded contextWindowSize (else the table's, else 200,000) and its threshold."""
-    if override_window:
-        window, source = override_window, "--context-window"
-    elif recorded_window:
-        window, source = recorded_window, "qwen contextWindowSize"
-    elif table_window:
-        window, source = table_window, "price table"
-    else:
+    window, source = chosen_window(override_window, recorded_window, "qwen contextWindowSize", table_window)
+    if window is None:
         window, source = QWEN_DEFAULT_WINDOW, "qwen code default"
     return Trigger(window, source, qwen_threshold(window))
 
@@ -189,14 +197,9 @@ def qwen_trigger(*, recorded_window: int | None = None, table_window: int | None
 def copilot_trigger(*, recorded_window: int | None = None, table_window: int | None = None,
                     override_window: int | None = None, **_: Any) -> Trigger:
     """Copilot CLI's: the recorded maxPromptTokens (else the table's window) and 80% of it."""
-    if override_window:
-        window, source = override_window, "--context-window"
-    elif recorded_window:
-        window, source = recorded_window, "copilot maxPromptTokens"
-    elif table_window:
-        window, source = table_window, "price table"
-    else:
-        return Trigger(None, "unknown", None)
+    window, source = chosen_window(override_window, recorded_window, "copilot maxPromptTokens", table_window)
+    if window is None:
+        return Trigger(None, source, None)
     return Trigger(window, source, max(int(window * COPILOT_BACKGROUND_FRACTION), 1))
 
 
@@ -209,14 +212,9 @@ def openclaw_trigger(*, recorded_window: int | None = None, table_window: int | 
                      override_window: int | None = None, reserve_tokens: int, **_: Any) -> Trigger:
     """OpenClaw's: the model's window from the user's openclaw.json (else the table's), minus the reserve
     (at most a quarter of the window)."""
-    if override_window:
-        window, source = override_window, "--context-window"
-    elif recorded_window:
-        window, source = recorded_window, "openclaw.json contextWindow"
-    elif table_window:
-        window, source = table_window, "price table"
-    else:
-        return Trigger(None, "unknown", None)
+    window, source = chosen_window(override_window, recorded_window, "openclaw.json contextWindow", table_window)
+    if window is None:
+        return Trigger(None, source, None)
     return Trigger(window, source, openclaw_threshold(window, reserve_tokens))
 
 
@@ -252,14 +250,9 @@ def opencode_trigger(*, recorded_window: int | None = None, table_window: int | 
     the price table's window) and its usable window as the threshold (`agent_limits`: the config's
     `limit.input`, `limit.output` and `compaction.reserved`; the output limit else the table's)."""
     limits = agent_limits or {}
-    if override_window:
-        window, source = override_window, "--context-window"
-    elif recorded_window:
-        window, source = recorded_window, "opencode config limit.context"
-    elif table_window:
-        window, source = table_window, "price table"
-    else:
-        return Trigger(None, "unknown", None)
+    window, source = chosen_window(override_window, recorded_window, "opencode config limit.context", table_window)
+    if window is None:
+        return Trigger(None, source, None)
     usable = opencode_usable(window, input_limit=limits.get("input"),
                              output_limit=limits.get("output") or max_output_tokens, reserved=limits.get("reserved"))
     return Trigger(window, source, max(usable, 1))
