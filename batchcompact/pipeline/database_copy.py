@@ -52,3 +52,17 @@ def backup_database(db: Path, holds_as_read: Callable[[Path], bool],
         if holds_as_read(name):
             return str(name)
     raise OSError(f"no free backup name beside {db}")
+
+
+def output_database(source: Path, target: Path, *, in_place: bool, backup: Callable[[], object] | None,
+                    copy: Callable[[Path, Path], None]) -> Path:
+    """The database a session's write goes to: `source` itself in place (after `backup()`, unless None), else
+    the copy at `target`, made by `copy(source, target)` the first time (the other sessions of that database
+    are then written into the same copy)."""
+    if in_place:
+        if backup is not None:
+            backup()
+        return source
+    if not target.exists():
+        copy(source, target)
+    return target

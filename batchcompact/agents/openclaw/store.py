@@ -394,6 +394,7 @@ def write_session(session: Session, lines: list[dict[str, Any]], target: str | P
     """Append `lines` to the session in `target` (`<db>#<id>`): in place (after a backup of the database,
     unless disabled), or in a copy of the database at the target (made once, then shared by the other
     sessions of that database). `verify(written session)` runs inside the transaction."""
+    from batchcompact.pipeline.database_copy import output_database
     from batchcompact.pipeline.writer import ChangedDuringRun
 
     source = Path(session.extra[DB])
@@ -401,13 +402,8 @@ def write_session(session: Session, lines: list[dict[str, Any]], target: str | P
     where = split_session_path(target)
     if where is None:
         raise SessionReadError(f"{target}: not an OpenClaw session path")
-    out_db = where[0]
-    if in_place:
-        if backup:
-            _backup(source, session_id, expect)
-        out_db = source
-    elif not out_db.exists():
-        _copy_database(source, out_db)
+    out_db = output_database(source, where[0], in_place=in_place, copy=_copy_database,
+                             backup=(lambda: _backup(source, session_id, expect)) if backup else None)
     try:
         append_events(out_db, session_id, lines, last_seq=session.extra[LAST_SEQ], expect=expect, verify=verify)
     except StoreChanged as exc:

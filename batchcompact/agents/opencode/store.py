@@ -331,6 +331,7 @@ def write_session(session: Any, lines: list[dict[str, Any]], target: str | Path,
     (made once, then shared by the other sessions of that database). `verify(written session)` runs
     inside the transaction; a busy database fails the session with the reason, nothing written."""
     from batchcompact.pipeline.database_copy import copy_database as copy_live
+    from batchcompact.pipeline.database_copy import output_database
     from batchcompact.pipeline.writer import ChangedDuringRun
 
     [compaction] = [line for line in lines if line.get("type") == "compaction"]
@@ -339,13 +340,9 @@ def write_session(session: Any, lines: list[dict[str, Any]], target: str | Path,
     where = split_session_path(target)
     if where is None:
         raise OpenCodeStoreError(f"{target}: not an OpenCode session path")
-    out_db = where[0]
-    if in_place:
-        if backup:
-            _backup(source, session_id, expect)
-        out_db = source
-    elif not out_db.exists():
-        copy_live(source, out_db, _open_checked)
+    out_db = output_database(source, where[0], in_place=in_place,
+                             copy=lambda src, dst: copy_live(src, dst, _open_checked),
+                             backup=(lambda: _backup(source, session_id, expect)) if backup else None)
     marker = {key: value for key, value in compaction.get("batchcompact", {}).items()}
     try:
         write_compaction(out_db, session, summary=compaction["summary"],
