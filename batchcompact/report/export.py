@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from batchcompact.errors import BatchCompactError, UsageError
+from batchcompact.report.schema import TOKEN_FIELDS
 
 EXPORT_SCHEMA_VERSION = 1
 EXPORT_TABLE = "usage-export"
@@ -45,13 +46,7 @@ FIELDS: tuple[tuple[str, str, bool], ...] = (
     ("model", "string", True),
     ("kind", "string", False),
     ("timestamp", "timestamp", True),
-    ("input_tokens", "int64", False),
-    ("output_tokens", "int64", False),
-    ("cache_read_tokens", "int64", False),
-    ("cache_write_tokens", "int64", False),
-    ("cache_write_1h_tokens", "int64", False),
-    ("reasoning_tokens", "int64", False),
-    ("total_tokens", "int64", False),
+    *TOKEN_FIELDS,
     ("recorded_cost_usd", "float64", True),
     ("cost_usd", "float64", True),
     ("dedupe_rank", "int64", False),

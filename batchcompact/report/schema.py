@@ -46,6 +46,16 @@ KINDS = ("main", "sidechain", "compaction", "branch_summary")
 
 # (column, Arrow type, nullable); the Arrow schema is built from this when first needed, so code that
 # only needs the columns or the version (the warm report path) never imports pyarrow.
+# Every token kind a row counts, in this order in the usage rows and in the per-request export (export.py).
+TOKEN_FIELDS: tuple[tuple[str, str, bool], ...] = (
+    ("input_tokens", "int64", False),
+    ("output_tokens", "int64", False),
+    ("cache_read_tokens", "int64", False),
+    ("cache_write_tokens", "int64", False),
+    ("cache_write_1h_tokens", "int64", False),
+    ("reasoning_tokens", "int64", False),
+    ("total_tokens", "int64", False),
+)
 FIELDS: tuple[tuple[str, str, bool], ...] = (
     ("source", "string", False),
     ("agent", "string", False),
@@ -59,13 +69,7 @@ FIELDS: tuple[tuple[str, str, bool], ...] = (
     ("kind", "string", False),
     ("dedupe_key", "string", True),
     ("dedupe_rank", "int64", False),
-    ("input_tokens", "int64", False),
-    ("output_tokens", "int64", False),
-    ("cache_read_tokens", "int64", False),
-    ("cache_write_tokens", "int64", False),
-    ("cache_write_1h_tokens", "int64", False),
-    ("reasoning_tokens", "int64", False),
-    ("total_tokens", "int64", False),
+    *TOKEN_FIELDS,
     ("recorded_cost_usd", "float64", True),
     ("branch", "string", True),
     ("machine", "string", True),
