@@ -121,6 +121,15 @@ def test_lexical_probes_take_every_request_and_ignore_filler():
     assert tasks == ["Add a --verbose flag to the command line parser in src/cli.py.", TOMLLIB]  # no "continue N"
 
 
+def test_filler_is_what_asks_for_nothing_new():
+    messages = [{"role": "user", "content": text} for text in (
+        "ok", "continue 3 " + PAD, "thanks, great", "Good, now add retries to the HTTP client.",
+        "Keep the tests green.", "ok, migrate the loader to tomllib")]
+    probes = [(p.kind, p.text) for p in lexical_probes(messages)]
+    assert probes == [(RULE, "Keep the tests green."), (TASK, "Good, now add retries to the HTTP client."),
+                      (TASK, "ok, migrate the loader to tomllib")]
+
+
 def test_a_paraphrase_keeps_a_rule_and_words_apart_do_not():
     (rule,) = [p for p in lexical_probes([{"role": "user", "content": "Never change the public API."}]) if p.kind == RULE]
     kept = score_context([rule], [{"role": "user", "content": "The public API must not change."}])

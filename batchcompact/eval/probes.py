@@ -75,13 +75,13 @@ def user_words(message: dict[str, Any]) -> str | None:
 
 
 def is_filler(text: str) -> bool:
-    """A reply that asks for nothing new: an acknowledgement or "continue" with little else, or pasted
-    repetition (a quarter or fewer of its words distinct)."""
+    """A reply that asks for nothing new: fewer than 3 distinct significant words after its acknowledgement
+    ("ok", "continue", "thanks"), or pasted repetition (a quarter or fewer of its words distinct). "Good,
+    now add retries to the client" asks for something."""
     words = significant_words(text)
-    first = re.match(r"\W*([a-z]+)", text.lower())
-    if first and first.group(1) in GO_ON and len(set(words)) <= 6:
-        return True
-    if len(set(words)) < 3:
+    first = re.match(r"\W*([a-z]+)\W*(.*)", text.lower(), re.DOTALL)
+    rest = significant_words(first.group(2)) if first and first.group(1) in GO_ON else words
+    if len(set(rest)) < 3:
         return True
     return len(words) >= 20 and len(set(words)) <= len(words) // 4
 
@@ -107,11 +107,13 @@ def lexical_probes(messages: list[dict[str, Any]]) -> list[Probe]:
     tasks: dict[tuple[str, ...], Probe] = {}
     for message in messages:
         text = user_words(message)
-        if text is None or is_filler(text):
+        if text is None:
             continue
-        stated = rule_sentences(text)
+        stated = rule_sentences(text)  # a short rule ("Keep the tests green.") is a rule, never filler
         for sentence in stated:
             _add(rules, RULE, sentence)
+        if is_filler(text):
+            continue
         rest = text
         for sentence in stated:
             rest = rest.replace(sentence, " ")

@@ -30,7 +30,7 @@ STOPWORDS = frozenset(
 )
 # Replies that ask for nothing new: "ok", "continue", "go on", "thanks".
 GO_ON = frozenset("ok okay yes yep y sure continue go proceed next thanks thank great perfect nice cool lgtm "
-                  "good fine done right keep".split())
+                  "good fine done right".split())
 
 _WORD = re.compile(r"[a-z0-9_']+")
 _SUFFIXES = ("ational", "ization", "fulness", "iveness", "ations", "ation", "ments", "ment", "ingly", "ings", "ing",
