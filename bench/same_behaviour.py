@@ -7,7 +7,7 @@ tree's, and compare what they print and write, byte for byte.
 The commands, each on `sample_sessions/` and on `../shared/fixtures/` (when present):
 - `report PATHS --by K --format json` for every `--by` (and the default), `--by request` as jsonl too;
 - `plan PATHS --format json`, with and without `--force`;
-- `run PATHS --output-dir OUT`, offline with the built-in summarizer: its stdout, every file it writes (the
+- `run PATHS --output-dir OUT` (and with `--force`: every session a writer can take), offline with the built-in summarizer: its stdout, every file it writes (the
   compacted sessions, and the run report's Parquet as rows).
 
 Both runs see the same inputs at the same paths, an empty HOME and cache, TZ=UTC and a fixed machine name.
@@ -50,6 +50,9 @@ def commands(inputs: dict[str, Path], out: Path) -> list[tuple[str, list[str]]]:
         found.append((f"plan {label} --force", ["plan", str(path), "--format", "json", "--min-age", "0", "--force"]))
         found.append((f"run {label}", ["run", str(path), "--output-dir", str(out / label), "--min-age", "0",
                                       "--report-dir", str(out / f"{label}-reports"), "--format", "json", "-q"]))
+        found.append((f"run {label} --force", ["run", str(path), "--output-dir", str(out / f"{label}-forced"),
+                                              "--min-age", "0", "--force", "--format", "json", "-q",
+                                              "--report-dir", str(out / f"{label}-forced-reports")]))
     return found
 
 
