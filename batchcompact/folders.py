@@ -23,3 +23,11 @@ def state_folder() -> Path:
 
 def cache_folder() -> Path:
     return _base("XDG_CACHE_HOME", ".cache")
+
+
+def mtime_ns(path: str | Path) -> int | None:
+    """A file's modification time in nanoseconds, or None when it cannot be stat'ed (a cache stamp)."""
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None

@@ -68,7 +68,7 @@ def test_plan_does_not_import_litellm(tmp_path):
 # (docs/architecture.md). The name is the part after `batchcompact.`; `__init__` is the package itself.
 LAYERS = (
     ("core",),
-    ("__init__", "errors", "folders", "outfile", "lifecycle", "tokenizer", "token_cache", "agent_settings", "money"),
+    ("__init__", "errors", "folders", "outfile", "lifecycle", "tokenizer", "token_cache", "money"),
     ("agents",),
     ("formats", "schemas", "pricing", "price_index", "discover"),
     ("summarize",),
@@ -165,14 +165,10 @@ def test_no_import_circles():
 def _layer(module: str) -> int:
     parts = module.split(".")
     top = parts[1] if len(parts) > 1 else "__init__"
-    if top == "agents" and parts[-1] == "report" and len(parts) == 4:
-        # an agent's usage reader (`agents/<agent>/report.py`) is the report's: only report/extract_rows.py
-        # loads it, through the registry's lazy "module:function" string
-        top = "report"
-    elif top == "agents" and len(parts) > 3 and parts[3] != "detect":
-        # An agent folder's other code (reader, writer, settings) is reached only through the registry's
-        # lazy "module:attr" references: it may use every library layer below the CLI, and nothing
-        # imports it (its `__init__` and line rules stay in the registry's layer).
+    if top == "agents" and len(parts) > 3 and parts[3] != "detect":
+        # An agent folder's code (reader, writer, trigger, settings, usage reader) is reached only through the
+        # registry's lazy "module:attr" references: it may use every library layer below the CLI, and nothing
+        # below imports it (its `__init__` and line rules stay in the registry's layer).
         top = "agents/<name>/<module>"
     for number, names in enumerate(LAYERS):
         if top in names:
@@ -233,3 +229,69 @@ def test_eval_measures_import_no_summarizer():
             found = _module_file(name)
             if found is not None:
                 stack.extend(sorted(_package_imports(found)))
+
+
+# The registry at the bottom: the `Agent` spec and the ordered list import nothing of the package but the spec
+# and the agents' declarations (each `agents/<name>/__init__.py` holds its `AGENT` and imports only the spec), so
+# every layer may ask it without an arrow running back up. Everything with code is a lazy "module:attr" string.
+def test_the_registry_imports_only_the_spec_and_the_declarations():
+    graph = module_graph()
+    declarations = {f"batchcompact.agents.{p.parent.name}" for p in (PACKAGE / "agents").glob("*/__init__.py")}
+    assert graph["batchcompact.agents.spec"] == set()
+    assert graph["batchcompact.agents"] <= {"batchcompact.agents.spec"} | declarations
+    for name in sorted(declarations):
+        assert graph[name] <= {"batchcompact.agents.spec"}, f"{name} imports {graph[name]}"
+
+
+# Strings that are an agent's name but name a model family or a provider, not the agent (checked one by one).
+NOT_AGENTS = {
+    ("pricing.py", "gemini"), ("pricing.py", "qwen"), ("pricing.py", "claude"),  # litellm provider prefixes
+    ("report/settings.py", "claude"), ("report/settings.py", "gemini"), ("report/settings.py", "grok"),
+    ("report/settings.py", "qwen"),  # provider aliases (`--by provider`)
+    ("summarize/batch_api.py", "claude"), ("summarize/preflight.py", "gemini"),  # model and provider names
+    ("tokenizer.py", "codex"),  # OpenAI's codex models
+    ("agents/droid/report.py", "claude"), ("agents/droid/report.py", "gemini"), ("agents/droid/report.py", "grok"),
+    ("agents/hermes/report.py", "claude"), ("agents/hermes/report.py", "gemini"),  # model families -> provider
+}
+
+
+def _code_strings(path: Path):
+    """(line, text) of every string constant in `path` that is not a docstring."""
+    tree = ast.parse(path.read_text())
+    docstrings = {
+        id(node.body[0].value) for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            yield node.lineno, node.value
+
+
+def test_no_agent_is_named_outside_its_folder_and_the_registry():
+    """Nothing outside an agent's folder knows its name: shared code asks the registry for a property
+    (`Agent.digest_reader`, `Agent.provider`, ...), never `format == "pi"`. An agent's folder is the one its
+    registration points into (Kilo's code is OpenCode's folder, OpenClaw's reader is pi's)."""
+    from batchcompact.agents import AGENTS
+
+    owners: dict[str, str] = {}  # a name or place label -> the agent it belongs to
+    folders: dict[str, set[str]] = {}  # an agent -> the folders its references point into
+    for agent in AGENTS:
+        owners[agent.name] = agent.name
+        owners.update({place.label: agent.name for place in agent.places if place.label})
+        refs = [getattr(agent, field) for field in ("detect_line", "detect_prefix", "detect_file", "reader",
+                                                     "writer", "usage", "trigger", "settings", "store")]
+        folders[agent.name] = {agent.name} | {ref.split(".")[2] for ref in refs
+                                              if ref and ref.startswith("batchcompact.agents.")}
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE)
+        if relative.as_posix() in ("agents/__init__.py",):
+            continue
+        folder = relative.parts[1] if relative.parts[0] == "agents" and len(relative.parts) > 2 else None
+        for line, text in _code_strings(path):
+            owner = owners.get(text)
+            if owner is None or folder in folders[owner] or (relative.as_posix(), text) in NOT_AGENTS:
+                continue
+            found.append(f"batchcompact/{relative}:{line}: {text!r}")
+    assert found == []

@@ -7,9 +7,9 @@ import json
 from conftest import fixture_path
 from factories import plan_forced, write_appended
 
+from batchcompact.agents.claude import read as claude
+from batchcompact.agents.claude.report import extract_claude
 from batchcompact.core.planner import CompactionPlan
-from batchcompact.formats import claude
-from batchcompact.report.claude import extract_claude
 from batchcompact.report.lines import ExtractStats
 from batchcompact.report.schema import UsageRows
 

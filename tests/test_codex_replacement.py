@@ -8,9 +8,9 @@ import json
 from conftest import fixture_path
 from factories import plan_forced, write_appended
 
+from batchcompact.agents.codex import read as codex
+from batchcompact.agents.codex.items import approx_tokens
 from batchcompact.core.planner import CompactionPlan
-from batchcompact.formats import codex
-from batchcompact.formats.codex_items import approx_tokens
 
 NOW = "2026-11-22T04:00:00.000Z"
 FIXTURES = ("codex", "sessions", "2026", "02", "23")

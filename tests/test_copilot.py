@@ -12,9 +12,9 @@ from click.testing import CliRunner
 
 from batchcompact.agents import tool_table
 from batchcompact.agents.copilot.events import read
+from batchcompact.agents.copilot.trigger import copilot_trigger
 from batchcompact.cli import cli as main
 from batchcompact.core.context import build_session_context
-from batchcompact.core.triggers import copilot_trigger
 from batchcompact.formats.detect import detect_format
 
 RECORDED = Path(__file__).parent / "data" / "recorded" / "copilot-cli"

@@ -8,10 +8,11 @@ import json
 from conftest import fixture_path
 from factories import plan_forced, write_appended
 
+from batchcompact.agents.claude import read as claude
+from batchcompact.agents.codex import read as codex
 from batchcompact.core.apply import compose_summary
 from batchcompact.core.fileops import FileOps, details_from_summary, patch_paths
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
-from batchcompact.formats import claude, codex
 from batchcompact.pipeline.planning import PlanOptions, plan_file
 
 SPOTTER = ("claude", "projects", "-home-USER-projects-spotter")

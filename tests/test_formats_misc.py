@@ -107,8 +107,8 @@ def test_show_names_the_agent_version():
 
 def test_writers_import_without_their_readers():
     code = (
-        "import sys, batchcompact.formats.codex_write, batchcompact.formats.claude_write;"
-        "print('batchcompact.formats.codex' in sys.modules, 'batchcompact.formats.claude' in sys.modules)"
+        "import sys, batchcompact.agents.codex.write, batchcompact.agents.claude.write;"
+        "print('batchcompact.agents.codex.read' in sys.modules, 'batchcompact.agents.claude.read' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]

@@ -12,10 +12,11 @@ from click.testing import CliRunner
 
 from batchcompact.agents import get, tool_table
 from batchcompact.agents.gemini.chat import read as read_gemini
+from batchcompact.agents.gemini.trigger import gemini_trigger
 from batchcompact.agents.qwen.chat import read as read_qwen
+from batchcompact.agents.qwen.trigger import qwen_trigger
 from batchcompact.cli import cli as main
 from batchcompact.core.context import build_session_context
-from batchcompact.core.triggers import gemini_trigger, qwen_trigger
 from batchcompact.formats.detect import detect_format
 
 RECORDED = Path(__file__).parent / "data" / "recorded"

@@ -17,8 +17,8 @@ import pytest
 from conftest import SAMPLES
 
 import batchcompact.formats.jsonl as jsonl
+from batchcompact.agents.pi.session import SOURCE, read_pi_session
 from batchcompact.formats.jsonl import capped_lines
-from batchcompact.formats.pi import SOURCE, read_pi_session
 from batchcompact.report.extract import extract_file
 
 LIMIT = 1 << 20

@@ -33,6 +33,7 @@ from agent_judges import REPLY, FakeAnthropic, node_bin, npm_cli, sandbox_env
 from conftest import SAMPLES, fixture_path
 from test_planner import FIXTURE_TABLE
 
+from batchcompact.agents.pi.session import read_pi_session
 from batchcompact.core.context import (
     BRANCH_SUMMARY_PREFIX,
     BRANCH_SUMMARY_SUFFIX,
@@ -42,7 +43,6 @@ from batchcompact.core.context import (
     convert_to_llm,
 )
 from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
-from batchcompact.formats.pi import read_pi_session
 
 pytestmark = pytest.mark.slow
 

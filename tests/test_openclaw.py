@@ -18,8 +18,8 @@ from conftest import required_module
 
 from batchcompact.agents import get, tool_table
 from batchcompact.agents.openclaw import store
+from batchcompact.agents.openclaw.trigger import openclaw_trigger
 from batchcompact.cli import cli as main
-from batchcompact.core.triggers import openclaw_trigger
 from batchcompact.errors import SessionReadError, VerificationError
 from batchcompact.formats.detect import detect_format
 

@@ -10,12 +10,12 @@ from factories import Builder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from batchcompact.agents.pi.session import read_pi_session
 from batchcompact.core.calls import HISTORY, TURN_PREFIX
 from batchcompact.core.cutpoint import find_cut_point
 from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
 from batchcompact.core.prompts import NO_PRIOR_HISTORY
 from batchcompact.core.tree import SessionTree
-from batchcompact.formats.pi import read_pi_session
 
 FORCE = CompactionSettings(force=True)
 

@@ -10,9 +10,9 @@ import pytest
 from conftest import fixture_path
 from factories import Builder
 
+from batchcompact.agents.pi.session import read_pi_session
 from batchcompact.core.entries import ERROR, WARNING
 from batchcompact.formats.jsonl import dumps_line
-from batchcompact.formats.pi import read_pi_session
 
 
 def test_large_session_fixture_reads_1018_entries_without_problems():

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from conftest import SAMPLES
 from factories import Builder
 
+from batchcompact.agents.pi.session import read_pi_session
 from batchcompact.cli import cli
-from batchcompact.formats.pi import read_pi_session
 
 
 def invoke(*args: str):

@@ -13,8 +13,8 @@ from conftest import REPO, fixture_path
 from jsonschema import Draft202012Validator
 
 from batchcompact import schemas
+from batchcompact.agents.pi.session import read_pi_session
 from batchcompact.core.entries import ERROR
-from batchcompact.formats.pi import read_pi_session
 from batchcompact.schemas import (
     SCHEMA_FILES,
     SchemaCompileError,

@@ -10,15 +10,10 @@ import sys
 import pytest
 from conftest import fixture_path
 
+from batchcompact.agents import get, load
+from batchcompact.agents.claude.trigger import CLAUDE_1M_WINDOW, claude_threshold, claude_window
+from batchcompact.agents.codex.trigger import codex_model_window, codex_threshold
 from batchcompact.core.planner import CompactionSettings
-from batchcompact.core.triggers import (
-    CLAUDE_1M_WINDOW,
-    agent_trigger,
-    claude_threshold,
-    claude_window,
-    codex_model_window,
-    codex_threshold,
-)
 from batchcompact.pipeline.planning import PlanOptions, plan_file
 
 SPOTTER = ("claude", "projects", "-home-USER-projects-spotter")
@@ -87,10 +82,10 @@ def test_codex_rules_follow_its_source():
     # Codex records 95% of the model window; auto-compacts at 90% of the model window.
     assert codex_model_window(258_400) == 272_000
     assert codex_threshold(272_000) == 244_800
-    trigger = agent_trigger("codex", recorded_window=258_400, reserve_tokens=16384)
+    trigger = load(get("codex").trigger)(recorded_window=258_400, reserve_tokens=16384)
     assert (trigger.window, trigger.window_source, trigger.threshold) == (258_400, "codex token_count", 244_800)
-    assert agent_trigger("codex", reserve_tokens=16384).threshold is None
-    pi = agent_trigger("pi", table_window=200_000, reserve_tokens=16384)
+    assert load(get("codex").trigger)(reserve_tokens=16384).threshold is None
+    pi = load(get("pi").trigger)(table_window=200_000, reserve_tokens=16384)
     assert (pi.window, pi.window_source, pi.threshold) == (200_000, "price table", 183_616)
 
 
@@ -148,7 +143,7 @@ def test_plan_command_prints_window_source_and_threshold(tmp_path):
     (20_000, {}, 0),
 ])
 def test_opencode_usable_window(context, inputs, usable):
-    from batchcompact.core.triggers import opencode_usable
+    from batchcompact.agents.opencode.trigger import opencode_usable
 
     assert opencode_usable(context, **inputs) == usable
 
@@ -156,13 +151,14 @@ def test_opencode_usable_window(context, inputs, usable):
 @pytest.mark.parametrize(("usable", "preserve", "tail"), [
     (96_000, None, 15_000), (20_000, None, 5_000), (4_000, None, 2_000), (96_000, 3_000, 3_000)])
 def test_opencode_tail_budget(usable, preserve, tail):
-    from batchcompact.core.triggers import opencode_tail_tokens
+    from batchcompact.agents.opencode.trigger import opencode_tail_tokens
 
     assert opencode_tail_tokens(usable, preserve) == tail
 
 
 def test_opencode_trigger():
-    from batchcompact.core.triggers import Trigger, opencode_trigger
+    from batchcompact.agents.opencode.trigger import opencode_trigger
+    from batchcompact.core.triggers import Trigger
 
     assert opencode_trigger(table_window=128_000, max_output_tokens=16_384) == Trigger(128_000, "price table", 111_616)
     assert opencode_trigger(override_window=50_000) == Trigger(50_000, "--context-window", 18_000)

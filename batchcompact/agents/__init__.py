@@ -4,7 +4,7 @@ Everything that depends on which agent wrote a file goes through here: detection
 `report/detect.py`), reading and writing (`pipeline/planning.py`, `pipeline/outcome.py`), the report's
 usage extraction (`report/extract.py`), discovery (`discover.py`), presets (`cli/config.py`), the
 built-in summarizer's tool table (`summarize/builtin_facts.py`) and the auto-compaction trigger
-(`pipeline/planning.py` → `core/triggers.py`). Adding an agent is one folder under
+(`pipeline/planning.py` → the agent's `trigger.py`). Adding an agent is one folder under
 `batchcompact/agents/` defining `AGENT` and one `register` line below (docs/architecture.md, "Adding an
 agent").
 
@@ -58,6 +58,7 @@ __all__ = [
     "presets",
     "register",
     "session_suffixes",
+    "settings_fields",
     "store_agent",
     "store_database",
     "tool_table",
@@ -149,6 +150,12 @@ def file_of(path: object) -> str:
 def store_database(name: str) -> Agent | None:
     """The agent whose session database a file of this name is, or None."""
     return next((agent for agent in AGENTS if agent.store and name in agent.store_names), None)
+
+
+def settings_fields() -> tuple[str, ...]:
+    """The planner settings some agent's own settings files may set (`Agent.settings_fields`), each once, in
+    registry order."""
+    return tuple(dict.fromkeys(name for agent in AGENTS for name in agent.settings_fields))
 
 
 def presets() -> dict[str, Mapping[str, object]]:

@@ -21,7 +21,8 @@ The contracts of the referenced callables:
   list[dict]` (the new lines) and `verify(original, written, plan) -> list[str]` (problems; empty: good).
 - `usage(path, rows: UsageRows, stats: ExtractStats) -> None`: appends the file's usage rows (the report).
 - `trigger(*, messages, recorded_window, table_window, max_output_tokens, override_window,
-  reserve_tokens) -> Trigger`: the agent's own auto-compaction point (`core/triggers.py`).
+  reserve_tokens) -> Trigger`: the agent's own auto-compaction point (its `trigger.py`; the generic
+  rule and `Trigger` are `core/triggers.py`'s).
 - `settings(session, settings, fields) -> (CompactionSettings, disabled reason | None)`: the agent's
   own compaction settings applied to the settings nobody set.
 - `validate(session) -> list[Problem]`: extra checks `validate` runs (a JSON Schema).
@@ -222,11 +223,23 @@ class Agent:
     branch_summaries: bool = False  # abandoned branches of the session tree are summarized (pi)
     prune: bool = False  # tool-output pruning is written (oh-my-pi's, on pi files)
     settings: str | None = None  # the agent's own compaction settings
+    # `settings_fields`: the planner settings the agent's own files may set (`--agent-settings`);
+    # `settings_shown`: `() -> (values, files)`, the agent's global settings that `config` lists
+    settings_fields: tuple[str, ...] = ()
+    settings_shown: str | None = None
     validate: str | None = None  # extra checks for `validate`
+    # `reader(path, digest=True)` records the SHA-256 of the bytes it parsed (`formats.jsonl.SourceDigest` in
+    # `Session.extra[formats.jsonl.SOURCE]`): run takes the file's fingerprint from the read, and verifies an
+    # appended write by parsing only the new lines with `read_appended(original, path, size, sha256, *,
+    # prefix_checked)` ("module:function"; None: the written file is read whole)
+    digest_reader: bool = False
+    read_appended: str | None = None
+    migrate_on_write: bool = False  # a session of an older format version is written whole in the current one
     # a database holding many sessions (OpenClaw's openclaw-agent.sqlite): each is the path "<db>#<session id>";
     # `store` is a module with `session_ids`, `fingerprint`, `write_session` (agents/openclaw/store.py)
     store: str | None = None
     store_names: tuple[str, ...] = ()  # the database file names
+    provider: str | None = None  # who serves every request when the agent's rows name no provider (its own service)
 
     def __post_init__(self) -> None:
         unknown = set(self.tools.values()) - TOOL_SHAPES
@@ -237,15 +250,6 @@ class Agent:
     def compactable(self) -> bool:
         """batchcompact can read and rewrite this agent's sessions."""
         return self.reader is not None and self.writer is not None
-
-    def read(self, path: str | os.PathLike) -> Any:
-        """The file as a `Session` (the agent's reader)."""
-        if self.reader is None:
-            from batchcompact.errors import SessionReadError
-
-            raise SessionReadError(f"a {self.display_name} transcript; batchcompact reports its usage "
-                                   "but does not read it for compaction")
-        return load(self.reader)(path)
 
     def writer_module(self) -> Any:
         """The module with `build_compaction` and `verify`; None when the agent is report-only."""

@@ -17,7 +17,6 @@ from typing import Any
 
 import click
 
-from batchcompact.agent_settings import pi_settings  # noqa: F401  (re-exported for `config`)
 from batchcompact.agents import presets as agent_presets
 from batchcompact.errors import UsageError
 from batchcompact.folders import config_folder

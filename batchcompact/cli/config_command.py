@@ -7,10 +7,24 @@ from typing import Any
 
 import click
 
-from batchcompact.cli.config import PRESETS, env_names, option_key, option_source, pi_settings
+from batchcompact.agents import AGENTS, load
+from batchcompact.cli.config import PRESETS, env_names, option_key, option_source
 from batchcompact.cli.output import open_output, output_options, pick_format, write_rows
 
 SECRET_NAMES = frozenset({"api_key"})
+
+
+def _agent_settings() -> dict[str, tuple[Any, str]]:
+    """Option name -> (value, source) from the agents' own global settings files (`Agent.settings_shown`);
+    an earlier agent's value wins."""
+    shown: dict[str, tuple[Any, str]] = {}
+    for agent in reversed(AGENTS):
+        if agent.settings_shown:
+            values, files = load(agent.settings_shown)(None)
+            name = agent.display_name
+            shown.update({key: (value, f"{name} settings {files[-1]} ({name} sessions only)")
+                          for key, value in values.items()})
+    return shown
 
 
 def effective_settings(name: str, command: click.Command, parent: click.Context) -> list[dict[str, Any]]:
@@ -19,7 +33,7 @@ def effective_settings(name: str, command: click.Command, parent: click.Context)
 
     ctx = command.make_context(name, [], parent=parent, resilient_parsing=True)
     resolution = ctx.meta[RESOLUTION_KEY]
-    agent, agent_files = pi_settings(None)
+    shown = _agent_settings()
     rows = []
     for param in command.params:
         if not isinstance(param, click.Option) or param.hidden or param.name in ("help", "quiet", "verbose",
@@ -30,8 +44,8 @@ def effective_settings(name: str, command: click.Command, parent: click.Context)
         found = option_source(param, resolution)
         if found is not None:
             source, value = found
-        elif param.name in agent and "preset" in {p.name for p in command.params}:
-            value, source = agent[param.name], f"pi settings {agent_files[-1]} (pi sessions only)"
+        elif param.name in shown and "preset" in {p.name for p in command.params}:
+            value, source = shown[param.name]
         else:
             default = param.get_default(ctx, call=True)
             value = None if default is None or type(default).__name__ == "Sentinel" else default

@@ -113,10 +113,10 @@ def agent_fields(ctx: click.Context, enabled: bool) -> tuple[str, ...]:
         return ()
     from click.core import ParameterSource
 
-    from batchcompact.agent_settings import AGENT_FIELDS
+    from batchcompact.agents import settings_fields
 
     fields = []
-    for name in AGENT_FIELDS:
+    for name in settings_fields():
         source = ctx.get_parameter_source(name) if name != "enabled" else None
         if name == "enabled" or source in (ParameterSource.DEFAULT, None):
             fields.append(name)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import orjson
 
-from batchcompact.agents import AGENTS, describe, file_detectors, find, store_agent, store_database
+from batchcompact.agents import AGENTS, describe, file_detectors, find, load, store_agent, store_database
 from batchcompact.core.session import Session
 from batchcompact.errors import SessionReadError
 from batchcompact.formats.compressed import is_decompress_error, open_session
@@ -104,8 +104,8 @@ def detect_format(path: str | Path) -> str | None:
 
 
 def read_session(path: str | Path, fmt: str | None = None, *, digest: bool = False) -> Session:
-    """Read a session of any registered format (detected when `fmt` is None). `digest`: a pi session also
-    records what it was read from (`formats.pi.SourceDigest`, which `read_pi_appended` needs)."""
+    """Read a session of any registered format (detected when `fmt` is None). `digest`: a format whose reader
+    can (`Agent.digest_reader`) also records what it was read from (`formats.jsonl.SourceDigest`)."""
     fmt = fmt or detect_format(path)
     agent = find(fmt)
     if agent is None:
@@ -114,8 +114,9 @@ def read_session(path: str | Path, fmt: str | None = None, *, digest: bool = Fal
         readable = [a for a in AGENTS if a.reader is not None]  # report-only agents are not read as sessions
         raise SessionReadError(f"not a {describe(readable)} transcript (none of its first {PROBE_LINES} lines is "
                                "an entry of theirs)")
-    if digest and agent.name == "pi":
-        from batchcompact.formats.pi import read_pi_session
-
-        return read_pi_session(path, digest=True)
-    return agent.read(path)
+    if agent.reader is None:
+        raise SessionReadError(f"a {agent.display_name} transcript; batchcompact reports its usage but does not "
+                               "read it for compaction")
+    if digest and agent.digest_reader:
+        return load(agent.reader)(path, digest=True)
+    return load(agent.reader)(path)

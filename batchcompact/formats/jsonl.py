@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import hashlib
 import io
 import json
 import os
@@ -34,13 +35,41 @@ MAX_LINE_BYTES = 256 * 1024 * 1024
 READ_BUFFER = 1 << 20
 
 
+SOURCE = "source"  # Session.extra: the SourceDigest of the bytes the session was read from
+
+
+class SourceDigest:
+    """What a reader consumed: bytes, lines and their SHA-256 (fed every line by `iter_json_lines`)."""
+
+    __slots__ = ("size", "lines", "_sha")
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.lines = 0
+        self._sha = hashlib.sha256()
+
+    def update(self, raw: bytes) -> None:
+        self._sha.update(raw)
+        self.size += len(raw)
+        self.lines += 1
+
+    def update_bytes(self, raw: bytes) -> None:
+        """Bytes of a line too long to read (`jsonl.capped_lines`): hashed and counted, not a line."""
+        self._sha.update(raw)
+        self.size += len(raw)
+
+    @property
+    def sha256(self) -> str:
+        return self._sha.hexdigest()
+
+
 def capped_lines(handle: Any, on_long: Callable[[int, int], None] | None = None, *, first_line: int = 1,
                  digest: Any = None, limit: int | None = None) -> Iterable[bytes]:
     """The lines of `handle` (a binary file read from a line's start, numbered from `first_line`) with none
     longer than `limit` (MAX_LINE_BYTES): a longer one is read in pieces and passed over, `on_long(line
     number, its bytes)` is told, and an empty line stands in its place (every reader passes over an empty
     line in silence), so the numbers of the lines after it stay right. Its bytes still go to `digest`
-    (through its `update_bytes` when it counts lines, as `pi.SourceDigest` does: the empty line the caller
+    (through its `update_bytes` when it counts lines, as `SourceDigest` does: the empty line the caller
     feeds it counts the long one); the caller feeds it the other lines. A plain file no longer than the
     limit cannot hold such a line: its own line iterator is returned, and the readers' loops pay nothing
     for the check (a decompressed stream's size is not known: it is always checked)."""

@@ -117,12 +117,10 @@ class OutcomeWriter:
 
         def verify(tmp: Path) -> list[str]:
             written = None
-            if session.format == "pi" and not replacements:  # appended: parse only the new lines
-                from batchcompact.formats.pi import read_pi_appended
-
+            if agent.read_appended and not replacements:  # appended: parse only the new lines
                 # write_session checked that tmp's first bytes are exactly the fingerprinted ones
-                written = read_pi_appended(session, tmp, pending.fingerprint.size, pending.fingerprint.sha256,
-                                           prefix_checked=True)
+                written = load(agent.read_appended)(session, tmp, pending.fingerprint.size,
+                                                    pending.fingerprint.sha256, prefix_checked=True)
             if written is None:
                 written = read_session(tmp)
             if plan is None:

@@ -71,7 +71,7 @@ class PlanOptions:
     branch_reserve_tokens: int = 16384
     min_branch_tokens: int = 0
     # Settings still at their defaults, which pi's own settings.json may set for pi sessions
-    # (batchcompact.agent_settings); empty: the agent's settings are not read.
+    # (`Agent.settings`, `Agent.settings_fields`); empty: the agent's settings are not read.
     agent_settings: tuple[str, ...] = ()
 
     def branch_settings(self, settings: CompactionSettings):

@@ -81,7 +81,7 @@ def process_file(work: FileWork, task: FileTask) -> dict[str, Any]:
     """Plan one file (and compact it here when the task says so); a record, never an exception."""
     path = work.path
     record: dict[str, Any] = {"path": path, "root": work.root}
-    # compacting a pi session here: the read itself gives the fingerprint (formats/pi.py SourceDigest)
+    # compacting a pi session here: the read itself gives the fingerprint (agents/pi/session.py SourceDigest)
     here = task.summarizer is not None and _reads_with_digest(path)
     try:
         fingerprint = _stat_fingerprint(path) if here else fingerprint_file(path)
@@ -97,7 +97,7 @@ def process_file(work: FileWork, task: FileTask) -> dict[str, Any]:
                       plan_row={}, fingerprint=fingerprint if not here else fingerprint_file(path))
         return record
     try:
-        # compacting here: the writer's verify can then parse only what it appended (formats/pi.py)
+        # compacting here: the writer's verify can then parse only what it appended (agents/pi/session.py)
         session = read_session(path, digest=task.summarizer is not None)
         if here:
             fingerprint, session = _read_fingerprint(path, fingerprint, session)
@@ -129,12 +129,15 @@ def process_file(work: FileWork, task: FileTask) -> dict[str, Any]:
 
 
 def _reads_with_digest(path: str) -> bool:
-    """Whether the reader of `path`'s format records the digest of what it read (pi; not zstd files)."""
+    """Whether the reader of `path`'s format records the digest of what it read (`Agent.digest_reader`;
+    not zstd files)."""
+    from batchcompact.agents import find
     from batchcompact.formats.compressed import is_zstd
     from batchcompact.formats.detect import detect_format
 
     try:
-        return not is_zstd(path) and detect_format(path) == "pi"
+        agent = None if is_zstd(path) else find(detect_format(path))
+        return agent is not None and agent.digest_reader
     except (OSError, BatchCompactError):  # the usual path reports it
         return False
 
@@ -159,7 +162,7 @@ def _read_fingerprint(path: str, before: Fingerprint, session: Any) -> tuple[Fin
     the file stat'ed before (as many bytes, and the same size and mtime after the read). Else (a format
     read without a digest, a file that changed meanwhile) as before: `fingerprint_file`, then a new read,
     so the session never holds less than the fingerprinted bytes."""
-    from batchcompact.formats.pi import SOURCE
+    from batchcompact.formats.jsonl import SOURCE
 
     source = session.extra.get(SOURCE)
     if source is not None and source.size == before.size:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from batchcompact.agents import get
 from batchcompact.core.session import Session
 from batchcompact.errors import VerificationError
 from batchcompact.formats.compressed import compressor_writer, decompress, is_zstd
@@ -234,7 +235,7 @@ def _write_temp(
     make_folders(target.parent)
     _remove_stale_temps(target)
     tmp = temp_name(target)
-    rewrite = session.format == "pi" and session.migrated  # v1/v2 files are written as v3, as pi does
+    rewrite = session.migrated and get(session.format).migrate_on_write  # pi's v1/v2 files are written as v3
     compressed = is_zstd(session.path)
     if compressed and (rewrite or replacements):
         raise VerificationError("a zstd-compressed transcript is compacted by appending only (no pruning)")
@@ -524,7 +525,7 @@ def write_session(
     tmp, appended, durable = _write_temp(target, session, new_lines, fingerprint, replacements, in_place)
     try:
         # The verify runs while the temp file's fsync does. For an appended output it parses only the new
-        # lines (formats/pi.py read_pi_appended, told the prefix is checked): its answer counts only once
+        # lines (agents/pi/session.py read_pi_appended, told the prefix is checked): its answer counts only once
         # `_check_appended` has shown the temp file starts with the planned bytes, before anything is renamed.
         problems = verify(tmp)
         if appended:

@@ -19,10 +19,6 @@ import re
 
 from batchcompact.agents import AGENTS, Agent, Files, names
 
-# pi's descendants write pi's format (pi's reader reads them, its rows say `pi`); `--agent atomic`
-# reads their places and selects pi's rows.
-PI_FAMILY = ("atomic", "indusagi", "oh-my-pi")
-
 
 def agent_names() -> tuple[str, ...]:
     """Every name `--agent` accepts: the registered agents and the labels of their places."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
+from batchcompact.agents import find
+
 GROUPINGS = ("day", "week", "month", "session", "project", "branch", "group", "model", "provider", "agent",
              "machine", "block", "request")
 PERIODS = ("day", "week", "month")
@@ -101,19 +103,18 @@ PROVIDER_ALIASES = {
     "x_ai": "xai", "grok": "xai", "openai_codex": "openai", "openai-codex": "openai",
     "alibaba": "qwen", "dashscope": "qwen", "moonshotai": "moonshot",
 }
-# Agents whose rows name no provider because the agent's own service serves every request.
-AGENT_PROVIDERS = {"copilot": "github-copilot", "amp": "amp", "codebuff": "codebuff"}
 
 
 def provider_name(agent: str | None, provider: str | None) -> str:
     """Who served a request (`--by provider`): the provider the agent recorded, lower case, one name per
-    company (`PROVIDER_ALIASES`); where it records none, the agent's own service (`AGENT_PROVIDERS`), else
+    company (`PROVIDER_ALIASES`); where it records none, the agent's own service (`Agent.provider`), else
     "unknown"."""
     if provider:
         name = provider.strip().lower()
         if name:
             return PROVIDER_ALIASES.get(name, name)
-    return AGENT_PROVIDERS.get(agent or "", UNKNOWN)
+    found = find(agent)
+    return found.provider if found is not None and found.provider else UNKNOWN
 
 
 def branch_name(branch: str | None) -> str:

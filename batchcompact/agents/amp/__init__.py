@@ -7,6 +7,7 @@ from batchcompact.agents.spec import Agent, Files, Place
 AGENT = Agent(
     name="amp",
     display_name="Amp",
+    provider="amp",
     places=(Place(defaults=("$XDG_DATA_HOME/amp", "~/.local/share/amp"), env="AMP_DATA_DIR", env_list=True,
                   sessions=("threads",)),),
     suffixes=(),

@@ -20,9 +20,9 @@ AGENT = Agent(
     ),
     detect_line="batchcompact.agents.claude.detect:detect_line",
     detect_prefix="batchcompact.agents.claude.detect:detect_prefix",
-    reader="batchcompact.formats.claude:read",
-    writer="batchcompact.formats.claude_write",
-    usage="batchcompact.report.claude:extract_claude",
+    reader="batchcompact.agents.claude.read:read",
+    writer="batchcompact.agents.claude.write",
+    usage="batchcompact.agents.claude.report:extract_claude",
     tools={
         "read": "read",
         "notebookread": "read",
@@ -35,7 +35,7 @@ AGENT = Agent(
         "task": "delegate",
         "agent": "delegate",
     },
-    trigger="batchcompact.core.triggers:claude_trigger",
+    trigger="batchcompact.agents.claude.trigger:claude_trigger",
     trigger_table_window=False,
     trigger_max_output=True,
     presets={

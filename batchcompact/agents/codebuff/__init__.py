@@ -10,6 +10,7 @@ CHANNELS = ("manicode", "manicode-dev", "manicode-staging")
 AGENT = Agent(
     name="codebuff",
     display_name="Codebuff",
+    provider="codebuff",
     places=(Place(defaults=tuple(f"{base}/{name}" for base in ("$XDG_CONFIG_HOME", "~/.config") for name in CHANNELS),
                   env="CODEBUFF_DATA_DIR", env_list=True, sessions=("projects",)),),
     suffixes=(),

@@ -11,9 +11,9 @@ AGENT = Agent(
                   env_list=True),),
     detect_line="batchcompact.agents.codex.detect:detect_line",
     detect_prefix="batchcompact.agents.codex.detect:detect_prefix",
-    reader="batchcompact.formats.codex:read",
-    writer="batchcompact.formats.codex_write",
-    usage="batchcompact.report.codex:extract_codex",
+    reader="batchcompact.agents.codex.read:read",
+    writer="batchcompact.agents.codex.write",
+    usage="batchcompact.agents.codex.report:extract_codex",
     tools={
         "apply_patch": "patch",
         "shell": "shell",
@@ -24,7 +24,7 @@ AGENT = Agent(
         "update_plan": "plan",
         "view_image": "read",
     },
-    trigger="batchcompact.core.triggers:codex_trigger",
+    trigger="batchcompact.agents.codex.trigger:codex_trigger",
     presets={
         # Codex ModelInfo::auto_compact_token_limit: 90% of the window; keeps 20000 tokens of user messages.
         "codex": {"threshold_percent": 90.0, "keep_recent_tokens": 20000},

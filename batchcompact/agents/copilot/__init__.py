@@ -1,7 +1,7 @@
 """GitHub Copilot CLI: `$COPILOT_HOME` or `~/.copilot`, its `session-state/<id>/events.jsonl` event logs
 (compacted: reader `events.py`, writer `write.py`) and `otel/` (the OpenTelemetry file export), plus the
 file `$COPILOT_OTEL_FILE_EXPORTER_PATH` (usage only). Line rules `detect.py`, usage `report.py`; the
-trigger is `core/triggers.py:copilot_trigger`."""
+trigger is `trigger.py`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from batchcompact.agents.spec import Agent, Place
 AGENT = Agent(
     name="copilot",
     display_name="GitHub Copilot CLI",
+    provider="github-copilot",
     places=(
         Place(defaults=("~/.copilot",), env="COPILOT_HOME", env_list=True, sessions=("otel", "session-state")),
         Place(env="COPILOT_OTEL_FILE_EXPORTER_PATH", sessions=("",)),  # a file, read besides the folders
@@ -26,7 +27,7 @@ AGENT = Agent(
         "bash": "command",
         "task": "delegate",
     },
-    trigger="batchcompact.core.triggers:copilot_trigger",
+    trigger="batchcompact.agents.copilot.trigger:copilot_trigger",
     presets={
         # Copilot CLI compacts in the background at 80% of the model's prompt limit (its own rule, the
         # default) and summarizes the whole history, so the kept tail is batchcompact's default.

@@ -1,7 +1,7 @@
 """Gemini CLI (google-gemini/gemini-cli): `$GEMINI_DATA_DIR` or `~/.gemini/tmp`, chats in
 `<project>/chats/session-*.jsonl` (0.40 on) and `session-*.json` (legacy, one JSON document). Reader
 `chat.py`, writer `write.py`, line rules `detect.py`, usage `report.py`, the user's compression threshold
-`settings.py`; the trigger is `core/triggers.py:gemini_trigger`."""
+`settings.py`; the trigger is `trigger.py`."""
 
 from __future__ import annotations
 
@@ -26,9 +26,10 @@ AGENT = Agent(
         "write_todos": "todos",
         "invoke_agent": "delegate",
     },
-    trigger="batchcompact.core.triggers:gemini_trigger",
+    trigger="batchcompact.agents.gemini.trigger:gemini_trigger",
     trigger_table_window=False,
     settings="batchcompact.agents.gemini.settings:with_gemini_settings",
+    settings_fields=("threshold_percent",),
     presets={
         # Gemini CLI chatCompressionService: compress at 50% of tokenLimit, keep the last 30% of the
         # history (at the threshold of a 1,048,576-token window: 30% of 524,288 tokens).

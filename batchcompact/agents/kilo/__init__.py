@@ -20,7 +20,7 @@ AGENT = Agent(
     # glob, grep, list and webfetch have no shape: they are searches
     tools={"read": "read", "write": "write", "edit": "edit", "bash": "command", "todowrite": "todos",
            "task": "delegate"},
-    trigger="batchcompact.core.triggers:opencode_trigger",
+    trigger="batchcompact.agents.opencode.trigger:opencode_trigger",
     trigger_max_output=True,
     settings="batchcompact.agents.opencode.read:with_opencode_settings",
     store="batchcompact.agents.opencode.store",

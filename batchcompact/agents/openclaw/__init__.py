@@ -3,7 +3,7 @@
 (2026.9+; each session is `<database>#<session id>`: store.py) or, in older releases, in
 `agents/<agent>/sessions/<id>.jsonl` (archived `.reset.`/`.deleted.` copies are read, never compacted).
 Reader `read.py`, writer `write.py` (pi's compaction entry), database store `store.py`, usage `report.py`;
-the trigger is `core/triggers.py:openclaw_trigger`, the window and settings from the user's openclaw.json."""
+the trigger is `trigger.py`, the window and settings from the user's openclaw.json."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ AGENT = Agent(
     usage="batchcompact.agents.openclaw.report:extract_openclaw",
     # OpenClaw's coding tools (pi's read/write/edit with `path`, exec's `command`, apply_patch's envelope)
     tools={"read": "read", "write": "write", "edit": "edit", "exec": "command", "apply_patch": "patch"},
-    trigger="batchcompact.core.triggers:openclaw_trigger",
+    trigger="batchcompact.agents.openclaw.trigger:openclaw_trigger",
     presets={
         # OpenClaw's agents.defaults.compaction: keepRecentTokens 20000, a reserve of 20000 (at most a
         # quarter of the window).

@@ -6,6 +6,6 @@ it is one more event row (store.py); in a JSONL transcript one more line. `verif
 
 from __future__ import annotations
 
-from batchcompact.formats.pi import build_compaction, verify
+from batchcompact.agents.pi.session import build_compaction, verify
 
 __all__ = ["build_compaction", "verify"]

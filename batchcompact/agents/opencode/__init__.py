@@ -3,7 +3,7 @@
 `storage/message/<session>/<message>.json` files (reported only). Each session of `opencode.db` is
 `<opencode.db>#<session id>` (store.py), read with OpenCode's loader rules (session.py, read.py) and
 compacted as OpenCode records its own compaction (write.py, store.py); usage report.py. The trigger is
-`core/triggers.py:opencode_trigger`, the limits and settings from the user's opencode.json."""
+`trigger.py`, the limits and settings from the user's opencode.json."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ AGENT = Agent(
     # glob, grep, list and webfetch have no shape: they are searches
     tools={"read": "read", "write": "write", "edit": "edit", "bash": "command", "todowrite": "todos",
            "task": "delegate"},
-    trigger="batchcompact.core.triggers:opencode_trigger",
+    trigger="batchcompact.agents.opencode.trigger:opencode_trigger",
     trigger_max_output=True,
     settings="batchcompact.agents.opencode.read:with_opencode_settings",
     store="batchcompact.agents.opencode.store",

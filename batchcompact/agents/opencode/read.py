@@ -123,7 +123,7 @@ def with_opencode_settings(session: Any, settings: Any, fields: tuple[str, ...])
     """OpenCode's own settings for the settings nobody set: its kept tail (`compaction.preserve_recent_tokens`,
     else 25% of the usable window within 2,000..15,000; 15,000 when the window is the price table's); the
     skip reason when `compaction.auto` is false (--force compacts anyway, as /compact still does)."""
-    from batchcompact.core.triggers import OPENCODE_TAIL_MAX, opencode_tail_tokens, opencode_usable
+    from batchcompact.agents.opencode.trigger import OPENCODE_TAIL_MAX, opencode_tail_tokens, opencode_usable
 
     limits = session.extra.get("agent_limits") or {}
     if limits.get("auto") is False and not settings.force:

@@ -19,11 +19,11 @@ AGENT = Agent(
     ),
     detect_line="batchcompact.agents.pi.detect:detect_line",
     detect_prefix="batchcompact.agents.pi.detect:detect_prefix",
-    reader="batchcompact.formats.pi:read_pi_session",
-    writer="batchcompact.formats.pi",
-    usage="batchcompact.report.pi:extract_pi",
+    reader="batchcompact.agents.pi.session:read_pi_session",
+    writer="batchcompact.agents.pi.session",
+    usage="batchcompact.agents.pi.report:extract_pi",
     tools={"read": "read", "write": "write", "edit": "edit", "bash": "command"},
-    trigger="batchcompact.core.triggers:pi_trigger",
+    trigger="batchcompact.agents.pi.trigger:pi_trigger",
     own_threshold=False,
     presets={
         # pi-mono settings-manager.ts / docs/settings.md: reserveTokens 16384, keepRecentTokens 20000.
@@ -36,5 +36,11 @@ AGENT = Agent(
     branch_summaries=True,
     prune=True,
     settings="batchcompact.agents.pi.settings:with_pi_settings",
+    # "enabled": False in pi's settings skips the session unless --force
+    settings_fields=("reserve_tokens", "keep_recent_tokens", "enabled"),
+    settings_shown="batchcompact.agents.pi.settings:pi_settings",
+    digest_reader=True,
+    read_appended="batchcompact.agents.pi.session:read_pi_appended",
+    migrate_on_write=True,
     validate="batchcompact.schemas:validate_session",
 )

@@ -1,6 +1,6 @@
 """Qwen Code (QwenLM/qwen-code): `$QWEN_DATA_DIR` or `~/.qwen`, chats in `projects/<project>/chats/<session>.jsonl`.
 Reader `chat.py`, writer `write.py`, line rules `detect.py`, usage `report.py`; the trigger is
-`core/triggers.py:qwen_trigger`. Its records look like Claude Code's lines (uuid, parentUuid, sessionId,
+`trigger.py`. Its records look like Claude Code's lines (uuid, parentUuid, sessionId,
 type), so its line rule is asked before Claude Code's."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ AGENT = Agent(
         "todo_write": "todos",
         "agent": "delegate",
     },
-    trigger="batchcompact.core.triggers:qwen_trigger",
+    trigger="batchcompact.agents.qwen.trigger:qwen_trigger",
     presets={
         # Qwen Code 0.24 computeThresholds: min(85% of the window, window - 33,000) is the agent's own
         # rule (the default); it summarizes the whole history, so the kept tail is batchcompact's default.

@@ -20,7 +20,7 @@ from batchcompact.agents.qwen.chat import ACK_TEXT, kept_contents
 from batchcompact.core.apply import batchcompact_marker
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.core.session import Session
-from batchcompact.formats.claude_codex_verify import verify_written
+from batchcompact.formats.verify import verify_written
 
 NAMESPACE = uuidlib.UUID("0b9f6c52-7d0e-4f8a-a3c4-5e2d1b6f9a70")
 

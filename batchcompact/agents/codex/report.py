@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from batchcompact.formats.codex import USAGE_FIELDS
+from batchcompact.agents.codex.read import USAGE_FIELDS
 from batchcompact.formats.jsonl import capped_lines
 from batchcompact.report.lines import ExtractStats, as_int, load_line, open_binary, parse_timestamp
 from batchcompact.report.schema import UsageRows

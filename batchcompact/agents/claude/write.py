@@ -30,10 +30,10 @@ from __future__ import annotations
 import uuid as uuidlib
 from typing import Any
 
+from batchcompact.agents.claude.messages import SUMMARY_PREAMBLE
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.core.session import Session
-from batchcompact.formats.claude_codex_verify import verify_written
-from batchcompact.formats.claude_messages import SUMMARY_PREAMBLE
+from batchcompact.formats.verify import verify_written
 
 NAMESPACE = uuidlib.UUID("6c1f4a52-2b0e-4f57-9d8e-8f0b5d2c7a11")
 TRIGGER = "manual"

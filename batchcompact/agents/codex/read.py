@@ -29,12 +29,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from batchcompact.agents.codex.items import SUMMARY_PREFIX, is_context_text, item_text
+from batchcompact.agents.codex.write import build_compaction, verify
 from batchcompact.core.context import build_session_context, convert_to_llm, parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.fileops import details_from_summary
 from batchcompact.core.session import Session
-from batchcompact.formats.codex_items import SUMMARY_PREFIX, is_context_text, item_text
-from batchcompact.formats.codex_write import build_compaction, verify
 from batchcompact.formats.jsonl import file_size, iter_json_lines
 
 FORMAT = "codex"

@@ -31,17 +31,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from batchcompact.core.context import build_session_context, convert_to_llm
-from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
-from batchcompact.core.session import Session
-from batchcompact.core.tree import SessionTree
-from batchcompact.formats.claude_messages import (
+from batchcompact.agents.claude.messages import (
     SUMMARY_PREAMBLE,
     assistant_message,
     summary_text,
     user_message,
 )
-from batchcompact.formats.claude_write import build_compaction, verify
+from batchcompact.agents.claude.write import build_compaction, verify
+from batchcompact.core.context import build_session_context, convert_to_llm
+from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
+from batchcompact.core.session import Session
+from batchcompact.core.tree import SessionTree
 from batchcompact.formats.jsonl import file_size, iter_json_lines
 
 FORMAT = "claude"

@@ -41,7 +41,7 @@ from batchcompact.report.schema import UsageRows
 WANT = (b'"assistant"',)
 # Claude Code writes these with "type" first; one written otherwise is parsed, and usage_line drops it.
 SKIP_STARTS = (b'{"type":"file-history-snapshot"',)
-# batchcompact's kept-tail copies carry {"batchcompact": {"copyOf": uuid}} (formats/claude_write.py) and a
+# batchcompact's kept-tail copies carry {"batchcompact": {"copyOf": uuid}} (agents/claude/write.py) and a
 # fresh message.id; the original line carries the request, so the copies are not rows.
 COPY_MARKER = "batchcompact"
 # Every line that can carry a request's usage contains this (agent_progress lines in their inner message).

@@ -9,34 +9,7 @@ from typing import Any
 from batchcompact.core.entries import ERROR, KNOWN_ENTRY_TYPES, MESSAGE_ROLES, WARNING, Entry, Problem
 from batchcompact.core.migrate import header_version, migrate
 from batchcompact.core.session import Session
-from batchcompact.formats.jsonl import iter_json_lines, paused_gc
-
-SOURCE = "source"  # Session.extra: the SourceDigest of the bytes the session was read from
-
-
-class SourceDigest:
-    """What a reader consumed: bytes, lines and their SHA-256 (fed every line by `iter_json_lines`)."""
-
-    __slots__ = ("size", "lines", "_sha")
-
-    def __init__(self) -> None:
-        self.size = 0
-        self.lines = 0
-        self._sha = hashlib.sha256()
-
-    def update(self, raw: bytes) -> None:
-        self._sha.update(raw)
-        self.size += len(raw)
-        self.lines += 1
-
-    def update_bytes(self, raw: bytes) -> None:
-        """Bytes of a line too long to read (`jsonl.capped_lines`): hashed and counted, not a line."""
-        self._sha.update(raw)
-        self.size += len(raw)
-
-    @property
-    def sha256(self) -> str:
-        return self._sha.hexdigest()
+from batchcompact.formats.jsonl import SOURCE, SourceDigest, iter_json_lines, paused_gc
 
 
 def read_pi_session(path: str | Path, *, digest: bool = False) -> Session:

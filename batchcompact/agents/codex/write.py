@@ -22,16 +22,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from batchcompact.core.planner import CompactionPlan
-from batchcompact.core.session import Session
-from batchcompact.formats.claude_codex_verify import verify_written
-from batchcompact.formats.codex_items import (
+from batchcompact.agents.codex.items import (
     SUMMARY_PREFIX,
     USER_MESSAGE_BUDGET_TOKENS,
     approx_tokens,
     is_context_text,
     item_text,
 )
+from batchcompact.core.planner import CompactionPlan
+from batchcompact.core.session import Session
+from batchcompact.formats.verify import verify_written
 
 
 def _first_kept_index(path: list[Any], plan: CompactionPlan) -> int:
