@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from batchcompact.agents import file_tools
 from batchcompact.core.calls import HISTORY  # noqa: E402
 from batchcompact.core.planner import CompactionSettings, prepare_compaction  # noqa: E402
 from batchcompact.formats.detect import read_session  # noqa: E402
@@ -124,7 +125,7 @@ def _measure(path: Path) -> tuple[int, float, float, int]:
     of this process (one thread: what the machine's load moves least)."""
     started = time.process_time()
     session = read_session(path)
-    plan = prepare_compaction(session.path_entries(), CompactionSettings(force=True), 200_000)
+    plan = prepare_compaction(session.path_entries(), CompactionSettings(force=True), 200_000, file_tools=file_tools())
     planned = time.process_time() - started
     history = next(c for c in plan.calls if c.kind == HISTORY)
     started = time.process_time()

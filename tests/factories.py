@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from batchcompact.agents import file_tools
 from batchcompact.core.entries import Entry
 from batchcompact.core.session import Session
 
@@ -78,7 +79,7 @@ def plan_forced(session, keep: int, context_window: int = 200_000):
     from batchcompact.core.planner import CompactionSettings, prepare_compaction
 
     settings = CompactionSettings(force=True, keep_recent_tokens=keep)
-    return prepare_compaction(session.path_entries(), settings, context_window=context_window)
+    return prepare_compaction(session.path_entries(), settings, context_window=context_window, file_tools=file_tools())
 
 
 def write_appended(src: Path, lines: list[dict], out: Path) -> Path:

@@ -10,6 +10,7 @@ from factories import Builder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from batchcompact.agents import file_tools
 from batchcompact.core.branches import (
     BranchPlan,
     BranchSettings,
@@ -62,7 +63,7 @@ def _append(tree: SessionTree, entries: list[dict]) -> SessionTree:
 
 
 def _apply_all(tree: SessionTree, session_id: str = "s-1") -> tuple[SessionTree, list[dict]]:
-    plans = [p for p in plan_all_branches(tree, BranchSettings()) if isinstance(p, BranchPlan)]
+    plans = [p for p in plan_all_branches(tree, BranchSettings(), file_tools=file_tools()) if isinstance(p, BranchPlan)]
     results = [BranchSummaryResult(p, f"## Goal\nsummary of {p.leaf_id}") for p in plans]
     chain = build_branch_summary_chain(
         results, leaf_id=tree.leaf.id, existing_ids=tree.by_id, session_id=session_id, timestamp=TS
@@ -96,7 +97,7 @@ def test_a_branch_sharing_no_entry_with_the_active_path_has_no_ancestor():
     (branch,) = find_abandoned_branches(tree)
     assert branch.ancestor is None and branch.ancestor_id is None
     assert [e.id for e in branch.entries] == old
-    plan = plan_branch_summary(tree, branch, BranchSettings())
+    plan = plan_branch_summary(tree, branch, BranchSettings(), file_tools=file_tools())
     assert isinstance(plan, BranchPlan)
     assert plan.from_id == old[-1]  # the abandoned leaf, never pi's "root"
     entry = build_branch_summary_entry(
@@ -114,7 +115,7 @@ def test_the_walk_does_not_stop_at_a_compaction_entry():
     b.user("active", parent=fork)
     (branch,) = find_abandoned_branches(_tree(b))
     assert [e.type for e in branch.entries] == ["message", "compaction", "message"]
-    messages, _, _ = prepare_branch_entries(branch.entries)
+    messages, _, _ = prepare_branch_entries(branch.entries, file_tools=file_tools())
     assert [m["role"] for m in messages] == ["user", "compactionSummary", "assistant"]
 
 
@@ -124,7 +125,7 @@ def test_no_branches_in_a_linear_session_or_an_empty_one():
     b.assistant("a")
     assert find_abandoned_branches(_tree(b)) == []
     assert find_abandoned_branches(SessionTree([])) == []
-    assert plan_all_branches(SessionTree([]), BranchSettings()) == []
+    assert plan_all_branches(SessionTree([]), BranchSettings(), file_tools=file_tools()) == []
 
 
 # --- prepare_branch_entries ---------------------------------------------------------------------------
@@ -144,7 +145,7 @@ def test_tool_results_are_skipped_entirely_and_metadata_gives_nothing():
     b.add("custom", customType="ext", data={})
     b.add("label", targetId="00000001", label="here")
     b.assistant("done")
-    messages, ops, total = prepare_branch_entries(_entries(b), 100)
+    messages, ops, total = prepare_branch_entries(_entries(b), 100, file_tools=file_tools())
     assert [m["role"] for m in messages] == ["user", "assistant", "assistant"]
     assert total == 2 + 5 + 1  # the 10000-token tool result neither counts nor stops the walk
     assert ops.lists() == (["r.py"], [])
@@ -154,7 +155,7 @@ def test_custom_messages_and_branch_summaries_are_mapped():
     b = Builder()
     b.add("custom_message", customType="note", content="hello", display=True)
     b.add("branch_summary", fromId="x", summary="", fromHook=False)  # pi maps even an empty one
-    messages, _, _ = prepare_branch_entries(_entries(b))
+    messages, _, _ = prepare_branch_entries(_entries(b), file_tools=file_tools())
     assert [m["role"] for m in messages] == ["custom", "branchSummary"]
     assert messages[1]["summary"] == ""
 
@@ -173,7 +174,7 @@ def test_budget_takes_messages_newest_first_and_stops_at_the_first_that_does_not
     b = Builder()
     for name in ("old", "mid", "new"):
         b.user(name.ljust(400, "."))  # 100 tokens each
-    messages, _, total = prepare_branch_entries(_entries(b), budget)
+    messages, _, total = prepare_branch_entries(_entries(b), budget, file_tools=file_tools())
     assert [m["content"][:3] for m in messages] == expected
     assert total == 100 * len(expected)
 
@@ -183,7 +184,7 @@ def test_the_walk_stops_even_when_an_older_message_would_fit():
     b.user("tiny")
     b.user("x" * 4000)  # 1000 tokens
     b.user("y" * 400)  # 100 tokens
-    messages, _, total = prepare_branch_entries(_entries(b), 500)
+    messages, _, total = prepare_branch_entries(_entries(b), 500, file_tools=file_tools())
     assert [m["content"][0] for m in messages] == ["y"] and total == 100
 
 
@@ -208,7 +209,7 @@ def test_an_earlier_summary_past_the_budget_is_kept_while_under_ninety_percent(k
         b.add(kind, fromId="x", summary="S" * 400, fromHook=False)
     b.user("m".ljust(400, "."))
     b.user("n".ljust(400, "."))
-    messages, _, total = prepare_branch_entries(_entries(b), budget)
+    messages, _, total = prepare_branch_entries(_entries(b), budget, file_tools=file_tools())
     assert len(messages) == (3 if taken else 2)
     assert total == (300 if taken else 200)
     assert all(m.get("content", "")[:4] != "lost" for m in messages if m["role"] == "user")
@@ -233,7 +234,7 @@ def test_file_ops_come_from_earlier_non_hook_branch_summaries_and_from_messages_
     b.add("branch_summary", fromId="z", summary="s")  # no details
     b.assistant("x" * 4000, calls=[("edit", {"path": "big.py"})])  # does not fit, its file ops count
     b.assistant("", calls=[("read", {"path": "old_mod.py"}), ("read", {"path": "new.py"})])
-    messages, ops, _ = prepare_branch_entries(_entries(b), 100)
+    messages, ops, _ = prepare_branch_entries(_entries(b), 100, file_tools=file_tools())
     assert len(messages) == 1
     assert ops.lists() == (["new.py", "old_read.py"], ["big.py", "old_mod.py"])
 
@@ -245,11 +246,11 @@ def test_plan_builds_one_branch_call_with_pis_prompt_and_budget():
     b, ids = _nested()
     tree = _tree(b)
     settings = BranchSettings(instructions="focus on caching")
-    first = plan_branch_summary(tree, find_abandoned_branches(tree)[0], settings)
+    first = plan_branch_summary(tree, find_abandoned_branches(tree)[0], settings, file_tools=file_tools())
     assert isinstance(first, BranchPlan)
     assert first.budget == 128000 - 16384 and first.context_window == 128000
     assert first.from_id == ids["a6"] and first.ancestor_id == ids["a2"]
-    messages, _, total = prepare_branch_entries(first.branch.entries, first.budget)
+    messages, _, total = prepare_branch_entries(first.branch.entries, first.budget, file_tools=file_tools())
     call = first.call
     assert call.kind == BRANCH and first.calls == [call]
     assert call.system_prompt == SUMMARIZATION_SYSTEM_PROMPT
@@ -273,7 +274,7 @@ def test_plan_builds_one_branch_call_with_pis_prompt_and_budget():
 def test_budget_is_the_window_minus_the_reserve(settings, window, budget):
     b, _ = _nested()
     tree = _tree(b)
-    plan = plan_branch_summary(tree, find_abandoned_branches(tree)[0], settings, window)
+    plan = plan_branch_summary(tree, find_abandoned_branches(tree)[0], settings, window, file_tools=file_tools())
     assert plan.budget == budget
 
 
@@ -284,7 +285,7 @@ def test_a_branch_over_the_budget_is_marked_truncated():
         b.user(f"{index}".ljust(400, "."))
     b.user("active", parent=fork)
     tree = _tree(b)
-    plan = plan_branch_summary(tree, find_abandoned_branches(tree)[0], BranchSettings(reserve_tokens=0), 250)
+    plan = plan_branch_summary(tree, find_abandoned_branches(tree)[0], BranchSettings(reserve_tokens=0), 250, file_tools=file_tools())
     assert plan.truncated and plan.messages == 2 and plan.total_tokens == 200
 
 
@@ -296,13 +297,13 @@ def test_skips_a_branch_with_no_messages_with_no_text_and_below_min_tokens():
     b.user("tiny", parent=fork)
     b.user("the active path", parent=fork)
     tree = _tree(b)
-    results = plan_all_branches(tree, BranchSettings(min_branch_tokens=5))
+    results = plan_all_branches(tree, BranchSettings(min_branch_tokens=5), file_tools=file_tools())
     assert [r.reason for r in results] == [
         "nothing to summarize (no messages on the branch)",
         "nothing to summarize (the branch has no text)",
         "below min_branch_tokens (1 < 5)",
     ]
-    assert isinstance(plan_all_branches(tree, BranchSettings())[2], BranchPlan)
+    assert isinstance(plan_all_branches(tree, BranchSettings(), file_tools=file_tools())[2], BranchPlan)
 
 
 # --- entries, chains, idempotence ---------------------------------------------------------------------
@@ -311,7 +312,7 @@ def test_skips_a_branch_with_no_messages_with_no_text_and_below_min_tokens():
 def test_entry_fields_order_summary_and_id():
     b, ids = _nested()
     tree = _tree(b)
-    plan = plan_all_branches(tree, BranchSettings())[1]
+    plan = plan_all_branches(tree, BranchSettings(), file_tools=file_tools())[1]
     usage = {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15}
     entry = build_branch_summary_entry(
         plan,
@@ -380,7 +381,7 @@ def test_summaries_chain_on_the_active_path_and_enter_the_context():
 def test_a_rerun_skips_every_branch_already_summarized():
     b, _ = _nested()
     after, chain = _apply_all(_tree(b))
-    results = plan_all_branches(after, BranchSettings())
+    results = plan_all_branches(after, BranchSettings(), file_tools=file_tools())
     assert all(isinstance(r, BranchSkip) for r in results)
     assert [r.summary_id for r in results] == [e["id"] for e in chain]
     assert results[0].reason.startswith("already summarized (branch_summary ")
@@ -393,7 +394,7 @@ def test_a_summary_anywhere_in_the_file_counts_but_only_for_its_own_leaf():
     # Written off the active path, for the first branch only.
     b.add("branch_summary", parent=ids["u1"], fromId=ids["a6"], summary="done before", fromHook=False)
     b.user("active again", parent=ids["a10"])
-    results = plan_all_branches(_tree(b), BranchSettings())
+    results = plan_all_branches(_tree(b), BranchSettings(), file_tools=file_tools())
     by_leaf = {r.leaf_id: r for r in results}
     assert isinstance(by_leaf[ids["a6"]], BranchSkip)
     assert isinstance(by_leaf[ids["a8"]], BranchPlan)
@@ -409,7 +410,7 @@ def test_a_summary_pi_wrote_on_leaving_a_branch_is_recognised():
     b.user("continue from the summary")
     tree = _tree(b)
     assert find_summarized_leaves(tree) == {leaf: tree.get(pi_summary)}
-    (result,) = plan_all_branches(tree, BranchSettings())
+    (result,) = plan_all_branches(tree, BranchSettings(), file_tools=file_tools())
     assert isinstance(result, BranchSkip) and result.summary_id == pi_summary
 
 
@@ -419,7 +420,7 @@ def test_a_pi_summary_back_to_the_root_is_recognised():
     leaf = b.assistant("a")
     pi_summary = b.add("branch_summary", parent=None, fromId="root", summary="s", fromHook=False)
     b.user("new start")
-    (result,) = plan_all_branches(_tree(b), BranchSettings())
+    (result,) = plan_all_branches(_tree(b), BranchSettings(), file_tools=file_tools())
     assert result.leaf_id == leaf and result.summary_id == pi_summary
 
 
@@ -430,7 +431,7 @@ def test_a_pi_shaped_summary_not_right_after_the_leaf_does_not_count():
     b.assistant("branch answer")
     b.user("active", parent=fork)
     b.add("branch_summary", fromId=b.leaf, summary="s")  # fromId == parentId, but follows no leaf
-    (result,) = plan_all_branches(_tree(b), BranchSettings())
+    (result,) = plan_all_branches(_tree(b), BranchSettings(), file_tools=file_tools())
     assert isinstance(result, BranchPlan)
 
 
@@ -438,7 +439,7 @@ def test_the_compaction_is_planned_over_the_path_ending_with_the_summaries():
     b, _ = _nested()
     after, chain = _apply_all(_tree(b))
     path = after.path()
-    plan = prepare_compaction(path, CompactionSettings(force=True, keep_recent_tokens=1))
+    plan = prepare_compaction(path, CompactionSettings(force=True, keep_recent_tokens=1), file_tools=file_tools())
     assert isinstance(plan, CompactionPlan)
     assert plan.leaf_id == chain[-1]["id"]  # the compaction's parent is the last summary
     # Summary entries add 0 to pi's keep-recent walk, so they always land in the kept tail.
@@ -480,10 +481,10 @@ def test_branches_never_touch_the_active_path_and_end_at_their_leaf(shape):
         assert branch.entries[0].parent_id == branch.ancestor_id
         assert branch.ancestor_id is None or branch.ancestor_id in active
         for budget in (0, 40, 400):
-            messages, _, total = prepare_branch_entries(branch.entries, budget)
+            messages, _, total = prepare_branch_entries(branch.entries, budget, file_tools=file_tools())
             assert all(m["role"] != "toolResult" for m in messages)
             assert budget == 0 or total <= budget  # no summaries here, so the budget is never passed
-        result = plan_branch_summary(tree, branch, BranchSettings())
+        result = plan_branch_summary(tree, branch, BranchSettings(), file_tools=file_tools())
         assert isinstance(result, (BranchPlan, BranchSkip))
 
 
@@ -497,7 +498,7 @@ def test_branched_sample_gives_one_result_per_abandoned_branch_and_is_idempotent
     session = read_pi_session(path)
     tree = session.tree
     branches = find_abandoned_branches(tree)
-    results = plan_all_branches(tree, BranchSettings(), 200000)
+    results = plan_all_branches(tree, BranchSettings(), 200000, file_tools=file_tools())
     assert len(branches) >= 2
     assert [r.leaf_id for r in results] == [br.leaf_id for br in branches]
     # The sample's first branch was left with a summary (pi's shape): it is not summarized again.
@@ -509,6 +510,6 @@ def test_branched_sample_gives_one_result_per_abandoned_branch_and_is_idempotent
 
     after, chain = _apply_all(tree, session.session_id or "s")
     assert len(chain) == len(plans)
-    assert all(isinstance(r, BranchSkip) for r in plan_all_branches(after, BranchSettings(), 200000))
+    assert all(isinstance(r, BranchSkip) for r in plan_all_branches(after, BranchSettings(), 200000, file_tools=file_tools()))
     roles = [m.message["role"] for m in build_session_context(after.path()).messages]
     assert roles.count("branchSummary") == len(plans) + 1  # ours, plus pi's on the active path

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from factories import Builder
 
+from batchcompact.agents import file_tools
 from batchcompact.core.context import (
     bash_execution_to_text,
     build_session_context,
@@ -156,7 +157,7 @@ def test_serialization_labels_calls_and_truncation():
 
 
 def test_file_operations_accumulate_and_format():
-    ops = FileOps()
+    ops = FileOps(file_tools())
     ops.add_message({"role": "assistant", "content": [
         {"type": "toolCall", "name": "read", "arguments": {"path": "b.ts"}},
         {"type": "toolCall", "name": "read", "arguments": {"path": "a.ts"}},

@@ -8,6 +8,7 @@ import json
 from conftest import fixture_path
 from factories import plan_forced, write_appended
 
+from batchcompact.agents import file_tools
 from batchcompact.agents.claude import read as claude
 from batchcompact.agents.codex import read as codex
 from batchcompact.core.apply import compose_summary
@@ -38,7 +39,7 @@ def _assistant(*calls):
 
 
 def test_claude_tools_fill_read_and_modified():
-    ops = FileOps()
+    ops = FileOps(file_tools())
     ops.add_message(
         _assistant(
             ("Read", {"file_path": "/r/a.py"}),
@@ -64,10 +65,10 @@ def test_codex_apply_patch_headers_in_every_call_shape():
         ("shell", {"command": ["bash", "-lc", "apply_patch <<'EOF'\n" + PATCH + "\nEOF"]}),
     ]
     for name, args in shapes:
-        ops = FileOps()
+        ops = FileOps(file_tools())
         ops.add_message(_assistant((name, args)))
         assert ops.lists()[1] == ["src/gone.py", "src/new.py", "src/old.py", "src/renamed.py"], (name, args)
-    ops = FileOps()
+    ops = FileOps(file_tools())
     ops.add_message(_assistant(("exec_command", {"cmd": "grep -n 'Update File' notes.txt"})))
     assert ops.lists() == ([], [])
 

@@ -33,6 +33,7 @@ from agent_judges import REPLY, FakeAnthropic, node_bin, npm_cli, sandbox_env
 from conftest import SAMPLES, fixture_path
 from test_planner import FIXTURE_TABLE
 
+from batchcompact.agents import file_tools
 from batchcompact.agents.pi.session import read_pi_session
 from batchcompact.core.context import (
     BRANCH_SUMMARY_PREFIX,
@@ -224,7 +225,7 @@ def test_our_cut_is_pi_prepare_compaction_cut(name, pi_prepared):
     source = fixture_path("pi", name) if name in FIXTURES else SAMPLES / "pi" / name
     path = read_pi_session(source).tree.path()
     for keep, result in pi_prepared[name].items():
-        plan = prepare_compaction(path, CompactionSettings(force=True, keep_recent_tokens=keep, fix_false_split=False))
+        plan = prepare_compaction(path, CompactionSettings(force=True, keep_recent_tokens=keep, fix_false_split=False), file_tools=file_tools())
         expected = _pi_rows([result])[keep]
         if isinstance(plan, Skip):
             # pi would summarize an empty conversation; we skip it (docs/compaction.md)

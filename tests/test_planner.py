@@ -10,6 +10,7 @@ from factories import Builder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from batchcompact.agents import file_tools
 from batchcompact.agents.pi.session import read_pi_session
 from batchcompact.core.calls import HISTORY, TURN_PREFIX
 from batchcompact.core.cutpoint import find_cut_point
@@ -60,7 +61,7 @@ def test_split_turn_plans_two_calls_with_instructions_in_both():
         b.assistant(f"step {index} " * 20, calls=[("edit", {"path": f"src/f{index}.py"})])
         b.tool_result("out " * 50)
     settings = CompactionSettings(force=True, keep_recent_tokens=300, instructions="focus on tests")
-    plan = prepare_compaction(_path(b), settings)
+    plan = prepare_compaction(_path(b), settings, file_tools=file_tools())
     assert isinstance(plan, CompactionPlan) and plan.split_turn
     assert [c.kind for c in plan.calls] == [HISTORY, TURN_PREFIX]
     assert all(c.user_prompt.endswith("Additional focus: focus on tests") for c in plan.calls)
@@ -72,7 +73,7 @@ def test_nothing_to_summarize_is_a_skip_not_an_empty_call():
     b = Builder()
     b.user("hi")
     b.assistant("hello")
-    plan = prepare_compaction(_path(b), FORCE)
+    plan = prepare_compaction(_path(b), FORCE, file_tools=file_tools())
     assert isinstance(plan, Skip) and plan.reason.startswith("nothing to summarize")
 
 
@@ -86,7 +87,7 @@ def test_split_turn_with_no_history_keeps_the_previous_summary():
     # part is empty. pi would send "No prior history." and drop PREVIOUS; we keep PREVIOUS.
     for index in range(5):
         b.assistant(f"work {index} " * 40)
-    plan = prepare_compaction(_path(b), CompactionSettings(force=True, keep_recent_tokens=150))
+    plan = prepare_compaction(_path(b), CompactionSettings(force=True, keep_recent_tokens=150), file_tools=file_tools())
     assert isinstance(plan, CompactionPlan) and plan.split_turn
     assert [c.kind for c in plan.calls] == [TURN_PREFIX]
     assert plan.history_fallback == "PREVIOUS" != NO_PRIOR_HISTORY
@@ -106,7 +107,7 @@ def test_update_prompt_carries_previous_summary():
     b.add("compaction", summary="PREVIOUS", firstKeptEntryId=kept, tokensBefore=5)
     b.user("q3 " * 100)
     b.assistant("a3 " * 100)
-    plan = prepare_compaction(_path(b), CompactionSettings(force=True, keep_recent_tokens=100))
+    plan = prepare_compaction(_path(b), CompactionSettings(force=True, keep_recent_tokens=100), file_tools=file_tools())
     assert isinstance(plan, CompactionPlan) and not plan.split_turn
     history = plan.calls[0]
     assert history.previous_summary == "PREVIOUS"
@@ -120,19 +121,19 @@ def test_already_compacted_and_threshold_and_unknown_window():
     u = b.user("x" * 400)
     b.assistant("y" * 400, usage=150_000)
     b.add("compaction", summary="S", firstKeptEntryId=u, tokensBefore=1)
-    assert prepare_compaction(_path(b), FORCE).reason == "already compacted"
+    assert prepare_compaction(_path(b), FORCE, file_tools=file_tools()).reason == "already compacted"
     b.user("next")
-    plan = prepare_compaction(_path(b), CompactionSettings(), context_window=128_000)
+    plan = prepare_compaction(_path(b), CompactionSettings(), context_window=128_000, file_tools=file_tools())
     # The only usage predates the compaction: it is stale and must not trigger another compaction.
     assert isinstance(plan, Skip) and plan.reason.startswith("below threshold")
     fresh = Builder()
     fresh.user("x")
     fresh.assistant("y", usage=120_000)
-    assert isinstance(prepare_compaction(_path(fresh), CompactionSettings(), context_window=128_000), Skip)
+    assert isinstance(prepare_compaction(_path(fresh), CompactionSettings(), context_window=128_000, file_tools=file_tools()), Skip)
     fresh.user("z" * 40_000)
     small_keep = CompactionSettings(keep_recent_tokens=1000)
-    assert isinstance(prepare_compaction(_path(fresh), small_keep, context_window=128_000), CompactionPlan)
-    unknown = prepare_compaction(_path(fresh), small_keep)
+    assert isinstance(prepare_compaction(_path(fresh), small_keep, context_window=128_000, file_tools=file_tools()), CompactionPlan)
+    unknown = prepare_compaction(_path(fresh), small_keep, file_tools=file_tools())
     assert isinstance(unknown, Skip) and "unknown context window" in unknown.reason
 
 
@@ -195,7 +196,7 @@ def test_fixture_cut_points_match_pi(name):
         kept = compactions[-1].data["firstKeptEntryId"]
         boundary_line = next(e.line for e in entries if e.id == kept)
     for keep, first, turn, split, msgs, prefix, before, nread, nmod in FIXTURE_TABLE[name]:
-        plan = prepare_compaction(entries, CompactionSettings(force=True, keep_recent_tokens=keep))
+        plan = prepare_compaction(entries, CompactionSettings(force=True, keep_recent_tokens=keep), file_tools=file_tools())
         assert isinstance(plan, CompactionPlan), plan
         got = (plan.first_kept_line, plan.turn_start_line, plan.split_turn, plan.messages_to_summarize,
                plan.turn_prefix_messages, plan.tokens_before, len(plan.read_files), len(plan.modified_files))
@@ -207,13 +208,13 @@ def test_fixture_cut_points_match_pi(name):
         # The pi bug fixes change nothing here.
         pi_plan = prepare_compaction(
             entries, CompactionSettings(force=True, keep_recent_tokens=keep, fix_false_split=False)
-        )
+        , file_tools=file_tools())
         assert (pi_plan.first_kept_line, pi_plan.split_turn) == (first, split)
 
 
 def test_fixture_second_compaction_uses_fix_boundary_not_snap():
     session = read_pi_session(fixture_path("pi", "before-compaction.jsonl"))
-    plan = prepare_compaction(session.tree.path(), CompactionSettings(force=True))
+    plan = prepare_compaction(session.tree.path(), CompactionSettings(force=True), file_tools=file_tools())
     # SNAP would start after the compaction on line 629; FIX starts at its first kept entry (line 552).
     assert plan.extra["boundary_start"] == 550
     assert plan.previous_summary.startswith("# Context Checkpoint")
@@ -248,8 +249,8 @@ def test_planning_properties(steps, keep):
     b = _build(steps)
     path = _path(b)
     settings_ = CompactionSettings(force=True, keep_recent_tokens=keep)
-    plan = prepare_compaction(path, settings_)
-    assert plan == prepare_compaction(path, settings_)  # deterministic (plans and skips are values)
+    plan = prepare_compaction(path, settings_, file_tools=file_tools())
+    assert plan == prepare_compaction(path, settings_, file_tools=file_tools())  # deterministic (plans and skips are values)
     if isinstance(plan, Skip):
         return
     first = path[plan.first_kept_index]
@@ -278,4 +279,4 @@ def test_planning_properties(steps, keep):
     ctx = build_session_context(new_path).messages
     assert ctx[0].message["role"] == "compactionSummary"
     assert len(ctx) == 1 or ctx[1].message["role"] != "toolResult"
-    assert prepare_compaction(new_path, settings_).reason == "already compacted"
+    assert prepare_compaction(new_path, settings_, file_tools=file_tools()).reason == "already compacted"

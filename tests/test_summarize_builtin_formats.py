@@ -14,6 +14,7 @@ import pytest
 from conftest import fixture_path
 from test_summarize_builtin import assistant, call, result, text, tool_call, user
 
+from batchcompact.agents import file_tools
 from batchcompact.core.calls import HISTORY
 from batchcompact.core.planner import CompactionSettings, Skip, prepare_compaction
 from batchcompact.formats.detect import read_session
@@ -268,7 +269,7 @@ def _history_call(path: Path, keep: int = 1):
     assert not session.errors, session.errors
     plan = prepare_compaction(
         session.path_entries(), CompactionSettings(force=True, keep_recent_tokens=keep), 200_000
-    )
+    , file_tools=file_tools())
     assert not isinstance(plan, Skip), plan
     return next(c for c in plan.calls if c.kind == HISTORY)
 
@@ -651,7 +652,7 @@ def test_linear_in_the_number_of_messages():
 def test_fixture_summaries_read_like_a_handover(parts):
     path = fixture_path(*parts)
     session = read_session(path)
-    plan = prepare_compaction(session.path_entries(), CompactionSettings(force=True), 200_000)
+    plan = prepare_compaction(session.path_entries(), CompactionSettings(force=True), 200_000, file_tools=file_tools())
     out = summarize_offline(next(c for c in plan.calls if c.kind == HISTORY))
     goal = out.split("## Goal\n")[1].split("\n\n")[0]
     done = out.split("### Done\n")[1].split("\n\n")[0]

@@ -51,6 +51,7 @@ __all__ = [
     "describe",
     "file_detectors",
     "file_of",
+    "file_tools",
     "find",
     "get",
     "load",
@@ -67,6 +68,7 @@ __all__ = [
 AGENTS: list[Agent] = []  # registration order; mutated in place so every importer sees new agents
 _BY_NAME: dict[str, Agent] = {}
 _TOOLS: dict[str, str] = {}
+_FILE_TOOLS: dict[str, tuple[str, tuple[str, ...]]] = {}
 _SUFFIXES: list[tuple[str, ...]] = []  # the cached union (one tuple), cleared by register
 
 
@@ -85,6 +87,7 @@ def register(agent: Agent, before: str | None = None) -> Agent:
         AGENTS.append(agent)
     _BY_NAME[agent.name] = agent
     _TOOLS.clear()
+    _FILE_TOOLS.clear()
     _SUFFIXES.clear()
     return agent
 
@@ -119,6 +122,21 @@ def tool_table() -> Mapping[str, str]:
         for agent in reversed(AGENTS):
             _TOOLS.update(agent.tools)
     return _TOOLS
+
+
+def file_tools() -> Mapping[str, tuple[str, tuple[str, ...]]]:
+    """Every agent's file tools (`Agent.file_tools`) in one table, for `core/fileops.py`: a tool two agents
+    declare with the same kind reads the argument names of both (the earlier agent's first), else the earlier
+    agent's entry wins. Messages do not say which agent wrote them."""
+    if not _FILE_TOOLS:
+        for agent in AGENTS:
+            for name, (kind, names) in agent.file_tools.items():
+                seen = _FILE_TOOLS.get(name)
+                if seen is None:
+                    _FILE_TOOLS[name] = (kind, names)
+                elif seen[0] == kind:
+                    _FILE_TOOLS[name] = (kind, tuple(dict.fromkeys((*seen[1], *names))))
+    return _FILE_TOOLS
 
 
 def session_suffixes() -> tuple[str, ...]:

@@ -58,6 +58,8 @@ TOOL_SHAPES = frozenset(
     {"read", "write", "edit", "multiedit", "notebookedit", "patch", "shell", "command", "todos", "plan", "delegate"}
 )
 
+FILE_TOOL_KINDS = frozenset({"read", "write", "edit", "patch", "shell"})
+
 
 @cache
 def load(ref: str) -> Any:
@@ -215,6 +217,9 @@ class Agent:
     homes: tuple[str, ...] = ()  # every JSONL file below a folder of one of these names is this agent's
     # tool name (lower case) -> action shape (TOOL_SHAPES) for the built-in summarizer
     tools: Mapping[str, str] = field(default_factory=dict)
+    # tool name (as called) -> (kind, argument names): the calls that read, write or edit files, for the file
+    # lists a compaction records (`core/fileops.py` says what each kind reads from the arguments)
+    file_tools: Mapping[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
     trigger: str = "batchcompact.core.triggers:window_trigger"
     trigger_table_window: bool = True  # the price table's window is looked up when nothing else gives one
     trigger_max_output: bool = False  # the trigger needs the model's max output tokens (price table)
@@ -245,6 +250,9 @@ class Agent:
         unknown = set(self.tools.values()) - TOOL_SHAPES
         if unknown:
             raise ValueError(f"agent {self.name!r}: unknown tool shapes {sorted(unknown)}")
+        kinds = {kind for kind, _ in self.file_tools.values()} - FILE_TOOL_KINDS
+        if kinds:
+            raise ValueError(f"agent {self.name!r}: unknown file tool kinds {sorted(kinds)}")
 
     @property
     def compactable(self) -> bool:

@@ -26,7 +26,7 @@ from batchcompact.core.apply import new_entry_id
 from batchcompact.core.calls import BRANCH, SummaryCall
 from batchcompact.core.context import compaction_message, convert_to_llm, entry_to_message, parse_timestamp_ms
 from batchcompact.core.entries import Entry
-from batchcompact.core.fileops import FileOps
+from batchcompact.core.fileops import FileOps, FileTools
 from batchcompact.core.prompts import (
     BRANCH_SUMMARY_PREAMBLE,
     SUMMARIZATION_SYSTEM_PROMPT,
@@ -201,7 +201,7 @@ def branch_entry_message(entry: Entry) -> dict[str, Any] | None:
 
 
 def prepare_branch_entries(
-    entries: list[Entry] | tuple[Entry, ...], token_budget: int = 0
+    entries: list[Entry] | tuple[Entry, ...], token_budget: int = 0, *, file_tools: FileTools
 ) -> tuple[list[dict[str, Any]], FileOps, int]:
     """pi's prepareBranchEntries: (messages oldest first, file ops, their estimated tokens).
 
@@ -210,7 +210,7 @@ def prepare_branch_entries(
     for file ops). When `token_budget > 0` and a message would pass it, the walk stops; a compaction or
     branch summary is still taken first while the total is below 0.9 x budget.
     """
-    file_ops = FileOps()
+    file_ops = FileOps(file_tools)
     for entry in entries:
         if entry.type == "branch_summary" and not entry.data.get("fromHook") and entry.data.get("details"):
             file_ops.add_details(entry.data.get("details"))
@@ -267,10 +267,12 @@ def plan_branch_summary(
     context_window: int | None = None,
     *,
     summarized: Mapping[str, Entry] | None = None,
+    file_tools: FileTools,
 ) -> BranchPlan | BranchSkip:
     """Plan the summary of one abandoned branch, or say why there is none.
 
-    `summarized` is `find_summarized_leaves(tree)`, computed here when not given. Unlike pi, a branch
+    `summarized` is `find_summarized_leaves(tree)`, computed here when not given; `file_tools`: the tools
+    whose calls name files (`batchcompact.agents.file_tools()`). Unlike pi, a branch
     with nothing to summarize is skipped instead of getting a "No content to summarize" entry.
     """
     if summarized is None:
@@ -282,7 +284,7 @@ def plan_branch_summary(
 
     window = settings.window(context_window)
     budget = settings.budget(context_window)
-    messages, file_ops, total = prepare_branch_entries(branch.entries, budget)
+    messages, file_ops, total = prepare_branch_entries(branch.entries, budget, file_tools=file_tools)
     if not messages:
         return BranchSkip(branch, "nothing to summarize (no messages on the branch)")
     llm = convert_to_llm(messages)
@@ -318,12 +320,12 @@ def plan_branch_summary(
 
 
 def plan_all_branches(
-    tree: SessionTree, settings: BranchSettings, context_window: int | None = None
+    tree: SessionTree, settings: BranchSettings, context_window: int | None = None, *, file_tools: FileTools
 ) -> list[BranchPlan | BranchSkip]:
     """One plan or skip per abandoned branch, in the file order of the leaves (the order to apply)."""
     summarized = find_summarized_leaves(tree)
     return [
-        plan_branch_summary(tree, branch, settings, context_window, summarized=summarized)
+        plan_branch_summary(tree, branch, settings, context_window, summarized=summarized, file_tools=file_tools)
         for branch in find_abandoned_branches(tree)
     ]
 

@@ -1,33 +1,25 @@
 """File operations seen in tool calls, accumulated across compactions (reference 3.6).
 
-pi's tools (`read`/`write`/`edit` with `path`), Claude Code's (`Read`/`Write` with `file_path`; `Edit`,
-`MultiEdit` with `file_path` and `NotebookEdit` with `notebook_path` are edits), Gemini CLI's and Qwen
-Code's (`read_file`/`write_file` with `file_path`; Gemini's `replace` and Qwen's `edit` are edits), Copilot
-CLI's (`view`/`create`/`edit` with `path`), OpenCode's (`read`/`write`/`edit` with `filePath`) and Codex's
-`apply_patch`
-(a custom or function call, or a shell/exec command that runs `apply_patch`): every `*** Add File:`,
-`*** Update File:`, `*** Delete File:` and `*** Move to:` header names a modified file. Other tools
-(shell commands) are not guessed at: only calls whose paths are certain count.
+Which tools touch files is the agents' knowledge: each declares its `file_tools` (`Agent.file_tools`, in its
+folder), and the registry's union (`batchcompact.agents.file_tools()`, `FileTools` here) is passed in, so this
+module names no agent. A tool's kind says what its call does:
+- "read", "write", "edit": the first non-empty string among its argument names is the path;
+- "patch": the first string among its argument names is an apply_patch envelope, and "shell": the command
+  (the first of its argument names present) may run apply_patch. Every `*** Add File:`, `*** Update File:`,
+  `*** Delete File:` and `*** Move to:` header of an envelope names a modified file.
+Other tools (shell commands) are not guessed at: only calls whose paths are certain count.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-CLAUDE_READ = frozenset({"Read"})
-CLAUDE_WRITE = frozenset({"Write"})
-CLAUDE_EDIT = frozenset({"Edit", "MultiEdit", "NotebookEdit"})
+# tool name -> (kind, argument names): see the module docstring
+FileTools = Mapping[str, tuple[str, tuple[str, ...]]]
 PATCH_HEADERS = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
 PATCH_BEGIN = "*** Begin Patch"
-# Gemini CLI (read_file/write_file/replace) and Qwen Code (read_file/write_file/edit), with `file_path`
-# (`absolute_path` in older Gemini CLI releases).
-GEMINI_READ = frozenset({"read_file"})
-GEMINI_WRITE = frozenset({"write_file"})
-GEMINI_EDIT = frozenset({"replace"})
-# GitHub Copilot CLI: `view` and `create` with `path` (its `edit` with `path` is pi's shape).
-COPILOT_FILE_TOOLS = {"view": "read", "create": "write"}
-SHELL_TOOLS = frozenset({"shell", "local_shell", "exec_command", "shell_command", "container.exec"})
 
 
 def js_sort(items: set[str]) -> list[str]:
@@ -37,13 +29,13 @@ def js_sort(items: set[str]) -> list[str]:
 
 @dataclass
 class FileOps:
+    tools: FileTools
     read: set[str] = field(default_factory=set)
     written: set[str] = field(default_factory=set)
     edited: set[str] = field(default_factory=set)
 
     def add_message(self, message: dict[str, Any]) -> None:
-        """Assistant tool calls: pi's read/write/edit with a non-empty string `path`, Claude Code's file
-        tools and Codex's apply_patch (see the module docstring)."""
+        """An assistant message's tool calls of the `tools` (see the module docstring)."""
         if message.get("role") != "assistant":
             return
         for block in message.get("content") or ():
@@ -52,29 +44,18 @@ class FileOps:
             arguments = block.get("arguments")
             arguments = arguments if isinstance(arguments, dict) else {}
             name = block.get("name")
-            if name in GEMINI_READ or name in GEMINI_WRITE or name in GEMINI_EDIT or (
-                name == "edit" and "file_path" in arguments
-            ):
-                path = arguments.get("file_path") or arguments.get("absolute_path")
-                if isinstance(path, str) and path:
-                    target = self.read if name in GEMINI_READ else self.written if name in GEMINI_WRITE else self.edited
-                    target.add(path)
+            entry = self.tools.get(name) if isinstance(name, str) else None
+            if entry is None:
                 continue
-            if name in ("read", "write", "edit") or name in COPILOT_FILE_TOOLS:
-                path = arguments.get("path") or arguments.get("filePath")  # OpenCode's: filePath
-                if isinstance(path, str) and path:
-                    kind = COPILOT_FILE_TOOLS.get(name, name)
-                    {"read": self.read, "write": self.written, "edit": self.edited}[kind].add(path)
+            kind, names = entry
+            if kind in ("patch", "shell"):
+                patch = patch_text(kind, names, arguments)
+                if patch is not None:
+                    self.edited.update(patch_paths(patch))
                 continue
-            if name in CLAUDE_READ or name in CLAUDE_WRITE or name in CLAUDE_EDIT:
-                path = arguments.get("notebook_path" if name == "NotebookEdit" else "file_path")
-                if isinstance(path, str) and path:
-                    target = self.read if name in CLAUDE_READ else self.written if name in CLAUDE_WRITE else self.edited
-                    target.add(path)
-                continue
-            patch = patch_text(name, arguments)
-            if patch is not None:
-                self.edited.update(patch_paths(patch))
+            path = next((value for value in map(arguments.get, names) if isinstance(value, str) and value), None)
+            if path is not None:
+                {"read": self.read, "write": self.written, "edit": self.edited}[kind].add(path)
 
     def add_details(self, details: Any) -> None:
         """Carry over an earlier compaction's or branch summary's `details` lists."""
@@ -93,17 +74,11 @@ class FileOps:
         return js_sort(self.read - modified), js_sort(modified)
 
 
-def patch_text(name: Any, arguments: dict[str, Any]) -> str | None:
-    """The apply_patch envelope a Codex tool call carries, or None."""
-    if name == "apply_patch":
-        for key in ("input", "patch"):
-            value = arguments.get(key)
-            if isinstance(value, str):
-                return value
-        return None
-    if name not in SHELL_TOOLS:
-        return None
-    command = arguments.get("command", arguments.get("cmd"))
+def patch_text(kind: str, names: tuple[str, ...], arguments: dict[str, Any]) -> str | None:
+    """The apply_patch envelope a "patch" or "shell" tool call carries, or None."""
+    if kind == "patch":
+        return next((value for value in map(arguments.get, names) if isinstance(value, str)), None)
+    command = next((arguments[name] for name in names if name in arguments), None)
     if isinstance(command, list) and command and command[0] in ("apply_patch", "applypatch"):
         return command[-1] if isinstance(command[-1], str) else None
     if isinstance(command, list) and command and isinstance(command[-1], str):

@@ -23,7 +23,7 @@ from batchcompact.core.context import (
 from batchcompact.core.cutpoint import CutPoint, find_cut_point
 from batchcompact.core.defaults import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS
 from batchcompact.core.entries import Entry
-from batchcompact.core.fileops import FileOps
+from batchcompact.core.fileops import FileOps, FileTools
 from batchcompact.core.prompts import (
     SUMMARIZATION_SYSTEM_PROMPT,
     build_summary_prompt,
@@ -120,12 +120,15 @@ def prepare_compaction(
     context_window: int | None = None,
     agent_threshold: int | None = None,
     cut: CutPoint | None = None,
+    *,
+    file_tools: FileTools,
 ) -> CompactionPlan | Skip:
     """Plan the compaction of the active path `path` (root first). `agent_threshold` is the agent's own
     auto-compaction point for `context_window` (core/triggers.py); None: pi's window - reserve.
 
     `cut`, when given, is where an earlier compaction cut this path (`batchcompact eval --existing`
-    re-summarizes the same span): it replaces pi's cut-point search and the trigger check."""
+    re-summarizes the same span): it replaces pi's cut-point search and the trigger check. `file_tools`: the
+    tools whose calls name files (`batchcompact.agents.file_tools()`), for the plan's file lists."""
     provider, model_id = session_model(path)
     window = settings.context_window or context_window
     if not path:
@@ -173,7 +176,7 @@ def prepare_compaction(
         )
 
     previous_summary = previous.data.get("summary") if previous is not None else None
-    read_files, modified_files = _file_lists(previous, history + (prefix if cut.is_split_turn else []))
+    read_files, modified_files = _file_lists(previous, history + (prefix if cut.is_split_turn else []), file_tools)
     calls, history_fallback = _summary_calls(settings, previous_summary, history_text, history_llm,
                                              prefix_text if split else "", prefix_llm)
     prune = plan_pruning(path, cut.first_kept_index) if settings.prune_tool_outputs else []
@@ -227,10 +230,11 @@ def _since_last_compaction(path: list[Entry]) -> tuple[int, Entry | None]:
     return boundary_start, previous
 
 
-def _file_lists(previous: Entry | None, messages: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+def _file_lists(previous: Entry | None, messages: list[dict[str, Any]],
+                file_tools: FileTools) -> tuple[list[str], list[str]]:
     """(read, modified) files: those the previous compaction recorded (unless a hook wrote it), then the
     summarized messages' tool calls."""
-    file_ops = FileOps()
+    file_ops = FileOps(file_tools)
     if previous is not None and not previous.data.get("fromHook"):
         file_ops.add_details(previous.data.get("details"))
     for message in messages:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from batchcompact.agents import file_of, get, load
+from batchcompact.agents import file_of, file_tools, get, load
 from batchcompact.core.calls import SummaryCall
 from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
 from batchcompact.core.session import Session
@@ -241,7 +241,7 @@ def _cut(session: Session, settings: CompactionSettings, options: PlanOptions,
     trigger = session_trigger(session, settings, model, provider, options.pricing_file)
     window = trigger.window
     agent_threshold = trigger.threshold if get(session.format).own_threshold else None
-    plan = prepare_compaction(path, settings, window, agent_threshold)
+    plan = prepare_compaction(path, settings, window, agent_threshold, file_tools=file_tools())
     row.update(
         model=model,
         context_window=window,
@@ -286,7 +286,7 @@ def plan_branches(session: Session, settings: CompactionSettings, options: PlanO
     """Branch-summary plans (or skips) for every abandoned branch, with exact prompt token counts."""
     from batchcompact.core.branches import BranchPlan, plan_all_branches
 
-    results = plan_all_branches(session.tree, options.branch_settings(settings), window)
+    results = plan_all_branches(session.tree, options.branch_settings(settings), window, file_tools=file_tools())
     out = []
     for result in results:
         if isinstance(result, BranchPlan):

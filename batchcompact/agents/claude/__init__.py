@@ -23,6 +23,8 @@ AGENT = Agent(
     reader="batchcompact.agents.claude.read:read",
     writer="batchcompact.agents.claude.write",
     usage="batchcompact.agents.claude.report:extract_claude",
+    file_tools={"Read": ("read", ("file_path",)), "Write": ("write", ("file_path",)), "Edit": ("edit", ("file_path",)),
+                "MultiEdit": ("edit", ("file_path",)), "NotebookEdit": ("edit", ("notebook_path",))},
     tools={
         "read": "read",
         "notebookread": "read",

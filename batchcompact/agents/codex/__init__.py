@@ -14,6 +14,8 @@ AGENT = Agent(
     reader="batchcompact.agents.codex.read:read",
     writer="batchcompact.agents.codex.write",
     usage="batchcompact.agents.codex.report:extract_codex",
+    file_tools={"apply_patch": ("patch", ("input", "patch")), **dict.fromkeys(
+        ("shell", "local_shell", "exec_command", "shell_command", "container.exec"), ("shell", ("command", "cmd")))},
     tools={
         "apply_patch": "patch",
         "shell": "shell",

@@ -20,6 +20,7 @@ AGENT = Agent(
     reader="batchcompact.agents.copilot.events:read",
     writer="batchcompact.agents.copilot.write",
     usage="batchcompact.agents.copilot.report:extract_copilot",
+    file_tools={"view": ("read", ("path",)), "create": ("write", ("path",)), "edit": ("edit", ("path",))},
     tools={
         "view": "read",
         "create": "write",

@@ -18,6 +18,8 @@ AGENT = Agent(
     reader="batchcompact.agents.gemini.chat:read",
     writer="batchcompact.agents.gemini.write",
     usage="batchcompact.agents.gemini.report:extract_gemini",
+    file_tools={"read_file": ("read", ("file_path", "absolute_path")), "write_file": ("write", ("file_path", "absolute_path")),
+                "replace": ("edit", ("file_path", "absolute_path"))},
     tools={
         "read_file": "read",
         "write_file": "write",

@@ -23,6 +23,8 @@ AGENT = Agent(
     writer="batchcompact.agents.openclaw.write",
     usage="batchcompact.agents.openclaw.report:extract_openclaw",
     # OpenClaw's coding tools (pi's read/write/edit with `path`, exec's `command`, apply_patch's envelope)
+    file_tools={"read": ("read", ("path",)), "write": ("write", ("path",)), "edit": ("edit", ("path",)),
+                "apply_patch": ("patch", ("input", "patch"))},
     tools={"read": "read", "write": "write", "edit": "edit", "exec": "command", "apply_patch": "patch"},
     trigger="batchcompact.agents.openclaw.trigger:openclaw_trigger",
     presets={

@@ -21,6 +21,7 @@ AGENT = Agent(
     writer="batchcompact.agents.opencode.write",
     # OpenCode's tools (its arguments: filePath, oldString/newString, command, todos, description);
     # glob, grep, list and webfetch have no shape: they are searches
+    file_tools={"read": ("read", ("filePath",)), "write": ("write", ("filePath",)), "edit": ("edit", ("filePath",))},
     tools={"read": "read", "write": "write", "edit": "edit", "bash": "command", "todowrite": "todos",
            "task": "delegate"},
     trigger="batchcompact.agents.opencode.trigger:opencode_trigger",

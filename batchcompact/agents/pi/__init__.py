@@ -22,6 +22,7 @@ AGENT = Agent(
     reader="batchcompact.agents.pi.session:read_pi_session",
     writer="batchcompact.agents.pi.session",
     usage="batchcompact.agents.pi.report:extract_pi",
+    file_tools={"read": ("read", ("path",)), "write": ("write", ("path",)), "edit": ("edit", ("path",))},
     tools={"read": "read", "write": "write", "edit": "edit", "bash": "command"},
     trigger="batchcompact.agents.pi.trigger:pi_trigger",
     own_threshold=False,

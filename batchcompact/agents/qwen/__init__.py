@@ -16,6 +16,8 @@ AGENT = Agent(
     reader="batchcompact.agents.qwen.chat:read",
     writer="batchcompact.agents.qwen.write",
     usage="batchcompact.agents.qwen.report:extract_qwen",
+    file_tools={"read_file": ("read", ("file_path", "absolute_path")), "write_file": ("write", ("file_path", "absolute_path")),
+                "edit": ("edit", ("file_path", "absolute_path"))},
     tools={
         "read_file": "read",
         "write_file": "write",
