@@ -1,4 +1,5 @@
-"""JSON Schema checks of pi session lines against the project's schemas in `schemas/`.
+"""JSON Schema checks against the project's schemas in `schemas/` (the agents' checks call it: pi's session
+schemas are used by `agents/pi/schema.py`; the usage export's documents `report --by request`).
 
 The schema files live in the repository's top-level `schemas/` folder; `batchcompact/schemas` is a
 directory symlink to it, so they ship inside the package as package data and load the same way from a
@@ -22,33 +23,12 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urldefrag, urljoin
 
-from batchcompact.core.entries import ERROR, Problem
 from batchcompact.errors import BatchCompactError
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import ValidationError
     from referencing import Registry
-
-    from batchcompact.core.session import Session
-
-HEADER_SCHEMA = "pi-session-header.schema.json"
-ENTRY_SCHEMA = "pi-entry.schema.json"
-WRITTEN_ENTRY_SCHEMA = "pi-entry-written.schema.json"
-SCHEMA_FILES = (HEADER_SCHEMA, ENTRY_SCHEMA, WRITTEN_ENTRY_SCHEMA)
-
-# Entry type -> its definition in pi-entry.schema.json: what the union's if/then would pick.
-_ENTRY_DEFS = {
-    "message": "messageEntry",
-    "thinking_level_change": "thinkingLevelChangeEntry",
-    "model_change": "modelChangeEntry",
-    "compaction": "compactionEntry",
-    "branch_summary": "branchSummaryEntry",
-    "custom": "customEntry",
-    "custom_message": "customMessageEntry",
-    "label": "labelEntry",
-    "session_info": "sessionInfoEntry",
-}
 
 Check = Callable[[Any], bool]
 
@@ -61,9 +41,16 @@ def load_schema(name: str) -> dict[str, Any]:
 
 
 @cache
+def schema_files() -> tuple[str, ...]:
+    """The names of every schema file in the package's `schemas` folder, sorted."""
+    folder = resources.files("batchcompact").joinpath("schemas")
+    return tuple(sorted(entry.name for entry in folder.iterdir() if entry.name.endswith(".schema.json")))
+
+
+@cache
 def _documents() -> dict[str, dict[str, Any]]:
-    """Every schema file by its `$id`."""
-    return {load_schema(name)["$id"]: load_schema(name) for name in SCHEMA_FILES}
+    """Every schema file by its `$id` (what a `$ref` resolves against)."""
+    return {load_schema(name)["$id"]: load_schema(name) for name in schema_files()}
 
 
 @cache
@@ -75,10 +62,6 @@ def _registry() -> Registry:
         (uri, Resource.from_contents(doc, default_specification=DRAFT202012))
         for uri, doc in _documents().items()
     )
-
-
-def _entry_ref(definition: str) -> str:
-    return f"{load_schema(ENTRY_SCHEMA)['$id']}#/$defs/{definition}"
 
 
 class SchemaCompileError(BatchCompactError):
@@ -113,57 +96,17 @@ class _Checker:
 
 
 @cache
-def _file_checker(name: str) -> _Checker:
+def file_checker(name: str) -> _Checker:
+    """The checker of one schema file (compiled once): `is_valid(obj)`, `errors(obj, root)`."""
     schema = load_schema(name)
     return _Checker(schema, schema["$id"])
 
 
 @cache
-def _definition_checker(definition: str) -> _Checker:
-    """The checker of one `$defs` entry of pi-entry.schema.json (compiled once)."""
-    ref = _entry_ref(definition)
+def definition_checker(name: str, definition: str) -> _Checker:
+    """The checker of one `$defs` entry of a schema file (compiled once)."""
+    ref = f"{load_schema(name)['$id']}#/$defs/{definition}"
     return _Checker({"$ref": ref}, ref)
-
-
-# --- public API ---------------------------------------------------------------------------------------
-
-
-def validate_header(obj: Any) -> list[str]:
-    """Problems of a session header (first line) against pi-session-header.schema.json; [] when valid."""
-    return _file_checker(HEADER_SCHEMA).errors(obj, "header")
-
-
-def validate_entry(obj: Any) -> list[str]:
-    """Problems of one entry against pi-entry.schema.json; [] when valid or of an unknown type.
-
-    Messages name the field, e.g. "message.usage.totalTokens: 'abc' is not of type 'number'".
-    """
-    type_ = obj.get("type") if isinstance(obj, dict) else None
-    definition = _ENTRY_DEFS.get(type_) if isinstance(type_, str) else None
-    if definition is None:
-        # The union itself: unknown types pass it; a non-object or a missing/non-string type does not.
-        return _file_checker(ENTRY_SCHEMA).errors(obj, "entry")
-    return _definition_checker(definition).errors(obj, "entry")
-
-
-def validate_written_entry(obj: Any) -> list[str]:
-    """Problems of an entry batchcompact is about to write, against the stricter written schema."""
-    return _file_checker(WRITTEN_ENTRY_SCHEMA).errors(obj, "entry")
-
-
-def validate_session(session: Session) -> list[Problem]:
-    """Schema errors of a read (and migrated) pi session, one Problem per error with its line number."""
-    problems: list[Problem] = []
-    if session.header is not None:
-        line = session.extra.get("header_line", 1)
-        problems.extend(
-            Problem(session.path, line, ERROR, f"session header: {text}")
-            for text in validate_header(session.header)
-        )
-    for entry in session.entries:
-        for text in validate_entry(entry.data):
-            problems.append(Problem(session.path, entry.line, ERROR, f"{entry.type} entry: {text}"))
-    return problems
 
 
 # --- messages -----------------------------------------------------------------------------------------

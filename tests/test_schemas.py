@@ -13,17 +13,17 @@ from conftest import REPO, fixture_path
 from jsonschema import Draft202012Validator
 
 from batchcompact import schemas
-from batchcompact.agents.pi.session import read_pi_session
-from batchcompact.core.entries import ERROR
-from batchcompact.schemas import (
+from batchcompact.agents.pi import schema as pi_schema
+from batchcompact.agents.pi.schema import (
     SCHEMA_FILES,
-    SchemaCompileError,
-    load_schema,
     validate_entry,
     validate_header,
     validate_session,
     validate_written_entry,
 )
+from batchcompact.agents.pi.session import read_pi_session
+from batchcompact.core.entries import ERROR
+from batchcompact.schemas import SchemaCompileError, load_schema
 
 PI_FIXTURES = ("large-session.jsonl", "before-compaction.jsonl")
 TS = "2026-11-22T03:00:00.000Z"
@@ -272,7 +272,7 @@ def test_every_fixture_entry_validates(name: str) -> None:
     header_validator = Draft202012Validator(load_schema("pi-session-header.schema.json"))
     assert list(header_validator.iter_errors(session.header)) == []
     for e in session.entries:
-        checker = schemas._definition_checker(schemas._ENTRY_DEFS[e.type])
+        checker = schemas.definition_checker(pi_schema.ENTRY_SCHEMA, pi_schema.ENTRY_DEFS[e.type])
         assert checker.validator.is_valid(e.data), e
 
 
@@ -467,12 +467,12 @@ def test_fast_check_agrees_with_jsonschema() -> None:
         pass
     checkers = [
         (
-            schemas._file_checker(schemas.ENTRY_SCHEMA),
+            schemas.file_checker(pi_schema.ENTRY_SCHEMA),
             Draft202012Validator(load_schema("pi-entry.schema.json"), registry=schemas._registry()),
         ),
         (
-            schemas._file_checker(schemas.WRITTEN_ENTRY_SCHEMA),
-            schemas._file_checker(schemas.WRITTEN_ENTRY_SCHEMA).validator,
+            schemas.file_checker(pi_schema.WRITTEN_ENTRY_SCHEMA),
+            schemas.file_checker(pi_schema.WRITTEN_ENTRY_SCHEMA).validator,
         ),
     ]
     invalid = 0

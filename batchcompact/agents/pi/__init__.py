@@ -43,5 +43,5 @@ AGENT = Agent(
     digest_reader=True,
     read_appended="batchcompact.agents.pi.session:read_pi_appended",
     migrate_on_write=True,
-    validate="batchcompact.schemas:validate_session",
+    validate="batchcompact.agents.pi.schema:validate_session",
 )

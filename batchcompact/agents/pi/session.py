@@ -249,7 +249,7 @@ def verify(original: Session, written: Session, plan: Any) -> list[str]:
             problems.append(f"original entry on line {before.line} changed")
             break
     try:
-        from batchcompact.schemas import validate_entry
+        from batchcompact.agents.pi.schema import validate_entry
 
         for entry in written.entries[count:]:
             for message in validate_entry(entry.data):
