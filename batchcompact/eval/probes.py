@@ -60,7 +60,7 @@ def key_terms(text: str) -> tuple[str, ...]:
 
 def user_words(message: dict[str, Any]) -> str | None:
     """The user's own words in a message; None for what the agent injected (context, notes, tool output)."""
-    if message.get("role") != "user" or message.get("codexRole"):
+    if message.get("role") != "user" or message.get("agentRole"):
         return None
     content = message.get("content")
     if isinstance(content, str):

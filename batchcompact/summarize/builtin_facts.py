@@ -556,7 +556,7 @@ class Facts:
 
 def user_request(message: dict[str, Any]) -> str | None:
     """The user's own words in a user message; None for injected context, tool output and commands."""
-    if message.get("codexRole") or message.get("role") != "user":
+    if message.get("agentRole") or message.get("role") != "user":
         return None
     text = message_text(message.get("content"))[: SCAN_CHARS * 4]
     if "<system-reminder>" in text:

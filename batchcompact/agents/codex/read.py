@@ -2,7 +2,7 @@
 
 A rollout is a flat list, so the planning view is a chain in file order; entry ids are `L<line>`
 (`L<line>.r<i>` for the items inside a `compacted` line). Mapping:
-- `response_item` message user/developer (developer marked `codexRole`) and inter-agent `agent_message`
+- `response_item` message user/developer (developer marked `agentRole`) and inter-agent `agent_message`
   -> a `user` message.
 - Consecutive assistant-side items of one model call (assistant `message`, `reasoning`, `function_call`,
   `custom_tool_call`, `local_shell_call`, `web_search_call`, `tool_search_call`, `image_generation_call`)
@@ -248,7 +248,7 @@ class _Builder:
                     self.pending_user = entry_id
             message = {"role": "user", "content": content_blocks(payload.get("content")), "timestamp": ms}
             if role != "user":
-                message["codexRole"] = role
+                message["agentRole"] = role
             self._add({**base, "message": message}, line, [payload])
         else:  # ghost_snapshot, encrypted compaction, future items: not context, but copied when kept
             self.meta(entry_id, line, timestamp, "response_item", kind)

@@ -60,7 +60,7 @@ def kept_items(session: Session, plan: CompactionPlan) -> list[dict[str, Any]]:
 def _user_text(entry: Any, session: Session) -> str | None:
     """The text of a real user prompt entry, or None."""
     message = entry.message if entry.type == "message" else None
-    if not message or message.get("role") != "user" or message.get("codexRole"):
+    if not message or message.get("role") != "user" or message.get("agentRole"):
         return None
     if entry.id in session.extra.get("initial_ids", ()):
         return None
