@@ -167,6 +167,8 @@ def test_unknown_usage_bad_payloads_and_wrong_types_are_named(home):
         # a token count of the wrong type is unknown: the output still counts
         ("e9", AGENT_B, ("wss://one",), 44200, metric("s3", 1, "2026-07-03T08:00:00Z", model="gpt-5",
                                                       turn={"inputTokens": "1200", "outputTokens": 30})),
+        ("e10", AGENT_B, ("wss://one",), 44200, {"harness": "goose", "timestamp": "2026-07-03T09:00:00Z",
+                                                 "cumulative": {"inputTokens": 9}, "deltaReliable": True}),
     ])
     out, err = agent_report("buzz", "--by", "session", "--format", "json")
     rows = {r["session_id"]: r for r in json.loads(out)["rows"]}
@@ -175,6 +177,7 @@ def test_unknown_usage_bad_payloads_and_wrong_types_are_named(home):
     assert f"{db}: archived_events rowid 8: `raw_json` is not a JSON object; not counted" in err
     assert f"{db}: archived_events rowid 9: not a NIP-AM turn metric (no `harness` or `timestamp`)" in err
     assert f'{db}: archived_events rowid 10: `inputTokens` is "1200", not a token count; taken as unknown' in err
+    assert f"{db}: archived_events rowid 11: `cumulative` without `sessionId` and `turnSeq`" in err
     assert rows["s3"]["input_tokens"] == 0 and rows["s3"]["output_tokens"] == 30
     assert summed([r for k, r in rows.items() if k != "s3"]) == TOTAL
 

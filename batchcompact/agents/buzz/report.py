@@ -13,8 +13,9 @@ Counting, as NIP-AM asks of exact accounting and as Buzz's own usage view counts
 counts once). Each counter of a turn is the difference between its `cumulative` value and the one of the
 same agent and session at `turnSeq − 1` (when both are known, and the session has exactly one event at
 each of the two sequence numbers); a counter that went down is unknown. Without such a baseline, the
-`turn` value, when `deltaReliable`; else unknown. An event whose input and output are both unknown is
-named in a warning and not counted. `inputTokens` INCLUDES the cache reads and writes (NIP-AM folds them
+`turn` value, when `deltaReliable`; else unknown. An event whose input and output are both unknown, or
+with `cumulative` but no `sessionId` and `turnSeq` (NIP-AM requires both: Buzz holds it invalid), is named
+in a warning and not counted. `inputTokens` INCLUDES the cache reads and writes (NIP-AM folds them
 in; `cacheReadTokens` / `cacheWriteTokens` are subsets): input = input − cache read − cache write (a count
 below its cache counters is taken as uncached). Reasoning is inside the output count. `totalTokens` is not
 read (the report's total is the sum of its parts). `costUsd` (the harness's estimate) is the recorded
@@ -80,7 +81,7 @@ def _events(path: Path, stats: ExtractStats) -> list[tuple[int, str, str, dict]]
                 continue
             seen.add(event_id)
             try:
-                payload = json.loads(raw) if isinstance(raw, str) else None
+                payload = json.loads(raw) if isinstance(raw, (str, bytes)) else None
             except (ValueError, RecursionError):
                 payload = None
             if not isinstance(payload, dict):
@@ -116,6 +117,9 @@ def extract_buzz(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
             _warn(stats, rowid, "not a NIP-AM turn metric (no `harness` or `timestamp`); not counted")
             continue
         session, seq = payload.get("sessionId"), _sequence(payload)
+        if payload.get("cumulative") is not None and (not isinstance(session, str) or seq is None):
+            _warn(stats, rowid, "`cumulative` without `sessionId` and `turnSeq` (NIP-AM requires both); not counted")
+            continue
         baseline = None
         if isinstance(session, str) and seq is not None and seq > 0 and len(at[(pubkey, session, seq)]) == 1:
             before = at.get((pubkey, session, seq - 1), [])
