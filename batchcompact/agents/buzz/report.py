@@ -93,6 +93,11 @@ def _events(path: Path, stats: ExtractStats) -> list[tuple[int, str, str, dict]]
     return out
 
 
+def _is_metric(payload: dict) -> bool:
+    """NIP-AM's two required fields: `harness` and an RFC 3339 `timestamp`."""
+    return isinstance(payload.get("harness"), str) and parse_timestamp(payload.get("timestamp")) is not None
+
+
 def _sequence(payload: dict) -> int | None:
     seq = payload.get("turnSeq")
     return seq if type(seq) is int and seq >= 0 else None
@@ -105,17 +110,17 @@ def extract_buzz(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
     except sqlite3.DatabaseError as exc:
         stats.refuse(f"not a readable Buzz archive ({exc})")
         return
-    # (agent, session, turnSeq) -> the events there: a baseline must be the only event at its sequence
+    # (agent, session, turnSeq) -> the valid events there: a baseline must be the only event at its sequence
     at: dict[tuple[str, str, int], list[dict]] = {}
     for _, _, pubkey, payload in events:
         session, seq = payload.get("sessionId"), _sequence(payload)
-        if isinstance(session, str) and seq is not None:
+        if isinstance(session, str) and seq is not None and _is_metric(payload):
             at.setdefault((pubkey, session, seq), []).append(payload)
     for rowid, event_id, pubkey, payload in events:
-        when = parse_timestamp(payload.get("timestamp"))
-        if not isinstance(payload.get("harness"), str) or when is None:
+        if not _is_metric(payload):
             _warn(stats, rowid, "not a NIP-AM turn metric (no `harness` or `timestamp`); not counted")
             continue
+        when = parse_timestamp(payload.get("timestamp"))
         session, seq = payload.get("sessionId"), _sequence(payload)
         if payload.get("cumulative") is not None and (not isinstance(session, str) or seq is None):
             _warn(stats, rowid, "`cumulative` without `sessionId` and `turnSeq` (NIP-AM requires both); not counted")
