@@ -19,6 +19,7 @@ from collections.abc import Mapping
 
 from batchcompact.agents import (
     amp,
+    buzz,
     claude,
     cline,
     codebuff,
@@ -191,6 +192,6 @@ register(gemini.AGENT)
 # Report-only agents (batchcompact reads their usage, it does not compact them), and Copilot CLI in their
 # order (its line rules are asked before those of the report-only agents after it).
 for _agent in (opencode, kilo, copilot, kimi, openclaw, droid, goose, amp, codebuff, grok, hermes, zcode,
-               cline, rovo, devin, vibe, muse):
+               cline, rovo, devin, vibe, muse, buzz):
     register(_agent.AGENT)
 register(qwen.AGENT, before="claude")  # its records would pass Claude Code's line rule

@@ -1,6 +1,6 @@
 """pi (badlogic/pi-mono's coding agent) and the agents that write its session format: Atomic, indusagi,
-oh-my-pi. They are one format, so one `Agent`; each descendant is a `Place` with its own label (the report
-and `discover` name it) and oh-my-pi/flue are presets."""
+oh-my-pi, GJC (Gajae Code, an oh-my-pi fork). They are one format, so one `Agent`; each descendant is a
+`Place` with its own label (the report and `discover` name it) and oh-my-pi/flue are presets."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ AGENT = Agent(
         Place(defaults=("~/.atomic/agent",), env="ATOMIC_CODING_AGENT_DIR", label="atomic"),
         Place(defaults=("~/.indusagi/agent",), env="INDUSAGI_CODING_AGENT_DIR", label="indusagi"),
         Place(defaults=("~/.omp/agent",), label="oh-my-pi"),
+        Place(defaults=("~/.gjc/agent", "$XDG_DATA_HOME/gjc"), env="GJC_CODING_AGENT_DIR", label="gjc"),
         # ccusage's variable: comma-separated sessions folders
         Place(env="PI_AGENT_DIR", env_list=True, sessions=("",)),
     ),
