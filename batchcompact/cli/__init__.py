@@ -118,10 +118,8 @@ def _group_options(func):
 @_group_options
 @click.pass_context
 def cli(ctx: click.Context) -> None:
-    """Compact archived LLM coding-agent sessions in bulk (pi and its descendants, Claude Code, Codex,
-    Gemini CLI, Qwen Code, OpenCode, Kilo, GitHub Copilot CLI, OpenClaw), and report what sessions cost:
-    theirs and those of Kimi, Droid, Goose, Amp, Codebuff, Grok Build CLI, Hermes Agent, ZCode, Cline, Rovo
-    Dev, Devin CLI, Mistral Vibe, Muse Code and Buzz.
+    """Compact archived LLM coding-agent sessions in bulk ({compacted}), and report what sessions cost:
+    theirs and those of {reported}.
 
     Exit codes: 0 all ok or skipped, 1 some sessions failed or are invalid, 2 usage error (also: no
     session files found), 3 run aborted (authentication, lock held, budget refused, state or report folder
@@ -137,6 +135,23 @@ def cli(ctx: click.Context) -> None:
 
     ctx.ensure_object(dict)
     configure_logging(ctx.obj)
+
+
+def _named_agents(help_text: str) -> str:
+    """The group's help with the registry's agents named: those batchcompact compacts, then those it only
+    reports (a new agent is named by its registration alone)."""
+    from batchcompact.agents import AGENTS
+
+    def listed(names: list[str]) -> str:
+        return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+    compacted = [f"{a.display_name} and its descendants" if any(p.label for p in a.places) else a.display_name
+                 for a in AGENTS if a.compactable]
+    reported = [a.display_name for a in AGENTS if not a.compactable and a.usage]
+    return help_text.replace("{compacted}", ", ".join(compacted)).replace("{reported}", listed(reported))
+
+
+cli.help = _named_agents(cli.help or "")
 
 
 def main() -> None:
