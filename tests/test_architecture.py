@@ -295,3 +295,68 @@ def test_no_agent_is_named_outside_its_folder_and_the_registry():
                 continue
             found.append(f"batchcompact/{relative}:{line}: {text!r}")
     assert found == []
+
+
+TOY_AGENT = '''
+from batchcompact.agents.spec import Agent, Place
+
+AGENT = Agent(
+    name="toy",
+    display_name="Toy Agent",
+    places=(Place(defaults=("~/.toy",)),),
+    detect_line="toyagent.report:detect_line",
+    usage="toyagent.report:extract",
+    provider="toy-cloud",
+)
+'''
+TOY_REPORT = '''
+import json
+from datetime import datetime, timezone
+
+
+def detect_line(obj, first):
+    return obj.get("toy") == 1
+
+
+def extract(path, rows, stats):
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            obj = json.loads(line)
+            rows.add(source="toy", file=str(path), line=number, session_id="s1", project="/work/toy",
+                     timestamp=datetime.fromtimestamp(obj["t"], timezone.utc), provider=None, model="gpt-4o",
+                     kind="main", dedupe_key=f"toy:{number}", input_tokens=obj["in"], output_tokens=obj["out"],
+                     cache_read_tokens=0, cache_write_tokens=0, reasoning_tokens=0)
+'''
+
+
+def test_an_agent_is_one_folder_and_one_registration(tmp_path):
+    """Adding an agent touches its folder and one `register` line, nothing else: an agent defined outside the
+    package and registered before the command line starts is named in `--help`, found in its place, detected,
+    reported by `--by agent` and `--by provider` (its own service), and selected by `--agent`."""
+    package = tmp_path / "code" / "toyagent"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(TOY_AGENT)
+    (package / "report.py").write_text(TOY_REPORT)
+    home = tmp_path / "home"
+    (home / ".toy" / "sessions").mkdir(parents=True)
+    (home / ".toy" / "sessions" / "one.jsonl").write_text(
+        '{"toy": 1, "t": 1767225600, "in": 100, "out": 7}\n{"toy": 1, "t": 1767229200, "in": 50, "out": 3}\n')
+    runner = ("import sys\nfrom batchcompact.agents import register\nimport toyagent\n"
+              "register(toyagent.AGENT)\nfrom batchcompact.cli import main\nsys.argv[0] = 'batchcompact'\nmain()\n")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "PYTHONPATH": str(tmp_path / "code"), "TZ": "UTC",
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_STATE_HOME": str(tmp_path / "state")}
+
+    def cli(*args):
+        done = subprocess.run([sys.executable, "-c", runner, *args], capture_output=True, text=True, env=env,
+                              cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert "Toy Agent" in " ".join(cli("--help").split())
+    import json
+
+    rows = json.loads(cli("report", "--by", "agent", "--agent", "toy", "--format", "json", "-q"))["rows"]
+    assert [(r["agent"], r["input_tokens"], r["output_tokens"]) for r in rows] == [("toy", 150, 10)]
+    rows = json.loads(cli("report", "--by", "provider", "--format", "json", "-q"))["rows"]
+    assert [r["provider"] for r in rows] == ["toy-cloud"]
