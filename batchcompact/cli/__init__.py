@@ -121,7 +121,7 @@ def cli(ctx: click.Context) -> None:
     """Compact archived LLM coding-agent sessions in bulk (pi and its descendants, Claude Code, Codex,
     Gemini CLI, Qwen Code, OpenCode, Kilo, GitHub Copilot CLI, OpenClaw), and report what sessions cost:
     theirs and those of Kimi, Droid, Goose, Amp, Codebuff, Grok Build CLI, Hermes Agent, ZCode, Cline, Rovo
-    Dev, Devin CLI, Mistral Vibe, Muse Code and Buzz.
+    Dev, Devin CLI, Mistral Vibe, Muse Code, Buzz and Claude Science.
 
     Exit codes: 0 all ok or skipped, 1 some sessions failed or are invalid, 2 usage error (also: no
     session files found), 3 run aborted (authentication, lock held, budget refused, state or report folder
