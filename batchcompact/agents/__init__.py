@@ -39,6 +39,7 @@ from batchcompact.agents import (
     pi,
     qwen,
     rovo,
+    science,
     vibe,
     zcode,
 )
@@ -192,6 +193,6 @@ register(gemini.AGENT)
 # Report-only agents (batchcompact reads their usage, it does not compact them), and Copilot CLI in their
 # order (its line rules are asked before those of the report-only agents after it).
 for _agent in (opencode, kilo, copilot, kimi, openclaw, droid, goose, amp, codebuff, grok, hermes, zcode,
-               cline, rovo, devin, vibe, muse, buzz):
+               cline, rovo, devin, vibe, muse, buzz, science):
     register(_agent.AGENT)
 register(qwen.AGENT, before="claude")  # its records would pass Claude Code's line rule

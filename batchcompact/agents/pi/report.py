@@ -4,17 +4,48 @@ Every line counts (abandoned branches were paid for too). pi's `usage.input` is 
 so it maps straight to the table; recorded cost is `usage.cost.total`. A message's dedupe key is its
 session id and entry id (`pi:<session>:<entry>`; a v1 file's entries have none: its line and token counts),
 so a copy of the file elsewhere (a synced folder, another machine's export) counts once; a summary entry's
-is `schema.entry_key`.
+is `schema.entry_key`. A token count that is not a number (`"input": "many"`) counts as 0 and is named once
+per file, at the first line that has one.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from batchcompact.report.lines import ExtractStats, as_float, as_int, iter_json_lines, parse_timestamp
 from batchcompact.report.schema import UsageRows, entry_key
 
 ENTRY_KINDS = {"compaction": "compaction", "branch_summary": "branch_summary"}
+TOKEN_FIELDS = ("input", "output", "cacheRead", "cacheWrite")
+
+
+class _WrongTypes:
+    """The token counts of one file that are not numbers: the first (line, field, value) and how many."""
+
+    def __init__(self) -> None:
+        self.first: tuple[int, str, object] | None = None
+        self.count = 0
+
+    def counts(self, usage: dict, line: int) -> tuple[int, ...]:
+        """`usage`'s token counts as ints; one that is not a number (nor absent or null) is noted and is 0."""
+        out = []
+        for name in TOKEN_FIELDS:
+            value = usage.get(name)
+            if type(value) is not int and value is not None and (
+                    isinstance(value, bool) or not isinstance(value, (int, float))):
+                self.count += 1
+                if self.first is None:
+                    self.first = (line, name, value)
+            out.append(as_int(value))
+        return tuple(out)
+
+    def warn(self, stats: ExtractStats) -> None:
+        if self.first is None:
+            return
+        line, name, value = self.first
+        more = f" ({self.count} such counts in this file; the first is named)" if self.count > 1 else ""
+        stats.warn(line, f"`usage.{name}` is {json.dumps(value)[:40]}, not a token count; counted as 0{more}")
 
 
 def message_key(session_id: str | None, entry_id: object, line: int, counts: tuple[int, ...]) -> str | None:
@@ -31,6 +62,7 @@ def extract_pi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     file = str(path)
     session_id = project = None
     last_provider = last_model = None
+    wrong = _WrongTypes()
     for number, obj in iter_json_lines(path, stats, want=(b'"usage"',), always_first=True):
         entry_type = obj.get("type")
         if number == 1 and entry_type == "session":
@@ -61,8 +93,7 @@ def extract_pi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
                 stats.warn(number, "assistant message without usage; not counted")
             continue
         cost = usage.get("cost")
-        counts = (as_int(usage.get("input")), as_int(usage.get("output")), as_int(usage.get("cacheRead")),
-                  as_int(usage.get("cacheWrite")))
+        counts = wrong.counts(usage, number)
         if kind != "main":
             key = entry_key(session_id, obj.get("id"))
         else:
@@ -87,3 +118,4 @@ def extract_pi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
             # export) counts once.
             dedupe_key=key,
         )
+    wrong.warn(stats)
