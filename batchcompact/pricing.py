@@ -112,6 +112,48 @@ class PriceTier:
     cache_creation_input_token_cost: float | None = None
     cache_creation_1h_cost: float | None = None
 
+    def prices(self) -> tuple:
+        """The five per-token prices in `token_cost`'s order (input, output, cache read, cache write, 1-hour
+        cache write)."""
+        return (self.input_cost_per_token, self.output_cost_per_token, self.cache_read_input_token_cost,
+                self.cache_creation_input_token_cost, self.cache_creation_1h_cost)
+
+
+# The rules of a request's cost, written once: `PriceTable.cost`, `plan`'s estimates and both report engines
+# (report/fast.py with numbers, report/aggregate.py with polars expressions) call these.
+
+def prompt_tokens(input_tokens, cache_read_tokens, cache_write_tokens):
+    """The prompt a tier's threshold is compared with: input, cache read and cache write tokens."""
+    return input_tokens + cache_read_tokens + cache_write_tokens
+
+
+def _either(condition, then, otherwise):
+    return then if condition else otherwise
+
+
+def tier_rate(tiers, prompt, pick=_either):
+    """The rate a prompt pays: `tiers` are (threshold, rate) pairs, the base first (its threshold unused),
+    then ascending thresholds; the highest threshold the prompt EXCEEDS wins (a prompt exactly at it pays
+    the rate below). `pick(condition, then, otherwise)` chooses (polars: `when/then/otherwise`)."""
+    rate = tiers[0][1]
+    for above, tier in tiers[1:]:
+        rate = pick(prompt > above, tier, rate)
+    return rate
+
+
+def token_cost(input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cache_write_1h_tokens, prices):
+    """USD of one request at `prices` (`PriceTier.prices()` order), the float operations in this order (the
+    report's engines agree to the bit): the 1-hour cache writes are the part of `cache_write_tokens` billed
+    at the 1-hour rate."""
+    per_input, per_output, per_read, per_write, per_write_1h = prices
+    return (
+        input_tokens * per_input
+        + output_tokens * per_output
+        + cache_read_tokens * per_read
+        + (cache_write_tokens - cache_write_1h_tokens) * per_write
+        + cache_write_1h_tokens * per_write_1h
+    )
+
 
 @dataclass(frozen=True)
 class ModelInfo:
@@ -213,16 +255,11 @@ class ModelInfo:
 
         `cache_write_1h_tokens` is the part of `cache_write_tokens` written to the 1-hour cache.
         """
-        chosen = self._rate_for(input_tokens + cache_read_tokens + cache_write_tokens, batch)
+        chosen = self._rate_for(prompt_tokens(input_tokens, cache_read_tokens, cache_write_tokens), batch)
         if chosen is None:
             return None
-        return (
-            input_tokens * chosen.input_cost_per_token
-            + output_tokens * chosen.output_cost_per_token
-            + cache_read_tokens * chosen.cache_read_input_token_cost
-            + (cache_write_tokens - cache_write_1h_tokens) * chosen.cache_creation_input_token_cost
-            + cache_write_1h_tokens * chosen.cache_creation_1h_cost
-        )
+        return token_cost(input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cache_write_1h_tokens,
+                          chosen.prices())
 
     def cost_parts(
         self,
@@ -235,7 +272,7 @@ class ModelInfo:
     ) -> dict[str, float] | None:
         """`cost` split as pi records it (`input`, `output`, `cacheRead`, `cacheWrite`), at the same rate
         (tier, batch or not); added in that order the parts give exactly `cost`. None when unpriced."""
-        chosen = self._rate_for(input_tokens + cache_read_tokens + cache_write_tokens, batch)
+        chosen = self._rate_for(prompt_tokens(input_tokens, cache_read_tokens, cache_write_tokens), batch)
         if chosen is None:
             return None
         return {
@@ -250,11 +287,7 @@ class ModelInfo:
         rates = self.rates(batch=batch)
         if not rates:
             return None
-        chosen = rates[0]
-        for rate in rates[1:]:  # ascending thresholds: the highest one exceeded wins
-            if prompt > rate.above_tokens:
-                chosen = rate
-        return chosen
+        return tier_rate(tuple((rate.above_tokens, rate) for rate in rates), prompt)
 
     def rates(self, *, batch: bool = False) -> tuple[PriceTier, ...]:
         """Fully resolved price sets, base first (above_tokens = -1) then tiers by ascending threshold.

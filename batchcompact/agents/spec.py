@@ -201,7 +201,12 @@ def _default_dir(default: str, env: Mapping[str, str], home: Path) -> Path:
 class Agent:
     """One agent's transcript format and everything batchcompact does with it (see the module docstring
     for the contracts of the references). None where the agent does not support a part: a format with
-    `usage` but no `writer` is report-only; with no `reader` it is not planned or validated either."""
+    `usage` but no `writer` is report-only; with no `reader` it is not planned or validated either.
+
+    Two flags tell the report how to count the agent's rows (report/rules.py): `sidechain_replays`, its
+    side conversations replay main-line messages under new request ids (the rows sharing a message with a
+    side copy count once: Claude Code's `/btw`); `billing_blocks`, it bills in 5-hour windows, so
+    `report --by block` shows its rows unless `--agent`/`--source` choose others."""
 
     name: str  # Session.format, the report's source, a --source choice
     display_name: str
@@ -245,6 +250,8 @@ class Agent:
     store: str | None = None
     store_names: tuple[str, ...] = ()  # the database file names
     provider: str | None = None  # who serves every request when the agent's rows name no provider (its own service)
+    sidechain_replays: bool = False  # side conversations replay main-line messages (the report counts them once)
+    billing_blocks: bool = False  # bills in 5-hour windows: `report --by block` shows these rows by default
 
     def __post_init__(self) -> None:
         unknown = set(self.tools.values()) - TOOL_SHAPES

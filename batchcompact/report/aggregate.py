@@ -4,8 +4,9 @@ Steps (all lazy until the final collect):
 1. scan the per-file parts; keep one row per `dedupe_key` across files (the highest `dedupe_rank`, then
    the largest usage), so a Claude request copied into a resumed or forked session, a sub-agent request
    seen both in an `agent_progress` line and in its `subagents/` file, or an OpenCode message in its
-   database and in a legacy JSON file (the database row wins), is counted once; a Claude sidechain replaying a
-   parent message under a new request id collapses into the parent's row;
+   database and in a legacy JSON file (the database row wins), is counted once; a side conversation of an
+   agent that replays (`Agent.sidechain_replays`) replaying a parent message under a new request id
+   collapses into the parent's row;
 2. add `computed_cost_usd` from the price table (tiered rates where the map has them; null when the
    model is unpriced) and `cost_usd` by cost mode: `auto` = recorded where the file has a cost, else
    computed; `calculate` = computed; `recorded` = recorded only;
@@ -13,7 +14,7 @@ Steps (all lazy until the final collect):
    them), filter by source, agent, project (the working directory, or its last component), session (id or
    id prefix) and local date (`since`/`until` inclusive, in `timezone`; `last` N periods back from today);
 4. group by the period (`day`, `week` = 7 days from `start_of_week`, Monday by default, `month`), by
-   `session`, `project`, `model`, `agent`, or into Claude's 5-hour billing blocks (`block`, see blocks.py);
+   `session`, `project`, `model`, `agent`, or into 5-hour billing blocks (`block`, see blocks.py);
    `breakdown` adds the model to the group key.
 Order: periods and blocks oldest first, sessions/projects/models by cost (largest first); `order`
 asc|desc sorts periods and blocks by time, sessions by last activity, projects and models by cost.
@@ -21,6 +22,8 @@ asc|desc sorts periods and blocks by time, sessions by last activity, projects a
 exactly the rows shown.
 Cost sums skip nulls; `unpriced_requests` counts the requests whose cost is unknown, so an unpriced
 model is reported, never silently free.
+Every rule above is written once in rules.py (and pricing.py: tiers, the cost's float expression), which
+fast.py applies too; this module turns them into polars expressions.
 Determinism: a report is the same bytes whatever order the files were read in (`--jobs`, executor,
 cache hits). Each request's cost is rounded once to whole picodollars and the groups add integers
 (batchcompact/money.py), so no sum depends on the order of its terms; the dedupe keeps one row per key
@@ -29,16 +32,20 @@ by a total order (ties broken by every column), and rows are sorted by their key
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from batchcompact.money import PICO_PER_USD, from_pico
-from batchcompact.pricing import PriceTable
+from batchcompact.pricing import PriceTable, prompt_tokens, tier_rate, token_cost
+from batchcompact.report import rules
 from batchcompact.report.result import Report
 from batchcompact.report.settings import (  # noqa: F401  (re-exported)
     COST_MODES,
     GROUP_KEYS,
     GROUPINGS,
     PERIODS,
+    UNKNOWN,
     WEEKDAYS,
     ProjectNames,
     ReportSettings,
@@ -49,48 +56,15 @@ from batchcompact.report.settings import (  # noqa: F401  (re-exported)
     week_start_index,
 )
 
-SUM_COLUMNS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "reasoning_tokens",
-    "total_tokens",
-)
+# The counting rules are report/rules.py's (one definition for this module and fast.py); here they are
+# turned into polars expressions.
+REPORT_COLUMNS = rules.REPORT_COLUMNS
+SUM_COLUMNS = rules.SUM_COLUMNS
 
 
-REPORT_COLUMNS = (
-    "source",
-    "agent",
-    "session_id",
-    "project",
-    "timestamp",
-    "provider",
-    "model",
-    "kind",
-    "dedupe_key",
-    "dedupe_rank",
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "cache_write_1h_tokens",
-    "reasoning_tokens",
-    "total_tokens",
-    "recorded_cost_usd",
-    "branch",
-    "machine",
-    "machine_id",
-)
-
-
-# Which copy of a request the dedupe keeps: the highest `dedupe_rank` (a database row over a legacy JSON
-# copy), the largest usage, then the first session id; the other
-# columns only break ties, so the choice never depends on the order the parts were read in.
-DEDUPE_RANK = ["dedupe_rank", "output_tokens", "total_tokens", "session_id"] + [
-    c for c in REPORT_COLUMNS if c not in ("dedupe_rank", "output_tokens", "total_tokens", "session_id", "dedupe_key")
-]
-DEDUPE_DESCENDING = [True, True, True] + [False] * (len(DEDUPE_RANK) - 3)
+def _sort_args(order) -> dict:
+    """A rules order ((column, descending) pairs) as polars' sort arguments, nulls last."""
+    return {"by": [c for c, _ in order], "descending": [d for _, d in order], "nulls_last": True}
 
 
 def scan_usage(parts: list[str], settings: ReportSettings | None = None) -> pl.LazyFrame:
@@ -107,37 +81,33 @@ def scan_usage(parts: list[str], settings: ReportSettings | None = None) -> pl.L
     keyed = (
         lf.filter(pl.col("dedupe_key").is_not_null())
         .group_by("dedupe_key")
-        .agg(pl.all().sort_by(DEDUPE_RANK, descending=DEDUPE_DESCENDING, nulls_last=True).first())
+        .agg(pl.all().sort_by(**_sort_args(rules.DEDUPE_ORDER)).first())
         .select(REPORT_COLUMNS)
     )
     return pl.concat([lf.filter(pl.col("dedupe_key").is_null()), *collapse_sidechain_replays(keyed)])
 
 
 def collapse_sidechain_replays(keyed: pl.LazyFrame) -> list[pl.LazyFrame]:
-    """Claude side conversations (`/btw`) replay parent messages under a new request id.
-
-    Among Claude rows sharing a `message.id` where at least one copy is a sidechain, one row is kept:
-    the main-line copy if there is one, else the largest (ccusage's rule). Distinct sidechain
-    responses have their own message ids and are untouched.
-    """
-    claude = pl.col("source") == "claude"
-    rows = keyed.filter(claude).with_columns(pl.col("dedupe_key").str.extract(r"^(.*?):", 1).alias("_message"))
-    side_ids = rows.filter(pl.col("kind") != "main").select("_message").unique()
+    """The sidechain replay collapse (`rules.REPLAY_ORDER`): of a replaying agent's rows that share a
+    message with a side-conversation copy, the first by that order is kept; the other rows are untouched."""
+    replays = pl.col("source").is_in(list(rules.replay_sources()))
+    rows = keyed.filter(replays).with_columns(
+        pl.col("dedupe_key").str.extract(f"^(.*?){re.escape(rules.MESSAGE_END)}", 1).alias("_message"),
+        (pl.col("kind") != rules.MAIN_KIND).alias(rules.SIDE))
+    side_ids = rows.filter(pl.col(rules.SIDE)).select("_message").unique()
     involved = rows.join(side_ids, on="_message", how="semi")  # rows sharing an id with a sidechain row
     merged = (
-        involved.with_columns((pl.col("kind") != "main").alias("_side"))
-        .sort(
-            ["_side", "total_tokens", "output_tokens", *REPORT_COLUMNS],  # the rest: a total order for ties
-            descending=[False, True, True] + [False] * len(REPORT_COLUMNS),
-            nulls_last=True,
-        )
+        involved.sort(**_sort_args(rules.REPLAY_ORDER))
         .unique(subset="_message", keep="first", maintain_order=True)
     )
     return [
-        keyed.filter(~claude),
+        keyed.filter(~replays),
         rows.join(side_ids, on="_message", how="anti").select(REPORT_COLUMNS),
         merged.select(REPORT_COLUMNS),
     ]
+
+
+PRICE_SUFFIXES = ("in", "out", "cr", "cw", "cw1h")  # price_frame's columns, in `PriceTier.prices()` order
 
 
 def price_frame(
@@ -156,17 +126,9 @@ def price_frame(
         records.append((model or "", provider or "", rates))
     data: dict[str, list] = {"_model": [r[0] for r in records], "_provider": [r[1] for r in records]}
     for i in range(width):
-        for suffix, attr in (
-            ("above", "above_tokens"),
-            ("in", "input_cost_per_token"),
-            ("out", "output_cost_per_token"),
-            ("cr", "cache_read_input_token_cost"),
-            ("cw", "cache_creation_input_token_cost"),
-            ("cw1h", "cache_creation_1h_cost"),
-        ):
-            data[f"r{i}_{suffix}"] = [
-                float(getattr(r[2][i], attr)) if len(r[2]) > i else None for r in records
-            ]
+        data[f"r{i}_above"] = [float(r[2][i].above_tokens) if len(r[2]) > i else None for r in records]
+        for at, suffix in enumerate(PRICE_SUFFIXES):
+            data[f"r{i}_{suffix}"] = [float(r[2][i].prices()[at]) if len(r[2]) > i else None for r in records]
     schema = {"_model": pl.String, "_provider": pl.String} | {
         k: pl.Float64 for k in data if k.startswith("r")
     }
@@ -181,32 +143,17 @@ def add_costs(lf: pl.LazyFrame, table: PriceTable, cost_mode: str) -> tuple[pl.L
     lf = lf.with_columns(
         pl.col("model").fill_null("").alias("_model"), pl.col("provider").fill_null("").alias("_provider")
     ).join(prices.lazy(), on=["_model", "_provider"], how="left")
-    prompt = pl.col("input_tokens") + pl.col("cache_read_tokens") + pl.col("cache_write_tokens")
+    tokens = [pl.col(c) for c in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+                                   "cache_write_1h_tokens")]
+    prompt = prompt_tokens(tokens[0], tokens[2], tokens[3])
+    tiers = [(pl.col(f"r{i}_above"), tuple(pl.col(f"r{i}_{p}") for p in PRICE_SUFFIXES)) for i in range(width)]
 
-    def rate(suffix: str) -> pl.Expr:
-        expr = pl.col(f"r0_{suffix}")
-        for i in range(1, width):  # ascending thresholds: the highest exceeded wins
-            expr = (
-                pl.when(pl.col(f"r{i}_above").is_not_null() & (prompt > pl.col(f"r{i}_above")))
-                .then(pl.col(f"r{i}_{suffix}"))
-                .otherwise(expr)
-            )
-        return expr
+    def pick(condition: pl.Expr, then: tuple, otherwise: tuple) -> tuple:
+        return tuple(pl.when(condition).then(t).otherwise(o) for t, o in zip(then, otherwise, strict=True))
 
-    computed = (
-        pl.col("input_tokens") * rate("in")
-        + pl.col("output_tokens") * rate("out")
-        + pl.col("cache_read_tokens") * rate("cr")
-        + (pl.col("cache_write_tokens") - pl.col("cache_write_1h_tokens")) * rate("cw")
-        + pl.col("cache_write_1h_tokens") * rate("cw1h")
-    )
+    computed = token_cost(*tokens, tier_rate(tiers, prompt, pick))
     lf = lf.with_columns(computed.alias("computed_cost_usd"))
-    if cost_mode == "calculate":
-        cost = pl.col("computed_cost_usd")
-    elif cost_mode == "recorded":
-        cost = pl.col("recorded_cost_usd")
-    else:
-        cost = pl.coalesce("recorded_cost_usd", "computed_cost_usd")
+    cost = rules.cost_usd(cost_mode, pl.col("recorded_cost_usd"), pl.col("computed_cost_usd"), pl.coalesce)
     lf = lf.with_columns(cost.alias("cost_usd"), pico_usd(cost).alias("_cost_pico")).drop(
         [c for c in prices.columns]
     )
@@ -216,20 +163,14 @@ def add_costs(lf: pl.LazyFrame, table: PriceTable, cost_mode: str) -> tuple[pl.L
 
 
 def with_periods(lf: pl.LazyFrame, timezone: str, by: str, start_of_week: str = "monday") -> pl.LazyFrame:
-    """Add `local_date` and the period column `by` needs (only that one: strings cost memory)."""
-    local = pl.col("timestamp").dt.convert_time_zone(timezone)
-    local_date = local.dt.date()
+    """Add `local_date` and the period column `by` needs (only that one: strings cost memory): the label of
+    each distinct local day (`rules.period_label`; a report spans few days), joined to the rows."""
+    lf = lf.with_columns(pl.col("timestamp").dt.convert_time_zone(timezone).dt.date().alias("local_date"))
+    if by not in rules.PERIOD_COLUMNS:
+        return lf
     first = week_start_index(start_of_week)
-    week_start = local_date - pl.duration(days=(local.dt.weekday() - first + 7) % 7)
-    period = {
-        "day": local.dt.strftime("%Y-%m-%d").alias("date"),
-        "week": week_start.dt.strftime("%Y-%m-%d").alias("week"),
-        "month": local.dt.strftime("%Y-%m").alias("month"),
-    }
-    columns = [local_date.alias("local_date")]
-    if by in period:
-        columns.append(period[by].fill_null("unknown"))
-    return lf.with_columns(columns)
+    return _mapped(lf, ["local_date"], lambda day: rules.period_label(day, by, first), rules.PERIOD_COLUMNS[by],
+                   pl.String)
 
 
 def with_names(lf: pl.LazyFrame, settings: ReportSettings) -> pl.LazyFrame:
@@ -283,8 +224,8 @@ def filter_usage(lf: pl.LazyFrame, settings: ReportSettings) -> pl.LazyFrame:
         lf = lf.filter(pl.col("agent").is_in(list(row_agents(settings.agents))))
     if settings.sources:
         lf = lf.filter(pl.col("source").is_in(list(settings.sources)))
-    elif settings.by == "block" and not settings.agents:  # 5-hour windows are Claude's billing unit
-        lf = lf.filter(pl.col("source") == "claude")
+    elif settings.by == "block" and not settings.agents:  # the agents that bill in 5-hour windows
+        lf = lf.filter(pl.col("source").is_in(list(rules.block_sources())))
     if settings.projects:
         lf = lf.filter(_project_filter(settings.projects))
     if settings.sessions:
@@ -299,7 +240,7 @@ def filter_usage(lf: pl.LazyFrame, settings: ReportSettings) -> pl.LazyFrame:
 
 def nonzero() -> pl.Expr:
     """Rows worth reporting: some tokens, or a recorded cost."""
-    return (pl.col("total_tokens") > 0) | (pl.col("recorded_cost_usd").fill_null(0) > 0)
+    return rules.counted(pl.col("total_tokens"), pl.col("recorded_cost_usd").fill_null(0))
 
 
 def pico_usd(usd: pl.Expr) -> pl.Expr:
@@ -353,7 +294,7 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
     keep = nonzero()
     zero_frame = lf.select((~keep).sum().alias("zero"))
     lf = lf.filter(keep)
-    lf = lf.with_columns(pl.col("project").fill_null("unknown"), pl.col("session_id").fill_null("unknown"))
+    lf = lf.with_columns(pl.col("project").fill_null(UNKNOWN), pl.col("session_id").fill_null(UNKNOWN))
     if settings.by == "block":
         from batchcompact.report.blocks import build_blocks
 
@@ -369,7 +310,7 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
         [lf.group_by(keys).agg(_aggs()), zero_frame, lf.select(_aggs(total=True))]
     )
     if settings.last and settings.by not in PERIODS:  # the N groups with the latest activity
-        rows = rows.sort(["last_timestamp", *keys], descending=True, nulls_last=True).head(settings.last)
+        rows = rows.sort(**_sort_args(rules.last_groups_order(keys))).head(settings.last)
         kept = lf.join(rows.lazy().select(keys), on=keys, how="semi", nulls_equal=True)
         totals_frame = kept.select(_aggs(total=True)).collect()
     rows = sort_rows(usd_from_pico(rows), keys, settings)
@@ -389,5 +330,4 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
 
 
 def sort_rows(rows: pl.DataFrame, keys: list[str], settings: ReportSettings) -> pl.DataFrame:
-    order = sort_order(settings, keys)
-    return rows.sort([k for k, _ in order], descending=[d for _, d in order], nulls_last=True)
+    return rows.sort(**_sort_args(sort_order(settings, keys)))

@@ -4,11 +4,10 @@
 plan of `aggregate.py` only cost time there (importing polars, pyarrow and numpy alone is ~0.3 s of
 CPU). This module computes the same `Report` from the rows themselves, for the common outputs
 (`supported`: every grouping but blocks, every filter): the worker processes extract each file's rows (`extract_rows`, the same readers) and
-hand them back as tuples; the parent keeps one row per `dedupe_key` and collapses Claude sidechain
-replays by the same total orders as `scan_usage`/`collapse_sidechain_replays`, prices each request
-with the same float expression as `add_costs` (rounded once to whole picodollars, `money.py`), and
-sums the groups as integers. Rows and totals are plain dicts (`RowList`), which the renderers read
-like the polars frame.
+hand them back as tuples; the parent keeps one row per `dedupe_key`, collapses sidechain replays, prices
+each request (rounded once to whole picodollars, `money.py`) and sums the groups as integers, every rule
+the one `aggregate.py` applies: both take them from `rules.py` (and `pricing.tier_rate`/`token_cost`).
+Rows and totals are plain dicts (`RowList`), which the renderers read like the polars frame.
 
 The output is byte-identical to the polars path's (`tests/test_report_fast.py` runs both over every
 fixture for each grouping and format); anything outside `supported` (blocks,
@@ -32,7 +31,8 @@ from batchcompact import money
 from batchcompact.formats.jsonl import paused_gc
 from batchcompact.lifecycle import map_in_processes, worker_init
 from batchcompact.money import from_pico
-from batchcompact.pricing import PriceTable
+from batchcompact.pricing import PriceTable, prompt_tokens, tier_rate, token_cost
+from batchcompact.report import rules
 from batchcompact.report.files import (
     FileKey,
     Tally,
@@ -48,6 +48,7 @@ from batchcompact.report.schema import COLUMNS as USAGE_COLUMNS
 from batchcompact.report.settings import (
     GROUP_KEYS,
     PERIODS,
+    UNKNOWN,
     ProjectNames,
     ReportSettings,
     branch_name,
@@ -62,13 +63,7 @@ log = logging.getLogger(__name__)
 GROUPINGS = ("day", "week", "month", "session", "project", "branch", "group", "model", "provider", "agent",
              "machine")
 FORMATS = ("table", "json", "csv")
-# The row tuple: aggregate.REPORT_COLUMNS, in that order.
-COLUMNS = (
-    "source", "agent", "session_id", "project", "timestamp", "provider", "model", "kind", "dedupe_key",
-    "dedupe_rank", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-    "cache_write_1h_tokens", "reasoning_tokens", "total_tokens", "recorded_cost_usd", "branch",
-    "machine", "machine_id",
-)
+COLUMNS = rules.REPORT_COLUMNS  # the row tuple
 (SOURCE, AGENT, SESSION, PROJECT, TIME, PROVIDER, MODEL, KIND, KEY, RANK, INP, OUT, CR, CW, CW1H,
  REASONING, TOTAL, RECORDED, BRANCH, MACHINE, MACHINE_ID) = range(len(COLUMNS))
 WIDTH = len(COLUMNS)
@@ -76,8 +71,7 @@ _PICK = operator.itemgetter(*(USAGE_COLUMNS.index(name) for name in COLUMNS))  #
 # A fed row (Builder.feed) carries two more fields: its cost in picodollars (None: unpriced; an
 # Unsupported: raised if the row is counted) and its group key.
 PICO, GROUP = WIDTH, WIDTH + 1
-SUMS = (("input_tokens", INP), ("output_tokens", OUT), ("cache_read_tokens", CR), ("cache_write_tokens", CW),
-        ("reasoning_tokens", REASONING), ("total_tokens", TOTAL))
+SUMS = tuple((name, COLUMNS.index(name)) for name in rules.SUM_COLUMNS)
 _SUM_GETTERS = tuple(operator.itemgetter(index) for _, index in SUMS)
 _PICO_OF, _MODEL_OF, _AGENT_OF, _TIME_OF = (operator.itemgetter(index) for index in (PICO, MODEL, AGENT, TIME))
 KEY_INDEX = {"session_id": SESSION, "agent": AGENT, "model": MODEL, "machine": MACHINE}
@@ -232,44 +226,25 @@ def _extract_parallel(result: Collected, todo: list[str], workers: int, settings
                                 more=([cache_dir] * len(todo),), **start)
 
 
-# ---- dedupe (aggregate.scan_usage): a total order, nulls last ----
+# ---- dedupe and the replay collapse (rules.DEDUPE_ORDER, rules.REPLAY_ORDER) ----
 
-def _nl(value):
-    """Ascending, nulls last."""
-    return (value is None, value)
-
-
-def _dedupe_order(row: tuple) -> tuple:
-    """aggregate.DEDUPE_RANK: rank, output, total descending; then the session and every other column."""
-    return (
-        -row[RANK], -row[OUT], -row[TOTAL], _nl(row[SESSION]), row[SOURCE], row[AGENT], _nl(row[PROJECT]),
-        _nl(row[TIME]), _nl(row[PROVIDER]), _nl(row[MODEL]), row[KIND], row[INP], row[CR], row[CW], row[CW1H],
-        row[REASONING], _nl(row[RECORDED]), _nl(row[BRANCH]), _nl(row[MACHINE]), _nl(row[MACHINE_ID]),
-    )
+# A replay copy's rules.SIDE is appended to it (the last field) while the copies are compared.
+_INDEX = {name: index for index, name in enumerate(COLUMNS)} | {rules.SIDE: -1}
+_better = rules.first_wins([(_INDEX[name], descending) for name, descending in rules.DEDUPE_ORDER])
+_replay_better = rules.first_wins([(_INDEX[name], descending) for name, descending in rules.REPLAY_ORDER])
 
 
-def _better(row: tuple, seen: tuple) -> bool:
-    """`_dedupe_order(row) < _dedupe_order(seen)`, decided by the first of the first four fields that
-    differs (a lexicographic order is decided by its first difference; the three counts are ints, the
-    session a string or None, nulls last): copies of one request in other files differ by their session
-    at the latest, so the whole order is built only for copies that agree that far."""
-    for index in (RANK, OUT, TOTAL):
-        mine, other = row[index], seen[index]
-        if mine != other:
-            return mine > other  # descending
-    mine, other = row[SESSION], seen[SESSION]
-    if mine != other:
-        return other is None or (mine is not None and mine < other)
-    return _dedupe_order(row) < _dedupe_order(seen)
-
-
-def _replay_order(row: tuple) -> tuple:
-    """collapse_sidechain_replays: the main-line copy, the largest, then every column."""
-    return (row[KIND] != "main", -row[TOTAL], -row[OUT], *(_nl(v) for v in row[:WIDTH]))
+def _first(rows: list[tuple], better) -> tuple:
+    """The row that comes first by `better`."""
+    best = rows[0]
+    for row in rows[1:]:
+        if better(row, best):
+            best = row
+    return best
 
 
 def deduplicated(rows: list[tuple]) -> list[tuple]:
-    """One row per dedupe_key, Claude sidechain replays collapsed (as `aggregate.scan_usage`)."""
+    """One row per dedupe_key, sidechain replays collapsed (as `aggregate.scan_usage`)."""
     out: list[tuple] = []
     best: dict[str, tuple] = {}
     for row in rows:
@@ -280,22 +255,25 @@ def deduplicated(rows: list[tuple]) -> list[tuple]:
         seen = best.get(key)
         if seen is None or _better(row, seen):
             best[key] = row
+    replays = frozenset(rules.replay_sources())
+    end, main = rules.MESSAGE_END, rules.MAIN_KIND
     messages: dict[str, list[tuple]] = {}
     side: set[str] = set()
     for row in best.values():
-        if row[SOURCE] != "claude":
+        if row[SOURCE] not in replays:
             out.append(row)
             continue
-        message, colon, _ = row[KEY].partition(":")
-        if not colon:  # no message id: never merged
+        message, found, _ = row[KEY].partition(end)
+        if not found:  # no message id: never merged
             out.append(row)
             continue
         messages.setdefault(message, []).append(row)
-        if row[KIND] != "main":
+        if row[KIND] != main:
             side.add(message)
     for message, copies in messages.items():
         if message in side:
-            out.append(min(copies, key=_replay_order))
+            marked = [(*row, row[KIND] != main) for row in copies]
+            out.append(_first(marked, _replay_better)[:-1])
         else:
             out.extend(copies)
     return out
@@ -304,15 +282,19 @@ def deduplicated(rows: list[tuple]) -> list[tuple]:
 # ---- costs (aggregate.add_costs) ----
 
 class Pricer:
-    """Per-request cost as `add_costs` computes it, one price lookup per (model, provider)."""
+    """Per-request cost as `add_costs` computes it (the rules: `pricing.tier_rate`, `pricing.token_cost`,
+    `rules.cost_usd`), one price lookup per (model, provider)."""
 
     def __init__(self, table: PriceTable, cost_mode: str) -> None:
         self.table = table
         self.cost_mode = cost_mode
         self.rates: dict[tuple, tuple] = {}
         self.unpriced: set[str] = set()
+        # the cost mode's choice made once: a function of the row (`rules.cost_usd` over row functions)
+        self.cost = rules.cost_usd(cost_mode, operator.itemgetter(RECORDED), self.computed, _coalesced)
 
     def tiers(self, model: str | None, provider: str | None) -> tuple:
+        """The (threshold, prices) pairs `pricing.tier_rate` takes; empty when the model is unpriced."""
         pair = (model or "", provider or "")
         rates = self.rates.get(pair)
         if rates is None:
@@ -320,33 +302,26 @@ class Pricer:
             found = info.rates() if info else ()
             if not found:
                 self.unpriced.add(model or "(unknown)")
-            rates = tuple(
-                (float(t.above_tokens), float(t.input_cost_per_token), float(t.output_cost_per_token),
-                 float(t.cache_read_input_token_cost), float(t.cache_creation_input_token_cost),
-                 float(t.cache_creation_1h_cost))
-                for t in found
-            )
+            rates = tuple((float(t.above_tokens), tuple(map(float, t.prices()))) for t in found)
             self.rates[pair] = rates
         return rates
 
-    def cost(self, row: tuple) -> float | None:
+    def computed(self, row: tuple) -> float | None:
+        """The cost from the price map (None: unpriced)."""
         tiers = self.tiers(row[MODEL], row[PROVIDER])
-        computed = None
-        if tiers:
-            prompt = row[INP] + row[CR] + row[CW]
-            rate = tiers[0]
-            for tier in tiers[1:]:  # ascending thresholds: the highest exceeded wins
-                if prompt > tier[0]:
-                    rate = tier
-            computed = (
-                row[INP] * rate[1] + row[OUT] * rate[2] + row[CR] * rate[3]
-                + (row[CW] - row[CW1H]) * rate[4] + row[CW1H] * rate[5]
-            )
-        if self.cost_mode == "calculate":
-            return computed
-        if self.cost_mode == "recorded":
-            return row[RECORDED]
-        return row[RECORDED] if row[RECORDED] is not None else computed
+        if not tiers:
+            return None
+        inp, cache_read, cache_write = row[INP], row[CR], row[CW]
+        prices = tier_rate(tiers, prompt_tokens(inp, cache_read, cache_write))
+        return token_cost(inp, row[OUT], cache_read, cache_write, row[CW1H], prices)
+
+
+def _coalesced(first: Callable[[tuple], object], second: Callable[[tuple], object]) -> Callable[[tuple], object]:
+    """A row -> `first(row)`, or `second(row)` where that is None."""
+    def either(row: tuple):
+        value = first(row)
+        return second(row) if value is None else value
+    return either
 
 
 def to_pico(usd: float) -> int:
@@ -382,7 +357,7 @@ class Periods:
 
     def label(self, when: datetime | None) -> str:
         if when is None:
-            return "unknown"
+            return self._day_label(None)
         if self.utc and when.tzinfo is UTC:
             day = when.date()
             found = self.days.get(day)
@@ -405,11 +380,7 @@ class Periods:
         return self._day_label(when.astimezone(self.zone).date())
 
     def _day_label(self, day) -> str:
-        if self.by == "month":
-            return day.isoformat()[:7]  # YYYY-MM (isoformat pads the year to four digits too)
-        if self.by == "week":
-            day -= timedelta(days=(day.isoweekday() - self.first + 7) % 7)
-        return day.isoformat()
+        return rules.period_label(day, self.by, self.first)
 
 
 # ---- groups ----
@@ -600,13 +571,13 @@ class Builder:
         counted: dict[tuple, list[tuple]] = {}  # group key -> its counted rows, in order
         dropped = 0
         wanted = row_filter(settings)
+        is_counted = rules.counted
         for row in deduplicated(self.rows):
             if wanted is not None and not wanted(row):
                 continue
             if isinstance(row[PICO], Unsupported):
                 raise row[PICO]
-            recorded = row[RECORDED]
-            if not (row[TOTAL] > 0 or (recorded is not None and recorded > 0)):
+            if not is_counted(row[TOTAL], row[RECORDED] or 0):
                 dropped += 1
                 continue
             rows = counted.get(row[GROUP])
@@ -624,7 +595,7 @@ class Builder:
             record.update(group.record())
             records.append(record)
         if settings.last and settings.by not in PERIODS:  # the N groups with the latest activity
-            records = _sorted(records, [("last_timestamp", True), *((k, True) for k in keys)])[: settings.last]
+            records = _sorted(records, rules.last_groups_order(keys))[: settings.last]
             totals = Group()
             for record in records:
                 totals.merge(groups[tuple(record[k] for k in keys)])
@@ -696,7 +667,7 @@ def _key_getter(name: str, periods: Periods | None, names: ProjectNames) -> Call
         return lambda row: label(row[TIME])
     if name == "project":
         shown = names.name
-        return lambda row: "unknown" if (value := shown(row[PROJECT])) is None else value
+        return lambda row: UNKNOWN if (value := shown(row[PROJECT])) is None else value
     if name == "group":
         group = names.group
         return lambda row: group(row[PROJECT])
@@ -706,7 +677,7 @@ def _key_getter(name: str, periods: Periods | None, names: ProjectNames) -> Call
         return lambda row: branch_name(row[BRANCH])
     index = KEY_INDEX[name]
     if name == "session_id":
-        return lambda row: "unknown" if row[index] is None else row[index]
+        return lambda row: UNKNOWN if row[index] is None else row[index]
     return operator.itemgetter(index)
 
 

@@ -40,6 +40,7 @@ AGENT = Agent(
     trigger="batchcompact.agents.claude.trigger:claude_trigger",
     trigger_table_window=False,
     trigger_max_output=True,
+    sidechain_replays=True, billing_blocks=True,
     presets={
         # Claude Code autoCompact: window - min(max output, 20000) - 13000 buffer.
         "claude-code": {"reserve_tokens": 33000},
