@@ -91,6 +91,10 @@ def corpus_rows() -> UsageRows:
     _add(rows, next(n), dedupe_key="k3", output_tokens=5, input_tokens=5, project="/w/z", recorded_cost_usd=0.5)
     _add(rows, next(n), dedupe_key="k3", output_tokens=5, input_tokens=5, project="/w/a", recorded_cost_usd=None)
     _add(rows, next(n), dedupe_key="k3", output_tokens=5, input_tokens=5, project="/w/a", recorded_cost_usd=0.25)
+    # A copy equal in every column the report reads (read twice: only its line differs): counted once.
+    for line in (900, 901):
+        rows.add(source="claude", file="/f.jsonl", line=line, session_id="s1", project="/w/shop", timestamp=MIDNIGHT,
+                 provider="anthropic", model=TIER_MODEL, kind="main", input_tokens=3, output_tokens=4, dedupe_key="same:r")
     # Nulls: model (unpriced), provider, recorded cost, time, project, session; no dedupe key at all.
     _add(rows, next(n), model=None, provider=None, session_id=None, project=None)
     _add(rows, next(n), timestamp=None, source="pi", provider=None, model="flat-model")
