@@ -7,20 +7,28 @@ rounded once to an integer number of 1e-12 USD, the integers are added (exact, a
 total is turned back into the nearest float. A request's cost is far above a picodollar, so the
 rounding changes no digit anyone reads; it only makes the last one the same every time.
 
-`report/aggregate.py` does the same in polars (`PICO_USD_EXPR`): the two agree to the bit.
+The rounding is written once (`pico`): on a float here, and on a polars expression in
+`report/aggregate.py` (`pico_usd`), so the two agree to the bit.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 PICO_PER_USD = 10**12
 
 
+def pico(usd: Any, floor: Callable[[Any], Any] = math.floor) -> Any:
+    """`usd` as whole picodollars, halves rounded up: floor(x * 1e12 + 0.5). The same operations on a float
+    (`floor=math.floor`) and on a polars expression (`floor=pl.Expr.floor`)."""
+    return floor(usd * float(PICO_PER_USD) + 0.5)
+
+
 def to_pico(usd: float) -> int:
-    """`usd` as whole picodollars (halves round up: floor(x * 1e12 + 0.5), as the polars expression)."""
-    return math.floor(usd * float(PICO_PER_USD) + 0.5)
+    """`usd` as whole picodollars (`pico` of a float)."""
+    return pico(usd)
 
 
 def from_pico(pico: int) -> float:

@@ -36,7 +36,8 @@ import re
 
 import polars as pl
 
-from batchcompact.money import PICO_PER_USD, from_pico
+from batchcompact import money
+from batchcompact.money import from_pico
 from batchcompact.pricing import PriceTable, prompt_tokens, tier_rate, token_cost
 from batchcompact.report import rules
 from batchcompact.report.result import Report
@@ -244,8 +245,8 @@ def nonzero() -> pl.Expr:
 
 
 def pico_usd(usd: pl.Expr) -> pl.Expr:
-    """A cost as whole picodollars (Int64), rounded as `money.to_pico` rounds: the same integer."""
-    return (usd * float(PICO_PER_USD) + 0.5).floor().cast(pl.Int64)
+    """A cost as whole picodollars (Int64): `money.pico`, the rounding the fast engine uses."""
+    return money.pico(usd, floor=pl.Expr.floor).cast(pl.Int64)
 
 
 def usd_from_pico(frame: pl.DataFrame) -> pl.DataFrame:
