@@ -281,7 +281,7 @@ def test_billing_blocks_match_ccusage(ccusage, layout, tmp_path):
 # ---------------------------------------------------------------------------------------------------------
 # The other agents this file's helpers read (OpenCode, Kilo, Gemini CLI, Qwen Code) and Codex's copies:
 # both tools read one HOME holding ../shared/fixtures/agents/ in each agent's place (tests/agent_homes.py)
-# plus a Codex fork with re-stamped history and a re-emitted event (tests/test_report_codex_copies.py).
+# plus a Codex fork with re-stamped history and a re-emitted event (tests/agents/codex/test_report_codex_copies.py).
 # Per session (Codex: per day, since ccusage names a Codex session by its path); every difference is
 # listed with its reason, and docs/report.md gives the rule.
 
