@@ -62,3 +62,56 @@ def test_a_judge_asked_for_by_two_processes_at_once_is_installed_once(tmp_path, 
     assert found == [target] * 3
     assert calls.read_text().splitlines() == [f"install --prefix {target.parents[2]} --no-audit --no-fund "
                                               "--loglevel=error judge-cli@1.0.0"]
+
+
+PARALLEL_CONFTEST = """
+import importlib.util
+import sys
+
+sys.path.insert(0, {tests!r})
+spec = importlib.util.spec_from_file_location("suite_conftest", {conftest!r})
+suite = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(suite)
+suite.SLOW_FILES = ("test_slow.py",)
+pytest_collection_modifyitems = suite.pytest_collection_modifyitems
+pytest_xdist_make_scheduler = suite.pytest_xdist_make_scheduler
+"""
+
+LOGGED_TESTS = """
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def recording():
+    with open({log!r}, "a") as log:
+        log.write(f"{{__name__}} {{os.environ['PYTEST_XDIST_WORKER']}}\\n")
+
+
+@pytest.mark.parametrize("n", range(4))
+def test_uses_the_recording(recording, n):
+    pass
+"""
+
+
+def test_under_xdist_a_file_s_fixture_is_set_up_once_and_the_ray_files_share_a_worker(tmp_path):
+    """`--dist loadfile` with conftest's scheduler: a module fixture is set up once (a file on one worker),
+    the `SHARED_WORKER` files (the Ray ones) run on one worker, and `SLOW_FILES` are sent first."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "setups.log"
+    (tmp_path / "conftest.py").write_text(PARALLEL_CONFTEST.format(tests=str(TESTS),
+                                                                   conftest=str(TESTS / "conftest.py")))
+    for name in ("test_a.py", "test_executor_ray.py", "test_executor_ray_cluster.py", "test_slow.py"):
+        (tmp_path / name).write_text(LOGGED_TESTS.format(log=str(log)))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
+                           "--dist", "loadfile", str(tmp_path)], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "16 passed" in done.stdout
+    setups = dict(line.split() for line in log.read_text().splitlines())
+    assert sorted(setups) == ["test_a", "test_executor_ray", "test_executor_ray_cluster", "test_slow"]
+    assert setups["test_executor_ray"] == setups["test_executor_ray_cluster"]
+    assert log.read_text().splitlines()[0].startswith("test_slow ")
