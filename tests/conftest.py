@@ -243,7 +243,24 @@ SHARED_WORKER = {
 }
 # The files that take longest (measured, docs/architecture.md "Tests"), longest first: sent to the workers
 # before the others, so no long file starts last. Only an order: a file missing here costs time, not a test.
-SLOW_FILES = ()
+SLOW_FILES = (
+    "test_judge_opencode.py",  # OpenCode and Kilo, ~160 s on one core
+    "test_judge_openclaw.py",  # five turns of the real OpenClaw, ~145 s
+    "test_judge_report_agents.py",  # OpenCode, Kilo, Gemini CLI, Qwen Code, Codex, ~135 s
+    "test_providers.py",
+    "test_executor_ray_cluster.py",
+    "test_executor_ray.py",
+    "test_judge_qwen.py",
+    "test_judge_pi.py",
+    "test_faults.py",
+    "test_judge_vibe.py",
+    "test_judge_cline.py",
+    "test_judge_codex.py",
+    "test_run_crash.py",
+    "test_judge_gemini.py",
+    "test_output_files.py",
+    "test_eval.py",
+)
 
 
 def work_unit(nodeid: str) -> str:
