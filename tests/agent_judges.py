@@ -471,11 +471,12 @@ def assert_whole_summary(body: str, returned: list[str]) -> None:
         at = body.index(text, at) + len(text)
 
 
-def compact_in_place(chat: Path, keeps: tuple[int, ...] = (600, 400, 300, 200, 150, 100, 60)) -> list[str]:
+def compact_in_place(chat: Path, keeps: tuple[int, ...] = (600, 400, 300, 200, 150, 100, 60),
+                     summarize_calls: bool = False) -> list[str]:
     """`batchcompact run --in-place` on a short recorded chat, with the largest --keep-recent-tokens (of
     `keeps`) that still leaves something to summarize (the tool paths, hence the sizes, vary with the tmp
-    folder), `judge_summarizer.summarize` and a run state of its own; returns the summaries it returned,
-    in order."""
+    folder: pytest-xdist's is longer), with `summarize_calls` something that holds a file tool call,
+    `judge_summarizer.summarize` and a run state of its own; returns the summaries it returned, in order."""
     import sys
     import tempfile
 
@@ -485,7 +486,8 @@ def compact_in_place(chat: Path, keeps: tuple[int, ...] = (600, 400, 300, 200, 1
              "--format", "jsonl", str(chat)], capture_output=True, text=True, timeout=300,
         )
         assert planned.returncode == 0, planned.stderr
-        if json.loads(planned.stdout.splitlines()[0])["status"] == "compact":
+        row = json.loads(planned.stdout.splitlines()[0])
+        if row["status"] == "compact" and (not summarize_calls or row["read_files"] or row["modified_files"]):
             break
     else:
         raise AssertionError(f"nothing to summarize in {chat} with any of {keeps}")

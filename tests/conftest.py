@@ -205,6 +205,8 @@ def _isolated_settings(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(home / "pi-agent"))
     monkeypatch.delenv("NO_COLOR", raising=False)
+    # Tables fit $COLUMNS when it is set: pytest-xdist's workers get COLUMNS=80, a terminal its own width.
+    monkeypatch.delenv("COLUMNS", raising=False)
     for name in list(os.environ):
         if name.startswith("BATCHCOMPACT_") and not name.startswith(("BATCHCOMPACT_DEBUG", "BATCHCOMPACT_TEST",
                                                                       "BATCHCOMPACT_CRASH")):
