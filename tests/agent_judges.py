@@ -11,11 +11,13 @@ loopback fake of their model API that records every request.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -38,9 +40,26 @@ def node_bin() -> Path:
     return Path(node)
 
 
+@contextlib.contextmanager
+def install_lock(prefix: Path) -> Iterator[None]:
+    """Hold `<prefix>.lock` exclusively while `prefix` is installed: two test processes (pytest-xdist's
+    workers, two checkouts sharing the cache) never install the same judge at once; the one that waited
+    then finds it installed."""
+    import fcntl
+
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{prefix}.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def npm_cli(package: str, version: str, binary: str, node_dir: Path | None = None) -> Path:
-    """The installed CLI binary `node_modules/.bin/<binary>` of package@version (installed if missing;
-    `node_dir`: a folder with the `node` its install scripts must run on, put first on PATH)."""
+    """The installed CLI binary `node_modules/.bin/<binary>` of package@version (installed if missing,
+    once: under `install_lock`; `node_dir`: a folder with the `node` its install scripts must run on, put
+    first on PATH)."""
     npm = shutil.which("npm")
     if npm is None:
         unavailable("npm is not installed")
@@ -48,6 +67,13 @@ def npm_cli(package: str, version: str, binary: str, node_dir: Path | None = Non
     target = prefix / "node_modules" / ".bin" / binary
     if target.exists() and (prefix / ".installed").exists():
         return target
+    with install_lock(prefix):
+        if target.exists() and (prefix / ".installed").exists():  # installed while this process waited
+            return target
+        return _npm_install(npm, package, version, prefix, target, node_dir)
+
+
+def _npm_install(npm: str, package: str, version: str, prefix: Path, target: Path, node_dir: Path | None) -> Path:
     prefix.mkdir(parents=True, exist_ok=True)
     command = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--loglevel=error",
                f"{package}@{version}"]
@@ -445,11 +471,12 @@ def assert_whole_summary(body: str, returned: list[str]) -> None:
         at = body.index(text, at) + len(text)
 
 
-def compact_in_place(chat: Path, keeps: tuple[int, ...] = (600, 400, 300, 200, 150, 100, 60)) -> list[str]:
+def compact_in_place(chat: Path, keeps: tuple[int, ...] = (600, 400, 300, 200, 150, 100, 60),
+                     summarize_calls: bool = False) -> list[str]:
     """`batchcompact run --in-place` on a short recorded chat, with the largest --keep-recent-tokens (of
     `keeps`) that still leaves something to summarize (the tool paths, hence the sizes, vary with the tmp
-    folder), `judge_summarizer.summarize` and a run state of its own; returns the summaries it returned,
-    in order."""
+    folder: pytest-xdist's is longer), with `summarize_calls` something that holds a file tool call,
+    `judge_summarizer.summarize` and a run state of its own; returns the summaries it returned, in order."""
     import sys
     import tempfile
 
@@ -459,7 +486,8 @@ def compact_in_place(chat: Path, keeps: tuple[int, ...] = (600, 400, 300, 200, 1
              "--format", "jsonl", str(chat)], capture_output=True, text=True, timeout=300,
         )
         assert planned.returncode == 0, planned.stderr
-        if json.loads(planned.stdout.splitlines()[0])["status"] == "compact":
+        row = json.loads(planned.stdout.splitlines()[0])
+        if row["status"] == "compact" and (not summarize_calls or row["read_files"] or row["modified_files"]):
             break
     else:
         raise AssertionError(f"nothing to summarize in {chat} with any of {keeps}")

@@ -205,6 +205,8 @@ def _isolated_settings(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(home / "pi-agent"))
     monkeypatch.delenv("NO_COLOR", raising=False)
+    # Tables fit $COLUMNS when it is set: pytest-xdist's workers get COLUMNS=80, a terminal its own width.
+    monkeypatch.delenv("COLUMNS", raising=False)
     for name in list(os.environ):
         if name.startswith("BATCHCOMPACT_") and not name.startswith(("BATCHCOMPACT_DEBUG", "BATCHCOMPACT_TEST",
                                                                       "BATCHCOMPACT_CRASH")):
@@ -228,3 +230,73 @@ def _token_cache_file(factory) -> object:
     if not _TOKEN_CACHE:
         _TOKEN_CACHE.append(factory.mktemp("token-cache") / "counts.sqlite")
     return _TOKEN_CACHE[0]
+
+
+# --- running in parallel (pytest-xdist: `-n auto --dist loadfile`, pyproject's addopts) ------------------
+# Each file runs on one worker, so a module-scoped fixture (a judge's recording, a copied corpus) is set up
+# once. These files share a worker with each other: one Ray at a time on the machine (a local instance and
+# a two-node cluster cost more started side by side than they save), and the two Copilot judges, which
+# unpack the CLI into one cache folder beside its npm install.
+SHARED_WORKER = {
+    "test_executor_ray.py": "ray",
+    "test_executor_ray_cluster.py": "ray",
+    "test_judge_copilot.py": "copilot",
+    "test_judge_copilot_compaction.py": "copilot",
+}
+# The files that take longest (measured, docs/architecture.md "Tests"), longest first: sent to the workers
+# before the others, so no long file starts last. Only an order: a file missing here costs time, not a test.
+SLOW_FILES = (
+    "test_judge_opencode.py",  # OpenCode and Kilo, ~160 s on one core
+    "test_judge_openclaw.py",  # five turns of the real OpenClaw, ~145 s
+    "test_judge_report_agents.py",  # OpenCode, Kilo, Gemini CLI, Qwen Code, Codex, ~135 s
+    "test_providers.py",
+    "test_executor_ray_cluster.py",
+    "test_executor_ray.py",
+    "test_judge_qwen.py",
+    "test_judge_pi.py",
+    "test_faults.py",
+    "test_judge_vibe.py",
+    "test_judge_cline.py",
+    "test_judge_codex.py",
+    "test_run_crash.py",
+    "test_judge_gemini.py",
+    "test_output_files.py",
+    "test_eval.py",
+)
+
+
+def work_unit(nodeid: str) -> str:
+    """What runs on one worker with the test `nodeid`: its file, or its `SHARED_WORKER` group."""
+    path = nodeid.split("::", 1)[0]
+    return SHARED_WORKER.get(Path(path).name, path)
+
+
+def slow_first(items: list[pytest.Item]) -> None:
+    """Sort `items` (each file's tests kept together, in order) so `SLOW_FILES` come first, longest first."""
+    rank = {name: index for index, name in enumerate(SLOW_FILES)}
+    order = {item.nodeid: index for index, item in enumerate(items)}
+
+    def key(item: pytest.Item) -> tuple[int, int]:
+        return rank.get(Path(item.nodeid.split("::", 1)[0]).name, len(rank)), order[item.nodeid]
+
+    items.sort(key=key)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller sends the work in this order
+        slow_first(items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """`--dist loadfile`, with `SHARED_WORKER`'s files as one unit and the units in collection order."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedWorkerScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    config.option.loadscopereorder = False  # the workers' collection is already in the order to send
+    return SharedWorkerScheduling(config, log)

@@ -29,6 +29,7 @@ from agent_judges import (
     cache_dir,
     gemini_env,
     gemini_settings,
+    install_lock,
     npm_cli,
     qwen_settings,
     sandbox_env,
@@ -286,13 +287,20 @@ def _python_312() -> Path | None:
 def vibe_cli() -> Path:
     """The `vibe` binary of mistral-vibe (VIBE's version) in a venv under the judges' cache (created once);
     skipped (failed in CI) when no Python 3.12+ or the install fails."""
-    from conftest import unavailable
-
     package, version, binary = VIBE
     prefix = cache_dir() / "pypi" / f"{package}-{version}"
     target = prefix / "bin" / binary
     if target.exists() and (prefix / ".installed").exists():
         return target
+    with install_lock(prefix):
+        if target.exists() and (prefix / ".installed").exists():  # installed while this process waited
+            return target
+        return _pip_install(package, version, prefix, target)
+
+
+def _pip_install(package: str, version: str, prefix: Path, target: Path) -> Path:
+    from conftest import unavailable
+
     python = _python_312()
     if python is None:
         unavailable(f"{package} needs Python 3.12 or newer, and none is installed")

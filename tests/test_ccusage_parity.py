@@ -18,6 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from agent_judges import install_lock
 from conftest import shared_fixtures, unavailable
 
 from batchcompact.report import ReportSettings, build_report, collect_usage
@@ -44,6 +45,26 @@ def _runs(binary: Path) -> str | None:
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
 
 
+def _install_ccusage(npm: str, spec: str, prefix: Path, binary: Path) -> tuple[str | None, str | None]:
+    """(the version of the ccusage at `prefix`, installing `spec` there first unless one runs; an error)."""
+    version = _runs(binary) if binary.exists() else None  # installed while this process waited
+    if version is not None:
+        return version, None
+    prefix.mkdir(parents=True, exist_ok=True)
+    try:
+        done = subprocess.run(
+            [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", spec],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    except subprocess.TimeoutExpired:
+        return None, f"{spec}: npm install timed out"
+    if done.returncode != 0:
+        return None, f"{spec}: {done.stderr.strip().splitlines()[-1:] or done.returncode}"
+    return _runs(binary), None
+
+
 @pytest.fixture(scope="session")
 def ccusage() -> tuple[Path, str]:
     """(the ccusage executable, its version), installed from npm into the cache folder on first use."""
@@ -54,21 +75,11 @@ def ccusage() -> tuple[Path, str]:
         binary = prefix / "node_modules" / ".bin" / "ccusage"
         version = _runs(binary) if binary.exists() else None
         if version is None and npm:
-            prefix.mkdir(parents=True, exist_ok=True)
-            try:
-                done = subprocess.run(
-                    [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", spec],
-                    capture_output=True,
-                    text=True,
-                    timeout=300,
-                )
-            except subprocess.TimeoutExpired:
-                errors.append(f"{spec}: npm install timed out")
+            with install_lock(prefix):  # pytest-xdist's other worker may be installing it now
+                version, error = _install_ccusage(npm, spec, prefix, binary)
+            if error:
+                errors.append(error)
                 continue
-            if done.returncode != 0:
-                errors.append(f"{spec}: {done.stderr.strip().splitlines()[-1:] or done.returncode}")
-                continue
-            version = _runs(binary)
         if version:
             return binary, version
         errors.append(f"{spec}: installed launcher does not run (no native build for this platform)")
@@ -281,7 +292,7 @@ def test_billing_blocks_match_ccusage(ccusage, layout, tmp_path):
 # ---------------------------------------------------------------------------------------------------------
 # The other agents this file's helpers read (OpenCode, Kilo, Gemini CLI, Qwen Code) and Codex's copies:
 # both tools read one HOME holding ../shared/fixtures/agents/ in each agent's place (tests/agent_homes.py)
-# plus a Codex fork with re-stamped history and a re-emitted event (tests/test_report_codex_copies.py).
+# plus a Codex fork with re-stamped history and a re-emitted event (tests/agents/codex/test_report_codex_copies.py).
 # Per session (Codex: per day, since ccusage names a Codex session by its path); every difference is
 # listed with its reason, and docs/report.md gives the rule.
 

@@ -152,7 +152,7 @@ def test_thresholds(settings, window, threshold):
 
 
 # What pi 0.73.1's own `prepareCompaction` (FIX boundary, reference 3.3-3.4) gives on the real fixtures:
-# tests/test_judge_pi.py runs it from the installed npm package with node (tests/pi_modules.mjs) and checks
+# tests/agents/pi/test_judge_pi.py runs it from the installed npm package with node (tests/agents/pi/pi_modules.mjs) and checks
 # this table row for row. Columns: keep, first kept line, turn start line, split (pi makes two calls: a
 # split turn with a non-empty prefix), messages summarized, prefix messages, tokens before, read files,
 # modified files.

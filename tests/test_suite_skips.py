@@ -52,9 +52,9 @@ def test_a_missing_extra_fails_in_ci_and_skips_elsewhere(tmp_path):
 def test_no_test_imports_an_extra_with_importorskip():
     """`pytest.importorskip` skips in CI too: an extra CI installs goes through `conftest.required_module`."""
     found = []
-    for path in sorted(TESTS.glob("*.py")):
+    for path in sorted(TESTS.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr == "importorskip"):
-                found.append(f"{path.name}:{node.lineno}")
+                found.append(f"{path.relative_to(TESTS)}:{node.lineno}")
     assert found == []

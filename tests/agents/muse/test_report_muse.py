@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from batchcompact.cli import cli
 
-DATA = Path(__file__).parent / "data" / "muse" / "sessions"
+DATA = Path(__file__).parents[2] / "data" / "muse" / "sessions"
 # per session, with the tokens ccusage's tests expect for the same records
 SESSIONS = {
     "11111111-1111-1111-1111-111111111111": {"requests": 1, "input_tokens": 100, "output_tokens": 10,

@@ -19,7 +19,7 @@ from batchcompact.cli import cli as main
 from batchcompact.core.context import build_session_context
 from batchcompact.formats.detect import detect_format
 
-RECORDED = Path(__file__).parent / "data" / "recorded"
+RECORDED = Path(__file__).parents[2] / "data" / "recorded"
 GEMINI = RECORDED / "gemini-cli"
 QWEN = RECORDED / "qwen-code"
 

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from batchcompact.cli import cli
 
-RECORDED = Path(__file__).parent / "data" / "recorded" / "vibe" / ".vibe"
+RECORDED = Path(__file__).parents[2] / "data" / "recorded" / "vibe" / ".vibe"
 SESSIONS_DIR = RECORDED / "logs" / "session"
 UNIFIED = next(p for p in (SESSIONS_DIR / "unified").iterdir() if p.is_dir())
 LEGACY = next(SESSIONS_DIR.glob("session_*"))

@@ -87,7 +87,7 @@ def compacted(gemini_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
         last = _gemini(gemini_bin, home, project, api, "--resume", "latest", "-p", "STEP-TWO: look around")
         chat = _chat_file(home)
         original = chat.read_text()
-        summaries = compact_in_place(chat)
+        summaries = compact_in_place(chat, summarize_calls=True)  # a cut after some calls, whatever the tmp path
         first = _gemini(gemini_bin, home, project, api, "--resume", "latest", "-p", "RESUME-ONE: continue")
         second = _gemini(gemini_bin, home, project, api, "--resume", "latest", "-p", "RESUME-TWO: again")
         before_second = chat.read_text()

@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 from agent_reports import FIELDS, agent_report, agent_rows, summed
 
-DATA = Path(__file__).parent / "data" / "rovo" / "rovodev"
+DATA = Path(__file__).parents[2] / "data" / "rovo" / "rovodev"
 # per session (ccusage's expected token fields for the same documents, and the fork's own response)
 SESSIONS = {
     "session-a": {"requests": 2, "input_tokens": 3 + 12, "output_tokens": 249 + 34, "cache_read_tokens": 6_395,

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from batchcompact.cli import cli
 
-RECORDED = Path(__file__).parent / "data" / "recorded" / "cline"
+RECORDED = Path(__file__).parents[2] / "data" / "recorded" / "cline"
 SESSIONS = sorted(p.name for p in RECORDED.iterdir() if p.is_dir())
 # per call, as the CLI recorded it: inputTokens 1,200 INCLUDES cacheReadTokens 1,000
 CALL = {"input_tokens": 200, "output_tokens": 30, "cache_read_tokens": 1_000, "cache_write_tokens": 0,

@@ -23,7 +23,7 @@ from batchcompact.cli import cli as main
 from batchcompact.errors import SessionReadError, VerificationError
 from batchcompact.formats.detect import detect_format
 
-RECORDED = Path(__file__).parent / "data" / "recorded" / "openclaw" / "openclaw-agent.sqlite.gz"
+RECORDED = Path(__file__).parents[2] / "data" / "recorded" / "openclaw" / "openclaw-agent.sqlite.gz"
 SESSION = "s1"  # the recorded session: 22 events (seq 0-21), prompts alpha, beta, gamma, each with a read call
 LAST = 21  # its last seq
 KEEP = "15"  # --keep-recent-tokens that keeps the gamma turn whole (cut at seq 15)

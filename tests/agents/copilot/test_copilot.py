@@ -17,7 +17,7 @@ from batchcompact.cli import cli as main
 from batchcompact.core.context import build_session_context
 from batchcompact.formats.detect import detect_format
 
-RECORDED = Path(__file__).parent / "data" / "recorded" / "copilot-cli"
+RECORDED = Path(__file__).parents[2] / "data" / "recorded" / "copilot-cli"
 TOOLS = RECORDED / "session-tools.jsonl"
 COMPACTED = RECORDED / "session-compacted.jsonl"
 

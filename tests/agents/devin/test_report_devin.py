@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 from agent_reports import FIELDS, agent_report, agent_rows, summed
 
-DATA = Path(__file__).parent / "data" / "devin" / "transcripts"
+DATA = Path(__file__).parents[2] / "data" / "devin" / "transcripts"
 # per session, with the tokens ccusage's tests expect for the same transcripts
 SESSIONS = {
     "veil-vibraphone": {"requests": 2, "input_tokens": 160_245 + 2_151, "output_tokens": 168,

@@ -31,7 +31,7 @@ from batchcompact.agents.opencode.store import (
 )
 from batchcompact.core.context import build_session_context
 
-RECORDED = Path(__file__).parent / "data" / "recorded" / "opencode" / "compacted.db"
+RECORDED = Path(__file__).parents[2] / "data" / "recorded" / "opencode" / "compacted.db"
 SUMMARY = "BC-SUMMARY of the work so far"
 
 

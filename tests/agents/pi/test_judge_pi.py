@@ -4,7 +4,7 @@
 samples and the real pi fixtures; one output is resumed by pi for a turn and compacted again by us (the
 new cut inside the earlier kept tail). Then pi judges every file written, two ways:
 
-- pi's own modules (`tests/pi_modules.mjs`: `SessionManager.open`, `buildSessionContext`,
+- pi's own modules (`tests/agents/pi/pi_modules.mjs`: `SessionManager.open`, `buildSessionContext`,
   `convertToLlm`, `prepareCompaction` from the installed package, run with node) open each file:
   no line dropped, no migration or reset needed, no orphan, the leaf on our last line, our compaction
   the one in force, and the LLM messages pi rebuilds equal, value for value, what `core/context.py`
