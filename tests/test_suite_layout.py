@@ -24,6 +24,19 @@ def test_every_agent_folder_is_a_registered_agent():
     assert all(list((TESTS / "agents" / name).glob("test_*.py")) for name in folders)
 
 
+def test_an_agent_s_tests_are_in_its_folder():
+    """A test file named after one agent (`test_<agent>.py`, `test_<agent>_*.py`, `test_judge_<agent>.py`,
+    `test_report_<agent>.py`) is in `tests/agents/<agent>/`, where its name finds it."""
+    import re
+
+    agents = "|".join(sorted(names(), key=len, reverse=True))
+    named = re.compile(rf"test_(?:judge_|report_)?({agents})(?:_.*)?\.py")
+    misplaced = [str(p.relative_to(TESTS)) for p in TESTS.rglob("test_*.py")
+                 if (match := named.fullmatch(p.name)) and p.parent != TESTS / "agents" / match.group(1)
+                 and "data" not in p.relative_to(TESTS).parts]
+    assert misplaced == []
+
+
 def test_test_file_names_are_unique_and_no_test_folder_is_a_package():
     files = [p for p in TESTS.rglob("test_*.py") if "data" not in p.relative_to(TESTS).parts]
     assert len(files) > 50
@@ -106,12 +119,17 @@ def test_under_xdist_a_file_s_fixture_is_set_up_once_and_the_ray_files_share_a_w
                                                                    conftest=str(TESTS / "conftest.py")))
     for name in ("test_a.py", "test_executor_ray.py", "test_executor_ray_cluster.py", "test_slow.py"):
         (tmp_path / name).write_text(LOGGED_TESTS.format(log=str(log)))
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
-                           "--dist", "loadfile", str(tmp_path)], capture_output=True, text=True, cwd=tmp_path,
-                          timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "16 passed" in done.stdout
-    setups = dict(line.split() for line in log.read_text().splitlines())
+    def run(workers: str) -> list[str]:
+        log.unlink(missing_ok=True)
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", workers,
+                               "--dist", "loadfile", str(tmp_path)], capture_output=True, text=True, cwd=tmp_path,
+                              timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "16 passed" in done.stdout
+        return log.read_text().splitlines()
+
+    setups = dict(line.split() for line in run("2"))
     assert sorted(setups) == ["test_a", "test_executor_ray", "test_executor_ray_cluster", "test_slow"]
     assert setups["test_executor_ray"] == setups["test_executor_ray_cluster"]
-    assert log.read_text().splitlines()[0].startswith("test_slow ")
+    # the order files are sent in: one worker sets them up in that order (two would race to the log)
+    assert run("1")[0].startswith("test_slow ")

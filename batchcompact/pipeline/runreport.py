@@ -108,7 +108,7 @@ def import_pyarrow() -> None:
     and numpy is ~60% of pyarrow's import (0.06-0.1 CPU s of a run). A pyarrow loaded so keeps no numpy
     bridge for the rest of the process, which only a process that ends with its command can accept, so a
     library caller's process imports both as usual. The bytes written are the same either way
-    (`tests/test_run_report_imports.py`). With a pyarrow that needs numpy (15), the second import below
+    (`tests/test_run_imports.py`). With a pyarrow that needs numpy (15), the second import below
     loads it as usual.
     """
     import sys

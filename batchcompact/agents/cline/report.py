@@ -4,7 +4,7 @@ Where the files are: the CLI (and the JetBrains plugin) write `~/.cline/data/ses
 <session>.messages.json` with a `<session>.json` beside it (its `cwd`, `workspace_root`, status); the
 VS Code extension writes the same format under its `globalStorage/saoudrizwan.claude-dev`. ccusage's
 `CLINE_HOME` (comma-separated) replaces `~/.cline`. Recorded with the real CLI (`cline` 3.0.65 from npm,
-tests/test_judge_cline.py) against a loopback OpenAI-compatible provider.
+tests/agents/cline/test_judge_cline.py) against a loopback OpenAI-compatible provider.
 
 Usage: `{"sessionId", "messages": [{"id", "role": "assistant", "ts": <epoch ms>, "modelInfo": {"id",
 "provider"}, "metrics": {"inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens",

@@ -52,7 +52,7 @@ TABLES = {
     "event_sequence": ("aggregate_id", "seq"),
 }
 # The newest schema migration of each OpenCode and Kilo release whose database was recorded and judged
-# (tests/test_judge_opencode.py); older databases are known through them, a newer one is refused.
+# (tests/agents/opencode/test_judge_opencode.py); older databases are known through them, a newer one is refused.
 KNOWN_MIGRATIONS = {
     "opencode": "20260622202450_simplify_session_input",  # opencode-ai 1.18.33
     "kilo": "20260907102000_kilocode_model_usage_index",  # @kilocode/cli 7.7.7

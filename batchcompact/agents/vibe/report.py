@@ -1,7 +1,7 @@
 """Mistral Vibe usage: one row per session, from the session's cumulative token counters.
 
 Where the files are: `${VIBE_HOME:-~/.vibe}/logs/session/`, one folder per session, each with a
-`meta.json`. Recorded with the real CLI (`mistral-vibe` 2.26.1 from PyPI, tests/test_judge_vibe.py)
+`meta.json`. Recorded with the real CLI (`mistral-vibe` 2.26.1 from PyPI, tests/agents/vibe/test_judge_vibe.py)
 against a loopback OpenAI-compatible provider (and by hand with 3.0.3, the newest, whose Unified store,
 format minor 10, is read alike; it has no legacy harness); Vibe writes two layouts:
 

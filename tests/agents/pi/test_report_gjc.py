@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from batchcompact.cli import cli
 from batchcompact.discover import discover_sources
 
-DATA = Path(__file__).parent / "data" / "gjc" / "agent"
+DATA = Path(__file__).parents[2] / "data" / "gjc" / "agent"
 # per session: what ccusage's GJC tests expect for the same records (session-a: its loader test; session-b:
 # its parser test's record, whose entry id `assistant-1` session-a uses too)
 SESSIONS = {
