@@ -141,6 +141,18 @@ def _guarded_connect_ex(self, address):
 
 
 @pytest.fixture(autouse=True)
+def _registry_references_resolved_per_test():
+    """The registry resolves each "module:attr" reference once per process (`agents.spec.load`). A test that
+    monkeypatches such a function (pi's `read_pi_appended`) must have it resolved after its patch, and the
+    next test on the same worker the real one: the cache starts and ends each test empty."""
+    from batchcompact.agents import load
+
+    load.cache_clear()
+    yield
+    load.cache_clear()
+
+
+@pytest.fixture(autouse=True)
 def _loopback_only(monkeypatch):
     """Fail any test that opens a connection to anything but the loopback interface."""
     monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
