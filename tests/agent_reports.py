@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -31,3 +32,22 @@ def summed(rows: list[dict], fields: tuple[str, ...] = FIELDS) -> dict:
     """Each token kind summed over `rows`, and the requests they count."""
     return {k: sum(int(r[k]) for r in rows) for k in fields} | {"requests": sum(int(r.get("requests", 1))
                                                                               for r in rows)}
+
+
+def every_format(agent: str, folder: Path, total: dict, *in_table: str) -> None:
+    """The session table names every `in_table` text; the day rows as JSON lines, the month rows as CSV and the
+    model rows as Parquet each sum to `total` (`summed`'s fields; Parquet: its total tokens)."""
+    import csv
+    import io
+
+    import polars as pl
+
+    table, _ = agent_report(agent, "--by", "session")
+    assert all(text in table for text in in_table), table
+    lines = agent_report(agent, "--by", "day", "--format", "jsonl")[0].splitlines()
+    assert summed([json.loads(line) for line in lines]) == total
+    text = agent_report(agent, "--by", "month", "--format", "csv")[0]
+    assert summed(list(csv.DictReader(io.StringIO(text)))) == total
+    out = folder / f"{agent}.parquet"
+    agent_report(agent, "--by", "model", "--format", "parquet", "-o", str(out))
+    assert pl.read_parquet(out)["total_tokens"].sum() == total["total_tokens"]

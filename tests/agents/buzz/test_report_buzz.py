@@ -8,15 +8,12 @@ relays counted once, an unreliable delta, a non-metric payload and wrong types n
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import sqlite3
 from pathlib import Path
 
-import polars as pl
 import pytest
-from agent_reports import FIELDS, agent_report, agent_rows, summed
+from agent_reports import FIELDS, agent_report, agent_rows, every_format, summed
 from click.testing import CliRunner
 
 from batchcompact.cli import cli
@@ -131,14 +128,7 @@ def test_by_agent_model_and_day(home):
 
 
 def test_every_format(home, tmp_path):
-    table, _ = agent_report("buzz", "--by", "session")
-    assert "s1" in table and "s2" in table and "4,340" in table
-    lines = agent_report("buzz", "--by", "day", "--format", "jsonl")[0].splitlines()
-    assert summed([json.loads(x) for x in lines]) == TOTAL
-    assert summed(list(csv.DictReader(io.StringIO(agent_report("buzz", "--by", "month", "--format", "csv")[0])))) == TOTAL
-    out = tmp_path / "buzz.parquet"
-    agent_report("buzz", "--by", "model", "--format", "parquet", "-o", str(out))
-    assert pl.read_parquet(out)["total_tokens"].sum() == TOTAL["total_tokens"]
+    every_format("buzz", tmp_path, TOTAL, "s1", "s2", "4,340")
 
 
 def test_buzz_path_root_archive_path_and_a_copy_counted_once(home, tmp_path, monkeypatch):

@@ -6,15 +6,12 @@ model or a display name, the legacy `cognition` folder linked to the new one cou
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import shutil
 from pathlib import Path
 
-import polars as pl
 import pytest
-from agent_reports import FIELDS, agent_report, agent_rows, summed
+from agent_reports import FIELDS, agent_report, agent_rows, every_format, summed
 
 DATA = Path(__file__).parents[2] / "data" / "devin" / "transcripts"
 # per session, with the tokens ccusage's tests expect for the same transcripts
@@ -74,13 +71,7 @@ def test_every_by_counts_each_step_once(home, by):
 
 
 def test_every_format_and_a_step_on_its_own_day(home, tmp_path):
-    table, _ = report("--by", "session")
-    assert all(name in table for name in SESSIONS) and "389,892" in table
-    assert summed([json.loads(x) for x in report("--by", "day", "--format", "jsonl")[0].splitlines()]) == TOTAL
-    assert summed(list(csv.DictReader(io.StringIO(report("--by", "month", "--format", "csv")[0])))) == TOTAL
-    out = tmp_path / "devin.parquet"
-    report("--by", "model", "--format", "parquet", "-o", str(out))
-    assert pl.read_parquet(out)["total_tokens"].sum() == TOTAL["total_tokens"]
+    every_format("devin", tmp_path, TOTAL, *SESSIONS, "389,892")
     # a session across midnight: each step on the day it ran
     days = {r["date"]: r["total_tokens"] for r in rows_by("day", "--since", "2026-09-11", "--until", "2026-09-11")}
     assert days == {"2026-09-11": 2_151 + 84 + 160_244}

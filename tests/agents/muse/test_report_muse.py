@@ -6,15 +6,12 @@ counted on its own with its parent's project, a copy counted once."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import shutil
 from pathlib import Path
 
-import polars as pl
 import pytest
-from agent_reports import FIELDS, agent_report, agent_rows, summed
+from agent_reports import FIELDS, agent_report, agent_rows, every_format, summed
 from click.testing import CliRunner
 
 from batchcompact.cli import cli
@@ -72,13 +69,7 @@ def test_every_by_counts_each_call_once(home, by):
 
 
 def test_every_format(home, tmp_path):
-    table, _ = agent_report("muse", "--by", "session")
-    assert all(name in table for name in SESSIONS) and "16,506" in table
-    assert summed([json.loads(x) for x in agent_report("muse", "--by", "day", "--format", "jsonl")[0].splitlines()]) == TOTAL
-    assert summed(list(csv.DictReader(io.StringIO(agent_report("muse", "--by", "month", "--format", "csv")[0])))) == TOTAL
-    out = tmp_path / "muse.parquet"
-    agent_report("muse", "--by", "model", "--format", "parquet", "-o", str(out))
-    assert pl.read_parquet(out)["total_tokens"].sum() == TOTAL["total_tokens"]
+    every_format("muse", tmp_path, TOTAL, *SESSIONS, "16,506")
 
 
 def test_xdg_data_home_and_a_copy_counted_once(home, tmp_path, monkeypatch):

@@ -8,15 +8,12 @@ named."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import shutil
 from pathlib import Path
 
-import polars as pl
 import pytest
-from agent_reports import FIELDS, agent_report, agent_rows, summed
+from agent_reports import FIELDS, agent_report, agent_rows, every_format, summed
 from click.testing import CliRunner
 
 from batchcompact.cli import cli
@@ -92,14 +89,7 @@ def test_by_agent_model_and_day(home):
 
 
 def test_every_format(home, tmp_path):
-    table, _ = agent_report("gjc", "--by", "session")
-    assert "session-a" in table and "session-b" in table and "12,174" in table
-    lines = agent_report("gjc", "--by", "day", "--format", "jsonl")[0].splitlines()
-    assert summed([json.loads(x) for x in lines]) == TOTAL
-    assert summed(list(csv.DictReader(io.StringIO(agent_report("gjc", "--by", "month", "--format", "csv")[0])))) == TOTAL
-    out = tmp_path / "gjc.parquet"
-    agent_report("gjc", "--by", "model", "--format", "parquet", "-o", str(out))
-    assert pl.read_parquet(out)["total_tokens"].sum() == TOTAL["total_tokens"]
+    every_format("gjc", tmp_path, TOTAL, "session-a", "session-b", "12,174")
 
 
 def test_gjc_coding_agent_dir_replaces_home_and_xdg_copy_counts_once(home, tmp_path, monkeypatch):

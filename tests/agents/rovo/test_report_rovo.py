@@ -6,15 +6,12 @@ response id), a response without details, the session time for a response withou
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import shutil
 from pathlib import Path
 
-import polars as pl
 import pytest
-from agent_reports import FIELDS, agent_report, agent_rows, summed
+from agent_reports import FIELDS, agent_report, agent_rows, every_format, summed
 
 DATA = Path(__file__).parents[2] / "data" / "rovo" / "rovodev"
 # per session (ccusage's expected token fields for the same documents, and the fork's own response)
@@ -75,15 +72,7 @@ def test_every_by_counts_each_response_once(home, by):
 
 
 def test_every_format_and_the_period_filters(home, tmp_path):
-    table, _ = report("--by", "session")
-    assert all(name in table for name in SESSIONS) and "44,019" in table
-    lines = [json.loads(line) for line in report("--by", "day", "--format", "jsonl")[0].splitlines()]
-    assert summed(lines) == TOTAL
-    rows = list(csv.DictReader(io.StringIO(report("--by", "month", "--format", "csv")[0])))
-    assert summed(rows) == TOTAL
-    out = tmp_path / "rovo.parquet"
-    report("--by", "model", "--format", "parquet", "-o", str(out))
-    assert pl.read_parquet(out)["total_tokens"].sum() == TOTAL["total_tokens"]
+    every_format("rovo", tmp_path, TOTAL, *SESSIONS, "44,019")
     # the legacy session is the only one of 2025
     assert summed(rows_by("session", "--until", "2025-12-31"))["total_tokens"] == 21_047
     # a response's own time, not the session's: session-a's second call is on the 24th

@@ -9,16 +9,13 @@ rowid. The totals are compared with the ones ccusage's snapshots assert."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import sqlite3
 from datetime import datetime
 from pathlib import Path
 
-import polars as pl
 import pytest
-from agent_reports import FIELDS, agent_report, agent_rows, summed
+from agent_reports import FIELDS, agent_report, agent_rows, every_format, summed
 from click.testing import CliRunner
 
 from batchcompact.cli import cli
@@ -156,15 +153,7 @@ def test_cost_modes(home):
 
 
 def test_every_format(home, tmp_path):
-    table, _ = agent_report("science", "--by", "session")
-    assert "frame-1" in table and "frame-4" in table and "429" in table
-    lines = agent_report("science", "--by", "day", "--format", "jsonl")[0].splitlines()
-    assert summed([json.loads(x) for x in lines]) == TOTAL
-    text = agent_report("science", "--by", "month", "--format", "csv")[0]
-    assert summed(list(csv.DictReader(io.StringIO(text)))) == TOTAL
-    out = tmp_path / "science.parquet"
-    agent_report("science", "--by", "model", "--format", "parquet", "-o", str(out))
-    assert pl.read_parquet(out)["total_tokens"].sum() == TOTAL["total_tokens"]
+    every_format("science", tmp_path, TOTAL, "frame-1", "frame-4", "429")
 
 
 def test_other_places_and_the_env_variable(home, tmp_path, monkeypatch):
