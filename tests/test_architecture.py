@@ -270,7 +270,7 @@ def _code_strings(path: Path):
 
 def test_no_agent_is_named_outside_its_folder_and_the_registry():
     """Nothing outside an agent's folder knows its name: shared code asks the registry for a property
-    (`Agent.digest_reader`, `Agent.provider`, ...), never `format == "pi"`. An agent's folder is the one its
+    (`Agent.read_appended`, `Agent.provider`, ...), never `format == "pi"`. An agent's folder is the one its
     registration points into (Kilo's code is OpenCode's folder, OpenClaw's reader is pi's)."""
     from batchcompact.agents import AGENTS
 

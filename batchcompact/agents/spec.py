@@ -238,11 +238,11 @@ class Agent:
     settings_fields: tuple[str, ...] = ()
     settings_shown: str | None = None
     validate: str | None = None  # extra checks for `validate`
-    # `reader(path, digest=True)` records the SHA-256 of the bytes it parsed (`formats.jsonl.SourceDigest` in
-    # `Session.extra[formats.jsonl.SOURCE]`): run takes the file's fingerprint from the read, and verifies an
-    # appended write by parsing only the new lines with `read_appended(original, path, size, sha256, *,
-    # prefix_checked)` ("module:function"; None: the written file is read whole)
-    digest_reader: bool = False
+    # `read_appended(original, path, size, sha256, *, prefix_checked)` ("module:function"): an appended write
+    # verified by parsing only the new lines. An agent with one has a reader that takes `digest=True` and
+    # records the SHA-256 of the bytes it parsed (`formats.jsonl.SourceDigest` in
+    # `Session.extra[formats.jsonl.SOURCE]`), which run takes as the file's fingerprint. None: the written
+    # file is read whole, and fingerprinted apart from the read.
     read_appended: str | None = None
     migrate_on_write: bool = False  # a session of an older format version is written whole in the current one
     # a database holding many sessions (OpenClaw's openclaw-agent.sqlite): each is the path "<db>#<session id>";

@@ -105,7 +105,7 @@ def detect_format(path: str | Path) -> str | None:
 
 def read_session(path: str | Path, fmt: str | None = None, *, digest: bool = False) -> Session:
     """Read a session of any registered format (detected when `fmt` is None). `digest`: a format whose reader
-    can (`Agent.digest_reader`) also records what it was read from (`formats.jsonl.SourceDigest`)."""
+    can (`Agent.read_appended`) also records what it was read from (`formats.jsonl.SourceDigest`)."""
     fmt = fmt or detect_format(path)
     agent = find(fmt)
     if agent is None:
@@ -117,6 +117,6 @@ def read_session(path: str | Path, fmt: str | None = None, *, digest: bool = Fal
     if agent.reader is None:
         raise SessionReadError(f"a {agent.display_name} transcript; batchcompact reports its usage but does not "
                                "read it for compaction")
-    if digest and agent.digest_reader:
+    if digest and agent.read_appended:
         return load(agent.reader)(path, digest=True)
     return load(agent.reader)(path)

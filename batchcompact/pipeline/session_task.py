@@ -129,7 +129,7 @@ def process_file(work: FileWork, task: FileTask) -> dict[str, Any]:
 
 
 def _reads_with_digest(path: str) -> bool:
-    """Whether the reader of `path`'s format records the digest of what it read (`Agent.digest_reader`;
+    """Whether the reader of `path`'s format records the digest of what it read (`Agent.read_appended`;
     not zstd files)."""
     from batchcompact.agents import find
     from batchcompact.formats.compressed import is_zstd
@@ -137,7 +137,7 @@ def _reads_with_digest(path: str) -> bool:
 
     try:
         agent = None if is_zstd(path) else find(detect_format(path))
-        return agent is not None and agent.digest_reader
+        return agent is not None and agent.read_appended is not None
     except (OSError, BatchCompactError):  # the usual path reports it
         return False
 

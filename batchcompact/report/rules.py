@@ -16,7 +16,7 @@ each rule is here, as data or as one function:
 - the period of a local day (`period_label`: day, week from the first weekday, month; polars maps it over
   the few distinct local days);
 - the sources `--by block` shows by default (`block_sources`, `Agent.billing_blocks`);
-- which groups `--last N` keeps (`LAST_GROUPS_ORDER`); the group keys, the names some groupings show and
+- which groups `--last N` keeps (`last_groups_order`); the group keys, the names some groupings show and
   the row order are `settings.GROUP_KEYS`, `provider_name`, `branch_name`, `ProjectNames` and `sort_order`.
 
 Standard library only (the cold path must not import polars); no agent is named here: the agents a rule

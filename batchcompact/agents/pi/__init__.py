@@ -41,7 +41,6 @@ AGENT = Agent(
     # "enabled": False in pi's settings skips the session unless --force
     settings_fields=("reserve_tokens", "keep_recent_tokens", "enabled"),
     settings_shown="batchcompact.agents.pi.settings:pi_settings",
-    digest_reader=True,
     read_appended="batchcompact.agents.pi.session:read_pi_appended",
     migrate_on_write=True,
     validate="batchcompact.agents.pi.schema:validate_session",
