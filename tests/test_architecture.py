@@ -232,15 +232,16 @@ def test_eval_measures_import_no_summarizer():
 
 
 # The registry at the bottom: the `Agent` spec and the ordered list import nothing of the package but the spec
-# and the agents' declarations (each `agents/<name>/__init__.py` holds its `AGENT` and imports only the spec), so
-# every layer may ask it without an arrow running back up. Everything with code is a lazy "module:attr" string.
+# and the agents' declarations (each `agents/<name>/__init__.py` holds its `AGENT` and imports only the spec, or
+# the declaration it is a variant of: Kilo's is OpenCode's), so every layer may ask it without an arrow running
+# back up. Everything with code is a lazy "module:attr" string.
 def test_the_registry_imports_only_the_spec_and_the_declarations():
     graph = module_graph()
     declarations = {f"batchcompact.agents.{p.parent.name}" for p in (PACKAGE / "agents").glob("*/__init__.py")}
     assert graph["batchcompact.agents.spec"] == set()
     assert graph["batchcompact.agents"] <= {"batchcompact.agents.spec"} | declarations
     for name in sorted(declarations):
-        assert graph[name] <= {"batchcompact.agents.spec"}, f"{name} imports {graph[name]}"
+        assert graph[name] <= {"batchcompact.agents.spec"} | declarations, f"{name} imports {graph[name]}"
 
 
 # Strings that are an agent's name but name a model family or a provider, not the agent (checked one by one).
