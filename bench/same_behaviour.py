@@ -46,8 +46,8 @@ def commands(inputs: dict[str, Path], out: Path) -> list[tuple[str, list[str]]]:
         found.append((f"report {label} --by request", ["report", str(path), "--by", "request", "--format", "jsonl"]))
         found.append((f"report {label} --by model --breakdown",
                       ["report", str(path), "--by", "model", "--breakdown", "--format", "json"]))
-        found.append((f"plan {label}", ["plan", str(path), "--format", "json", "--min-age", "0"]))
-        found.append((f"plan {label} --force", ["plan", str(path), "--format", "json", "--min-age", "0", "--force"]))
+        found.append((f"plan {label}", ["plan", str(path), "--format", "json"]))
+        found.append((f"plan {label} --force", ["plan", str(path), "--format", "json", "--force"]))
         found.append((f"run {label}", ["run", str(path), "--output-dir", str(out / label), "--min-age", "0",
                                       "--report-dir", str(out / f"{label}-reports"), "--format", "json", "-q"]))
         found.append((f"run {label} --force", ["run", str(path), "--output-dir", str(out / f"{label}-forced"),
@@ -100,6 +100,9 @@ def run_tree(tree: Path, sources: dict[str, Path], work: Path) -> dict[str, str]
         if argv[0] == "report":
             argv = [*argv, "--machine", "machine"]
         done = subprocess.run([sys.executable, "-m", "batchcompact", *argv], env=env, capture_output=True, cwd=work)
+        if done.returncode not in (0, 1):  # a usage error or an abort compares nothing: the command is wrong
+            raise SystemExit(f"same_behaviour: {tree}: `batchcompact {' '.join(argv)}` exited {done.returncode}: "
+                             + done.stderr.decode("utf-8", "replace").strip().splitlines()[-1])
         found[label] = mask(f"exit {done.returncode}\n" + done.stdout.decode("utf-8", "replace"), work)
         found[label + " (stderr)"] = mask(done.stderr.decode("utf-8", "replace"), work)
     for path in sorted(p for p in out.rglob("*") if p.is_file() and ".batchcompact" not in p.parts):
