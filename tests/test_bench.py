@@ -90,3 +90,29 @@ def test_the_plan_bench_times_no_plan_that_failed(tmp_path, monkeypatch):
         bench_plan.plan_time([str(session), str(broken)], 1)
     with pytest.raises(BenchFailure, match=r"plan \(--force\) planned no session of 1"):
         bench_plan.check_rows(["skip"], 1, "--force", need_plans=True)
+
+
+def test_same_behaviour_compares_real_outputs_and_names_what_differs(tmp_path):
+    """bench/same_behaviour.py, the proof that a refactor changed nothing: on a copy of the repository whose
+    working tree changed one report label, the plans and runs compare equal and the reports that show the
+    label differ (exit 1); a command that cannot run stops it instead of comparing two errors."""
+    repo = tmp_path / "repo"
+    for name in ("batchcompact", "schemas", "sample_sessions"):
+        shutil.copytree(REPO / name, repo / name, symlinks=True,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".batchcompact"))
+    (repo / "bench").mkdir()
+    shutil.copy(REPO / "bench" / "same_behaviour.py", repo / "bench")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "before"], check=True)
+    settings = repo / "batchcompact" / "report" / "settings.py"
+    settings.write_text(settings.read_text().replace('UNKNOWN = "unknown"', 'UNKNOWN = "(none)"', 1))
+    env = {"PATH": os.path.dirname(sys.executable) + ":/usr/bin:/bin", "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, str(repo / "bench" / "same_behaviour.py"), "--before", "HEAD",
+                           "--fixtures", str(tmp_path / "none")], cwd=repo, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert "same     plan sample --force" in lines and "same     run sample" in lines
+    assert any(line.startswith("DIFFERS  report sample --by branch:") for line in lines), done.stdout
