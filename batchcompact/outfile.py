@@ -200,10 +200,20 @@ class GuardedStdout:
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
+        # Text goes to the binary buffer below the text layer, every byte of it: a text stream hands a
+        # large write to `BufferedWriter.write`, which returns a short count when the reader leaves during
+        # it (`write(1, ..., 652777) = 69632`) and the text layer drops the rest without an error, so
+        # `report ... | head -1` ended 0, not 141 (`write_all`). A stream without one (a test's) is used as is.
+        self._buffer = getattr(stream, "buffer", None)
 
     def write(self, text: Any) -> int:
         try:
-            return self._stream.write(text)
+            if self._buffer is None or not isinstance(text, str):
+                return self._stream.write(text)
+            write_all(self._buffer, text.encode(self._stream.encoding or "utf-8", self._stream.errors or "strict"))
+            if self._stream.line_buffering and "\n" in text:  # a terminal: each line as it comes
+                self._buffer.flush()
+            return len(text)
         except OSError as exc:
             raise stdout_error(exc) from exc
 
@@ -215,6 +225,17 @@ class GuardedStdout:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+
+def write_all(buffer: Any, data: bytes) -> None:
+    """Every byte of `data` into a binary stream, looping over short writes (a pipe whose reader left
+    mid-write takes part of it and then raises BrokenPipeError: the caller hears of it)."""
+    view = memoryview(data)
+    while view:
+        written = buffer.write(view)
+        if written is None:  # a non-blocking stream that took nothing: not standard output's case
+            raise BlockingIOError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+        view = view[written:]
 
 
 def stdout_error(exc: OSError) -> BaseException:

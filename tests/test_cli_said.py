@@ -5,6 +5,8 @@ once and count in words."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -62,3 +64,30 @@ def test_a_file_batchcompact_only_reports_is_skipped_by_plan_run_validate_and_ev
     scored = invoke("eval", str(source), "--format", "json")
     assert scored.exit_code == 0, scored.output
     assert json.loads(scored.stdout)["skipped"] == {reason: 1}
+
+
+# ---- 7. a reader that leaves mid-write: exit 141, not 0 with the rest of the write dropped ----
+
+@pytest.mark.parametrize("args", [["report", str(SAMPLES), "--no-cache", "--by", "request", "--format", "jsonl"],
+                                  ["report", str(SAMPLES), "--no-cache", "--by", "request", "--format", "csv"]],
+                         ids=["jsonl", "csv"])
+def test_a_reader_that_leaves_after_the_first_line_stops_the_report_with_141(args):
+    """`report --by request --format jsonl | head -1`: the export (650 kB) is one write, of which the pipe
+    takes 64 kB before its reader leaves; the short write used to be dropped and the command ended 0."""
+    proc = subprocess.Popen([sys.executable, "-m", "batchcompact", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    first = proc.stdout.readline()  # what `head -1` reads, then it leaves with the rest unread
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=180)
+    assert first.startswith((b'{"export_version"', b"export_version,")), first[:80]
+    assert proc.returncode == 141, err
+    assert b"Error" not in err and b"Traceback" not in err, err
+
+
+def test_standard_output_read_to_the_end_gets_every_byte():
+    """The loop over short writes writes everything when the reader stays (the export, 650 kB)."""
+    whole = subprocess.run([sys.executable, "-m", "batchcompact", "report", str(SAMPLES), "--no-cache", "--by",
+                            "request", "--format", "jsonl"], capture_output=True, timeout=180)
+    assert whole.returncode == 0, whole.stderr
+    lines = whole.stdout.decode().splitlines()
+    assert len(whole.stdout) > 200_000 and all(json.loads(line)["export_version"] for line in lines)
