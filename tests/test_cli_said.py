@@ -4,7 +4,10 @@ once and count in words."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import re
 import subprocess
 import sys
 
@@ -91,3 +94,101 @@ def test_standard_output_read_to_the_end_gets_every_byte():
     assert whole.returncode == 0, whole.stderr
     lines = whole.stdout.decode().splitlines()
     assert len(whole.stdout) > 200_000 and all(json.loads(line)["export_version"] for line in lines)
+
+
+# ---- 8. one form of time in every text format, the export's included ----
+
+ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00$")
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_the_request_export_writes_times_as_every_text_format_does(tmp_path, fmt):
+    """The export wrote `2025-06-10T12:36:26.585000Z`; docs/cli.md promises `+00:00` everywhere. It is
+    still read back (and an old export with `Z` too)."""
+    out = tmp_path / f"requests.{fmt}"
+    done = invoke("report", str(SAMPLES), "--no-cache", "--by", "request", "--format", fmt, "-o", str(out))
+    assert done.exit_code == 0, done.output
+    if fmt == "jsonl":
+        times = [json.loads(line)["timestamp"] for line in out.read_text().splitlines()]
+    else:
+        times = [row["timestamp"] for row in csv.DictReader(io.StringIO(out.read_text()))]
+    assert times and all(ISO.match(t) for t in times if t), times[:3]
+    old = tmp_path / f"old.{fmt}"
+    old.write_text(out.read_text().replace("+00:00", "Z"))
+    again = invoke("report", str(out), "--no-cache", "--format", "json")
+    before = invoke("report", str(old), "--no-cache", "--format", "json")
+    assert again.exit_code == 0 and before.exit_code == 0, again.output + before.output
+    assert json.loads(again.stdout)["totals"] == json.loads(before.stdout)["totals"]
+
+
+def test_json_rows_write_whole_seconds_with_six_decimals_too():
+    done = invoke("report", str(SAMPLES), "--no-cache", "--by", "block", "--format", "json")
+    starts = [row["block_start"] for row in json.loads(done.stdout)["rows"]]
+    assert starts and all(ISO.match(t) for t in starts), starts[:3]
+
+
+# ---- 9. messages that name a file once and count in words ----
+
+def test_a_database_that_is_not_one_we_know_is_named_once():
+    """`kilo.db: kilo.db: no `session` table`: the store's reason named its database, and the row (or line,
+    or error) that reports it named it again."""
+    db = fixture_path("agents", "kilo", ".local", "share", "kilo", "kilo.db")
+    planned = invoke("plan", str(db), "--format", "json")
+    [row] = json.loads(planned.stdout)["rows"]
+    assert row["reason"] == "no `session` table: not an OpenCode database this version knows"
+    checked = invoke("validate", str(db))
+    assert checked.stdout == f"{db}: error: no `session` table: not an OpenCode database this version knows\n"
+    shown = invoke("show", str(db))
+    assert shown.exit_code == 1
+    assert shown.stderr.strip() == f"Error: {db}: no `session` table: not an OpenCode database this version knows"
+
+
+def test_a_session_that_names_no_model_says_so():
+    path = fixture_path("agents", "codex-edge-cases", "ccusage-branch-copy-original-timestamps", "sessions", "2026",
+                        "05", "12", "2026-05-12T08-00-00-parent.jsonl")
+    [row] = json.loads(invoke("plan", str(path), "--format", "json").stdout)["rows"]
+    assert row["reason"] == "unknown context window: the session names no model; pass --context-window N"
+
+
+@pytest.mark.parametrize("bad_lines,said", [(2, " (and 1 more problem)"), (3, " (and 2 more problems)")])
+def test_more_problems_are_counted_in_words(tmp_path, bad_lines, said):
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00Z","cwd":"/"}\n'
+                    + "{oops\n" * bad_lines)
+    [row] = json.loads(invoke("plan", str(path), "--format", "json").stdout)["rows"]
+    assert row["reason"].endswith(said), row["reason"]
+
+
+def test_eval_counts_one_compaction_in_words(tmp_path):
+    done = invoke("eval", str(SAMPLES / "pi" / "big-refactor.jsonl"))
+    assert done.exit_code == 0, done.output
+    assert "eval: 1 compaction scored, " in done.stderr, done.stderr
+
+
+def test_a_file_the_report_could_not_read_is_not_counted_as_parsed(tmp_path):
+    """`1 file: 1 parsed, 0 from cache, 1 not read`: the one file was counted twice."""
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text('{"hello": "world"}\n')
+    for extra in (["--no-cache"], ["--cache-dir", str(tmp_path / "c")], ["--cache-dir", str(tmp_path / "c")]):
+        done = invoke("report", str(odd), *extra)
+        assert done.exit_code == 0, done.output
+        assert done.stderr.splitlines()[-1].startswith("1 file: 0 parsed, 0 from cache"), done.stderr
+        assert done.stderr.splitlines()[-1].endswith(", 1 not read (named above)"), done.stderr
+
+
+# ---- 10. a Parquet file that is no export, named on the command line ----
+
+@pytest.mark.parametrize("name", ["table.parquet", "table.bin"])
+def test_a_parquet_file_that_is_no_export_is_said_to_be_one(tmp_path, name):
+    """It was `binary, not UTF-8 JSONL text (byte 7)`; docs/report.md promises a warning that it is not an
+    export. Known by Parquet's magic bytes, whatever its name."""
+    import polars as pl
+
+    table = tmp_path / name
+    pl.DataFrame({"a": [1, 2]}).write_parquet(table)
+    done = invoke("report", str(table), "--no-cache")
+    assert done.exit_code == 0, done.output
+    assert done.stderr.splitlines()[0] == (f"warning: {table}: a Parquet file, but not a usage export "
+                                           "(`report --by request`) nor a run report of batchcompact's")
+    checked = invoke("validate", str(table))
+    assert checked.stdout == f"{table}: error: a Parquet file, not a session transcript\n"

@@ -19,6 +19,7 @@ from batchcompact.agents import file_of, file_tools, get, load
 from batchcompact.core.calls import SummaryCall
 from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
 from batchcompact.core.session import Session
+from batchcompact.core.words import counted
 from batchcompact.errors import (
     NotCompacted,
     SessionReadError,
@@ -213,7 +214,7 @@ def _base_row(session: Session, options: PlanOptions) -> dict[str, Any]:
 def _first_error(session: Session) -> str:
     """The reason of an invalid session: the first error's line and problem (the row names the file)."""
     errors = session.errors
-    more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+    more = f" (and {counted(len(errors) - 1, 'more problem')})" if len(errors) > 1 else ""
     first = errors[0]
     where = f"line {first.line}: " if first.line is not None else ""
     return f"{where}{first.message}{more}"
