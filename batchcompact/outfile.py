@@ -76,7 +76,7 @@ def check_writable(path: str | None, option: str = "--output", made: str | None 
         what = "does not exist" if not os.path.exists(folder) else "is not a folder"
         raise UsageError(f"{option} {path}: the folder {folder} {what}")
     if not os.access(folder, os.W_OK | os.X_OK) and not os.access(path, os.W_OK):
-        raise UsageError(f"{option} {path}: cannot write in the folder {folder} (permission denied)")
+        raise UsageError(f"{option} {path}: cannot write in the folder {folder} ({_unwritable(folder)})")
 
 
 def check_folder(path: str | None, option: str) -> None:
@@ -96,13 +96,24 @@ def check_folder(path: str | None, option: str) -> None:
 
 
 def _unwritable(folder: str) -> str:
-    """Why a folder may not be written in: its filesystem is mounted read-only, or the permissions say no."""
+    """Why a folder may not be written in, in the system's words for the real error (`-o FILE` and
+    `--output-dir` alike): the error of making a file there (`Read-only file system`, `Permission denied`);
+    asked only once the folder's permissions said no, so no file is left. Where the file could be made
+    after all (root, whom the permissions do not stop), a read-only mount, else the permissions."""
+    import tempfile
+
+    try:
+        handle, name = tempfile.mkstemp(prefix=".batchcompact-probe-", dir=folder)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    os.close(handle)
+    os.unlink(name)
     try:
         if os.statvfs(folder).f_flag & os.ST_RDONLY:
             return os.strerror(errno.EROFS)
     except OSError:
         pass
-    return "permission denied"
+    return os.strerror(errno.EACCES)
 
 
 def _folder_of(path: str, made: str | None) -> tuple[str, bool]:

@@ -5,9 +5,12 @@ once and count in words."""
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -192,3 +195,55 @@ def test_a_parquet_file_that_is_no_export_is_said_to_be_one(tmp_path, name):
                                            "(`report --by request`) nor a run report of batchcompact's")
     checked = invoke("validate", str(table))
     assert checked.stdout == f"{table}: error: a Parquet file, not a session transcript\n"
+
+
+# ---- 11. an OS error said in the system's words, whichever option met it ----
+
+def _read_only_mount_works() -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs -o ro none /mnt"], capture_output=True)
+    return probe.returncode == 0
+
+
+@pytest.mark.skipif(not _read_only_mount_works(),
+                    reason="no read-only mount here (unshare -rm: user and mount namespaces refused)")
+def test_output_file_and_output_dir_on_a_read_only_filesystem_say_the_same(tmp_path):
+    """`-o` said `(permission denied)` where `--output-dir` said `(Read-only file system)`: a real read-only
+    tmpfs (a private mount namespace), the CLI run inside it."""
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    script = (f"mount -t tmpfs -o ro none {ro} && "
+              f"{sys.executable} -m batchcompact plan {SAMPLES / 'pi'} --format json -o {ro / 'p.json'}; "
+              f"{sys.executable} -m batchcompact run {SAMPLES / 'pi'} --output-dir {ro / 'out'} --min-age 0 "
+              f"--state {tmp_path / 's.db'}")
+    done = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stderr.splitlines() == [
+        f"Error: -o/--output {ro / 'p.json'}: cannot write in the folder {ro} (Read-only file system)",
+        f"Error: --output-dir {ro / 'out'}: cannot write in the folder {ro} (Read-only file system)",
+    ], done.stderr
+
+
+@pytest.mark.parametrize("code", [errno.EROFS, errno.EACCES])
+def test_an_unwritable_output_folder_is_said_by_its_real_error(tmp_path, monkeypatch, code):
+    """Where the folder's permissions say no, the reason is the error making a file there gives, the same
+    for `-o FILE` and `--output-dir` (in process: the error the filesystem would give, injected)."""
+    import tempfile
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if str(p) == str(locked) else access(p, mode, **kw))
+
+    def refused(*args, dir=None, **kwargs):
+        raise OSError(code, os.strerror(code), str(dir))
+
+    monkeypatch.setattr(tempfile, "mkstemp", refused)
+    said = os.strerror(code)
+    planned = invoke("plan", str(SAMPLES / "pi"), "--format", "json", "-o", str(locked / "p.json"))
+    assert planned.exit_code == 2
+    assert planned.stderr.strip() == (f"Error: -o/--output {locked / 'p.json'}: cannot write in the folder "
+                                      f"{locked} ({said})")
+    ran = invoke("run", str(SAMPLES / "pi"), "--output-dir", str(locked / "out"), "--state", str(tmp_path / "s.db"))
+    assert ran.exit_code == 2
+    assert ran.stderr.strip() == f"Error: --output-dir {locked / 'out'}: cannot write in the folder {locked} ({said})"
