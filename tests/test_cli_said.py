@@ -247,3 +247,29 @@ def test_an_unwritable_output_folder_is_said_by_its_real_error(tmp_path, monkeyp
     ran = invoke("run", str(SAMPLES / "pi"), "--output-dir", str(locked / "out"), "--state", str(tmp_path / "s.db"))
     assert ran.exit_code == 2
     assert ran.stderr.strip() == f"Error: --output-dir {locked / 'out'}: cannot write in the folder {locked} ({said})"
+
+
+# ---- 13. `show DB` on a database of one session shows it ----
+
+def test_show_a_database_of_one_session_shows_that_session(tmp_path):
+    """It refused: "an OpenCode database of 1 session; name one as DB#<session id>". A database of more
+    still asks for one, naming how many."""
+    import sqlite3
+
+    db = tmp_path / "opencode.db"
+    shutil.copyfile(REPO / "tests" / "data" / "recorded" / "opencode" / "compacted.db", db)
+    [session_id] = [row[0] for row in sqlite3.connect(db).execute("SELECT id FROM session")]
+    alone = invoke("show", str(db), "--format", "json")
+    named = invoke("show", f"{db}#{session_id}", "--format", "json")
+    assert alone.exit_code == 0, alone.output
+    assert alone.stdout == named.stdout and json.loads(alone.stdout)["rows"][0]["session_id"] == session_id
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TEMP TABLE t AS SELECT * FROM session")
+    conn.execute("UPDATE t SET id = 'ses_other'")
+    conn.execute("INSERT INTO session SELECT * FROM t")
+    conn.commit()
+    conn.close()
+    two = invoke("show", str(db))
+    assert two.exit_code == 1
+    assert two.stderr.strip() == (f"Error: {db}: an OpenCode database of 2 sessions; name one as "
+                                  f"{db}#<session id>")

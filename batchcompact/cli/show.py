@@ -60,6 +60,7 @@ def show(session_path: str, with_context: bool, fmt: str, output: str | None, js
     kind = special_kind(stored)
     if kind is not None:  # opening a named pipe would wait for a writer, a device may never end
         raise UsageError(f"{session_path}: {kind}, not a regular file")
+    session_path = _the_one_session(session_path)
     try:
         session = read_session(session_path)
     except (OSError, SessionReadError) as exc:  # why, as validate says it; alone on the line, naming the file
@@ -121,3 +122,23 @@ def _print_text(session: Any, info: dict[str, Any], with_context: bool) -> int:
             click.echo(f"--- {record['role']} ({record['source_role']}, {where})")
             click.echo(render_message(record["message"]))
     return 0 if session.compactable else 1
+
+
+def _the_one_session(path: str) -> str:
+    """`DB#<id>` for an agent's session database named alone that holds one session (show it, as a file
+    of one session is shown); any other path as it is (a database of several: the reader asks to name one)."""
+    from batchcompact.agents import load, store_database
+    from batchcompact.errors import SessionReadError
+
+    agent = store_database(os.path.basename(path))
+    if agent is None or agent.store is None:
+        return path
+    try:
+        ids = load(agent.store).session_ids(path)
+    except (OSError, SessionReadError):  # an unreadable database: the reader says why
+        return path
+    except Exception as exc:  # sqlite3's own errors: the reader says why
+        if type(exc).__module__ == "sqlite3":
+            return path
+        raise
+    return f"{path}#{ids[0]}" if len(ids) == 1 else path
