@@ -273,3 +273,31 @@ def test_show_a_database_of_one_session_shows_that_session(tmp_path):
     assert two.exit_code == 1
     assert two.stderr.strip() == (f"Error: {db}: an OpenCode database of 2 sessions; name one as "
                                   f"{db}#<session id>")
+
+
+# ---- 14. a run that skipped every session for its age says how to include them ----
+
+def test_a_run_that_skipped_every_session_for_its_age_ends_saying_how_to_include_them(tmp_path):
+    """A session copied a moment ago was skipped as `modified within --min-age 10m (live?)`, and nothing
+    said how to compact it anyway."""
+    fresh = tmp_path / "fresh"
+    shutil.copytree(SAMPLES / "pi", fresh, copy_function=shutil.copyfile)  # copied now: every file is fresh
+    done = invoke("run", str(fresh), "--output-dir", str(tmp_path / "out"), "--state", str(tmp_path / "s.db"))
+    assert done.exit_code == 0, done.output
+    count = len(list(fresh.glob("*.jsonl")))
+    assert f"  {count} skipped: {count} modified within --min-age 10m (live?)" in done.stdout.splitlines()
+    assert done.stdout.splitlines()[-1] == (f"nothing compacted: all {count} sessions were modified within "
+                                            "--min-age 10m; to include them anyway, rerun with --min-age 0")
+    one = invoke("run", str(fresh / "small-fix.jsonl"), "--output-dir", str(tmp_path / "out1"), "--min-age", "1h",
+                 "--state", str(tmp_path / "s1.db"))
+    assert one.stdout.splitlines()[-1] == ("nothing compacted: the session was modified within --min-age 1h; "
+                                           "to include it anyway, rerun with --min-age 0")
+    quiet = invoke("-q", "run", str(fresh), "--output-dir", str(tmp_path / "out2"), "--state", str(tmp_path / "s2.db"))
+    assert quiet.stdout == quiet.stderr == ""  # -q: a clean run prints nothing
+
+
+def test_a_run_that_compacted_something_does_not_suggest_min_age_0(tmp_path):
+    done = invoke("run", str(SAMPLES / "pi"), "--output-dir", str(tmp_path / "out"), "--min-age", "0",
+                  "--state", str(tmp_path / "s.db"))
+    assert done.exit_code == 0, done.output
+    assert "--min-age 0" not in done.stdout
