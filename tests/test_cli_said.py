@@ -144,6 +144,9 @@ def test_a_database_that_is_not_one_we_know_is_named_once():
     shown = invoke("show", str(db))
     assert shown.exit_code == 1
     assert shown.stderr.strip() == f"Error: {db}: no `session` table: not an OpenCode database this version knows"
+    scored = invoke("eval", str(db), "--format", "json")
+    assert json.loads(scored.stdout)["problems"] == [
+        f"{db}: no `session` table: not an OpenCode database this version knows"]
 
 
 def test_a_session_that_names_no_model_says_so():

@@ -126,8 +126,10 @@ def cuts_of_file(path: str, settings: CompactionSettings, options: EvalOptions) 
     except NotCompacted as exc:  # an agent batchcompact only reports: nothing to score, as plan skips it
         out["skip"] = str(exc)
         return out
-    except (OSError, SessionReadError) as exc:
-        out["problem"] = f"{path}: {exc}"
+    except (OSError, SessionReadError) as exc:  # in the words plan, validate and show use (the file once)
+        from batchcompact.formats.scan import unreadable_reason
+
+        out["problem"] = f"{path}: {unreadable_reason(str(path), exc)}"
         return out
     except Exception as exc:  # a bug on one file must not stop the others
         log.debug("eval of %s failed", path, exc_info=True)
