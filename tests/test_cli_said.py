@@ -304,3 +304,15 @@ def test_a_run_that_compacted_something_does_not_suggest_min_age_0(tmp_path):
                   "--state", str(tmp_path / "s.db"))
     assert done.exit_code == 0, done.output
     assert "--min-age 0" not in done.stdout
+
+
+def test_show_counts_in_words(tmp_path):
+    """`path of 1 entries`, `context: 1 messages, ~1 tokens`."""
+    from factories import Builder
+
+    b = Builder()
+    b.user("x")
+    path = b.write(tmp_path / "one.jsonl")
+    shown = invoke("show", str(path)).stdout.splitlines()
+    assert "active leaf: 00000001 (line 2), path of 1 entry" in shown
+    assert "context: 1 message, ~1 token" in shown

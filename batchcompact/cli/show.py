@@ -10,6 +10,7 @@ import click
 
 from batchcompact.cli.config import ExpandedPath
 from batchcompact.cli.output import output_options, pick_format
+from batchcompact.core.words import counted
 
 
 def _render_block(block: Any) -> str:
@@ -99,20 +100,20 @@ def _print_text(session: Any, info: dict[str, Any], with_context: bool) -> int:
     if info["leaf_id"] is None:
         click.echo("active leaf: none (no conversation entries)")
     else:
-        click.echo(f"active leaf: {info['leaf_id']} (line {info['leaf_line']}), path of {info['path_entries']} entries")
+        click.echo(f"active leaf: {info['leaf_id']} (line {info['leaf_line']}), path of {counted(info['path_entries'], 'entry')}")
     for branch in info["branches"]:
         click.echo(
             f"  abandoned branch: leaf {branch['leaf_id']} (line {branch['leaf_line']}), from "
-            f"{branch['common_ancestor_id'] or 'root'}, {branch['entries']} entries, ~{branch['tokens']:,} tokens"
+            f"{branch['common_ancestor_id'] or 'root'}, {counted(branch['entries'], 'entry')}, ~{counted(branch['tokens'], 'token')}"
             + (f", summarized by {branch['summary_id']}" if branch["summary_id"] else "")
         )
     for comp in info["compactions"]:
         click.echo(
             f"compaction {comp['id']} (line {comp['line']}): keeps from {comp['first_kept_entry_id']}, "
-            f"{comp['tokens_before']} tokens before"
+            f"{counted(comp['tokens_before'] or 0, 'token')} before"
         )
     ctx = info["context"]
-    click.echo(f"context: {ctx['messages']} messages, ~{ctx['tokens']:,} tokens")
+    click.echo(f"context: {counted(ctx['messages'], 'message')}, ~{counted(ctx['tokens'], 'token')}")
     for problem in session.problems:
         click.echo(str(problem))
     if with_context:
