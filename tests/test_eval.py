@@ -248,7 +248,7 @@ def test_table_and_parquet(tmp_path):
     session = work_session().write(tmp_path / "s.jsonl")
     result = invoke("eval", str(session), "--force", "--keep-recent-tokens", "2000")
     assert result.exit_code == 0
-    assert "eval: 1 compactions scored, 5 rows" in result.stderr
+    assert "eval: 1 compaction scored, 5 rows" in result.stderr
     import polars as pl
 
     out = tmp_path / "eval.parquet"
@@ -455,7 +455,7 @@ def test_invalid_file_is_named_with_its_line_and_fails(tmp_path):
     result = invoke("eval", str(good), str(bad), "--force", "--keep-recent-tokens", "2000")
     assert result.exit_code == 1
     assert f"error: {bad}:2: " in result.stderr
-    assert "eval: 1 compactions scored, 5 rows" in result.stderr
+    assert "eval: 1 compaction scored, 5 rows" in result.stderr
 
 
 def test_unknown_model_is_a_usage_error_before_any_file_is_read(tmp_path):

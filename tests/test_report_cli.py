@@ -224,7 +224,7 @@ def test_files_the_report_cannot_read_are_named_and_counted(pi_dir, tmp_path, ar
         f"warning: {odd / 'other.jsonl'}: not a session file of any agent batchcompact reports on",
         f"warning: {odd / 'packed.jsonl'}: gzip-compressed: decompress it first (gunzip), then run again",
     ]
-    assert "6 files: 6 parsed, 0 from cache, 4 not read (named above)" in result.stderr
+    assert "6 files: 2 parsed, 0 from cache, 4 not read (named above)" in result.stderr
     again = invoke([str(archive), *args, "--cache-dir", str(tmp_path / "cache")])  # from the cache: the same
     assert again.stderr.splitlines()[-1].startswith("6 files: ")
     assert again.stderr.splitlines()[-1].endswith(", 4 not read (named above)")
@@ -247,7 +247,7 @@ def test_a_plan_table_named_like_a_run_report_is_not_spend(tmp_path):
     assert result.stderr.splitlines()[0] == (
         f"warning: {tmp_path / 'runs' / 'compactions-x.parquet'}: not a run report: batchcompact's 'plan' table, "
         "not `run`'s compactions (its numbers are not spend)")
-    assert "1 file: 1 parsed, 0 from cache, 1 not read (named above)" in result.stderr
+    assert "1 file: 0 parsed, 0 from cache, 1 not read (named above)" in result.stderr
 
 
 def test_a_retired_claude_id_is_priced_from_its_bedrock_v2_entry(tmp_path):

@@ -10,6 +10,7 @@ import click
 from batchcompact.cli.options import agent_fields, planner_options, pop_settings, resolve_jobs
 from batchcompact.cli.output import output_options, pick_format, print_table, require_output, write_rows
 from batchcompact.cli.summarize_options import pool_options, pool_settings_from, provider_options
+from batchcompact.core.words import counted
 
 RECALLS = (("file_recall", "files"), ("symbol_recall", "symbols"), ("command_recall", "commands"),
            ("rule_recall", "rules"), ("task_recall", "tasks"), ("overall", "overall"), ("vs_first", "vs first N"),
@@ -177,7 +178,7 @@ def eval_command(ctx: click.Context, paths: tuple[str, ...], existing: bool, cut
     if not quiet:
         compactions = len({(r["path"], r["compaction"], r["cut_at"]) for r in result.rows})
         skipped = ", ".join(f"{n} {reason}" for reason, n in sorted(result.skipped.items()))
-        click.echo(f"eval: {compactions} compactions scored, {len(result.rows)} rows"
+        click.echo(f"eval: {counted(compactions, 'compaction')} scored, {counted(len(result.rows), 'row')}"
                    + (f"; sessions skipped: {skipped}" if skipped else "")
                    + f"; spent ${result.spent_usd:.4f}", err=True)
     return result.exit_code

@@ -324,7 +324,8 @@ def _print(out, fmt: str, output, compact: bool, *, quiet: bool, verbose: int) -
         return
     unread = f", {out.unread} not read (named above)" if out.unread else ""
     if out.replayed:
-        click.echo(f"{counted(out.files, 'file')}: 0 parsed, {out.files} from cache (the stored report){unread}",
+        click.echo(f"{counted(out.files, 'file')}: 0 parsed, {out.files - out.unread} from cache (the stored report)"
+                   f"{unread}",
                    err=True)
     else:
         click.echo(f"{counted(out.files, 'file')}: {out.parsed} parsed, {out.from_cache} from cache{unread}", err=True)

@@ -141,7 +141,8 @@ def prepare_compaction(
     if not settings.force and cut is None:
         if window is None:
             return Skip(
-                f"unknown context window for model {model_id!r}; pass --context-window N",
+                (f"unknown context window for model {model_id!r}" if model_id else
+                 "unknown context window: the session names no model") + "; pass --context-window N",
                 tokens_before,
                 None,
                 model_id,

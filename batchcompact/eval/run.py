@@ -20,7 +20,7 @@ from typing import Any
 
 from batchcompact.core.apply import compose_summary
 from batchcompact.core.planner import CompactionSettings
-from batchcompact.errors import DEBUG_HINT, INTERNAL_ERROR_EXIT, RunAborted, internal_error_reason
+from batchcompact.errors import DEBUG_HINT, RunAborted, internal_error_reason, outcome_exit_code
 from batchcompact.eval.baselines import (
     FIRST,
     LAST,
@@ -91,9 +91,8 @@ class EvalResult:
 
     @property
     def exit_code(self) -> int:
-        if any(p.endswith(f"({DEBUG_HINT})") for p in self.problems):
-            return INTERNAL_ERROR_EXIT  # a bug, not an unreadable file (docs/cli.md)
-        return 1 if self.problems or any(r["status"] == "failed" for r in self.rows) else 0
+        bugs = sum(p.endswith(f"({DEBUG_HINT})") for p in self.problems)  # a bug, not an unreadable file
+        return outcome_exit_code(len(self.problems) + sum(r["status"] == "failed" for r in self.rows), bugs)
 
 
 def cuts_of_file(path: str, settings: CompactionSettings, options: EvalOptions) -> dict[str, Any]:
@@ -101,7 +100,7 @@ def cuts_of_file(path: str, settings: CompactionSettings, options: EvalOptions) 
 
     Module-level and never raising, so it runs in a worker process: {"cuts", "probes", "problem", "skip"}.
     """
-    from batchcompact.errors import SessionReadError
+    from batchcompact.errors import NotCompacted, SessionReadError
     from batchcompact.pipeline.planning import PlanOptions, plan_session, read_session
 
     out: dict[str, Any] = {"cuts": [], "probes": [], "problem": None, "skip": None}
@@ -124,8 +123,13 @@ def cuts_of_file(path: str, settings: CompactionSettings, options: EvalOptions) 
             cuts = [cut] if cut is not None else []
             if cut is None:
                 out["skip"] = _reason_kind(row.get("reason") or "nothing to compact")
-    except (OSError, SessionReadError) as exc:
-        out["problem"] = f"{path}: {exc}"
+    except NotCompacted as exc:  # an agent batchcompact only reports: nothing to score, as plan skips it
+        out["skip"] = str(exc)
+        return out
+    except (OSError, SessionReadError) as exc:  # in the words plan, validate and show use (the file once)
+        from batchcompact.formats.scan import unreadable_reason
+
+        out["problem"] = f"{path}: {unreadable_reason(str(path), exc)}"
         return out
     except Exception as exc:  # a bug on one file must not stop the others
         log.debug("eval of %s failed", path, exc_info=True)

@@ -19,7 +19,14 @@ from batchcompact.agents import file_of, file_tools, get, load
 from batchcompact.core.calls import SummaryCall
 from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
 from batchcompact.core.session import Session
-from batchcompact.errors import SessionReadError, UsageError, internal_error_reason
+from batchcompact.core.words import counted
+from batchcompact.errors import (
+    NotCompacted,
+    SessionReadError,
+    UsageError,
+    internal_error_reason,
+    reported_not_compacted,
+)
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +214,7 @@ def _base_row(session: Session, options: PlanOptions) -> dict[str, Any]:
 def _first_error(session: Session) -> str:
     """The reason of an invalid session: the first error's line and problem (the row names the file)."""
     errors = session.errors
-    more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+    more = f" (and {counted(len(errors) - 1, 'more problem')})" if len(errors) > 1 else ""
     first = errors[0]
     where = f"line {first.line}: " if first.line is not None else ""
     return f"{where}{first.message}{more}"
@@ -220,7 +227,7 @@ def _left_alone(session: Session, settings: CompactionSettings,
     agent = get(session.format)
     refused = session.extra.get("not_writable")  # a reader's reason why this file cannot be rewritten
     if agent.writer is None or refused:
-        return settings, refused or f"{agent.display_name} sessions are reported, not compacted"
+        return settings, refused or reported_not_compacted(f"a {agent.display_name} transcript")
     if agent.settings and options.agent_settings:
         settings, disabled = load(agent.settings)(session, settings, options.agent_settings)
         if disabled:
@@ -346,6 +353,10 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
         return row
     except UsageError:  # the command's settings (a broken price map), not this file: stops the command
         raise
+    except NotCompacted as exc:  # an agent batchcompact only reports: left alone, as a refused file is
+        row = dict.fromkeys(PLAN_COLUMNS)
+        row.update(path=str(path), status="skip", reason=str(exc), read_files=[], modified_files=[])
+        return row
     except (OSError, SessionReadError) as exc:  # cannot be read as a session (empty, gzip, permissions, a
         # link loop, a missing optional package): in the words validate and show use
         from batchcompact.formats.scan import unreadable_reason

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
-from batchcompact.errors import INTERNAL_ERROR_EXIT, RunAborted, UsageError, is_internal_error
+from batchcompact.errors import RunAborted, UsageError, is_internal_error, outcome_exit_code
 from batchcompact.folders import state_folder
 from batchcompact.formats.scan import ScanItem, iter_session_files, resolved
 from batchcompact.formats.scan import oserror_text as _oserror
@@ -130,9 +130,8 @@ class RunSummary:
         1 some sessions failed; else 0 (docs/reliability.md)."""
         if self.aborted:
             return 3
-        if any(row["status"] == FAILED and is_internal_error(row.get("reason")) for row in self.rows):
-            return INTERNAL_ERROR_EXIT
-        return 1 if self.by_status.get(FAILED) else 0
+        bugs = sum(row["status"] == FAILED and is_internal_error(row.get("reason")) for row in self.rows)
+        return outcome_exit_code(self.by_status.get(FAILED, 0), bugs)
 
 
 def _new_run_id(moment: datetime) -> str:

@@ -25,7 +25,7 @@ from typing import Any
 
 from batchcompact.agents import get, store_agent
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
-from batchcompact.errors import BatchCompactError, UsageError, internal_error_reason
+from batchcompact.errors import BatchCompactError, NotCompacted, UsageError, internal_error_reason
 from batchcompact.formats.scan import ScanItem, unreadable_reason
 from batchcompact.formats.scan import oserror_text as _oserror
 from batchcompact.pipeline.executor import missing_file_reason
@@ -104,6 +104,9 @@ def process_file(work: FileWork, task: FileTask) -> dict[str, Any]:
         plan, row = plan_session(session, task.settings, task.plan_options)
     except UsageError:  # the command's settings (a broken price map), not this file: stops the command
         raise
+    except NotCompacted as exc:  # an agent batchcompact only reports: skipped, as plan says (planning.py)
+        record.update(status="skip", reason=str(exc), plan_row={}, fingerprint=_fingerprint_or_none(path, fingerprint))
+        return record
     except (OSError, BatchCompactError, UnicodeError) as exc:  # a file we cannot read as a session
         # its bytes are the problem (empty, compressed, binary): remembered like any invalid file
         record.update(status="error", reason=unreadable_reason(path, exc), plan_row={},

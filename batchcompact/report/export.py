@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from batchcompact.core.times import iso_time
 from batchcompact.errors import BatchCompactError, UsageError
 from batchcompact.report.schema import TOKEN_FIELDS
 
@@ -130,7 +131,7 @@ def write_export(frame, fmt: str, output: str | Path | None) -> str | None:
 def _plain(value):
     """A value as JSON holds it: a time in ISO 8601 UTC, a cost that is not a finite number null."""
     if isinstance(value, datetime):
-        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        return iso_time(value)
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value

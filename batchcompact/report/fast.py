@@ -28,6 +28,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from batchcompact import money
+from batchcompact.core.times import iso_time
 from batchcompact.formats.jsonl import paused_gc
 from batchcompact.lifecycle import map_in_processes, worker_init
 from batchcompact.money import from_pico
@@ -210,7 +211,7 @@ def _add(result: Collected, outcome: tuple[list[tuple], dict, frozenset | None])
     else:
         result.rows.extend(outcome[0])
     result.stats.append(outcome[1])
-    result.extracted += 1
+    result.extracted += not outcome[1].get("unread")  # parsed: a file the report could not read is not
 
 
 def _extract_parallel(result: Collected, todo: list[str], workers: int, settings: ReportSettings | None = None,
@@ -482,7 +483,7 @@ def _csv_cell(value, joined: bool) -> str:
     if isinstance(value, float):
         return csv_float(value)
     if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%dT%H:%M:%S.%f") + "+00:00"  # CSV_DATETIME's, polars' with the frame
+        return iso_time(value)  # CSV_DATETIME's, polars' with the frame
     return str(value)
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from batchcompact.agents import session_suffixes
+from batchcompact.core.words import counted
 from batchcompact.errors import UsageError
 from batchcompact.formats.scan import (
     broken_link_reason,
@@ -191,7 +192,7 @@ def stats_warnings(stats: list[dict]) -> list[str]:
         out.extend(stat.get("warnings", []))
         extra = stat.get("warning_count", 0) - len(stat.get("warnings", []))
         if extra > 0:
-            out.append(f"{stat['path']}: ... and {extra} more warnings")
+            out.append(f"{stat['path']}: ... and {counted(extra, 'more warning')}")
     return out
 
 

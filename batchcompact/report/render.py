@@ -7,6 +7,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from batchcompact.core.times import iso_time
 from batchcompact.errors import UsageError
 from batchcompact.report.result import Report
 
@@ -216,7 +217,7 @@ def write_report(
 
 def _plain(value):
     if isinstance(value, datetime):
-        return value.isoformat()
+        return iso_time(value)
     if type(value).__module__.startswith("polars"):  # a list cell of a polars row (pl.Series)
         return value.to_list()
     return value
