@@ -33,7 +33,6 @@ from batchcompact.eval.baselines import (
     tokens_of,
     unchosen_words,
 )
-from batchcompact.eval.buying import buy
 from batchcompact.eval.cuts import (
     Cut,
     context_messages,
@@ -48,6 +47,7 @@ from batchcompact.eval.hindsight import KINDS as HINDSIGHT_KINDS
 from batchcompact.eval.hindsight import future_messages, hindsight_probes
 from batchcompact.eval.probes import Probe, lexical_probes
 from batchcompact.eval.scoring import KINDS, NAME_KINDS, ContextIndex, mean_recall, score_context
+from batchcompact.pipeline.model_calls import buy
 
 log = logging.getLogger(__name__)
 
@@ -428,9 +428,7 @@ def _summarize(entry: EvalSummarizer, cuts: list[Cut], probes: list[list[Probe]]
                rows_by_cut: list[list[dict[str, Any]]], contexts: list, state: Any, pool_settings: Any,
                clock: Any, sleep: Any) -> float:
     """One summarizer over every cut; returns what it spent in this run."""
-    from batchcompact.summarize.pool import SummaryJob
-
-    jobs = [SummaryJob(str(i), list(cut.plan.calls)) for i, cut in enumerate(cuts) if cut.plan is not None]
+    jobs = [(str(i), list(cut.plan.calls)) for i, cut in enumerate(cuts) if cut.plan is not None]
     outcomes, buyer = buy(entry.summarizer, entry.model_key, jobs, state, pool_settings, clock=clock, sleep=sleep)
     as_paid = getattr(buyer, "as_paid", lambda r: r)
     spent = 0.0
