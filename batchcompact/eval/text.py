@@ -120,6 +120,7 @@ WELL_KNOWN = frozenset(
     writefile writefilesync existssync mkdirsync readdirsync joinpath dirname basename hasownproperty
     defineproperty getownpropertynames objectkeys promiseall uint8array arraybuffer textencoder textdecoder
     urlsearchparams abortcontroller eventemitter nodejs typescript javascript github gitlab macos ios
+    node_modules site_packages __pycache__ dist_packages
     __init__ __name__ __main__ __file__ __dict__ __repr__ __str__ __eq__ __hash__ __len__ __call__ __enter__
     __exit__ __iter__ __next__ __getattr__ __setattr__ __getitem__ __setitem__ __post_init__ __future__
     __all__ __version__ isinstance issubclass getattr setattr hasattr staticmethod classmethod
@@ -171,12 +172,13 @@ def path_argument(value: str) -> str | None:
 
 def code_names(word: str) -> Iterator[str]:
     """The code names in one word (docs/eval.md, "a code name"), lower-cased: identifiers of 4+ characters
-    in snake_case with an inner underscore, camelCase, or PascalCase with two capitals; each part of a
-    dotted or `::` name. Hashes, numbers and file names are not code names."""
+    in snake_case with an inner underscore, camelCase, or PascalCase with two capitals (an all-capital
+    acronym, `JSON`, is none); each part of a dotted or `::` name. Hashes, numbers and file names are not
+    code names."""
     for piece in _IDENT.findall(word):
         if len(piece) < 4 or piece.strip("_").isdigit() or _HASH.match(piece):
             continue
-        if _SNAKE.match(piece) or _CAMEL.search(piece) or _TWO_CAPITALS.match(piece):
+        if _SNAKE.match(piece) or _CAMEL.search(piece) or (_TWO_CAPITALS.match(piece) and not piece.isupper()):
             yield piece.lower()
 
 
