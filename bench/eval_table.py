@@ -5,7 +5,7 @@ two sets"), and whether the built-in meets #47's goals on the held-out set.
     .venv/bin/python bench/eval_table.py                     # print the tables (markdown)
     .venv/bin/python bench/eval_table.py --write docs/eval.md  # replace them in the doc
     .venv/bin/python bench/eval_table.py --set tuning          # one set's cut-inside table only
-    .venv/bin/python bench/eval_table.py --set heldout --summarizer mypkg.hooks:summarize
+    PYTHONPATH=tests .venv/bin/python bench/eval_table.py --set heldout --summarizer eval_goal_hooks:as_list
 
 Runs the installed `batchcompact eval` (JSON rows) on each set's sessions: `--cut-at 30,...,90` (cut inside,
 compacted as `run --force --keep-recent-tokens 3000` would) and, for the held-out set, `--existing` on the
@@ -58,8 +58,11 @@ def path_of(name: str) -> str:
 
 
 def eval_rows(*args: str) -> list[dict[str, Any]]:
+    env = dict(os.environ)  # eval runs in the fixtures' folder: a relative PYTHONPATH (hooks) made absolute
+    if env.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in env["PYTHONPATH"].split(os.pathsep) if p)
     done = subprocess.run([sys.executable, "-m", "batchcompact", "eval", *args, "--format", "json", "-q"],
-                          capture_output=True, text=True, cwd=FIXTURES, check=False)
+                          capture_output=True, text=True, cwd=FIXTURES, env=env, check=False)
     if done.returncode != 0:
         sys.exit(f"eval failed ({done.returncode}): {done.stderr.strip()}")
     return json.loads(done.stdout)["rows"]
