@@ -27,6 +27,7 @@ from batchcompact.eval.text import (
     block_texts,
     call_strings,
     command_heads,
+    file_name,
     is_command_key,
     names,
     normalize_phrase,
@@ -100,7 +101,9 @@ class NameIndex:
     def has_file(self, spellings: tuple[str, ...]) -> bool:
         if any(s in self.files for s in spellings):
             return True
-        return any(f" {s} " in text for s in spellings for text in self._phrases)
+        # a name `names` does not read as a file in text (`Makefile`, `x.unlisted`): looked for as a word
+        words = [f" {s} " for s in spellings if file_name(s) is None]
+        return bool(words) and any(word in text for word in words for text in self._phrases)
 
     def has(self, kind: str, name: str) -> bool:
         if kind == FILE:

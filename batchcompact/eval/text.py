@@ -186,8 +186,8 @@ def names(text: str) -> Iterator[tuple[str, str]]:
     """(kind, name) for every file, code name and value named in `text`, in order, lower-cased."""
     for raw in _WORDS.findall(text[:MAX_CHARS]):
         word = raw.lstrip(_LEFT_TRIM).rstrip(_TRIM)
-        if len(word) < 3:
-            continue
+        if len(word) < 3 or word.isdigit() or (word.isalpha() and (word.islower() or word.isupper() or word[1:].islower())):
+            continue  # a plain word, number or acronym names nothing (most words: the fast path)
         low = word.lower()
         if "://" in word:
             if _URL.match(low):
