@@ -533,3 +533,20 @@ def test_secrets_are_redacted_before_summaries_and_judge_calls_leave(tmp_path, l
     summaries = [body for body in sent if "You are a context summarization assistant" in body]
     assert summaries and any("[REDACTED:" in body for body in summaries)
     assert any("[REDACTED:" in body and "You are a coding agent resuming" in body for body in sent)  # the judge's
+
+
+def test_a_file_is_what_a_later_tool_call_names_and_a_bare_name_must_say_which_file():
+    def call(**arguments):
+        return {"role": "assistant", "content": [{"type": "toolCall", "id": "c", "name": "read",
+                                                  "arguments": arguments}]}
+
+    replaced = [{"role": "user", "content": "See src/a/index.ts, src/b/index.ts and lib/cli.py; the Makefile "
+                                            "has a check target"}, call(path="Makefile")]
+    future = [call(path="src/a/index.ts"), call(path="lib/cli.py"), call(path="Makefile")]
+    probes = {p.text: p for p in hindsight_probes(replaced, [], future)}
+    assert list(probes) == ["src/a/index.ts", "lib/cli.py", "makefile"]  # a path argument, whatever its shape
+    # `index.ts` alone does not say which of the two; `cli.py` alone does
+    assert probes["src/a/index.ts"].spellings == ("src/a/index.ts", "a/index.ts")
+    assert probes["lib/cli.py"].spellings == ("lib/cli.py", "cli.py")
+    context = [{"role": "user", "content": "Files: index.ts, cli.py, Makefile"}]
+    assert score_context(list(probes.values()), context).missed == ["file: src/a/index.ts"]

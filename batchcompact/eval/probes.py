@@ -4,8 +4,11 @@ Two families, both written for eval alone (nothing here imports `batchcompact/su
 summarizers measured cannot share the rules; tests/test_architecture.py checks it):
 - **hindsight** (`hindsight.py`, primary): what the agent's following turns used that only the replaced
   history held: files, code names, commands, values;
-- **lexical** (this module): every rule the user stated (`rule`) and every substantive request (`task`),
-  from the user's own words in the span; filler ("continue", "ok", pasted repetition) is no request.
+- **lexical** (this module), from the user's own words in the span: every rule the user stated (`rule`),
+  and the requests a reader needs after the cut (`task`): the span's first, the one open at the cut, and
+  those the next turns continue; filler ("continue", "ok", pasted repetition) is no request, and what the
+  kept context already holds is no probe.
+Each rule is written out in docs/eval.md ("Probes"), and this code is written from that text.
 
 Invariants: deterministic (the order of appearance in the span); linear in the span's size.
 """

@@ -1,7 +1,8 @@
 """The words and names eval reads in text: stemmed words, file paths, code names, commands and values.
 
 Written for eval alone: nothing here (nor anything it imports) comes from `batchcompact/summarize/`, so
-a summarizer cannot share the rules it is measured by (docs/eval.md). Every function is deterministic and
+a summarizer cannot share the rules it is measured by; the rules (what counts as a file, a code name, a
+command, a value) are docs/eval.md's, written from that text. Every function is deterministic and
 linear in the length of its text (texts are cut at `MAX_CHARS` first).
 """
 
