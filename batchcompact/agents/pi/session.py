@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 from pathlib import Path
 from typing import Any
 
+from batchcompact.agents.pi.omp import OMP_RULES, is_title_slot, under_omp_home
+from batchcompact.core.context import CONTEXT_RULES
 from batchcompact.core.entries import ERROR, KNOWN_ENTRY_TYPES, MESSAGE_ROLES, WARNING, Entry, Problem
 from batchcompact.core.migrate import header_version, migrate
 from batchcompact.core.session import Session
@@ -24,9 +27,15 @@ def read_pi_session(path: str | Path, *, digest: bool = False) -> Session:
 def _read_pi_session(path: str | Path, digest: Any = None) -> Session:
     name = str(path)
     problems: list[Problem] = []
-    header, entries = None, []
+    header, entries, slot = None, [], False
     try:
-        header, entries = _split_lines(iter_json_lines(path, problems, digest=digest), name, problems, first=True)
+        lines = iter_json_lines(path, problems, digest=digest)
+        first_line = next(lines, None)
+        if first_line is not None:
+            slot = first_line[0] == 1 and is_title_slot(first_line[1])
+            if not slot:
+                lines = itertools.chain((first_line,), lines)
+        header, entries = _split_lines(lines, name, problems, first=True)
     except OSError as exc:
         problems.append(Problem(name, None, ERROR, f"cannot read file: {exc.strerror or exc}"))
     version = header_version(header) if header is not None else 3
@@ -40,6 +49,10 @@ def _read_pi_session(path: str | Path, digest: Any = None) -> Session:
     _check_compactions(session, compactions)
     if digest is not None:
         session.extra[SOURCE] = digest
+    if slot or under_omp_home(name):
+        session.extra[CONTEXT_RULES] = OMP_RULES
+    if slot:
+        session.extra["header_line"] = 2
     return session
 
 
@@ -101,6 +114,8 @@ def read_pi_appended(original: Session, path: str | Path, size: int, sha256: str
         assert original.tree is not None  # a Session always builds its tree
         tree = original.tree.extended(new, name)
         session = Session(name, "pi", original.header, tree.entries, version=3, problems=problems, tree=tree)
+        if CONTEXT_RULES in original.extra:
+            session.extra[CONTEXT_RULES] = original.extra[CONTEXT_RULES]
         problems.extend(tree.problems)  # as Session does with a tree it builds
         # The original's compactions passed this check on the same paths; with no new id problem they
         # still do (no appended entry is an ancestor of theirs), so only the appended ones are checked.
