@@ -48,6 +48,7 @@ class CompactionSettings:
     instructions: str | None = None
     prune_tool_outputs: bool = False
     fix_false_split: bool = True
+    strategy: str = "compact"  # or "handoff": a new session from a handoff document (core/handoff.py)
 
     def threshold(self, window: int, agent_default: int | None = None) -> int:
         """Compact when tokens > threshold: --threshold-tokens, else --threshold-percent, else the agent's

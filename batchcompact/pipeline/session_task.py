@@ -32,6 +32,7 @@ from batchcompact.pipeline.executor import missing_file_reason
 from batchcompact.pipeline.outcome import (
     OutcomeWriter,
     PreparedSession,
+    handed_off_already,
     usage_fields,
     write_outcome,
 )
@@ -267,6 +268,9 @@ def _compact_here(work: FileWork, task: FileTask, fingerprint: Fingerprint, sess
             if not branches:
                 return {"status": SKIPPED, "reason": row.get("reason")}
             plan = None
+        done = handed_off_already(session, plan, Path(work.target))
+        if done is not None:
+            return {"status": SKIPPED, "reason": done}
         # the written row is the run loop's; this one only collects what the writer adds to it
         written: dict[str, Any] = {}
         pending = PreparedSession(ScanItem(Path(work.path), Path(work.root)), current,
@@ -322,6 +326,9 @@ def prepare_file(work: SessionWork, task: FileTask) -> dict[str, Any]:
         if not branches:
             return {"status": SKIPPED, "reason": row.get("reason")}
         plan = None
+    done = handed_off_already(session, plan, Path(work.target)) if work.target else None
+    if done is not None:
+        return {"status": SKIPPED, "reason": done}
     return {"status": None, "fingerprint": current, "plan": plan, "branches": branches}
 
 

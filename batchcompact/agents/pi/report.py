@@ -80,11 +80,12 @@ def extract_pi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
             last_provider, last_model = provider or last_provider, model or last_model
             kind = "main"
             when = obj.get("timestamp") or message.get("timestamp")
-        elif entry_type in ENTRY_KINDS:
+        elif entry_type in ENTRY_KINDS or (entry_type == "custom_message" and obj.get("customType") == "handoff"):
+            # a handoff's document (`run --strategy handoff`) records its call as a compaction does
             usage = obj.get("usage")
             provider = obj.get("provider") or last_provider
             model = obj.get("model") or obj.get("modelId") or last_model
-            kind = ENTRY_KINDS[entry_type]
+            kind = ENTRY_KINDS.get(entry_type, "compaction")
             when = obj.get("timestamp")
         else:
             continue

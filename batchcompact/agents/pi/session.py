@@ -281,3 +281,49 @@ def verify(original: Session, written: Session, plan: Any) -> list[str]:
     elif len(context) > 1 and context[1].message.get("role") == "toolResult":
         problems.append("the kept region starts with a tool result separated from its call")
     return problems
+
+
+def build_handoff(session: Session, plan: Any, document: str, *, usage: dict[str, Any] | None, now_iso: str,
+                  parent: str) -> tuple[str, list[dict[str, Any]]]:
+    """A new session handed off from `session` (pure): its file name and lines. The header names the original
+    in `parentSession`; one `custom_message` (oh-my-pi's `customType: "handoff"`, shown, attributed to the
+    agent) holds the document, with the call's `usage` as a compaction entry records it; nothing else of the
+    old history. The name is pi's and oh-my-pi's (`<timestamp>_<id>.jsonl`); the id is the same for the
+    same session and leaf (`core/handoff.py`), which is how a rerun finds it."""
+    from batchcompact.core.handoff import handoff_content, handoff_session_id
+
+    new_id = handoff_session_id(session.session_id or session.path, plan.leaf_id)
+    header: dict[str, Any] = {"type": "session", "version": 3, "id": new_id, "timestamp": now_iso,
+                              "cwd": (session.header or {}).get("cwd") or "", "parentSession": parent}
+    message: dict[str, Any] = {"type": "custom_message", "id": new_id[-8:], "parentId": None, "timestamp": now_iso,
+                               "customType": "handoff", "content": handoff_content(document), "display": True,
+                               "attribution": "agent",
+                               "details": {"readFiles": list(plan.read_files), "modifiedFiles": list(plan.modified_files),
+                                           "tokensBefore": plan.tokens_before}}
+    if usage is not None:
+        message["usage"] = usage
+    name = now_iso.replace(":", "-").replace(".", "-") + f"_{new_id}.jsonl"
+    return name, [header, message]
+
+
+def handoff_file_suffix(session: Session, plan: Any) -> str:
+    """How the name of `session`'s handoff file for `plan` ends (whatever its timestamp)."""
+    from batchcompact.core.handoff import handoff_session_id
+
+    return f"_{handoff_session_id(session.session_id or session.path, plan.leaf_id)}.jsonl"
+
+
+def verify_handoff(written: Session, parent: str, document: str) -> list[str]:
+    """What is wrong with a written handoff session (empty when it is good): read as a pi session with no
+    problem, its header naming the original, and a context of exactly the document."""
+    from batchcompact.core.context import session_context
+    from batchcompact.core.handoff import handoff_content
+
+    problems = [str(p) for p in written.problems]
+    if (written.header or {}).get("parentSession") != parent:
+        problems.append("the header does not name the original session")
+    messages = [m.message for m in session_context(written).messages]
+    if len(messages) != 1 or messages[0].get("customType") != "handoff" \
+            or messages[0].get("content") != handoff_content(document):
+        problems.append("the new session's context is not the handoff document alone")
+    return problems
