@@ -307,3 +307,85 @@ def test_omp_prepare_compaction_reads_our_compaction_and_its_file_lists(omp_bin,
         assert details["readFiles"] and details["modifiedFiles"], name
         assert set(details["readFiles"]) <= set(prepared["read"]) | set(prepared["edited"]), name
         assert set(details["modifiedFiles"]) <= set(prepared["edited"]), name
+
+
+# ---- run --strategy handoff: the new sessions, opened by oh-my-pi's code and pi's ----------------------
+
+HANDED_OFF = ("big-refactor.jsonl", SLOT + "branched.jsonl", "before-compaction.jsonl")
+
+
+@pytest.fixture(scope="module")
+def handed_off(omp_bin, tmp_path_factory) -> dict[str, tuple[Path, Path]]:
+    """HANDED_OFF sessions handed off in oh-my-pi's home, by name: (the original, the new session)."""
+    root = tmp_path_factory.mktemp("omp-handoff")
+    folder = root / "home" / ".omp" / "agent" / "sessions" / PROJECT
+    folder.mkdir(parents=True)
+    found = sources()
+    for name in HANDED_OFF:
+        source = found[name.removeprefix(SLOT)]
+        prefix = title_slot(name).encode() if name.startswith(SLOT) else b""
+        (folder / name).write_bytes(prefix + source.read_bytes())
+    before = {name: (folder / name).read_bytes() for name in HANDED_OFF}
+    done = subprocess.run(
+        [sys.executable, "-m", "batchcompact", "run", str(folder), "--in-place", "--strategy", "handoff", "--force",
+         "--min-age", "0", "--format", "json"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    rows = {Path(r["input_path"]).name: r for r in json.loads(done.stdout)["rows"]}
+    assert {name: (folder / name).read_bytes() for name in HANDED_OFF} == before
+    return {name: (folder / name, Path(rows[name]["output_path"])) for name in HANDED_OFF}
+
+
+def test_omp_opens_the_handoff_session_and_its_context_is_the_document(omp_bin, handed_off, tmp_path):
+    copies = []
+    for name, (_, new) in handed_off.items():
+        shutil.copyfile(new, tmp_path / new.name)
+        copies.append(str(tmp_path / new.name))
+    answer = omp_modules(omp_bin, tmp_path / "home", {"open": copies})
+    for (name, (original, new)), seen in zip(handed_off.items(), answer["open"], strict=True):
+        header, message = lines(new)
+        assert seen["header"] == {"id": header["id"], "version": 3, "parentSession": str(original.resolve())}, name
+        assert seen["entries"] == 1 and not seen["rewritten"] and seen["leafId"] == message["id"]
+        (context,) = seen["messages"]  # the document, nothing of the old history
+        assert (context["role"], context["customType"], context["display"]) == ("custom", "handoff", True)
+        assert context["content"] == message["content"]
+
+
+def test_omp_resumes_the_handoff_session_from_the_document(omp_bin, handed_off, tmp_path):
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    original, new = handed_off["big-refactor.jsonl"]
+    session = sandbox_copy(new, work, home / ".omp" / "agent" / "sessions" / PROJECT)
+    before = session.read_bytes()
+    (request,) = omp_turn(omp_bin, home, work, session, "judge turn after the handoff")
+    messages = request["messages"]
+    texts = [b.get("text") or "" for _, b in blocks(messages) if b.get("type") == "text"]
+    document = lines(new)[1]["content"]
+    assert any(document in text for text in texts[:2]), "the request does not start from the handoff document"
+    assert sum(text.count(document) for text in texts) == 1
+    assert not [b for _, b in blocks(messages) if b.get("type") in ("tool_use", "tool_result")]  # no old history
+    assert texts[-1].endswith("judge turn after the handoff")  # after omp's date and cwd reminder
+    assert session.read_bytes().startswith(before)
+
+
+def test_pi_opens_the_handoff_session_and_its_context_is_the_document(handed_off, tmp_path):
+    """pi (its SessionManager and convertToLlm, tests/agents/pi/pi_modules.mjs) reads the same file: the
+    custom_message is sent to the model as a user message holding the document."""
+    from test_judge_pi import PACKAGE as PI_PACKAGE
+    from test_judge_pi import VERSION as PI_VERSION
+    from test_judge_pi import _pi_modules
+
+    pi_bin = npm_cli(PI_PACKAGE, PI_VERSION, "pi")
+    copies = []
+    for _, new in handed_off.values():
+        shutil.copyfile(new, tmp_path / new.name)
+        copies.append(str(tmp_path / new.name))
+    answer = _pi_modules(pi_bin, tmp_path / "home", {"open": copies})
+    for (name, (_, new)), seen in zip(handed_off.items(), answer["open"], strict=True):
+        header, message = lines(new)
+        assert seen["header"] == {"id": header["id"], "version": 3} and not seen["rewritten"], name
+        assert seen["entries"] == 1 and seen["leafId"] == message["id"] and seen["orphans"] == []
+        assert seen["roles"] == ["custom"]
+        (llm,) = seen["llm"]
+        assert llm["role"] == "user"
+        text = llm["content"] if isinstance(llm["content"], str) else "".join(b["text"] for b in llm["content"])
+        assert text == message["content"]
