@@ -337,7 +337,7 @@ def handed_off(omp_bin, tmp_path_factory) -> dict[str, tuple[Path, Path]]:
 
 def test_omp_opens_the_handoff_session_and_its_context_is_the_document(omp_bin, handed_off, tmp_path):
     copies = []
-    for name, (_, new) in handed_off.items():
+    for _, new in handed_off.values():
         shutil.copyfile(new, tmp_path / new.name)
         copies.append(str(tmp_path / new.name))
     answer = omp_modules(omp_bin, tmp_path / "home", {"open": copies})
