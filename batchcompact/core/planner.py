@@ -57,7 +57,7 @@ class CompactionSettings:
             return min(max(int(self.threshold_tokens), 1), max(window - 1, 1))
         if self.threshold_percent is not None and self.threshold_percent > 0:
             pct = min(max(self.threshold_percent, 1), 99)
-            return math.floor(window * pct / 100)
+            return math.floor(window * (pct / 100))  # oh-my-pi's order of operations (its thresholdPercent)
         if agent_default is not None:
             return agent_default
         return window - self.reserve_tokens

@@ -51,6 +51,7 @@ def _read_pi_session(path: str | Path, digest: Any = None) -> Session:
         session.extra[SOURCE] = digest
     if slot or under_omp_home(name):
         session.extra[CONTEXT_RULES] = OMP_RULES
+        session.extra["agent_limits"] = {"rules": "oh-my-pi"}  # its trigger (agents/pi/trigger.py)
     if slot:
         session.extra["header_line"] = 2
     return session
@@ -116,6 +117,7 @@ def read_pi_appended(original: Session, path: str | Path, size: int, sha256: str
         session = Session(name, "pi", original.header, tree.entries, version=3, problems=problems, tree=tree)
         if CONTEXT_RULES in original.extra:
             session.extra[CONTEXT_RULES] = original.extra[CONTEXT_RULES]
+            session.extra["agent_limits"] = dict(original.extra.get("agent_limits") or {})
         problems.extend(tree.problems)  # as Session does with a tree it builds
         # The original's compactions passed this check on the same paths; with no new id problem they
         # still do (no appended entry is an ancestor of theirs), so only the appended ones are checked.

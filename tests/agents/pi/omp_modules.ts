@@ -2,7 +2,10 @@
 // opens, which leaf and path it takes, and the context it rebuilds (SessionManager.open, buildSessionContext).
 //
 // usage: bun omp_modules.ts PACKAGE_DIR < request.json > answer.json
-// request: {"open": [file, ...], "prepare": [{"file": f, "keep": tokens}, ...]}
+// request: {"open": [file, ...], "prepare": [{"file": f, "keep": tokens}, ...],
+//           "thresholds": [{"cwd": c, "agentDir": d, "tokens": n, "window": w}, ...]}
+// thresholds: its settings (config.yml in agentDir, the project's .omp/ under cwd; Settings.loadReadOnly) and
+// its trigger (shouldCompact, resolveThresholdTokens) on a context of `tokens` in a window of `window`.
 // prepare: its prepareCompaction (pi-agent-core) on the file's branch: the previous summary it carries on
 // and the file operations it collects (a previous compaction's details among them).
 // SessionManager.open may rewrite a file it migrates and holds a writer lock: callers pass copies.
@@ -13,7 +16,10 @@ const root = process.argv[2];
 const load = (relative: string) => import(join(root, "src", "session", relative));
 const { SessionManager } = await load("session-manager.ts");
 const core = join(root, "..", "pi-agent-core", "src", "compaction");
-const { prepareCompaction, DEFAULT_COMPACTION_SETTINGS } = await import(join(core, "compaction.ts"));
+const { prepareCompaction, DEFAULT_COMPACTION_SETTINGS, shouldCompact, resolveThresholdTokens } = await import(
+	join(core, "compaction.ts"),
+);
+const { Settings } = await import(join(root, "src", "config", "settings.ts"));
 
 const request = JSON.parse(readFileSync(0, "utf8"));
 
@@ -58,10 +64,22 @@ async function prepare({ file, keep }: { file: string; keep: number }) {
 	};
 }
 
+async function threshold({ cwd, agentDir, tokens, window }: { cwd: string; agentDir: string; tokens: number; window: number }) {
+	const settings = await Settings.loadReadOnly({ cwd, agentDir });
+	const group = settings.getGroup("compaction");
+	return {
+		compact: shouldCompact(tokens, window, group),
+		threshold: resolveThresholdTokens(window, group),
+		keepRecentTokens: group.keepRecentTokens,
+	};
+}
+
 const open = [];
 for (const file of request.open ?? []) open.push(await describe(file));
 const prepared = [];
 for (const item of request.prepare ?? []) prepared.push(await prepare(item));
 // Bun.write waits until every byte is out; exit then (the manager may hold timers or a lock open).
-await Bun.write(Bun.stdout, JSON.stringify({ open, prepare: prepared }));
+const thresholds = [];
+for (const item of request.thresholds ?? []) thresholds.push(await threshold(item));
+await Bun.write(Bun.stdout, JSON.stringify({ open, prepare: prepared, thresholds }));
 process.exit(0);

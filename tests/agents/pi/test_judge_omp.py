@@ -389,3 +389,90 @@ def test_pi_opens_the_handoff_session_and_its_context_is_the_document(handed_off
         assert llm["role"] == "user"
         text = llm["content"] if isinstance(llm["content"], str) else "".join(b["text"] for b in llm["content"])
         assert text == message["content"]
+
+
+# ---- oh-my-pi's thresholds: its settings files and its trigger, at and around the threshold -----------
+
+WINDOW = 400_000  # above every sample's context
+THRESHOLD_SAMPLES = ("big-refactor.jsonl", "branched.jsonl", "second-compaction.jsonl")
+
+
+def our_trigger_tokens(path: Path) -> int:
+    """The context size our planner compares with the threshold (given to oh-my-pi's trigger as it is)."""
+    from batchcompact.core.planner import _context_tokens
+
+    return _context_tokens(read_pi_session(path).path_entries())[1]
+
+
+def variants(tokens: int) -> list[tuple[str, dict]]:
+    """(name, the project's .omp/settings.json compaction) around a context of `tokens`."""
+    out: list[tuple[str, dict]] = [("defaults", {})]
+    for delta in (-1, 0, 1):
+        out.append((f"tokens{delta:+d}", {"thresholdTokens": tokens + delta}))
+        # the global thresholdPercent unset: oh-my-pi's reserve rule, max(15% of the window, reserve)
+        out.append((f"reserve{delta:+d}", {"reserveTokens": WINDOW - tokens - delta, "thresholdPercent": -1}))
+        out.append((f"percent{delta:+d}", {"thresholdPercent": (tokens + delta) * 100 / WINDOW}))
+    out.append(("percent-over-tokens", {"thresholdPercent": 10, "thresholdTokens": tokens - 1}))
+    out.append(("unset-threshold", {"thresholdTokens": -1, "thresholdPercent": -1, "reserveTokens": 1000}))
+    out.append(("disabled", {"enabled": False, "thresholdTokens": 1}))
+    return out
+
+
+@pytest.fixture(scope="module")
+def thresholds(omp_bin, tmp_path_factory) -> list[dict]:
+    """Every variant of every THRESHOLD_SAMPLES session, planned by us and judged by oh-my-pi's code."""
+    root = tmp_path_factory.mktemp("omp-thresholds")
+    agent = root / "home" / ".omp" / "agent"
+    folder = agent / "sessions" / PROJECT
+    folder.mkdir(parents=True)
+    # the global settings: keep-recent for the cut, a threshold every project setting overrides
+    (agent / "config.yml").write_text("theme: dark\ncompaction:\n  keepRecentTokens: 5000  # ours\n"
+                                      "  thresholdPercent: 50\nmodelRoles:\n  default: judge/judge-model\n")
+    cases = []
+    for name in THRESHOLD_SAMPLES:
+        source = SAMPLES / "pi" / name
+        tokens = our_trigger_tokens(source)
+        raw = source.read_text(encoding="utf-8").splitlines(keepends=True)
+        for label, project in variants(tokens):
+            cwd = root / "projects" / f"{Path(name).stem}-{label}"
+            (cwd / ".omp").mkdir(parents=True)
+            (cwd / ".omp" / "settings.json").write_text(json.dumps({"compaction": project}))
+            header = json.loads(raw[0])
+            header["cwd"] = str(cwd)
+            copy = folder / f"{Path(name).stem}-{label}.jsonl"
+            copy.write_text(json.dumps(header) + "\n" + "".join(raw[1:]), encoding="utf-8")
+            cases.append({"file": copy, "cwd": str(cwd), "tokens": tokens, "label": label, "project": project})
+    done = subprocess.run([sys.executable, "-m", "batchcompact", "plan", str(folder), "--context-window", str(WINDOW),
+                           "--format", "json"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    rows = {Path(r["path"]).name: r for r in json.loads(done.stdout)["rows"]}
+    answer = omp_modules(omp_bin, root / "judge-home", {"thresholds": [
+        {"cwd": c["cwd"], "agentDir": str(agent), "tokens": c["tokens"], "window": WINDOW} for c in cases]})
+    for case, judged in zip(cases, answer["thresholds"], strict=True):
+        case.update(ours=rows[case["file"].name], omp=judged)
+    return cases
+
+
+def test_plan_takes_omps_trigger_decision_at_and_around_its_threshold(thresholds):
+    decided = {"compact": 0, "skip": 0}
+    for case in thresholds:
+        ours, omp = case["ours"], case["omp"]
+        where = f"{case['file'].name} {case['project']}: ours {ours['status']} {ours.get('reason')}, omp {omp}"
+        assert (ours["status"] == "compact") == omp["compact"], where
+        if case["label"] != "disabled":  # a skip before the trigger: no threshold in our row
+            assert ours["threshold"] == omp["threshold"], where
+        decided["compact" if omp["compact"] else "skip"] += 1
+    assert decided["compact"] >= 9 and decided["skip"] >= 12  # both sides of the threshold were judged
+
+
+def test_plan_takes_omps_keep_recent_tokens(thresholds, tmp_path):
+    """The global config.yml's keepRecentTokens (5000) places our cut as --keep-recent-tokens 5000 does."""
+    case = next(c for c in thresholds if c["label"] == "tokens-1" and c["file"].name.startswith("big-refactor"))
+    assert case["omp"]["keepRecentTokens"] == 5000 and case["ours"]["status"] == "compact"
+    copy = tmp_path / "big-refactor.jsonl"
+    shutil.copyfile(SAMPLES / "pi" / "big-refactor.jsonl", copy)
+    done = subprocess.run([sys.executable, "-m", "batchcompact", "plan", str(copy), "--force", "--keep-recent-tokens",
+                           "5000", "--context-window", str(WINDOW), "--format", "json"],
+                          capture_output=True, text=True, timeout=300)
+    (row,) = json.loads(done.stdout)["rows"]
+    assert case["ours"]["first_kept_entry_id"] == row["first_kept_entry_id"]
