@@ -18,7 +18,7 @@ from test_run import FAST, Result, model_args, write_session
 
 from batchcompact.agents.pi.session import read_pi_session
 from batchcompact.core.context import session_context
-from batchcompact.core.handoff import HANDOFF_CLOSE, HANDOFF_OPEN
+from batchcompact.core.handoff import ALREADY_A_HANDOFF, HANDOFF_CLOSE, HANDOFF_OPEN
 from batchcompact.core.prompts import HANDOFF_HEADINGS, HISTORY_HEADINGS
 
 HANDOFF = ("--strategy", "handoff", "--force", *FAST)
@@ -106,6 +106,8 @@ def test_a_rerun_does_not_hand_off_twice(bc, archive, tmp_path):
         assert reasons[name] == f"already handed off ({new})"
     # the new sessions themselves are not handed off again
     assert all(r["status"] == "skipped" for r in fresh.json()["rows"])
+    news = [r for r in fresh.json()["rows"] if Path(r["input_path"]).name not in ("big-refactor.jsonl", "branched.jsonl")]
+    assert len(news) == 2 and {r["reason"] for r in news} == {ALREADY_A_HANDOFF}
 
 
 def test_output_dir_gets_only_the_new_sessions(bc, archive, tmp_path):

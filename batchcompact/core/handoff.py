@@ -34,6 +34,14 @@ HANDOFF_CLOSE = (
 _NAMESPACE = uuid.UUID("6f1d2c8e-2b5a-4c3e-9a61-5d0f0b7c4e21")  # ours: handoff session ids
 
 
+ALREADY_A_HANDOFF = "a handoff session with nothing after its handoff document"
+
+
+def only_a_handoff(messages: list[dict[str, Any]]) -> bool:
+    """The context is a handoff document and nothing else (a session this strategy wrote, not yet resumed)."""
+    return bool(messages) and all(m.get("role") == "custom" and m.get("customType") == HANDOFF for m in messages)
+
+
 def mid_turn(messages: list[dict[str, Any]]) -> str | None:
     """Why the context's last turn is not over (its tool calls wait for results), or None."""
     if not messages:
@@ -65,9 +73,8 @@ def handoff_plan(plan: CompactionPlan, path: list[Entry], settings: CompactionSe
                     plan.context_window, plan.model)
     previous = context.compaction.data.get("summary") if context.compaction is not None else None
     body = [m for m in messages if m.get("role") != "compactionSummary"]
-    if body and all(m.get("role") == "custom" and m.get("customType") == HANDOFF for m in body):
-        return Skip("a handoff session with nothing after its handoff document", plan.tokens_before,
-                    plan.context_window, plan.model)
+    if only_a_handoff(body):
+        return Skip(ALREADY_A_HANDOFF, plan.tokens_before, plan.context_window, plan.model)
     llm = convert_to_llm(body)
     text = serialize_conversation(llm)
     if not text:

@@ -17,6 +17,7 @@ from typing import Any
 
 from batchcompact.agents import file_of, file_tools, get, load
 from batchcompact.core.calls import SummaryCall
+from batchcompact.core.context import build_session_context, rules_of
 from batchcompact.core.handoff import STRATEGY as HANDOFF_STRATEGY
 from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
 from batchcompact.core.session import Session
@@ -175,6 +176,11 @@ def plan_session(
     plan = _cut(session, dataclasses.replace(settings, keep_recent_tokens=1) if handoff else settings, options, row)
     if handoff and isinstance(plan, CompactionPlan):
         plan = _handoff(session, plan, settings)
+    elif handoff and isinstance(plan, Skip):
+        from batchcompact.core.handoff import ALREADY_A_HANDOFF, only_a_handoff
+
+        if only_a_handoff([m.message for m in build_session_context(session.path_entries(), rules_of(session)).messages]):
+            plan = dataclasses.replace(plan, reason=ALREADY_A_HANDOFF)
     if isinstance(plan, Skip):
         row.update(status="skip", reason=plan.reason, tokens_before=plan.tokens_before)
         return plan, row
@@ -246,7 +252,8 @@ def _cut(session: Session, settings: CompactionSettings, options: PlanOptions,
     trigger = session_trigger(session, settings, model, provider, options.pricing_file)
     window = trigger.window
     agent_threshold = trigger.threshold if get(session.format).own_threshold else None
-    plan = prepare_compaction(path, settings, window, agent_threshold, file_tools=file_tools())
+    plan = prepare_compaction(path, settings, window, agent_threshold, file_tools=file_tools(),
+                              rules=rules_of(session))
     row.update(
         model=model,
         context_window=window,
@@ -260,7 +267,6 @@ def _cut(session: Session, settings: CompactionSettings, options: PlanOptions,
 def _handoff(session: Session, plan: CompactionPlan, settings: CompactionSettings) -> CompactionPlan | Skip:
     """The handoff of a session run would compact (core/handoff.py), for the formats whose writer can start
     a new session from it (`build_handoff`: pi's format and its descendants)."""
-    from batchcompact.core.context import rules_of
     from batchcompact.core.handoff import handoff_plan
 
     if not hasattr(get(session.format).writer_module(), "build_handoff"):

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from batchcompact.agents import get, store_agent
+from batchcompact.core.handoff import is_handoff
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
 from batchcompact.errors import BatchCompactError, UsageError, internal_error_reason
 from batchcompact.formats.scan import ScanItem, unreadable_reason
@@ -263,7 +264,7 @@ def _compact_here(work: FileWork, task: FileTask, fingerprint: Fingerprint, sess
         return {"status": status, "reason": reason}
     try:
         branches = (branch_plans(session, task.settings, task.plan_options, row.get("context_window"))
-                    if task.branch_summaries else [])
+                    if task.branch_summaries and not is_handoff(plan) else [])
         if not isinstance(plan, CompactionPlan):
             if not branches:
                 return {"status": SKIPPED, "reason": row.get("reason")}
@@ -314,7 +315,7 @@ def prepare_file(work: SessionWork, task: FileTask) -> dict[str, Any]:
         # Same bytes as in phase 1 (checked above): reuse its exact prompt token counts.
         plan, row = plan_session(session, task.settings, task.plan_options, prompt_tokens=work.prompt_tokens)
         branches = (branch_plans(session, task.settings, task.plan_options, row.get("context_window"))
-                    if task.branch_summaries else [])
+                    if task.branch_summaries and not is_handoff(plan) else [])
     except UsageError:  # the command's settings (a broken price map), not this file: stops the command
         raise
     except (OSError, BatchCompactError, UnicodeError) as exc:

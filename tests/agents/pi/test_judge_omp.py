@@ -401,7 +401,7 @@ def our_trigger_tokens(path: Path) -> int:
     """The context size our planner compares with the threshold (given to oh-my-pi's trigger as it is)."""
     from batchcompact.core.planner import _context_tokens
 
-    return _context_tokens(read_pi_session(path).path_entries())[1]
+    return _context_tokens(read_pi_session(path).path_entries(), OMP_RULES)[1]
 
 
 def variants(tokens: int) -> list[tuple[str, dict]]:
