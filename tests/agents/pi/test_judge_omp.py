@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 from agent_judges import REPLY, FakeAnthropic, npm_cli, sandbox_env
-from conftest import SAMPLES, fixture_path
+from conftest import SAMPLES, fixture_path, unavailable
 
 from batchcompact.agents.pi.omp import OMP_RULES
 from batchcompact.agents.pi.session import read_pi_session
@@ -60,7 +60,10 @@ def title_slot(title: str = "") -> str:
 
 @pytest.fixture(scope="module")
 def omp_bin() -> Path:
-    return npm_cli(PACKAGE, VERSION, "omp", beside=(BUN,))
+    binary = npm_cli(PACKAGE, VERSION, "omp", beside=(BUN,))
+    if not (binary.parent / "bun").exists():  # npm's bun fetches its binary as an optional dependency
+        unavailable(f"{BUN} installed without its binary ({binary.parent / 'bun'} is missing)")
+    return binary
 
 
 def omp_package(omp_bin: Path) -> Path:
