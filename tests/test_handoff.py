@@ -236,3 +236,23 @@ def test_an_llm_handoff_uses_the_handoff_prompt_and_report_counts_its_call_once(
     assert after["requests"] == before["requests"] + 1
     assert after["output_tokens"] == before["output_tokens"] + usage["output"]
     assert after["input_tokens"] == before["input_tokens"] + usage["input"]
+
+
+def test_the_same_session_gives_the_same_handoff_file(bc, tmp_path, monkeypatch):
+    """With SOURCE_DATE_EPOCH, two runs over copies of one session (and one worker or two) write the same
+    file, name and bytes."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    written = []
+    for copy, jobs in (("one", "1"), ("two", "2")):
+        folder = tmp_path / copy
+        folder.mkdir()
+        shutil.copyfile(SAMPLES / "pi" / "big-refactor.jsonl", folder / "big-refactor.jsonl")
+        result = bc("run", folder, "--output-dir", tmp_path / f"out-{copy}", "--strategy", "handoff", "--force",
+                    "--min-age", "0", "--jobs", jobs, "--format", "json")
+        assert result.code == 0, result.err
+        (new,) = (tmp_path / f"out-{copy}").glob("*.jsonl")
+        written.append(new)
+    assert written[0].name == written[1].name and written[0].name.startswith("2026-01-01T00-00-00-000Z_")
+    first, second = (lines(p) for p in written)
+    assert first[0].pop("parentSession") != second[0].pop("parentSession")  # each names its own original
+    assert first == second
