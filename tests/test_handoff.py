@@ -256,3 +256,24 @@ def test_the_same_session_gives_the_same_handoff_file(bc, tmp_path, monkeypatch)
     first, second = (lines(p) for p in written)
     assert first[0].pop("parentSession") != second[0].pop("parentSession")  # each names its own original
     assert first == second
+
+
+def test_a_session_compacted_earlier_is_handed_off_from_its_summary_and_kept_tail(bc, tmp_path, llm_server):
+    folder = tmp_path / "s"
+    write_session(folder / "alpha.jsonl", "alpha", turns=8)
+    compacted = bc("run", folder, "--in-place", "--no-backup", "--force", "--keep-recent-tokens", "1500", *FAST)
+    assert compacted.code == 0, compacted.err
+    summary = lines(folder / "alpha.jsonl")[-1]["summary"]
+    before = digests(folder)
+
+    result = bc("run", folder, "--in-place", *HANDOFF, *model_args(llm_server), "--format", "json")
+
+    assert result.code == 0, result.err
+    (row,) = result.json()["rows"]
+    assert row["status"] == "compacted" and row["reason"].startswith("handed off")
+    assert {n: d for n, d in digests(folder).items() if n in before} == before
+    (request,) = [r for r in llm_server.requests if r.body.get("messages")]
+    prompt = request.user_prompt
+    assert f"<previous-summary>\n{summary}\n</previous-summary>" in prompt
+    assert "[alpha] request 7" in prompt  # the kept tail is in the conversation handed off
+    assert "[alpha] request 0" not in prompt.split("<previous-summary>")[0]  # the summarized part is not

@@ -98,6 +98,30 @@ def handoff_plan(plan: CompactionPlan, path: list[Entry], settings: CompactionSe
                                    call.max_tokens, 1))
 
 
+def after_compaction(path: list[Entry], settings: CompactionSettings, window: int | None,
+                     threshold: int | None, rules: ContextRules) -> CompactionPlan | Skip:
+    """The base of a handoff for a session whose last entry is a compaction (a compaction plan has none: it
+    would be "already compacted"): its summary and kept tail are the context handed off, under the same
+    trigger decision."""
+    from batchcompact.core.planner import _context_tokens, session_model
+
+    provider, model = session_model(path)
+    _, tokens_before = _context_tokens(path, rules)  # the usage before the compaction is stale
+    trigger_tokens = tokens_before
+    if not settings.force:
+        if window is None:
+            return Skip(f"unknown context window for model {model!r}; pass --context-window N", tokens_before,
+                        None, model)
+        if threshold is not None and trigger_tokens <= threshold:
+            return Skip(f"below threshold ({trigger_tokens:,} <= {threshold:,} tokens)", tokens_before, window, model)
+    last = path[-1]
+    return CompactionPlan(first_kept_entry_id=last.id, first_kept_index=len(path) - 1, first_kept_line=last.line,
+                          turn_start_line=None, split_turn=False, tokens_before=tokens_before, tokens_after_est=0,
+                          messages_to_summarize=0, turn_prefix_messages=0, read_files=[], modified_files=[], calls=[],
+                          previous_summary=last.data.get("summary"), history_fallback=None, context_window=window,
+                          model=model, leaf_id=last.id, extra={"provider": provider}, threshold=threshold)
+
+
 def is_handoff(plan: Any) -> bool:
     return isinstance(plan, CompactionPlan) and plan.extra.get("strategy") == STRATEGY
 

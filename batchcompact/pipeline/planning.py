@@ -177,10 +177,15 @@ def plan_session(
     if handoff and isinstance(plan, CompactionPlan):
         plan = _handoff(session, plan, settings)
     elif handoff and isinstance(plan, Skip):
-        from batchcompact.core.handoff import ALREADY_A_HANDOFF, only_a_handoff
+        from batchcompact.core.handoff import ALREADY_A_HANDOFF, after_compaction, only_a_handoff
 
-        if only_a_handoff([m.message for m in build_session_context(session.path_entries(), rules_of(session)).messages]):
+        path = session.path_entries()
+        if only_a_handoff([m.message for m in build_session_context(path, rules_of(session)).messages]):
             plan = dataclasses.replace(plan, reason=ALREADY_A_HANDOFF)
+        elif path and path[-1].type == "compaction":  # its summary and kept tail are what is handed off
+            plan = after_compaction(path, settings, row.get("context_window"), row.get("threshold"), rules_of(session))
+            if isinstance(plan, CompactionPlan):
+                plan = _handoff(session, plan, settings)
     if isinstance(plan, Skip):
         row.update(status="skip", reason=plan.reason, tokens_before=plan.tokens_before)
         return plan, row
