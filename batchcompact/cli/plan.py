@@ -16,6 +16,7 @@ from batchcompact.cli.options import (
     planner_options,
     pop_settings,
     resolve_jobs,
+    strategy_option,
 )
 from batchcompact.cli.output import (
     echo_err,
@@ -141,6 +142,7 @@ class Totals:
 @click.command()
 @click.argument("paths", nargs=-1)
 @planner_options
+@strategy_option
 @click.option("--summary-model", default=None, metavar="MODEL",
               help="Model to price the summaries with (any litellm name). Default: the built-in offline "
                    "summarizer, which costs nothing. Output is estimated at 2000 tokens per summary and "

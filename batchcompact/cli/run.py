@@ -17,6 +17,7 @@ from batchcompact.cli.options import (
     planner_options,
     pop_settings,
     resolve_jobs,
+    strategy_option,
 )
 from batchcompact.cli.output import (
     folder_checked,
@@ -156,6 +157,7 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
               help="With --batch: submissions per request (expired, errored or cancelled ones are resubmitted).")
 @branch_options
 @planner_options
+@strategy_option
 @summarizer_options
 @pool_options
 @executor_options

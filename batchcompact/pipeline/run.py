@@ -382,7 +382,7 @@ class Runner:
             return
         row["output_path"] = outcome["output_path"]
         ledger.record(item, outcome["fingerprint"], COMPACTED, outcome["output_path"], None)
-        self.finish(row, COMPACTED, "")
+        self.finish(row, COMPACTED, outcome.get("reason") or "")  # "handed off ..." for a handoff
 
     def _check_budget(self, to_compact: list[tuple[ScanItem, Fingerprint, dict]]) -> None:
         """Refuse to start above --max-cost, or when the model's price is unknown (spend could not be counted)."""
@@ -514,7 +514,7 @@ class Runner:
             return
         row["output_path"] = done["output_path"]
         ledger.record(item, pending.fingerprint, COMPACTED, done["output_path"], None)
-        self.finish(row, COMPACTED, "")
+        self.finish(row, COMPACTED, done.get("reason") or "")  # "handed off ..." for a handoff
 
 
 def _lean(call: Any) -> Any:

@@ -41,7 +41,8 @@ log = logging.getLogger(__name__)
 # 7 = Codex `cache_write_input_tokens`; 8 = a file of no agent or not readable is named (`unread`), a
 # compactions-*.parquet that is not a run report by its schema is left out; 9 = a provider's response id
 # keys a row with its numbers (`schema.CallKeys`); 10 = OpenClaw's cold-stored `event_zstd` events counted.
-EXTRACT_RULES_VERSION = 10
+# 11 = a pi header on line 2, after oh-my-pi's title slot (its session id and project).
+EXTRACT_RULES_VERSION = 11
 
 
 def part_file(cache_dir: str | Path, source: str) -> Path:

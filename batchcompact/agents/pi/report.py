@@ -58,14 +58,19 @@ def message_key(session_id: str | None, entry_id: object, line: int, counts: tup
     return f"pi:{session_id}:line {line}:" + ":".join(map(str, counts))
 
 
+def _usage_or_header(raw: bytes) -> bool:
+    return b'"usage"' in raw or raw.startswith(b'{"type":"session"')
+
+
 def extract_pi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     file = str(path)
     session_id = project = None
     last_provider = last_model = None
     wrong = _WrongTypes()
-    for number, obj in iter_json_lines(path, stats, want=(b'"usage"',), always_first=True):
+    # the header is line 1, or line 2 after oh-my-pi's title slot
+    for number, obj in iter_json_lines(path, stats, wanted_line=_usage_or_header, always_first=True):
         entry_type = obj.get("type")
-        if number == 1 and entry_type == "session":
+        if number <= 2 and entry_type == "session" and session_id is None:
             session_id = obj.get("id") if isinstance(obj.get("id"), str) else None
             project = obj.get("cwd") if isinstance(obj.get("cwd"), str) else None
             last_provider = obj.get("provider")
@@ -80,11 +85,12 @@ def extract_pi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
             last_provider, last_model = provider or last_provider, model or last_model
             kind = "main"
             when = obj.get("timestamp") or message.get("timestamp")
-        elif entry_type in ENTRY_KINDS:
+        elif entry_type in ENTRY_KINDS or (entry_type == "custom_message" and obj.get("customType") == "handoff"):
+            # a handoff's document (`run --strategy handoff`) records its call as a compaction does
             usage = obj.get("usage")
             provider = obj.get("provider") or last_provider
             model = obj.get("model") or obj.get("modelId") or last_model
-            kind = ENTRY_KINDS[entry_type]
+            kind = ENTRY_KINDS.get(entry_type, "compaction")
             when = obj.get("timestamp")
         else:
             continue
