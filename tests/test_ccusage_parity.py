@@ -327,7 +327,7 @@ CODEX_DAYS = (
 @pytest.fixture(scope="module")
 def other_home(tmp_path_factory) -> Path:
     from agent_homes import build_home
-    from test_report_codex_copies import write_fork, write_reemitted
+    from codex_rollouts import write_fork, write_reemitted
 
     home = tmp_path_factory.mktemp("other-agents") / "home"
     build_home(shared_fixtures() / "agents", home, agents=("codex", *OTHER_AGENTS))
