@@ -272,8 +272,10 @@ def _aggs(total: bool = False) -> list[pl.Expr]:
     ]
 
 
-def build_report(parts: list[str], settings: ReportSettings, table: PriceTable | None = None) -> Report:
-    """The report for the given usage parts."""
+def build_report(parts: list[str], settings: ReportSettings, table: PriceTable | None = None,
+                 also: tuple[str, ...] = ()) -> Report:
+    """The report for the given usage parts. `also`: columns added to the group key after `--by`'s
+    (`local_date`, `branch`: the HTML page's groups per day, report/html.py), summed by the same rules."""
     table = table or PriceTable.load(settings.pricing_file)
     # Deduplicated once: the price lookup, the groups and the totals all read it (one row per request,
     # far smaller than the transcripts; the dedupe's group_by holds it in memory anyway).
@@ -307,6 +309,7 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
     keys = list(GROUP_KEYS[settings.by])
     if settings.breakdown and "model" not in keys:
         keys.append("model")
+    keys += [k for k in also if k not in keys]
     rows, zero, totals_frame = pl.collect_all(
         [lf.group_by(keys).agg(_aggs()), zero_frame, lf.select(_aggs(total=True))]
     )
