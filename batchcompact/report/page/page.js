@@ -253,7 +253,7 @@
         const td = el("td", null, cls);
         if (key === "cost_usd") costCell(td, r.cost_usd, r.unpriced_requests, r.requests);
         else if (key === "first" || key === "last") td.textContent = when(r[key]);
-        else if (cls.startsWith("text")) td.textContent = r[key] ?? "";
+        else if ((cls || "").startsWith("text")) td.textContent = r[key] ?? "";
         else td.textContent = fmtInt(r[key]);
         tr.append(td);
       }
