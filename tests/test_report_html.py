@@ -395,3 +395,44 @@ def test_the_page_works_offline_from_a_copy_anywhere(browser, tmp_path):
         assert tab.locator("#chart").is_visible()
     finally:
         context.close()
+
+
+# ---- the PNG chart (--chart FILE.png)
+
+
+def test_the_png_keeps_its_legend_beside_the_plot_and_a_colour_per_series(tmp_path, monkeypatch):
+    """22 models: the ten costliest drawn in ten distinct colours (9 + a grey "other (13 models)"), the
+    legend outside the axes, the tallest stack not clipped (main drew all 22, colours repeating after 10,
+    the legend over the bars)."""
+    from conftest import required_module
+
+    required_module("matplotlib", "chart")
+    from batchcompact.report import chart as chart_module
+
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(22):
+        pi_session(folder / f"s{i:02d}.jsonl", f"/p/{i}", [
+            (f"2026-03-0{1 + i % 3}T10:00:00.000Z", "openai", f"model-{i:02d}", 1000, 100, 0.01 * (22 - i))])
+    figures = []
+    real = chart_module.draw_png
+    monkeypatch.setattr(chart_module, "draw_png", lambda report: figures.append(real(report)) or figures[-1])
+    out = tmp_path / "c.png"
+    result = invoke(str(folder), "--no-cache", "-q", "--chart", str(out))
+    assert result.return_value == 0, result.stderr
+    [fig] = figures
+    ax = fig.axes[0]
+    legend = ax.get_legend()
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert labels == [f"model-{i:02d}" for i in range(9)] + ["other (13 models)"]
+    colours = [tuple(h.get_facecolor()) for h in legend.legend_handles]
+    assert len(set(colours)) == 10
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()  # the figure was closed once saved
+    assert legend.get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1  # beside, not over
+    image, found = _pixels(out.read_bytes())
+    counts = {rgb: n for n, rgb in found}
+    for colour in colours:  # every series' colour is drawn
+        rgb = tuple(round(c * 255) for c in colour[:3])
+        assert counts.get(rgb, 0) > 50, rgb

@@ -80,18 +80,27 @@ OTHER_COLOUR = "#b4b4b4"
 
 
 def top_series(models: list[str], series: dict[str, list[float]], top: int = TOP
-               ) -> tuple[list[str], dict[str, list[float]]]:
-    """The `top` costliest series as they are and the rest summed as "other (N)" (last, grey)."""
+               ) -> tuple[list[tuple[str, list[float], str]], int]:
+    """(label, costs, colour) of each series drawn: the `top` costliest as they are, each in its own colour,
+    or the `top - 1` costliest and the rest summed as "other (N)" in grey; and N (0: no other)."""
     if len(models) <= top:
-        return models, series
-    kept = models[:top - 1]
-    rest = models[top - 1:]
+        return [(m, series[m], PALETTE[j]) for j, m in enumerate(models)], 0
+    kept, rest = models[:top - 1], models[top - 1:]
     other = [sum(series[m][i] for m in rest) for i in range(len(series[models[0]]))]
-    name = f"other ({len(rest)})"
-    return [*kept, name], {**{m: series[m] for m in kept}, name: other}
+    drawn = [(m, series[m], PALETTE[j]) for j, m in enumerate(kept)]
+    return [*drawn, (f"other ({len(rest)} models)", other, OTHER_COLOUR)], len(rest)
 
 
 def write_png(report: Report, path: str | Path) -> None:
+    fig = draw_png(report)
+    import matplotlib.pyplot as plt
+
+    fig.savefig(path, dpi=120, format="png", bbox_inches="tight")  # the legend beside the plot included
+    plt.close(fig)
+
+
+def draw_png(report: Report):
+    """The matplotlib figure of `write_png`."""
     try:
         import matplotlib
 
@@ -99,19 +108,16 @@ def write_png(report: Report, path: str | Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise UsageError(
-            "--chart FILE.png needs matplotlib: pip install 'batchcompact[chart]' (or use a .html file)"
+            "--chart FILE.png needs matplotlib: pip install 'batchcompact[chart]' (or use --html FILE)"
         ) from None
     periods, models, series = chart_series(report)
-    models, series = top_series(models, series)
-    colours = [PALETTE[j] for j in range(len(models))]  # len(models) <= TOP == len(PALETTE): none repeats
-    if len(models) == TOP and models[-1].startswith("other ("):
-        colours[-1] = OTHER_COLOUR
+    drawn, _ = top_series(models, series)
     fig, ax = plt.subplots(figsize=(12, 4.8))
     bottom = [0.0] * len(periods)
     places = list(range(len(periods)))  # by position: two bars may share a label (one session id, two agents)
-    for j, model in enumerate(models):
-        ax.bar(places, series[model], bottom=bottom, label=model, color=colours[j])
-        bottom = [b + v for b, v in zip(bottom, series[model], strict=True)]
+    for label, costs, colour in drawn:
+        ax.bar(places, costs, bottom=bottom, label=label, color=colour)
+        bottom = [b + v for b, v in zip(bottom, costs, strict=True)]
     ax.set_xticks(places, periods)
     ax.set_ylabel("cost (USD)")
     top = max(bottom, default=0.0)
@@ -121,5 +127,4 @@ def write_png(report: Report, path: str | Path) -> None:
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.autofmt_xdate()
     fig.tight_layout()
-    fig.savefig(path, dpi=120, format="png")
-    plt.close(fig)
+    return fig
