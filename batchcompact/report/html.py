@@ -51,16 +51,17 @@ def initial_view(settings: ReportSettings) -> dict[str, str]:
 def page_data(parts: list[str], settings: ReportSettings, table=None) -> dict[str, Any]:
     """Everything the page shows, as plain JSON-able data (see the module's doc)."""
     from batchcompact.pricing import PriceTable
-    from batchcompact.report.aggregate import build_report
+    from batchcompact.report.aggregate import build_report, priced_usage
     from batchcompact.report.render import totals_record
 
     table = table or PriceTable.load(settings.pricing_file)
     base = page_settings(settings)
+    usage = priced_usage(parts, base, table)  # deduplicated and priced once, grouped per dimension below
     days: set[date] = set()
     dims: dict[str, Any] = {}
     head = None
     for dim in DIMENSIONS:
-        report = build_report(parts, replace(base, by=dim), table, also=("local_date",))
+        report = build_report(parts, replace(base, by=dim), table, also=("local_date",), usage=usage)
         if head is None:
             head = report
         keys = list(GROUP_KEYS[dim])
@@ -82,7 +83,7 @@ def page_data(parts: list[str], settings: ReportSettings, table=None) -> dict[st
         "start_of_week": settings.start_of_week,
         "dimensions": {dim: _encode(frame, list(GROUP_KEYS[dim]), day_index) for dim, frame in dims.items()},
     }
-    data["sessions"] = _sessions(parts, base, table, day_index)
+    data["sessions"] = _sessions(parts, base, table, day_index, usage)
     return data
 
 
@@ -121,7 +122,7 @@ def _encode(frame, keys: list[str], day_index: dict[date, int]) -> dict[str, Any
     return out
 
 
-def _sessions(parts, base: ReportSettings, table, day_index: dict[date, int]) -> dict[str, Any]:
+def _sessions(parts, base: ReportSettings, table, day_index: dict[date, int], usage) -> dict[str, Any]:
     """The MAX_SESSIONS costliest sessions (`--by session`'s groups: id, agent, project) with each day's
     numbers, models and branch."""
     import polars as pl
@@ -130,7 +131,7 @@ def _sessions(parts, base: ReportSettings, table, day_index: dict[date, int]) ->
     from batchcompact.report.settings import branch_name
 
     keys = list(GROUP_KEYS["session"])
-    report = build_report(parts, replace(base, by="session"), table, also=("local_date", "branch"))
+    report = build_report(parts, replace(base, by="session"), table, also=("local_date", "branch"), usage=usage)
     rows = report.rows.with_columns(
         pl.Series("branch", [branch_name(b) for b in report.rows["branch"].to_list()], dtype=pl.String))
     per_day = rows.group_by([*keys, "local_date"]).agg(
