@@ -436,3 +436,40 @@ def test_the_png_keeps_its_legend_beside_the_plot_and_a_colour_per_series(tmp_pa
     for colour in colours:  # every series' colour is drawn
         rgb = tuple(round(c * 255) for c in colour[:3])
         assert counts.get(rgb, 0) > 50, rgb
+
+
+def test_what_batchcompact_s_runs_did_is_in_the_headline(browser, tmp_path):
+    """Run reports among PATHS: sessions compacted, context before -> after, the batch API's saving (the
+    on-demand price of the same tokens minus the batch price paid), the summary calls' latency and speed,
+    the failed share; within the page's date range."""
+    from datetime import UTC, datetime
+
+    from batchcompact.pipeline.runreport import empty_row, write_compactions
+    from batchcompact.pricing import PriceTable
+
+    on_demand = PriceTable.load(None).cost("gpt-4o", input_tokens=50_000, output_tokens=2_000)
+    done = empty_row()
+    done.update(run_id="r1", started_at=datetime(2026, 10, 5, 9, tzinfo=UTC), ended_at=datetime(2026, 10, 5, 10, tzinfo=UTC),
+                input_path="/s/a.jsonl", session_id="a", status="compacted", tokens_before=100_000,
+                tokens_after_est=20_000, calls=1, prompt_tokens=50_000, completion_tokens=2_000,
+                cost_usd=on_demand / 2, latency_s=4.0, model="gpt-4o", batch=True)
+    failed = empty_row()
+    failed.update(run_id="r1", started_at=datetime(2026, 10, 5, 9, tzinfo=UTC), ended_at=datetime(2026, 10, 5, 10, tzinfo=UTC),
+                  input_path="/s/b.jsonl", session_id="b", status="failed")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    write_compactions([done, failed], runs, "r1")
+    path = tmp_path / "p.html"
+    data = page(path, str(SAMPLES), str(runs))
+    assert data["runs"]["files"] == 1
+    opened = Opened(browser, path)
+    assert opened.text("#batchcompact-value") == "1 session"
+    detail = opened.text("#batchcompact-detail")
+    assert "context 100,000 → 20,000 tokens (−80%)" in detail
+    assert f"batch API saved {money(on_demand / 2)}" in detail
+    assert "summary calls: 4.0 s each, 500 output tokens/s" in detail
+    assert "failed: 1 of 2 (50.0%)" in detail
+    opened.page.fill("#from", "2026-10-06")
+    opened.page.dispatch_event("#from", "change")
+    assert opened.text("#batchcompact-value") == "0 sessions"
+    opened.clean(path)

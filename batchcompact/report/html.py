@@ -42,10 +42,17 @@ def page_settings(settings: ReportSettings) -> ReportSettings:
     return replace(settings, by="day", breakdown=False, last=None, order=None, since=since)
 
 
-def initial_view(settings: ReportSettings) -> dict[str, str]:
-    """What the page shows first: `--by day/week/month` picks the chart's bucket, a dimension its stack."""
-    return {"bucket": settings.by if settings.by in PERIODS else "day",
-            "dimension": settings.by if settings.by in DIMENSIONS else "model"}
+LONG_PERIOD = 92  # days: a longer period is first shown by week
+
+
+def initial_view(settings: ReportSettings, days: list[date]) -> dict[str, str]:
+    """What the page shows first: `--by week/month` picks the chart's bucket (`--by day`, the default, is
+    read as week over more than LONG_PERIOD days, where daily bars are a few pixels wide), a dimension its
+    stack (model otherwise)."""
+    bucket = settings.by if settings.by in PERIODS else "day"
+    if bucket == "day" and days and (days[-1] - days[0]).days > LONG_PERIOD:
+        bucket = "week"
+    return {"bucket": bucket, "dimension": settings.by if settings.by in DIMENSIONS else "model"}
 
 
 def page_data(parts: list[str], settings: ReportSettings, table=None) -> dict[str, Any]:
@@ -79,7 +86,7 @@ def page_data(parts: list[str], settings: ReportSettings, table=None) -> dict[st
         "dropped_zero_token_requests": head.dropped_zero,
         "pricing": head.pricing_source,
         "filters": _filters(settings),
-        "view": initial_view(settings),
+        "view": initial_view(settings, day_list),
         "start_of_week": settings.start_of_week,
         "dimensions": {dim: _encode(frame, list(GROUP_KEYS[dim]), day_index) for dim, frame in dims.items()},
     }
@@ -212,10 +219,92 @@ def render_page(data: dict[str, Any], title: str = "AI spend") -> str:
     )
 
 
-def write_page(parts: list[str], settings: ReportSettings, path: str) -> int:
-    """Build the page and write it whole (outfile: a temp file beside it, renamed); returns its bytes."""
-    from batchcompact.outfile import write_text
+RUN_COLUMNS = ("status", "ended_at", "started_at", "tokens_before", "tokens_after_est", "cost_usd", "batch", "model",
+               "prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_write_tokens", "latency_s", "calls")
 
-    text = render_page(page_data(parts, settings))
+
+def run_reports(paths: list[str]) -> list[str]:
+    """The `compactions*.parquet` files among `paths` (a file, or found in a folder), sorted."""
+    from pathlib import Path
+
+    found: set[str] = set()
+    for given in paths:
+        path = Path(given)
+        if path.is_file() and path.name.startswith("compactions") and path.suffix == ".parquet":
+            found.add(str(path))
+        elif path.is_dir():
+            found.update(str(p) for p in path.rglob("compactions*.parquet") if p.is_file())
+    return sorted(found)
+
+
+def run_savings(paths: list[str], settings: ReportSettings, table, day_index: dict[date, int] | None = None
+                ) -> dict[str, Any] | None:
+    """What batchcompact's runs did, per local day, from the run reports among `paths` (report/runs.py
+    reads the same files for their spend): sessions compacted, context tokens before -> after, what they
+    cost, what the batch API saved (the on-demand price of the same tokens minus the batch price paid),
+    failed sessions and the summary calls' latency and output tokens. None where there is no run report.
+    A file `runs.py` refuses (another table, torn) is left out here too (the report names it)."""
+    from zoneinfo import ZoneInfo
+
+    import pyarrow.parquet as pq
+
+    from batchcompact.report.runs import not_a_run_report
+
+    zone = ZoneInfo(settings.timezone)
+    since = page_settings(settings).since
+    per_day: dict[str, dict[str, float]] = {}
+    files = 0
+    for name in run_reports(paths):
+        try:
+            parquet = pq.ParquetFile(name)
+            if not_a_run_report(parquet.schema_arrow) is not None:
+                continue
+            rows = parquet.read(columns=[c for c in RUN_COLUMNS if c in parquet.schema_arrow.names]).to_pylist()
+        except Exception:  # noqa: BLE001  (named by the report's own reading of the file)
+            continue
+        files += 1
+        for row in rows:
+            when = row.get("ended_at") or row.get("started_at")
+            if when is None:
+                continue
+            day = when.astimezone(zone).date()
+            if (since and day < since) or (settings.until and day > settings.until):
+                continue
+            acc = per_day.setdefault(day.isoformat(), dict.fromkeys(
+                ("compacted", "failed", "tokens_before", "tokens_after", "cost_usd", "batch_saved_usd", "calls",
+                 "latency_s", "output_tokens"), 0))
+            status = row.get("status")
+            acc["failed"] += status == "failed"
+            if status != "compacted":
+                continue
+            acc["compacted"] += 1
+            acc["tokens_before"] += row.get("tokens_before") or 0
+            acc["tokens_after"] += row.get("tokens_after_est") or 0
+            acc["cost_usd"] += row.get("cost_usd") or 0.0
+            acc["calls"] += row.get("calls") or 0
+            acc["latency_s"] += row.get("latency_s") or 0.0
+            acc["output_tokens"] += row.get("completion_tokens") or 0
+            if row.get("batch") and row.get("model") and row.get("cost_usd") is not None:
+                prompt, cached = row.get("prompt_tokens") or 0, row.get("cache_read_tokens") or 0
+                written = row.get("cache_write_tokens") or 0
+                on_demand = table.cost(row["model"], input_tokens=max(prompt - cached - written, 0),
+                                       output_tokens=row.get("completion_tokens") or 0, cache_read_tokens=cached,
+                                       cache_write_tokens=written)
+                if on_demand is not None:
+                    acc["batch_saved_usd"] += max(on_demand - row["cost_usd"], 0.0)
+    if not files:
+        return None
+    return {"files": files, "days": sorted(per_day), "by_day": [per_day[d] for d in sorted(per_day)]}
+
+
+def write_page(parts: list[str], settings: ReportSettings, path: str, paths: list[str] = ()) -> int:
+    """Build the page and write it whole (outfile: a temp file beside it, renamed); returns its bytes.
+    `paths`: the report's PATHS, where run reports are looked for (`run_savings`)."""
+    from batchcompact.outfile import write_text
+    from batchcompact.pricing import PriceTable
+
+    data = page_data(parts, settings)
+    data["runs"] = run_savings(list(paths), settings, PriceTable.load(settings.pricing_file))
+    text = render_page(data)
     write_text(path, text)
     return len(text.encode("utf-8"))

@@ -123,7 +123,7 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
             if html:  # the page: the same aggregation (`build_report`) per dimension and day (html.py)
                 from batchcompact.report.html import write_page
 
-                write_page(collected.parts, settings, html)
+                write_page(collected.parts, settings, html, paths)
         finally:
             collected.cleanup()
     out = ReportOutput(warnings, result.unpriced_models, result.dropped_zero, collected.files, collected.extracted,

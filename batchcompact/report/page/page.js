@@ -19,7 +19,7 @@
   const $ = (id) => document.getElementById(id);
   const state = {dimension: DATA.view.dimension, bucket: DATA.view.bucket, top: 10,
     from: days[0] || "", to: days[days.length - 1] || "", dimSort: ["cost_usd", -1], sessionSort: ["cost_usd", -1],
-    dimFilter: "", sessionFilter: "", open: new Set()};
+    dimFilter: "", sessionFilter: "", open: new Set(), sessionRows: 100};
   let chart = null;
 
   const int = new Intl.NumberFormat("en-US");
@@ -111,12 +111,22 @@
     const [lo, hi] = dayRange();
     box.append(card("period", "Period", lo <= hi ? days[lo] + " – " + days[hi] : "no use",
       lo <= hi ? fmtInt(hi - lo + 1) + " days with use" : ""));
-    const agents = groupsInRange("agent"), names = DATA.dimensions.agent.names;
-    let ours = null;
-    names.forEach((n, i) => { if (n[0] === "batchcompact" && agents.has(i)) ours = agents.get(i); });
-    box.append(card("batchcompact", "batchcompact's compactions", ours ? fmtCost(ours.cost_usd) : "none",
-      ours ? fmtInt(ours.requests) + " sessions compacted, " + fmtInt(ours.total_tokens) + " tokens (run reports)"
-        : "no run report in these files"));
+    box.append(runsCard());
+  }
+  function runsCard() {
+    const runs = DATA.runs;
+    if (!runs) return card("batchcompact", "Compacted by batchcompact", "none", "no run report (compactions-*.parquet) in these files");
+    const t = {compacted: 0, failed: 0, tokens_before: 0, tokens_after: 0, cost_usd: 0, batch_saved_usd: 0, calls: 0, latency_s: 0, output_tokens: 0};
+    runs.days.forEach((day, i) => { if (day >= state.from && day <= state.to) for (const k in t) t[k] += runs.by_day[i][k]; });
+    const lines = [];
+    if (t.tokens_before) lines.push("context " + fmtInt(t.tokens_before) + " → " + fmtInt(t.tokens_after) + " tokens (−" +
+      (100 * (1 - t.tokens_after / t.tokens_before)).toFixed(0) + "%)");
+    lines.push("cost " + fmtCost(t.cost_usd) + (t.batch_saved_usd ? "; batch API saved " + fmtCost(t.batch_saved_usd) : ""));
+    if (t.calls && t.latency_s) lines.push("summary calls: " + (t.latency_s / t.calls).toFixed(1) + " s each, " +
+      (t.output_tokens / t.latency_s).toFixed(0) + " output tokens/s");
+    const tried = t.compacted + t.failed;
+    if (tried) lines.push("failed: " + fmtInt(t.failed) + " of " + fmtInt(tried) + " (" + (100 * t.failed / tried).toFixed(1) + "%)");
+    return card("batchcompact", "Compacted by batchcompact", fmtInt(t.compacted) + (t.compacted === 1 ? " session" : " sessions"), lines.join("\n"));
   }
 
   // ---- chart
@@ -245,7 +255,7 @@
     const f = state.sessionFilter.toLowerCase();
     if (f) rows = rows.filter((r) => [r.session, r.agent, r.project, r.branch, r.model].some((v) => String(v).toLowerCase().includes(f)));
     rows.sort((a, b) => cmp(a, b, state.sessionSort[0], state.sessionSort[1]) || cmp(a, b, "session", 1));
-    const shownCap = 500, body = document.createDocumentFragment();
+    const shownCap = state.sessionRows, body = document.createDocumentFragment();
     for (const r of rows.slice(0, shownCap)) {
       const tr = el("tr", null, "session"); tr.tabIndex = 0; tr.dataset.session = r.session;
       tr.title = "Show this session's days";
@@ -264,7 +274,8 @@
       if (state.open.has(r.g)) body.append(sessionDays(r));
     }
     table.tBodies[0].replaceChildren(body);
-    const inPage = rows.length > shownCap ? " (the first " + fmtInt(shownCap) + " listed; filter or sort to see others)" : "";
+    const inPage = rows.length > shownCap ? " (the first " + fmtInt(shownCap) + " listed)" : "";
+    $("session-more").hidden = rows.length <= shownCap;
     $("session-note").textContent = fmtInt(rows.length) + " sessions in this period" + inPage +
       (S.count > S.names.length ? "; the page holds the " + fmtInt(S.names.length) + " costliest of " + fmtInt(S.count) +
         " sessions (batchcompact report --by session lists every one)" : "") + ". Click a session for its days.";
@@ -298,9 +309,9 @@
     if (f.since || f.until) parts.push("days " + (f.since || "…") + " – " + (f.until || "…"));
     $("subtitle").textContent = (days.length ? days[0] + " – " + days[days.length - 1] : "No usage in these files") +
       " · days in " + f.timezone + " · cost " + f.cost_mode + (parts.length ? " · only " + parts.join("; ") : "");
-    $("notes").textContent = "Error rate, latency and tokens per second: not shown, as none of the agents batchcompact " +
-      "reads records them per request in its usage table. " + fmtInt(DATA.dropped_zero_token_requests) +
-      " requests with no tokens left out.";
+    $("notes").textContent = "Error rate, latency and tokens per second: only batchcompact's own run reports record " +
+      "them (its summary calls, in the card above); no agent's session files give them per request in the usage " +
+      "table. " + fmtInt(DATA.dropped_zero_token_requests) + " requests with no tokens left out.";
     $("footer").textContent = "Made by batchcompact report --html. Prices: " + DATA.pricing + ". Chart: Chart.js 4.6.1 (MIT).";
     const dimSel = $("dimension");
     for (const k of Object.keys(DATA.dimensions)) { const o = el("option", DIM_LABELS[k]); o.value = k; dimSel.append(o); }
@@ -315,6 +326,7 @@
       $("from").value = state.from; $("to").value = state.to; renderAll(); });
     $("dim-filter").addEventListener("input", () => { state.dimFilter = $("dim-filter").value; renderDimTable(); });
     $("session-filter").addEventListener("input", () => { state.sessionFilter = $("session-filter").value; renderSessions(); });
+    $("session-more").addEventListener("click", () => { state.sessionRows += 100; renderSessions(); });
     renderAll();
     window.__batchcompactRendered = performance.now();  // bench/bench_html.py: time to first render
     document.body.dataset.ready = "1";
