@@ -7,7 +7,8 @@ beside `report EXPORTS --format json` on the same files (the baseline: the repor
 from), and the time to first render in Chromium (navigation start to the page's `data-ready` mark, from
 `performance.now()` in the page; Debian's /usr/bin/chromium through Playwright).
 
-    python -m bench.bench_html [--requests 1000000] [--runs 3] [--dir FOLDER]
+    python bench/bench_html.py [--requests 1000000] [--runs 3] [--dir FOLDER] [--page FILE]
+    python -m bench --only html --quick     # 100k requests, one run
 
 Generated synthetically (seeded: the same files every time): each person works on weekdays (and a few
 weekend days; two weeks off in August), about 15 sessions a day, each with one agent, one project and
@@ -26,8 +27,10 @@ import time
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from bench.figures import emit
-from bench.timing import run_checked
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from bench.figures import emit  # noqa: E402
+from bench.timing import run_checked  # noqa: E402
 
 PEOPLE, AGENTS, MODELS, PROJECTS, BRANCHES, MACHINES, DAYS = 10, 25, 30, 50, 20, 5, 365
 GOAL_BYTES, GOAL_RENDER_S = 5_000_000, 1.0
@@ -132,7 +135,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--dir", help="exports folder (kept; generated when empty)")
     parser.add_argument("--page", help="where to write the page (kept)")
+    parser.add_argument("--quick", action="store_true", help="100k requests, one run")
     args = parser.parse_args()
+    if args.quick:
+        args.requests, args.runs = min(args.requests, 100_000), 1
     work = Path(tempfile.mkdtemp(prefix="bc-html-"))
     exports = Path(args.dir) if args.dir else work / "exports"
     exports.mkdir(parents=True, exist_ok=True)
