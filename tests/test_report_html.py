@@ -344,6 +344,8 @@ def test_hostile_names_are_shown_as_text_and_an_unpriced_model_as_unpriced(brows
     assert opened.page.evaluate("window.__pwned") is None
     assert opened.column("dim-table", 0) == ["gpt-4o", HOSTILE_MODEL]
     assert opened.column("dim-table", 7) == ["$0.00", "unpriced"]  # unknown, not $0
+    legend = opened.page.evaluate("Chart.getChart(document.getElementById('chart')).data.datasets.map(d => d.label)")
+    assert legend == ["gpt-4o", HOSTILE_MODEL + " (unpriced)"]
     assert "unpriced" in opened.text("#cost-value") and HOSTILE_MODEL in opened.text("#cost-detail")
     opened.page.select_option("#dimension", "project")
     assert sorted(opened.column("dim-table", 0)) == sorted([HOSTILE_PROJECT, QUOTED_PROJECT])

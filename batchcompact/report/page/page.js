@@ -26,6 +26,8 @@
   const usd = new Intl.NumberFormat("en-US", {style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 2});
   const fmtInt = (n) => int.format(n);
   const fmtCost = (c) => usd.format(c);
+  const plural = (n, noun) => fmtInt(n) + " " + noun + (n === 1 ? "" : "s");
+  const axisCost = (v) => (Math.abs(v) >= 1 ? "$" + int.format(v) : "$" + Number(v.toPrecision(2)));
   function el(tag, text, cls) {
     const node = document.createElement(tag);
     if (text !== undefined && text !== null) node.textContent = String(text);
@@ -99,7 +101,7 @@
     const t = totals(), box = $("headline");
     box.replaceChildren();
     const unpricedModels = DATA.unpriced_models || [];
-    let costDetail = t.unpriced_requests ? fmtInt(t.unpriced_requests) + " requests unpriced (cost unknown, not $0): " +
+    let costDetail = t.unpriced_requests ? plural(t.unpriced_requests, "request") + " unpriced (cost unknown, not $0): " +
       unpricedModels.join(", ") : "every request priced";
     box.append(card("cost", "Cost", fmtCost(t.cost_usd) + (t.unpriced_requests ? " + unpriced" : ""), costDetail));
     box.append(card("requests", "Requests", fmtInt(t.requests)));
@@ -146,7 +148,8 @@
       if (shownSet.has(d.group[i])) series.get(d.group[i])[b] += d.cost_usd[i];
       else { other[b] += d.cost_usd[i]; anyOther = true; }
     }
-    const datasets = shown.map((g, j) => ({label: d.names[g].join(" · "), data: series.get(g).map((v) => +v.toFixed(6)),
+    const unpricedNote = (acc) => (!acc.unpriced_requests ? "" : acc.unpriced_requests >= acc.requests ? " (unpriced)" : " (partly unpriced)");
+    const datasets = shown.map((g, j) => ({label: d.names[g].join(" · ") + unpricedNote(sums.get(g)), data: series.get(g).map((v) => +v.toFixed(6)),
       backgroundColor: PALETTE[j % PALETTE.length], stack: "cost"}));
     if (anyOther) datasets.push({label: "other (" + (ranked.length - shown.length) + ")", data: other.map((v) => +v.toFixed(6)),
       backgroundColor: OTHER_COLOUR, stack: "cost"});
@@ -165,7 +168,7 @@
         interaction: {mode: "index", intersect: false},
         scales: {x: {stacked: true, grid: {display: false}, ticks: {autoSkip: true, maxRotation: 0}},
           y: {stacked: true, beginAtZero: true, title: {display: true, text: "cost (USD)"},
-            ticks: {callback: (v) => "$" + int.format(v)}}},
+            ticks: {callback: axisCost}}},
         plugins: {legend: {position: "right", labels: {boxWidth: 12}},
           tooltip: {callbacks: {label: (c) => c.dataset.label + ": " + fmtCost(c.parsed.y)}}},
       },
