@@ -87,7 +87,8 @@ def _summed(dimension: dict) -> dict[tuple, dict]:
     return out
 
 
-@pytest.mark.parametrize("more", [[], ["--agent", "pi"], ["--since", "2026-10-01", "--until", "2026-10-10"]])
+@pytest.mark.parametrize("more", [[], ["--agent", "pi"], ["--since", "2026-10-01", "--until", "2026-10-10"],
+                                  ["--project", "webapp", "--timezone", "Asia/Tokyo"]])
 def test_every_dimension_of_the_page_is_the_json_report_to_the_token_and_cent(tmp_path, more):
     data = page(tmp_path / "p.html", str(SAMPLES), *more)
     doc = report_json(str(SAMPLES), *more)
@@ -106,6 +107,12 @@ def test_every_dimension_of_the_page_is_the_json_report_to_the_token_and_cent(tm
                     assert value == row[column], (dim, key, column)
     sessions = report_json(str(SAMPLES), "--by", "session", *more)
     assert data["sessions"]["count"] == len(sessions["rows"])
+    want = {(row["session_id"], row["agent"], row["project"]): row for row in sessions["rows"]}
+    got = _summed(data["sessions"])
+    assert set(got) == set(want)
+    for key, row in want.items():
+        assert f"{got[key].pop('cost_usd'):.2f}" == f"{row['cost_usd']:.2f}"
+        assert got[key] == {column: row[column] for column in got[key]}, key
 
 
 def test_names_cannot_end_the_script_element(hostile, tmp_path):
