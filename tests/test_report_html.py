@@ -371,6 +371,8 @@ def test_an_empty_archive_and_a_single_day_render_a_clear_page(browser, tmp_path
     assert opened.text("#period-value") == period
     if requests is not None:  # nothing: said, no empty chart
         assert opened.text("#requests-value") == requests
+        assert opened.text("#cost-detail") == "no requests"
+        assert opened.text("#chart-empty") == "No spend in this period."
         assert opened.page.locator("#chart-empty").is_visible()
         assert not opened.page.locator("#chart-box").is_visible()
         assert opened.column("dim-table", 0) == []

@@ -102,7 +102,7 @@
     box.replaceChildren();
     const unpricedModels = DATA.unpriced_models || [];
     let costDetail = t.unpriced_requests ? plural(t.unpriced_requests, "request") + " unpriced (cost unknown, not $0): " +
-      unpricedModels.join(", ") : "every request priced";
+      unpricedModels.join(", ") : t.requests ? "every request priced" : "no requests";
     box.append(card("cost", "Cost", fmtCost(t.cost_usd) + (t.unpriced_requests ? " + unpriced" : ""), costDetail));
     box.append(card("requests", "Requests", fmtInt(t.requests)));
     box.append(card("tokens", "Tokens", fmtInt(t.total_tokens),
@@ -154,7 +154,7 @@
     if (anyOther) datasets.push({label: "other (" + (ranked.length - shown.length) + ")", data: other.map((v) => +v.toFixed(6)),
       backgroundColor: OTHER_COLOUR, stack: "cost"});
     $("chart-title").textContent = "Spend per " + state.bucket + ", by " + DIM_LABELS[dim] +
-      " (top " + Math.min(state.top, ranked.length) + (anyOther ? " and other" : "") + ")";
+      (ranked.length ? " (top " + Math.min(state.top, ranked.length) + (anyOther ? " and other" : "") + ")" : "");
     const empty = !buckets.length || !ranked.length;
     $("chart-empty").hidden = !empty;
     $("chart-box").hidden = empty;
@@ -210,7 +210,7 @@
     const body = document.createDocumentFragment();
     for (const r of rows) body.append(dimRow(r, d.keys.length));
     table.tBodies[0].replaceChildren(body);
-    const foot = dimRow(Object.assign({key0: "TOTAL", share: 1}, f ? rows.reduce((t, r) => { for (const k of NUMS) t[k] += r[k]; return t; }, zero()) : total), d.keys.length);
+    const foot = dimRow(Object.assign({key0: "TOTAL", share: total.cost_usd ? 1 : null}, f ? rows.reduce((t, r) => { for (const k of NUMS) t[k] += r[k]; return t; }, zero()) : total), d.keys.length);
     if (f) foot.lastChild.textContent = "";
     table.tFoot.replaceChildren(foot);
   }
@@ -220,7 +220,7 @@
     for (const [key] of DIM_COLUMNS) {
       const td = el("td"); td.dataset.key = key;
       if (key === "cost_usd") costCell(td, r.cost_usd, r.unpriced_requests, r.requests);
-      else if (key === "share") td.textContent = (100 * r.share).toFixed(1) + "%";
+      else if (key === "share") td.textContent = r.share === null ? "–" : (100 * r.share).toFixed(1) + "%";
       else td.textContent = fmtInt(r[key]);
       tr.append(td);
     }
