@@ -169,7 +169,7 @@
         scales: {x: {stacked: true, grid: {display: false}, ticks: {autoSkip: true, maxRotation: 0}},
           y: {stacked: true, beginAtZero: true, title: {display: true, text: "cost (USD)"},
             ticks: {callback: axisCost}}},
-        plugins: {legend: {position: "right", labels: {boxWidth: 12}},
+        plugins: {legend: {position: "bottom", labels: {boxWidth: 12}},  // long project paths fit below, not beside
           tooltip: {callbacks: {label: (c) => c.dataset.label + ": " + fmtCost(c.parsed.y)}}},
       },
     });
