@@ -16,6 +16,7 @@ request and opens from `file://`, a mail attachment or a share.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from datetime import date
 from html import escape
@@ -76,12 +77,13 @@ def page_data(parts: list[str], settings: ReportSettings, table=None) -> dict[st
         days.update(frame["local_date"].to_list())
         dims[dim] = frame
     assert head is not None
+    totals = totals_record(head)
     day_list = sorted(days)
     day_index = {d: i for i, d in enumerate(day_list)}
     data: dict[str, Any] = {
         "version": 1,
         "days": [d.isoformat() for d in day_list],
-        "totals": totals_record(head),
+        "totals": dict(zip(totals, _finite(list(totals.values())), strict=True)),
         "unpriced_models": head.unpriced_models,
         "dropped_zero_token_requests": head.dropped_zero,
         "pricing": head.pricing_source,
@@ -125,7 +127,7 @@ def _encode(frame, keys: list[str], day_index: dict[date, int]) -> dict[str, Any
         "day": [day_index[d] for d in frame["local_date"].to_list()],
     }
     for column in NUMBERS:
-        out[column] = frame[column].to_list()
+        out[column] = _finite(frame[column].to_list())
     return out
 
 
@@ -167,8 +169,14 @@ def _sessions(parts, base: ReportSettings, table, day_index: dict[date, int], us
         "last": [_iso(t) for t in per_day["last_timestamp"].to_list()],
     }
     for column in NUMBERS:
-        out[column] = per_day[column].to_list()
+        out[column] = _finite(per_day[column].to_list())
     return out
+
+
+def _finite(values: list) -> list:
+    """A column as JSON may hold it: a cost that is no finite number (a file recorded NaN) as null,
+    which the page adds as 0 and the JSON report would print as NaN, which no JSON reader accepts."""
+    return [None if isinstance(v, float) and not math.isfinite(v) else v for v in values]
 
 
 def _iso(value) -> str | None:
