@@ -484,3 +484,17 @@ def test_what_batchcompact_s_runs_did_is_in_the_headline(browser, tmp_path):
     opened.page.dispatch_event("#from", "change")
     assert opened.text("#batchcompact-value") == "0 sessions"
     opened.clean(path)
+
+
+def test_a_dimension_of_many_groups_keeps_the_costliest_and_sums_the_rest_per_day(tmp_path, monkeypatch):
+    from batchcompact.report import html as html_module
+
+    monkeypatch.setattr(html_module, "MAX_KEYS", 3)
+    data = page(tmp_path / "p.html", str(SAMPLES))
+    rows = report_json(str(SAMPLES), "--by", "model")["rows"]
+    got = _summed(data["dimensions"]["model"])
+    assert [key for key in got if key != ("(other)",)] == sorted((row["model"],) for row in rows[:2])
+    rest = rows[2:]
+    assert got[("(other)",)]["requests"] == sum(row["requests"] for row in rest)
+    assert got[("(other)",)]["total_tokens"] == sum(row["total_tokens"] for row in rest)
+    assert f"{got[('(other)',)]['cost_usd']:.2f}" == f"{sum(row['cost_usd'] for row in rest):.2f}"
