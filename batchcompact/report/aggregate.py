@@ -272,16 +272,34 @@ def _aggs(total: bool = False) -> list[pl.Expr]:
     ]
 
 
-def build_report(parts: list[str], settings: ReportSettings, table: PriceTable | None = None) -> Report:
-    """The report for the given usage parts."""
+USAGE_ORDER = ["timestamp", "agent", "source", "session_id", "dedupe_key", "model", "total_tokens", "output_tokens"]
+
+
+def _usage(parts: list[str], settings: ReportSettings) -> pl.LazyFrame:
+    """Deduplicated once: the price lookup, the groups and the totals all read it (one row per request,
+    far smaller than the transcripts; the dedupe's group_by holds it in memory anyway).
+    Sorted by time, so the blocks and any order-sensitive step read the rows in one order (the sums
+    themselves are exact: see pico_usd)."""
+    return scan_usage(parts, settings).collect().sort(USAGE_ORDER, nulls_last=True).lazy()
+
+
+def priced_usage(parts: list[str], settings: ReportSettings, table: PriceTable) -> tuple[pl.DataFrame, list[str]]:
+    """The deduplicated, priced requests `build_report` starts from (and the unpriced models), for several
+    reports of one archive under one cost mode and machine (`build_report(..., usage=)`)."""
+    lf, unpriced = add_costs(_usage(parts, settings), table, settings.cost_mode)
+    return lf.collect(), unpriced
+
+
+def build_report(parts: list[str], settings: ReportSettings, table: PriceTable | None = None,
+                 also: tuple[str, ...] = (), usage: tuple[pl.DataFrame, list[str]] | None = None) -> Report:
+    """The report for the given usage parts. `also`: columns added to the group key after `--by`'s
+    (`local_date`, `branch`: the HTML page's groups per day, report/html.py), summed by the same rules;
+    `usage`: `priced_usage(parts, settings, table)` already made (same cost mode and machine)."""
     table = table or PriceTable.load(settings.pricing_file)
-    # Deduplicated once: the price lookup, the groups and the totals all read it (one row per request,
-    # far smaller than the transcripts; the dedupe's group_by holds it in memory anyway).
-    # Sorted by time, so the blocks and any order-sensitive step read the rows in one order (the sums
-    # themselves are exact: see pico_usd).
-    order = ["timestamp", "agent", "source", "session_id", "dedupe_key", "model", "total_tokens", "output_tokens"]
-    usage = scan_usage(parts, settings).collect().sort(order, nulls_last=True).lazy()
-    lf, unpriced = add_costs(usage, table, settings.cost_mode)
+    if usage is not None:  # priced_usage's, shared by several reports of one archive (the HTML page)
+        lf, unpriced = usage[0].lazy(), list(usage[1])
+    else:
+        lf, unpriced = add_costs(_usage(parts, settings), table, settings.cost_mode)
     lf = with_names(lf, settings)
     lf = filter_usage(with_periods(lf, settings.timezone, settings.by, settings.start_of_week), settings)
     if settings.by == "request":  # the per-request export (report/export.py): every request, those with no
@@ -307,6 +325,7 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
     keys = list(GROUP_KEYS[settings.by])
     if settings.breakdown and "model" not in keys:
         keys.append("model")
+    keys += [k for k in also if k not in keys]
     rows, zero, totals_frame = pl.collect_all(
         [lf.group_by(keys).agg(_aggs()), zero_frame, lf.select(_aggs(total=True))]
     )

@@ -51,7 +51,7 @@ class ReportOutput:
 
 def produce_report(paths: list[str], settings: ReportSettings, fmt: str, output: str | None, *,
                    sources: list[dict], cache_dir: str | Path | None = None, no_cache: bool = False,
-                   cache_above: int = 0, jobs: int | None = None, chart: str | None = None, executor: Callable[[], Any] | None = None,
+                   cache_above: int = 0, jobs: int | None = None, chart: str | None = None, html: str | None = None, executor: Callable[[], Any] | None = None,
                    warn: Callable[[str], None] | None = None) -> ReportOutput:
     """The report for `paths`: replayed from the stored result when the archive and options are unchanged,
     else built. `executor()` opens the executor for extraction (None: local processes); `warn` hears each
@@ -61,12 +61,12 @@ def produce_report(paths: list[str], settings: ReportSettings, fmt: str, output:
     `paths` were discovered in (none: given by the user); such folders holding no file are a report of
     zero, given PATHS that hold none a usage error."""
     results = None
-    if not no_cache and not chart:
+    if not no_cache and not chart and not html:
         results = _stored_results(paths, settings, fmt, sources, cache_dir)
         if results is not None and (kept := results[0].load(results[1])) is not None:
             return ReportOutput.stored(kept)
     out = _full_report(paths, settings, fmt, output, sources, cache_dir=cache_dir, no_cache=no_cache,
-                       cache_above=cache_above, jobs=jobs, chart=chart, executor=executor, warn=warn)
+                       cache_above=cache_above, jobs=jobs, chart=chart, html=html, executor=executor, warn=warn)
     if results is not None and out.texts:
         results[0].store(results[1], out.kept())
     return out
@@ -85,7 +85,7 @@ def _stored_results(paths, settings: ReportSettings, fmt: str, sources: list[dic
 
 
 def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, sources: list[dict], *, cache_dir,
-                 no_cache: bool, cache_above: int = 0, jobs, chart, executor, warn) -> ReportOutput:
+                 no_cache: bool, cache_above: int = 0, jobs, chart, executor, warn, html=None) -> ReportOutput:
     """Collect (cache-aware), aggregate (polars, or plain Python for a supported `--no-cache` report), render."""
     from batchcompact.folders import cache_folder
     from batchcompact.report.render import report_records, table_width, write_report
@@ -94,7 +94,7 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
 
     runner = executor() if executor is not None else None
     quick = walk = None
-    if runner is None and not chart:
+    if runner is None and not chart and not html:
         quick, walk = _quick_report(paths, settings, fmt, jobs, None if no_cache else cache_above,
                                     None if no_cache else cache_dir or cache_folder(), empty_ok)
     if quick is not None:
@@ -120,6 +120,10 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
                 from batchcompact.report.chart import write_chart
 
                 write_chart(chart_report(result, collected.parts, settings), chart)
+            if html:  # the page: the same aggregation (`build_report`) per dimension and day (html.py)
+                from batchcompact.report.html import write_page
+
+                write_page(collected.parts, settings, html, paths)
         finally:
             collected.cleanup()
     out = ReportOutput(warnings, result.unpriced_models, result.dropped_zero, collected.files, collected.extracted,
