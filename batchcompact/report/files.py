@@ -39,8 +39,10 @@ log = logging.getLogger(__name__)
 # agent, Codex forks and sub-agent replays count only the child's own turns, the other agents' readers;
 # 7 = Codex `cache_write_input_tokens`; 8 = a file of no agent or not readable is named (`unread`), a
 # compactions-*.parquet that is not a run report by its schema is left out; 9 = a provider's response id
-# keys a row with its numbers (`schema.CallKeys`); 10 = OpenClaw's cold-stored `event_zstd` events counted.
-EXTRACT_RULES_VERSION = 10
+# keys a row with its numbers (`schema.CallKeys`); 10 = OpenClaw's cold-stored `event_zstd` events counted;
+# 11 = pi-format messages keyed by their times and counts (`schema.PiEntryKeys`: a fork or a migrated copy
+# counts once).
+EXTRACT_RULES_VERSION = 11
 
 
 def part_file(cache_dir: str | Path, source: str) -> Path:
