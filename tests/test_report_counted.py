@@ -112,3 +112,66 @@ def test_a_v1_session_and_its_migrated_copies_count_once(tmp_path, cache):
     by_us = our_migrated(v1, tmp_path / "ours" / "migrated.jsonl")
     for copies in ([by_pi], [by_us], [by_pi, by_us]):
         assert totals(report(tmp_path, v1, *copies, cache=cache)) == totals(alone), copies
+
+
+# --- Copilot CLI's own compaction call ---------------------------------------------------------------
+
+RECORDED_COPILOT = Path(__file__).parent / "data" / "recorded" / "copilot-cli" / "session-compacted.jsonl"
+
+
+def copilot_log(tmp_path: Path, name: str, events: list[dict]) -> Path:
+    return write_lines(tmp_path / name / "session-state" / "9bea0655" / "events.jsonl", events)
+
+
+def by_kind(tmp_path: Path, *paths: Path, cache: list[str]) -> dict:
+    result = CliRunner().invoke(cli, ["report", *map(str, paths), "--by", "request", "--format", "jsonl", *cache,
+                                      "--cache-dir", str(tmp_path / "cache")], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    out: dict[str, list] = {}
+    for row in map(json.loads, result.stdout.splitlines()):
+        out.setdefault(row["kind"], []).append(
+            (row["model"], row["input_tokens"], row["output_tokens"], row["cache_read_tokens"]))
+    return out
+
+
+@pytest.mark.parametrize("cache", PATHS)
+def test_copilots_own_compaction_call_counts_once(tmp_path, cache):
+    """A real Copilot CLI log compacted by `copilot -p /compact` (tests/data/recorded): its 11 usage records,
+    and the compaction call recorded only in `compaction_complete.compactionTokensUsed` (7,522 input
+    including 3,761 cache reads, 9 output, gpt-4.1): 12 requests (11 before), once in two copies."""
+    events = read_lines(RECORDED_COPILOT)
+    records = [e["data"]["usage"] for e in events if e["type"] == "session.usage_record"]
+    assert len(records) == 11
+    log = copilot_log(tmp_path, "a", events)
+    kinds = by_kind(tmp_path, log, cache=cache)
+    assert kinds["compaction"] == [("gpt-4.1", 7522 - 3761, 9, 3761)]
+    assert sorted(kinds["main"]) == sorted(("gpt-4.1", r["inputTokens"] - r["cacheReadTokens"], r["outputTokens"],
+                                            r["cacheReadTokens"]) for r in records)
+    copy = copilot_log(tmp_path, "b", events)
+    assert by_kind(tmp_path, log, copy, cache=cache) == kinds
+    # a log whose compaction call also has its own usage record counts that record, not both
+    end = next(i for i, e in enumerate(events) if e["type"] == "session.compaction_complete")
+    used = events[end]["data"]["compactionTokensUsed"]
+    record = {"type": "session.usage_record", "id": "compaction-call", "timestamp": events[end]["timestamp"],
+              "data": {"usage": {"model": "gpt-4.1", "inputTokens": used["inputTokens"],
+                                 "outputTokens": used["outputTokens"], "cacheReadTokens": used["cacheReadTokens"],
+                                 "cacheWriteTokens": 0, "interactionType": "conversation-compaction",
+                                 "apiCallId": "chatcmpl-compaction"}}}
+    both = copilot_log(tmp_path, "c", [*events[:end], record, *events[end:]])
+    assert by_kind(tmp_path, both, cache=cache) == kinds
+
+
+@pytest.mark.parametrize("cache", PATHS)
+def test_a_copilot_compaction_batchcompact_wrote_is_left_to_the_run_report(tmp_path, cache):
+    """Our writer records our summary calls in `compactionTokensUsed` too (no model, a name-based attempt
+    id: agents/copilot/write.py); the run report counts them, so the log does not count them again."""
+    from batchcompact.agents.copilot.write import NAMESPACE, compaction_tokens_used
+
+    events = [e for e in read_lines(RECORDED_COPILOT) if not e["type"].startswith("session.compaction")]
+    before = by_kind(tmp_path, copilot_log(tmp_path, "a", events), cache=cache)
+    ours = {"type": "session.compaction_complete", "id": "e-ours", "timestamp": events[-1]["timestamp"],
+            "data": {"success": True, "compactionAttemptId": str(uuid.uuid5(NAMESPACE, "s|leaf|kept|attempt")),
+                     "compactionTokensUsed": compaction_tokens_used(
+                         {"input": 900, "output": 80, "cacheRead": 100, "cacheWrite": 0}, 1)}}
+    assert by_kind(tmp_path, copilot_log(tmp_path, "b", [*events, ours]), cache=cache) == before
+    assert "compaction" not in before

@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 # compactions-*.parquet that is not a run report by its schema is left out; 9 = a provider's response id
 # keys a row with its numbers (`schema.CallKeys`); 10 = OpenClaw's cold-stored `event_zstd` events counted;
 # 11 = pi-format messages keyed by their times and counts (`schema.PiEntryKeys`: a fork or a migrated copy
-# counts once).
+# counts once), Copilot CLI's own compaction call (`compactionTokensUsed`) counted.
 EXTRACT_RULES_VERSION = 11
 
 
