@@ -175,3 +175,34 @@ def test_a_copilot_compaction_batchcompact_wrote_is_left_to_the_run_report(tmp_p
                          {"input": 900, "output": 80, "cacheRead": 100, "cacheWrite": 0}, 1)}}
     assert by_kind(tmp_path, copilot_log(tmp_path, "b", [*events, ours]), cache=cache) == before
     assert "compaction" not in before
+
+
+# --- a request that names no model -------------------------------------------------------------------
+
+def pi_requests(path: Path, models: list[str | None]) -> Path:
+    """A pi session with one assistant message per model (None: the message names no model)."""
+    lines: list[dict] = [{"type": "session", "version": 3, "id": "s-models", "timestamp": "2026-02-01T10:00:00.000Z",
+                          "cwd": "/work/app"}]
+    for n, model in enumerate(models):
+        message = {"role": "assistant", "content": [], "timestamp": 1769940000000 + n,
+                   "usage": {"input": 100 + n, "output": 10, "cacheRead": 0, "cacheWrite": 0}}
+        if model is not None:
+            message.update(provider="acme", model=model)
+        lines.append({"type": "message", "id": f"e{n}", "parentId": f"e{n - 1}" if n else None,
+                      "timestamp": f"2026-02-01T10:00:0{n}.000Z", "message": message})
+    return write_lines(path, lines)
+
+
+@pytest.mark.parametrize("cache", PATHS)
+def test_a_request_with_no_model_is_named_and_every_unpriced_model_too(tmp_path, cache):
+    session = pi_requests(tmp_path / "s.jsonl", [None, "no-such-model-x", None, "claude-sonnet-4-5"])
+    result = CliRunner().invoke(cli, ["report", str(session), "--by", "model", "--format", "json", *cache,
+                                      "--cache-dir", str(tmp_path / "cache")], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    rows = {row["model"]: row["requests"] for row in json.loads(result.stdout)["rows"]}
+    assert rows == {"(unknown model)": 2, "no-such-model-x": 1, "claude-sonnet-4-5": 1}
+    warning = next(line for line in result.stderr.splitlines() if "no price for" in line)
+    assert "(unknown model)" in warning and "no-such-model-x" in warning and "claude" not in warning
+    table = CliRunner().invoke(cli, ["report", str(session), "--by", "model", *cache, "--cache-dir",
+                                     str(tmp_path / "cache")], catch_exceptions=False)
+    assert "(unknown model)" in table.stdout

@@ -47,11 +47,13 @@ from batchcompact.report.settings import (  # noqa: F401  (re-exported)
     GROUPINGS,
     PERIODS,
     UNKNOWN,
+    UNKNOWN_MODEL,
     WEEKDAYS,
     ProjectNames,
     ReportSettings,
     branch_name,
     last_periods_since,
+    model_name,
     provider_name,
     sort_order,
     week_start_index,
@@ -122,7 +124,7 @@ def price_frame(
         info = table.lookup(model, provider) if model else None
         rates = info.rates() if info else ()
         if not rates:
-            unpriced.add(model or "(unknown)")
+            unpriced.add(model_name(model))
         width = max(width, len(rates))
         records.append((model or "", provider or "", rates))
     data: dict[str, list] = {"_model": [r[0] for r in records], "_provider": [r[1] for r in records]}
@@ -180,6 +182,9 @@ def with_names(lf: pl.LazyFrame, settings: ReportSettings) -> pl.LazyFrame:
     names = ProjectNames(settings)
     if settings.by == "request":  # an export keeps what the files recorded: aliases apply where it is read
         return lf
+    # a request whose file names no model is shown as such (after pricing, which reads the recorded model)
+    lf = lf.with_columns(pl.when(pl.col("model").is_null() | (pl.col("model") == "")).then(pl.lit(UNKNOWN_MODEL))
+                         .otherwise(pl.col("model")).alias("model"))
     if settings.by == "group":  # from the recorded project, before it is renamed (a group may list its path)
         lf = _mapped(lf, ["project"], names.group, "group", pl.String)
     if names.active:

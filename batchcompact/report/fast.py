@@ -53,6 +53,7 @@ from batchcompact.report.settings import (
     ReportSettings,
     branch_name,
     last_periods_since,
+    model_name,
     provider_name,
     sort_order,
     week_start_index,
@@ -301,7 +302,7 @@ class Pricer:
             info = self.table.lookup(model, provider) if model else None
             found = info.rates() if info else ()
             if not found:
-                self.unpriced.add(model or "(unknown)")
+                self.unpriced.add(model_name(model))
             rates = tuple((float(t.above_tokens), tuple(map(float, t.prices()))) for t in found)
             self.rates[pair] = rates
         return rates
@@ -410,8 +411,7 @@ class Group:
         picos = list(map(_PICO_OF, rows))
         group.unpriced = picos.count(None)
         group.pico = sum(filter(None, picos))  # None (unpriced) and 0 add nothing
-        group.models = set(map(_MODEL_OF, rows))
-        group.models.discard(None)
+        group.models = set(map(model_name, map(_MODEL_OF, rows)))
         group.agents = set(map(_AGENT_OF, rows))
         times = list(filter(None, map(_TIME_OF, rows)))  # a datetime is never false; None is
         if times:
@@ -676,6 +676,8 @@ def _key_getter(name: str, periods: Periods | None, names: ProjectNames) -> Call
     if name == "branch":
         return lambda row: branch_name(row[BRANCH])
     index = KEY_INDEX[name]
+    if name == "model":
+        return lambda row: model_name(row[index])
     if name == "session_id":
         return lambda row: UNKNOWN if row[index] is None else row[index]
     return operator.itemgetter(index)

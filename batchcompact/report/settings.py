@@ -96,6 +96,14 @@ def last_periods_since(settings: ReportSettings) -> date | None:
 # ---- the columns some groupings add (both engines call these: the rules are written once) ----
 
 UNKNOWN = "unknown"
+# A request whose file names no model (null or empty): its name in `--by model`, the `models` lists, the
+# chart, the blocks and the unpriced warning.
+UNKNOWN_MODEL = "(unknown model)"
+
+
+def model_name(model: str | None) -> str:
+    """The model as the report shows it: UNKNOWN_MODEL where the file names none."""
+    return model or UNKNOWN_MODEL
 # Provider names agents spell differently for the same company (lower case first).
 PROVIDER_ALIASES = {
     "claude": "anthropic", "gemini": "google", "google_ai": "google", "google-vertex": "google",
