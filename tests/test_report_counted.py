@@ -206,3 +206,48 @@ def test_a_request_with_no_model_is_named_and_every_unpriced_model_too(tmp_path,
     table = CliRunner().invoke(cli, ["report", str(session), "--by", "model", *cache, "--cache-dir",
                                      str(tmp_path / "cache")], catch_exceptions=False)
     assert "(unknown model)" in table.stdout
+
+
+# --- --breakdown keeps each group's rows together ----------------------------------------------------
+
+def priced_session(path: Path, session: str, calls: list[tuple[str, str, float]]) -> Path:
+    """A pi session of (provider, model, recorded cost) calls (the cost is what `auto` counts)."""
+    lines: list[dict] = [{"type": "session", "version": 3, "id": session, "timestamp": "2026-02-01T10:00:00.000Z",
+                          "cwd": "/work/app"}]
+    minute = sum(map(ord, session)) % 60  # another session's calls are at other times
+    for n, (provider, model, cost) in enumerate(calls):
+        lines.append({"type": "message", "id": f"{session}-{n}", "parentId": None,
+                      "timestamp": f"2026-02-01T10:{minute:02d}:{n:02d}.000Z",
+                      "message": {"role": "assistant", "content": [], "provider": provider, "model": model,
+                                  "timestamp": 1769940000000 + minute * 60_000 + n,
+                                  "usage": {"input": 1000 + n, "output": 10, "cacheRead": 0, "cacheWrite": 0,
+                                            "cost": {"total": cost}}}})
+    return write_lines(path, lines)
+
+
+CALLS = [("beta", "m1", 5.0), ("alpha", "m1", 4.0), ("alpha", "m2", 3.0), ("alpha", "m3", 2.0), ("beta", "m2", 1.0)]
+
+
+@pytest.mark.parametrize("cache", PATHS)
+def test_breakdown_rows_stay_with_their_group(tmp_path, cache):
+    """By cost alone the rows went beta, alpha, alpha, alpha, beta; grouped: alpha ($9) then beta ($6),
+    each group's models by cost."""
+    session = priced_session(tmp_path / "s" / "a.jsonl", "s-a", CALLS)
+    rows = report(tmp_path, session, "--by", "provider", "--breakdown", cache=cache)["rows"]
+    assert [(r["provider"], r["model"]) for r in rows] == [
+        ("alpha", "m1"), ("alpha", "m2"), ("alpha", "m3"), ("beta", "m1"), ("beta", "m2")]
+    rows = report(tmp_path, session, "--by", "provider", "--breakdown", "--order", "asc", cache=cache)["rows"]
+    assert [(r["provider"], r["model"]) for r in rows] == [
+        ("beta", "m2"), ("beta", "m1"), ("alpha", "m3"), ("alpha", "m2"), ("alpha", "m1")]
+    # --by machine: two machines' exports read back
+    exports = []
+    for machine, calls in (("beta", [c for c in CALLS if c[0] == "beta"]), ("alpha", [c for c in CALLS if c[0] == "alpha"])):
+        folder = tmp_path / machine
+        priced_session(folder / "s.jsonl", f"s-{machine}", calls)
+        exports.append(tmp_path / f"{machine}.jsonl")
+        result = CliRunner().invoke(cli, ["report", str(folder), "--by", "request", "--format", "jsonl", "--machine",
+                                          machine, "-o", str(exports[-1]), "--no-cache"], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+    rows = report(tmp_path, *exports, "--by", "machine", "--breakdown", cache=cache)["rows"]
+    assert [(r["machine"], r["model"]) for r in rows] == [
+        ("alpha", "m1"), ("alpha", "m2"), ("alpha", "m3"), ("beta", "m1"), ("beta", "m2")]

@@ -43,7 +43,9 @@ from batchcompact.report import rules
 from batchcompact.report.result import Report
 from batchcompact.report.settings import (  # noqa: F401  (re-exported)
     COST_MODES,
+    GROUP_COST,
     GROUP_KEYS,
+    GROUP_LAST,
     GROUPINGS,
     PERIODS,
     UNKNOWN,
@@ -52,6 +54,8 @@ from batchcompact.report.settings import (  # noqa: F401  (re-exported)
     ProjectNames,
     ReportSettings,
     branch_name,
+    breakdown_groups,
+    group_values,
     last_periods_since,
     model_name,
     provider_name,
@@ -336,4 +340,11 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
 
 
 def sort_rows(rows: pl.DataFrame, keys: list[str], settings: ReportSettings) -> pl.DataFrame:
-    return rows.sort(**_sort_args(sort_order(settings, keys)))
+    base = breakdown_groups(settings, keys)
+    if base is None:
+        return rows.sort(**_sort_args(sort_order(settings, keys)))
+    costs, lasts = group_values(list(rows.select(base).iter_rows()), rows["cost_usd"].to_list(),
+                                rows["last_timestamp"].to_list())
+    derived = rows.with_columns(pl.Series(GROUP_COST, costs, dtype=pl.Int64),
+                                pl.Series(GROUP_LAST, lasts, dtype=rows.schema["last_timestamp"]))
+    return derived.sort(**_sort_args(sort_order(settings, keys))).drop(GROUP_COST, GROUP_LAST)

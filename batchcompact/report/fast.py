@@ -46,12 +46,16 @@ from batchcompact.report.files import (
 from batchcompact.report.result import Report
 from batchcompact.report.schema import COLUMNS as USAGE_COLUMNS
 from batchcompact.report.settings import (
+    GROUP_COST,
     GROUP_KEYS,
+    GROUP_LAST,
     PERIODS,
     UNKNOWN,
     ProjectNames,
     ReportSettings,
     branch_name,
+    breakdown_groups,
+    group_values,
     last_periods_since,
     model_name,
     provider_name,
@@ -685,7 +689,17 @@ def _key_getter(name: str, periods: Periods | None, names: ProjectNames) -> Call
 
 def sort_records(records: list[dict], keys: list[str], settings: ReportSettings) -> list[dict]:
     """`aggregate.sort_rows` (stable sorts from the last key to the first; nulls last either way)."""
-    return _sorted(records, sort_order(settings, keys))
+    base = breakdown_groups(settings, keys)
+    if base is None:
+        return _sorted(records, sort_order(settings, keys))
+    costs, lasts = group_values([tuple(r[k] for k in base) for r in records], [r["cost_usd"] for r in records],
+                                [r["last_timestamp"] for r in records])
+    for record, cost, last in zip(records, costs, lasts, strict=True):
+        record[GROUP_COST], record[GROUP_LAST] = cost, last
+    out = _sorted(records, sort_order(settings, keys))
+    for record in out:
+        del record[GROUP_COST], record[GROUP_LAST]
+    return out
 
 
 def _sorted(records: list[dict], order: list[tuple[str, bool]]) -> list[dict]:
