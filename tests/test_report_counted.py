@@ -251,3 +251,38 @@ def test_breakdown_rows_stay_with_their_group(tmp_path, cache):
     rows = report(tmp_path, *exports, "--by", "machine", "--breakdown", cache=cache)["rows"]
     assert [(r["machine"], r["model"]) for r in rows] == [
         ("alpha", "m1"), ("alpha", "m2"), ("alpha", "m3"), ("beta", "m1"), ("beta", "m2")]
+
+
+# --- the Parquet report's period keys are dates ------------------------------------------------------
+
+@pytest.mark.parametrize("by", ["day", "week", "month"])
+def test_the_parquet_reports_period_keys_are_dates(tmp_path, by):
+    """`--format parquet`: `date` and `week` (its first day) are Parquet dates, `month` its first day (they
+    were strings); the footer names the table and its version (2). Same groups and sums as JSON."""
+    import datetime as dt
+
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    samples = Path(__file__).parent.parent / "sample_sessions"
+    out = tmp_path / "r.parquet"
+    result = CliRunner().invoke(cli, ["report", str(samples), "--by", by, "--format", "parquet", "-o", str(out),
+                                      "--cache-dir", str(tmp_path / "cache")], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    key = {"day": "date", "week": "week", "month": "month"}[by]
+    frame = pl.read_parquet(out)
+    assert frame.schema[key] == pl.Date
+    assert str(pq.read_schema(out).field(key).type) == "date32[day]"  # DuckDB's DATE
+    metadata = pq.read_schema(out).metadata
+    assert (metadata[b"batchcompact_table"], metadata[b"schema_version"]) == (b"report", b"2")
+    labels = [row[key] for row in report(tmp_path, samples, "--by", by, cache=["--no-cache"])["rows"]]
+    as_dates = [dt.date.fromisoformat(label + "-01" if by == "month" else label) for label in labels]
+    assert frame[key].to_list() == as_dates and len(as_dates) > 0
+    if by == "week":
+        assert all(day.isoweekday() == 1 for day in as_dates)  # weeks start on Monday
+    import jsonschema  # every row as schemas/report-v2.schema.json describes it
+
+    schema = json.loads((Path(__file__).parent.parent / "schemas" / "report-v2.schema.json").read_text())
+    for row in frame.to_dicts():
+        plain = {k: v.isoformat() if isinstance(v, (dt.date, dt.datetime)) else v for k, v in row.items()}
+        jsonschema.validate(plain, schema, format_checker=jsonschema.FormatChecker())
