@@ -286,3 +286,78 @@ def test_the_parquet_reports_period_keys_are_dates(tmp_path, by):
     for row in frame.to_dicts():
         plain = {k: v.isoformat() if isinstance(v, (dt.date, dt.datetime)) else v for k, v in row.items()}
         jsonschema.validate(plain, schema, format_checker=jsonschema.FormatChecker())
+
+
+# --- an export cut short is named, and the report says it is incomplete ------------------------------
+
+SAMPLES = Path(__file__).parent.parent / "sample_sessions"
+
+
+def write_export(tmp_path: Path, fmt: str) -> Path:
+    out = tmp_path / f"export.{fmt}"
+    result = CliRunner().invoke(cli, ["report", str(SAMPLES), "--by", "request", "--format", fmt, "-o", str(out),
+                                      "--machine", "laptop", "--no-cache"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def counted_rows(data: bytes, fmt: str) -> int:
+    """The whole rows of an export's bytes that a report counts (some tokens or a recorded cost)."""
+    import csv
+    import io
+
+    text = data.decode("utf-8")
+    text = text[: text.rindex("\n") + 1]
+    records = (list(csv.DictReader(io.StringIO(text))) if fmt == "csv"
+               else [json.loads(line) for line in text.splitlines()])
+    return sum(1 for r in records if int(r["total_tokens"]) > 0 or float(r["recorded_cost_usd"] or 0) > 0)
+
+
+def run_report(tmp_path: Path, path: Path, cache: list[str]):
+    return CliRunner().invoke(cli, ["report", str(path), "--by", "machine", "--format", "json", *cache,
+                                    "--cache-dir", str(tmp_path / "cache")], catch_exceptions=False)
+
+
+@pytest.mark.parametrize("cache", PATHS)
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+@pytest.mark.parametrize("where", ["mid-line", "line end"])
+def test_an_export_cut_short_is_named_with_the_rows_it_lost(tmp_path, cache, fmt, where):
+    """Half a synced export passed for a whole one (a 'line skipped' warning, exit 0, 27 requests of 495):
+    it is named, with the rows it lost (every row of a version-2 export says how many it was written
+    with), its rows so far are counted, and the report exits 1."""
+    whole = write_export(tmp_path, fmt)
+    data = whole.read_bytes()
+    rows = data.count(b"\n") - (1 if fmt == "csv" else 0)
+    assert rows > 100
+    full = run_report(tmp_path, whole, cache)
+    assert full.exit_code == 0 and "incomplete" not in full.stderr
+    assert json.loads(full.stdout)["totals"]["requests"] == counted_rows(data, fmt)
+    cut_at = len(data) // 2
+    if where == "line end":
+        cut_at = data.rindex(b"\n", 0, cut_at) + 1
+    cut = tmp_path / "shared" / whole.name
+    cut.parent.mkdir()
+    cut.write_bytes(data[:cut_at])
+    kept = data[:cut_at].count(b"\n") - (1 if fmt == "csv" else 0)  # whole rows left
+    result = run_report(tmp_path, cut, cache)
+    assert result.exit_code == 1, result.output
+    ends = "it ends mid-line" if where == "mid-line" else "it ends early"
+    assert (f"warning: {cut}: a usage export cut short (half-synced?): {rows - kept:,} of its {rows:,} rows are "
+            f"missing ({ends}); the report is incomplete") in result.stderr
+    assert "warning: the report is incomplete: 1 usage export cut short (named above); exit 1" in result.stderr
+    assert json.loads(result.stdout)["totals"]["requests"] == counted_rows(data[:cut_at], fmt)
+    again = run_report(tmp_path, cut, cache)  # a stored report replayed says it too
+    assert again.exit_code == 1 and "the report is incomplete" in again.stderr
+
+
+def test_a_version_1_export_cut_mid_line_is_named_without_a_count(tmp_path):
+    """A version-1 export (before `export_rows`) cut mid-line: named, incomplete, no count to give."""
+    lines = [json.loads(line) for line in write_export(tmp_path, "jsonl").read_text().splitlines()]
+    old = "".join(json.dumps({**{k: v for k, v in r.items() if k != "export_rows"}, "export_version": 1},
+                             separators=(",", ":")) + "\n" for r in lines)
+    cut = tmp_path / "old.jsonl"
+    cut.write_text(old[: len(old) // 2])
+    result = run_report(tmp_path, cut, ["--no-cache"])
+    assert result.exit_code == 1, result.output
+    assert (f"warning: {cut}: a usage export cut short (half-synced?): it ends mid-line; how many rows it lost "
+            "is not known (an export of version 1 does not say); the report is incomplete") in result.stderr

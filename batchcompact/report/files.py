@@ -41,7 +41,8 @@ log = logging.getLogger(__name__)
 # compactions-*.parquet that is not a run report by its schema is left out; 9 = a provider's response id
 # keys a row with its numbers (`schema.CallKeys`); 10 = OpenClaw's cold-stored `event_zstd` events counted;
 # 11 = pi-format messages keyed by their times and counts (`schema.PiEntryKeys`: a fork or a migrated copy
-# counts once), Copilot CLI's own compaction call (`compactionTokensUsed`) counted.
+# counts once), Copilot CLI's own compaction call (`compactionTokensUsed`) counted, an export cut short
+# named (`incomplete`).
 EXTRACT_RULES_VERSION = 11
 
 
@@ -239,6 +240,11 @@ class Tally:
     def unread(self) -> int:
         """Files the report could not read or that are no session (each named in a warning)."""
         return sum(stat.get("unread", 0) for stat in self.stats)
+
+    @property
+    def incomplete(self) -> int:
+        """Usage exports cut short (each named in a warning): the report lacks their lost rows."""
+        return sum(stat.get("incomplete", 0) for stat in self.stats)
 
     def stat_files(self, paths: Iterable[str | Path], walk: Walk | None = None,
                    empty_ok: bool = False) -> list[tuple[str, FileKey]]:
