@@ -361,3 +361,35 @@ def test_a_version_1_export_cut_mid_line_is_named_without_a_count(tmp_path):
     assert result.exit_code == 1, result.output
     assert (f"warning: {cut}: a usage export cut short (half-synced?): it ends mid-line; how many rows it lost "
             "is not known (an export of version 1 does not say); the report is incomplete") in result.stderr
+
+
+# --- Claude Code: two calls with both ids repeated -----------------------------------------------------
+
+def claude_line(n: int, usage: dict, *, message_id: str = "msg_mock", request_id: str = "req_mock") -> dict:
+    return {"type": "assistant", "uuid": f"u{n}", "parentUuid": f"u{n - 1}" if n else None, "sessionId": "s-mock",
+            "cwd": "/work/app", "timestamp": f"2026-02-01T10:00:{n:02d}.000Z", "requestId": request_id,
+            "message": {"id": message_id, "role": "assistant", "model": "claude-sonnet-4-5",
+                        "content": [{"type": "text", "text": f"block {n}"}], "usage": usage}}
+
+
+def usage(inp: int, out: int, cache_read: int = 0) -> dict:
+    return {"input_tokens": inp, "output_tokens": out, "cache_read_input_tokens": cache_read,
+            "cache_creation_input_tokens": 0}
+
+
+@pytest.mark.parametrize("cache", PATHS)
+def test_claude_calls_that_repeat_both_ids_are_told_apart_by_their_prompt(tmp_path, cache):
+    """A server that answers every request with one message id and request id: each call streamed as two
+    lines (the prompt side fixed, the output growing); the second call has another prompt side. Two
+    requests (they were one), once in a copy of the file."""
+    lines = [claude_line(0, usage(10, 3, 100)), claude_line(1, usage(10, 40, 100)),  # call 1, streamed
+             claude_line(2, usage(12, 5, 150)), claude_line(3, usage(12, 60, 150))]  # call 2, streamed
+    session = write_lines(tmp_path / "projects" / "-work-app" / "s-mock.jsonl", lines)
+    data = report(tmp_path, session, cache=cache)
+    assert (data["totals"]["requests"], data["totals"]["input_tokens"], data["totals"]["output_tokens"],
+            data["totals"]["cache_read_tokens"]) == (2, 22, 100, 250)
+    copy = write_lines(tmp_path / "copy" / "s-mock.jsonl", lines)
+    assert totals(report(tmp_path, session, copy, cache=cache)) == totals(data)
+    # the usual case is unchanged: the lines of one response (one prompt side) are one request
+    one = write_lines(tmp_path / "one" / "s.jsonl", lines[:2])
+    assert report(tmp_path, one, cache=cache)["totals"]["output_tokens"] == 40

@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 # keys a row with its numbers (`schema.CallKeys`); 10 = OpenClaw's cold-stored `event_zstd` events counted;
 # 11 = pi-format messages keyed by their times and counts (`schema.PiEntryKeys`: a fork or a migrated copy
 # counts once), Copilot CLI's own compaction call (`compactionTokensUsed`) counted, an export cut short
-# named (`incomplete`).
+# named (`incomplete`), Claude calls repeating both ids told apart by their prompt side (`#n`).
 EXTRACT_RULES_VERSION = 11
 
 
