@@ -210,13 +210,13 @@ class PiEntryKeys:
     times included; pi's v1 -> v3 migration rewrites a file with new random entry ids (`generateId`), and
     ours gives deterministic ones. So neither the session id, nor the line, nor the entry id is shared by
     every copy; the entry's time (`timestamp`, milliseconds) and its message's (`message.timestamp`, epoch
-    milliseconds) and the four token counts are. The key is `pi:<entry time>:<message time>:<input>:
+    milliseconds) and the four token counts are. The key is `pi-entry:<entry time>:<message time>:<input>:
     <output>:<cache read>:<cache write>`. Within one session, a line repeating a key with the same entry id
     (or none) is the same record written twice (counted once, as ccusage counts a repeated OpenClaw line);
     another entry id with the same key is another request: the n-th such id gets `#n`. A message with
     neither time falls back to `fallback` (its session and entry id or line: counted once per session)."""
 
-    PREFIX = "pi"
+    PREFIX = "pi-entry"  # (the format, not an agent: OpenClaw and pi's descendants write it too)
     # The copy the dedupe keeps (`dedupe_rank`, highest wins): the session that made the request over a
     # fork holding a copy of it (a header naming its `parentSession`), so a request stays its own
     # session's and project's (`forkFrom` gives the fork another cwd).
