@@ -97,6 +97,15 @@ def test_a_pi_fork_counts_its_copied_requests_once(tmp_path, cache):
         both = report(tmp_path, original, *forks, "--by", "session", cache=cache)
         assert totals(both) == totals(alone), forks
         assert [row["session_id"] for row in both["rows"]] == [row["session_id"] for row in alone["rows"]]
+    # across machines: the session exported on one, its fork on another, both exports read together
+    exports = []
+    for machine, path in (("alpha", original), ("beta", branch)):
+        exports.append(tmp_path / f"{machine}.jsonl")
+        result = CliRunner().invoke(cli, ["report", str(path), "--by", "request", "--format", "jsonl", "--machine",
+                                          machine, "-o", str(exports[-1]), "--no-cache"], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+    assert totals(report(tmp_path, *exports, "--by", "machine", cache=cache)) == totals(alone)
+    assert totals(report(tmp_path, exports[1], original, cache=cache)) == totals(alone)
     # a fork alone still reports its copied requests (nothing else holds them)
     fork_only = report(tmp_path, branch, "--by", "session", cache=cache)
     assert 0 < fork_only["totals"]["requests"] < alone["totals"]["requests"]
