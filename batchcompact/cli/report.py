@@ -19,6 +19,8 @@ from batchcompact.report.settings import GROUPINGS
 
 SOURCES = (*agent_names(), "batchcompact")  # every registered agent, and batchcompact's run reports
 
+INCOMPLETE_EXIT = 1  # the report was made, without rows an input lost (a usage export cut short)
+
 
 def _parse_date(ctx, param, value: str | None) -> date | None:
     if value is None:
@@ -253,6 +255,10 @@ def report(
                              executor=lambda: open_executor(executor, jobs or 1, ray_address),
                              warn=lambda w: click.echo(f"warning: {w}", err=True))
         _print(out, fmt, output, compact, quiet=quiet, verbose=verbose)
+        if out.incomplete:  # an export cut short: the numbers lack its lost rows
+            click.echo(f"warning: the report is incomplete: {counted(out.incomplete, 'usage export')} cut short "
+                       "(named above); exit 1", err=True)
+            return INCOMPLETE_EXIT
     except StdoutClosed:
         raise  # its reader is gone: nothing to say (cli/__init__.py)
     except BatchCompactError as exc:

@@ -43,15 +43,21 @@ from batchcompact.report import rules
 from batchcompact.report.result import Report
 from batchcompact.report.settings import (  # noqa: F401  (re-exported)
     COST_MODES,
+    GROUP_COST,
     GROUP_KEYS,
+    GROUP_LAST,
     GROUPINGS,
     PERIODS,
     UNKNOWN,
+    UNKNOWN_MODEL,
     WEEKDAYS,
     ProjectNames,
     ReportSettings,
     branch_name,
+    breakdown_groups,
+    group_values,
     last_periods_since,
+    model_name,
     provider_name,
     sort_order,
     week_start_index,
@@ -122,7 +128,7 @@ def price_frame(
         info = table.lookup(model, provider) if model else None
         rates = info.rates() if info else ()
         if not rates:
-            unpriced.add(model or "(unknown)")
+            unpriced.add(model_name(model))
         width = max(width, len(rates))
         records.append((model or "", provider or "", rates))
     data: dict[str, list] = {"_model": [r[0] for r in records], "_provider": [r[1] for r in records]}
@@ -180,6 +186,9 @@ def with_names(lf: pl.LazyFrame, settings: ReportSettings) -> pl.LazyFrame:
     names = ProjectNames(settings)
     if settings.by == "request":  # an export keeps what the files recorded: aliases apply where it is read
         return lf
+    # a request whose file names no model is shown as such (after pricing, which reads the recorded model)
+    lf = lf.with_columns(pl.when(pl.col("model").is_null() | (pl.col("model") == "")).then(pl.lit(UNKNOWN_MODEL))
+                         .otherwise(pl.col("model")).alias("model"))
     if settings.by == "group":  # from the recorded project, before it is renamed (a group may list its path)
         lf = _mapped(lf, ["project"], names.group, "group", pl.String)
     if names.active:
@@ -350,4 +359,11 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
 
 
 def sort_rows(rows: pl.DataFrame, keys: list[str], settings: ReportSettings) -> pl.DataFrame:
-    return rows.sort(**_sort_args(sort_order(settings, keys)))
+    base = breakdown_groups(settings, keys)
+    if base is None:
+        return rows.sort(**_sort_args(sort_order(settings, keys)))
+    costs, lasts = group_values(list(rows.select(base).iter_rows()), rows["cost_usd"].to_list(),
+                                rows["last_timestamp"].to_list())
+    derived = rows.with_columns(pl.Series(GROUP_COST, costs, dtype=pl.Int64),
+                                pl.Series(GROUP_LAST, lasts, dtype=rows.schema["last_timestamp"]))
+    return derived.sort(**_sort_args(sort_order(settings, keys))).drop(GROUP_COST, GROUP_LAST)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from batchcompact.errors import UsageError
 from batchcompact.report.result import Report
+from batchcompact.report.settings import model_name
 
 PALETTE = (
     "#4e79a7",
@@ -42,7 +43,7 @@ def chart_series(report: Report) -> tuple[list[str], list[str], dict[str, list[f
         found: dict[tuple, tuple[str, dict[str, float]]] = {}
         for row in report.rows.iter_rows(named=True):
             label, costs = found.setdefault(tuple(row[k] for k in group), (_label(row[group[0]]), {}))
-            model = row["model"] or "(unknown)"
+            model = model_name(row["model"])
             costs[model] = costs.get(model, 0.0) + (row["cost_usd"] or 0.0)
         bars = list(found.values())
     if report.keys[0] in TIME_KEYS:

@@ -48,6 +48,8 @@ def extract_rows(path: str | Path, fmt: str | None = None) -> tuple[UsageRows, E
         if getattr(exc, "fatal", False):  # the report would be wrong without this file (a newer export)
             raise
         stats.refuse(str(exc))
+        if getattr(exc, "incomplete", False):  # an export cut short: the report lacks its rows
+            stats.incomplete = 1
     except OSError as exc:
         stats.refuse(f"cannot read: {exc.strerror or exc}")
     except Exception as exc:

@@ -29,6 +29,7 @@ class ReportOutput:
     from_cache: int = 0
     rejected: int = 0  # cache parts that failed verification and were rebuilt
     unread: int = 0  # files it could not read or that are no session (named in `warnings`)
+    incomplete: int = 0  # usage exports cut short (named in `warnings`): the report lacks rows (exit 1)
     replayed: bool = False  # the stored output of an earlier identical report
     texts: dict[str, str] = field(default_factory=dict)
     table_width: int | None = None
@@ -37,13 +38,13 @@ class ReportOutput:
     @classmethod
     def stored(cls, kept: dict[str, Any]) -> ReportOutput:
         return cls(kept["warnings"], kept["unpriced"], kept["dropped_zero"], kept["files"], 0, kept["files"],
-                   unread=kept.get("unread", 0), replayed=True, texts=kept["texts"], table_width=kept.get("table_width"))
+                   unread=kept.get("unread", 0), incomplete=kept.get("incomplete", 0), replayed=True, texts=kept["texts"], table_width=kept.get("table_width"))
 
     def kept(self) -> dict[str, Any]:
         """What is stored for the next identical report (result_cache.py)."""
         kept: dict[str, Any] = {"warnings": self.warnings, "unpriced": self.unpriced,
                                 "dropped_zero": self.dropped_zero, "files": self.files, "texts": self.texts,
-                                "unread": self.unread}
+                                "unread": self.unread, "incomplete": self.incomplete}
         if self.table_width is not None:
             kept["table_width"] = self.table_width
         return kept
@@ -127,7 +128,7 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
         finally:
             collected.cleanup()
     out = ReportOutput(warnings, result.unpriced_models, result.dropped_zero, collected.files, collected.extracted,
-                       collected.cached, collected.rejected, collected.unread)
+                       collected.cached, collected.rejected, collected.unread, collected.incomplete)
     if settings.by == "request":  # the per-request export: its own columns and writer
         from batchcompact.report.export import write_export
 

@@ -1,10 +1,11 @@
 """pi usage: every assistant message on every branch, plus compaction / branch_summary `usage`.
 
 Every line counts (abandoned branches were paid for too). pi's `usage.input` is non-cached input,
-so it maps straight to the table; recorded cost is `usage.cost.total`. A message's dedupe key is its
-session id and entry id (`pi:<session>:<entry>`; a v1 file's entries have none: its line and token counts),
-so a copy of the file elsewhere (a synced folder, another machine's export) counts once; a summary entry's
-is `schema.entry_key`. A token count that is not a number (`"input": "many"`) counts as 0 and is named once
+so it maps straight to the table; recorded cost is `usage.cost.total`. A message's dedupe key is what
+every copy of the entry keeps (`schema.PiEntryKeys`: its times and token counts, not its session, line or
+entry id), so a copy of the file elsewhere (a synced folder, another machine's export), a `/fork` of it
+(a new session holding the old entries) and a copy migrated from v1 (new entry ids) count once; a summary
+entry's is `schema.entry_key`. A token count that is not a number (`"input": "many"`) counts as 0 and is named once
 per file, at the first line that has one.
 """
 
@@ -14,7 +15,7 @@ import json
 from pathlib import Path
 
 from batchcompact.report.lines import ExtractStats, as_float, as_int, iter_json_lines, parse_timestamp
-from batchcompact.report.schema import UsageRows, entry_key
+from batchcompact.report.schema import PiEntryKeys, UsageRows, entry_key
 
 ENTRY_KINDS = {"compaction": "compaction", "branch_summary": "branch_summary"}
 TOKEN_FIELDS = ("input", "output", "cacheRead", "cacheWrite")
@@ -49,8 +50,8 @@ class _WrongTypes:
 
 
 def message_key(session_id: str | None, entry_id: object, line: int, counts: tuple[int, ...]) -> str | None:
-    """The dedupe key of a pi message's usage: its session and entry id; in a v1 file, whose entries have
-    no id, its session, line and token counts (None without a session id)."""
+    """The key of a pi message with no time (`PiEntryKeys`'s fallback): its session and entry id; in a v1
+    file, whose entries have no id, its session, line and token counts (None without a session id)."""
     if not session_id:
         return None
     if isinstance(entry_id, str) and entry_id:
@@ -67,6 +68,8 @@ def extract_pi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     session_id = project = None
     last_provider = last_model = None
     wrong = _WrongTypes()
+    keys = PiEntryKeys()
+    rank = PiEntryKeys.ORIGINAL
     # the header is line 1, or line 2 after oh-my-pi's title slot
     for number, obj in iter_json_lines(path, stats, wanted_line=_usage_or_header, always_first=True):
         entry_type = obj.get("type")
@@ -75,6 +78,7 @@ def extract_pi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
             project = obj.get("cwd") if isinstance(obj.get("cwd"), str) else None
             last_provider = obj.get("provider")
             last_model = obj.get("modelId")
+            rank = PiEntryKeys.rank(obj)
             continue
         if entry_type == "message":
             message = obj.get("message")
@@ -103,7 +107,7 @@ def extract_pi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
         if kind != "main":
             key = entry_key(session_id, obj.get("id"))
         else:
-            key = message_key(session_id, obj.get("id"), number, counts)
+            key = keys(obj, message, counts, message_key(session_id, obj.get("id"), number, counts))
         rows.add(
             source="pi",
             file=file,
@@ -123,5 +127,6 @@ def extract_pi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
             # message is its session's entry: a copy of the file (a synced folder, another machine's
             # export) counts once.
             dedupe_key=key,
+            dedupe_rank=rank,
         )
     wrong.warn(stats)
