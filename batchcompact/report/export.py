@@ -120,8 +120,8 @@ def write_export(frame, fmt: str, output: str | Path | None) -> str | None:
         from batchcompact.outfile import replacing
 
         table = frame.to_arrow().cast(export_schema())
-        with replacing(output) as where:
-            pq.write_table(table, where)
+        with replacing(output) as where, open(where, "wb") as sink:  # not the path: pyarrow removes a path
+            pq.write_table(table, sink)  # it failed to write, and `where` may be a device (/dev/full)
         return None
     records = frame.to_dicts()
     if fmt == "jsonl":

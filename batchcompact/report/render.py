@@ -247,7 +247,10 @@ def write_parquet_report(report: Report, where) -> None:
     table = parquet_frame(report).to_arrow()
     metadata = {**(table.schema.metadata or {}), b"batchcompact_table": REPORT_TABLE.encode(),
                 b"schema_version": str(REPORT_SCHEMA_VERSION).encode()}
-    pq.write_table(table.replace_schema_metadata(metadata), where)
+    # an open file, never the path: pyarrow removes a path it failed to write, and `where` may be a device
+    # (`-o /dev/full` as root would lose /dev/full)
+    with open(where, "wb") as sink:
+        pq.write_table(table.replace_schema_metadata(metadata), sink)
 
 
 def _plain(value):

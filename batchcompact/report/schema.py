@@ -210,8 +210,9 @@ class PiEntryKeys:
     times included; pi's v1 -> v3 migration rewrites a file with new random entry ids (`generateId`), and
     ours gives deterministic ones. So neither the session id, nor the line, nor the entry id is shared by
     every copy; the entry's time (`timestamp`, milliseconds) and its message's (`message.timestamp`, epoch
-    milliseconds) and the four token counts are. The key is `pi-entry:<entry time>:<message time>:<input>:
-    <output>:<cache read>:<cache write>`. Within one session, a line repeating a key with the same entry id
+    milliseconds), its model (`provider/model`) and the four token counts are. The key is `pi-entry:<entry
+    time>:<message time>:<provider>/<model>:<input>:<output>:<cache read>:<cache write>` (two sessions'
+    requests at the same millisecond with the same counts are still told apart by their models). Within one session, a line repeating a key with the same entry id
     (or none) is the same record written twice (counted once, as ccusage counts a repeated OpenClaw line);
     another entry id with the same key is another request: the n-th such id gets `#n`. A message with
     neither time falls back to `fallback` (its session and entry id or line: counted once per session)."""
@@ -236,8 +237,9 @@ class PiEntryKeys:
         entry_time, message_time = entry.get("timestamp"), message.get("timestamp")
         if entry_time is None and message_time is None:
             return fallback
+        model = f"{message.get('provider') or ''}/{message.get('model') or ''}"
         key = ":".join((self.PREFIX, str(entry_time), "" if message_time is None else str(message_time),
-                        *map(str, counts)))
+                        model, *map(str, counts)))
         entry_id = entry.get("id") if isinstance(entry.get("id"), str) else None
         ids = self.ids.setdefault(key, [])
         if entry_id not in ids:
