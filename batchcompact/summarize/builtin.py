@@ -32,10 +32,11 @@ KEEP_NEW = {"constraints": 8, "decisions": 8, "blocked": 5, "todos": 8}
 TRAIL_HEADING = "## Relevant Files and Code Names"
 # The artifact trail's candidates: this share of the summary's budget, never more than TRAIL_TOKENS (the
 # section's weight then decides what it keeps beside the others).
-TRAIL_SHARE = 0.5
+TRAIL_SHARE = 0.8
 TRAIL_TOKENS = 1500
 TRAIL_LINE_CHARS = 160
 TRAIL_NAMES = 400  # the most salient code names considered: a long session names thousands
+TRAIL_WEIGHT = 10  # of 26: the largest share; measured in docs/summaries.md ("The budget")
 _VERBS = {"added": "Added", "wrote": "Wrote", "edited": "Edited", "deleted": "Deleted", "moved": "Moved"}
 _WAITING = "no result yet"
 _IN_FLIGHT = {"added": "Adding", "wrote": "Writing", "edited": "Editing", "deleted": "Deleting", "moved": "Moving"}
@@ -209,12 +210,23 @@ def trail_items(facts: Facts, max_chars: int, listed: tuple[str, ...] = ()) -> l
     budget = min(int(max_chars * TRAIL_SHARE), TRAIL_TOKENS * 4)
     salience = facts.salience
     known = {_last_parts(path) for path in listed}
+    files = [path for path in salience.ranked_files() if _last_parts(path) not in known]
     groups: dict[str, list[str]] = {}
-    for path in salience.ranked_files():
-        if _last_parts(path) not in known:
-            folder, _, name = path.rpartition("/")
-            groups.setdefault(folder, []).append(name)
-    file_lines = [_pack(f"`{clip(folder, 120)}/`:" if folder else "Files:", names) for folder, names in groups.items()]
+    for path in files:
+        groups.setdefault(path.rpartition("/")[0], []).append(path)
+    file_lines: list[str] = []
+    single_at = -1  # the line that collects files alone in their folder, in rank order
+    for folder, paths in groups.items():  # in the order of each folder's most salient file
+        if folder and len(paths) > 1:
+            file_lines.append(_pack(f"`{clip(folder, 120)}/`:", [p.rpartition("/")[2] for p in paths]))
+            continue
+        for path in paths:
+            path = f"`{clip(path, 160)}`"
+            if single_at < 0 or len(file_lines[single_at]) + len(path) + 2 > TRAIL_LINE_CHARS:
+                file_lines.append(f"Files: {path}")
+                single_at = len(file_lines) - 1
+            else:
+                file_lines[single_at] += f", {path}"
     name_lines = _chunks("Code names:", salience.ranked(salience.names))
     lines: list[str] = []
     used = 0
@@ -247,7 +259,7 @@ def _pack(label: str, names: list[str]) -> str:
 
 
 def _chunks(label: str, names: list[str]) -> list[str]:
-    """`names` packed into lines of `TRAIL_LINE_CHARS`, the first labelled."""
+    """`names` packed into labelled lines of `TRAIL_LINE_CHARS` characters."""
     lines, line = [], label
     for name in names[:TRAIL_NAMES]:
         name = clip(name, 80)
@@ -323,7 +335,7 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
         sections.append(
             Section("## Critical Context", _merge(prev.get("## Critical Context", []), critical), weight=2)
         )
-    sections.append(Section(TRAIL_HEADING, trail, keep="first", weight=7))
+    sections.append(Section(TRAIL_HEADING, trail, keep="first", weight=TRAIL_WEIGHT))
     return sections
 
 
@@ -371,7 +383,11 @@ def _select(section: Section, budget: int) -> list[str]:
             used += cost
         elif not chosen and budget - used > 24:  # the most important item, shortened
             room = budget - used - len(section.render_item(index, "")) - 1
-            return [_shorten(items[index], room)]
+            short = _shorten(items[index], room)
+            while room > 0 and _item_cost(section, index, short) > budget - used:  # indented lines cost more
+                room -= _item_cost(section, index, short) - (budget - used)
+                short = _shorten(items[index], room)
+            return [short] if room > 0 else []
         else:
             break
     return [items[i] for i in sorted(chosen)]
@@ -404,7 +420,9 @@ def fit_sections(sections: list[Section], max_chars: int) -> str:
         for s in sections
     ]
     text = render_sections(fitted)
-    if len(text) > max_chars:  # rounding at tiny budgets: headings alone
+    if len(text) > max_chars and max_chars > len(render_sections(bare)) + 64:  # rounding: fit a little tighter
+        return fit_sections(sections, max_chars - (len(text) - max_chars) - 32)
+    if len(text) > max_chars:  # a budget too small for anything but the headings
         text = render_sections(bare)
     return text
 

@@ -92,13 +92,14 @@ def is_question(text: str) -> bool:
 
 
 def _closed(request: Request, last: bool) -> bool:
-    """Whether a request (not the session's first, not the newest) is done by the cut."""
+    """Whether a later request is done by the cut: an acknowledgement, an answered question, or (unless it
+    is the newest) a short request the agent carried out before the user asked something else."""
     if is_acknowledgement(request.text):
         return True
+    if request.answered and is_question(request.text):
+        return True  # the agent answered it: nothing left to do
     if last:
         return False
-    if request.answered and is_question(request.text):
-        return True  # the agent answered it and the user went on
     few = len(words(request.text)) < SHORT_WORDS and not _NAMED.search(request.text)
     return few and (request.answered or request.worked)
 
@@ -201,18 +202,18 @@ _ABOUT_FAILURE = re.compile(
     r"doesn'?t work|not working)\b", re.IGNORECASE)
 
 
+_ADDITION = re.compile(r"^(?:also|and|plus|additionally|then|after that|as well)\b|\b(?:too|as well)\W*$", re.IGNORECASE)
+
+
 def current_failures(blocked: dict[str, str], epochs: dict[str, int], requests: list[str]) -> list[str]:
-    """The failures a handover still carries: those since the user's last request, and one from just before
-    it when that request comes back to it (asks to fix something, or names a word of the failure). A
-    failure from before the user moved on to other work is not a next step."""
+    """The failures a handover still carries: those since the user's last request, and older ones while
+    every request since adds to the work ("also write the docs") or comes back to the failure (asks to fix
+    something, or names a word of it). A failure from before the user moved on to other work is not a
+    next step."""
     out = []
-    count = len(requests)
     for key, description in blocked.items():
-        epoch = epochs.get(key, count)
-        if epoch >= count:
-            out.append(description)
-            continue
+        since = requests[epochs.get(key, len(requests)):]
         named = {w for w in words(description) if len(w) >= 5}
-        if epoch == count - 1 and (_ABOUT_FAILURE.search(requests[-1]) or named & words(requests[-1])):
+        if all(_ADDITION.search(r.strip()) or _ABOUT_FAILURE.search(r) or named & words(r) for r in since):
             out.append(description)
     return out
