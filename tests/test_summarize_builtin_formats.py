@@ -226,7 +226,8 @@ def _claude_lines() -> list[dict]:
 # Corrected by hand (#47): "wait, do we only limit POST requests?" is a question the agent answered ("Yes:
 # only POST /upload is limited."), so it is no goal; "Ran 2 commands" says nothing the Done lines do not;
 # the two changed files are in the summary's <modified-files> tag (added when it is stored), so the trail
-# names only the test file beside the code names.
+# names only the test file beside the code names; limits.py has 5 lines (its final newline ends the fifth,
+# it was counted as a sixth).
 GOLDEN_CLAUDE = """## Goal
 Add rate limiting to the upload endpoint in api/upload.py. Always use the existing Redis client.
 
@@ -237,7 +238,7 @@ Add rate limiting to the upload endpoint in api/upload.py. Always use the existi
 
 ### Done
 - [x] Edited `/home/dev/app/api/upload.py`: from api.limits import limit_uploads
-- [x] Wrote `/home/dev/app/api/limits.py` (6 lines)
+- [x] Wrote `/home/dev/app/api/limits.py` (5 lines)
 - [x] Completed: Add the limiter module
 - [x] Checks passed: pytest -q
 

@@ -109,6 +109,8 @@ def _print_text(session: Any, info: dict[str, Any], with_context: bool) -> int:
         click.echo(
             f"compaction {comp['id']} (line {comp['line']}): keeps from {comp['first_kept_entry_id']}, "
             f"{comp['tokens_before']} tokens before"
+            + (f", summary encrypted by the provider, {comp['encrypted_summary_chars']:,} characters"
+               if comp.get("encrypted_summary_chars") else "")
         )
     ctx = info["context"]
     click.echo(f"context: {ctx['messages']} messages, ~{ctx['tokens']:,} tokens")

@@ -44,18 +44,22 @@ from batchcompact.core.tokens import estimate_context_tokens, estimate_tokens
 EST_OUTPUT_TOKENS = {HISTORY: 2000, TURN_PREFIX: 1000, "branch": 1000}
 # What a split turn's prefix summary gets of the budget; the history summary the rest.
 TURN_PREFIX_SHARE = 1 / 3
+# Never less than the headings need ("## Goal\n(none)\n\n…": 68 and 24 tokens), whatever the file tags take.
+MIN_HISTORY_TOKENS = 100
+MIN_PREFIX_TOKENS = 40
 
 
 def summary_budgets(budget: int, tags_tokens: int, split: bool, has_history: bool) -> tuple[int, int]:
     """(history max_tokens, turn-prefix max_tokens) that keep the stored summary within `budget` tokens: the
     file tags (`tags_tokens`) and the split-turn separator come off first, never below a quarter of the budget
-    for the text (a span that touched a hundred files still gets a summary worth reading)."""
+    for the text (a span that touched a hundred files still gets a summary worth reading) nor below what the
+    headings need: only then can the stored summary pass the budget."""
     room = max(budget - tags_tokens, budget // 4, 1)
     if not (split and has_history):
-        return room, room
+        return max(room, MIN_HISTORY_TOKENS), max(room, MIN_PREFIX_TOKENS)
     room = max(room - estimate_text_tokens(SPLIT_TURN_SEPARATOR), 2)
-    prefix = max(int(room * TURN_PREFIX_SHARE), 1)
-    return room - prefix, prefix
+    prefix = max(int(room * TURN_PREFIX_SHARE), MIN_PREFIX_TOKENS)
+    return max(room - prefix, MIN_HISTORY_TOKENS), prefix
 
 
 def estimate_text_tokens(text: str) -> int:

@@ -151,6 +151,21 @@ def work_steps(command: str) -> set[str]:
     return {step for step in command_steps(command) if step.split(" ", 1)[0] not in _LOOKS | _NO_WORK}
 
 
+_TEST_AFFIX = re.compile(r"(?:^test_|_test(?=\.)|\.(?:test|spec)(?=\.))")
+
+
+def failing_sources(text: str) -> frozenset[str]:
+    """The file names a failure names, and for a test file the source it tests (`truncated-text.test.js`
+    -> `truncated-text.js`, `test_cli.py` -> `cli.py`): editing any of them is working on the failure."""
+    names = set()
+    for is_file, name in trail_names(text):
+        if is_file:
+            base = name.rsplit("/", 1)[-1]
+            names.add(base)
+            names.add(_TEST_AFFIX.sub("", base))
+    return frozenset(names)
+
+
 def only_looks(command: str) -> bool:
     """Whether every step of a command only reads, lists or searches (`grep -n x f.ts`, `ls src | head`)."""
     steps = command_steps(command)
@@ -430,7 +445,7 @@ def _read(args: dict[str, Any], path: str | None) -> Action | None:
 def _write(args: dict[str, Any], path: str | None) -> Action | None:
     if not path:
         return None
-    lines = str(args.get("content") or "").count("\n") + 1
+    lines = len(str(args.get("content") or "")[: SCAN_CHARS * 64].splitlines())  # a final newline ends a line
     return Action("write", [(path, "wrote")], detail=f"{lines} line" + ("" if lines == 1 else "s"))
 
 
@@ -667,9 +682,9 @@ class _Walker:
         self.last_request: str | None = None
         self.failing_checks: dict[str, dict[str, None]] = {}  # check family -> failure keys
         self.model_errors: dict[str, None] = {}
-        # a failed command's key -> (its program, the files its command and output name, edited since):
-        # the file edited and the same program run again without failing resolves it
-        self.failing_files: dict[str, tuple[str, frozenset[str], bool]] = {}
+        # a failed command's key -> (its steps, the files its command and output name, edited since): the
+        # file edited and a step of the same program run again without failing resolves it
+        self.failing_files: dict[str, tuple[set[str], frozenset[str], bool]] = {}
         self.failing_steps: dict[str, set[str]] = {}  # a failed command's key -> its steps (`command_steps`)
 
     def user(self, message: dict[str, Any]) -> None:
@@ -822,9 +837,7 @@ class _Walker:
         elif failed:
             self._block(key, f"`{shown}` failed" + (f": {reason}" if reason else ""))
             self.failing_steps[key] = steps
-            files = frozenset(name.rsplit("/", 1)[-1] for is_file, name in trail_names(f"{command}\n{reason}")
-                              if is_file)
-            self.failing_files[key] = (_program(command), files, False)
+            self.failing_files[key] = (steps, failing_sources(f"{command}\n{reason}"), False)
             if family:
                 self.facts.checks_passed.pop(family, None)
                 self.failing_checks.setdefault(family, {})[key] = None
@@ -833,8 +846,9 @@ class _Walker:
         for stale in [k for k, failed_steps in self.failing_steps.items() if failed_steps & steps]:
             self.facts.blocked.pop(stale, None)  # the same step (`git commit`, `npm test`) succeeded later
             del self.failing_steps[stale]
-        program = _program(command)
-        for stale in [k for k, (prog, _, edited) in self.failing_files.items() if edited and prog == program]:
+        programs = {step.split(" ", 1)[0] for step in steps}
+        for stale in [k for k, (failed_steps, _, edited) in self.failing_files.items()
+                      if edited and programs & {step.split(" ", 1)[0] for step in failed_steps}]:
             self.facts.blocked.pop(stale, None)  # the failing file was edited and the same program ran again
             del self.failing_files[stale]
         if family:
