@@ -191,9 +191,16 @@ def is_noise_file(token: str) -> bool:
     return stem in PLACEHOLDER_STEMS
 
 
+# An id rather than a name: a piece of 12+ characters mixing letters and 4+ digits (`req_011CY4p6wvSLjiJy`).
+_ID_PIECE = re.compile(r"(?=[A-Za-z0-9]*(?:[0-9][A-Za-z]*){4})(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{12,}")
+
+
 def is_noise_name(name: str) -> bool:
-    """A code-name-like token that names no part of the project: a built-in, a library call, a product."""
-    return name in BUILTIN_NAMES or name in GENERIC_NAMES
+    """A code-name-like token that names no part of the project: a built-in, a library call, a product,
+    a redaction placeholder (`REDACTED_TEXT`), an id (`req_011CY4p6wvSLjiJyWSJ2VXzB`)."""
+    if name in BUILTIN_NAMES or name in GENERIC_NAMES or name.startswith("REDACTED"):
+        return True
+    return any(_ID_PIECE.fullmatch(piece) for piece in name.split("_") if len(piece) >= 12)
 
 
 # -- failures -------------------------------------------------------------------------------------------
