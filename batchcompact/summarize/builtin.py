@@ -26,6 +26,7 @@ from batchcompact.summarize.handover import current_failures, goal_requests
 from batchcompact.tokenizer import count_tokens
 
 NONE = "(none)"
+SHORTENED_MIN = 400  # room left in a section for the start of an item that does not fit whole
 DETAILED_CHANGES = 8  # the newest changed files say what changed; older ones, that they changed
 FIT_ROUNDS = 6  # refits when the tokenizer counts more than chars/4 (paths, code): rarely more than two
 KEEP_NEW = {"constraints": 8, "decisions": 8, "blocked": 5, "todos": 8}
@@ -389,6 +390,11 @@ def _select(section: Section, budget: int) -> list[str]:
                 short = _shorten(items[index], room)
             return [short] if room > 0 else []
         else:
+            room = budget - used - len(section.render_item(index, "")) - 1
+            if room >= SHORTENED_MIN:  # what is left holds the start of the next item (an earlier checkpoint)
+                short = _shorten(items[index], room)
+                if _item_cost(section, index, short) <= budget - used:
+                    return [items[i] if i != index else short for i in sorted(chosen + [index])]
             break
     return [items[i] for i in sorted(chosen)]
 
@@ -397,7 +403,7 @@ def _shorten(item: str, room: int) -> str:
     if len(item) <= room:
         return item
     cut = item[: max(room - 1, 0)]
-    if "\n" in cut:  # a multi-line block: cut at a line end
+    if "\n" in cut and len(cut.rsplit("\n", 1)[0]) >= len(cut) // 2:  # a multi-line block: cut at a line end
         cut = cut.rsplit("\n", 1)[0]
     return cut.rstrip() + "…"
 
