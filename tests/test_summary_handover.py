@@ -180,6 +180,10 @@ def test_goal_rules_one_by_one():
                 ("Write a migration for the limits table with an index on user_id", True, True),
                 ("run the tests", False, True)) == [
         first[0], "Write a migration for the limits table with an index on user_id", "run the tests"]
+    # pasted material (large-session.jsonl pasted a numbered changelog diff) asks for nothing by itself
+    assert goal(first, ("8 - **User Message Text Color**: respects `userMessageText` + 9 - **Tool Title**", True, True),
+                ("now bump the version in package.json and tag the release", False, False)) == [
+        first[0], "now bump the version in package.json and tag the release"]
     assert is_question("wait, do we only limit POST requests?") and not is_question("can you add a test?")
 
 

@@ -50,6 +50,7 @@ _ASKS_WORK = re.compile(
     r"remove|delete|rename|refactor|move|port|build|run|test|commit|push|release)\b",
     re.IGNORECASE,
 )
+_PASTED = re.compile(r"^\s*(?:\+\s|\d+\s+[-+]\s|```|diff --git|@@|\||<[a-z])")
 _NAMED = re.compile(r"[\w-]+\.[a-z]{1,5}\b|[a-z0-9]_[a-z0-9]|[a-z][A-Z]|/")
 
 
@@ -93,13 +94,16 @@ def is_question(text: str) -> bool:
 
 def _closed(request: Request, last: bool) -> bool:
     """Whether a later request is done by the cut: an acknowledgement, an answered question, or (unless it
-    is the newest) a short request the agent carried out before the user asked something else."""
+    is the newest) pasted material or a short request the agent carried out before the user asked
+    something else."""
     if is_acknowledgement(request.text):
         return True
     if request.answered and is_question(request.text):
         return True  # the agent answered it: nothing left to do
     if last:
         return False
+    if _PASTED.match(request.text):
+        return True  # pasted material (a diff, a numbered listing, a code block) asks for nothing by itself
     few = len(words(request.text)) < SHORT_WORDS and not _NAMED.search(request.text)
     return few and (request.answered or request.worked)
 
