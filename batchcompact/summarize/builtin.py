@@ -29,7 +29,7 @@ NONE = "(none)"
 SHORTENED_MIN = 400  # room left in a section for the start of an item that does not fit whole
 DETAILED_CHANGES = 8  # the newest changed files say what changed; older ones, that they changed
 FIT_ROUNDS = 6  # refits when the tokenizer counts more than chars/4 (paths, code): rarely more than two
-KEEP_NEW = {"constraints": 8, "decisions": 8, "blocked": 5, "todos": 8}
+KEEP_NEW = {"constraints": 8, "decisions": 8, "blocked": 5, "todos": 8, "checks": 4}
 TRAIL_HEADING = "## Relevant Files and Code Names"
 # The artifact trail's candidates: this share of the summary's budget, never more than TRAIL_TOKENS (the
 # section's weight then decides what it keeps beside the others).
@@ -299,6 +299,11 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
     if foreign:
         label = "Earlier summary, its other sections" if prev else "Earlier summary (from the agent's own compaction)"
         critical.append(f"{label}:\n" + foreign)
+    shown = " ".join(blocked)
+    ran = [command for family, command in facts.checks_run.items()
+           if facts.checks_passed.get(family) != command and f"`{command}`" not in shown]
+    if ran:  # how the project runs its checks, when Done does not already say it
+        critical.append("Checks run: " + ", ".join(f"`{clip(command, 80)}`" for command in ran[-KEEP_NEW["checks"]:]))
     last = facts.last_assistant_text.strip()
     if last and not last.endswith(":"):
         critical.append(f"Last assistant message: {clip(last)}")

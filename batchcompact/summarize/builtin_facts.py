@@ -612,6 +612,7 @@ class Facts:
     last_command: str | None = None
     patches_without_files: int = 0
     checks_passed: dict[str, str] = field(default_factory=dict)  # check family -> last passing command
+    checks_run: dict[str, str] = field(default_factory=dict)  # check family -> last command, passing or not
     blocked: dict[str, str] = field(default_factory=dict)  # failure key -> description (unresolved only)
     # failure key -> the number of requests asked when it failed: a failure from before the user moved on
     # to other work is stale (`current_blocked`)
@@ -830,6 +831,9 @@ class _Walker:
             return
         shown = clip(command, 120)
         family = check_family(command)
+        if family:
+            self.facts.checks_run.pop(family, None)  # re-inserted: the newest last
+            self.facts.checks_run[family] = shown
         key = f"cmd:{' '.join(command.split())}"
         steps = work_steps(command)
         if failed and only_looks(command):
