@@ -161,7 +161,8 @@ def change_items(facts: Facts, pending: bool | None = None) -> list[str]:
     for index, (path, change) in enumerate(chosen):
         verb = (_IN_FLIGHT if change.pending else _VERBS).get(change.op, "Changing" if change.pending else "Changed")
         times = f" ({change.count} edits)" if change.op == "edited" and change.count > 1 else ""
-        detail = change.detail if index >= len(chosen) - DETAILED_CHANGES else ""
+        # a written file's line count is short and always said; a changed line only for the newest files
+        detail = change.detail if change.op == "wrote" or index >= len(chosen) - DETAILED_CHANGES else ""
         waiting = _WAITING if change.pending else ""
         if change.op == "wrote":
             notes = "; ".join(n for n in (detail, waiting) if n)
