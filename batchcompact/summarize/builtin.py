@@ -473,6 +473,8 @@ def summarize_offline(call: SummaryCall) -> str:
     chars = budget * 4
     text = fit_sections(sections, chars)
     for _ in range(FIT_ROUNDS):
+        if len(text.encode("utf-8", "surrogatepass")) <= budget:  # a token is at least one byte: no count needed
+            return text
         tokens = summary_tokens(text)
         if tokens <= budget:
             return text
