@@ -331,6 +331,19 @@ def test_a_model_and_a_hook_are_told_the_budget(monkeypatch, tmp_path):
     assert request["max_tokens"] == history.max_tokens < 900
     assert f"must fit in {history.max_tokens:,} tokens" in request["messages"][1]["content"]
 
+    # a reasoning model counts its thinking in max_tokens: it gets room beyond the budget its prompt states
+    from batchcompact.summarize.base import REASONING_HEADROOM
+    from batchcompact.summarize.batch_api import BatchTarget, client_for
+
+    reasoning = LiteLLMSummarizer("openai/gpt-5-mini").build_request(history)
+    assert reasoning["max_tokens"] == history.max_tokens + REASONING_HEADROOM
+    assert f"must fit in {history.max_tokens:,} tokens" in reasoning["messages"][1]["content"]
+    for model, field, extra in (("gpt-4o-mini", "max_tokens", 0), ("gpt-5-mini", "max_completion_tokens",
+                                                                    REASONING_HEADROOM)):
+        line = client_for(BatchTarget("openai", f"openai/{model}", model, "http://127.0.0.1:9")).request_line(
+            "id-1", history)
+        assert json.loads(line)["body"][field] == history.max_tokens + extra
+
     seen = []
     module = types.ModuleType("budget_hooks")
 
