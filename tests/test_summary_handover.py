@@ -390,3 +390,15 @@ def test_show_says_a_codex_summary_is_encrypted(tmp_path):
 def test_summary_tokens_is_the_larger_count():
     assert summary_tokens("x" * 400) >= 100
     assert summary_tokens("`/Users/a/b/c-d-e.ts`, " * 20) >= count_tokens("`/Users/a/b/c-d-e.ts`, " * 20)
+
+
+def test_the_newest_failing_run_of_a_check_stands_for_it():
+    messages = [
+        user("Run npm test and summarize the failures. Don't change anything yet."),
+        assistant(tool_call("a", "bash", command="npm test 2>&1 | tail -n 80")),
+        result("a", "AssertionError: expected 3 to be 5\n\nCommand exited with code 1"),
+        assistant(tool_call("b", "bash", command="npm test")),
+        result("b", "AssertionError: expected 3 to be 5\n\nCommand exited with code 1"),
+    ]
+    assert section(summarize_offline(call(messages)), "### Blocked").splitlines() == [
+        "- `npm test` failed: exit 1: AssertionError: expected 3 to be 5"]

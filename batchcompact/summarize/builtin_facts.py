@@ -844,6 +844,9 @@ class _Walker:
             self.failing_files[key] = (steps, failing_sources(f"{command}\n{reason}"), False)
             if family:
                 self.facts.checks_passed.pop(family, None)
+                for older in self.failing_checks.get(family, {}):  # the newest failing run of a check says it
+                    if older != key:
+                        self.facts.blocked.pop(older, None)
                 self.failing_checks.setdefault(family, {})[key] = None
             return
         self.facts.blocked.pop(key, None)
