@@ -226,9 +226,12 @@ def test_progress_says_what_changed_file_by_file_not_how_many_commands():
                  result("w", "ok", name="write"),
                  assistant(tool_call("m", "edit", path="src/limits.py", oldText="class Limiter:",
                                      newText="class UploadLimiter:")), result("m", "ok", name="edit"),
+                 assistant(tool_call("e", "edit", path="docs/limits.md", oldText="Per user.",
+                                     newText="Per user, per hour.")), result("e", "ok", name="edit"),
                  assistant(text("Renamed."), stop="stop")]
     done = section(summarize_offline(call(messages)), "### Done").splitlines()
-    assert done == ["- [x] Wrote `docs/limits.md` (2 lines)", "- [x] Edited `src/limits.py`: class UploadLimiter:"]
+    assert done == ["- [x] Wrote `docs/limits.md` (2 lines), then edited (1 edit): Per user, per hour.",
+                    "- [x] Edited `src/limits.py`: class UploadLimiter:"]
 
 
 # -- the budget -----------------------------------------------------------------------------------------

@@ -162,11 +162,13 @@ def change_items(facts: Facts, pending: bool | None = None) -> list[str]:
         verb = (_IN_FLIGHT if change.pending else _VERBS).get(change.op, "Changing" if change.pending else "Changed")
         times = f" ({change.count} edits)" if change.op == "edited" and change.count > 1 else ""
         # a written file's line count is short and always said; a changed line only for the newest files
-        detail = change.detail if change.op == "wrote" or index >= len(chosen) - DETAILED_CHANGES else ""
+        detail = change.detail if index >= len(chosen) - DETAILED_CHANGES else ""
         waiting = _WAITING if change.pending else ""
         if change.op == "wrote":
-            notes = "; ".join(n for n in (detail, waiting) if n)
+            notes = "; ".join(n for n in (change.size, waiting) if n)
             item = f"{verb} `{clip(path, 160)}`" + (f" ({notes})" if notes else "")
+            if change.edits_after:  # written, then edited: what the last edit changed
+                item += f", then edited ({plural(change.edits_after, 'edit')})" + (f": {detail}" if detail else "")
         else:
             item = f"{verb} `{clip(path, 160)}`{times}" + (f" ({waiting})" if waiting else "")
             item += f": {detail}" if detail else ""

@@ -596,6 +596,8 @@ class Change:
     count: int = 0
     detail: str = ""
     pending: bool = False  # only a call whose result is past the messages: in flight, not done
+    size: str = ""  # a written file's "N lines" (its detail is then what a later edit changed)
+    edits_after: int = 0  # edits after the last write
 
 
 @dataclass
@@ -808,7 +810,12 @@ class _Walker:
                     change.op = op
                 change.count += 1
                 detail = action.details.get(path) or action.detail
-                if detail:
+                if op == "wrote":
+                    change.size, change.detail, change.edits_after = detail, "", 0
+                elif change.op == "wrote":
+                    change.edits_after += 1
+                    change.detail = detail or change.detail
+                elif detail:
                     change.detail = detail
         elif action.kind == "delegate" and action.detail:
             self.facts.delegated.add(action.detail)
