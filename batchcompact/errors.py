@@ -50,6 +50,18 @@ class SessionReadError(BatchCompactError):
     line or error that reports it names the file once (a reason without its path is grouped by kind)."""
 
 
+class NotCompacted(SessionReadError):
+    """A session file of an agent batchcompact reports on but does not read for compaction (Kimi): every
+    command that compacts treats it as a file it leaves alone (`plan` and `run`: `skip`; `validate`: a
+    warning), as it treats a file of a compacted agent that its reader refuses to rewrite."""
+
+
+def reported_not_compacted(what: str) -> str:
+    """The reason of every file batchcompact reports but leaves alone (`a Kimi transcript`, `a Copilot CLI
+    OpenTelemetry export`): one wording in plan, run and validate."""
+    return f"{what}: reported, not compacted"
+
+
 class VerificationError(BatchCompactError):
     """A written file did not pass verification; the original is untouched."""
 
@@ -67,6 +79,16 @@ class InternalError(BatchCompactError):
 INTERNAL_ERROR_EXIT = InternalError.exit_code
 INTERNAL_ERROR = "internal error"
 DEBUG_HINT = "a bug in batchcompact; rerun with BATCHCOMPACT_DEBUG=1 for the traceback"
+
+
+def outcome_exit_code(failed: int, internal: int) -> int:
+    """The exit code of a command that works file by file (`plan`, `run`, `validate`), from its rows: 4 when
+    a file hit a bug (`internal`, the others still processed), 1 when some sessions failed or are invalid
+    (`failed`: plan's `error` rows, run's `failed`, validate's invalid files), else 0. One rule, so the
+    three commands agree on the same files (docs/cli.md, "Exit codes and errors")."""
+    if internal:
+        return INTERNAL_ERROR_EXIT
+    return 1 if failed else 0
 
 
 def debug_enabled() -> bool:

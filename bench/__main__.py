@@ -24,6 +24,7 @@ STAGES = [
     ("plan + memory", "bench_plan.py"),
     ("pool", "bench_pool.py"),
     ("report", "bench_report.py"),
+    ("html", "bench_html.py"),
     ("agents", "bench_agents.py"),
     ("e2e", "bench_e2e.py"),
     ("builtin", "bench_builtin.py"),

@@ -56,10 +56,12 @@ def install_lock(prefix: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def npm_cli(package: str, version: str, binary: str, node_dir: Path | None = None) -> Path:
+def npm_cli(package: str, version: str, binary: str, node_dir: Path | None = None,
+            beside: tuple[str, ...] = ()) -> Path:
     """The installed CLI binary `node_modules/.bin/<binary>` of package@version (installed if missing,
     once: under `install_lock`; `node_dir`: a folder with the `node` its install scripts must run on, put
-    first on PATH)."""
+    first on PATH; `beside`: other pinned `name@version`s installed in the same prefix, such as the bun
+    a bun CLI runs on)."""
     npm = shutil.which("npm")
     if npm is None:
         unavailable("npm is not installed")
@@ -70,13 +72,14 @@ def npm_cli(package: str, version: str, binary: str, node_dir: Path | None = Non
     with install_lock(prefix):
         if target.exists() and (prefix / ".installed").exists():  # installed while this process waited
             return target
-        return _npm_install(npm, package, version, prefix, target, node_dir)
+        return _npm_install(npm, package, version, prefix, target, node_dir, beside)
 
 
-def _npm_install(npm: str, package: str, version: str, prefix: Path, target: Path, node_dir: Path | None) -> Path:
+def _npm_install(npm: str, package: str, version: str, prefix: Path, target: Path, node_dir: Path | None,
+                 beside: tuple[str, ...] = ()) -> Path:
     prefix.mkdir(parents=True, exist_ok=True)
     command = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--loglevel=error",
-               f"{package}@{version}"]
+               *beside, f"{package}@{version}"]
     env = None
     if node_dir is not None:
         env = {**os.environ, "PATH": f"{node_dir}{os.pathsep}{os.environ.get('PATH', '')}"}

@@ -266,6 +266,7 @@ SLOW_FILES = (
     "test_executor_ray.py",
     "test_judge_qwen.py",
     "test_judge_pi.py",
+    "test_judge_omp.py",  # oh-my-pi's modules, CLI turns and thresholds, ~35 s
     "test_faults.py",
     "test_judge_vibe.py",
     "test_judge_cline.py",

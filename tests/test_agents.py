@@ -108,7 +108,7 @@ def test_a_report_only_agent_is_planned_as_a_skip(toy, tmp_path):
     path = tmp_path / "s.jsonl"
     path.write_text(json.dumps({"kind": "toy-session"}) + "\n")
     plan, row = plan_session(read_session(path), CompactionSettings(), PlanOptions())
-    assert row["status"] == "skip" and row["reason"] == "Toy sessions are reported, not compacted"
+    assert row["status"] == "skip" and row["reason"] == "a Toy transcript: reported, not compacted"
 
 
 def test_report_extraction_goes_through_the_agent(toy, tmp_path):

@@ -186,13 +186,16 @@ def test_no_import_runs_back_up_the_layers():
     assert upward == []
 
 
-# A measure shares no code with what it measures (docs/eval.md): the modules that make eval's probes,
-# baselines and scores, and the judge, import nothing of `batchcompact/summarize/`, directly or through
-# another module of the package. The judge buys its model calls through `eval/buying.py` (the worker pool
-# and the summary cache), which call a model but read no transcript and write no summary.
+# A measure shares no code with what it measures (docs/eval.md): no module under `batchcompact/eval/` imports
+# anything of `batchcompact/summarize/` (the package's `__init__` loads the built-in summarizer, so even its
+# pool would bring the summarizer's code into the measure). The modules that make eval's probes, baselines
+# and scores, and the judge, do not reach it through another module of the package either, counting the
+# parent packages an import runs. Eval buys the summaries it scores and the judge's calls through
+# `pipeline/model_calls.py` (the worker pool and the summary cache), which reads no transcript and writes no
+# summary.
 MEASURES = ("eval/text.py", "eval/probes.py", "eval/hindsight.py", "eval/scoring.py", "eval/baselines.py",
             "eval/cuts.py", "eval/judge.py")
-MEASURE_MAY_USE = {"batchcompact.summarize.pool", "batchcompact.eval.buying"}
+MEASURE_MAY_USE = {"batchcompact.pipeline.model_calls"}
 
 
 def _module_file(name: str) -> Path | None:
@@ -216,6 +219,18 @@ def _package_imports(path: Path) -> set[str]:
     return out
 
 
+def _with_parents(name: str) -> list[str]:
+    """`a.b.c` and the packages importing it runs first: `a.b`, `a` (their `__init__`)."""
+    parts = name.split(".")
+    return [".".join(parts[:n]) for n in range(len(parts), 1, -1)]
+
+
+def test_nothing_under_eval_imports_the_summarizers():
+    for path in sorted((PACKAGE / "eval").glob("*.py")):
+        reached = sorted(n for n in _package_imports(path) if n.startswith("batchcompact.summarize"))
+        assert reached == [], f"{path.relative_to(PACKAGE)} imports {reached}"
+
+
 def test_eval_measures_import_no_summarizer():
     for measure in MEASURES:
         seen: set[str] = set()
@@ -226,9 +241,10 @@ def test_eval_measures_import_no_summarizer():
                 continue
             seen.add(name)
             assert not name.startswith("batchcompact.summarize"), f"{measure} reaches {name}"
-            found = _module_file(name)
-            if found is not None:
-                stack.extend(sorted(_package_imports(found)))
+            for module in _with_parents(name):
+                found = _module_file(module)
+                if found is not None and module not in seen | MEASURE_MAY_USE:
+                    stack.extend(sorted(_package_imports(found) | ({module} - {name})))
 
 
 # The registry at the bottom: the `Agent` spec and the ordered list import nothing of the package but the spec

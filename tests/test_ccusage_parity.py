@@ -327,7 +327,7 @@ CODEX_DAYS = (
 @pytest.fixture(scope="module")
 def other_home(tmp_path_factory) -> Path:
     from agent_homes import build_home
-    from test_report_codex_copies import write_fork, write_reemitted
+    from codex_rollouts import write_fork, write_reemitted
 
     home = tmp_path_factory.mktemp("other-agents") / "home"
     build_home(shared_fixtures() / "agents", home, agents=("codex", *OTHER_AGENTS))
@@ -401,3 +401,44 @@ def test_codex_copies_match_ccusage(ccusage, other_home, tmp_path):
     assert tuple(sorted(ours)) == CODEX_DAYS
     assert [ours[day]["total"] for day in CODEX_DAYS] == [4030, 1915, 1800]
     assert cell_differences(ours, theirs) == {}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A pi /fork: where we differ from ccusage on purpose. pi's `createBranchedSession` writes a new session file
+# holding the parent's entries verbatim (tests/test_report_counted.py: `pi_fork`); ccusage 20 keys a pi
+# message by its file (project, session from the file name, time, model, usage, cost) and counts the copied
+# requests again; we count them once, under the original session (docs/report.md, "One row per model
+# request"). Stated as: our report of the session plus its fork is ccusage's report of the session alone, to
+# the token and the micro-dollar, and ccusage's of both is larger by exactly the fork's copied requests.
+
+
+def pi_layout(root: Path, files: list[Path]) -> Path:
+    folder = root / "pi" / "sessions" / "--work--"
+    folder.mkdir(parents=True)
+    (root / "home").mkdir()
+    for path in files:
+        shutil.copy(path, folder / path.name)
+    return root
+
+
+@pytest.mark.parametrize("view", ["daily", "session"])
+def test_a_pi_fork_counts_once_where_ccusage_counts_it_twice(ccusage, view, tmp_path):
+    from test_report_counted import our_migrated, pi_fork, read_lines
+
+    original = our_migrated(shared_fixtures() / "pi" / "large-session.jsonl", tmp_path / "src" / "original.jsonl")
+    entries = read_lines(original)[1:]
+    fork = pi_fork(original, tmp_path / "src", leaf_index=int(len(entries) * 0.6))
+    alone = pi_layout(tmp_path / "alone", [original])
+    both = pi_layout(tmp_path / "both", [original, fork])
+    theirs_alone = ccusage_rows(run_ccusage(ccusage, alone, "pi", view), "pi", view)
+    theirs_both = ccusage_rows(run_ccusage(ccusage, both, "pi", view), "pi", view)
+    ours_both = our_rows(both, "pi", view, tmp_path)
+    assert theirs_alone and differences(ours_both, theirs_alone) == {}
+    copied = [e["message"]["usage"] for e in read_lines(fork)[1:]
+              if e["type"] == "message" and e["message"]["role"] == "assistant"]
+    extra = {"input": sum(u["input"] for u in copied), "output": sum(u["output"] for u in copied)}
+    assert extra["output"] > 0
+    for field in extra:
+        assert sum(r[field] for r in theirs_both.values()) == sum(r[field] for r in theirs_alone.values()) + extra[field]
+    if view == "session":  # ccusage shows the fork as a session of its own, made of copies
+        assert set(theirs_both) - set(theirs_alone) == {fork.stem.split("_", 1)[1]}  # named by the file's uuid

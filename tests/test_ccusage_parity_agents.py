@@ -30,6 +30,12 @@ KNOWN_DIFFERENCES = {
     # An older Copilot log without per-call usage: ccusage 20 reads nothing from it; we count its last
     # `session.shutdown` totals (input 100 of which 5 cache reads, output 15).
     ("copilot", "copilot_stage0_small"): {"missing": "ccusage"},
+    # Copilot's own compaction call (`compactionTokensUsed`: 7,522 input of which 3,761 cache reads, 9 output,
+    # gpt-4.1), in no usage record: ccusage 20 leaves it out; we count it (+3,761 input, +3,761 cache read,
+    # +9 output, +$0.0094745). The 11 usage records agree to the token.
+    ("copilot", "9bea0655-7b06-4271-8856-0dc11d127cd9"): {
+        "input": (36_989, 33_228), "output": (108, 99), "cache_read": (36_985, 33_224), "total": (74_082, 66_551),
+        "cost": (0.093335, 0.08386)},
     # `kimi-k2` is in ccusage's embedded price map but not in litellm's bundled one: unpriced here (flagged).
     ("kimi", "session-a"): {"cost": (0.0, 0.000191)},
     # Kimi Code: ccusage 20 drops the `session`-scoped usage.record (a compaction call, 7,000 in / 500 out),
@@ -56,9 +62,20 @@ KNOWN_DIFFERENCES = {
 }
 
 
+# A real Copilot CLI log compacted by `copilot -p /compact` (tests/data/recorded): Copilot records its own
+# compaction call only in `session.compaction_complete.compactionTokensUsed`; ccusage 20 reads only the usage
+# records, we count that call too (docs/report.md, Copilot CLI).
+COPILOT_COMPACTED = Path(__file__).parent / "data" / "recorded" / "copilot-cli" / "session-compacted.jsonl"
+COPILOT_COMPACTED_ID = "9bea0655-7b06-4271-8856-0dc11d127cd9"
+
+
 @pytest.fixture(scope="module")
 def home(tmp_path_factory) -> Path:
-    return build_home(tmp_path_factory.mktemp("agents2"))
+    home = build_home(tmp_path_factory.mktemp("agents2"))
+    log = home / ".copilot" / "session-state" / COPILOT_COMPACTED_ID / "events.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_bytes(COPILOT_COMPACTED.read_bytes())
+    return home
 
 
 def ccusage_sessions(ccusage, home: Path, agent: str) -> dict[str, dict]:  # noqa: F811

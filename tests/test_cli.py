@@ -188,7 +188,7 @@ def test_plan_reports_broken_sessions_as_error_rows(tmp_path):
     good.write(tmp_path / "good.jsonl")
     (tmp_path / "bad.jsonl").write_text('{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}\n{oops\n')
     result = invoke("plan", str(tmp_path), "--jobs", "1", "--format", "json", "--context-window", "1000")
-    assert result.exit_code == 0
+    assert result.exit_code == 1  # an error row is an invalid session: exit 1, as validate and run say it
     rows = {r["path"].rsplit("/", 1)[-1]: r for r in json.loads(result.output.split("\n", 0)[0][result.output.index("["):result.output.rindex("]") + 1])}
     assert rows["bad.jsonl"]["status"] == "error"
     assert rows["bad.jsonl"]["reason"] == "line 2: invalid JSON: Expecting property name enclosed in double quotes at column 2"

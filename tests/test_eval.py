@@ -14,7 +14,7 @@ from factories import Builder
 
 from batchcompact.cli import cli
 from batchcompact.eval.hindsight import hindsight_probes
-from batchcompact.eval.probes import RULE, TASK, lexical_probes
+from batchcompact.eval.probes import RULE, TASK, lexical_probes, requests, rule_sentences
 from batchcompact.eval.scoring import score_context
 from batchcompact.eval.text import COMMAND, FILE, SYMBOL, command_heads, names, stem
 
@@ -109,6 +109,9 @@ def test_stems_names_and_commands():
     assert ("value", "http://127.0.0.1:8080/v1") in found and ("value", "v1.2.3") in found
     assert not any(name == "console.log" for _, name in found)  # code, not a file
     assert command_heads("cd app && FOO=1 uv run pytest -q tests | tail -3") == ["uv run pytest"]
+    # what no reader needs as a file: git's diff sides, a runtime's name, a bare extension, a method call
+    found = list(names("diff --git a/src/x.ts b/src/x.ts; Node.js, .test.ts, process.env, Makefile, .env"))
+    assert found == [(FILE, "src/x.ts"), (FILE, "src/x.ts"), (FILE, ".env")]
     assert command_heads("npm run test:unit; git status") == ["npm run test:unit"]
 
 
@@ -124,10 +127,39 @@ def test_lexical_probes_take_every_request_and_ignore_filler():
 def test_filler_is_what_asks_for_nothing_new():
     messages = [{"role": "user", "content": text} for text in (
         "ok", "continue 3 " + PAD, "thanks, great", "Good, now add retries to the HTTP client.",
-        "Keep the tests green.", "ok, migrate the loader to tomllib")]
-    probes = [(p.kind, p.text) for p in lexical_probes(messages)]
-    assert probes == [(RULE, "Keep the tests green."), (TASK, "Good, now add retries to the HTTP client."),
-                      (TASK, "ok, migrate the loader to tomllib")]
+        "Always keep the tests green.", "ok, migrate the loader to tomllib")]
+    assert requests(messages) == (["Always keep the tests green."], [
+        "Good, now add retries to the HTTP client.", "ok, migrate the loader to tomllib"])
+
+
+def test_a_rule_binds_the_work_and_a_question_or_a_musing_does_not():
+    text = ("Never push to main. Should we cache the tokens? I don't think the parser is slow. "
+            "I want you to always run the linter first. From now on install packages with uv. Keep going.")
+    assert rule_sentences(text) == ["Never push to main.", "I want you to always run the linter first.",
+                                    "From now on install packages with uv."]
+
+
+def test_the_requests_a_reader_needs_are_the_goal_the_open_one_and_those_the_next_turns_continue():
+    def user(text):
+        return {"role": "user", "content": text}
+
+    replaced = [user("Build a CSV exporter for the billing reports."), user("What does the retry header mean?"),
+                user("Add pagination to the invoices endpoint with cursor tokens."),
+                user("Rename the staging bucket to billing-archive.")]
+    future = [{"role": "assistant", "content": [{"type": "text", "text": "Now the invoices endpoint pagination: "
+                                                 "cursor tokens next."}]}]
+    probes = [p.text for p in lexical_probes(replaced, [], future)]
+    # the goal, the one the next turns continue, the open one at the cut; not the answered question
+    assert probes == ["Build a CSV exporter for the billing reports.",
+                      "Add pagination to the invoices endpoint with cursor tokens.",
+                      "Rename the staging bucket to billing-archive."]
+    # a later request in the kept messages closes the last one; what the kept tail keeps is no probe
+    kept = [user("Now rename the staging bucket to billing-archive, and tag the release.")]
+    from batchcompact.eval.scoring import ContextIndex
+
+    probes = [p.text for p in lexical_probes(replaced, kept, future, ContextIndex(kept).keeps)]
+    assert probes == ["Build a CSV exporter for the billing reports.",
+                      "Add pagination to the invoices endpoint with cursor tokens."]
 
 
 def test_a_paraphrase_keeps_a_rule_and_words_apart_do_not():
@@ -167,9 +199,9 @@ def test_cut_at_scores_a_summary_beside_its_baselines(tmp_path, eval_hooks):
     labels = by_label(rows)
     assert list(labels) == [
         "builtin", "baseline:first@builtin", "baseline:last@builtin", "baseline:words@builtin",
-        "eval_baselines:empty_sentence", "baseline:first@eval_baselines:empty_sentence",
+        "baseline:list@builtin", "eval_baselines:empty_sentence", "baseline:first@eval_baselines:empty_sentence",
         "baseline:last@eval_baselines:empty_sentence", "baseline:words@eval_baselines:empty_sentence",
-        "baseline:tail"]
+        "baseline:list@eval_baselines:empty_sentence", "baseline:tail"]
     builtin, useless, tail = labels["builtin"], labels["eval_baselines:empty_sentence"], labels["baseline:tail"]
     assert builtin["cut_at"] == 88 and builtin["status"] == "ok"
     assert (builtin["file_probes"], builtin["symbol_probes"], builtin["command_probes"]) == (2, 2, 1)
@@ -248,7 +280,7 @@ def test_table_and_parquet(tmp_path):
     session = work_session().write(tmp_path / "s.jsonl")
     result = invoke("eval", str(session), "--force", "--keep-recent-tokens", "2000")
     assert result.exit_code == 0
-    assert "eval: 1 compactions scored, 5 rows" in result.stderr
+    assert "eval: 1 compaction scored, 6 rows" in result.stderr
     import polars as pl
 
     out = tmp_path / "eval.parquet"
@@ -314,7 +346,7 @@ def test_existing_claude_compaction_reaches_back_across_the_boundary():
     rows = by_label(eval_rows("--existing", str(path)))
     recorded = rows["recorded"]
     assert recorded["tokens_before"] == 170251  # the boundary's preTokens
-    assert recorded["file_probes"] > 0 and recorded["file_recall"] == 1.0
+    assert recorded["file_probes"] > 0 and recorded["file_recall"] >= 0.7
     assert rows["baseline:tail"]["hindsight_recall"] == 0.0
 
 
@@ -445,6 +477,11 @@ def test_our_compactions_score_as_the_planned_cut_did(tmp_path):
     columns = ("rule_probes", "task_probes", "rule_recall", "task_recall", "overall", "tokens_before")
     for ours, plan in zip(recorded, planned, strict=True):
         # the kept tail a Claude/Codex compaction re-appends is not part of the replaced span
+        if ours["format"] == "codex":
+            # Codex's written compaction re-adds the user's earlier prompts before the summary: its kept
+            # context holds their rules, so they are no probes there; a planned cut does not model that
+            assert ours["rule_probes"] < plan["rule_probes"] and ours["tokens_before"] == plan["tokens_before"]
+            continue
         assert [ours[c] for c in columns] == [plan[c] for c in columns]
 
 
@@ -455,7 +492,7 @@ def test_invalid_file_is_named_with_its_line_and_fails(tmp_path):
     result = invoke("eval", str(good), str(bad), "--force", "--keep-recent-tokens", "2000")
     assert result.exit_code == 1
     assert f"error: {bad}:2: " in result.stderr
-    assert "eval: 1 compactions scored, 5 rows" in result.stderr
+    assert "eval: 1 compaction scored, 6 rows" in result.stderr
 
 
 def test_unknown_model_is_a_usage_error_before_any_file_is_read(tmp_path):
@@ -482,7 +519,7 @@ def test_secrets_are_redacted_before_summaries_and_judge_calls_leave(tmp_path, l
     for index in range(12):
         b.user(f"continue {index} {PAD}")
         b.assistant(f"Step {index}: {PAD}")
-    b.user(f"And in the smoke test too: OPENAI_API_KEY={secret}")  # kept: the judge's prompts show it
+    b.user(f"And in the staging job too: {secret}")  # kept: the judge's prompts show it
     b.assistant("Noted too.")
     session = b.write(tmp_path / "s.jsonl")
     result = invoke("eval", str(session), "--force", "--keep-recent-tokens", "2000", "--summarizer",
@@ -496,3 +533,20 @@ def test_secrets_are_redacted_before_summaries_and_judge_calls_leave(tmp_path, l
     summaries = [body for body in sent if "You are a context summarization assistant" in body]
     assert summaries and any("[REDACTED:" in body for body in summaries)
     assert any("[REDACTED:" in body and "You are a coding agent resuming" in body for body in sent)  # the judge's
+
+
+def test_a_file_is_what_a_later_tool_call_names_and_a_bare_name_must_say_which_file():
+    def call(**arguments):
+        return {"role": "assistant", "content": [{"type": "toolCall", "id": "c", "name": "read",
+                                                  "arguments": arguments}]}
+
+    replaced = [{"role": "user", "content": "See src/a/index.ts, src/b/index.ts and lib/cli.py; the Makefile "
+                                            "has a check target"}, call(path="Makefile")]
+    future = [call(path="src/a/index.ts"), call(path="lib/cli.py"), call(path="Makefile")]
+    probes = {p.text: p for p in hindsight_probes(replaced, [], future)}
+    assert list(probes) == ["src/a/index.ts", "lib/cli.py", "makefile"]  # a path argument, whatever its shape
+    # `index.ts` alone does not say which of the two; `cli.py` alone does
+    assert probes["src/a/index.ts"].spellings == ("src/a/index.ts", "a/index.ts")
+    assert probes["lib/cli.py"].spellings == ("lib/cli.py", "cli.py")
+    context = [{"role": "user", "content": "Files: index.ts, cli.py, Makefile"}]
+    assert score_context(list(probes.values()), context).missed == ["file: src/a/index.ts"]

@@ -134,10 +134,10 @@ def test_exports_on_ray_count_as_locally_and_a_newer_one_stops_the_report(bc, tm
         assert code == 0, err
     assert texts["ray"] == texts["local"] and "ana," in texts["local"]
     newer = shared / "b.jsonl"
-    newer.write_text((shared / "a.jsonl").read_text().replace('"export_version":1', '"export_version":2'))
+    newer.write_text((shared / "a.jsonl").read_text().replace('"export_version":2', '"export_version":3'))
     code, out, err = bc("report", shared, "--no-cache", "--executor", "ray")
     assert code == 2 and out == ""
-    assert f"Error: {newer}: a usage export of schema version 2; this batchcompact reads version 1" in err
+    assert f"Error: {newer}: a usage export of schema version 3; this batchcompact reads version 2" in err
 
 
 def test_a_file_a_node_cannot_see_fails_alone_with_a_reason(tmp_path):

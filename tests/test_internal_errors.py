@@ -69,12 +69,13 @@ def test_plan_with_debug_prints_the_traceback(bc, archive, monkeypatch):
     assert "Traceback (most recent call last)" in err and "KeyError: 'boom'" in err
 
 
-def test_plan_exits_0_for_bad_input(bc, tmp_path):
-    """An unreadable file is an `error` row with its own reason, not an internal error."""
+def test_plan_exits_1_not_4_for_bad_input(bc, tmp_path):
+    """An unreadable file is an `error` row with its own reason, not an internal error: exit 1 (some sessions
+    invalid, as validate says it), not 4."""
     (tmp_path / "empty.jsonl").write_bytes(b"")
     shutil.copy(SAMPLES / "pi" / BROKEN, tmp_path / BROKEN)
     code, out, err = bc("plan", tmp_path, "--format", "json")
-    assert code == 0 and internal_lines(err + out) == []
+    assert code == 1 and internal_lines(err + out) == []
     assert {r["status"] for r in json.loads(out)["rows"]} >= {"error"}
 
 

@@ -79,9 +79,11 @@ def test_any_change_to_the_files_or_options_runs_the_report_again(archive, tmp_p
     _, err = report(*args)
     assert STORED not in err and "1 parsed" in err  # touched: its usage is read again
     assert STORED in report(*args)[1]
-    extra = archive / "samples" / "pi" / "copy.jsonl"  # another session (a copy of one counts once)
+    # another session, a day later (a copy of one, or a fork holding its entries, counts once)
+    extra = archive / "samples" / "pi" / "copy.jsonl"
     extra.write_text((SAMPLES / "pi" / "small-fix.jsonl").read_text().replace(
-        "932dd87f-f255-4702-8fff-b7e98d47d103", "932dd87f-f255-4702-8fff-000000000000", 1))
+        "932dd87f-f255-4702-8fff-b7e98d47d103", "932dd87f-f255-4702-8fff-000000000000", 1).replace(
+        '"timestamp":"2026-10-03T', '"timestamp":"2026-10-04T'))
     added_out, err = report(*args)
     assert STORED not in err
     extra.unlink()

@@ -10,10 +10,11 @@ import click
 from batchcompact.cli.options import agent_fields, planner_options, pop_settings, resolve_jobs
 from batchcompact.cli.output import output_options, pick_format, print_table, require_output, write_rows
 from batchcompact.cli.summarize_options import pool_options, pool_settings_from, provider_options
+from batchcompact.core.words import counted
 
 RECALLS = (("file_recall", "files"), ("symbol_recall", "symbols"), ("command_recall", "commands"),
            ("rule_recall", "rules"), ("task_recall", "tasks"), ("overall", "overall"), ("vs_first", "vs first N"),
-           ("vs_words", "vs words"))
+           ("vs_words", "vs words"), ("vs_list", "vs list"))
 TABLE_COLUMNS = (
     ("path", "session"), ("compaction", "#"), ("cut_at", "cut %"), ("shown", "summarizer"), ("status", "status"),
     *RECALLS,
@@ -53,7 +54,7 @@ def _shown(row: dict[str, Any]) -> dict[str, Any]:
         shown["shown"] = f"  {name}" + (f" ({row['baseline_for']})" if row.get("baseline_for") else "")
     else:
         shown["shown"] = label
-    for kind in ("first", "words"):
+    for kind in ("first", "words", "list"):
         lift = row.get(f"lift_{kind}")
         shown[f"vs_{kind}"] = None if lift is None else f"{lift:+.4f}" + (" !" if lift <= 0 else "")
     return shown
@@ -120,7 +121,8 @@ def eval_command(ctx: click.Context, paths: tuple[str, ...], existing: bool, cut
     """Measure what compactions keep: the files, code names, commands and values the agent's next turns
     used that only the replaced span held (hindsight), and the user's rules and requests, scored against
     the compacted context (summary + kept messages), beside baselines at the summary's own length (the kept
-    tail alone, the first and the last N tokens of the replaced history, its distinct words unchosen). One
+    tail alone, the first and the last N tokens of the replaced history, its distinct words unchosen, its user
+    messages then its names by frequency). `overall` is the mean over the probe kinds present. One
     row per (session, compaction, summarizer or baseline); nothing is written to a session.
 
     Summaries are bought as `run` buys them (pool, summary cache, redaction, --max-cost), so a rerun pays
@@ -170,6 +172,8 @@ def eval_command(ctx: click.Context, paths: tuple[str, ...], existing: bool, cut
             if means:
                 out.write(f"\nPooled over the cuts ({means[0]['cuts']} with a score):\n")
                 print_table([_shown(r) for r in means], MEAN_COLUMNS, out)
+                out.write("overall: the mean of the recalls of the probe kinds present, not pooled by probe "
+                          "count (docs/eval.md).\n")
     else:
         write_rows(fmt, output, result.rows, summary=lambda: {
             "skipped": result.skipped, "problems": result.problems, "spent_usd": result.spent_usd,
@@ -177,7 +181,7 @@ def eval_command(ctx: click.Context, paths: tuple[str, ...], existing: bool, cut
     if not quiet:
         compactions = len({(r["path"], r["compaction"], r["cut_at"]) for r in result.rows})
         skipped = ", ".join(f"{n} {reason}" for reason, n in sorted(result.skipped.items()))
-        click.echo(f"eval: {compactions} compactions scored, {len(result.rows)} rows"
+        click.echo(f"eval: {counted(compactions, 'compaction')} scored, {counted(len(result.rows), 'row')}"
                    + (f"; sessions skipped: {skipped}" if skipped else "")
                    + f"; spent ${result.spent_usd:.4f}", err=True)
     return result.exit_code

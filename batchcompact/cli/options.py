@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import TYPE_CHECKING
 
@@ -66,6 +67,15 @@ def planner_options(func):
     return func
 
 
+def strategy_option(func):
+    """`--strategy`: what `run` writes for a session over its threshold (`plan` shows it)."""
+    return click.option(
+        "--strategy", type=click.Choice(["compact", "handoff"]), default="compact", show_default=True,
+        help="compact: append a compaction to the session. handoff (pi's format and its descendants): leave the "
+             "session as it is and start a new one beside it that holds only a handoff document "
+             "(docs/compaction.md, \"Handoff\").")(func)
+
+
 def build_settings(
     keep_recent_tokens: int,
     reserve_tokens: int,
@@ -106,7 +116,9 @@ def pop_settings(kwargs: dict) -> CompactionSettings:
         "summary_budget",
     )
     kwargs.pop("preset", None)  # its values already arrived as option defaults
-    return build_settings(**{name: kwargs.pop(name) for name in names})
+    settings = build_settings(**{name: kwargs.pop(name) for name in names})
+    strategy = kwargs.pop("strategy", None)  # run and plan only (strategy_option)
+    return dataclasses.replace(settings, strategy=strategy) if strategy and strategy != settings.strategy else settings
 
 
 def resolve_jobs(jobs: int | None) -> int:

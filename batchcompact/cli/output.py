@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 import click
 
+from batchcompact.core.times import iso_text
 from batchcompact.core.words import COUNTED_NOUNS, plural
 
 
@@ -382,14 +383,14 @@ def _plain(value: Any) -> Any:
     report's JSON and CSV use), anything else as its text."""
     from datetime import date
 
-    return value.isoformat() if isinstance(value, date) else str(value)
+    return iso_text(value) if isinstance(value, date) else str(value)
 
 
 def _csv_cell(value: Any) -> Any:
     from datetime import date
 
     if isinstance(value, date):
-        return value.isoformat()
+        return iso_text(value)
     if isinstance(value, list):
         if all(isinstance(v, str) for v in value):
             return ";".join(value)

@@ -16,6 +16,7 @@ from batchcompact.cli.options import (
     planner_options,
     pop_settings,
     resolve_jobs,
+    strategy_option,
 )
 from batchcompact.cli.output import (
     echo_err,
@@ -27,7 +28,7 @@ from batchcompact.cli.output import (
     write_rows,
 )
 from batchcompact.core.words import counted
-from batchcompact.errors import INTERNAL_ERROR_EXIT, is_internal_error
+from batchcompact.errors import is_internal_error, outcome_exit_code
 from batchcompact.money import from_pico, to_pico
 
 TABLE_COLUMNS = (
@@ -141,6 +142,7 @@ class Totals:
 @click.command()
 @click.argument("paths", nargs=-1)
 @planner_options
+@strategy_option
 @click.option("--summary-model", default=None, metavar="MODEL",
               help="Model to price the summaries with (any litellm name). Default: the built-in offline "
                    "summarizer, which costs nothing. Output is estimated at the summary budget "
@@ -156,9 +158,10 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
 
     Without PATHS, every agent's session folders found on this machine are planned (named on stderr).
 
-    One row per session: status `compact`, `skip` (with the reason) or `error` (unreadable; see
-    `batchcompact validate`). Exit 0 unless the command line is wrong (2), or 4 when a file hit an
-    internal error (a bug: its row and one line on stderr say so; the other files are still planned).
+    One row per session: status `compact`, `skip` (with the reason) or `error` (unreadable or invalid; see
+    `batchcompact validate`). Exit 0 when no row is an `error`, 1 when some are (the other files are still
+    planned), 2 when the command line is wrong, 4 when a file hit an internal error (a bug: its row and one
+    line on stderr say so).
 
     \b
     Examples:
@@ -209,7 +212,7 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
                 print_table(collected, TABLE_COLUMNS, out, DROP_FIRST)
                 out.write("\n")
             out.write(totals.summary() + "\n")
-        return INTERNAL_ERROR_EXIT if internal else 0
+        return outcome_exit_code(totals.status["error"], len(internal))
     if fmt == "parquet":
         from batchcompact.pipeline.plan_parquet import write_plan_parquet
 
@@ -219,7 +222,7 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
         write_rows(fmt, output, rows(), PLAN_COLUMNS, summary=lambda: {"totals": totals.as_dict()})
     if not (ctx.find_root().obj or {}).get("quiet"):
         echo_err(totals.summary())
-    return INTERNAL_ERROR_EXIT if internal else 0
+    return outcome_exit_code(totals.status["error"], len(internal))
 
 
 def plan_instead_of_run(ctx: click.Context, paths: tuple[str, ...], model: str, **kwargs: Any) -> int:

@@ -19,6 +19,8 @@ from batchcompact.report.settings import GROUPINGS
 
 SOURCES = (*agent_names(), "batchcompact")  # every registered agent, and batchcompact's run reports
 
+INCOMPLETE_EXIT = 1  # the report was made, without rows an input lost (a usage export cut short)
+
 
 def _parse_date(ctx, param, value: str | None) -> date | None:
     if value is None:
@@ -136,7 +138,13 @@ def _check_timezone(ctx, param, value: str) -> str:
 @click.option("--jobs", type=click.IntRange(min=1), help="Processes for parsing [default: CPUs, at most 8].")
 @click.option(
     "--chart", type=click.Path(dir_okay=False), callback=lambda ctx, param, value: _chart_file(value),
-    help="Draw the table's cost per row, stacked by model (.html or .png)."
+    help="Draw the table's cost per row, stacked by model (.png; a .html FILE is the page of --html)."
+)
+@click.option(
+    "--html", "html", type=click.Path(dir_okay=False), metavar="FILE",
+    callback=lambda ctx, param, value: _page_file(value),
+    help="Also write one self-contained HTML page of the spend (headline, chart over time by a dimension "
+    "you switch, tables, sessions) with the same filters; opens from file:// with no network.",
 )
 @executor_options
 def report(
@@ -166,6 +174,7 @@ def report(
     cache_above,
     jobs,
     chart,
+    html=None,
     executor="local",
     ray_address=None,
 ) -> int:
@@ -191,7 +200,8 @@ def report(
       batchcompact report --agent gemini --agent opencode --by model
       batchcompact report ~/.claude/projects ~/.codex/sessions --by month
       batchcompact report ~/.pi/agent/sessions --by model --since 2026-01-01 --format json
-      batchcompact report runs/ --source batchcompact --by session --chart cost.html
+      batchcompact report runs/ --source batchcompact --by session --chart cost.png
+      batchcompact report /shared/usage/ --html /shared/usage/spend.html
     """
     from batchcompact.discover import paths_or_discovered
     from batchcompact.report.machine import machine_id, machine_name
@@ -199,9 +209,13 @@ def report(
     from batchcompact.report.settings import ReportSettings
 
     fmt = pick_format(fmt, json_flag)
+    if chart and chart.lower().endswith((".html", ".htm")):  # the page replaces the old SVG chart
+        if html:
+            raise UsageError(f"--chart {chart} is an HTML page as --html {html} is: give one")
+        chart, html = None, chart
     aliases, groups = _project_table(click.get_current_context())
     if by == "request":
-        _check_export_options(fmt, breakdown, last, chart)
+        _check_export_options(fmt, breakdown, last, chart, html)
     if since is not None and until is not None and since > until:  # an empty report, every time: a typo
         raise UsageError(f"--since {since} is after --until {until}: no day is in both; swap them?")
     settings = ReportSettings(
@@ -237,10 +251,14 @@ def report(
         paths, found = paths_or_discovered(paths, "report", echo, agents=tuple(agents), walk=walk_folder,
                                            globs=False)
         out = produce_report(paths, settings, fmt, output, sources=[s.to_dict() for s in found],
-                             cache_dir=cache_dir, no_cache=no_cache, cache_above=cache_above, jobs=jobs, chart=chart,
+                             cache_dir=cache_dir, no_cache=no_cache, cache_above=cache_above, jobs=jobs, chart=chart, html=html,
                              executor=lambda: open_executor(executor, jobs or 1, ray_address),
                              warn=lambda w: click.echo(f"warning: {w}", err=True))
         _print(out, fmt, output, compact, quiet=quiet, verbose=verbose)
+        if out.incomplete:  # an export cut short: the numbers lack its lost rows
+            click.echo(f"warning: the report is incomplete: {counted(out.incomplete, 'usage export')} cut short "
+                       "(named above); exit 1", err=True)
+            return INCOMPLETE_EXIT
     except StdoutClosed:
         raise  # its reader is gone: nothing to say (cli/__init__.py)
     except BatchCompactError as exc:
@@ -251,13 +269,13 @@ def report(
     return 0
 
 
-def _check_export_options(fmt: str, breakdown: bool, last, chart) -> None:
+def _check_export_options(fmt: str, breakdown: bool, last, chart, html=None) -> None:
     """`--by request` writes requests, not groups: the options that shape groups do not apply."""
     from batchcompact.report.export import FORMATS
 
     if fmt not in FORMATS:
         raise UsageError(f"--by request writes one row per request: use --format {', '.join(FORMATS)}, not {fmt}")
-    for given, name in ((breakdown, "--breakdown"), (last, "--last"), (chart, "--chart")):
+    for given, name in ((breakdown, "--breakdown"), (last, "--last"), (chart, "--chart"), (html, "--html")):
         if given:
             raise UsageError(f"{name} does not apply to --by request (one row per request; use --since/--until)")
 
@@ -304,6 +322,11 @@ def _chart_file(value: str | None) -> str | None:
     return value
 
 
+def _page_file(value: str | None) -> str | None:
+    check_output(value, "--html")
+    return value
+
+
 def _print(out, fmt: str, output, compact: bool, *, quiet: bool, verbose: int) -> None:
     """The report's output, and on stderr what a person needs to know about it."""
     if out.replayed:
@@ -324,7 +347,8 @@ def _print(out, fmt: str, output, compact: bool, *, quiet: bool, verbose: int) -
         return
     unread = f", {out.unread} not read (named above)" if out.unread else ""
     if out.replayed:
-        click.echo(f"{counted(out.files, 'file')}: 0 parsed, {out.files} from cache (the stored report){unread}",
+        click.echo(f"{counted(out.files, 'file')}: 0 parsed, {out.files - out.unread} from cache (the stored report)"
+                   f"{unread}",
                    err=True)
     else:
         click.echo(f"{counted(out.files, 'file')}: {out.parsed} parsed, {out.from_cache} from cache{unread}", err=True)

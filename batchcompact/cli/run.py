@@ -17,6 +17,7 @@ from batchcompact.cli.options import (
     planner_options,
     pop_settings,
     resolve_jobs,
+    strategy_option,
 )
 from batchcompact.cli.output import (
     folder_checked,
@@ -116,6 +117,11 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
     if stopped:
         lines.append(f"run stopped by {stopped}: sessions not reached are reported skipped; "
                      "rerun the same command to continue")
+    if not quiet and rows and all(r["status"] == "skipped" and "--min-age" in (r.get("reason") or "") for r in rows):
+        # a copy made a moment ago (a test, a restore) looks live: say how to include it
+        every, them = ("the session was", "it") if len(rows) == 1 else (f"all {len(rows):,} sessions were", "them")
+        lines.append(f"nothing compacted: {every} modified within --min-age {min_age}; "
+                     f"to include {them} anyway, rerun with --min-age 0")
     return "\n".join(lines)
 
 
@@ -151,6 +157,7 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
               help="With --batch: submissions per request (expired, errored or cancelled ones are resubmitted).")
 @branch_options
 @planner_options
+@strategy_option
 @summarizer_options
 @pool_options
 @executor_options

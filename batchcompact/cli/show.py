@@ -10,6 +10,7 @@ import click
 
 from batchcompact.cli.config import ExpandedPath
 from batchcompact.cli.output import output_options, pick_format
+from batchcompact.core.words import counted
 
 
 def _render_block(block: Any) -> str:
@@ -60,6 +61,7 @@ def show(session_path: str, with_context: bool, fmt: str, output: str | None, js
     kind = special_kind(stored)
     if kind is not None:  # opening a named pipe would wait for a writer, a device may never end
         raise UsageError(f"{session_path}: {kind}, not a regular file")
+    session_path = _the_one_session(session_path)
     try:
         session = read_session(session_path)
     except (OSError, SessionReadError) as exc:  # why, as validate says it; alone on the line, naming the file
@@ -98,22 +100,22 @@ def _print_text(session: Any, info: dict[str, Any], with_context: bool) -> int:
     if info["leaf_id"] is None:
         click.echo("active leaf: none (no conversation entries)")
     else:
-        click.echo(f"active leaf: {info['leaf_id']} (line {info['leaf_line']}), path of {info['path_entries']} entries")
+        click.echo(f"active leaf: {info['leaf_id']} (line {info['leaf_line']}), path of {counted(info['path_entries'], 'entry')}")
     for branch in info["branches"]:
         click.echo(
             f"  abandoned branch: leaf {branch['leaf_id']} (line {branch['leaf_line']}), from "
-            f"{branch['common_ancestor_id'] or 'root'}, {branch['entries']} entries, ~{branch['tokens']:,} tokens"
+            f"{branch['common_ancestor_id'] or 'root'}, {counted(branch['entries'], 'entry')}, ~{counted(branch['tokens'], 'token')}"
             + (f", summarized by {branch['summary_id']}" if branch["summary_id"] else "")
         )
     for comp in info["compactions"]:
         click.echo(
             f"compaction {comp['id']} (line {comp['line']}): keeps from {comp['first_kept_entry_id']}, "
-            f"{comp['tokens_before']} tokens before"
+            f"{counted(comp['tokens_before'] or 0, 'token')} before"
             + (f", summary encrypted by the provider, {comp['encrypted_summary_chars']:,} characters"
                if comp.get("encrypted_summary_chars") else "")
         )
     ctx = info["context"]
-    click.echo(f"context: {ctx['messages']} messages, ~{ctx['tokens']:,} tokens")
+    click.echo(f"context: {counted(ctx['messages'], 'message')}, ~{counted(ctx['tokens'], 'token')}")
     for problem in session.problems:
         click.echo(str(problem))
     if with_context:
@@ -123,3 +125,23 @@ def _print_text(session: Any, info: dict[str, Any], with_context: bool) -> int:
             click.echo(f"--- {record['role']} ({record['source_role']}, {where})")
             click.echo(render_message(record["message"]))
     return 0 if session.compactable else 1
+
+
+def _the_one_session(path: str) -> str:
+    """`DB#<id>` for an agent's session database named alone that holds one session (show it, as a file
+    of one session is shown); any other path as it is (a database of several: the reader asks to name one)."""
+    from batchcompact.agents import load, store_database
+    from batchcompact.errors import SessionReadError
+
+    agent = store_database(os.path.basename(path))
+    if agent is None or agent.store is None:
+        return path
+    try:
+        ids = load(agent.store).session_ids(path)
+    except (OSError, SessionReadError):  # an unreadable database: the reader says why
+        return path
+    except Exception as exc:  # sqlite3's own errors: the reader says why
+        if type(exc).__module__ == "sqlite3":
+            return path
+        raise
+    return f"{path}#{ids[0]}" if len(ids) == 1 else path

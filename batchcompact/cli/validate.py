@@ -8,7 +8,7 @@ from batchcompact.cli.options import resolve_jobs
 from batchcompact.cli.output import output_options, pick_format, require_output, write_rows
 from batchcompact.core.entries import Problem
 from batchcompact.core.words import counted
-from batchcompact.errors import INTERNAL_ERROR_EXIT, is_internal_error
+from batchcompact.errors import is_internal_error, outcome_exit_code
 
 COLUMNS = ("path", "format", "session_id", "entries", "valid", "errors", "warnings", "problems")
 
@@ -79,6 +79,4 @@ def validate(ctx: click.Context, paths: tuple[str, ...], fmt: str, output: str |
             f"({counted(counts['errors'], 'error')}, {counted(counts['warnings'], 'warning')})",
             err=True,
         )
-    if internal:
-        return INTERNAL_ERROR_EXIT
-    return 0 if counts["invalid"] == 0 else 1
+    return outcome_exit_code(counts["invalid"], len(internal))

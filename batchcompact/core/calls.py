@@ -8,6 +8,7 @@ from typing import Any
 HISTORY = "history"
 TURN_PREFIX = "turn_prefix"
 BRANCH = "branch"
+HANDOFF = "handoff"  # the whole context, for a new session (core/handoff.py)
 
 
 @dataclass(frozen=True)

@@ -127,29 +127,145 @@ def last_model(path: list[Entry]) -> dict[str, Any] | None:
     return None
 
 
-def build_session_context(path: list[Entry]) -> SessionContext:
-    """The context of a root-first path: latest compaction summary, kept entries, later entries."""
+@dataclass(frozen=True)
+class ContextRules:
+    """How strictly a format's agent rebuilds the context beyond pi's `buildSessionContext` (the default:
+    none of it). An agent that writes pi's format and replays less (oh-my-pi, agents/pi/omp.py) says so here,
+    and its reader puts its rules on the session (`Session.extra[CONTEXT_RULES]`).
+
+    - `replay_only_clean_turns`: failed requests with nothing in them and retried turns (`retryRecovery`)
+      left out as read; tool calls with no result in the context stripped from every assistant turn (its
+      signed reasoning unsigned, a turn left empty dropped); then aborted and failed turns dropped with
+      their tool results, unless a `keep_after_custom_type` message follows;
+    - `hidden_custom_types`: custom messages that never reach the model;
+    - `reset_boundary`: the entry type after whose latest occurrence (past the compaction) the context starts.
+    """
+
+    replay_only_clean_turns: bool = False
+    hidden_custom_types: frozenset[str] = frozenset()
+    keep_after_custom_type: str | None = None
+    reset_boundary: str | None = None
+
+
+PI_RULES = ContextRules()
+CONTEXT_RULES = "context_rules"  # Session.extra key: the session's ContextRules (absent: pi's)
+
+
+def rules_of(session: Any) -> ContextRules:
+    """The context rules a session is rebuilt with: the ones its reader put on it, else pi's."""
+    return session.extra.get(CONTEXT_RULES, PI_RULES) if session is not None else PI_RULES
+
+
+def session_context(session: Any) -> SessionContext:
+    """`build_session_context` of a session's active path, with its rules."""
+    return build_session_context(session.path_entries(), rules_of(session))
+
+
+def _empty_error_turn(message: dict[str, Any]) -> bool:
+    """A failed request that produced nothing worth replaying (oh-my-pi's isEmptyErrorTurn)."""
+    if message.get("stopReason") != "error":
+        return False
+    for block in message.get("content") or ():
+        if not isinstance(block, dict):
+            return True
+        kind = block.get("type")
+        if kind == "text":
+            if str(block.get("text") or "").strip():
+                return False
+        elif kind == "thinking":
+            if str(block.get("thinking") or "").strip() or str(block.get("thinkingSignature") or "").strip():
+                return False
+        elif kind == "redactedThinking":
+            if str(block.get("data") or "").strip():
+                return False
+        elif kind != "fallback":  # a tool call, or a block kind it does not know: content
+            return False
+    return True
+
+
+def _left_out(entry: Entry, rules: ContextRules) -> bool:
+    """An entry `rules` leave out of the context as it is read."""
+    if entry.type == "message":
+        message = entry.message or {}
+        return rules.replay_only_clean_turns and message.get("role") == "assistant" and bool(
+            message.get("retryRecovery") or _empty_error_turn(message))
+    return entry.type == "custom_message" and entry.data.get("customType") in rules.hidden_custom_types
+
+
+def _clean_turns(out: list[ContextMessage], rules: ContextRules) -> list[ContextMessage]:
+    """The last two passes of `replay_only_clean_turns` over the context: tool calls without a result in
+    it stripped from every assistant turn (its signed reasoning unsigned; a turn left empty dropped), then
+    aborted and failed assistant turns dropped with their tool results (unless `keep_after_custom_type`
+    follows)."""
+    if not rules.replay_only_clean_turns:
+        return out
+    paired = {m.message.get("toolCallId") for m in out if m.message.get("role") == "toolResult"}
+    for index in range(len(out) - 1, -1, -1):
+        message = out[index].message
+        if message.get("role") != "assistant":
+            continue
+        content = [b for b in message.get("content") or () if isinstance(b, dict)]
+        if not any(b.get("type") == "toolCall" and b.get("id") not in paired for b in content):
+            continue
+        kept = [{k: v for k, v in b.items() if k != "thinkingSignature"}
+                if b.get("type") == "thinking" and b.get("thinkingSignature") else b
+                for b in content if not (b.get("type") == "toolCall" and b.get("id") not in paired)
+                and b.get("type") != "redactedThinking"]
+        if not kept:
+            del out[index]
+        else:
+            out[index] = ContextMessage({**message, "content": kept}, out[index].entry)
+    for index in range(len(out) - 1, -1, -1):
+        message = out[index].message
+        if message.get("role") != "assistant" or message.get("stopReason") not in ("aborted", "error"):
+            continue
+        following = out[index + 1].message if index + 1 < len(out) else {}
+        if following.get("role") == "custom" and following.get("customType") == rules.keep_after_custom_type \
+                and rules.keep_after_custom_type is not None:
+            continue
+        calls = {b.get("id") for b in message.get("content") or () if isinstance(b, dict) and b.get("type") == "toolCall"}
+        del out[index]
+        if calls:
+            out[index:] = [m for m in out[index:] if not (m.message.get("role") == "toolResult"
+                                                            and m.message.get("toolCallId") in calls)]
+    return out
+
+
+def build_session_context(path: list[Entry], rules: ContextRules = PI_RULES) -> SessionContext:
+    """The context of a root-first path: latest compaction summary, kept entries, later entries (pi's
+    rules, and what `rules` leave out beyond them)."""
     thinking_level = "off"
     model = last_model(path)
     compaction_index = -1
+    reset_index = -1
     for index, entry in enumerate(path):
         kind = entry.type
         if kind == "compaction":
             compaction_index = index
         elif kind == "thinking_level_change":
             thinking_level = entry.data.get("thinkingLevel", thinking_level)
+        elif kind == rules.reset_boundary:
+            reset_index = index
+    strict = rules != PI_RULES
 
     out: list[ContextMessage] = []
 
     def add(entry: Entry) -> None:
+        if strict and _left_out(entry, rules):
+            return
         message = entry_to_message(entry)
         if message is not None:
             out.append(ContextMessage(message, entry))
 
+    if reset_index > compaction_index:
+        for entry in path[reset_index + 1 :]:
+            add(entry)
+        return SessionContext(_clean_turns(out, rules), thinking_level, model, None)
+
     if compaction_index < 0:
         for entry in path:
             add(entry)
-        return SessionContext(out, thinking_level, model, None)
+        return SessionContext(_clean_turns(out, rules) if strict else out, thinking_level, model, None)
 
     compaction = path[compaction_index]
     out.append(ContextMessage(compaction_message(compaction), None))
@@ -167,6 +283,10 @@ def build_session_context(path: list[Entry]) -> SessionContext:
     stale = len(out)
     for entry in path[compaction_index + 1 :]:
         add(entry)
+    if strict:
+        out = _clean_turns(out, rules)
+        stale = sum(1 for m in out if m.entry is None or m.entry.line is None
+                    or (compaction.line is not None and m.entry.line < compaction.line))
     return SessionContext(out, thinking_level, model, compaction, stale)
 
 
@@ -179,7 +299,7 @@ def written_context(written: Any) -> SessionContext:
     changed, so the context stays its context."""
     context = written.extra.get(WRITTEN_CONTEXT)
     if context is None:
-        context = written.extra[WRITTEN_CONTEXT] = build_session_context(written.path_entries())
+        context = written.extra[WRITTEN_CONTEXT] = session_context(written)
     return context
 
 

@@ -14,6 +14,8 @@ from typing import Any
 
 from batchcompact.core.calls import HISTORY, TURN_PREFIX, SummaryCall
 from batchcompact.core.context import (
+    PI_RULES,
+    ContextRules,
     build_session_context,
     compaction_message,
     convert_to_llm,
@@ -79,6 +81,7 @@ class CompactionSettings:
     prune_tool_outputs: bool = False
     fix_false_split: bool = True
     summary_budget: int = DEFAULT_SUMMARY_BUDGET  # tokens of the whole stored summary (docs/summaries.md)
+    strategy: str = "compact"  # or "handoff": a new session from a handoff document (core/handoff.py)
 
     def threshold(self, window: int, agent_default: int | None = None) -> int:
         """Compact when tokens > threshold: --threshold-tokens, else --threshold-percent, else the agent's
@@ -87,7 +90,7 @@ class CompactionSettings:
             return min(max(int(self.threshold_tokens), 1), max(window - 1, 1))
         if self.threshold_percent is not None and self.threshold_percent > 0:
             pct = min(max(self.threshold_percent, 1), 99)
-            return math.floor(window * pct / 100)
+            return math.floor(window * (pct / 100))  # oh-my-pi's order of operations (its thresholdPercent)
         if agent_default is not None:
             return agent_default
         return window - self.reserve_tokens
@@ -153,13 +156,15 @@ def prepare_compaction(
     cut: CutPoint | None = None,
     *,
     file_tools: FileTools,
+    rules: ContextRules = PI_RULES,
 ) -> CompactionPlan | Skip:
     """Plan the compaction of the active path `path` (root first). `agent_threshold` is the agent's own
     auto-compaction point for `context_window` (core/triggers.py); None: pi's window - reserve.
 
     `cut`, when given, is where an earlier compaction cut this path (`batchcompact eval --existing`
     re-summarizes the same span): it replaces pi's cut-point search and the trigger check. `file_tools`: the
-    tools whose calls name files (`batchcompact.agents.file_tools()`), for the plan's file lists."""
+    tools whose calls name files (`batchcompact.agents.file_tools()`), for the plan's file lists. `rules`:
+    the context the trigger measures is the one the session's agent rebuilds (core/context.py)."""
     provider, model_id = session_model(path)
     window = settings.context_window or context_window
     if not path:
@@ -167,12 +172,13 @@ def prepare_compaction(
     if path[-1].type == "compaction":
         return Skip("already compacted", None, window, model_id)
 
-    tokens_before, trigger_tokens = _context_tokens(path)
+    tokens_before, trigger_tokens = _context_tokens(path, rules)
     threshold = settings.threshold(window, agent_threshold) if window else None
     if not settings.force and cut is None:
         if window is None:
             return Skip(
-                f"unknown context window for model {model_id!r}; pass --context-window N",
+                (f"unknown context window for model {model_id!r}" if model_id else
+                 "unknown context window: the session names no model") + "; pass --context-window N",
                 tokens_before,
                 None,
                 model_id,
@@ -238,9 +244,10 @@ def prepare_compaction(
     )
 
 
-def _context_tokens(path: list[Entry]) -> tuple[int, int]:
-    """(estimated context tokens of the path, the tokens the trigger compares: usage-based where known)."""
-    context = build_session_context(path)
+def _context_tokens(path: list[Entry], rules: ContextRules = PI_RULES) -> tuple[int, int]:
+    """(estimated context tokens of the path, the tokens the trigger compares: usage-based where known), of
+    the context the session's agent rebuilds (`rules`: oh-my-pi's for its sessions)."""
+    context = build_session_context(path, rules)
     return estimate_context_tokens([m.message for m in context.messages]).tokens, context.trigger_tokens()
 
 

@@ -108,6 +108,51 @@ BRANCH_SUMMARY_PREAMBLE = (
     "The user explored a different conversation branch before returning here.\nSummary of that exploration:\n\n"
 )
 
+# The headings of oh-my-pi's handoff document (pi-agent-core compaction/prompts/handoff-document.md); the
+# instructions are ours.
+_HANDOFF_SECTIONS = """## Goal
+[What the user is trying to accomplish]
+
+## Constraints & Preferences
+- [Constraints, preferences and requirements the user stated, or "(none)"]
+
+## Progress
+### Done
+- [x] [Finished work, with file paths and specifics]
+
+### In Progress
+- [ ] [Work under way, if any]
+
+### Pending
+- [ ] [Tasks mentioned but not started]
+
+## Key Decisions
+- **[Decision]**: [Why it was made]
+
+## Critical Context
+- [Code, file paths, function and type names, commands, error messages and data needed to go on]
+
+## Next Steps
+1. [What the next agent should do first, then after]"""
+
+HANDOFF_PROMPT = f"""The messages above are a whole working session between a user and an AI coding assistant. The session is closed: another instance of the assistant will carry the work on in a new session that holds nothing but the document you write now, with no access to this conversation.
+
+Write that handoff document. Record the exact technical state, not abstractions: file paths, symbol names, commands that were run, test results and failures observed, decisions taken, and partial work the next step depends on. Address the successor directly, in the imperative ("Run X", "Fix Y"). Do not mention the handoff itself as progress or as a next step.
+
+Output only the document, in exactly this structure:
+
+{_HANDOFF_SECTIONS}"""
+HANDOFF_HEADINGS = ("## Goal", "## Constraints & Preferences", "## Progress", "### Done", "### In Progress",
+                    "### Pending", "## Key Decisions", "## Critical Context", "## Next Steps")
+
+
+def build_handoff_prompt(conversation: str, previous_summary: str | None = None,
+                         instructions: str | None = None, budget: int | None = None) -> str:
+    """The handoff prompt: the whole conversation (after an earlier summary, when there is one)."""
+    earlier = f"<previous-summary>\n{previous_summary}\n</previous-summary>\n\n" if previous_summary else ""
+    return _conversation(conversation) + earlier + HANDOFF_PROMPT + budget_line(budget) + _focus(instructions)
+
+
 SPLIT_TURN_SEPARATOR = "\n\n---\n\n**Turn Context (split turn):**\n\n"
 NO_PRIOR_HISTORY = "No prior history."
 

@@ -6,7 +6,7 @@ IRREGULAR = {"entry": "entries", "batch": "batches", "summary": "summaries", "ba
 # The nouns messages count. A reason's kind (cli/output.py `reason_kind`) turns `1 attempt` into
 # `N attempts`, so one kind holds the sessions whatever their count.
 COUNTED_NOUNS = ("attempt", "batch submission", "file", "session", "call", "error", "warning", "request", "line",
-                 "entry", "message", "token", "compaction", "row")
+                 "entry", "message", "token", "compaction", "row", "problem")
 
 
 def plural(noun: str) -> str:

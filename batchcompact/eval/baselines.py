@@ -3,6 +3,9 @@
 - `tail`: the kept messages alone, no summary at all (the floor: what compaction keeps anyway);
 - `first`: the first N tokens of the replaced history, as plain text;
 - `last`: the last N tokens of the replaced history;
+- `list`: every user message in order (the user's own words, each cut at `LIST_MESSAGE_CHARS`), then the
+  span's files and code names ranked by how often it names them, cut at N tokens: the list that a
+  summarizer could write without choosing anything, which a handover must beat on `overall`;
 - `words`: every distinct word and name of the replaced history, in an order fixed by a hash (chosen by
   nothing), cut at N tokens: what listing names without choosing them keeps. At the lengths summaries
   have, the distinct words of a span often fit in large part, so this is the baseline that catches a
@@ -17,13 +20,19 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import Counter
 from typing import Any
+
+from batchcompact.eval.probes import user_words
+from batchcompact.eval.text import FILE, SYMBOL, block_texts, names
 
 _WORD = re.compile(r"[\w./-]{3,}")
 
-TAIL, FIRST, LAST, WORDS = "tail", "first", "last", "words"
-BASELINES = (TAIL, FIRST, LAST, WORDS)
-LABEL = {TAIL: "kept tail only", FIRST: "first N tokens", LAST: "last N tokens", WORDS: "unchosen words"}
+TAIL, FIRST, LAST, WORDS, LIST = "tail", "first", "last", "words", "list"
+BASELINES = (TAIL, FIRST, LAST, WORDS, LIST)
+LABEL = {TAIL: "kept tail only", FIRST: "first N tokens", LAST: "last N tokens", WORDS: "unchosen words",
+         LIST: "user messages + names"}
+LIST_MESSAGE_CHARS = 240
 CHARS_PER_TOKEN = 4
 
 
@@ -63,6 +72,24 @@ def unchosen_words(history: str, limit: int) -> str:
         out.append(word)
         used += len(word) + 1
     return " ".join(out)
+
+
+def message_list(messages: list[dict[str, Any]], limit: int) -> str:
+    """`list`'s material: every user message in order, one a line (whitespace collapsed, each at most
+    `LIST_MESSAGE_CHARS`), then the span's files and code names by how often it names them (ties: first
+    named first), at most `limit` characters."""
+    lines = []
+    counts: Counter[str] = Counter()
+    for message in messages:
+        said = user_words(message)
+        if said:
+            said = " ".join(said.split())
+            lines.append("- " + (said if len(said) <= LIST_MESSAGE_CHARS else said[: LIST_MESSAGE_CHARS - 1] + "…"))
+        for text in block_texts(message):
+            counts.update(name for kind, name in names(text) if kind in (FILE, SYMBOL))
+    ranked = [name for name, _ in counts.most_common()]  # most_common keeps first-seen order among ties
+    text = "User messages:\n" + "\n".join(lines) + "\n\nNames: " + ", ".join(ranked)
+    return text[:limit]
 
 
 def baseline_summary(kind: str, text: str, tokens: int) -> str:

@@ -60,8 +60,8 @@ class Cut:
     cut_at: int | None = None  # `--cut-at`: the percent of the session's model turns before the cut
     skip: str | None = None  # why no compaction could be placed here (`--cut-at`): a row with the reason
     hindsight: bool = False  # turns follow the cut: its hindsight probes were read from them
-    history: tuple[str, str, str] = ("", "", "")  # the replaced history's text: its start, its end, its
-    # distinct words unchosen (the baselines' material)
+    history: tuple[str, ...] = ("", "", "", "")  # the replaced history's text: its start, its end, its
+    # distinct words unchosen, its user messages and names (the baselines' material)
 
 
 def full_path(session: Session) -> list[Entry]:

@@ -20,14 +20,18 @@ from batchcompact.eval.probes import Probe
 from batchcompact.eval.text import (
     COMMAND,
     FILE,
+    PATH_KEYS,
     SYMBOL,
     VALUE,
+    WELL_KNOWN,
     block_texts,
     call_strings,
     command_heads,
+    file_name,
     is_command_key,
     names,
     normalize_phrase,
+    path_argument,
     path_spellings,
     relative,
 )
@@ -37,12 +41,14 @@ FUTURE_TURNS = 20  # the agent's model turns after the cut that are read for wha
 
 
 class NameIndex:
-    """The names a text holds: files by every spelling, code names, values, and its words for commands."""
+    """The names a text holds: files by every spelling, code names, values, and its words (for commands, and
+    for files whose name has no extension)."""
 
     def __init__(self, cwd: str | None = None, *, phrases: bool = True) -> None:
         self.cwd = cwd
         self.keep_phrases = phrases  # False: a command is named only when run (the replaced span's rule)
         self.files: set[str] = set()
+        self.file_paths: dict[str, set[str]] = {}  # file name -> the paths it names (is a name distinctive?)
         self.symbols: set[str] = set()
         self.values: set[str] = set()
         self.commands: set[str] = set()
@@ -63,27 +69,51 @@ class NameIndex:
             for key, text in call_strings(message):
                 if is_command_key(key):
                     self.commands.update(command_heads(text))
+                elif key in PATH_KEYS:
+                    path = path_argument(text)
+                    if path is not None:
+                        self.add_file(path)
+
+    def add_file(self, path: str) -> None:
+        path = relative(path, self.cwd)
+        spellings = path_spellings(path)
+        self.files.update(spellings)
+        self.file_paths.setdefault(spellings[-1], set()).add(path)
 
     def add_text(self, text: str) -> None:
         for kind, name in names(text):
             if kind == FILE:
-                self.files.update(path_spellings(relative(name, self.cwd)))
+                self.add_file(name)
             elif kind == SYMBOL:
                 self.symbols.add(name)
             else:
                 self.values.add(name)
-        if self.keep_phrases:
-            self._phrases.append(normalize_phrase(text))
+        self._phrases.append(normalize_phrase(text))
+
+    def spellings(self, path: str) -> tuple[str, ...]:
+        """How a context may name `path`: the path, its last two parts, and its file name when this index
+        (the replaced span) names no other file of that name (`index.ts` alone names none of three)."""
+        out = path_spellings(path)
+        if len(out) > 1 and len(self.file_paths.get(out[-1], ())) > 1:
+            out = out[:-1]
+        return out
+
+    def has_file(self, spellings: tuple[str, ...]) -> bool:
+        if any(s in self.files for s in spellings):
+            return True
+        # a name `names` does not read as a file in text (`Makefile`, `x.unlisted`): looked for as a word
+        words = [f" {s} " for s in spellings if file_name(s) is None]
+        return bool(words) and any(word in text for word in words for text in self._phrases)
 
     def has(self, kind: str, name: str) -> bool:
         if kind == FILE:
-            return any(s in self.files for s in path_spellings(name))
+            return self.has_file(path_spellings(name))
         if kind == SYMBOL:
             return name in self.symbols
         if kind == VALUE:
             return name in self.values
         phrase = f" {name} "
-        return name in self.commands or any(phrase in text for text in self._phrases)
+        return name in self.commands or (self.keep_phrases and any(phrase in text for text in self._phrases))
 
 
 def future_messages(messages: Iterable[dict[str, Any]], turns: int = FUTURE_TURNS) -> list[dict[str, Any]]:
@@ -108,10 +138,15 @@ def hindsight_probes(replaced: list[dict[str, Any]], kept: list[dict[str, Any]],
     probes: dict[tuple[str, str], Probe] = {}
 
     def consider(kind: str, name: str) -> None:
-        if (kind, name) in probes or not span.has(kind, name) or known.has(kind, name) or shown.has(kind, name):
+        if (kind, name) in probes or (kind == SYMBOL and name in WELL_KNOWN):
             return
-        spellings = path_spellings(name) if kind == FILE else ()
-        probes[(kind, name)] = Probe(kind, name, spellings=spellings)
+        if kind == FILE:
+            spellings = span.spellings(name)
+            if not span.has_file(spellings) or known.has_file(spellings) or shown.has_file(spellings):
+                return
+            probes[(kind, name)] = Probe(kind, name, spellings=spellings)
+        elif span.has(kind, name) and not known.has(kind, name) and not shown.has(kind, name):
+            probes[(kind, name)] = Probe(kind, name)
 
     for message in future:
         if message.get("role") != "assistant":
@@ -119,6 +154,11 @@ def hindsight_probes(replaced: list[dict[str, Any]], kept: list[dict[str, Any]],
                 shown.add_text(text)
             continue
         for key, text in call_strings(message):
+            if key in PATH_KEYS:
+                path = path_argument(text)
+                if path is not None:
+                    consider(FILE, relative(path, cwd))
+                continue
             for kind, name in names(text):
                 consider(kind, relative(name, cwd) if kind == FILE else name)
             if is_command_key(key):

@@ -5,7 +5,7 @@ One question per group of probes the cut has (Factory's probe types: artifact, r
 following, continuation): the files and code names the next turns needed, the commands and values they
 needed, the user's rules, the user's requests. The grade is 0-5 on six dimensions (accuracy, context awareness, artifact
 trail, completeness, continuity, instruction following), asked for as JSON. Every call goes through the
-worker pool and the summary cache like a summary (`buying.buy`): retried, redacted for remote models,
+worker pool and the summary cache like a summary (`pipeline/model_calls.buy`): retried, redacted for remote models,
 limited by the budget, and reused on a rerun, so the same inputs give the same grades.
 """
 
@@ -104,15 +104,14 @@ class Judge:
     def grade(self, contexts: list[tuple[dict[str, Any], list[dict[str, Any]], list[Probe], Any]], state: Any,
               pool_settings: Any, *, clock: Any = None, sleep: Any = None) -> float:
         """Grade every scored row; returns what this run spent."""
-        from batchcompact.eval.buying import buy
-        from batchcompact.summarize.pool import SummaryJob
+        from batchcompact.pipeline.model_calls import buy
 
         questions: list[tuple[int, str]] = []  # (row index, kind)
         answer_jobs = []
         for index, (_, context, probes, _) in enumerate(contexts):
             for kind, members in GROUPS.items():
                 if any(p.kind in members for p in probes):
-                    answer_jobs.append(SummaryJob(f"{index}:{kind}", [answer_call(QUESTIONS[kind], context)]))
+                    answer_jobs.append((f"{index}:{kind}", [answer_call(QUESTIONS[kind], context)]))
                     questions.append((index, kind))
         answers, buyer = buy(self.summarizer, self.model_key, answer_jobs, state, pool_settings, clock=clock,
                              sleep=sleep)
@@ -127,7 +126,7 @@ class Judge:
                 continue
             _add_cost(costs, index, buyer, outcome.results)
             probes = contexts[index][2]
-            grade_jobs.append(SummaryJob(f"{index}:{kind}", [
+            grade_jobs.append((f"{index}:{kind}", [
                 grade_call(QUESTIONS[kind], answer_key(probes, kind), outcome.results[0].text)]))
         grades, buyer = buy(self.summarizer, self.model_key, grade_jobs, state, pool_settings, clock=clock,
                             sleep=sleep)

@@ -20,18 +20,19 @@ from typing import Any
 
 from batchcompact.core.apply import compose_summary
 from batchcompact.core.planner import CompactionSettings
-from batchcompact.errors import DEBUG_HINT, INTERNAL_ERROR_EXIT, RunAborted, internal_error_reason
+from batchcompact.errors import DEBUG_HINT, RunAborted, internal_error_reason, outcome_exit_code
 from batchcompact.eval.baselines import (
     FIRST,
     LAST,
+    LIST,
     TAIL,
     WORDS,
     baseline_summary,
     history_text,
+    message_list,
     tokens_of,
     unchosen_words,
 )
-from batchcompact.eval.buying import buy
 from batchcompact.eval.cuts import (
     Cut,
     context_messages,
@@ -45,7 +46,8 @@ from batchcompact.eval.cuts import (
 from batchcompact.eval.hindsight import KINDS as HINDSIGHT_KINDS
 from batchcompact.eval.hindsight import future_messages, hindsight_probes
 from batchcompact.eval.probes import Probe, lexical_probes
-from batchcompact.eval.scoring import KINDS, NAME_KINDS, score_context
+from batchcompact.eval.scoring import KINDS, NAME_KINDS, ContextIndex, mean_recall, score_context
+from batchcompact.pipeline.model_calls import buy
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +60,7 @@ ROW_COLUMNS = (
     "reason",
     *(f"{kind}_{what}" for kind in KINDS for what in ("probes", "recall")),
     "names_recall", "hindsight_recall", "overall", "summary_overall", "lift_tail", "lift_first", "lift_last",
-    "lift_words", "beats_first", "summary_tokens", "tokens_before", "tokens_after", "cost_usd", "missed",
+    "lift_words", "lift_list", "beats_first", "summary_tokens", "tokens_before", "tokens_after", "cost_usd", "missed",
 )
 
 @dataclass(frozen=True)
@@ -91,9 +93,8 @@ class EvalResult:
 
     @property
     def exit_code(self) -> int:
-        if any(p.endswith(f"({DEBUG_HINT})") for p in self.problems):
-            return INTERNAL_ERROR_EXIT  # a bug, not an unreadable file (docs/cli.md)
-        return 1 if self.problems or any(r["status"] == "failed" for r in self.rows) else 0
+        bugs = sum(p.endswith(f"({DEBUG_HINT})") for p in self.problems)  # a bug, not an unreadable file
+        return outcome_exit_code(len(self.problems) + sum(r["status"] == "failed" for r in self.rows), bugs)
 
 
 def cuts_of_file(path: str, settings: CompactionSettings, options: EvalOptions) -> dict[str, Any]:
@@ -101,7 +102,7 @@ def cuts_of_file(path: str, settings: CompactionSettings, options: EvalOptions) 
 
     Module-level and never raising, so it runs in a worker process: {"cuts", "probes", "problem", "skip"}.
     """
-    from batchcompact.errors import SessionReadError
+    from batchcompact.errors import NotCompacted, SessionReadError
     from batchcompact.pipeline.planning import PlanOptions, plan_session, read_session
 
     out: dict[str, Any] = {"cuts": [], "probes": [], "problem": None, "skip": None}
@@ -124,8 +125,13 @@ def cuts_of_file(path: str, settings: CompactionSettings, options: EvalOptions) 
             cuts = [cut] if cut is not None else []
             if cut is None:
                 out["skip"] = _reason_kind(row.get("reason") or "nothing to compact")
-    except (OSError, SessionReadError) as exc:
-        out["problem"] = f"{path}: {exc}"
+    except NotCompacted as exc:  # an agent batchcompact only reports: nothing to score, as plan skips it
+        out["skip"] = str(exc)
+        return out
+    except (OSError, SessionReadError) as exc:  # in the words plan, validate and show use (the file once)
+        from batchcompact.formats.scan import unreadable_reason
+
+        out["problem"] = f"{path}: {unreadable_reason(str(path), exc)}"
         return out
     except Exception as exc:  # a bug on one file must not stop the others
         log.debug("eval of %s failed", path, exc_info=True)
@@ -134,7 +140,8 @@ def cuts_of_file(path: str, settings: CompactionSettings, options: EvalOptions) 
     for cut in cuts:
         out["probes"].append(probes_of(cut))
         history = history_text(cut.replaced)
-        cut.history = (history[:HISTORY_CHARS], history[-HISTORY_CHARS:], unchosen_words(history, HISTORY_CHARS))
+        cut.history = (history[:HISTORY_CHARS], history[-HISTORY_CHARS:], unchosen_words(history, HISTORY_CHARS),
+                       message_list(cut.replaced, HISTORY_CHARS))
         cut.hindsight = bool(cut.future)
         cut.replaced, cut.future = [], None  # probed: not shipped back from a worker
     out["cuts"] = cuts
@@ -143,11 +150,10 @@ def cuts_of_file(path: str, settings: CompactionSettings, options: EvalOptions) 
 
 def probes_of(cut: Cut) -> list[Probe]:
     """A cut's probes: hindsight first (when turns follow the cut), then the user's rules and requests."""
-    probes = []
-    if cut.future:
-        kept = context_messages(cut, None)
-        probes = hindsight_probes(cut.replaced, kept, future_messages(cut.future), cut.cwd)
-    return probes + lexical_probes(cut.replaced)
+    kept = context_messages(cut, None)
+    future = future_messages(cut.future) if cut.future else None
+    probes = hindsight_probes(cut.replaced, kept, future, cut.cwd) if future else []
+    return probes + lexical_probes(cut.replaced, cut.kept, future, ContextIndex(kept, cut.cwd).keeps)
 
 
 def cuts_inside(session: Any, settings: CompactionSettings, options: EvalOptions) -> list[Cut]:
@@ -280,12 +286,12 @@ def score_row(row: dict[str, Any], cut: Cut, probes: list[Probe], summary: str |
 
 
 def baseline_rows(row: dict[str, Any], cut: Cut, probes: list[Probe], contexts: list) -> list[dict[str, Any]]:
-    """The `first`, `last` and `words` baselines at the length of `row`'s summary, and `row`'s lift over
-    them."""
+    """The `first`, `last`, `words` and `list` baselines at the length of `row`'s summary, and `row`'s lift
+    over them."""
     out = []
     tokens = row["summary_tokens"] or 0
-    material = dict(zip((FIRST, LAST, WORDS), cut.history, strict=True))
-    for kind in (FIRST, LAST, WORDS):
+    material = dict(zip((FIRST, LAST, WORDS, LIST), cut.history, strict=True))
+    for kind in (FIRST, LAST, WORDS, LIST):
         base = _base_row(cut, BASELINE + kind, baseline_for=row["summarizer"])
         text = baseline_summary(kind, material[kind], tokens)
         context = score_row(base, cut, probes, text, own_text=text)
@@ -426,9 +432,7 @@ def _summarize(entry: EvalSummarizer, cuts: list[Cut], probes: list[list[Probe]]
                rows_by_cut: list[list[dict[str, Any]]], contexts: list, state: Any, pool_settings: Any,
                clock: Any, sleep: Any) -> float:
     """One summarizer over every cut; returns what it spent in this run."""
-    from batchcompact.summarize.pool import SummaryJob
-
-    jobs = [SummaryJob(str(i), list(cut.plan.calls)) for i, cut in enumerate(cuts) if cut.plan is not None]
+    jobs = [(str(i), list(cut.plan.calls)) for i, cut in enumerate(cuts) if cut.plan is not None]
     outcomes, buyer = buy(entry.summarizer, entry.model_key, jobs, state, pool_settings, clock=clock, sleep=sleep)
     as_paid = getattr(buyer, "as_paid", lambda r: r)
     spent = 0.0
@@ -465,7 +469,9 @@ def _cost(results: list[Any]) -> float | None:
 
 def mean_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per summarizer (and baseline at its length) pooled over every cut it scored: each kind's
-    recall is kept / probes summed over the cuts, `overall` pools every probe, `summary_tokens` is the mean."""
+    recall is kept / probes summed over the cuts, `overall` the mean of those recalls over the kinds with a
+    probe (not pooled by probe count: docs/eval.md), `summary_tokens` the mean and `max_summary_tokens`
+    the largest."""
     groups: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
     for row in rows:
         if row["status"] == "ok" and row["overall"] is not None:
@@ -473,7 +479,6 @@ def mean_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     means = []
     for (label, baseline_for), members in groups.items():
         mean: dict[str, Any] = {"summarizer": label, "baseline_for": baseline_for, "cuts": len(members)}
-        kept_all = probes_all = 0
         pools = {"names_recall": NAME_KINDS, "hindsight_recall": HINDSIGHT_KINDS}
         sums = {}
         for kind in KINDS:
@@ -482,17 +487,16 @@ def mean_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             sums[kind] = (kept, probes)
             mean[f"{kind}_probes"] = probes
             mean[f"{kind}_recall"] = round(kept / probes, 4) if probes else None
-            kept_all += kept
-            probes_all += probes
         for column, kinds in pools.items():
             total = sum(sums[k][1] for k in kinds)
             mean[column] = round(sum(sums[k][0] for k in kinds) / total, 4) if total else None
-        mean["overall"] = round(kept_all / probes_all, 4) if probes_all else None
+        mean["overall"] = mean_recall({kind: mean[f"{kind}_recall"] for kind in KINDS})
         mean["summary_tokens"] = round(sum(r["summary_tokens"] or 0 for r in members) / len(members))
+        mean["max_summary_tokens"] = max(r["summary_tokens"] or 0 for r in members)
         means.append(mean)
     by_key = {(m["summarizer"], m["baseline_for"]): m for m in means}
     for mean in means:
-        for kind in (FIRST, WORDS):
+        for kind in (FIRST, WORDS, LIST):
             base = by_key.get((BASELINE + kind, mean["summarizer"]))
             mean[f"lift_{kind}"] = _lift(mean, base) if base else None
     return means

@@ -10,7 +10,9 @@ Deterministic and documented (docs/eval.md):
   the context's stems, and its consecutive key-stem pairs found within `NEAR` words of each other
   (`commit` keeps `committing`; "the public API must not change" keeps "never change the public API";
   a long kept tail that merely uses the same words apart does not);
-- a kind's recall is kept / probes of that kind (None without probes); `overall` pools every probe.
+- a kind's recall is kept / probes of that kind (None without probes); `overall` is the mean of the
+  recalls of the kinds that have probes (each kind weighs the same, however many probes it has: requests
+  do not outvote files).
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ class ContextIndex:
     def keeps(self, probe: Probe) -> bool:
         if probe.kind in (RULE, TASK):
             return self.term_score(probe) >= KEPT_AT
+        if probe.kind == FILE:
+            return self.names.has_file(probe.spellings or (probe.text,))
         return self.names.has(probe.kind, probe.text)
 
 
@@ -89,7 +93,13 @@ class Score:
 
     @property
     def overall(self) -> float | None:
-        return self.pooled()
+        return mean_recall(self.recall)
+
+
+def mean_recall(recall: dict[str, float | None]) -> float | None:
+    """The mean of the recalls that exist (kinds with a probe); None when no kind has one."""
+    present = [value for value in recall.values() if value is not None]
+    return round(sum(present) / len(present), 4) if present else None
 
 
 def score_context(probes: list[Probe], messages: list[dict[str, Any]], cwd: str | None = None) -> Score:

@@ -1,7 +1,8 @@
 """The words and names eval reads in text: stemmed words, file paths, code names, commands and values.
 
 Written for eval alone: nothing here (nor anything it imports) comes from `batchcompact/summarize/`, so
-a summarizer cannot share the rules it is measured by (docs/eval.md). Every function is deterministic and
+a summarizer cannot share the rules it is measured by; the rules (what counts as a file, a code name, a
+command, a value) are docs/eval.md's, written from that text. Every function is deterministic and
 linear in the length of its text (texts are cut at `MAX_CHARS` first).
 """
 
@@ -70,79 +71,147 @@ def stems(text: str) -> list[str]:
 
 
 # -- names ------------------------------------------------------------------------------------------------
+# The rules are docs/eval.md's ("What counts as a file, a code name, ..."), written from that text.
 FILE, SYMBOL, COMMAND, VALUE = "file", "symbol", "command", "value"
 
-EXTENSIONS = frozenset(
+# File types a bare file name (no folder) may have: source, docs, configuration, data, scripts. A name in a
+# folder (`src/x.abc`) needs no list: the folder says it is a path.
+FILE_TYPES = frozenset(
     """
-    py pyi ipynb ts tsx js jsx mjs cjs json jsonl md mdx rst txt toml yaml yml ini cfg conf env lock rs go java
-    kt kts scala c h cc cpp cxx hpp hh m mm swift rb ex exs erl hrl php cs fs vb lua pl pm r jl dart zig nim
-    sh bash zsh fish ps1 bat css scss sass less html htm vue svelte astro xml svg sql graphql gql proto
-    gradle csv tsv parquet db sqlite log patch diff tf hcl nix cmake mk dockerfile gitignore editorconfig
+    py pyi pyx ipynb ts tsx mts cts js jsx mjs cjs json jsonc json5 jsonl ndjson md mdx markdown rst adoc txt toml
+    yaml yml ini cfg conf properties lock rs go mod java kt kts scala groovy c h cc cpp cxx hpp hxx swift rb gemspec
+    ex exs erl php cs fs fsx lua pl jl dart zig nim sh bash zsh fish ps1 bat cmd css scss sass less html htm vue
+    svelte astro xml xsd svg sql graphql gql proto gradle csv tsv parquet sqlite patch diff tf tfvars hcl nix cmake
+    mk dockerfile tmpl
+    template j2 jinja hbs ejs pug plist pem crt csr pdf png jpg jpeg gif webp ico wasm zip tgz gz tar whl
     """.split()
 )
-_TOKEN = re.compile(r"[\w./~@+:-]+")
+# Dot files a bare name may be (`.env`); `.ts` alone is an extension, not a file.
+DOT_FILES = frozenset("env envrc gitignore gitattributes gitmodules dockerignore editorconfig prettierrc eslintrc npmrc "
+                      "nvmrc python-version tool-versions bashrc zshrc profile".split())
+# A bare `Name.js` with a capital is a runtime or a framework (`Node.js`, `Vue.js`), not a file.
+_PRODUCT = re.compile(r"^[A-Z][A-Za-z]*\.js$")
+# Where a later tool call names a file by its argument's name, whatever the file's shape (`Makefile`).
+PATH_KEYS = frozenset("path file_path filePath notebook_path file filename target_file absolute_path".split())
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$")
 _HOST_PORT = re.compile(r"^(?:localhost|\d{1,3}(?:\.\d{1,3}){3}|[a-z][\w-]*(?:\.[\w-]+)+):\d{2,5}$")
-_VERSION = re.compile(r"^v?\d+\.\d+\.\d+(?:[-.][\w.]+)?$")
+_VERSION = re.compile(r"^v?\d+\.\d+\.\d+(?:[-.+][\w.]+)?$")
 _HASH = re.compile(r"^(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}$")
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{3,}$")
-_CAMEL = re.compile(r"[a-z0-9][A-Z]")
-_PASCAL = re.compile(r"^[A-Z][a-z0-9]+[A-Z]")
+_WORDS = re.compile(r"[^\s\"'`()\[\]{}<>,;|=]+")
 _LINE_SUFFIX = re.compile(r"(?::\d+)+:?$")
-_EDGE = "\"'`.,;:()[]{}<>!?*#=|&"
-_LEFT_EDGE = _EDGE.replace(".", "")  # a leading dot is part of the name (`.env`, `./src`, `../x`)
+_FILE_NAME = re.compile(r"^(?P<stem>[^./][^/]*?)\.(?P<ext>[A-Za-z0-9]{0,9}[A-Za-z][A-Za-z0-9]{0,9})$")
+_DOT_FILE = re.compile(r"^\.[A-Za-z][\w-]+$")
+_NOT_IN_PATH = re.compile(r"[*?$%\\]|\.\.\.")
+_TRIM = ".,:!?*#"
+_LEFT_TRIM = ",:!?*#"  # a leading dot belongs to the name (`.env`, `./src`, `../x`)
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SNAKE = re.compile(r"^_*[A-Za-z0-9]+(?:_+[A-Za-z0-9]+)+_*$")
+_CAMEL = re.compile(r"[a-z0-9][A-Z]")
+_TWO_CAPITALS = re.compile(r"^[A-Z][a-z0-9]*[A-Z]")
+
+# Names every coding agent knows without being told: a language's built-ins and its standard library's
+# most used calls. They never make a probe (a reader does not need a summary to know `setTimeout`).
+WELL_KNOWN = frozenset(
+    """
+    settimeout setinterval cleartimeout clearinterval tofixed tostring tolowercase touppercase tojson
+    parseint parsefloat isnan isarray foreach indexof lastindexof startswith endswith padstart padend
+    trimstart trimend getelementbyid queryselector queryselectorall addeventlistener removeeventlistener
+    preventdefault stoppropagation innerhtml textcontent classlist appendchild createelement getitem setitem
+    localstorage sessionstorage usestate useeffect useref usememo usecallback usecontext readfile readfilesync
+    writefile writefilesync existssync mkdirsync readdirsync joinpath dirname basename hasownproperty
+    defineproperty getownpropertynames objectkeys promiseall uint8array arraybuffer textencoder textdecoder
+    urlsearchparams abortcontroller eventemitter nodejs typescript javascript github gitlab macos ios
+    node_modules site_packages __pycache__ dist_packages
+    __init__ __name__ __main__ __file__ __dict__ __repr__ __str__ __eq__ __hash__ __len__ __call__ __enter__
+    __exit__ __iter__ __next__ __getattr__ __setattr__ __getitem__ __setitem__ __post_init__ __future__
+    __all__ __version__ isinstance issubclass getattr setattr hasattr staticmethod classmethod
+    """.split()
+)
 
 
-def _is_symbol(word: str) -> bool:
-    """A code name: 4+ characters with an inner underscore, a camelCase bump or two capitals
-    (`extract_facts`, `summarizeOffline`, `SessionTree`, `MAX_TERMS`), not an English word."""
-    if not _IDENT.match(word) or word.strip("_").isdigit():
-        return False
-    inner = word.strip("_")
-    return "_" in inner or bool(_CAMEL.search(word)) or bool(_PASCAL.match(word)) or word.startswith("__")
+def file_name(word: str) -> str | None:
+    """The file a word names, lower-cased, or None (docs/eval.md, "a file"): a path in a folder whose last
+    part has an extension, or a bare file name of a known file type; `:LINE`, `./` and git's `a/`/`b/`
+    diff prefixes dropped."""
+    word = _LINE_SUFFIX.sub("", word.lstrip(_LEFT_TRIM).rstrip(_TRIM)).rstrip(_TRIM)
+    if len(word) < 3 or "://" in word or word.startswith("-") or _NOT_IN_PATH.search(word) or word.endswith("/"):
+        return None
+    if word.startswith("@") and "/" not in word:
+        return None
+    parts = word.split("/")
+    last = parts[-1]
+    named = _FILE_NAME.match(last)
+    if "/" in word:
+        if not named and not _DOT_FILE.match(last):
+            return None
+        if len(parts) > 2 and parts[0] in ("a", "b") and parts[1]:  # git diff's two sides of one path
+            parts = parts[1:]
+    elif _DOT_FILE.match(last):
+        return last.lower() if last[1:].lower() in DOT_FILES else None
+    else:
+        if not named or named["ext"].lower() not in FILE_TYPES or _PRODUCT.match(last):
+            return None
+        if not re.search(r"[A-Za-z0-9]", named["stem"]):
+            return None
+    if named and "." in named["stem"] and named["stem"].startswith("."):  # `.test.ts`: a pattern, not a file
+        return None
+    path = "/".join(parts).lower()
+    return path[2:] if path.startswith("./") else path
 
 
-# Extensions that, on a name without a folder, are more often code (`console.log`, `process.env`).
-BARE_AMBIGUOUS = frozenset("log env lock db r m c h cs fs pl mk hh mm vb conf cfg".split())
+def path_argument(value: str) -> str | None:
+    """The file a tool call's path argument (`PATH_KEYS`) names, lower-cased, whatever its shape
+    (`Makefile`, `.env`, `src/x.py`); None for a folder, a glob or more than one word."""
+    value = value.strip()
+    if not value or len(value) > 500 or any(c.isspace() for c in value) or value.endswith("/"):
+        return None
+    if _NOT_IN_PATH.search(value) or "://" in value or value in (".", ".."):
+        return None
+    path = value.lower()
+    return path[2:] if path.startswith("./") else path
 
 
-def _is_path(token: str) -> bool:
-    """A file: a name with a known extension (`cli.py`, `src/cli.py`); folders and slash commands are not."""
-    name = token.rsplit("/", 1)[-1]
-    extension = name.rsplit(".", 1)[-1].lower() if "." in name.strip(".") else ""
-    if extension not in EXTENSIONS or not name[: -len(extension) - 1].strip("."):
-        return False
-    return "/" in token or extension not in BARE_AMBIGUOUS
+def code_names(word: str) -> Iterator[str]:
+    """The code names in one word (docs/eval.md, "a code name"), lower-cased: identifiers of 4+ characters
+    in snake_case with an inner underscore, camelCase, or PascalCase with two capitals (an all-capital
+    acronym, `JSON`, is none); each part of a dotted or `::` name. Hashes, numbers and file names are not
+    code names."""
+    for piece in _IDENT.findall(word):
+        if len(piece) < 4 or piece.strip("_").isdigit() or _HASH.match(piece):
+            continue
+        if _SNAKE.match(piece) or _CAMEL.search(piece) or (_TWO_CAPITALS.match(piece) and not piece.isupper()):
+            yield piece.lower()
 
 
 def names(text: str) -> Iterator[tuple[str, str]]:
-    """(kind, name) for every file path, code name and value named in `text`, in order, lower-cased:
-    paths without a leading `./` or a `:LINE` suffix; a dotted name's parts as code names."""
-    for raw in _TOKEN.findall(text[:MAX_CHARS]):
-        token = raw.lstrip(_LEFT_EDGE).rstrip(_EDGE)
-        if len(token) < 3:
-            continue
-        low = token.lower()
-        if "://" in token:
+    """(kind, name) for every file, code name and value named in `text`, in order, lower-cased."""
+    for raw in _WORDS.findall(text[:MAX_CHARS]):
+        word = raw.lstrip(_LEFT_TRIM).rstrip(_TRIM)
+        if len(word) < 3 or word.isdigit() or (word.isalpha() and (word.islower() or word.isupper() or word[1:].islower())):
+            continue  # a plain word, number or acronym names nothing (most words: the fast path)
+        low = word.lower()
+        if "://" in word:
             if _URL.match(low):
                 yield VALUE, low.rstrip("/")
             continue
         if _HOST_PORT.match(low):
             yield VALUE, low
             continue
-        token = _LINE_SUFFIX.sub("", token)
-        for part in token.split(":"):
-            part = part.lstrip(_LEFT_EDGE).rstrip(_EDGE)
-            if len(part) < 3:
-                continue
-            if _is_path(part):
-                yield FILE, part.lower().removeprefix("./")
-            elif _VERSION.match(part.lower()) or _HASH.match(part):
-                yield VALUE, part.lower()
-            else:
-                for piece in part.split("."):
-                    if _is_symbol(piece):
-                        yield SYMBOL, piece.lower()
+        if "::" in word:  # a test id or a qualified name: `tests/test_x.py::test_y`, `Foo::bar_baz`
+            yield from names(" ".join(word.split("::")))
+            continue
+        bare = _LINE_SUFFIX.sub("", word)
+        if _VERSION.match(bare.lower()) or _HASH.match(bare):
+            yield VALUE, bare.lower()
+            continue
+        path = file_name(word)
+        if path is not None:
+            yield FILE, path
+            continue
+        if "/" in word:  # a folder or another path-like word: its parts are not code names
+            continue
+        for name in code_names(word):
+            yield SYMBOL, name
 
 
 def relative(path: str, cwd: str | None) -> str:
@@ -197,7 +266,7 @@ def command_heads(command: str) -> list[str]:
             continue
         head = [program.lower()]
         for word in words[1:3]:
-            if not _SUBCOMMAND.match(word) or _is_path(word):
+            if not _SUBCOMMAND.match(word) or file_name(word) is not None:
                 break
             head.append(word.lower())
         out.append(" ".join(head))

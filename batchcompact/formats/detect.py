@@ -22,7 +22,7 @@ import orjson
 
 from batchcompact.agents import AGENTS, describe, file_detectors, find, load, store_agent, store_database
 from batchcompact.core.session import Session
-from batchcompact.errors import SessionReadError
+from batchcompact.errors import NotCompacted, SessionReadError, reported_not_compacted
 from batchcompact.formats.compressed import is_decompress_error, open_session
 
 PROBE_BYTES = 64 * 1024
@@ -115,8 +115,7 @@ def read_session(path: str | Path, fmt: str | None = None, *, digest: bool = Fal
         raise SessionReadError(f"not a {describe(readable)} transcript (none of its first {PROBE_LINES} lines is "
                                "an entry of theirs)")
     if agent.reader is None:
-        raise SessionReadError(f"a {agent.display_name} transcript; batchcompact reports its usage but does not "
-                               "read it for compaction")
+        raise NotCompacted(reported_not_compacted(f"a {agent.display_name} transcript"))
     if digest and agent.read_appended:
         return load(agent.reader)(path, digest=True)
     return load(agent.reader)(path)

@@ -254,11 +254,19 @@ def _glob_base(pattern: str) -> str:
     return str(Path(*base)) if base else "."
 
 
+PARQUET_NOT_SESSION = "a Parquet file, not a session transcript"
+
+
 def unreadable_reason(path: str, exc: BaseException) -> str:
     """One line for a file that cannot be read as a session: what it is (empty, compressed, binary) or why.
-    A database of an agent's sessions (or a session in one) is said in its store's own words."""
+    A database of an agent's sessions (or a session in one) is said in its store's own words, without the
+    database's name in front: the row or line that reports the file names it once."""
     if store_agent(path) is not None or store_database(Path(path).name) is not None:
-        return str(exc)
+        said = str(exc)
+        for named in (path, path.split("#", 1)[0]):  # `DB#id`, or the database the store names first
+            if said.startswith(f"{named}: "):
+                return said[len(named) + 2:]
+        return said
     try:
         with open(path, "rb") as handle:
             head = handle.read(4096)
@@ -276,6 +284,8 @@ def unreadable_reason(path: str, exc: BaseException) -> str:
         return "gzip-compressed: decompress it first (gunzip), then run again"
     if head.startswith((b"PK\x03\x04", b"BZh", b"\xfd7zXZ")):
         return "a compressed archive, not JSONL text"
+    if head.startswith(b"PAR1"):  # Parquet's magic: a table (a report, an export), said as one
+        return PARQUET_NOT_SESSION
     try:
         text = head.decode("utf-8")
     except UnicodeDecodeError as error:

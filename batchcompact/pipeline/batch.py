@@ -366,10 +366,10 @@ class BatchBuyer:
     def _notes(self) -> list[str]:
         notes = list(self.notes)
         if self.collected_batches:
-            notes.insert(0, f"collected {self.collected} summaries from {self.collected_batches} ended "
+            notes.insert(0, f"collected {counted(self.collected, 'summary')} from {self.collected_batches} ended "
                             f"batch{'es' if self.collected_batches != 1 else ''}")
         if self.submitted_batches:
-            notes.append(f"{self.submitted_calls} calls in {self.submitted_batches} "
+            notes.append(f"{counted(self.submitted_calls, 'call')} in {self.submitted_batches} "
                          f"batch{'es' if self.submitted_batches != 1 else ''} submitted; rerun to collect")
         if self.waiting_jobs:
             notes.append(f"{self.waiting_jobs} session{'s' if self.waiting_jobs != 1 else ''} waiting for {len(self.waiting_batches)} batch"

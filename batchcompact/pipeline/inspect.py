@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from batchcompact.core.context import build_session_context, convert_message
+from batchcompact.core.context import build_session_context, convert_message, rules_of
 from batchcompact.core.session import Session
 from batchcompact.core.tokens import estimate_context_tokens
 
@@ -35,7 +35,7 @@ def describe_session(session: Session, with_context: bool = False) -> dict[str, 
     types = Counter(e.type for e in session.entries)
     roles = Counter(e.role for e in session.entries if e.type == "message")
     path = tree.path() if session.entries else []
-    context = build_session_context(path)
+    context = build_session_context(path, rules_of(session))
     messages = [m.message for m in context.messages]
     # Usage recorded before the latest compaction measured the old context: ignore it.
     estimate = estimate_context_tokens(messages, usage_from=context.stale_count)

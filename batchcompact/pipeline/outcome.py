@@ -21,15 +21,17 @@ from typing import Any
 from batchcompact.agents import get, load
 from batchcompact.core.apply import compose_summary, usage_record
 from batchcompact.core.context import written_context
+from batchcompact.core.handoff import handoff_document, is_handoff
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
 from batchcompact.core.tokens import estimate_tokens
 from batchcompact.errors import BatchCompactError, VerificationError, internal_error_reason
 from batchcompact.formats.scan import oserror_text
 from batchcompact.pipeline.planning import read_session
-from batchcompact.pipeline.statuses import CHANGED, COMPACTED, FAILED
-from batchcompact.pipeline.writer import ChangedDuringRun, write_session
+from batchcompact.pipeline.statuses import CHANGED, COMPACTED, FAILED, SKIPPED
+from batchcompact.pipeline.writer import AlreadyWritten, ChangedDuringRun, write_new_session, write_session
 
 log = logging.getLogger(__name__)
+HANDED_OFF = "handed off: a new session holds the handoff document"  # the row's reason (--strategy handoff)
 
 
 
@@ -96,6 +98,8 @@ class OutcomeWriter:
         # the entries record what their summaries cost, even those bought by an earlier, interrupted run
         caching = self.caching
         paid = [caching.as_paid(r) if caching and r is not None else r for r in results]
+        if is_handoff(plan):
+            return self._write_handoff(pending, module, paid, target)
         count = len(pending.branches)
         lines = self._branch_lines(pending, paid[:count])
         if plan is not None:
@@ -137,6 +141,21 @@ class OutcomeWriter:
         unpriced = any(r is not None and r.cost_usd is None for r in paid)
         pending.row["written_entries"] = written_usage(lines, unpriced=unpriced)
         return result.output_path
+
+    def _write_handoff(self, pending: PreparedSession, module: Any, paid: list, target: Path) -> str:
+        """A new session beside `target` holding the handoff document (core/handoff.py); the original is
+        only read. Its branch summaries, if any were bought, are not written: the new session has no branches."""
+        session, plan = pending.session, pending.plan
+        document = handoff_document(plan, paid[-1].text)
+        parent = str(Path(session.path).resolve())
+        name, lines = module.build_handoff(session, plan, document, usage=self._usage(paid[-1:]),
+                                           now_iso=iso(self._now()), parent=parent)
+        output = write_new_session(target.parent / name, lines, session.path,
+                                   lambda tmp: module.verify_handoff(read_session(tmp), parent, document))
+        unpriced = paid[-1].cost_usd is None
+        pending.row["written_entries"] = written_usage(lines, unpriced=unpriced)
+        pending.row["branch_summaries"] = 0
+        return str(output)
 
     def _verify_written(self, module: Any, session: Any, written: Any, plan: CompactionPlan | None,
                         lines: list) -> list[str]:
@@ -235,6 +254,19 @@ class OutcomeWriter:
         return []
 
 
+def handed_off_already(session: Any, plan: Any, target: Path) -> str | None:
+    """Why `plan`, a handoff, is not bought again: the new session it would write is there already (named by
+    the same session and leaf, whatever its timestamp), or None."""
+    if not is_handoff(plan):
+        return None
+    suffix = format_module(session.format).handoff_file_suffix(session, plan)
+    try:
+        found = sorted(name for name in os.listdir(target.parent) if name.endswith(suffix))
+    except OSError:
+        return None
+    return f"already handed off ({target.parent / found[0]})" if found else None
+
+
 def _non_cached(result: Any) -> int:
     """A summary call's input that was neither read from nor written to a prompt cache."""
     return max(result.prompt_tokens - result.cache_read_tokens - result.cache_write_tokens, 0)
@@ -244,7 +276,10 @@ def write_outcome(writer: OutcomeWriter, pending: PreparedSession, results: list
                   target: Path) -> tuple[str, str, str | None]:
     """Write `pending` with its summaries: (status, reason, output path), one session's fault never raised."""
     try:
-        return COMPACTED, "", writer.write(pending, results, target)
+        output = writer.write(pending, results, target)
+        return COMPACTED, HANDED_OFF if is_handoff(pending.plan) else "", output
+    except AlreadyWritten as exc:  # a handoff's new session is there already (a rerun)
+        return SKIPPED, f"already handed off ({exc.path})", None
     except ChangedDuringRun as exc:
         return CHANGED, str(exc), None
     except VerificationError as exc:
@@ -317,13 +352,14 @@ def written_usage(lines: list[dict[str, Any]], *, unpriced: bool = False) -> lis
     out = []
     for line in lines:
         usage = line.get("usage")
-        if line.get("type") not in ("compaction", "branch_summary") or not isinstance(usage, dict):
+        kind = "compaction" if line.get("customType") == "handoff" else line.get("type")  # a handoff: its call
+        if kind not in ("compaction", "branch_summary") or not isinstance(usage, dict):
             continue
         cost = usage.get("cost")
         out.append(
             {
                 "entry_id": line.get("id"),
-                "kind": line["type"],
+                "kind": kind,
                 "input": usage.get("input", 0),
                 "output": usage.get("output", 0),
                 "cache_read": usage.get("cacheRead", 0),

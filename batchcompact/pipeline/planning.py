@@ -17,9 +17,18 @@ from typing import Any
 
 from batchcompact.agents import file_of, file_tools, get, load
 from batchcompact.core.calls import SummaryCall
+from batchcompact.core.context import build_session_context, rules_of
+from batchcompact.core.handoff import STRATEGY as HANDOFF_STRATEGY
 from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
 from batchcompact.core.session import Session
-from batchcompact.errors import SessionReadError, UsageError, internal_error_reason
+from batchcompact.core.words import counted
+from batchcompact.errors import (
+    NotCompacted,
+    SessionReadError,
+    UsageError,
+    internal_error_reason,
+    reported_not_compacted,
+)
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +180,21 @@ def plan_session(
     if reason is not None:
         row.update(status="skip", reason=reason)
         return Skip(reason, None, settings.context_window, None), row
-    plan = _cut(session, settings, options, row)
+    handoff = settings.strategy == HANDOFF_STRATEGY
+    # a handoff keeps no recent tail: the whole context goes into the document
+    plan = _cut(session, dataclasses.replace(settings, keep_recent_tokens=1) if handoff else settings, options, row)
+    if handoff and isinstance(plan, CompactionPlan):
+        plan = _handoff(session, plan, settings)
+    elif handoff and isinstance(plan, Skip):
+        from batchcompact.core.handoff import ALREADY_A_HANDOFF, after_compaction, only_a_handoff
+
+        path = session.path_entries()
+        if only_a_handoff([m.message for m in build_session_context(path, rules_of(session)).messages]):
+            plan = dataclasses.replace(plan, reason=ALREADY_A_HANDOFF)
+        elif path and path[-1].type == "compaction":  # its summary and kept tail are what is handed off
+            plan = after_compaction(path, settings, row.get("context_window"), row.get("threshold"), rules_of(session))
+            if isinstance(plan, CompactionPlan):
+                plan = _handoff(session, plan, settings)
     if isinstance(plan, Skip):
         row.update(status="skip", reason=plan.reason, tokens_before=plan.tokens_before)
         return plan, row
@@ -209,7 +232,7 @@ def _base_row(session: Session, options: PlanOptions) -> dict[str, Any]:
 def _first_error(session: Session) -> str:
     """The reason of an invalid session: the first error's line and problem (the row names the file)."""
     errors = session.errors
-    more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+    more = f" (and {counted(len(errors) - 1, 'more problem')})" if len(errors) > 1 else ""
     first = errors[0]
     where = f"line {first.line}: " if first.line is not None else ""
     return f"{where}{first.message}{more}"
@@ -222,7 +245,7 @@ def _left_alone(session: Session, settings: CompactionSettings,
     agent = get(session.format)
     refused = session.extra.get("not_writable")  # a reader's reason why this file cannot be rewritten
     if agent.writer is None or refused:
-        return settings, refused or f"{agent.display_name} sessions are reported, not compacted"
+        return settings, refused or reported_not_compacted(f"a {agent.display_name} transcript")
     if agent.settings and options.agent_settings:
         settings, disabled = load(agent.settings)(session, settings, options.agent_settings)
         if disabled:
@@ -243,7 +266,8 @@ def _cut(session: Session, settings: CompactionSettings, options: PlanOptions,
     trigger = session_trigger(session, settings, model, provider, options.pricing_file)
     window = trigger.window
     agent_threshold = trigger.threshold if get(session.format).own_threshold else None
-    plan = prepare_compaction(path, settings, window, agent_threshold, file_tools=file_tools())
+    plan = prepare_compaction(path, settings, window, agent_threshold, file_tools=file_tools(),
+                              rules=rules_of(session))
     row.update(
         model=model,
         context_window=window,
@@ -254,6 +278,17 @@ def _cut(session: Session, settings: CompactionSettings, options: PlanOptions,
     return plan
 
 
+def _handoff(session: Session, plan: CompactionPlan, settings: CompactionSettings) -> CompactionPlan | Skip:
+    """The handoff of a session run would compact (core/handoff.py), for the formats whose writer can start
+    a new session from it (`build_handoff`: pi's format and its descendants)."""
+    from batchcompact.core.handoff import handoff_plan
+
+    if not hasattr(get(session.format).writer_module(), "build_handoff"):
+        return Skip(f"--strategy handoff: {get(session.format).display_name} sessions cannot be handed off "
+                    "(only pi's format and its descendants)", plan.tokens_before, plan.context_window, plan.model)
+    return handoff_plan(plan, session.path_entries(), settings, rules_of(session), file_tools=file_tools())
+
+
 def _compact_fields(plan: CompactionPlan, options: PlanOptions) -> dict[str, Any]:
     """The row of a session to compact: the cut, the calls, their tokens and estimated cost."""
     calls = plan.calls
@@ -261,7 +296,7 @@ def _compact_fields(plan: CompactionPlan, options: PlanOptions) -> dict[str, Any
     cost, batch_cost = estimate_cost(calls, est_output, options.summary_model, options.pricing_file)
     return dict(
         status="compact",
-        reason="split turn" if plan.split_turn else "",
+        reason="handoff" if plan.extra.get("strategy") == HANDOFF_STRATEGY else "split turn" if plan.split_turn else "",
         tokens_before=plan.tokens_before,
         tokens_after_est=plan.tokens_after_est,
         first_kept_entry_id=plan.first_kept_entry_id,
@@ -345,6 +380,10 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
         return row
     except UsageError:  # the command's settings (a broken price map), not this file: stops the command
         raise
+    except NotCompacted as exc:  # an agent batchcompact only reports: left alone, as a refused file is
+        row = dict.fromkeys(PLAN_COLUMNS)
+        row.update(path=str(path), status="skip", reason=str(exc), read_files=[], modified_files=[])
+        return row
     except (OSError, SessionReadError) as exc:  # cannot be read as a session (empty, gzip, permissions, a
         # link loop, a missing optional package): in the words validate and show use
         from batchcompact.formats.scan import unreadable_reason

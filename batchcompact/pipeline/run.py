@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
-from batchcompact.errors import INTERNAL_ERROR_EXIT, RunAborted, UsageError, is_internal_error
+from batchcompact.errors import RunAborted, UsageError, is_internal_error, outcome_exit_code
 from batchcompact.folders import state_folder
 from batchcompact.formats.scan import ScanItem, iter_session_files, resolved
 from batchcompact.formats.scan import oserror_text as _oserror
@@ -130,9 +130,8 @@ class RunSummary:
         1 some sessions failed; else 0 (docs/reliability.md)."""
         if self.aborted:
             return 3
-        if any(row["status"] == FAILED and is_internal_error(row.get("reason")) for row in self.rows):
-            return INTERNAL_ERROR_EXIT
-        return 1 if self.by_status.get(FAILED) else 0
+        bugs = sum(row["status"] == FAILED and is_internal_error(row.get("reason")) for row in self.rows)
+        return outcome_exit_code(self.by_status.get(FAILED, 0), bugs)
 
 
 def _new_run_id(moment: datetime) -> str:
@@ -387,7 +386,7 @@ class Runner:
             return
         row["output_path"] = outcome["output_path"]
         ledger.record(item, outcome["fingerprint"], COMPACTED, outcome["output_path"], None)
-        self.finish(row, COMPACTED, "")
+        self.finish(row, COMPACTED, outcome.get("reason") or "")  # "handed off ..." for a handoff
 
     def _check_budget(self, to_compact: list[tuple[ScanItem, Fingerprint, dict]]) -> None:
         """Refuse to start above --max-cost, or when the model's price is unknown (spend could not be counted)."""
@@ -519,7 +518,7 @@ class Runner:
             return
         row["output_path"] = done["output_path"]
         ledger.record(item, pending.fingerprint, COMPACTED, done["output_path"], None)
-        self.finish(row, COMPACTED, "")
+        self.finish(row, COMPACTED, done.get("reason") or "")  # "handed off ..." for a handoff
 
 
 def _lean(call: Any) -> Any:

@@ -24,14 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from batchcompact.agents import get, store_agent
+from batchcompact.core.handoff import is_handoff
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
-from batchcompact.errors import BatchCompactError, UsageError, internal_error_reason
+from batchcompact.errors import BatchCompactError, NotCompacted, UsageError, internal_error_reason
 from batchcompact.formats.scan import ScanItem, unreadable_reason
 from batchcompact.formats.scan import oserror_text as _oserror
 from batchcompact.pipeline.executor import missing_file_reason
 from batchcompact.pipeline.outcome import (
     OutcomeWriter,
     PreparedSession,
+    handed_off_already,
     usage_fields,
     write_outcome,
 )
@@ -104,6 +106,9 @@ def process_file(work: FileWork, task: FileTask) -> dict[str, Any]:
         plan, row = plan_session(session, task.settings, task.plan_options)
     except UsageError:  # the command's settings (a broken price map), not this file: stops the command
         raise
+    except NotCompacted as exc:  # an agent batchcompact only reports: skipped, as plan says (planning.py)
+        record.update(status="skip", reason=str(exc), plan_row={}, fingerprint=_fingerprint_or_none(path, fingerprint))
+        return record
     except (OSError, BatchCompactError, UnicodeError) as exc:  # a file we cannot read as a session
         # its bytes are the problem (empty, compressed, binary): remembered like any invalid file
         record.update(status="error", reason=unreadable_reason(path, exc), plan_row={},
@@ -262,11 +267,14 @@ def _compact_here(work: FileWork, task: FileTask, fingerprint: Fingerprint, sess
         return {"status": status, "reason": reason}
     try:
         branches = (branch_plans(session, task.settings, task.plan_options, row.get("context_window"))
-                    if task.branch_summaries else [])
+                    if task.branch_summaries and not is_handoff(plan) else [])
         if not isinstance(plan, CompactionPlan):
             if not branches:
                 return {"status": SKIPPED, "reason": row.get("reason")}
             plan = None
+        done = handed_off_already(session, plan, Path(work.target))
+        if done is not None:
+            return {"status": SKIPPED, "reason": done}
         # the written row is the run loop's; this one only collects what the writer adds to it
         written: dict[str, Any] = {}
         pending = PreparedSession(ScanItem(Path(work.path), Path(work.root)), current,
@@ -310,7 +318,7 @@ def prepare_file(work: SessionWork, task: FileTask) -> dict[str, Any]:
         # Same bytes as in phase 1 (checked above): reuse its exact prompt token counts.
         plan, row = plan_session(session, task.settings, task.plan_options, prompt_tokens=work.prompt_tokens)
         branches = (branch_plans(session, task.settings, task.plan_options, row.get("context_window"))
-                    if task.branch_summaries else [])
+                    if task.branch_summaries and not is_handoff(plan) else [])
     except UsageError:  # the command's settings (a broken price map), not this file: stops the command
         raise
     except (OSError, BatchCompactError, UnicodeError) as exc:
@@ -322,6 +330,9 @@ def prepare_file(work: SessionWork, task: FileTask) -> dict[str, Any]:
         if not branches:
             return {"status": SKIPPED, "reason": row.get("reason")}
         plan = None
+    done = handed_off_already(session, plan, Path(work.target)) if work.target else None
+    if done is not None:
+        return {"status": SKIPPED, "reason": done}
     return {"status": None, "fingerprint": current, "plan": plan, "branches": branches}
 
 

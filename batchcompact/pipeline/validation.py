@@ -6,8 +6,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from batchcompact.agents import find, load
-from batchcompact.core.entries import ERROR, Problem
-from batchcompact.errors import BatchCompactError, internal_error_reason
+from batchcompact.core.entries import ERROR, WARNING, Problem
+from batchcompact.errors import BatchCompactError, NotCompacted, internal_error_reason
 from batchcompact.formats.scan import unreadable_reason
 
 
@@ -25,6 +25,9 @@ def validate_file(path: str) -> dict[str, Any]:
             seen = {p.line for p in problems if p.line is not None}
             problems.extend(p for p in load(agent.validate)(session) if p.line not in seen)
         fmt, entries, session_id = session.format, len(session.entries), session.session_id
+    except NotCompacted as exc:  # an agent batchcompact only reports: not checked, not invalid (plan skips it)
+        problems = [Problem(path, None, WARNING, f"{exc}; its lines are not checked")]
+        fmt, entries, session_id = None, 0, None
     except (OSError, BatchCompactError, UnicodeError) as exc:  # empty, compressed, binary, a symlink loop
         problems = [Problem(path, None, ERROR, unreadable_reason(str(path), exc))]
         fmt, entries, session_id = None, 0, None

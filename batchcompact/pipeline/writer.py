@@ -553,3 +553,43 @@ def write_session(
         durable.join()
         if tmp.exists():
             tmp.unlink()
+
+
+class AlreadyWritten(Exception):
+    """The new session file is there already (`write_new_session`): it is left as it is."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(str(path))
+        self.path = path
+
+
+def write_new_session(target: Path, lines: list[dict[str, Any]], source: str | Path,
+                      verify: Callable[[Path], list[str]]) -> Path:
+    """Write a new session file (a handoff's) at `target`, whole or not at all: a temp file beside it with
+    the source session's mode, synced and verified, then linked into place, never over an existing file
+    (AlreadyWritten). The source is only read (its mode)."""
+    make_folders(target.parent)
+    tmp = temp_name(target)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb", closefd=False) as out:
+            _copy_mode(out.fileno(), os.stat(source), owner=False)
+            for line in lines:
+                out.write(dumps_line(line).encode())
+            out.flush()
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        problems = verify(tmp)
+        if problems:
+            raise VerificationError("; ".join(problems[:3]))
+        try:
+            os.link(tmp, target)  # fails on an existing file: a rerun never replaces a handoff
+        except FileExistsError:
+            raise AlreadyWritten(target) from None
+        _fsync_dir(target.parent)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        tmp.unlink(missing_ok=True)
+    return target

@@ -43,15 +43,21 @@ from batchcompact.report import rules
 from batchcompact.report.result import Report
 from batchcompact.report.settings import (  # noqa: F401  (re-exported)
     COST_MODES,
+    GROUP_COST,
     GROUP_KEYS,
+    GROUP_LAST,
     GROUPINGS,
     PERIODS,
     UNKNOWN,
+    UNKNOWN_MODEL,
     WEEKDAYS,
     ProjectNames,
     ReportSettings,
     branch_name,
+    breakdown_groups,
+    group_values,
     last_periods_since,
+    model_name,
     provider_name,
     sort_order,
     week_start_index,
@@ -122,7 +128,7 @@ def price_frame(
         info = table.lookup(model, provider) if model else None
         rates = info.rates() if info else ()
         if not rates:
-            unpriced.add(model or "(unknown)")
+            unpriced.add(model_name(model))
         width = max(width, len(rates))
         records.append((model or "", provider or "", rates))
     data: dict[str, list] = {"_model": [r[0] for r in records], "_provider": [r[1] for r in records]}
@@ -180,6 +186,9 @@ def with_names(lf: pl.LazyFrame, settings: ReportSettings) -> pl.LazyFrame:
     names = ProjectNames(settings)
     if settings.by == "request":  # an export keeps what the files recorded: aliases apply where it is read
         return lf
+    # a request whose file names no model is shown as such (after pricing, which reads the recorded model)
+    lf = lf.with_columns(pl.when(pl.col("model").is_null() | (pl.col("model") == "")).then(pl.lit(UNKNOWN_MODEL))
+                         .otherwise(pl.col("model")).alias("model"))
     if settings.by == "group":  # from the recorded project, before it is renamed (a group may list its path)
         lf = _mapped(lf, ["project"], names.group, "group", pl.String)
     if names.active:
@@ -272,16 +281,34 @@ def _aggs(total: bool = False) -> list[pl.Expr]:
     ]
 
 
-def build_report(parts: list[str], settings: ReportSettings, table: PriceTable | None = None) -> Report:
-    """The report for the given usage parts."""
+USAGE_ORDER = ["timestamp", "agent", "source", "session_id", "dedupe_key", "model", "total_tokens", "output_tokens"]
+
+
+def _usage(parts: list[str], settings: ReportSettings) -> pl.LazyFrame:
+    """Deduplicated once: the price lookup, the groups and the totals all read it (one row per request,
+    far smaller than the transcripts; the dedupe's group_by holds it in memory anyway).
+    Sorted by time, so the blocks and any order-sensitive step read the rows in one order (the sums
+    themselves are exact: see pico_usd)."""
+    return scan_usage(parts, settings).collect().sort(USAGE_ORDER, nulls_last=True).lazy()
+
+
+def priced_usage(parts: list[str], settings: ReportSettings, table: PriceTable) -> tuple[pl.DataFrame, list[str]]:
+    """The deduplicated, priced requests `build_report` starts from (and the unpriced models), for several
+    reports of one archive under one cost mode and machine (`build_report(..., usage=)`)."""
+    lf, unpriced = add_costs(_usage(parts, settings), table, settings.cost_mode)
+    return lf.collect(), unpriced
+
+
+def build_report(parts: list[str], settings: ReportSettings, table: PriceTable | None = None,
+                 also: tuple[str, ...] = (), usage: tuple[pl.DataFrame, list[str]] | None = None) -> Report:
+    """The report for the given usage parts. `also`: columns added to the group key after `--by`'s
+    (`local_date`, `branch`: the HTML page's groups per day, report/html.py), summed by the same rules;
+    `usage`: `priced_usage(parts, settings, table)` already made (same cost mode and machine)."""
     table = table or PriceTable.load(settings.pricing_file)
-    # Deduplicated once: the price lookup, the groups and the totals all read it (one row per request,
-    # far smaller than the transcripts; the dedupe's group_by holds it in memory anyway).
-    # Sorted by time, so the blocks and any order-sensitive step read the rows in one order (the sums
-    # themselves are exact: see pico_usd).
-    order = ["timestamp", "agent", "source", "session_id", "dedupe_key", "model", "total_tokens", "output_tokens"]
-    usage = scan_usage(parts, settings).collect().sort(order, nulls_last=True).lazy()
-    lf, unpriced = add_costs(usage, table, settings.cost_mode)
+    if usage is not None:  # priced_usage's, shared by several reports of one archive (the HTML page)
+        lf, unpriced = usage[0].lazy(), list(usage[1])
+    else:
+        lf, unpriced = add_costs(_usage(parts, settings), table, settings.cost_mode)
     lf = with_names(lf, settings)
     lf = filter_usage(with_periods(lf, settings.timezone, settings.by, settings.start_of_week), settings)
     if settings.by == "request":  # the per-request export (report/export.py): every request, those with no
@@ -307,6 +334,7 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
     keys = list(GROUP_KEYS[settings.by])
     if settings.breakdown and "model" not in keys:
         keys.append("model")
+    keys += [k for k in also if k not in keys]
     rows, zero, totals_frame = pl.collect_all(
         [lf.group_by(keys).agg(_aggs()), zero_frame, lf.select(_aggs(total=True))]
     )
@@ -331,4 +359,11 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
 
 
 def sort_rows(rows: pl.DataFrame, keys: list[str], settings: ReportSettings) -> pl.DataFrame:
-    return rows.sort(**_sort_args(sort_order(settings, keys)))
+    base = breakdown_groups(settings, keys)
+    if base is None:
+        return rows.sort(**_sort_args(sort_order(settings, keys)))
+    costs, lasts = group_values(list(rows.select(base).iter_rows()), rows["cost_usd"].to_list(),
+                                rows["last_timestamp"].to_list())
+    derived = rows.with_columns(pl.Series(GROUP_COST, costs, dtype=pl.Int64),
+                                pl.Series(GROUP_LAST, lasts, dtype=rows.schema["last_timestamp"]))
+    return derived.sort(**_sort_args(sort_order(settings, keys))).drop(GROUP_COST, GROUP_LAST)

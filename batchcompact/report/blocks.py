@@ -22,6 +22,7 @@ import polars as pl
 
 from batchcompact.money import from_pico, to_pico
 from batchcompact.report.result import Report
+from batchcompact.report.settings import model_name
 
 WARNING_SHARE = 0.8
 TOKEN_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens")
@@ -73,7 +74,7 @@ class Block:
         else:
             pico = to_pico(row["cost_usd"])
             self.cost_pico += pico
-            model = row["model"] or "(unknown)"
+            model = model_name(row["model"])
             self.model_pico[model] = self.model_pico.get(model, 0) + pico
         if row["model"]:
             self.models.add(row["model"])

@@ -84,7 +84,7 @@ def collect_usage(
         if hit is not None:  # every file unchanged: one table instead of one part per file
             result.parts = [hit[0]]
             result.stats = list(hit[1])
-            result.cached = result.files
+            result.cached = result.files - sum(stat.get("unread", 0) for stat in result.stats)  # read from it
             return result
     todo: list[str] = []
     todo_bytes = 0
@@ -93,7 +93,7 @@ def collect_usage(
         if hit is not None:
             result.parts.append(str(hit[0]))
             result.stats.append(hit[1].to_dict())
-            result.cached += 1
+            result.cached += not hit[1].unread  # a file the report could not read is counted as such
         else:
             todo.append(str(path))
             todo_bytes += key.size
@@ -150,4 +150,4 @@ def _add(result: CollectResult, outcomes) -> None:
     for part, stats, _cached in outcomes:
         result.parts.append(part)
         result.stats.append(stats)
-        result.extracted += 1
+        result.extracted += not stats.get("unread")  # parsed: a file the report could not read is not

@@ -8,9 +8,15 @@ also carries `export_version`, so each format says what it is: `report` recognis
 never by its name (`detect`), and reads its rows back with their `request_id` as the dedupe key, so a
 request in two exports, or in an export and the transcripts it came from, counts once.
 
-The schema's JSON form is `schemas/usage-export-v1.schema.json`. Columns are added, never repurposed;
-a change bumps `EXPORT_SCHEMA_VERSION`, and a file of a newer version than this one reads is an error
-naming both (`NewerExportError`): its rows may mean something this version cannot count.
+The schema's JSON form is `schemas/usage-export-v2.schema.json` (version 1: `-v1`). Columns are added,
+never repurposed; a change bumps `EXPORT_SCHEMA_VERSION`, and a file of a newer version than this one
+reads is an error naming both (`NewerExportError`): its rows may mean something this version cannot count.
+
+Version 2 adds `export_rows`, the number of rows the export was written with, on every row: a JSON-lines
+or CSV export cut short (a half-synced file) is told from a whole one by its rows, not only by a torn
+last line, and says how many rows it lost (`Cut`). A cut export is named in a warning, its rows so far
+counted, and `stats.incomplete` set: the report exits 1, incomplete (docs/cli.md). A Parquet file cannot
+be read cut: that is said, and incomplete, too.
 """
 
 from __future__ import annotations
@@ -24,10 +30,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from batchcompact.core.times import iso_time
 from batchcompact.errors import BatchCompactError, UsageError
 from batchcompact.report.schema import TOKEN_FIELDS
 
-EXPORT_SCHEMA_VERSION = 1
+EXPORT_SCHEMA_VERSION = 2  # 2: + export_rows
 EXPORT_TABLE = "usage-export"
 MARKER = b"batchcompact.usage_export_version"  # the Parquet metadata key (found in the footer's bytes)
 
@@ -50,6 +57,7 @@ FIELDS: tuple[tuple[str, str, bool], ...] = (
     ("recorded_cost_usd", "float64", True),
     ("cost_usd", "float64", True),
     ("dedupe_rank", "int64", False),
+    ("export_rows", "int64", True),  # version 2: the rows the export was written with (null in version 1)
 )
 COLUMNS = tuple(name for name, _, _ in FIELDS)
 TYPES = {name: kind for name, kind, _ in FIELDS}
@@ -66,7 +74,12 @@ class NewerExportError(UsageError):
 
 
 class ExportUnreadable(BatchCompactError):
-    """A whole export file that cannot be read: the report names it and goes on without it."""
+    """A whole export file that cannot be read: the report names it and goes on without it. `incomplete`:
+    the file is an export cut short (a Parquet file without its footer), so the report lacks its rows."""
+
+    def __init__(self, message: str, *, incomplete: bool = False) -> None:
+        super().__init__(message)
+        self.incomplete = incomplete
 
 
 def export_schema() -> Any:
@@ -88,9 +101,11 @@ def export_frame(lf, settings):
     return (lf.select(
         pl.lit(EXPORT_SCHEMA_VERSION, dtype=pl.Int64).alias("export_version"),
         pl.col("dedupe_key").alias("request_id"),
-        *[pl.col(c) for c in COLUMNS[2:] if c not in ("project", "session_id")],
+        *[pl.col(c) for c in COLUMNS[2:] if c not in ("project", "session_id", "export_rows")],
         pl.col("project"), pl.col("session_id"),
-    ).select(COLUMNS).sort(["timestamp", "request_id"], nulls_last=True).collect())
+        pl.lit(None, dtype=pl.Int64).alias("export_rows"),
+    ).select(COLUMNS).sort(["timestamp", "request_id"], nulls_last=True).collect()
+     .with_columns(pl.len().cast(pl.Int64).alias("export_rows")))
 
 
 def write_export(frame, fmt: str, output: str | Path | None) -> str | None:
@@ -130,7 +145,7 @@ def write_export(frame, fmt: str, output: str | Path | None) -> str | None:
 def _plain(value):
     """A value as JSON holds it: a time in ISO 8601 UTC, a cost that is not a finite number null."""
     if isinstance(value, datetime):
-        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        return iso_time(value)
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
@@ -227,7 +242,9 @@ def extract_export(path: str | Path, rows, stats) -> None:
     else:
         records = _jsonl_records(path, stats)
     machines: dict[str, set[str]] = {}
+    cut = Cut()
     for line, record in records:
+        cut.saw(record)  # (a row present but bad is named below, not lost)
         version = record.get("export_version")
         if isinstance(version, int) and version > EXPORT_SCHEMA_VERSION:
             raise NewerExportError(
@@ -251,6 +268,41 @@ def extract_export(path: str | Path, rows, stats) -> None:
             machine_id=record["machine_id"],
         )
     stats.machines = {machine: sorted(ids) for machine, ids in sorted(machines.items())}
+    if not name.endswith(".parquet"):
+        cut.check(path, stats)
+
+
+class Cut:
+    """Whether a JSON-lines or CSV export was cut short: its last line torn (no line end), or fewer rows
+    read than the `export_rows` every row of a version-2 export carries. Said in one warning naming the
+    file, with the rows lost where the export says how many it had; `stats.incomplete` set."""
+
+    def __init__(self) -> None:
+        self.read = 0  # rows present (a row whose values are wrong too: it is named on its own)
+        self.expected: set[int] = set()  # the export_rows values seen (one, in an export as written)
+
+    def saw(self, record: dict) -> None:
+        self.read += 1
+        rows = record.get("export_rows")
+        if type(rows) is int and rows >= 0:
+            self.expected.add(rows)
+        elif isinstance(rows, str) and rows.isdigit():
+            self.expected.add(int(rows))
+
+    def check(self, path: Path, stats) -> None:
+        torn = _torn(path)
+        expected = next(iter(self.expected)) if len(self.expected) == 1 else None
+        short = expected is not None and self.read < expected
+        if not (torn or short):
+            return
+        stats.incomplete = 1
+        how = "it ends mid-line" if torn else "it ends early"
+        if expected is not None:
+            lost = expected - self.read
+            what = f"{lost:,} of its {expected:,} rows are missing ({how})"
+        else:
+            what = f"{how}; how many rows it lost is not known (an export of version 1 does not say)"
+        stats.warn(None, f"a usage export cut short (half-synced?): {what}; the report is incomplete")
 
 
 def _check(record: dict) -> str | None:
@@ -284,7 +336,8 @@ def _parquet_records(path: Path):
     try:
         table = pq.read_table(path)
     except (OSError, pa.ArrowException) as exc:
-        raise ExportUnreadable(f"not a complete Parquet file ({_first_line(exc)}): skipped") from None
+        raise ExportUnreadable(f"not a complete Parquet file ({_first_line(exc)}): skipped; the report is "
+                               "incomplete without its rows", incomplete=True) from None
     version = _parquet_version(table.schema.metadata or {})
     if version is not None and version > EXPORT_SCHEMA_VERSION:
         raise NewerExportError(
@@ -298,6 +351,19 @@ def _parquet_records(path: Path):
         if isinstance(when, datetime):
             record["timestamp"] = when.astimezone(UTC)
         yield number, record
+
+
+def _torn(path: Path) -> bool:
+    """The file's last byte is not a line end (a file cut mid-line)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, 2)
+            if fh.tell() == 0:
+                return False
+            fh.seek(-1, 2)
+            return fh.read(1) != b"\n"
+    except OSError:
+        return False
 
 
 def _parquet_version(metadata: dict) -> int | None:

@@ -11,12 +11,14 @@ from pathlib import Path
 
 from batchcompact.errors import BatchCompactError, InternalError, internal_error_reason
 from batchcompact.formats.compressed import is_decompress_error
-from batchcompact.formats.scan import printable, unreadable_reason
+from batchcompact.formats.scan import PARQUET_NOT_SESSION, printable, unreadable_reason
 from batchcompact.report.detect import detect_format
 from batchcompact.report.lines import ExtractStats
 from batchcompact.report.schema import COLUMNS, UsageRows, row_identity
 
 NOT_A_SESSION = "not a session file of any agent batchcompact reports on"
+# A Parquet file named to `report` that holds neither kind of batchcompact table it reads (docs/report.md).
+NOT_AN_EXPORT = "a Parquet file, but not a usage export (`report --by request`) nor a run report of batchcompact's"
 
 
 def extract_rows(path: str | Path, fmt: str | None = None) -> tuple[UsageRows, ExtractStats]:
@@ -40,11 +42,14 @@ def extract_rows(path: str | Path, fmt: str | None = None) -> tuple[UsageRows, E
         elif agent is not None and agent.usage:
             load(agent.usage)(path, rows, stats)
         elif fmt is None:  # empty, compressed, binary, or JSON lines of no agent: said, as validate says it
-            stats.refuse(unreadable_reason(str(path), ValueError(NOT_A_SESSION)))
+            reason = unreadable_reason(str(path), ValueError(NOT_A_SESSION))
+            stats.refuse(NOT_AN_EXPORT if reason == PARQUET_NOT_SESSION else reason)
     except BatchCompactError as exc:  # e.g. zstandard missing: say so, keep going
         if getattr(exc, "fatal", False):  # the report would be wrong without this file (a newer export)
             raise
         stats.refuse(str(exc))
+        if getattr(exc, "incomplete", False):  # an export cut short: the report lacks its rows
+            stats.incomplete = 1
     except OSError as exc:
         stats.refuse(f"cannot read: {exc.strerror or exc}")
     except Exception as exc:

@@ -28,6 +28,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from batchcompact import money
+from batchcompact.core.times import iso_time
 from batchcompact.formats.jsonl import paused_gc
 from batchcompact.lifecycle import map_in_processes, worker_init
 from batchcompact.money import from_pico
@@ -46,13 +47,18 @@ from batchcompact.report.files import (
 from batchcompact.report.result import Report
 from batchcompact.report.schema import COLUMNS as USAGE_COLUMNS
 from batchcompact.report.settings import (
+    GROUP_COST,
     GROUP_KEYS,
+    GROUP_LAST,
     PERIODS,
     UNKNOWN,
     ProjectNames,
     ReportSettings,
     branch_name,
+    breakdown_groups,
+    group_values,
     last_periods_since,
+    model_name,
     provider_name,
     sort_order,
     week_start_index,
@@ -210,7 +216,7 @@ def _add(result: Collected, outcome: tuple[list[tuple], dict, frozenset | None])
     else:
         result.rows.extend(outcome[0])
     result.stats.append(outcome[1])
-    result.extracted += 1
+    result.extracted += not outcome[1].get("unread")  # parsed: a file the report could not read is not
 
 
 def _extract_parallel(result: Collected, todo: list[str], workers: int, settings: ReportSettings | None = None,
@@ -301,7 +307,7 @@ class Pricer:
             info = self.table.lookup(model, provider) if model else None
             found = info.rates() if info else ()
             if not found:
-                self.unpriced.add(model or "(unknown)")
+                self.unpriced.add(model_name(model))
             rates = tuple((float(t.above_tokens), tuple(map(float, t.prices()))) for t in found)
             self.rates[pair] = rates
         return rates
@@ -410,8 +416,7 @@ class Group:
         picos = list(map(_PICO_OF, rows))
         group.unpriced = picos.count(None)
         group.pico = sum(filter(None, picos))  # None (unpriced) and 0 add nothing
-        group.models = set(map(_MODEL_OF, rows))
-        group.models.discard(None)
+        group.models = set(map(model_name, map(_MODEL_OF, rows)))
         group.agents = set(map(_AGENT_OF, rows))
         times = list(filter(None, map(_TIME_OF, rows)))  # a datetime is never false; None is
         if times:
@@ -482,7 +487,7 @@ def _csv_cell(value, joined: bool) -> str:
     if isinstance(value, float):
         return csv_float(value)
     if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%dT%H:%M:%S.%f") + "+00:00"  # CSV_DATETIME's, polars' with the frame
+        return iso_time(value)  # CSV_DATETIME's, polars' with the frame
     return str(value)
 
 
@@ -676,6 +681,8 @@ def _key_getter(name: str, periods: Periods | None, names: ProjectNames) -> Call
     if name == "branch":
         return lambda row: branch_name(row[BRANCH])
     index = KEY_INDEX[name]
+    if name == "model":
+        return lambda row: model_name(row[index])
     if name == "session_id":
         return lambda row: UNKNOWN if row[index] is None else row[index]
     return operator.itemgetter(index)
@@ -683,7 +690,17 @@ def _key_getter(name: str, periods: Periods | None, names: ProjectNames) -> Call
 
 def sort_records(records: list[dict], keys: list[str], settings: ReportSettings) -> list[dict]:
     """`aggregate.sort_rows` (stable sorts from the last key to the first; nulls last either way)."""
-    return _sorted(records, sort_order(settings, keys))
+    base = breakdown_groups(settings, keys)
+    if base is None:
+        return _sorted(records, sort_order(settings, keys))
+    costs, lasts = group_values([tuple(r[k] for k in base) for r in records], [r["cost_usd"] for r in records],
+                                [r["last_timestamp"] for r in records])
+    for record, cost, last in zip(records, costs, lasts, strict=True):
+        record[GROUP_COST], record[GROUP_LAST] = cost, last
+    out = _sorted(records, sort_order(settings, keys))
+    for record in out:
+        del record[GROUP_COST], record[GROUP_LAST]
+    return out
 
 
 def _sorted(records: list[dict], order: list[tuple[str, bool]]) -> list[dict]:

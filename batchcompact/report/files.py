@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from batchcompact.agents import session_suffixes
+from batchcompact.core.words import counted
 from batchcompact.errors import UsageError
 from batchcompact.formats.scan import (
     broken_link_reason,
@@ -39,8 +40,12 @@ log = logging.getLogger(__name__)
 # agent, Codex forks and sub-agent replays count only the child's own turns, the other agents' readers;
 # 7 = Codex `cache_write_input_tokens`; 8 = a file of no agent or not readable is named (`unread`), a
 # compactions-*.parquet that is not a run report by its schema is left out; 9 = a provider's response id
-# keys a row with its numbers (`schema.CallKeys`); 10 = OpenClaw's cold-stored `event_zstd` events counted.
-EXTRACT_RULES_VERSION = 10
+# keys a row with its numbers (`schema.CallKeys`); 10 = OpenClaw's cold-stored `event_zstd` events counted;
+# 11 = a pi header on line 2, after oh-my-pi's title slot (its session id and project);
+# 12 = pi-format messages keyed by their times and counts (`schema.PiEntryKeys`: a fork or a migrated copy
+# counts once), Copilot CLI's own compaction call (`compactionTokensUsed`) counted, an export cut short
+# named (`incomplete`), Claude calls repeating both ids told apart by their prompt side (`#n`).
+EXTRACT_RULES_VERSION = 12
 
 
 def part_file(cache_dir: str | Path, source: str) -> Path:
@@ -191,7 +196,7 @@ def stats_warnings(stats: list[dict]) -> list[str]:
         out.extend(stat.get("warnings", []))
         extra = stat.get("warning_count", 0) - len(stat.get("warnings", []))
         if extra > 0:
-            out.append(f"{stat['path']}: ... and {extra} more warnings")
+            out.append(f"{stat['path']}: ... and {counted(extra, 'more warning')}")
     return out
 
 
@@ -237,6 +242,11 @@ class Tally:
     def unread(self) -> int:
         """Files the report could not read or that are no session (each named in a warning)."""
         return sum(stat.get("unread", 0) for stat in self.stats)
+
+    @property
+    def incomplete(self) -> int:
+        """Usage exports cut short (each named in a warning): the report lacks their lost rows."""
+        return sum(stat.get("incomplete", 0) for stat in self.stats)
 
     def stat_files(self, paths: Iterable[str | Path], walk: Walk | None = None,
                    empty_ok: bool = False) -> list[tuple[str, FileKey]]:

@@ -41,6 +41,7 @@ class ExtractStats:
     # decoded escapes a surrogate (a lone "\ud800" is valid JSON to it), or a file name is not UTF-8
     unclean: bool = False
     unread: int = 0  # 1: the file gave the report nothing it could read (`refuse`: named in a warning)
+    incomplete: int = 0  # 1: the file is a usage export cut short: the report lacks rows (exit 1)
     warnings: list[str] = field(default_factory=list)
     warning_count: int = 0
     machines: dict[str, list[str]] = field(default_factory=dict)  # a usage export's machines: name -> ids

@@ -29,6 +29,7 @@ class ReportOutput:
     from_cache: int = 0
     rejected: int = 0  # cache parts that failed verification and were rebuilt
     unread: int = 0  # files it could not read or that are no session (named in `warnings`)
+    incomplete: int = 0  # usage exports cut short (named in `warnings`): the report lacks rows (exit 1)
     replayed: bool = False  # the stored output of an earlier identical report
     texts: dict[str, str] = field(default_factory=dict)
     table_width: int | None = None
@@ -37,13 +38,13 @@ class ReportOutput:
     @classmethod
     def stored(cls, kept: dict[str, Any]) -> ReportOutput:
         return cls(kept["warnings"], kept["unpriced"], kept["dropped_zero"], kept["files"], 0, kept["files"],
-                   unread=kept.get("unread", 0), replayed=True, texts=kept["texts"], table_width=kept.get("table_width"))
+                   unread=kept.get("unread", 0), incomplete=kept.get("incomplete", 0), replayed=True, texts=kept["texts"], table_width=kept.get("table_width"))
 
     def kept(self) -> dict[str, Any]:
         """What is stored for the next identical report (result_cache.py)."""
         kept: dict[str, Any] = {"warnings": self.warnings, "unpriced": self.unpriced,
                                 "dropped_zero": self.dropped_zero, "files": self.files, "texts": self.texts,
-                                "unread": self.unread}
+                                "unread": self.unread, "incomplete": self.incomplete}
         if self.table_width is not None:
             kept["table_width"] = self.table_width
         return kept
@@ -51,7 +52,7 @@ class ReportOutput:
 
 def produce_report(paths: list[str], settings: ReportSettings, fmt: str, output: str | None, *,
                    sources: list[dict], cache_dir: str | Path | None = None, no_cache: bool = False,
-                   cache_above: int = 0, jobs: int | None = None, chart: str | None = None, executor: Callable[[], Any] | None = None,
+                   cache_above: int = 0, jobs: int | None = None, chart: str | None = None, html: str | None = None, executor: Callable[[], Any] | None = None,
                    warn: Callable[[str], None] | None = None) -> ReportOutput:
     """The report for `paths`: replayed from the stored result when the archive and options are unchanged,
     else built. `executor()` opens the executor for extraction (None: local processes); `warn` hears each
@@ -61,12 +62,12 @@ def produce_report(paths: list[str], settings: ReportSettings, fmt: str, output:
     `paths` were discovered in (none: given by the user); such folders holding no file are a report of
     zero, given PATHS that hold none a usage error."""
     results = None
-    if not no_cache and not chart:
+    if not no_cache and not chart and not html:
         results = _stored_results(paths, settings, fmt, sources, cache_dir)
         if results is not None and (kept := results[0].load(results[1])) is not None:
             return ReportOutput.stored(kept)
     out = _full_report(paths, settings, fmt, output, sources, cache_dir=cache_dir, no_cache=no_cache,
-                       cache_above=cache_above, jobs=jobs, chart=chart, executor=executor, warn=warn)
+                       cache_above=cache_above, jobs=jobs, chart=chart, html=html, executor=executor, warn=warn)
     if results is not None and out.texts:
         results[0].store(results[1], out.kept())
     return out
@@ -85,7 +86,7 @@ def _stored_results(paths, settings: ReportSettings, fmt: str, sources: list[dic
 
 
 def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, sources: list[dict], *, cache_dir,
-                 no_cache: bool, cache_above: int = 0, jobs, chart, executor, warn) -> ReportOutput:
+                 no_cache: bool, cache_above: int = 0, jobs, chart, executor, warn, html=None) -> ReportOutput:
     """Collect (cache-aware), aggregate (polars, or plain Python for a supported `--no-cache` report), render."""
     from batchcompact.folders import cache_folder
     from batchcompact.report.render import report_records, table_width, write_report
@@ -94,7 +95,7 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
 
     runner = executor() if executor is not None else None
     quick = walk = None
-    if runner is None and not chart:
+    if runner is None and not chart and not html:
         quick, walk = _quick_report(paths, settings, fmt, jobs, None if no_cache else cache_above,
                                     None if no_cache else cache_dir or cache_folder(), empty_ok)
     if quick is not None:
@@ -120,10 +121,14 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
                 from batchcompact.report.chart import write_chart
 
                 write_chart(chart_report(result, collected.parts, settings), chart)
+            if html:  # the page: the same aggregation (`build_report`) per dimension and day (html.py)
+                from batchcompact.report.html import write_page
+
+                write_page(collected.parts, settings, html, paths)
         finally:
             collected.cleanup()
     out = ReportOutput(warnings, result.unpriced_models, result.dropped_zero, collected.files, collected.extracted,
-                       collected.cached, collected.rejected, collected.unread)
+                       collected.cached, collected.rejected, collected.unread, collected.incomplete)
     if settings.by == "request":  # the per-request export: its own columns and writer
         from batchcompact.report.export import write_export
 

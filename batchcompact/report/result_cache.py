@@ -38,8 +38,9 @@ KEEP = 200  # stored results kept (each a few KB); the least recently written go
 FORMATS = ("table", "json", "csv")  # outputs stored as text (parquet and jsonl take the full path)
 # What aggregation and rendering make of the rows: bump it whenever either changes what a report prints,
 # so a result stored by the earlier code is not replayed (2: costs summed as exact picodollars; 3: CSV
-# times end +00:00 as JSON's do, counts of one in the singular).
-RESULT_RULES_VERSION = 3
+# times end +00:00 as JSON's do, counts of one in the singular; 4: a request naming no model is
+# "(unknown model)", --breakdown keeps a group's rows together).
+RESULT_RULES_VERSION = 4
 
 
 def storable(settings: ReportSettings, fmt: str) -> bool:

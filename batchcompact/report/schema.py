@@ -201,3 +201,46 @@ class CallKeys:
         key = ":".join((self.agent, call_id, *map(str, numbers)))
         count = self.seen[key] = self.seen.get(key, 0) + 1
         return key if count == 1 else f"{key}#{count}"
+
+
+class PiEntryKeys:
+    """The dedupe keys of a pi-format session's assistant messages (pi, its descendants, OpenClaw's
+    transcripts): what a copy of the entry keeps wherever it is. pi's `/fork` (`createBranchedSession`)
+    and `forkFrom` write a new session file (a new session id) holding the old entries verbatim, ids and
+    times included; pi's v1 -> v3 migration rewrites a file with new random entry ids (`generateId`), and
+    ours gives deterministic ones. So neither the session id, nor the line, nor the entry id is shared by
+    every copy; the entry's time (`timestamp`, milliseconds) and its message's (`message.timestamp`, epoch
+    milliseconds) and the four token counts are. The key is `pi-entry:<entry time>:<message time>:<input>:
+    <output>:<cache read>:<cache write>`. Within one session, a line repeating a key with the same entry id
+    (or none) is the same record written twice (counted once, as ccusage counts a repeated OpenClaw line);
+    another entry id with the same key is another request: the n-th such id gets `#n`. A message with
+    neither time falls back to `fallback` (its session and entry id or line: counted once per session)."""
+
+    PREFIX = "pi-entry"  # (the format, not an agent: OpenClaw and pi's descendants write it too)
+    # The copy the dedupe keeps (`dedupe_rank`, highest wins): the session that made the request over a
+    # fork holding a copy of it (a header naming its `parentSession`), so a request stays its own
+    # session's and project's (`forkFrom` gives the fork another cwd).
+    ORIGINAL, FORK = 1, 0
+
+    @classmethod
+    def rank(cls, header: dict) -> int:
+        """A session header's rows' `dedupe_rank`: FORK where pi wrote the file as a copy of another
+        (`/fork`, `forkFrom`: the header names the parent file), else ORIGINAL."""
+        parent = header.get("parentSession")
+        return cls.FORK if isinstance(parent, str) and parent else cls.ORIGINAL
+
+    def __init__(self) -> None:
+        self.ids: dict[str, list] = {}  # key -> the entry ids seen with it, in order
+
+    def __call__(self, entry: dict, message: dict, counts: tuple[int, ...], fallback: str | None) -> str | None:
+        entry_time, message_time = entry.get("timestamp"), message.get("timestamp")
+        if entry_time is None and message_time is None:
+            return fallback
+        key = ":".join((self.PREFIX, str(entry_time), "" if message_time is None else str(message_time),
+                        *map(str, counts)))
+        entry_id = entry.get("id") if isinstance(entry.get("id"), str) else None
+        ids = self.ids.setdefault(key, [])
+        if entry_id not in ids:
+            ids.append(entry_id)
+        n = ids.index(entry_id) + 1
+        return key if n == 1 else f"{key}#{n}"

@@ -66,10 +66,46 @@ def week_start_index(start_of_week: str) -> int:
         raise ValueError(f"unknown first day of the week {start_of_week!r}; use one of {', '.join(WEEKDAYS)}") from None
 
 
+# `--breakdown` on a grouping that is not a period: each group's rows (one per model) stay together, the
+# groups ordered as the report without `--breakdown` orders them (by these two derived columns: the
+# group's cost, in picodollars, and its last activity), the models within a group by cost.
+GROUP_COST, GROUP_LAST = "_group_cost", "_group_last"
+
+
+def breakdown_groups(settings: ReportSettings, keys: list[str]) -> list[str] | None:
+    """The keys of the groups `--breakdown` splits by model (`keys` without `model`), where the rows
+    need the derived columns GROUP_COST and GROUP_LAST to be ordered; None otherwise."""
+    if not settings.breakdown or settings.by in PERIODS or settings.by == "model" or "model" not in keys:
+        return None
+    return [k for k in keys if k != "model"]
+
+
+def group_values(groups: list[tuple], costs: list[float | None], lasts: list) -> tuple[list[int], list]:
+    """Each row's GROUP_COST and GROUP_LAST, given each row's group (its `breakdown_groups` values), cost
+    and last activity: the group's cost as the sum of its rows' whole picodollars (an integer: the same in
+    any order, in both engines) and its latest activity."""
+    from batchcompact.money import to_pico
+
+    cost: dict[tuple, int] = {}
+    last: dict[tuple, object] = {}
+    for group, usd, when in zip(groups, costs, lasts, strict=True):
+        cost[group] = cost.get(group, 0) + (to_pico(usd) if usd is not None else 0)
+        if when is not None and (last.get(group) is None or when > last[group]):
+            last[group] = when
+    return [cost[g] for g in groups], [last.get(g) for g in groups]
+
+
 def sort_order(settings: ReportSettings, keys: list[str]) -> list[tuple[str, bool]]:
     """The report's row order as (column, descending) pairs, first key first (nulls go last)."""
     if settings.by in PERIODS:
         return [(k, settings.order == "desc") for k in keys]
+    base = breakdown_groups(settings, keys)
+    if base is not None:
+        if settings.by == "session" and settings.order:
+            desc = settings.order == "desc"
+            return [(GROUP_LAST, desc), *((k, desc) for k in base), ("last_timestamp", desc), ("model", False)]
+        desc = settings.order != "asc"
+        return [(GROUP_COST, desc), *((k, False) for k in base), ("cost_usd", desc), ("model", False)]
     if settings.by == "session" and settings.order:
         return [(k, settings.order == "desc") for k in ["last_timestamp", *keys]]
     return [("cost_usd", settings.order != "asc"), *((k, False) for k in keys)]
@@ -96,6 +132,16 @@ def last_periods_since(settings: ReportSettings) -> date | None:
 # ---- the columns some groupings add (both engines call these: the rules are written once) ----
 
 UNKNOWN = "unknown"
+# A request whose file names no model (null or empty): its name in `--by model`, the `models` lists, the
+# chart, the blocks and the unpriced warning.
+UNKNOWN_MODEL = "(unknown model)"
+
+
+def model_name(model: str | None) -> str:
+    """The model as the report shows it: UNKNOWN_MODEL where the file names none."""
+    return model or UNKNOWN_MODEL
+
+
 # Provider names agents spell differently for the same company (lower case first).
 PROVIDER_ALIASES = {
     "claude": "anthropic", "gemini": "google", "google_ai": "google", "google-vertex": "google",

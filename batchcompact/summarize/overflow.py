@@ -17,9 +17,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from batchcompact.core.calls import BRANCH, HISTORY, TURN_PREFIX, SummaryCall
+from batchcompact.core.calls import BRANCH, HANDOFF, HISTORY, TURN_PREFIX, SummaryCall
 from batchcompact.core.prompts import (
     build_branch_summary_prompt,
+    build_handoff_prompt,
     build_summary_prompt,
     build_turn_prefix_prompt,
 )
@@ -77,6 +78,9 @@ def build_chunk_prompt(call: SummaryCall, chunk: str, running: str | None) -> st
         return build_turn_prefix_prompt(conversation, call.instructions, budget=call.max_tokens)
     if call.kind == BRANCH:
         return build_branch_summary_prompt(conversation, call.instructions, budget=call.max_tokens)
+    if call.kind == HANDOFF:  # the earlier summary only with the first chunk, as for the history
+        return build_handoff_prompt(chunk, running if running is not None else call.previous_summary,
+                                    call.instructions, budget=call.max_tokens)
     raise ValueError(f"unknown summary kind {call.kind!r}")
 
 

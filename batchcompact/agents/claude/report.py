@@ -5,6 +5,15 @@ Claude Code writes one assistant line per content block of a response; the lines
 the line with the largest usage (output, then total); among equal ones the first (its time is when the
 response began, the time ccusage reports too).
 
+Two calls with both ids the same (a proxy or local server that reuses them; Anthropic's never do): the
+copies of one response share its prompt side (`input_tokens`, `cache_read_input_tokens`, cache writes:
+fixed when the request is sent; only the output grows as it streams), which every real fixture confirms
+(139 calls of 254 lines, none with two). So within a file, a line with the ids of an earlier call but
+another prompt side is another call: the n-th such prompt side gets the key `message.id:requestId#n`
+(the first keeps `message.id:requestId`, so a copy of the file, a resume or a sub-agent file keys its
+calls alike). Two calls that repeat both ids and the prompt side too cannot be told apart and count once,
+as ccusage 20 counts them (it keys by the two ids alone).
+
 Task sub-agents: while a sub-agent runs, the parent transcript gets `progress` lines whose
 `data.type` is `agent_progress` and whose `data.message` is the sub-agent's assistant line, usage
 included. Those requests are rows too (kind `sidechain`, time = the sub-agent message's own
@@ -92,6 +101,7 @@ def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
     # kept so far, in first-seen order (a dict keeps a key's place when its value is replaced). Only these
     # few fields are kept, never the parsed line: objects freed at once are cheap, kept ones are not.
     best: dict[tuple[str, str], tuple] = {}
+    calls: dict[tuple[str, str], list[tuple[int, int, int]]] = {}  # ids -> the prompt sides seen with them
     for number, outer in iter_json_lines(
         path, stats, want=WANT, skip_starts=SKIP_STARTS, keep_if=KEEP_MARKER
     ):
@@ -104,11 +114,18 @@ def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
             continue
         message_id = message.get("id")
         request_id = obj.get("requestId")
+        counts = usage_counts(message["usage"])
         if not message_id and not request_id:
             key = ("", f"line:{number}")
         else:
             key = (str(message_id or ""), str(request_id or ""))
-        counts = usage_counts(message["usage"])
+            prompts = calls.setdefault(key, [])
+            prompt = (counts[0], counts[2], counts[3])
+            if prompt not in prompts:
+                prompts.append(prompt)
+            nth = prompts.index(prompt) + 1
+            if nth > 1:  # the same ids, another prompt: another call
+                key = (key[0], f"{key[1]}#{nth}")
         rank = (counts[1], counts[0] + counts[1] + counts[2] + counts[3])  # output, then all tokens
         side = progress or bool(obj.get("isSidechain")) or is_agent_file
         previous = best.get(key)

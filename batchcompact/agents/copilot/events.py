@@ -36,6 +36,7 @@ from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.fileops import details_from_summary
 from batchcompact.core.session import Session
 from batchcompact.core.tree import SessionTree
+from batchcompact.errors import reported_not_compacted
 from batchcompact.formats.jsonl import file_size, iter_json_lines
 
 FORMAT = "copilot"
@@ -241,7 +242,7 @@ def read(path: str | Path) -> Session:
         "model": reader.model,
     }
     if otel and not reader.ids:
-        extra["not_writable"] = "a Copilot CLI OpenTelemetry export: reported, not compacted"
+        extra["not_writable"] = reported_not_compacted("a Copilot CLI OpenTelemetry export")
     elif not reader.ids and not any(p.severity == ERROR for p in reader.problems):
         reader.problems.append(Problem(name, None, ERROR, "no Copilot CLI session events"))
     unfinished = _unfinished(reader)

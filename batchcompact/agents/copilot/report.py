@@ -17,7 +17,10 @@ or response id (summing the aggregate and its parts would count the turn twice).
 
 Session events (Copilot CLI 1.0.9x+): `session.usage_record` carries each call's usage
 (`inputTokens`, `outputTokens`, `cacheReadTokens`, `cacheWriteTokens`, `reasoningTokens`, `apiCallId`).
-Older logs have no per-call usage; their last `session.shutdown` carries session totals
+Copilot's own compaction call has no usage record: its usage is in `session.compaction_complete`'s
+`compactionTokensUsed` (`inputTokens` including cache reads), counted as one `compaction` row unless a
+`conversation-compaction` usage record carries it, or the compaction is batchcompact's (`ours`: its calls
+are in the run report). Older logs have no per-call usage; their last `session.shutdown` carries session totals
 (`modelMetrics.<model>.usage`, or `tokenDetails.<kind>.tokenCount`), a running total: that last
 snapshot becomes one row per model at shutdown time. `assistant.message.outputTokens` alone (no input)
 is not a row.
@@ -39,7 +42,8 @@ from batchcompact.report.schema import CallKeys, UsageRows
 
 AGENT = "copilot"
 # Lines worth parsing: OTel records, and the three session events that matter (tool output lines are skipped).
-WANT = (b'"attributes"', b'"session.start"', b'"session.usage_record"', b'"session.shutdown"')
+WANT = (b'"attributes"', b'"session.start"', b'"session.usage_record"', b'"session.shutdown"',
+        b'"session.compaction_complete"')
 
 CHAT, INFERENCE_LOG, AGENT_TURN_LOG, AGENT_SPAN = range(4)  # priority: lower wins
 MODEL_ATTRS = ("gen_ai.response.model", "gen_ai.request.model")
@@ -54,6 +58,7 @@ def extract_copilot(path: str | Path, rows: UsageRows, stats: ExtractStats) -> N
     otel: list[dict] = []
     calls: list[dict] = []
     shutdown: tuple[int, dict, str | None] | None = None
+    compactions: list[dict] = []
     session_id = project = None
     for number, obj in iter_json_lines(path, stats, want=WANT):
         attributes = obj.get("attributes")
@@ -71,6 +76,8 @@ def extract_copilot(path: str | Path, rows: UsageRows, stats: ExtractStats) -> N
             project = project or (first_str(context, "cwd") if isinstance(context, dict) else None)
         elif kind == "session.usage_record" and isinstance(data.get("usage"), dict):
             calls.append({"line": number, "event": obj, "usage": data["usage"]})
+        elif kind == "session.compaction_complete" and isinstance(data.get("compactionTokensUsed"), dict):
+            compactions.append({"line": number, "event": obj, "data": data, "recorded": False})
         elif kind == "session.shutdown":
             shutdown = (number, data, obj.get("timestamp"))
     session_id = session_id or session_from_path(path)
@@ -80,6 +87,11 @@ def extract_copilot(path: str | Path, rows: UsageRows, stats: ExtractStats) -> N
         add_call_row(file, session_id, project, call, rows, call_keys)
     if not calls and shutdown is not None:
         add_shutdown_rows(file, session_id, project, *shutdown, rows, stats)
+    elif compactions:  # (the shutdown totals include the compaction calls)
+        _mark_recorded(compactions, calls)
+        for compaction in compactions:
+            if not compaction["recorded"] and not ours(compaction["data"]):
+                add_compaction_row(file, session_id, project, compaction, rows)
 
 
 def session_from_path(path: Path) -> str:
@@ -248,6 +260,55 @@ def add_call_row(file: str, session_id: str, project: str | None, call: dict, ro
         cache_read_tokens=cache_read,
         cache_write_tokens=cache_write,
         reasoning_tokens=as_int(usage.get("reasoningTokens")),
+    )
+
+
+def _mark_recorded(compactions: list[dict], calls: list[dict]) -> None:
+    """A compaction whose call also has a `session.usage_record` (`interactionType:
+    conversation-compaction`) written before its `compaction_complete` and after the previous one is
+    counted from that record, not twice."""
+    previous = 0
+    for compaction in compactions:
+        if any(previous < call["line"] < compaction["line"]
+               and call["usage"].get("interactionType") == "conversation-compaction" for call in calls):
+            compaction["recorded"] = True
+        previous = compaction["line"]
+
+
+def ours(data: dict) -> bool:
+    """A compaction batchcompact wrote (agents/copilot/write.py): its attempt id is a name-based UUID
+    (version 5, derived from the session and the cut; Copilot's own are random, version 4), and its
+    `compactionTokensUsed` names no model. Its summary calls are counted from the run report."""
+    attempt = data.get("compactionAttemptId")
+    used = data.get("compactionTokensUsed")
+    return (isinstance(attempt, str) and len(attempt) == 36 and attempt[14:15] == "5"
+            and isinstance(used, dict) and "model" not in used)
+
+
+def add_compaction_row(file: str, session_id: str, project: str | None, compaction: dict, rows: UsageRows) -> None:
+    """Copilot's own compaction call, recorded only in `session.compaction_complete.compactionTokensUsed`
+    (`inputTokens` includes the cache reads; `requestCount` calls, one row): a `compaction` row keyed by
+    the session and the attempt id (else the event id), so a copy of the log counts it once."""
+    event, data = compaction["event"], compaction["data"]
+    used = data["compactionTokensUsed"]
+    total_input = as_int(used.get("inputTokens"))
+    cache_read = min(as_int(used.get("cacheReadTokens")), total_input)
+    identity = first_str(data, "compactionAttemptId") or first_str(event, "id") or f"line {compaction['line']}"
+    rows.add(
+        source=AGENT,
+        file=file,
+        line=compaction["line"],
+        session_id=session_id,
+        project=project,
+        timestamp=parse_timestamp(event.get("timestamp")),
+        provider=None,
+        model=price_name(first_str(used, "model") or first_str(data, "behaviorModelId")),
+        kind="compaction",
+        dedupe_key=f"{AGENT}-compaction:{session_id}:{identity}",
+        input_tokens=total_input - cache_read,
+        output_tokens=as_int(used.get("outputTokens")),
+        cache_read_tokens=cache_read,
+        cache_write_tokens=as_int(used.get("cacheWriteTokens")),
     )
 
 

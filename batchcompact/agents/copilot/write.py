@@ -9,8 +9,9 @@ background compaction of its own, so `copilot --resume` rebuilds its history fro
    `source: "batchcompact-kept"` when it had none, so Copilot's summary message, which lists the user's
    prompts, lists the original once and not its copy;
 3. `session.compaction_complete` (`success`, `outcome: applied`, the counts Copilot records, the summary
-   in `summaryContent`, our summary calls' usage in `compactionTokensUsed`, which `report` does not
-   count, as Copilot's own).
+   in `summaryContent`, our summary calls' usage in `compactionTokensUsed`, which `report` leaves to the
+   run report: our attempt id is name-based (UUID version 5, Copilot's are random) and our usage names
+   no model (`agents/copilot/report.py: ours`); Copilot's own compaction call is counted from it).
 
 Every event is valid under the JSON Schema Copilot ships (`schemas/session-events.schema.json`), whose
 event data admit no other keys: there is no marker object, and the file lists carried to the next

@@ -36,10 +36,11 @@ def read(path: str | os.PathLike) -> Session:
     from batchcompact.agents.openclaw import store
 
     if Path(path).name == store.DATABASE:  # the database itself: its problem, or which sessions to name
+        from batchcompact.core.words import counted
         from batchcompact.errors import SessionReadError
 
         count = len(store.session_ids(path))
-        raise SessionReadError(f"{path}: an OpenClaw database of {count} sessions; name one as {path}#<session id>")
+        raise SessionReadError(f"an OpenClaw database of {counted(count, 'session')}; name one as {path}#<session id>")
     if store.split_session_path(path) is not None:
         session = store.read_session(path)
     else:

@@ -14,9 +14,11 @@ cacheWrite, totalTokens, cost.total}`; `input` EXCLUDES cache reads, as pi's doe
 
 One file, one agent: a file under an OpenClaw folder is OpenClaw's, never also pi's, so pointing pi's
 folder at an OpenClaw tree does not count it twice (ccusage 20 counts such a tree once per adapter).
-Archived copies repeat the live file's records: each row is keyed by the session and the entry's own
-`id` (or, for entries without one, its time and numbers), so a record present in the live file and in a
-`.reset.` copy counts once.
+Archived copies repeat the live file's records: each row is keyed as pi keys its messages
+(`schema.PiEntryKeys`: the entry's and the message's times and the token counts, prefix `pi-entry:`), so a
+record present in the live file and in a `.reset.` copy, in the database and in an export, or in a copy
+of the transcript under pi's folder counts once; an entry with no time falls back to the session and the
+entry's `id`.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from batchcompact.report.lines import (
     iter_json_lines,
     parse_timestamp,
 )
-from batchcompact.report.schema import UsageRows
+from batchcompact.report.schema import PiEntryKeys, UsageRows
 from batchcompact.report.stores import json_column, table_rows
 
 AGENT = "openclaw"
@@ -88,11 +90,14 @@ def add_session_rows(file: str, session_id: str, records: Iterable[tuple[int, di
     """The rows of one session's records (line or sequence number, record), in order."""
     project = None
     model = provider = None
+    keys = PiEntryKeys()
+    rank = PiEntryKeys.ORIGINAL
     for number, obj in records:
         kind = obj.get("type")
         if kind == "session":
             session_id = first_str(obj, "id") or session_id
             project = first_str(obj, "cwd")
+            rank = PiEntryKeys.rank(obj)
             continue
         if kind == "model_change" or (kind == "custom" and obj.get("customType") == "model-snapshot"):
             source = obj.get("data") if isinstance(obj.get("data"), dict) else obj
@@ -106,6 +111,7 @@ def add_session_rows(file: str, session_id: str, records: Iterable[tuple[int, di
         if not isinstance(usage, dict):
             continue
         numbers = [as_int(usage.get(k)) for k in ("input", "output", "cacheRead", "cacheWrite")]
+        recorded = tuple(numbers)
         total = as_int(usage.get("totalTokens"))
         if total > sum(numbers) and not numbers[1]:
             numbers[1] = total - sum(numbers)  # only a total: the rest is output
@@ -126,7 +132,8 @@ def add_session_rows(file: str, session_id: str, records: Iterable[tuple[int, di
             provider=first_str(message, "provider") or provider,
             model=row_model,
             kind="main",
-            dedupe_key=f"{AGENT}:{session_id}:{identity}",
+            dedupe_key=keys(obj, message, recorded, f"{AGENT}:{session_id}:{identity}"),
+            dedupe_rank=rank,
             input_tokens=numbers[0],
             output_tokens=numbers[1],
             cache_read_tokens=numbers[2],

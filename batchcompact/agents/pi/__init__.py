@@ -25,8 +25,7 @@ AGENT = Agent(
     usage="batchcompact.agents.pi.report:extract_pi",
     file_tools={"read": ("read", ("path",)), "write": ("write", ("path",)), "edit": ("edit", ("path",))},
     tools={"read": "read", "write": "write", "edit": "edit", "bash": "command"},
-    trigger="batchcompact.agents.pi.trigger:pi_trigger",
-    own_threshold=False,
+    trigger="batchcompact.agents.pi.trigger:pi_trigger",  # pi's rule; oh-my-pi's for its sessions
     presets={
         # pi-mono settings-manager.ts / docs/settings.md: reserveTokens 16384, keepRecentTokens 20000.
         "pi": {"reserve_tokens": 16384, "keep_recent_tokens": 20000},
@@ -38,8 +37,8 @@ AGENT = Agent(
     branch_summaries=True,
     prune=True,
     settings="batchcompact.agents.pi.settings:with_pi_settings",
-    # "enabled": False in pi's settings skips the session unless --force
-    settings_fields=("reserve_tokens", "keep_recent_tokens", "enabled"),
+    # "enabled": False in pi's settings skips the session unless --force; the thresholds: oh-my-pi's settings
+    settings_fields=("reserve_tokens", "keep_recent_tokens", "threshold_percent", "threshold_tokens", "enabled"),
     settings_shown="batchcompact.agents.pi.settings:pi_settings",
     read_appended="batchcompact.agents.pi.session:read_pi_appended",
     migrate_on_write=True,

@@ -1,10 +1,11 @@
 """pi usage: every assistant message on every branch, plus compaction / branch_summary `usage`.
 
 Every line counts (abandoned branches were paid for too). pi's `usage.input` is non-cached input,
-so it maps straight to the table; recorded cost is `usage.cost.total`. A message's dedupe key is its
-session id and entry id (`pi:<session>:<entry>`; a v1 file's entries have none: its line and token counts),
-so a copy of the file elsewhere (a synced folder, another machine's export) counts once; a summary entry's
-is `schema.entry_key`. A token count that is not a number (`"input": "many"`) counts as 0 and is named once
+so it maps straight to the table; recorded cost is `usage.cost.total`. A message's dedupe key is what
+every copy of the entry keeps (`schema.PiEntryKeys`: its times and token counts, not its session, line or
+entry id), so a copy of the file elsewhere (a synced folder, another machine's export), a `/fork` of it
+(a new session holding the old entries) and a copy migrated from v1 (new entry ids) count once; a summary
+entry's is `schema.entry_key`. A token count that is not a number (`"input": "many"`) counts as 0 and is named once
 per file, at the first line that has one.
 """
 
@@ -14,7 +15,7 @@ import json
 from pathlib import Path
 
 from batchcompact.report.lines import ExtractStats, as_float, as_int, iter_json_lines, parse_timestamp
-from batchcompact.report.schema import UsageRows, entry_key
+from batchcompact.report.schema import PiEntryKeys, UsageRows, entry_key
 
 ENTRY_KINDS = {"compaction": "compaction", "branch_summary": "branch_summary"}
 TOKEN_FIELDS = ("input", "output", "cacheRead", "cacheWrite")
@@ -49,8 +50,8 @@ class _WrongTypes:
 
 
 def message_key(session_id: str | None, entry_id: object, line: int, counts: tuple[int, ...]) -> str | None:
-    """The dedupe key of a pi message's usage: its session and entry id; in a v1 file, whose entries have
-    no id, its session, line and token counts (None without a session id)."""
+    """The key of a pi message with no time (`PiEntryKeys`'s fallback): its session and entry id; in a v1
+    file, whose entries have no id, its session, line and token counts (None without a session id)."""
     if not session_id:
         return None
     if isinstance(entry_id, str) and entry_id:
@@ -58,18 +59,26 @@ def message_key(session_id: str | None, entry_id: object, line: int, counts: tup
     return f"pi:{session_id}:line {line}:" + ":".join(map(str, counts))
 
 
+def _usage_or_header(raw: bytes) -> bool:
+    return b'"usage"' in raw or raw.startswith(b'{"type":"session"')
+
+
 def extract_pi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     file = str(path)
     session_id = project = None
     last_provider = last_model = None
     wrong = _WrongTypes()
-    for number, obj in iter_json_lines(path, stats, want=(b'"usage"',), always_first=True):
+    keys = PiEntryKeys()
+    rank = PiEntryKeys.ORIGINAL
+    # the header is line 1, or line 2 after oh-my-pi's title slot
+    for number, obj in iter_json_lines(path, stats, wanted_line=_usage_or_header, always_first=True):
         entry_type = obj.get("type")
-        if number == 1 and entry_type == "session":
+        if number <= 2 and entry_type == "session" and session_id is None:
             session_id = obj.get("id") if isinstance(obj.get("id"), str) else None
             project = obj.get("cwd") if isinstance(obj.get("cwd"), str) else None
             last_provider = obj.get("provider")
             last_model = obj.get("modelId")
+            rank = PiEntryKeys.rank(obj)
             continue
         if entry_type == "message":
             message = obj.get("message")
@@ -80,11 +89,12 @@ def extract_pi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
             last_provider, last_model = provider or last_provider, model or last_model
             kind = "main"
             when = obj.get("timestamp") or message.get("timestamp")
-        elif entry_type in ENTRY_KINDS:
+        elif entry_type in ENTRY_KINDS or (entry_type == "custom_message" and obj.get("customType") == "handoff"):
+            # a handoff's document (`run --strategy handoff`) records its call as a compaction does
             usage = obj.get("usage")
             provider = obj.get("provider") or last_provider
             model = obj.get("model") or obj.get("modelId") or last_model
-            kind = ENTRY_KINDS[entry_type]
+            kind = ENTRY_KINDS.get(entry_type, "compaction")
             when = obj.get("timestamp")
         else:
             continue
@@ -97,7 +107,7 @@ def extract_pi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
         if kind != "main":
             key = entry_key(session_id, obj.get("id"))
         else:
-            key = message_key(session_id, obj.get("id"), number, counts)
+            key = keys(obj, message, counts, message_key(session_id, obj.get("id"), number, counts))
         rows.add(
             source="pi",
             file=file,
@@ -117,5 +127,6 @@ def extract_pi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
             # message is its session's entry: a copy of the file (a synced folder, another machine's
             # export) counts once.
             dedupe_key=key,
+            dedupe_rank=rank,
         )
     wrong.warn(stats)

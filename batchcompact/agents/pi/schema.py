@@ -29,6 +29,9 @@ ENTRY_DEFS = {
     "label": "labelEntry",
     "session_info": "sessionInfoEntry",
 }
+# oh-my-pi writes two of them its own way (docs/formats.md, "oh-my-pi")
+OMP_ENTRY_DEFS = {**ENTRY_DEFS, "thinking_level_change": "ompThinkingLevelChangeEntry",
+                  "model_change": "ompModelChangeEntry"}
 
 
 def validate_header(obj: Any) -> list[str]:
@@ -36,13 +39,14 @@ def validate_header(obj: Any) -> list[str]:
     return file_checker(HEADER_SCHEMA).errors(obj, "header")
 
 
-def validate_entry(obj: Any) -> list[str]:
+def validate_entry(obj: Any, definitions: dict[str, str] = ENTRY_DEFS) -> list[str]:
     """Problems of one entry against pi-entry.schema.json; [] when valid or of an unknown type.
+    `definitions`: which definition checks each type (OMP_ENTRY_DEFS for an oh-my-pi session).
 
     Messages name the field, e.g. "message.usage.totalTokens: 'abc' is not of type 'number'".
     """
     type_ = obj.get("type") if isinstance(obj, dict) else None
-    definition = ENTRY_DEFS.get(type_) if isinstance(type_, str) else None
+    definition = definitions.get(type_) if isinstance(type_, str) else None
     if definition is None:
         # The union itself: unknown types pass it; a non-object or a missing/non-string type does not.
         return file_checker(ENTRY_SCHEMA).errors(obj, "entry")
@@ -56,6 +60,9 @@ def validate_written_entry(obj: Any) -> list[str]:
 
 def validate_session(session: Session) -> list[Problem]:
     """Schema errors of a read (and migrated) pi session, one Problem per error with its line number."""
+    from batchcompact.agents.pi.omp import is_omp
+
+    definitions = OMP_ENTRY_DEFS if is_omp(session) else ENTRY_DEFS
     problems: list[Problem] = []
     if session.header is not None:
         line = session.extra.get("header_line", 1)
@@ -64,6 +71,6 @@ def validate_session(session: Session) -> list[Problem]:
             for text in validate_header(session.header)
         )
     for entry in session.entries:
-        for text in validate_entry(entry.data):
+        for text in validate_entry(entry.data, definitions):
             problems.append(Problem(session.path, entry.line, ERROR, f"{entry.type} entry: {text}"))
     return problems

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 from pathlib import Path
 from typing import Any
 
+from batchcompact.agents.pi.omp import OMP_RULES, is_title_slot, under_omp_home
+from batchcompact.core.context import CONTEXT_RULES
 from batchcompact.core.entries import ERROR, KNOWN_ENTRY_TYPES, MESSAGE_ROLES, WARNING, Entry, Problem
 from batchcompact.core.migrate import header_version, migrate
 from batchcompact.core.session import Session
@@ -24,9 +27,15 @@ def read_pi_session(path: str | Path, *, digest: bool = False) -> Session:
 def _read_pi_session(path: str | Path, digest: Any = None) -> Session:
     name = str(path)
     problems: list[Problem] = []
-    header, entries = None, []
+    header, entries, slot = None, [], False
     try:
-        header, entries = _split_lines(iter_json_lines(path, problems, digest=digest), name, problems, first=True)
+        lines = iter_json_lines(path, problems, digest=digest)
+        first_line = next(lines, None)
+        if first_line is not None:
+            slot = first_line[0] == 1 and is_title_slot(first_line[1])
+            if not slot:
+                lines = itertools.chain((first_line,), lines)
+        header, entries = _split_lines(lines, name, problems, first=True)
     except OSError as exc:
         problems.append(Problem(name, None, ERROR, f"cannot read file: {exc.strerror or exc}"))
     version = header_version(header) if header is not None else 3
@@ -40,6 +49,11 @@ def _read_pi_session(path: str | Path, digest: Any = None) -> Session:
     _check_compactions(session, compactions)
     if digest is not None:
         session.extra[SOURCE] = digest
+    if slot or under_omp_home(name):
+        session.extra[CONTEXT_RULES] = OMP_RULES
+        session.extra["agent_limits"] = {"rules": "oh-my-pi"}  # its trigger (agents/pi/trigger.py)
+    if slot:
+        session.extra["header_line"] = 2
     return session
 
 
@@ -101,6 +115,9 @@ def read_pi_appended(original: Session, path: str | Path, size: int, sha256: str
         assert original.tree is not None  # a Session always builds its tree
         tree = original.tree.extended(new, name)
         session = Session(name, "pi", original.header, tree.entries, version=3, problems=problems, tree=tree)
+        if CONTEXT_RULES in original.extra:
+            session.extra[CONTEXT_RULES] = original.extra[CONTEXT_RULES]
+            session.extra["agent_limits"] = dict(original.extra.get("agent_limits") or {})
         problems.extend(tree.problems)  # as Session does with a tree it builds
         # The original's compactions passed this check on the same paths; with no new id problem they
         # still do (no appended entry is an ancestor of theirs), so only the appended ones are checked.
@@ -265,4 +282,50 @@ def verify(original: Session, written: Session, plan: Any) -> list[str]:
         problems.append("the rebuilt context does not start with the summary")
     elif len(context) > 1 and context[1].message.get("role") == "toolResult":
         problems.append("the kept region starts with a tool result separated from its call")
+    return problems
+
+
+def build_handoff(session: Session, plan: Any, document: str, *, usage: dict[str, Any] | None, now_iso: str,
+                  parent: str) -> tuple[str, list[dict[str, Any]]]:
+    """A new session handed off from `session` (pure): its file name and lines. The header names the original
+    in `parentSession`; one `custom_message` (oh-my-pi's `customType: "handoff"`, shown, attributed to the
+    agent) holds the document, with the call's `usage` as a compaction entry records it; nothing else of the
+    old history. The name is pi's and oh-my-pi's (`<timestamp>_<id>.jsonl`); the id is the same for the
+    same session and leaf (`core/handoff.py`), which is how a rerun finds it."""
+    from batchcompact.core.handoff import handoff_content, handoff_session_id
+
+    new_id = handoff_session_id(session.session_id or session.path, plan.leaf_id)
+    header: dict[str, Any] = {"type": "session", "version": 3, "id": new_id, "timestamp": now_iso,
+                              "cwd": (session.header or {}).get("cwd") or "", "parentSession": parent}
+    message: dict[str, Any] = {"type": "custom_message", "id": new_id[-8:], "parentId": None, "timestamp": now_iso,
+                               "customType": "handoff", "content": handoff_content(document), "display": True,
+                               "attribution": "agent",
+                               "details": {"readFiles": list(plan.read_files), "modifiedFiles": list(plan.modified_files),
+                                           "tokensBefore": plan.tokens_before}}
+    if usage is not None:
+        message["usage"] = usage
+    name = now_iso.replace(":", "-").replace(".", "-") + f"_{new_id}.jsonl"
+    return name, [header, message]
+
+
+def handoff_file_suffix(session: Session, plan: Any) -> str:
+    """How the name of `session`'s handoff file for `plan` ends (whatever its timestamp)."""
+    from batchcompact.core.handoff import handoff_session_id
+
+    return f"_{handoff_session_id(session.session_id or session.path, plan.leaf_id)}.jsonl"
+
+
+def verify_handoff(written: Session, parent: str, document: str) -> list[str]:
+    """What is wrong with a written handoff session (empty when it is good): read as a pi session with no
+    problem, its header naming the original, and a context of exactly the document."""
+    from batchcompact.core.context import session_context
+    from batchcompact.core.handoff import handoff_content
+
+    problems = [str(p) for p in written.problems]
+    if (written.header or {}).get("parentSession") != parent:
+        problems.append("the header does not name the original session")
+    messages = [m.message for m in session_context(written).messages]
+    if len(messages) != 1 or messages[0].get("customType") != "handoff" \
+            or messages[0].get("content") != handoff_content(document):
+        problems.append("the new session's context is not the handoff document alone")
     return problems

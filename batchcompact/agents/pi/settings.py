@@ -74,7 +74,18 @@ def pi_overrides(cwd: str | None, fields: tuple[str, ...]) -> tuple[dict[str, An
 
 def with_pi_settings(session: Any, settings: Any, fields: tuple[str, ...]) -> tuple[Any, str | None]:
     """pi's own compaction settings (global, then the project's under the session's cwd) for the settings
-    nobody set; returns the settings and, when pi's settings disable compaction, the skip reason."""
+    nobody set; returns the settings and, when pi's settings disable compaction, the skip reason. An
+    oh-my-pi session takes oh-my-pi's settings instead (agents/pi/omp.py)."""
+    from batchcompact.agents.pi.omp import OMP_LIMITS, is_omp, omp_settings
+
+    if is_omp(session):
+        found, files, reserve_set = omp_settings(session.path, (session.header or {}).get("cwd"))
+        values = {k: v for k, v in found.items() if k in fields}
+        limits = session.extra.setdefault(OMP_LIMITS, {})
+        limits["reserve_set"] = limits.get("reserve_set", False) or (reserve_set and "reserve_tokens" in fields)
+        if values.pop("enabled", True) is False and not settings.force:
+            return settings, f"compaction disabled in oh-my-pi settings ({files[-1]}; --force compacts anyway)"
+        return (dataclasses.replace(settings, **values) if values else settings), None
     values, files = pi_overrides((session.header or {}).get("cwd"), fields)
     if values.pop("enabled", True) is False and not settings.force:
         return settings, f"compaction disabled in pi settings ({files[-1]}; --force compacts anyway)"

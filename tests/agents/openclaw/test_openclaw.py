@@ -60,9 +60,9 @@ def rows(db: Path, sql: str, *args) -> list[tuple]:
         conn.close()
 
 
-def plan_rows(*args: str) -> list[dict]:
+def plan_rows(*args: str, exit_code: int = 0) -> list[dict]:
     result = CliRunner().invoke(main, ["plan", "--format", "jsonl", *args])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == exit_code, result.output
     return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
 
 
@@ -228,7 +228,7 @@ def test_a_corrupt_database_is_one_error_line(tmp_path):
     state = make_home(tmp_path)
     db = db_of(state)
     db.write_bytes(b"this is not a database" * 100)
-    [row] = plan_rows(str(state))
+    [row] = plan_rows(str(state), exit_code=1)  # an error row: exit 1, as validate says it
     assert row["status"] == "error" and "not a readable SQLite database" in row["reason"]
     with pytest.raises(SessionReadError, match="not a readable SQLite database"):
         store.read_session(f"{db}#{SESSION}")

@@ -55,7 +55,9 @@ def test_discovered_as_gjc_and_read_with_pis_rules(home):
     # the rows are pi's (one format); `--agent gjc` selects them through GJC's folders
     assert {r["agent"] for r in rows.values()} == {"pi"}
     requests = rows_by("request")
-    assert sorted(r["request_id"] for r in requests) == ["pi:session-a:assistant-1", "pi:session-b:assistant-1"]
+    # keyed by the entry's and the message's times and the counts (`schema.PiEntryKeys`): a fork's copy is the same
+    assert sorted(r["request_id"] for r in requests) == ["pi-entry:2026-08-28T01:02:03.000Z::100:50:20:10",
+                                                         "pi-entry:2026-08-28T05:57:30.059Z::954:25:11008:7"]
     (b,) = [r for r in requests if r["session_id"] == "session-b"]
     assert b["provider"] == "openai-codex" and b["model"] == "gpt-5.6-sol"
     assert b["timestamp"].startswith("2026-08-28T05:57:30.059")

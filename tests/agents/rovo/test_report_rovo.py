@@ -61,8 +61,9 @@ def test_sessions_as_ccusage_counts_them(home):
     assert {k: {f: r[f] for f in ("requests", *FIELDS)} for k, r in rows.items()} == SESSIONS
     assert rows["session-a"]["project"] == "/home/user/project" and rows["session-b"]["project"] == "/home/user/legacy"
     assert rows["session-a"]["cost_usd"] == pytest.approx(sonnet_45(rows["session-a"]), abs=1e-9)
-    # the legacy session records no model: counted, unpriced and flagged
-    assert rows["session-b"]["models"] == [] and rows["session-b"]["unpriced_requests"] == 1
+    # the legacy session records no model: counted, unpriced and flagged, named as such (issue 50)
+    assert rows["session-b"]["models"] == ["(unknown model)"] and rows["session-b"]["unpriced_requests"] == 1
+    assert "no price for (unknown model)" in err
 
 
 @pytest.mark.parametrize("by", ["day", "week", "month", "session", "project", "branch", "model", "provider",
