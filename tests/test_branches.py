@@ -255,8 +255,9 @@ def test_plan_builds_one_branch_call_with_pis_prompt_and_budget():
     assert call.kind == BRANCH and first.calls == [call]
     assert call.system_prompt == SUMMARIZATION_SYSTEM_PROMPT
     assert call.user_prompt == build_branch_summary_prompt(
-        serialize_conversation(convert_to_llm(messages)), "focus on caching"
+        serialize_conversation(convert_to_llm(messages)), "focus on caching", budget=2048
     )
+    assert "The whole summary must fit in 2,048 tokens" in call.user_prompt  # the model is told its budget
     assert call.max_tokens == 2048 and call.instructions == "focus on caching"
     assert first.messages == 4 and first.total_tokens == total and not first.truncated
     assert (first.read_files, first.modified_files) == ([], ["src/a.py"])

@@ -9,6 +9,7 @@ from click.testing import CliRunner
 from conftest import fixture_path
 
 from batchcompact.cli import cli
+from batchcompact.core.prompts import SPLIT_TURN_SEPARATOR, format_file_operations
 
 # (model, USD per million input tokens, per million output, batch input, batch output): the prices in
 # litellm 1.106.2's bundled map, which are the providers' list prices.
@@ -29,12 +30,25 @@ def _plan(*args: str) -> list[dict]:
 def test_cost_estimate_by_hand(model, inp, out, binp, bout):
     path = fixture_path("pi", "large-session.jsonl")
     row = _plan(str(path), "--force", "--summary-model", model)[0]
-    # Two calls (split turn): output assumed 2000 for the history and 1000 for the prefix.
-    assert row["est_output_tokens"] == 3000
+    # Two calls (split turn): output assumed at the summary budget (2,000 tokens) less what the stored
+    # summary's file tags and the split-turn separator take of it (chars/4, rounded up).
+    tags = format_file_operations(row["read_files"], row["modified_files"])
+    output = 2000 - -(-len(tags) // 4) - -(-len(SPLIT_TURN_SEPARATOR) // 4)
+    assert row["est_output_tokens"] == output
+    assert 1_500 < output < 2_000
     prompt = row["prompt_tokens"]
     assert 90_000 < prompt < 100_000
-    assert row["est_cost_usd"] == pytest.approx(prompt * inp / 1e6 + 3000 * out / 1e6, rel=1e-9)
-    assert row["est_batch_cost_usd"] == pytest.approx(prompt * binp / 1e6 + 3000 * bout / 1e6, rel=1e-9)
+    assert row["est_cost_usd"] == pytest.approx(prompt * inp / 1e6 + output * out / 1e6, rel=1e-9)
+    assert row["est_batch_cost_usd"] == pytest.approx(prompt * binp / 1e6 + output * bout / 1e6, rel=1e-9)
+
+
+def test_the_output_estimate_follows_the_summary_budget():
+    path = str(fixture_path("pi", "large-session.jsonl"))
+    small = _plan(path, "--force", "--summary-model", "gpt-4o-mini", "--summary-budget", "1000")[0]
+    large = _plan(path, "--force", "--summary-model", "gpt-4o-mini", "--summary-budget", "2000")[0]
+    assert large["est_output_tokens"] - small["est_output_tokens"] == 1000
+    # run's "tokens (compacted sessions): A -> ~B" counts the summary at its budget: 1,000 tokens fewer
+    assert large["tokens_after_est"] - small["tokens_after_est"] == 1000
 
 
 def test_gpt4o_mini_figure_in_dollars():
@@ -50,7 +64,7 @@ def test_pricing_file_overrides_the_bundled_map(tmp_path):
                                                 "litellm_provider": "openai", "mode": "chat"}}))
     row = _plan(str(fixture_path("pi", "large-session.jsonl")), "--force", "--summary-model", "my-model",
                 "--pricing", str(prices))[0]
-    assert row["est_cost_usd"] == pytest.approx(row["prompt_tokens"] * 1e-5 + 3000 * 2e-5)
+    assert row["est_cost_usd"] == pytest.approx(row["prompt_tokens"] * 1e-5 + row["est_output_tokens"] * 2e-5)
 
 
 def test_context_window_from_the_model_map_and_override():

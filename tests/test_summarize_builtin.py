@@ -78,7 +78,6 @@ Later request: Also write docs/cli.md please
 
 ### Done
 - [x] Edited `src/cli.py`
-- [x] Ran 1 command, last: `pytest -q`
 
 ### In Progress
 - [ ] Also write docs/cli.md please
@@ -99,10 +98,10 @@ Later request: Also write docs/cli.md please
 
 ## Relevant Files and Code Names
 - Files: `docs/cli.md`, `src/cli.py`, `tests/test_cli.py`
-- Code names: `AssertionError`, `test_verbose`"""
+- Code names: AssertionError, test_verbose"""
 TRAIL = """## Relevant Files and Code Names
 - Files: `docs/cli.md`, `src/cli.py`, `tests/test_cli.py`
-- Code names: `AssertionError`, `test_verbose`"""
+- Code names: AssertionError, test_verbose"""
 
 GOLDEN_TURN_PREFIX = """## Original Request
 Add a --verbose flag to cli.py. Don't change the public API.
@@ -110,12 +109,11 @@ Add a --verbose flag to cli.py. Don't change the public API.
 ## Early Progress
 - Edited `src/cli.py`
 - Writing `docs/cli.md` (1 line; no result yet)
-- Ran 1 command, last: `pytest -q`
 - `pytest -q` failed: FAILED tests/test_cli.py::test_verbose - AssertionError
 
 ## Context for Suffix
 - Files: `docs/cli.md`, `src/cli.py`, `tests/test_cli.py`
-- Code names: `AssertionError`, `test_verbose`
+- Code names: AssertionError, test_verbose
 - Last assistant message: Using click.count instead of a bool because -vv should work."""
 
 

@@ -223,9 +223,13 @@ def _claude_lines() -> list[dict]:
     return lines
 
 
+# Corrected by hand (#47): "wait, do we only limit POST requests?" is a question the agent answered ("Yes:
+# only POST /upload is limited."), so it is no goal; "Ran 2 commands" says nothing the Done lines do not;
+# the two changed files are in the summary's <modified-files> tag (added when it is stored), so the trail
+# names only the test file beside the code names; limits.py has 5 lines (its final newline ends the fifth,
+# it was counted as a sixth).
 GOLDEN_CLAUDE = """## Goal
 Add rate limiting to the upload endpoint in api/upload.py. Always use the existing Redis client.
-Later request: wait, do we only limit POST requests?
 
 ## Constraints & Preferences
 - Always use the existing Redis client.
@@ -234,10 +238,9 @@ Later request: wait, do we only limit POST requests?
 
 ### Done
 - [x] Edited `/home/dev/app/api/upload.py`: from api.limits import limit_uploads
-- [x] Wrote `/home/dev/app/api/limits.py` (6 lines)
+- [x] Wrote `/home/dev/app/api/limits.py` (5 lines)
 - [x] Completed: Add the limiter module
 - [x] Checks passed: pytest -q
-- [x] Ran 2 commands, last: `pytest -q`
 
 ### In Progress
 - [ ] Wire it into the endpoint
@@ -255,8 +258,8 @@ Later request: wait, do we only limit POST requests?
 - Last assistant message: Yes: only POST /upload is limited.
 
 ## Relevant Files and Code Names
-- Files: `/home/dev/app/api/upload.py`, `/home/dev/app/api/limits.py`, `tests/test_upload.py`
-- Code names: `limit_uploads`, `RateLimit`, `test_limit`"""
+- Files: `tests/test_upload.py`
+- Code names: limit_uploads, RateLimit, test_limit"""
 
 
 def _write_jsonl(path: Path, lines: list[dict]) -> Path:
@@ -437,6 +440,9 @@ def _codex_lines() -> list[dict]:
     return [{"timestamp": ts, **item} for item in items]
 
 
+# Reviewed by hand (#47): no "Ran 2 commands" line; the cargo failure is the newest thing that happened
+# under the only request, so it stays blocked and the next step; the changed files are in the stored
+# summary's <modified-files> tag, so the trail has nothing left to add (its heading says "(none)").
 GOLDEN_CODEX = """## Goal
 Add exponential backoff to the HTTP client. Never retry POST requests.
 
@@ -451,7 +457,6 @@ Add exponential backoff to the HTTP client. Never retry POST requests.
 - [x] Moved `src/old_name.rs → src/new_name.rs`
 - [x] Deleted `src/unused.rs`
 - [x] Completed: Add backoff helper
-- [x] Ran 2 commands, last: `cargo test`
 
 ### In Progress
 - [ ] Fix the build
@@ -469,7 +474,7 @@ Add exponential backoff to the HTTP client. Never retry POST requests.
 - Last assistant message: The build fails on a typo; fixing it next.
 
 ## Relevant Files and Code Names
-- Files: `src/retry.rs`, `src/lib.rs`, `src/new_name.rs`, `src/unused.rs`, `src/old_name.rs`"""
+(none)"""
 
 
 def test_golden_codex(tmp_path):

@@ -10,10 +10,18 @@ import click
 
 from batchcompact.cli.config import PRESETS
 from batchcompact.cli.output import output_options  # noqa: F401  (re-exported: commands import it here)
-from batchcompact.core.defaults import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS
+from batchcompact.core.defaults import (
+    DEFAULT_KEEP_RECENT_TOKENS,
+    DEFAULT_RESERVE_TOKENS,
+    DEFAULT_SUMMARY_BUDGET,
+)
 
 if TYPE_CHECKING:
     from batchcompact.core.planner import CompactionSettings
+
+
+# Below this a summary holds its headings and little else.
+MIN_SUMMARY_BUDGET = 200
 
 
 def _default_jobs() -> int:
@@ -33,6 +41,11 @@ def planner_options(func):
                      show_default=True, help="Tokens of recent history kept verbatim after the cut."),
         click.option("--reserve-tokens", type=click.IntRange(min=0), default=DEFAULT_RESERVE_TOKENS,
                      show_default=True, help="Tokens reserved for the reply; compact when context > window - reserve."),
+        click.option("--summary-budget", type=click.IntRange(min=MIN_SUMMARY_BUDGET), default=DEFAULT_SUMMARY_BUDGET,
+                     show_default=True, metavar="TOKENS",
+                     help="Tokens the whole summary may hold (file tags included): the built-in fills it by "
+                          "priority and never passes it, a model is told it and gets it as max_tokens, a "
+                          "--summarizer hook reads it as call.max_tokens (docs/summaries.md)."),
         click.option("--context-window", type=click.IntRange(min=1), default=None,
                      help="Context window of the sessions' model (default: from litellm's bundled model map)."),
         click.option("--threshold-percent", type=click.FloatRange(min=1, max=99), default=None,
@@ -72,6 +85,7 @@ def build_settings(
     force: bool,
     instructions: str | None,
     prune_tool_outputs: bool,
+    summary_budget: int = DEFAULT_SUMMARY_BUDGET,
 ) -> CompactionSettings:
     from batchcompact.core.planner import CompactionSettings  # not at import: `report` never plans
 
@@ -84,6 +98,7 @@ def build_settings(
         force=force,
         instructions=instructions,
         prune_tool_outputs=prune_tool_outputs,
+        summary_budget=summary_budget,
     )
 
 
@@ -98,6 +113,7 @@ def pop_settings(kwargs: dict) -> CompactionSettings:
         "force",
         "instructions",
         "prune_tool_outputs",
+        "summary_budget",
     )
     kwargs.pop("preset", None)  # its values already arrived as option defaults
     settings = build_settings(**{name: kwargs.pop(name) for name in names})

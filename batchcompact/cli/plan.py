@@ -145,8 +145,8 @@ class Totals:
 @strategy_option
 @click.option("--summary-model", default=None, metavar="MODEL",
               help="Model to price the summaries with (any litellm name). Default: the built-in offline "
-                   "summarizer, which costs nothing. Output is estimated at 2000 tokens per summary and "
-                   "1000 per split-turn prefix, capped by max_tokens.")
+                   "summarizer, which costs nothing. Output is estimated at the summary budget "
+                   "(--summary-budget), the most a summary may hold.")
 @branch_options
 @output_options()
 @executor_options

@@ -111,6 +111,8 @@ def _print_text(session: Any, info: dict[str, Any], with_context: bool) -> int:
         click.echo(
             f"compaction {comp['id']} (line {comp['line']}): keeps from {comp['first_kept_entry_id']}, "
             f"{counted(comp['tokens_before'] or 0, 'token')} before"
+            + (f", summary encrypted by the provider, {comp['encrypted_summary_chars']:,} characters"
+               if comp.get("encrypted_summary_chars") else "")
         )
     ctx = info["context"]
     click.echo(f"context: {counted(ctx['messages'], 'message')}, ~{counted(ctx['tokens'], 'token')}")

@@ -299,7 +299,7 @@ def plan_branch_summary(
     call = SummaryCall(
         kind=BRANCH,
         system_prompt=SUMMARIZATION_SYSTEM_PROMPT,
-        user_prompt=build_branch_summary_prompt(conversation, settings.instructions),
+        user_prompt=build_branch_summary_prompt(conversation, settings.instructions, budget=settings.max_tokens),
         max_tokens=settings.max_tokens,
         messages=tuple(llm),
         instructions=settings.instructions,

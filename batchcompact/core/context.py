@@ -85,12 +85,20 @@ def entry_to_message(entry: Entry) -> dict[str, Any] | None:
 
 
 def compaction_message(entry: Entry) -> dict[str, Any]:
-    return {
+    message = {
         "role": "compactionSummary",
         "summary": entry.data.get("summary", ""),
         "tokensBefore": entry.data.get("tokensBefore"),
         "timestamp": parse_timestamp_ms(entry.data.get("timestamp")),
     }
+    if entry.data.get("encryptedSummaryChars"):  # Codex's remote compaction: no readable summary
+        message["encryptedChars"] = entry.data["encryptedSummaryChars"]
+    return message
+
+
+def encrypted_summary_note(chars: int) -> str:
+    """What stands for a summary the provider encrypted (Codex's remote compaction)."""
+    return f"(summary encrypted by the provider, {chars:,} characters)"
 
 
 def path_model(entry: Entry, model: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -329,7 +337,10 @@ def convert_message(message: dict[str, Any]) -> dict[str, Any] | None:
             content = [{"type": "text", "text": content}]
         return {"role": "user", "content": content if isinstance(content, list) else [], "timestamp": timestamp}
     if role == "compactionSummary":
-        return _user_text(COMPACTION_SUMMARY_PREFIX + message.get("summary", "") + COMPACTION_SUMMARY_SUFFIX, timestamp)
+        summary = message.get("summary", "")
+        if not summary and message.get("encryptedChars"):
+            summary = encrypted_summary_note(message["encryptedChars"])
+        return _user_text(COMPACTION_SUMMARY_PREFIX + summary + COMPACTION_SUMMARY_SUFFIX, timestamp)
     if role == "branchSummary":
         return _user_text(BRANCH_SUMMARY_PREFIX + message.get("summary", "") + BRANCH_SUMMARY_SUFFIX, timestamp)
     return None

@@ -5,3 +5,6 @@ from __future__ import annotations
 
 DEFAULT_RESERVE_TOKENS = 16384
 DEFAULT_KEEP_RECENT_TOKENS = 20000
+# The summary's budget in tokens (--summary-budget): the whole stored summary (split-turn part and file tags
+# included) fits in it. Chosen from measurement: docs/summaries.md ("The budget").
+DEFAULT_SUMMARY_BUDGET = 2000

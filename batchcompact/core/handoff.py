@@ -80,12 +80,14 @@ def handoff_plan(plan: CompactionPlan, path: list[Entry], settings: CompactionSe
     if not text:
         return Skip("nothing to hand off: the context holds no conversation", plan.tokens_before,
                     plan.context_window, plan.model)
+    # the document is the whole handover: within the summary budget (--summary-budget), and never above what
+    # a compaction's history summary may take (pi: 0.8 x reserve_tokens)
+    max_tokens = max(min(settings.summary_budget, math.floor(0.8 * settings.reserve_tokens)), 1)
     call = SummaryCall(
         kind=HANDOFF,
         system_prompt=SUMMARIZATION_SYSTEM_PROMPT,
-        user_prompt=build_handoff_prompt(text, previous, settings.instructions),
-        # the summary budget of a compaction's history summary (pi: 0.8 x reserve_tokens)
-        max_tokens=math.floor(0.8 * settings.reserve_tokens),
+        user_prompt=build_handoff_prompt(text, previous, settings.instructions, budget=max_tokens),
+        max_tokens=max_tokens,
         messages=tuple(llm),
         previous_summary=previous,
         instructions=settings.instructions,

@@ -23,20 +23,50 @@ from batchcompact.core.context import (
     last_model,
 )
 from batchcompact.core.cutpoint import CutPoint, find_cut_point
-from batchcompact.core.defaults import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_RESERVE_TOKENS
+from batchcompact.core.defaults import (
+    DEFAULT_KEEP_RECENT_TOKENS,
+    DEFAULT_RESERVE_TOKENS,
+    DEFAULT_SUMMARY_BUDGET,
+)
 from batchcompact.core.entries import Entry
 from batchcompact.core.fileops import FileOps, FileTools
 from batchcompact.core.prompts import (
+    SPLIT_TURN_SEPARATOR,
     SUMMARIZATION_SYSTEM_PROMPT,
     build_summary_prompt,
     build_turn_prefix_prompt,
+    format_file_operations,
 )
 from batchcompact.core.pruning import PruneAction, plan_pruning
 from batchcompact.core.serialize import serialize_conversation
 from batchcompact.core.tokens import estimate_context_tokens, estimate_tokens
 
-# Output assumed for a cost estimate: a checkpoint is rarely longer than this (capped by max_tokens).
+# An upper bound some callers cap their output estimate by (eval's cost check). The planner's own estimates
+# take each call's max_tokens: the summary budget it was given (`summary_budgets`).
 EST_OUTPUT_TOKENS = {HISTORY: 2000, TURN_PREFIX: 1000, "branch": 1000}
+# What a split turn's prefix summary gets of the budget; the history summary the rest.
+TURN_PREFIX_SHARE = 1 / 3
+# Never less than the headings need ("## Goal\n(none)\n\n…": 68 and 24 tokens), whatever the file tags take.
+MIN_HISTORY_TOKENS = 100
+MIN_PREFIX_TOKENS = 40
+
+
+def summary_budgets(budget: int, tags_tokens: int, split: bool, has_history: bool) -> tuple[int, int]:
+    """(history max_tokens, turn-prefix max_tokens) that keep the stored summary within `budget` tokens: the
+    file tags (`tags_tokens`) and the split-turn separator come off first, never below a quarter of the budget
+    for the text (a span that touched a hundred files still gets a summary worth reading) nor below what the
+    headings need: only then can the stored summary pass the budget."""
+    room = max(budget - tags_tokens, budget // 4, 1)
+    if not (split and has_history):
+        return max(room, MIN_HISTORY_TOKENS), max(room, MIN_PREFIX_TOKENS)
+    room = max(room - estimate_text_tokens(SPLIT_TURN_SEPARATOR), 2)
+    prefix = max(int(room * TURN_PREFIX_SHARE), MIN_PREFIX_TOKENS)
+    return max(room - prefix, MIN_HISTORY_TOKENS), prefix
+
+
+def estimate_text_tokens(text: str) -> int:
+    """chars/4 rounded up: how the summaries' lengths are estimated and measured (`eval`)."""
+    return -(-len(text) // 4)
 
 
 @dataclass(frozen=True)
@@ -50,6 +80,7 @@ class CompactionSettings:
     instructions: str | None = None
     prune_tool_outputs: bool = False
     fix_false_split: bool = True
+    summary_budget: int = DEFAULT_SUMMARY_BUDGET  # tokens of the whole stored summary (docs/summaries.md)
     strategy: str = "compact"  # or "handoff": a new session from a handoff document (core/handoff.py)
 
     def threshold(self, window: int, agent_default: int | None = None) -> int:
@@ -183,8 +214,10 @@ def prepare_compaction(
 
     previous_summary = previous.data.get("summary") if previous is not None else None
     read_files, modified_files = _file_lists(previous, history + (prefix if cut.is_split_turn else []), file_tools)
+    tags = estimate_text_tokens(format_file_operations(read_files, modified_files))
     calls, history_fallback = _summary_calls(settings, previous_summary, history_text, history_llm,
-                                             prefix_text if split else "", prefix_llm)
+                                             prefix_text if split else "", prefix_llm, tags,
+                                             listed=tuple(dict.fromkeys(read_files + modified_files)))
     prune = plan_pruning(path, cut.first_kept_index) if settings.prune_tool_outputs else []
     turn_start = path[cut.turn_start_index] if split else None
     return CompactionPlan(
@@ -194,7 +227,7 @@ def prepare_compaction(
         turn_start_line=turn_start.line if turn_start is not None else None,
         split_turn=split,
         tokens_before=tokens_before,
-        tokens_after_est=_tokens_after(path[cut.first_kept_index :], calls, prune),
+        tokens_after_est=_tokens_after(path[cut.first_kept_index :], calls, prune, tags),
         messages_to_summarize=len(history),
         turn_prefix_messages=len(prefix) if split else 0,
         read_files=read_files,
@@ -251,21 +284,28 @@ def _file_lists(previous: Entry | None, messages: list[dict[str, Any]],
 
 def _summary_calls(settings: CompactionSettings, previous_summary: str | None, history_text: str,
                    history_llm: list[dict[str, Any]], prefix_text: str,
-                   prefix_llm: list[dict[str, Any]]) -> tuple[list[SummaryCall], str | None]:
+                   prefix_llm: list[dict[str, Any]], tags_tokens: int = 0,
+                   listed: tuple[str, ...] = ()) -> tuple[list[SummaryCall], str | None]:
     """The model calls: the history (when there is any) and the split turn's prefix (when `prefix_text`);
-    with no history, the text that stands in for its summary."""
+    with no history, the text that stands in for its summary. Each call's max_tokens is its share of the
+    summary budget (`summary_budgets`), never more than pi's 0.8 / 0.5 x reserve_tokens. `listed`: the files
+    the summary's tags will list (meta["listed_files"]: the built-in need not list them again)."""
     calls: list[SummaryCall] = []
     history_fallback = None
+    history_budget, prefix_budget = summary_budgets(settings.summary_budget, tags_tokens, bool(prefix_text),
+                                                    bool(history_text))
     if history_text:
         calls.append(
             SummaryCall(
                 kind=HISTORY,
                 system_prompt=SUMMARIZATION_SYSTEM_PROMPT,
-                user_prompt=build_summary_prompt(history_text, previous_summary, settings.instructions),
-                max_tokens=math.floor(0.8 * settings.reserve_tokens),
+                user_prompt=build_summary_prompt(history_text, previous_summary, settings.instructions,
+                                                 budget=min(history_budget, math.floor(0.8 * settings.reserve_tokens))),
+                max_tokens=max(min(history_budget, math.floor(0.8 * settings.reserve_tokens)), 1),
                 messages=tuple(history_llm),
                 previous_summary=previous_summary,
                 instructions=settings.instructions,
+                meta={"listed_files": listed},
             )
         )
     else:
@@ -276,16 +316,18 @@ def _summary_calls(settings: CompactionSettings, previous_summary: str | None, h
             SummaryCall(
                 kind=TURN_PREFIX,
                 system_prompt=SUMMARIZATION_SYSTEM_PROMPT,
-                user_prompt=build_turn_prefix_prompt(prefix_text, settings.instructions),
-                max_tokens=math.floor(0.5 * settings.reserve_tokens),
+                user_prompt=build_turn_prefix_prompt(prefix_text, settings.instructions,
+                                                     budget=min(prefix_budget, math.floor(0.5 * settings.reserve_tokens))),
+                max_tokens=max(min(prefix_budget, math.floor(0.5 * settings.reserve_tokens)), 1),
                 messages=tuple(prefix_llm),
                 instructions=settings.instructions,
+                meta={"listed_files": listed},
             )
         )
     return calls, history_fallback
 
 
-def _tokens_after(kept: list[Entry], calls: list[SummaryCall], prune: list) -> int:
+def _tokens_after(kept: list[Entry], calls: list[SummaryCall], prune: list, tags_tokens: int = 0) -> int:
     """Estimated context after the compaction: the kept entries (less what pruning removes) and the
     summaries at their expected length."""
     kept_tokens = 0
@@ -293,5 +335,5 @@ def _tokens_after(kept: list[Entry], calls: list[SummaryCall], prune: list) -> i
         message = compaction_message(entry) if entry.type == "compaction" else entry_to_message(entry)
         if message is not None and entry.type != "compaction":
             kept_tokens += estimate_tokens(message)
-    summary_est = sum(min(c.max_tokens, EST_OUTPUT_TOKENS.get(c.kind, 2000)) for c in calls)
+    summary_est = sum(c.max_tokens for c in calls) + tags_tokens  # the budget: the built-in fills it
     return kept_tokens - sum(a.tokens for a in prune) + summary_est

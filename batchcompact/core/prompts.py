@@ -147,10 +147,10 @@ HANDOFF_HEADINGS = ("## Goal", "## Constraints & Preferences", "## Progress", "#
 
 
 def build_handoff_prompt(conversation: str, previous_summary: str | None = None,
-                         instructions: str | None = None) -> str:
+                         instructions: str | None = None, budget: int | None = None) -> str:
     """The handoff prompt: the whole conversation (after an earlier summary, when there is one)."""
     earlier = f"<previous-summary>\n{previous_summary}\n</previous-summary>\n\n" if previous_summary else ""
-    return _conversation(conversation) + earlier + HANDOFF_PROMPT + _focus(instructions)
+    return _conversation(conversation) + earlier + HANDOFF_PROMPT + budget_line(budget) + _focus(instructions)
 
 
 SPLIT_TURN_SEPARATOR = "\n\n---\n\n**Turn Context (split turn):**\n\n"
@@ -179,31 +179,43 @@ def _focus(instructions: str | None) -> str:
     return f"\n\nAdditional focus: {instructions}" if instructions else ""
 
 
+def budget_line(budget: int | None) -> str:
+    """What a model is told of the summary budget (its max_tokens is the same number)."""
+    if not budget:
+        return ""
+    return (f"\n\nThe whole summary must fit in {budget:,} tokens (about {budget * 3 // 4:,} words). When it cannot "
+            "hold everything, keep the open requests, what is unfinished, the next steps and exact names first.")
+
+
 def build_summary_prompt(
-    conversation: str, previous_summary: str | None = None, instructions: str | None = None
+    conversation: str, previous_summary: str | None = None, instructions: str | None = None,
+    budget: int | None = None,
 ) -> str:
-    """The initial prompt, or the update prompt when a previous summary exists."""
+    """The initial prompt, or the update prompt when a previous summary exists; `budget`: the summary's
+    tokens (--summary-budget), said to the model."""
     if previous_summary:
         return (
             _conversation(conversation)
             + f"<previous-summary>\n{previous_summary}\n</previous-summary>\n\n"
             + UPDATE_SUMMARY_PROMPT
+            + budget_line(budget)
             + _focus(instructions)
         )
-    return _conversation(conversation) + SUMMARY_PROMPT + _focus(instructions)
+    return _conversation(conversation) + SUMMARY_PROMPT + budget_line(budget) + _focus(instructions)
 
 
-def build_turn_prefix_prompt(conversation: str, instructions: str | None = None) -> str:
+def build_turn_prefix_prompt(conversation: str, instructions: str | None = None, budget: int | None = None) -> str:
     """The turn-prefix prompt. Unlike pi (issue #9348) custom instructions reach it too."""
-    return _conversation(conversation) + TURN_PREFIX_PROMPT + _focus(instructions)
+    return _conversation(conversation) + TURN_PREFIX_PROMPT + budget_line(budget) + _focus(instructions)
 
 
 def build_branch_summary_prompt(
-    conversation: str, instructions: str | None = None, replace_instructions: bool = False
+    conversation: str, instructions: str | None = None, replace_instructions: bool = False,
+    budget: int | None = None,
 ) -> str:
     if instructions and replace_instructions:
         return _conversation(conversation) + instructions
-    return _conversation(conversation) + BRANCH_SUMMARY_PROMPT + _focus(instructions)
+    return _conversation(conversation) + BRANCH_SUMMARY_PROMPT + budget_line(budget) + _focus(instructions)
 
 
 def format_file_operations(read_files: list[str], modified_files: list[str]) -> str:

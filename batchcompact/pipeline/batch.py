@@ -341,9 +341,7 @@ class BatchBuyer:
         return (row.batch_id or local_id) if row else local_id
 
     def _estimate(self, call: Any) -> float | None:
-        from batchcompact.core.planner import EST_OUTPUT_TOKENS
-
-        output = min(call.max_tokens, EST_OUTPUT_TOKENS.get(call.kind, 2000))
+        output = call.max_tokens  # the call's summary budget
         prompt = call.prompt_tokens or -(-len(call.system_prompt + call.user_prompt) // 4)
         return batch_cost(self.model_key, self.pricing_file, prompt_tokens=prompt, completion_tokens=output)
 

@@ -46,6 +46,8 @@ def describe_session(session: Session, with_context: bool = False) -> dict[str, 
             "first_kept_entry_id": e.data.get("firstKeptEntryId"),
             "tokens_before": e.data.get("tokensBefore"),
             "from_hook": bool(e.data.get("fromHook")),
+            # Codex's remote compaction: the provider encrypted the summary (its characters; else None)
+            "encrypted_summary_chars": e.data.get("encryptedSummaryChars"),
         }
         for e in path
         if e.type == "compaction"

@@ -84,13 +84,15 @@ class PlanOptions:
     agent_settings: tuple[str, ...] = ()
 
     def branch_settings(self, settings: CompactionSettings):
-        from batchcompact.core.branches import BranchSettings
+        from batchcompact.core.branches import BRANCH_SUMMARY_MAX_TOKENS, BranchSettings
 
         return BranchSettings(
             reserve_tokens=self.branch_reserve_tokens,
             min_branch_tokens=self.min_branch_tokens,
             context_window=settings.context_window,
             instructions=settings.instructions,
+            # pi's 2,048 for a branch summary, or the summary budget when it is smaller
+            max_tokens=min(BRANCH_SUMMARY_MAX_TOKENS, settings.summary_budget),
         )
 
 
@@ -289,10 +291,8 @@ def _handoff(session: Session, plan: CompactionPlan, settings: CompactionSetting
 
 def _compact_fields(plan: CompactionPlan, options: PlanOptions) -> dict[str, Any]:
     """The row of a session to compact: the cut, the calls, their tokens and estimated cost."""
-    from batchcompact.core.planner import EST_OUTPUT_TOKENS
-
     calls = plan.calls
-    est_output = sum(min(c.max_tokens, EST_OUTPUT_TOKENS.get(c.kind, 2000)) for c in calls)
+    est_output = sum(c.max_tokens for c in calls)  # each call's share of the summary budget
     cost, batch_cost = estimate_cost(calls, est_output, options.summary_model, options.pricing_file)
     return dict(
         status="compact",
@@ -334,7 +334,6 @@ def describe_branch_plans(
     session: Session, settings: CompactionSettings, options: PlanOptions, window: int | None
 ) -> dict[str, Any]:
     from batchcompact.core.branches import BranchPlan
-    from batchcompact.core.planner import EST_OUTPUT_TOKENS
 
     branches = []
     calls = prompt = 0
@@ -356,7 +355,7 @@ def describe_branch_plans(
             "est_cost_usd": 0.0,
         }
         if isinstance(result, BranchPlan):
-            est_output = min(result.call.max_tokens, EST_OUTPUT_TOKENS["branch"])
+            est_output = result.call.max_tokens  # the branch summary's budget
             one, _ = estimate_cost([result.call], est_output, options.summary_model, options.pricing_file)
             item.update(prompt_tokens=result.call.prompt_tokens, est_cost_usd=one)
             calls += 1

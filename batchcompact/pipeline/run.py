@@ -308,6 +308,10 @@ class Runner:
             from batchcompact.pipeline.planning import warm_up_before_forking
 
             warm_up_before_forking(self.task.plan_options.summary_model)
+            if self.here and getattr(self.summarizer, "name", None) == "builtin":
+                from batchcompact.tokenizer import warm_up
+
+                warm_up(None)  # the built-in counts its summaries against the budget (cl100k): load it once here
         imports = ReportImports() if isinstance(self.executor, LocalExecutor) and self.executor.jobs > 1 else None
         try:
             for item, record in zip(items, self.executor.map(process_file, self._work(items, ledger), task),

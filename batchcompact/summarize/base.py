@@ -123,3 +123,8 @@ __all__ = [
     "SummaryResult",
     "Summarizer",
 ]
+
+
+# Output tokens a reasoning model may spend thinking before it writes the summary: its max_tokens counts both,
+# so it gets this much beyond the summary budget its prompt states (litellm_summarizer, batch_api).
+REASONING_HEADROOM = 8192

@@ -25,6 +25,7 @@ from typing import Any
 from batchcompact.core.calls import SummaryCall
 from batchcompact.errors import RunAborted, UsageError
 from batchcompact.formats.jsonl import sendable
+from batchcompact.summarize.base import REASONING_HEADROOM
 from batchcompact.summarize.redact import scrub
 
 OPENAI, AZURE, ANTHROPIC = "openai", "azure", "anthropic"
@@ -227,7 +228,8 @@ class OpenAIBatches(_Client):
             "model": self.target.api_model,
             "messages": [{"role": "system", "content": sendable(call.system_prompt)},
                          {"role": "user", "content": sendable(call.user_prompt)}],
-            tokens_field: max(1, call.max_tokens),
+            # o-series and GPT-5 count their reasoning in max_completion_tokens: room beyond the summary budget
+            tokens_field: max(1, call.max_tokens) + (REASONING_HEADROOM if tokens_field == "max_completion_tokens" else 0),
         }
         line = {"custom_id": custom_id, "method": "POST", "url": self.endpoint, "body": body}
         return json.dumps(line, ensure_ascii=False).encode("utf-8")

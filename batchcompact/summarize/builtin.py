@@ -22,14 +22,22 @@ from batchcompact.core.calls import BRANCH, TURN_PREFIX, SummaryCall
 from batchcompact.core.prompts import HISTORY_HEADINGS, TURN_PREFIX_HEADINGS
 from batchcompact.summarize.base import SummaryResult
 from batchcompact.summarize.builtin_facts import Facts, clean_item, clip, extract_facts
+from batchcompact.summarize.handover import current_failures, goal_requests
+from batchcompact.tokenizer import count_tokens
 
 NONE = "(none)"
-KEEP_NEW = {"constraints": 8, "decisions": 8, "blocked": 5, "todos": 8}
+SHORTENED_MIN = 400  # room left in a section for the start of an item that does not fit whole
+DETAILED_CHANGES = 8  # the newest changed files say what changed; older ones, that they changed
+FIT_ROUNDS = 6  # refits when the tokenizer counts more than chars/4 (paths, code): rarely more than two
+KEEP_NEW = {"constraints": 8, "decisions": 8, "blocked": 5, "todos": 8, "checks": 4}
 TRAIL_HEADING = "## Relevant Files and Code Names"
-# The artifact trail's budget: this share of the summary's, and never more than TRAIL_TOKENS.
-TRAIL_SHARE = 0.3
+# The artifact trail's candidates: this share of the summary's budget, never more than TRAIL_TOKENS (the
+# section's weight then decides what it keeps beside the others).
+TRAIL_SHARE = 0.8
 TRAIL_TOKENS = 1500
-TRAIL_LINE_CHARS = 300
+TRAIL_LINE_CHARS = 160
+TRAIL_NAMES = 400  # the most salient code names considered: a long session names thousands
+TRAIL_WEIGHT = 10  # of 26: the largest share; measured in docs/summaries.md ("The budget")
 _VERBS = {"added": "Added", "wrote": "Wrote", "edited": "Edited", "deleted": "Deleted", "moved": "Moved"}
 _WAITING = "no result yet"
 _IN_FLIGHT = {"added": "Adding", "wrote": "Writing", "edited": "Editing", "deleted": "Deleting", "moved": "Moving"}
@@ -148,16 +156,19 @@ def change_items(facts: Facts, pending: bool | None = None) -> list[str]:
     """One line per changed file: what happened to it and, when known, the first changed line.
     `pending`: only the changes whose result is (True) or is not (False) past the messages; None: all."""
     items = []
-    for path, change in facts.changes.items():
-        if pending is not None and change.pending != pending:
-            continue
+    chosen = [(path, change) for path, change in facts.changes.items()
+              if pending is None or change.pending == pending]
+    for index, (path, change) in enumerate(chosen):
         verb = (_IN_FLIGHT if change.pending else _VERBS).get(change.op, "Changing" if change.pending else "Changed")
         times = f" ({change.count} edits)" if change.op == "edited" and change.count > 1 else ""
-        detail = change.detail
+        # a written file's line count is short and always said; a changed line only for the newest files
+        detail = change.detail if index >= len(chosen) - DETAILED_CHANGES else ""
         waiting = _WAITING if change.pending else ""
         if change.op == "wrote":
-            notes = "; ".join(n for n in (detail, waiting) if n)
+            notes = "; ".join(n for n in (change.size, waiting) if n)
             item = f"{verb} `{clip(path, 160)}`" + (f" ({notes})" if notes else "")
+            if change.edits_after:  # written, then edited: what the last edit changed
+                item += f", then edited ({plural(change.edits_after, 'edit')})" + (f": {detail}" if detail else "")
         else:
             item = f"{verb} `{clip(path, 160)}`{times}" + (f" ({waiting})" if waiting else "")
             item += f": {detail}" if detail else ""
@@ -176,14 +187,7 @@ def _done(facts: Facts) -> list[str]:
         -KEEP_NEW["todos"] :
     ]
     done += [f"Checks passed: {command}" for command in facts.checks_passed.values()]
-    if facts.commands:
-        done.append(commands_item(facts))
     return done
-
-
-def commands_item(facts: Facts) -> str:
-    last = f", last: `{facts.last_command}`" if facts.last_command else ""
-    return f"Ran {plural(facts.commands, 'command')}{last}"
 
 
 def plural(count: int, noun: str) -> str:
@@ -191,39 +195,89 @@ def plural(count: int, noun: str) -> str:
 
 
 def _later_requests(facts: Facts, has_goal: bool) -> list[str]:
-    """The first request (unless an earlier summary holds the goal), then every later one: each can still
-    be open, so none is dropped here (the budget trims the oldest first)."""
-    first = [] if has_goal else facts.requests[:1]
-    later = [r for r in dict.fromkeys(facts.requests[len(first) :]) if r not in first]
-    return [clean_item(r, 300) for r in first] + [f"Later request: {clean_item(r, 240)}" for r in later]
+    """The first request (unless an earlier summary holds the goal), then the later ones still open at the
+    cut (handover.goal_requests); the budget trims the oldest first, the first request last."""
+    return [clean_item(text, 300) if first else f"Later request: {clean_item(text, 240)}"
+            for first, text in goal_requests(facts.asked, has_goal)]
 
 
-def trail_items(facts: Facts, max_chars: int) -> list[str]:
-    """The artifact trail: files, then code names, most salient first, packed into lines (the first of
-    each kind labelled), within `TRAIL_SHARE` of the summary's budget and `TRAIL_TOKENS`."""
+def blocked_items(facts: Facts) -> list[str]:
+    """Failures not resolved later and not left behind when the user moved on (handover.current_failures)."""
+    return current_failures(facts.blocked, facts.blocked_epoch, facts.requests)
+
+
+def trail_items(facts: Facts, max_chars: int, listed: tuple[str, ...] = ()) -> list[str]:
+    """The artifact trail, most salient first: files grouped by folder ("`src/tui/`: footer.ts, theme.ts")
+    and code names, a line of each in turn so that a short budget keeps both kinds; the files the
+    summary's tags already list (`listed`) are not repeated. Within `TRAIL_SHARE` of the summary's budget
+    and `TRAIL_TOKENS`; the section's share of the budget trims it from the end."""
     budget = min(int(max_chars * TRAIL_SHARE), TRAIL_TOKENS * 4)
     salience = facts.salience
+    known = {_last_parts(path) for path in listed}
+    files = [path for path in salience.ranked_files() if _last_parts(path) not in known]
+    groups: dict[str, list[str]] = {}
+    for path in files:
+        groups.setdefault(path.rpartition("/")[0], []).append(path)
+    file_lines: list[str] = []
+    single_at = -1  # the line that collects files alone in their folder, in rank order
+    for folder, paths in groups.items():  # in the order of each folder's most salient file
+        if folder and len(paths) > 1:
+            file_lines.append(_pack(f"`{clip(folder, 120)}/`:", [p.rpartition("/")[2] for p in paths]))
+            continue
+        for path in paths:
+            path = f"`{clip(path, 160)}`"
+            if single_at < 0 or len(file_lines[single_at]) + len(path) + 2 > TRAIL_LINE_CHARS:
+                file_lines.append(f"Files: {path}")
+                single_at = len(file_lines) - 1
+            else:
+                file_lines[single_at] += f", {path}"
+    name_lines = _chunks("Code names:", salience.ranked(salience.names))
     lines: list[str] = []
     used = 0
-    for label, names in (("Files", salience.ranked_files()), ("Code names", salience.ranked(salience.names))):
-        line = f"{label}:"
-        for name in names:
-            name = f"`{clip(name, 160)}`"
-            if used + len(line) + len(name) + 2 > budget:
-                break
-            if len(line) + len(name) + 2 > TRAIL_LINE_CHARS and not line.endswith(":"):
-                lines.append(line)
-                used += len(line) + 3
-                line = ""
-            line = f"{line} {name}" if line.endswith(":") else f"{line}, {name}" if line else name
-        if line and not line.endswith(":"):
+    for index in range(max(len(file_lines), len(name_lines))):
+        for line in (file_lines[index] if index < len(file_lines) else None,
+                     name_lines[index] if index < len(name_lines) else None):
+            if line is None:
+                continue
+            if used + len(line) + 3 > budget:
+                return lines
             lines.append(line)
             used += len(line) + 3
     return lines
 
 
+def _last_parts(path: str) -> str:
+    """A path's last two parts: how a file is known whatever folder it was named from."""
+    return "/".join(path.split(" → ")[-1].strip().rsplit("/", 2)[-2:])
+
+
+def _pack(label: str, names: list[str]) -> str:
+    """`label` and as many names as fit on one line."""
+    line = label
+    for name in names:
+        name = clip(name, 80)
+        if len(line) + len(name) + 2 > TRAIL_LINE_CHARS and not line.endswith(":"):
+            break
+        line = f"{line} {name}" if line.endswith(":") else f"{line}, {name}"
+    return line
+
+
+def _chunks(label: str, names: list[str]) -> list[str]:
+    """`names` packed into labelled lines of `TRAIL_LINE_CHARS` characters."""
+    lines, line = [], label
+    for name in names[:TRAIL_NAMES]:
+        name = clip(name, 80)
+        if len(line) + len(name) + 2 > TRAIL_LINE_CHARS and line != label:
+            lines.append(line)
+            line = label
+        line = f"{line} {name}" if line == label else f"{line}, {name}"
+    if line != label:
+        lines.append(line)
+    return lines
+
+
 def build_history_sections(facts: Facts, previous: str | None, branch: bool,
-                           max_chars: int = TRAIL_TOKENS * 40) -> list[Section]:
+                           max_chars: int = TRAIL_TOKENS * 40, listed: tuple[str, ...] = ()) -> list[Section]:
     prev, foreign = _parse_previous(previous)
     intent = foreign_intent(foreign) if foreign else None
     prev_goal = prev.get("## Goal", []) or ([intent] if intent else [])
@@ -235,7 +289,7 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
     in_progress += change_items(facts, pending=True)
     if facts.announced:
         in_progress.append(f"Working on: {clean_item(facts.announced)}")
-    blocked = list(facts.blocked.values())[-KEEP_NEW["blocked"] :]
+    blocked = blocked_items(facts)[-KEEP_NEW["blocked"] :]
     steps = [clean_item(t) for t, status in todos if status == "pending"][: KEEP_NEW["todos"]]
     if facts.unfinished:
         steps.insert(0, f"Finish: {clean_item(facts.unfinished)}")
@@ -248,12 +302,17 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
     if foreign:
         label = "Earlier summary, its other sections" if prev else "Earlier summary (from the agent's own compaction)"
         critical.append(f"{label}:\n" + foreign)
+    shown = " ".join(blocked)
+    ran = [command for family, command in facts.checks_run.items()
+           if facts.checks_passed.get(family) != command and f"`{command}`" not in shown]
+    if ran:  # how the project runs its checks, when Done does not already say it
+        critical.append("Checks run: " + ", ".join(f"`{clip(command, 80)}`" for command in ran[-KEEP_NEW["checks"]:]))
     last = facts.last_assistant_text.strip()
     if last and not last.endswith(":"):
         critical.append(f"Last assistant message: {clip(last)}")
-    trail = _merge(trail_items(facts, max_chars), prev.get(TRAIL_HEADING, []))
+    trail = _merge(trail_items(facts, max_chars, listed), prev.get(TRAIL_HEADING, []))
     sections = [
-        Section("## Goal", goal, "", keep="goal", weight=3),
+        Section("## Goal", goal, "", keep="goal", weight=4),
         Section(
             "## Constraints & Preferences",
             _merge(
@@ -270,40 +329,40 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
             _merge(prev.get("### Done", []) + [i for i in prev.get("### In Progress", []) if _WAITING not in i],
                    _done(facts)),
             "- [x] ",
-            weight=5,
+            weight=4,
         ),
-        Section("### In Progress", in_progress, "- [ ] ", keep="first", weight=2),
-        Section("### Blocked", _merge(prev.get("### Blocked", []), blocked), weight=2),
+        Section("### In Progress", in_progress, "- [ ] ", keep="first", weight=1),
+        Section("### Blocked", _merge(prev.get("### Blocked", []), blocked), weight=1),
         Section(
             "## Key Decisions",
             _merge(prev.get("## Key Decisions", []), facts.decisions.list()[-KEEP_NEW["decisions"] :]),
-            weight=2,
+            weight=1,
         ),
         Section("## Next Steps", steps or prev.get("## Next Steps", []), "1. ", keep="first", weight=1),
     ]
     if not branch:
         sections.append(
-            Section("## Critical Context", _merge(prev.get("## Critical Context", []), critical), weight=3)
+            Section("## Critical Context", _merge(prev.get("## Critical Context", []), critical), weight=2)
         )
-    sections.append(Section(TRAIL_HEADING, trail, keep="first", weight=4))
+    sections.append(Section(TRAIL_HEADING, trail, keep="first", weight=TRAIL_WEIGHT))
     return sections
 
 
-def build_turn_prefix_sections(facts: Facts, max_chars: int = TRAIL_TOKENS * 40) -> list[Section]:
+def build_turn_prefix_sections(facts: Facts, max_chars: int = TRAIL_TOKENS * 40,
+                               listed: tuple[str, ...] = ()) -> list[Section]:
     early = change_items(facts) + [f"Checks passed: {c}" for c in facts.checks_passed.values()]
-    if facts.commands:
-        early.append(commands_item(facts))
-    early += list(facts.blocked.values())[-3:]
-    context = trail_items(facts, max_chars)
+    early += blocked_items(facts)[-3:]
+    context = trail_items(facts, max_chars, listed)
     if facts.announced:
         context.append(f"Working on: {clean_item(facts.announced)}")
     last = facts.last_assistant_text.strip()
     if last and not last.endswith(":"):
         context.append(f"Last assistant message: {clip(last)}")
     return [
-        Section("## Original Request", [clean_item(r, 300) for r in facts.requests[:1]], "", weight=2),
-        Section("## Early Progress", early, weight=4),
-        Section("## Context for Suffix", context, keep="first", weight=2),
+        Section("## Original Request", [clean_item(r, 300) for r in (facts.requests or [facts.first_words])[:1] if r],
+                "", weight=2),
+        Section("## Early Progress", early, weight=3),
+        Section("## Context for Suffix", context, keep="first", weight=4),
     ]
 
 
@@ -333,8 +392,17 @@ def _select(section: Section, budget: int) -> list[str]:
             used += cost
         elif not chosen and budget - used > 24:  # the most important item, shortened
             room = budget - used - len(section.render_item(index, "")) - 1
-            return [_shorten(items[index], room)]
+            short = _shorten(items[index], room)
+            while room > 0 and _item_cost(section, index, short) > budget - used:  # indented lines cost more
+                room -= _item_cost(section, index, short) - (budget - used)
+                short = _shorten(items[index], room)
+            return [short] if room > 0 else []
         else:
+            room = budget - used - len(section.render_item(index, "")) - 1
+            if room >= SHORTENED_MIN:  # what is left holds the start of the next item (an earlier checkpoint)
+                short = _shorten(items[index], room)
+                if _item_cost(section, index, short) <= budget - used:
+                    return [items[i] if i != index else short for i in sorted(chosen + [index])]
             break
     return [items[i] for i in sorted(chosen)]
 
@@ -343,7 +411,7 @@ def _shorten(item: str, room: int) -> str:
     if len(item) <= room:
         return item
     cut = item[: max(room - 1, 0)]
-    if "\n" in cut:  # a multi-line block: cut at a line end
+    if "\n" in cut and len(cut.rsplit("\n", 1)[0]) >= len(cut) // 2:  # a multi-line block: cut at a line end
         cut = cut.rsplit("\n", 1)[0]
     return cut.rstrip() + "…"
 
@@ -366,7 +434,9 @@ def fit_sections(sections: list[Section], max_chars: int) -> str:
         for s in sections
     ]
     text = render_sections(fitted)
-    if len(text) > max_chars:  # rounding at tiny budgets: headings alone
+    if len(text) > max_chars and max_chars > len(render_sections(bare)) + 64:  # rounding: fit a little tighter
+        return fit_sections(sections, max_chars - (len(text) - max_chars) - 32)
+    if len(text) > max_chars:  # a budget too small for anything but the headings
         text = render_sections(bare)
     return text
 
@@ -384,14 +454,37 @@ def _share(sections: list[Section], needs: dict[int, int], room: int) -> dict[in
     return budgets
 
 
+def summary_tokens(text: str) -> int:
+    """The summary's length as the budget counts it: the larger of the project's tokenizer (cl100k) and
+    chars/4 (how plan, run and eval estimate text), so the summary is within the budget by either."""
+    return max(-(-len(text) // 4), count_tokens(text))
+
+
 def summarize_offline(call: SummaryCall) -> str:
+    """The summary of `call`, never longer than `call.max_tokens` tokens (`summary_tokens`): the sections
+    are fitted to chars/4 of the budget, then, while the tokenizer counts more, to a proportionally smaller
+    number of characters."""
+    budget = max(call.max_tokens, 1)
     facts = extract_facts(call.messages)
+    listed = tuple(call.meta.get("listed_files") or ())
     if call.kind == TURN_PREFIX:
-        sections = build_turn_prefix_sections(facts, max(call.max_tokens, 1) * 4)
+        sections = build_turn_prefix_sections(facts, budget * 4, listed)
     else:
         sections = build_history_sections(facts, call.previous_summary, branch=call.kind == BRANCH,
-                                          max_chars=max(call.max_tokens, 1) * 4)
-    return fit_sections(sections, max(call.max_tokens, 1) * 4)
+                                          max_chars=budget * 4, listed=listed)
+    chars = budget * 4
+    text = fit_sections(sections, chars)
+    for _ in range(FIT_ROUNDS):
+        if len(text.encode("utf-8", "surrogatepass")) <= budget:  # a token is at least one byte: no count needed
+            return text
+        tokens = summary_tokens(text)
+        if tokens <= budget:
+            return text
+        chars = min(chars - 1, int(chars * budget / tokens) - 16)
+        if chars <= 0:
+            break
+        text = fit_sections(sections, chars)
+    return text  # headings alone, at a budget too small for them (--summary-budget is at least 200)
 
 
 class BuiltinSummarizer:

@@ -21,6 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from batchcompact.agents import tool_table
+from batchcompact.summarize.handover import (
+    Request,
+    is_acknowledgement,
+    is_go_on,
+    is_noise_file,
+    is_noise_name,
+    strip_diff_prefix,
+)
 
 ITEM_CHARS = 200
 SCAN_CHARS = 4000  # user text beyond this is pasted material, not instructions
@@ -60,6 +68,7 @@ _INJECTED_PREFIXES = (
     "<system-reminder",
     "<user-prompt-submit-hook",
     "<turn_aborted",
+    "<task-notification",
     "<subagent_notification",
     "# AGENTS.md instructions",
     "Caveat: The messages below were generated",
@@ -112,6 +121,60 @@ _SELF_RULE = re.compile(
 _ANNOUNCE = re.compile(
     r"^(?:now\s+)?(?:let me|let's|i'll|i will|next,? i'll|next,? i will|now i'll)\s+(.+?)[:.]?$", re.I
 )
+# Commands that only look (read, list, search): one that fails looked in the wrong place, nothing to fix.
+_LOOKS = frozenset({"cat", "ls", "head", "tail", "less", "wc", "file", "stat", "tree", "du", "grep", "rg", "egrep",
+                    "fgrep", "ag", "ack", "find", "fd", "which", "type", "readlink", "realpath", "pwd", "echo"})
+_NO_WORK = frozenset({"cd", "pushd", "popd", "export", "set", "source", ".", "true", "false", "sleep", "printf",
+                      "exit", "clear", "mkdir", "touch"})
+_QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
+_SEGMENTS = re.compile(r"&&|\|\||;|\|")
+
+
+def command_steps(command: str) -> set[str]:
+    """The `program subcommand` of each step of a shell command (`git commit`, `npm test`, `pytest`), quoted
+    text and options left out: a later success of the same step resolves an earlier failure of it."""
+    steps = set()
+    for segment in _SEGMENTS.split(_QUOTED.sub("", command[:SCAN_CHARS])):
+        words = [w for w in segment.split() if "=" not in w and w not in ("sudo", "env", "time", "command")]
+        if not words:
+            continue
+        program = words[0].rsplit("/", 1)[-1]
+        subs = [w for w in words[1:4] if w[:1].isalpha()][:2]
+        sub = " ".join(subs if subs and subs[0] in ("run", "exec", "x") else subs[:1])
+        steps.add(f"{program} {sub}".strip())
+    return steps
+
+
+def work_steps(command: str) -> set[str]:
+    """`command_steps` less those that neither look nor do work of their own (`cd`, `tail`, `grep`): the
+    steps whose later success says a failure of the command is over."""
+    return {step for step in command_steps(command) if step.split(" ", 1)[0] not in _LOOKS | _NO_WORK}
+
+
+_TEST_AFFIX = re.compile(r"(?:^test_|_test(?=\.)|\.(?:test|spec)(?=\.))")
+
+
+def failing_sources(text: str) -> frozenset[str]:
+    """The file names a failure names, and for a test file the source it tests (`truncated-text.test.js`
+    -> `truncated-text.js`, `test_cli.py` -> `cli.py`): editing any of them is working on the failure."""
+    names = set()
+    for is_file, name in trail_names(text):
+        if is_file:
+            base = name.rsplit("/", 1)[-1]
+            names.add(base)
+            names.add(_TEST_AFFIX.sub("", base))
+    return frozenset(names)
+
+
+def only_looks(command: str) -> bool:
+    """Whether every step of a command only reads, lists or searches (`grep -n x f.ts`, `ls src | head`)."""
+    steps = command_steps(command)
+    return bool(steps) and all(step.split(" ", 1)[0] in _LOOKS or step.startswith(("sed ", "git status",
+                                                                                        "git log", "git diff",
+                                                                                        "git show"))
+                               and "-i" not in command.split() for step in steps)
+
+
 # Commands whose exit code 1 means "no match" or "false", not a failure.
 _SEARCHES = {
     "grep",
@@ -228,13 +291,16 @@ def trail_names(text: str) -> list[tuple[bool, str]]:
         token = raw.lstrip(",;:()[]{}<>'\"`!?*#=|&-").rstrip(".,;:()[]{}<>'\"`!?*#=|&-")
         while token.startswith(("./", "../")):  # relative to a folder the summary does not know
             token = token.split("/", 1)[1]
+        token = strip_diff_prefix(token)
         if len(token) < 4 or token.startswith("//"):  # a URL's remainder (`:` splits tokens)
             continue
         if _file_like(token):
-            out.append((True, token))
+            if not is_noise_file(token):
+                out.append((True, token))
             continue
         for piece in token.split("."):
-            if len(piece) >= 4 and (_CODE_NAME.match(piece) or _TWO_CAPS.match(piece)) and piece not in _PLUMBING:
+            if len(piece) >= 4 and (_CODE_NAME.match(piece) or _TWO_CAPS.match(piece)) and piece not in _PLUMBING \
+                    and not is_noise_name(piece):
                 out.append((False, piece))
     return out
 
@@ -258,7 +324,7 @@ class Salience:
 
     def add_file(self, kind: str, path: str) -> None:
         weight = TRAIL_WEIGHTS[kind] * (0.25 + 0.75 * self.position / self.total)
-        path = path.removeprefix("./")
+        path = strip_diff_prefix(path.removeprefix("./"))
         self.files[path] = self.files.get(path, 0.0) + weight
 
     def ranked(self, table: dict[str, float]) -> list[str]:
@@ -379,7 +445,7 @@ def _read(args: dict[str, Any], path: str | None) -> Action | None:
 def _write(args: dict[str, Any], path: str | None) -> Action | None:
     if not path:
         return None
-    lines = str(args.get("content") or "").count("\n") + 1
+    lines = len(str(args.get("content") or "")[: SCAN_CHARS * 64].splitlines())  # a final newline ends a line
     return Action("write", [(path, "wrote")], detail=f"{lines} line" + ("" if lines == 1 else "s"))
 
 
@@ -481,7 +547,7 @@ def _patch_from_command(args: dict[str, Any]) -> str | None:
 
 def check_family(command: str) -> str | None:
     """'pytest', 'npm test', 'mix test'…: the kind of check a command runs, if it runs one."""
-    match = _CHECKS.search(command)
+    match = _CHECKS.search(_QUOTED.sub("", command))  # a commit message naming `pytest` runs no check
     return match.group(0) if match else None
 
 
@@ -530,6 +596,8 @@ class Change:
     count: int = 0
     detail: str = ""
     pending: bool = False  # only a call whose result is past the messages: in flight, not done
+    size: str = ""  # a written file's "N lines" (its detail is then what a later edit changed)
+    edits_after: int = 0  # edits after the last write
 
 
 @dataclass
@@ -537,6 +605,8 @@ class Facts:
     """What a handover note needs, in order of appearance."""
 
     requests: list[str] = field(default_factory=list)  # substantive user requests
+    asked: list[Request] = field(default_factory=list)  # the same, with what became of each (handover.py)
+    first_words: str | None = None  # the user's first words, even "yes, do it": a turn's request at worst
     constraints: Items = field(default_factory=Items)
     changes: dict[str, Change] = field(default_factory=dict)  # path -> what happened to it
     read: Items = field(default_factory=Items)
@@ -544,7 +614,11 @@ class Facts:
     last_command: str | None = None
     patches_without_files: int = 0
     checks_passed: dict[str, str] = field(default_factory=dict)  # check family -> last passing command
+    checks_run: dict[str, str] = field(default_factory=dict)  # check family -> last command, passing or not
     blocked: dict[str, str] = field(default_factory=dict)  # failure key -> description (unresolved only)
+    # failure key -> the number of requests asked when it failed: a failure from before the user moved on
+    # to other work is stale (`current_blocked`)
+    blocked_epoch: dict[str, int] = field(default_factory=dict)
     delegated: Items = field(default_factory=Items)
     decisions: Items = field(default_factory=Items)
     todos: list[tuple[str, str]] | None = None
@@ -611,6 +685,10 @@ class _Walker:
         self.last_request: str | None = None
         self.failing_checks: dict[str, dict[str, None]] = {}  # check family -> failure keys
         self.model_errors: dict[str, None] = {}
+        # a failed command's key -> (its steps, the files its command and output name, edited since): the
+        # file edited and a step of the same program run again without failing resolves it
+        self.failing_files: dict[str, tuple[set[str], frozenset[str], bool]] = {}
+        self.failing_steps: dict[str, set[str]] = {}  # a failed command's key -> its steps (`command_steps`)
 
     def user(self, message: dict[str, Any]) -> None:
         text = message_text(message.get("content"))
@@ -627,16 +705,19 @@ class _Walker:
         if request is None:
             return
         self.facts.salience.add("user", request)
-        acknowledgement = bool(_ACK.match(request))
-        if acknowledgement and not _GO_ON.match(request):
+        acknowledgement = bool(_ACK.match(request)) or is_acknowledgement(request)
+        if acknowledgement and not (_GO_ON.match(request) or is_go_on(request)):
             return  # "thanks", "great": nothing asked
         # "continue", "ok, go on": the work asked for last is still the work (never "Finish: continue")
         self.answered = False
         self.facts.announced = None
         if not acknowledgement:
             self.last_request = clip(request, 300)
-        if _is_substantive(request):
+        if self.facts.first_words is None:
+            self.facts.first_words = clip(request, 300)
+        if _is_substantive(request) and not acknowledgement:
             self.facts.requests.append(self.last_request)
+            self.facts.asked.append(Request(self.last_request))
             for sentence in rule_sentences(request):
                 self.facts.constraints.add(sentence)
 
@@ -646,6 +727,8 @@ class _Walker:
         for block in message.get("content") or ():
             kind = block.get("type") if isinstance(block, dict) else None
             if kind == "toolCall":
+                if not has_calls and self.facts.asked:
+                    self.facts.asked[-1].worked = True
                 has_calls = True
                 action = classify_call(block)
                 self._trail_call(block, action)
@@ -668,10 +751,11 @@ class _Walker:
             self.model_errors.clear()
         if message.get("stopReason") == "error" and message.get("errorMessage"):
             self.model_errors[f"model:{clip(message['errorMessage'], 60)}"] = None
-            self.facts.blocked[f"model:{clip(message['errorMessage'], 60)}"] = (
-                f"model error: {clip(message['errorMessage'], 160)}"
-            )
+            self._block(f"model:{clip(message['errorMessage'], 60)}",
+                        f"model error: {clip(message['errorMessage'], 160)}")
         self.answered = not has_calls and message.get("stopReason") not in ("error", "aborted", "length")
+        if self.answered and own_text.strip() and self.facts.asked:
+            self.facts.asked[-1].answered = True
 
     def _call(self, action: Action) -> None:
         if action.kind == "read":
@@ -711,11 +795,11 @@ class _Walker:
         key = f"{group}:{','.join(p for p, _ in action.paths)}"
         if failed:
             target = ", ".join(f"`{clip(p, 120)}`" for p, _ in action.paths)
-            self.facts.blocked.pop(key, None)
-            self.facts.blocked[key] = f"`{name}`" + (f" on {target}" if target else "") + f" failed: {reason}"
+            self._block(key, f"`{name}`" + (f" on {target}" if target else "") + f" failed: {reason}")
             return
         self.facts.blocked.pop(key, None)
         if action.kind in ("write", "edit", "patch"):
+            self._edited([path for path, _ in action.paths])
             if action.kind == "patch" and not action.paths:
                 self.facts.patches_without_files += 1
             for path, op in action.paths:
@@ -726,25 +810,61 @@ class _Walker:
                     change.op = op
                 change.count += 1
                 detail = action.details.get(path) or action.detail
-                if detail:
+                if op == "wrote":
+                    change.size, change.detail, change.edits_after = detail, "", 0
+                elif change.op == "wrote":
+                    change.edits_after += 1
+                    change.detail = detail or change.detail
+                elif detail:
                     change.detail = detail
         elif action.kind == "delegate" and action.detail:
             self.facts.delegated.add(action.detail)
+
+    def _block(self, key: str, description: str) -> None:
+        """Record a failure; re-inserted, so Blocked lists the newest failures last."""
+        self.facts.blocked.pop(key, None)
+        self.facts.blocked[key] = description
+        self.facts.blocked_epoch[key] = len(self.facts.requests)
+
+    def _edited(self, paths: list[str]) -> None:
+        """A successful change of these files: failures that named them wait for a run of their program."""
+        names = {path.split(" → ")[-1].strip().rsplit("/", 1)[-1] for path in paths}
+        for key, (program, files, edited) in list(self.failing_files.items()):
+            if not edited and files & names:
+                self.failing_files[key] = (program, files, True)
 
     def _command_done(self, command: str | None, failed: bool, reason: str, label: str = "bash") -> None:
         if not command:
             return
         shown = clip(command, 120)
         family = check_family(command)
+        if family:
+            self.facts.checks_run.pop(family, None)  # re-inserted: the newest last
+            self.facts.checks_run[family] = shown
         key = f"cmd:{' '.join(command.split())}"
-        if failed:
-            self.facts.blocked.pop(key, None)  # re-inserted: Blocked lists the newest failures last
-            self.facts.blocked[key] = f"`{shown}` failed" + (f": {reason}" if reason else "")
+        steps = work_steps(command)
+        if failed and only_looks(command):
+            failed = False  # it looked in the wrong place: nothing to fix
+        elif failed:
+            self._block(key, f"`{shown}` failed" + (f": {reason}" if reason else ""))
+            self.failing_steps[key] = steps
+            self.failing_files[key] = (steps, failing_sources(f"{command}\n{reason}"), False)
             if family:
                 self.facts.checks_passed.pop(family, None)
+                for older in self.failing_checks.get(family, {}):  # the newest failing run of a check says it
+                    if older != key:
+                        self.facts.blocked.pop(older, None)
                 self.failing_checks.setdefault(family, {})[key] = None
             return
         self.facts.blocked.pop(key, None)
+        for stale in [k for k, failed_steps in self.failing_steps.items() if failed_steps & steps]:
+            self.facts.blocked.pop(stale, None)  # the same step (`git commit`, `npm test`) succeeded later
+            del self.failing_steps[stale]
+        programs = {step.split(" ", 1)[0] for step in steps}
+        for stale in [k for k, (failed_steps, _, edited) in self.failing_files.items()
+                      if edited and programs & {step.split(" ", 1)[0] for step in failed_steps}]:
+            self.facts.blocked.pop(stale, None)  # the failing file was edited and the same program ran again
+            del self.failing_files[stale]
         if family:
             self.facts.checks_passed[family] = shown
             for stale in self.failing_checks.pop(family, {}):  # a later passing run of the same check

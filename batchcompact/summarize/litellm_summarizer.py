@@ -23,6 +23,7 @@ from typing import Any
 from batchcompact.core.calls import SummaryCall
 from batchcompact.formats.jsonl import sendable
 from batchcompact.summarize.base import (
+    REASONING_HEADROOM,
     ContextTooLongError,
     RateLimitedError,
     RetryableError,
@@ -50,6 +51,14 @@ def _price_table(pricing_file: str | None) -> Any:
         return None
 
 
+
+_ALWAYS_REASONING = ("o1", "o3", "o4", "gpt-5")
+
+
+def always_reasons(model: str) -> bool:
+    """OpenAI's o-series and GPT-5 reason on every call (`openai/gpt-5-mini`, `o3`, `azure/o4-mini`)."""
+    return model.lower().rsplit("/", 1)[-1].startswith(_ALWAYS_REASONING)
+
 class LiteLLMSummarizer:
     """Summaries through any provider litellm knows. `remote`: prompts are redacted before reaching it."""
 
@@ -74,6 +83,7 @@ class LiteLLMSummarizer:
         self.timeout = timeout
         self.pricing_file = pricing_file
         self.reasoning_effort = reasoning_effort
+        self._reasoning: bool | None = None
         self.extra_params = dict(extra_params or {})
         self._prices = _price_table(pricing_file)
         self._max_output: int | None | bool = False  # False = not looked up yet
@@ -103,6 +113,14 @@ class LiteLLMSummarizer:
             self._max_output = int(value) if value else None
         return self._max_output or None
 
+    def _reasons(self) -> bool:
+        """Whether the model's output tokens include its reasoning: OpenAI's o-series and GPT-5 always, another
+        model when --reasoning-effort asks for it. Its max_tokens then gets `REASONING_HEADROOM` beyond the
+        summary budget (which its prompt still states), or the reasoning could use up the budget."""
+        if self._reasoning is None:
+            self._reasoning = always_reasons(self.model) or bool(self.reasoning_effort and self._supports_reasoning())
+        return self._reasoning
+
     def _supports_reasoning(self) -> bool:
         try:
             return bool(import_litellm().supports_reasoning(self.model))
@@ -112,7 +130,7 @@ class LiteLLMSummarizer:
     # -- the call --------------------------------------------------------------------------------
     def build_request(self, call: SummaryCall) -> dict[str, Any]:
         """The keyword arguments for `litellm.acompletion` (without the key, for logs and tests)."""
-        max_tokens = call.max_tokens
+        max_tokens = call.max_tokens + (REASONING_HEADROOM if self._reasons() else 0)
         limit = self.max_output_tokens()
         if limit:
             max_tokens = min(max_tokens, limit)

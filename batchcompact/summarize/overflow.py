@@ -68,18 +68,19 @@ def build_chunk_prompt(call: SummaryCall, chunk: str, running: str | None) -> st
     """The prompt for one chunk: the first uses the call's own previous summary, the next fold `running` in."""
     if call.kind == HISTORY:
         return build_summary_prompt(
-            chunk, running if running is not None else call.previous_summary, call.instructions
+            chunk, running if running is not None else call.previous_summary, call.instructions,
+            budget=call.max_tokens,
         )
     conversation = chunk
     if running is not None:
         conversation = f"[Summary of the earlier part of this conversation]:\n{running}\n\n{chunk}"
     if call.kind == TURN_PREFIX:
-        return build_turn_prefix_prompt(conversation, call.instructions)
+        return build_turn_prefix_prompt(conversation, call.instructions, budget=call.max_tokens)
     if call.kind == BRANCH:
-        return build_branch_summary_prompt(conversation, call.instructions)
+        return build_branch_summary_prompt(conversation, call.instructions, budget=call.max_tokens)
     if call.kind == HANDOFF:  # the earlier summary only with the first chunk, as for the history
         return build_handoff_prompt(chunk, running if running is not None else call.previous_summary,
-                                    call.instructions)
+                                    call.instructions, budget=call.max_tokens)
     raise ValueError(f"unknown summary kind {call.kind!r}")
 
 

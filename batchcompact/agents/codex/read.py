@@ -274,6 +274,15 @@ class _Builder:
             self.last_assistant["usage"] = codex_usage(last)
 
 
+def _encrypted_chars(history: Any) -> int:
+    """The characters of the encrypted `compaction` items of a remote compaction's replacement history."""
+    if not isinstance(history, list):
+        return 0
+    return sum(len(item["encrypted_content"]) for item in history
+               if isinstance(item, dict) and str(item.get("type", "")).endswith("compaction")
+               and isinstance(item.get("encrypted_content"), str))
+
+
 def _summary_item_text(payload: dict[str, Any]) -> str | None:
     if payload.get("type") != "message" or payload.get("role") != "user":
         return None
@@ -421,6 +430,9 @@ def _add_compacted(
     }
     if prefix_users:
         data["prefixUserMessages"] = prefix_users
+    encrypted = _encrypted_chars(history) if not summary else 0
+    if encrypted:  # a remote compaction: the provider's summary is an opaque item (docs/formats.md)
+        data["encryptedSummaryChars"] = encrypted
     details = details_from_summary(summary)  # Codex's compacted item has no field for our file lists
     if details is not None:
         data["details"] = details

@@ -1,0 +1,230 @@
+"""What makes the built-in summary a handover rather than a dump (docs/summaries.md, "Handover rules").
+
+- Goal: the session's first request and the requests still open at the cut. A question the agent answered,
+  an acknowledgement, a short request the agent carried out before the user moved on and a pasted repeat
+  are not goals; near-duplicates are merged into their newest spelling (`goal_requests`).
+- The artifact trail leaves out what no agent needs: git's diff prefixes (`a/src/x.py` is `src/x.py`),
+  language built-ins and library calls the project did not define (`setTimeout`, `toFixed`), product names
+  that look like files (`Node.js`), bare extensions (`.test.ts`), placeholder file names (`file.txt`)
+  and generic capitalised words (`JavaScript`, `GitHub`) (`trail_token`, `is_noise_name`).
+
+Pure functions over small inputs, no clock, no randomness: the same requests give the same goal.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# -- goal ---------------------------------------------------------------------------------------------
+# A request of fewer significant words than this, without a file or code name, is a one-off ("delete the
+# file", "think then say hello"): once the agent answered it and the user asked something else, it is done.
+SHORT_WORDS = 6
+# Two requests whose significant words overlap this much (Jaccard) are one request said twice.
+SAME_REQUEST = 0.7
+# Comparing a request with the newest kept ones only: linear time on a session of thousands of messages.
+COMPARE_LAST = 40
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9_'-]*")
+_STOP = frozenset(
+    "a an the and or but so to of in on at for with from by is are was were be been it its this that these "
+    "those i you we he she they me my your our us them do does did can could would will should shall may "
+    "might must have has had not no yes ok okay please just then than now also too very really there here "
+    "what why how where when which who let lets i'm it's don't can't".split()
+)
+_THANKS = re.compile(
+    r"^(?:(?:ok(?:ay)?|yes|yep|yeah|sure|great|perfect|nice|cool|good|awesome|alright|all right|thanks?|"
+    r"thank you|ty|lgtm|looks good|sounds good|works|it works|that works|do it|go|go ahead|go for it|"
+    r"proceed|continue|next|done|fine|right|exactly|correct|got it|makes sense|ship it|commit|yes please|"
+    r"it all|all|everything|both|that|please)"
+    r"[\s,.!:;-]*)+$",
+    re.IGNORECASE,
+)
+_QUESTION = re.compile(
+    r"^(?:wait\b|hmm+\b|so\b|and\b|but\b|ok(?:ay)?\b|also\b)?[,\s]*(?:do|does|did|can|could|would|will|is|are|was|"
+    r"were|should|shall|what|why|how|where|when|which|who|have|has|any idea|isn't|doesn't|don't)\b",
+    re.IGNORECASE,
+)
+_ASKS_WORK = re.compile(
+    r"\b(?:can you|could you|would you|will you|please|make|add|fix|write|create|implement|change|update|"
+    r"remove|delete|rename|refactor|move|port|build|run|test|commit|push|release)\b",
+    re.IGNORECASE,
+)
+_PASTED = re.compile(r"^\s*(?:\+\s|\d+\s+[-+]\s|```|diff --git|@@|\||<[a-z])")
+_NAMED = re.compile(r"[\w-]+\.[a-z]{1,5}\b|[a-z0-9]_[a-z0-9]|[a-z][A-Z]|/")
+
+
+@dataclass
+class Request:
+    """One substantive user request, and what the span shows became of it."""
+
+    text: str
+    answered: bool = False  # the agent's turn after it ended with its own reply
+    worked: bool = False  # the agent called tools after it
+
+
+def words(text: str) -> frozenset[str]:
+    return frozenset(w for w in _WORD.findall(text.lower()[:2000]) if w not in _STOP and len(w) > 1)
+
+
+def is_acknowledgement(text: str) -> bool:
+    """"ok", "thanks!", "yes do it", "great, go ahead": nothing new asked."""
+    return bool(_THANKS.match(text.strip()))
+
+
+_GO = re.compile(r"\b(?:yes|yep|yeah|sure|do it|go|go ahead|go for it|proceed|continue|next|ship it|commit|please|all|"
+                 r"everything|both)\b", re.IGNORECASE)
+
+
+def is_go_on(text: str) -> bool:
+    """An acknowledgement that tells the agent to go on ("yes do it", "yeah, do it all"): the request before
+    it is still the work."""
+    return is_acknowledgement(text) and bool(_GO.search(text))
+
+
+def is_question(text: str) -> bool:
+    """A question rather than a request for work: "wait, do we only limit POST requests?" is one,
+    "can you add a test?" is a request."""
+    text = text.strip()
+    first = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0]
+    if _ASKS_WORK.search(first) and not first.lower().startswith(("what", "why", "how", "where", "which", "who")):
+        return False
+    return text.endswith("?") and len(text) < 400 or bool(_QUESTION.match(text)) and "?" in text[:400]
+
+
+def _closed(request: Request, last: bool) -> bool:
+    """Whether a later request is done by the cut: an acknowledgement, an answered question, or (unless it
+    is the newest) pasted material or a short request the agent carried out before the user asked
+    something else."""
+    if is_acknowledgement(request.text):
+        return True
+    if request.answered and is_question(request.text):
+        return True  # the agent answered it: nothing left to do
+    if last:
+        return False
+    if _PASTED.match(request.text):
+        return True  # pasted material (a diff, a numbered listing, a code block) asks for nothing by itself
+    few = len(words(request.text)) < SHORT_WORDS and not _NAMED.search(request.text)
+    return few and (request.answered or request.worked)
+
+
+def goal_requests(requests: list[Request], has_goal: bool) -> list[tuple[bool, str]]:
+    """(is the first request, text) of the requests a Goal lists, oldest first: the first request (unless an
+    earlier summary holds the goal), then the later ones still open; of near-duplicates, the newest."""
+    if not requests:
+        return []
+    first = [] if has_goal else [requests[0]]
+    later = requests[len(first):]
+    kept: list[tuple[Request, frozenset[str]]] = []
+    first_words = words(first[0].text) if first else frozenset()
+    for index, request in enumerate(later):
+        if _closed(request, index == len(later) - 1):
+            continue
+        own = words(request.text)
+        if first and _similar(own, first_words):
+            continue
+        for at in range(len(kept) - 1, max(len(kept) - COMPARE_LAST, 0) - 1, -1):
+            if _similar(own, kept[at][1]):
+                del kept[at]  # the newer spelling replaces it
+                break
+        kept.append((request, own))
+    return [(True, r.text) for r in first] + [(False, r.text) for r, _ in kept]
+
+
+def _similar(a: frozenset[str], b: frozenset[str]) -> bool:
+    if not a or not b:
+        return a == b
+    return len(a & b) / len(a | b) >= SAME_REQUEST
+
+
+# -- names ----------------------------------------------------------------------------------------------
+# Calls of the languages' standard libraries and runtimes: they name nothing of the project's own.
+BUILTIN_NAMES = frozenset("""
+setTimeout setInterval clearTimeout clearInterval setImmediate requestAnimationFrame toFixed toString
+toLowerCase toUpperCase toLocaleString toISOString forEach indexOf lastIndexOf startsWith endsWith includes
+padStart padEnd trimStart trimEnd charAt charCodeAt fromCharCode codePointAt parseInt parseFloat isNaN
+isArray hasOwnProperty getOwnPropertyNames defineProperty readFileSync writeFileSync existsSync mkdirSync
+readdirSync statSync unlinkSync appendFileSync createReadStream createWriteStream addEventListener
+removeEventListener getElementById querySelector querySelectorAll createElement appendChild removeChild
+innerHTML textContent innerText preventDefault stopPropagation useState useEffect useRef useMemo
+useCallback useContext useReducer setState getItem setItem removeItem localStorage sessionStorage getTime
+getDate getFullYear getMonth toJSON stringify JSON readFile writeFile execSync spawnSync childProcess
+encodeURIComponent decodeURIComponent structuredClone console.log NodeJS process.env instanceOf typeof
+dirname basename __dirname __filename ReadableStream WritableStream TextEncoder TextDecoder AbortController
+AbortSignal URLSearchParams FormData XMLHttpRequest EventEmitter setEncoding toBe toEqual toHaveBeenCalled
+toHaveBeenCalledWith toContain toThrow beforeEach afterEach beforeAll afterAll
+isinstance getattr setattr hasattr read_text write_text read_bytes write_bytes add_argument parse_args
+add_parser assert_called_once_with assert_called_with assert_called_once return_value side_effect
+get_event_loop run_until_complete create_task gather_results read_csv to_csv to_dict from_dict is_file
+is_dir exists_ok mkdir_p rglob glob_pattern
+unwrap_or unwrap_or_else unwrap_or_default to_string to_owned as_str as_ref into_iter iter_mut is_some
+is_none is_ok is_err ok_or map_err and_then
+fmt.Println fmt.Sprintf Sprintf Println Printf Errorf
+""".split())
+# Product and language names that look like code names or files: they name no part of the work.
+GENERIC_NAMES = frozenset("""
+JavaScript TypeScript CoffeeScript GitHub GitLab BitBucket PostgreSQL MySQL SQLite MongoDB MariaDB OpenAI
+ChatGPT PyPI NodeJS VSCode VSCodium iTerm iTerm2 macOS iOS iPadOS iPhone iPad tvOS watchOS WebSocket
+WebSockets YouTube LinkedIn PowerShell DevTools LaTeX GraphQL OAuth OAuth2 WebAssembly WebGL WebGPU
+DynamoDB BigQuery CloudFlare Cloudflare DigitalOcean HuggingFace FastAPI PyTorch TensorFlow NumPy SciPy
+OpenSSL OpenSSH OpenCode ClaudeCode CamelCase PascalCase SnakeCase README TODO FIXME JetBrains IntelliJ
+PyCharm WebStorm XCode Xcode HomeBrew Homebrew OpenAPI ESLint TSLint PostCSS TailwindCSS NextJS NuxtJS
+""".split())
+# File names an explanation uses as an example, not a file of the project.
+PLACEHOLDER_STEMS = frozenset("file foo bar baz qux example sample myfile my_file filename yourfile your_file "
+                              "some_file somefile".split())
+# Compound extensions a text names on their own (`.test.ts`, `.d.ts`): a kind of file, not a file.
+_BARE_EXTENSION = re.compile(r"^\.(?:test|spec|d|min|module|stories|config|e2e|story|types?)\.[A-Za-z0-9]+$")
+# `Node.js`, `Vue.js`, `Three.js`: one capitalised word and `.js`, no folder.
+_PRODUCT_JS = re.compile(r"^[A-Z][A-Za-z0-9]*\.js$")
+_DIFF_PREFIX = re.compile(r"^[ab]/(?=[\w.~-]+/|[\w.-]+\.\w+$)")
+
+
+def strip_diff_prefix(token: str) -> str:
+    """`a/src/x.py` and `b/src/x.py` (git's diff headers) -> `src/x.py`."""
+    return _DIFF_PREFIX.sub("", token, count=1)
+
+
+def is_noise_file(token: str) -> bool:
+    """A file-like token of a text that is no file of the project: `Node.js`, `.test.ts`, `file.txt`."""
+    if "/" in token:
+        return False
+    if _BARE_EXTENSION.match(token) or _PRODUCT_JS.match(token):
+        return True
+    stem = token.split(".", 1)[0].lower()
+    return stem in PLACEHOLDER_STEMS
+
+
+# An id rather than a name: a piece of 12+ characters mixing letters and 4+ digits (`req_011CY4p6wvSLjiJy`).
+_ID_PIECE = re.compile(r"(?=[A-Za-z0-9]*(?:[0-9][A-Za-z]*){4})(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{12,}")
+
+
+def is_noise_name(name: str) -> bool:
+    """A code-name-like token that names no part of the project: a built-in, a library call, a product,
+    a redaction placeholder (`REDACTED_TEXT`), an id (`req_011CY4p6wvSLjiJyWSJ2VXzB`)."""
+    if name in BUILTIN_NAMES or name in GENERIC_NAMES or name.startswith("REDACTED"):
+        return True
+    return any(_ID_PIECE.fullmatch(piece) for piece in name.split("_") if len(piece) >= 12)
+
+
+# -- failures -------------------------------------------------------------------------------------------
+_ABOUT_FAILURE = re.compile(
+    r"\b(?:fix|fixing|error|errors|fail|fails|failed|failing|failure|broken|breaks|crash|crashes|bug|"
+    r"doesn'?t work|not working)\b", re.IGNORECASE)
+
+
+_ADDITION = re.compile(r"^(?:also|and|plus|additionally|then|after that|as well)\b|\b(?:too|as well)\W*$", re.IGNORECASE)
+
+
+def current_failures(blocked: dict[str, str], epochs: dict[str, int], requests: list[str]) -> list[str]:
+    """The failures a handover still carries: those since the user's last request, and older ones while
+    every request since adds to the work ("also write the docs") or comes back to the failure (asks to fix
+    something, or names a word of it). A failure from before the user moved on to other work is not a
+    next step."""
+    out = []
+    for key, description in blocked.items():
+        since = requests[epochs.get(key, len(requests)):]
+        named = {w for w in words(description) if len(w) >= 5}
+        if all(_ADDITION.search(r.strip()) or _ABOUT_FAILURE.search(r) or named & words(r) for r in since):
+            out.append(description)
+    return out

@@ -1,0 +1,407 @@
+"""#47: the summary budget and the handover rules, written to catch last wave's failures (a Goal of 77 raw
+"Later request:" lines, stale Next Steps, diff prefixes and built-ins in the names, summaries past their
+budget, plan's estimate at 2,000-3,000 tokens whatever the summarizer)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import fixture_path
+
+from batchcompact.agents import file_tools
+from batchcompact.cli import cli
+from batchcompact.core.apply import compose_summary
+from batchcompact.core.calls import HISTORY, SummaryCall
+from batchcompact.core.planner import CompactionPlan, CompactionSettings, prepare_compaction
+from batchcompact.core.prompts import format_file_operations
+from batchcompact.formats.detect import read_session
+from batchcompact.summarize.builtin import summarize_offline, summary_tokens
+from batchcompact.summarize.handover import Request, goal_requests, is_question
+from batchcompact.tokenizer import count_tokens
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def call(messages, max_tokens=2000) -> SummaryCall:
+    return SummaryCall(kind=HISTORY, system_prompt="", user_prompt="", max_tokens=max_tokens,
+                       messages=tuple(messages))
+
+
+def user(text):
+    return {"role": "user", "content": text, "timestamp": 1}
+
+
+def assistant(*blocks, stop="toolUse"):
+    return {"role": "assistant", "content": list(blocks), "stopReason": stop, "timestamp": 1}
+
+
+def tool_call(id_, name, **arguments):
+    return {"type": "toolCall", "id": id_, "name": name, "arguments": arguments}
+
+
+def text(value):
+    return {"type": "text", "text": value}
+
+
+def result(id_, output, error=False, name="bash"):
+    return {"role": "toolResult", "toolCallId": id_, "toolName": name, "content": [text(output)],
+            "isError": error, "timestamp": 1}
+
+
+def section(summary: str, heading: str) -> str:
+    return summary.split(heading + "\n", 1)[1].split("\n\n", 1)[0]
+
+
+# -- stale failures -------------------------------------------------------------------------------------
+def test_a_failing_test_fixed_later_leaves_no_stale_next_step():
+    """The failing file edited and the test run again (another spelling of the command) resolves it."""
+    messages = [
+        user("The truncated text component breaks lines wrongly: fix it."),
+        assistant(tool_call("t1", "bash", command="cd packages/tui && node --test test/truncated-text.test.js")),
+        result("t1", "not ok 1 - wraps at newline\n  at truncated-text.js:41\n\nCommand exited with code 1"),
+        assistant(tool_call("e1", "edit", path="packages/tui/src/truncated-text.js", oldText="a", newText="b")),
+        result("e1", "ok", name="edit"),
+        assistant(tool_call("t2", "bash", command="cd packages/tui && node --test")),
+        result("t2", "ok 1 - wraps at newline\n# pass 12"),
+        assistant(text("Fixed: the loop now stops at the first newline."), stop="stop"),
+    ]
+    out = summarize_offline(call(messages))
+    assert section(out, "### Blocked") == "(none)"
+    assert "Fix:" not in out and "not ok" not in out
+    assert section(out, "## Next Steps") == "1. Wait for the user's next request"
+
+
+def test_a_failure_the_user_moved_on_from_is_no_next_step():
+    """large-session.jsonl on main: a failed `cp` and a failed test from long before the cut were still
+    Next Steps while the session was releasing v0.8.0."""
+    messages = [
+        user("Copy the dark theme into my themes folder as nord.json"),
+        assistant(tool_call("c1", "bash", command="cp dist/theme/dark.json ~/.pi/agent/themes/nord.json")),
+        result("c1", "cp: dist/theme/dark.json: No such file or directory\n\nCommand exited with code 1"),
+        assistant(text("The file is not there in the installed package."), stop="stop"),
+        user("ok, forget it. We are ready to release a new version: bump to 0.8.0 and update the changelog."),
+        assistant(tool_call("e1", "edit", path="CHANGELOG.md", oldText="## Unreleased", newText="## 0.8.0")),
+        result("e1", "ok", name="edit"),
+        assistant(text("Now ready for commit and tag."), stop="stop"),
+    ]
+    out = summarize_offline(call(messages))
+    assert "cp dist/theme" not in out
+    assert section(out, "### Blocked") == "(none)"
+    # ...while the same failure under the request in progress is still the next step
+    out = summarize_offline(call(messages[:3]))
+    assert "1. Fix: `cp dist/theme/dark.json ~/.pi/agent/themes/nord.json` failed" in section(out, "## Next Steps") \
+        or "Fix: `cp dist/theme/dark.json" in section(out, "## Next Steps")
+
+
+def test_a_request_that_adds_to_the_work_keeps_its_failure():
+    messages = [
+        user("Add a --verbose flag to cli.py."),
+        assistant(tool_call("t", "bash", command="pytest -q")),
+        result("t", "FAILED tests/test_cli.py::test_verbose\n\nCommand exited with code 1"),
+        assistant(text("The test fails on the flag's default."), stop="stop"),
+        user("Also write docs/cli.md please"),
+    ]
+    assert "Fix: `pytest -q` failed" in summarize_offline(call(messages))
+
+
+def test_a_look_that_found_nothing_is_not_blocked():
+    messages = [
+        user("Where is applyBackgroundToLine defined? Fix its padding."),
+        assistant(tool_call("g", "bash", command='grep -A 3 "function applyBackgroundToLine" src/wrap-ansi.ts')),
+        result("g", "grep: src/wrap-ansi.ts: No such file or directory\n\nCommand exited with code 2"),
+    ]
+    out = summarize_offline(call(messages))
+    assert section(out, "### Blocked") == "(none)" and "Fix:" not in out
+
+
+def test_the_same_step_succeeding_later_resolves_a_failure():
+    messages = [
+        user("Commit the work and push it."),
+        assistant(tool_call("c", "bash", command='git commit -m "feat: limits"')),
+        result("c", "Pre-commit validation failed: credo\n\nExit code 1"),
+        assistant(tool_call("f", "bash", command='mix format && git add -A && git commit -m "feat: limits"')),
+        result("f", "[main 1a2b3c4] feat: limits"),
+    ]
+    out = summarize_offline(call(messages))
+    assert section(out, "### Blocked") == "(none)"
+
+
+# -- the goal -------------------------------------------------------------------------------------------
+def _chatty_session(count: int = 80) -> list[dict]:
+    """`count` short user messages, each answered, as large-session.jsonl's 77 "Later request:" lines."""
+    asks = ["dude sleep 5 seconds via bash", "think then say hello", "delete the file", "ok", "thanks!",
+            "what color are the codeblocks using in markdown?", "make muted a little brighter", "yes do it",
+            "wrie some code in markdown in chat", "are you sure?"]
+    messages = [user("Port user-message-selector.ts to the theme system, following oauth-selector.ts.")]
+    messages += [assistant(tool_call("r0", "read", path="src/tui/oauth-selector.ts")),
+                 result("r0", "export class OAuthSelector {}", name="read"),
+                 assistant(text("Ported."), stop="stop")]
+    for index in range(count - 2):
+        messages.append(user(asks[index % len(asks)]))
+        if index % 3 == 0:
+            messages += [assistant(tool_call(f"b{index}", "bash", command="sleep 1")), result(f"b{index}", "")]
+        messages.append(assistant(text(f"Done ({index})."), stop="stop"))
+    messages.append(user("Now add a light variant of the theme in src/theme/light.json and wire it into theme.ts"))
+    return messages
+
+
+def test_eighty_short_user_messages_give_a_goal_of_open_requests():
+    out = summarize_offline(call(_chatty_session()))
+    goal = section(out, "## Goal").splitlines()
+    assert goal == [
+        "Port user-message-selector.ts to the theme system, following oauth-selector.ts.",
+        "Later request: Now add a light variant of the theme in src/theme/light.json and wire it into theme.ts",
+    ]
+    assert out.count("Later request:") == 1
+
+
+def test_goal_rules_one_by_one():
+    def goal(*requests: tuple[str, bool, bool]) -> list[str]:
+        return [t for _, t in goal_requests([Request(t, answered=a, worked=w) for t, a, w in requests], False)]
+
+    first = ("Add rate limiting to the upload endpoint in api/upload.py.", True, True)
+    # an answered question is no goal, even the newest
+    assert goal(first, ("wait, do we only limit POST requests?", True, False)) == [first[0]]
+    # an unanswered one is still open
+    assert goal(first, ("does the limit apply to admins?", False, False))[-1] == "does the limit apply to admins?"
+    # acknowledgements never are goals
+    assert goal(first, ("yes do it", False, False), ("great, thanks!", False, False)) == [first[0]]
+    # a pasted repeat or near-duplicate: its newest spelling, once
+    assert goal(first, ("please add a retry to the redis client in api/limits.py", True, True),
+                ("add a retry to the redis client in api/limits.py please!", False, False)) == [
+        first[0], "add a retry to the redis client in api/limits.py please!"]
+    # a short one-off done before the user asked something else is closed; a substantive request stays
+    assert goal(first, ("delete the file", True, True),
+                ("Write a migration for the limits table with an index on user_id", True, True),
+                ("run the tests", False, True)) == [
+        first[0], "Write a migration for the limits table with an index on user_id", "run the tests"]
+    # pasted material (large-session.jsonl pasted a numbered changelog diff) asks for nothing by itself
+    assert goal(first, ("8 - **User Message Text Color**: respects `userMessageText` + 9 - **Tool Title**", True, True),
+                ("now bump the version in package.json and tag the release", False, False)) == [
+        first[0], "now bump the version in package.json and tag the release"]
+    assert is_question("wait, do we only limit POST requests?") and not is_question("can you add a test?")
+
+
+# -- names ----------------------------------------------------------------------------------------------
+def test_names_drop_diff_prefixes_builtins_and_placeholders():
+    diff = ("diff --git a/src/limits/window.ts b/src/limits/window.ts\n--- a/src/limits/window.ts\n"
+            "+++ b/src/limits/window.ts\n@@\n-  setTimeout(flush, 10)\n+  scheduleFlush(windowState)\n")
+    messages = [
+        user("Review my change to the rate window and keep formatRetryAfter as it is."),
+        assistant(tool_call("d", "bash", command="git diff")),
+        result("d", diff),
+        assistant(text("Like Node.js, the browser's setTimeout returns early; toFixed(2) rounds; a .test.ts "
+                       "file such as file.txt would not be compiled. scheduleFlush replaces it."), stop="stop"),
+    ]
+    trail = section(summarize_offline(call(messages)), "## Relevant Files and Code Names")
+    assert "`src/limits/window.ts`" in trail
+    for noise in ("a/src", "b/src", "setTimeout", "toFixed", "Node.js", ".test.ts", "file.txt"):
+        assert noise not in trail, noise
+    for name in ("scheduleFlush", "windowState", "formatRetryAfter"):
+        assert name in trail
+
+
+def test_the_trail_does_not_repeat_the_files_the_tags_list():
+    messages = [user("Fix the window in src/limits/window.ts"),
+                assistant(tool_call("e", "edit", path="src/limits/window.ts", oldText="a", newText="b")),
+                result("e", "ok", name="edit"), assistant(text("Read src/limits/README.md next."), stop="stop")]
+    plain = summarize_offline(call(messages))
+    listed = SummaryCall(kind=HISTORY, system_prompt="", user_prompt="", max_tokens=2000, messages=tuple(messages),
+                         meta={"listed_files": ("src/limits/window.ts",)})
+    trail = section(summarize_offline(listed), "## Relevant Files and Code Names")
+    assert "window.ts" in section(plain, "## Relevant Files and Code Names")
+    assert "window.ts" not in trail and "src/limits/README.md" in trail
+
+
+def test_progress_says_what_changed_file_by_file_not_how_many_commands():
+    messages = [user("Rename the limiter and document it.")]
+    for index in range(12):
+        messages += [assistant(tool_call(f"c{index}", "bash", command=f"ls src/{index}")), result(f"c{index}", "")]
+    messages += [assistant(tool_call("w", "write", path="docs/limits.md", content="# Limits\nPer user.\n")),
+                 result("w", "ok", name="write"),
+                 assistant(tool_call("m", "edit", path="src/limits.py", oldText="class Limiter:",
+                                     newText="class UploadLimiter:")), result("m", "ok", name="edit"),
+                 assistant(tool_call("e", "edit", path="docs/limits.md", oldText="Per user.",
+                                     newText="Per user, per hour.")), result("e", "ok", name="edit"),
+                 assistant(text("Renamed."), stop="stop")]
+    done = section(summarize_offline(call(messages)), "### Done").splitlines()
+    assert done == ["- [x] Wrote `docs/limits.md` (2 lines), then edited (1 edit): Per user, per hour.",
+                    "- [x] Edited `src/limits.py`: class UploadLimiter:"]
+
+
+# -- the budget -----------------------------------------------------------------------------------------
+def _sessions() -> list[Path]:
+    shared = [fixture_path("pi", "large-session.jsonl"), fixture_path("pi", "before-compaction.jsonl"),
+              fixture_path("claude", "projects", "-home-USER-projects-spotter", "tool_heavy.jsonl"),
+              fixture_path("claude", "projects", "sample-project", "5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"),
+              fixture_path("codex", "coverage", "agent-sessions_codex_small.jsonl")]
+    return shared + sorted(p for p in (REPO / "sample_sessions").rglob("*.jsonl") if "subagents" not in p.parts)
+
+
+@pytest.mark.parametrize("budget", [300, 900, 2000])
+def test_the_summary_never_exceeds_the_budget(budget):
+    """Over the fixtures and sample_sessions: each built-in text within its call's share, counted by the
+    tokenizer and by chars/4, and the stored summary (split-turn part and file tags) within the budget
+    unless the tags alone take more than three quarters of it."""
+    planned = 0
+    for path in _sessions():
+        session = read_session(path)
+        for keep in (200, 3000):
+            settings = CompactionSettings(force=True, keep_recent_tokens=keep, summary_budget=budget)
+            plan = prepare_compaction(session.path_entries(), settings, 200_000, file_tools=file_tools())
+            if not isinstance(plan, CompactionPlan):
+                continue
+            planned += 1
+            texts = {c.kind: summarize_offline(c) for c in plan.calls}
+            for c in plan.calls:
+                assert count_tokens(texts[c.kind]) <= c.max_tokens, (path, keep, c.kind)
+                assert len(texts[c.kind]) <= c.max_tokens * 4, (path, keep, c.kind)
+            stored = compose_summary(plan, texts)
+            tags = len(format_file_operations(plan.read_files, plan.modified_files)) / 4
+            if tags <= budget * 3 / 4:
+                assert -(-len(stored) // 4) <= budget, (path, keep, len(stored))
+    assert planned >= 10
+
+
+def test_large_session_summary_is_within_the_budget_and_reads_as_a_handover():
+    path = fixture_path("pi", "large-session.jsonl")
+    session = read_session(path)
+    plan = prepare_compaction(session.path_entries(), CompactionSettings(force=True, keep_recent_tokens=3000),
+                              200_000, file_tools=file_tools())
+    texts = {c.kind: summarize_offline(c) for c in plan.calls}
+    stored = compose_summary(plan, texts)
+    assert len(stored) <= 2000 * 4  # main: 23,058 characters
+    goal = section(stored, "## Goal").splitlines()
+    assert len(goal) <= 6  # main: 78 lines
+    for noise in ("dude sleep 5 seconds", "think then say hello", "Node.js", "file.txt", "setTimeout", "Ran "):
+        assert noise not in stored, noise
+    assert "Error in the js-debug bootloader" not in stored and "cp: /opt/homebrew" not in stored
+
+
+def _run(*args: str):
+    return CliRunner().invoke(cli, [*args], catch_exceptions=False)
+
+
+def test_summary_budget_option_config_and_estimate(tmp_path):
+    path = str(fixture_path("pi", "large-session.jsonl"))
+    rows = {}
+    for budget in ("800", "1600"):
+        done = _run("plan", path, "--force", "--summary-budget", budget, "--jobs", "1", "--format", "json")
+        assert done.exit_code == 0, done.output
+        rows[budget] = json.loads(done.output[done.output.index("["): done.output.rindex("]") + 1])[0]
+    assert rows["1600"]["est_output_tokens"] - rows["800"]["est_output_tokens"] == 800
+    config = tmp_path / "config.toml"
+    config.write_text("[plan]\nsummary-budget = 800\n")
+    done = _run("--config", str(config), "plan", path, "--force", "--jobs", "1", "--format", "json")
+    row = json.loads(done.output[done.output.index("["): done.output.rindex("]") + 1])[0]
+    assert row["est_output_tokens"] == rows["800"]["est_output_tokens"]
+    done = _run("plan", path, "--summary-budget", "50")
+    assert done.exit_code == 2 and "--summary-budget" in done.output
+
+
+def test_run_writes_a_summary_within_the_budget_and_reports_it(tmp_path):
+    source = fixture_path("pi", "large-session.jsonl")
+    out = tmp_path / "out"
+    done = _run("run", str(source), "--force", "--keep-recent-tokens", "3000", "--summary-budget", "1200",
+                "--min-age", "0", "--output-dir", str(out), "--jobs", "1")
+    assert done.exit_code == 0, done.output
+    written = next(out.rglob("large-session.jsonl"))
+    compactions = [json.loads(line) for line in written.read_text().splitlines() if '"compaction"' in line]
+    summary = [c for c in compactions if c.get("type") == "compaction"][-1]["summary"]
+    assert -(-len(summary) // 4) <= 1200 and count_tokens(summary) <= 1200
+    # run's "tokens (compacted sessions): A -> ~B" counts the summary at its budget, not 2,000-3,000
+    line = next(ln for ln in done.output.splitlines() if ln.startswith("tokens (compacted sessions)"))
+    after = int(line.split("~")[1].replace(",", ""))
+    plan = _run("plan", str(source), "--force", "--keep-recent-tokens", "3000", "--summary-budget", "1200",
+                "--jobs", "1", "--format", "json")
+    row = json.loads(plan.output[plan.output.index("["): plan.output.rindex("]") + 1])[0]
+    assert after == row["tokens_after_est"]
+
+
+def test_a_model_and_a_hook_are_told_the_budget(monkeypatch, tmp_path):
+    from batchcompact.summarize.litellm_summarizer import LiteLLMSummarizer
+
+    session = read_session(fixture_path("pi", "large-session.jsonl"))
+    plan = prepare_compaction(session.path_entries(), CompactionSettings(force=True, summary_budget=900), 200_000,
+                              file_tools=file_tools())
+    history = next(c for c in plan.calls if c.kind == HISTORY)
+    request = LiteLLMSummarizer("openai/gpt-4o-mini").build_request(history)
+    assert request["max_tokens"] == history.max_tokens < 900
+    assert f"must fit in {history.max_tokens:,} tokens" in request["messages"][1]["content"]
+
+    # a reasoning model counts its thinking in max_tokens: it gets room beyond the budget its prompt states
+    from batchcompact.summarize.base import REASONING_HEADROOM
+    from batchcompact.summarize.batch_api import BatchTarget, client_for
+
+    reasoning = LiteLLMSummarizer("openai/gpt-5-mini").build_request(history)
+    assert reasoning["max_tokens"] == history.max_tokens + REASONING_HEADROOM
+    assert f"must fit in {history.max_tokens:,} tokens" in reasoning["messages"][1]["content"]
+    for model, field, extra in (("gpt-4o-mini", "max_tokens", 0), ("gpt-5-mini", "max_completion_tokens",
+                                                                    REASONING_HEADROOM)):
+        line = client_for(BatchTarget("openai", f"openai/{model}", model, "http://127.0.0.1:9")).request_line(
+            "id-1", history)
+        assert json.loads(line)["body"][field] == history.max_tokens + extra
+
+    seen = []
+    module = types.ModuleType("budget_hooks")
+
+    def hook(call):
+        seen.append(call.max_tokens)
+        return f"## Goal\nwithin {call.max_tokens} tokens"
+
+    module.hook = hook
+    monkeypatch.setitem(sys.modules, "budget_hooks", module)
+    done = _run("run", str(fixture_path("pi", "large-session.jsonl")), "--force", "--summarizer", "budget_hooks:hook",
+                "--summary-budget", "900", "--min-age", "0", "--output-dir", str(tmp_path / "o"), "--jobs", "1")
+    assert done.exit_code == 0, done.output
+    assert seen and all(0 < tokens < 900 for tokens in seen)
+
+
+# -- show: an encrypted Codex compaction ----------------------------------------------------------------
+def test_show_says_a_codex_summary_is_encrypted(tmp_path):
+    ts = "2026-05-01T10:00:00.000Z"
+    blob = "gAAAAB" + "x" * 1994
+    items = [
+        {"type": "session_meta", "payload": {"id": "019c0000-0000-7000-8000-0000000000e1", "timestamp": ts,
+                                             "cwd": "/w", "originator": "codex_cli_rs", "cli_version": "0.169.0"}},
+        {"type": "response_item", "payload": {"type": "message", "role": "user",
+                                              "content": [{"type": "input_text", "text": "Fix the parser."}]}},
+        {"type": "response_item", "payload": {"type": "message", "role": "assistant",
+                                              "content": [{"type": "output_text", "text": "Looking."}]}},
+        # Remote compaction (docs: /work/shared/reference/transcripts.md 2.3): an empty message, the new
+        # history holding the user's message and one opaque compaction item
+        {"type": "compacted", "payload": {"message": "", "replacement_history": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Fix the parser."}]},
+            {"type": "compaction", "encrypted_content": blob}]}},
+        {"type": "event_msg", "payload": {"type": "context_compacted"}},
+        {"type": "response_item", "payload": {"type": "message", "role": "user",
+                                              "content": [{"type": "input_text", "text": "go on"}]}},
+    ]
+    path = tmp_path / "rollout-2026-05-01T10-00-00-019c0000-0000-7000-8000-0000000000e1.jsonl"
+    path.write_text("".join(json.dumps({"timestamp": ts, **item}) + "\n" for item in items))
+    done = _run("show", str(path), "--context")
+    assert "summary encrypted by the provider, 2,000 characters" in done.output
+    assert "<summary>\n(summary encrypted by the provider, 2,000 characters)\n</summary>" in done.output
+    assert "<summary>\n\n</summary>" not in done.output
+
+
+def test_summary_tokens_is_the_larger_count():
+    assert summary_tokens("x" * 400) >= 100
+    assert summary_tokens("`/Users/a/b/c-d-e.ts`, " * 20) >= count_tokens("`/Users/a/b/c-d-e.ts`, " * 20)
+
+
+def test_the_newest_failing_run_of_a_check_stands_for_it():
+    messages = [
+        user("Run npm test and summarize the failures. Don't change anything yet."),
+        assistant(tool_call("a", "bash", command="npm test 2>&1 | tail -n 80")),
+        result("a", "AssertionError: expected 3 to be 5\n\nCommand exited with code 1"),
+        assistant(tool_call("b", "bash", command="npm test")),
+        result("b", "AssertionError: expected 3 to be 5\n\nCommand exited with code 1"),
+    ]
+    assert section(summarize_offline(call(messages)), "### Blocked").splitlines() == [
+        "- `npm test` failed: exit 1: AssertionError: expected 3 to be 5"]
