@@ -735,3 +735,15 @@ def openclaw_turn(openclaw_bin: Path, home: Path, api: FakeOpenClawModel, sessio
     assert REPLY in done.stdout
     return [r["body"] for r in api.requests[before:] if r["path"].endswith("/v1/messages")
             and isinstance(r["body"], dict) and r["body"].get("messages")]
+
+
+def content_blocks(messages: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(role, block) for every content block of Anthropic-shaped messages (a string content is one text
+    block): what a judge's loopback server received, in order."""
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, str):
+            yield message["role"], {"type": "text", "text": content}
+        else:
+            for block in content:
+                yield message["role"], block

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from agent_judges import REPLY, FakeAnthropic, npm_cli, sandbox_env
+from agent_judges import REPLY, FakeAnthropic, content_blocks, npm_cli, sandbox_env
 from conftest import fixture_path
 
 pytestmark = pytest.mark.slow
@@ -60,19 +60,9 @@ def _resume(claude_bin: Path, tmp: Path, transcript: Path, prompt: str) -> list[
         return server.conversation_requests()
 
 
-def _blocks(messages: list[dict]):
-    for message in messages:
-        content = message["content"]
-        if isinstance(content, str):
-            yield message["role"], {"type": "text", "text": content}
-        else:
-            for block in content:
-                yield message["role"], block
-
-
 def _check_pairs_and_duplicates(messages: list[dict]) -> None:
     seen_calls: set[str] = set()
-    for _, block in _blocks(messages):
+    for _, block in content_blocks(messages):
         if block.get("type") == "tool_use":
             assert block["id"] not in seen_calls, f"tool_use {block['id']} sent twice"
             seen_calls.add(block["id"])
@@ -120,11 +110,11 @@ def test_claude_code_resumes_our_compaction_summary_first_twice(claude_bin, tmp_
         requests = _resume(claude_bin, tmp_path, written, prompt)
         assert requests, "Claude Code sent no conversation"
         messages = requests[0]["messages"]
-        first = next(block for _, block in _blocks(messages[:1]))
+        first = next(block for _, block in content_blocks(messages[:1]))
         assert first.get("text") == ours, "the first message is not our summary"
         text = json.dumps(messages)
         assert text.count(PREAMBLE) == 1  # no second summary: no compaction of its own, ours once
-        sent = [b["id"] for _, b in _blocks(messages) if b.get("type") == "tool_use"]
+        sent = [b["id"] for _, b in content_blocks(messages) if b.get("type") == "tool_use"]
         assert sent[: len(kept)] == kept, "the kept tail is not sent in order right after the summary"
         assert not set(sent) & set(dropped), "something from before our boundary was sent"
         _check_pairs_and_duplicates(messages)
@@ -137,6 +127,6 @@ def test_claude_code_resumes_its_own_compaction(claude_bin, tmp_path):
     source = fixture_path(*MAIN)
     requests = _resume(claude_bin, tmp_path, source, "judge original")
     messages = requests[0]["messages"]
-    first = next(block for _, block in _blocks(messages[:1]))
+    first = next(block for _, block in content_blocks(messages[:1]))
     assert first.get("text", "").startswith(PREAMBLE)  # Claude Code's own summary
     _check_pairs_and_duplicates(messages)

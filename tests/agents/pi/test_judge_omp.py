@@ -29,8 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_judges import REPLY, FakeAnthropic, npm_cli, sandbox_env
+from agent_judges import REPLY, FakeAnthropic, content_blocks, npm_cli, sandbox_env
 from conftest import SAMPLES, fixture_path, unavailable
+from test_judge_pi import _lines as lines
+from test_judge_pi import _our_compaction as our_compaction
 
 from batchcompact.agents.pi.omp import OMP_RULES
 from batchcompact.agents.pi.session import read_pi_session
@@ -120,17 +122,6 @@ def omp_opened(omp_bin, written, tmp_path_factory) -> dict[str, dict[str, Any]]:
         copies.append(str(folder / name))
     answer = omp_modules(omp_bin, root / "home", {"open": copies})
     return dict(zip(written, answer["open"], strict=True))
-
-
-def lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def our_compaction(source: Path, output: Path) -> dict[str, Any] | None:
-    appended = lines(output)[len(lines(source)):]
-    ours = [o for o in appended if o["type"] == "compaction"]
-    assert len(ours) <= 1
-    return ours[0] if ours else None
 
 
 def same_message(ours: dict[str, Any], theirs: dict[str, Any]) -> bool:
@@ -239,16 +230,6 @@ def omp_turn(omp_bin: Path, home: Path, work: Path, session: Path, prompt: str) 
         return server.conversation_requests()
 
 
-def blocks(messages: list[dict[str, Any]]):
-    for message in messages:
-        content = message["content"]
-        if isinstance(content, str):
-            yield message["role"], {"type": "text", "text": content}
-        else:
-            for block in content:
-                yield message["role"], block
-
-
 RESUMED = ("big-refactor.jsonl", SLOT + "branched.jsonl", "before-compaction.jsonl")
 
 
@@ -272,7 +253,7 @@ def test_omp_resumes_from_our_summary_and_kept_tail(name, written, resumed):
     session, before, requests = resumed[name]
     assert len(requests) == 1, "omp made a request of its own (a compaction?) before the turn"
     messages = requests[0]["messages"]
-    sent = list(blocks(messages))
+    sent = list(content_blocks(messages))
     texts = [b.get("text") or "" for _, b in sent if b.get("type") == "text"]
     compaction = our_compaction(source, output)
     summary = compaction["summary"]
@@ -361,11 +342,11 @@ def test_omp_resumes_the_handoff_session_from_the_document(omp_bin, handed_off, 
     before = session.read_bytes()
     (request,) = omp_turn(omp_bin, home, work, session, "judge turn after the handoff")
     messages = request["messages"]
-    texts = [b.get("text") or "" for _, b in blocks(messages) if b.get("type") == "text"]
+    texts = [b.get("text") or "" for _, b in content_blocks(messages) if b.get("type") == "text"]
     document = lines(new)[1]["content"]
     assert any(document in text for text in texts[:2]), "the request does not start from the handoff document"
     assert sum(text.count(document) for text in texts) == 1
-    assert not [b for _, b in blocks(messages) if b.get("type") in ("tool_use", "tool_result")]  # no old history
+    assert not [b for _, b in content_blocks(messages) if b.get("type") in ("tool_use", "tool_result")]  # no old history
     assert texts[-1].endswith("judge turn after the handoff")  # after omp's date and cwd reminder
     assert session.read_bytes().startswith(before)
 
