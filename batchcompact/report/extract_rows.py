@@ -6,6 +6,7 @@ No pyarrow or polars here: the Parquet cache (extract.py) turns the rows into a 
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -61,12 +62,34 @@ def extract_rows(path: str | Path, fmt: str | None = None) -> tuple[UsageRows, E
             raise InternalError(f"{path}: {internal_error_reason(exc)}") from exc
     if stats.unclean or printable(stats.path) is not stats.path:
         rows.rows = [tuple(printable(v) if type(v) is str else v for v in row) for row in rows.rows]
+    _sane_costs(rows, stats)
     _identify(rows)
     stats.rows = len(rows)
     return rows, stats
 
 
 _KEY = COLUMNS.index("dedupe_key")
+_RECORDED = COLUMNS.index("recorded_cost_usd")
+_LINE = COLUMNS.index("line")
+# A request's recorded cost at or over this (USD) is no cost: beyond what whole picodollars in an Int64 hold
+# (9.2e6 USD), where the sums are exact (money.py); no request has cost a million dollars.
+MAX_RECORDED_USD = 1e6
+
+
+def _sane_costs(rows: UsageRows, stats: ExtractStats) -> None:
+    """A recorded cost that is not a finite number (a file's NaN or 1e400) or is past any request's is
+    dropped, named by its line: the request is priced from its tokens as if the file recorded no cost
+    (every reader, both engines: the report never fails on it)."""
+    at, bad = _RECORDED, []
+    for index, row in enumerate(rows.rows):
+        cost = row[at]
+        if cost is not None and not (math.isfinite(cost) and abs(cost) < MAX_RECORDED_USD):
+            bad.append(index)
+    for index in bad:
+        row = rows.rows[index]
+        stats.warn(row[_LINE], f"recorded cost {row[at]!r} is not a cost (not a finite number under "
+                               f"${MAX_RECORDED_USD:,.0f}); priced from its tokens instead")
+        rows.rows[index] = (*row[:at], None, *row[at + 1:])
 
 
 def _identify(rows: UsageRows) -> None:

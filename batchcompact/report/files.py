@@ -44,7 +44,8 @@ log = logging.getLogger(__name__)
 # 11 = a pi header on line 2, after oh-my-pi's title slot (its session id and project);
 # 12 = pi-format messages keyed by their times and counts (`schema.PiEntryKeys`: a fork or a migrated copy
 # counts once), Copilot CLI's own compaction call (`compactionTokensUsed`) counted, an export cut short
-# named (`incomplete`), Claude calls repeating both ids told apart by their prompt side (`#n`).
+# named (`incomplete`), Claude calls repeating both ids told apart by their prompt side (`#n`), a recorded
+# cost that is no cost (NaN, an infinity, $1M+) dropped and named (`extract_rows._sane_costs`).
 EXTRACT_RULES_VERSION = 12
 
 
