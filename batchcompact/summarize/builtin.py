@@ -231,6 +231,10 @@ def trail_items(facts: Facts, max_chars: int, listed: tuple[str, ...] = ()) -> l
                 single_at = len(file_lines) - 1
             else:
                 file_lines[single_at] += f", {path}"
+    folders = [path for path in salience.ranked(salience.paths) if path not in salience.files
+               and _last_parts(path) not in known]
+    if folders:  # where the agent searched and listed: one line, after the most salient files
+        file_lines.insert(1, _pack("Folders used:", [f"`{clip(path, 120)}`" for path in folders]))
     name_lines = _chunks("Code names:", salience.ranked(salience.names))
     lines: list[str] = []
     used = 0

@@ -281,6 +281,18 @@ def _file_like(token: str) -> bool:
         "/" in token or extension.lower() not in ("log", "env", "lock", "c", "h", "cs", "conf", "cfg"))
 
 
+# The argument names under which agents' tools take a path (a file, or the folder a search runs in).
+PATH_ARGUMENTS = ("path", "file_path", "filePath", "notebook_path", "absolute_path", "target_file", "directory",
+                  "dir_path")
+
+
+def _tool_path(value: str) -> bool:
+    """A path argument that names one place: not empty, no glob, no space, no variable, not `.`."""
+    value = value.strip()
+    return bool(value) and value not in (".", "./", "..") and len(value) <= 200 and not any(
+        c in value for c in "*?{} $\n")
+
+
 def trail_names(text: str) -> list[tuple[bool, str]]:
     """(is a file, name) for the file paths and code names in `text` (`src/cli.py`, `extract_facts`,
     `SessionTree`), in order; a path's `:LINE` suffix and leading `./` dropped."""
@@ -315,6 +327,7 @@ class Salience:
         self.position = 0
         self.files: dict[str, float] = {}
         self.names: dict[str, float] = {}
+        self.paths: dict[str, float] = {}  # tool calls' path arguments that are no file of a known type
 
     def add(self, kind: str, text: str) -> None:
         weight = TRAIL_WEIGHTS[kind] * (0.25 + 0.75 * self.position / self.total)
@@ -326,6 +339,13 @@ class Salience:
         weight = TRAIL_WEIGHTS[kind] * (0.25 + 0.75 * self.position / self.total)
         path = strip_diff_prefix(path.removeprefix("./"))
         self.files[path] = self.files.get(path, 0.0) + weight
+
+    def add_path(self, path: str) -> None:
+        """A folder (or a file of no known type: `Makefile`) a tool call was pointed at: where the agent
+        searched, listed or ran; it passes the same path again."""
+        weight = TRAIL_WEIGHTS["call"] * (0.25 + 0.75 * self.position / self.total)
+        path = strip_diff_prefix(path.removeprefix("./")).rstrip("/") or "/"
+        self.paths[path] = self.paths.get(path, 0.0) + weight
 
     def ranked(self, table: dict[str, float]) -> list[str]:
         """Names by salience, highest first; ties by name."""
@@ -772,8 +792,13 @@ class _Walker:
         salience = self.facts.salience
         for path, op in action.paths:
             salience.add_file("read" if op == "read" else "edited", path.split(" → ")[-1].strip())
-        for text in _string_values(_args(block)):
+        args = _args(block)
+        for text in _string_values(args):
             salience.add("call", text)
+        for key in PATH_ARGUMENTS:  # a folder a search or listing was pointed at, a `Makefile`
+            value = args.get(key)
+            if isinstance(value, str) and _tool_path(value) and not _file_like(value):
+                salience.add_path(value)
 
     def result(self, message: dict[str, Any]) -> None:
         self.facts.salience.add("output", message_text(message.get("content")))
