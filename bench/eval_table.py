@@ -72,16 +72,19 @@ def long_refactor(target: Path) -> None:
 
 
 SYNTH = {"long-refactor": long_refactor}
+_WRITTEN: set[str] = set()
 
 
 def path_of(name: str) -> str:
     if name.startswith("synth:"):
         target = SYNTH_DIR / f"{name[6:]}.jsonl"
-        if not target.exists():  # deterministic: written once per machine, the same bytes each time
+        if name not in _WRITTEN:  # written afresh by each process (0.1 s): never a stale generator's bytes
             SYNTH_DIR.mkdir(exist_ok=True)
-            partial = target.with_suffix(".tmp")
-            SYNTH[name[6:]](partial)
-            partial.replace(target)
+            handle, partial = tempfile.mkstemp(dir=SYNTH_DIR, suffix=".tmp")  # another process may write too
+            os.close(handle)
+            SYNTH[name[6:]](Path(partial))
+            os.replace(partial, target)  # the same bytes whoever writes last
+            _WRITTEN.add(name)
         return str(target)
     return str(REPO / name[5:]) if name.startswith("repo:") else str(FIXTURES / name)
 
