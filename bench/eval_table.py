@@ -36,7 +36,7 @@ SETS = {
     "tuning": ("pi/large-session.jsonl", "claude/projects/sample-project", "repo:sample_sessions",
                "codex/sessions/2026/02/23/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl",
                "codex/sessions/2026/02/23/rollout-2026-02-23T12-40-23-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.jsonl",
-               "claude/projects/-Users-chip-dev-ai-music", "synth:long-refactor"),
+               "claude/projects/-Users-chip-dev-ai-music", "synth:long-refactor", "synth:long-refactor-codex"),
     "heldout": ("pi/before-compaction.jsonl", SPOTTER),
 }
 EXISTING = ("pi/before-compaction.jsonl", SPOTTER)  # pi's two LLM compactions, Claude Code's one
@@ -71,7 +71,19 @@ def long_refactor(target: Path) -> None:
                                     start=dt.datetime(2026, 10, 20, 9, 0, tzinfo=dt.UTC)))
 
 
-SYNTH = {"long-refactor": long_refactor}
+def long_refactor_codex(target: Path) -> None:
+    """The same kind of refactor as a Codex rollout (seed 202, 1.2 MB): Codex reads files with shell
+    commands (`sed -n '1,400p' PATH`), so only the patched files reach the summary's file tags and the
+    trail must carry the files the agent read."""
+    from synth.codex import CodexRolloutWriter, CodexSpec
+
+    writer = CodexRolloutWriter(CodexSpec(seed=202, target_bytes=1_200_000, project="platform",
+                                          start=dt.datetime(2026, 10, 21, 9, 0, tzinfo=dt.UTC)))
+    with open(target, "w", encoding="utf-8", newline="") as handle:
+        handle.writelines(writer.iter_lines())
+
+
+SYNTH = {"long-refactor": long_refactor, "long-refactor-codex": long_refactor_codex}
 _WRITTEN: set[str] = set()
 
 

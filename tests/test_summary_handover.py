@@ -258,6 +258,31 @@ def test_a_traceback_s_library_frames_are_no_project_files():
     assert "site-packages" not in trail and "core.py" not in trail
 
 
+def test_files_a_shell_command_prints_are_reads():
+    messages = [user("Look at how the scheduler retries.")]
+    for index, command in enumerate(("sed -n '1,200p' src/jobs/scheduler.py", "cd src && nl -ba jobs/retry.py | head -50",
+                                     "rg -n backoff src/jobs/queue.py")):
+        messages += [assistant(tool_call(f"c{index}", "bash", command=command)), result(f"c{index}", "def run(): ...")]
+    messages.append(assistant(text("Both retry paths share one backoff."), stop="stop"))
+    call_ = call(messages)
+    from batchcompact.summarize.builtin_facts import extract_facts, shell_reads
+
+    assert shell_reads("cat a.py b.md | head -n 5 && wc -l *.py") == ["a.py", "b.md"]
+    facts = extract_facts(call_.messages)
+    assert {"src/jobs/scheduler.py", "jobs/retry.py"} <= set(facts.read.list())
+    assert "src/jobs/queue.py" not in facts.read  # rg searches it: named, not read
+    ranked = facts.salience.ranked_files()
+    assert ranked.index("src/jobs/scheduler.py") < ranked.index("src/jobs/queue.py")
+
+
+def test_a_short_split_turn_prefix_leaves_its_share_to_the_history():
+    from batchcompact.core.planner import summary_budgets
+
+    assert summary_budgets(2000, 0, True, True, prefix_tokens=200) == (2000 - 10 - 100, 100)
+    assert summary_budgets(2000, 0, True, True, prefix_tokens=20_000) == (2000 - 10 - 663, 663)  # a third
+    assert summary_budgets(2000, 0, True, True, prefix_tokens=10) == (2000 - 10 - 40, 40)  # the headings
+
+
 def test_progress_says_what_changed_file_by_file_not_how_many_commands():
     messages = [user("Rename the limiter and document it.")]
     for index in range(12):

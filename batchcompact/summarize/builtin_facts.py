@@ -293,6 +293,28 @@ def _tool_path(value: str) -> bool:
         c in value for c in "*?{} $\n")
 
 
+# A shell command that prints a file (how Codex and many agents read): its file arguments are reads.
+_READ_PROGRAMS = frozenset("cat sed head tail nl less more bat wc".split())
+_SEGMENTS = re.compile(r"&&|\|\||[;|\n]")
+
+
+def shell_reads(command: str) -> list[str]:
+    """The files a shell command prints (`cat a.py`, `sed -n '1,80p' src/x.py`, `nl -ba x.ts | sed -n 1,40p`):
+    each segment's program among `_READ_PROGRAMS` and its arguments that are files of a known type."""
+    out = []
+    for segment in _SEGMENTS.split(command[:2000]):
+        words = segment.split()
+        if words and words[0] == "cd":
+            continue
+        if not words or words[0].rsplit("/", 1)[-1] not in _READ_PROGRAMS:
+            continue
+        for word in words[1:]:
+            word = word.strip("'\"")
+            if not word.startswith("-") and _file_like(word) and not any(c in word for c in "*?$"):
+                out.append(word.removeprefix("./"))
+    return out
+
+
 def trail_names(text: str) -> list[tuple[bool, str]]:
     """(is a file, name) for the file paths and code names in `text` (`src/cli.py`, `extract_facts`,
     `SessionTree`), in order; a path's `:LINE` suffix and leading `./` dropped."""
@@ -795,6 +817,10 @@ class _Walker:
         args = _args(block)
         for text in _string_values(args):
             salience.add("call", text)
+        if action.kind == "command" and action.command:  # `sed -n '1,80p' src/x.py`: a read, by the shell
+            for path in shell_reads(action.command):
+                salience.add_file("read", path)
+                self.facts.read.add(path)
         for key in PATH_ARGUMENTS:  # a folder a search or listing was pointed at, a `Makefile`
             value = args.get(key)
             if isinstance(value, str) and _tool_path(value) and not _file_like(value):
