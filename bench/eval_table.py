@@ -18,10 +18,12 @@ this prints.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,10 @@ SPOTTER = "claude/projects/-home-USER-projects-spotter/4d5611e5-241a-462a-8d15-5
 # The two sets (docs/eval.md). Paths under FIXTURES, or under REPO when they start with "repo:". A rule
 # that helps only the tuning set is overfitting: goals are reported on the held-out set.
 SETS = {
-    "tuning": ("pi/large-session.jsonl", "claude/projects/sample-project", "repo:sample_sessions"),
+    "tuning": ("pi/large-session.jsonl", "claude/projects/sample-project", "repo:sample_sessions",
+               "codex/sessions/2026/02/23/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl",
+               "codex/sessions/2026/02/23/rollout-2026-02-23T12-40-23-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.jsonl",
+               "claude/projects/-Users-chip-dev-ai-music", "synth:long-refactor", "synth:long-refactor-codex"),
     "heldout": ("pi/before-compaction.jsonl", SPOTTER),
 }
 EXISTING = ("pi/before-compaction.jsonl", SPOTTER)  # pi's two LLM compactions, Claude Code's one
@@ -53,7 +58,46 @@ FOOTNOTE = ("¹ `overall` is the mean of the recalls of the probe kinds present 
             "values, rules, requests: each kind weighs the same), not pooled by probe count.")
 
 
+# Sessions made by synth/ when the table is built (a generator call, not a committed file): "synth:NAME".
+SYNTH_DIR = Path(tempfile.gettempdir()) / f"batchcompact-eval-synth-{os.getuid() if hasattr(os, 'getuid') else 0}"
+
+
+def long_refactor(target: Path) -> None:
+    """A long refactoring session (pi) across the 61 files of synth's `platform` project, 1.2 MB: more
+    files than a 2,000-token summary can list, the weakness the fixtures' short synth projects hide."""
+    from synth.pi import PiSpec, write_pi_session
+
+    write_pi_session(target, PiSpec(seed=201, target_bytes=1_200_000, project="platform", label_at=None,
+                                    start=dt.datetime(2026, 10, 20, 9, 0, tzinfo=dt.UTC)))
+
+
+def long_refactor_codex(target: Path) -> None:
+    """The same kind of refactor as a Codex rollout (seed 202, 1.2 MB): Codex reads files with shell
+    commands (`sed -n '1,400p' PATH`), so only the patched files reach the summary's file tags and the
+    trail must carry the files the agent read."""
+    from synth.codex import CodexRolloutWriter, CodexSpec
+
+    writer = CodexRolloutWriter(CodexSpec(seed=202, target_bytes=1_200_000, project="platform",
+                                          start=dt.datetime(2026, 10, 21, 9, 0, tzinfo=dt.UTC)))
+    with open(target, "w", encoding="utf-8", newline="") as handle:
+        handle.writelines(writer.iter_lines())
+
+
+SYNTH = {"long-refactor": long_refactor, "long-refactor-codex": long_refactor_codex}
+_WRITTEN: set[str] = set()
+
+
 def path_of(name: str) -> str:
+    if name.startswith("synth:"):
+        target = SYNTH_DIR / f"{name[6:]}.jsonl"
+        if name not in _WRITTEN:  # written afresh by each process (0.1 s): never a stale generator's bytes
+            SYNTH_DIR.mkdir(exist_ok=True)
+            handle, partial = tempfile.mkstemp(dir=SYNTH_DIR, suffix=".tmp")  # another process may write too
+            os.close(handle)
+            SYNTH[name[6:]](Path(partial))
+            os.replace(partial, target)  # the same bytes whoever writes last
+            _WRITTEN.add(name)
+        return str(target)
     return str(REPO / name[5:]) if name.startswith("repo:") else str(FIXTURES / name)
 
 

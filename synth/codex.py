@@ -69,8 +69,7 @@ class CodexRolloutWriter:
     def __init__(self, spec: CodexSpec) -> None:
         self.spec = spec
         self.rng = rng = random.Random(f"codex-{spec.seed}")
-        names = {p.name: p for p in vocab.PROJECTS}
-        self.project = names[spec.project] if spec.project else rng.choice(vocab.PROJECTS)
+        self.project = vocab.project_named(spec.project) if spec.project else rng.choice(vocab.PROJECTS)
         self.pool = get_pool(spec.pool_seed if spec.pool_seed is not None else spec.seed)
         start = spec.start or dt.datetime(2026, 9, 1, tzinfo=dt.UTC) + dt.timedelta(
             seconds=rng.randint(0, 80 * 86400)

@@ -80,8 +80,7 @@ class PiSessionWriter:
     def __init__(self, spec: PiSpec) -> None:
         self.spec = spec
         self.rng = rng = random.Random(f"pi-{spec.seed}")
-        names = {p.name: p for p in vocab.PROJECTS}
-        self.project = names[spec.project] if spec.project else rng.choice(vocab.PROJECTS)
+        self.project = vocab.project_named(spec.project) if spec.project else rng.choice(vocab.PROJECTS)
         self.model: Model = MODELS[spec.model]
         self.pool = get_pool(spec.pool_seed if spec.pool_seed is not None else spec.seed)
         self.turns = TurnBuilder(rng, self.pool, self.project, self.model.provider)

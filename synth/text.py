@@ -292,6 +292,9 @@ class TextPool:
 
     def grep_for(self, rng: random.Random, project: vocab.Project) -> str:
         """`rg -n` output over the project's own files."""
+        if project.name not in self.greps:  # an EXTRA_PROJECTS project: its own greps, from its name
+            own = random.Random(f"grep-{project.name}")
+            self.greps[project.name] = [_grep(own, project.files) for _ in range(6)]
         return rng.choice(self.greps[project.name])
 
     def snippet_for(self, rng: random.Random, project: vocab.Project, max_chars: int = 400) -> str:

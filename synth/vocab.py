@@ -136,6 +136,40 @@ PROJECTS = (
     ),
 )
 
+# A project of many files, not among PROJECTS (so that a seed's choice of project is unchanged): a long
+# refactoring session across dozens of files (bench/eval_table.py's tuning set), where a summary cannot
+# list every file it saw and must choose.
+_PLATFORM_DIRS = {
+    "src/platform/core": ("engine", "events", "registry", "lifecycle", "errors", "context", "hooks", "plugins"),
+    "src/platform/storage": ("sqlite_store", "cache", "blob_store", "migrations", "schema", "indexer"),
+    "src/platform/api": ("routes", "auth", "pagination", "serializers", "middleware", "webhooks", "limits"),
+    "src/platform/workers": ("scheduler", "retry", "queue", "backoff", "leases", "heartbeat"),
+    "src/platform/parsing": ("tokenizer", "frontmatter", "markdown", "yaml_loader", "templates"),
+    "src/platform/utils": ("timeparse", "paths", "hashing", "text", "env"),
+    "tests/core": ("test_engine", "test_events", "test_registry", "test_plugins"),
+    "tests/storage": ("test_sqlite_store", "test_cache", "test_migrations", "test_indexer"),
+    "tests/api": ("test_routes", "test_auth", "test_pagination", "test_webhooks"),
+    "tests/workers": ("test_scheduler", "test_retry", "test_queue"),
+}
+PLATFORM = Project(
+    "platform",
+    "/home/user/work/platform",
+    "python",
+    "refactor/plugin-registry",
+    tuple(f"{folder}/{stem}.py" for folder, stems in _PLATFORM_DIRS.items() for stem in stems)
+    + ("src/platform/__init__.py", "src/platform/cli.py", "src/platform/config.py", "tests/conftest.py",
+       "pyproject.toml", "README.md", "docs/architecture.md", "docs/plugins.md", "Makefile"),
+    "pytest -q",
+    "ruff check src tests",
+)
+EXTRA_PROJECTS = (PLATFORM,)
+
+
+def project_named(name: str) -> Project:
+    """A project of PROJECTS or EXTRA_PROJECTS by name."""
+    return {p.name: p for p in PROJECTS + EXTRA_PROJECTS}[name]
+
+
 FUNCS = (
     "parse_invoice",
     "load_config",

@@ -68,14 +68,16 @@ def test_split_turn_plans_two_calls_with_instructions_in_both():
     assert all(c.user_prompt.endswith("Additional focus: focus on tests") for c in plan.calls)
     # The default budget (2,000 tokens) holds the whole stored summary: the tags of src/f0..f2.py (66
     # characters: 17 tokens) and the separator (39 characters: 10) come off, the prefix gets a third of the
-    # rest (1,973 / 3: 657), the history the remainder (1,316).
+    # rest (1,973 / 3: 657) but at most half its own text's tokens (its steps serialize to ~320 tokens: 160),
+    # the history the remainder (1,973 - 160: 1,813).
     assert plan.modified_files == ["src/f0.py", "src/f1.py", "src/f2.py"]
-    assert plan.calls[0].max_tokens == 1316 and plan.calls[1].max_tokens == 657
+    assert plan.calls[0].max_tokens == 1813 and plan.calls[1].max_tokens == 160
     assert all("The whole summary must fit in" in c.user_prompt for c in plan.calls)
     assert plan.turn_prefix_messages > 0 and plan.messages_to_summarize == 2
     # A budget past pi's own limits (0.8 and 0.5 x reserve_tokens) is held to them.
     big = prepare_compaction(_path(b), dataclasses.replace(settings, summary_budget=100_000), file_tools=file_tools())
-    assert big.calls[0].max_tokens == 13107 and big.calls[1].max_tokens == 8192
+    # (the prefix stays at half its own text, 160, under pi's 8,192)
+    assert big.calls[0].max_tokens == 13107 and big.calls[1].max_tokens == 160
 
 
 def test_nothing_to_summarize_is_a_skip_not_an_empty_call():

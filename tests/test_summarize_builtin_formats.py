@@ -259,7 +259,8 @@ Add rate limiting to the upload endpoint in api/upload.py. Always use the existi
 
 ## Relevant Files and Code Names
 - Files: `tests/test_upload.py`
-- Code names: limit_uploads, RateLimit, test_limit"""
+- Code names: limit_uploads, RateLimit, test_limit
+- Folders used: `api`"""
 
 
 def _write_jsonl(path: Path, lines: list[dict]) -> Path:

@@ -218,6 +218,71 @@ def test_the_trail_does_not_repeat_the_files_the_tags_list():
     assert "window.ts" not in trail and "src/limits/README.md" in trail
 
 
+def test_the_trail_names_the_folders_the_tools_searched():
+    messages = [user("Find where the upload limit is enforced."),
+                assistant(tool_call("g", "grep", pattern="limit_uploads", path="services/api/")),
+                result("g", "services/api/limits.py:3:def limit_uploads():", name="grep"),
+                assistant(tool_call("l", "ls", path="deploy")), result("l", "Makefile\nchart.yaml", name="ls"),
+                assistant(tool_call("f", "find", pattern="*.py", path="*")), result("f", "", name="find"),
+                assistant(text("It is in services/api/limits.py."), stop="stop")]
+    trail = section(summarize_offline(call(messages)), "## Relevant Files and Code Names")
+    # the newest first (the same recency weights as files); a glob names no place
+    assert "- Folders used: `deploy`, `services/api`" in trail.splitlines()
+    assert "`services/api/limits.py`" in trail
+
+
+def test_paths_under_one_project_folder_are_written_relative_to_it():
+    root = "/home/dev/projects/shop"
+    messages = [user("Move the cart totals into their own module.")]
+    for index, path in enumerate(("src/cart/totals.ts", "src/cart/index.ts", "test/cart.test.ts")):
+        messages += [assistant(tool_call(f"e{index}", "edit", path=f"{root}/{path}", oldText="a", newText="b")),
+                     result(f"e{index}", "ok", name="edit")]
+    messages.append(assistant(text("Moved."), stop="stop"))
+    summary = summarize_offline(call(messages))
+    assert section(summary, "### Done").splitlines() == [
+        "- [x] Edited `src/cart/totals.ts`", "- [x] Edited `src/cart/index.ts`", "- [x] Edited `test/cart.test.ts`"]
+    trail = section(summary, "## Relevant Files and Code Names").splitlines()
+    assert trail[0] == f"- Project folder: `{root}` (paths relative to it)"
+    assert f"{root}/src" not in summary.replace(f"`{root}`", "")
+    two = summarize_offline(call(messages[:3] + [messages[-1]]))  # one path: nothing to gain, written whole
+    assert f"`{root}/src/cart/totals.ts`" in two and "Project folder" not in two
+
+
+def test_a_traceback_s_library_frames_are_no_project_files():
+    trace = ('Traceback (most recent call last):\n  File "/home/dev/.venv/lib/python3.12/site-packages/click/core.py",'
+             ' line 1244, in invoke\n  File "/home/dev/app/src/app/sync.py", line 88, in sync_feeds\n'
+             'KeyError: feed_id')
+    messages = [user("The sync crashes:\n" + trace), assistant(text("The feed id is missing."), stop="stop")]
+    trail = section(summarize_offline(call(messages)), "## Relevant Files and Code Names")
+    assert "sync.py" in trail and "sync_feeds" in trail
+    assert "site-packages" not in trail and "core.py" not in trail
+
+
+def test_files_a_shell_command_prints_are_reads():
+    messages = [user("Look at how the scheduler retries.")]
+    for index, command in enumerate(("sed -n '1,200p' src/jobs/scheduler.py", "cd src && nl -ba jobs/retry.py | head -50",
+                                     "rg -n backoff src/jobs/queue.py")):
+        messages += [assistant(tool_call(f"c{index}", "bash", command=command)), result(f"c{index}", "def run(): ...")]
+    messages.append(assistant(text("Both retry paths share one backoff."), stop="stop"))
+    call_ = call(messages)
+    from batchcompact.summarize.builtin_facts import extract_facts, shell_reads
+
+    assert shell_reads("cat a.py b.md | head -n 5 && wc -l *.py") == ["a.py", "b.md"]
+    facts = extract_facts(call_.messages)
+    assert {"src/jobs/scheduler.py", "jobs/retry.py"} <= set(facts.read.list())
+    assert "src/jobs/queue.py" not in facts.read  # rg searches it: named, not read
+    ranked = facts.salience.ranked_files()
+    assert ranked.index("src/jobs/scheduler.py") < ranked.index("src/jobs/queue.py")
+
+
+def test_a_short_split_turn_prefix_leaves_its_share_to_the_history():
+    from batchcompact.core.planner import summary_budgets
+
+    assert summary_budgets(2000, 0, True, True, prefix_tokens=200) == (2000 - 10 - 100, 100)
+    assert summary_budgets(2000, 0, True, True, prefix_tokens=20_000) == (2000 - 10 - 663, 663)  # a third
+    assert summary_budgets(2000, 0, True, True, prefix_tokens=10) == (2000 - 10 - 40, 40)  # the headings
+
+
 def test_progress_says_what_changed_file_by_file_not_how_many_commands():
     messages = [user("Rename the limiter and document it.")]
     for index in range(12):

@@ -49,18 +49,28 @@ TURN_PREFIX_SHARE = 1 / 3
 # Never less than the headings need ("## Goal\n(none)\n\n…": 68 and 24 tokens), whatever the file tags take.
 MIN_HISTORY_TOKENS = 100
 MIN_PREFIX_TOKENS = 40
+# At most this many summary tokens per token of a split turn's prefix (its serialized text): a summary
+# compresses; the built-in wrote 180 tokens of a 603-token share for a ~710-token prefix (eval's tuning set,
+# synth:long-refactor-codex cut at 60%).
+PREFIX_PER_TOKEN = 0.5
 
 
-def summary_budgets(budget: int, tags_tokens: int, split: bool, has_history: bool) -> tuple[int, int]:
+def summary_budgets(budget: int, tags_tokens: int, split: bool, has_history: bool,
+                    prefix_tokens: int | None = None) -> tuple[int, int]:
     """(history max_tokens, turn-prefix max_tokens) that keep the stored summary within `budget` tokens: the
     file tags (`tags_tokens`) and the split-turn separator come off first, never below a quarter of the budget
     for the text (a span that touched a hundred files still gets a summary worth reading) nor below what the
-    headings need: only then can the stored summary pass the budget."""
+    headings need: only then can the stored summary pass the budget. A split turn's prefix gets a third of
+    the rest, but no more than `PREFIX_PER_TOKEN` of its own text (`prefix_tokens`): a short prefix cannot
+    use a third of 2,000 tokens, and what it cannot use goes to the history."""
     room = max(budget - tags_tokens, budget // 4, 1)
     if not (split and has_history):
         return max(room, MIN_HISTORY_TOKENS), max(room, MIN_PREFIX_TOKENS)
     room = max(room - estimate_text_tokens(SPLIT_TURN_SEPARATOR), 2)
-    prefix = max(int(room * TURN_PREFIX_SHARE), MIN_PREFIX_TOKENS)
+    share = int(room * TURN_PREFIX_SHARE)
+    if prefix_tokens is not None:
+        share = min(share, int(prefix_tokens * PREFIX_PER_TOKEN))
+    prefix = max(share, MIN_PREFIX_TOKENS)
     return max(room - prefix, MIN_HISTORY_TOKENS), prefix
 
 
@@ -293,7 +303,7 @@ def _summary_calls(settings: CompactionSettings, previous_summary: str | None, h
     calls: list[SummaryCall] = []
     history_fallback = None
     history_budget, prefix_budget = summary_budgets(settings.summary_budget, tags_tokens, bool(prefix_text),
-                                                    bool(history_text))
+                                                    bool(history_text), estimate_text_tokens(prefix_text))
     if history_text:
         calls.append(
             SummaryCall(

@@ -152,10 +152,36 @@ def _merge(previous: list[str], new: list[str]) -> list[str]:
     return list(dict.fromkeys(previous + [item for item in new if item]))
 
 
+ROOT_MIN_PATHS = 3  # absolute paths under one folder before the summary writes them relative to it
+ROOT_MIN_PARTS = 3  # `/home/user/app`: a shorter common folder saves too little to be worth its line
+
+
+def project_root(facts: Facts) -> str | None:
+    """The folder every absolute path the span's tools changed or read lies in (`/home/user/projects/webapp`),
+    when there are at least `ROOT_MIN_PATHS` of them and it is `ROOT_MIN_PARTS` deep: the summary states it
+    once and writes those paths relative to it (`src/lib/session.ts`), a handful of tokens less a line."""
+    paths = sorted({p for p in list(facts.changes) + facts.read.list() if p.startswith("/") and " → " not in p})
+    if len(paths) < ROOT_MIN_PATHS:
+        return None
+    first, last = paths[0].split("/")[:-1], paths[-1].split("/")[:-1]  # sorted: their common folder is all's
+    common: list[str] = []
+    for a, b in zip(first, last, strict=False):
+        if a != b:
+            break
+        common.append(a)
+    root = "/".join(common)
+    return root if len(common) - 1 >= ROOT_MIN_PARTS else None
+
+
+def relative(path: str, root: str | None) -> str:
+    return path[len(root) + 1:] if root and path.startswith(root + "/") and len(path) > len(root) + 1 else path
+
+
 def change_items(facts: Facts, pending: bool | None = None) -> list[str]:
     """One line per changed file: what happened to it and, when known, the first changed line.
     `pending`: only the changes whose result is (True) or is not (False) past the messages; None: all."""
     items = []
+    root = project_root(facts)
     chosen = [(path, change) for path, change in facts.changes.items()
               if pending is None or change.pending == pending]
     for index, (path, change) in enumerate(chosen):
@@ -166,11 +192,11 @@ def change_items(facts: Facts, pending: bool | None = None) -> list[str]:
         waiting = _WAITING if change.pending else ""
         if change.op == "wrote":
             notes = "; ".join(n for n in (change.size, waiting) if n)
-            item = f"{verb} `{clip(path, 160)}`" + (f" ({notes})" if notes else "")
+            item = f"{verb} `{clip(relative(path, root), 160)}`" + (f" ({notes})" if notes else "")
             if change.edits_after:  # written, then edited: what the last edit changed
                 item += f", then edited ({plural(change.edits_after, 'edit')})" + (f": {detail}" if detail else "")
         else:
-            item = f"{verb} `{clip(path, 160)}`{times}" + (f" ({waiting})" if waiting else "")
+            item = f"{verb} `{clip(relative(path, root), 160)}`{times}" + (f" ({waiting})" if waiting else "")
             item += f": {detail}" if detail else ""
         items.append(item)
     if facts.patches_without_files and not pending:
@@ -214,9 +240,12 @@ def trail_items(facts: Facts, max_chars: int, listed: tuple[str, ...] = ()) -> l
     budget = min(int(max_chars * TRAIL_SHARE), TRAIL_TOKENS * 4)
     salience = facts.salience
     known = {_last_parts(path) for path in listed}
-    files = [path for path in salience.ranked_files() if _last_parts(path) not in known]
+    files = [path for path in salience.ranked_files() if _last_parts(path) not in known
+             and not (_LIBRARY.search(path) and path not in facts.changes and path not in facts.read)]
+    root = project_root(facts)
     groups: dict[str, list[str]] = {}
     for path in files:
+        path = relative(path, root)
         groups.setdefault(path.rpartition("/")[0], []).append(path)
     file_lines: list[str] = []
     single_at = -1  # the line that collects files alone in their folder, in rank order
@@ -231,9 +260,16 @@ def trail_items(facts: Facts, max_chars: int, listed: tuple[str, ...] = ()) -> l
                 single_at = len(file_lines) - 1
             else:
                 file_lines[single_at] += f", {path}"
+    folders = [relative(path, root) for path in salience.ranked(salience.paths) if path not in salience.files
+               and _last_parts(path) not in known and path != root]
+    if folders:  # where the agent searched and listed: one line, after the most salient files
+        file_lines.insert(1, _pack("Folders used:", [f"`{clip(path, 120)}`" for path in folders]))
     name_lines = _chunks("Code names:", salience.ranked(salience.names))
     lines: list[str] = []
     used = 0
+    if root:  # first: the paths of the whole summary are relative to it
+        lines.append(f"Project folder: `{clip(root, 120)}` (paths relative to it)")
+        used = len(lines[0]) + 3
     for index in range(max(len(file_lines), len(name_lines))):
         for line in (file_lines[index] if index < len(file_lines) else None,
                      name_lines[index] if index < len(name_lines) else None):
@@ -244,6 +280,11 @@ def trail_items(facts: Facts, max_chars: int, listed: tuple[str, ...] = ()) -> l
             lines.append(line)
             used += len(line) + 3
     return lines
+
+
+# A file of an installed library (a traceback's frame, a stack's `node_modules` line): the project's own
+# files are what the next turns open; a library file stays in the trail only when a tool read or changed it.
+_LIBRARY = re.compile(r"(?:^|/)(?:site-packages|dist-packages|node_modules|\.venv|\.tox|\.cargo/registry)/")
 
 
 def _last_parts(path: str) -> str:

@@ -281,6 +281,40 @@ def _file_like(token: str) -> bool:
         "/" in token or extension.lower() not in ("log", "env", "lock", "c", "h", "cs", "conf", "cfg"))
 
 
+# The argument names under which agents' tools take a path (a file, or the folder a search runs in).
+PATH_ARGUMENTS = ("path", "file_path", "filePath", "notebook_path", "absolute_path", "target_file", "directory",
+                  "dir_path")
+
+
+def _tool_path(value: str) -> bool:
+    """A path argument that names one place: not empty, no glob, no space, no variable, not `.`."""
+    value = value.strip()
+    return bool(value) and value not in (".", "./", "..") and len(value) <= 200 and not any(
+        c in value for c in "*?{} $\n")
+
+
+# A shell command that prints a file (how Codex and many agents read): its file arguments are reads.
+_READ_PROGRAMS = frozenset("cat sed head tail nl less more bat wc".split())
+_SEGMENTS = re.compile(r"&&|\|\||[;|\n]")
+
+
+def shell_reads(command: str) -> list[str]:
+    """The files a shell command prints (`cat a.py`, `sed -n '1,80p' src/x.py`, `nl -ba x.ts | sed -n 1,40p`):
+    each segment's program among `_READ_PROGRAMS` and its arguments that are files of a known type."""
+    out = []
+    for segment in _SEGMENTS.split(command[:2000]):
+        words = segment.split()
+        if words and words[0] == "cd":
+            continue
+        if not words or words[0].rsplit("/", 1)[-1] not in _READ_PROGRAMS:
+            continue
+        for word in words[1:]:
+            word = word.strip("'\"")
+            if not word.startswith("-") and _file_like(word) and not any(c in word for c in "*?$"):
+                out.append(word.removeprefix("./"))
+    return out
+
+
 def trail_names(text: str) -> list[tuple[bool, str]]:
     """(is a file, name) for the file paths and code names in `text` (`src/cli.py`, `extract_facts`,
     `SessionTree`), in order; a path's `:LINE` suffix and leading `./` dropped."""
@@ -315,6 +349,7 @@ class Salience:
         self.position = 0
         self.files: dict[str, float] = {}
         self.names: dict[str, float] = {}
+        self.paths: dict[str, float] = {}  # tool calls' path arguments that are no file of a known type
 
     def add(self, kind: str, text: str) -> None:
         weight = TRAIL_WEIGHTS[kind] * (0.25 + 0.75 * self.position / self.total)
@@ -326,6 +361,13 @@ class Salience:
         weight = TRAIL_WEIGHTS[kind] * (0.25 + 0.75 * self.position / self.total)
         path = strip_diff_prefix(path.removeprefix("./"))
         self.files[path] = self.files.get(path, 0.0) + weight
+
+    def add_path(self, path: str) -> None:
+        """A folder (or a file of no known type: `Makefile`) a tool call was pointed at: where the agent
+        searched, listed or ran; it passes the same path again."""
+        weight = TRAIL_WEIGHTS["call"] * (0.25 + 0.75 * self.position / self.total)
+        path = strip_diff_prefix(path.removeprefix("./")).rstrip("/") or "/"
+        self.paths[path] = self.paths.get(path, 0.0) + weight
 
     def ranked(self, table: dict[str, float]) -> list[str]:
         """Names by salience, highest first; ties by name."""
@@ -772,8 +814,17 @@ class _Walker:
         salience = self.facts.salience
         for path, op in action.paths:
             salience.add_file("read" if op == "read" else "edited", path.split(" → ")[-1].strip())
-        for text in _string_values(_args(block)):
+        args = _args(block)
+        for text in _string_values(args):
             salience.add("call", text)
+        if action.kind == "command" and action.command:  # `sed -n '1,80p' src/x.py`: a read, by the shell
+            for path in shell_reads(action.command):
+                salience.add_file("read", path)
+                self.facts.read.add(path)
+        for key in PATH_ARGUMENTS:  # a folder a search or listing was pointed at, a `Makefile`
+            value = args.get(key)
+            if isinstance(value, str) and _tool_path(value) and not _file_like(value):
+                salience.add_path(value)
 
     def result(self, message: dict[str, Any]) -> None:
         self.facts.salience.add("output", message_text(message.get("content")))
