@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import fixture_path
+from test_summarize_builtin import assistant, call, text, tool_call, user
 
 from batchcompact.agents import file_tools
 from batchcompact.cli import cli
@@ -25,27 +26,6 @@ from batchcompact.summarize.handover import Request, goal_requests, is_question
 from batchcompact.tokenizer import count_tokens
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def call(messages, max_tokens=2000) -> SummaryCall:
-    return SummaryCall(kind=HISTORY, system_prompt="", user_prompt="", max_tokens=max_tokens,
-                       messages=tuple(messages))
-
-
-def user(text):
-    return {"role": "user", "content": text, "timestamp": 1}
-
-
-def assistant(*blocks, stop="toolUse"):
-    return {"role": "assistant", "content": list(blocks), "stopReason": stop, "timestamp": 1}
-
-
-def tool_call(id_, name, **arguments):
-    return {"type": "toolCall", "id": id_, "name": name, "arguments": arguments}
-
-
-def text(value):
-    return {"type": "text", "text": value}
 
 
 def result(id_, output, error=False, name="bash"):
