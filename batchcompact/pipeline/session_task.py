@@ -27,9 +27,8 @@ from batchcompact.agents import get, store_agent
 from batchcompact.core.handoff import is_handoff
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
 from batchcompact.errors import BatchCompactError, NotCompacted, UsageError, internal_error_reason
-from batchcompact.formats.scan import ScanItem, unreadable_reason
+from batchcompact.formats.scan import ScanItem, missing_file_reason, unreadable_reason
 from batchcompact.formats.scan import oserror_text as _oserror
-from batchcompact.pipeline.executor import missing_file_reason
 from batchcompact.pipeline.outcome import (
     OutcomeWriter,
     PreparedSession,
