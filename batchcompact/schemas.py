@@ -1,5 +1,5 @@
 """JSON Schema checks against the project's schemas in `schemas/` (the agents' checks call it: pi's session
-schemas are used by `agents/pi/schema.py`; the usage export's documents `report --by request`).
+schemas are used by `adapters/pi/schema.py`; the usage export's documents `report --by request`).
 
 The schema files live in the repository's top-level `schemas/` folder; `batchcompact/schemas` is a
 directory symlink to it, so they ship inside the package as package data and load the same way from a

@@ -74,7 +74,7 @@ LAYERS = (
     ("summarize",),
     ("pipeline",),
     ("report", "eval"),
-    ("agents/<name>/<module>",),
+    ("adapters",),
     ("cli",),
     ("__main__",),
 )
@@ -162,18 +162,27 @@ def test_no_import_circles():
     assert circles(module_graph()) == []
 
 
-def _layer(module: str) -> int:
+def _top(module: str) -> str:
+    """The folder or top-level module `module` is in (`__init__`: the package itself)."""
     parts = module.split(".")
-    top = parts[1] if len(parts) > 1 else "__init__"
-    if top == "agents" and len(parts) > 3 and parts[3] != "detect":
-        # An agent folder's code (reader, writer, trigger, settings, usage reader) is reached only through the
-        # registry's lazy "module:attr" references: it may use every library layer below the CLI, and nothing
-        # below imports it (its `__init__` and line rules stay in the registry's layer).
-        top = "agents/<name>/<module>"
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _layer(module: str) -> int:
+    top = _top(module)
     for number, names in enumerate(LAYERS):
         if top in names:
             return number
     raise AssertionError(f"{module}: batchcompact/{top} is in no layer; add it to LAYERS in {__file__}")
+
+
+def test_no_circles_between_folders():
+    """Drawn by folders (`formats/`, `report/`, ... and the top-level modules), the imports make no circle either:
+    two folders of one layer may not import each other."""
+    folders: dict[str, set[str]] = {}
+    for module, targets in module_graph().items():
+        folders.setdefault(_top(module), set()).update(_top(t) for t in targets)
+    assert circles({name: found - {name} for name, found in folders.items()}) == []
 
 
 def test_no_import_runs_back_up_the_layers():
@@ -267,8 +276,8 @@ NOT_AGENTS = {
     ("report/settings.py", "qwen"),  # provider aliases (`--by provider`)
     ("summarize/batch_api.py", "claude"), ("summarize/preflight.py", "gemini"),  # model and provider names
     ("tokenizer.py", "codex"),  # OpenAI's codex models
-    ("agents/droid/report.py", "claude"), ("agents/droid/report.py", "gemini"), ("agents/droid/report.py", "grok"),
-    ("agents/hermes/report.py", "claude"), ("agents/hermes/report.py", "gemini"),  # model families -> provider
+    ("adapters/droid/report.py", "claude"), ("adapters/droid/report.py", "gemini"), ("adapters/droid/report.py", "grok"),
+    ("adapters/hermes/report.py", "claude"), ("adapters/hermes/report.py", "gemini"),  # model families -> provider
 }
 
 
@@ -299,13 +308,14 @@ def test_no_agent_is_named_outside_its_folder_and_the_registry():
         refs = [getattr(agent, field) for field in ("detect_line", "detect_prefix", "detect_file", "reader",
                                                      "writer", "usage", "trigger", "settings", "store")]
         folders[agent.name] = {agent.name} | {ref.split(".")[2] for ref in refs
-                                              if ref and ref.startswith("batchcompact.agents.")}
+                                              if ref and ref.startswith(("batchcompact.agents.",
+                                                                         "batchcompact.adapters."))}
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(PACKAGE)
         if relative.as_posix() in ("agents/__init__.py",):
             continue
-        folder = relative.parts[1] if relative.parts[0] == "agents" and len(relative.parts) > 2 else None
+        folder = relative.parts[1] if relative.parts[0] in ("agents", "adapters") and len(relative.parts) > 2 else None
         for line, text in _code_strings(path):
             owner = owners.get(text)
             if owner is None or folder in folders[owner] or (relative.as_posix(), text) in NOT_AGENTS:

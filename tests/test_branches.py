@@ -354,7 +354,7 @@ def test_entry_fields_order_summary_and_id():
 
 
 def test_entry_validates_against_the_written_entry_schema():
-    from batchcompact.agents.pi.schema import validate_written_entry as validate
+    from batchcompact.adapters.pi.schema import validate_written_entry as validate
     b, _ = _nested()
     tree, chain = _apply_all(_tree(b))
     assert len(chain) == 2
@@ -494,7 +494,7 @@ def test_branches_never_touch_the_active_path_and_end_at_their_leaf(shape):
 
 def test_branched_sample_gives_one_result_per_abandoned_branch_and_is_idempotent():
     path = SAMPLES / "pi" / "branched.jsonl"
-    from batchcompact.agents.pi.session import read_pi_session
+    from batchcompact.adapters.pi.session import read_pi_session
 
     session = read_pi_session(path)
     tree = session.tree

@@ -8,9 +8,9 @@ import json
 from conftest import fixture_path
 from factories import plan_forced, write_appended
 
+from batchcompact.adapters.claude import read as claude
+from batchcompact.adapters.codex import read as codex
 from batchcompact.agents import file_tools
-from batchcompact.agents.claude import read as claude
-from batchcompact.agents.codex import read as codex
 from batchcompact.core.apply import compose_summary
 from batchcompact.core.fileops import FileOps, details_from_summary, patch_paths
 from batchcompact.core.planner import CompactionPlan, CompactionSettings

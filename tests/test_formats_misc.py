@@ -107,8 +107,8 @@ def test_show_names_the_agent_version():
 
 def test_writers_import_without_their_readers():
     code = (
-        "import sys, batchcompact.agents.codex.write, batchcompact.agents.claude.write;"
-        "print('batchcompact.agents.codex.read' in sys.modules, 'batchcompact.agents.claude.read' in sys.modules)"
+        "import sys, batchcompact.adapters.codex.write, batchcompact.adapters.claude.write;"
+        "print('batchcompact.adapters.codex.read' in sys.modules, 'batchcompact.adapters.claude.read' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]

@@ -11,8 +11,8 @@ from factories import Builder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from batchcompact.adapters.pi.session import read_pi_session
 from batchcompact.agents import file_tools
-from batchcompact.agents.pi.session import read_pi_session
 from batchcompact.core.calls import HISTORY, TURN_PREFIX
 from batchcompact.core.cutpoint import find_cut_point
 from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction

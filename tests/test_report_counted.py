@@ -173,8 +173,8 @@ def test_copilots_own_compaction_call_counts_once(tmp_path, cache):
 @pytest.mark.parametrize("cache", PATHS)
 def test_a_copilot_compaction_batchcompact_wrote_is_left_to_the_run_report(tmp_path, cache):
     """Our writer records our summary calls in `compactionTokensUsed` too (no model, a name-based attempt
-    id: agents/copilot/write.py); the run report counts them, so the log does not count them again."""
-    from batchcompact.agents.copilot.write import NAMESPACE, compaction_tokens_used
+    id: adapters/copilot/write.py); the run report counts them, so the log does not count them again."""
+    from batchcompact.adapters.copilot.write import NAMESPACE, compaction_tokens_used
 
     events = [e for e in read_lines(RECORDED_COPILOT) if not e["type"].startswith("session.compaction")]
     before = by_kind(tmp_path, copilot_log(tmp_path, "a", events), cache=cache)

@@ -16,9 +16,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from batchcompact.agents.claude.report import KEEP_MARKER, SKIP_STARTS, extract_claude
-from batchcompact.agents.codex import report as codex
-from batchcompact.agents.codex.report import OTHER, WANT, extract_codex, read_lines
+from batchcompact.adapters.claude.report import KEEP_MARKER, SKIP_STARTS, extract_claude
+from batchcompact.adapters.codex import report as codex
+from batchcompact.adapters.codex.report import OTHER, WANT, extract_codex, read_lines
 from batchcompact.report.lines import ExtractStats
 from batchcompact.report.schema import UsageRows
 from tests.conftest import SAMPLES, shared_fixtures
@@ -134,7 +134,7 @@ def test_codex_rows_are_the_same_as_with_the_plain_search(monkeypatch):
 
 def test_claude_rows_are_the_same_as_with_a_snapshot_search(monkeypatch):
     """The snapshot skip by the line's start gives the rows the old search anywhere in the line gave."""
-    import batchcompact.agents.claude.report as claude
+    import batchcompact.adapters.claude.report as claude
 
     files = claude_files()
     fast = [_rows(extract_claude, p) for p in files]
@@ -317,7 +317,7 @@ def test_lines_in_another_shape_take_the_general_path(tmp_path, monkeypatch):
 def test_claude_rows_are_the_same_as_with_a_usage_search(monkeypatch):
     """Searching for `"assistant"` (every line a request is read from holds it) keeps every line that
     searching for `"usage"` kept and counted."""
-    import batchcompact.agents.claude.report as claude
+    import batchcompact.adapters.claude.report as claude
 
     files = claude_files()
     fast = [_rows(extract_claude, p) for p in files]

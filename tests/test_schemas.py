@@ -13,15 +13,15 @@ from conftest import REPO, fixture_path
 from jsonschema import Draft202012Validator
 
 from batchcompact import schemas
-from batchcompact.agents.pi import schema as pi_schema
-from batchcompact.agents.pi.schema import (
+from batchcompact.adapters.pi import schema as pi_schema
+from batchcompact.adapters.pi.schema import (
     SCHEMA_FILES,
     validate_entry,
     validate_header,
     validate_session,
     validate_written_entry,
 )
-from batchcompact.agents.pi.session import read_pi_session
+from batchcompact.adapters.pi.session import read_pi_session
 from batchcompact.core.entries import ERROR
 from batchcompact.schemas import SchemaCompileError, load_schema
 

@@ -10,9 +10,9 @@ import sys
 import pytest
 from conftest import fixture_path
 
+from batchcompact.adapters.claude.trigger import CLAUDE_1M_WINDOW, claude_threshold, claude_window
+from batchcompact.adapters.codex.trigger import codex_model_window, codex_threshold
 from batchcompact.agents import get, load
-from batchcompact.agents.claude.trigger import CLAUDE_1M_WINDOW, claude_threshold, claude_window
-from batchcompact.agents.codex.trigger import codex_model_window, codex_threshold
 from batchcompact.core.planner import CompactionSettings
 from batchcompact.pipeline.planning import PlanOptions, plan_file
 
@@ -143,7 +143,7 @@ def test_plan_command_prints_window_source_and_threshold(tmp_path):
     (20_000, {}, 0),
 ])
 def test_opencode_usable_window(context, inputs, usable):
-    from batchcompact.agents.opencode.trigger import opencode_usable
+    from batchcompact.adapters.opencode.trigger import opencode_usable
 
     assert opencode_usable(context, **inputs) == usable
 
@@ -151,13 +151,13 @@ def test_opencode_usable_window(context, inputs, usable):
 @pytest.mark.parametrize(("usable", "preserve", "tail"), [
     (96_000, None, 15_000), (20_000, None, 5_000), (4_000, None, 2_000), (96_000, 3_000, 3_000)])
 def test_opencode_tail_budget(usable, preserve, tail):
-    from batchcompact.agents.opencode.trigger import opencode_tail_tokens
+    from batchcompact.adapters.opencode.trigger import opencode_tail_tokens
 
     assert opencode_tail_tokens(usable, preserve) == tail
 
 
 def test_opencode_trigger():
-    from batchcompact.agents.opencode.trigger import opencode_trigger
+    from batchcompact.adapters.opencode.trigger import opencode_trigger
     from batchcompact.core.triggers import Trigger
 
     assert opencode_trigger(table_window=128_000, max_output_tokens=16_384) == Trigger(128_000, "price table", 111_616)

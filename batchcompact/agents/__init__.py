@@ -5,8 +5,8 @@ Everything that depends on which agent wrote a file goes through here: detection
 usage extraction (`report/extract.py`), discovery (`discover.py`), presets (`cli/config.py`), the
 built-in summarizer's tool table (`summarize/builtin_facts.py`) and the auto-compaction trigger
 (`pipeline/planning.py` → the agent's `trigger.py`). Adding an agent is one folder under
-`batchcompact/agents/` defining `AGENT` and one `register` line below (docs/architecture.md, "Adding an
-agent").
+`batchcompact/agents/` defining `AGENT`, its code in `batchcompact/adapters/<name>/` named by `AGENT`'s lazy
+references, and one `register` line below (docs/architecture.md, "Adding an agent").
 
 Order matters twice: detection asks the agents in this order (the first whose rule matches a line
 wins), and discovery lists their folders in this order. Importing this module imports only the

@@ -246,7 +246,7 @@ class Agent:
     read_appended: str | None = None
     migrate_on_write: bool = False  # a session of an older format version is written whole in the current one
     # a database holding many sessions (OpenClaw's openclaw-agent.sqlite): each is the path "<db>#<session id>";
-    # `store` is a module with `session_ids`, `fingerprint`, `write_session` (agents/openclaw/store.py)
+    # `store` is a module with `session_ids`, `fingerprint`, `write_session` (adapters/openclaw/store.py)
     store: str | None = None
     store_names: tuple[str, ...] = ()  # the database file names
     provider: str | None = None  # who serves every request when the agent's rows name no provider (its own service)

@@ -130,7 +130,7 @@ def last_model(path: list[Entry]) -> dict[str, Any] | None:
 @dataclass(frozen=True)
 class ContextRules:
     """How strictly a format's agent rebuilds the context beyond pi's `buildSessionContext` (the default:
-    none of it). An agent that writes pi's format and replays less (oh-my-pi, agents/pi/omp.py) says so here,
+    none of it). An agent that writes pi's format and replays less (oh-my-pi, adapters/pi/omp.py) says so here,
     and its reader puts its rules on the session (`Session.extra[CONTEXT_RULES]`).
 
     - `replay_only_clean_turns`: failed requests with nothing in them and retried turns (`retryRecovery`)

@@ -2,7 +2,7 @@
 
 A session is compacted (without --force) when its context tokens exceed the threshold. The default
 follows the agent that wrote the session, so a default run compacts where the agent itself would: each
-agent's rule is its `trigger` (`Agent.trigger`, a function in `batchcompact/agents/<name>/trigger.py`, which
+agent's rule is its `trigger` (`Agent.trigger`, a function in `batchcompact/adapters/<name>/trigger.py`, which
 says where its constants were read). Agents without one use `window_trigger`: the model's window (price
 table, or --context-window) minus reserve_tokens (pi's rule).
 

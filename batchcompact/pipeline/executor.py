@@ -197,23 +197,6 @@ def _on_node(func: Callable[..., T], item: Any, shared: Any) -> T:
     return func(item, *(shared or ()))
 
 
-def missing_file_reason(path: str | os.PathLike) -> str:
-    """Why a file that was listed by the driver cannot be opened here, without its path (the row names it):
-    a link that leads nowhere says so in the system's words, as `validate` and `run` do ("cannot read:
-    Too many levels of symbolic links" for a loop); a file not there at all was removed since, or is on
-    a filesystem this node does not see."""
-    from batchcompact.formats.scan import broken_link_reason
-
-    broken = broken_link_reason(path)
-    if broken:
-        return broken
-    import socket  # only here: ~9 ms of every command's start
-
-    return (f"not found on host {socket.gethostname()} (removed since it was listed, or on a filesystem this "
-            "node does not see: with --executor ray, inputs and outputs must be on a filesystem every node sees "
-            "at the same path)")
-
-
 def make_executor(kind: str = LOCAL, *, jobs: int = 1, ray_address: str | None = None) -> Executor:
     if kind == LOCAL:
         return LocalExecutor(jobs)

@@ -373,7 +373,7 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
         session = read_session(path)
         return plan_session(session, settings, options)[1]
     except FileNotFoundError:
-        from batchcompact.pipeline.executor import missing_file_reason
+        from batchcompact.formats.scan import missing_file_reason
 
         row = dict.fromkeys(PLAN_COLUMNS)
         row.update(path=str(path), status="error", reason=missing_file_reason(path), read_files=[], modified_files=[])

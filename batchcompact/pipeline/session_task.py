@@ -27,9 +27,8 @@ from batchcompact.agents import get, store_agent
 from batchcompact.core.handoff import is_handoff
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
 from batchcompact.errors import BatchCompactError, NotCompacted, UsageError, internal_error_reason
-from batchcompact.formats.scan import ScanItem, unreadable_reason
+from batchcompact.formats.scan import ScanItem, missing_file_reason, unreadable_reason
 from batchcompact.formats.scan import oserror_text as _oserror
-from batchcompact.pipeline.executor import missing_file_reason
 from batchcompact.pipeline.outcome import (
     OutcomeWriter,
     PreparedSession,
@@ -83,7 +82,7 @@ def process_file(work: FileWork, task: FileTask) -> dict[str, Any]:
     """Plan one file (and compact it here when the task says so); a record, never an exception."""
     path = work.path
     record: dict[str, Any] = {"path": path, "root": work.root}
-    # compacting a pi session here: the read itself gives the fingerprint (agents/pi/session.py SourceDigest)
+    # compacting a pi session here: the read itself gives the fingerprint (adapters/pi/session.py SourceDigest)
     here = task.summarizer is not None and _reads_with_digest(path)
     try:
         fingerprint = _stat_fingerprint(path) if here else fingerprint_file(path)
@@ -99,7 +98,7 @@ def process_file(work: FileWork, task: FileTask) -> dict[str, Any]:
                       plan_row={}, fingerprint=fingerprint if not here else fingerprint_file(path))
         return record
     try:
-        # compacting here: the writer's verify can then parse only what it appended (agents/pi/session.py)
+        # compacting here: the writer's verify can then parse only what it appended (adapters/pi/session.py)
         session = read_session(path, digest=task.summarizer is not None)
         if here:
             fingerprint, session = _read_fingerprint(path, fingerprint, session)

@@ -134,7 +134,7 @@ def extract_on_node(path: str, root: str) -> tuple[str | None, dict, bool]:
     try:
         return extract_to_part(path, root)
     except FileNotFoundError:
-        from batchcompact.pipeline.executor import missing_file_reason
+        from batchcompact.formats.scan import missing_file_reason
 
         return None, {"path": path, "warnings": [f"{path}: {missing_file_reason(path)}"], "warning_count": 1}, False
 

@@ -12,5 +12,5 @@ AGENT = Agent(
                   sessions=("threads",)),),
     suffixes=(),
     files=(Files(("T-*.json",), under=("threads",)),),
-    usage="batchcompact.agents.amp.report:extract_amp",
+    usage="batchcompact.adapters.amp.report:extract_amp",
 )

@@ -15,5 +15,5 @@ AGENT = Agent(
     ),
     suffixes=(),
     files=(Files(("archive.db",), under=("archive",), sqlite=True),),
-    usage="batchcompact.agents.buzz.report:extract_buzz",
+    usage="batchcompact.adapters.buzz.report:extract_buzz",
 )

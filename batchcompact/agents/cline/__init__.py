@@ -19,5 +19,5 @@ AGENT = Agent(
     ),
     suffixes=(),
     files=(Files(("*.messages.json",)),),
-    usage="batchcompact.agents.cline.report:extract_cline",
+    usage="batchcompact.adapters.cline.report:extract_cline",
 )

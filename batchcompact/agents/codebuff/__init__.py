@@ -15,5 +15,5 @@ AGENT = Agent(
                   env="CODEBUFF_DATA_DIR", env_list=True, sessions=("projects",)),),
     suffixes=(),
     files=(Files(("chat-messages.json",), under=("chats",)),),
-    usage="batchcompact.agents.codebuff.report:extract_codebuff",
+    usage="batchcompact.adapters.codebuff.report:extract_codebuff",
 )

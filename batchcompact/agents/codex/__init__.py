@@ -11,9 +11,9 @@ AGENT = Agent(
                   env_list=True),),
     detect_line="batchcompact.agents.codex.detect:detect_line",
     detect_prefix="batchcompact.agents.codex.detect:detect_prefix",
-    reader="batchcompact.agents.codex.read:read",
-    writer="batchcompact.agents.codex.write",
-    usage="batchcompact.agents.codex.report:extract_codex",
+    reader="batchcompact.adapters.codex.read:read",
+    writer="batchcompact.adapters.codex.write",
+    usage="batchcompact.adapters.codex.report:extract_codex",
     file_tools={"apply_patch": ("patch", ("input", "patch")), **dict.fromkeys(
         ("shell", "local_shell", "exec_command", "shell_command", "container.exec"), ("shell", ("command", "cmd")))},
     tools={
@@ -26,7 +26,7 @@ AGENT = Agent(
         "update_plan": "plan",
         "view_image": "read",
     },
-    trigger="batchcompact.agents.codex.trigger:codex_trigger",
+    trigger="batchcompact.adapters.codex.trigger:codex_trigger",
     presets={
         # Codex ModelInfo::auto_compact_token_limit: 90% of the window; keeps 20000 tokens of user messages.
         "codex": {"threshold_percent": 90.0, "keep_recent_tokens": 20000},

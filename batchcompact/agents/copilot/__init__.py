@@ -17,9 +17,9 @@ AGENT = Agent(
     ),
     detect_line="batchcompact.agents.copilot.detect:detect_line",
     homes=(".copilot",),
-    reader="batchcompact.agents.copilot.events:read",
-    writer="batchcompact.agents.copilot.write",
-    usage="batchcompact.agents.copilot.report:extract_copilot",
+    reader="batchcompact.adapters.copilot.events:read",
+    writer="batchcompact.adapters.copilot.write",
+    usage="batchcompact.adapters.copilot.report:extract_copilot",
     file_tools={"view": ("read", ("path",)), "create": ("write", ("path",)), "edit": ("edit", ("path",))},
     tools={
         "view": "read",
@@ -28,7 +28,7 @@ AGENT = Agent(
         "bash": "command",
         "task": "delegate",
     },
-    trigger="batchcompact.agents.copilot.trigger:copilot_trigger",
+    trigger="batchcompact.adapters.copilot.trigger:copilot_trigger",
     presets={
         # Copilot CLI compacts in the background at 80% of the model's prompt limit (its own rule, the
         # default) and summarizes the whole history, so the kept tail is batchcompact's default.

@@ -12,5 +12,5 @@ AGENT = Agent(
                   env_list=True, sessions=("transcripts",), env_sessions=("",)),),
     suffixes=(),
     files=(Files(("*.json",), under=("transcripts",)),),
-    usage="batchcompact.agents.devin.report:extract_devin",
+    usage="batchcompact.adapters.devin.report:extract_devin",
 )

@@ -11,5 +11,5 @@ AGENT = Agent(
     places=(Place(defaults=("~/.factory/sessions",), env="DROID_SESSIONS_DIR", env_list=True, sessions=("",)),),
     suffixes=(),
     files=(Files(("*.settings.json",), under=("sessions",)),),
-    usage="batchcompact.agents.droid.report:extract_droid",
+    usage="batchcompact.adapters.droid.report:extract_droid",
 )

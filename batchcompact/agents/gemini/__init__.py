@@ -15,9 +15,9 @@ AGENT = Agent(
     detect_prefix="batchcompact.agents.gemini.detect:detect_prefix",
     detect_file="batchcompact.agents.gemini.detect:detect_file",
     files=(Files(("session-*.json", "session-*.jsonl"), under=("chats",)),),
-    reader="batchcompact.agents.gemini.chat:read",
-    writer="batchcompact.agents.gemini.write",
-    usage="batchcompact.agents.gemini.report:extract_gemini",
+    reader="batchcompact.adapters.gemini.chat:read",
+    writer="batchcompact.adapters.gemini.write",
+    usage="batchcompact.adapters.gemini.report:extract_gemini",
     file_tools={"read_file": ("read", ("file_path", "absolute_path")), "write_file": ("write", ("file_path", "absolute_path")),
                 "replace": ("edit", ("file_path", "absolute_path"))},
     tools={
@@ -28,9 +28,9 @@ AGENT = Agent(
         "write_todos": "todos",
         "invoke_agent": "delegate",
     },
-    trigger="batchcompact.agents.gemini.trigger:gemini_trigger",
+    trigger="batchcompact.adapters.gemini.trigger:gemini_trigger",
     trigger_table_window=False,
-    settings="batchcompact.agents.gemini.settings:with_gemini_settings",
+    settings="batchcompact.adapters.gemini.settings:with_gemini_settings",
     settings_fields=("threshold_percent",),
     presets={
         # Gemini CLI chatCompressionService: compress at 50% of tokenLimit, keep the last 30% of the

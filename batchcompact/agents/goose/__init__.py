@@ -14,5 +14,5 @@ AGENT = Agent(
                   env="GOOSE_PATH_ROOT", env_sessions=("data/sessions",), first=True),),
     suffixes=(),
     files=(Files(("sessions.db",), under=("sessions",), sqlite=True),),
-    usage="batchcompact.agents.goose.report:extract_goose",
+    usage="batchcompact.adapters.goose.report:extract_goose",
 )

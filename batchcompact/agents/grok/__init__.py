@@ -8,7 +8,7 @@ AGENT = Agent(
     name="grok",
     display_name="Grok Build CLI",
     places=(Place(defaults=("~/.grok",), env="GROK_HOME", env_list=True),),
-    detect_line="batchcompact.agents.grok.report:sniff_grok",
+    detect_line="batchcompact.adapters.grok.report:sniff_grok",
     files=(Files(("updates.jsonl",), under=(".grok", "sessions")),),
-    usage="batchcompact.agents.grok.report:extract_grok",
+    usage="batchcompact.adapters.grok.report:extract_grok",
 )

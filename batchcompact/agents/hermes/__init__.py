@@ -10,5 +10,5 @@ AGENT = Agent(
     places=(Place(defaults=("~/.hermes",), env="HERMES_HOME", env_list=True, sessions=(), files=("state.db",)),),
     suffixes=(),
     files=(Files(("state.db",), under=(".hermes", "hermes"), sqlite=True),),
-    usage="batchcompact.agents.hermes.report:extract_hermes",
+    usage="batchcompact.adapters.hermes.report:extract_hermes",
 )

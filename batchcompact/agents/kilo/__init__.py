@@ -17,7 +17,7 @@ AGENT = dataclasses.replace(
     places=(Place(defaults=("$XDG_DATA_HOME/kilo", "~/.local/share/kilo"), env="KILO_DATA_DIR", env_list=True,
                   sessions=(), files=("kilo.db", "kilo-*.db")),),
     files=(Files(("kilo.db", "kilo-*.db"), sqlite=True),),
-    usage="batchcompact.agents.opencode.report:extract_kilo",
+    usage="batchcompact.adapters.opencode.report:extract_kilo",
     store_names=("kilo.db",),
     presets={},
 )

@@ -12,8 +12,8 @@ AGENT = Agent(
         Place(defaults=("~/.kimi",), env="KIMI_DATA_DIR", env_fallback="KIMI_SHARE_DIR", env_list=True),
         Place(defaults=("~/.kimi-code",), env="KIMI_CODE_HOME", env_list=True),
     ),
-    detect_line="batchcompact.agents.kimi.report:sniff_kimi",
+    detect_line="batchcompact.adapters.kimi.report:sniff_kimi",
     files=(Files(("wire.jsonl",), under=("sessions",)),),
     homes=(".kimi-code",),
-    usage="batchcompact.agents.kimi.report:extract_kimi",
+    usage="batchcompact.adapters.kimi.report:extract_kimi",
 )

@@ -9,7 +9,7 @@ AGENT = Agent(
     name="muse",
     display_name="Muse Code",
     places=(Place(defaults=("$XDG_DATA_HOME/muse", "~/Library/Application Support/muse")),),
-    detect_line="batchcompact.agents.muse.report:sniff_muse",
+    detect_line="batchcompact.adapters.muse.report:sniff_muse",
     files=(Files(("session.jsonl",), under=("muse/sessions",)),),
-    usage="batchcompact.agents.muse.report:extract_muse",
+    usage="batchcompact.adapters.muse.report:extract_muse",
 )

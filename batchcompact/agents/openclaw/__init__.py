@@ -19,20 +19,20 @@ AGENT = Agent(
     files=(Files(("*.jsonl.reset.*", "*.jsonl.deleted.*"), under=HOMES),
            Files(("openclaw-agent.sqlite",), sqlite=True)),
     homes=HOMES,
-    reader="batchcompact.agents.openclaw.read:read",
-    writer="batchcompact.agents.openclaw.write",
-    usage="batchcompact.agents.openclaw.report:extract_openclaw",
+    reader="batchcompact.adapters.openclaw.read:read",
+    writer="batchcompact.adapters.openclaw.write",
+    usage="batchcompact.adapters.openclaw.report:extract_openclaw",
     # OpenClaw's coding tools (pi's read/write/edit with `path`, exec's `command`, apply_patch's envelope)
     file_tools={"read": ("read", ("path",)), "write": ("write", ("path",)), "edit": ("edit", ("path",)),
                 "apply_patch": ("patch", ("input", "patch"))},
     tools={"read": "read", "write": "write", "edit": "edit", "exec": "command", "apply_patch": "patch"},
-    trigger="batchcompact.agents.openclaw.trigger:openclaw_trigger",
+    trigger="batchcompact.adapters.openclaw.trigger:openclaw_trigger",
     presets={
         # OpenClaw's agents.defaults.compaction: keepRecentTokens 20000, a reserve of 20000 (at most a
         # quarter of the window).
         "openclaw": {"reserve_tokens": 20000, "keep_recent_tokens": 20000},
     },
-    settings="batchcompact.agents.openclaw.read:with_openclaw_settings",
-    store="batchcompact.agents.openclaw.store",
+    settings="batchcompact.adapters.openclaw.read:with_openclaw_settings",
+    store="batchcompact.adapters.openclaw.store",
     store_names=("openclaw-agent.sqlite",),
 )

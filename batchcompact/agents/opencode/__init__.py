@@ -16,18 +16,18 @@ AGENT = Agent(
                   env_list=True, sessions=("storage/message",), files=("opencode.db", "opencode-*.db")),),
     suffixes=(),
     files=(Files(("opencode.db", "opencode-*.db"), sqlite=True), Files(("*.json",), under=("storage/message",))),
-    usage="batchcompact.agents.opencode.report:extract_opencode",
-    reader="batchcompact.agents.opencode.read:read",
-    writer="batchcompact.agents.opencode.write",
+    usage="batchcompact.adapters.opencode.report:extract_opencode",
+    reader="batchcompact.adapters.opencode.read:read",
+    writer="batchcompact.adapters.opencode.write",
     # OpenCode's tools (its arguments: filePath, oldString/newString, command, todos, description);
     # glob, grep, list and webfetch have no shape: they are searches
     file_tools={"read": ("read", ("filePath",)), "write": ("write", ("filePath",)), "edit": ("edit", ("filePath",))},
     tools={"read": "read", "write": "write", "edit": "edit", "bash": "command", "todowrite": "todos",
            "task": "delegate"},
-    trigger="batchcompact.agents.opencode.trigger:opencode_trigger",
+    trigger="batchcompact.adapters.opencode.trigger:opencode_trigger",
     trigger_max_output=True,
-    settings="batchcompact.agents.opencode.read:with_opencode_settings",
-    store="batchcompact.agents.opencode.store",
+    settings="batchcompact.adapters.opencode.read:with_opencode_settings",
+    store="batchcompact.adapters.opencode.store",
     store_names=("opencode.db",),
     presets={
         # OpenCode's kept tail for a usable window of 60,000 tokens or more (compaction.preserve_recent_tokens)

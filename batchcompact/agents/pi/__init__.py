@@ -20,12 +20,12 @@ AGENT = Agent(
     ),
     detect_line="batchcompact.agents.pi.detect:detect_line",
     detect_prefix="batchcompact.agents.pi.detect:detect_prefix",
-    reader="batchcompact.agents.pi.session:read_pi_session",
-    writer="batchcompact.agents.pi.session",
-    usage="batchcompact.agents.pi.report:extract_pi",
+    reader="batchcompact.adapters.pi.session:read_pi_session",
+    writer="batchcompact.adapters.pi.session",
+    usage="batchcompact.adapters.pi.report:extract_pi",
     file_tools={"read": ("read", ("path",)), "write": ("write", ("path",)), "edit": ("edit", ("path",))},
     tools={"read": "read", "write": "write", "edit": "edit", "bash": "command"},
-    trigger="batchcompact.agents.pi.trigger:pi_trigger",  # pi's rule; oh-my-pi's for its sessions
+    trigger="batchcompact.adapters.pi.trigger:pi_trigger",  # pi's rule; oh-my-pi's for its sessions
     presets={
         # pi-mono settings-manager.ts / docs/settings.md: reserveTokens 16384, keepRecentTokens 20000.
         "pi": {"reserve_tokens": 16384, "keep_recent_tokens": 20000},
@@ -36,11 +36,11 @@ AGENT = Agent(
     },
     branch_summaries=True,
     prune=True,
-    settings="batchcompact.agents.pi.settings:with_pi_settings",
+    settings="batchcompact.adapters.pi.settings:with_pi_settings",
     # "enabled": False in pi's settings skips the session unless --force; the thresholds: oh-my-pi's settings
     settings_fields=("reserve_tokens", "keep_recent_tokens", "threshold_percent", "threshold_tokens", "enabled"),
-    settings_shown="batchcompact.agents.pi.settings:pi_settings",
-    read_appended="batchcompact.agents.pi.session:read_pi_appended",
+    settings_shown="batchcompact.adapters.pi.settings:pi_settings",
+    read_appended="batchcompact.adapters.pi.session:read_pi_appended",
     migrate_on_write=True,
-    validate="batchcompact.agents.pi.schema:validate_session",
+    validate="batchcompact.adapters.pi.schema:validate_session",
 )

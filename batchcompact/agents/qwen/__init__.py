@@ -13,9 +13,9 @@ AGENT = Agent(
     places=(Place(defaults=("~/.qwen",), env="QWEN_DATA_DIR", env_list=True, sessions=("projects",)),),
     detect_line="batchcompact.agents.qwen.detect:detect_line",
     detect_prefix="batchcompact.agents.qwen.detect:detect_prefix",
-    reader="batchcompact.agents.qwen.chat:read",
-    writer="batchcompact.agents.qwen.write",
-    usage="batchcompact.agents.qwen.report:extract_qwen",
+    reader="batchcompact.adapters.qwen.chat:read",
+    writer="batchcompact.adapters.qwen.write",
+    usage="batchcompact.adapters.qwen.report:extract_qwen",
     file_tools={"read_file": ("read", ("file_path", "absolute_path")), "write_file": ("write", ("file_path", "absolute_path")),
                 "edit": ("edit", ("file_path", "absolute_path"))},
     tools={
@@ -26,7 +26,7 @@ AGENT = Agent(
         "todo_write": "todos",
         "agent": "delegate",
     },
-    trigger="batchcompact.agents.qwen.trigger:qwen_trigger",
+    trigger="batchcompact.adapters.qwen.trigger:qwen_trigger",
     presets={
         # Qwen Code 0.24 computeThresholds: min(85% of the window, window - 33,000) is the agent's own
         # rule (the default); it summarizes the whole history, so the kept tail is batchcompact's default.

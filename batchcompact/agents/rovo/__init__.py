@@ -55,5 +55,5 @@ AGENT = Agent(
     places=(RovoPlace(defaults=("~/.rovodev",), env="ROVO_DATA_DIR", env_list=True, env_sessions=("",)),),
     suffixes=(),
     files=(Files(("session_context.json",)),),
-    usage="batchcompact.agents.rovo.report:extract_rovo",
+    usage="batchcompact.adapters.rovo.report:extract_rovo",
 )

@@ -24,7 +24,7 @@ AGENT = Agent(
     suffixes=(),
     files=(Files(DATABASES, sqlite=True),),
     # a database of another name (named in $CLAUDE_SCIENCE_DB or given as a path): by its `frames` table
-    detect_file="batchcompact.agents.science.report:detect_file",
-    usage="batchcompact.agents.science.report:extract_science",
+    detect_file="batchcompact.adapters.science.report:detect_file",
+    usage="batchcompact.adapters.science.report:extract_science",
     provider="anthropic",
 )

@@ -15,5 +15,5 @@ AGENT = Agent(
     # agents, and add nothing (the names are narrow: another agent's `<id>.jsonl` is never taken)
     files=(Files(("meta.json", "messages.jsonl"), under=("logs/session",)),
            Files(("[0-9]" * 16 + ".jsonl",), under=("logs/session", "journal"))),
-    usage="batchcompact.agents.vibe.report:extract_vibe",
+    usage="batchcompact.adapters.vibe.report:extract_vibe",
 )

@@ -11,5 +11,5 @@ AGENT = Agent(
     places=(Place(defaults=("~/.zcode",), env="ZCODE_HOME", sessions=("cli/db",)),),
     suffixes=(),
     files=(Files(("db.sqlite",), under=("cli/db",), sqlite=True),),
-    usage="batchcompact.agents.zcode.report:extract_zcode",
+    usage="batchcompact.adapters.zcode.report:extract_zcode",
 )

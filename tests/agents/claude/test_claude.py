@@ -10,7 +10,7 @@ import pytest
 from conftest import fixture_path
 from factories import context_messages, plan_forced, write_appended
 
-from batchcompact.agents.claude import read as claude
+from batchcompact.adapters.claude import read as claude
 from batchcompact.core.context import build_session_context, convert_to_llm
 from batchcompact.core.entries import ERROR
 from batchcompact.core.planner import CompactionPlan, Skip

@@ -7,8 +7,8 @@ import json
 from conftest import fixture_path
 from factories import plan_forced, write_appended
 
-from batchcompact.agents.claude import read as claude
-from batchcompact.agents.claude.report import extract_claude
+from batchcompact.adapters.claude import read as claude
+from batchcompact.adapters.claude.report import extract_claude
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.report.lines import ExtractStats
 from batchcompact.report.schema import UsageRows

@@ -10,7 +10,7 @@ import pytest
 from conftest import fixture_path
 from factories import context_messages, plan_forced, write_appended
 
-from batchcompact.agents.codex import read as codex
+from batchcompact.adapters.codex import read as codex
 from batchcompact.core.context import build_session_context, convert_to_llm
 from batchcompact.core.planner import CompactionPlan, Skip
 from batchcompact.formats.verify import orphan_tool_results

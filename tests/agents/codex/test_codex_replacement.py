@@ -8,8 +8,8 @@ import json
 from conftest import fixture_path
 from factories import plan_forced, write_appended
 
-from batchcompact.agents.codex import read as codex
-from batchcompact.agents.codex.items import approx_tokens
+from batchcompact.adapters.codex import read as codex
+from batchcompact.adapters.codex.items import approx_tokens
 from batchcompact.core.planner import CompactionPlan
 
 NOW = "2026-11-22T04:00:00.000Z"

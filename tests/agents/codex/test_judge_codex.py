@@ -20,7 +20,7 @@ import pytest
 from agent_judges import REPLY, FakeResponses, npm_cli, sandbox_env
 from conftest import fixture_path
 
-from batchcompact.agents.codex.items import SUMMARY_PREFIX
+from batchcompact.adapters.codex.items import SUMMARY_PREFIX
 
 pytestmark = pytest.mark.slow
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from batchcompact.adapters.copilot.events import read
+from batchcompact.adapters.copilot.trigger import copilot_trigger
 from batchcompact.agents import tool_table
-from batchcompact.agents.copilot.events import read
-from batchcompact.agents.copilot.trigger import copilot_trigger
 from batchcompact.cli import cli as main
 from batchcompact.core.context import build_session_context
 from batchcompact.formats.detect import detect_format

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from batchcompact.adapters.gemini.chat import read as read_gemini
+from batchcompact.adapters.gemini.trigger import gemini_trigger
+from batchcompact.adapters.qwen.chat import read as read_qwen
+from batchcompact.adapters.qwen.trigger import qwen_trigger
 from batchcompact.agents import get, tool_table
-from batchcompact.agents.gemini.chat import read as read_gemini
-from batchcompact.agents.gemini.trigger import gemini_trigger
-from batchcompact.agents.qwen.chat import read as read_qwen
-from batchcompact.agents.qwen.trigger import qwen_trigger
 from batchcompact.cli import cli as main
 from batchcompact.core.context import build_session_context
 from batchcompact.formats.detect import detect_format

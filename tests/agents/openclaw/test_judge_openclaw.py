@@ -22,7 +22,7 @@ import pytest
 from agent_judges import FakeOpenClawModel, message_texts, openclaw_cli, openclaw_config, openclaw_turn
 from click.testing import CliRunner
 
-from batchcompact.agents.openclaw import store
+from batchcompact.adapters.openclaw import store
 from batchcompact.cli import cli as main
 
 pytestmark = pytest.mark.slow

@@ -16,9 +16,9 @@ import pytest
 from click.testing import CliRunner
 from conftest import required_module
 
+from batchcompact.adapters.openclaw import store
+from batchcompact.adapters.openclaw.trigger import openclaw_trigger
 from batchcompact.agents import get, tool_table
-from batchcompact.agents.openclaw import store
-from batchcompact.agents.openclaw.trigger import openclaw_trigger
 from batchcompact.cli import cli as main
 from batchcompact.errors import SessionReadError, VerificationError
 from batchcompact.formats.detect import detect_format

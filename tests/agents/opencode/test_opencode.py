@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from batchcompact.agents.opencode.session import (
+from batchcompact.adapters.opencode.session import (
     COMPACTION_PROMPT,
     OpenCodeStoreError,
     filter_compacted,
     read_session,
     session_ids,
 )
-from batchcompact.agents.opencode.store import (
+from batchcompact.adapters.opencode.store import (
     ChangedSince,
     DatabaseBusy,
     copy_database,
@@ -204,7 +204,7 @@ def test_a_wal_left_by_a_crash_is_read(db, tmp_path):
     assert read_session(copy, session_id).extra["messages"] == session.extra["messages"]
 
 
-# From the command line: each session of the database is `<opencode.db>#<id>` (agents/opencode/store.py).
+# From the command line: each session of the database is `<opencode.db>#<id>` (adapters/opencode/store.py).
 
 
 def _plain(tmp_path: Path, name: str = "opencode") -> tuple[Path, str]:
@@ -318,7 +318,7 @@ def test_a_session_changed_within_min_age_is_left_alone(tmp_path):
 
 
 def test_a_database_busy_during_run_fails_that_session_with_the_reason(tmp_path, monkeypatch):
-    from batchcompact.agents.opencode import store
+    from batchcompact.adapters.opencode import store
 
     monkeypatch.setattr(store, "BUSY_TRIES", 2)
     monkeypatch.setattr(store, "BUSY_TIMEOUT_S", 0.05)
@@ -378,7 +378,7 @@ def test_kilo_databases_are_compacted_as_kilo(tmp_path):
 
 
 def test_a_session_changed_during_the_run_or_a_failed_verify_writes_nothing(tmp_path):
-    from batchcompact.agents.opencode import store
+    from batchcompact.adapters.opencode import store
     from batchcompact.errors import VerificationError
     from batchcompact.pipeline.state import fingerprint_file
     from batchcompact.pipeline.writer import ChangedDuringRun

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from conftest import SAMPLES, cli_invoker
 
-from batchcompact.agents.pi.omp import OMP_RULES, omp_settings, read_yaml_compaction
-from batchcompact.agents.pi.session import read_pi_session
-from batchcompact.agents.pi.trigger import omp_threshold
+from batchcompact.adapters.pi.omp import OMP_RULES, omp_settings, read_yaml_compaction
+from batchcompact.adapters.pi.session import read_pi_session
+from batchcompact.adapters.pi.trigger import omp_threshold
 from batchcompact.core.context import CONTEXT_RULES, build_session_context, session_context
 from batchcompact.formats.detect import detect_format
 

@@ -1,4 +1,4 @@
-"""pi's usage reader (batchcompact/agents/pi/report.py) and token counts of the wrong type: such a count is 0,
+"""pi's usage reader (batchcompact/adapters/pi/report.py) and token counts of the wrong type: such a count is 0,
 and the file's first one is named once, with its line, from the CLI."""
 
 from __future__ import annotations

@@ -1,0 +1,331 @@
+"""Reader of pi JSONL sessions (reference sections 1, 2, 6): strict, streaming, line-numbered."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from pathlib import Path
+from typing import Any
+
+from batchcompact.adapters.pi.omp import OMP_RULES, is_title_slot, under_omp_home
+from batchcompact.core.context import CONTEXT_RULES
+from batchcompact.core.entries import ERROR, KNOWN_ENTRY_TYPES, MESSAGE_ROLES, WARNING, Entry, Problem
+from batchcompact.core.migrate import header_version, migrate
+from batchcompact.core.session import Session
+from batchcompact.formats.jsonl import SOURCE, SourceDigest, iter_json_lines, paused_gc
+
+
+def read_pi_session(path: str | Path, *, digest: bool = False) -> Session:
+    """Read one pi session file. Never raises on bad content: problems are collected on the Session.
+
+    With `digest`, `session.extra[SOURCE]` is the SourceDigest of exactly the bytes that were parsed
+    (a fingerprint taken from the read itself, and what `read_pi_appended` needs to trust them)."""
+    with paused_gc():
+        return _read_pi_session(path, SourceDigest() if digest else None)
+
+
+def _read_pi_session(path: str | Path, digest: Any = None) -> Session:
+    name = str(path)
+    problems: list[Problem] = []
+    header, entries, slot = None, [], False
+    try:
+        lines = iter_json_lines(path, problems, digest=digest)
+        first_line = next(lines, None)
+        if first_line is not None:
+            slot = first_line[0] == 1 and is_title_slot(first_line[1])
+            if not slot:
+                lines = itertools.chain((first_line,), lines)
+        header, entries = _split_lines(lines, name, problems, first=True)
+    except OSError as exc:
+        problems.append(Problem(name, None, ERROR, f"cannot read file: {exc.strerror or exc}"))
+    version = header_version(header) if header is not None else 3
+    if header is not None and version < 3:
+        # v2 -> v3 changes a message role only: the id checks below see the same; v1 gains ids and parents
+        migrate(header, [entry.data for entry in entries])
+        for entry in entries:
+            entry.id, entry.parent_id = entry.data.get("id"), entry.data.get("parentId")
+    compactions = _check_entries(name, entries, problems, ids=header is not None and version >= 2)
+    session = Session(name, "pi", header, entries, version=version if header is not None else None, problems=problems)
+    _check_compactions(session, compactions)
+    if digest is not None:
+        session.extra[SOURCE] = digest
+    if slot or under_omp_home(name):
+        session.extra[CONTEXT_RULES] = OMP_RULES
+        session.extra["agent_limits"] = {"rules": "oh-my-pi"}  # its trigger (adapters/pi/trigger.py)
+    if slot:
+        session.extra["header_line"] = 2
+    return session
+
+
+def _split_lines(items: Any, name: str, problems: list[Problem], *, first: bool) -> tuple[Any, list[Entry]]:
+    """(header, entries) from (line number, object) pairs; `first`: the pairs start at the file's first
+    line (where the header belongs). One Entry per line as it is read (a header's is dropped)."""
+    header: dict[str, Any] | None = None
+    entries: list[Entry] = []
+    keep = entries.append
+    for lineno, obj in items:
+        entry = Entry(obj, lineno)
+        if entry.type == "session":
+            if first:
+                header = obj
+                if not isinstance(entry.id, str):
+                    problems.append(Problem(name, lineno, ERROR, "session header has no string 'id'"))
+            else:
+                problems.append(Problem(name, lineno, WARNING, "a second session header; ignored"))
+            first = False
+            continue
+        if first:
+            first = False
+            problems.append(
+                Problem(name, lineno, ERROR, "missing session header: the first line must have type 'session'")
+            )
+        keep(entry)
+    return header, entries
+
+
+def read_pi_appended(original: Session, path: str | Path, size: int, sha256: str, *,
+                     prefix_checked: bool = False) -> Session | None:
+    """`read_pi_session(path)` of a file made of the bytes `original` was read from plus appended lines,
+    parsing only the appended lines; None when that cannot be shown equal (the caller reads it whole).
+
+    Equal because: `original` was read with `digest` from exactly `size` bytes hashing to `sha256`, had
+    no problem at all (no skipped or warned line, no tree or compaction problem) and is v3 (nothing
+    migrated); and the first `size` bytes of `path` hash to `sha256` (checked here, or by the caller
+    when `prefix_checked`) and end with a newline. Parsing those bytes again would give the same header,
+    entries, line numbers and no problem, so only the rest is parsed (numbered on from the prefix's
+    lines) and checked; the tree and the compaction checks run over all entries. Relies on `original`
+    not being mutated since it was read (planning and applying are pure functions).
+    """
+    source = original.extra.get(SOURCE)
+    if (not isinstance(source, SourceDigest) or (source.size, source.sha256) != (size, sha256)
+            or original.problems or original.header is None or original.version != 3 or original.format != "pi"):
+        return None
+    name = str(path)
+    if not _ends_a_line(path, size) or (not prefix_checked and not _prefix_is(path, size, sha256)):
+        return None
+    problems: list[Problem] = []
+    with paused_gc():
+        try:
+            _, new = _split_lines(iter_json_lines(path, problems, offset=size, first_line=source.lines + 1), name,
+                                  problems, first=False)
+        except OSError as exc:
+            problems.append(Problem(name, None, ERROR, f"cannot read file: {exc.strerror or exc}"))
+            new = []
+        _check_entries(name, new, problems, ids=True)
+        assert original.tree is not None  # a Session always builds its tree
+        tree = original.tree.extended(new, name)
+        session = Session(name, "pi", original.header, tree.entries, version=3, problems=problems, tree=tree)
+        if CONTEXT_RULES in original.extra:
+            session.extra[CONTEXT_RULES] = original.extra[CONTEXT_RULES]
+            session.extra["agent_limits"] = dict(original.extra.get("agent_limits") or {})
+        problems.extend(tree.problems)  # as Session does with a tree it builds
+        # The original's compactions passed this check on the same paths; with no new id problem they
+        # still do (no appended entry is an ancestor of theirs), so only the appended ones are checked.
+        fresh = None if problems else [e for e in new if e.type == "compaction"]
+        _check_compactions(session, fresh)
+    return session
+
+
+def _ends_a_line(path: str | Path, size: int) -> bool:
+    """Byte `size - 1` of `path` is a newline (the appended lines start a line of their own)."""
+    with open(path, "rb") as handle:
+        handle.seek(size - 1)
+        return size > 0 and handle.read(1) == b"\n"
+
+
+def _prefix_is(path: str | Path, size: int, sha256: str) -> bool:
+    """The first `size` bytes of `path` hash to `sha256`."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        remaining = size
+        while remaining > 0:
+            chunk = handle.read(min(1 << 20, remaining))
+            if not chunk:
+                return False
+            digest.update(chunk)
+            remaining -= len(chunk)
+    return digest.hexdigest() == sha256
+
+
+def _check_entries(name: str, entries: list[Entry], problems: list[Problem], *, ids: bool) -> list[Entry]:
+    """Add the entries' problems in this order: with `ids` (v2 and later) each entry's id and parentId,
+    then unknown types, message entries without a message object, unknown roles. One pass; returns
+    the compaction entries (for `_check_compactions`)."""
+    compactions: list[Entry] = []
+    id_problems: list[Problem] = []
+    entry_problems: list[Problem] = []
+    known = KNOWN_ENTRY_TYPES
+    for entry in entries:
+        kind = entry.type
+        if ids:
+            if not isinstance(entry.id, str):
+                id_problems.append(Problem(name, entry.line, ERROR, f"{kind!r} entry has no string 'id'"))
+            parent = entry.parent_id
+            if parent is None:
+                if "parentId" not in entry.data:
+                    id_problems.append(Problem(name, entry.line, ERROR, f"{kind!r} entry has no 'parentId'"))
+            elif not isinstance(parent, str):
+                id_problems.append(Problem(name, entry.line, ERROR, "'parentId' must be a string or null"))
+        if kind == "message":
+            message = entry.data.get("message")
+            if not isinstance(message, dict):
+                entry_problems.append(Problem(name, entry.line, ERROR, "message entry has no 'message' object"))
+            elif message.get("role") not in MESSAGE_ROLES:
+                entry_problems.append(
+                    Problem(name, entry.line, WARNING, f"unknown message role {message.get('role')!r}; ignored")
+                )
+        elif kind == "compaction":
+            compactions.append(entry)
+        elif kind not in known:
+            entry_problems.append(
+                Problem(name, entry.line, WARNING, f"unknown entry type {kind!r}; kept and ignored for context")
+            )
+    problems.extend(id_problems)
+    problems.extend(entry_problems)
+    return compactions
+
+
+def _check_compactions(session: Session, compactions: list[Entry] | None = None) -> None:
+    """A compaction's firstKeptEntryId must be on the path to that compaction (`compactions`: the
+    session's compaction entries in file order, when the caller has them)."""
+    tree = session.tree
+    assert tree is not None
+    if compactions is None:
+        compactions = [e for e in session.entries if e.type == "compaction"]
+    if not compactions:
+        return
+    active = tree.path()
+    # where each compaction and each kept id is on the active path (a kept id's last place, as a dict of
+    # the whole path would give): one walk that indexes only those few
+    wanted = {kept for e in compactions if isinstance(kept := e.data.get("firstKeptEntryId"), str)}
+    position: dict[int, int] = {}
+    index_by_id: dict[Any, int] = {}
+    for i, e in enumerate(active):
+        if e.id in wanted:
+            index_by_id[e.id] = i
+        if e.type == "compaction":
+            position[id(e)] = i
+    for entry in compactions:
+        kept = entry.data.get("firstKeptEntryId")
+        if not isinstance(kept, str):
+            if "retainedTail" not in entry.data:
+                session.problems.append(
+                    Problem(session.path, entry.line, ERROR, "compaction has no string 'firstKeptEntryId'")
+                )
+            continue
+        if id(entry) in position:  # on the active path: one shared walk
+            ok = index_by_id.get(kept, len(active)) < position[id(entry)]
+        else:
+            ok = any(e.id == kept for e in tree.path(entry))
+        if not ok:
+            session.problems.append(
+                Problem(
+                    session.path,
+                    entry.line,
+                    ERROR,
+                    f"compaction firstKeptEntryId {kept!r} is not on the path to this compaction",
+                )
+            )
+
+
+def build_compaction(session: Session, plan: Any, summary: str, *, usage: dict[str, Any] | None,
+                     now_iso: str, from_hook: bool = False) -> list[dict[str, Any]]:
+    """The lines to append to a pi session for `plan` (pure): one v3 compaction entry."""
+    from batchcompact.core.apply import build_compaction_entry
+
+    entry = build_compaction_entry(
+        plan,
+        summary,
+        existing_ids=session.tree.by_id if session.tree is not None else [e.id for e in session.entries],
+        session_id=session.session_id or "",
+        timestamp=now_iso,
+        usage=usage,
+        from_hook=from_hook,
+    )
+    return [entry]
+
+
+def verify(original: Session, written: Session, plan: Any) -> list[str]:
+    """What is wrong with a written pi file (empty when it is good)."""
+    from batchcompact.core.context import written_context
+
+    problems = [str(p) for p in written.errors]
+    count = len(original.entries)
+    if len(written.entries) <= count:
+        problems.append("no new entry was written")
+        return problems
+    pruned = {a.entry_id for a in getattr(plan, "prune", ())}
+    for before, after in zip(original.entries, written.entries[:count], strict=True):
+        if before is after:  # an appended file read back shares the original's entries (read_pi_appended)
+            continue
+        if before.id in pruned:
+            if before.data.get("message", {}).get("toolCallId") != after.data.get("message", {}).get("toolCallId"):
+                problems.append(f"pruned entry on line {before.line} is not the same tool result")
+            continue
+        if before.data != after.data:
+            problems.append(f"original entry on line {before.line} changed")
+            break
+    try:
+        from batchcompact.adapters.pi.schema import validate_entry
+
+        for entry in written.entries[count:]:
+            for message in validate_entry(entry.data):
+                problems.append(f"line {entry.line}: schema: {message}")
+    except ImportError:  # pragma: no cover - schemas ship with the package
+        problems.append("schemas are not installed")
+    path = written.path_entries()
+    if not path or path[-1].type != "compaction":
+        problems.append("the active leaf is not the new compaction")
+        return problems
+    context = written_context(written).messages
+    if not context or context[0].message.get("role") != "compactionSummary":
+        problems.append("the rebuilt context does not start with the summary")
+    elif len(context) > 1 and context[1].message.get("role") == "toolResult":
+        problems.append("the kept region starts with a tool result separated from its call")
+    return problems
+
+
+def build_handoff(session: Session, plan: Any, document: str, *, usage: dict[str, Any] | None, now_iso: str,
+                  parent: str) -> tuple[str, list[dict[str, Any]]]:
+    """A new session handed off from `session` (pure): its file name and lines. The header names the original
+    in `parentSession`; one `custom_message` (oh-my-pi's `customType: "handoff"`, shown, attributed to the
+    agent) holds the document, with the call's `usage` as a compaction entry records it; nothing else of the
+    old history. The name is pi's and oh-my-pi's (`<timestamp>_<id>.jsonl`); the id is the same for the
+    same session and leaf (`core/handoff.py`), which is how a rerun finds it."""
+    from batchcompact.core.handoff import handoff_content, handoff_session_id
+
+    new_id = handoff_session_id(session.session_id or session.path, plan.leaf_id)
+    header: dict[str, Any] = {"type": "session", "version": 3, "id": new_id, "timestamp": now_iso,
+                              "cwd": (session.header or {}).get("cwd") or "", "parentSession": parent}
+    message: dict[str, Any] = {"type": "custom_message", "id": new_id[-8:], "parentId": None, "timestamp": now_iso,
+                               "customType": "handoff", "content": handoff_content(document), "display": True,
+                               "attribution": "agent",
+                               "details": {"readFiles": list(plan.read_files), "modifiedFiles": list(plan.modified_files),
+                                           "tokensBefore": plan.tokens_before}}
+    if usage is not None:
+        message["usage"] = usage
+    name = now_iso.replace(":", "-").replace(".", "-") + f"_{new_id}.jsonl"
+    return name, [header, message]
+
+
+def handoff_file_suffix(session: Session, plan: Any) -> str:
+    """How the name of `session`'s handoff file for `plan` ends (whatever its timestamp)."""
+    from batchcompact.core.handoff import handoff_session_id
+
+    return f"_{handoff_session_id(session.session_id or session.path, plan.leaf_id)}.jsonl"
+
+
+def verify_handoff(written: Session, parent: str, document: str) -> list[str]:
+    """What is wrong with a written handoff session (empty when it is good): read as a pi session with no
+    problem, its header naming the original, and a context of exactly the document."""
+    from batchcompact.core.context import session_context
+    from batchcompact.core.handoff import handoff_content
+
+    problems = [str(p) for p in written.problems]
+    if (written.header or {}).get("parentSession") != parent:
+        problems.append("the header does not name the original session")
+    messages = [m.message for m in session_context(written).messages]
+    if len(messages) != 1 or messages[0].get("customType") != "handoff" \
+            or messages[0].get("content") != handoff_content(document):
+        problems.append("the new session's context is not the handoff document alone")
+    return problems
