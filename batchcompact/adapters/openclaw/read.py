@@ -44,7 +44,7 @@ def read(path: str | os.PathLike) -> Session:
     if store.split_session_path(path) is not None:
         session = store.read_session(path)
     else:
-        from batchcompact.adapters.pi.session import read_pi_session
+        from batchcompact.adapters.pi.read import read_pi_session
 
         session = read_pi_session(path)
         session.format = "openclaw"
