@@ -152,7 +152,7 @@ def _line_reader(path: Path) -> int:
 
 def _reader() -> Callable[[Path], object] | None:
     try:
-        from batchcompact.adapters.pi.session import read_pi_session
+        from batchcompact.adapters.pi.read import read_pi_session
     except ImportError:
         return None
     return read_pi_session
@@ -162,7 +162,7 @@ def run(quick: bool = False, size: int | None = None, repeat: int | None = None,
     """Measure every fixture and one generated file; one row per file with MB/s figures."""
     reader = _reader()
     if reader is None:
-        raise SystemExit("batchcompact.adapters.pi.session.read_pi_session is not available yet: nothing to measure")
+        raise SystemExit("batchcompact.adapters.pi.read.read_pi_session is not available yet: nothing to measure")
     repeat = repeat or (3 if quick else 5)
     size = size or (8_000_000 if quick else 40_000_000)
     files = sorted(FIXTURES.glob("*.jsonl")) if FIXTURES.is_dir() else []

@@ -269,6 +269,37 @@ def test_the_registry_imports_only_the_spec_and_the_declarations():
         assert graph[name] <= {"batchcompact.agents.spec"} | declarations, f"{name} imports {graph[name]}"
 
 
+# The same file names in every adapter (docs/architecture.md, "Adding an agent"): each lazy reference of a
+# declaration names the file its field lives in, whatever the agent. Report-only agents may keep a line rule beside
+# the usage reader it shares code with (their `report.py`); every other rule is `agents/<name>/detect.py`.
+FILE_OF_FIELD = {
+    "reader": {"adapters.read"}, "read_appended": {"adapters.read"}, "writer": {"adapters.write"},
+    "store": {"adapters.store"}, "trigger": {"adapters.trigger"}, "settings": {"adapters.settings"},
+    "settings_shown": {"adapters.settings"}, "usage": {"adapters.report"}, "validate": {"adapters.schema"},
+    "detect_line": {"agents.detect", "adapters.report"}, "detect_prefix": {"agents.detect", "adapters.report"},
+    "detect_file": {"agents.detect", "adapters.report"},
+}
+
+
+def test_every_adapter_names_its_files_alike():
+    from batchcompact.agents import get, names
+
+    seen = set()
+    for name in names():
+        agent = get(name)
+        for field, files in FILE_OF_FIELD.items():
+            reference = getattr(agent, field, None)
+            if not isinstance(reference, str):
+                continue
+            parts = reference.split(":")[0].split(".")
+            if parts[1] not in ("agents", "adapters"):  # a shared rule (core/triggers.py's window_trigger)
+                continue
+            assert len(parts) == 4, f"{name}.{field} = {reference}"
+            assert f"{parts[1]}.{parts[3]}" in files, f"{name}.{field} = {reference}: not in {sorted(files)}"
+            seen.add(field)
+    assert {"reader", "writer", "store", "trigger", "settings", "usage", "detect_line"} <= seen  # the walk saw them
+
+
 # Strings that are an agent's name but name a model family or a provider, not the agent (checked one by one).
 NOT_AGENTS = {
     ("pricing.py", "gemini"), ("pricing.py", "qwen"), ("pricing.py", "claude"),  # litellm provider prefixes

@@ -494,7 +494,7 @@ def test_branches_never_touch_the_active_path_and_end_at_their_leaf(shape):
 
 def test_branched_sample_gives_one_result_per_abandoned_branch_and_is_idempotent():
     path = SAMPLES / "pi" / "branched.jsonl"
-    from batchcompact.adapters.pi.session import read_pi_session
+    from batchcompact.adapters.pi.read import read_pi_session
 
     session = read_pi_session(path)
     tree = session.tree

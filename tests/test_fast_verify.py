@@ -1,4 +1,4 @@
-"""The writer's verify of an appended pi session parses only what was appended (adapters/pi/session.py
+"""The writer's verify of an appended pi session parses only what was appended (adapters/pi/read.py
 `read_pi_appended`): it must give exactly what a full re-read gives, and never trust a prefix whose bytes
 are not the ones the session was read from."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from batchcompact.adapters.pi.session import read_pi_appended, read_pi_session
+from batchcompact.adapters.pi.read import read_pi_appended, read_pi_session
 from batchcompact.pipeline.state import fingerprint_file
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_sessions" / "pi"
@@ -227,7 +227,7 @@ def test_a_source_rewritten_after_the_copy_is_never_written(bc, tmp_path, monkey
     written."""
     import os
 
-    from batchcompact.adapters.pi import session as pi
+    from batchcompact.adapters.pi import read as pi
 
     source = PI_FILES[0]
     (tmp_path / "in").mkdir()

@@ -10,8 +10,8 @@ import sys
 from conftest import SAMPLES, fixture_path, shared_fixtures
 
 from batchcompact.core.planner import CompactionSettings
-from batchcompact.pipeline.inspect import describe_session
 from batchcompact.pipeline.planning import PlanOptions, plan_file, read_session
+from batchcompact.pipeline.session_info import describe_session
 
 SPOTTER = ("claude", "projects", "-home-USER-projects-spotter")
 ACOMPACT = (*SPOTTER, "4d5611e5-241a-462a-8d15-5122611a9569", "subagents", "agent-acompact-e1f845.jsonl")

@@ -1,4 +1,4 @@
-"""`run --strategy handoff` (core/handoff.py, pipeline/outcome.py `_write_handoff`, adapters/pi/session.py
+"""`run --strategy handoff` (core/handoff.py, pipeline/outcome.py `_write_handoff`, adapters/pi/write.py
 `build_handoff`): the original left byte for byte, one new session beside it (or under --output-dir) with
 only the handoff document, its call recorded like a compaction's, reruns idempotent, bad input refused.
 
@@ -16,7 +16,7 @@ import pytest
 from conftest import SAMPLES, cli_invoker
 from test_run import FAST, Result, model_args, write_session
 
-from batchcompact.adapters.pi.session import read_pi_session
+from batchcompact.adapters.pi.read import read_pi_session
 from batchcompact.core.context import session_context
 from batchcompact.core.handoff import ALREADY_A_HANDOFF, HANDOFF_CLOSE, HANDOFF_OPEN
 from batchcompact.core.prompts import HANDOFF_HEADINGS, HISTORY_HEADINGS

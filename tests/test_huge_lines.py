@@ -17,7 +17,7 @@ import pytest
 from conftest import SAMPLES
 
 import batchcompact.formats.jsonl as jsonl
-from batchcompact.adapters.pi.session import SOURCE, read_pi_session
+from batchcompact.adapters.pi.read import SOURCE, read_pi_session
 from batchcompact.formats.jsonl import capped_lines
 from batchcompact.report.extract import extract_file
 

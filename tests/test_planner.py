@@ -11,7 +11,7 @@ from factories import Builder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from batchcompact.adapters.pi.session import read_pi_session
+from batchcompact.adapters.pi.read import read_pi_session
 from batchcompact.agents import file_tools
 from batchcompact.core.calls import HISTORY, TURN_PREFIX
 from batchcompact.core.cutpoint import find_cut_point

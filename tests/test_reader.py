@@ -10,7 +10,7 @@ import pytest
 from conftest import fixture_path
 from factories import Builder
 
-from batchcompact.adapters.pi.session import read_pi_session
+from batchcompact.adapters.pi.read import read_pi_session
 from batchcompact.core.entries import ERROR, WARNING
 from batchcompact.formats.jsonl import dumps_line
 

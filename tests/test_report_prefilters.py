@@ -344,3 +344,20 @@ def test_claude_lines_written_with_spaces_are_still_read(tmp_path):
     extract_claude(path, rows, stats)
     assert sorted((r[10], r[12], r[13]) for r in rows.rows) == [("m1:r1", 5, 7), ("m2:r2", 5, 7)]
     assert stats.parsed == 2 and stats.skipped_cheap == 1  # the user line's tool usage is never parsed
+
+
+def test_a_total_larger_than_its_parts_gives_its_rest_to_output():
+    from batchcompact.report.lines import rest_is_output
+
+    numbers = [10, 0, 5, 0]
+    rest_is_output(numbers, 40)
+    assert numbers == [10, 25, 5, 0]  # no output recorded: the rest is output
+    numbers = [10, 3, 5, 0]
+    rest_is_output(numbers, 40)
+    assert numbers == [10, 3, 5, 0]  # output recorded: the rest is left out
+    numbers = [10, 3, 5, 0, 2]
+    rest_is_output(numbers, 40, else_into=4)
+    assert numbers == [10, 3, 5, 0, 22]  # Droid: the rest is thinking
+    numbers = [10, 0, 5, 0]
+    rest_is_output(numbers, 12)
+    assert numbers == [10, 0, 5, 0]  # a total smaller than its parts changes nothing

@@ -524,7 +524,7 @@ def test_in_place_rerun_makes_no_model_call(bc, tmp_path, llm_server):
 
 
 def test_an_internal_error_on_one_session_fails_only_that_session(bc, tmp_path, monkeypatch):
-    from batchcompact.adapters.pi import session as pi
+    from batchcompact.adapters.pi import write as pi
 
     small_archive(tmp_path / "in")
     real = pi.build_compaction

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from conftest import SAMPLES
 from factories import Builder
 
-from batchcompact.adapters.pi.session import read_pi_session
+from batchcompact.adapters.pi.read import read_pi_session
 from batchcompact.cli import cli
 
 

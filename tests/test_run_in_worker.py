@@ -30,8 +30,8 @@ def statuses(text: str) -> dict[str, tuple]:
 @pytest.fixture
 def reads(monkeypatch):
     """How often each input session was parsed (the writer's temp files are counted apart: read whole, or
-    from the appended lines on after a verified prefix, adapters/pi/session.py `read_pi_appended`)."""
-    import batchcompact.adapters.pi.session as pi
+    from the appended lines on after a verified prefix, adapters/pi/read.py `read_pi_appended`)."""
+    import batchcompact.adapters.pi.read as pi
     import batchcompact.formats.detect as detect
 
     counts: Counter = Counter()

@@ -14,6 +14,7 @@ from jsonschema import Draft202012Validator
 
 from batchcompact import schemas
 from batchcompact.adapters.pi import schema as pi_schema
+from batchcompact.adapters.pi.read import read_pi_session
 from batchcompact.adapters.pi.schema import (
     SCHEMA_FILES,
     validate_entry,
@@ -21,7 +22,6 @@ from batchcompact.adapters.pi.schema import (
     validate_session,
     validate_written_entry,
 )
-from batchcompact.adapters.pi.session import read_pi_session
 from batchcompact.core.entries import ERROR
 from batchcompact.schemas import SchemaCompileError, load_schema
 

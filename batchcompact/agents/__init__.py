@@ -190,8 +190,9 @@ register(pi.AGENT)
 register(claude.AGENT)
 register(codex.AGENT)
 register(gemini.AGENT)
-# Report-only agents (batchcompact reads their usage, it does not compact them), and Copilot CLI in their
-# order (its line rules are asked before those of the report-only agents after it).
+# The other agents, in the order their line rules are asked: OpenCode, Kilo, Copilot CLI and OpenClaw are
+# compacted too (sessions in a database, Copilot's event logs), the rest are report-only (batchcompact reads
+# their usage, it does not compact them); Copilot CLI's rules are asked before those of the agents after it.
 for _agent in (opencode, kilo, copilot, kimi, openclaw, droid, goose, amp, codebuff, grok, hermes, zcode,
                cline, rovo, devin, vibe, muse, buzz, science):
     register(_agent.AGENT)

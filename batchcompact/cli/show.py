@@ -52,8 +52,8 @@ def show(session_path: str, with_context: bool, fmt: str, output: str | None, js
     from batchcompact.agents import file_of
     from batchcompact.errors import SessionReadError, UsageError
     from batchcompact.formats.scan import special_kind
-    from batchcompact.pipeline.inspect import describe_session
     from batchcompact.pipeline.planning import read_session
+    from batchcompact.pipeline.session_info import describe_session
 
     stored = file_of(session_path)  # a session in an agent's database (`<db>#<id>`): the database
     if not os.path.lexists(stored):  # said as every command says a missing PATH (formats/scan.py)

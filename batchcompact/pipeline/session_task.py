@@ -82,7 +82,7 @@ def process_file(work: FileWork, task: FileTask) -> dict[str, Any]:
     """Plan one file (and compact it here when the task says so); a record, never an exception."""
     path = work.path
     record: dict[str, Any] = {"path": path, "root": work.root}
-    # compacting a pi session here: the read itself gives the fingerprint (adapters/pi/session.py SourceDigest)
+    # compacting a pi session here: the read itself gives the fingerprint (adapters/pi/read.py SourceDigest)
     here = task.summarizer is not None and _reads_with_digest(path)
     try:
         fingerprint = _stat_fingerprint(path) if here else fingerprint_file(path)
@@ -98,7 +98,7 @@ def process_file(work: FileWork, task: FileTask) -> dict[str, Any]:
                       plan_row={}, fingerprint=fingerprint if not here else fingerprint_file(path))
         return record
     try:
-        # compacting here: the writer's verify can then parse only what it appended (adapters/pi/session.py)
+        # compacting here: the writer's verify can then parse only what it appended (adapters/pi/read.py)
         session = read_session(path, digest=task.summarizer is not None)
         if here:
             fingerprint, session = _read_fingerprint(path, fingerprint, session)

@@ -525,7 +525,7 @@ def write_session(
     tmp, appended, durable = _write_temp(target, session, new_lines, fingerprint, replacements, in_place)
     try:
         # The verify runs while the temp file's fsync does. For an appended output it parses only the new
-        # lines (adapters/pi/session.py read_pi_appended, told the prefix is checked): its answer counts only once
+        # lines (adapters/pi/read.py read_pi_appended, told the prefix is checked): its answer counts only once
         # `_check_appended` has shown the temp file starts with the planned bytes, before anything is renamed.
         problems = verify(tmp)
         if appended:

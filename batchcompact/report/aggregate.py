@@ -214,8 +214,8 @@ def _mapped(lf: pl.LazyFrame, columns: list[str], func, name: str, dtype, replac
 def _project_filter(values: tuple[str, ...]) -> pl.Expr:
     """A project matches by its whole path or by its last path component."""
     project = pl.col("project").fill_null("")
-    tail = project.str.replace(r"^.*[/\\]", "")
-    wanted = [v.rstrip("/\\") or v for v in values]
+    tail = project.str.replace(rules.PROJECT_DIR, "")
+    wanted = rules.wanted_projects(values)
     return project.is_in(wanted) | tail.is_in(wanted)
 
 

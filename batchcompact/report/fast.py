@@ -631,7 +631,7 @@ def row_filter(settings: ReportSettings):
         sources = set(settings.sources)
         tests.append(lambda row: row[SOURCE] in sources)
     if settings.projects:
-        projects = {v.rstrip("/\\") or v for v in settings.projects}
+        projects = set(rules.wanted_projects(settings.projects))
         shown = ProjectNames(settings).name
 
         def project(row: tuple) -> bool:
@@ -661,7 +661,7 @@ def row_filter(settings: ReportSettings):
     return lambda row: all(test(row) for test in tests)
 
 
-TAIL = re.compile(r"^.*[/\\]")  # a project's path up to its last separator (`_project_filter`)
+TAIL = re.compile(rules.PROJECT_DIR)
 
 
 def _key_getter(name: str, periods: Periods | None, names: ProjectNames) -> Callable[[tuple], object]:

@@ -237,6 +237,18 @@ def as_int(value: Any) -> int:
     return int(value)
 
 
+def rest_is_output(numbers: list[int], total: int, *, else_into: int | None = None) -> None:
+    """A recorded total larger than its parts (`numbers`: input, output, ...): the rest is output when none was
+    recorded, else it goes to `numbers[else_into]` when given (Droid's thinking), else it is left out. In place."""
+    rest = total - sum(numbers)
+    if rest <= 0:
+        return
+    if not numbers[1]:
+        numbers[1] = rest
+    elif else_into is not None:
+        numbers[else_into] += rest
+
+
 def as_float(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None

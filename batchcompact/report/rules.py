@@ -116,6 +116,16 @@ def counted(total_tokens, recorded_or_zero):
 
 # ---- periods ----
 
+# `--project`: a value matches a project by its whole path or by its last path component (a trailing separator
+# of the value ignored); PROJECT_DIR is a project's path up to its last separator, removed to leave that component.
+PROJECT_DIR = r"^.*[/\\]"
+
+
+def wanted_projects(values: Sequence[str]) -> list[str]:
+    """The `--project` values as they are compared (a trailing separator dropped)."""
+    return [v.rstrip("/\\") or v for v in values]
+
+
 PERIOD_COLUMNS = {"day": "date", "week": "week", "month": "month"}
 
 

@@ -1,6 +1,6 @@
 """The built-in offline summarizer (`--model builtin`): deterministic, no network, cost 0.
 
-It reads the structure of `call.messages` (pi-shaped LLM messages from any of the three readers; see
+It reads the structure of `call.messages` (pi-shaped LLM messages from any agent's reader, `Agent.reader`; see
 `builtin_facts.py` for what it takes from each agent's tools) and fills the headings a model is asked for,
 like a handover note: the goal and later requests, rules the user stated (never questions), each changed
 file with what changed, checks that passed, failures not fixed later, the unfinished request and what the

@@ -1,7 +1,7 @@
-"""What the built-in summarizer reads from a conversation, for pi, Claude Code and Codex alike.
+"""What the built-in summarizer reads from a conversation, for every agent alike.
 
-All three readers hand the planner pi-shaped LLM messages (`user`, `assistant` with `toolCall` blocks,
-`toolResult`), but each agent names its tools differently: pi `read/write/edit/bash`, Claude Code
+Every agent's reader hands the planner pi-shaped LLM messages (`user`, `assistant` with `toolCall` blocks,
+`toolResult`), but each agent names its tools differently, e.g. pi `read/write/edit/bash`, Claude Code
 `Read/Write/Edit/MultiEdit/NotebookEdit/Bash/TodoWrite/Task`, Codex `exec_command/shell/apply_patch/
 update_plan`. Each agent's `tools` table (batchcompact/agents/<name>/) maps its tool names to a shape, and
 `classify_call` reads each call by its shape into one `Action`; `extract_facts` walks the messages once,

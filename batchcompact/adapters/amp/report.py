@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from batchcompact.report.lines import ExtractStats, as_int, first_str, parse_timestamp
+from batchcompact.report.lines import ExtractStats, as_int, first_str, parse_timestamp, rest_is_output
 from batchcompact.report.schema import UsageRows
 from batchcompact.report.stores import read_json
 
@@ -67,8 +67,7 @@ def extract_amp(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
 def add_row(rows: UsageRows, path: Path, thread_id: str, when, model: str | None, numbers: list[int],
             total: int, *, identity: str) -> None:
     """numbers: input, output, cache read, cache write."""
-    if total > sum(numbers) and not numbers[1]:
-        numbers[1] = total - sum(numbers)
+    rest_is_output(numbers, total)
     timestamp = parse_timestamp(when)
     if not any(numbers) or model is None or timestamp is None:
         return

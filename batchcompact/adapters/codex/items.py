@@ -1,4 +1,4 @@
-"""Codex texts shared by the rollout reader (`codex.py`) and writer (`codex_write.py`), so neither
+"""Codex texts shared by the rollout reader (`read.py`) and writer (`write.py`), so neither
 imports the other's module at load time."""
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from __future__ import annotations
 import uuid as uuidlib
 from typing import Any
 
-from batchcompact.adapters.copilot.events import kept_events
+from batchcompact.adapters.copilot.read import kept_events
 from batchcompact.core.context import build_session_context
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.core.session import Session

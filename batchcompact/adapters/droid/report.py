@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from batchcompact.formats.jsonl import capped_lines
-from batchcompact.report.lines import ExtractStats, as_int, first_str, parse_timestamp
+from batchcompact.report.lines import ExtractStats, as_int, first_str, parse_timestamp, rest_is_output
 from batchcompact.report.model_names import price_name
 from batchcompact.report.schema import UsageRows
 from batchcompact.report.stores import read_json
@@ -78,11 +78,7 @@ def extract_droid(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
     numbers = [as_int(usage.get(k)) for k in
                ("inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadTokens", "thinkingTokens")]
     total = as_int(usage.get("totalTokens"))
-    if total > sum(numbers):  # a total larger than its parts: the rest is output (or thinking)
-        if numbers[1]:
-            numbers[4] += total - sum(numbers)
-        else:
-            numbers[1] = total - sum(numbers)
+    rest_is_output(numbers, total, else_into=4)  # index 4: thinking
     if not any(numbers):
         return
     input_tokens, output, cache_write, cache_read, thinking = numbers

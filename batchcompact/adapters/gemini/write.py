@@ -22,7 +22,7 @@ from __future__ import annotations
 import uuid as uuidlib
 from typing import Any
 
-from batchcompact.adapters.gemini.chat import ACK_TEXT, META_TYPE, is_ignored_user
+from batchcompact.adapters.gemini.read import ACK_TEXT, META_TYPE, is_ignored_user
 from batchcompact.core.apply import batchcompact_marker
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.core.session import Session

@@ -33,6 +33,7 @@ from batchcompact.report.lines import (
     first_str,
     iter_json_lines,
     parse_timestamp,
+    rest_is_output,
 )
 from batchcompact.report.schema import PiEntryKeys, UsageRows
 from batchcompact.report.stores import json_column, table_rows
@@ -113,8 +114,7 @@ def add_session_rows(file: str, session_id: str, records: Iterable[tuple[int, di
         numbers = [as_int(usage.get(k)) for k in ("input", "output", "cacheRead", "cacheWrite")]
         recorded = tuple(numbers)
         total = as_int(usage.get("totalTokens"))
-        if total > sum(numbers) and not numbers[1]:
-            numbers[1] = total - sum(numbers)  # only a total: the rest is output
+        rest_is_output(numbers, total)
         if not any(numbers):
             continue
         when = message.get("timestamp") or obj.get("timestamp")

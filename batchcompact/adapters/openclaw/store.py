@@ -155,7 +155,7 @@ def read_session(path: str | Path, conn: sqlite3.Connection | None = None) -> Se
     in `seq` order, each a pi session line (pi's header, entry and compaction checks). A problem's line is
     the event's seq. Raises SessionReadError only for the database as a whole (unreadable, unknown
     schema, no such session)."""
-    from batchcompact.adapters.pi.session import _check_compactions, _check_entries, _split_lines
+    from batchcompact.adapters.pi.read import _check_compactions, _check_entries, _split_lines
 
     where = split_session_path(path)
     if where is None:

@@ -6,6 +6,6 @@ it is one more event row (store.py); in a JSONL transcript one more line. `verif
 
 from __future__ import annotations
 
-from batchcompact.adapters.pi.session import build_compaction, verify
+from batchcompact.adapters.pi.write import build_compaction, verify
 
 __all__ = ["build_compaction", "verify"]

@@ -1,145 +1,413 @@
-"""OpenCode (and Kilo) sessions into the session model, and OpenCode's own settings for them.
+"""One OpenCode (or Kilo) session inside its database as a pi-shaped planning view.
 
-A session is `<opencode.db>#<session id>` (Kilo: `<kilo.db>#<id>`), read by session.py with OpenCode's
-loader rules. The window and the compaction settings come from the user's config, merged as OpenCode
-merges it (later wins): `$XDG_CONFIG_HOME/opencode/{config.json, opencode.json}` (Kilo: `kilo/`,
-`kilo.json` too), the file `$OPENCODE_CONFIG` (Kilo: `$KILO_CONFIG`) names, then the session's project
-folder's `opencode.json` (Kilo: `kilo.json`). From it: the session model's
-`provider.<provider>.models.<model>.limit.{context, input, output}` and `compaction.{auto, reserved,
-preserve_recent_tokens}`. Plain JSON only: a `.jsonc` file or comments are not read (the price table's
-window is used instead).
+OpenCode keeps every session of a user in one SQLite database (`opencode.db`; Kilo: `kilo.db`): table
+`session` (one row per session), `message(id, session_id, time_created, time_updated, data)` (`data`: the
+message JSON without `id`/`sessionID`), `part(id, message_id, session_id, ..., data)` (the message's parts,
+in id order), `event` (the sync log: `message.updated.1`, `message.part.updated.1`, ... per session, `seq`
+counted in `event_sequence`) and `migration` (the schema migrations applied, by name).
+
+OpenCode's loader (`MessageV2.filterCompacted` of opencode 1.18.33) walks the messages newest first and
+stops at the user message holding a `compaction` part whose summary (an assistant message with
+`summary: true`, `finish` set, no error, `parentID` = that user message) finished; when the part names a
+`tail_start_id`, the walk goes on back to that message, and the context is reordered to: the compaction's
+user message ("What did we do so far?"), the summary, the tail (`tail_start_id` up to the compaction),
+then what follows the summary. `toModelMessages` then gives: user text parts (not `ignored`, not empty);
+assistant text, reasoning, and one tool call + result per `tool` part (`completed`: its output, or
+"[Old tool result content cleared]" once `state.time.compacted`; `error`: the error text; `pending`/
+`running`: "[Tool execution was interrupted]"); an assistant message with an `error` is left out.
+
+Mapping: every message is an entry (id = the message id), chained in (time_created, id) order; a tool
+part adds a `toolResult` entry (id = the part id) after its assistant message. Each finished OpenCode
+compaction (its user message and its summary) becomes one `compaction` entry (id = the summary's id,
+`firstKeptEntryId` = `tail_start_id`, else the compaction itself), so the planning view's context is
+OpenCode's. Usage: `tokens.input` is non-cached, `reasoning` is added to `output`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
-from functools import lru_cache
+import sqlite3
+from contextlib import closing, nullcontext
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+from batchcompact.adapters.opencode.settings import model_limits
+from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.session import Session
+from batchcompact.core.tree import SessionTree
+from batchcompact.errors import SessionReadError
 
+FORMAT = "opencode"
+COMPACTION_PROMPT = "What did we do so far?"
+SUBTASK_PROMPT = "The following tool was executed by the user"
+CLEARED = "[Old tool result content cleared]"
+INTERRUPTED = "[Tool execution was interrupted]"
+
+# The tables and columns the reader and the writer use; a database without them is not one we know.
+TABLES = {
+    "session": ("id", "directory", "time_updated"),
+    "message": ("id", "session_id", "time_created", "time_updated", "data"),
+    "part": ("id", "message_id", "session_id", "time_created", "time_updated", "data"),
+    "event": ("id", "aggregate_id", "seq", "type", "data"),
+    "event_sequence": ("aggregate_id", "seq"),
+}
+# The newest schema migration of each OpenCode and Kilo release whose database was recorded and judged
+# (tests/agents/opencode/test_judge_opencode.py); older databases are known through them, a newer one is refused.
+KNOWN_MIGRATIONS = {
+    "opencode": "20260622202450_simplify_session_input",  # opencode-ai 1.18.33
+    "kilo": "20260907102000_kilocode_model_usage_index",  # @kilocode/cli 7.7.7
+}
+DISPLAY = {"opencode": "OpenCode", "kilo": "Kilo"}
 DATABASES = ("opencode.db", "kilo.db")
+
+
+class OpenCodeStoreError(SessionReadError):
+    """The database cannot be read (or written) as OpenCode's: the message names the file and why."""
+
+
+def connect(path: str | Path, *, write: bool = False, timeout: float = 5.0) -> sqlite3.Connection:
+    """A connection to the database (read-only unless `write`); SQLite waits `timeout` s on a lock."""
+    mode = "rw" if write else "ro"
+    uri = "file:" + quote(str(Path(path).resolve())) + f"?mode={mode}"
+    conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
+    conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+    return conn
+
+
+def check_schema(conn: sqlite3.Connection, path: str | Path, fmt: str = FORMAT) -> str | None:
+    """Raise `OpenCodeStoreError` unless the database has the tables and columns we use and its newest
+    migration is one we know; returns that migration's name (None for a database without a `migration`
+    table, the older releases', whose tables are checked all the same)."""
+    for table, needed in TABLES.items():
+        have = {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}
+        if not have:
+            raise OpenCodeStoreError(f"{path}: no `{table}` table: not an OpenCode database this version knows")
+        missing = [c for c in needed if c not in have]
+        if missing:
+            raise OpenCodeStoreError(f"{path}: table `{table}` has no column {', '.join(missing)}: "
+                                     "an OpenCode schema this version does not know")
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='migration'").fetchone():
+        return None
+    newest = conn.execute("SELECT id FROM migration ORDER BY id DESC LIMIT 1").fetchone()
+    name = newest[0] if newest else None
+    known = KNOWN_MIGRATIONS.get(fmt, KNOWN_MIGRATIONS[FORMAT])
+    if isinstance(name, str) and name > known:
+        raise OpenCodeStoreError(f"{path}: unknown {DISPLAY.get(fmt, fmt)} schema version {name!r} (newest known: "
+                                 f"{known!r}); not read or written")
+    return name
+
+
+# Every session of a database is the path `<db>#<session id>` (store.py's addresses too).
+SEP = "#"
+
+
+def format_of(db: str | Path) -> str:
+    """`kilo` for Kilo's `kilo.db`, else `opencode`."""
+    return "kilo" if Path(db).name.startswith("kilo") else "opencode"
+
+
+def split_session_path(path: str | Path) -> tuple[Path, str] | None:
+    """(database, session id) of `<opencode.db or kilo.db>#<id>`; None for any other path."""
+    db, sep, session_id = str(path).rpartition(SEP)
+    if not sep or not session_id or Path(db).name not in ("opencode.db", "kilo.db"):
+        return None
+    return Path(db), session_id
+
+
+def session_ids(path: str | Path, fmt: str | None = None) -> list[str]:
+    """The ids of the database's sessions, oldest first (`fmt` by the file's name unless given;
+    OpenCodeStoreError for one we cannot read)."""
+    try:
+        with closing(connect(path)) as conn:
+            check_schema(conn, path, fmt or format_of(path))
+            return [row[0] for row in conn.execute("SELECT id FROM session ORDER BY time_created, id")]
+    except sqlite3.Error as exc:
+        raise OpenCodeStoreError(f"{path}: not a readable SQLite database ({exc})") from None
+
+
+def load_messages(conn: sqlite3.Connection, session_id: str, problems: list[Problem], name: str
+                  ) -> list[dict[str, Any]]:
+    """The session's messages, oldest first: `{"info": message JSON with id, "parts": [part JSON with id],
+    "updated": time_updated}` (a row whose JSON is broken is a problem, never a crash)."""
+    messages: list[dict[str, Any]] = []
+    by_id: dict[str, dict[str, Any]] = {}
+    rows = conn.execute("SELECT id, time_created, time_updated, data FROM message WHERE session_id = ? "
+                        "ORDER BY time_created, id", (session_id,))
+    for message_id, created, updated, data in rows:
+        info = _json(data, problems, name, f"message {message_id}")
+        if info is None:
+            continue
+        info = {**info, "id": message_id, "sessionID": session_id}
+        info.setdefault("time", {}).setdefault("created", created)
+        record = {"info": info, "parts": [], "updated": updated}
+        messages.append(record)
+        by_id[message_id] = record
+    for part_id, message_id, data in conn.execute(
+            "SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id", (session_id,)):
+        part = _json(data, problems, name, f"part {part_id}")
+        if part is None:
+            continue
+        if message_id not in by_id:
+            problems.append(Problem(name, None, WARNING, f"part {part_id} of a message not in the session; ignored"))
+            continue
+        by_id[message_id]["parts"].append({**part, "id": part_id, "messageID": message_id})
+    return messages
+
+
+def _json(raw: Any, problems: list[Problem], name: str, what: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw)
+    except (TypeError, ValueError) as exc:
+        problems.append(Problem(name, None, ERROR, f"{what}: its data is not JSON ({exc})"))
+        return None
+    if not isinstance(value, dict):
+        problems.append(Problem(name, None, ERROR, f"{what}: its data is not a JSON object"))
+        return None
+    return value
+
+
+def _finished_summary(info: dict[str, Any]) -> bool:
+    return info.get("role") == "assistant" and bool(info.get("summary")) and bool(info.get("finish")) \
+        and not info.get("error")
+
+
+def compaction_part(message: dict[str, Any]) -> dict[str, Any] | None:
+    return next((p for p in message["parts"] if p.get("type") == "compaction"), None)
+
+
+def filter_compacted(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenCode's `filterCompacted` (1.18.33): what it loads of an oldest-first message list, in the order
+    it sends it to the model."""
+    out: list[dict[str, Any]] = []
+    summarized: set[str] = set()
+    tail: str | None = None
+    for message in reversed(messages):
+        out.append(message)
+        info = message["info"]
+        if tail is not None:
+            if info["id"] == tail:
+                break
+            continue
+        if info.get("role") == "user" and info["id"] in summarized:
+            part = compaction_part(message)
+            if part is None:
+                continue
+            if not part.get("tail_start_id"):
+                break
+            tail = part["tail_start_id"]
+            if info["id"] == tail:
+                break
+            continue
+        if _finished_summary(info):
+            summarized.add(info.get("parentID"))
+    out.reverse()
+    at = next((i for i in range(len(out) - 1, -1, -1) if out[i]["info"].get("role") == "user"
+               and any(p.get("type") == "compaction" and "tail_start_id" in p for p in out[i]["parts"])), -1)
+    if at < 0:
+        return out
+    user = out[at]
+    part = next(p for p in user["parts"] if p.get("type") == "compaction" and "tail_start_id" in p)
+    summary = next((i for i in range(at + 1, len(out)) if out[i]["info"].get("role") == "assistant"
+                    and out[i]["info"].get("summary") and out[i]["info"].get("parentID") == user["info"]["id"]), -1)
+    start = next((i for i, m in enumerate(out) if m["info"]["id"] == part.get("tail_start_id")), -1) \
+        if part.get("tail_start_id") else -1
+    if 0 <= start < at < summary:
+        return out[at:summary + 1] + out[start:at] + out[summary + 1:]
+    return out
+
+
+def usage(info: dict[str, Any]) -> dict[str, int] | None:
+    tokens = info.get("tokens")
+    if not isinstance(tokens, dict):
+        return None
+    cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+    out = {"input": _int(tokens.get("input")), "output": _int(tokens.get("output")) + _int(tokens.get("reasoning")),
+           "cacheRead": _int(cache.get("read")), "cacheWrite": _int(cache.get("write"))}
+    out["totalTokens"] = sum(out.values())
+    return out
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+def user_message(message: dict[str, Any]) -> dict[str, Any] | None:
+    """A user message's model content (None when OpenCode sends nothing of it)."""
+    blocks = []
+    for part in message["parts"]:
+        kind = part.get("type")
+        if kind == "text" and not part.get("ignored") and part.get("text"):
+            blocks.append({"type": "text", "text": part["text"]})
+        elif kind == "compaction":
+            blocks.append({"type": "text", "text": COMPACTION_PROMPT})
+        elif kind == "subtask":
+            blocks.append({"type": "text", "text": SUBTASK_PROMPT})
+    if not blocks:
+        return None
+    return {"role": "user", "content": blocks, "timestamp": message["info"]["time"].get("created")}
+
+
+def tool_output(part: dict[str, Any]) -> tuple[str, bool]:
+    """A tool part's result as OpenCode sends it: (text, is an error)."""
+    state = part.get("state") if isinstance(part.get("state"), dict) else {}
+    status = state.get("status")
+    if status == "completed":
+        if isinstance(state.get("time"), dict) and state["time"].get("compacted"):
+            return CLEARED, False
+        output = state.get("output")
+        return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False), False
+    if status == "error":
+        metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
+        if metadata.get("interrupted") is True and isinstance(metadata.get("output"), str):
+            return metadata["output"], False
+        return str(state.get("error") or ""), True
+    return INTERRUPTED, True
+
+
+def assistant_messages(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """An assistant message's model content as (entry id, pi message): the reply, then one toolResult per
+    tool part; nothing for a message OpenCode leaves out (an error that is not an abort with content)."""
+    info = message["info"]
+    error = info.get("error")
+    if error and not (isinstance(error, dict) and error.get("name") == "MessageAbortedError"
+                      and any(p.get("type") not in ("step-start", "reasoning") for p in message["parts"])):
+        return []
+    created = info["time"].get("created")
+    blocks: list[dict[str, Any]] = []
+    results: list[tuple[str, dict[str, Any]]] = []
+    for part in message["parts"]:
+        kind = part.get("type")
+        if kind == "text":
+            blocks.append({"type": "text", "text": part.get("text") or ""})
+        elif kind == "reasoning":
+            blocks.append({"type": "thinking", "thinking": part.get("text") or ""})
+        elif kind == "tool":
+            state = part.get("state") if isinstance(part.get("state"), dict) else {}
+            call_id = str(part.get("callID") or part["id"])
+            name = str(part.get("tool") or "")
+            arguments = state.get("input") if isinstance(state.get("input"), dict) else {}
+            blocks.append({"type": "toolCall", "id": call_id, "name": name, "arguments": arguments})
+            text, is_error = tool_output(part)
+            results.append((part["id"], {"role": "toolResult", "toolCallId": call_id, "toolName": name,
+                                         "content": [{"type": "text", "text": text}], "isError": is_error,
+                                         "timestamp": created}))
+    if not blocks:
+        return []
+    reply = {"role": "assistant", "content": blocks, "api": "opencode", "provider": info.get("providerID") or "",
+             "model": info.get("modelID") or "", "stopReason": "toolUse" if results else "stop",
+             "timestamp": created}
+    found = usage(info)
+    if found is not None:
+        reply["usage"] = found
+    return [(info["id"], reply), *results]
+
+
+def summary_text(message: dict[str, Any]) -> str:
+    return "".join(p.get("text") or "" for p in message["parts"] if p.get("type") == "text")
+
+
+def read_session(path: str | Path, session_id: str, *, fmt: str = FORMAT,
+                 conn: sqlite3.Connection | None = None) -> Session:
+    """One session of an OpenCode database (through `conn` when given: a writer's own transaction). Never
+    raises on bad content (problems go on the Session); an unreadable database or an unknown schema is one
+    error problem."""
+    name = f"{path}#{session_id}"
+    problems: list[Problem] = []
+    header: dict[str, Any] = {"id": session_id}
+    messages: list[dict[str, Any]] = []
+    migration = None
+    try:
+        with closing(connect(path)) if conn is None else nullcontext(conn) as db:
+            migration = check_schema(db, path, fmt)
+            row = db.execute("SELECT directory, time_updated FROM session WHERE id = ?", (session_id,)).fetchone()
+            if row is None:
+                raise OpenCodeStoreError(f"{path}: no session {session_id!r}")
+            header.update(cwd=row[0], time_updated=row[1])
+            messages = load_messages(db, session_id, problems, name)
+    except OpenCodeStoreError as exc:
+        problems.append(Problem(name, None, ERROR, str(exc)))
+    except sqlite3.Error as exc:
+        problems.append(Problem(name, None, ERROR, f"{path}: not a readable SQLite database ({exc})"))
+    entries = build_entries(messages, name, problems)
+    tree = SessionTree(entries, name)
+    problems.extend(tree.problems)
+    model = next(({"providerID": m["info"].get("providerID"), "modelID": m["info"].get("modelID")}
+                  for m in reversed(messages) if m["info"].get("role") == "assistant" and m["info"].get("modelID")),
+                 None)
+    header["model"] = model["modelID"] if model else None
+    if not messages and not any(p.severity == ERROR for p in problems):
+        problems.append(Problem(name, None, ERROR, "the session has no messages"))
+    extra = {"database": str(path), "session_id": session_id, "messages": messages, "migration": migration,
+             "last_message": messages[-1]["info"]["id"] if messages else None, "model": model}
+    return Session(name, fmt, header, entries, problems=problems, tree=tree, extra=extra)
+
+
+def build_entries(messages: list[dict[str, Any]], name: str, problems: list[Problem]) -> list[Entry]:
+    """The chained entries of an oldest-first message list (see the module docstring)."""
+    entries: list[Entry] = []
+    parent: str | None = None
+    by_id = {m["info"]["id"]: m for m in messages}
+    compaction_users = {m["info"].get("parentID") for m in messages if _finished_summary(m["info"])}
+
+    def add(data: dict[str, Any]) -> None:
+        nonlocal parent
+        data["parentId"] = parent
+        entries.append(Entry(data, None))
+        parent = data["id"]
+
+    for message in messages:
+        info = message["info"]
+        ts = info["time"].get("created")
+        if info.get("role") == "user" and info["id"] in compaction_users and compaction_part(message):
+            continue  # its summary below stands for both
+        if _finished_summary(info) and info.get("parentID") in by_id and compaction_part(by_id[info["parentID"]]):
+            part = compaction_part(by_id[info["parentID"]]) or {}
+            first_kept = part.get("tail_start_id") or info["id"]
+            if first_kept != info["id"] and first_kept not in by_id:
+                problems.append(Problem(name, None, WARNING, f"compaction {info['id']}: tail_start_id "
+                                        f"{first_kept!r} is not a message of the session"))
+                first_kept = info["id"]
+            marker = info.get("batchcompact") if isinstance(info.get("batchcompact"), dict) else {}
+            data = {"type": "compaction", "id": info["id"], "timestamp": ts, "summary": summary_text(message),
+                    "firstKeptEntryId": first_kept, "tokensBefore": _int(marker.get("tokensBefore")),
+                    "fromHook": False}
+            if marker:
+                data["details"] = {"readFiles": marker.get("readFiles") or [],
+                                   "modifiedFiles": marker.get("modifiedFiles") or []}
+            add(data)
+            continue
+        if info.get("role") == "user":
+            built = user_message(message)
+            if built is None:
+                add({"type": "opencode_meta", "id": info["id"], "timestamp": ts})
+            else:
+                add({"type": "message", "id": info["id"], "timestamp": ts, "message": built})
+            continue
+        built_all = assistant_messages(message)
+        if not built_all:
+            add({"type": "opencode_meta", "id": info["id"], "timestamp": ts})
+        for entry_id, built in built_all:
+            add({"type": "message", "id": entry_id, "timestamp": ts, "message": built})
+    return entries
 
 
 def read(path: str | os.PathLike) -> Session:
     """An OpenCode or Kilo session in its database (`<db>#<id>`)."""
-    from batchcompact.adapters.opencode import store
-    from batchcompact.adapters.opencode.session import DISPLAY, read_session
-    from batchcompact.errors import SessionReadError
-
     if Path(path).name in DATABASES:  # the database itself: its problem, or which sessions to name
         from batchcompact.core.words import counted
 
-        count = len(store.session_ids(path))
-        display = DISPLAY[store.format_of(path)]
+        count = len(session_ids(path))
+        display = DISPLAY[format_of(path)]
         raise SessionReadError(f"an {display} database of {counted(count, 'session')}; name one as {path}#<session id>")
-    where = store.split_session_path(path)
+    where = split_session_path(path)
     if where is None:
         raise SessionReadError(f"{path}: not an OpenCode session (<opencode.db>#<session id>)")
     db, session_id = where
-    session = read_session(db, session_id, fmt=store.format_of(db))
+    session = read_session(db, session_id, fmt=format_of(db))
     limits = model_limits(session)
     if limits.get("context"):
         session.extra["context_window"] = limits["context"]
     session.extra["agent_limits"] = limits
     return session
-
-
-def _positive(value: Any) -> int | None:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
-
-
-def _stamp(path: Path) -> int | None:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return None
-
-
-@lru_cache(maxsize=64)
-def _document(path: str, stamp: int | None) -> dict[str, Any]:
-    if stamp is None:
-        return {}
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
-
-
-def config_files(fmt: str, project: str | None) -> list[Path]:
-    """The config files OpenCode (Kilo) reads, in merge order (existing or not)."""
-    name = "kilo" if fmt == "kilo" else "opencode"
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    names = ("config.json", "opencode.json", "kilo.json") if name == "kilo" else ("config.json", "opencode.json")
-    files = [Path(base) / name / n for n in names]
-    named = os.environ.get("KILO_CONFIG" if name == "kilo" else "OPENCODE_CONFIG", "").strip()
-    if named:
-        files.append(Path(os.path.expanduser(named)))
-    if project:
-        files.extend(Path(project) / n for n in (("opencode.json", "kilo.json") if name == "kilo" else ("opencode.json",)))
-    return files
-
-
-def load_config(session: Session) -> dict[str, Any]:
-    config: dict[str, Any] = {}
-    for path in config_files(session.format, session.header.get("cwd")):
-        config = _merge(config, _document(str(path), _stamp(path)))
-    return config
-
-
-def model_limits(session: Session) -> dict[str, Any]:
-    """The session model's limits and OpenCode's compaction settings from the user's config: `context`,
-    `input`, `output` (None where not set), `reserved`, `auto`, `preserve`."""
-    config = load_config(session)
-    model = session.extra.get("model") or {}
-    providers = config.get("provider") if isinstance(config.get("provider"), dict) else {}
-    provider = providers.get(model.get("providerID")) if isinstance(providers, dict) else None
-    models = provider.get("models") if isinstance(provider, dict) else None
-    entry = models.get(model.get("modelID")) if isinstance(models, dict) else None
-    limit = entry.get("limit") if isinstance(entry, dict) and isinstance(entry.get("limit"), dict) else {}
-    compaction = config.get("compaction") if isinstance(config.get("compaction"), dict) else {}
-    reserved = compaction.get("reserved")
-    preserve = compaction.get("preserve_recent_tokens")
-    return {"context": _positive(limit.get("context")), "input": _positive(limit.get("input")),
-            "output": _positive(limit.get("output")),
-            "reserved": int(reserved) if isinstance(reserved, int) and reserved >= 0 else None,
-            "preserve": int(preserve) if isinstance(preserve, int) and preserve >= 0 else None,
-            "auto": compaction.get("auto") is not False}
-
-
-def with_opencode_settings(session: Any, settings: Any, fields: tuple[str, ...]) -> tuple[Any, str | None]:
-    """OpenCode's own settings for the settings nobody set: its kept tail (`compaction.preserve_recent_tokens`,
-    else 25% of the usable window within 2,000..15,000; 15,000 when the window is the price table's); the
-    skip reason when `compaction.auto` is false (--force compacts anyway, as /compact still does)."""
-    from batchcompact.adapters.opencode.trigger import (
-        OPENCODE_TAIL_MAX,
-        opencode_tail_tokens,
-        opencode_usable,
-    )
-
-    limits = session.extra.get("agent_limits") or {}
-    if limits.get("auto") is False and not settings.force:
-        return settings, "compaction.auto is false in the OpenCode config (--force compacts anyway)"
-    if "keep_recent_tokens" not in fields:
-        return settings, None
-    if limits.get("preserve") is not None:
-        keep = limits["preserve"]
-    elif limits.get("context"):
-        usable = opencode_usable(limits["context"], input_limit=limits.get("input"),
-                                 output_limit=limits.get("output"), reserved=limits.get("reserved"))
-        keep = opencode_tail_tokens(usable)
-    else:
-        keep = OPENCODE_TAIL_MAX
-    return dataclasses.replace(settings, keep_recent_tokens=max(keep, 1)), None

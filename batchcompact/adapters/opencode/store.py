@@ -6,7 +6,7 @@ messages to the session: a user message whose one part is `{"type": "compaction"
 "compaction"`, `summary: true`, `finish`, `parentID` = that user message, whose text part is the summary.
 Each row change is also appended to the session's sync log (`event`: `message.updated.1`,
 `message.part.updated.1`, `seq` counted in `event_sequence`). We write exactly that: the kept tail is
-named by `tail_start_id` (OpenCode's loader puts it after the summary, session.py), the summary message
+named by `tail_start_id` (OpenCode's loader puts it after the summary, read.py), the summary message
 carries no usage (all-zero tokens, cost 0: the call was ours, counted in our report) and a `batchcompact`
 marker (tokens before, file lists).
 
@@ -30,12 +30,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from batchcompact.adapters.opencode.session import (
+from batchcompact.adapters.opencode.read import (
     COMPACTION_PROMPT,
+    SEP,
     OpenCodeStoreError,
     check_schema,
     connect,
+    format_of,
     read_session,
+    session_ids,  # noqa: F401 - the store's listing (Agent.store), the reader's own
+    split_session_path,
 )
 from batchcompact.core.context import build_session_context
 from batchcompact.errors import VerificationError
@@ -220,32 +224,8 @@ def copy_database(source: str | Path, target: str | Path) -> None:
         src.backup(dst)
 
 
-# The store of `Agent.store` (agents/spec.py): every session of a database is the path `<db>#<session id>`.
-
-SEP = "#"
-
-
-def format_of(db: str | Path) -> str:
-    """`kilo` for Kilo's `kilo.db`, else `opencode`."""
-    return "kilo" if Path(db).name.startswith("kilo") else "opencode"
-
-
-def split_session_path(path: str | Path) -> tuple[Path, str] | None:
-    """(database, session id) of `<opencode.db or kilo.db>#<id>`; None for any other path."""
-    db, sep, session_id = str(path).rpartition(SEP)
-    if not sep or not session_id or Path(db).name not in ("opencode.db", "kilo.db"):
-        return None
-    return Path(db), session_id
-
-
-def session_ids(db: str | Path) -> list[str]:
-    """The sessions of a database, oldest first (OpenCodeStoreError for one we cannot read)."""
-    from batchcompact.adapters.opencode.session import session_ids as listed
-
-    try:
-        return listed(db, format_of(db))
-    except sqlite3.Error as exc:
-        raise OpenCodeStoreError(f"{db}: not a readable SQLite database ({exc})") from None
+# The store of `Agent.store` (agents/spec.py): every session of a database is the path `<db>#<session id>`
+# (`SEP`, `format_of`, `split_session_path`, `session_ids`: read.py, where the reader finds it too).
 
 
 def rows_digest(conn: sqlite3.Connection, session_id: str) -> tuple[int, str, int]:
@@ -369,7 +349,7 @@ def verify(path: str | Path, original: Any, written: Written, *, summary: str, f
     texts = json.dumps([m.message for m in context.messages])
     if texts.count(json.dumps(summary)[1:-1]) != 1:
         return ["the summary is not in the rebuilt context exactly once"]
-    from batchcompact.adapters.opencode.session import filter_compacted
+    from batchcompact.adapters.opencode.read import filter_compacted
 
     loaded = filter_compacted(again.extra["messages"])
     if not loaded or loaded[0]["info"]["id"] != written.user_id or len(loaded) < 2 \

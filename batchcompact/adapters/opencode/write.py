@@ -2,7 +2,7 @@
 with a `compaction` part naming the kept tail (`tail_start_id`) and the summary as an assistant message
 (`mode: "compaction"`, `summary: true`), written by store.py in one transaction. `build_compaction` gives
 the one line the store turns into those rows (pure); `verify` checks the session re-read inside that
-transaction: OpenCode's loader (session.py `filter_compacted`) starts from our summary exactly once, then
+transaction: OpenCode's loader (read.py `filter_compacted`) starts from our summary exactly once, then
 the kept tail in order."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from batchcompact.adapters.opencode.session import compaction_part, filter_compacted
+from batchcompact.adapters.opencode.read import compaction_part, filter_compacted
 from batchcompact.adapters.opencode.store import build_rows, tail_message_id
 
 

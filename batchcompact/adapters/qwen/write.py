@@ -16,7 +16,7 @@ from __future__ import annotations
 import uuid as uuidlib
 from typing import Any
 
-from batchcompact.adapters.qwen.chat import ACK_TEXT, kept_contents
+from batchcompact.adapters.qwen.read import ACK_TEXT, kept_contents
 from batchcompact.core.apply import batchcompact_marker
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.core.session import Session

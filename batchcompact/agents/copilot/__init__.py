@@ -1,5 +1,5 @@
 """GitHub Copilot CLI: `$COPILOT_HOME` or `~/.copilot`, its `session-state/<id>/events.jsonl` event logs
-(compacted: reader `events.py`, writer `write.py`) and `otel/` (the OpenTelemetry file export), plus the
+(compacted: reader `read.py`, writer `write.py`) and `otel/` (the OpenTelemetry file export), plus the
 file `$COPILOT_OTEL_FILE_EXPORTER_PATH` (usage only). Line rules `detect.py`, usage `report.py`; the
 trigger is `trigger.py`."""
 
@@ -17,7 +17,7 @@ AGENT = Agent(
     ),
     detect_line="batchcompact.agents.copilot.detect:detect_line",
     homes=(".copilot",),
-    reader="batchcompact.adapters.copilot.events:read",
+    reader="batchcompact.adapters.copilot.read:read",
     writer="batchcompact.adapters.copilot.write",
     usage="batchcompact.adapters.copilot.report:extract_copilot",
     file_tools={"view": ("read", ("path",)), "create": ("write", ("path",)), "edit": ("edit", ("path",))},

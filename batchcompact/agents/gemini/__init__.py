@@ -1,6 +1,6 @@
 """Gemini CLI (google-gemini/gemini-cli): `$GEMINI_DATA_DIR` or `~/.gemini/tmp`, chats in
 `<project>/chats/session-*.jsonl` (0.40 on) and `session-*.json` (legacy, one JSON document). Reader
-`chat.py`, writer `write.py`, line rules `detect.py`, usage `report.py`, the user's compression threshold
+`read.py`, writer `write.py`, line rules `detect.py`, usage `report.py`, the user's compression threshold
 `settings.py`; the trigger is `trigger.py`."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ AGENT = Agent(
     detect_prefix="batchcompact.agents.gemini.detect:detect_prefix",
     detect_file="batchcompact.agents.gemini.detect:detect_file",
     files=(Files(("session-*.json", "session-*.jsonl"), under=("chats",)),),
-    reader="batchcompact.adapters.gemini.chat:read",
+    reader="batchcompact.adapters.gemini.read:read",
     writer="batchcompact.adapters.gemini.write",
     usage="batchcompact.adapters.gemini.report:extract_gemini",
     file_tools={"read_file": ("read", ("file_path", "absolute_path")), "write_file": ("write", ("file_path", "absolute_path")),

@@ -3,7 +3,7 @@
 (2026.9+; each session is `<database>#<session id>`: store.py) or, in older releases, in
 `agents/<agent>/sessions/<id>.jsonl` (archived `.reset.`/`.deleted.` copies are read, never compacted).
 Reader `read.py`, writer `write.py` (pi's compaction entry), database store `store.py`, usage `report.py`;
-the trigger is `trigger.py`, the window and settings from the user's openclaw.json."""
+the trigger is `trigger.py`, the window and settings from the user's openclaw.json (`settings.py`)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ AGENT = Agent(
         # quarter of the window).
         "openclaw": {"reserve_tokens": 20000, "keep_recent_tokens": 20000},
     },
-    settings="batchcompact.adapters.openclaw.read:with_openclaw_settings",
+    settings="batchcompact.adapters.openclaw.settings:with_openclaw_settings",
     store="batchcompact.adapters.openclaw.store",
     store_names=("openclaw-agent.sqlite",),
 )

@@ -1,9 +1,9 @@
 """OpenCode (sst/opencode): `opencode.db` and channel databases `opencode-<channel>.db` in
 `$OPENCODE_DATA_DIR` or `$XDG_DATA_HOME/opencode` (`~/.local/share/opencode`), and the legacy
 `storage/message/<session>/<message>.json` files (reported only). Each session of `opencode.db` is
-`<opencode.db>#<session id>` (store.py), read with OpenCode's loader rules (session.py, read.py) and
+`<opencode.db>#<session id>`, read with OpenCode's loader rules (read.py) and
 compacted as OpenCode records its own compaction (write.py, store.py); usage report.py. The trigger is
-`trigger.py`, the limits and settings from the user's opencode.json."""
+`trigger.py`, the limits and settings from the user's opencode.json (settings.py)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ AGENT = Agent(
            "task": "delegate"},
     trigger="batchcompact.adapters.opencode.trigger:opencode_trigger",
     trigger_max_output=True,
-    settings="batchcompact.adapters.opencode.read:with_opencode_settings",
+    settings="batchcompact.adapters.opencode.settings:with_opencode_settings",
     store="batchcompact.adapters.opencode.store",
     store_names=("opencode.db",),
     presets={

@@ -20,8 +20,8 @@ AGENT = Agent(
     ),
     detect_line="batchcompact.agents.pi.detect:detect_line",
     detect_prefix="batchcompact.agents.pi.detect:detect_prefix",
-    reader="batchcompact.adapters.pi.session:read_pi_session",
-    writer="batchcompact.adapters.pi.session",
+    reader="batchcompact.adapters.pi.read:read_pi_session",
+    writer="batchcompact.adapters.pi.write",
     usage="batchcompact.adapters.pi.report:extract_pi",
     file_tools={"read": ("read", ("path",)), "write": ("write", ("path",)), "edit": ("edit", ("path",))},
     tools={"read": "read", "write": "write", "edit": "edit", "bash": "command"},
@@ -40,7 +40,7 @@ AGENT = Agent(
     # "enabled": False in pi's settings skips the session unless --force; the thresholds: oh-my-pi's settings
     settings_fields=("reserve_tokens", "keep_recent_tokens", "threshold_percent", "threshold_tokens", "enabled"),
     settings_shown="batchcompact.adapters.pi.settings:pi_settings",
-    read_appended="batchcompact.adapters.pi.session:read_pi_appended",
+    read_appended="batchcompact.adapters.pi.read:read_pi_appended",
     migrate_on_write=True,
     validate="batchcompact.adapters.pi.schema:validate_session",
 )

@@ -1,5 +1,5 @@
 """Qwen Code (QwenLM/qwen-code): `$QWEN_DATA_DIR` or `~/.qwen`, chats in `projects/<project>/chats/<session>.jsonl`.
-Reader `chat.py`, writer `write.py`, line rules `detect.py`, usage `report.py`; the trigger is
+Reader `read.py`, writer `write.py`, line rules `detect.py`, usage `report.py`; the trigger is
 `trigger.py`. Its records look like Claude Code's lines (uuid, parentUuid, sessionId,
 type), so its line rule is asked before Claude Code's."""
 
@@ -13,7 +13,7 @@ AGENT = Agent(
     places=(Place(defaults=("~/.qwen",), env="QWEN_DATA_DIR", env_list=True, sessions=("projects",)),),
     detect_line="batchcompact.agents.qwen.detect:detect_line",
     detect_prefix="batchcompact.agents.qwen.detect:detect_prefix",
-    reader="batchcompact.adapters.qwen.chat:read",
+    reader="batchcompact.adapters.qwen.read:read",
     writer="batchcompact.adapters.qwen.write",
     usage="batchcompact.adapters.qwen.report:extract_qwen",
     file_tools={"read_file": ("read", ("file_path", "absolute_path")), "write_file": ("write", ("file_path", "absolute_path")),

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from batchcompact.adapters.copilot.events import read
+from batchcompact.adapters.copilot.read import read
 from batchcompact.adapters.copilot.trigger import copilot_trigger
 from batchcompact.agents import tool_table
 from batchcompact.cli import cli as main

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from batchcompact.adapters.gemini.chat import read as read_gemini
+from batchcompact.adapters.gemini.read import read as read_gemini
 from batchcompact.adapters.gemini.trigger import gemini_trigger
-from batchcompact.adapters.qwen.chat import read as read_qwen
+from batchcompact.adapters.qwen.read import read as read_qwen
 from batchcompact.adapters.qwen.trigger import qwen_trigger
 from batchcompact.agents import get, tool_table
 from batchcompact.cli import cli as main

@@ -181,7 +181,7 @@ def test_a_second_compaction_resumes_from_the_new_summary_only(compacted: dict) 
 
 def test_report_totals_are_the_same_before_and_after(compacted: dict, tmp_path: Path) -> None:
     """The usage recorded in the chat is neither lost nor counted twice by the compaction."""
-    from batchcompact.adapters.gemini.chat import read
+    from batchcompact.adapters.gemini.read import read
 
     before = tmp_path / "before.jsonl"
     before.write_text(compacted["original"])

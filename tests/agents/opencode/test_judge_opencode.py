@@ -26,7 +26,7 @@ from agent_judges import REPLY, FakeOpenAIChat, opencode_script, opencode_setup
 from click.testing import CliRunner
 from report_judges import KILO, OPENCODE, judge_cli
 
-from batchcompact.adapters.opencode.session import filter_compacted, read_session, session_ids
+from batchcompact.adapters.opencode.read import filter_compacted, read_session, session_ids
 from batchcompact.cli import cli as main
 
 pytestmark = pytest.mark.slow

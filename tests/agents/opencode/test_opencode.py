@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from batchcompact.adapters.opencode.session import (
+from batchcompact.adapters.opencode.read import (
     COMPACTION_PROMPT,
     OpenCodeStoreError,
     filter_compacted,

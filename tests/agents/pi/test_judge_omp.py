@@ -35,7 +35,7 @@ from test_judge_pi import _lines as lines
 from test_judge_pi import _our_compaction as our_compaction
 
 from batchcompact.adapters.pi.omp import OMP_RULES
-from batchcompact.adapters.pi.session import read_pi_session
+from batchcompact.adapters.pi.read import read_pi_session
 from batchcompact.core.context import CONTEXT_RULES, session_context
 
 pytestmark = pytest.mark.slow

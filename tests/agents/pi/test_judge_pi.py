@@ -33,7 +33,7 @@ from agent_judges import REPLY, FakeAnthropic, node_bin, npm_cli, sandbox_env
 from conftest import SAMPLES, fixture_path
 from test_planner import FIXTURE_TABLE
 
-from batchcompact.adapters.pi.session import read_pi_session
+from batchcompact.adapters.pi.read import read_pi_session
 from batchcompact.agents import file_tools
 from batchcompact.core.context import (
     BRANCH_SUMMARY_PREFIX,

@@ -9,7 +9,7 @@ from pathlib import Path
 from conftest import SAMPLES, cli_invoker
 
 from batchcompact.adapters.pi.omp import OMP_RULES, omp_settings, read_yaml_compaction
-from batchcompact.adapters.pi.session import read_pi_session
+from batchcompact.adapters.pi.read import read_pi_session
 from batchcompact.adapters.pi.trigger import omp_threshold
 from batchcompact.core.context import CONTEXT_RULES, build_session_context, session_context
 from batchcompact.formats.detect import detect_format

@@ -1,0 +1,106 @@
+"""OpenClaw's own settings for a session read by read.py: the window and the compaction settings come from
+the user's OpenClaw config, `openclaw.json` in the state folder the session lives under
+(`<state>/agents/<agent>/...`; `$OPENCLAW_CONFIG_PATH` when set): the session model's `contextTokens`
+(OpenClaw's active-input cap) or `contextWindow` in `models.providers.<provider>.models[]`, and
+`agents.defaults.compaction.{enabled, keepRecentTokens, reserveTokens}`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from batchcompact.core.session import Session
+
+CONFIG = "openclaw.json"
+
+
+def state_folder(path: str | os.PathLike) -> Path | None:
+    """The OpenClaw state folder above a session (`<state>/agents/<agent>/{agent,sessions}/...`)."""
+    parts = Path(str(path).rpartition("#")[0] or str(path)).parts
+    if "agents" not in parts:
+        return None
+    index = len(parts) - 1 - parts[::-1].index("agents")
+    return Path(*parts[:index]) if index > 0 else None
+
+
+def config_path(path: str | os.PathLike) -> Path | None:
+    named = os.environ.get("OPENCLAW_CONFIG_PATH", "").strip()
+    if named:
+        return Path(os.path.expanduser(named))
+    state = state_folder(path)
+    return state / CONFIG if state is not None else None
+
+
+def _stamp(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
+@lru_cache(maxsize=32)
+def _config(path: str, stamp: int | None) -> dict[str, Any]:
+    """The config as a dict; {} when missing or not plain JSON (OpenClaw also reads JSON5: comments and
+    trailing commas are not understood here, and the price table's window is used instead)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def load_config(path: str | os.PathLike) -> tuple[dict[str, Any], Path | None]:
+    where = config_path(path)
+    if where is None:
+        return {}, None
+    return _config(str(where), _stamp(where)), where
+
+
+def _positive(value: Any) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+
+
+def config_window(path: str | os.PathLike, session: Session) -> int | None:
+    """The session model's window from openclaw.json (`contextTokens`, else `contextWindow`), or None."""
+    from batchcompact.core.planner import session_model
+
+    config, _ = load_config(path)
+    providers = (config.get("models") or {}).get("providers") if isinstance(config.get("models"), dict) else None
+    if not isinstance(providers, dict) or session.tree is None:
+        return None
+    provider, model = session_model(session.path_entries())
+    entry = providers.get(provider) if provider else None
+    models = entry.get("models") if isinstance(entry, dict) else None
+    for item in models if isinstance(models, list) else ():
+        if isinstance(item, dict) and item.get("id") == model:
+            return _positive(item.get("contextTokens")) or _positive(item.get("contextWindow"))
+    return None
+
+
+def compaction_settings(path: str | os.PathLike) -> tuple[dict[str, Any], Path | None]:
+    """`agents.defaults.compaction` of the session's openclaw.json."""
+    config, where = load_config(path)
+    agents = config.get("agents") if isinstance(config.get("agents"), dict) else {}
+    defaults = agents.get("defaults") if isinstance(agents.get("defaults"), dict) else {}
+    compaction = defaults.get("compaction")
+    return (compaction if isinstance(compaction, dict) else {}), where
+
+
+def with_openclaw_settings(session: Any, settings: Any, fields: tuple[str, ...]) -> tuple[Any, str | None]:
+    """OpenClaw's own compaction settings for the settings nobody set; the skip reason when they turn
+    threshold compaction off (`enabled: false`; --force compacts anyway, as `/compact` still does)."""
+    values, where = compaction_settings(session.path)
+    if values.get("enabled") is False and not settings.force:
+        return settings, f"compaction disabled in OpenClaw settings ({where}; --force compacts anyway)"
+    changes = {}
+    for key, field in (("keepRecentTokens", "keep_recent_tokens"), ("reserveTokens", "reserve_tokens")):
+        value = _positive(values.get(key))
+        if value is not None and field in fields:
+            changes[field] = value
+    return (dataclasses.replace(settings, **changes) if changes else settings), None
