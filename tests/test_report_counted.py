@@ -111,6 +111,28 @@ def test_a_pi_fork_counts_its_copied_requests_once(tmp_path, cache):
     assert 0 < fork_only["totals"]["requests"] < alone["totals"]["requests"]
 
 
+def one_request(path: Path, session: str, model: str) -> Path:
+    """A session of one request whose times and counts are fixed: only its session id and model vary."""
+    return write_lines(path, [
+        {"type": "session", "version": 3, "id": session, "timestamp": "2026-03-01T10:00:00.000Z", "cwd": "/p"},
+        {"type": "message", "id": "a1", "parentId": None, "timestamp": "2026-03-01T10:00:00.000Z",
+         "message": {"role": "assistant", "content": [], "provider": "openai", "model": model, "timestamp": 1,
+                     "usage": {"input": 1000, "output": 100, "cacheRead": 0, "cacheWrite": 0}}}])
+
+
+@pytest.mark.parametrize("cache", PATHS)
+def test_requests_alike_but_for_their_model_are_two_requests(tmp_path, cache):
+    """The pi key holds the model: two sessions' requests at the same millisecond with the same counts are
+    told apart by it (they were taken for one request and its copy), while a copy naming the same model is
+    still counted once."""
+    one_request(tmp_path / "a.jsonl", "s-a", "gpt-4o")
+    one_request(tmp_path / "b.jsonl", "s-b", "gpt-4o-mini")
+    assert report(tmp_path, tmp_path / "a.jsonl", tmp_path / "b.jsonl", cache=cache)["totals"]["requests"] == 2
+    one_request(tmp_path / "copy" / "a.jsonl", "s-a-copy", "gpt-4o")
+    assert report(tmp_path, tmp_path / "a.jsonl", tmp_path / "copy" / "a.jsonl",
+                  cache=cache)["totals"]["requests"] == 1
+
+
 @pytest.mark.parametrize("cache", PATHS)
 def test_a_v1_session_and_its_migrated_copies_count_once(tmp_path, cache):
     """pi v1 rows were keyed by line number: the file, pi's v3 rewrite of it (random ids) and ours
