@@ -22,7 +22,7 @@ from batchcompact.core.planner import CompactionPlan, CompactionSettings, prepar
 from batchcompact.core.prompts import format_file_operations
 from batchcompact.formats.detect import read_session
 from batchcompact.summarize.builtin import summarize_offline, summary_tokens
-from batchcompact.summarize.handover import Request, goal_requests, is_question
+from batchcompact.summarize.handover import Request, asked_words, goal_requests, is_question
 from batchcompact.tokenizer import count_tokens
 
 REPO = Path(__file__).resolve().parent.parent
@@ -165,6 +165,25 @@ def test_goal_rules_one_by_one():
                 ("now bump the version in package.json and tag the release", False, False)) == [
         first[0], "now bump the version in package.json and tag the release"]
     assert is_question("wait, do we only limit POST requests?") and not is_question("can you add a test?")
+
+
+def test_a_request_with_a_pasted_traceback_is_said_in_the_users_words():
+    """The Goal line says what the user asked and that a traceback came with it, not the traceback's first
+    hundred characters (sample_sessions' second-compaction: "... tell me your plan before editing.
+    Traceback (most recent call last): File "/home/user/.venv/lib/python3.12/site-packages/sqlalchemy/e…")."""
+    traceback = ('Traceback (most recent call last):\n  File "/home/user/.venv/lib/python3.12/site-packages/'
+                 'sqlalchemy/engine.py", line 12, in run\nValueError: bad cursor')
+    summary = summarize_offline(call([
+        user("Add rate limiting to the upload endpoint in api/upload.py."),
+        assistant(text("Done."), stop="stop"),
+        user(f"Now make the cursor decoding robust in api/cursor.py, it crashes:\n\n{traceback}"),
+    ]))
+    goal = section(summary, "## Goal")
+    assert "Later request: Now make the cursor decoding robust in api/cursor.py, it crashes: (with a traceback)" in goal
+    assert "Traceback" not in goal and "site-packages" not in goal
+    # a code block pasted after the words likewise; a message that is only pasted material stays as it is
+    assert asked_words("fix this test\n```\nassert x == 1\n```") == "fix this test (with pasted output)"
+    assert asked_words(traceback) == traceback
 
 
 # -- names ----------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from typing import Any
 from batchcompact.agents import tool_table
 from batchcompact.summarize.handover import (
     Request,
+    asked_words,
     is_acknowledgement,
     is_go_on,
     is_noise_file,
@@ -754,9 +755,9 @@ class _Walker:
         self.answered = False
         self.facts.announced = None
         if not acknowledgement:
-            self.last_request = clip(request, 300)
+            self.last_request = clip(asked_words(request), 300)
         if self.facts.first_words is None:
-            self.facts.first_words = clip(request, 300)
+            self.facts.first_words = clip(asked_words(request), 300)
         if _is_substantive(request) and not acknowledgement:
             self.facts.requests.append(self.last_request)
             self.facts.asked.append(Request(self.last_request))

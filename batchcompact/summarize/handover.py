@@ -51,6 +51,8 @@ _ASKS_WORK = re.compile(
     re.IGNORECASE,
 )
 _PASTED = re.compile(r"^\s*(?:\+\s|\d+\s+[-+]\s|```|diff --git|@@|\||<[a-z])")
+# Where pasted material starts inside a request: a traceback, a fenced block, a diff, a log (a line of its own)
+_PASTE_START = re.compile(r"^\s*(?:Traceback \(most recent call last\)|```|diff --git|@@ |\$ )", re.MULTILINE)
 _NAMED = re.compile(r"[\w-]+\.[a-z]{1,5}\b|[a-z0-9]_[a-z0-9]|[a-z][A-Z]|/")
 
 
@@ -61,6 +63,16 @@ class Request:
     text: str
     answered: bool = False  # the agent's turn after it ended with its own reply
     worked: bool = False  # the agent called tools after it
+
+
+def asked_words(text: str) -> str:
+    """A request as its Goal line says it: the user's words before the material they pasted after them (a
+    traceback, a code block, a diff, a shell log), which the line names instead of quoting its start."""
+    start = _PASTE_START.search(text)
+    if start is None or not text[: start.start()].strip():
+        return text
+    pasted = "a traceback" if text[start.start():].lstrip().startswith("Traceback") else "pasted output"
+    return f"{text[: start.start()].rstrip()} (with {pasted})"
 
 
 def words(text: str) -> frozenset[str]:
