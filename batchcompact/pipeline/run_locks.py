@@ -1,4 +1,4 @@
-"""The writer locks of the sessions phase 2 summarizes (`pipeline/writer.py` `lock_session`).
+"""The writer locks of the sessions phase 2 summarizes (`pipeline/session_lock.py` `lock_session`).
 
 A session is locked just before a worker re-reads it (`prepare_file`) and stays locked until it is written
 or given up, so another run, whatever its state file, skips it meanwhile. `SessionLocks` holds the

@@ -37,9 +37,9 @@ from batchcompact.pipeline.outcome import (
     write_outcome,
 )
 from batchcompact.pipeline.planning import PlanOptions, plan_session, read_session
+from batchcompact.pipeline.session_lock import SessionLocked, lock_session
 from batchcompact.pipeline.state import Fingerprint, fingerprint_file
 from batchcompact.pipeline.statuses import CHANGED, FAILED, SKIPPED
-from batchcompact.pipeline.writer import SessionLocked, lock_session
 
 log = logging.getLogger(__name__)
 
