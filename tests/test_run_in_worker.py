@@ -152,7 +152,7 @@ def test_the_report_imports_load_pyarrow_in_a_thread_of_a_fresh_interpreter():
 
     code = (
         "import sys, threading\n"
-        "from batchcompact.pipeline.runreport import ReportImports\n"
+        "from batchcompact.pipeline.runreport.write import ReportImports\n"
         "assert 'pyarrow' not in sys.modules\n"
         "imports = ReportImports()\n"
         "imports.start()\n"

@@ -47,8 +47,8 @@ from batchcompact.pipeline.run_budget import RunBudget
 from batchcompact.pipeline.run_ledger import RunLedger, run_settings_key
 from batchcompact.pipeline.run_locks import SessionLocks
 from batchcompact.pipeline.run_progress import Progress
-from batchcompact.pipeline.run_rows import RunRows, row_from_plan
-from batchcompact.pipeline.runreport import ReportImports, write_compactions
+from batchcompact.pipeline.runreport.rows import RunRows, row_from_plan
+from batchcompact.pipeline.runreport.write import ReportImports, write_compactions
 from batchcompact.pipeline.session_task import (
     FileTask,
     FileWork,
@@ -300,7 +300,7 @@ class Runner:
         bar = self.progress.bar("plan", len(items), "compacting" if self.here else "planning")
         task = dataclasses.replace(self.task, summarizer=self.summarizer) if self.here else self.task
         to_compact: list[tuple[ScanItem, Fingerprint, dict]] = []
-        # With worker processes, the report's imports overlap their work (runreport.ReportImports): the
+        # With worker processes, the report's imports overlap their work (runreport.write.ReportImports): the
         # pool forks all its workers at its first task, so after the first result no fork comes until
         # this loop ends, and the thread is joined before anything else can fork.
         forks = isinstance(self.executor, LocalExecutor) and self.executor.jobs > 1 and len(items) > 1

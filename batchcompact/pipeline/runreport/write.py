@@ -1,7 +1,7 @@
-"""The `run` report: one row per session seen, as Parquet with an explicit, versioned schema.
+"""Writing the run report: the rows of one run as `compactions-<run_id>.parquet`, atomically.
 
-Each run writes its own file `compactions-<run_id>.parquet` in the report folder, so runs accumulate
-and `polars.read_parquet("reports/*.parquet")` reads them together. Columns are added, never repurposed.
+Each run writes its own file in the report folder, so runs accumulate and
+`polars.read_parquet("reports/*.parquet")` reads them together (the schema: runreport/schema.py).
 """
 
 from __future__ import annotations
@@ -9,95 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-COMPACTIONS_SCHEMA_VERSION = "3"
-
-COLUMNS: tuple[tuple[str, str], ...] = (
-    ("run_id", "string"),
-    ("started_at", "timestamp"),
-    ("ended_at", "timestamp"),
-    ("input_path", "string"),
-    ("output_path", "string"),
-    ("session_id", "string"),
-    ("format", "string"),
-    ("status", "string"),
-    ("reason", "string"),
-    ("entries", "int64"),
-    ("tokens_before", "int64"),
-    ("tokens_after_est", "int64"),
-    ("first_kept_entry_id", "string"),
-    ("messages_summarized", "int64"),
-    ("split_turn", "bool"),
-    ("branch_summaries", "int64"),
-    ("calls", "int64"),
-    ("attempts", "int64"),
-    ("reused_summaries", "int64"),
-    ("prompt_tokens", "int64"),
-    ("completion_tokens", "int64"),
-    ("cache_read_tokens", "int64"),
-    ("cache_write_tokens", "int64"),
-    ("cost_usd", "float64"),
-    ("est_cost_usd", "float64"),
-    ("latency_s", "float64"),
-    ("model", "string"),
-    ("session_model", "string"),
-    ("redactions", "int64"),
-    ("overflow_recovery", "bool"),
-    # Added in schema version 1 before release: the branch-summary share of the totals above.
-    ("branch_calls", "int64"),
-    ("branch_prompt_tokens", "int64"),
-    ("branch_completion_tokens", "int64"),
-    ("branch_cost_usd", "float64"),
-    # The entries written with a `usage` (pi): reports count each once, here or in the session file.
-    ("written_entries", "entries"),
-    # Added in schema version 2: the summaries were bought through a provider batch API (batch prices).
-    ("batch", "bool"),
-    # Added in schema version 3: secrets redacted per kind (their sum is `redactions`), and whether the
-    # summary model had no price (then `cost_usd` is null: unknown, not free).
-    ("redaction_kinds", "kinds"),
-    ("unpriced", "bool"),
-)
-
-
-def compactions_schema():
-    import pyarrow as pa
-
-    types = {
-        "string": pa.string(),
-        "int64": pa.int64(),
-        "float64": pa.float64(),
-        "bool": pa.bool_(),
-        "timestamp": pa.timestamp("us", tz="UTC"),
-        "kinds": pa.list_(pa.struct([("kind", pa.string()), ("count", pa.int64())])),
-        "entries": pa.list_(
-            pa.struct(
-                [
-                    ("entry_id", pa.string()),
-                    ("kind", pa.string()),
-                    ("input", pa.int64()),
-                    ("output", pa.int64()),
-                    ("cache_read", pa.int64()),
-                    ("cache_write", pa.int64()),
-                    ("cost_usd", pa.float64()),
-                ]
-            )
-        ),
-    }
-    return pa.schema(
-        [(name, types[kind]) for name, kind in COLUMNS],
-        metadata={"batchcompact_table": "compactions", "schema_version": COMPACTIONS_SCHEMA_VERSION},
-    )
-
-
-def empty_row() -> dict[str, Any]:
-    row: dict[str, Any] = dict.fromkeys(name for name, _ in COLUMNS)
-    for name, kind in COLUMNS:
-        if kind == "int64" and name not in ("entries", "tokens_before", "tokens_after_est"):
-            row[name] = 0
-    row["split_turn"] = False
-    row["overflow_recovery"] = False
-    row["batch"] = False
-    row["unpriced"] = False
-    return row
+from batchcompact.pipeline.runreport.schema import ReportRow, compactions_schema
 
 
 def import_pyarrow() -> None:
@@ -163,7 +75,7 @@ def _import_pyarrow() -> None:
         pass
 
 
-def write_compactions(rows: list[dict[str, Any]], report_dir: Path, run_id: str) -> Path:
+def write_compactions(rows: list[ReportRow], report_dir: Path, run_id: str) -> Path:
     """Write the run's rows atomically as `compactions-<run_id>.parquet`; returns its path."""
     import os
 
