@@ -30,6 +30,7 @@ from batchcompact.cli.output import (
 from batchcompact.core.words import counted
 from batchcompact.errors import is_internal_error, outcome_exit_code
 from batchcompact.money import from_pico, to_pico
+from batchcompact.pipeline.statuses import PLAN_COMPACT, PLAN_ERROR, PLAN_SKIP
 
 TABLE_COLUMNS = (
     ("path", "session"),
@@ -83,7 +84,7 @@ class Totals:
 
     def add(self, row: dict[str, Any]) -> None:
         self.status[row["status"]] += 1
-        if row["status"] == "skip":
+        if row["status"] == PLAN_SKIP:
             self.skip_reasons[reason_kind(row.get("reason"), "")] += 1
         if row.get("branch_calls"):
             self.branch_calls += row["branch_calls"]
@@ -91,7 +92,7 @@ class Totals:
                 self.branch_cost_pico += to_pico(row["branch_est_cost_usd"])
             else:
                 self.branch_cost_pico = None
-        if row["status"] != "compact":
+        if row["status"] != PLAN_COMPACT:
             return
         self.calls += row["calls"] or 0
         self.prompt_tokens += row["prompt_tokens"] or 0
@@ -197,10 +198,10 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     def rows():
         for row in plan_paths(paths, settings, options, jobs=resolve_jobs(jobs), executor=runner):
             totals.add(row)
-            if row["status"] == "error" and is_internal_error(row.get("reason")):
+            if row["status"] == PLAN_ERROR and is_internal_error(row.get("reason")):
                 internal.append(row["path"])
                 echo_err(f"{row['path']}: {row['reason']}")
-            if row["status"] == "compact" and row["est_cost_usd"] is None and row["summary_model"] not in warned:
+            if row["status"] == PLAN_COMPACT and row["est_cost_usd"] is None and row["summary_model"] not in warned:
                 warned.add(row["summary_model"])
                 echo_err(f"warning: no price known for {row['summary_model']!r}; its cost is reported as null")
             yield row
@@ -212,7 +213,7 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
                 print_table(collected, TABLE_COLUMNS, out, DROP_FIRST)
                 out.write("\n")
             out.write(totals.summary() + "\n")
-        return outcome_exit_code(totals.status["error"], len(internal))
+        return outcome_exit_code(totals.status[PLAN_ERROR], len(internal))
     if fmt == "parquet":
         from batchcompact.pipeline.plan_parquet import write_plan_parquet
 
@@ -222,7 +223,7 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
         write_rows(fmt, output, rows(), PLAN_COLUMNS, summary=lambda: {"totals": totals.as_dict()})
     if not (ctx.find_root().obj or {}).get("quiet"):
         echo_err(totals.summary())
-    return outcome_exit_code(totals.status["error"], len(internal))
+    return outcome_exit_code(totals.status[PLAN_ERROR], len(internal))
 
 
 def plan_instead_of_run(ctx: click.Context, paths: tuple[str, ...], model: str, **kwargs: Any) -> int:

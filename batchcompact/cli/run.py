@@ -36,6 +36,7 @@ from batchcompact.cli.summarize_options import (
 )
 from batchcompact.core.words import counted
 from batchcompact.money import sum_usd
+from batchcompact.pipeline.statuses import COMPACTED, FAILED_STATUSES, KNOWN_INVALID, SKIPPED
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 
@@ -64,16 +65,13 @@ def _counted(rows: list[dict[str, Any]], min_age: str) -> str:
     return ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-FAILED_STATUSES = ("failed", "changed_during_run", "budget_exhausted")
-
-
 def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = False) -> str:
     """The run summary for people. Skips and failures are counted by reason; failed files are listed
     with their reason (file and line). Quiet: only what needs attention (nothing on a clean run)."""
     rows = summary.rows
     by = summary.by_status
-    before = sum(r["tokens_before"] or 0 for r in rows if r["status"] == "compacted")
-    after = sum(r["tokens_after_est"] or 0 for r in rows if r["status"] == "compacted")
+    before = sum(r["tokens_before"] or 0 for r in rows if r["status"] == COMPACTED)
+    after = sum(r["tokens_after_est"] or 0 for r in rows if r["status"] == COMPACTED)
     calls = sum(r["calls"] or 0 for r in rows)
     cost = sum_usd(r["cost_usd"] for r in rows)
     unpriced = sum(1 for r in rows if r.get("unpriced"))
@@ -86,10 +84,10 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
     if not quiet:
         lines.append(f"run {summary.run_id}: {counted(len(rows), 'session')}: "
                      + (", ".join(f"{n} {s}" for s, n in sorted(by.items())) or "none"))
-        skipped = [r for r in rows if r["status"] == "skipped"]
+        skipped = [r for r in rows if r["status"] == SKIPPED]
         if skipped:
             lines.append(f"  {len(skipped)} skipped: {_counted(skipped, min_age)}")
-        known = by.get("known_invalid", 0)
+        known = by.get(KNOWN_INVALID, 0)
         if known:
             lines.append(f"  {known} known invalid: reported by an earlier run and unchanged since "
                          "(not a failure; --strict makes it one; `batchcompact validate` shows the problems)")
@@ -117,7 +115,7 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
     if stopped:
         lines.append(f"run stopped by {stopped}: sessions not reached are reported skipped; "
                      "rerun the same command to continue")
-    if not quiet and rows and all(r["status"] == "skipped" and "--min-age" in (r.get("reason") or "") for r in rows):
+    if not quiet and rows and all(r["status"] == SKIPPED and "--min-age" in (r.get("reason") or "") for r in rows):
         # a copy made a moment ago (a test, a restore) looks live: say how to include it
         every, them = ("the session was", "it") if len(rows) == 1 else (f"all {len(rows):,} sessions were", "them")
         lines.append(f"nothing compacted: {every} modified within --min-age {min_age}; "

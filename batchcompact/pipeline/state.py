@@ -27,6 +27,7 @@ from typing import Any
 
 from batchcompact.errors import LockHeldError, RunAborted
 from batchcompact.lifecycle import forget_in_children, pid_alive, remember_in_children
+from batchcompact.pipeline.statuses import COMPACTED, SKIPPED
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -55,7 +56,7 @@ CREATE TABLE IF NOT EXISTS summaries (
 """
 
 # Outcomes after which a rerun has nothing left to do for that input.
-FINAL_STATUSES = frozenset({"compacted", "skipped"})
+FINAL_STATUSES = frozenset({COMPACTED, SKIPPED})
 
 
 @dataclass(frozen=True)

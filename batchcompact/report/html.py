@@ -257,6 +257,7 @@ def run_savings(paths: list[str], settings: ReportSettings, table, day_index: di
     import pyarrow.parquet as pq
 
     from batchcompact.pipeline.runreport.schema import not_a_run_report
+    from batchcompact.pipeline.statuses import COMPACTED, FAILED
 
     zone = ZoneInfo(settings.timezone)
     since = page_settings(settings).since
@@ -282,8 +283,8 @@ def run_savings(paths: list[str], settings: ReportSettings, table, day_index: di
                 ("compacted", "failed", "tokens_before", "tokens_after", "cost_usd", "batch_saved_usd", "calls",
                  "latency_s", "output_tokens"), 0))
             status = row.get("status")
-            acc["failed"] += status == "failed"
-            if status != "compacted":
+            acc["failed"] += status == FAILED
+            if status != COMPACTED:
                 continue
             acc["compacted"] += 1
             acc["tokens_before"] += row.get("tokens_before") or 0

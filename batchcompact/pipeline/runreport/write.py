@@ -46,7 +46,7 @@ class ReportImports:
 
     The report is written after every file is done, and importing pyarrow there (0.1-0.3 s) would run
     alone, after the workers. `start` is called only once the workers are forked and `join` before the
-    run can fork again (pipeline/run.py `_plan_all`): a process forked while a thread is importing could
+    run can fork again (pipeline/run_plan.py `PlanPhase.plan_all`): a process forked while a thread is importing could
     inherit a module lock it never gets back.
     """
 
