@@ -226,9 +226,15 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     return outcome_exit_code(totals.status[PLAN_ERROR], len(internal))
 
 
-def plan_instead_of_run(ctx: click.Context, paths: tuple[str, ...], model: str, **kwargs: Any) -> int:
-    """`run --dry-run`: the same as `plan` with run's planner options (the built-in model is plan's default)."""
+def plan_instead_of_run(ctx: click.Context, paths: tuple[str, ...], **params: Any) -> int:
+    """`run --dry-run`: the same as `plan` with run's planner options (the built-in model is plan's default);
+    run's other options (where to write, the pool, ...) do not apply to a plan."""
+    kwargs = {name: value for name, value in params.items() if name in _PLAN_PARAMS}
     # which settings pi's files may still set is known here, where the command line was parsed
     kwargs["agent_settings"] = agent_fields(ctx, kwargs.get("agent_settings", True))
+    model = params["model"]
     return ctx.invoke(plan, paths=paths, summary_model=None if model == "builtin" else model, json_flag=False,
                       **kwargs)
+
+
+_PLAN_PARAMS = frozenset(param.name for param in plan.params)

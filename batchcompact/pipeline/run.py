@@ -111,6 +111,7 @@ class RunSummary:
     by_status: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # what the summary buyer has to say (batches submitted)
     stopped: str | None = None  # the signal (SIGINT, SIGTERM) that stopped the run early
+    wall_s: float = 0.0  # seconds of the run's rounds (set by run_request.compact)
 
     @property
     def exit_code(self) -> int:
