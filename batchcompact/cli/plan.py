@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 import click
@@ -55,20 +56,22 @@ DROP_FIRST = ("window_source", "split_turn", "branch_calls", "messages_to_summar
               "threshold", "prompt_tokens", "first_kept_line", "model", "tokens_before")
 
 
+@dataclass
 class Totals:
-    def __init__(self) -> None:
-        self.status: Counter[str] = Counter()
-        self.skip_reasons: Counter[str] = Counter()
-        self.calls = 0
-        self.prompt_tokens = 0
-        self.tokens_before = 0
-        self.tokens_after = 0
-        # whole picodollars (batchcompact/money.py): the totals do not depend on the order of the rows
-        self.cost_pico = 0
-        self.batch_cost_pico = 0
-        self.unpriced = 0
-        self.branch_calls = 0
-        self.branch_cost_pico: int | None = 0
+    """The plan's totals, added up row by row as the rows are printed."""
+
+    status: Counter[str] = field(default_factory=Counter)
+    skip_reasons: Counter[str] = field(default_factory=Counter)
+    calls: int = 0
+    prompt_tokens: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    # whole picodollars (batchcompact/money.py): the totals do not depend on the order of the rows
+    cost_pico: int = 0
+    batch_cost_pico: int = 0
+    unpriced: int = 0
+    branch_calls: int = 0
+    branch_cost_pico: int | None = 0
 
     @property
     def cost(self) -> float:

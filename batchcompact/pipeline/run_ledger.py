@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any
 
 from batchcompact.formats.scan import ScanItem, resolved
-from batchcompact.pipeline.state import Fingerprint, RunState, settings_hash
+from batchcompact.pipeline.state import Fingerprint, Finished, RunState, settings_hash
 from batchcompact.pipeline.statuses import FAILED, KNOWN_INVALID
 from batchcompact.pipeline.task_records import PlanRecord
 
@@ -52,7 +52,7 @@ class RunLedger:
     def finished_fingerprints(self, item: ScanItem) -> Any:
         return self.state.finished_fingerprints(self.key(item), self.settings_key)
 
-    def finished(self, item: ScanItem, fingerprint: Fingerprint | None) -> dict[str, Any] | None:
+    def finished(self, item: ScanItem, fingerprint: Fingerprint | None) -> Finished | None:
         """The earlier outcome of these bytes under these settings, if any."""
         return self.state.finished(self.key(item), fingerprint, self.settings_key)
 

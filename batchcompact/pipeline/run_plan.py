@@ -100,8 +100,8 @@ class PlanPhase:
             return None
         done = ledger.finished(item, record.fingerprint)
         if done is not None:
-            row["output_path"] = done["output_path"]
-            run.finish(row, SKIPPED, f"finished in an earlier run ({done['status']})")
+            row["output_path"] = done.output_path
+            run.finish(row, SKIPPED, f"finished in an earlier run ({done.status})")
             return None
         wants_branches = self.options.branch_summaries and bool(plan_row.get("branch_calls"))
         if record.status == PLAN_SKIP and not wants_branches:
