@@ -111,8 +111,12 @@ class SummarizePhase:
 
     def _not_bought(self, outcome: Any) -> Outcome | None:
         """The session's outcome when the pool's job did not bring all its summaries back, or None when it did
-        (the pool's job statuses, summarize/pool.py, turned into the run report's)."""
-        if outcome.status == "aborted":
+        (the pool's job statuses, named in summarize/pool.py, turned into the run report's)."""
+        # the pool is loaded already: phase 2 buys through it
+        from batchcompact.summarize.pool import ABORTED, BUDGET, CANCELLED, OK
+        from batchcompact.summarize.pool import SKIPPED as JOB_SKIPPED
+
+        if outcome.status == ABORTED:
             # The first aborted job carries the error; the pool reports the jobs it then never
             # started with its stop message, which already reads "run aborted: ...".
             error = outcome.error or "run aborted"
@@ -123,16 +127,16 @@ class SummarizePhase:
             if outcome.attempts == 0:  # never tried: it did not fail, the run stopped before it
                 return Outcome(SKIPPED, f"not attempted: {reason}")
             return Outcome(FAILED, reason)
-        if outcome.status == BUDGET_EXHAUSTED:
+        if outcome.status == BUDGET:
             return Outcome(BUDGET_EXHAUSTED, outcome.error or "--max-cost reached")
-        if outcome.status == SKIPPED:
+        if outcome.status == JOB_SKIPPED:
             return Outcome(SKIPPED, outcome.error)
         if outcome.status in (BATCH_PENDING, CHANGED):  # batch_pending: a later run collects it
             return Outcome(outcome.status, outcome.error)
-        if outcome.status == "cancelled":
+        if outcome.status == CANCELLED:
             by = f" by {self.run.stopped}" if self.run.stopped else ""
             return Outcome(SKIPPED, f"run stopped{by} before this session was summarized")
-        if outcome.status != "ok":
+        if outcome.status != OK:
             return Outcome(FAILED, outcome.error)
         return None
 

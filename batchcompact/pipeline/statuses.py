@@ -2,8 +2,8 @@
 
 Their own module because every stage that decides one (the planner, the file tasks, the writer, both
 buyers, the run loop, the command line's summary) names them, and none of those may import the others
-for it. The summary pool's job statuses (`ok`, `aborted`, `cancelled`, ... in summarize/pool.py) are the
-pool's own words, below this layer; the run loop turns them into these (pipeline/run_summarize.py).
+for it. The summary pool's job statuses (`ok`, `aborted`, `cancelled`, ...) are the pool's own words,
+named once in summarize/pool.py; the run loop turns them into these (pipeline/run_summarize.py).
 """
 
 from __future__ import annotations
