@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -36,6 +36,9 @@ from batchcompact.cli.summarize_options import (
 from batchcompact.core.words import counted
 from batchcompact.money import sum_usd
 from batchcompact.pipeline.statuses import COMPACTED, FAILED_STATUSES, KNOWN_INVALID, SKIPPED
+
+if TYPE_CHECKING:
+    from batchcompact.pipeline.run_request import RunRequest
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 
@@ -204,7 +207,8 @@ def run(ctx: click.Context, paths: tuple[str, ...], fmt: str, output: str | None
     return summary.exit_code
 
 
-def run_request(ctx: click.Context, paths: tuple[str, ...], params: dict[str, Any], *, progress: bool) -> tuple:
+def run_request(ctx: click.Context, paths: tuple[str, ...], params: dict[str, Any], *,
+                progress: bool) -> tuple[RunRequest, Any]:
     """(the `RunRequest` of the parsed options, the executor they open or None): the options' own conflicts
     first, then the paths they name, then the batch settings, in that order of complaint."""
     from batchcompact.discover import cli_paths
