@@ -19,9 +19,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from batchcompact.report.lines import ExtractStats, as_int, first_str, parse_timestamp, rest_is_output
-from batchcompact.report.schema import UsageRows
-from batchcompact.report.stores import read_json
+from batchcompact.adapters.common.documents import read_json
+from batchcompact.adapters.common.lines import (
+    ExtractStats,
+    as_int,
+    first_str,
+    parse_timestamp,
+    rest_is_output,
+)
+from batchcompact.adapters.common.usage_rows import UsageRows
 
 AGENT = "amp"
 

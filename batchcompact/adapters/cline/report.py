@@ -24,10 +24,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from batchcompact.adapters.common.documents import read_json
+from batchcompact.adapters.common.lines import ExtractStats, as_int, first_str, parse_timestamp
+from batchcompact.adapters.common.usage_rows import UsageRows
 from batchcompact.formats.scan import printable
-from batchcompact.report.lines import ExtractStats, as_int, first_str, parse_timestamp
-from batchcompact.report.schema import UsageRows
-from batchcompact.report.stores import read_json
 
 AGENT = "cline"
 SUFFIX = ".messages.json"

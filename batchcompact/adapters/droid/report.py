@@ -25,11 +25,17 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
+from batchcompact.adapters.common.documents import read_json
+from batchcompact.adapters.common.lines import (
+    ExtractStats,
+    as_int,
+    first_str,
+    parse_timestamp,
+    rest_is_output,
+)
+from batchcompact.adapters.common.model_names import price_name
+from batchcompact.adapters.common.usage_rows import UsageRows
 from batchcompact.formats.jsonl import capped_lines
-from batchcompact.report.lines import ExtractStats, as_int, first_str, parse_timestamp, rest_is_output
-from batchcompact.report.model_names import price_name
-from batchcompact.report.schema import UsageRows
-from batchcompact.report.stores import read_json
 
 AGENT = "droid"
 SUFFIX = ".settings.json"

@@ -357,7 +357,7 @@ def last_change_ms(db: str | Path, session_id: str, conn: sqlite3.Connection | N
 
 def _copy_database(source: Path, target: Path) -> None:
     """A consistent copy of a live database (pipeline/database_copy.py)."""
-    from batchcompact.pipeline.database_copy import copy_database
+    from batchcompact.adapters.common.database import copy_database
 
     copy_database(source, target, connect)
 
@@ -374,7 +374,7 @@ def copy_session(source: str | Path, target: str | Path) -> None:
 def _backup(db: Path, session_id: str, expect: tuple[int, str]) -> str:
     """The backup of an in-place write (pipeline/database_copy.py): `<db>.bak`, `.bak.1`, ..., one that
     already holds this session as it was read reused."""
-    from batchcompact.pipeline.database_copy import backup_database
+    from batchcompact.adapters.common.database import backup_database
 
     def holds_as_read(name: Path) -> bool:
         try:
@@ -394,8 +394,8 @@ def write_session(session: Session, lines: list[dict[str, Any]], target: str | P
     """Append `lines` to the session in `target` (`<db>#<id>`): in place (after a backup of the database,
     unless disabled), or in a copy of the database at the target (made once, then shared by the other
     sessions of that database). `verify(written session)` runs inside the transaction."""
-    from batchcompact.pipeline.database_copy import output_database
-    from batchcompact.pipeline.writer import ChangedDuringRun
+    from batchcompact.adapters.common.database import output_database
+    from batchcompact.adapters.common.files import ChangedDuringRun
 
     source = Path(session.extra[DB])
     session_id = session.extra[SESSION]

@@ -282,7 +282,7 @@ def _open_checked(db: Path) -> sqlite3.Connection:
 
 def copy_session(source: str | Path, target: str | Path) -> None:
     """An unchanged session to --output-dir: the copy of its database holds it (made if missing)."""
-    from batchcompact.pipeline.database_copy import copy_database as copy_live
+    from batchcompact.adapters.common.database import copy_database as copy_live
 
     where, to = split_session_path(source), split_session_path(target)
     if where is None or to is None:
@@ -292,7 +292,7 @@ def copy_session(source: str | Path, target: str | Path) -> None:
 
 
 def _backup(db: Path, session_id: str, expect: tuple[int, str]) -> str:
-    from batchcompact.pipeline.database_copy import backup_database
+    from batchcompact.adapters.common.database import backup_database
 
     def holds_as_read(name: Path) -> bool:
         try:
@@ -310,9 +310,9 @@ def write_session(session: Any, lines: list[dict[str, Any]], target: str | Path,
     (`<db>#<id>`): in place (after a backup of the database, unless disabled), or in a copy of the database
     (made once, then shared by the other sessions of that database). `verify(written session)` runs
     inside the transaction; a busy database fails the session with the reason, nothing written."""
-    from batchcompact.pipeline.database_copy import copy_database as copy_live
-    from batchcompact.pipeline.database_copy import output_database
-    from batchcompact.pipeline.writer import ChangedDuringRun
+    from batchcompact.adapters.common.database import copy_database as copy_live
+    from batchcompact.adapters.common.database import output_database
+    from batchcompact.adapters.common.files import ChangedDuringRun
 
     [compaction] = [line for line in lines if line.get("type") == "compaction"]
     source = Path(session.extra["database"])

@@ -38,10 +38,10 @@ import json
 import tomllib
 from pathlib import Path
 
+from batchcompact.adapters.common.documents import read_json
+from batchcompact.adapters.common.lines import ExtractStats, as_int, first_str, parse_timestamp
+from batchcompact.adapters.common.usage_rows import UsageRows
 from batchcompact.formats.scan import printable
-from batchcompact.report.lines import ExtractStats, as_int, first_str, parse_timestamp
-from batchcompact.report.schema import UsageRows
-from batchcompact.report.stores import read_json
 
 AGENT = "vibe"
 DEFAULT_MODEL = ("mistral-vibe-cli-latest", "mistral")  # Vibe's DEFAULT_ACTIVE_MODEL_CONFIG (name, provider)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from batchcompact.report.lines import ExtractStats, note_surrogates
+from batchcompact.adapters.common.lines import ExtractStats, note_surrogates
 
 MAX_DOCUMENT_BYTES = 512 << 20  # a JSON document larger than this is not one of an agent's session files
 

@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-from batchcompact.pipeline.writer import backup_names, make_folders, temp_name
+from batchcompact.adapters.common.files import backup_names, make_folders, temp_name
 
 
 def copy_database(source: Path, target: Path, open_source: Callable[[Path], sqlite3.Connection]) -> None:
