@@ -77,17 +77,12 @@ def add_row(rows: UsageRows, path: Path, thread_id: str, when, model: str | None
     timestamp = parse_timestamp(when)
     if not any(numbers) or model is None or timestamp is None:
         return
-    rows.add(
-        source=AGENT,
-        file=str(path),
-        line=None,
-        session_id=thread_id,
+    rows.add_request(
+        AGENT, path, thread_id, identity,
         project=None,
         timestamp=timestamp,
         provider=None,
         model=model,
-        kind="main",
-        dedupe_key=f"{AGENT}:{thread_id}:{identity}",
         input_tokens=numbers[0],
         output_tokens=numbers[1],
         cache_read_tokens=numbers[2],

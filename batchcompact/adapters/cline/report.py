@@ -87,17 +87,12 @@ def extract_cline(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
                              " not counted")
             continue
         identity = first_str(message, "id") or f"ts{message.get('ts')}"
-        rows.add(
-            source=AGENT,
-            file=str(path),
-            line=None,
-            session_id=session_id,
+        rows.add_request(
+            AGENT, path, session_id, identity,
             project=project,
             timestamp=when,
             provider=first_str(info, "provider"),
             model=model,
-            kind="main",
-            dedupe_key=f"{AGENT}:{session_id}:{identity}",
             input_tokens=uncached,
             output_tokens=output,
             cache_read_tokens=read,

@@ -85,17 +85,12 @@ def extract_devin(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
         step_id = step.get("step_id")
         identity = step_id if isinstance(step_id, str) else str(step_id) if step_id is not None else f"{path.stem}:{position}"
         uncached, output, read, write = usage
-        rows.add(
-            source=AGENT,
-            file=str(path),
-            line=None,
-            session_id=session_id,
+        rows.add_request(
+            AGENT, path, session_id, identity,
             project=None,
             timestamp=when,
             provider="cognition",
             model=model,
-            kind="main",
-            dedupe_key=f"{AGENT}:{session_id}:{identity}",
             input_tokens=uncached,
             output_tokens=output,
             cache_read_tokens=read,

@@ -96,17 +96,12 @@ def extract_muse(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
         stream = obj.get("stream") if isinstance(obj.get("stream"), dict) else {}
         session_id = first_str(stream, "id") or path.parent.name
         record_id = first_str(obj, "id") or f"line{number}"
-        rows.add(
-            source=AGENT,
-            file=str(path),
-            line=number,
-            session_id=session_id,
+        rows.add_request(
+            AGENT, path, session_id, record_id, line=number,
             project=printable(project) if project else None,
             timestamp=when,
             provider=None,
             model=model,
-            kind="main",
-            dedupe_key=f"{AGENT}:{session_id}:{record_id}",
             input_tokens=max(gross - cache_read, 0),
             output_tokens=output,
             cache_read_tokens=cache_read,
