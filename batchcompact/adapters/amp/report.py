@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from batchcompact.adapters.common.documents import read_json
+from batchcompact.adapters.common.documents import read_object
 from batchcompact.adapters.common.lines import (
     ExtractStats,
     as_int,
@@ -34,8 +34,8 @@ AGENT = "amp"
 
 def extract_amp(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     path = Path(path)
-    thread = read_json(path, stats)
-    if not isinstance(thread, dict):
+    thread = read_object(path, stats)
+    if thread is None:
         return
     thread_id = first_str(thread, "id") or path.stem
     messages = [m for m in thread.get("messages") or [] if isinstance(m, dict)]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from batchcompact.adapters.common.documents import read_json
+from batchcompact.adapters.common.documents import read_object
 from batchcompact.adapters.common.lines import ExtractStats, as_int, first_str, parse_timestamp
 from batchcompact.adapters.common.usage_rows import UsageRows
 from batchcompact.formats.scan import printable
@@ -57,8 +57,8 @@ def split_input(metrics: dict) -> tuple[int, int, int]:
 
 def extract_cline(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     path = Path(path)
-    doc = read_json(path, stats)
-    if not isinstance(doc, dict):
+    doc = read_object(path, stats)
+    if doc is None:
         return
     messages = doc.get("messages")
     if not isinstance(messages, list):

@@ -47,6 +47,13 @@ def read_json(path: str | Path, stats: ExtractStats) -> Any:
     return doc
 
 
+def read_object(path: str | Path, stats: ExtractStats) -> dict | None:
+    """The session document when it is a JSON object; None when it is not JSON (with `read_json`'s warning)
+    or another JSON value (an agent's file of another kind: nothing to count, no warning)."""
+    doc = read_json(path, stats)
+    return doc if isinstance(doc, dict) else None
+
+
 def connect(path: str | Path) -> sqlite3.Connection:
     """A read-only connection (sqlite3.Error when it is not a database)."""
     uri = "file:" + quote(str(Path(path).resolve())) + "?mode=ro"

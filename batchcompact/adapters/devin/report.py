@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from batchcompact.adapters.common.documents import read_json
+from batchcompact.adapters.common.documents import read_object
 from batchcompact.adapters.common.lines import ExtractStats, as_int, first_str, parse_timestamp
 from batchcompact.adapters.common.usage_rows import UsageRows
 
@@ -56,8 +56,8 @@ def step_usage(step: dict) -> tuple[int, int, int, int] | None:
 
 def extract_devin(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     path = Path(path)
-    doc = read_json(path, stats)
-    if not isinstance(doc, dict):
+    doc = read_object(path, stats)
+    if doc is None:
         return
     schema = doc.get("schema_version")
     if not (isinstance(schema, str) and schema.startswith("ATIF")) or not isinstance(doc.get("steps"), list):

@@ -25,7 +25,7 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from batchcompact.adapters.common.documents import read_json
+from batchcompact.adapters.common.documents import read_object
 from batchcompact.adapters.common.lines import (
     ExtractStats,
     as_int,
@@ -75,8 +75,8 @@ def sidecar_model(settings: Path) -> str | None:
 
 def extract_droid(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     path = Path(path)
-    settings = read_json(path, stats)
-    if not isinstance(settings, dict):
+    settings = read_object(path, stats)
+    if settings is None:
         return
     usage = settings.get("tokenUsage")
     if not isinstance(usage, dict):
