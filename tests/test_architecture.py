@@ -71,10 +71,10 @@ LAYERS = (
     ("__init__", "errors", "folders", "outfile", "lifecycle", "tokenizer", "token_cache", "money"),
     ("agents",),
     ("formats", "schemas", "pricing", "price_index", "discover"),
+    ("adapters",),
     ("summarize",),
     ("pipeline",),
     ("report", "eval"),
-    ("adapters",),
     ("cli",),
     ("__main__",),
 )
@@ -193,6 +193,46 @@ def test_no_import_runs_back_up_the_layers():
         if _layer(target) > _layer(module)
     ]
     assert upward == []
+
+
+# An adapter stands on the floor (docs/architecture.md, "Adding an agent"): every module under
+# `batchcompact/adapters/` (an agent's code and the floor `adapters/common/` itself) imports only these parts of
+# the package, function-level imports included; never `pipeline/`, `report/`, `summarize/`, `eval/` or `cli/`,
+# nor pricing, discovery or the process machinery. Each allowed part, and why an adapter needs it:
+ADAPTER_MAY_IMPORT = {
+    "adapters": "the floor (adapters/common/: usage rows, line and store helpers, verify, the SQLite session "
+                "store); an agent writing another's format uses that agent's code (OpenClaw: pi's)",
+    "core": "the pure core: entries, the session tree, context, planning, triggers",
+    "agents": "the registry (an agent's own declaration, `store_agent`)",
+    "formats": "bytes on disk: JSON lines, zstd, the walk's helpers",
+    "errors": "the error kinds and their exit codes",
+    "folders": "batchcompact's XDG folders",
+    "outfile": "`fitted_name`: a temp name that fits in a file name",
+    "schemas": "the JSON Schema checks of a format (pi's `validate`)",
+    "money": "sums of USD amounts",
+}
+
+
+def test_an_adapter_imports_only_the_floor_and_below():
+    found = [f"{module} -> {target}" for module, targets in sorted(module_graph().items())
+             if module.startswith("batchcompact.adapters.")
+             for target in sorted(targets) if _top(target) not in ADAPTER_MAY_IMPORT]
+    assert found == []
+
+
+def test_only_the_floor_of_the_adapters_is_imported_from_outside():
+    """An agent's code is reached through the registry's lazy references, never imported: outside
+    `adapters/`, the package imports only the floor (which names no agent, and which no declaration points to)."""
+    found = [f"{module} -> {target}" for module, targets in sorted(module_graph().items())
+             if not module.startswith("batchcompact.adapters")
+             for target in sorted(targets)
+             if target.startswith("batchcompact.adapters") and not target.startswith("batchcompact.adapters.common")]
+    assert found == []
+    from batchcompact.agents import AGENTS
+
+    assert "common" not in {agent.name for agent in AGENTS}
+    assert not any(str(getattr(agent, field) or "").startswith("batchcompact.adapters.common")
+                   for agent in AGENTS for field in ("reader", "writer", "usage", "trigger", "settings", "store"))
 
 
 # A measure shares no code with what it measures (docs/eval.md): no module under `batchcompact/eval/` imports

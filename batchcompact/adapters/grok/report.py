@@ -24,10 +24,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from batchcompact.adapters.common.lines import (
+    ExtractStats,
+    as_int,
+    first_str,
+    iter_json_lines,
+    parse_timestamp,
+)
+from batchcompact.adapters.common.model_names import price_name
+from batchcompact.adapters.common.usage_rows import UsageRows
 from batchcompact.formats.scan import printable
-from batchcompact.report.lines import ExtractStats, as_int, first_str, iter_json_lines, parse_timestamp
-from batchcompact.report.model_names import price_name
-from batchcompact.report.schema import UsageRows
 
 AGENT = "grok"
 TICKS_PER_USD = 1e10

@@ -31,10 +31,16 @@ import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 
+from batchcompact.adapters.common.lines import (
+    ExtractStats,
+    as_int,
+    first_str,
+    iter_json_lines,
+    parse_timestamp,
+)
+from batchcompact.adapters.common.usage_rows import CallKeys, UsageRows
 from batchcompact.formats.jsonl import capped_lines
 from batchcompact.formats.scan import printable
-from batchcompact.report.lines import ExtractStats, as_int, first_str, iter_json_lines, parse_timestamp
-from batchcompact.report.schema import CallKeys, UsageRows
 
 AGENT = "kimi"
 WANT = (b"token_usage", b'"usage', b'"forked"', b'"config.update"')
