@@ -39,13 +39,6 @@ AGENT = "grok"
 TICKS_PER_USD = 1e10
 
 
-def sniff_grok(obj: dict, first: bool) -> bool:
-    """A Grok session-update line (`_x.ai/session/update` with `params.update.sessionUpdate`)."""
-    params = obj.get("params")
-    return (isinstance(obj.get("method"), str) and obj["method"].startswith("_x.ai/")
-            and isinstance(params, dict) and isinstance(params.get("update"), dict))
-
-
 def session_project(folder: Path) -> str | None:
     """The work directory `summary.json` beside the log records."""
     try:

@@ -75,14 +75,6 @@ def extract_kimi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
         add_kimi_cli_rows(path, legacy, rows)
 
 
-def sniff_kimi(obj: dict, first: bool) -> bool:
-    """A wire file's first line (`metadata` with a protocol version) or a kimi-cli `StatusUpdate`."""
-    if obj.get("type") == "metadata" and "protocol_version" in obj:
-        return True
-    message = obj.get("message")
-    return isinstance(message, dict) and message.get("type") in ("StatusUpdate", "TurnBegin")
-
-
 def main_agent_cwd(path: Path) -> str | None:
     """For a sub-agent's wire: the working directory the main agent's wire records (a session is one
     project whichever agent made the call; the cwd never changes, so a cached part cannot go stale)."""

@@ -35,13 +35,6 @@ from batchcompact.formats.scan import printable
 AGENT = "muse"
 
 
-def sniff_muse(obj: dict, first: bool) -> bool:
-    """A Muse Code envelope: `payload_type` "runtime.…", a `stream` and `recorded_at`."""
-    kind = obj.get("payload_type")
-    return (isinstance(kind, str) and kind.startswith("runtime.") and isinstance(obj.get("stream"), dict)
-            and "recorded_at" in obj)
-
-
 def workspace_root(path: Path) -> str | None:
     """`record.workspace_root` of the first `runtime.session.metadata` record of a log (read plainly: a
     parent's log, for its child's project)."""
