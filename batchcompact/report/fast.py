@@ -28,6 +28,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from batchcompact import money
+from batchcompact.adapters.common.usage_rows import COLUMNS as USAGE_COLUMNS
 from batchcompact.core.times import iso_time
 from batchcompact.formats.jsonl import paused_gc
 from batchcompact.lifecycle import map_in_processes, worker_init
@@ -45,7 +46,6 @@ from batchcompact.report.files import (
     parts_folder_problem,
 )
 from batchcompact.report.result import Report
-from batchcompact.report.schema import COLUMNS as USAGE_COLUMNS
 from batchcompact.report.settings import (
     GROUP_COST,
     GROUP_KEYS,
