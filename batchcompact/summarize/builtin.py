@@ -22,7 +22,7 @@ from batchcompact.core.calls import BRANCH, TURN_PREFIX, SummaryCall
 from batchcompact.core.prompts import HISTORY_HEADINGS, TURN_PREFIX_HEADINGS
 from batchcompact.summarize.base import SummaryResult
 from batchcompact.summarize.builtin_facts import Facts, clean_item, clip, extract_facts
-from batchcompact.summarize.handover import current_failures, goal_requests
+from batchcompact.summarize.handover import current_failures, goal_requests, standing_rules
 from batchcompact.tokenizer import count_tokens
 
 NONE = "(none)"
@@ -356,10 +356,7 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
         Section("## Goal", goal, "", keep="goal", weight=4),
         Section(
             "## Constraints & Preferences",
-            _merge(
-                prev.get("## Constraints & Preferences", []),
-                facts.constraints.list(),
-            ),
+            standing_rules(prev.get("## Constraints & Preferences", []) + facts.constraints.list()),
             weight=2,
         ),
         Section("## Progress", [], None),
@@ -399,9 +396,11 @@ def build_turn_prefix_sections(facts: Facts, max_chars: int = TRAIL_TOKENS * 40,
     last = facts.last_assistant_text.strip()
     if last and not last.endswith(":"):
         context.append(f"Last assistant message: {clip(last)}")
+    first = facts.asked[0].line or facts.asked[0].text if facts.asked else facts.first_words  # less its rules
+    request = [clean_item(first, 300)] if first else []
+    rules = [f"Rule: {rule}" for rule in standing_rules(facts.constraints.list())]  # no Constraints heading here
     return [
-        Section("## Original Request", [clean_item(r, 300) for r in (facts.requests or [facts.first_words])[:1] if r],
-                "", weight=2),
+        Section("## Original Request", request + rules, "", keep="goal", weight=2),
         Section("## Early Progress", early, weight=3),
         Section("## Context for Suffix", context, keep="first", weight=4),
     ]

@@ -29,6 +29,7 @@ from batchcompact.summarize.handover import (
     is_noise_file,
     is_noise_name,
     strip_diff_prefix,
+    without_rules,
 )
 
 ITEM_CHARS = 200
@@ -37,8 +38,9 @@ SCAN_CHARS = 4000  # user text beyond this is pasted material, not instructions
 _BULLET = re.compile(r"^(?:[-*•+]\s+|\d+[.)]\s+|\[[ xX]\]\s+)+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _RULE = re.compile(
-    r"\b(?:must|mustn't|never|always|don't|do not|should|shouldn't|prefer|make sure|avoid|only use|"
-    r"please use|use only|without|keep|no need to|instead of)\b",
+    r"\b(?:must|mustn't|never|always|don't|do not|should|shouldn't|prefer|make sure|ensure|avoid|only use|"
+    r"please use|use only|without|keep|no need to|instead|from now on|every time|each time|whenever)\b"
+    r"|\buse\b[^.!?\n]{1,60}?,?\s+not\b",  # "use X, not Y": which thing to use
     re.IGNORECASE,
 )
 _QUESTION_START = re.compile(
@@ -695,7 +697,7 @@ def _is_substantive(text: str) -> bool:
 
 
 def rule_sentences(text: str) -> list[str]:
-    """Statements of a rule or preference in a user's text; questions never are."""
+    """Statements of a rule or preference in a user's text, as written; questions never are."""
     out = []
     for sentence in _SENTENCE.split(text[:SCAN_CHARS]):
         sentence = _BULLET.sub("", sentence.strip())
@@ -705,7 +707,7 @@ def rule_sentences(text: str) -> list[str]:
             continue
         if _SELF.match(sentence) and not _SELF_RULE.search(sentence):  # "i don't think…", "let me try…"
             continue
-        out.append(clip(sentence))
+        out.append(sentence)
     return out
 
 
@@ -760,9 +762,13 @@ class _Walker:
             self.facts.first_words = clip(asked_words(request), 300)
         if _is_substantive(request) and not acknowledgement:
             self.facts.requests.append(self.last_request)
-            self.facts.asked.append(Request(self.last_request))
-            for sentence in rule_sentences(request):
-                self.facts.constraints.add(sentence)
+            rules = rule_sentences(request)
+            # the Goal line leaves out the rules Constraints carries (handover.without_rules)
+            line = clip(without_rules(asked_words(request), rules), 300)
+            self.facts.asked.append(Request(self.last_request, line=line if line != self.last_request else ""))
+            for sentence in rules:
+                self.facts.constraints.discard(clip(sentence))  # said again: the newest statement's place
+                self.facts.constraints.add(clip(sentence))
 
     def assistant(self, message: dict[str, Any]) -> None:
         has_calls = False

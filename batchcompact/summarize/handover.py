@@ -2,7 +2,9 @@
 
 - Goal: the session's first request and the requests still open at the cut. A question the agent answered,
   an acknowledgement, a short request the agent carried out before the user moved on and a pasted repeat
-  are not goals; near-duplicates are merged into their newest spelling (`goal_requests`).
+  are not goals; near-duplicates are merged into their newest spelling (`goal_requests`); a request's
+  line leaves out the rule sentences Constraints carries (`without_rules`).
+- Rules: each once, a restated or amended rule in its newest spelling at its newest place (`standing_rules`).
 - The artifact trail leaves out what no agent needs: git's diff prefixes (`a/src/x.py` is `src/x.py`),
   language built-ins and library calls the project did not define (`setTimeout`, `toFixed`), product names
   that look like files (`Node.js`), bare extensions (`.test.ts`), placeholder file names (`file.txt`)
@@ -63,6 +65,7 @@ class Request:
     text: str
     answered: bool = False  # the agent's turn after it ended with its own reply
     worked: bool = False  # the agent called tools after it
+    line: str = ""  # as the Goal says it (`without_rules`); `text` when empty
 
 
 def asked_words(text: str) -> str:
@@ -94,13 +97,24 @@ def is_go_on(text: str) -> bool:
     return is_acknowledgement(text) and bool(_GO.search(text))
 
 
+# A sentence that tells the agent to do something: after a question ("Why did you change X? Undo that
+# part."), it makes the message a request.
+_IMPERATIVE = re.compile(
+    r"^(?:please\s+|now\s+|then\s+|just\s+|and\s+)?(?:undo|revert|fix|add|remove|delete|drop|change|make|use|"
+    r"keep|run|try|put|move|rename|write|update|create|implement|split|refactor|commit|push|stop|do|don'?t|"
+    r"never|always|go ahead|roll back)\b", re.IGNORECASE)
+
+
 def is_question(text: str) -> bool:
     """A question rather than a request for work: "wait, do we only limit POST requests?" is one,
-    "can you add a test?" is a request."""
+    "can you add a test?" and "Why did you change the import order? Undo that part." are requests."""
     text = text.strip()
-    first = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0]
+    sentences = re.split(r"(?<=[.!?])\s+", text[:400])
+    first = sentences[0]
     if _ASKS_WORK.search(first) and not first.lower().startswith(("what", "why", "how", "where", "which", "who")):
         return False
+    if any(not s.endswith("?") and _IMPERATIVE.match(s) for s in sentences[1:]):
+        return False  # a question, then what to do about it
     return text.endswith("?") and len(text) < 400 or bool(_QUESTION.match(text)) and "?" in text[:400]
 
 
@@ -140,13 +154,48 @@ def goal_requests(requests: list[Request], has_goal: bool) -> list[tuple[bool, s
                 del kept[at]  # the newer spelling replaces it
                 break
         kept.append((request, own))
-    return [(True, r.text) for r in first] + [(False, r.text) for r, _ in kept]
+    return [(True, r.line or r.text) for r in first] + [(False, r.line or r.text) for r, _ in kept]
 
 
 def _similar(a: frozenset[str], b: frozenset[str]) -> bool:
     if not a or not b:
         return a == b
     return len(a & b) / len(a | b) >= SAME_REQUEST
+
+
+# -- rules ----------------------------------------------------------------------------------------------
+def standing_rules(rules: list[str]) -> list[str]:
+    """The user's rules oldest first, each once: a rule said again or amended in most of its words
+    (`SAME_REQUEST`) is one rule in its newest spelling, at the place of its newest statement, so the budget
+    (which drops the oldest first) keeps a repeated rule longest and the newer of two that conflict."""
+    kept: list[tuple[str, frozenset[str]]] = []
+    for rule in rules:
+        own = words(rule)
+        for at in range(len(kept) - 1, max(len(kept) - COMPARE_LAST, 0) - 1, -1):
+            if kept[at][0] == rule or _similar(own, kept[at][1]):
+                del kept[at]
+                break
+        kept.append((rule, own))
+    return [rule for rule, _ in kept]
+
+
+# A request less its rules keeps its line only when this many significant words remain.
+REQUEST_WORDS = 3
+
+
+def without_rules(request: str, sentences: list[str]) -> str:
+    """A request as its Goal line says it, less the rule sentences Constraints carries ("Run `npm test`
+    and summarize the failures. Don't change anything yet." -> "Run `npm test` and summarize the
+    failures."); the whole request when fewer than `REQUEST_WORDS` significant words would remain."""
+    rest = request
+    for sentence in sentences:
+        rest = rest.replace(sentence, "", 1)
+    if rest == request or len(words(rest)) < REQUEST_WORDS:
+        return request
+    return " ".join(line for line in rest.splitlines() if not _EMPTY_ITEM.match(line))  # a bullet it emptied
+
+
+_EMPTY_ITEM = re.compile(r"^\s*(?:[-*•+]|\d+[.)])?\s*$")
 
 
 # -- names ----------------------------------------------------------------------------------------------
