@@ -22,7 +22,7 @@ from batchcompact.core.planner import CompactionPlan, CompactionSettings, prepar
 from batchcompact.core.prompts import format_file_operations
 from batchcompact.formats.detect import read_session
 from batchcompact.summarize.builtin import summarize_offline, summary_tokens
-from batchcompact.summarize.handover import Request, asked_words, goal_requests, is_question
+from batchcompact.summarize.handover import Request, asked_words, goal_requests, is_question, without_rules
 from batchcompact.tokenizer import count_tokens
 
 REPO = Path(__file__).resolve().parent.parent
@@ -179,8 +179,12 @@ def test_a_request_with_a_pasted_traceback_is_said_in_the_users_words():
         user(f"Now make the cursor decoding robust in api/cursor.py, it crashes:\n\n{traceback}"),
     ]))
     goal = section(summary, "## Goal")
-    assert "Later request: Now make the cursor decoding robust in api/cursor.py, it crashes: (with a traceback)" in goal
+    assert ("Later request: Now make the cursor decoding robust in api/cursor.py, it crashes: "
+            "(with a traceback: ValueError: bad cursor)") in goal
     assert "Traceback" not in goal and "site-packages" not in goal
+    # a JS stack names its error first; "Go ahead." with a stack says which error to go ahead on
+    stack = "ZodError: invalid_type at invoices[0].amount\n    at listUsers (/app/src/db/client.ts:217:40)\n    at x"
+    assert asked_words(f"Go ahead.\n\n{stack}") == "Go ahead. (with an error: ZodError: invalid_type at invoices[0].amount)"
     # a code block pasted after the words likewise; a message that is only pasted material stays as it is
     assert asked_words("fix this test\n```\nassert x == 1\n```") == "fix this test (with pasted output)"
     assert asked_words(traceback) == traceback
@@ -222,6 +226,12 @@ def test_a_mid_session_user_rule_reaches_the_summary():
                      "- No, don't touch `api/settings.py`, the bug is in `parse_timeout`.",
                      "- From now on run `ruff check .` before every commit."]
     assert summary_tokens(out) <= 1200
+    # a request that is only a rule is said once, by Constraints, not again as a Goal line
+    assert "touch" not in section(out, "## Goal") and "From now on" not in section(out, "## Goal")
+    assert without_rules("I want the cache to use redis instead of the dict in `a.py`. Go ahead.",
+                         ["I want the cache to use redis instead of the dict in `a.py`."]) == ""
+    assert without_rules("no console logs! setTheme should return an error", ["setTheme should return an error"]) \
+        == "no console logs! setTheme should return an error"  # two words left: the request as said
 
 
 def test_a_rule_said_again_is_one_rule_at_its_newest_place():

@@ -765,7 +765,7 @@ class _Walker:
             rules = rule_sentences(request)
             # the Goal line leaves out the rules Constraints carries (handover.without_rules)
             line = clip(without_rules(asked_words(request), rules), 300)
-            self.facts.asked.append(Request(self.last_request, line=line if line != self.last_request else ""))
+            self.facts.asked.append(Request(self.last_request, line=None if line == self.last_request else line))
             for sentence in rules:
                 self.facts.constraints.discard(clip(sentence))  # said again: the newest statement's place
                 self.facts.constraints.add(clip(sentence))

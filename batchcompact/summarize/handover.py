@@ -3,7 +3,8 @@
 - Goal: the session's first request and the requests still open at the cut. A question the agent answered,
   an acknowledgement, a short request the agent carried out before the user moved on and a pasted repeat
   are not goals; near-duplicates are merged into their newest spelling (`goal_requests`); a request's
-  line leaves out the rule sentences Constraints carries (`without_rules`).
+  line leaves out the rule sentences Constraints carries, and a request that is only rules has none
+  (`without_rules`).
 - Rules: each once, a restated or amended rule in its newest spelling at its newest place (`standing_rules`).
 - The artifact trail leaves out what no agent needs: git's diff prefixes (`a/src/x.py` is `src/x.py`),
   language built-ins and library calls the project did not define (`setTimeout`, `toFixed`), product names
@@ -54,7 +55,10 @@ _ASKS_WORK = re.compile(
 )
 _PASTED = re.compile(r"^\s*(?:\+\s|\d+\s+[-+]\s|```|diff --git|@@|\||<[a-z])")
 # Where pasted material starts inside a request: a traceback, a fenced block, a diff, a log (a line of its own)
-_PASTE_START = re.compile(r"^\s*(?:Traceback \(most recent call last\)|```|diff --git|@@ |\$ )", re.MULTILINE)
+_PASTE_START = re.compile(r"^\s*(?:Traceback \(most recent call last\)|```|diff --git|@@ |\$ |"
+                          r"(?:[A-Z]\w*)?(?:Error|Exception): [^\n]*\n\s+at )", re.MULTILINE)  # last: a JS stack
+# The line of a pasted traceback or stack that says what went wrong: `KeyError: 'cursor'`
+_ERROR_LINE = re.compile(r"^\s*((?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt)\b.*)$", re.MULTILINE)
 _NAMED = re.compile(r"[\w-]+\.[a-z]{1,5}\b|[a-z0-9]_[a-z0-9]|[a-z][A-Z]|/")
 
 
@@ -65,7 +69,7 @@ class Request:
     text: str
     answered: bool = False  # the agent's turn after it ended with its own reply
     worked: bool = False  # the agent called tools after it
-    line: str = ""  # as the Goal says it (`without_rules`); `text` when empty
+    line: str | None = None  # as the Goal says it (`without_rules`; "": its rules say it all); None: `text`
 
 
 def asked_words(text: str) -> str:
@@ -74,8 +78,34 @@ def asked_words(text: str) -> str:
     start = _PASTE_START.search(text)
     if start is None or not text[: start.start()].strip():
         return text
-    pasted = "a traceback" if text[start.start():].lstrip().startswith("Traceback") else "pasted output"
+    paste = text[start.start():].lstrip()
+    if paste.startswith("Traceback"):
+        raised = _raised(paste)
+        return f"{text[: start.start()].rstrip()} (with a traceback" + (f": {raised})" if raised else ")")
+    errors = _ERROR_LINE.findall(paste[:SCAN_PASTE])  # a JS stack names it first
+    if errors and not paste.startswith(("```", "diff", "@@", "$")):
+        pasted = f"an error: {_one_line(errors[0])}"
+    else:
+        pasted = "pasted output"
     return f"{text[: start.start()].rstrip()} (with {pasted})"
+
+
+SCAN_PASTE = 2000  # of a pasted traceback, the end (Python) or the start (a JS stack) holds the error line
+ERROR_CHARS = 100
+
+
+def _raised(traceback: str) -> str:
+    """The exception a Python traceback ends with (`httpx.ReadTimeout: timed out`): the first unindented line
+    after its last `File` frame."""
+    lines = traceback[-SCAN_PASTE:].splitlines()
+    frames = [i for i, line in enumerate(lines) if line.lstrip().startswith('File "')]
+    after = lines[frames[-1] + 1:] if frames else []
+    return next((_one_line(line) for line in after if line.strip() and not line[0].isspace()), "")
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1].rstrip() + "…"
 
 
 def words(text: str) -> frozenset[str]:
@@ -144,8 +174,8 @@ def goal_requests(requests: list[Request], has_goal: bool) -> list[tuple[bool, s
     kept: list[tuple[Request, frozenset[str]]] = []
     first_words = words(first[0].text) if first else frozenset()
     for index, request in enumerate(later):
-        if _closed(request, index == len(later) - 1):
-            continue
+        if request.line == "" or _closed(request, index == len(later) - 1):
+            continue  # "" : Constraints carries it
         own = words(request.text)
         if first and _similar(own, first_words):
             continue
@@ -154,7 +184,7 @@ def goal_requests(requests: list[Request], has_goal: bool) -> list[tuple[bool, s
                 del kept[at]  # the newer spelling replaces it
                 break
         kept.append((request, own))
-    return [(True, r.line or r.text) for r in first] + [(False, r.line or r.text) for r, _ in kept]
+    return [(True, r.line or r.text) for r in first] + [(False, r.text if r.line is None else r.line) for r, _ in kept]
 
 
 def _similar(a: frozenset[str], b: frozenset[str]) -> bool:
@@ -186,11 +216,17 @@ REQUEST_WORDS = 3
 def without_rules(request: str, sentences: list[str]) -> str:
     """A request as its Goal line says it, less the rule sentences Constraints carries ("Run `npm test`
     and summarize the failures. Don't change anything yet." -> "Run `npm test` and summarize the
-    failures."); the whole request when fewer than `REQUEST_WORDS` significant words would remain."""
+    failures."); "" when nothing but an acknowledgement remains (the request is its rules: "No, don't touch
+    `README.md`.", "I want X to use Y instead of Z. Go ahead."); the whole request when one or two
+    significant words would remain ("no console logs! setTheme should return an error")."""
     rest = request
     for sentence in sentences:
         rest = rest.replace(sentence, "", 1)
-    if rest == request or len(words(rest)) < REQUEST_WORDS:
+    if rest == request:
+        return request
+    if not words(rest) or is_acknowledgement(rest):
+        return ""
+    if len(words(rest)) < REQUEST_WORDS:
         return request
     return " ".join(line for line in rest.splitlines() if not _EMPTY_ITEM.match(line))  # a bullet it emptied
 
