@@ -68,7 +68,7 @@ SMALL = [
 ]
 
 GOLDEN_HISTORY = """## Goal
-Add a --verbose flag to cli.py.
+Add a --verbose flag to cli.py. Don't change the public API.
 Later request: Also write docs/cli.md please
 
 ## Constraints & Preferences
@@ -104,8 +104,7 @@ TRAIL = """## Relevant Files and Code Names
 - Code names: AssertionError, test_verbose"""
 
 GOLDEN_TURN_PREFIX = """## Original Request
-Add a --verbose flag to cli.py.
-Rule: Don't change the public API.
+Add a --verbose flag to cli.py. Don't change the public API.
 
 ## Early Progress
 - Edited `src/cli.py`

@@ -229,7 +229,7 @@ def _claude_lines() -> list[dict]:
 # names only the test file beside the code names; limits.py has 5 lines (its final newline ends the fifth,
 # it was counted as a sixth).
 GOLDEN_CLAUDE = """## Goal
-Add rate limiting to the upload endpoint in api/upload.py.
+Add rate limiting to the upload endpoint in api/upload.py. Always use the existing Redis client.
 
 ## Constraints & Preferences
 - Always use the existing Redis client.
@@ -445,7 +445,7 @@ def _codex_lines() -> list[dict]:
 # under the only request, so it stays blocked and the next step; the changed files are in the stored
 # summary's <modified-files> tag, so the trail has nothing left to add (its heading says "(none)").
 GOLDEN_CODEX = """## Goal
-Add exponential backoff to the HTTP client.
+Add exponential backoff to the HTTP client. Never retry POST requests.
 
 ## Constraints & Preferences
 - Never retry POST requests.

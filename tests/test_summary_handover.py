@@ -240,12 +240,16 @@ def test_a_rule_said_again_is_one_rule_at_its_newest_place():
                 user("Keep the tests in tests/test_users.py green."),
                 assistant(text("Ok."), stop="stop"),
                 user("Remember: never change the public API!"),
-                assistant(text("Ok."), stop="stop")]
+                assistant(text("Ok."), stop="stop"),
+                user("Now add a ttl of 60 seconds to the cache in api/users.py. Don't cache errors.")]
     out = summarize_offline(call(messages))
     assert section(out, "## Constraints & Preferences").splitlines() == [
-        "- Keep the tests in tests/test_users.py green.", "- Remember: never change the public API!"]
-    # the Goal says the request without the rule Constraints carries
-    assert section(out, "## Goal").splitlines()[0] == "Add a cache to the user lookup in api/users.py."
+        "- Keep the tests in tests/test_users.py green.", "- Remember: never change the public API!",
+        "- Don't cache errors."]
+    # a later request's Goal line leaves out the rule Constraints carries; the first is the goal as asked
+    assert section(out, "## Goal").splitlines() == [
+        "Add a cache to the user lookup in api/users.py. Never change the public API.",
+        "Later request: Now add a ttl of 60 seconds to the cache in api/users.py."]
 
 
 def test_a_question_followed_by_what_to_do_is_an_open_request():
@@ -268,13 +272,18 @@ def test_a_question_followed_by_what_to_do_is_an_open_request():
 def test_a_split_turn_carries_the_rules_its_request_stated():
     """pi's turn-prefix layout has no Constraints heading: on main a rule the turn's request stated (Claude
     Code's sample-project: a slash command's "Each subtask should take 5-15 minutes") was in no section."""
-    messages = [user("Split the migration into independent subtasks.\n- Each subtask should take 5-15 minutes."
-                     "\n- Never run two migrations at once."),
+    process = "## Process\n" + "".join(f"{n}. Step {n} of the plan: read the schema of table {n}.\n" for n in range(8))
+    messages = [user(f"Split the migration into independent subtasks.\n{process}- Each subtask should take 5-15 "
+                     "minutes.\n- Never run two migrations at once."),
                 assistant(tool_call("r1", "read", path="db/migrate.py")), result("r1", "x = 1", name="read")]
     out = summarize_offline(call(messages, kind=TURN_PREFIX))
-    assert section(out, "## Original Request").splitlines() == [
-        "Split the migration into independent subtasks.", "Rule: Each subtask should take 5-15 minutes.",
-        "Rule: Never run two migrations at once."]
+    request = section(out, "## Original Request").splitlines()
+    assert request[0].startswith("Split the migration into independent subtasks. ## Process") and len(request[0]) == 300
+    assert request[1:] == ["Rule: Each subtask should take 5-15 minutes.", "Rule: Never run two migrations at once."]
+    # a rule the request's shown start already says is not repeated
+    out = summarize_offline(call([user("Split the migration into subtasks. Never run two migrations at once."),
+                                  *messages[1:]], kind=TURN_PREFIX))
+    assert section(out, "## Original Request") == "Split the migration into subtasks. Never run two migrations at once."
 
 
 # -- names ----------------------------------------------------------------------------------------------

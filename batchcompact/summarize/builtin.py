@@ -357,7 +357,7 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
         Section(
             "## Constraints & Preferences",
             standing_rules(prev.get("## Constraints & Preferences", []) + facts.constraints.list()),
-            weight=2,
+            weight=3,
         ),
         Section("## Progress", [], None),
         Section(
@@ -367,7 +367,7 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
             _merge(prev.get("### Done", []) + [i for i in prev.get("### In Progress", []) if _WAITING not in i],
                    _done(facts)),
             "- [x] ",
-            weight=4,
+            weight=3,
         ),
         Section("### In Progress", in_progress, "- [ ] ", keep="first", weight=1),
         Section("### Blocked", _merge(prev.get("### Blocked", []), blocked), weight=1),
@@ -396,9 +396,10 @@ def build_turn_prefix_sections(facts: Facts, max_chars: int = TRAIL_TOKENS * 40,
     last = facts.last_assistant_text.strip()
     if last and not last.endswith(":"):
         context.append(f"Last assistant message: {clip(last)}")
-    first = facts.asked[0].line or facts.asked[0].text if facts.asked else facts.first_words  # less its rules
-    request = [clean_item(first, 300)] if first else []
-    rules = [f"Rule: {rule}" for rule in standing_rules(facts.constraints.list())]  # no Constraints heading here
+    request = [clean_item(r, 300) for r in (facts.requests or [facts.first_words])[:1] if r]
+    shown = request[0] if request else ""
+    # no Constraints heading in a turn prefix: the rules follow the request, unless its shown start holds them
+    rules = [f"Rule: {rule}" for rule in standing_rules(facts.constraints.list()) if rule not in shown]
     return [
         Section("## Original Request", request + rules, "", keep="goal", weight=2),
         Section("## Early Progress", early, weight=3),

@@ -69,7 +69,9 @@ class Request:
     text: str
     answered: bool = False  # the agent's turn after it ended with its own reply
     worked: bool = False  # the agent called tools after it
-    line: str | None = None  # as the Goal says it (`without_rules`; "": its rules say it all); None: `text`
+    # as a later Goal line says it (`without_rules`; "": its rules say it all); None: `text`. The first
+    # request is said whole: the Goal's first line is the session's goal as asked
+    line: str | None = None
 
 
 def asked_words(text: str) -> str:
@@ -184,7 +186,7 @@ def goal_requests(requests: list[Request], has_goal: bool) -> list[tuple[bool, s
                 del kept[at]  # the newer spelling replaces it
                 break
         kept.append((request, own))
-    return [(True, r.line or r.text) for r in first] + [(False, r.text if r.line is None else r.line) for r, _ in kept]
+    return [(True, r.text) for r in first] + [(False, r.text if r.line is None else r.line) for r, _ in kept]
 
 
 def _similar(a: frozenset[str], b: frozenset[str]) -> bool:
