@@ -364,7 +364,8 @@ def test_files_a_shell_command_prints_are_reads():
         messages += [assistant(tool_call(f"c{index}", "bash", command=command)), result(f"c{index}", "def run(): ...")]
     messages.append(assistant(text("Both retry paths share one backoff."), stop="stop"))
     call_ = call(messages)
-    from batchcompact.summarize.builtin_facts import extract_facts, shell_reads
+    from batchcompact.summarize.builtin_facts import extract_facts
+    from batchcompact.summarize.builtin_trail import shell_reads
 
     assert shell_reads("cat a.py b.md | head -n 5 && wc -l *.py") == ["a.py", "b.md"]
     facts = extract_facts(call_.messages)
