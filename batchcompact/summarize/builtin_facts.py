@@ -38,9 +38,7 @@ from batchcompact.summarize.builtin_trail import (
     tool_path,
 )
 from batchcompact.summarize.builtin_words import (
-    ACK,
     ANNOUNCE,
-    GO_ON,
     RAN,
     decisions,
     is_substantive,
@@ -122,8 +120,8 @@ class _Walker:
         if request is None:
             return
         self.facts.salience.add("user", request)
-        acknowledgement = bool(ACK.match(request)) or is_acknowledgement(request)
-        if acknowledgement and not (GO_ON.match(request) or is_go_on(request)):
+        acknowledgement = is_acknowledgement(request)
+        if acknowledgement and not is_go_on(request):
             return  # "thanks", "great": nothing asked
         # "continue", "ok, go on": the work asked for last is still the work (never "Finish: continue")
         self.answered = False

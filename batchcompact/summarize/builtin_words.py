@@ -17,6 +17,7 @@ from batchcompact.summarize.builtin_text import (
     clean_item,
     message_text,
 )
+from batchcompact.summarize.handover import ONE_WORD_REPLY, QUESTION_WORDS
 
 _RULE = re.compile(
     r"\b(?:must|mustn't|never|always|don't|do not|should|shouldn't|prefer|make sure|ensure|avoid|only use|"
@@ -24,23 +25,10 @@ _RULE = re.compile(
     r"|\buse\b[^.!?\n]{1,60}?,?\s+not\b",  # "use X, not Y": which thing to use
     re.IGNORECASE,
 )
-_QUESTION_START = re.compile(
-    r"^(?:wait\b|hmm\b|so\b|and\b|but\b)?[,\s]*(?:do|does|did|can|could|would|will|is|are|was|were|should|"
-    r"shall|what|why|how|where|when|which|who|have|has|any idea)\b",
-    re.IGNORECASE,
-)
+_QUESTION_START = re.compile(rf"^(?:wait\b|hmm\b|so\b|and\b|but\b)?[,\s]*(?:{QUESTION_WORDS})\b", re.IGNORECASE)
 _DECISION = re.compile(
     r"\b(?:decided|decision|instead of|switch(?:ed|ing)? to|because|rather than|the fix is|chose|"
     r"going with|the root cause|the cause is)\b",
-    re.IGNORECASE,
-)
-ACK = re.compile(
-    r"^(?:ok(?:ay)?|yes|yep|y|no|nope|sure|thanks?(?: you)?|continue|go on|go ahead|proceed|do it|lgtm|"
-    r"sounds good|great|perfect|nice|cool|next)\W*$",
-    re.IGNORECASE,
-)
-GO_ON = re.compile(
-    r"^(?:ok(?:ay)?[,\s]*)?(?:yes|yep|y|sure|continue|go on|go ahead|proceed|do it|next|keep going)?\W*$",
     re.IGNORECASE,
 )
 _INJECTED_PREFIXES = (
@@ -97,7 +85,7 @@ def user_request(message: dict[str, Any]) -> str | None:
 
 
 def is_substantive(text: str) -> bool:
-    return not ACK.match(text) and len(text) >= 8
+    return not ONE_WORD_REPLY.match(text) and len(text) >= 8
 
 
 def rule_sentences(text: str) -> list[str]:

@@ -43,9 +43,12 @@ _THANKS = re.compile(
     r"[\s,.!:;-]*)+$",
     re.IGNORECASE,
 )
+# The words a question opens with, here and for the rule sentences (`builtin_words`). A request may also
+# open with "isn't/doesn't/don't" ("don't you think…?"); a rule sentence never does ("Don't push to main.").
+QUESTION_WORDS = (r"do|does|did|can|could|would|will|is|are|was|were|should|shall|what|why|how|where|when|which|"
+                  r"who|have|has|any idea")
 _QUESTION = re.compile(
-    r"^(?:wait\b|hmm+\b|so\b|and\b|but\b|ok(?:ay)?\b|also\b)?[,\s]*(?:do|does|did|can|could|would|will|is|are|was|"
-    r"were|should|shall|what|why|how|where|when|which|who|have|has|any idea|isn't|doesn't|don't)\b",
+    rf"^(?:wait\b|hmm+\b|so\b|and\b|but\b|ok(?:ay)?\b|also\b)?[,\s]*(?:{QUESTION_WORDS}|isn't|doesn't|don't)\b",
     re.IGNORECASE,
 )
 _ASKS_WORK = re.compile(
@@ -114,19 +117,32 @@ def words(text: str) -> frozenset[str]:
     return frozenset(w for w in _WORD.findall(text.lower()[:2000]) if w not in _STOP and len(w) > 1)
 
 
+# One word of reply, whatever follows it ("ok?", "no", "nope", "y", "thank you"): nothing asked either.
+ONE_WORD_REPLY = re.compile(
+    r"^(?:ok(?:ay)?|yes|yep|y|no|nope|sure|thanks?(?: you)?|continue|go on|go ahead|proceed|do it|lgtm|"
+    r"sounds good|great|perfect|nice|cool|next)\W*$",
+    re.IGNORECASE,
+)
+
+
 def is_acknowledgement(text: str) -> bool:
-    """"ok", "thanks!", "yes do it", "great, go ahead": nothing new asked."""
-    return bool(_THANKS.match(text.strip()))
+    """"ok", "thanks!", "yes do it", "great, go ahead", "nope": nothing new asked."""
+    text = text.strip()
+    return bool(_THANKS.match(text) or ONE_WORD_REPLY.match(text))
 
 
 _GO = re.compile(r"\b(?:yes|yep|yeah|sure|do it|go|go ahead|go for it|proceed|continue|next|ship it|commit|please|all|"
                  r"everything|both)\b", re.IGNORECASE)
+_GO_ON = re.compile(
+    r"^(?:ok(?:ay)?[,\s]*)?(?:yes|yep|y|sure|continue|go on|go ahead|proceed|do it|next|keep going)?\W*$",
+    re.IGNORECASE,
+)
 
 
 def is_go_on(text: str) -> bool:
-    """An acknowledgement that tells the agent to go on ("yes do it", "yeah, do it all"): the request before
-    it is still the work."""
-    return is_acknowledgement(text) and bool(_GO.search(text))
+    """An acknowledgement that tells the agent to go on ("ok", "yes do it", "yeah, do it all"): the request
+    before it is still the work."""
+    return bool(_GO_ON.match(text.strip())) or is_acknowledgement(text) and bool(_GO.search(text))
 
 
 # A sentence that tells the agent to do something: after a question ("Why did you change X? Undo that
