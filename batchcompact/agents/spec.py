@@ -49,7 +49,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-# Action shapes a tool call can have for the built-in summarizer (`summarize/builtin_facts.py`):
+# Action shapes a tool call can have for the built-in summarizer (`summarize/builtin_tools.py`):
 # read (path), write (path, content), edit (path, old/new text or pi's edits), multiedit (Claude's edits),
 # notebookedit (path, new_source), patch (an apply_patch envelope), shell (a patch when the command is
 # apply_patch, else a command), command (command/cmd), todos (TodoWrite's todos), plan (update_plan's
