@@ -145,16 +145,16 @@ def test_usage_errors_exit_2(tmp_path, pi_dir):
     assert result.exit_code == 2 and "--format parquet needs --output FILE" in result.output
     empty = tmp_path / "empty"
     empty.mkdir()
-    result = invoke([str(empty), "--no-cache"])
-    assert result.return_value == 2 and "Error: no session files found" in result.stderr
+    result = CliRunner().invoke(cli, ["report", str(empty), "--no-cache"])  # the group maps the error
+    assert result.exit_code == 2 and "Error: no session files found" in result.stderr
 
 
 def test_png_chart_without_matplotlib_names_the_extra(pi_dir, tmp_path, monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    result = invoke([str(pi_dir), "--chart", str(tmp_path / "c.png"), "--no-cache"])
-    assert result.return_value == 2
+    result = CliRunner().invoke(cli, ["report", str(pi_dir), "--chart", str(tmp_path / "c.png"), "--no-cache"])
+    assert result.exit_code == 2
     assert "pip install 'batchcompact[chart]'" in result.stderr
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from datetime import date, datetime
 
@@ -10,10 +9,10 @@ import click
 
 from batchcompact.agents import names as agent_names
 from batchcompact.cli.config import ExpandedPath
-from batchcompact.cli.options import executor_options, open_executor
+from batchcompact.cli.options import executor_options
 from batchcompact.cli.output import check_output, output_options, pick_format
 from batchcompact.core.words import counted
-from batchcompact.errors import BatchCompactError, StdoutClosed, UsageError
+from batchcompact.errors import UsageError
 from batchcompact.report.readers import agent_names as every_agent
 from batchcompact.report.settings import GROUPINGS
 
@@ -147,37 +146,8 @@ def _check_timezone(ctx, param, value: str) -> str:
     "you switch, tables, sessions) with the same filters; opens from file:// with no network.",
 )
 @executor_options
-def report(
-    paths,
-    by,
-    breakdown,
-    machine,
-    since,
-    until,
-    last,
-    start_of_week,
-    order,
-    sources,
-    agents,
-    projects,
-    sessions,
-    token_limit,
-    compact,
-    timezone,
-    fmt,
-    output,
-    json_flag,
-    pricing_file,
-    cost_mode,
-    cache_dir,
-    no_cache,
-    cache_above,
-    jobs,
-    chart,
-    html=None,
-    executor="local",
-    ray_address=None,
-) -> int:
+def report(paths, fmt, output, json_flag, compact, chart, html, machine, cache_dir, no_cache, cache_above, jobs,
+           executor="local", ray_address=None, **counting) -> int:
     """Usage and cost across session archives (every agent's, and batchcompact runs).
 
     PATHS are files or folders (walked for *.jsonl, *.jsonl.zst, compactions*.parquet and the JSON
@@ -203,81 +173,35 @@ def report(
       batchcompact report runs/ --source batchcompact --by session --chart cost.png
       batchcompact report /shared/usage/ --html /shared/usage/spend.html
     """
-    from batchcompact.discover import paths_or_discovered
     from batchcompact.report.machine import machine_id, machine_name
-    from batchcompact.report.produce import produce_report
+    from batchcompact.report.produce import ReportRequest, produce_report
     from batchcompact.report.settings import ReportSettings
 
+    ctx = click.get_current_context()
+    quiet = bool((ctx.obj or {}).get("quiet"))
+    verbose = int((ctx.obj or {}).get("verbose") or 0)
     fmt = pick_format(fmt, json_flag)
     if chart and chart.lower().endswith((".html", ".htm")):  # the page replaces the old SVG chart
         if html:
             raise UsageError(f"--chart {chart} is an HTML page as --html {html} is: give one")
         chart, html = None, chart
-    aliases, groups = _project_table(click.get_current_context())
-    if by == "request":
-        _check_export_options(fmt, breakdown, last, chart, html)
-    if since is not None and until is not None and since > until:  # an empty report, every time: a typo
-        raise UsageError(f"--since {since} is after --until {until}: no day is in both; swap them?")
-    settings = ReportSettings(
-        by=by,
-        breakdown=breakdown,
-        since=since,
-        until=until,
-        sources=tuple(sources),
-        agents=tuple(agents),
-        timezone=timezone,
-        cost_mode=cost_mode,
-        pricing_file=pricing_file,
-        projects=tuple(projects),
-        sessions=tuple(sessions),
-        start_of_week=start_of_week,
-        last=last,
-        order=order,
-        token_limit=token_limit,
-        project_aliases=aliases,
-        project_groups=groups,
-        machine=machine_name(machine),
-        machine_id=machine_id(),
-    )
-    ctx = click.get_current_context()
-    quiet = bool((ctx.obj or {}).get("quiet"))
-    verbose = int((ctx.obj or {}).get("verbose") or 0)
-    try:
-        if fmt == "parquet" and not output:
-            raise click.UsageError("--format parquet needs --output FILE")
-        echo = None if quiet else lambda m: click.echo(m, err=True)
-        from batchcompact.report.files import walk_folder
-
-        paths, found = paths_or_discovered(paths, "report", echo, agents=tuple(agents), walk=walk_folder,
-                                           globs=False)
-        out = produce_report(paths, settings, fmt, output, sources=[s.to_dict() for s in found],
-                             cache_dir=cache_dir, no_cache=no_cache, cache_above=cache_above, jobs=jobs, chart=chart, html=html,
-                             executor=lambda: open_executor(executor, jobs or 1, ray_address),
-                             warn=lambda w: click.echo(f"warning: {w}", err=True))
-        _print(out, fmt, output, compact, quiet=quiet, verbose=verbose)
-        if out.incomplete:  # an export cut short: the numbers lack its lost rows
-            click.echo(f"warning: the report is incomplete: {counted(out.incomplete, 'usage export')} cut short "
-                       "(named above); exit 1", err=True)
-            return INCOMPLETE_EXIT
-    except StdoutClosed:
-        raise  # its reader is gone: nothing to say (cli/__init__.py)
-    except BatchCompactError as exc:
-        if os.environ.get("BATCHCOMPACT_DEBUG"):
-            raise
-        click.echo(f"Error: {exc}", err=True)
-        return exc.exit_code
+    aliases, groups = _project_table(ctx)
+    # `counting`: the options named as ReportSettings' fields (--by, --since, --agent, ...), as parsed
+    settings = ReportSettings(**counting, project_aliases=aliases, project_groups=groups,
+                              machine=machine_name(machine), machine_id=machine_id())
+    request = ReportRequest(paths=paths, settings=settings, fmt=fmt, output=output, chart=chart, html=html,
+                            cache_dir=cache_dir, no_cache=no_cache, cache_above=cache_above, jobs=jobs,
+                            executor=executor, ray_address=ray_address)
+    if fmt == "parquet" and not output:
+        raise click.UsageError("--format parquet needs --output FILE")
+    out = produce_report(request, say=None if quiet else lambda m: click.echo(m, err=True),
+                         warn=lambda w: click.echo(f"warning: {w}", err=True))
+    _print(out, fmt, output, compact, quiet=quiet, verbose=verbose)
+    if out.incomplete:  # an export cut short: the numbers lack its lost rows
+        click.echo(f"warning: the report is incomplete: {counted(out.incomplete, 'usage export')} cut short "
+                   "(named above); exit 1", err=True)
+        return INCOMPLETE_EXIT
     return 0
-
-
-def _check_export_options(fmt: str, breakdown: bool, last, chart, html=None) -> None:
-    """`--by request` writes requests, not groups: the options that shape groups do not apply."""
-    from batchcompact.report.export import FORMATS
-
-    if fmt not in FORMATS:
-        raise UsageError(f"--by request writes one row per request: use --format {', '.join(FORMATS)}, not {fmt}")
-    for given, name in ((breakdown, "--breakdown"), (last, "--last"), (chart, "--chart"), (html, "--html")):
-        if given:
-            raise UsageError(f"{name} does not apply to --by request (one row per request; use --since/--until)")
 
 
 def _project_table(ctx: click.Context):
