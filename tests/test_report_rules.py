@@ -25,7 +25,7 @@ import pytest
 
 import batchcompact.agents as registry
 from batchcompact.pricing import tier_rate, token_cost
-from batchcompact.report import aggregate, fast, rules
+from batchcompact.report import aggregate, fast, fast_collect, rules
 from batchcompact.report.render import write_report
 from batchcompact.report.schema import UsageRows
 from batchcompact.report.settings import WEEKDAYS, ReportSettings
@@ -115,7 +115,7 @@ def corpus(tmp_path_factory):
     pq.write_table(usage.to_table(), part)
     prices = folder / "prices.json"
     prices.write_text(json.dumps(PRICES))
-    rows = [fast._PICK(row) for row in usage.rows]
+    rows = [fast_collect._PICK(row) for row in usage.rows]
     return [str(part)], rows, str(prices)
 
 
@@ -286,7 +286,7 @@ def test_no_agent_is_named_in_the_engines():
     """The engines and the rules ask the registry; no agent's name is a string in their code."""
     names = set(registry.names())
     report = Path(rules.__file__).parent
-    for module in ("fast.py", "aggregate.py", "rules.py"):
+    for module in ("fast.py", "fast_collect.py", "row_list.py", "aggregate.py", "rules.py"):
         tree = ast.parse((report / module).read_text())
         docstrings = {id(node.body[0].value) for node in ast.walk(tree)
                       if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and node.body

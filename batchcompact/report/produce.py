@@ -235,9 +235,9 @@ def _quick_report(paths, settings: ReportSettings, fmt: str, jobs, max_bytes: in
                   cache_dir: str | Path | None = None, empty_ok: bool = False):
     """((Report, Collected), None) from the cold path without polars (report/fast.py), or (None, walk) when
     these options or rows need the polars path, or the archive is larger than `max_bytes` and `cache_dir`
-    already holds most of its usage parts (`fast.writes_parts`; otherwise the workers write them as they
+    already holds most of its usage parts (`fast_collect.writes_parts`; otherwise the workers write them as they
     read). `walk`: the files found, when they were (the polars path then does not stat them again)."""
-    from batchcompact.report import fast
+    from batchcompact.report import fast, fast_collect
 
     if not fast.supported(settings, fmt):
         return None, None
@@ -255,7 +255,7 @@ def _quick_report(paths, settings: ReportSettings, fmt: str, jobs, max_bytes: in
     # of each reading it again while this process reads it a third time.
     builders.append(fast.Builder(settings, PriceTable.load(settings.pricing_file)))
     try:  # the workers price their own rows
-        collected = fast.collect_rows(paths, jobs, on_rows=take, settings=settings, max_bytes=max_bytes,
+        collected = fast_collect.collect_rows(paths, jobs, on_rows=take, settings=settings, max_bytes=max_bytes,
                                       cache_dir=cache_dir, empty_ok=empty_ok)
         return (builders[0].report(), collected), None
     except fast.Unsupported as refused:
