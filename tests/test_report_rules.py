@@ -1,4 +1,4 @@
-"""The report's counting rules (report/rules.py, pricing.tier_rate/token_cost): each written once, applied
+"""The report's counting rules (report/rules.py, model_price.tier_rate/token_cost): each written once, applied
 alike by both engines.
 
 An equivalence corpus made for the rules (rows written as a usage part for aggregate.py, the same rows as
@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import batchcompact.agents as registry
-from batchcompact.pricing import tier_rate, token_cost
+from batchcompact.model_price import tier_rate, token_cost
 from batchcompact.report import aggregate, fast, fast_collect, rules
 from batchcompact.report.render import write_report
 from batchcompact.report.schema import UsageRows

@@ -37,8 +37,9 @@ import re
 import polars as pl
 
 from batchcompact import money
+from batchcompact.model_price import prompt_tokens, tier_rate, token_cost
 from batchcompact.money import from_pico
-from batchcompact.pricing import PriceTable, prompt_tokens, tier_rate, token_cost
+from batchcompact.pricing import PriceTable
 from batchcompact.report import rules
 from batchcompact.report.result import Report
 from batchcompact.report.settings import PERIODS, ReportSettings, week_start_index

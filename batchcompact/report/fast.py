@@ -7,7 +7,7 @@ CPU). This module computes the same `Report` from the rows themselves, for the c
 worker processes (`extract_rows`, the same readers) and hands them back as tuples in `COLUMNS` order; here
 one row per `dedupe_key` is kept, sidechain replays collapse, each request is priced (rounded once to
 whole picodollars, `money.py`) and the groups are summed as integers, every rule the one `aggregate.py`
-applies: both take them from `rules.py` (and `pricing.tier_rate`/`token_cost`). Rows and totals are
+applies: both take them from `rules.py` (and `model_price.tier_rate`/`token_cost`). Rows and totals are
 plain dicts (`row_list.RowList`), which the renderers read like the polars frame.
 
 The output is byte-identical to the polars path's (`tests/test_report_fast.py` runs both over every
@@ -25,8 +25,9 @@ from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from batchcompact import money
+from batchcompact.model_price import prompt_tokens, tier_rate, token_cost
 from batchcompact.money import from_pico
-from batchcompact.pricing import PriceTable, prompt_tokens, tier_rate, token_cost
+from batchcompact.pricing import PriceTable
 from batchcompact.report import rules
 from batchcompact.report.files import Walk
 from batchcompact.report.result import Report
@@ -122,7 +123,7 @@ def deduplicated(rows: list[tuple]) -> list[tuple]:
 # ---- costs (aggregate.add_costs) ----
 
 class Pricer:
-    """Per-request cost as `add_costs` computes it (the rules: `pricing.tier_rate`, `pricing.token_cost`,
+    """Per-request cost as `add_costs` computes it (the rules: `model_price.tier_rate`, `model_price.token_cost`,
     `rules.cost_usd`), one price lookup per (model, provider)."""
 
     def __init__(self, table: PriceTable, cost_mode: str) -> None:
@@ -134,7 +135,7 @@ class Pricer:
         self.cost = rules.cost_usd(cost_mode, operator.itemgetter(RECORDED), self.computed, _coalesced)
 
     def tiers(self, model: str | None, provider: str | None) -> tuple:
-        """The (threshold, prices) pairs `pricing.tier_rate` takes; empty when the model is unpriced."""
+        """The (threshold, prices) pairs `model_price.tier_rate` takes; empty when the model is unpriced."""
         pair = (model or "", provider or "")
         rates = self.rates.get(pair)
         if rates is None:

@@ -10,8 +10,8 @@ each rule is here, as data or as one function:
 - the sidechain replay collapse (an agent property, `Agent.sidechain_replays`: `replay_sources`): the
   message is the dedupe key up to `MESSAGE_END`, and of the copies of a message one of which is a side
   conversation (its kind is not `MAIN_KIND`), the first by `REPLAY_ORDER` is kept;
-- the cost of a request: the tier and the float expression are `pricing.tier_rate` and
-  `pricing.token_cost` (numbers in fast.py, polars expressions in aggregate.py: one expression, the same
+- the cost of a request: the tier and the float expression are `model_price.tier_rate` and
+  `model_price.token_cost` (numbers in fast.py, polars expressions in aggregate.py: one expression, the same
   float operations in the same order); `cost_usd` the cost mode; `counted` the zero-token drop;
 - the period of a local day (`period_label`: day, week from the first weekday, month; polars maps it over
   the few distinct local days);
