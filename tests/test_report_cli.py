@@ -130,6 +130,34 @@ def test_source_filter_and_run_reports(tmp_path):
     assert doc["totals"]["requests"] == 1 and doc["totals"]["cost_usd"] == pytest.approx(0.02)
 
 
+def test_source_is_agent_under_its_older_name():
+    """`--source` is `--agent` (docs/cli.md, "One word: agent"): the same rows; both given, the rows of
+    either (one repeatable flag); its config key and environment variable still read."""
+    from conftest import SAMPLES
+
+    def rows(*args, env=None):
+        result = CliRunner().invoke(cli, ["report", str(SAMPLES), "--by", "agent", "--format", "json",
+                                          "--no-cache", "-q", *args], env=env)
+        assert result.exit_code == 0, result.output
+        return {row["agent"]: row["requests"] for row in json.loads(result.stdout)["rows"]}
+
+    every = rows()
+    one, other = sorted(every)[:2]
+    assert rows("--source", one) == rows("--agent", one) == {one: every[one]}
+    assert rows("--agent", one, "--source", other) == {one: every[one], other: every[other]}
+    assert rows(env={"BATCHCOMPACT_REPORT_SOURCE": one}) == {one: every[one]}
+
+
+def test_run_reports_narrow_no_discovery():
+    """`--agent batchcompact` (the run reports, which have no places of their own) keeps every agent's places
+    for discovery; a name with places narrows it to those."""
+    from batchcompact.report.readers import RUN_REPORTS, agent_names, place_agents
+
+    assert RUN_REPORTS in agent_names()
+    assert place_agents((RUN_REPORTS,)) is None and place_agents(()) is None
+    assert place_agents(("claude", RUN_REPORTS)) == ("claude",)
+
+
 def test_usage_errors_exit_2(tmp_path, pi_dir):
     result = CliRunner().invoke(cli, ["report", str(pi_dir), "--since", "yesterday"])
     assert result.exit_code == 2 and "is not a date" in result.output

@@ -80,7 +80,7 @@ def test_fast_report_is_byte_identical_to_the_polars_report(corpus, by):
 
 
 def filter_variants(rows: list[tuple]) -> list[dict]:
-    """Filters that select part of these rows: agents, sources, a project by path and by folder name,
+    """Filters that select part of these rows: agents (one, two, a place label), a project by path and by folder name,
     a session id prefix, a date range in two time zones, `--last` (a pinned "now")."""
     projects = sorted({r[fast.PROJECT] for r in rows if r[fast.PROJECT]})
     sessions = sorted({r[fast.SESSION] for r in rows if r[fast.SESSION]})
@@ -90,8 +90,8 @@ def filter_variants(rows: list[tuple]) -> list[dict]:
     middle = days[len(days) // 2]
     return [
         {"agents": (agents[0],)},
-        {"agents": tuple(agents[-2:]), "sources": ("claude", "pi")},
-        {"sources": ("codex",)},
+        {"agents": tuple(agents[-2:])},
+        {"agents": ("codex", "atomic")},  # a place label selects its agent's rows (pi's)
         {"projects": (projects[0],)},
         {"projects": (projects[-1].rstrip("/").rsplit("/", 1)[-1] + "/", "/nowhere")},
         {"sessions": (sessions[0][:4], sessions[-1])},

@@ -262,12 +262,12 @@ def test_the_dedupe_and_replay_orders_pick_what_polars_sorts_first():
 def test_replays_are_an_agent_property(corpus, monkeypatch):
     """The collapse applies to the agents whose `sidechain_replays` is set (Claude Code), and to another
     agent once the registry says so, in both engines."""
-    assert rules.replay_sources() == ("claude",)
-    assert rules.block_sources() == ("claude",)
+    assert rules.replay_agents() == ("claude",)
+    assert rules.block_agents() == ("claude",)
     before = _totals(both(corpus, by="agent")[0]["json"])["requests"]
     agents = [dataclasses.replace(a, sidechain_replays=True) if a.name == "codex" else a for a in registry.AGENTS]
     monkeypatch.setattr(registry, "AGENTS", agents)
-    assert rules.replay_sources() == ("claude", "codex")
+    assert rules.replay_agents() == ("claude", "codex")
     slow, quick = both(corpus, by="agent")
     assert slow == quick
     assert _totals(slow["json"])["requests"] == before - 2  # x1's side copies collapse into its main line
@@ -277,7 +277,7 @@ def test_blocks_show_the_billing_block_agents_by_default(corpus):
     parts, rows, prices = corpus
     report = aggregate.build_report(parts, ReportSettings(by="block", pricing_file=prices))
     expected = json.loads(outputs(aggregate.build_report(parts, ReportSettings(
-        by="block", pricing_file=prices, sources=rules.block_sources())))["json"])["totals"]
+        by="block", pricing_file=prices, agents=rules.block_agents())))["json"])["totals"]
     assert json.loads(write_report(report, "json", None))["totals"] == expected
     assert set(report.totals["agents"]) == {"claude"}
 

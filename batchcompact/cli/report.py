@@ -7,16 +7,13 @@ from datetime import date, datetime
 
 import click
 
-from batchcompact.agents import names as agent_names
 from batchcompact.cli.config import ExpandedPath
 from batchcompact.cli.options import executor_options
 from batchcompact.cli.output import check_output, output_options, pick_format
 from batchcompact.core.words import counted
 from batchcompact.errors import UsageError
-from batchcompact.report.readers import agent_names as every_agent
+from batchcompact.report.readers import agent_names
 from batchcompact.report.settings import GROUPINGS
-
-SOURCES = (*agent_names(), "batchcompact")  # every registered agent, and batchcompact's run reports
 
 INCOMPLETE_EXIT = 1  # the report was made, without rows an input lost (a usage export cut short)
 
@@ -79,11 +76,13 @@ def _check_timezone(ctx, param, value: str) -> str:
     help="Sort periods and blocks by time, sessions by last activity, projects and models by cost.",
 )
 @click.option(
-    "--source", "sources", multiple=True, type=click.Choice(SOURCES), help="Only these readers' rows (repeatable)."
+    "--agent", "agents", multiple=True, type=click.Choice(agent_names()),
+    help="Only this agent's rows (repeatable; batchcompact: the run reports); without PATHS only its places "
+    "are read.",
 )
 @click.option(
-    "--agent", "agents", multiple=True, type=click.Choice(every_agent()),
-    help="Only this agent (repeatable); without PATHS only its places are read.",
+    "--source", "sources", multiple=True, type=click.Choice(agent_names()), metavar="AGENT",
+    help="The same as --agent (its older name, kept for scripts and config files).",
 )
 @click.option(
     "--project", "projects", multiple=True, metavar="DIR",
@@ -186,8 +185,9 @@ def report(paths, fmt, output, json_flag, compact, chart, html, machine, cache_d
             raise UsageError(f"--chart {chart} is an HTML page as --html {html} is: give one")
         chart, html = None, chart
     aliases, groups = _project_table(ctx)
-    # `counting`: the options named as ReportSettings' fields (--by, --since, --agent, ...), as parsed
-    settings = ReportSettings(**counting, project_aliases=aliases, project_groups=groups,
+    agents = tuple(dict.fromkeys((*counting.pop("agents"), *counting.pop("sources"))))  # --source: --agent
+    # `counting`: the other options named as ReportSettings' fields (--by, --since, ...), as parsed
+    settings = ReportSettings(**counting, agents=agents, project_aliases=aliases, project_groups=groups,
                               machine=machine_name(machine), machine_id=machine_id())
     request = ReportRequest(paths=paths, settings=settings, fmt=fmt, output=output, chart=chart, html=html,
                             cache_dir=cache_dir, no_cache=no_cache, cache_above=cache_above, jobs=jobs,

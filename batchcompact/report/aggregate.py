@@ -78,7 +78,7 @@ def scan_usage(parts: list[str], settings: ReportSettings | None = None) -> pl.L
 def collapse_sidechain_replays(keyed: pl.LazyFrame) -> list[pl.LazyFrame]:
     """The sidechain replay collapse (`rules.REPLAY_ORDER`): of a replaying agent's rows that share a
     message with a side-conversation copy, the first by that order is kept; the other rows are untouched."""
-    replays = pl.col("source").is_in(list(rules.replay_sources()))
+    replays = pl.col("agent").is_in(list(rules.replay_agents()))
     rows = keyed.filter(replays).with_columns(
         pl.col("dedupe_key").str.extract(f"^(.*?){re.escape(rules.MESSAGE_END)}", 1).alias("_message"),
         (pl.col("kind") != rules.MAIN_KIND).alias(rules.SIDE))
@@ -212,8 +212,6 @@ def filter_usage(lf: pl.LazyFrame, settings: ReportSettings) -> pl.LazyFrame:
     wanted = rules.row_filters(settings)
     if wanted.agents:
         lf = lf.filter(pl.col("agent").is_in(list(wanted.agents)))
-    if wanted.sources:
-        lf = lf.filter(pl.col("source").is_in(list(wanted.sources)))
     if wanted.projects:
         lf = lf.filter(_project_filter(wanted.projects))
     if wanted.sessions:
@@ -227,7 +225,7 @@ def filter_usage(lf: pl.LazyFrame, settings: ReportSettings) -> pl.LazyFrame:
 
 def nonzero() -> pl.Expr:
     """Rows worth reporting: some tokens, or a recorded cost."""
-    return rules.counted(pl.col("total_tokens"), pl.col("recorded_cost_usd").fill_null(0))
+    return rules.has_usage(pl.col("total_tokens"), pl.col("recorded_cost_usd").fill_null(0))
 
 
 def pico_usd(usd: pl.Expr) -> pl.Expr:

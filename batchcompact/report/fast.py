@@ -96,12 +96,12 @@ def deduplicated(rows: list[tuple]) -> list[tuple]:
         seen = best.get(key)
         if seen is None or _better(row, seen):
             best[key] = row
-    replays = frozenset(rules.replay_sources())
+    replays = frozenset(rules.replay_agents())
     end, main = rules.MESSAGE_END, rules.MAIN_KIND
     messages: dict[str, list[tuple]] = {}
     side: set[str] = set()
     for row in best.values():
-        if row[SOURCE] not in replays:
+        if row[AGENT] not in replays:
             out.append(row)
             continue
         message, found, _ = row[KEY].partition(end)
@@ -165,8 +165,8 @@ def _coalesced(first: Callable[[tuple], object], second: Callable[[tuple], objec
     return either
 
 
-def to_pico(usd: float) -> int:
-    """`money.to_pico` (as `aggregate.pico_usd`), refusing what an Int64 cannot hold."""
+def checked_pico(usd: float) -> int:
+    """`money.to_pico` (as `aggregate.pico_usd`), refusing what an Int64 cannot hold (Unsupported)."""
     try:
         pico = money.to_pico(usd)
     except (ValueError, OverflowError):  # math.floor of NaN, of an infinity
@@ -345,7 +345,7 @@ class Builder:
                 row = (*row[:MACHINE_ID], machine_id)
             try:
                 usd = cost(row)
-                pico = None if usd is None else to_pico(usd)
+                pico = None if usd is None else checked_pico(usd)
             except Unsupported as exc:  # only if this row is counted: dedupe or a filter may drop it
                 pico = exc
             out.append((*row, pico, group_key(row)))
@@ -353,24 +353,24 @@ class Builder:
 
     def report(self) -> Report:
         settings, keys = self.settings, self.keys
-        counted: dict[tuple, list[tuple]] = {}  # group key -> its counted rows, in order
+        by_group: dict[tuple, list[tuple]] = {}  # group key -> its counted rows, in order
         dropped = 0
         wanted = row_filter(settings)
-        is_counted = rules.counted
+        has_usage = rules.has_usage
         for row in deduplicated(self.rows):
             if wanted is not None and not wanted(row):
                 continue
             if isinstance(row[PICO], Unsupported):
                 raise row[PICO]
-            if not is_counted(row[TOTAL], row[RECORDED] or 0):
+            if not has_usage(row[TOTAL], row[RECORDED] or 0):
                 dropped += 1
                 continue
-            rows = counted.get(row[GROUP])
+            rows = by_group.get(row[GROUP])
             if rows is None:
-                counted[row[GROUP]] = [row]
+                by_group[row[GROUP]] = [row]
             else:
                 rows.append(row)
-        groups = {key: Group.of(rows) for key, rows in counted.items()}
+        groups = {key: Group.of(rows) for key, rows in by_group.items()}
         totals = Group()
         for group in groups.values():  # every row is in one group: the totals are the groups' sums
             totals.merge(group)
@@ -407,9 +407,6 @@ def row_filter(settings: ReportSettings):
     if wanted.agents:
         agents = frozenset(wanted.agents)
         tests.append(lambda row: row[AGENT] in agents)
-    if wanted.sources:
-        sources = frozenset(wanted.sources)
-        tests.append(lambda row: row[SOURCE] in sources)
     if wanted.projects:
         projects = frozenset(wanted.projects)
         shown = rules.ProjectNames(settings).name

@@ -187,7 +187,7 @@ def _filters(settings: ReportSettings) -> dict[str, Any]:
     s = settings
     since = page_settings(s).since
     return {"since": since.isoformat() if since else None, "until": s.until.isoformat() if s.until else None,
-            "agents": list(s.agents), "projects": list(s.projects), "sources": list(s.sources),
+            "agents": list(s.agents), "projects": list(s.projects),
             "sessions": list(s.sessions), "timezone": s.timezone, "cost_mode": s.cost_mode}
 
 

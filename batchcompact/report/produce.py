@@ -24,7 +24,7 @@ class ReportRequest:
     built if its options contradict each other (UsageError, exit 2).
 
     `paths`: files and folders as given; none: every agent's places found on this machine (only those of
-    `settings.agents` when it names some). `cache_above`: an archive of at most this many bytes is read whole
+    `settings.agents` when it names agents with places: `readers.place_agents`). `cache_above`: an archive of at most this many bytes is read whole
     without keeping usage parts. `executor`: `local` (forked processes) or `ray` (at `ray_address`)."""
 
     paths: tuple[str, ...] = ()
@@ -115,10 +115,11 @@ def produce_report(request: ReportRequest, *, say: Callable[[str], None] | None 
     file are a report of zero, given PATHS that hold none a usage error."""
     from batchcompact.discover import paths_or_discovered
     from batchcompact.report.files import walk_folder
+    from batchcompact.report.readers import place_agents
 
     settings = request.settings
-    paths, found = paths_or_discovered(request.paths, "report", say, agents=settings.agents, walk=walk_folder,
-                                       globs=False)
+    paths, found = paths_or_discovered(request.paths, "report", say, agents=place_agents(settings.agents),
+                                       walk=walk_folder, globs=False)
     sources = [s.to_dict() for s in found]
     results = None
     if not request.no_cache and not request.chart and not request.html:

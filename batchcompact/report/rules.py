@@ -7,16 +7,16 @@ each rule is here, as data or as one function:
 - the columns the report reads (`REPORT_COLUMNS`) and sums (`SUM_COLUMNS`);
 - the dedupe: one row per `dedupe_key`, the first by `DEDUPE_ORDER`, a total order, nulls last (fast.py
   compares rows with `first_wins`; aggregate.py hands the same pairs to `sort_by`);
-- the sidechain replay collapse (an agent property, `Agent.sidechain_replays`: `replay_sources`): the
+- the sidechain replay collapse (an agent property, `Agent.sidechain_replays`: `replay_agents`): the
   message is the dedupe key up to `MESSAGE_END`, and of the copies of a message one of which is a side
   conversation (its kind is not `MAIN_KIND`), the first by `REPLAY_ORDER` is kept;
 - the cost of a request: the tier and the float expression are `model_price.tier_rate` and
   `model_price.token_cost` (numbers in fast.py, polars expressions in aggregate.py: one expression, the same
-  float operations in the same order); `cost_usd` the cost mode; `counted` the zero-token drop;
+  float operations in the same order); `cost_usd` the cost mode; `has_usage` the zero-token drop;
 - the period of a local day (`period_label`: day, week from the first weekday, month; polars maps it over
   the few distinct local days);
-- the sources `--by block` shows by default (`block_sources`, `Agent.billing_blocks`);
-- the row filters (`row_filters`: `--agent`, `--source`, `--project`, `--session`, the local days from
+- the agents `--by block` shows by default (`block_agents`, `Agent.billing_blocks`);
+- the row filters (`row_filters`: `--agent` (alias `--source`), `--project`, `--session`, the local days from
   `--since`/`--until`/`--last`), which fast.py applies as a predicate on a row and aggregate.py as polars
   expressions, both from the values and constants `RowFilters` holds;
 - the group keys (`GROUP_KEYS`), the names some groupings show (`model_name`, `provider_name`,
@@ -146,15 +146,15 @@ REPLAY_ORDER: tuple[tuple[str, bool], ...] = (
 )
 
 
-def replay_sources() -> tuple[str, ...]:
-    """The sources (agents' formats) whose side conversations replay messages (`Agent.sidechain_replays`)."""
+def replay_agents() -> tuple[str, ...]:
+    """The agents whose side conversations replay messages (`Agent.sidechain_replays`)."""
     from batchcompact.agents import AGENTS
 
     return tuple(agent.name for agent in AGENTS if agent.sidechain_replays)
 
 
-def block_sources() -> tuple[str, ...]:
-    """The sources `report --by block` shows unless `--agent`/`--source` say (`Agent.billing_blocks`)."""
+def block_agents() -> tuple[str, ...]:
+    """The agents `report --by block` shows unless `--agent` says (`Agent.billing_blocks`)."""
     from batchcompact.agents import AGENTS
 
     return tuple(agent.name for agent in AGENTS if agent.billing_blocks)
@@ -192,7 +192,7 @@ def cost_usd(cost_mode: str, recorded, computed, coalesce: Callable):
     return coalesce(recorded, computed)
 
 
-def counted(total_tokens, recorded_or_zero):
+def has_usage(total_tokens, recorded_or_zero):
     """Whether a request is counted: some tokens, or a recorded cost above zero (no cost counts as zero);
     the others are dropped and reported as `dropped_zero`. Numbers or polars expressions."""
     return (total_tokens > 0) | (recorded_or_zero > 0)
@@ -216,8 +216,8 @@ class RowFilters:
     tests each row against these values and aggregate.py turns them into polars expressions: two forms of
     one set of values, made once (`row_filters`)."""
 
-    agents: tuple[str, ...] = ()  # row `agent` values: `--agent`, a place label standing for its agent
-    sources: tuple[str, ...] = ()  # row `source` values: `--source`; `--by block` alone: `block_sources()`
+    agents: tuple[str, ...] = ()  # row `agent` values: `--agent` (a place label: its agent); `--by block`
+    # without it: `block_agents()`
     projects: tuple[str, ...] = ()  # `wanted_projects`: the project as shown, or its path after PROJECT_DIR
     sessions: tuple[str, ...] = ()  # session id prefixes
     since: date | None = None  # first and last local day (`first_day`); a row without a time is outside
@@ -228,10 +228,11 @@ def row_filters(settings: ReportSettings) -> RowFilters:
     """The filters `settings` asks for, as both engines apply them."""
     from batchcompact.report.readers import row_agents
 
-    sources = settings.sources
-    if not sources and settings.by == "block" and not settings.agents:  # the agents that bill in 5-hour windows
-        sources = block_sources()
-    return RowFilters(agents=row_agents(settings.agents) if settings.agents else (), sources=tuple(sources),
+    if settings.agents:
+        agents = row_agents(settings.agents)
+    else:  # `--by block`: the agents that bill in 5-hour windows
+        agents = block_agents() if settings.by == "block" else ()
+    return RowFilters(agents=agents,
                       projects=tuple(wanted_projects(settings.projects)), sessions=tuple(settings.sessions),
                       since=first_day(settings), until=settings.until)
 

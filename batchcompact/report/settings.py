@@ -26,8 +26,7 @@ class ReportSettings:
     breakdown: bool = False
     since: date | None = None
     until: date | None = None
-    sources: tuple[str, ...] = ()
-    agents: tuple[str, ...] = ()  # `--agent`: rows whose agent is one of these (a pi descendant: pi's rows)
+    agents: tuple[str, ...] = ()  # `--agent` (or `--source`): rows whose agent is one of these (a place label: its agent's)
     timezone: str = "UTC"
     cost_mode: str = "auto"
     pricing_file: str | None = None
