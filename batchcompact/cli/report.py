@@ -153,7 +153,7 @@ def report(paths, fmt, output, json_flag, compact, chart, html, machine, cache_d
     files and SQLite databases an agent keeps, e.g. opencode.db). Without PATHS, every agent's places
     found on this machine are read (Claude Code, Codex, pi and its descendants, OpenCode, Kilo, Gemini
     CLI and the others in `batchcompact.discover`), each named on stderr.
-    Tokens: input = non-cached input for every source; cost is USD. Requests with no tokens at all
+    Tokens: input = non-cached input for every agent; cost is USD. Requests with no tokens at all
     are left out (counted with -v).
 
     \b
