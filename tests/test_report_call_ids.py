@@ -1,6 +1,6 @@
 """Rows named by a provider's response id (Qwen Code, Copilot, kimi-cli): copies of one call count once,
 two calls never merge, even when a server answers every request with one id (`chatcmpl-mock`) and the
-same numbers, as a local or test server does (`report.schema.CallKeys`)."""
+same numbers, as a local or test server does (`adapters/common/usage_rows.py`, `CallKeys`)."""
 
 from __future__ import annotations
 

@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import fixture_path
 
+from batchcompact.adapters.common.usage_rows import USAGE_SCHEMA, USAGE_SCHEMA_VERSION
 from batchcompact.report.detect import detect_format
 from batchcompact.report.extract import extract_file
-from batchcompact.report.schema import USAGE_SCHEMA, USAGE_SCHEMA_VERSION
 
 SPOTTER = ("claude", "projects", "-home-USER-projects-spotter")
 CLAUDE_MAIN = (*SPOTTER, "4d5611e5-241a-462a-8d15-5122611a9569.jsonl")

@@ -19,8 +19,8 @@ import pytest
 from batchcompact.adapters.claude.report import KEEP_MARKER, SKIP_STARTS, extract_claude
 from batchcompact.adapters.codex import report as codex
 from batchcompact.adapters.codex.report import OTHER, WANT, extract_codex, read_lines
-from batchcompact.report.lines import ExtractStats
-from batchcompact.report.schema import UsageRows
+from batchcompact.adapters.common.lines import ExtractStats
+from batchcompact.adapters.common.usage_rows import UsageRows
 from tests.conftest import SAMPLES, shared_fixtures
 
 
@@ -347,7 +347,7 @@ def test_claude_lines_written_with_spaces_are_still_read(tmp_path):
 
 
 def test_a_total_larger_than_its_parts_gives_its_rest_to_output():
-    from batchcompact.report.lines import rest_is_output
+    from batchcompact.adapters.common.lines import rest_is_output
 
     numbers = [10, 0, 5, 0]
     rest_is_output(numbers, 40)

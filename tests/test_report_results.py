@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import SAMPLES, SHARED_FIXTURES, in_ci, shared_fixtures
 
+from batchcompact.adapters.common.usage_rows import USAGE_SCHEMA_VERSION
 from batchcompact.cli import cli
-from batchcompact.report.schema import USAGE_SCHEMA_VERSION
 
 STORED = "from cache (the stored report)"
 

@@ -24,10 +24,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import batchcompact.agents as registry
+from batchcompact.adapters.common.usage_rows import UsageRows
 from batchcompact.model_price import tier_rate, token_cost
 from batchcompact.report import aggregate, fast, fast_collect, rules
 from batchcompact.report.render import write_report
-from batchcompact.report.schema import UsageRows
 from batchcompact.report.settings import WEEKDAYS, ReportSettings
 
 TIER_MODEL = "tier-model"

@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import functools
 import hashlib
 import os
 import shutil
-import socket
 import stat as stat_module
 import threading
 import time
@@ -32,6 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from batchcompact.adapters.common.files import (  # shared with the database stores (adapters/common/database.py)
+    TMP_MARK,
+    ChangedDuringRun,
+    _host_tag,
+    backup_names,
+    make_folders,
+    temp_name,
+)
 from batchcompact.agents import get
 from batchcompact.core.session import Session
 from batchcompact.errors import VerificationError
@@ -41,7 +47,6 @@ from batchcompact.lifecycle import pid_alive
 from batchcompact.outfile import fitted_name
 from batchcompact.pipeline.state import Fingerprint, fingerprint_file
 
-TMP_MARK = ".batchcompact-tmp"
 BACKUP_COPY_ERRNOS = {errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP}
 
 
@@ -102,28 +107,6 @@ def lock_session(path: str | Path) -> SessionLock | DatabaseSessionLock:
     return SessionLock(path)
 
 
-def temp_name(target: Path, kind: str = TMP_MARK) -> Path:
-    """A temp path beside `target`, unique to this process and call: `.NAME.batchcompact-tmp-PID-RANDOM-HOST`
-    (a NAME too long for that to fit in a file name is cut, with its hash: `outfile.fitted_name`)."""
-    return target.with_name(f".{fitted_name(target.name)}{kind}-{os.getpid()}-{os.urandom(4).hex()}-{_host_tag()}")
-
-
-def make_folders(folder: Path) -> None:
-    """`folder.mkdir(parents=True, exist_ok=True)` without its recursion, one call per missing folder: an
-    output mirroring an input 1,100 folders deep would exceed Python's recursion limit. Each missing folder
-    is made from the deepest one that is there down; one made meanwhile by another process is fine."""
-    missing = []
-    while not folder.is_dir() and folder.parent != folder:
-        missing.append(folder)
-        folder = folder.parent
-    for made in reversed(missing):
-        try:
-            made.mkdir()
-        except FileExistsError:
-            if not made.is_dir():
-                raise
-
-
 def copy_file(source: str | Path, target: Path) -> None:
     """`source` copied to `target` through a temp file beside it and a rename (an unchanged session copied
     to --output-dir): a reader never sees half a copy. A session kept in a database goes into a copy of the
@@ -142,16 +125,6 @@ def copy_file(source: str | Path, target: Path) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-
-
-@functools.cache
-def _host_tag() -> str:
-    """This machine, in temp names (a shared filesystem sees every node's): 8 hex of its name's hash."""
-    return hashlib.sha1(socket.gethostname().encode("utf-8", "surrogateescape")).hexdigest()[:8]
-
-
-class ChangedDuringRun(Exception):
-    """The input changed after it was read; nothing was replaced."""
 
 
 @dataclass(frozen=True)
@@ -408,13 +381,6 @@ def _same_bytes(path: Path, fingerprint: Fingerprint) -> bool:
         return _prefix_hash(path, fingerprint.size) == fingerprint.sha256
     except OSError:
         return False
-
-
-def backup_names(target: Path):
-    """`NAME.bak`, then `NAME.bak.1`, `NAME.bak.2`, ...: where backups of `target` go, in order."""
-    yield Path(f"{target}.bak")
-    for n in range(1, 10_000):
-        yield Path(f"{target}.bak.{n}")
 
 
 def make_backup(original: Path, target: Path, fingerprint: Fingerprint) -> tuple[str, bool]:

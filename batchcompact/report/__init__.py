@@ -9,7 +9,7 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from batchcompact.report.schema import USAGE_SCHEMA_VERSION
+from batchcompact.adapters.common.usage_rows import USAGE_SCHEMA_VERSION
 from batchcompact.report.settings import GROUPINGS, ReportSettings
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 # Loaded on first use, so `batchcompact.report.<light module>` does not import polars or pyarrow.
 _LAZY = {
-    "USAGE_SCHEMA": "batchcompact.report.schema",
+    "USAGE_SCHEMA": "batchcompact.adapters.common.usage_rows",
     "Report": "batchcompact.report.result",
     "build_report": "batchcompact.report.aggregate",
     "CollectResult": "batchcompact.report.collect",

@@ -58,7 +58,7 @@ def _sort_args(order) -> dict:
 def scan_usage(parts: list[str], settings: ReportSettings | None = None) -> pl.LazyFrame:
     """The columns reports need, one row per dedupe_key (the highest rank, then the largest usage wins;
     ties: first session id). A row read from this machine's own files is this machine's (`settings`)."""
-    from batchcompact.report.schema import USAGE_SCHEMA
+    from batchcompact.adapters.common.usage_rows import USAGE_SCHEMA
 
     if not parts:
         return pl.from_arrow(USAGE_SCHEMA.empty_table()).lazy().select(REPORT_COLUMNS)

@@ -50,8 +50,8 @@ def detect_format(path: str | Path) -> str | None:
     claimed = claimed_by(str(path), loose=True)  # the walk took only files claimed strictly; a named one
     if claimed is not None:
         return claimed.name
+    from batchcompact.adapters.common.lines import open_binary
     from batchcompact.formats.jsonl import capped_lines
-    from batchcompact.report.lines import open_binary
 
     with open_binary(path, buffer=64 << 10) as fh:
         # a multi-MB line is not a header we need to read whole: passed over, never read whole

@@ -30,9 +30,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from batchcompact.adapters.common.usage_rows import TOKEN_FIELDS
 from batchcompact.core.times import iso_time
 from batchcompact.errors import BatchCompactError, UsageError
-from batchcompact.report.schema import TOKEN_FIELDS
 
 EXPORT_SCHEMA_VERSION = 2  # 2: + export_rows
 EXPORT_TABLE = "usage-export"
@@ -379,7 +379,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _jsonl_records(path: Path, stats):
-    from batchcompact.report.lines import iter_json_lines
+    from batchcompact.adapters.common.lines import iter_json_lines
 
     for number, obj in iter_json_lines(path, stats):
         if not isinstance(obj, dict):

@@ -10,12 +10,12 @@ import math
 import sys
 from pathlib import Path
 
+from batchcompact.adapters.common.lines import ExtractStats
+from batchcompact.adapters.common.usage_rows import COLUMNS, UsageRows, row_identity
 from batchcompact.errors import BatchCompactError, InternalError, internal_error_reason
 from batchcompact.formats.compressed import is_decompress_error
 from batchcompact.formats.scan import PARQUET_NOT_SESSION, printable, unreadable_reason
 from batchcompact.report.detect import detect_format
-from batchcompact.report.lines import ExtractStats
-from batchcompact.report.schema import COLUMNS, UsageRows, row_identity
 
 NOT_A_SESSION = "not a session file of any agent batchcompact reports on"
 # A Parquet file named to `report` that holds neither kind of batchcompact table it reads (docs/report.md).

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from batchcompact.adapters.common.usage_rows import COLUMNS as USAGE_COLUMNS
 from batchcompact.formats.jsonl import paused_gc
 from batchcompact.lifecycle import map_in_processes, worker_init
 from batchcompact.pricing import PriceTable
@@ -31,7 +32,6 @@ from batchcompact.report.files import (
     part_name,
     parts_folder_problem,
 )
-from batchcompact.report.schema import COLUMNS as USAGE_COLUMNS
 from batchcompact.report.settings import ReportSettings
 
 _PICK = operator.itemgetter(*(USAGE_COLUMNS.index(name) for name in COLUMNS))  # a usage row -> these

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from batchcompact.adapters.common.usage_rows import USAGE_SCHEMA_VERSION
 from batchcompact.agents import session_suffixes
 from batchcompact.core.words import counted
 from batchcompact.errors import UsageError
@@ -29,7 +30,6 @@ from batchcompact.report.detect import is_run_report_name
 from batchcompact.report.export import detect as export_detect
 from batchcompact.report.export import is_export_name
 from batchcompact.report.readers import claims_name, is_sqlite
-from batchcompact.report.schema import USAGE_SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from batchcompact.adapters.common.usage_rows import USAGE_SCHEMA_VERSION
 from batchcompact.report.files import EXTRACT_RULES_VERSION, FileKey, iter_keys
-from batchcompact.report.schema import USAGE_SCHEMA_VERSION
 from batchcompact.report.settings import ReportSettings
 
 log = logging.getLogger(__name__)

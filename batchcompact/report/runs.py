@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from batchcompact.report.lines import ExtractStats, as_float, as_int
-from batchcompact.report.schema import UsageRows, entry_key
+from batchcompact.adapters.common.lines import ExtractStats, as_float, as_int
+from batchcompact.adapters.common.usage_rows import UsageRows, entry_key
 
 WANTED = (
     "run_id",

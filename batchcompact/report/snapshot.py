@@ -20,8 +20,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from batchcompact.adapters.common.usage_rows import USAGE_SCHEMA_VERSION
 from batchcompact.report.extract import EXTRACT_RULES_VERSION, FileKey, _sha256
-from batchcompact.report.schema import USAGE_SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 

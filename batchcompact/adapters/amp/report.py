@@ -19,17 +19,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from batchcompact.report.lines import ExtractStats, as_int, first_str, parse_timestamp, rest_is_output
-from batchcompact.report.schema import UsageRows
-from batchcompact.report.stores import read_json
+from batchcompact.adapters.common.documents import read_object
+from batchcompact.adapters.common.lines import (
+    ExtractStats,
+    as_int,
+    first_str,
+    parse_timestamp,
+    rest_is_output,
+)
+from batchcompact.adapters.common.usage_rows import UsageRows
 
 AGENT = "amp"
 
 
 def extract_amp(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     path = Path(path)
-    thread = read_json(path, stats)
-    if not isinstance(thread, dict):
+    thread = read_object(path, stats)
+    if thread is None:
         return
     thread_id = first_str(thread, "id") or path.stem
     messages = [m for m in thread.get("messages") or [] if isinstance(m, dict)]
@@ -71,17 +77,12 @@ def add_row(rows: UsageRows, path: Path, thread_id: str, when, model: str | None
     timestamp = parse_timestamp(when)
     if not any(numbers) or model is None or timestamp is None:
         return
-    rows.add(
-        source=AGENT,
-        file=str(path),
-        line=None,
-        session_id=thread_id,
+    rows.add_request(
+        AGENT, path, thread_id, identity,
         project=None,
         timestamp=timestamp,
         provider=None,
         model=model,
-        kind="main",
-        dedupe_key=f"{AGENT}:{thread_id}:{identity}",
         input_tokens=numbers[0],
         output_tokens=numbers[1],
         cache_read_tokens=numbers[2],

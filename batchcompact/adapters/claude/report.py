@@ -43,8 +43,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from batchcompact.report.lines import ExtractStats, as_float, as_int, iter_json_lines, parse_timestamp
-from batchcompact.report.schema import UsageRows
+from batchcompact.adapters.common.lines import (
+    ExtractStats,
+    as_float,
+    as_int,
+    iter_json_lines,
+    parse_timestamp,
+)
+from batchcompact.adapters.common.usage_rows import UsageRows
 
 # Every line usage_line reads holds this string: its own type, or the type of the assistant line inside it.
 WANT = (b'"assistant"',)

@@ -31,9 +31,9 @@ import uuid as uuidlib
 from typing import Any
 
 from batchcompact.adapters.claude.messages import SUMMARY_PREAMBLE
+from batchcompact.adapters.common.verify import verify_written
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.core.session import Session
-from batchcompact.formats.verify import verify_written
 
 NAMESPACE = uuidlib.UUID("6c1f4a52-2b0e-4f57-9d8e-8f0b5d2c7a11")
 TRIGGER = "manual"

@@ -24,10 +24,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from batchcompact.adapters.common.documents import read_object
+from batchcompact.adapters.common.lines import ExtractStats, as_int, first_str, parse_timestamp
+from batchcompact.adapters.common.usage_rows import UsageRows
 from batchcompact.formats.scan import printable
-from batchcompact.report.lines import ExtractStats, as_int, first_str, parse_timestamp
-from batchcompact.report.schema import UsageRows
-from batchcompact.report.stores import read_json
 
 AGENT = "cline"
 SUFFIX = ".messages.json"
@@ -57,8 +57,8 @@ def split_input(metrics: dict) -> tuple[int, int, int]:
 
 def extract_cline(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     path = Path(path)
-    doc = read_json(path, stats)
-    if not isinstance(doc, dict):
+    doc = read_object(path, stats)
+    if doc is None:
         return
     messages = doc.get("messages")
     if not isinstance(messages, list):
@@ -87,17 +87,12 @@ def extract_cline(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
                              " not counted")
             continue
         identity = first_str(message, "id") or f"ts{message.get('ts')}"
-        rows.add(
-            source=AGENT,
-            file=str(path),
-            line=None,
-            session_id=session_id,
+        rows.add_request(
+            AGENT, path, session_id, identity,
             project=project,
             timestamp=when,
             provider=first_str(info, "provider"),
             model=model,
-            kind="main",
-            dedupe_key=f"{AGENT}:{session_id}:{identity}",
             input_tokens=uncached,
             output_tokens=output,
             cache_read_tokens=read,

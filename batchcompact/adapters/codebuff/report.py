@@ -24,9 +24,9 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from batchcompact.report.lines import ExtractStats, as_int, first_str, parse_timestamp
-from batchcompact.report.schema import UsageRows
-from batchcompact.report.stores import read_json
+from batchcompact.adapters.common.documents import read_json
+from batchcompact.adapters.common.lines import ExtractStats, as_int, first_str, parse_timestamp
+from batchcompact.adapters.common.usage_rows import UsageRows
 
 AGENT = "codebuff"
 ASSISTANT = ("ai", "agent", "assistant")
@@ -107,17 +107,12 @@ def extract_codebuff(path: str | Path, rows: UsageRows, stats: ExtractStats) -> 
         metadata = message.get("metadata") if isinstance(message.get("metadata"), dict) else {}
         when = parse_timestamp(message.get("timestamp") or message.get("createdAt") or metadata.get("timestamp"))
         identity = first_str(message, "id") or f"{position}:{':'.join(map(str, numbers))}"
-        rows.add(
-            source=AGENT,
-            file=str(path),
-            line=None,
-            session_id=session_id,
+        rows.add_request(
+            AGENT, path, session_id, identity,
             project=None,
             timestamp=when or fallback,
             provider=None,
             model=model,
-            kind="main",
-            dedupe_key=f"{AGENT}:{session_id}:{identity}",
             input_tokens=numbers[0],
             output_tokens=numbers[1],
             cache_read_tokens=numbers[2],

@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import IO
 
 from batchcompact.adapters.codex.read import USAGE_FIELDS
+from batchcompact.adapters.common.lines import ExtractStats, as_int, load_line, open_binary, parse_timestamp
+from batchcompact.adapters.common.usage_rows import UsageRows
 from batchcompact.formats.jsonl import capped_lines
-from batchcompact.report.lines import ExtractStats, as_int, load_line, open_binary, parse_timestamp
-from batchcompact.report.schema import UsageRows
 
 WANT = (b"token_count", b'"turn_context"', b'"session_meta"')
 # How Codex starts every line: {"timestamp":"…","type":"<item>","payload":{"type":"<event>",… The outer

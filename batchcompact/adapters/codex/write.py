@@ -29,9 +29,9 @@ from batchcompact.adapters.codex.items import (
     is_context_text,
     item_text,
 )
+from batchcompact.adapters.common.verify import verify_written
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.core.session import Session
-from batchcompact.formats.verify import verify_written
 
 
 def _first_kept_index(path: list[Any], plan: CompactionPlan) -> int:

@@ -36,9 +36,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from batchcompact.report.lines import ExtractStats, as_int, first_str, iter_json_lines, parse_timestamp
-from batchcompact.report.model_names import price_name
-from batchcompact.report.schema import CallKeys, UsageRows
+from batchcompact.adapters.common.lines import (
+    ExtractStats,
+    as_int,
+    first_str,
+    iter_json_lines,
+    parse_timestamp,
+)
+from batchcompact.adapters.common.model_names import price_name
+from batchcompact.adapters.common.usage_rows import CallKeys, UsageRows
 
 AGENT = "copilot"
 # Lines worth parsing: OTel records, and the three session events that matter (tool output lines are skipped).

@@ -27,11 +27,11 @@ from __future__ import annotations
 import uuid as uuidlib
 from typing import Any
 
+from batchcompact.adapters.common.verify import verify_written
 from batchcompact.adapters.copilot.read import kept_events
 from batchcompact.core.context import build_session_context
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.core.session import Session
-from batchcompact.formats.verify import verify_written
 
 NAMESPACE = uuidlib.UUID("5d0c8e1a-3f47-4b6e-9a21-c7e4f2b80d93")
 KEPT_SOURCE = "batchcompact-kept"

@@ -26,9 +26,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from batchcompact.report.lines import ExtractStats, as_int, first_str, parse_timestamp
-from batchcompact.report.schema import UsageRows
-from batchcompact.report.stores import read_json
+from batchcompact.adapters.common.documents import read_object
+from batchcompact.adapters.common.lines import ExtractStats, as_int, first_str, parse_timestamp
+from batchcompact.adapters.common.usage_rows import UsageRows
 
 AGENT = "devin"
 
@@ -56,8 +56,8 @@ def step_usage(step: dict) -> tuple[int, int, int, int] | None:
 
 def extract_devin(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     path = Path(path)
-    doc = read_json(path, stats)
-    if not isinstance(doc, dict):
+    doc = read_object(path, stats)
+    if doc is None:
         return
     schema = doc.get("schema_version")
     if not (isinstance(schema, str) and schema.startswith("ATIF")) or not isinstance(doc.get("steps"), list):
@@ -85,17 +85,12 @@ def extract_devin(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
         step_id = step.get("step_id")
         identity = step_id if isinstance(step_id, str) else str(step_id) if step_id is not None else f"{path.stem}:{position}"
         uncached, output, read, write = usage
-        rows.add(
-            source=AGENT,
-            file=str(path),
-            line=None,
-            session_id=session_id,
+        rows.add_request(
+            AGENT, path, session_id, identity,
             project=None,
             timestamp=when,
             provider="cognition",
             model=model,
-            kind="main",
-            dedupe_key=f"{AGENT}:{session_id}:{identity}",
             input_tokens=uncached,
             output_tokens=output,
             cache_read_tokens=read,

@@ -25,11 +25,17 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
+from batchcompact.adapters.common.documents import read_object
+from batchcompact.adapters.common.lines import (
+    ExtractStats,
+    as_int,
+    first_str,
+    parse_timestamp,
+    rest_is_output,
+)
+from batchcompact.adapters.common.model_names import price_name
+from batchcompact.adapters.common.usage_rows import UsageRows
 from batchcompact.formats.jsonl import capped_lines
-from batchcompact.report.lines import ExtractStats, as_int, first_str, parse_timestamp, rest_is_output
-from batchcompact.report.model_names import price_name
-from batchcompact.report.schema import UsageRows
-from batchcompact.report.stores import read_json
 
 AGENT = "droid"
 SUFFIX = ".settings.json"
@@ -69,8 +75,8 @@ def sidecar_model(settings: Path) -> str | None:
 
 def extract_droid(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     path = Path(path)
-    settings = read_json(path, stats)
-    if not isinstance(settings, dict):
+    settings = read_object(path, stats)
+    if settings is None:
         return
     usage = settings.get("tokenUsage")
     if not isinstance(usage, dict):

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from batchcompact.report.lines import ExtractStats, as_int, iter_json_lines, parse_timestamp
-from batchcompact.report.schema import UsageRows
-from batchcompact.report.stores import read_json
+from batchcompact.adapters.common.documents import read_json
+from batchcompact.adapters.common.lines import ExtractStats, as_int, iter_json_lines, parse_timestamp
+from batchcompact.adapters.common.usage_rows import UsageRows
 
 NO_ID = "\0"  # a message without an id is known by its place in the file, and not keyed across files
 

@@ -5,26 +5,19 @@ missing or unreadable file is ignored: these settings are a convenience, never a
 from __future__ import annotations
 
 import dataclasses
-import json
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from batchcompact.folders import mtime_ns
+from batchcompact.adapters.common.settings_files import json_settings
 
 
 def gemini_settings_path() -> Path:
     return Path.home() / ".gemini" / "settings.json"
 
 
-@lru_cache(maxsize=64)
-def _gemini_threshold_cached(path: str, stamp: int | None) -> float | None:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
-        return None
-    model = data.get("model") if isinstance(data, dict) else None
+def gemini_threshold(path: Path) -> float | None:
+    """`model.compressionThreshold` of the settings file at `path`, when it is a fraction in (0, 1]."""
+    model = json_settings(path).get("model")
     value = model.get("compressionThreshold") if isinstance(model, dict) else None
     if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1:
         return float(value)
@@ -37,7 +30,7 @@ def gemini_overrides(fields: tuple[str, ...]) -> tuple[dict[str, Any], str | Non
     if "threshold_percent" not in fields:
         return {}, None
     path = gemini_settings_path()
-    value = _gemini_threshold_cached(str(path), mtime_ns(path))
+    value = gemini_threshold(path)
     return ({"threshold_percent": value * 100}, str(path)) if value is not None else ({}, None)
 
 

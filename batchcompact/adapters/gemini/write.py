@@ -22,11 +22,11 @@ from __future__ import annotations
 import uuid as uuidlib
 from typing import Any
 
+from batchcompact.adapters.common.verify import verify_written
 from batchcompact.adapters.gemini.read import ACK_TEXT, META_TYPE, is_ignored_user
 from batchcompact.core.apply import batchcompact_marker
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.core.session import Session
-from batchcompact.formats.verify import verify_written
 
 NAMESPACE = uuidlib.UUID("6f1d2c43-5a0e-4e5b-9b61-0c2f4a8e7d15")
 SNAPSHOT_OPEN = "<state_snapshot>\n"

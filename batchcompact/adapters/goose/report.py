@@ -20,9 +20,9 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from batchcompact.report.lines import ExtractStats, as_int, parse_timestamp
-from batchcompact.report.schema import UsageRows
-from batchcompact.report.stores import json_column, table_rows
+from batchcompact.adapters.common.documents import json_column, table_rows
+from batchcompact.adapters.common.lines import ExtractStats, as_int, parse_timestamp
+from batchcompact.adapters.common.usage_rows import UsageRows
 
 AGENT = "goose"
 COUNTERS = ("input_tokens", "output_tokens", "total_tokens")

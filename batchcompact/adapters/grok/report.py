@@ -24,20 +24,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from batchcompact.adapters.common.lines import (
+    ExtractStats,
+    as_int,
+    first_str,
+    iter_json_lines,
+    parse_timestamp,
+)
+from batchcompact.adapters.common.model_names import price_name
+from batchcompact.adapters.common.usage_rows import UsageRows
 from batchcompact.formats.scan import printable
-from batchcompact.report.lines import ExtractStats, as_int, first_str, iter_json_lines, parse_timestamp
-from batchcompact.report.model_names import price_name
-from batchcompact.report.schema import UsageRows
 
 AGENT = "grok"
 TICKS_PER_USD = 1e10
-
-
-def sniff_grok(obj: dict, first: bool) -> bool:
-    """A Grok session-update line (`_x.ai/session/update` with `params.update.sessionUpdate`)."""
-    params = obj.get("params")
-    return (isinstance(obj.get("method"), str) and obj["method"].startswith("_x.ai/")
-            and isinstance(params, dict) and isinstance(params.get("update"), dict))
 
 
 def session_project(folder: Path) -> str | None:

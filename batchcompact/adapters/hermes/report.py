@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from batchcompact.report.lines import ExtractStats, as_float, as_int, parse_timestamp
-from batchcompact.report.schema import UsageRows
-from batchcompact.report.stores import table_rows
+from batchcompact.adapters.common.documents import table_rows
+from batchcompact.adapters.common.lines import ExtractStats, as_float, as_int, parse_timestamp
+from batchcompact.adapters.common.usage_rows import UsageRows
 
 AGENT = "hermes"
 PROVIDERS = {"claude": "anthropic", "openai_codex": "openai", "google_ai": "google", "gemini": "google",

@@ -31,10 +31,16 @@ import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 
+from batchcompact.adapters.common.lines import (
+    ExtractStats,
+    as_int,
+    first_str,
+    iter_json_lines,
+    parse_timestamp,
+)
+from batchcompact.adapters.common.usage_rows import CallKeys, UsageRows
 from batchcompact.formats.jsonl import capped_lines
 from batchcompact.formats.scan import printable
-from batchcompact.report.lines import ExtractStats, as_int, first_str, iter_json_lines, parse_timestamp
-from batchcompact.report.schema import CallKeys, UsageRows
 
 AGENT = "kimi"
 WANT = (b"token_usage", b'"usage', b'"forked"', b'"config.update"')
@@ -67,14 +73,6 @@ def extract_kimi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
         add_kimi_code_rows(path, records, steps, project or main_agent_cwd(path), rows)
     if legacy:
         add_kimi_cli_rows(path, legacy, rows)
-
-
-def sniff_kimi(obj: dict, first: bool) -> bool:
-    """A wire file's first line (`metadata` with a protocol version) or a kimi-cli `StatusUpdate`."""
-    if obj.get("type") == "metadata" and "protocol_version" in obj:
-        return True
-    message = obj.get("message")
-    return isinstance(message, dict) and message.get("type") in ("StatusUpdate", "TurnBegin")
 
 
 def main_agent_cwd(path: Path) -> str | None:

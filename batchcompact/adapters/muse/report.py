@@ -22,18 +22,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from batchcompact.adapters.common.lines import (
+    ExtractStats,
+    as_int,
+    first_str,
+    iter_json_lines,
+    parse_timestamp,
+)
+from batchcompact.adapters.common.usage_rows import UsageRows
 from batchcompact.formats.scan import printable
-from batchcompact.report.lines import ExtractStats, as_int, first_str, iter_json_lines, parse_timestamp
-from batchcompact.report.schema import UsageRows
 
 AGENT = "muse"
-
-
-def sniff_muse(obj: dict, first: bool) -> bool:
-    """A Muse Code envelope: `payload_type` "runtime.…", a `stream` and `recorded_at`."""
-    kind = obj.get("payload_type")
-    return (isinstance(kind, str) and kind.startswith("runtime.") and isinstance(obj.get("stream"), dict)
-            and "recorded_at" in obj)
 
 
 def workspace_root(path: Path) -> str | None:
@@ -90,17 +89,12 @@ def extract_muse(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
         stream = obj.get("stream") if isinstance(obj.get("stream"), dict) else {}
         session_id = first_str(stream, "id") or path.parent.name
         record_id = first_str(obj, "id") or f"line{number}"
-        rows.add(
-            source=AGENT,
-            file=str(path),
-            line=number,
-            session_id=session_id,
+        rows.add_request(
+            AGENT, path, session_id, record_id, line=number,
             project=printable(project) if project else None,
             timestamp=when,
             provider=None,
             model=model,
-            kind="main",
-            dedupe_key=f"{AGENT}:{session_id}:{record_id}",
             input_tokens=max(gross - cache_read, 0),
             output_tokens=output,
             cache_read_tokens=cache_read,

@@ -26,7 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from batchcompact.report.lines import (
+from batchcompact.adapters.common.documents import json_column, table_rows
+from batchcompact.adapters.common.lines import (
     ExtractStats,
     as_float,
     as_int,
@@ -35,8 +36,7 @@ from batchcompact.report.lines import (
     parse_timestamp,
     rest_is_output,
 )
-from batchcompact.report.schema import PiEntryKeys, UsageRows
-from batchcompact.report.stores import json_column, table_rows
+from batchcompact.adapters.common.usage_rows import PiEntryKeys, UsageRows
 
 AGENT = "openclaw"
 WANT = (b'"model_change"', b'"model-snapshot"', b'"usage"')

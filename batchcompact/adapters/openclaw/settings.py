@@ -8,12 +8,11 @@ the user's OpenClaw config, `openclaw.json` in the state folder the session live
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from batchcompact.adapters.common.settings_files import json_settings, positive
 from batchcompact.core.session import Session
 
 CONFIG = "openclaw.json"
@@ -36,34 +35,13 @@ def config_path(path: str | os.PathLike) -> Path | None:
     return state / CONFIG if state is not None else None
 
 
-def _stamp(path: Path) -> int | None:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return None
-
-
-@lru_cache(maxsize=32)
-def _config(path: str, stamp: int | None) -> dict[str, Any]:
-    """The config as a dict; {} when missing or not plain JSON (OpenClaw also reads JSON5: comments and
-    trailing commas are not understood here, and the price table's window is used instead)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def load_config(path: str | os.PathLike) -> tuple[dict[str, Any], Path | None]:
+    """The config as a dict and its file; {} when missing or not plain JSON (OpenClaw also reads JSON5:
+    comments and trailing commas are not understood here, and the price table's window is used instead)."""
     where = config_path(path)
     if where is None:
         return {}, None
-    return _config(str(where), _stamp(where)), where
-
-
-def _positive(value: Any) -> int | None:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+    return json_settings(where), where
 
 
 def config_window(path: str | os.PathLike, session: Session) -> int | None:
@@ -79,7 +57,7 @@ def config_window(path: str | os.PathLike, session: Session) -> int | None:
     models = entry.get("models") if isinstance(entry, dict) else None
     for item in models if isinstance(models, list) else ():
         if isinstance(item, dict) and item.get("id") == model:
-            return _positive(item.get("contextTokens")) or _positive(item.get("contextWindow"))
+            return positive(item.get("contextTokens")) or positive(item.get("contextWindow"))
     return None
 
 
@@ -100,7 +78,7 @@ def with_openclaw_settings(session: Any, settings: Any, fields: tuple[str, ...])
         return settings, f"compaction disabled in OpenClaw settings ({where}; --force compacts anyway)"
     changes = {}
     for key, field in (("keepRecentTokens", "keep_recent_tokens"), ("reserveTokens", "reserve_tokens")):
-        value = _positive(values.get(key))
+        value = positive(values.get(key))
         if value is not None and field in fields:
             changes[field] = value
     return (dataclasses.replace(settings, **changes) if changes else settings), None

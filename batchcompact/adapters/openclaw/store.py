@@ -30,17 +30,24 @@ import json
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from batchcompact.adapters.common.database import (
+    SEP,
+    SessionDatabase,
+    begin_immediate,
+    session_path,
+    write_in_one_transaction,
+)
 from batchcompact.core.entries import ERROR, Entry, Problem
 from batchcompact.core.session import Session
-from batchcompact.errors import BatchCompactError, SessionReadError, VerificationError
+from batchcompact.errors import BatchCompactError, SessionReadError
 
 DATABASE = "openclaw-agent.sqlite"
 KNOWN_SCHEMA_VERSIONS = frozenset({23})  # PRAGMA user_version of the databases we have read and written
 BUSY_TIMEOUT_S = 5.0  # OpenClaw's OPENCLAW_SQLITE_BUSY_TIMEOUT_MS
-SEP = "#"  # a session inside a database: "<database>#<session id>"
 DB = "openclaw_db"  # Session.extra: the database, the session id and the last seq read
 SESSION = "openclaw_session"
 LAST_SEQ = "openclaw_last_seq"
@@ -52,10 +59,6 @@ class StoreBusy(BatchCompactError):
 
 class StoreChanged(BatchCompactError):
     """The session gained events after it was read; nothing was written."""
-
-
-def session_path(db: str | Path, session_id: str) -> str:
-    return f"{db}{SEP}{session_id}"
 
 
 def split_session_path(path: str | Path) -> tuple[Path, str] | None:
@@ -234,7 +237,8 @@ def _identity(event: dict[str, Any]) -> tuple[str, str | None, str | None, str |
 
 def append_events(db: str | Path, session_id: str, events: list[dict[str, Any]], *, last_seq: int,
                   now_ms: int | None = None, attempts: int = 3, busy_timeout_s: float | None = None,
-                  expect: tuple[int, str] | None = None, verify: Any = None) -> list[int]:
+                  expect: tuple[int, str] | None = None,
+                  verify: Callable[[Session], list[str]] | None = None) -> list[int]:
     """Append `events` to a session in one transaction, after the `last_seq` it was read with; their seqs.
 
     `expect`: the (bytes, SHA-256) of the session's rows as read (`fingerprint`), checked inside the
@@ -247,20 +251,15 @@ def append_events(db: str | Path, session_id: str, events: list[dict[str, Any]],
     conn = connect(db, write=True)
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-        _begin(conn, db, attempts, busy_timeout_s)
-        try:
+
+        def unchanged_then_append() -> list[int]:
             if expect is not None and _rows_digest(_rows(conn, session_id)) != expect:
                 raise StoreChanged(f"{session_path(db, session_id)} changed while it was being compacted")
-            seqs = _append_in_transaction(conn, db, session_id, events, last_seq, now_ms)
-            if verify is not None:
-                problems = verify(read_session(session_path(db, session_id), conn))
-                if problems:
-                    raise VerificationError("; ".join(problems[:5]))
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+            return _append_in_transaction(conn, db, session_id, events, last_seq, now_ms)
+
+        seqs = write_in_one_transaction(conn, lambda: _begin(conn, db, attempts, busy_timeout_s),
+                                        unchanged_then_append,
+                                        lambda: read_session(session_path(db, session_id), conn), verify)
     except sqlite3.DatabaseError as exc:  # a full disk, a read-only or damaged file: nothing was committed
         raise SessionReadError(f"{db}: cannot write: {exc}; nothing written") from None
     finally:
@@ -270,16 +269,9 @@ def append_events(db: str | Path, session_id: str, events: list[dict[str, Any]],
 
 def _begin(conn: sqlite3.Connection, db: str | Path, attempts: int, busy_timeout_s: float) -> None:
     """`BEGIN IMMEDIATE` (the write lock every OpenClaw writer takes), each try waiting the busy timeout."""
-    for attempt in range(attempts):
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
-                raise
-            if attempt == attempts - 1:
-                raise StoreBusy(f"{db}: database is locked by another writer (a live OpenClaw?) after "
-                                f"{attempts} tries of {busy_timeout_s:g}s; nothing written") from None
+    begin_immediate(conn, tries=attempts, pause=0, busy=lambda exc: StoreBusy(
+        f"{db}: database is locked by another writer (a live OpenClaw?) after {attempts} tries of "
+        f"{busy_timeout_s:g}s; nothing written"))
 
 
 def _append_in_transaction(conn: sqlite3.Connection, db: str | Path, session_id: str,
@@ -355,60 +347,32 @@ def last_change_ms(db: str | Path, session_id: str, conn: sqlite3.Connection | N
     return max(values) if values else None
 
 
-def _copy_database(source: Path, target: Path) -> None:
-    """A consistent copy of a live database (pipeline/database_copy.py)."""
-    from batchcompact.pipeline.database_copy import copy_database
-
-    copy_database(source, target, connect)
-
-
-def copy_session(source: str | Path, target: str | Path) -> None:
-    """An unchanged session to --output-dir: the copy of its database holds it (made if missing)."""
-    where, to = split_session_path(source), split_session_path(target)
-    if where is None or to is None:
-        raise SessionReadError(f"{source}: not an OpenClaw session path")
-    if not to[0].exists():
-        _copy_database(where[0], to[0])
+def _held(db: Path, session_id: str) -> tuple[int, str]:
+    conn = connect(db)
+    try:
+        return _rows_digest(_rows(conn, session_id))
+    finally:
+        conn.close()
 
 
-def _backup(db: Path, session_id: str, expect: tuple[int, str]) -> str:
-    """The backup of an in-place write (pipeline/database_copy.py): `<db>.bak`, `.bak.1`, ..., one that
-    already holds this session as it was read reused."""
-    from batchcompact.pipeline.database_copy import backup_database
-
-    def holds_as_read(name: Path) -> bool:
-        try:
-            conn = connect(name)
-            try:
-                return _rows_digest(_rows(conn, session_id)) == expect
-            finally:
-                conn.close()
-        except (SessionReadError, sqlite3.DatabaseError):
-            return False
-
-    return backup_database(db, holds_as_read, connect)
+DATABASE_STORE = SessionDatabase(split=split_session_path, open_checked=connect, held=_held,
+                                 not_a_session=lambda path: SessionReadError(f"{path}: not an OpenClaw session path"),
+                                 changed=StoreChanged)
+copy_session = DATABASE_STORE.copy_session  # an unchanged session to --output-dir (the store protocol's)
 
 
-def write_session(session: Session, lines: list[dict[str, Any]], target: str | Path, verify: Any, *,
-                  in_place: bool, backup: bool, expect: tuple[int, str]) -> str:
+def write_session(session: Session, lines: list[dict[str, Any]], target: str | Path,
+                  verify: Callable[[Session], list[str]] | None, *, in_place: bool, backup: bool,
+                  expect: tuple[int, str]) -> str:
     """Append `lines` to the session in `target` (`<db>#<id>`): in place (after a backup of the database,
     unless disabled), or in a copy of the database at the target (made once, then shared by the other
     sessions of that database). `verify(written session)` runs inside the transaction."""
-    from batchcompact.pipeline.database_copy import output_database
-    from batchcompact.pipeline.writer import ChangedDuringRun
-
-    source = Path(session.extra[DB])
     session_id = session.extra[SESSION]
-    where = split_session_path(target)
-    if where is None:
-        raise SessionReadError(f"{target}: not an OpenClaw session path")
-    out_db = output_database(source, where[0], in_place=in_place, copy=_copy_database,
-                             backup=(lambda: _backup(source, session_id, expect)) if backup else None)
-    try:
-        append_events(out_db, session_id, lines, last_seq=session.extra[LAST_SEQ], expect=expect, verify=verify)
-    except StoreChanged as exc:
-        raise ChangedDuringRun(str(exc)) from None
-    return session_path(out_db, session_id)
+    return DATABASE_STORE.write_session(
+        Path(session.extra[DB]), session_id, target,
+        lambda out_db: append_events(out_db, session_id, lines, last_seq=session.extra[LAST_SEQ], expect=expect,
+                                     verify=verify),
+        in_place=in_place, backup=backup, expect=expect)
 
 
 def entries_after(session: Session, seq: int) -> list[Entry]:

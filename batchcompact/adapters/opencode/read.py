@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from batchcompact.adapters.common.database import SEP
 from batchcompact.adapters.opencode.settings import model_limits
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.session import Session
@@ -99,8 +100,7 @@ def check_schema(conn: sqlite3.Connection, path: str | Path, fmt: str = FORMAT) 
     return name
 
 
-# Every session of a database is the path `<db>#<session id>` (store.py's addresses too).
-SEP = "#"
+# Every session of a database is the path `<db>#<session id>` (`SEP`, the floor's; store.py's addresses too).
 
 
 def format_of(db: str | Path) -> str:

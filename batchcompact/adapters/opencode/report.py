@@ -25,9 +25,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from batchcompact.report.lines import ExtractStats, as_float, as_int, parse_timestamp
-from batchcompact.report.schema import UsageRows
-from batchcompact.report.stores import columns, connect, json_column, quote_name, read_json, table_rows
+from batchcompact.adapters.common.documents import (
+    columns,
+    connect,
+    json_column,
+    quote_name,
+    read_json,
+    table_rows,
+)
+from batchcompact.adapters.common.lines import ExtractStats, as_float, as_int, parse_timestamp
+from batchcompact.adapters.common.usage_rows import UsageRows
 
 DATABASE_RANK = 1  # a database row beats a legacy JSON copy of the same message
 SECONDS_BEFORE = 10_000_000_000  # a `time.created` below this is in seconds, not milliseconds

@@ -11,36 +11,12 @@ window is used instead).
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from batchcompact.adapters.common.settings_files import json_settings, positive
 from batchcompact.core.session import Session
-
-
-def _positive(value: Any) -> int | None:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
-
-
-def _stamp(path: Path) -> int | None:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return None
-
-
-@lru_cache(maxsize=64)
-def _document(path: str, stamp: int | None) -> dict[str, Any]:
-    if stamp is None:
-        return {}
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +43,7 @@ def config_files(fmt: str, project: str | None) -> list[Path]:
 def load_config(session: Session) -> dict[str, Any]:
     config: dict[str, Any] = {}
     for path in config_files(session.format, session.header.get("cwd")):
-        config = _merge(config, _document(str(path), _stamp(path)))
+        config = _merge(config, json_settings(path))
     return config
 
 
@@ -84,8 +60,8 @@ def model_limits(session: Session) -> dict[str, Any]:
     compaction = config.get("compaction") if isinstance(config.get("compaction"), dict) else {}
     reserved = compaction.get("reserved")
     preserve = compaction.get("preserve_recent_tokens")
-    return {"context": _positive(limit.get("context")), "input": _positive(limit.get("input")),
-            "output": _positive(limit.get("output")),
+    return {"context": positive(limit.get("context")), "input": positive(limit.get("input")),
+            "output": positive(limit.get("output")),
             "reserved": int(reserved) if isinstance(reserved, int) and reserved >= 0 else None,
             "preserve": int(preserve) if isinstance(preserve, int) and preserve >= 0 else None,
             "auto": compaction.get("auto") is not False}

@@ -24,15 +24,19 @@ import hashlib
 import json
 import os
 import sqlite3
-import time
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from batchcompact.adapters.common.database import (
+    SessionDatabase,
+    begin_immediate,
+    write_in_one_transaction,
+)
 from batchcompact.adapters.opencode.read import (
     COMPACTION_PROMPT,
-    SEP,
     OpenCodeStoreError,
     check_schema,
     connect,
@@ -42,7 +46,6 @@ from batchcompact.adapters.opencode.read import (
     split_session_path,
 )
 from batchcompact.core.context import build_session_context
-from batchcompact.errors import VerificationError
 
 BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 BUSY_TRIES = 6
@@ -161,24 +164,14 @@ def _events(conn: sqlite3.Connection, session_id: str, message_rows: list[tuple]
 
 def begin(conn: sqlite3.Connection, path: str | Path, tries: int = BUSY_TRIES, pause: float = 0.2) -> None:
     """`BEGIN IMMEDIATE` (the write lock), retried with a doubling pause while another writer holds it."""
-    for attempt in range(tries):
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            return
-        except sqlite3.OperationalError as exc:
-            text = str(exc).lower()
-            if "locked" not in text and "busy" not in text:
-                raise
-            if attempt + 1 == tries:
-                raise DatabaseBusy(f"{path}: the database stayed locked by another writer ({exc}; "
-                                   f"{tries} tries); nothing written") from None
-            time.sleep(pause * (2 ** attempt))
+    begin_immediate(conn, tries=tries, pause=pause, busy=lambda exc: DatabaseBusy(
+        f"{path}: the database stayed locked by another writer ({exc}; {tries} tries); nothing written"))
 
 
 def write_compaction(path: str | Path, session: Any, *, summary: str, first_kept_entry_id: str, now_ms: int,
                      marker: dict[str, Any] | None = None, busy_timeout: float = 2.0,
                      tries: int = BUSY_TRIES, expect: tuple[int, str] | None = None,
-                     verify: Any = None) -> Written:
+                     verify: Callable[[Any], list[str]] | None = None) -> Written:
     """Record our compaction of `session` (read from `path`, or from the database `path` is a copy of)
     in one transaction. `expect`: the (bytes, SHA-256) of the session's rows as read (`fingerprint`),
     checked inside the transaction; `verify(written session) -> problems`, run on the session re-read
@@ -189,8 +182,8 @@ def write_compaction(path: str | Path, session: Any, *, summary: str, first_kept
                                                   now_ms=now_ms, marker=marker or {})
     try:
         with closing(connect(path, write=True, timeout=busy_timeout)) as conn:
-            begin(conn, path, tries)
-            try:
+
+            def unchanged_then_write() -> None:
                 check_schema(conn, path, session.format)
                 row = conn.execute("SELECT time_updated FROM session WHERE id = ?", (session_id,)).fetchone()
                 last = conn.execute("SELECT id FROM message WHERE session_id = ? ORDER BY time_created DESC, id DESC "
@@ -204,15 +197,9 @@ def write_compaction(path: str | Path, session: Any, *, summary: str, first_kept
                 conn.executemany("INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) "
                                  "VALUES (?, ?, ?, ?, ?, ?)", part_rows)
                 _events(conn, session_id, message_rows, part_rows, f"{session_id}\0{written.summary_id}")
-                if verify is not None:
-                    problems = verify(read_session(path, session_id, fmt=session.format, conn=conn))
-                    if problems:
-                        raise VerificationError("; ".join(problems[:5]))
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+
+            write_in_one_transaction(conn, lambda: begin(conn, path, tries), unchanged_then_write,
+                                     lambda: read_session(path, session_id, fmt=session.format, conn=conn), verify)
     except sqlite3.Error as exc:
         raise OpenCodeStoreError(f"{path}: {exc}; nothing written") from None
     return written
@@ -280,57 +267,34 @@ def _open_checked(db: Path) -> sqlite3.Connection:
     return conn
 
 
-def copy_session(source: str | Path, target: str | Path) -> None:
-    """An unchanged session to --output-dir: the copy of its database holds it (made if missing)."""
-    from batchcompact.pipeline.database_copy import copy_database as copy_live
-
-    where, to = split_session_path(source), split_session_path(target)
-    if where is None or to is None:
-        raise OpenCodeStoreError(f"{source}: not an OpenCode session path")
-    if not to[0].exists():
-        copy_live(where[0], to[0], _open_checked)
+def _held(db: Path, session_id: str) -> tuple[int, str]:
+    with closing(connect(db)) as conn:
+        return rows_digest(conn, session_id)[:2]
 
 
-def _backup(db: Path, session_id: str, expect: tuple[int, str]) -> str:
-    from batchcompact.pipeline.database_copy import backup_database
-
-    def holds_as_read(name: Path) -> bool:
-        try:
-            with closing(connect(name)) as conn:
-                return rows_digest(conn, session_id)[:2] == expect
-        except (OpenCodeStoreError, sqlite3.Error):
-            return False
-
-    return backup_database(db, holds_as_read, _open_checked)
+DATABASE_STORE = SessionDatabase(split=split_session_path, open_checked=_open_checked, held=_held,
+                                 not_a_session=lambda path: OpenCodeStoreError(f"{path}: not an OpenCode session path"),
+                                 changed=ChangedSince)
+copy_session = DATABASE_STORE.copy_session  # an unchanged session to --output-dir (the store protocol's `copy_session`)
 
 
-def write_session(session: Any, lines: list[dict[str, Any]], target: str | Path, verify: Any, *,
-                  in_place: bool, backup: bool, expect: tuple[int, str]) -> str:
+def write_session(session: Any, lines: list[dict[str, Any]], target: str | Path,
+                  verify: Callable[[Any], list[str]] | None, *, in_place: bool, backup: bool,
+                  expect: tuple[int, str]) -> str:
     """Record the compaction line (`write.build_compaction`) in the session's database at `target`
     (`<db>#<id>`): in place (after a backup of the database, unless disabled), or in a copy of the database
     (made once, then shared by the other sessions of that database). `verify(written session)` runs
     inside the transaction; a busy database fails the session with the reason, nothing written."""
-    from batchcompact.pipeline.database_copy import copy_database as copy_live
-    from batchcompact.pipeline.database_copy import output_database
-    from batchcompact.pipeline.writer import ChangedDuringRun
-
     [compaction] = [line for line in lines if line.get("type") == "compaction"]
-    source = Path(session.extra["database"])
-    session_id = session.extra["session_id"]
-    where = split_session_path(target)
-    if where is None:
-        raise OpenCodeStoreError(f"{target}: not an OpenCode session path")
-    out_db = output_database(source, where[0], in_place=in_place,
-                             copy=lambda src, dst: copy_live(src, dst, _open_checked),
-                             backup=(lambda: _backup(source, session_id, expect)) if backup else None)
     marker = {key: value for key, value in compaction.get("batchcompact", {}).items()}
-    try:
+
+    def write(out_db: Path) -> None:
         write_compaction(out_db, session, summary=compaction["summary"],
                          first_kept_entry_id=compaction["firstKeptEntryId"], now_ms=compaction["now_ms"],
                          marker=marker, expect=expect, verify=verify, busy_timeout=BUSY_TIMEOUT_S, tries=BUSY_TRIES)
-    except ChangedSince as exc:
-        raise ChangedDuringRun(str(exc)) from None
-    return f"{out_db}{SEP}{session_id}"
+
+    return DATABASE_STORE.write_session(Path(session.extra["database"]), session.extra["session_id"], target, write,
+                                        in_place=in_place, backup=backup, expect=expect)
 
 
 def verify(path: str | Path, original: Any, written: Written, *, summary: str, fmt: str) -> list[str]:

@@ -14,8 +14,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from batchcompact.report.lines import ExtractStats, as_float, as_int, iter_json_lines, parse_timestamp
-from batchcompact.report.schema import PiEntryKeys, UsageRows, entry_key
+from batchcompact.adapters.common.lines import (
+    ExtractStats,
+    as_float,
+    as_int,
+    iter_json_lines,
+    parse_timestamp,
+)
+from batchcompact.adapters.common.usage_rows import PiEntryKeys, UsageRows, entry_key
 
 ENTRY_KINDS = {"compaction": "compaction", "branch_summary": "branch_summary"}
 TOKEN_FIELDS = ("input", "output", "cacheRead", "cacheWrite")

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from batchcompact.report.lines import ExtractStats, as_int, iter_json_lines, parse_timestamp
-from batchcompact.report.schema import CallKeys, UsageRows
+from batchcompact.adapters.common.lines import ExtractStats, as_int, iter_json_lines, parse_timestamp
+from batchcompact.adapters.common.usage_rows import CallKeys, UsageRows
 
 WANT = (b"usageMetadata", b"api_response")
 

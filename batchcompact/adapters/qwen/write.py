@@ -16,11 +16,11 @@ from __future__ import annotations
 import uuid as uuidlib
 from typing import Any
 
+from batchcompact.adapters.common.verify import verify_written
 from batchcompact.adapters.qwen.read import ACK_TEXT, kept_contents
 from batchcompact.core.apply import batchcompact_marker
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.core.session import Session
-from batchcompact.formats.verify import verify_written
 
 NAMESPACE = uuidlib.UUID("0b9f6c52-7d0e-4f8a-a3c4-5e2d1b6f9a70")
 

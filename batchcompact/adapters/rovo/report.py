@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from batchcompact.report.lines import ExtractStats, as_int, first_str, parse_timestamp
-from batchcompact.report.schema import UsageRows
-from batchcompact.report.stores import read_json
+from batchcompact.adapters.common.documents import read_object
+from batchcompact.adapters.common.lines import ExtractStats, as_int, first_str, parse_timestamp
+from batchcompact.adapters.common.usage_rows import UsageRows
 
 AGENT = "rovo"
 
@@ -53,8 +53,8 @@ def split(usage: dict) -> tuple[int, int, int, int]:
 
 def extract_rovo(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     path = Path(path)
-    doc = read_json(path, stats)
-    if not isinstance(doc, dict):
+    doc = read_object(path, stats)
+    if doc is None:
         return
     history = doc.get("message_history")
     if not isinstance(history, list):

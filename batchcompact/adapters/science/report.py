@@ -29,9 +29,9 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-from batchcompact.report.lines import ExtractStats, parse_timestamp
-from batchcompact.report.schema import UsageRows
-from batchcompact.report.stores import columns, connect, table_rows
+from batchcompact.adapters.common.documents import columns, connect, table_rows
+from batchcompact.adapters.common.lines import ExtractStats, parse_timestamp
+from batchcompact.adapters.common.usage_rows import UsageRows
 
 AGENT = "science"
 REQUIRED = ("id", "input_tokens", "output_tokens")

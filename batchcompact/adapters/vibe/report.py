@@ -38,10 +38,10 @@ import json
 import tomllib
 from pathlib import Path
 
+from batchcompact.adapters.common.documents import read_object
+from batchcompact.adapters.common.lines import ExtractStats, as_int, first_str, parse_timestamp
+from batchcompact.adapters.common.usage_rows import UsageRows
 from batchcompact.formats.scan import printable
-from batchcompact.report.lines import ExtractStats, as_int, first_str, parse_timestamp
-from batchcompact.report.schema import UsageRows
-from batchcompact.report.stores import read_json
 
 AGENT = "vibe"
 DEFAULT_MODEL = ("mistral-vibe-cli-latest", "mistral")  # Vibe's DEFAULT_ACTIVE_MODEL_CONFIG (name, provider)
@@ -105,8 +105,8 @@ def extract_vibe(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
     path = Path(path)
     if path.name != "meta.json":
         return  # a transcript or a journal segment beside it: the usage is in meta.json (and its state)
-    doc = read_json(path, stats)
-    if not isinstance(doc, dict):
+    doc = read_object(path, stats)
+    if doc is None:
         return
     session_id = first_str(doc, "session_id")
     if session_id is None:

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from batchcompact.report.lines import ExtractStats, as_int, parse_timestamp
-from batchcompact.report.schema import UsageRows
-from batchcompact.report.stores import columns, connect, table_rows
+from batchcompact.adapters.common.documents import columns, connect, table_rows
+from batchcompact.adapters.common.lines import ExtractStats, as_int, parse_timestamp
+from batchcompact.adapters.common.usage_rows import UsageRows
 
 AGENT = "zcode"
 

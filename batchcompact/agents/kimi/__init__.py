@@ -1,5 +1,5 @@
 """Kimi: kimi-cli's `$KIMI_DATA_DIR` (or its own `$KIMI_SHARE_DIR`) or `~/.kimi`, and Kimi Code's
-`$KIMI_CODE_HOME` or `~/.kimi-code`; the `wire.jsonl` files in their `sessions/`. Report only (report.py)."""
+`$KIMI_CODE_HOME` or `~/.kimi-code`; the `wire.jsonl` files in their `sessions/`. Report only (report.py; its line rule in detect.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ AGENT = Agent(
         Place(defaults=("~/.kimi",), env="KIMI_DATA_DIR", env_fallback="KIMI_SHARE_DIR", env_list=True),
         Place(defaults=("~/.kimi-code",), env="KIMI_CODE_HOME", env_list=True),
     ),
-    detect_line="batchcompact.adapters.kimi.report:sniff_kimi",
+    detect_line="batchcompact.agents.kimi.detect:sniff_kimi",
     files=(Files(("wire.jsonl",), under=("sessions",)),),
     homes=(".kimi-code",),
     usage="batchcompact.adapters.kimi.report:extract_kimi",

@@ -11,10 +11,10 @@ from conftest import fixture_path
 from factories import context_messages, plan_forced, write_appended
 
 from batchcompact.adapters.claude import read as claude
+from batchcompact.adapters.common.verify import orphan_tool_results
 from batchcompact.core.context import build_session_context, convert_to_llm
 from batchcompact.core.entries import ERROR
 from batchcompact.core.planner import CompactionPlan, Skip
-from batchcompact.formats.verify import orphan_tool_results
 
 SPOTTER = ("claude", "projects", "-home-USER-projects-spotter")
 MAIN = (*SPOTTER, "4d5611e5-241a-462a-8d15-5122611a9569.jsonl")

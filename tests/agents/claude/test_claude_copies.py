@@ -9,9 +9,9 @@ from factories import plan_forced, write_appended
 
 from batchcompact.adapters.claude import read as claude
 from batchcompact.adapters.claude.report import extract_claude
+from batchcompact.adapters.common.lines import ExtractStats
+from batchcompact.adapters.common.usage_rows import UsageRows
 from batchcompact.core.planner import CompactionPlan
-from batchcompact.report.lines import ExtractStats
-from batchcompact.report.schema import UsageRows
 
 MAIN = ("claude", "projects", "-home-USER-projects-spotter", "4d5611e5-241a-462a-8d15-5122611a9569.jsonl")
 NOW = "2026-11-22T04:00:00.000Z"

@@ -11,9 +11,9 @@ from conftest import fixture_path
 from factories import context_messages, plan_forced, write_appended
 
 from batchcompact.adapters.codex import read as codex
+from batchcompact.adapters.common.verify import orphan_tool_results
 from batchcompact.core.context import build_session_context, convert_to_llm
 from batchcompact.core.planner import CompactionPlan, Skip
-from batchcompact.formats.verify import orphan_tool_results
 
 DAY = ("codex", "sessions", "2026", "02", "23")
 BIG = (*DAY, "rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl")

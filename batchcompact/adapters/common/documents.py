@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from batchcompact.report.lines import ExtractStats, note_surrogates
+from batchcompact.adapters.common.lines import ExtractStats, note_surrogates
 
 MAX_DOCUMENT_BYTES = 512 << 20  # a JSON document larger than this is not one of an agent's session files
 
@@ -45,6 +45,13 @@ def read_json(path: str | Path, stats: ExtractStats) -> Any:
         return None
     stats.parsed += 1
     return doc
+
+
+def read_object(path: str | Path, stats: ExtractStats) -> dict | None:
+    """The session document when it is a JSON object; None when it is not JSON (with `read_json`'s warning)
+    or another JSON value (an agent's file of another kind: nothing to count, no warning)."""
+    doc = read_json(path, stats)
+    return doc if isinstance(doc, dict) else None
 
 
 def connect(path: str | Path) -> sqlite3.Connection:

@@ -152,6 +152,14 @@ class UsageRows:
             machine, machine_id,
         ))
 
+    def add_request(self, agent: str, path: Any, session_id: str, identity: str, *, line: int | None = None,
+                    **fields: Any) -> None:
+        """One model request of a session, known in it by `identity` (its id there, else its place): a `main`
+        row of `agent` keyed `<agent>:<session>:<identity>`, the same key in every copy of the session.
+        `fields`: the rest of `add`'s (project, timestamp, provider, model, the counts, ...)."""
+        self.add(source=agent, file=str(path), line=line, session_id=session_id, kind="main",
+                 dedupe_key=f"{agent}:{session_id}:{identity}", **fields)
+
     def to_table(self) -> Any:
         import pyarrow as pa
 
