@@ -148,6 +148,26 @@ def test_source_is_agent_under_its_older_name():
     assert rows(env={"BATCHCOMPACT_REPORT_SOURCE": one}) == {one: every[one]}
 
 
+def test_a_request_refuses_contradicting_options_when_it_is_built():
+    """The library checks its own request (`ReportRequest`), as the command did: a caller of
+    `produce_report` gets the same usage errors as `batchcompact report`."""
+    from datetime import date
+
+    from batchcompact.errors import UsageError
+    from batchcompact.report.produce import ReportRequest
+    from batchcompact.report.settings import ReportSettings
+
+    with pytest.raises(UsageError, match="--by request writes one row per request: use --format"):
+        ReportRequest(settings=ReportSettings(by="request"), fmt="table")
+    with pytest.raises(UsageError, match="--last does not apply to --by request"):
+        ReportRequest(settings=ReportSettings(by="request", last=2), fmt="jsonl")
+    with pytest.raises(UsageError, match="--since 2026-02-02 is after --until 2026-01-01"):
+        ReportRequest(settings=ReportSettings(since=date(2026, 2, 2), until=date(2026, 1, 1)))
+    request = ReportRequest(paths=("a",), settings=ReportSettings(by="request"), fmt="jsonl")
+    with pytest.raises(AttributeError):  # frozen: a value, as the command built it
+        request.fmt = "table"  # type: ignore[misc]
+
+
 def test_run_reports_narrow_no_discovery():
     """`--agent batchcompact` (the run reports, which have no places of their own) keeps every agent's places
     for discovery; a name with places narrows it to those."""

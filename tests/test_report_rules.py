@@ -294,3 +294,19 @@ def test_no_agent_is_named_in_the_engines():
         literals = {node.value for node in ast.walk(tree)
                     if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings}
         assert not literals & names, (module, literals & names)
+
+
+def test_the_filters_are_one_set_of_values_for_both_engines():
+    """`rules.row_filters`: a place label stands for its agent, `--by block` alone keeps the billing-block
+    agents, `--project` values lose a trailing separator, and the first day is the later of `--since` and
+    the first of the `--last` periods (`first_day`, also the HTML page's)."""
+    label = next(place.label for agent in registry.AGENTS for place in agent.places if place.label)
+    owner = next(agent.name for agent in registry.AGENTS if any(p.label == label for p in agent.places))
+    assert owner in rules.row_filters(ReportSettings(agents=(label,))).agents
+    assert rules.row_filters(ReportSettings(by="block")).agents == rules.block_agents()
+    assert rules.row_filters(ReportSettings(by="day")).agents == ()
+    assert rules.row_filters(ReportSettings(projects=("/src/shop/", "/"))).projects == ("/src/shop", "/")
+    now = datetime(2026, 3, 18, 12, tzinfo=UTC)
+    assert rules.first_day(ReportSettings(by="day", last=3, now=now)) == date(2026, 3, 16)
+    assert rules.first_day(ReportSettings(by="day", last=3, now=now, since=date(2026, 3, 17))) == date(2026, 3, 17)
+    assert rules.first_day(ReportSettings(by="model", last=3, now=now)) is None  # --last N groups, not days
