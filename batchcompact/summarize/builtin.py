@@ -89,14 +89,14 @@ def change_items(facts: Facts, pending: bool | None = None) -> list[str]:
             notes = "; ".join(n for n in (change.size, waiting) if n)
             item = f"{verb} `{clip(relative(path, root), 160)}`" + (f" ({notes})" if notes else "")
             if change.edits_after:  # written, then edited: what the last edit changed
-                item += f", then edited ({plural(change.edits_after, 'edit')})" + (f": {detail}" if detail else "")
+                item += f", then edited ({count_of(change.edits_after, 'edit')})" + (f": {detail}" if detail else "")
         else:
             item = f"{verb} `{clip(relative(path, root), 160)}`{times}" + (f" ({waiting})" if waiting else "")
             item += f": {detail}" if detail else ""
         items.append(item)
     if facts.patches_without_files and not pending:
         items.append(
-            f"Applied {plural(facts.patches_without_files, 'patch')} (file names not in the transcript)"
+            f"Applied {count_of(facts.patches_without_files, 'patch')} (file names not in the transcript)"
         )
     return items
 
@@ -111,7 +111,9 @@ def _done(facts: Facts) -> list[str]:
     return done
 
 
-def plural(count: int, noun: str) -> str:
+def count_of(count: int, noun: str) -> str:
+    """`3 edits`, `1 patch` as the summary says them (no thousands separator: `core.words.counted` is the
+    messages')."""
     return f"{count} {noun}" + ("" if count == 1 else "es" if noun.endswith("ch") else "s")
 
 
