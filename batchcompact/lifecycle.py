@@ -2,7 +2,7 @@
 
 Every process pool batchcompact starts (planning in `pipeline/parallel.py`, and any executor added later)
 uses `pool_kwargs()`; the report's extraction (`map_in_processes`, for `report/collect.py` and
-`report/fast.py`) forks its workers itself where the OS forks, with the same initializer:
+`report/fast_collect.py`) forks its workers itself where the OS forks, with the same initializer:
 
 - `worker_init` asks Linux to kill the worker when its parent dies (`PR_SET_PDEATHSIG`), and exits at once
   when the parent is already gone; workers ignore SIGINT (a Ctrl-C reaches the whole process group: the

@@ -10,7 +10,7 @@ two sets"), and whether the built-in meets #47's goals on the held-out set.
 Runs the installed `batchcompact eval` (JSON rows) on each set's sessions: `--cut-at 30,...,90` (cut inside,
 compacted as `run --force --keep-recent-tokens 3000` would) and, for the held-out set, `--existing` on the
 sessions that hold an agent's own compactions. Each table pools every probe over its cuts
-(`eval.run.mean_rows`); `overall` is the mean over the probe kinds present. Deterministic: the same
+(`eval.pooling.mean_rows`); `overall` is the mean over the probe kinds present. Deterministic: the same
 fixtures and summarizer give the same bytes. tests/test_eval_goals.py checks that docs/eval.md holds what
 this prints.
 """
@@ -124,7 +124,7 @@ def existing(summarizers: tuple[str, ...] = ("builtin",)) -> list[dict[str, Any]
 
 
 def means_by_label(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    from batchcompact.eval.run import mean_rows
+    from batchcompact.eval.pooling import mean_rows
 
     return {m["summarizer"] + (f"@{m['baseline_for']}" if m["baseline_for"] else ""): m for m in mean_rows(rows)}
 
@@ -166,8 +166,8 @@ def recorded_goal(rows: list[dict[str, Any]]) -> dict[str, tuple[bool, str]]:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    from batchcompact.eval.baselines import LABEL
-    from batchcompact.eval.run import BASELINE, mean_rows
+    from batchcompact.eval.baselines import BASELINE, LABEL
+    from batchcompact.eval.pooling import mean_rows
 
     means = mean_rows(rows)
     lines = ["| " + " | ".join(title for _, title in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]

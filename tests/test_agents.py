@@ -13,7 +13,7 @@ from batchcompact.agents import AGENTS, Agent, Place, get, presets, tool_table
 from batchcompact.core.session import Session
 from batchcompact.discover import discover_sources
 from batchcompact.formats.detect import detect_format, read_session
-from batchcompact.summarize.builtin_facts import classify_call
+from batchcompact.summarize.builtin_tools import classify_call
 
 
 def toy_line(obj: dict, first: bool) -> bool:

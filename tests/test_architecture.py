@@ -68,7 +68,7 @@ def test_plan_does_not_import_litellm(tmp_path):
 # (docs/architecture.md). The name is the part after `batchcompact.`; `__init__` is the package itself.
 LAYERS = (
     ("core",),
-    ("__init__", "errors", "folders", "outfile", "lifecycle", "tokenizer", "token_cache", "money"),
+    ("__init__", "errors", "folders", "outfile", "lifecycle", "tokenizer", "token_cache", "money", "model_price"),
     ("agents",),
     ("formats", "schemas", "pricing", "price_index", "discover"),
     ("adapters",),
@@ -243,7 +243,7 @@ def test_only_the_floor_of_the_adapters_is_imported_from_outside():
 # `pipeline/model_calls.py` (the worker pool and the summary cache), which reads no transcript and writes no
 # summary.
 MEASURES = ("eval/text.py", "eval/probes.py", "eval/hindsight.py", "eval/scoring.py", "eval/baselines.py",
-            "eval/cuts.py", "eval/judge.py")
+            "eval/cuts.py", "eval/judge.py", "eval/pooling.py")
 MEASURE_MAY_USE = {"batchcompact.pipeline.model_calls"}
 
 

@@ -192,7 +192,7 @@ def our_rows(layout: Path, agent: str, view: str, tmp_path) -> dict[str, dict]:
     collected = collect_usage([layout / agent], cache_dir=tmp_path / "cache", jobs=1)
     try:
         by = "day" if view == "daily" else "session"
-        report = build_report(collected.parts, ReportSettings(by=by, sources=(agent,)))
+        report = build_report(collected.parts, ReportSettings(by=by, agents=(agent,)))
     finally:
         collected.cleanup()
     names = session_names(layout, agent) if view == "session" else {}

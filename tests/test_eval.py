@@ -376,7 +376,7 @@ def test_goals_on_real_sessions_cut_inside(eval_hooks):
     Claude Code sessions short). On the whole tuning set, a salad of the span's words at the summary's
     length scores no better than the unchosen-words baseline (on pi's large session alone it is +0.12:
     seven cuts of one session are too few for that claim)."""
-    from batchcompact.eval.run import mean_rows
+    from batchcompact.eval.pooling import mean_rows
     from bench.eval_table import SETS, path_of
 
     names = SETS["tuning"]

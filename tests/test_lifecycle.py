@@ -157,7 +157,7 @@ def _collector_on(item: int) -> tuple[int, bool]:
 
 
 def test_the_workers_collect_garbage_when_the_parent_paused_its_collector():
-    """`fast._extract_parallel` pauses the collector while this process keeps the rows it receives; the
+    """`fast_collect._extract_parallel` pauses the collector while this process keeps the rows it receives; the
     workers it forks then must not run a whole archive's extraction with it off."""
     import gc
     import os

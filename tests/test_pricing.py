@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from batchcompact.errors import UsageError
-from batchcompact.pricing import ModelInfo, PriceTable, bundled_map_path
+from batchcompact.model_price import ModelInfo
+from batchcompact.pricing import PriceTable, bundled_map_path
 
 
 @pytest.fixture(scope="module")

@@ -174,7 +174,7 @@ def test_mixed_archive_has_every_source_and_kind(archive):
     report = build_report(collected.parts, ReportSettings(by="model", breakdown=False))
     assert report.totals["requests"] > 1400
     by_source = {
-        s: build_report(collected.parts, ReportSettings(by="day", sources=(s,))).totals["requests"]
+        s: build_report(collected.parts, ReportSettings(by="day", agents=(s,))).totals["requests"]
         for s in ("pi", "claude", "codex", "batchcompact")
     }
     assert by_source == {"pi": 910, "claude": 186, "codex": 375, "batchcompact": 1}
@@ -182,7 +182,7 @@ def test_mixed_archive_has_every_source_and_kind(archive):
 
 def test_since_until_and_timezone(archive):
     _, collected, reference = archive
-    settings = ReportSettings(by="day", since=date(2026, 2, 23), until=date(2026, 2, 23), sources=("codex",))
+    settings = ReportSettings(by="day", since=date(2026, 2, 23), until=date(2026, 2, 23), agents=("codex",))
     report = build_report(collected.parts, settings)
     expect = [
         r
@@ -192,7 +192,7 @@ def test_since_until_and_timezone(archive):
     assert report.totals["requests"] == len(expect)
     # Berlin is UTC+1: events after 23:00 UTC move to the next day
     berlin = build_report(
-        collected.parts, ReportSettings(by="day", sources=("codex",), timezone="Europe/Berlin")
+        collected.parts, ReportSettings(by="day", agents=("codex",), timezone="Europe/Berlin")
     )
     assert "2026-02-24" in berlin.rows["date"].to_list()
 
@@ -201,14 +201,14 @@ def test_cost_modes(archive):
     _, collected, _ = archive
     pi_only = ("pi",)
     recorded = build_report(
-        collected.parts, ReportSettings(by="month", sources=pi_only, cost_mode="recorded")
+        collected.parts, ReportSettings(by="month", agents=pi_only, cost_mode="recorded")
     )
-    auto = build_report(collected.parts, ReportSettings(by="month", sources=pi_only, cost_mode="auto"))
-    calc = build_report(collected.parts, ReportSettings(by="month", sources=pi_only, cost_mode="calculate"))
+    auto = build_report(collected.parts, ReportSettings(by="month", agents=pi_only, cost_mode="auto"))
+    calc = build_report(collected.parts, ReportSettings(by="month", agents=pi_only, cost_mode="calculate"))
     assert recorded.totals["cost_usd"] == pytest.approx(auto.totals["cost_usd"])  # pi records every cost
     assert calc.totals["cost_usd"] > 0
     runs = build_report(
-        collected.parts, ReportSettings(by="day", sources=("batchcompact",), cost_mode="calculate")
+        collected.parts, ReportSettings(by="day", agents=("batchcompact",), cost_mode="calculate")
     )
     # gpt-4o-mini: 8,000 input * 1.5e-7 + 1,000 output * 6e-7 + 2,000 cache read * 7.5e-8
     assert runs.totals["cost_usd"] == pytest.approx(8000 * 1.5e-7 + 1000 * 6e-7 + 2000 * 7.5e-8)
@@ -284,7 +284,7 @@ def test_parallel_extraction_matches_serial(tmp_path):
 
 def test_week_starts_on_monday(archive):
     _, collected, reference = archive
-    report = build_report(collected.parts, ReportSettings(by="week", sources=("codex",)))
+    report = build_report(collected.parts, ReportSettings(by="week", agents=("codex",)))
     weeks = report.rows["week"].to_list()
     assert "2026-02-23" in weeks  # 2026-02-23 is a Monday
     for week in weeks:

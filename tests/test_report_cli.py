@@ -130,6 +130,54 @@ def test_source_filter_and_run_reports(tmp_path):
     assert doc["totals"]["requests"] == 1 and doc["totals"]["cost_usd"] == pytest.approx(0.02)
 
 
+def test_source_is_agent_under_its_older_name():
+    """`--source` is `--agent` (docs/cli.md, "One word: agent"): the same rows; both given, the rows of
+    either (one repeatable flag); its config key and environment variable still read."""
+    from conftest import SAMPLES
+
+    def rows(*args, env=None):
+        result = CliRunner().invoke(cli, ["report", str(SAMPLES), "--by", "agent", "--format", "json",
+                                          "--no-cache", "-q", *args], env=env)
+        assert result.exit_code == 0, result.output
+        return {row["agent"]: row["requests"] for row in json.loads(result.stdout)["rows"]}
+
+    every = rows()
+    one, other = sorted(every)[:2]
+    assert rows("--source", one) == rows("--agent", one) == {one: every[one]}
+    assert rows("--agent", one, "--source", other) == {one: every[one], other: every[other]}
+    assert rows(env={"BATCHCOMPACT_REPORT_SOURCE": one}) == {one: every[one]}
+
+
+def test_a_request_refuses_contradicting_options_when_it_is_built():
+    """The library checks its own request (`ReportRequest`), as the command did: a caller of
+    `produce_report` gets the same usage errors as `batchcompact report`."""
+    from datetime import date
+
+    from batchcompact.errors import UsageError
+    from batchcompact.report.produce import ReportRequest
+    from batchcompact.report.settings import ReportSettings
+
+    with pytest.raises(UsageError, match="--by request writes one row per request: use --format"):
+        ReportRequest(settings=ReportSettings(by="request"), fmt="table")
+    with pytest.raises(UsageError, match="--last does not apply to --by request"):
+        ReportRequest(settings=ReportSettings(by="request", last=2), fmt="jsonl")
+    with pytest.raises(UsageError, match="--since 2026-02-02 is after --until 2026-01-01"):
+        ReportRequest(settings=ReportSettings(since=date(2026, 2, 2), until=date(2026, 1, 1)))
+    request = ReportRequest(paths=("a",), settings=ReportSettings(by="request"), fmt="jsonl")
+    with pytest.raises(AttributeError):  # frozen: a value, as the command built it
+        request.fmt = "table"  # type: ignore[misc]
+
+
+def test_run_reports_narrow_no_discovery():
+    """`--agent batchcompact` (the run reports, which have no places of their own) keeps every agent's places
+    for discovery; a name with places narrows it to those."""
+    from batchcompact.report.readers import RUN_REPORTS, agent_names, place_agents
+
+    assert RUN_REPORTS in agent_names()
+    assert place_agents((RUN_REPORTS,)) is None and place_agents(()) is None
+    assert place_agents(("claude", RUN_REPORTS)) == ("claude",)
+
+
 def test_usage_errors_exit_2(tmp_path, pi_dir):
     result = CliRunner().invoke(cli, ["report", str(pi_dir), "--since", "yesterday"])
     assert result.exit_code == 2 and "is not a date" in result.output
@@ -145,16 +193,16 @@ def test_usage_errors_exit_2(tmp_path, pi_dir):
     assert result.exit_code == 2 and "--format parquet needs --output FILE" in result.output
     empty = tmp_path / "empty"
     empty.mkdir()
-    result = invoke([str(empty), "--no-cache"])
-    assert result.return_value == 2 and "Error: no session files found" in result.stderr
+    result = CliRunner().invoke(cli, ["report", str(empty), "--no-cache"])  # the group maps the error
+    assert result.exit_code == 2 and "Error: no session files found" in result.stderr
 
 
 def test_png_chart_without_matplotlib_names_the_extra(pi_dir, tmp_path, monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    result = invoke([str(pi_dir), "--chart", str(tmp_path / "c.png"), "--no-cache"])
-    assert result.return_value == 2
+    result = CliRunner().invoke(cli, ["report", str(pi_dir), "--chart", str(tmp_path / "c.png"), "--no-cache"])
+    assert result.exit_code == 2
     assert "pip install 'batchcompact[chart]'" in result.stderr
 
 

@@ -20,7 +20,7 @@ from conftest import SAMPLES, shared_fixtures
 from test_report_extract import run_rows, write_run_report
 
 from batchcompact.cli import cli
-from batchcompact.report import fast
+from batchcompact.report import fast, fast_collect, row_list
 from batchcompact.report.aggregate import build_report
 from batchcompact.report.collect import collect_usage
 from batchcompact.report.render import write_report
@@ -46,7 +46,7 @@ def corpus(request, tmp_path_factory):
     else:
         paths = [shared_fixtures()] if request.param == "fixtures" else [SAMPLES]
     slow = collect_usage(paths, use_cache=False)
-    quick = fast.collect_rows(paths)
+    quick = fast_collect.collect_rows(paths)
     quick.paths = paths  # for the tests that extract again
     yield request.param, slow, quick
     slow.cleanup()
@@ -80,7 +80,7 @@ def test_fast_report_is_byte_identical_to_the_polars_report(corpus, by):
 
 
 def filter_variants(rows: list[tuple]) -> list[dict]:
-    """Filters that select part of these rows: agents, sources, a project by path and by folder name,
+    """Filters that select part of these rows: agents (one, two, a place label), a project by path and by folder name,
     a session id prefix, a date range in two time zones, `--last` (a pinned "now")."""
     projects = sorted({r[fast.PROJECT] for r in rows if r[fast.PROJECT]})
     sessions = sorted({r[fast.SESSION] for r in rows if r[fast.SESSION]})
@@ -90,8 +90,8 @@ def filter_variants(rows: list[tuple]) -> list[dict]:
     middle = days[len(days) // 2]
     return [
         {"agents": (agents[0],)},
-        {"agents": tuple(agents[-2:]), "sources": ("claude", "pi")},
-        {"sources": ("codex",)},
+        {"agents": tuple(agents[-2:])},
+        {"agents": ("codex", "atomic")},  # a place label selects its agent's rows (pi's)
         {"projects": (projects[0],)},
         {"projects": (projects[-1].rstrip("/").rsplit("/", 1)[-1] + "/", "/nowhere")},
         {"sessions": (sessions[0][:4], sessions[-1])},
@@ -158,7 +158,7 @@ def test_csv_floats_are_written_as_polars_writes_them():
     values = [rng.random() * 10 ** rng.randint(-12, 22) * rng.choice((1, -1)) for _ in range(5000)]
     values += [0.0, 1.0, 1e-5, 1.5e-5, 9.99e-5, 1e-4, 1e-6, 1e16, 1e15, 5e-324]
     expected = pl.DataFrame({"c": values}).write_csv().splitlines()[1:]
-    assert [fast.csv_float(v) for v in values] == expected
+    assert [row_list.csv_float(v) for v in values] == expected
 
 
 def test_cold_cli_report_imports_neither_polars_nor_pyarrow(tmp_path):
@@ -267,7 +267,7 @@ def test_rows_priced_by_the_workers_give_the_report_priced_here(corpus, by):
             fed.append(unpriced is not None)
             builder.feed(rows) if unpriced is None else builder.absorb(rows, unpriced)
 
-        fast.collect_rows(paths, jobs=2, on_rows=take, settings=settings)
+        fast_collect.collect_rows(paths, jobs=2, on_rows=take, settings=settings)
         assert fed and all(fed)  # every file's rows came priced from a worker
         expected = outputs(fast.build_report(quick.rows, settings, table))
         assert outputs(builder.report()) == expected, f"{name} --by {by} {variant}"
@@ -278,7 +278,7 @@ _PARENT: list[int] = []
 
 
 def _dies_in_a_worker(path: str, *more):
-    """fast.file_rows, except that a worker process dies on the fourth file (a top-level function: the
+    """fast_collect.file_rows, except that a worker process dies on the fourth file (a top-level function: the
     pool sends it to the workers by name)."""
     import os
 
@@ -287,7 +287,7 @@ def _dies_in_a_worker(path: str, *more):
     return _REAL_FILE_ROWS(path, *more)
 
 
-_REAL_FILE_ROWS = fast.file_rows
+_REAL_FILE_ROWS = fast_collect.file_rows
 
 
 def test_a_worker_that_dies_leaves_its_files_to_this_process(monkeypatch, tmp_path):
@@ -303,7 +303,7 @@ def test_a_worker_that_dies_leaves_its_files_to_this_process(monkeypatch, tmp_pa
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(source.read_bytes())
     _PARENT[:] = [os.getpid()]
-    monkeypatch.setattr(fast, "file_rows", _dies_in_a_worker)
+    monkeypatch.setattr(fast_collect, "file_rows", _dies_in_a_worker)
     settings = ReportSettings(by="day")
     table = PriceTable.load(None)
     builder = fast.Builder(settings, table)
@@ -313,8 +313,8 @@ def test_a_worker_that_dies_leaves_its_files_to_this_process(monkeypatch, tmp_pa
         fed.append(unpriced is not None)
         builder.feed(rows) if unpriced is None else builder.absorb(rows, unpriced)
 
-    collected = fast.collect_rows([archive], jobs=2, settings=settings, on_rows=take)
-    alone = fast.collect_rows([archive], jobs=1)
+    collected = fast_collect.collect_rows([archive], jobs=2, settings=settings, on_rows=take)
+    alone = fast_collect.collect_rows([archive], jobs=1)
     assert collected.extracted == alone.extracted == len(list(archive.iterdir()))
     assert not all(fed)  # some files were extracted (and priced) here after the pool broke
     assert outputs(builder.report()) == outputs(fast.build_report(alone.rows, settings, table))

@@ -145,7 +145,7 @@ def test_one_hour_cache_writes_use_the_one_hour_rate(tmp_path):
 
 
 def test_one_hour_rate_falls_back_to_twice_the_input_price():
-    from batchcompact.pricing import ModelInfo
+    from batchcompact.model_price import ModelInfo
 
     info = ModelInfo.from_entry(
         "m", {"input_cost_per_token": 1e-6, "output_cost_per_token": 5e-6, "cache_creation_input_token_cost": 1.25e-6}

@@ -151,8 +151,8 @@ def test_a_page_is_written_whole_over_the_old_one(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(outfile, "_keep_mode", full)
-    result = invoke(str(SAMPLES), "--no-cache", "-q", "--html", str(target))
-    assert result.return_value == 3
+    result = CliRunner().invoke(cli, ["report", str(SAMPLES), "--no-cache", "-q", "--html", str(target)])
+    assert result.exit_code == 3  # the group maps the command's error (cli/__init__.py)
     assert result.stderr.strip() == f"Error: {target}: cannot write: No space left on device"
     assert target.read_text() == "old page"
     assert [p.name for p in tmp_path.iterdir()] == ["p.html"]

@@ -1,4 +1,4 @@
-"""The report's counting rules (report/rules.py, pricing.tier_rate/token_cost): each written once, applied
+"""The report's counting rules (report/rules.py, model_price.tier_rate/token_cost): each written once, applied
 alike by both engines.
 
 An equivalence corpus made for the rules (rows written as a usage part for aggregate.py, the same rows as
@@ -25,8 +25,8 @@ import pytest
 
 import batchcompact.agents as registry
 from batchcompact.adapters.common.usage_rows import UsageRows
-from batchcompact.pricing import tier_rate, token_cost
-from batchcompact.report import aggregate, fast, rules
+from batchcompact.model_price import tier_rate, token_cost
+from batchcompact.report import aggregate, fast, fast_collect, rules
 from batchcompact.report.render import write_report
 from batchcompact.report.settings import WEEKDAYS, ReportSettings
 
@@ -115,7 +115,7 @@ def corpus(tmp_path_factory):
     pq.write_table(usage.to_table(), part)
     prices = folder / "prices.json"
     prices.write_text(json.dumps(PRICES))
-    rows = [fast._PICK(row) for row in usage.rows]
+    rows = [fast_collect._PICK(row) for row in usage.rows]
     return [str(part)], rows, str(prices)
 
 
@@ -262,12 +262,12 @@ def test_the_dedupe_and_replay_orders_pick_what_polars_sorts_first():
 def test_replays_are_an_agent_property(corpus, monkeypatch):
     """The collapse applies to the agents whose `sidechain_replays` is set (Claude Code), and to another
     agent once the registry says so, in both engines."""
-    assert rules.replay_sources() == ("claude",)
-    assert rules.block_sources() == ("claude",)
+    assert rules.replay_agents() == ("claude",)
+    assert rules.block_agents() == ("claude",)
     before = _totals(both(corpus, by="agent")[0]["json"])["requests"]
     agents = [dataclasses.replace(a, sidechain_replays=True) if a.name == "codex" else a for a in registry.AGENTS]
     monkeypatch.setattr(registry, "AGENTS", agents)
-    assert rules.replay_sources() == ("claude", "codex")
+    assert rules.replay_agents() == ("claude", "codex")
     slow, quick = both(corpus, by="agent")
     assert slow == quick
     assert _totals(slow["json"])["requests"] == before - 2  # x1's side copies collapse into its main line
@@ -277,7 +277,7 @@ def test_blocks_show_the_billing_block_agents_by_default(corpus):
     parts, rows, prices = corpus
     report = aggregate.build_report(parts, ReportSettings(by="block", pricing_file=prices))
     expected = json.loads(outputs(aggregate.build_report(parts, ReportSettings(
-        by="block", pricing_file=prices, sources=rules.block_sources())))["json"])["totals"]
+        by="block", pricing_file=prices, agents=rules.block_agents())))["json"])["totals"]
     assert json.loads(write_report(report, "json", None))["totals"] == expected
     assert set(report.totals["agents"]) == {"claude"}
 
@@ -286,7 +286,7 @@ def test_no_agent_is_named_in_the_engines():
     """The engines and the rules ask the registry; no agent's name is a string in their code."""
     names = set(registry.names())
     report = Path(rules.__file__).parent
-    for module in ("fast.py", "aggregate.py", "rules.py"):
+    for module in ("fast.py", "fast_collect.py", "row_list.py", "aggregate.py", "rules.py"):
         tree = ast.parse((report / module).read_text())
         docstrings = {id(node.body[0].value) for node in ast.walk(tree)
                       if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and node.body
@@ -294,3 +294,19 @@ def test_no_agent_is_named_in_the_engines():
         literals = {node.value for node in ast.walk(tree)
                     if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings}
         assert not literals & names, (module, literals & names)
+
+
+def test_the_filters_are_one_set_of_values_for_both_engines():
+    """`rules.row_filters`: a place label stands for its agent, `--by block` alone keeps the billing-block
+    agents, `--project` values lose a trailing separator, and the first day is the later of `--since` and
+    the first of the `--last` periods (`first_day`, also the HTML page's)."""
+    label = next(place.label for agent in registry.AGENTS for place in agent.places if place.label)
+    owner = next(agent.name for agent in registry.AGENTS if any(p.label == label for p in agent.places))
+    assert owner in rules.row_filters(ReportSettings(agents=(label,))).agents
+    assert rules.row_filters(ReportSettings(by="block")).agents == rules.block_agents()
+    assert rules.row_filters(ReportSettings(by="day")).agents == ()
+    assert rules.row_filters(ReportSettings(projects=("/src/shop/", "/"))).projects == ("/src/shop", "/")
+    now = datetime(2026, 3, 18, 12, tzinfo=UTC)
+    assert rules.first_day(ReportSettings(by="day", last=3, now=now)) == date(2026, 3, 16)
+    assert rules.first_day(ReportSettings(by="day", last=3, now=now, since=date(2026, 3, 17))) == date(2026, 3, 17)
+    assert rules.first_day(ReportSettings(by="model", last=3, now=now)) is None  # --last N groups, not days

@@ -263,7 +263,7 @@ def test_exit_code_search_finds_what_the_plain_case_insensitive_pattern_finds():
     find exactly what the plain pattern finds, other case forms of i (İ, ı) included."""
     import re
 
-    from batchcompact.summarize import builtin_facts
+    from batchcompact.summarize import builtin_tools
 
     plain = re.compile(
         r"(?:Command exited with code|Process exited with code|Exit code:?|exit status|\"exit_code\":)\s*(-?\d+)",
@@ -276,20 +276,20 @@ def test_exit_code_search_finds_what_the_plain_case_insensitive_pattern_finds():
         "succeeded", "", "exit code: none",
     ]
     for text in texts:
-        assert builtin_facts._exit_codes(text) == plain.findall(text), text
-        found, expected = builtin_facts._exit_code(text), plain.search(text)
+        assert builtin_tools.exit_codes(text) == plain.findall(text), text
+        found, expected = builtin_tools.exit_code(text), plain.search(text)
         assert (found and found.group(0)) == (expected and expected.group(0)), text
-    assert builtin_facts._exit_codes("EXİT status 6") == ["6"]  # the skip must not miss other case forms
+    assert builtin_tools.exit_codes("EXİT status 6") == ["6"]  # the skip must not miss other case forms
 
 
 def test_the_exit_prefilter_is_the_case_insensitive_xit_search():
-    """`_may_hold_exit` (lowercase, then substring searches) says yes wherever "xit" matches under
+    """`may_hold_exit` (lowercase, then substring searches) says yes wherever "xit" matches under
     re.IGNORECASE (it only lets the full search be skipped, so a yes without a match costs a search, and
     only text holding "xi" + U+0307 + "t" gets one), on random text over the letters that matter."""
     import random
     import re
 
-    from batchcompact.summarize.builtin_facts import _may_hold_exit
+    from batchcompact.summarize.builtin_tools import may_hold_exit
 
     pattern = re.compile("xit", re.IGNORECASE)
     alphabet = "xXiItTİıéK\u212a\u0307 e"
@@ -298,6 +298,6 @@ def test_the_exit_prefilter_is_the_case_insensitive_xit_search():
     texts += ["xİt", "XıT", "xi\u0307t", "EXİT", "exıt", "x\u0130t", "xI\u0307t", "x i t", "xt"]
     for text in texts:
         if pattern.search(text):
-            assert _may_hold_exit(text), ascii(text)
-        elif _may_hold_exit(text):
+            assert may_hold_exit(text), ascii(text)
+        elif may_hold_exit(text):
             assert "xi\u0307t" in text.lower(), ascii(text)

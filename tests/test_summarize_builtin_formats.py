@@ -19,7 +19,8 @@ from batchcompact.core.calls import HISTORY
 from batchcompact.core.planner import CompactionSettings, Skip, prepare_compaction
 from batchcompact.formats.detect import read_session
 from batchcompact.summarize.builtin import summarize_offline
-from batchcompact.summarize.builtin_facts import extract_facts, parse_patch
+from batchcompact.summarize.builtin_facts import extract_facts
+from batchcompact.summarize.builtin_tools import parse_patch
 
 # -- Claude Code ----------------------------------------------------------------------------------------
 CLAUDE_SESSION = "7a1c0de0-0000-4000-8000-000000000001"

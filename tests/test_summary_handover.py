@@ -17,12 +17,12 @@ from test_summarize_builtin import assistant, call, text, tool_call, user
 from batchcompact.agents import file_tools
 from batchcompact.cli import cli
 from batchcompact.core.apply import compose_summary
-from batchcompact.core.calls import HISTORY, SummaryCall
+from batchcompact.core.calls import HISTORY, TURN_PREFIX, SummaryCall
 from batchcompact.core.planner import CompactionPlan, CompactionSettings, prepare_compaction
 from batchcompact.core.prompts import format_file_operations
 from batchcompact.formats.detect import read_session
 from batchcompact.summarize.builtin import summarize_offline, summary_tokens
-from batchcompact.summarize.handover import Request, asked_words, goal_requests, is_question
+from batchcompact.summarize.handover import Request, asked_words, goal_requests, is_question, without_rules
 from batchcompact.tokenizer import count_tokens
 
 REPO = Path(__file__).resolve().parent.parent
@@ -179,11 +179,111 @@ def test_a_request_with_a_pasted_traceback_is_said_in_the_users_words():
         user(f"Now make the cursor decoding robust in api/cursor.py, it crashes:\n\n{traceback}"),
     ]))
     goal = section(summary, "## Goal")
-    assert "Later request: Now make the cursor decoding robust in api/cursor.py, it crashes: (with a traceback)" in goal
+    assert ("Later request: Now make the cursor decoding robust in api/cursor.py, it crashes: "
+            "(with a traceback: ValueError: bad cursor)") in goal
     assert "Traceback" not in goal and "site-packages" not in goal
+    # a JS stack names its error first; "Go ahead." with a stack says which error to go ahead on
+    stack = "ZodError: invalid_type at invoices[0].amount\n    at listUsers (/app/src/db/client.ts:217:40)\n    at x"
+    assert asked_words(f"Go ahead.\n\n{stack}") == "Go ahead. (with an error: ZodError: invalid_type at invoices[0].amount)"
     # a code block pasted after the words likewise; a message that is only pasted material stays as it is
     assert asked_words("fix this test\n```\nassert x == 1\n```") == "fix this test (with pasted output)"
     assert asked_words(traceback) == traceback
+
+
+# -- the user's rules and the requests the old rules dropped ---------------------------------------------
+def _rules_session():
+    """A refactor where the user states rules mid-session (sample_sessions' big-refactor and long-refactor
+    say them so), among work that pushes the oldest items out of a small budget."""
+    messages = [user("Refactor the retry logic in api/client.py into its own module api/retry.py.")]
+    messages += [assistant(tool_call("r1", "read", path="api/client.py")), result("r1", "def fetch(): ...", name="read"),
+                 assistant(text("I will write a small backoff loop by hand."), stop="stop"),
+                 user("Stop. Use tenacity for this, not a custom implementation."),
+                 assistant(tool_call("e1", "edit", path="api/retry.py", oldText="", newText="import tenacity")),
+                 result("e1", "ok", name="edit"),
+                 assistant(text("Switched to tenacity."), stop="stop"),
+                 user("No, don't touch `api/settings.py`, the bug is in `parse_timeout`."),
+                 assistant(tool_call("e2", "edit", path="api/client.py", oldText="a", newText="b")),
+                 result("e2", "ok", name="edit"),
+                 assistant(text("Fixed `parse_timeout`."), stop="stop"),
+                 user("From now on run `ruff check .` before every commit."),
+                 assistant(text("Understood."), stop="stop")]
+    for index in range(30):  # later work: more files and names than the budget holds
+        messages += [user(f"Now add a test for case {index} of the retry policy in tests/test_retry_{index}.py please."),
+                     assistant(tool_call(f"w{index}", "write", path=f"tests/test_retry_{index}.py",
+                                         content=f"def test_case_{index}(): assert retry_policy_{index}()\n")),
+                     result(f"w{index}", "ok", name="write"),
+                     assistant(text(f"Added tests/test_retry_{index}.py."), stop="stop")]
+    return messages
+
+
+def test_a_mid_session_user_rule_reaches_the_summary():
+    """On main "Use tenacity for this, not a custom implementation" was no rule (no `must`/`never` word) and,
+    under 6 significant words, a one-off request closed once done: the resumed agent could write the custom
+    backoff again. "From now on" was no rule either."""
+    out = summarize_offline(call(_rules_session(), max_tokens=1200))
+    rules = section(out, "## Constraints & Preferences").splitlines()
+    assert rules == ["- Use tenacity for this, not a custom implementation.",
+                     "- No, don't touch `api/settings.py`, the bug is in `parse_timeout`.",
+                     "- From now on run `ruff check .` before every commit."]
+    assert summary_tokens(out) <= 1200
+    # a request that is only a rule is said once, by Constraints, not again as a Goal line
+    assert "touch" not in section(out, "## Goal") and "From now on" not in section(out, "## Goal")
+    assert without_rules("I want the cache to use redis instead of the dict in `a.py`. Go ahead.",
+                         ["I want the cache to use redis instead of the dict in `a.py`."]) == ""
+    assert without_rules("no console logs! setTheme should return an error", ["setTheme should return an error"]) \
+        == "no console logs! setTheme should return an error"  # two words left: the request as said
+
+
+def test_a_rule_said_again_is_one_rule_at_its_newest_place():
+    messages = [user("Add a cache to the user lookup in api/users.py. Never change the public API."),
+                assistant(text("Plan: an lru cache."), stop="stop"),
+                user("Keep the tests in tests/test_users.py green."),
+                assistant(text("Ok."), stop="stop"),
+                user("Remember: never change the public API!"),
+                assistant(text("Ok."), stop="stop"),
+                user("Now add a ttl of 60 seconds to the cache in api/users.py. Don't cache errors.")]
+    out = summarize_offline(call(messages))
+    assert section(out, "## Constraints & Preferences").splitlines() == [
+        "- Keep the tests in tests/test_users.py green.", "- Remember: never change the public API!",
+        "- Don't cache errors."]
+    # a later request's Goal line leaves out the rule Constraints carries; the first is the goal as asked
+    assert section(out, "## Goal").splitlines() == [
+        "Add a cache to the user lookup in api/users.py. Never change the public API.",
+        "Later request: Now add a ttl of 60 seconds to the cache in api/users.py."]
+
+
+def test_a_question_followed_by_what_to_do_is_an_open_request():
+    """'Why did you change the import order in X? Undo that part.' was an answered question on main, so
+    the Goal dropped it although it asks the agent to undo a change (sample_sessions' big-refactor)."""
+    messages = [user("Add pagination to the invoices route in src/routes/invoices.ts."),
+                assistant(tool_call("e1", "edit", path="src/routes/invoices.ts", oldText="a", newText="b")),
+                result("e1", "ok", name="edit"),
+                assistant(text("Added a cursor parameter."), stop="stop"),
+                user("Why did you change the import order in `src/routes/users.ts`? Undo that part."),
+                assistant(text("It was the formatter; I will restore it."), stop="stop"),
+                user("Also document the cursor parameter in docs/api.md.")]
+    goal = section(summarize_offline(call(messages)), "## Goal").splitlines()
+    assert "Later request: Why did you change the import order in `src/routes/users.ts`? Undo that part." in goal
+    assert not is_question("Why did you change the import order in `src/routes/users.ts`? Undo that part.")
+    assert is_question("Why did you change the import order in `src/routes/users.ts`?")
+    assert is_question("what color are the codeblocks? they look grey to me.")
+
+
+def test_a_split_turn_carries_the_rules_its_request_stated():
+    """pi's turn-prefix layout has no Constraints heading: on main a rule the turn's request stated (Claude
+    Code's sample-project: a slash command's "Each subtask should take 5-15 minutes") was in no section."""
+    process = "## Process\n" + "".join(f"{n}. Step {n} of the plan: read the schema of table {n}.\n" for n in range(8))
+    messages = [user(f"Split the migration into independent subtasks.\n{process}- Each subtask should take 5-15 "
+                     "minutes.\n- Never run two migrations at once."),
+                assistant(tool_call("r1", "read", path="db/migrate.py")), result("r1", "x = 1", name="read")]
+    out = summarize_offline(call(messages, kind=TURN_PREFIX))
+    request = section(out, "## Original Request").splitlines()
+    assert request[0].startswith("Split the migration into independent subtasks. ## Process") and len(request[0]) == 300
+    assert request[1:] == ["Rule: Each subtask should take 5-15 minutes.", "Rule: Never run two migrations at once."]
+    # a rule the request's shown start already says is not repeated
+    out = summarize_offline(call([user("Split the migration into subtasks. Never run two migrations at once."),
+                                  *messages[1:]], kind=TURN_PREFIX))
+    assert section(out, "## Original Request") == "Split the migration into subtasks. Never run two migrations at once."
 
 
 # -- names ----------------------------------------------------------------------------------------------
@@ -264,7 +364,8 @@ def test_files_a_shell_command_prints_are_reads():
         messages += [assistant(tool_call(f"c{index}", "bash", command=command)), result(f"c{index}", "def run(): ...")]
     messages.append(assistant(text("Both retry paths share one backoff."), stop="stop"))
     call_ = call(messages)
-    from batchcompact.summarize.builtin_facts import extract_facts, shell_reads
+    from batchcompact.summarize.builtin_facts import extract_facts
+    from batchcompact.summarize.builtin_trail import shell_reads
 
     assert shell_reads("cat a.py b.md | head -n 5 && wc -l *.py") == ["a.py", "b.md"]
     facts = extract_facts(call_.messages)

@@ -1,7 +1,7 @@
 """`Agent`: everything batchcompact knows about one coding agent's transcripts, in one value.
 
-An agent is a transcript *format* (its `name` is `Session.format`, the report's `source` and a
-`--source` choice) plus where that agent keeps its sessions. Agents whose files are another agent's
+An agent is a transcript *format* (its `name` is `Session.format`, the report's `agent` and an `--agent`
+choice; docs/cli.md, "One word: agent") plus where that agent keeps its sessions. Agents whose files are another agent's
 format (pi's descendants Atomic, indusagi and oh-my-pi write pi sessions) are not agents of their own:
 they are `Place`s of the format they write, each with its own `label`.
 
@@ -49,7 +49,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-# Action shapes a tool call can have for the built-in summarizer (`summarize/builtin_facts.py`):
+# Action shapes a tool call can have for the built-in summarizer (`summarize/builtin_tools.py`):
 # read (path), write (path, content), edit (path, old/new text or pi's edits), multiedit (Claude's edits),
 # notebookedit (path, new_source), patch (an apply_patch envelope), shell (a patch when the command is
 # apply_patch, else a command), command (command/cmd), todos (TodoWrite's todos), plan (update_plan's
@@ -206,9 +206,9 @@ class Agent:
     Two flags tell the report how to count the agent's rows (report/rules.py): `sidechain_replays`, its
     side conversations replay main-line messages under new request ids (the rows sharing a message with a
     side copy count once: Claude Code's `/btw`); `billing_blocks`, it bills in 5-hour windows, so
-    `report --by block` shows its rows unless `--agent`/`--source` choose others."""
+    `report --by block` shows its rows unless `--agent` chooses others."""
 
-    name: str  # Session.format, the report's source, a --source choice
+    name: str  # the agent: Session.format, the report rows' `agent` (and `source`), an --agent choice
     display_name: str
     places: tuple[Place, ...] = ()
     detect_line: str | None = None

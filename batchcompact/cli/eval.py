@@ -44,8 +44,7 @@ def parse_cut_at(value: str | None, existing: bool) -> tuple[int, ...]:
 def _shown(row: dict[str, Any]) -> dict[str, Any]:
     """A row as the table shows it: a baseline named with the summary whose length it takes, a lift over
     the first N tokens with a `!` when the summary does not beat them."""
-    from batchcompact.eval.baselines import LABEL
-    from batchcompact.eval.run import BASELINE
+    from batchcompact.eval.baselines import BASELINE, LABEL
 
     shown = dict(row)
     label = row["summarizer"]
@@ -163,7 +162,7 @@ def eval_command(ctx: click.Context, paths: tuple[str, ...], existing: bool, cut
         click.echo(f"error: {problem}", err=True)
     if fmt == "table":
         from batchcompact.cli.output import open_output
-        from batchcompact.eval.run import mean_rows
+        from batchcompact.eval.pooling import mean_rows
 
         with open_output(output) as out:
             columns = [c for c in TABLE_COLUMNS if judge is not None or c[0] != "judge_overall"]

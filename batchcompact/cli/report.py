@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from datetime import date, datetime
 
 import click
 
-from batchcompact.agents import names as agent_names
 from batchcompact.cli.config import ExpandedPath
-from batchcompact.cli.options import executor_options, open_executor
+from batchcompact.cli.options import executor_options
 from batchcompact.cli.output import check_output, output_options, pick_format
 from batchcompact.core.words import counted
-from batchcompact.errors import BatchCompactError, StdoutClosed, UsageError
-from batchcompact.report.readers import agent_names as every_agent
+from batchcompact.errors import UsageError
+from batchcompact.report.readers import agent_names
 from batchcompact.report.settings import GROUPINGS
-
-SOURCES = (*agent_names(), "batchcompact")  # every registered agent, and batchcompact's run reports
 
 INCOMPLETE_EXIT = 1  # the report was made, without rows an input lost (a usage export cut short)
 
@@ -80,11 +76,13 @@ def _check_timezone(ctx, param, value: str) -> str:
     help="Sort periods and blocks by time, sessions by last activity, projects and models by cost.",
 )
 @click.option(
-    "--source", "sources", multiple=True, type=click.Choice(SOURCES), help="Only these readers' rows (repeatable)."
+    "--agent", "agents", multiple=True, type=click.Choice(agent_names()),
+    help="Only this agent's rows (repeatable; batchcompact: the run reports); without PATHS only its places "
+    "are read.",
 )
 @click.option(
-    "--agent", "agents", multiple=True, type=click.Choice(every_agent()),
-    help="Only this agent (repeatable); without PATHS only its places are read.",
+    "--source", "sources", multiple=True, type=click.Choice(agent_names()), metavar="AGENT",
+    help="The same as --agent (its older name, kept for scripts and config files).",
 )
 @click.option(
     "--project", "projects", multiple=True, metavar="DIR",
@@ -147,44 +145,15 @@ def _check_timezone(ctx, param, value: str) -> str:
     "you switch, tables, sessions) with the same filters; opens from file:// with no network.",
 )
 @executor_options
-def report(
-    paths,
-    by,
-    breakdown,
-    machine,
-    since,
-    until,
-    last,
-    start_of_week,
-    order,
-    sources,
-    agents,
-    projects,
-    sessions,
-    token_limit,
-    compact,
-    timezone,
-    fmt,
-    output,
-    json_flag,
-    pricing_file,
-    cost_mode,
-    cache_dir,
-    no_cache,
-    cache_above,
-    jobs,
-    chart,
-    html=None,
-    executor="local",
-    ray_address=None,
-) -> int:
+def report(paths, fmt, output, json_flag, compact, chart, html, machine, cache_dir, no_cache, cache_above, jobs,
+           executor="local", ray_address=None, **counting) -> int:
     """Usage and cost across session archives (every agent's, and batchcompact runs).
 
     PATHS are files or folders (walked for *.jsonl, *.jsonl.zst, compactions*.parquet and the JSON
     files and SQLite databases an agent keeps, e.g. opencode.db). Without PATHS, every agent's places
     found on this machine are read (Claude Code, Codex, pi and its descendants, OpenCode, Kilo, Gemini
     CLI and the others in `batchcompact.discover`), each named on stderr.
-    Tokens: input = non-cached input for every source; cost is USD. Requests with no tokens at all
+    Tokens: input = non-cached input for every agent; cost is USD. Requests with no tokens at all
     are left out (counted with -v).
 
     \b
@@ -203,81 +172,36 @@ def report(
       batchcompact report runs/ --source batchcompact --by session --chart cost.png
       batchcompact report /shared/usage/ --html /shared/usage/spend.html
     """
-    from batchcompact.discover import paths_or_discovered
     from batchcompact.report.machine import machine_id, machine_name
-    from batchcompact.report.produce import produce_report
+    from batchcompact.report.produce import ReportRequest, produce_report
     from batchcompact.report.settings import ReportSettings
 
+    ctx = click.get_current_context()
+    quiet = bool((ctx.obj or {}).get("quiet"))
+    verbose = int((ctx.obj or {}).get("verbose") or 0)
     fmt = pick_format(fmt, json_flag)
     if chart and chart.lower().endswith((".html", ".htm")):  # the page replaces the old SVG chart
         if html:
             raise UsageError(f"--chart {chart} is an HTML page as --html {html} is: give one")
         chart, html = None, chart
-    aliases, groups = _project_table(click.get_current_context())
-    if by == "request":
-        _check_export_options(fmt, breakdown, last, chart, html)
-    if since is not None and until is not None and since > until:  # an empty report, every time: a typo
-        raise UsageError(f"--since {since} is after --until {until}: no day is in both; swap them?")
-    settings = ReportSettings(
-        by=by,
-        breakdown=breakdown,
-        since=since,
-        until=until,
-        sources=tuple(sources),
-        agents=tuple(agents),
-        timezone=timezone,
-        cost_mode=cost_mode,
-        pricing_file=pricing_file,
-        projects=tuple(projects),
-        sessions=tuple(sessions),
-        start_of_week=start_of_week,
-        last=last,
-        order=order,
-        token_limit=token_limit,
-        project_aliases=aliases,
-        project_groups=groups,
-        machine=machine_name(machine),
-        machine_id=machine_id(),
-    )
-    ctx = click.get_current_context()
-    quiet = bool((ctx.obj or {}).get("quiet"))
-    verbose = int((ctx.obj or {}).get("verbose") or 0)
-    try:
-        if fmt == "parquet" and not output:
-            raise click.UsageError("--format parquet needs --output FILE")
-        echo = None if quiet else lambda m: click.echo(m, err=True)
-        from batchcompact.report.files import walk_folder
-
-        paths, found = paths_or_discovered(paths, "report", echo, agents=tuple(agents), walk=walk_folder,
-                                           globs=False)
-        out = produce_report(paths, settings, fmt, output, sources=[s.to_dict() for s in found],
-                             cache_dir=cache_dir, no_cache=no_cache, cache_above=cache_above, jobs=jobs, chart=chart, html=html,
-                             executor=lambda: open_executor(executor, jobs or 1, ray_address),
-                             warn=lambda w: click.echo(f"warning: {w}", err=True))
-        _print(out, fmt, output, compact, quiet=quiet, verbose=verbose)
-        if out.incomplete:  # an export cut short: the numbers lack its lost rows
-            click.echo(f"warning: the report is incomplete: {counted(out.incomplete, 'usage export')} cut short "
-                       "(named above); exit 1", err=True)
-            return INCOMPLETE_EXIT
-    except StdoutClosed:
-        raise  # its reader is gone: nothing to say (cli/__init__.py)
-    except BatchCompactError as exc:
-        if os.environ.get("BATCHCOMPACT_DEBUG"):
-            raise
-        click.echo(f"Error: {exc}", err=True)
-        return exc.exit_code
+    aliases, groups = _project_table(ctx)
+    agents = tuple(dict.fromkeys((*counting.pop("agents"), *counting.pop("sources"))))  # --source: --agent
+    # `counting`: the other options named as ReportSettings' fields (--by, --since, ...), as parsed
+    settings = ReportSettings(**counting, agents=agents, project_aliases=aliases, project_groups=groups,
+                              machine=machine_name(machine), machine_id=machine_id())
+    request = ReportRequest(paths=paths, settings=settings, fmt=fmt, output=output, chart=chart, html=html,
+                            cache_dir=cache_dir, no_cache=no_cache, cache_above=cache_above, jobs=jobs,
+                            executor=executor, ray_address=ray_address)
+    if fmt == "parquet" and not output:
+        raise click.UsageError("--format parquet needs --output FILE")
+    out = produce_report(request, say=None if quiet else lambda m: click.echo(m, err=True),
+                         warn=lambda w: click.echo(f"warning: {w}", err=True))
+    _print(out, fmt, output, compact, quiet=quiet, verbose=verbose)
+    if out.incomplete:  # an export cut short: the numbers lack its lost rows
+        click.echo(f"warning: the report is incomplete: {counted(out.incomplete, 'usage export')} cut short "
+                   "(named above); exit 1", err=True)
+        return INCOMPLETE_EXIT
     return 0
-
-
-def _check_export_options(fmt: str, breakdown: bool, last, chart, html=None) -> None:
-    """`--by request` writes requests, not groups: the options that shape groups do not apply."""
-    from batchcompact.report.export import FORMATS
-
-    if fmt not in FORMATS:
-        raise UsageError(f"--by request writes one row per request: use --format {', '.join(FORMATS)}, not {fmt}")
-    for given, name in ((breakdown, "--breakdown"), (last, "--last"), (chart, "--chart"), (html, "--html")):
-        if given:
-            raise UsageError(f"{name} does not apply to --by request (one row per request; use --since/--until)")
 
 
 def _project_table(ctx: click.Context):

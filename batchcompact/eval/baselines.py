@@ -29,6 +29,7 @@ from batchcompact.eval.text import FILE, SYMBOL, block_texts, names
 _WORD = re.compile(r"[\w./-]{3,}")
 
 TAIL, FIRST, LAST, WORDS, LIST = "tail", "first", "last", "words", "list"
+BASELINE = "baseline:"  # the summarizer label of a baseline row: baseline:tail, baseline:first, baseline:last
 BASELINES = (TAIL, FIRST, LAST, WORDS, LIST)
 LABEL = {TAIL: "kept tail only", FIRST: "first N tokens", LAST: "last N tokens", WORDS: "unchosen words",
          LIST: "user messages + names"}

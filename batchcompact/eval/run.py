@@ -22,6 +22,7 @@ from batchcompact.core.apply import compose_summary
 from batchcompact.core.planner import CompactionSettings
 from batchcompact.errors import DEBUG_HINT, RunAborted, internal_error_reason, outcome_exit_code
 from batchcompact.eval.baselines import (
+    BASELINE,
     FIRST,
     LAST,
     LIST,
@@ -45,14 +46,14 @@ from batchcompact.eval.cuts import (
 )
 from batchcompact.eval.hindsight import KINDS as HINDSIGHT_KINDS
 from batchcompact.eval.hindsight import future_messages, hindsight_probes
+from batchcompact.eval.pooling import lift
 from batchcompact.eval.probes import Probe, lexical_probes
-from batchcompact.eval.scoring import KINDS, NAME_KINDS, ContextIndex, mean_recall, score_context
+from batchcompact.eval.scoring import KINDS, NAME_KINDS, ContextIndex, score_context
 from batchcompact.pipeline.model_calls import buy
 
 log = logging.getLogger(__name__)
 
 RECORDED = "recorded"  # the summarizer label of a compaction already in the file
-BASELINE = "baseline:"  # the summarizer label of a baseline row: baseline:tail, baseline:first, baseline:last
 HISTORY_CHARS = 400_000  # of the replaced history's text, the first and last this many are kept for baselines
 
 ROW_COLUMNS = (
@@ -299,15 +300,9 @@ def baseline_rows(row: dict[str, Any], cut: Cut, probes: list[Probe], contexts: 
         if kind == FIRST:
             contexts.append((base, context, probes, cut))
         out.append(base)
-        row[f"lift_{kind}"] = _lift(row, base)
+        row[f"lift_{kind}"] = lift(row, base)
     row["beats_first"] = None if row["lift_first"] is None else row["lift_first"] > 0
     return out
-
-
-def _lift(row: dict[str, Any], base: dict[str, Any]) -> float | None:
-    if row["overall"] is None or base["overall"] is None:
-        return None
-    return round(row["overall"] - base["overall"], 4)
 
 
 _FILE_TAGS = re.compile(r"\n*<(read-files|modified-files)>\n.*?\n</\1>", re.DOTALL)
@@ -395,7 +390,7 @@ def evaluate(paths: Iterable[str], settings: CompactionSettings, options: EvalOp
 def _tail_lifts(rows: list[dict[str, Any]], tail: dict[str, Any]) -> None:
     for row in rows:
         if not row["summarizer"].startswith(BASELINE) and row["status"] == "ok":
-            row["lift_tail"] = _lift(row, tail)
+            row["lift_tail"] = lift(row, tail)
 
 
 def _ordered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -465,38 +460,3 @@ def _cost(results: list[Any]) -> float | None:
     if any(c is None for c in costs):
         return None
     return round(sum(costs), 6)
-
-
-def mean_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per summarizer (and baseline at its length) pooled over every cut it scored: each kind's
-    recall is kept / probes summed over the cuts, `overall` the mean of those recalls over the kinds with a
-    probe (not pooled by probe count: docs/eval.md), `summary_tokens` the mean and `max_summary_tokens`
-    the largest."""
-    groups: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
-    for row in rows:
-        if row["status"] == "ok" and row["overall"] is not None:
-            groups.setdefault((row["summarizer"], row["baseline_for"]), []).append(row)
-    means = []
-    for (label, baseline_for), members in groups.items():
-        mean: dict[str, Any] = {"summarizer": label, "baseline_for": baseline_for, "cuts": len(members)}
-        pools = {"names_recall": NAME_KINDS, "hindsight_recall": HINDSIGHT_KINDS}
-        sums = {}
-        for kind in KINDS:
-            probes = sum(r[f"{kind}_probes"] or 0 for r in members)
-            kept = sum(round((r[f"{kind}_recall"] or 0) * (r[f"{kind}_probes"] or 0)) for r in members)
-            sums[kind] = (kept, probes)
-            mean[f"{kind}_probes"] = probes
-            mean[f"{kind}_recall"] = round(kept / probes, 4) if probes else None
-        for column, kinds in pools.items():
-            total = sum(sums[k][1] for k in kinds)
-            mean[column] = round(sum(sums[k][0] for k in kinds) / total, 4) if total else None
-        mean["overall"] = mean_recall({kind: mean[f"{kind}_recall"] for kind in KINDS})
-        mean["summary_tokens"] = round(sum(r["summary_tokens"] or 0 for r in members) / len(members))
-        mean["max_summary_tokens"] = max(r["summary_tokens"] or 0 for r in members)
-        means.append(mean)
-    by_key = {(m["summarizer"], m["baseline_for"]): m for m in means}
-    for mean in means:
-        for kind in (FIRST, WORDS, LIST):
-            base = by_key.get((BASELINE + kind, mean["summarizer"]))
-            mean[f"lift_{kind}"] = _lift(mean, base) if base else None
-    return means

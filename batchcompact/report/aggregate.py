@@ -37,31 +37,12 @@ import re
 import polars as pl
 
 from batchcompact import money
+from batchcompact.model_price import prompt_tokens, tier_rate, token_cost
 from batchcompact.money import from_pico
-from batchcompact.pricing import PriceTable, prompt_tokens, tier_rate, token_cost
+from batchcompact.pricing import PriceTable
 from batchcompact.report import rules
 from batchcompact.report.result import Report
-from batchcompact.report.settings import (  # noqa: F401  (re-exported)
-    COST_MODES,
-    GROUP_COST,
-    GROUP_KEYS,
-    GROUP_LAST,
-    GROUPINGS,
-    PERIODS,
-    UNKNOWN,
-    UNKNOWN_MODEL,
-    WEEKDAYS,
-    ProjectNames,
-    ReportSettings,
-    branch_name,
-    breakdown_groups,
-    group_values,
-    last_periods_since,
-    model_name,
-    provider_name,
-    sort_order,
-    week_start_index,
-)
+from batchcompact.report.settings import PERIODS, ReportSettings, week_start_index
 
 # The counting rules are report/rules.py's (one definition for this module and fast.py); here they are
 # turned into polars expressions.
@@ -97,7 +78,7 @@ def scan_usage(parts: list[str], settings: ReportSettings | None = None) -> pl.L
 def collapse_sidechain_replays(keyed: pl.LazyFrame) -> list[pl.LazyFrame]:
     """The sidechain replay collapse (`rules.REPLAY_ORDER`): of a replaying agent's rows that share a
     message with a side-conversation copy, the first by that order is kept; the other rows are untouched."""
-    replays = pl.col("source").is_in(list(rules.replay_sources()))
+    replays = pl.col("agent").is_in(list(rules.replay_agents()))
     rows = keyed.filter(replays).with_columns(
         pl.col("dedupe_key").str.extract(f"^(.*?){re.escape(rules.MESSAGE_END)}", 1).alias("_message"),
         (pl.col("kind") != rules.MAIN_KIND).alias(rules.SIDE))
@@ -128,7 +109,7 @@ def price_frame(
         info = table.lookup(model, provider) if model else None
         rates = info.rates() if info else ()
         if not rates:
-            unpriced.add(model_name(model))
+            unpriced.add(rules.model_name(model))
         width = max(width, len(rates))
         records.append((model or "", provider or "", rates))
     data: dict[str, list] = {"_model": [r[0] for r in records], "_provider": [r[1] for r in records]}
@@ -183,20 +164,20 @@ def with_periods(lf: pl.LazyFrame, timezone: str, by: str, start_of_week: str = 
 def with_names(lf: pl.LazyFrame, settings: ReportSettings) -> pl.LazyFrame:
     """The project as shown (`[report.projects]` aliases) and the column `--by` groups by where it is not
     a recorded one (`group`, `provider`, `branch`), each value from the same functions fast.py calls."""
-    names = ProjectNames(settings)
+    names = rules.ProjectNames(settings)
     if settings.by == "request":  # an export keeps what the files recorded: aliases apply where it is read
         return lf
     # a request whose file names no model is shown as such (after pricing, which reads the recorded model)
-    lf = lf.with_columns(pl.when(pl.col("model").is_null() | (pl.col("model") == "")).then(pl.lit(UNKNOWN_MODEL))
+    lf = lf.with_columns(pl.when(pl.col("model").is_null() | (pl.col("model") == "")).then(pl.lit(rules.UNKNOWN_MODEL))
                          .otherwise(pl.col("model")).alias("model"))
     if settings.by == "group":  # from the recorded project, before it is renamed (a group may list its path)
         lf = _mapped(lf, ["project"], names.group, "group", pl.String)
     if names.active:
         lf = _mapped(lf, ["project"], names.name, "project", pl.String, replace=True)
     if settings.by == "provider":  # after pricing, which reads the recorded provider
-        lf = _mapped(lf, ["agent", "provider"], provider_name, "provider", pl.String, replace=True)
+        lf = _mapped(lf, ["agent", "provider"], rules.provider_name, "provider", pl.String, replace=True)
     elif settings.by == "branch":
-        lf = _mapped(lf, ["branch"], branch_name, "branch", pl.String, replace=True)
+        lf = _mapped(lf, ["branch"], rules.branch_name, "branch", pl.String, replace=True)
     return lf
 
 
@@ -211,46 +192,40 @@ def _mapped(lf: pl.LazyFrame, columns: list[str], func, name: str, dtype, replac
     return lf.rename({"_mapped": name})
 
 
-def _project_filter(values: tuple[str, ...]) -> pl.Expr:
-    """A project matches by its whole path or by its last path component."""
+def _project_filter(wanted: tuple[str, ...]) -> pl.Expr:
+    """A project matches by its whole path or by its last path component (`rules.RowFilters.projects`)."""
     project = pl.col("project").fill_null("")
     tail = project.str.replace(rules.PROJECT_DIR, "")
-    wanted = rules.wanted_projects(values)
     return project.is_in(wanted) | tail.is_in(wanted)
 
 
-def _session_filter(values: tuple[str, ...]) -> pl.Expr:
+def _session_filter(prefixes: tuple[str, ...]) -> pl.Expr:
     session = pl.col("session_id").fill_null("")
     expr = pl.lit(False)
-    for value in values:
-        expr = expr | session.str.starts_with(value)
+    for prefix in prefixes:
+        expr = expr | session.str.starts_with(prefix)
     return expr
 
 
 def filter_usage(lf: pl.LazyFrame, settings: ReportSettings) -> pl.LazyFrame:
-    if settings.agents:
-        from batchcompact.report.readers import row_agents
-
-        lf = lf.filter(pl.col("agent").is_in(list(row_agents(settings.agents))))
-    if settings.sources:
-        lf = lf.filter(pl.col("source").is_in(list(settings.sources)))
-    elif settings.by == "block" and not settings.agents:  # the agents that bill in 5-hour windows
-        lf = lf.filter(pl.col("source").is_in(list(rules.block_sources())))
-    if settings.projects:
-        lf = lf.filter(_project_filter(settings.projects))
-    if settings.sessions:
-        lf = lf.filter(_session_filter(settings.sessions))
-    since = max(filter(None, (settings.since, last_periods_since(settings))), default=None)
-    if since:
-        lf = lf.filter(pl.col("local_date") >= since)
-    if settings.until:
-        lf = lf.filter(pl.col("local_date") <= settings.until)
+    """`rules.row_filters` as polars expressions (fast.py's `row_filter` tests the same values per row)."""
+    wanted = rules.row_filters(settings)
+    if wanted.agents:
+        lf = lf.filter(pl.col("agent").is_in(list(wanted.agents)))
+    if wanted.projects:
+        lf = lf.filter(_project_filter(wanted.projects))
+    if wanted.sessions:
+        lf = lf.filter(_session_filter(wanted.sessions))
+    if wanted.since:
+        lf = lf.filter(pl.col("local_date") >= wanted.since)
+    if wanted.until:
+        lf = lf.filter(pl.col("local_date") <= wanted.until)
     return lf
 
 
 def nonzero() -> pl.Expr:
     """Rows worth reporting: some tokens, or a recorded cost."""
-    return rules.counted(pl.col("total_tokens"), pl.col("recorded_cost_usd").fill_null(0))
+    return rules.has_usage(pl.col("total_tokens"), pl.col("recorded_cost_usd").fill_null(0))
 
 
 def pico_usd(usd: pl.Expr) -> pl.Expr:
@@ -322,7 +297,7 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
     keep = nonzero()
     zero_frame = lf.select((~keep).sum().alias("zero"))
     lf = lf.filter(keep)
-    lf = lf.with_columns(pl.col("project").fill_null(UNKNOWN), pl.col("session_id").fill_null(UNKNOWN))
+    lf = lf.with_columns(pl.col("project").fill_null(rules.UNKNOWN), pl.col("session_id").fill_null(rules.UNKNOWN))
     if settings.by == "block":
         from batchcompact.report.blocks import build_blocks
 
@@ -331,7 +306,7 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
         report.unpriced_models = [m for m in unpriced if m in set(report.totals.get("models") or [])]
         report.pricing_source = table.source
         return report
-    keys = list(GROUP_KEYS[settings.by])
+    keys = list(rules.GROUP_KEYS[settings.by])
     if settings.breakdown and "model" not in keys:
         keys.append("model")
     keys += [k for k in also if k not in keys]
@@ -359,11 +334,11 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
 
 
 def sort_rows(rows: pl.DataFrame, keys: list[str], settings: ReportSettings) -> pl.DataFrame:
-    base = breakdown_groups(settings, keys)
+    base = rules.breakdown_groups(settings, keys)
     if base is None:
-        return rows.sort(**_sort_args(sort_order(settings, keys)))
-    costs, lasts = group_values(list(rows.select(base).iter_rows()), rows["cost_usd"].to_list(),
+        return rows.sort(**_sort_args(rules.sort_order(settings, keys)))
+    costs, lasts = rules.group_values(list(rows.select(base).iter_rows()), rows["cost_usd"].to_list(),
                                 rows["last_timestamp"].to_list())
-    derived = rows.with_columns(pl.Series(GROUP_COST, costs, dtype=pl.Int64),
-                                pl.Series(GROUP_LAST, lasts, dtype=rows.schema["last_timestamp"]))
-    return derived.sort(**_sort_args(sort_order(settings, keys))).drop(GROUP_COST, GROUP_LAST)
+    derived = rows.with_columns(pl.Series(rules.GROUP_COST, costs, dtype=pl.Int64),
+                                pl.Series(rules.GROUP_LAST, lasts, dtype=rows.schema["last_timestamp"]))
+    return derived.sort(**_sort_args(rules.sort_order(settings, keys))).drop(rules.GROUP_COST, rules.GROUP_LAST)

@@ -22,7 +22,7 @@ import polars as pl
 
 from batchcompact.money import from_pico, to_pico
 from batchcompact.report.result import Report
-from batchcompact.report.settings import model_name
+from batchcompact.report.rules import model_name
 
 WARNING_SHARE = 0.8
 TOKEN_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens")

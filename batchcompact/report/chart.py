@@ -14,7 +14,7 @@ from pathlib import Path
 
 from batchcompact.errors import UsageError
 from batchcompact.report.result import Report
-from batchcompact.report.settings import model_name
+from batchcompact.report.rules import model_name
 
 PALETTE = (
     "#4e79a7",

@@ -1,68 +1,38 @@
-"""The cold `--no-cache` report without polars or pyarrow: rows extracted and aggregated in plain Python.
+"""The cold `--no-cache` report without polars or pyarrow: rows aggregated in plain Python.
 
 `report --no-cache` reads every file anyway and keeps nothing, so the Parquet parts and the polars
 plan of `aggregate.py` only cost time there (importing polars, pyarrow and numpy alone is ~0.3 s of
 CPU). This module computes the same `Report` from the rows themselves, for the common outputs
-(`supported`: every grouping but blocks, every filter): the worker processes extract each file's rows (`extract_rows`, the same readers) and
-hand them back as tuples; the parent keeps one row per `dedupe_key`, collapses sidechain replays, prices
-each request (rounded once to whole picodollars, `money.py`) and sums the groups as integers, every rule
-the one `aggregate.py` applies: both take them from `rules.py` (and `pricing.tier_rate`/`token_cost`).
-Rows and totals are plain dicts (`RowList`), which the renderers read like the polars frame.
+(`supported`: every grouping but blocks, every filter): `fast_collect.py` extracts each file's rows in
+worker processes (`extract_rows`, the same readers) and hands them back as tuples in `COLUMNS` order; here
+one row per `dedupe_key` is kept, sidechain replays collapse, each request is priced (rounded once to
+whole picodollars, `money.py`) and the groups are summed as integers, every rule the one `aggregate.py`
+applies: both take them from `rules.py` (and `model_price.tier_rate`/`token_cost`). Rows and totals are
+plain dicts (`row_list.RowList`), which the renderers read like the polars frame.
 
 The output is byte-identical to the polars path's (`tests/test_report_fast.py` runs both over every
 fixture for each grouping and format); anything outside `supported` (blocks,
 Parquet/JSONL output, a chart, the cache, another executor) takes the polars path, and so does a row
 this module will not price the way polars would (`Unsupported`, e.g. a NaN cost).
 """
-
 from __future__ import annotations
 
 import logging
 import operator
-import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from batchcompact import money
-from batchcompact.adapters.common.usage_rows import COLUMNS as USAGE_COLUMNS
-from batchcompact.core.times import iso_time
-from batchcompact.formats.jsonl import paused_gc
-from batchcompact.lifecycle import map_in_processes, worker_init
+from batchcompact.model_price import prompt_tokens, tier_rate, token_cost
 from batchcompact.money import from_pico
-from batchcompact.pricing import PriceTable, prompt_tokens, tier_rate, token_cost
+from batchcompact.pricing import PriceTable
 from batchcompact.report import rules
-from batchcompact.report.files import (
-    FileKey,
-    Tally,
-    Walk,
-    extract_workers,
-    folder_note,
-    part_file,
-    part_name,
-    parts_folder_problem,
-)
+from batchcompact.report.files import Walk
 from batchcompact.report.result import Report
-from batchcompact.report.settings import (
-    GROUP_COST,
-    GROUP_KEYS,
-    GROUP_LAST,
-    PERIODS,
-    UNKNOWN,
-    ProjectNames,
-    ReportSettings,
-    branch_name,
-    breakdown_groups,
-    group_values,
-    last_periods_since,
-    model_name,
-    provider_name,
-    sort_order,
-    week_start_index,
-)
+from batchcompact.report.row_list import RowList
+from batchcompact.report.settings import PERIODS, ReportSettings, week_start_index
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +43,6 @@ COLUMNS = rules.REPORT_COLUMNS  # the row tuple
 (SOURCE, AGENT, SESSION, PROJECT, TIME, PROVIDER, MODEL, KIND, KEY, RANK, INP, OUT, CR, CW, CW1H,
  REASONING, TOTAL, RECORDED, BRANCH, MACHINE, MACHINE_ID) = range(len(COLUMNS))
 WIDTH = len(COLUMNS)
-_PICK = operator.itemgetter(*(USAGE_COLUMNS.index(name) for name in COLUMNS))  # a usage row -> these
 # A fed row (Builder.feed) carries two more fields: its cost in picodollars (None: unpriced; an
 # Unsupported: raised if the row is counted) and its group key.
 PICO, GROUP = WIDTH, WIDTH + 1
@@ -96,140 +65,6 @@ def supported(settings: ReportSettings, fmt: str) -> bool:
         fmt in FORMATS
         and s.by in GROUPINGS
     )
-
-
-@dataclass
-class Collected(Tally):
-    """Every file's rows (tuples in `COLUMNS` order) and stats, like `CollectResult` without parts."""
-
-    rows: list[tuple] = field(default_factory=list)
-    on_rows: Callable[[list[tuple], frozenset | None], object] | None = field(default=None, repr=False)
-
-
-# A worker process's Builder (`_start_worker`): its rows come back priced and keyed (`Builder.prepare`).
-_WORKER_BUILDER: Builder | None = None
-
-
-def _start_worker(parent: int, settings: ReportSettings) -> None:
-    """A pool worker's initializer: `lifecycle.worker_init`, then the price map read once, so the worker
-    prices its own rows."""
-    global _WORKER_BUILDER
-    worker_init(parent)
-    _WORKER_BUILDER = Builder(settings, PriceTable.load(settings.pricing_file))
-
-
-def file_rows(path: str, cache_dir: str | None = None) -> tuple[list[tuple], dict, frozenset | None]:
-    """One file's usage rows as tuples, its stats, and None; in a worker started by `_start_worker`, the
-    rows priced and keyed and the models without a price so far (a top-level function for the pool).
-    With `cache_dir`, the file's usage part is written there too, as the parts path writes it
-    (`extract.extract_to_part`): the report is made here, the next one with other options reads the parts."""
-    from batchcompact.report.extract_rows import extract_rows
-
-    key = FileKey.of(path) if cache_dir is not None else None
-    rows, stats = extract_rows(path)
-    if key is not None:
-        _store_part(cache_dir, key, rows, stats)
-    pick = _PICK
-    out = [pick(row) for row in rows.rows]
-    if not all(row[TIME] is None or (type(row[TIME]) is datetime and row[TIME].tzinfo is UTC) for row in out):
-        out = [(*row[:TIME], _utc(row[TIME]), *row[TIME + 1:]) for row in out]
-    builder = _WORKER_BUILDER
-    if builder is None:
-        return out, stats.to_dict(), None
-    return builder.prepare(out), stats.to_dict(), frozenset(builder.pricer.unpriced)
-
-
-def _store_part(cache_dir: str, key: FileKey, rows, stats) -> None:
-    """The usage part of one file, written as `UsageCache.store` writes it (pyarrow imported here); a cache
-    that cannot be written is a warning: the report does not need it."""
-    from batchcompact.report.extract import UsageCache
-
-    try:
-        UsageCache(cache_dir).store(key, rows.to_table(), stats)
-    except OSError as exc:
-        stats.warn(None, f"usage cache part not written: {exc.strerror or exc}")
-
-
-def _utc(value):
-    """A timestamp as the usage table stores it: UTC, whole microseconds (naive means UTC)."""
-    if value is None:
-        return None
-    if not isinstance(value, datetime):
-        raise Unsupported(f"timestamp of type {type(value).__name__}")
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value if value.tzinfo is UTC else value.astimezone(UTC)
-
-
-def collect_rows(paths, jobs: int | None = None,
-                 on_rows: Callable[[list[tuple], frozenset | None], object] | None = None,
-                 settings: ReportSettings | None = None, max_bytes: int | None = None,
-                 cache_dir: str | Path | None = None, empty_ok: bool = False) -> Collected:
-    """Extract every file under `paths` (in worker processes when worth it), in the order found.
-
-    `on_rows(rows, unpriced)` hears each file's rows as they come, in the order found (then
-    `Collected.rows` stays empty). With `settings` (and `on_rows`), the worker processes price and key
-    their rows for those settings (`Builder.prepare`) and `unpriced` is the models they found no price
-    for; rows extracted here come with `unpriced` None. Files of more than `max_bytes` in all:
-    Unsupported, before any is read (the caller takes the cached path), unless `cache_dir` is given and
-    holds no usage part for most of their bytes (`writes_parts`): then each file's part is written there
-    as it is read (the first report of an archive: no polars). `empty_ok`: no file at all is no error."""
-    if settings is not None and on_rows is None:
-        raise ValueError("rows priced by the workers need on_rows")
-    result = Collected(on_rows=on_rows)
-    found = result.stat_files(paths, empty_ok=empty_ok)
-    todo = [path for path, _ in found]
-    store = None
-    if max_bytes is not None and result.bytes > max_bytes:
-        if cache_dir is None or not writes_parts(cache_dir, found):
-            refused = Unsupported(f"{result.bytes:,} bytes: more than {max_bytes:,}, the cached path is faster")
-            refused.walk = Walk(found, result.files, result.bytes, list(result.stats))  # not stat'ed twice
-            raise refused
-        store = str(cache_dir)
-        if (problem := parts_folder_problem(store)) is not None:  # one warning, not one a file
-            result.stats.insert(0, folder_note(store, problem))
-            store = None
-    workers = extract_workers(jobs, len(todo), result.bytes)
-    done = _extract_parallel(result, todo, workers, settings, store) if workers > 1 else 0
-    for path in todo[done:]:
-        _add(result, file_rows(path, store))
-    return result
-
-
-def writes_parts(cache_dir: str | Path, found: list[tuple[str, FileKey]]) -> bool:
-    """Whether `cache_dir` lacks a usage part for more than half of these files' bytes: reading them all
-    (and writing their parts) is then cheaper than the parts path (the first report of an archive). One
-    listing of the parts folder, not a stat per file (10,000 files: ~20 ms instead of ~150)."""
-    folder = part_file(cache_dir, "").parent
-    try:
-        present = set(os.listdir(folder))
-    except OSError:  # no parts folder yet
-        return True
-    total = sum(key.size for _, key in found)
-    missing = sum(key.size for _, key in found if part_name(key.path) not in present)
-    return missing * 2 > total
-
-
-def _add(result: Collected, outcome: tuple[list[tuple], dict, frozenset | None]) -> None:
-    if result.on_rows is not None:
-        result.on_rows(outcome[0], outcome[2])
-    else:
-        result.rows.extend(outcome[0])
-    result.stats.append(outcome[1])
-    result.extracted += not outcome[1].get("unread")  # parsed: a file the report could not read is not
-
-
-def _extract_parallel(result: Collected, todo: list[str], workers: int, settings: ReportSettings | None = None,
-                      cache_dir: str | None = None) -> int:
-    """`collect._extract_parallel` for rows: returns how many files finished (the rest go serial).
-    With `settings` each worker prices its rows (`_start_worker`); with `cache_dir` it writes their parts."""
-    start = {"initializer": _start_worker, "initargs": (settings,)} if settings is not None else {}
-    # This process only unpickles the workers' rows and keeps every one until the report: rows hold no
-    # cycles, and a collection would scan the growing list again and again for nothing (~0.7 µs a row).
-    # The forked workers switch the collector back on for themselves (`lifecycle._Child.fork`).
-    with paused_gc():
-        return map_in_processes(file_rows, todo, workers, lambda outcome: _add(result, outcome),
-                                more=([cache_dir] * len(todo),), **start)
 
 
 # ---- dedupe and the replay collapse (rules.DEDUPE_ORDER, rules.REPLAY_ORDER) ----
@@ -261,12 +96,12 @@ def deduplicated(rows: list[tuple]) -> list[tuple]:
         seen = best.get(key)
         if seen is None or _better(row, seen):
             best[key] = row
-    replays = frozenset(rules.replay_sources())
+    replays = frozenset(rules.replay_agents())
     end, main = rules.MESSAGE_END, rules.MAIN_KIND
     messages: dict[str, list[tuple]] = {}
     side: set[str] = set()
     for row in best.values():
-        if row[SOURCE] not in replays:
+        if row[AGENT] not in replays:
             out.append(row)
             continue
         message, found, _ = row[KEY].partition(end)
@@ -288,7 +123,7 @@ def deduplicated(rows: list[tuple]) -> list[tuple]:
 # ---- costs (aggregate.add_costs) ----
 
 class Pricer:
-    """Per-request cost as `add_costs` computes it (the rules: `pricing.tier_rate`, `pricing.token_cost`,
+    """Per-request cost as `add_costs` computes it (the rules: `model_price.tier_rate`, `model_price.token_cost`,
     `rules.cost_usd`), one price lookup per (model, provider)."""
 
     def __init__(self, table: PriceTable, cost_mode: str) -> None:
@@ -300,14 +135,14 @@ class Pricer:
         self.cost = rules.cost_usd(cost_mode, operator.itemgetter(RECORDED), self.computed, _coalesced)
 
     def tiers(self, model: str | None, provider: str | None) -> tuple:
-        """The (threshold, prices) pairs `pricing.tier_rate` takes; empty when the model is unpriced."""
+        """The (threshold, prices) pairs `model_price.tier_rate` takes; empty when the model is unpriced."""
         pair = (model or "", provider or "")
         rates = self.rates.get(pair)
         if rates is None:
             info = self.table.lookup(model, provider) if model else None
             found = info.rates() if info else ()
             if not found:
-                self.unpriced.add(model_name(model))
+                self.unpriced.add(rules.model_name(model))
             rates = tuple((float(t.above_tokens), tuple(map(float, t.prices()))) for t in found)
             self.rates[pair] = rates
         return rates
@@ -330,8 +165,8 @@ def _coalesced(first: Callable[[tuple], object], second: Callable[[tuple], objec
     return either
 
 
-def to_pico(usd: float) -> int:
-    """`money.to_pico` (as `aggregate.pico_usd`), refusing what an Int64 cannot hold."""
+def checked_pico(usd: float) -> int:
+    """`money.to_pico` (as `aggregate.pico_usd`), refusing what an Int64 cannot hold (Unsupported)."""
     try:
         pico = money.to_pico(usd)
     except (ValueError, OverflowError):  # math.floor of NaN, of an infinity
@@ -416,7 +251,7 @@ class Group:
         picos = list(map(_PICO_OF, rows))
         group.unpriced = picos.count(None)
         group.pico = sum(filter(None, picos))  # None (unpriced) and 0 add nothing
-        group.models = set(map(model_name, map(_MODEL_OF, rows)))
+        group.models = set(map(rules.model_name, map(_MODEL_OF, rows)))
         group.agents = set(map(_AGENT_OF, rows))
         times = list(filter(None, map(_TIME_OF, rows)))  # a datetime is never false; None is
         if times:
@@ -450,61 +285,6 @@ class Group:
         return out
 
 
-class RowList:
-    """Report rows as dicts, read by the renderers through the two things they use of a polars frame."""
-
-    def __init__(self, rows: list[dict]) -> None:
-        self.rows = rows
-
-    @property
-    def height(self) -> int:
-        return len(self.rows)
-
-    def iter_rows(self, *, named: bool = True):
-        return iter(self.rows)
-
-    def csv(self, columns: list[str]) -> str:
-        """The rows as polars' `write_csv` writes the frame (`models` and `agents` joined by ';')."""
-        lines = [",".join(columns)]
-        for row in self.rows:
-            lines.append(",".join(_csv_cell(row[c], c in ("models", "agents")) for c in columns))
-        return "\n".join(lines) + "\n"
-
-
-# Times in CSV as in JSON (ISO 8601, `+00:00`), not polars' default `+0000`: one form across formats.
-CSV_DATETIME = "%Y-%m-%dT%H:%M:%S%.6f%:z"
-
-
-def _csv_cell(value, joined: bool) -> str:
-    if joined:
-        value = ";".join(value)
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        if value == "" or any(ch in value for ch in ',"\n\r'):
-            return '"' + value.replace('"', '""') + '"'
-        return value
-    if isinstance(value, float):
-        return csv_float(value)
-    if isinstance(value, datetime):
-        return iso_time(value)  # CSV_DATETIME's, polars' with the frame
-    return str(value)
-
-
-def csv_float(value: float) -> str:
-    """A float as polars writes it: Python's shortest repr, but 1e-5 <= |x| < 1e-4 in decimals and
-    negative exponents without a leading zero (1e-7, not 1e-07)."""
-    text = repr(value)
-    mantissa, e, exponent = text.partition("e")
-    if not e or exponent[0] != "-":
-        return text
-    power = int(exponent)
-    if power == -5:
-        sign = "-" if mantissa.startswith("-") else ""
-        return sign + "0.0000" + mantissa.lstrip("-").replace(".", "").rstrip("0").ljust(1, "0")
-    return f"{mantissa}e{power}"
-
-
 def build_report(rows: list[tuple], settings: ReportSettings, table: PriceTable | None = None) -> Report:
     """`aggregate.build_report` for the groupings in `GROUPINGS`; raises Unsupported."""
     builder = Builder(settings, table or PriceTable.load(settings.pricing_file))
@@ -523,11 +303,11 @@ class Builder:
         self.table = table
         self.pricer = Pricer(table, settings.cost_mode)
         self.periods = Periods(settings.timezone, settings.by, settings.start_of_week) if settings.by in PERIODS else None
-        self.keys = list(GROUP_KEYS[settings.by])
+        self.keys = list(rules.GROUP_KEYS[settings.by])
         if settings.breakdown and "model" not in self.keys:
             self.keys.append("model")
         self.rows: list[tuple] = []
-        names = ProjectNames(settings)
+        names = rules.ProjectNames(settings)
         getters = [_key_getter(name, self.periods, names) for name in self.keys]
         # One tuple per group, shared by its rows: pickling a worker's rows then writes each key once.
         interned: dict[tuple, tuple] = {}
@@ -565,7 +345,7 @@ class Builder:
                 row = (*row[:MACHINE_ID], machine_id)
             try:
                 usd = cost(row)
-                pico = None if usd is None else to_pico(usd)
+                pico = None if usd is None else checked_pico(usd)
             except Unsupported as exc:  # only if this row is counted: dedupe or a filter may drop it
                 pico = exc
             out.append((*row, pico, group_key(row)))
@@ -573,24 +353,24 @@ class Builder:
 
     def report(self) -> Report:
         settings, keys = self.settings, self.keys
-        counted: dict[tuple, list[tuple]] = {}  # group key -> its counted rows, in order
+        by_group: dict[tuple, list[tuple]] = {}  # group key -> its counted rows, in order
         dropped = 0
         wanted = row_filter(settings)
-        is_counted = rules.counted
+        has_usage = rules.has_usage
         for row in deduplicated(self.rows):
             if wanted is not None and not wanted(row):
                 continue
             if isinstance(row[PICO], Unsupported):
                 raise row[PICO]
-            if not is_counted(row[TOTAL], row[RECORDED] or 0):
+            if not has_usage(row[TOTAL], row[RECORDED] or 0):
                 dropped += 1
                 continue
-            rows = counted.get(row[GROUP])
+            rows = by_group.get(row[GROUP])
             if rows is None:
-                counted[row[GROUP]] = [row]
+                by_group[row[GROUP]] = [row]
             else:
                 rows.append(row)
-        groups = {key: Group.of(rows) for key, rows in counted.items()}
+        groups = {key: Group.of(rows) for key, rows in by_group.items()}
         totals = Group()
         for group in groups.values():  # every row is in one group: the totals are the groups' sums
             totals.merge(group)
@@ -620,32 +400,28 @@ class Builder:
 
 
 def row_filter(settings: ReportSettings):
-    """`aggregate.filter_usage` as a predicate on a row (None: every row), applied before the zero check."""
+    """`rules.row_filters` as a predicate on a row (None: every row), applied before the zero check
+    (aggregate.py's `filter_usage` turns the same values into polars expressions)."""
+    wanted = rules.row_filters(settings)
     tests = []
-    if settings.agents:
-        from batchcompact.report.readers import row_agents
-
-        agents = set(row_agents(settings.agents))
+    if wanted.agents:
+        agents = frozenset(wanted.agents)
         tests.append(lambda row: row[AGENT] in agents)
-    if settings.sources:
-        sources = set(settings.sources)
-        tests.append(lambda row: row[SOURCE] in sources)
-    if settings.projects:
-        projects = set(rules.wanted_projects(settings.projects))
-        shown = ProjectNames(settings).name
+    if wanted.projects:
+        projects = frozenset(wanted.projects)
+        shown = rules.ProjectNames(settings).name
 
         def project(row: tuple) -> bool:
             path = shown(row[PROJECT]) or ""
             return path in projects or TAIL.sub("", path, count=1) in projects
 
         tests.append(project)
-    if settings.sessions:
-        prefixes = tuple(settings.sessions)
+    if wanted.sessions:
+        prefixes = wanted.sessions
         tests.append(lambda row: (row[SESSION] or "").startswith(prefixes))
-    since = max(filter(None, (settings.since, last_periods_since(settings))), default=None)
-    if since or settings.until:
+    since, until = wanted.since, wanted.until
+    if since or until:
         zone = ZoneInfo(settings.timezone)
-        until = settings.until
 
         def when(row: tuple) -> bool:
             if row[TIME] is None:  # no date: outside every range, as polars compares a null
@@ -664,7 +440,7 @@ def row_filter(settings: ReportSettings):
 TAIL = re.compile(rules.PROJECT_DIR)
 
 
-def _key_getter(name: str, periods: Periods | None, names: ProjectNames) -> Callable[[tuple], object]:
+def _key_getter(name: str, periods: Periods | None, names: rules.ProjectNames) -> Callable[[tuple], object]:
     """A row -> its value of group key `name` (a period label; the project as shown, `aggregate.with_names`;
     project and session "unknown" when null)."""
     if name in ("date", "week", "month"):
@@ -672,34 +448,34 @@ def _key_getter(name: str, periods: Periods | None, names: ProjectNames) -> Call
         return lambda row: label(row[TIME])
     if name == "project":
         shown = names.name
-        return lambda row: UNKNOWN if (value := shown(row[PROJECT])) is None else value
+        return lambda row: rules.UNKNOWN if (value := shown(row[PROJECT])) is None else value
     if name == "group":
         group = names.group
         return lambda row: group(row[PROJECT])
     if name == "provider":
-        return lambda row: provider_name(row[AGENT], row[PROVIDER])
+        return lambda row: rules.provider_name(row[AGENT], row[PROVIDER])
     if name == "branch":
-        return lambda row: branch_name(row[BRANCH])
+        return lambda row: rules.branch_name(row[BRANCH])
     index = KEY_INDEX[name]
     if name == "model":
-        return lambda row: model_name(row[index])
+        return lambda row: rules.model_name(row[index])
     if name == "session_id":
-        return lambda row: UNKNOWN if row[index] is None else row[index]
+        return lambda row: rules.UNKNOWN if row[index] is None else row[index]
     return operator.itemgetter(index)
 
 
 def sort_records(records: list[dict], keys: list[str], settings: ReportSettings) -> list[dict]:
     """`aggregate.sort_rows` (stable sorts from the last key to the first; nulls last either way)."""
-    base = breakdown_groups(settings, keys)
+    base = rules.breakdown_groups(settings, keys)
     if base is None:
-        return _sorted(records, sort_order(settings, keys))
-    costs, lasts = group_values([tuple(r[k] for k in base) for r in records], [r["cost_usd"] for r in records],
+        return _sorted(records, rules.sort_order(settings, keys))
+    costs, lasts = rules.group_values([tuple(r[k] for k in base) for r in records], [r["cost_usd"] for r in records],
                                 [r["last_timestamp"] for r in records])
     for record, cost, last in zip(records, costs, lasts, strict=True):
-        record[GROUP_COST], record[GROUP_LAST] = cost, last
-    out = _sorted(records, sort_order(settings, keys))
+        record[rules.GROUP_COST], record[rules.GROUP_LAST] = cost, last
+    out = _sorted(records, rules.sort_order(settings, keys))
     for record in out:
-        del record[GROUP_COST], record[GROUP_LAST]
+        del record[rules.GROUP_COST], record[rules.GROUP_LAST]
     return out
 
 

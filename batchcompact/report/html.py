@@ -23,7 +23,8 @@ from html import escape
 from importlib import resources
 from typing import Any
 
-from batchcompact.report.settings import GROUP_KEYS, PERIODS, ReportSettings, last_periods_since
+from batchcompact.report.rules import GROUP_KEYS, first_day
+from batchcompact.report.settings import PERIODS, ReportSettings
 
 # The dimensions the reader stacks the chart by and lists in a table, in the switch's order.
 DIMENSIONS = ("model", "agent", "provider", "project", "group", "branch", "machine")
@@ -39,8 +40,7 @@ def page_settings(settings: ReportSettings) -> ReportSettings:
     """The filters of `settings` as the page applies them: every filter (`--since/--until`, `--agent`,
     `--project`, `--source`, `--session`, the time zone, cost mode, prices, project table); `--last N` of a
     period as its first day; `--by`, `--breakdown`, `--order` and other `--last` only shape a table."""
-    since = max(filter(None, (settings.since, last_periods_since(settings))), default=None)
-    return replace(settings, by="day", breakdown=False, last=None, order=None, since=since)
+    return replace(settings, by="day", breakdown=False, last=None, order=None, since=first_day(settings))
 
 
 LONG_PERIOD = 92  # days: a longer period is first shown by week
@@ -137,7 +137,7 @@ def _sessions(parts, base: ReportSettings, table, day_index: dict[date, int], us
     import polars as pl
 
     from batchcompact.report.aggregate import build_report
-    from batchcompact.report.settings import branch_name
+    from batchcompact.report.rules import branch_name
 
     keys = list(GROUP_KEYS["session"])
     report = build_report(parts, replace(base, by="session"), table, also=("local_date", "branch"), usage=usage)
@@ -187,7 +187,7 @@ def _filters(settings: ReportSettings) -> dict[str, Any]:
     s = settings
     since = page_settings(s).since
     return {"since": since.isoformat() if since else None, "until": s.until.isoformat() if s.until else None,
-            "agents": list(s.agents), "projects": list(s.projects), "sources": list(s.sources),
+            "agents": list(s.agents), "projects": list(s.projects),
             "sessions": list(s.sessions), "timezone": s.timezone, "cost_mode": s.cost_mode}
 
 

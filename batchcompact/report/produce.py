@@ -1,7 +1,8 @@
-"""What `batchcompact report` computes, before anything is printed: the stored result of an unchanged
-archive (no file parsed, no polars), or the full path: collect (cache-aware), aggregate, render, and keep
-the output for the next time; under `--no-cache` the common reports aggregate without polars (fast.py).
-The command prints what this returns.
+"""What `batchcompact report` computes, before anything is printed: one `ReportRequest` in, one
+`ReportOutput` out (`produce_report`). The stored result of an unchanged archive (no file parsed, no
+polars), or the full path: collect (cache-aware), aggregate, render, and keep the output for the next
+time; under `--no-cache` the common reports aggregate without polars (fast.py). The command builds the
+request and prints what this returns.
 
 Light at import: the full path's modules (polars, pyarrow) are imported only when it runs.
 """
@@ -13,7 +14,60 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from batchcompact.errors import UsageError
 from batchcompact.report.settings import ReportSettings
+
+
+@dataclass(frozen=True)
+class ReportRequest:
+    """One report asked for: what to read, how to count it (`settings`) and where it goes. Refused when
+    built if its options contradict each other (UsageError, exit 2).
+
+    `paths`: files and folders as given; none: every agent's places found on this machine (only those of
+    `settings.agents` when it names agents with places: `readers.place_agents`). `cache_above`: an archive of at most this many bytes is read whole
+    without keeping usage parts. `executor`: `local` (forked processes) or `ray` (at `ray_address`)."""
+
+    paths: tuple[str, ...] = ()
+    settings: ReportSettings = field(default_factory=ReportSettings)
+    fmt: str = "table"
+    output: str | None = None
+    chart: str | None = None
+    html: str | None = None
+    cache_dir: str | None = None
+    no_cache: bool = False
+    cache_above: int = 0
+    jobs: int | None = None
+    executor: str = "local"
+    ray_address: str | None = None
+
+    def __post_init__(self) -> None:
+        settings = self.settings
+        if settings.by == "request":
+            self._check_export_options()
+        if settings.since is not None and settings.until is not None and settings.since > settings.until:
+            # an empty report, every time: a typo
+            raise UsageError(f"--since {settings.since} is after --until {settings.until}: no day is in both; "
+                             "swap them?")
+
+    def _check_export_options(self) -> None:
+        """`--by request` writes requests, not groups: the options that shape groups do not apply."""
+        from batchcompact.report.export import FORMATS
+
+        if self.fmt not in FORMATS:
+            raise UsageError(f"--by request writes one row per request: use --format {', '.join(FORMATS)}, "
+                             f"not {self.fmt}")
+        for given, name in ((self.settings.breakdown, "--breakdown"), (self.settings.last, "--last"),
+                            (self.chart, "--chart"), (self.html, "--html")):
+            if given:
+                raise UsageError(f"{name} does not apply to --by request (one row per request; use --since/--until)")
+
+    def open_executor(self) -> Any:
+        """The executor extraction runs on (None: this machine's processes, the report's own pool)."""
+        if self.executor == "local":
+            return None
+        from batchcompact.pipeline.executor import make_executor
+
+        return make_executor(self.executor, jobs=self.jobs or 1, ray_address=self.ray_address)
 
 
 @dataclass
@@ -50,24 +104,29 @@ class ReportOutput:
         return kept
 
 
-def produce_report(paths: list[str], settings: ReportSettings, fmt: str, output: str | None, *,
-                   sources: list[dict], cache_dir: str | Path | None = None, no_cache: bool = False,
-                   cache_above: int = 0, jobs: int | None = None, chart: str | None = None, html: str | None = None, executor: Callable[[], Any] | None = None,
+def produce_report(request: ReportRequest, *, say: Callable[[str], None] | None = None,
                    warn: Callable[[str], None] | None = None) -> ReportOutput:
-    """The report for `paths`: replayed from the stored result when the archive and options are unchanged,
-    else built. `executor()` opens the executor for extraction (None: local processes); `warn` hears each
+    """The report `request` asks for: replayed from the stored result when the archive and options are
+    unchanged, else built. `say` hears each agent folder read when no PATHS are given; `warn` hears each
     extraction warning as soon as collection ends (they are in the output too). An archive of at most
     `cache_above` bytes is read whole without keeping usage parts (by the path without polars where it can
-    make the report, else into a temporary folder): loading the parts and polars costs more than reading it. `sources`: the agents' folders
-    `paths` were discovered in (none: given by the user); such folders holding no file are a report of
-    zero, given PATHS that hold none a usage error."""
+    make the report, else into a temporary folder): loading the parts and polars costs more than reading it.
+    The agents' folders discovered (none: PATHS given) are the report's `sources`: such folders holding no
+    file are a report of zero, given PATHS that hold none a usage error."""
+    from batchcompact.discover import paths_or_discovered
+    from batchcompact.report.files import walk_folder
+    from batchcompact.report.readers import place_agents
+
+    settings = request.settings
+    paths, found = paths_or_discovered(request.paths, "report", say, agents=place_agents(settings.agents),
+                                       walk=walk_folder, globs=False)
+    sources = [s.to_dict() for s in found]
     results = None
-    if not no_cache and not chart and not html:
-        results = _stored_results(paths, settings, fmt, sources, cache_dir)
+    if not request.no_cache and not request.chart and not request.html:
+        results = _stored_results(paths, settings, request.fmt, sources, request.cache_dir)
         if results is not None and (kept := results[0].load(results[1])) is not None:
             return ReportOutput.stored(kept)
-    out = _full_report(paths, settings, fmt, output, sources, cache_dir=cache_dir, no_cache=no_cache,
-                       cache_above=cache_above, jobs=jobs, chart=chart, html=html, executor=executor, warn=warn)
+    out = _full_report(paths, request, sources, warn=warn)
     if results is not None and out.texts:
         results[0].store(results[1], out.kept())
     return out
@@ -85,18 +144,19 @@ def _stored_results(paths, settings: ReportSettings, fmt: str, sources: list[dic
     return None if key is None else (ResultCache(cache_dir or cache_folder()), key)
 
 
-def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, sources: list[dict], *, cache_dir,
-                 no_cache: bool, cache_above: int = 0, jobs, chart, executor, warn, html=None) -> ReportOutput:
+def _full_report(paths: list[str], request: ReportRequest, sources: list[dict], *, warn) -> ReportOutput:
     """Collect (cache-aware), aggregate (polars, or plain Python for a supported `--no-cache` report), render."""
     from batchcompact.folders import cache_folder
     from batchcompact.report.render import report_records, table_width, write_report
 
+    settings, fmt, output = request.settings, request.fmt, request.output
+    chart, html, no_cache, cache_dir = request.chart, request.html, request.no_cache, request.cache_dir
     empty_ok = bool(sources)  # discovered places: an empty archive is a report of zero
 
-    runner = executor() if executor is not None else None
+    runner = request.open_executor()
     quick = walk = None
     if runner is None and not chart and not html:
-        quick, walk = _quick_report(paths, settings, fmt, jobs, None if no_cache else cache_above,
+        quick, walk = _quick_report(paths, settings, fmt, request.jobs, None if no_cache else request.cache_above,
                                     None if no_cache else cache_dir or cache_folder(), empty_ok)
     if quick is not None:
         result, collected = quick
@@ -107,8 +167,8 @@ def _full_report(paths, settings: ReportSettings, fmt: str, output: str | None, 
         from batchcompact.report import build_report, collect_usage
 
         try:
-            collected = collect_usage(paths, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs, executor=runner,
-                                      walk=walk, empty_ok=empty_ok, cache_above=cache_above)
+            collected = collect_usage(paths, cache_dir=cache_dir, use_cache=not no_cache, jobs=request.jobs,
+                                      executor=runner, walk=walk, empty_ok=empty_ok, cache_above=request.cache_above)
         finally:
             if runner is not None:
                 runner.close()
@@ -176,9 +236,9 @@ def _quick_report(paths, settings: ReportSettings, fmt: str, jobs, max_bytes: in
                   cache_dir: str | Path | None = None, empty_ok: bool = False):
     """((Report, Collected), None) from the cold path without polars (report/fast.py), or (None, walk) when
     these options or rows need the polars path, or the archive is larger than `max_bytes` and `cache_dir`
-    already holds most of its usage parts (`fast.writes_parts`; otherwise the workers write them as they
+    already holds most of its usage parts (`fast_collect.writes_parts`; otherwise the workers write them as they
     read). `walk`: the files found, when they were (the polars path then does not stat them again)."""
-    from batchcompact.report import fast
+    from batchcompact.report import fast, fast_collect
 
     if not fast.supported(settings, fmt):
         return None, None
@@ -196,7 +256,7 @@ def _quick_report(paths, settings: ReportSettings, fmt: str, jobs, max_bytes: in
     # of each reading it again while this process reads it a third time.
     builders.append(fast.Builder(settings, PriceTable.load(settings.pricing_file)))
     try:  # the workers price their own rows
-        collected = fast.collect_rows(paths, jobs, on_rows=take, settings=settings, max_bytes=max_bytes,
+        collected = fast_collect.collect_rows(paths, jobs, on_rows=take, settings=settings, max_bytes=max_bytes,
                                       cache_dir=cache_dir, empty_ok=empty_ok)
         return (builders[0].report(), collected), None
     except fast.Unsupported as refused:

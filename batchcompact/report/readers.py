@@ -19,15 +19,26 @@ import re
 
 from batchcompact.agents import AGENTS, Agent, Files, names
 
+# The agent of the rows read from batchcompact's own run reports (`compactions-*.parquet`): an `--agent` name
+# with no places of its own (the reports are where `run --report-dir` wrote them).
+RUN_REPORTS = "batchcompact"
+
 
 def agent_names() -> tuple[str, ...]:
-    """Every name `--agent` accepts: the registered agents and the labels of their places."""
+    """Every name `report --agent` (and its alias `--source`) accepts: the registered agents, the labels of
+    their places, and RUN_REPORTS."""
     out = list(names())
     for agent in AGENTS:
         for place in agent.places:
             if place.label and place.label not in out:
                 out.append(place.label)
-    return tuple(out)
+    return (*out, RUN_REPORTS)
+
+
+def place_agents(selected: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The `--agent` names whose places discovery keeps, or None (every agent's places) when they name
+    none that has places (only RUN_REPORTS, or nothing)."""
+    return tuple(name for name in selected if name != RUN_REPORTS) or None
 
 
 def row_agents(selected: tuple[str, ...]) -> tuple[str, ...]:

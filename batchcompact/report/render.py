@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from batchcompact.core.times import iso_time
 from batchcompact.errors import UsageError
 from batchcompact.report.result import Report
-from batchcompact.report.settings import UNKNOWN
+from batchcompact.report.rules import UNKNOWN
 
 if TYPE_CHECKING:
     import polars as pl
@@ -196,12 +196,12 @@ def write_report(
     if fmt == "json":
         text = render_json(report, sources) + "\n"
     elif fmt == "csv":
-        from batchcompact.report.fast import RowList
+        from batchcompact.report.row_list import RowList
 
         if isinstance(report.rows, RowList):  # the cold report without polars (fast.py)
             text = report.rows.csv([*report.keys, *JSON_FIELDS, *report.extra_columns])
         else:
-            from batchcompact.report.fast import CSV_DATETIME
+            from batchcompact.report.row_list import CSV_DATETIME
 
             text = flat_frame(report).write_csv(datetime_format=CSV_DATETIME)
     elif fmt == "table":
@@ -228,7 +228,7 @@ def parquet_frame(report: Report):
     import polars as pl
 
     rows = report.rows
-    if not isinstance(rows, pl.DataFrame):  # the cold report's rows (fast.RowList)
+    if not isinstance(rows, pl.DataFrame):  # the cold report's rows (row_list.RowList)
         rows = pl.DataFrame(report_records(report))
     periods = []
     for name in ("date", "week", "month"):

@@ -7,17 +7,22 @@ each rule is here, as data or as one function:
 - the columns the report reads (`REPORT_COLUMNS`) and sums (`SUM_COLUMNS`);
 - the dedupe: one row per `dedupe_key`, the first by `DEDUPE_ORDER`, a total order, nulls last (fast.py
   compares rows with `first_wins`; aggregate.py hands the same pairs to `sort_by`);
-- the sidechain replay collapse (an agent property, `Agent.sidechain_replays`: `replay_sources`): the
+- the sidechain replay collapse (an agent property, `Agent.sidechain_replays`: `replay_agents`): the
   message is the dedupe key up to `MESSAGE_END`, and of the copies of a message one of which is a side
   conversation (its kind is not `MAIN_KIND`), the first by `REPLAY_ORDER` is kept;
-- the cost of a request: the tier and the float expression are `pricing.tier_rate` and
-  `pricing.token_cost` (numbers in fast.py, polars expressions in aggregate.py: one expression, the same
-  float operations in the same order); `cost_usd` the cost mode; `counted` the zero-token drop;
+- the cost of a request: the tier and the float expression are `model_price.tier_rate` and
+  `model_price.token_cost` (numbers in fast.py, polars expressions in aggregate.py: one expression, the same
+  float operations in the same order); `cost_usd` the cost mode; `has_usage` the zero-token drop;
 - the period of a local day (`period_label`: day, week from the first weekday, month; polars maps it over
   the few distinct local days);
-- the sources `--by block` shows by default (`block_sources`, `Agent.billing_blocks`);
-- which groups `--last N` keeps (`last_groups_order`); the group keys, the names some groupings show and
-  the row order are `settings.GROUP_KEYS`, `provider_name`, `branch_name`, `ProjectNames` and `sort_order`.
+- the agents `--by block` shows by default (`block_agents`, `Agent.billing_blocks`);
+- the row filters (`row_filters`: `--agent` (alias `--source`), `--project`, `--session`, the local days from
+  `--since`/`--until`/`--last`), which fast.py applies as a predicate on a row and aggregate.py as polars
+  expressions, both from the values and constants `RowFilters` holds;
+- the group keys (`GROUP_KEYS`), the names some groupings show (`model_name`, `provider_name`,
+  `branch_name`, `ProjectNames`), the row order (`sort_order`, and `breakdown_groups`/`group_values`, the
+  derived columns `--breakdown` orders by) and which groups `--last N` keeps (`last_groups_order`,
+  `last_periods_since`).
 
 Standard library only (the cold path must not import polars); no agent is named here: the agents a rule
 applies to come from the registry.
@@ -26,9 +31,88 @@ applies to come from the registry.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import date, timedelta
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 
-from batchcompact.report.settings import UNKNOWN
+from batchcompact.agents import find
+from batchcompact.report.settings import PERIODS, PROVIDER_ALIASES, ReportSettings, week_start_index
+
+# ---- the names some groupings show ----
+
+UNKNOWN = "unknown"
+# A request whose file names no model (null or empty): its name in `--by model`, the `models` lists, the
+# chart, the blocks and the unpriced warning.
+UNKNOWN_MODEL = "(unknown model)"
+
+
+def model_name(model: str | None) -> str:
+    """The model as the report shows it: UNKNOWN_MODEL where the file names none."""
+    return model or UNKNOWN_MODEL
+
+
+def provider_name(agent: str | None, provider: str | None) -> str:
+    """Who served a request (`--by provider`): the provider the agent recorded, lower case, one name per
+    company (`PROVIDER_ALIASES`); where it records none, the agent's own service (`Agent.provider`), else
+    "unknown"."""
+    if provider:
+        name = provider.strip().lower()
+        if name:
+            return PROVIDER_ALIASES.get(name, name)
+    found = find(agent)
+    return found.provider if found is not None and found.provider else UNKNOWN
+
+
+def branch_name(branch: str | None) -> str:
+    """`--by branch`: the recorded git branch, "unknown" where the agent records none."""
+    return branch or UNKNOWN
+
+
+def project_tail(project: str) -> str:
+    """A project path's last component (`/a/b` -> `b`; a name without a separator is itself)."""
+    return project.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] or project
+
+
+class ProjectNames:
+    """The config file's `[report.projects]`: aliases (a recorded project, by its path or its folder name,
+    shown under another name: one name for the same repository checked out at different paths) and groups
+    (`--by group`: several projects, named as shown or recorded, as one). A project in no group is a group
+    of its own, under its name; no project at all is "unknown"."""
+
+    def __init__(self, settings: ReportSettings) -> None:
+        self.aliases = {key.rstrip("/\\") or key: value for key, value in settings.project_aliases}
+        self.members: dict[str, str] = {}
+        for group, members in settings.project_groups:
+            for member in members:
+                self.members.setdefault(member.rstrip("/\\") or member, group)
+        self.names: dict[str | None, str | None] = {None: None}
+        self.groups_of: dict[str | None, str] = {None: UNKNOWN}
+
+    @property
+    def active(self) -> bool:
+        return bool(self.aliases or self.members)
+
+    def name(self, project: str | None) -> str | None:
+        """The project as reports show it: its alias (by whole path first, then folder name), else itself."""
+        found = self.names.get(project, self)
+        if found is self:
+            found = self.aliases.get(project)
+            if found is None:
+                found = self.aliases.get(project_tail(project), project)
+            self.names[project] = found
+        return found
+
+    def group(self, project: str | None) -> str:
+        """The project's group: the first of its alias, its path, the alias's and the path's folder names
+        that a group lists; else its name."""
+        found = self.groups_of.get(project)
+        if found is None:
+            shown = self.name(project)
+            found = next((self.members[c] for c in (shown, project, project_tail(shown), project_tail(project))
+                          if c in self.members), shown)
+            self.groups_of[project] = found
+        return found
+
+
 
 # The columns of a usage row the report reads, in this order (fast.py's row tuples, aggregate's frame).
 REPORT_COLUMNS = (
@@ -62,15 +146,15 @@ REPLAY_ORDER: tuple[tuple[str, bool], ...] = (
 )
 
 
-def replay_sources() -> tuple[str, ...]:
-    """The sources (agents' formats) whose side conversations replay messages (`Agent.sidechain_replays`)."""
+def replay_agents() -> tuple[str, ...]:
+    """The agents whose side conversations replay messages (`Agent.sidechain_replays`)."""
     from batchcompact.agents import AGENTS
 
     return tuple(agent.name for agent in AGENTS if agent.sidechain_replays)
 
 
-def block_sources() -> tuple[str, ...]:
-    """The sources `report --by block` shows unless `--agent`/`--source` say (`Agent.billing_blocks`)."""
+def block_agents() -> tuple[str, ...]:
+    """The agents `report --by block` shows unless `--agent` says (`Agent.billing_blocks`)."""
     from batchcompact.agents import AGENTS
 
     return tuple(agent.name for agent in AGENTS if agent.billing_blocks)
@@ -108,13 +192,13 @@ def cost_usd(cost_mode: str, recorded, computed, coalesce: Callable):
     return coalesce(recorded, computed)
 
 
-def counted(total_tokens, recorded_or_zero):
+def has_usage(total_tokens, recorded_or_zero):
     """Whether a request is counted: some tokens, or a recorded cost above zero (no cost counts as zero);
     the others are dropped and reported as `dropped_zero`. Numbers or polars expressions."""
     return (total_tokens > 0) | (recorded_or_zero > 0)
 
 
-# ---- periods ----
+# ---- filters ----
 
 # `--project`: a value matches a project by its whole path or by its last path component (a trailing separator
 # of the value ignored); PROJECT_DIR is a project's path up to its last separator, removed to leave that component.
@@ -125,6 +209,40 @@ def wanted_projects(values: Sequence[str]) -> list[str]:
     """The `--project` values as they are compared (a trailing separator dropped)."""
     return [v.rstrip("/\\") or v for v in values]
 
+
+@dataclass(frozen=True)
+class RowFilters:
+    """The rows a report counts, decided before the zero-token drop; an empty value filters nothing. fast.py
+    tests each row against these values and aggregate.py turns them into polars expressions: two forms of
+    one set of values, made once (`row_filters`)."""
+
+    agents: tuple[str, ...] = ()  # row `agent` values: `--agent` (a place label: its agent); `--by block`
+    # without it: `block_agents()`
+    projects: tuple[str, ...] = ()  # `wanted_projects`: the project as shown, or its path after PROJECT_DIR
+    sessions: tuple[str, ...] = ()  # session id prefixes
+    since: date | None = None  # first and last local day (`first_day`); a row without a time is outside
+    until: date | None = None
+
+
+def row_filters(settings: ReportSettings) -> RowFilters:
+    """The filters `settings` asks for, as both engines apply them."""
+    from batchcompact.report.readers import row_agents
+
+    if settings.agents:
+        agents = row_agents(settings.agents)
+    else:  # `--by block`: the agents that bill in 5-hour windows
+        agents = block_agents() if settings.by == "block" else ()
+    return RowFilters(agents=agents,
+                      projects=tuple(wanted_projects(settings.projects)), sessions=tuple(settings.sessions),
+                      since=first_day(settings), until=settings.until)
+
+
+def first_day(settings: ReportSettings) -> date | None:
+    """The first local day a report counts: `--since`, or the first day of the `--last` periods, the later."""
+    return max(filter(None, (settings.since, last_periods_since(settings))), default=None)
+
+
+# ---- periods ----
 
 PERIOD_COLUMNS = {"day": "date", "week": "week", "month": "month"}
 
@@ -143,7 +261,88 @@ def period_label(day: date | None, by: str, first_weekday: int) -> str:
 
 # ---- groups ----
 
+# The columns each grouping's rows are keyed by (both engines).
+GROUP_KEYS = {
+    "day": ["date"],
+    "week": ["week"],
+    "month": ["month"],
+    "session": ["session_id", "agent", "project"],
+    "project": ["project"],
+    "branch": ["project", "branch"],
+    "group": ["group"],
+    "model": ["model"],
+    "provider": ["provider"],
+    "agent": ["agent"],
+    "machine": ["machine"],
+    "block": ["block_start"],
+    "request": ["request_id"],
+}
+
+
 def last_groups_order(keys: Sequence[str]) -> list[tuple[str, bool]]:
     """`--last N` on a grouping that is not a period keeps the first N groups by this order: the latest
     activity first, then the keys descending."""
     return [("last_timestamp", True), *((k, True) for k in keys)]
+
+
+# `--breakdown` on a grouping that is not a period: each group's rows (one per model) stay together, the
+# groups ordered as the report without `--breakdown` orders them (by these two derived columns: the
+# group's cost, in picodollars, and its last activity), the models within a group by cost.
+GROUP_COST, GROUP_LAST = "_group_cost", "_group_last"
+
+
+def breakdown_groups(settings: ReportSettings, keys: list[str]) -> list[str] | None:
+    """The keys of the groups `--breakdown` splits by model (`keys` without `model`), where the rows
+    need the derived columns GROUP_COST and GROUP_LAST to be ordered; None otherwise."""
+    if not settings.breakdown or settings.by in PERIODS or settings.by == "model" or "model" not in keys:
+        return None
+    return [k for k in keys if k != "model"]
+
+
+def group_values(groups: list[tuple], costs: list[float | None], lasts: list) -> tuple[list[int], list]:
+    """Each row's GROUP_COST and GROUP_LAST, given each row's group (its `breakdown_groups` values), cost
+    and last activity: the group's cost as the sum of its rows' whole picodollars (an integer: the same in
+    any order, in both engines) and its latest activity."""
+    from batchcompact.money import to_pico
+
+    cost: dict[tuple, int] = {}
+    last: dict[tuple, object] = {}
+    for group, usd, when in zip(groups, costs, lasts, strict=True):
+        cost[group] = cost.get(group, 0) + (to_pico(usd) if usd is not None else 0)
+        if when is not None and (last.get(group) is None or when > last[group]):
+            last[group] = when
+    return [cost[g] for g in groups], [last.get(g) for g in groups]
+
+
+def sort_order(settings: ReportSettings, keys: list[str]) -> list[tuple[str, bool]]:
+    """The report's row order as (column, descending) pairs, first key first (nulls go last)."""
+    if settings.by in PERIODS:
+        return [(k, settings.order == "desc") for k in keys]
+    base = breakdown_groups(settings, keys)
+    if base is not None:
+        if settings.by == "session" and settings.order:
+            desc = settings.order == "desc"
+            return [(GROUP_LAST, desc), *((k, desc) for k in base), ("last_timestamp", desc), ("model", False)]
+        desc = settings.order != "asc"
+        return [(GROUP_COST, desc), *((k, False) for k in base), ("cost_usd", desc), ("model", False)]
+    if settings.by == "session" and settings.order:
+        return [(k, settings.order == "desc") for k in ["last_timestamp", *keys]]
+    return [("cost_usd", settings.order != "asc"), *((k, False) for k in keys)]
+
+
+def last_periods_since(settings: ReportSettings) -> date | None:
+    """The first local day of the last `settings.last` periods (1 = today, this week, this month)."""
+    if not settings.last or settings.by not in PERIODS:
+        return None
+    from zoneinfo import ZoneInfo
+
+    now = settings.now or datetime.now(ZoneInfo("UTC"))
+    today = now.astimezone(ZoneInfo(settings.timezone)).date()
+    back = settings.last - 1
+    if settings.by == "day":
+        return today - timedelta(days=back)
+    if settings.by == "week":
+        offset = (today.isoweekday() - week_start_index(settings.start_of_week)) % 7
+        return today - timedelta(days=offset + 7 * back)
+    month_index = today.year * 12 + today.month - 1 - back
+    return date(month_index // 12, month_index % 12 + 1, 1)

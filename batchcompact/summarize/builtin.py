@@ -1,7 +1,8 @@
 """The built-in offline summarizer (`--model builtin`): deterministic, no network, cost 0.
 
 It reads the structure of `call.messages` (pi-shaped LLM messages from any agent's reader, `Agent.reader`; see
-`builtin_facts.py` for what it takes from each agent's tools) and fills the headings a model is asked for,
+`builtin_facts.py` for what it takes from each agent's tools) and fills the headings a model is asked for
+(`builtin_sections.py` fits them into the budget),
 like a handover note: the goal and later requests, rules the user stated (never questions), each changed
 file with what changed, checks that passed, failures not fixed later, the unfinished request and what the
 agent was about to do. Invariants:
@@ -19,18 +20,23 @@ import re
 import time
 
 from batchcompact.core.calls import BRANCH, TURN_PREFIX, SummaryCall
-from batchcompact.core.prompts import HISTORY_HEADINGS, TURN_PREFIX_HEADINGS
 from batchcompact.summarize.base import SummaryResult
-from batchcompact.summarize.builtin_facts import Facts, clean_item, clip, extract_facts
-from batchcompact.summarize.handover import current_failures, goal_requests
+from batchcompact.summarize.builtin_facts import Facts, extract_facts
+from batchcompact.summarize.builtin_sections import (
+    TRAIL_HEADING,
+    Section,
+    fit_sections,
+    foreign_intent,
+    merge,
+    parse_previous,
+)
+from batchcompact.summarize.builtin_text import clean_item, clip
+from batchcompact.summarize.handover import current_failures, goal_requests, standing_rules
 from batchcompact.tokenizer import count_tokens
 
-NONE = "(none)"
-SHORTENED_MIN = 400  # room left in a section for the start of an item that does not fit whole
 DETAILED_CHANGES = 8  # the newest changed files say what changed; older ones, that they changed
 FIT_ROUNDS = 6  # refits when the tokenizer counts more than chars/4 (paths, code): rarely more than two
 KEEP_NEW = {"constraints": 8, "decisions": 8, "blocked": 5, "todos": 8, "checks": 4}
-TRAIL_HEADING = "## Relevant Files and Code Names"
 # The artifact trail's candidates: this share of the summary's budget, never more than TRAIL_TOKENS (the
 # section's weight then decides what it keeps beside the others).
 TRAIL_SHARE = 0.8
@@ -41,117 +47,6 @@ TRAIL_WEIGHT = 10  # of 26: the largest share; measured in docs/summaries.md ("T
 _VERBS = {"added": "Added", "wrote": "Wrote", "edited": "Edited", "deleted": "Deleted", "moved": "Moved"}
 _WAITING = "no result yet"
 _IN_FLIGHT = {"added": "Adding", "wrote": "Writing", "edited": "Editing", "deleted": "Deleting", "moved": "Moving"}
-_OUR_HEADINGS = ("## Goal", "### Done", "## Next Steps", "## Original Request")
-_KNOWN_HEADINGS = frozenset(HISTORY_HEADINGS + TURN_PREFIX_HEADINGS + (TRAIL_HEADING,))
-
-
-# -- sections -------------------------------------------------------------------------------------------
-class Section:
-    """A heading, its items and how items are rendered; `keep` says which items go last when trimming."""
-
-    def __init__(
-        self, heading: str, items: list[str], prefix: str = "- ", keep: str = "newest", weight: int = 1
-    ):
-        self.heading = heading
-        self.items = items
-        self.prefix = prefix
-        self.keep = (
-            keep  # newest: drop the oldest first; first: drop from the end; goal: keep item 0, then newest
-        )
-        self.weight = weight
-
-    def render_item(self, index: int, item: str) -> str:
-        prefix = f"{index + 1}. " if self.prefix == "1. " else self.prefix
-        return prefix + item.replace("\n", "\n  ")
-
-    def render(self) -> str:
-        if self.prefix is None:
-            return self.heading
-        lines = [self.render_item(i, item) for i, item in enumerate(self.items)]
-        return self.heading + "\n" + ("\n".join(lines) if lines else NONE)
-
-
-def _parse_previous(summary: str | None) -> tuple[dict[str, list[str]], str | None]:
-    """(heading -> items) of a previous checkpoint's sections in our layout, and the text of the rest.
-
-    A checkpoint written by another summarizer (Claude Code's own compaction, Codex's) has none of our
-    headings: it is kept whole, as one block of the critical context, rather than lost. One that has some
-    of them (pi's own checkpoints: "## Goal" beside "## Files Created/Modified", "## Next Steps (WP14-WP20)")
-    has its other sections kept the same way, as written: they are often what it knew best.
-    """
-    if not summary or not summary.strip():
-        return {}, None
-    if not any(h in summary for h in _OUR_HEADINGS):
-        return {}, _foreign_text(summary)
-    out: dict[str, list[str]] = {}
-    other: list[str] = []
-    heading = None
-    in_other = False
-    for line in _FENCE.sub("(code omitted)", summary).splitlines():
-        stripped = line.strip()
-        if stripped.startswith("#"):
-            in_other = stripped not in _KNOWN_HEADINGS
-            heading = None if in_other else stripped
-            if in_other:
-                other.append(stripped)
-            else:
-                out.setdefault(stripped, [])
-        elif stripped.startswith("<"):
-            heading, in_other = None, False  # file tags: the composition adds fresh ones
-        elif in_other:
-            if stripped:
-                other.append(line.rstrip())
-        elif heading and stripped and stripped != NONE:
-            item = clean_item(stripped, 400)
-            if item and item != NONE:
-                out[heading].append(item)
-    return out, "\n".join(other) if other else None
-
-
-_FENCE = re.compile(r"^\s*```.*?^\s*```[ \t]*$", re.DOTALL | re.MULTILINE)
-_INTENT = re.compile(
-    r"^\s*(?:\d+\.\s*)?(?:\*\*)?(?:Primary Request(?: and Intent)?|User Intent|Goal|Task)s?(?:\*\*)?:\s*(.*)$",
-    re.I,
-)
-_NUMBERED_HEADING = re.compile(r"^\s*\d+\.\s+\S.*:\s*$")
-
-
-def _foreign_text(summary: str) -> str:
-    """Another agent's checkpoint, without its preamble, analysis and code blocks (the files hold the code)."""
-    text = re.sub(r"<analysis>.*?</analysis>", "", summary, flags=re.DOTALL)
-    if "\nSummary:" in text:
-        text = text.split("\nSummary:", 1)[1]
-    text = _FENCE.sub("(code omitted)", text)
-    lines = [
-        line.rstrip()
-        for line in text.splitlines()
-        if line.strip()
-        and not line.startswith("This session is being continued")
-        and line.strip() != "Analysis:"
-    ]
-    return "\n".join(lines)
-
-
-def foreign_intent(text: str) -> str | None:
-    """The "Primary Request and Intent" of another agent's checkpoint: the goal it carries."""
-    lines = text.splitlines()
-    for index, line in enumerate(lines):
-        match = _INTENT.match(line)
-        if not match:
-            continue
-        body = [match.group(1)] if match.group(1).strip() else []
-        for following in lines[index + 1 :]:
-            if _NUMBERED_HEADING.match(following) or _INTENT.match(following):
-                break
-            body.append(following.strip())
-        return clean_item(" ".join(body), 400) or None
-    return None
-
-
-def _merge(previous: list[str], new: list[str]) -> list[str]:
-    return list(dict.fromkeys(previous + [item for item in new if item]))
-
-
 ROOT_MIN_PATHS = 3  # absolute paths under one folder before the summary writes them relative to it
 ROOT_MIN_PARTS = 3  # `/home/user/app`: a shorter common folder saves too little to be worth its line
 
@@ -194,14 +89,14 @@ def change_items(facts: Facts, pending: bool | None = None) -> list[str]:
             notes = "; ".join(n for n in (change.size, waiting) if n)
             item = f"{verb} `{clip(relative(path, root), 160)}`" + (f" ({notes})" if notes else "")
             if change.edits_after:  # written, then edited: what the last edit changed
-                item += f", then edited ({plural(change.edits_after, 'edit')})" + (f": {detail}" if detail else "")
+                item += f", then edited ({count_of(change.edits_after, 'edit')})" + (f": {detail}" if detail else "")
         else:
             item = f"{verb} `{clip(relative(path, root), 160)}`{times}" + (f" ({waiting})" if waiting else "")
             item += f": {detail}" if detail else ""
         items.append(item)
     if facts.patches_without_files and not pending:
         items.append(
-            f"Applied {plural(facts.patches_without_files, 'patch')} (file names not in the transcript)"
+            f"Applied {count_of(facts.patches_without_files, 'patch')} (file names not in the transcript)"
         )
     return items
 
@@ -216,7 +111,9 @@ def _done(facts: Facts) -> list[str]:
     return done
 
 
-def plural(count: int, noun: str) -> str:
+def count_of(count: int, noun: str) -> str:
+    """`3 edits`, `1 patch` as the summary says them (no thousands separator: `core.words.counted` is the
+    messages')."""
     return f"{count} {noun}" + ("" if count == 1 else "es" if noun.endswith("ch") else "s")
 
 
@@ -319,10 +216,10 @@ def _chunks(label: str, names: list[str]) -> list[str]:
 
 def build_history_sections(facts: Facts, previous: str | None, branch: bool,
                            max_chars: int = TRAIL_TOKENS * 40, listed: tuple[str, ...] = ()) -> list[Section]:
-    prev, foreign = _parse_previous(previous)
+    prev, foreign = parse_previous(previous)
     intent = foreign_intent(foreign) if foreign else None
     prev_goal = prev.get("## Goal", []) or ([intent] if intent else [])
-    goal = _merge(prev_goal, _later_requests(facts, bool(prev_goal)))
+    goal = merge(prev_goal, _later_requests(facts, bool(prev_goal)))
     todos = facts.todos or []
     in_progress = [clean_item(t) for t, status in todos if status == "in_progress"]
     if facts.unfinished:
@@ -351,39 +248,36 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
     last = facts.last_assistant_text.strip()
     if last and not last.endswith(":"):
         critical.append(f"Last assistant message: {clip(last)}")
-    trail = _merge(trail_items(facts, max_chars, listed), prev.get(TRAIL_HEADING, []))
+    trail = merge(trail_items(facts, max_chars, listed), prev.get(TRAIL_HEADING, []))
     sections = [
         Section("## Goal", goal, "", keep="goal", weight=4),
         Section(
             "## Constraints & Preferences",
-            _merge(
-                prev.get("## Constraints & Preferences", []),
-                facts.constraints.list(),
-            ),
-            weight=2,
+            standing_rules(prev.get("## Constraints & Preferences", []) + facts.constraints.list()),
+            weight=3,
         ),
         Section("## Progress", [], None),
         Section(
             "### Done",
             # work in flight last time is done now, except changes whose result was not seen: their result
             # is in these messages, which report them again
-            _merge(prev.get("### Done", []) + [i for i in prev.get("### In Progress", []) if _WAITING not in i],
+            merge(prev.get("### Done", []) + [i for i in prev.get("### In Progress", []) if _WAITING not in i],
                    _done(facts)),
             "- [x] ",
-            weight=4,
+            weight=3,
         ),
         Section("### In Progress", in_progress, "- [ ] ", keep="first", weight=1),
-        Section("### Blocked", _merge(prev.get("### Blocked", []), blocked), weight=1),
+        Section("### Blocked", merge(prev.get("### Blocked", []), blocked), weight=1),
         Section(
             "## Key Decisions",
-            _merge(prev.get("## Key Decisions", []), facts.decisions.list()[-KEEP_NEW["decisions"] :]),
+            merge(prev.get("## Key Decisions", []), facts.decisions.list()[-KEEP_NEW["decisions"] :]),
             weight=1,
         ),
         Section("## Next Steps", steps or prev.get("## Next Steps", []), "1. ", keep="first", weight=1),
     ]
     if not branch:
         sections.append(
-            Section("## Critical Context", _merge(prev.get("## Critical Context", []), critical), weight=2)
+            Section("## Critical Context", merge(prev.get("## Critical Context", []), critical), weight=2)
         )
     sections.append(Section(TRAIL_HEADING, trail, keep="first", weight=TRAIL_WEIGHT))
     return sections
@@ -399,100 +293,15 @@ def build_turn_prefix_sections(facts: Facts, max_chars: int = TRAIL_TOKENS * 40,
     last = facts.last_assistant_text.strip()
     if last and not last.endswith(":"):
         context.append(f"Last assistant message: {clip(last)}")
+    request = [clean_item(r, 300) for r in (facts.requests or [facts.first_words])[:1] if r]
+    shown = request[0] if request else ""
+    # no Constraints heading in a turn prefix: the rules follow the request, unless its shown start holds them
+    rules = [f"Rule: {rule}" for rule in standing_rules(facts.constraints.list()) if rule not in shown]
     return [
-        Section("## Original Request", [clean_item(r, 300) for r in (facts.requests or [facts.first_words])[:1] if r],
-                "", weight=2),
+        Section("## Original Request", request + rules, "", keep="goal", weight=2),
         Section("## Early Progress", early, weight=3),
         Section("## Context for Suffix", context, keep="first", weight=4),
     ]
-
-
-# -- budgets --------------------------------------------------------------------------------------------
-def render_sections(sections: list[Section]) -> str:
-    return "\n\n".join(section.render() for section in sections)
-
-
-def _item_cost(section: Section, index: int, item: str) -> int:
-    return len(section.render_item(index, item)) + 1
-
-
-def _select(section: Section, budget: int) -> list[str]:
-    """The items of `section` that fit in `budget` characters, dropping by the section's `keep` rule."""
-    items = section.items
-    order = list(range(len(items)))
-    if section.keep == "newest":
-        order.reverse()
-    elif section.keep == "goal":
-        order = [0] + list(range(len(items) - 1, 0, -1)) if items else []
-    chosen: list[int] = []
-    used = 0
-    for index in order:
-        cost = _item_cost(section, index, items[index])
-        if used + cost <= budget:
-            chosen.append(index)
-            used += cost
-        elif not chosen and budget - used > 24:  # the most important item, shortened
-            room = budget - used - len(section.render_item(index, "")) - 1
-            short = _shorten(items[index], room)
-            while room > 0 and _item_cost(section, index, short) > budget - used:  # indented lines cost more
-                room -= _item_cost(section, index, short) - (budget - used)
-                short = _shorten(items[index], room)
-            return [short] if room > 0 else []
-        else:
-            room = budget - used - len(section.render_item(index, "")) - 1
-            if room >= SHORTENED_MIN:  # what is left holds the start of the next item (an earlier checkpoint)
-                short = _shorten(items[index], room)
-                if _item_cost(section, index, short) <= budget - used:
-                    return [items[i] if i != index else short for i in sorted(chosen + [index])]
-            break
-    return [items[i] for i in sorted(chosen)]
-
-
-def _shorten(item: str, room: int) -> str:
-    if len(item) <= room:
-        return item
-    cut = item[: max(room - 1, 0)]
-    if "\n" in cut and len(cut.rsplit("\n", 1)[0]) >= len(cut) // 2:  # a multi-line block: cut at a line end
-        cut = cut.rsplit("\n", 1)[0]
-    return cut.rstrip() + "…"
-
-
-def fit_sections(sections: list[Section], max_chars: int) -> str:
-    """Render within `max_chars`: each section gets a weighted share; what one leaves unused goes to others.
-
-    Linear in the number of items. Every heading is always present, even at a tiny budget.
-    """
-    text = render_sections(sections)
-    if len(text) <= max_chars:
-        return text
-    bare = [Section(s.heading, [], s.prefix) for s in sections]
-    overhead = len(render_sections(bare)) - sum(len(NONE) + 1 for s in sections if s.prefix is not None)
-    room = max_chars - overhead
-    needs = {id(s): len(s.render()) - len(s.heading) for s in sections if s.prefix is not None}
-    budgets = _share(sections, needs, room)
-    fitted = [
-        s if s.prefix is None else Section(s.heading, _select(s, budgets[id(s)]), s.prefix, s.keep)
-        for s in sections
-    ]
-    text = render_sections(fitted)
-    if len(text) > max_chars and max_chars > len(render_sections(bare)) + 64:  # rounding: fit a little tighter
-        return fit_sections(sections, max_chars - (len(text) - max_chars) - 32)
-    if len(text) > max_chars:  # a budget too small for anything but the headings
-        text = render_sections(bare)
-    return text
-
-
-def _share(sections: list[Section], needs: dict[int, int], room: int) -> dict[int, int]:
-    """Water-filling: sections that need less than their weighted share give the rest to the others."""
-    budgets: dict[int, int] = {}
-    pending = sorted((s for s in sections if s.prefix is not None), key=lambda s: needs[id(s)] / s.weight)
-    weight = sum(s.weight for s in pending)
-    for section in pending:
-        share = max(room, 0) * section.weight // max(weight, 1)
-        budgets[id(section)] = given = min(needs[id(section)], share)
-        room -= given
-        weight -= section.weight
-    return budgets
 
 
 def summary_tokens(text: str) -> int:

@@ -2,7 +2,10 @@
 
 - Goal: the session's first request and the requests still open at the cut. A question the agent answered,
   an acknowledgement, a short request the agent carried out before the user moved on and a pasted repeat
-  are not goals; near-duplicates are merged into their newest spelling (`goal_requests`).
+  are not goals; near-duplicates are merged into their newest spelling (`goal_requests`); a request's
+  line leaves out the rule sentences Constraints carries, and a request that is only rules has none
+  (`without_rules`).
+- Rules: each once, a restated or amended rule in its newest spelling at its newest place (`standing_rules`).
 - The artifact trail leaves out what no agent needs: git's diff prefixes (`a/src/x.py` is `src/x.py`),
   language built-ins and library calls the project did not define (`setTimeout`, `toFixed`), product names
   that look like files (`Node.js`), bare extensions (`.test.ts`), placeholder file names (`file.txt`)
@@ -40,9 +43,12 @@ _THANKS = re.compile(
     r"[\s,.!:;-]*)+$",
     re.IGNORECASE,
 )
+# The words a question opens with, here and for the rule sentences (`builtin_words`). A request may also
+# open with "isn't/doesn't/don't" ("don't you think…?"); a rule sentence never does ("Don't push to main.").
+QUESTION_WORDS = (r"do|does|did|can|could|would|will|is|are|was|were|should|shall|what|why|how|where|when|which|"
+                  r"who|have|has|any idea")
 _QUESTION = re.compile(
-    r"^(?:wait\b|hmm+\b|so\b|and\b|but\b|ok(?:ay)?\b|also\b)?[,\s]*(?:do|does|did|can|could|would|will|is|are|was|"
-    r"were|should|shall|what|why|how|where|when|which|who|have|has|any idea|isn't|doesn't|don't)\b",
+    rf"^(?:wait\b|hmm+\b|so\b|and\b|but\b|ok(?:ay)?\b|also\b)?[,\s]*(?:{QUESTION_WORDS}|isn't|doesn't|don't)\b",
     re.IGNORECASE,
 )
 _ASKS_WORK = re.compile(
@@ -52,7 +58,10 @@ _ASKS_WORK = re.compile(
 )
 _PASTED = re.compile(r"^\s*(?:\+\s|\d+\s+[-+]\s|```|diff --git|@@|\||<[a-z])")
 # Where pasted material starts inside a request: a traceback, a fenced block, a diff, a log (a line of its own)
-_PASTE_START = re.compile(r"^\s*(?:Traceback \(most recent call last\)|```|diff --git|@@ |\$ )", re.MULTILINE)
+_PASTE_START = re.compile(r"^\s*(?:Traceback \(most recent call last\)|```|diff --git|@@ |\$ |"
+                          r"(?:[A-Z]\w*)?(?:Error|Exception): [^\n]*\n\s+at )", re.MULTILINE)  # last: a JS stack
+# The line of a pasted traceback or stack that says what went wrong: `KeyError: 'cursor'`
+_ERROR_LINE = re.compile(r"^\s*((?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt)\b.*)$", re.MULTILINE)
 _NAMED = re.compile(r"[\w-]+\.[a-z]{1,5}\b|[a-z0-9]_[a-z0-9]|[a-z][A-Z]|/")
 
 
@@ -63,6 +72,9 @@ class Request:
     text: str
     answered: bool = False  # the agent's turn after it ended with its own reply
     worked: bool = False  # the agent called tools after it
+    # as a later Goal line says it (`without_rules`; "": its rules say it all); None: `text`. The first
+    # request is said whole: the Goal's first line is the session's goal as asked
+    line: str | None = None
 
 
 def asked_words(text: str) -> str:
@@ -71,36 +83,86 @@ def asked_words(text: str) -> str:
     start = _PASTE_START.search(text)
     if start is None or not text[: start.start()].strip():
         return text
-    pasted = "a traceback" if text[start.start():].lstrip().startswith("Traceback") else "pasted output"
+    paste = text[start.start():].lstrip()
+    if paste.startswith("Traceback"):
+        raised = _raised(paste)
+        return f"{text[: start.start()].rstrip()} (with a traceback" + (f": {raised})" if raised else ")")
+    errors = _ERROR_LINE.findall(paste[:SCAN_PASTE])  # a JS stack names it first
+    if errors and not paste.startswith(("```", "diff", "@@", "$")):
+        pasted = f"an error: {_one_line(errors[0])}"
+    else:
+        pasted = "pasted output"
     return f"{text[: start.start()].rstrip()} (with {pasted})"
+
+
+SCAN_PASTE = 2000  # of a pasted traceback, the end (Python) or the start (a JS stack) holds the error line
+ERROR_CHARS = 100
+
+
+def _raised(traceback: str) -> str:
+    """The exception a Python traceback ends with (`httpx.ReadTimeout: timed out`): the first unindented line
+    after its last `File` frame."""
+    lines = traceback[-SCAN_PASTE:].splitlines()
+    frames = [i for i, line in enumerate(lines) if line.lstrip().startswith('File "')]
+    after = lines[frames[-1] + 1:] if frames else []
+    return next((_one_line(line) for line in after if line.strip() and not line[0].isspace()), "")
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1].rstrip() + "…"
 
 
 def words(text: str) -> frozenset[str]:
     return frozenset(w for w in _WORD.findall(text.lower()[:2000]) if w not in _STOP and len(w) > 1)
 
 
+# One word of reply, whatever follows it ("ok?", "no", "nope", "y", "thank you"): nothing asked either.
+ONE_WORD_REPLY = re.compile(
+    r"^(?:ok(?:ay)?|yes|yep|y|no|nope|sure|thanks?(?: you)?|continue|go on|go ahead|proceed|do it|lgtm|"
+    r"sounds good|great|perfect|nice|cool|next)\W*$",
+    re.IGNORECASE,
+)
+
+
 def is_acknowledgement(text: str) -> bool:
-    """"ok", "thanks!", "yes do it", "great, go ahead": nothing new asked."""
-    return bool(_THANKS.match(text.strip()))
+    """"ok", "thanks!", "yes do it", "great, go ahead", "nope": nothing new asked."""
+    text = text.strip()
+    return bool(_THANKS.match(text) or ONE_WORD_REPLY.match(text))
 
 
 _GO = re.compile(r"\b(?:yes|yep|yeah|sure|do it|go|go ahead|go for it|proceed|continue|next|ship it|commit|please|all|"
                  r"everything|both)\b", re.IGNORECASE)
+_GO_ON = re.compile(
+    r"^(?:ok(?:ay)?[,\s]*)?(?:yes|yep|y|sure|continue|go on|go ahead|proceed|do it|next|keep going)?\W*$",
+    re.IGNORECASE,
+)
 
 
 def is_go_on(text: str) -> bool:
-    """An acknowledgement that tells the agent to go on ("yes do it", "yeah, do it all"): the request before
-    it is still the work."""
-    return is_acknowledgement(text) and bool(_GO.search(text))
+    """An acknowledgement that tells the agent to go on ("ok", "yes do it", "yeah, do it all"): the request
+    before it is still the work."""
+    return bool(_GO_ON.match(text.strip())) or is_acknowledgement(text) and bool(_GO.search(text))
+
+
+# A sentence that tells the agent to do something: after a question ("Why did you change X? Undo that
+# part."), it makes the message a request.
+_IMPERATIVE = re.compile(
+    r"^(?:please\s+|now\s+|then\s+|just\s+|and\s+)?(?:undo|revert|fix|add|remove|delete|drop|change|make|use|"
+    r"keep|run|try|put|move|rename|write|update|create|implement|split|refactor|commit|push|stop|do|don'?t|"
+    r"never|always|go ahead|roll back)\b", re.IGNORECASE)
 
 
 def is_question(text: str) -> bool:
     """A question rather than a request for work: "wait, do we only limit POST requests?" is one,
-    "can you add a test?" is a request."""
+    "can you add a test?" and "Why did you change the import order? Undo that part." are requests."""
     text = text.strip()
-    first = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0]
+    sentences = re.split(r"(?<=[.!?])\s+", text[:400])
+    first = sentences[0]
     if _ASKS_WORK.search(first) and not first.lower().startswith(("what", "why", "how", "where", "which", "who")):
         return False
+    if any(not s.endswith("?") and _IMPERATIVE.match(s) for s in sentences[1:]):
+        return False  # a question, then what to do about it
     return text.endswith("?") and len(text) < 400 or bool(_QUESTION.match(text)) and "?" in text[:400]
 
 
@@ -130,8 +192,8 @@ def goal_requests(requests: list[Request], has_goal: bool) -> list[tuple[bool, s
     kept: list[tuple[Request, frozenset[str]]] = []
     first_words = words(first[0].text) if first else frozenset()
     for index, request in enumerate(later):
-        if _closed(request, index == len(later) - 1):
-            continue
+        if request.line == "" or _closed(request, index == len(later) - 1):
+            continue  # "" : Constraints carries it
         own = words(request.text)
         if first and _similar(own, first_words):
             continue
@@ -140,13 +202,54 @@ def goal_requests(requests: list[Request], has_goal: bool) -> list[tuple[bool, s
                 del kept[at]  # the newer spelling replaces it
                 break
         kept.append((request, own))
-    return [(True, r.text) for r in first] + [(False, r.text) for r, _ in kept]
+    return [(True, r.text) for r in first] + [(False, r.text if r.line is None else r.line) for r, _ in kept]
 
 
 def _similar(a: frozenset[str], b: frozenset[str]) -> bool:
     if not a or not b:
         return a == b
     return len(a & b) / len(a | b) >= SAME_REQUEST
+
+
+# -- rules ----------------------------------------------------------------------------------------------
+def standing_rules(rules: list[str]) -> list[str]:
+    """The user's rules oldest first, each once: a rule said again or amended in most of its words
+    (`SAME_REQUEST`) is one rule in its newest spelling, at the place of its newest statement, so the budget
+    (which drops the oldest first) keeps a repeated rule longest and the newer of two that conflict."""
+    kept: list[tuple[str, frozenset[str]]] = []
+    for rule in rules:
+        own = words(rule)
+        for at in range(len(kept) - 1, max(len(kept) - COMPARE_LAST, 0) - 1, -1):
+            if kept[at][0] == rule or _similar(own, kept[at][1]):
+                del kept[at]
+                break
+        kept.append((rule, own))
+    return [rule for rule, _ in kept]
+
+
+# A request less its rules keeps its line only when this many significant words remain.
+REQUEST_WORDS = 3
+
+
+def without_rules(request: str, sentences: list[str]) -> str:
+    """A request as its Goal line says it, less the rule sentences Constraints carries ("Run `npm test`
+    and summarize the failures. Don't change anything yet." -> "Run `npm test` and summarize the
+    failures."); "" when nothing but an acknowledgement remains (the request is its rules: "No, don't touch
+    `README.md`.", "I want X to use Y instead of Z. Go ahead."); the whole request when one or two
+    significant words would remain ("no console logs! setTheme should return an error")."""
+    rest = request
+    for sentence in sentences:
+        rest = rest.replace(sentence, "", 1)
+    if rest == request:
+        return request
+    if not words(rest) or is_acknowledgement(rest):
+        return ""
+    if len(words(rest)) < REQUEST_WORDS:
+        return request
+    return " ".join(line for line in rest.splitlines() if not _EMPTY_ITEM.match(line))  # a bullet it emptied
+
+
+_EMPTY_ITEM = re.compile(r"^\s*(?:[-*•+]|\d+[.)])?\s*$")
 
 
 # -- names ----------------------------------------------------------------------------------------------

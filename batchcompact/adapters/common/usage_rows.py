@@ -19,8 +19,8 @@ Invariants (the same for every source, so sums across sources mean the same thin
 - `machine`, `machine_id` are the machine a row was recorded on, set only by a usage export read back
   (report/export.py); null for a row read from the agent's own files: the report fills in this machine.
 - `agent` is the agent that wrote the row's file (`claude`, `codex`, `pi`, `gemini`, `opencode`, ...;
-  see `batchcompact.report.readers`); `source` is the reader that produced it (the same name for every
-  agent but pi's descendants, whose files pi's reader reads).
+  see `batchcompact.report.readers`); `source` names the same agent (it always has: pi's descendants'
+  rows say `pi` in both); the column is kept for exports and scripts (docs/cli.md, "One word: agent").
 - `dedupe_key` is set where one request can appear in several files (Claude `message.id:requestId`,
   Codex event time + cumulative total, OpenCode/Kilo message id; a provider's response id with the
   call's numbers, `CallKeys`: Qwen Code, Copilot, kimi-cli); the report keeps one row per key

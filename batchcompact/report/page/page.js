@@ -307,7 +307,6 @@
     const f = DATA.filters, parts = [];
     if (f.agents.length) parts.push("agents " + f.agents.join(", "));
     if (f.projects.length) parts.push("projects " + f.projects.join(", "));
-    if (f.sources.length) parts.push("sources " + f.sources.join(", "));
     if (f.sessions.length) parts.push("sessions " + f.sessions.join(", "));
     if (f.since || f.until) parts.push("days " + (f.since || "…") + " – " + (f.until || "…"));
     $("subtitle").textContent = (days.length ? days[0] + " – " + days[days.length - 1] : "No usage in these files") +

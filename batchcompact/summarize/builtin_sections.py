@@ -1,0 +1,214 @@
+"""The sections of a built-in summary: each heading with its items, fitted into the summary's budget by
+weighted shares (`fit_sections`: a section that needs less gives the rest to the others, each drops its
+least important items first), and an earlier checkpoint's sections read back (`parse_previous`: ours by
+heading; another agent's kept as one block, its "Primary Request and Intent" as the goal).
+
+Linear in the number of items; every heading is always present.
+"""
+
+from __future__ import annotations
+
+import re
+
+from batchcompact.core.prompts import HISTORY_HEADINGS, TURN_PREFIX_HEADINGS
+from batchcompact.summarize.builtin_text import clean_item
+
+NONE = "(none)"
+SHORTENED_MIN = 400  # room left in a section for the start of an item that does not fit whole
+TRAIL_HEADING = "## Relevant Files and Code Names"
+_OUR_HEADINGS = ("## Goal", "### Done", "## Next Steps", "## Original Request")
+_KNOWN_HEADINGS = frozenset(HISTORY_HEADINGS + TURN_PREFIX_HEADINGS + (TRAIL_HEADING,))
+
+
+class Section:
+    """A heading, its items and how items are rendered; `keep` says which items go last when trimming."""
+
+    def __init__(
+        self, heading: str, items: list[str], prefix: str = "- ", keep: str = "newest", weight: int = 1
+    ):
+        self.heading = heading
+        self.items = items
+        self.prefix = prefix
+        self.keep = (
+            keep  # newest: drop the oldest first; first: drop from the end; goal: keep item 0, then newest
+        )
+        self.weight = weight
+
+    def render_item(self, index: int, item: str) -> str:
+        prefix = f"{index + 1}. " if self.prefix == "1. " else self.prefix
+        return prefix + item.replace("\n", "\n  ")
+
+    def render(self) -> str:
+        if self.prefix is None:
+            return self.heading
+        lines = [self.render_item(i, item) for i, item in enumerate(self.items)]
+        return self.heading + "\n" + ("\n".join(lines) if lines else NONE)
+
+
+def parse_previous(summary: str | None) -> tuple[dict[str, list[str]], str | None]:
+    """(heading -> items) of a previous checkpoint's sections in our layout, and the text of the rest.
+
+    A checkpoint written by another summarizer (Claude Code's own compaction, Codex's) has none of our
+    headings: it is kept whole, as one block of the critical context, rather than lost. One that has some
+    of them (pi's own checkpoints: "## Goal" beside "## Files Created/Modified", "## Next Steps (WP14-WP20)")
+    has its other sections kept the same way, as written: they are often what it knew best.
+    """
+    if not summary or not summary.strip():
+        return {}, None
+    if not any(h in summary for h in _OUR_HEADINGS):
+        return {}, _foreign_text(summary)
+    out: dict[str, list[str]] = {}
+    other: list[str] = []
+    heading = None
+    in_other = False
+    for line in _FENCE.sub("(code omitted)", summary).splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            in_other = stripped not in _KNOWN_HEADINGS
+            heading = None if in_other else stripped
+            if in_other:
+                other.append(stripped)
+            else:
+                out.setdefault(stripped, [])
+        elif stripped.startswith("<"):
+            heading, in_other = None, False  # file tags: the composition adds fresh ones
+        elif in_other:
+            if stripped:
+                other.append(line.rstrip())
+        elif heading and stripped and stripped != NONE:
+            item = clean_item(stripped, 400)
+            if item and item != NONE:
+                out[heading].append(item)
+    return out, "\n".join(other) if other else None
+
+
+_FENCE = re.compile(r"^\s*```.*?^\s*```[ \t]*$", re.DOTALL | re.MULTILINE)
+_INTENT = re.compile(
+    r"^\s*(?:\d+\.\s*)?(?:\*\*)?(?:Primary Request(?: and Intent)?|User Intent|Goal|Task)s?(?:\*\*)?:\s*(.*)$",
+    re.I,
+)
+_NUMBERED_HEADING = re.compile(r"^\s*\d+\.\s+\S.*:\s*$")
+
+
+def _foreign_text(summary: str) -> str:
+    """Another agent's checkpoint, without its preamble, analysis and code blocks (the files hold the code)."""
+    text = re.sub(r"<analysis>.*?</analysis>", "", summary, flags=re.DOTALL)
+    if "\nSummary:" in text:
+        text = text.split("\nSummary:", 1)[1]
+    text = _FENCE.sub("(code omitted)", text)
+    lines = [
+        line.rstrip()
+        for line in text.splitlines()
+        if line.strip()
+        and not line.startswith("This session is being continued")
+        and line.strip() != "Analysis:"
+    ]
+    return "\n".join(lines)
+
+
+def foreign_intent(text: str) -> str | None:
+    """The "Primary Request and Intent" of another agent's checkpoint: the goal it carries."""
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        match = _INTENT.match(line)
+        if not match:
+            continue
+        body = [match.group(1)] if match.group(1).strip() else []
+        for following in lines[index + 1 :]:
+            if _NUMBERED_HEADING.match(following) or _INTENT.match(following):
+                break
+            body.append(following.strip())
+        return clean_item(" ".join(body), 400) or None
+    return None
+
+
+def merge(previous: list[str], new: list[str]) -> list[str]:
+    return list(dict.fromkeys(previous + [item for item in new if item]))
+
+
+# -- budgets --------------------------------------------------------------------------------------------
+def render_sections(sections: list[Section]) -> str:
+    return "\n\n".join(section.render() for section in sections)
+
+
+def _item_cost(section: Section, index: int, item: str) -> int:
+    return len(section.render_item(index, item)) + 1
+
+
+def _select(section: Section, budget: int) -> list[str]:
+    """The items of `section` that fit in `budget` characters, dropping by the section's `keep` rule."""
+    items = section.items
+    order = list(range(len(items)))
+    if section.keep == "newest":
+        order.reverse()
+    elif section.keep == "goal":
+        order = [0] + list(range(len(items) - 1, 0, -1)) if items else []
+    chosen: list[int] = []
+    used = 0
+    for index in order:
+        cost = _item_cost(section, index, items[index])
+        if used + cost <= budget:
+            chosen.append(index)
+            used += cost
+        elif not chosen and budget - used > 24:  # the most important item, shortened
+            room = budget - used - len(section.render_item(index, "")) - 1
+            short = _shorten(items[index], room)
+            while room > 0 and _item_cost(section, index, short) > budget - used:  # indented lines cost more
+                room -= _item_cost(section, index, short) - (budget - used)
+                short = _shorten(items[index], room)
+            return [short] if room > 0 else []
+        else:
+            room = budget - used - len(section.render_item(index, "")) - 1
+            if room >= SHORTENED_MIN:  # what is left holds the start of the next item (an earlier checkpoint)
+                short = _shorten(items[index], room)
+                if _item_cost(section, index, short) <= budget - used:
+                    return [items[i] if i != index else short for i in sorted(chosen + [index])]
+            break
+    return [items[i] for i in sorted(chosen)]
+
+
+def _shorten(item: str, room: int) -> str:
+    if len(item) <= room:
+        return item
+    cut = item[: max(room - 1, 0)]
+    if "\n" in cut and len(cut.rsplit("\n", 1)[0]) >= len(cut) // 2:  # a multi-line block: cut at a line end
+        cut = cut.rsplit("\n", 1)[0]
+    return cut.rstrip() + "…"
+
+
+def fit_sections(sections: list[Section], max_chars: int) -> str:
+    """Render within `max_chars`: each section gets a weighted share; what one leaves unused goes to others.
+
+    Linear in the number of items. Every heading is always present, even at a tiny budget.
+    """
+    text = render_sections(sections)
+    if len(text) <= max_chars:
+        return text
+    bare = [Section(s.heading, [], s.prefix) for s in sections]
+    overhead = len(render_sections(bare)) - sum(len(NONE) + 1 for s in sections if s.prefix is not None)
+    room = max_chars - overhead
+    needs = {id(s): len(s.render()) - len(s.heading) for s in sections if s.prefix is not None}
+    budgets = _share(sections, needs, room)
+    fitted = [
+        s if s.prefix is None else Section(s.heading, _select(s, budgets[id(s)]), s.prefix, s.keep)
+        for s in sections
+    ]
+    text = render_sections(fitted)
+    if len(text) > max_chars and max_chars > len(render_sections(bare)) + 64:  # rounding: fit a little tighter
+        return fit_sections(sections, max_chars - (len(text) - max_chars) - 32)
+    if len(text) > max_chars:  # a budget too small for anything but the headings
+        text = render_sections(bare)
+    return text
+
+
+def _share(sections: list[Section], needs: dict[int, int], room: int) -> dict[int, int]:
+    """Water-filling: sections that need less than their weighted share give the rest to the others."""
+    budgets: dict[int, int] = {}
+    pending = sorted((s for s in sections if s.prefix is not None), key=lambda s: needs[id(s)] / s.weight)
+    weight = sum(s.weight for s in pending)
+    for section in pending:
+        share = max(room, 0) * section.weight // max(weight, 1)
+        budgets[id(section)] = given = min(needs[id(section)], share)
+        room -= given
+        weight -= section.weight
+    return budgets

@@ -1,0 +1,64 @@
+"""Text helpers of the built-in summarizer: one-line items, a message's text, an ordered set.
+
+Linear: every text is clipped before it is split.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+ITEM_CHARS = 200
+SCAN_CHARS = 4000  # user text beyond this is pasted material, not instructions
+
+BULLET = re.compile(r"^(?:[-*•+]\s+|\d+[.)]\s+|\[[ xX]\]\s+)+")
+SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def clip(text: Any, limit: int = ITEM_CHARS) -> str:
+    """One line, whitespace collapsed, at most `limit` characters (linear: long text is cut first)."""
+    text = " ".join(str(text)[: limit * 4].split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def clean_item(text: str, limit: int = ITEM_CHARS) -> str:
+    """An item's text without leading bullets, so rendering never doubles them."""
+    return BULLET.sub("", clip(text, limit)).strip()
+
+
+def message_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
+
+def first_line(text: str) -> str:
+    for line in text[:SCAN_CHARS].splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+class Items:
+    """An ordered list without duplicates; `add` is O(1)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, None] = {}
+
+    def add(self, item: str) -> None:
+        if item:
+            self._seen.setdefault(item, None)
+
+    def discard(self, item: str) -> None:
+        self._seen.pop(item, None)
+
+    def __contains__(self, item: str) -> bool:
+        return item in self._seen
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+    def list(self) -> list[str]:
+        return list(self._seen)
