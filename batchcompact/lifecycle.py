@@ -384,7 +384,7 @@ _COMMAND_PROCESS = False
 
 def mark_command_process() -> None:
     """The command line's entry point says: this process ends with its command (no library caller goes on
-    using what it loaded; `pipeline/runreport.py` then loads pyarrow without numpy)."""
+    using what it loaded; `pipeline/runreport/write.py` then loads pyarrow without numpy)."""
     global _COMMAND_PROCESS
     _COMMAND_PROCESS = True
 

@@ -267,7 +267,7 @@ def _temp_fd(fd: int) -> bool:
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to tell a temp file's fd")
 def test_the_rename_waits_for_the_temp_files_fsync(tmp_path, monkeypatch):
-    """The temp file's fsync runs while it is verified (writer._Durable); the rename waits for it."""
+    """The temp file's fsync runs while it is verified (durable.Durable); the rename waits for it."""
     import os
     import threading
     import time

@@ -252,7 +252,7 @@ def test_two_concurrent_in_place_runs_never_lose_an_original(tmp_path):
 
 
 def test_a_busy_session_is_skipped_as_locked(tmp_path):
-    from batchcompact.pipeline.writer import lock_session
+    from batchcompact.pipeline.session_lock import lock_session
 
     archive = tmp_path / "w"
     archive.mkdir()

@@ -354,7 +354,8 @@ def test_run_report_rows_from_the_run_command_split_branch_summaries(tmp_path):
     """A row written by `run --branch-summaries`: its branch share becomes kind branch_summary."""
     from datetime import UTC, datetime
 
-    from batchcompact.pipeline.runreport import empty_row, write_compactions
+    from batchcompact.pipeline.runreport.schema import empty_row
+    from batchcompact.pipeline.runreport.write import write_compactions
 
     row = empty_row()
     now = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)

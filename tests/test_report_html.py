@@ -455,7 +455,8 @@ def test_what_batchcompact_s_runs_did_is_in_the_headline(browser, tmp_path):
     the failed share; within the page's date range."""
     from datetime import UTC, datetime
 
-    from batchcompact.pipeline.runreport import empty_row, write_compactions
+    from batchcompact.pipeline.runreport.schema import empty_row
+    from batchcompact.pipeline.runreport.write import write_compactions
     from batchcompact.pricing import PriceTable
 
     on_demand = PriceTable.load(None).cost("gpt-4o", input_tokens=50_000, output_tokens=2_000)

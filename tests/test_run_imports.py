@@ -1,6 +1,6 @@
 """What a `run` with the built-in summarizer loads (docs/performance.md, issue 28): not the model-only
 machinery (the summary pool and asyncio, the batch buyer, custom summarizers), and pyarrow without numpy in
-the command line's own process, which changes no byte of the report (pipeline/runreport.py
+the command line's own process, which changes no byte of the report (pipeline/runreport/write.py
 `import_pyarrow`). Each check runs in a fresh interpreter: this process has imported everything already.
 """
 
@@ -55,7 +55,8 @@ _WRITE = (
     "from datetime import UTC, datetime\n"
     "from pathlib import Path\n"
     "from batchcompact import lifecycle\n"
-    "from batchcompact.pipeline.runreport import empty_row, write_compactions\n"
+    "from batchcompact.pipeline.runreport.schema import empty_row\n"
+    "from batchcompact.pipeline.runreport.write import write_compactions\n"
     "if sys.argv[2] == 'command':\n"
     "    lifecycle.mark_command_process()\n"
     "rows = []\n"

@@ -140,19 +140,19 @@ def test_a_node_that_cannot_see_the_session_says_so(tmp_path):
     work = SessionWork(str(tmp_path / "elsewhere.jsonl"), str(tmp_path), Fingerprint(1, 2, "ab"),
                        target=str(tmp_path / "out.jsonl"))
     for done in (prepare_file(work, task), finish_file(work, task)):
-        assert done["status"] == "failed"
-        assert "not found on host" in done["reason"] and "same path" in done["reason"]
+        assert done.status == "failed"
+        assert "not found on host" in done.reason and "same path" in done.reason
 
 
 def test_the_report_imports_load_pyarrow_in_a_thread_of_a_fresh_interpreter():
-    """`ReportImports` (pipeline/run.py starts it once the workers are forked) really imports what the
+    """`ReportImports` (pipeline/run_plan.py starts it once the workers are forked) really imports what the
     report writer needs, in a thread the caller joins."""
     import subprocess
     import sys
 
     code = (
         "import sys, threading\n"
-        "from batchcompact.pipeline.runreport import ReportImports\n"
+        "from batchcompact.pipeline.runreport.write import ReportImports\n"
         "assert 'pyarrow' not in sys.modules\n"
         "imports = ReportImports()\n"
         "imports.start()\n"

@@ -36,8 +36,8 @@ def test_outcome_records_commit_without_a_sync_and_survive_a_reopen(tmp_path):
         assert not any(statement.startswith("PRAGMA") for statement in seen)
         assert state.db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
     with RunState(path) as state:
-        assert state.finished("/a.jsonl", fingerprint, "s") == {
-            "status": "compacted", "output_path": "/out/a.jsonl", "reason": None}
+        done = state.finished("/a.jsonl", fingerprint, "s")
+        assert (done.status, done.output_path, done.reason) == ("compacted", "/out/a.jsonl", None)
 
 
 def test_a_summary_that_cannot_be_stored_raises_its_own_error_and_the_level_is_restored(tmp_path):

@@ -183,7 +183,7 @@ def _run() -> int:
     )
 
     install_stop_signals()  # SIGTERM stops every command the way Ctrl-C does
-    mark_command_process()  # this process ends with its command (pipeline/runreport.py import_pyarrow)
+    mark_command_process()  # this process ends with its command (pipeline/runreport/write.py import_pyarrow)
     try:
         rv = cli.main(standalone_mode=False)
     except StdoutClosed:

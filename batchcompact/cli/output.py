@@ -17,6 +17,7 @@ import click
 
 from batchcompact.core.times import iso_text
 from batchcompact.core.words import COUNTED_NOUNS, plural
+from batchcompact.pipeline import statuses
 
 
 def _cell(value: Any) -> str:
@@ -35,8 +36,9 @@ def _cell(value: Any) -> str:
 
 
 LEFT_ALIGNED = frozenset({"status", "model", "reason", "format", "source"})
-STATUS_COLORS = {"compact": "yellow", "compacted": "green", "skip": None, "skipped": None, "error": "red",
-                 "failed": "red", "young": "cyan", "known_invalid": "magenta"}
+STATUS_COLORS = {statuses.PLAN_COMPACT: "yellow", statuses.COMPACTED: "green", statuses.PLAN_SKIP: None,
+                 statuses.SKIPPED: None, statuses.PLAN_ERROR: "red", statuses.FAILED: "red", statuses.YOUNG: "cyan",
+                 statuses.KNOWN_INVALID: "magenta"}
 
 
 # Numbers a reason's kind keeps: those of an address (a URL, an IP address, host:port) and of a code (HTTP

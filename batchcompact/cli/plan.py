@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 import click
@@ -30,6 +31,7 @@ from batchcompact.cli.output import (
 from batchcompact.core.words import counted
 from batchcompact.errors import is_internal_error, outcome_exit_code
 from batchcompact.money import from_pico, to_pico
+from batchcompact.pipeline.statuses import PLAN_COMPACT, PLAN_ERROR, PLAN_SKIP
 
 TABLE_COLUMNS = (
     ("path", "session"),
@@ -54,20 +56,22 @@ DROP_FIRST = ("window_source", "split_turn", "branch_calls", "messages_to_summar
               "threshold", "prompt_tokens", "first_kept_line", "model", "tokens_before")
 
 
+@dataclass
 class Totals:
-    def __init__(self) -> None:
-        self.status: Counter[str] = Counter()
-        self.skip_reasons: Counter[str] = Counter()
-        self.calls = 0
-        self.prompt_tokens = 0
-        self.tokens_before = 0
-        self.tokens_after = 0
-        # whole picodollars (batchcompact/money.py): the totals do not depend on the order of the rows
-        self.cost_pico = 0
-        self.batch_cost_pico = 0
-        self.unpriced = 0
-        self.branch_calls = 0
-        self.branch_cost_pico: int | None = 0
+    """The plan's totals, added up row by row as the rows are printed."""
+
+    status: Counter[str] = field(default_factory=Counter)
+    skip_reasons: Counter[str] = field(default_factory=Counter)
+    calls: int = 0
+    prompt_tokens: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    # whole picodollars (batchcompact/money.py): the totals do not depend on the order of the rows
+    cost_pico: int = 0
+    batch_cost_pico: int = 0
+    unpriced: int = 0
+    branch_calls: int = 0
+    branch_cost_pico: int | None = 0
 
     @property
     def cost(self) -> float:
@@ -83,7 +87,7 @@ class Totals:
 
     def add(self, row: dict[str, Any]) -> None:
         self.status[row["status"]] += 1
-        if row["status"] == "skip":
+        if row["status"] == PLAN_SKIP:
             self.skip_reasons[reason_kind(row.get("reason"), "")] += 1
         if row.get("branch_calls"):
             self.branch_calls += row["branch_calls"]
@@ -91,7 +95,7 @@ class Totals:
                 self.branch_cost_pico += to_pico(row["branch_est_cost_usd"])
             else:
                 self.branch_cost_pico = None
-        if row["status"] != "compact":
+        if row["status"] != PLAN_COMPACT:
             return
         self.calls += row["calls"] or 0
         self.prompt_tokens += row["prompt_tokens"] or 0
@@ -197,10 +201,10 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     def rows():
         for row in plan_paths(paths, settings, options, jobs=resolve_jobs(jobs), executor=runner):
             totals.add(row)
-            if row["status"] == "error" and is_internal_error(row.get("reason")):
+            if row["status"] == PLAN_ERROR and is_internal_error(row.get("reason")):
                 internal.append(row["path"])
                 echo_err(f"{row['path']}: {row['reason']}")
-            if row["status"] == "compact" and row["est_cost_usd"] is None and row["summary_model"] not in warned:
+            if row["status"] == PLAN_COMPACT and row["est_cost_usd"] is None and row["summary_model"] not in warned:
                 warned.add(row["summary_model"])
                 echo_err(f"warning: no price known for {row['summary_model']!r}; its cost is reported as null")
             yield row
@@ -212,7 +216,7 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
                 print_table(collected, TABLE_COLUMNS, out, DROP_FIRST)
                 out.write("\n")
             out.write(totals.summary() + "\n")
-        return outcome_exit_code(totals.status["error"], len(internal))
+        return outcome_exit_code(totals.status[PLAN_ERROR], len(internal))
     if fmt == "parquet":
         from batchcompact.pipeline.plan_parquet import write_plan_parquet
 
@@ -222,12 +226,18 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
         write_rows(fmt, output, rows(), PLAN_COLUMNS, summary=lambda: {"totals": totals.as_dict()})
     if not (ctx.find_root().obj or {}).get("quiet"):
         echo_err(totals.summary())
-    return outcome_exit_code(totals.status["error"], len(internal))
+    return outcome_exit_code(totals.status[PLAN_ERROR], len(internal))
 
 
-def plan_instead_of_run(ctx: click.Context, paths: tuple[str, ...], model: str, **kwargs: Any) -> int:
-    """`run --dry-run`: the same as `plan` with run's planner options (the built-in model is plan's default)."""
+def plan_instead_of_run(ctx: click.Context, paths: tuple[str, ...], **params: Any) -> int:
+    """`run --dry-run`: the same as `plan` with run's planner options (the built-in model is plan's default);
+    run's other options (where to write, the pool, ...) do not apply to a plan."""
+    kwargs = {name: value for name, value in params.items() if name in _PLAN_PARAMS}
     # which settings pi's files may still set is known here, where the command line was parsed
     kwargs["agent_settings"] = agent_fields(ctx, kwargs.get("agent_settings", True))
+    model = params["model"]
     return ctx.invoke(plan, paths=paths, summary_model=None if model == "builtin" else model, json_flag=False,
                       **kwargs)
+
+
+_PLAN_PARAMS = frozenset(param.name for param in plan.params)

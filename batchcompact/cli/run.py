@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -31,11 +31,14 @@ from batchcompact.cli.output import (
 from batchcompact.cli.summarize_options import (
     pool_options,
     pool_settings_from,
-    provider_preflight,
     summarizer_options,
 )
 from batchcompact.core.words import counted
 from batchcompact.money import sum_usd
+from batchcompact.pipeline.statuses import COMPACTED, FAILED_STATUSES, KNOWN_INVALID, SKIPPED
+
+if TYPE_CHECKING:
+    from batchcompact.pipeline.run_request import RunRequest
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 
@@ -64,16 +67,13 @@ def _counted(rows: list[dict[str, Any]], min_age: str) -> str:
     return ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-FAILED_STATUSES = ("failed", "changed_during_run", "budget_exhausted")
-
-
 def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = False) -> str:
     """The run summary for people. Skips and failures are counted by reason; failed files are listed
     with their reason (file and line). Quiet: only what needs attention (nothing on a clean run)."""
     rows = summary.rows
     by = summary.by_status
-    before = sum(r["tokens_before"] or 0 for r in rows if r["status"] == "compacted")
-    after = sum(r["tokens_after_est"] or 0 for r in rows if r["status"] == "compacted")
+    before = sum(r["tokens_before"] or 0 for r in rows if r["status"] == COMPACTED)
+    after = sum(r["tokens_after_est"] or 0 for r in rows if r["status"] == COMPACTED)
     calls = sum(r["calls"] or 0 for r in rows)
     cost = sum_usd(r["cost_usd"] for r in rows)
     unpriced = sum(1 for r in rows if r.get("unpriced"))
@@ -86,10 +86,10 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
     if not quiet:
         lines.append(f"run {summary.run_id}: {counted(len(rows), 'session')}: "
                      + (", ".join(f"{n} {s}" for s, n in sorted(by.items())) or "none"))
-        skipped = [r for r in rows if r["status"] == "skipped"]
+        skipped = [r for r in rows if r["status"] == SKIPPED]
         if skipped:
             lines.append(f"  {len(skipped)} skipped: {_counted(skipped, min_age)}")
-        known = by.get("known_invalid", 0)
+        known = by.get(KNOWN_INVALID, 0)
         if known:
             lines.append(f"  {known} known invalid: reported by an earlier run and unchanged since "
                          "(not a failure; --strict makes it one; `batchcompact validate` shows the problems)")
@@ -117,7 +117,7 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
     if stopped:
         lines.append(f"run stopped by {stopped}: sessions not reached are reported skipped; "
                      "rerun the same command to continue")
-    if not quiet and rows and all(r["status"] == "skipped" and "--min-age" in (r.get("reason") or "") for r in rows):
+    if not quiet and rows and all(r["status"] == SKIPPED and "--min-age" in (r.get("reason") or "") for r in rows):
         # a copy made a moment ago (a test, a restore) looks live: say how to include it
         every, them = ("the session was", "it") if len(rows) == 1 else (f"all {len(rows):,} sessions were", "them")
         lines.append(f"nothing compacted: {every} modified within --min-age {min_age}; "
@@ -162,15 +162,8 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
 @pool_options
 @executor_options
 @click.pass_context
-def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_place: bool, no_backup: bool,
-        copy_unchanged: bool, min_age: str, state: str | None, report_dir: str | None, max_cost: float | None,
-        limit: int | None, dry_run: bool, strict: bool, fmt: str, output: str | None, json_flag: bool,
-        pricing: str | None, jobs: int | None, model: str,
-        api_base: str | None, api_key: str | None, timeout: float, summarizer: str | None, check: bool,
-        no_redact: bool,
-        concurrency: int, rpm: float | None, tpm: float | None, max_attempts: int, branch_summaries: bool,
-        min_branch_tokens: int, branch_reserve_tokens: int, use_batch: bool = False, wait: bool = False,
-        batch_attempts: int = 3, **kwargs: Any) -> int:
+def run(ctx: click.Context, paths: tuple[str, ...], fmt: str, output: str | None, json_flag: bool,
+        dry_run: bool, **params: Any) -> int:
     """Compact the sessions under PATHS: plan, summarize, write, verify, report. Without PATHS, every
     agent's session folders found on this machine (named on stderr).
 
@@ -193,83 +186,86 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
       batchcompact run archive/ --in-place --model anthropic/claude-haiku-4-5 --concurrency 16 --rpm 500
       batchcompact run archive/ --output-dir compacted --model openai/gpt-4o-mini --batch   # nightly, from cron
     """
-    import time
+    from batchcompact.pipeline.run_request import compact
 
-    from batchcompact.discover import cli_paths
-    from batchcompact.pipeline.batch_commands import run_until_collected
-    from batchcompact.pipeline.run import RunOptions, check_destination, run_archive
-
-    if not in_place and not dry_run:
-        output_dir, output = old_output_dir(ctx, "run", output, output_dir, fmt, json_flag)
+    if not params["in_place"] and not dry_run:
+        params["output_dir"], output = old_output_dir(ctx, "run", output, params["output_dir"], fmt, json_flag)
     fmt = pick_format(fmt, json_flag)
     require_output(fmt, output)
     if dry_run:
         from batchcompact.cli.plan import plan_instead_of_run
 
-        return plan_instead_of_run(ctx, paths, model, fmt=fmt, output=output, pricing=pricing, jobs=jobs,
-                                   min_branch_tokens=min_branch_tokens,
-                                   branch_reserve_tokens=branch_reserve_tokens, **kwargs)
-    check_destination(in_place, output_dir)  # the options' own conflicts first, then the paths they name
-    paths = tuple(cli_paths(paths, "run"))  # no PATHS: every agent's session folders
-    batch = None
-    if use_batch or wait:  # the batch machinery (asyncio, the batch store) only for --batch runs
-        from batchcompact.pipeline.batch import batch_options
-
-        batch = batch_options(use_batch, wait=wait, model=model, api_base=api_base, api_key=api_key,
-                              max_attempts=batch_attempts, summarizer_spec=summarizer)
-    agent = agent_fields(ctx, kwargs.pop("agent_settings", True))
-    executor = open_executor(kwargs.pop("executor"), resolve_jobs(jobs), kwargs.pop("ray_address"))
+        return plan_instead_of_run(ctx, paths, fmt=fmt, output=output, **params)
+    quiet = (ctx.find_root().obj or {}).get("quiet", False)
+    request, executor = run_request(ctx, paths, params, progress=sys.stderr.isatty() and not quiet)
     if executor is not None:
         ctx.call_on_close(executor.close)
-    settings = pop_settings(kwargs)
-    quiet = (ctx.find_root().obj or {}).get("quiet", False)
-    from batchcompact.pricing import PriceTable
+    min_age = params["min_age"]
+    summary = compact(request, executor=executor, say=None if quiet else lambda line: click.echo(line, err=True),
+                      on_round=None if quiet else lambda s, wall: click.echo(summary_text(s, wall, min_age), err=True))
+    print_summary(summary, fmt, output, min_age, quiet, params["output_dir"])
+    return summary.exit_code
 
-    PriceTable.load(pricing)  # a missing or broken price map is one usage error, not a failure per session
-    # before any file is read: an unknown model, a missing key (or a failed --check) costs nothing
-    provider = provider_preflight(model, api_base=api_base, api_key=api_key, summarizer=summarizer, check=check,
-                                  timeout=timeout, quiet=quiet)
-    from batchcompact.summarize import build_summarizer
 
-    summarizer_obj = build_summarizer(model, api_base=api_base, api_key=api_key, timeout=timeout,
-                                      summarizer_spec=summarizer, pricing_file=pricing, provider=provider)
-    pool = pool_settings_from(concurrency=concurrency, rpm=rpm, tpm=tpm, max_attempts=max_attempts,
-                              max_cost_usd=max_cost, redact=not no_redact)
+def run_request(ctx: click.Context, paths: tuple[str, ...], params: dict[str, Any], *,
+                progress: bool) -> tuple[RunRequest, Any]:
+    """(the `RunRequest` of the parsed options, the executor they open or None): the options' own conflicts
+    first, then the paths they name, then the batch settings, in that order of complaint."""
+    from batchcompact.discover import cli_paths
+    from batchcompact.pipeline.run import RunOptions, check_destination
+    from batchcompact.pipeline.run_request import RunRequest, SummarizerChoice
+
+    p = params
+    check_destination(p["in_place"], p["output_dir"])
+    paths = tuple(cli_paths(paths, "run"))  # no PATHS: every agent's session folders
+    choice = SummarizerChoice(model=p.pop("model"), api_base=p.pop("api_base"), api_key=p.pop("api_key"),
+                              timeout=p.pop("timeout"), spec=p.pop("summarizer"), check=p.pop("check"))
+    batch = None
+    if p["use_batch"] or p["wait"]:  # the batch machinery (asyncio, the batch store) only for --batch runs
+        from batchcompact.pipeline.batch import batch_options
+
+        batch = batch_options(p["use_batch"], wait=p["wait"], model=choice.model, api_base=choice.api_base,
+                              api_key=choice.api_key, max_attempts=p["batch_attempts"], summarizer_spec=choice.spec)
+    agent = agent_fields(ctx, p.pop("agent_settings", True))
+    jobs = resolve_jobs(p.pop("jobs"))
+    executor = open_executor(p.pop("executor"), jobs, p.pop("ray_address"))
+    settings = pop_settings(p)
+    pool = pool_settings_from(concurrency=p["concurrency"], rpm=p["rpm"], tpm=p["tpm"],
+                              max_attempts=p["max_attempts"], max_cost_usd=p["max_cost"], redact=not p["no_redact"])
     options = RunOptions(
-        output_dir=Path(output_dir) if output_dir else None,
-        in_place=in_place,
-        backup=not no_backup,
-        copy_unchanged=copy_unchanged,
-        min_age_s=parse_duration(min_age),
-        state_path=Path(state) if state else None,
-        report_dir=Path(report_dir) if report_dir else None,
-        max_cost_usd=max_cost,
-        limit=limit,
-        jobs=resolve_jobs(jobs),
-        summary_model=model if not summarizer else f"custom:{summarizer}",
-        pricing_file=pricing,
-        progress=sys.stderr.isatty() and not quiet,
-        branch_summaries=branch_summaries,
-        min_branch_tokens=min_branch_tokens,
-        branch_reserve_tokens=branch_reserve_tokens,
-        strict=strict,
+        output_dir=Path(p["output_dir"]) if p["output_dir"] else None,
+        in_place=p["in_place"],
+        backup=not p["no_backup"],
+        copy_unchanged=p["copy_unchanged"],
+        min_age_s=parse_duration(p["min_age"]),
+        state_path=Path(p["state"]) if p["state"] else None,
+        report_dir=Path(p["report_dir"]) if p["report_dir"] else None,
+        max_cost_usd=p["max_cost"],
+        limit=p["limit"],
+        jobs=jobs,
+        summary_model=choice.summary_model,
+        pricing_file=p["pricing"],
+        progress=progress,
+        branch_summaries=p["branch_summaries"],
+        min_branch_tokens=p["min_branch_tokens"],
+        branch_reserve_tokens=p["branch_reserve_tokens"],
+        strict=p["strict"],
         agent_settings=agent,
         batch=batch,
     )
-    started = time.monotonic()
-    summary = run_until_collected(
-        lambda: run_archive(paths, settings, options, summarizer_obj, pool, executor=executor),
-        options.resolved_state_path(), rounds=batch_attempts if wait else 0, api_key=api_key,
-        progress=options.progress,
-        on_round=None if quiet else lambda s: click.echo(summary_text(s, time.monotonic() - started, min_age),
-                                                          err=True))
-    wall = time.monotonic() - started
+    rounds = p["batch_attempts"] if p["wait"] else 0
+    return RunRequest(paths, settings, options, choice, pool, wait_rounds=rounds), executor
+
+
+def print_summary(summary: Any, fmt: str, output: str | None, min_age: str, quiet: bool,
+                  output_dir: str | None) -> None:
+    """The run's result: the summary for people (table), or the rows (JSON, CSV, ...) with the summary on stderr."""
     if output:  # a results FILE inside --output-dir may be in a folder the run did not make
         from batchcompact.outfile import make_folder_of
 
         make_folder_of(output, output_dir)
     if fmt == "table":
-        text = summary_text(summary, wall, min_age, quiet=quiet)
+        text = summary_text(summary, summary.wall_s, min_age, quiet=quiet)
         if text:
             if output:
                 from batchcompact.outfile import write_text
@@ -277,7 +273,7 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
                 write_text(output, text + "\n")
             else:
                 click.echo(text, err=quiet)
-        return summary.exit_code
+        return
     write_rows(fmt, output, summary.rows, summary=lambda: {
         "run_id": summary.run_id,
         "by_status": summary.by_status,
@@ -291,5 +287,4 @@ def run(ctx: click.Context, paths: tuple[str, ...], output_dir: str | None, in_p
         "unpriced_sessions": sum(1 for r in summary.rows if r.get("unpriced")),
     })
     if not quiet:
-        click.echo(summary_text(summary, wall, min_age), err=True)
-    return summary.exit_code
+        click.echo(summary_text(summary, summary.wall_s, min_age), err=True)

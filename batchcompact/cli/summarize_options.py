@@ -104,28 +104,6 @@ def provider_options(func: Callable) -> Callable:
     return _apply(func, [*_provider_option_list(), _no_redact_option()])
 
 
-def provider_preflight(model: str, *, api_base: str | None, api_key: str | None, summarizer: str | None,
-                       check: bool, timeout: float, quiet: bool = False) -> Any:
-    """Resolve and check the summary model before any file is read; None for builtin / custom summarizers.
-
-    An unknown model is a usage error (exit 2), a missing key or a failed `--check` aborts (exit 3).
-    """
-    if summarizer or model.strip().lower() == "builtin":
-        if check and not quiet:
-            click.echo("check: nothing to check (the summarizer does not call a provider)", err=True)
-        return None
-    from batchcompact.summarize.endpoint_check import check_endpoint
-    from batchcompact.summarize.preflight import preflight
-
-    info = preflight(model, api_base, api_key, option="--model")
-    if check:
-        latency = check_endpoint(info, timeout=min(timeout, 60.0))
-        if not quiet:
-            click.echo(f"check: {info.model} at {info.base_url} answered in {latency:.2f}s "
-                       f"(key: {info.key_source})", err=True)
-    return info
-
-
 def pool_options(func: Callable) -> Callable:
     """--concurrency, --rpm, --tpm, --max-attempts."""
     options = [

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from batchcompact.pipeline.batch_store import BatchRow, client_for_row, open_store
+from batchcompact.pipeline.statuses import BATCH_PENDING
 
 POLL_START_S = 10.0
 POLL_MAX_S = 300.0
@@ -134,7 +135,7 @@ def run_until_collected(run: Callable[[], Any], state_path: Path, *, rounds: int
     for a later run. Returns the last run's summary."""
     summary = run()
     for _ in range(rounds):
-        if summary.aborted or not summary.by_status.get("batch_pending"):
+        if summary.aborted or not summary.by_status.get(BATCH_PENDING):
             break
         if on_round is not None:
             on_round(summary)

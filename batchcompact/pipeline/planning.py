@@ -29,6 +29,7 @@ from batchcompact.errors import (
     internal_error_reason,
     reported_not_compacted,
 )
+from batchcompact.pipeline.statuses import PLAN_COMPACT, PLAN_ERROR, PLAN_SKIP, PLAN_SUMMARIZE
 
 log = logging.getLogger(__name__)
 
@@ -174,11 +175,11 @@ def plan_session(
     """
     row = _base_row(session, options)
     if not session.compactable:
-        row.update(status="error", reason=_first_error(session))
+        row.update(status=PLAN_ERROR, reason=_first_error(session))
         return None, row
     settings, reason = _left_alone(session, settings, options)
     if reason is not None:
-        row.update(status="skip", reason=reason)
+        row.update(status=PLAN_SKIP, reason=reason)
         return Skip(reason, None, settings.context_window, None), row
     handoff = settings.strategy == HANDOFF_STRATEGY
     # a handoff keeps no recent tail: the whole context goes into the document
@@ -196,7 +197,7 @@ def plan_session(
             if isinstance(plan, CompactionPlan):
                 plan = _handoff(session, plan, settings)
     if isinstance(plan, Skip):
-        row.update(status="skip", reason=plan.reason, tokens_before=plan.tokens_before)
+        row.update(status=PLAN_SKIP, reason=plan.reason, tokens_before=plan.tokens_before)
         return plan, row
     if prompt_tokens is not None and len(prompt_tokens) == len(plan.calls):
         calls = [dataclasses.replace(c, prompt_tokens=n) for c, n in zip(plan.calls, prompt_tokens, strict=True)]
@@ -295,7 +296,7 @@ def _compact_fields(plan: CompactionPlan, options: PlanOptions) -> dict[str, Any
     est_output = sum(c.max_tokens for c in calls)  # each call's share of the summary budget
     cost, batch_cost = estimate_cost(calls, est_output, options.summary_model, options.pricing_file)
     return dict(
-        status="compact",
+        status=PLAN_COMPACT,
         reason="handoff" if plan.extra.get("strategy") == HANDOFF_STRATEGY else "split turn" if plan.split_turn else "",
         tokens_before=plan.tokens_before,
         tokens_after_est=plan.tokens_after_est,
@@ -349,7 +350,7 @@ def describe_branch_plans(
             "ancestor_line": branch.ancestor.line if branch.ancestor is not None else None,
             "entries": len(branch.entries),
             "tokens": branch.tokens,
-            "status": "summarize" if isinstance(result, BranchPlan) else "skip",
+            "status": PLAN_SUMMARIZE if isinstance(result, BranchPlan) else PLAN_SKIP,
             "reason": None if isinstance(result, BranchPlan) else result.reason,
             "prompt_tokens": 0,
             "est_cost_usd": 0.0,
@@ -376,26 +377,26 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
         from batchcompact.formats.scan import missing_file_reason
 
         row = dict.fromkeys(PLAN_COLUMNS)
-        row.update(path=str(path), status="error", reason=missing_file_reason(path), read_files=[], modified_files=[])
+        row.update(path=str(path), status=PLAN_ERROR, reason=missing_file_reason(path), read_files=[], modified_files=[])
         return row
     except UsageError:  # the command's settings (a broken price map), not this file: stops the command
         raise
     except NotCompacted as exc:  # an agent batchcompact only reports: left alone, as a refused file is
         row = dict.fromkeys(PLAN_COLUMNS)
-        row.update(path=str(path), status="skip", reason=str(exc), read_files=[], modified_files=[])
+        row.update(path=str(path), status=PLAN_SKIP, reason=str(exc), read_files=[], modified_files=[])
         return row
     except (OSError, SessionReadError) as exc:  # cannot be read as a session (empty, gzip, permissions, a
         # link loop, a missing optional package): in the words validate and show use
         from batchcompact.formats.scan import unreadable_reason
 
         row = dict.fromkeys(PLAN_COLUMNS)
-        row.update(path=str(path), status="error", reason=unreadable_reason(str(path), exc), read_files=[],
+        row.update(path=str(path), status=PLAN_ERROR, reason=unreadable_reason(str(path), exc), read_files=[],
                    modified_files=[])
         return row
     except Exception as exc:  # a bug on one file must not stop the others
         log.debug("planning %s failed", path, exc_info=True)  # the row says it in one line; -vv shows where
         row: dict[str, Any] = dict.fromkeys(PLAN_COLUMNS)
-        row.update(path=str(path), status="error", reason=internal_error_reason(exc), read_files=[], modified_files=[])
+        row.update(path=str(path), status=PLAN_ERROR, reason=internal_error_reason(exc), read_files=[], modified_files=[])
         return row
 
 

@@ -7,10 +7,9 @@ import dataclasses
 from typing import Any
 
 from batchcompact.formats.scan import ScanItem, resolved
-from batchcompact.pipeline.state import Fingerprint, RunState, settings_hash
-
-# An invalid file already reported by an earlier run, unchanged since: not a failure unless --strict.
-KNOWN_INVALID = "known_invalid"
+from batchcompact.pipeline.state import Fingerprint, Finished, RunState, settings_hash
+from batchcompact.pipeline.statuses import FAILED, KNOWN_INVALID
+from batchcompact.pipeline.task_records import PlanRecord
 
 
 def state_key(item: ScanItem) -> str:
@@ -53,7 +52,7 @@ class RunLedger:
     def finished_fingerprints(self, item: ScanItem) -> Any:
         return self.state.finished_fingerprints(self.key(item), self.settings_key)
 
-    def finished(self, item: ScanItem, fingerprint: Fingerprint | None) -> dict[str, Any] | None:
+    def finished(self, item: ScanItem, fingerprint: Fingerprint | None) -> Finished | None:
         """The earlier outcome of these bytes under these settings, if any."""
         return self.state.finished(self.key(item), fingerprint, self.settings_key)
 
@@ -61,15 +60,15 @@ class RunLedger:
                reason: str | None) -> None:
         self.state.record(self.key(item), fingerprint, self.settings_key, status, output_path, reason, self.run_id)
 
-    def invalid(self, item: ScanItem, record: dict[str, Any], strict: bool, failed: str) -> tuple[str, str]:
-        """(status, reason) of an invalid file: `failed` with file and line the first time; afterwards,
+    def invalid(self, item: ScanItem, record: PlanRecord, strict: bool) -> tuple[str, str | None]:
+        """(status, reason) of an invalid file: failed with file and line the first time; afterwards,
         while its bytes stay the same, known invalid (exit 0 unless --strict), so a nightly run is not failed
-        by it forever. Unreadable files and our own bugs are always `failed`."""
-        fingerprint = record.get("fingerprint")
-        if fingerprint is None or not (record.get("plan_row") or record.get("invalid")):
-            return failed, record["reason"]
+        by it forever. Unreadable files and our own bugs are always failed."""
+        fingerprint = record.fingerprint
+        if fingerprint is None or not (record.plan_row or record.invalid):
+            return FAILED, record.reason
         since = self.state.known_invalid(self.key(item), fingerprint)
         if since is None:
-            self.state.record_invalid(self.key(item), fingerprint, self.run_id, record["reason"])
-            return failed, record["reason"]
-        return (failed if strict else KNOWN_INVALID), f"known invalid since {since}: {record['reason']}"
+            self.state.record_invalid(self.key(item), fingerprint, self.run_id, record.reason)
+            return FAILED, record.reason
+        return (FAILED if strict else KNOWN_INVALID), f"known invalid since {since}: {record.reason}"

@@ -1,4 +1,4 @@
-"""The writer locks of the sessions phase 2 summarizes (`pipeline/writer.py` `lock_session`).
+"""The writer locks of the sessions phase 2 summarizes (`pipeline/session_lock.py` `lock_session`).
 
 A session is locked just before a worker re-reads it (`prepare_file`) and stays locked until it is written
 or given up, so another run, whatever its state file, skips it meanwhile. `SessionLocks` holds the
@@ -13,6 +13,7 @@ from typing import Any
 
 from batchcompact.pipeline.outcome import PreparedSession
 from batchcompact.pipeline.session_task import SessionWork, take_lock
+from batchcompact.pipeline.task_records import Outcome, Prepared
 
 
 class SessionLocks:
@@ -24,23 +25,23 @@ class SessionLocks:
         """Each session to summarize as a worker's `SessionWork`, locked as it is asked for. Sessions that
         cannot be locked are finished through `finish(row, status, reason)`."""
         for item, fingerprint, row in to_compact:
-            lock, status, reason = take_lock(item.path)
+            lock, refused = take_lock(item.path)
             if lock is None:
-                finish(row, status, reason)
+                finish(row, refused.status, refused.reason)
                 continue
             self.locked.append((item, row, lock))
             # same bytes as in phase 1 (the worker checks): its exact prompt token counts are reused
             yield SessionWork(str(item.path), str(item.root), fingerprint, prompt_tokens.pop(str(item.path), None))
 
-    def prepared(self, record: dict[str, Any], finish: Callable[..., None]) -> PreparedSession | None:
+    def prepared(self, record: Prepared | Outcome, finish: Callable[..., None]) -> PreparedSession | None:
         """The next locked session as `prepare_file` returned it, held until its summaries come back; None
         when the worker finished it (unlocked here, its row finished)."""
         item, row, lock = self.locked.popleft()
-        if record["status"] is not None:
+        if isinstance(record, Outcome):
             lock.release()
-            finish(row, record["status"], record["reason"])
+            finish(row, record.status, record.reason)
             return None
-        pending = PreparedSession(item, record["fingerprint"], None, record["plan"], row, record["branches"], lock)
+        pending = PreparedSession(item, record.fingerprint, None, record.plan, row, record.branches, lock)
         self.pending[str(item.path)] = pending
         return pending
 

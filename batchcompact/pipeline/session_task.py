@@ -37,9 +37,18 @@ from batchcompact.pipeline.outcome import (
     write_outcome,
 )
 from batchcompact.pipeline.planning import PlanOptions, plan_session, read_session
+from batchcompact.pipeline.session_lock import SessionLocked, lock_session
 from batchcompact.pipeline.state import Fingerprint, fingerprint_file
-from batchcompact.pipeline.statuses import CHANGED, FAILED, SKIPPED
-from batchcompact.pipeline.writer import SessionLocked, lock_session
+from batchcompact.pipeline.statuses import (
+    CHANGED,
+    FAILED,
+    PLAN_COMPACT,
+    PLAN_ERROR,
+    PLAN_SKIP,
+    SKIPPED,
+    YOUNG,
+)
+from batchcompact.pipeline.task_records import Outcome, PlanRecord, Prepared
 
 log = logging.getLogger(__name__)
 
@@ -78,25 +87,21 @@ class FileWork:
     finished: frozenset[str] = frozenset()
 
 
-def process_file(work: FileWork, task: FileTask) -> dict[str, Any]:
+def process_file(work: FileWork, task: FileTask) -> PlanRecord:
     """Plan one file (and compact it here when the task says so); a record, never an exception."""
     path = work.path
-    record: dict[str, Any] = {"path": path, "root": work.root}
     # compacting a pi session here: the read itself gives the fingerprint (adapters/pi/read.py SourceDigest)
     here = task.summarizer is not None and _reads_with_digest(path)
     try:
         fingerprint = _stat_fingerprint(path) if here else fingerprint_file(path)
     except FileNotFoundError:  # listed by the driver, not visible here (another node) or removed since
-        record.update(status="error", reason=missing_file_reason(path), fingerprint=None, plan_row={})
-        return record
+        return PlanRecord(path, work.root, PLAN_ERROR, missing_file_reason(path))
     except OSError as exc:
-        record.update(status="error", reason=f"cannot read: {_oserror(exc)}", fingerprint=None, plan_row={})
-        return record
+        return PlanRecord(path, work.root, PLAN_ERROR, f"cannot read: {_oserror(exc)}")
     age = time.time() - fingerprint.mtime_ns / 1e9
     if task.min_age_s > 0 and age < task.min_age_s:
-        record.update(status="young", reason=_young_reason(age),
-                      plan_row={}, fingerprint=fingerprint if not here else fingerprint_file(path))
-        return record
+        return PlanRecord(path, work.root, YOUNG, _young_reason(age),
+                          fingerprint=fingerprint if not here else fingerprint_file(path))
     try:
         # compacting here: the writer's verify can then parse only what it appended (adapters/pi/read.py)
         session = read_session(path, digest=task.summarizer is not None)
@@ -106,30 +111,26 @@ def process_file(work: FileWork, task: FileTask) -> dict[str, Any]:
     except UsageError:  # the command's settings (a broken price map), not this file: stops the command
         raise
     except NotCompacted as exc:  # an agent batchcompact only reports: skipped, as plan says (planning.py)
-        record.update(status="skip", reason=str(exc), plan_row={}, fingerprint=_fingerprint_or_none(path, fingerprint))
-        return record
+        return PlanRecord(path, work.root, PLAN_SKIP, str(exc), fingerprint=_fingerprint_or_none(path, fingerprint))
     except (OSError, BatchCompactError, UnicodeError) as exc:  # a file we cannot read as a session
         # its bytes are the problem (empty, compressed, binary): remembered like any invalid file
-        record.update(status="error", reason=unreadable_reason(path, exc), plan_row={},
-                      invalid=not isinstance(exc, OSError), fingerprint=_fingerprint_or_none(path, fingerprint))
-        return record
+        return PlanRecord(path, work.root, PLAN_ERROR, unreadable_reason(path, exc),
+                          invalid=not isinstance(exc, OSError), fingerprint=_fingerprint_or_none(path, fingerprint))
     except Exception as exc:  # one file's bug must not stop the archive
         log.debug("planning %s failed", path, exc_info=True)  # the row says it in one line; -vv shows where
-        record.update(status="error", reason=internal_error_reason(exc), plan_row={},
-                      fingerprint=_fingerprint_or_none(path, fingerprint))
-        return record
-    record["fingerprint"] = fingerprint
-    record.update(status=row["status"], reason=row["reason"], plan_row=row)
-    if isinstance(plan, CompactionPlan):
-        record["prompt_tokens"] = [c.prompt_tokens for c in plan.calls]
-    wanted = row["status"] == "compact" or (task.branch_summaries and row.get("branch_calls"))
+        return PlanRecord(path, work.root, PLAN_ERROR, internal_error_reason(exc),
+                          fingerprint=_fingerprint_or_none(path, fingerprint))
+    prompt_tokens = [c.prompt_tokens for c in plan.calls] if isinstance(plan, CompactionPlan) else None
+    compaction = None
+    wanted = row["status"] == PLAN_COMPACT or (task.branch_summaries and row.get("branch_calls"))
     if task.summarizer is not None and wanted and str(fingerprint) not in work.finished:
         try:
-            record["compaction"] = _compact_here(work, task, fingerprint, session, plan, row)
+            compaction = _compact_here(work, task, fingerprint, session, plan, row)
         except Exception as exc:  # as for planning: one session's bug must not stop the archive
             log.debug("compacting %s failed", path, exc_info=True)  # the row says it in one line; -vv shows where
-            record["compaction"] = {"status": FAILED, "reason": internal_error_reason(exc)}
-    return record
+            compaction = Outcome(FAILED, internal_error_reason(exc))
+    return PlanRecord(path, work.root, row["status"], row["reason"], row, fingerprint,
+                      prompt_tokens=prompt_tokens, compaction=compaction)
 
 
 def _reads_with_digest(path: str) -> bool:
@@ -199,36 +200,36 @@ def branch_plans(session: Any, settings: CompactionSettings, options: PlanOption
     return [b for b in results if isinstance(b, BranchPlan)]
 
 
-def take_lock(path: str | Path) -> tuple[Any, str | None, str]:
-    """The session's writer lock: (lock, None, "") or (None, status, reason) when another run holds it or
-    replaced the file since it was listed, or it cannot be opened."""
+def take_lock(path: str | Path) -> tuple[Any, Outcome | None]:
+    """The session's writer lock: (lock, None), or (None, the session's outcome) when another run holds it
+    or replaced the file since it was listed, or it cannot be opened."""
     try:
         lock = lock_session(path)
     except SessionLocked:
-        return None, SKIPPED, LOCKED
+        return None, Outcome(SKIPPED, LOCKED)
     except OSError as exc:
-        return None, FAILED, f"cannot read: {_oserror(exc)}"
+        return None, Outcome(FAILED, f"cannot read: {_oserror(exc)}")
     if not lock.still_current():  # another run replaced it between our open and our lock
         lock.release()
-        return None, CHANGED, "the file changed after it was planned (another run wrote it)"
-    return lock, None, ""
+        return None, Outcome(CHANGED, "the file changed after it was planned (another run wrote it)")
+    return lock, None
 
 
-def unchanged(path: str | Path, fingerprint: Fingerprint) -> tuple[Fingerprint | None, str | None, str]:
-    """(current fingerprint, None, "") when the file still holds the bytes that were planned; else
-    (None, status, reason)."""
+def unchanged(path: str | Path, fingerprint: Fingerprint) -> Fingerprint | Outcome:
+    """The current fingerprint when the file still holds the bytes that were planned; else the session's
+    outcome (changed, gone, unreadable)."""
     try:
         current = fingerprint_file(path)
     except FileNotFoundError:  # gone since it was planned, or not visible on this node
-        return None, FAILED, missing_file_reason(path)
+        return Outcome(FAILED, missing_file_reason(path))
     except OSError as exc:
-        return None, FAILED, f"cannot read: {_oserror(exc)}"
+        return Outcome(FAILED, f"cannot read: {_oserror(exc)}")
     if (current.size, current.sha256) != (fingerprint.size, fingerprint.sha256):
-        return None, CHANGED, "the file changed after it was planned"
-    return current, None, ""
+        return Outcome(CHANGED, "the file changed after it was planned")
+    return current
 
 
-def lock_same_size(path: str | Path, fingerprint: Fingerprint) -> tuple[Any, Fingerprint | None, str | None, str]:
+def lock_same_size(path: str | Path, fingerprint: Fingerprint) -> tuple[Any, Fingerprint | Outcome]:
     """The writer lock of a session this task has just read and hashed (`_compact_here`), then the file's
     size against the planned one, without hashing its bytes a second time before the writer does. The writer copies exactly the planned bytes and checks their hash as it copies, checks the
     copy in the temp file, and hashes the whole file again before the rename (pipeline/writer.py), so a
@@ -236,44 +237,44 @@ def lock_same_size(path: str | Path, fingerprint: Fingerprint) -> tuple[Any, Fin
     a file that changed meanwhile is lost, so phase 2 (paid summaries) hashes the file again after the
     lock (`prepare_file`: `unchanged`) before anything is bought.
 
-    (lock, fingerprint: the size and mtime now with the hash of the planned bytes, None, "") or
-    (None, None, status, reason)."""
-    lock, status, reason = take_lock(path)
+    (lock, fingerprint: the size and mtime now with the hash of the planned bytes) or (None, the session's
+    outcome)."""
+    lock, refused = take_lock(path)
     if lock is None:
-        return None, None, status, reason
+        return None, refused
     if store_agent(path) is not None:  # a session in a database: its store checks the rows in its transaction
-        return lock, fingerprint, None, ""
+        return lock, fingerprint
     try:
         now = os.stat(path)
     except FileNotFoundError:
         lock.release()
-        return None, None, FAILED, missing_file_reason(path)
+        return None, Outcome(FAILED, missing_file_reason(path))
     except OSError as exc:
         lock.release()
-        return None, None, FAILED, f"cannot read: {_oserror(exc)}"
+        return None, Outcome(FAILED, f"cannot read: {_oserror(exc)}")
     if now.st_size != fingerprint.size:
         lock.release()
-        return None, None, CHANGED, "the file changed after it was planned"
-    return lock, Fingerprint(now.st_size, now.st_mtime_ns, fingerprint.sha256), None, ""
+        return None, Outcome(CHANGED, "the file changed after it was planned")
+    return lock, Fingerprint(now.st_size, now.st_mtime_ns, fingerprint.sha256)
 
 
 def _compact_here(work: FileWork, task: FileTask, fingerprint: Fingerprint, session: Any, plan: Any,
-                  row: dict[str, Any]) -> dict[str, Any]:
+                  row: dict[str, Any]) -> Outcome:
     """Lock, summarize, apply, write and verify a session planned in this process: its outcome."""
     assert work.target is not None
-    lock, current, status, reason = lock_same_size(work.path, fingerprint)
+    lock, current = lock_same_size(work.path, fingerprint)
     if lock is None:
-        return {"status": status, "reason": reason}
+        return current
     try:
         branches = (branch_plans(session, task.settings, task.plan_options, row.get("context_window"))
                     if task.branch_summaries and not is_handoff(plan) else [])
         if not isinstance(plan, CompactionPlan):
             if not branches:
-                return {"status": SKIPPED, "reason": row.get("reason")}
+                return Outcome(SKIPPED, row.get("reason"))
             plan = None
         done = handed_off_already(session, plan, Path(work.target))
         if done is not None:
-            return {"status": SKIPPED, "reason": done}
+            return Outcome(SKIPPED, done)
         # the written row is the run loop's; this one only collects what the writer adds to it
         written: dict[str, Any] = {}
         pending = PreparedSession(ScanItem(Path(work.path), Path(work.root)), current,
@@ -282,12 +283,11 @@ def _compact_here(work: FileWork, task: FileTask, fingerprint: Fingerprint, sess
             results = [task.summarizer.summarize_now(call) for call in pending.calls]
         except Exception as exc:  # the built-in summarizer does not fail on what the reader accepted
             log.debug("summarizing %s failed", work.path, exc_info=True)  # the row says it in one line; -vv shows where
-            return {"status": FAILED, "reason": internal_error_reason(exc)}
+            return Outcome(FAILED, internal_error_reason(exc))
         status, reason, output = write_outcome(task.writer(), pending, results, Path(work.target))
         fields = usage_fields(results, len(results), len(branches), default_model=task.summarizer.name,
                               reusable=False)
-        return {"status": status, "reason": reason, "output_path": output, "fingerprint": current,
-                "row": {**fields, **written}}
+        return Outcome(status, reason, output, current, {**fields, **written})
     finally:
         lock.release()
 
@@ -306,12 +306,12 @@ class SessionWork:
     results: tuple = ()  # finish_file: the summaries, as paid for (usage for the written entries)
 
 
-def prepare_file(work: SessionWork, task: FileTask) -> dict[str, Any]:
+def prepare_file(work: SessionWork, task: FileTask) -> Prepared | Outcome:
     """Re-read and re-plan a session the run loop has locked: its plan and branch plans (the calls to buy),
-    or why it is finished here (it changed, it cannot be read, nothing is left to summarize)."""
-    current, status, reason = unchanged(work.path, work.fingerprint)
-    if current is None:
-        return {"status": status, "reason": reason}
+    or the outcome that finishes it here (it changed, it cannot be read, nothing is left to summarize)."""
+    current = unchanged(work.path, work.fingerprint)
+    if isinstance(current, Outcome):
+        return current
     try:
         session = read_session(work.path)
         # Same bytes as in phase 1 (checked above): reuse its exact prompt token counts.
@@ -321,27 +321,28 @@ def prepare_file(work: SessionWork, task: FileTask) -> dict[str, Any]:
     except UsageError:  # the command's settings (a broken price map), not this file: stops the command
         raise
     except (OSError, BatchCompactError, UnicodeError) as exc:
-        return {"status": FAILED, "reason": unreadable_reason(work.path, exc)}
+        return Outcome(FAILED, unreadable_reason(work.path, exc))
     except Exception as exc:  # as in phase 1: one file's bug must not stop the archive
         log.debug("planning %s failed", work.path, exc_info=True)  # the row says it in one line; -vv shows where
-        return {"status": FAILED, "reason": internal_error_reason(exc)}
+        return Outcome(FAILED, internal_error_reason(exc))
     if not isinstance(plan, CompactionPlan):
         if not branches:
-            return {"status": SKIPPED, "reason": row.get("reason")}
+            return Outcome(SKIPPED, row.get("reason"))
         plan = None
     done = handed_off_already(session, plan, Path(work.target)) if work.target else None
     if done is not None:
-        return {"status": SKIPPED, "reason": done}
-    return {"status": None, "fingerprint": current, "plan": plan, "branches": branches}
+        return Outcome(SKIPPED, done)
+    return Prepared(current, plan, branches)
 
 
-def finish_file(work: SessionWork, task: FileTask) -> dict[str, Any]:
-    """Apply a locked session's bought summaries, write and verify it: its outcome (never an exception)."""
+def finish_file(work: SessionWork, task: FileTask) -> Outcome:
+    """Apply a locked session's bought summaries, write and verify it: its outcome (never an exception).
+    A compacted session's fingerprint is that of the bytes phase 1 planned (what the state records)."""
     assert work.target is not None
     try:
-        current, status, reason = unchanged(work.path, work.fingerprint)
-        if current is None:
-            return {"status": status, "reason": reason}
+        current = unchanged(work.path, work.fingerprint)
+        if isinstance(current, Outcome):
+            return current
         session = read_session(work.path, digest=True)
         written: dict[str, Any] = {}
         pending = PreparedSession(ScanItem(Path(work.path), Path(work.root)), current, session, work.plan, written,
@@ -350,8 +351,8 @@ def finish_file(work: SessionWork, task: FileTask) -> dict[str, Any]:
     except UsageError:  # the command's settings (a broken price map), not this file: stops the command
         raise
     except (OSError, BatchCompactError, UnicodeError) as exc:
-        return {"status": FAILED, "reason": unreadable_reason(work.path, exc)}
+        return Outcome(FAILED, unreadable_reason(work.path, exc))
     except Exception as exc:
         log.debug("writing %s failed", work.path, exc_info=True)  # the row says it in one line; -vv shows where
-        return {"status": FAILED, "reason": internal_error_reason(exc)}
-    return {"status": status, "reason": reason, "output_path": output, "row": written}
+        return Outcome(FAILED, internal_error_reason(exc))
+    return Outcome(status, reason, output, work.fingerprint, written)

@@ -23,10 +23,11 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from batchcompact.errors import LockHeldError, RunAborted
 from batchcompact.lifecycle import forget_in_children, pid_alive, remember_in_children
+from batchcompact.pipeline.statuses import COMPACTED, SKIPPED
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -55,7 +56,15 @@ CREATE TABLE IF NOT EXISTS summaries (
 """
 
 # Outcomes after which a rerun has nothing left to do for that input.
-FINAL_STATUSES = frozenset({"compacted", "skipped"})
+FINAL_STATUSES = frozenset({COMPACTED, SKIPPED})
+
+
+class Finished(NamedTuple):
+    """A final outcome the state recorded for one input's bytes under one run's settings."""
+
+    status: str
+    output_path: str | None
+    reason: str | None
 
 
 @dataclass(frozen=True)
@@ -238,7 +247,7 @@ class RunState:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def finished(self, input_path: str, fingerprint: Fingerprint, settings: str) -> dict[str, Any] | None:
+    def finished(self, input_path: str, fingerprint: Fingerprint, settings: str) -> Finished | None:
         """The recorded final outcome for this exact input and settings, if any."""
         with self._db_lock:
             row = self.db.execute(
@@ -248,7 +257,7 @@ class RunState:
             ).fetchone()
         if row is None or row[0] not in FINAL_STATUSES:
             return None
-        return {"status": row[0], "output_path": row[1], "reason": row[2]}
+        return Finished(*row)
 
     def finished_fingerprints(self, input_path: str, settings: str) -> frozenset[str]:
         """The fingerprints of this input recorded with a final outcome under these settings."""

@@ -5,8 +5,9 @@ while its fsync runs, and only once it is verified and on disk renamed into plac
 original is checked again: a file that changed since it was read (a live agent still writing) is not
 replaced; an appended output's copied prefix is compared with it byte for byte in the same pass.
 
-A run holds `lock_session` (a non-blocking flock on the session file) from the read to the rename, so two
-runs (whatever their state files) never write the same session at once: the second skips it. Temp names
+A run holds the session's writer lock (`session_lock.py`: a non-blocking flock on the session file) from
+the read to the rename, so two runs (whatever their state files) never write the same session at once:
+the second skips it. Temp names
 carry the writer's pid, a random part and a tag of its host: a temp file is swept when its writer is gone,
 judged by pid on the host that wrote it and by age (an hour) elsewhere, since other nodes' processes
 cannot be seen from here. The backup of an in-place write is a hard link to the original (atomic,
@@ -18,12 +19,9 @@ Outputs get the source's mode; in place also its owner and group (where permitte
 from __future__ import annotations
 
 import errno
-import fcntl
 import hashlib
 import os
 import shutil
-import stat as stat_module
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,66 +43,10 @@ from batchcompact.formats.compressed import compressor_writer, decompress, is_zs
 from batchcompact.formats.jsonl import dumps_line
 from batchcompact.lifecycle import pid_alive
 from batchcompact.outfile import fitted_name
+from batchcompact.pipeline.durable import Durable, copy_mode, fsync_dir
 from batchcompact.pipeline.state import Fingerprint, fingerprint_file
 
 BACKUP_COPY_ERRNOS = {errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP}
-
-
-class SessionLocked(Exception):
-    """Another process (another run) holds the session's writer lock."""
-
-
-class SessionLock:
-    """An exclusive, non-blocking flock on a session file, held from the read to the rename."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._handle = open(self.path, "rb")  # noqa: SIM115 - held until release()
-        try:
-            fcntl.flock(self._handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._handle.close()
-            raise SessionLocked(f"{path}: locked by another run") from None
-        except OSError:
-            self._handle.close()
-            raise
-
-    def still_current(self) -> bool:
-        """The locked file is still the one at the path (another run did not replace it meanwhile)."""
-        try:
-            now = os.stat(self.path)
-        except OSError:
-            return False
-        held = os.fstat(self._handle.fileno())
-        return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
-
-    def release(self) -> None:
-        if not self._handle.closed:
-            self._handle.close()  # closing drops the flock
-
-
-class DatabaseSessionLock:
-    """The lock of a session kept in a database (`<db>#<id>`): nothing to hold from the read to the write,
-    since the store writes in one transaction under the database's own write lock, and only when the
-    session's rows are still those planned (another run's append makes ours "changed during the run")."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-
-    def still_current(self) -> bool:
-        return True
-
-    def release(self) -> None:
-        pass
-
-
-def lock_session(path: str | Path) -> SessionLock | DatabaseSessionLock:
-    """Take the writer lock of `path`; SessionLocked when another run holds it."""
-    from batchcompact.agents import store_agent
-
-    if store_agent(path) is not None:
-        return DatabaseSessionLock(path)
-    return SessionLock(path)
 
 
 def copy_file(source: str | Path, target: Path) -> None:
@@ -134,62 +76,7 @@ class WriteResult:
     bytes_written: int
 
 
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _copy_mode(fd: int, source: os.stat_result, *, owner: bool) -> None:
-    """The source's permission bits; with `owner` also its owner and group where we may (root, or our own)."""
-    if owner:
-        try:
-            os.fchown(fd, source.st_uid, source.st_gid)
-        except OSError:  # not permitted (another user's file, not root): the mode is still copied
-            pass
-    os.fchmod(fd, stat_module.S_IMODE(source.st_mode))
-
-
-class _Durable:
-    """The fsync of a written temp file, run in a thread while the caller verifies the file (a read of it
-    needs no fsync; the rename does): `wait` before the rename. fsync releases the GIL, so the disk's
-    wait and the verify's CPU overlap. Where no thread can be started, the fsync runs at once."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._error: BaseException | None = None
-        self._thread: threading.Thread | None = threading.Thread(target=self._sync, name="batchcompact-fsync",
-                                                                 daemon=True)
-        try:
-            self._thread.start()
-        except RuntimeError:  # no thread to be had (a process or thread limit): as before, in line
-            self._thread = None
-            self._sync()
-
-    def _sync(self) -> None:
-        try:
-            os.fsync(self._fd)
-        except BaseException as exc:  # raised by wait(), in the caller's thread
-            self._error = exc
-        finally:
-            os.close(self._fd)
-
-    def wait(self) -> None:
-        """Block until the file is on disk; raises the fsync's error (EIO, ENOSPC) if it failed."""
-        self.join()
-        if self._error is not None:
-            raise self._error
-
-    def join(self) -> None:
-        if self._thread is not None:
-            self._thread.join()
-
-
+# the temp file's fsync (in a thread while it is verified), its folder's and its mode: pipeline/durable.py
 def _write_temp(
     target: Path,
     session: Session,
@@ -197,7 +84,7 @@ def _write_temp(
     fingerprint: Fingerprint,
     replacements: dict[int, dict[str, Any]] | None = None,
     in_place: bool = False,
-) -> tuple[Path, bool, _Durable]:
+) -> tuple[Path, bool, Durable]:
     """Write original (or migrated) content + new lines to a temp file beside `target`.
 
     Returns (temp path, appended, its fsync under way) where appended means the original bytes are a
@@ -219,8 +106,8 @@ def _write_temp(
     try:
         # private from the start, then the source's mode: never readable by more people than the original
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb", closefd=False) as out:  # fd stays open for its fsync (_Durable)
-            _copy_mode(out.fileno(), source, owner=in_place)
+        with os.fdopen(fd, "wb", closefd=False) as out:  # fd stays open for its fsync (durable.Durable)
+            copy_mode(out.fileno(), source, owner=in_place)
             if compressed:
                 _write_compressed(Path(session.path), out, fingerprint, new_lines)
                 new_lines = []
@@ -237,7 +124,7 @@ def _write_temp(
             for line in new_lines:
                 out.write(dumps_line(line).encode())
             out.flush()
-        durable, fd = _Durable(fd), -1  # it closes fd
+        durable, fd = Durable(fd), -1  # it closes fd
     except BaseException:
         if fd >= 0:
             os.close(fd)
@@ -416,7 +303,7 @@ def _copy_exclusive(original: Path, name: Path, fingerprint: Fingerprint) -> Non
     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as out:
-            _copy_mode(out.fileno(), source, owner=True)
+            copy_mode(out.fileno(), source, owner=True)
             _copy_prefix(original, out, fingerprint)
             out.flush()
             os.fsync(out.fileno())
@@ -513,7 +400,7 @@ def write_session(
             if backup_path and created:  # nothing was replaced: no backup of it either
                 Path(backup_path).unlink(missing_ok=True)
             raise
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
         return WriteResult(str(target), backup_path, size)
     finally:
         durable.join()
@@ -539,7 +426,7 @@ def write_new_session(target: Path, lines: list[dict[str, Any]], source: str | P
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb", closefd=False) as out:
-            _copy_mode(out.fileno(), os.stat(source), owner=False)
+            copy_mode(out.fileno(), os.stat(source), owner=False)
             for line in lines:
                 out.write(dumps_line(line).encode())
             out.flush()
@@ -553,7 +440,7 @@ def write_new_session(target: Path, lines: list[dict[str, Any]], source: str | P
             os.link(tmp, target)  # fails on an existing file: a rerun never replaces a handoff
         except FileExistsError:
             raise AlreadyWritten(target) from None
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
     finally:
         if fd >= 0:
             os.close(fd)

@@ -33,7 +33,7 @@ def extract_rows(path: str | Path, fmt: str | None = None) -> tuple[UsageRows, E
         stats.format = fmt
         agent = find(fmt)
         if fmt == "batchcompact":  # our run reports (Parquet: pyarrow only for these)
-            from batchcompact.report.runs import extract_runs
+            from batchcompact.report.runreport import extract_runs
 
             extract_runs(path, rows, stats)
         elif fmt == "usage-export":  # report --by request's files, read back (report/export.py)

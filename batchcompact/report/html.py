@@ -247,16 +247,17 @@ def run_reports(paths: list[str]) -> list[str]:
 
 def run_savings(paths: list[str], settings: ReportSettings, table, day_index: dict[date, int] | None = None
                 ) -> dict[str, Any] | None:
-    """What batchcompact's runs did, per local day, from the run reports among `paths` (report/runs.py
+    """What batchcompact's runs did, per local day, from the run reports among `paths` (report/runreport.py
     reads the same files for their spend): sessions compacted, context tokens before -> after, what they
     cost, what the batch API saved (the on-demand price of the same tokens minus the batch price paid),
     failed sessions and the summary calls' latency and output tokens. None where there is no run report.
-    A file `runs.py` refuses (another table, torn) is left out here too (the report names it)."""
+    A file `report/runreport.py` refuses (another table, torn) is left out here too (the report names it)."""
     from zoneinfo import ZoneInfo
 
     import pyarrow.parquet as pq
 
-    from batchcompact.report.runs import not_a_run_report
+    from batchcompact.pipeline.runreport.schema import not_a_run_report
+    from batchcompact.pipeline.statuses import COMPACTED, FAILED
 
     zone = ZoneInfo(settings.timezone)
     since = page_settings(settings).since
@@ -282,8 +283,8 @@ def run_savings(paths: list[str], settings: ReportSettings, table, day_index: di
                 ("compacted", "failed", "tokens_before", "tokens_after", "cost_usd", "batch_saved_usd", "calls",
                  "latency_s", "output_tokens"), 0))
             status = row.get("status")
-            acc["failed"] += status == "failed"
-            if status != "compacted":
+            acc["failed"] += status == FAILED
+            if status != COMPACTED:
                 continue
             acc["compacted"] += 1
             acc["tokens_before"] += row.get("tokens_before") or 0

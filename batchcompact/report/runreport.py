@@ -1,4 +1,5 @@
-"""batchcompact's own spend: rows of `compactions-<run_id>.parquet` files written by `run`.
+"""batchcompact's own spend: the run reports (`compactions-<run_id>.parquet`, pipeline/runreport/) read
+back as the report's usage rows.
 
 Columns are read by name and missing ones tolerated. A row with `calls > 0` made with a model (the
 built-in offline summarizer makes no request and is left out) becomes one usage row
@@ -16,6 +17,7 @@ import pyarrow.parquet as pq
 
 from batchcompact.adapters.common.lines import ExtractStats, as_float, as_int
 from batchcompact.adapters.common.usage_rows import UsageRows, entry_key
+from batchcompact.pipeline.runreport.schema import not_a_run_report
 
 WANTED = (
     "run_id",
@@ -36,25 +38,6 @@ WANTED = (
     "branch_cost_usd",
     "written_entries",
 )
-
-
-# What makes a Parquet file a run report: a file named compactions-*.parquet may be anything (a `plan -o`
-# table renamed, whose estimates are no spend), so its schema decides.
-REQUIRED = ("run_id", "input_path", "calls", "prompt_tokens", "completion_tokens", "cost_usd", "model")
-
-
-def not_a_run_report(schema) -> str | None:
-    """Why an Arrow schema is not a `run` report's (another batchcompact table, a column missing), or None.
-    A table that names itself (`batchcompact_table`) must be `compactions`; one that does not (written by
-    another tool, or by a test) needs the columns a run report has."""
-    table = (schema.metadata or {}).get(b"batchcompact_table")
-    if table is not None and table != b"compactions":
-        return (f"not a run report: batchcompact's {table.decode('utf-8', 'replace')!r} table, not `run`'s "
-                "compactions (its numbers are not spend)")
-    missing = [name for name in REQUIRED if name not in schema.names]
-    if missing:
-        return f"not a run report: no column {', '.join(missing)}"
-    return None
 
 
 def extract_runs(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:

@@ -1,21 +1,21 @@
 """The run's report rows: one per session given, finished once each, in order (they become
-`compactions-<run>.parquet`, `pipeline/runreport.py`)."""
+`compactions-<run>.parquet`: runreport/write.py)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from batchcompact.formats.scan import ScanItem, printable
 from batchcompact.pipeline.outcome import now_utc
-from batchcompact.pipeline.runreport import empty_row
+from batchcompact.pipeline.runreport.schema import ReportRow, empty_row
 
 log = logging.getLogger("batchcompact.pipeline.run")  # the run's log lines, as before the rows had a module
 
 
-def row_from_plan(plan_row: dict[str, Any], item: ScanItem, run_id: str, started: datetime) -> dict[str, Any]:
+def row_from_plan(plan_row: Mapping[str, Any], item: ScanItem, run_id: str, started: datetime) -> ReportRow:
     """A session's report row as phase 1 planned it (its status and outcome come later)."""
     row = empty_row()
     row.update(
@@ -42,11 +42,11 @@ class RunRows:
     def __init__(self, run_id: str, started: datetime) -> None:
         self.run_id = run_id
         self.started = started
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[ReportRow] = []
         self.reported: set[str] = set()  # input paths that have their row (printable)
-        self.waiting: dict[str, dict[str, Any]] = {}  # rows of sessions planned for compaction, by input path
+        self.waiting: dict[str, ReportRow] = {}  # rows of sessions planned for compaction, by input path
 
-    def add(self, row: dict[str, Any], status: str, reason: str | None = None) -> None:
+    def add(self, row: ReportRow, status: str, reason: str | None = None) -> None:
         row["status"] = status
         if reason is not None:
             row["reason"] = reason
@@ -61,7 +61,7 @@ class RunRows:
     def has(self, path: str) -> bool:
         return printable(path) in self.reported
 
-    def unreached(self, items: list[ScanItem]) -> Iterable[tuple[dict[str, Any], str]]:
+    def unreached(self, items: list[ScanItem]) -> Iterable[tuple[ReportRow, str]]:
         """(row, what was not done: "summarized" / "planned") of every item that has no row yet."""
         for item in items:
             key = str(item.path)
