@@ -109,14 +109,14 @@ def test_validate_says_a_bug_and_exits_4(bc, archive, monkeypatch):
 def test_report_names_the_file_a_bug_stopped(bc, archive, monkeypatch):
     from batchcompact.report import extract_rows  # every reader's entry, the polars path's and the fast one's
 
-    real = extract_rows.detect_format
+    real = extract_rows.detect_agent
 
-    def detect_format(path):
+    def detect_agent(path):
         if Path(path).name == BROKEN:
             raise AttributeError("no such thing")
         return real(path)
 
-    monkeypatch.setattr(extract_rows, "detect_format", detect_format)
+    monkeypatch.setattr(extract_rows, "detect_agent", detect_agent)
     code, out, err = bc("report", archive, "--no-cache", "--jobs", "1")
     assert code == 4 and out == "" and "Traceback" not in err
     assert err.strip().splitlines() == [

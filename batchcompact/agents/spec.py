@@ -1,6 +1,6 @@
 """`Agent`: everything batchcompact knows about one coding agent's transcripts, in one value.
 
-An agent is a transcript *format* (its `name` is `Session.format`, the report's `agent` and an `--agent`
+An agent is a transcript *format* (its `name` is `Session.agent`, the report's `agent` and an `--agent`
 choice; docs/cli.md, "One word: agent") plus where that agent keeps its sessions. Agents whose files are another agent's
 format (pi's descendants Atomic, indusagi and oh-my-pi write pi sessions) are not agents of their own:
 they are `Place`s of the format they write, each with its own `label`.
@@ -208,7 +208,7 @@ class Agent:
     side copy count once: Claude Code's `/btw`); `billing_blocks`, it bills in 5-hour windows, so
     `report --by block` shows its rows unless `--agent` chooses others."""
 
-    name: str  # the agent: Session.format, the report rows' `agent` (and `source`), an --agent choice
+    name: str  # the agent: Session.agent, the report rows' `agent` (and `source`), an --agent choice
     display_name: str
     places: tuple[Place, ...] = ()
     detect_line: str | None = None

@@ -12,7 +12,7 @@ from batchcompact.core.tree import SessionTree
 @dataclass
 class Session:
     path: str
-    format: str
+    agent: str  # the agent whose reader read the file (its registered name)
     header: dict[str, Any] | None
     entries: list[Entry]
     version: int | None = None

@@ -45,7 +45,7 @@ class Cut:
 
     path: str
     session_id: str | None
-    format: str
+    agent: str  # the agent whose reader read the session (the rows' `format` column)
     number: int  # 1-based: the compaction's place among the session's compactions (planned: 1)
     line: int | None  # the compaction entry's line (existing) or the first kept entry's line (planned)
     replaced: list[dict[str, Any]]  # LLM messages of the span the compaction replaced
@@ -136,7 +136,7 @@ def existing_cuts(session: Session, settings: CompactionSettings) -> list[Cut]:
         cut = Cut(
             path=session.path,
             session_id=session.session_id,
-            format=session.format,
+            agent=session.agent,
             number=number,
             line=entry.line,
             replaced=without_copies(llm_messages(path[:first_kept]), kept),
@@ -196,7 +196,7 @@ def planned_cut(session: Session, plan: CompactionPlan | Skip | None) -> Cut | N
     return Cut(
         path=session.path,
         session_id=session.session_id,
-        format=session.format,
+        agent=session.agent,
         number=1,
         line=plan.first_kept_line,
         replaced=llm_messages(path[:first_kept]),

@@ -178,7 +178,7 @@ def cuts_inside(session: Any, settings: CompactionSettings, options: EvalOptions
                                          else "not a line-per-entry transcript: no cut can be placed"))
                 continue
             copy = _truncated_copy(session.path, line, folder, percent)
-            before = read_any(copy, session.format) if copy else None
+            before = read_any(copy, session.agent) if copy else None
             if before is None or not before.compactable:
                 cuts.append(_skipped_cut(session, percent, line, "the truncated copy cannot be read"))
                 continue
@@ -214,7 +214,7 @@ def _truncated_copy(source: str, line: int, folder: str, percent: int) -> str | 
 
 
 def _skipped_cut(session: Any, percent: int, line: int | None, reason: str) -> Cut:
-    return Cut(path=session.path, session_id=session.session_id, format=session.format, number=1, line=line,
+    return Cut(path=session.path, session_id=session.session_id, agent=session.agent, number=1, line=line,
                replaced=[], kept=[], tokens_before=0, plan=None, cut_at=percent, skip=reason)
 
 
@@ -249,7 +249,7 @@ def _reason_kind(reason: str) -> str:
 
 def _base_row(cut: Cut, label: str, baseline_for: str | None = None) -> dict[str, Any]:
     row: dict[str, Any] = dict.fromkeys(ROW_COLUMNS)
-    row.update(path=cut.path, session_id=cut.session_id, format=cut.format, compaction=cut.number,
+    row.update(path=cut.path, session_id=cut.session_id, format=cut.agent, compaction=cut.number,
                cut_at=cut.cut_at, line=cut.line, summarizer=label, baseline_for=baseline_for, status="ok",
                reason="", tokens_before=cut.tokens_before, missed=[])
     if cut.skip:

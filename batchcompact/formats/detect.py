@@ -57,7 +57,7 @@ def _detect_prefix(raw: bytes, *, first: bool) -> str | None:
     return None
 
 
-def detect_format(path: str | Path) -> str | None:
+def detect_agent(path: str | Path) -> str | None:
     """The name of the agent that wrote the file ("pi", "claude", "codex"…), or None (not a transcript this
     program reads). Reads at most 64 KB. A session kept in an agent's database (`<db>#<id>`), or the
     database itself, is that agent's."""
@@ -106,7 +106,7 @@ def detect_format(path: str | Path) -> str | None:
 def read_session(path: str | Path, fmt: str | None = None, *, digest: bool = False) -> Session:
     """Read a session of any registered format (detected when `fmt` is None). `digest`: a format whose reader
     can (`Agent.read_appended`) also records what it was read from (`formats.jsonl.SourceDigest`)."""
-    fmt = fmt or detect_format(path)
+    fmt = fmt or detect_agent(path)
     agent = find(fmt)
     if agent is None:
         with open(path, "rb"):  # a file that cannot be opened says why (OSError), not "not a transcript"

@@ -72,9 +72,9 @@ def iso(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def format_module(fmt: str):
-    """The writer module of a format (`build_compaction`, `verify`): its agent's `writer`."""
-    return get(fmt).writer_module()
+def agent_writer(agent: str):
+    """The writer module of an agent (`build_compaction`, `verify`): its declaration's `writer`."""
+    return get(agent).writer_module()
 
 
 class OutcomeWriter:
@@ -94,7 +94,7 @@ class OutcomeWriter:
         """Branch summaries (chained on the active path), then the compaction, in one verified write."""
         plan = pending.plan
         session = pending.session
-        module = format_module(session.format)
+        module = agent_writer(session.agent)
         # the entries record what their summaries cost, even those bought by an earlier, interrupted run
         caching = self.caching
         paid = [caching.as_paid(r) if caching and r is not None else r for r in results]
@@ -108,7 +108,7 @@ class OutcomeWriter:
                 plan = dataclasses.replace(plan, leaf_id=lines[-1]["id"], tokens_before=plan.tokens_before + extra)
             lines = lines + self._compaction_lines(module, session, plan, paid[count:])
         replacements = self._pruned_entries(session, plan)
-        agent = get(session.format)
+        agent = get(session.agent)
         if agent.owns_store(session.path):  # a session inside a database: one verified transaction
             output = load(agent.store).write_session(
                 session, lines, target, lambda written: self._verify_written(module, session, written, plan, lines),
@@ -190,7 +190,7 @@ class OutcomeWriter:
 
     def _pruned_entries(self, session: Any, plan: CompactionPlan | None) -> dict[int, dict[str, Any]]:
         """Line number -> replacement entry for the planned tool-output pruning (agents with `prune`: pi)."""
-        if plan is None or not plan.prune or not get(session.format).prune:
+        if plan is None or not plan.prune or not get(session.agent).prune:
             return {}
         from batchcompact.core.pruning import apply_pruning
 
@@ -259,7 +259,7 @@ def handed_off_already(session: Any, plan: Any, target: Path) -> str | None:
     the same session and leaf, whatever its timestamp), or None."""
     if not is_handoff(plan):
         return None
-    suffix = format_module(session.format).handoff_file_suffix(session, plan)
+    suffix = agent_writer(session.agent).handoff_file_suffix(session, plan)
     try:
         found = sorted(name for name in os.listdir(target.parent) if name.endswith(suffix))
     except OSError:

@@ -108,7 +108,7 @@ def session_trigger(
     session: Session, settings: CompactionSettings, model: str | None, provider: str | None, pricing_file: str | None
 ):
     """The window, its source and the agent's own threshold for a session (`Agent.trigger`, core/triggers.py)."""
-    agent = get(session.format)
+    agent = get(session.agent)
     recorded = session.extra.get("context_window") if session.extra else None
     table_window = max_output = None
     needs_table = agent.trigger_table_window and not settings.context_window and not recorded
@@ -213,7 +213,7 @@ def _base_row(session: Session, options: PlanOptions) -> dict[str, Any]:
     row: dict[str, Any] = dict.fromkeys(PLAN_COLUMNS)
     row.update(
         path=session.path,
-        format=session.format,
+        format=session.agent,
         session_id=session.session_id,
         entries=len(session.entries),
         problems=len(session.problems),
@@ -243,7 +243,7 @@ def _left_alone(session: Session, settings: CompactionSettings,
                 options: PlanOptions) -> tuple[CompactionSettings, str | None]:
     """The settings for this session (its agent's own settings applied) and why it is not planned at all
     (a report-only agent, compaction disabled in the agent's settings, a sub-agent transcript), or None."""
-    agent = get(session.format)
+    agent = get(session.agent)
     refused = session.extra.get("not_writable")  # a reader's reason why this file cannot be rewritten
     if agent.writer is None or refused:
         return settings, refused or reported_not_compacted(f"a {agent.display_name} transcript")
@@ -266,7 +266,7 @@ def _cut(session: Session, settings: CompactionSettings, options: PlanOptions,
     provider, model = session_model(path)
     trigger = session_trigger(session, settings, model, provider, options.pricing_file)
     window = trigger.window
-    agent_threshold = trigger.threshold if get(session.format).own_threshold else None
+    agent_threshold = trigger.threshold if get(session.agent).own_threshold else None
     plan = prepare_compaction(path, settings, window, agent_threshold, file_tools=file_tools(),
                               rules=rules_of(session))
     row.update(
@@ -284,8 +284,8 @@ def _handoff(session: Session, plan: CompactionPlan, settings: CompactionSetting
     a new session from it (`build_handoff`: pi's format and its descendants)."""
     from batchcompact.core.handoff import handoff_plan
 
-    if not hasattr(get(session.format).writer_module(), "build_handoff"):
-        return Skip(f"--strategy handoff: {get(session.format).display_name} sessions cannot be handed off "
+    if not hasattr(get(session.agent).writer_module(), "build_handoff"):
+        return Skip(f"--strategy handoff: {get(session.agent).display_name} sessions cannot be handed off "
                     "(only pi's format and its descendants)", plan.tokens_before, plan.context_window, plan.model)
     return handoff_plan(plan, session.path_entries(), settings, rules_of(session), file_tools=file_tools())
 
@@ -340,7 +340,7 @@ def describe_branch_plans(
     calls = prompt = 0
     cost: float | None = 0.0
     # Branch summaries are a pi concept: a Claude/Codex "branch" is the history before a compaction.
-    results = plan_branches(session, settings, options, window) if get(session.format).branch_summaries else []
+    results = plan_branches(session, settings, options, window) if get(session.agent).branch_summaries else []
     for result in results:
         branch = result.branch
         item: dict[str, Any] = {

@@ -63,7 +63,7 @@ def describe_session(session: Session, with_context: bool = False) -> dict[str, 
         context_messages.append(record)
     return {
         "path": session.path,
-        "format": session.format,
+        "format": session.agent,
         "session_id": session.session_id,
         # pi: the session format version; Claude Code / Codex: the version of the agent that wrote it.
         "version": session.version if session.version is not None else _agent_version(session.header),

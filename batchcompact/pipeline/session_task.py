@@ -138,10 +138,10 @@ def _reads_with_digest(path: str) -> bool:
     not zstd files)."""
     from batchcompact.agents import find
     from batchcompact.formats.compressed import is_zstd
-    from batchcompact.formats.detect import detect_format
+    from batchcompact.formats.detect import detect_agent
 
     try:
-        agent = None if is_zstd(path) else find(detect_format(path))
+        agent = None if is_zstd(path) else find(detect_agent(path))
         return agent is not None and agent.read_appended is not None
     except (OSError, BatchCompactError):  # the usual path reports it
         return False
@@ -191,7 +191,7 @@ def _fingerprint_or_none(path: str, fingerprint: Fingerprint) -> Fingerprint | N
 def branch_plans(session: Any, settings: CompactionSettings, options: PlanOptions, context_window: Any) -> list:
     """Branch-summary plans for the abandoned branches of a session whose agent has them (pi; already
     summarized ones skip)."""
-    if not get(session.format).branch_summaries or not session.compactable:
+    if not get(session.agent).branch_summaries or not session.compactable:
         return []
     from batchcompact.core.branches import BranchPlan
     from batchcompact.pipeline.planning import plan_branches

@@ -18,13 +18,13 @@ def validate_file(path: str) -> dict[str, Any]:
     try:
         session = read_session(path)
         problems = list(session.problems)
-        agent = find(session.format)
+        agent = find(session.agent)
         if agent is not None and agent.validate:
             # A line the reader already reported (an error, or an unknown role it tolerates) is not
             # reported a second time by the schema.
             seen = {p.line for p in problems if p.line is not None}
             problems.extend(p for p in load(agent.validate)(session) if p.line not in seen)
-        fmt, entries, session_id = session.format, len(session.entries), session.session_id
+        fmt, entries, session_id = session.agent, len(session.entries), session.session_id
     except NotCompacted as exc:  # an agent batchcompact only reports: not checked, not invalid (plan skips it)
         problems = [Problem(path, None, WARNING, f"{exc}; its lines are not checked")]
         fmt, entries, session_id = None, 0, None

@@ -95,7 +95,7 @@ def _write_temp(
     make_folders(target.parent)
     _remove_stale_temps(target)
     tmp = temp_name(target)
-    rewrite = session.migrated and get(session.format).migrate_on_write  # pi's v1/v2 files are written as v3
+    rewrite = session.migrated and get(session.agent).migrate_on_write  # pi's v1/v2 files are written as v3
     compressed = is_zstd(session.path)
     if compressed and (rewrite or replacements):
         raise VerificationError("a zstd-compressed transcript is compacted by appending only (no pruning)")

@@ -37,7 +37,7 @@ def is_candidate(path: Path) -> bool:
     return path.name.endswith(session_suffixes()) or is_run_report(path)
 
 
-def detect_format(path: str | Path) -> str | None:
+def detect_agent(path: str | Path) -> str | None:
     path = Path(path)
     if is_run_report(path):
         return "batchcompact"

@@ -15,7 +15,7 @@ from batchcompact.adapters.common.usage_rows import COLUMNS, UsageRows, row_iden
 from batchcompact.errors import BatchCompactError, InternalError, internal_error_reason
 from batchcompact.formats.compressed import is_decompress_error
 from batchcompact.formats.scan import PARQUET_NOT_SESSION, printable, unreadable_reason
-from batchcompact.report.detect import detect_format
+from batchcompact.report.detect import detect_agent
 
 NOT_A_SESSION = "not a session file of any agent batchcompact reports on"
 # A Parquet file named to `report` that holds neither kind of batchcompact table it reads (docs/report.md).
@@ -29,8 +29,8 @@ def extract_rows(path: str | Path, fmt: str | None = None) -> tuple[UsageRows, E
     stats = ExtractStats(path=str(path))
     rows = UsageRows()
     try:
-        fmt = fmt or detect_format(path)
-        stats.format = fmt
+        fmt = fmt or detect_agent(path)
+        stats.agent = fmt
         agent = find(fmt)
         if fmt == "batchcompact":  # our run reports (Parquet: pyarrow only for these)
             from batchcompact.report.runreport import extract_runs

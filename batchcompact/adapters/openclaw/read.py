@@ -39,7 +39,7 @@ def read(path: str | os.PathLike) -> Session:
         from batchcompact.adapters.pi.read import read_pi_session
 
         session = read_pi_session(path)
-        session.format = "openclaw"
+        session.agent = "openclaw"
         name = Path(path).name
         if any(mark in name for mark in ARCHIVED):
             kind = "reset" if ".jsonl.reset." in name else "deleted"

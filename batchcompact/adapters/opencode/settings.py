@@ -42,7 +42,7 @@ def config_files(fmt: str, project: str | None) -> list[Path]:
 
 def load_config(session: Session) -> dict[str, Any]:
     config: dict[str, Any] = {}
-    for path in config_files(session.format, session.header.get("cwd")):
+    for path in config_files(session.agent, session.header.get("cwd")):
         config = _merge(config, json_settings(path))
     return config
 

@@ -184,7 +184,7 @@ def write_compaction(path: str | Path, session: Any, *, summary: str, first_kept
         with closing(connect(path, write=True, timeout=busy_timeout)) as conn:
 
             def unchanged_then_write() -> None:
-                check_schema(conn, path, session.format)
+                check_schema(conn, path, session.agent)
                 row = conn.execute("SELECT time_updated FROM session WHERE id = ?", (session_id,)).fetchone()
                 last = conn.execute("SELECT id FROM message WHERE session_id = ? ORDER BY time_created DESC, id DESC "
                                     "LIMIT 1", (session_id,)).fetchone()
@@ -199,7 +199,7 @@ def write_compaction(path: str | Path, session: Any, *, summary: str, first_kept
                 _events(conn, session_id, message_rows, part_rows, f"{session_id}\0{written.summary_id}")
 
             write_in_one_transaction(conn, lambda: begin(conn, path, tries), unchanged_then_write,
-                                     lambda: read_session(path, session_id, fmt=session.format, conn=conn), verify)
+                                     lambda: read_session(path, session_id, fmt=session.agent, conn=conn), verify)
     except sqlite3.Error as exc:
         raise OpenCodeStoreError(f"{path}: {exc}; nothing written") from None
     return written

@@ -98,7 +98,7 @@ def read_pi_appended(original: Session, path: str | Path, size: int, sha256: str
     """
     source = original.extra.get(SOURCE)
     if (not isinstance(source, SourceDigest) or (source.size, source.sha256) != (size, sha256)
-            or original.problems or original.header is None or original.version != 3 or original.format != "pi"):
+            or original.problems or original.header is None or original.version != 3 or original.agent != "pi"):
         return None
     name = str(path)
     if not _ends_a_line(path, size) or (not prefix_checked and not _prefix_is(path, size, sha256)):

@@ -40,7 +40,7 @@ context = context_messages
 @pytest.mark.parametrize("parts", FILES, ids=IDS)
 def test_every_fixture_reads_and_plans(parts):
     session = claude.read(fixture_path(*parts))
-    assert session.format == "claude"
+    assert session.agent == "claude"
     assert session.errors == []
     assert session.header["id"]
     for entry in session.entries:

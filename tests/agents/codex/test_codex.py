@@ -36,7 +36,7 @@ context = context_messages
 @pytest.mark.parametrize("parts", FILES, ids=IDS)
 def test_every_fixture_reads_and_plans(parts):
     session = codex.read(fixture_path(*parts))
-    assert session.format == "codex"
+    assert session.agent == "codex"
     assert session.errors == []
     assert session.header["id"] and "cwd" in session.header
     for entry in session.entries:
