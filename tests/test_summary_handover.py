@@ -22,6 +22,7 @@ from batchcompact.core.planner import CompactionPlan, CompactionSettings, prepar
 from batchcompact.core.prompts import format_file_operations
 from batchcompact.formats.detect import read_session
 from batchcompact.summarize.builtin import summarize_offline, summary_tokens
+from batchcompact.summarize.builtin_words import rule_sentences
 from batchcompact.summarize.handover import Request, asked_words, goal_requests, is_question, without_rules
 from batchcompact.tokenizer import count_tokens
 
@@ -250,6 +251,22 @@ def test_a_rule_said_again_is_one_rule_at_its_newest_place():
     assert section(out, "## Goal").splitlines() == [
         "Add a cache to the user lookup in api/users.py. Never change the public API.",
         "Later request: Now add a ttl of 60 seconds to the cache in api/users.py."]
+
+
+def test_a_rule_that_opens_with_do_or_have_is_a_rule_not_a_question():
+    """"Do not change the public API." and "Have the tests run first always." open with an auxiliary, as a
+    question does, and were taken for questions (no rule); without a '?' and with no subject after the
+    auxiliary they are imperatives. "Do you always run them?" and "have you always used X" stay questions."""
+    messages = [user("Add a cache to the user lookup in api/users.py."),
+                assistant(text("Plan: an lru cache."), stop="stop"),
+                user("Do not change the public API. Have the tests run first always. Do keep the old name too."),
+                assistant(text("Ok."), stop="stop"),
+                user("Do you always run the tests first? have you always used pytest for them"),
+                assistant(text("Yes."), stop="stop")]
+    out = summarize_offline(call(messages))
+    assert section(out, "## Constraints & Preferences").splitlines() == [
+        "- Do not change the public API.", "- Have the tests run first always.", "- Do keep the old name too."]
+    assert rule_sentences("Does it always fail. Did we never run it. Have we always used pytest.") == []
 
 
 def test_a_question_followed_by_what_to_do_is_an_open_request():
