@@ -327,7 +327,9 @@ def _tight_session():
             path = f"api/module_{n}_{m}.py"
             messages += [assistant(tool_call(f"e{n}{m}", "edit", path=path, oldText="a", newText=f"value_{n}_{m} = 1")),
                          result(f"e{n}{m}", "ok", name="edit")]
-        messages += [assistant(text(f"Done with step {n}: the change is in and the tests pass."), stop="stop"),
+        messages += [assistant(text(f"Done with step {n}: the change is in and the tests pass. The module now "
+                                    "reads its settings once at import time, and every caller gets the cached copy "
+                                    "unless it passes reload=True, which only the admin command does."), stop="stop"),
                      user(ask)]
     return messages, asks
 
@@ -349,6 +351,9 @@ def test_a_tight_budget_gives_the_goal_the_open_requests_each_by_its_gist():
     assert later == ["Review `api/jobs.py` for error handling.", *asks[2:]], goal
     assert section(out, "## Constraints & Preferences").splitlines() == [
         "- Never change the public API.", "- Always run the tests before you say it is done."]
+    # the last assistant message by its first sentences rather than cut mid-word
+    assert section(out, "## Critical Context") == \
+        "- Last assistant message: Done with step 5: the change is in and the tests pass."
     # at the default budget the same share of text keeps the layout it had: no gist, the Goal ends where a
     # request does not fit, the room goes to the rest
     roomy = summarize_offline(SummaryCall(kind=HISTORY, system_prompt="", user_prompt="", max_tokens=560,

@@ -300,7 +300,8 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
     if not branch:
         sections.append(
             Section("## Critical Context", merge(prev.get("## Critical Context", []), critical),
-                    weight=weight("## Critical Context", tight))
+                    weight=weight("## Critical Context", tight),
+                    gist=_last_message_gist if tight > 0 else None)
         )
     sections.append(Section(TRAIL_HEADING, trail, keep="first", weight=TRAIL_WEIGHT))
     return sections
@@ -313,6 +314,13 @@ def _gist(item: str) -> str:
         if item.startswith(label):
             return label + request_gist(item[len(label):])
     return request_gist(item)
+
+
+def _last_message_gist(item: str) -> str:
+    """Critical Context's last assistant message by its first sentences (its other items, an earlier
+    checkpoint's text, keep their start instead)."""
+    label = "Last assistant message: "
+    return label + request_gist(item[len(label):]) if item.startswith(label) else item
 
 
 def build_turn_prefix_sections(facts: Facts, max_chars: int = TRAIL_TOKENS * 40,

@@ -158,7 +158,7 @@ def _select(section: Section, budget: int) -> list[str]:
             used += cost
         elif not chosen and budget - used > 24:  # the most important item, shortened (from its gist if any)
             item = section.gist(items[index]) if section.gist is not None else items[index]
-            if section.gist is not None and _item_cost(section, index, item) <= budget - used:
+            if item != items[index] and _item_cost(section, index, item) <= budget - used:
                 gists[index] = item
                 chosen.append(index)
                 used += _item_cost(section, index, item)
@@ -169,8 +169,10 @@ def _select(section: Section, budget: int) -> list[str]:
                 room -= _item_cost(section, index, short) - (budget - used)
                 short = _shorten(item, room)
             return [short] if room > 0 else []
-        elif section.gist is not None:
-            short = section.gist(items[index])
+        elif section.gist is not None and ((short := section.gist(items[index])) != items[index]
+                                           or budget - used - len(section.render_item(index, "")) - 1 < SHORTENED_MIN):
+            # said by its gist, or skipped for the next one that fits; with room for the start of a long
+            # item that has no gist (an earlier checkpoint's text), that start, as without a gist
             if used + _item_cost(section, index, short) <= budget:
                 gists[index] = short
                 chosen.append(index)
