@@ -5,6 +5,7 @@ two sets"), and whether the built-in meets #47's goals on the held-out set.
     .venv/bin/python bench/eval_table.py                     # print the tables (markdown)
     .venv/bin/python bench/eval_table.py --write docs/eval.md  # replace them in the doc
     .venv/bin/python bench/eval_table.py --set tuning          # one set's cut-inside table only
+    .venv/bin/python bench/eval_table.py --set tuning --summary-budget 1000  # at a tight budget (pi's length)
     PYTHONPATH=tests .venv/bin/python bench/eval_table.py --set heldout --summarizer eval_goal_hooks:as_list
 
 Runs the installed `batchcompact eval` (JSON rows) on each set's sessions: `--cut-at 30,...,90` (cut inside,
@@ -112,9 +113,11 @@ def eval_rows(*args: str) -> list[dict[str, Any]]:
     return json.loads(done.stdout)["rows"]
 
 
-def cut_inside(name: str, summarizers: tuple[str, ...] = ("builtin",)) -> list[dict[str, Any]]:
-    """The rows of `eval --cut-at` on one set's sessions."""
+def cut_inside(name: str, summarizers: tuple[str, ...] = ("builtin",), budget: int | None = None) -> list[dict[str, Any]]:
+    """The rows of `eval --cut-at` on one set's sessions (at `budget` tokens a summary when given, else the
+    default)."""
     extra = [arg for spec in summarizers for arg in ("--summarizer", spec)]
+    extra += ["--summary-budget", str(budget)] if budget else []
     return eval_rows(*map(path_of, SETS[name]), "--cut-at", PERCENTS, "--keep-recent-tokens", KEEP_RECENT, *extra)
 
 
@@ -274,16 +277,20 @@ def main() -> None:
     parser.add_argument("--set", dest="which", choices=sorted(SETS), help="print one set's cut-inside table")
     parser.add_argument("--summarizer", action="append", default=[], metavar="NAME",
                         help="with --set: the summarizers to score (repeat) [default: builtin]")
+    parser.add_argument("--summary-budget", dest="budget", type=int, metavar="TOKENS",
+                        help="with --set: the summaries' budget (e.g. 1000: pi's own length) [default: 2,000]")
     args = parser.parse_args()
+    if args.budget and not args.which:
+        parser.error("--summary-budget goes with --set (the doc's tables are at the default budget)")
     if not FIXTURES.is_dir():
         sys.exit(f"{FIXTURES} not found: the shared fixtures lie beside the repository")
     sys.path.insert(0, str(REPO))
     if args.which:
-        rows = cut_inside(args.which, tuple(args.summarizer) or ("builtin",))
+        rows = cut_inside(args.which, tuple(args.summarizer) or ("builtin",), args.budget)
         print(table(rows))
         for spec in tuple(args.summarizer) or ("builtin",):
             print(f"\nGoals for {spec} on the {args.which} set:\n\n| goal | figures | |\n|---|---|---|")
-            print("\n".join(goal_lines(goals(rows, spec))))
+            print("\n".join(goal_lines(goals(rows, spec, args.budget or BUDGET))))
         return
     text = build()
     if not args.write:

@@ -22,7 +22,15 @@ from batchcompact.core.planner import CompactionPlan, CompactionSettings, prepar
 from batchcompact.core.prompts import format_file_operations
 from batchcompact.formats.detect import read_session
 from batchcompact.summarize.builtin import summarize_offline, summary_tokens
-from batchcompact.summarize.handover import Request, asked_words, goal_requests, is_question, without_rules
+from batchcompact.summarize.builtin_words import rule_sentences
+from batchcompact.summarize.handover import (
+    Request,
+    asked_words,
+    goal_requests,
+    is_question,
+    request_gist,
+    without_rules,
+)
 from batchcompact.tokenizer import count_tokens
 
 REPO = Path(__file__).resolve().parent.parent
@@ -252,6 +260,22 @@ def test_a_rule_said_again_is_one_rule_at_its_newest_place():
         "Later request: Now add a ttl of 60 seconds to the cache in api/users.py."]
 
 
+def test_a_rule_that_opens_with_do_or_have_is_a_rule_not_a_question():
+    """"Do not change the public API." and "Have the tests run first always." open with an auxiliary, as a
+    question does, and were taken for questions (no rule); without a '?' and with no subject after the
+    auxiliary they are imperatives. "Do you always run them?" and "have you always used X" stay questions."""
+    messages = [user("Add a cache to the user lookup in api/users.py."),
+                assistant(text("Plan: an lru cache."), stop="stop"),
+                user("Do not change the public API. Have the tests run first always. Do keep the old name too."),
+                assistant(text("Ok."), stop="stop"),
+                user("Do you always run the tests first? have you always used pytest for them"),
+                assistant(text("Yes."), stop="stop")]
+    out = summarize_offline(call(messages))
+    assert section(out, "## Constraints & Preferences").splitlines() == [
+        "- Do not change the public API.", "- Have the tests run first always.", "- Do keep the old name too."]
+    assert rule_sentences("Does it always fail. Did we never run it. Have we always used pytest.") == []
+
+
 def test_a_question_followed_by_what_to_do_is_an_open_request():
     """'Why did you change the import order in X? Undo that part.' was an answered question on main, so
     the Goal dropped it although it asks the agent to undo a change (sample_sessions' big-refactor)."""
@@ -284,6 +308,71 @@ def test_a_split_turn_carries_the_rules_its_request_stated():
     out = summarize_offline(call([user("Split the migration into subtasks. Never run two migrations at once."),
                                   *messages[1:]], kind=TURN_PREFIX))
     assert section(out, "## Original Request") == "Split the migration into subtasks. Never run two migrations at once."
+
+
+def _tight_session():
+    """A first request, six later requests the agent worked on (each still open: none answered, none short),
+    two rules, and edits to twelve files: more than a 1,000-token summary holds."""
+    asks = ["Looks right. Now run `ruff check src tests` too, and fix every warning it reports in the api package.",
+            "Can you review `api/jobs.py` for error handling? Two jobs fire in the same second and the scheduler "
+            "drops one of them, which we only noticed in production last week when the nightly report was empty.",
+            "Please refactor `parse_window` in `api/windows.py`: it has grown too long and nobody can follow it.",
+            "Good, but please also handle the case where the page size is zero in `api/pagination.py`.",
+            "Tests are failing on CI after my last change to `api/settings.py`. Run the suite and fix what broke.",
+            "Rename `load_cfg` to `load_settings` across the codebase and update every call site and the docs."]
+    messages = [user("Add rate limiting to the upload endpoint in api/upload.py, per user, with a Redis counter. "
+                     "Never change the public API. Always run the tests before you say it is done.")]
+    for n, ask in enumerate(asks):
+        for m in range(2):
+            path = f"api/module_{n}_{m}.py"
+            messages += [assistant(tool_call(f"e{n}{m}", "edit", path=path, oldText="a", newText=f"value_{n}_{m} = 1")),
+                         result(f"e{n}{m}", "ok", name="edit")]
+        messages += [assistant(text(f"Done with step {n}: the change is in and the tests pass. The module now "
+                                    "reads its settings once at import time, and every caller gets the cached copy "
+                                    "unless it passes reload=True, which only the admin command does."), stop="stop"),
+                     user(ask)]
+    return messages, asks
+
+
+def test_a_tight_budget_gives_the_goal_the_open_requests_each_by_its_gist():
+    """At pi's own summary length (~1,000 tokens, half of it the file tags) the Goal stopped at the first open
+    request that did not fit whole, and the room went to Done's oldest lines (what the `<modified-files>` tag
+    says). Now the shares move to Goal and Constraints below the default budget, and a request that does
+    not fit whole is said by its gist: the newest ones first."""
+    messages, asks = _tight_session()
+    tight = SummaryCall(kind=HISTORY, system_prompt="", user_prompt="", max_tokens=560, messages=tuple(messages),
+                        meta={"summary_budget": 1000})
+    out = summarize_offline(tight)
+    assert summary_tokens(out) <= 560
+    goal = section(out, "## Goal").splitlines()
+    assert goal[0].startswith("Add rate limiting to the upload endpoint in api/upload.py")
+    later = [line.removeprefix("Later request: ") for line in goal[1:]]
+    # the five newest, oldest first; "Can you review…? Two jobs fire…" did not fit whole: its gist
+    assert later == ["Review `api/jobs.py` for error handling.", *asks[2:]], goal
+    assert section(out, "## Constraints & Preferences").splitlines() == [
+        "- Never change the public API.", "- Always run the tests before you say it is done."]
+    # the last assistant message by its first sentences rather than cut mid-word
+    assert section(out, "## Critical Context") == \
+        "- Last assistant message: Done with step 5: the change is in and the tests pass."
+    # at the default budget the same share of text keeps the layout it had: no gist, the Goal ends where a
+    # request does not fit, the room goes to the rest
+    roomy = summarize_offline(SummaryCall(kind=HISTORY, system_prompt="", user_prompt="", max_tokens=560,
+                                          messages=tuple(messages), meta={"summary_budget": 2000}))
+    assert "Review `api/jobs.py`" not in roomy and len(section(roomy, "## Goal").splitlines()) < len(goal)
+
+
+def test_a_request_s_gist_is_its_own_words_without_acknowledgement_or_politeness():
+    assert request_gist("Looks right. Now run `ruff check .` too.") == "Now run `ruff check .` too."
+    assert request_gist("Good, but please also handle the case where the cursor is empty.") == \
+        "Also handle the case where the cursor is empty."
+    assert request_gist("Can you review `src/models.py` for error handling? Two jobs fire in the same second and "
+                        "the scheduler drops one of them without a log line, which is bad.") == \
+        "Review `src/models.py` for error handling."
+    assert request_gist("Go ahead. (with a traceback: KeyError: 'cursor')") == "Go ahead. (with a traceback: KeyError: 'cursor')"
+    assert request_gist("Tests fail on CI after my change to `src/index.ts`. Run the suite and fix what broke. "
+                        "Then tell me what it was and why the tests did not catch it before.") == "Tests fail on CI after my change to `src/index.ts`. Run the suite and fix what broke."
+    long = request_gist("Make " + "the colours less intense " * 20)
+    assert len(long) <= 160 and long.endswith("…")
 
 
 # -- names ----------------------------------------------------------------------------------------------

@@ -299,7 +299,8 @@ def _summary_calls(settings: CompactionSettings, previous_summary: str | None, h
     """The model calls: the history (when there is any) and the split turn's prefix (when `prefix_text`);
     with no history, the text that stands in for its summary. Each call's max_tokens is its share of the
     summary budget (`summary_budgets`), never more than pi's 0.8 / 0.5 x reserve_tokens. `listed`: the files
-    the summary's tags will list (meta["listed_files"]: the built-in need not list them again)."""
+    the summary's tags will list (meta["listed_files"]: the built-in need not list them again); meta["summary_budget"]:
+    the whole summary's budget, which the built-in's layout scales with (docs/summaries.md, "The budget")."""
     calls: list[SummaryCall] = []
     history_fallback = None
     history_budget, prefix_budget = summary_budgets(settings.summary_budget, tags_tokens, bool(prefix_text),
@@ -315,7 +316,7 @@ def _summary_calls(settings: CompactionSettings, previous_summary: str | None, h
                 messages=tuple(history_llm),
                 previous_summary=previous_summary,
                 instructions=settings.instructions,
-                meta={"listed_files": listed},
+                meta={"listed_files": listed, "summary_budget": settings.summary_budget},
             )
         )
     else:
@@ -331,7 +332,7 @@ def _summary_calls(settings: CompactionSettings, previous_summary: str | None, h
                 max_tokens=max(min(prefix_budget, math.floor(0.5 * settings.reserve_tokens)), 1),
                 messages=tuple(prefix_llm),
                 instructions=settings.instructions,
-                meta={"listed_files": listed},
+                meta={"listed_files": listed, "summary_budget": settings.summary_budget},
             )
         )
     return calls, history_fallback

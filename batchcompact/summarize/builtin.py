@@ -31,7 +31,7 @@ from batchcompact.summarize.builtin_sections import (
     parse_previous,
 )
 from batchcompact.summarize.builtin_text import clean_item, clip
-from batchcompact.summarize.handover import current_failures, goal_requests, standing_rules
+from batchcompact.summarize.handover import current_failures, goal_requests, request_gist, standing_rules
 from batchcompact.tokenizer import count_tokens
 
 DETAILED_CHANGES = 8  # the newest changed files say what changed; older ones, that they changed
@@ -44,6 +44,12 @@ TRAIL_TOKENS = 1500
 TRAIL_LINE_CHARS = 160
 TRAIL_NAMES = 400  # the most salient code names considered: a long session names thousands
 TRAIL_WEIGHT = 10  # of 26: the largest share; measured in docs/summaries.md ("The budget")
+# The sections' weights at the default budget and at a tight one (pi's own summaries are ~1,000 tokens):
+# below the default the handover comes first (docs/summaries.md, "The budget"); linear between the two.
+ROOMY_BUDGET, TIGHT_BUDGET = 2000, 1000
+WEIGHTS = {"## Goal": (4, 6), "## Constraints & Preferences": (3, 5), "### Done": (3, 2),
+           "### In Progress": (1, 1), "### Blocked": (1, 1), "## Key Decisions": (1, 1), "## Next Steps": (1, 1),
+           "## Critical Context": (2, 1)}
 _VERBS = {"added": "Added", "wrote": "Wrote", "edited": "Edited", "deleted": "Deleted", "moved": "Moved"}
 _WAITING = "no result yet"
 _IN_FLIGHT = {"added": "Adding", "wrote": "Writing", "edited": "Editing", "deleted": "Deleting", "moved": "Moving"}
@@ -214,8 +220,23 @@ def _chunks(label: str, names: list[str]) -> list[str]:
     return lines
 
 
+def tightness(summary_budget: int) -> float:
+    """0 at the default budget and above, 1 at `TIGHT_BUDGET` and below, linear between."""
+    return min(max((ROOMY_BUDGET - summary_budget) / (ROOMY_BUDGET - TIGHT_BUDGET), 0.0), 1.0)
+
+
+def weight(heading: str, tight: float) -> float:
+    roomy, tightest = WEIGHTS[heading]
+    return roomy + (tightest - roomy) * tight
+
+
 def build_history_sections(facts: Facts, previous: str | None, branch: bool,
-                           max_chars: int = TRAIL_TOKENS * 40, listed: tuple[str, ...] = ()) -> list[Section]:
+                           max_chars: int = TRAIL_TOKENS * 40, listed: tuple[str, ...] = (),
+                           summary_budget: int = ROOMY_BUDGET) -> list[Section]:
+    """The history summary's sections; `summary_budget`, the whole summary's, sets their shares (`tightness`):
+    below the default, the open requests and rules get more, and a request that does not fit whole is said by
+    its gist (handover.request_gist)."""
+    tight = tightness(summary_budget)
     prev, foreign = parse_previous(previous)
     intent = foreign_intent(foreign) if foreign else None
     prev_goal = prev.get("## Goal", []) or ([intent] if intent else [])
@@ -250,11 +271,12 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
         critical.append(f"Last assistant message: {clip(last)}")
     trail = merge(trail_items(facts, max_chars, listed), prev.get(TRAIL_HEADING, []))
     sections = [
-        Section("## Goal", goal, "", keep="goal", weight=4),
+        Section("## Goal", goal, "", keep="goal", weight=weight("## Goal", tight),
+                gist=_gist if tight > 0 else None),
         Section(
             "## Constraints & Preferences",
             standing_rules(prev.get("## Constraints & Preferences", []) + facts.constraints.list()),
-            weight=3,
+            weight=weight("## Constraints & Preferences", tight),
         ),
         Section("## Progress", [], None),
         Section(
@@ -264,23 +286,43 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
             merge(prev.get("### Done", []) + [i for i in prev.get("### In Progress", []) if _WAITING not in i],
                    _done(facts)),
             "- [x] ",
-            weight=3,
+            weight=weight("### Done", tight),
         ),
-        Section("### In Progress", in_progress, "- [ ] ", keep="first", weight=1),
-        Section("### Blocked", merge(prev.get("### Blocked", []), blocked), weight=1),
+        Section("### In Progress", in_progress, "- [ ] ", keep="first", weight=weight("### In Progress", tight),
+                gist=_gist if tight > 0 else None),
+        Section("### Blocked", merge(prev.get("### Blocked", []), blocked), weight=weight("### Blocked", tight)),
         Section(
             "## Key Decisions",
             merge(prev.get("## Key Decisions", []), facts.decisions.list()[-KEEP_NEW["decisions"] :]),
-            weight=1,
+            weight=weight("## Key Decisions", tight),
         ),
-        Section("## Next Steps", steps or prev.get("## Next Steps", []), "1. ", keep="first", weight=1),
+        Section("## Next Steps", steps or prev.get("## Next Steps", []), "1. ", keep="first",
+                weight=weight("## Next Steps", tight), gist=_gist if tight > 0 else None),
     ]
     if not branch:
         sections.append(
-            Section("## Critical Context", merge(prev.get("## Critical Context", []), critical), weight=2)
+            Section("## Critical Context", merge(prev.get("## Critical Context", []), critical),
+                    weight=weight("## Critical Context", tight),
+                    gist=_last_message_gist if tight > 0 else None)
         )
     sections.append(Section(TRAIL_HEADING, trail, keep="first", weight=TRAIL_WEIGHT))
     return sections
+
+
+def _gist(item: str) -> str:
+    """A request's line said by its gist (handover.request_gist), its label ("Later request: ", "Finish: ")
+    kept."""
+    for label in ("Later request: ", "Finish: "):
+        if item.startswith(label):
+            return label + request_gist(item[len(label):])
+    return request_gist(item)
+
+
+def _last_message_gist(item: str) -> str:
+    """Critical Context's last assistant message by its first sentences (its other items, an earlier
+    checkpoint's text, keep their start instead)."""
+    label = "Last assistant message: "
+    return label + request_gist(item[len(label):]) if item.startswith(label) else item
 
 
 def build_turn_prefix_sections(facts: Facts, max_chars: int = TRAIL_TOKENS * 40,
@@ -321,7 +363,8 @@ def summarize_offline(call: SummaryCall) -> str:
         sections = build_turn_prefix_sections(facts, budget * 4, listed)
     else:
         sections = build_history_sections(facts, call.previous_summary, branch=call.kind == BRANCH,
-                                          max_chars=budget * 4, listed=listed)
+                                          max_chars=budget * 4, listed=listed,
+                                          summary_budget=call.meta.get("summary_budget") or budget)
     chars = budget * 4
     text = fit_sections(sections, chars)
     for _ in range(FIT_ROUNDS):

@@ -9,6 +9,7 @@ Linear in the number of items; every heading is always present.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from batchcompact.core.prompts import HISTORY_HEADINGS, TURN_PREFIX_HEADINGS
 from batchcompact.summarize.builtin_text import clean_item
@@ -24,7 +25,8 @@ class Section:
     """A heading, its items and how items are rendered; `keep` says which items go last when trimming."""
 
     def __init__(
-        self, heading: str, items: list[str], prefix: str = "- ", keep: str = "newest", weight: int = 1
+        self, heading: str, items: list[str], prefix: str = "- ", keep: str = "newest", weight: float = 1,
+        gist: Callable[[str], str] | None = None,
     ):
         self.heading = heading
         self.items = items
@@ -33,6 +35,9 @@ class Section:
             keep  # newest: drop the oldest first; first: drop from the end; goal: keep item 0, then newest
         )
         self.weight = weight
+        # with `gist`, an item that does not fit whole is said by its gist, and the items after it in
+        # `keep` order are still tried (the tight layout's Goal: more open requests, each shorter)
+        self.gist = gist
 
     def render_item(self, index: int, item: str) -> str:
         prefix = f"{index + 1}. " if self.prefix == "1. " else self.prefix
@@ -144,19 +149,34 @@ def _select(section: Section, budget: int) -> list[str]:
     elif section.keep == "goal":
         order = [0] + list(range(len(items) - 1, 0, -1)) if items else []
     chosen: list[int] = []
+    gists: dict[int, str] = {}
     used = 0
     for index in order:
         cost = _item_cost(section, index, items[index])
         if used + cost <= budget:
             chosen.append(index)
             used += cost
-        elif not chosen and budget - used > 24:  # the most important item, shortened
+        elif not chosen and budget - used > 24:  # the most important item, shortened (from its gist if any)
+            item = section.gist(items[index]) if section.gist is not None else items[index]
+            if item != items[index] and _item_cost(section, index, item) <= budget - used:
+                gists[index] = item
+                chosen.append(index)
+                used += _item_cost(section, index, item)
+                continue
             room = budget - used - len(section.render_item(index, "")) - 1
-            short = _shorten(items[index], room)
+            short = _shorten(item, room)
             while room > 0 and _item_cost(section, index, short) > budget - used:  # indented lines cost more
                 room -= _item_cost(section, index, short) - (budget - used)
-                short = _shorten(items[index], room)
+                short = _shorten(item, room)
             return [short] if room > 0 else []
+        elif section.gist is not None and ((short := section.gist(items[index])) != items[index]
+                                           or budget - used - len(section.render_item(index, "")) - 1 < SHORTENED_MIN):
+            # said by its gist, or skipped for the next one that fits; with room for the start of a long
+            # item that has no gist (an earlier checkpoint's text), that start, as without a gist
+            if used + _item_cost(section, index, short) <= budget:
+                gists[index] = short
+                chosen.append(index)
+                used += _item_cost(section, index, short)
         else:
             room = budget - used - len(section.render_item(index, "")) - 1
             if room >= SHORTENED_MIN:  # what is left holds the start of the next item (an earlier checkpoint)
@@ -164,7 +184,7 @@ def _select(section: Section, budget: int) -> list[str]:
                 if _item_cost(section, index, short) <= budget - used:
                     return [items[i] if i != index else short for i in sorted(chosen + [index])]
             break
-    return [items[i] for i in sorted(chosen)]
+    return [gists.get(i, items[i]) for i in sorted(chosen)]
 
 
 def _shorten(item: str, room: int) -> str:
@@ -190,7 +210,7 @@ def fit_sections(sections: list[Section], max_chars: int) -> str:
     needs = {id(s): len(s.render()) - len(s.heading) for s in sections if s.prefix is not None}
     budgets = _share(sections, needs, room)
     fitted = [
-        s if s.prefix is None else Section(s.heading, _select(s, budgets[id(s)]), s.prefix, s.keep)
+        s if s.prefix is None else Section(s.heading, _select(s, budgets[id(s)]), s.prefix, s.keep, s.weight)
         for s in sections
     ]
     text = render_sections(fitted)
@@ -207,7 +227,7 @@ def _share(sections: list[Section], needs: dict[int, int], room: int) -> dict[in
     pending = sorted((s for s in sections if s.prefix is not None), key=lambda s: needs[id(s)] / s.weight)
     weight = sum(s.weight for s in pending)
     for section in pending:
-        share = max(room, 0) * section.weight // max(weight, 1)
+        share = int(max(room, 0) * section.weight // max(weight, 1))
         budgets[id(section)] = given = min(needs[id(section)], share)
         room -= given
         weight -= section.weight

@@ -26,6 +26,11 @@ _RULE = re.compile(
     re.IGNORECASE,
 )
 _QUESTION_START = re.compile(rf"^(?:wait\b|hmm\b|so\b|and\b|but\b)?[,\s]*(?:{QUESTION_WORDS})\b", re.IGNORECASE)
+# An auxiliary that opens an imperative, not a question: "Do not change the public API.", "Do keep the old
+# name.", "Have the tests run first always." (no subject after it: a question asks "do you…", "have we…").
+# Only for a sentence without a '?' (rule_sentences skips those first).
+_SUBJECT = r"(?:you|we|i|it|they|he|she|this|that|these|those|there|anyone|anybody|someone|everything)\b"
+_IMPERATIVE_AUX = re.compile(rf"^(?:do|have)\s+(?!{_SUBJECT})[a-z]", re.IGNORECASE)
 _DECISION = re.compile(
     r"\b(?:decided|decision|instead of|switch(?:ed|ing)? to|because|rather than|the fix is|chose|"
     r"going with|the root cause|the cause is)\b",
@@ -95,7 +100,7 @@ def rule_sentences(text: str) -> list[str]:
         sentence = BULLET.sub("", sentence.strip())
         if not (10 <= len(sentence) <= 300) or sentence.endswith("?") or "?" in sentence[-3:]:
             continue
-        if _QUESTION_START.match(sentence) or not _RULE.search(sentence):
+        if (_QUESTION_START.match(sentence) and not _IMPERATIVE_AUX.match(sentence)) or not _RULE.search(sentence):
             continue
         if _SELF.match(sentence) and not _SELF_RULE.search(sentence):  # "i don't think…", "let me try…"
             continue

@@ -166,6 +166,42 @@ def is_question(text: str) -> bool:
     return text.endswith("?") and len(text) < 400 or bool(_QUESTION.match(text)) and "?" in text[:400]
 
 
+GIST_CHARS = 160  # an open request said by its gist (the tight layout's Goal): at most this long
+GIST_MORE = 130  # its next sentences follow its first while the gist stays under this
+# What opens a request without asking anything: an acknowledgement ("Looks right.", "Good, but", "Ok, now")
+# and politeness ("please", "can you"): the tight layout's Goal says the request without them.
+_OPENING = re.compile(
+    r"^(?:(?:ok(?:ay)?|great|good|nice|cool|perfect|alright|thanks|thank you|yes|yeah|sure|right|"
+    r"looks (?:good|right|great|fine)|that works|lgtm)\b[\s,.!]*(?:but\s+|and\s+|so\s+)?)*"
+    r"(?:(?:please|can you|could you|would you)\b[\s,]*)?", re.IGNORECASE)
+_WITH = re.compile(r" \(with (?:a traceback|an error|a code block|a diff|a log|[^()]{0,20})[^()]*\)$")
+
+
+def request_gist(text: str) -> str:
+    """An open request in a few words, for a Goal that cannot hold it whole: the user's words without a
+    leading acknowledgement or politeness, its first sentence (and the next ones while short), then the
+    error it came with ("(with a traceback: KeyError: 'cursor')"), at most `GIST_CHARS` characters."""
+    text = " ".join(text.split())
+    tail = _WITH.search(text)
+    with_part = tail.group(0) if tail else ""
+    body = text[: tail.start()] if tail else text
+    opening = _OPENING.match(body)
+    polite = bool(opening and re.search(r"(?:can|could|would) you\s*$", opening.group(0).rstrip(", "), re.I))
+    body = body[opening.end():] if opening and opening.end() < len(body) else body
+    body = body[:1].upper() + body[1:]
+    sentences = re.split(r"(?<=[.!?])\s+", body)
+    gist = sentences[0][:-1] + "." if polite and sentences[0].endswith("?") else sentences[0]  # "Can you X?"
+    for sentence in sentences[1:]:
+        if len(gist) + len(sentence) + 1 > GIST_MORE:
+            break
+        gist += " " + sentence
+    if with_part and len(gist) + len(with_part) <= GIST_CHARS:
+        gist += with_part
+    if len(gist) > GIST_CHARS:
+        gist = gist[: GIST_CHARS - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+    return gist
+
+
 def _closed(request: Request, last: bool) -> bool:
     """Whether a later request is done by the cut: an acknowledgement, an answered question, or (unless it
     is the newest) pasted material or a short request the agent carried out before the user asked
