@@ -106,8 +106,10 @@ def test_same_behaviour_compares_real_outputs_and_names_what_differs(tmp_path):
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-qm", "before"], check=True)
-    settings = repo / "batchcompact" / "report" / "settings.py"
-    settings.write_text(settings.read_text().replace('UNKNOWN = "unknown"', 'UNKNOWN = "(none)"', 1))
+    rules = repo / "batchcompact" / "report" / "rules.py"
+    text = rules.read_text()
+    assert 'UNKNOWN = "unknown"' in text  # the label the change below edits (a no-op edit proves nothing)
+    rules.write_text(text.replace('UNKNOWN = "unknown"', 'UNKNOWN = "(none)"', 1))
     env = {"PATH": os.path.dirname(sys.executable) + ":/usr/bin:/bin", "HOME": str(tmp_path)}
     done = subprocess.run([sys.executable, str(repo / "bench" / "same_behaviour.py"), "--before", "HEAD",
                            "--fixtures", str(tmp_path / "none")], cwd=repo, env=env, capture_output=True, text=True,
