@@ -117,7 +117,7 @@ def test_report_extraction_goes_through_the_agent(toy, tmp_path):
     path = tmp_path / "s.jsonl"
     path.write_text(json.dumps({"kind": "toy-session"}) + "\n")
     _, stats = extract_file(path, "toy")
-    assert stats.agent == "toy" and any("toy usage read" in str(w) for w in stats.warnings)
+    assert stats.format == "toy" and any("toy usage read" in str(w) for w in stats.warnings)
 
 
 def toy_document(path, head: bytes) -> bool:

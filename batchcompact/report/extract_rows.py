@@ -30,7 +30,7 @@ def extract_rows(path: str | Path, fmt: str | None = None) -> tuple[UsageRows, E
     rows = UsageRows()
     try:
         fmt = fmt or detect_agent(path)
-        stats.agent = fmt
+        stats.format = fmt
         agent = find(fmt)
         if fmt == "batchcompact":  # our run reports (Parquet: pyarrow only for these)
             from batchcompact.report.runreport import extract_runs

@@ -25,7 +25,7 @@ class ExtractStats:
     """What one file's extraction saw. `warnings` name file:line; at most MAX_WARNINGS_KEPT are kept."""
 
     path: str
-    agent: str | None = None  # the agent whose usage reader read the file
+    format: str | None = None  # the agent whose usage reader read the file (stored in the caches by this name)
     lines: int = 0
     parsed: int = 0
     skipped_cheap: int = 0
