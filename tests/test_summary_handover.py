@@ -26,9 +26,12 @@ from batchcompact.summarize.builtin_words import rule_sentences
 from batchcompact.summarize.handover import (
     Request,
     asked_words,
+    go_ahead,
     goal_requests,
     is_question,
+    is_temporary,
     request_gist,
+    said_once,
     without_rules,
 )
 from batchcompact.tokenizer import count_tokens
@@ -373,6 +376,101 @@ def test_a_request_s_gist_is_its_own_words_without_acknowledgement_or_politeness
                         "Then tell me what it was and why the tests did not catch it before.") == "Tests fail on CI after my change to `src/index.ts`. Run the suite and fix what broke."
     long = request_gist("Make " + "the colours less intense " * 20)
     assert len(long) <= 160 and long.endswith("…")
+
+
+# -- what the last rounds left: pasted screens, "without", temporary rules, a rule said twice --------------
+_SCREEN = ("\n\n ⠇ Working... (esc to interrupt)                                        \n\n"
+           "──────────────────────────────────────────────────\n  dark       (current)\n→ light\n"
+           "──────────────────────────────────────────────────\n~/workspaces/app\n"
+           "↑880 ↓68k R29394k W3499k 22.966 73.5%           claude-sonnet-4-5\n"
+           "/home/dev/app/src/theme/theme.ts:213\n        throw new Error(`Variable reference not found: ${value}`);\n\n"
+           "Error: Variable reference not found: dimGray\n    at resolveVarRefs (/home/dev/app/src/theme/theme.ts:213:9)\n"
+           "    at setTheme (/home/dev/app/src/theme/theme.ts:433:10)\n")
+
+
+def test_a_pasted_terminal_screen_is_pasted_material():
+    """pi's large-session.jsonl: "hm, i selected the theme while you were working and got a crash, that
+    should never happen." and the pi TUI's screen pasted under it. The sentence went to Constraints as a
+    rule and the Goal line left was the screen: "Later request: ⠇ Working..."."""
+    messages = [user("Add a theme selector to src/tui/selector.ts."),
+                assistant(text("Added it."), stop="stop"),
+                user("hm, i selected the theme while you were working and got a crash, that should never happen."
+                     + _SCREEN + "You must restart the app to pick up the theme\n")]
+    out = summarize_offline(call(messages))
+    goal = section(out, "## Goal").splitlines()
+    assert goal[1] == ("Later request: hm, i selected the theme while you were working and got a crash, that should "
+                       "never happen. (with a pasted terminal screen: Error: Variable reference not found: dimGray)")
+    assert "Working" not in out and "───" not in out
+    # said once: the sentence is the complaint about what was pasted, not a rule; the screen's words are none
+    assert "## Constraints & Preferences\n(none)" in out
+    # prompts, a Python prompt and progress bars open a screen too; a quote or a dash in the words does not
+    assert asked_words("why does it differ?\n\nghostty:\n➜  app git:(main) ✗ echo $TERM\nxterm-ghostty") == \
+        "why does it differ?\n\nghostty: (with a pasted terminal screen)"
+    assert asked_words("it hangs here\ndev@box:~/app$ make\n  45%|████▌     | 9/20") == \
+        "it hangs here (with a pasted terminal screen)"
+    assert asked_words("stuck at\n[=====>      ] 50% downloading") == "stuck at (with a pasted terminal screen)"
+    assert asked_words("see\n>>> import app\nok") == "see (with a pasted terminal screen)"
+    assert asked_words("> a quote\nuse a ─ dash here") == "> a quote\nuse a ─ dash here"
+    # a screen pasted alone asks for nothing by itself (unless it is the newest request)
+    assert goal_requests([Request("Add a theme selector."), Request("───────\n│ > hello │\n───────", True, True),
+                          Request("Now add a light theme to src/theme/light.json please.")], False)[1:] == [
+        (False, "Now add a light theme to src/theme/light.json please.")]
+
+
+def test_without_is_no_rule_word():
+    """"Two jobs fire in the same second and the scheduler drops one of them without a log line" is a bug
+    report, but `without` made it a rule: Constraints carried it and the request lost the sentence."""
+    assert rule_sentences("Two jobs fire in the same second and the scheduler drops one of them without a log "
+                          "line. Find the cause in src/jobs.py.") == []
+    assert rule_sentences("Never merge without a review. Do it without asking me.") == ["Never merge without a review."]
+
+
+def test_a_temporary_rule_is_lifted_by_a_later_go_ahead():
+    """"Don't change anything yet." (sample_sessions' big-refactor: "Run `npm test` and summarize the
+    failures. Don't change anything yet.", then "Go ahead.") still read as standing after the go-ahead."""
+    messages = [user("Add pagination to the invoices route in src/routes/invoices.ts."),
+                assistant(text("Added a cursor."), stop="stop"),
+                user("Run `npm test` and summarize the failures. Don't change anything yet."),
+                assistant(text("Two failures in tests/invoices.test.ts."), stop="stop"),
+                user("Leave the docs alone for now, and never push to main. Don't touch the CI config until I say so."),
+                assistant(text("Ok."), stop="stop"),
+                user("Looks right. Go ahead and fix them."),
+                assistant(text("Fixed both."), stop="stop"),
+                user("Don't touch the CI config until I say so."),
+                assistant(text("Understood."), stop="stop")]
+    out = summarize_offline(call(messages))
+    assert section(out, "## Constraints & Preferences").splitlines() == [
+        '- Don\'t change anything yet. (lifted: "go ahead")',
+        "- Leave the docs alone for now, and never push to main.",  # a standing "never": not lifted
+        "- Don't touch the CI config until I say so.",  # said again after the go-ahead: it binds again
+    ]
+    # without a go-ahead the same rule stands
+    still = summarize_offline(call(messages[:4]))
+    assert "- Don't change anything yet.\n" in still + "\n" and "lifted" not in still
+    assert is_temporary("Leave the docs alone for now.") and not is_temporary("Never push to main.")
+    assert go_ahead("ok, now do it") == "now do it" and go_ahead("you can fix them now") == "you can fix"
+    assert go_ahead("Why did it fail?") is None and go_ahead("see\n```\ngo ahead\n```") is None
+
+
+def test_a_rule_after_a_reaction_is_said_once():
+    """"That's not what I meant. Keep the public signature of `paginate` unchanged." was a Goal line (two
+    significant words left without the rule: the line was kept whole) and the rule under Constraints."""
+    messages = [user("Refactor the pagination helpers in src/api/pagination.py."),
+                assistant(text("I changed `paginate` to take a cursor object."), stop="stop"),
+                user("That's not what I meant. Keep the public signature of `paginate` unchanged."),
+                assistant(text("Reverted the signature."), stop="stop"),
+                user("Stop. Use vitest fixtures for this, not a custom implementation."),
+                assistant(text("Ok."), stop="stop"),
+                user("Now add a test for an empty page in tests/test_pagination.py.")]
+    out = summarize_offline(call(messages))
+    assert out.count("public signature") == 1 and out.count("vitest fixtures") == 1
+    assert section(out, "## Constraints & Preferences").splitlines() == [
+        "- Keep the public signature of `paginate` unchanged.",
+        "- Use vitest fixtures for this, not a custom implementation."]
+    assert section(out, "## Goal").splitlines()[1:] == [
+        "Later request: Now add a test for an empty page in tests/test_pagination.py."]
+    assert said_once("no console logs! setTheme should return an error", ["setTheme should return an error"]) == \
+        ("no console logs! setTheme should return an error", ["setTheme should return an error"])
 
 
 # -- names ----------------------------------------------------------------------------------------------

@@ -31,7 +31,13 @@ from batchcompact.summarize.builtin_sections import (
     parse_previous,
 )
 from batchcompact.summarize.builtin_text import clean_item, clip
-from batchcompact.summarize.handover import current_failures, goal_requests, request_gist, standing_rules
+from batchcompact.summarize.handover import (
+    current_failures,
+    goal_requests,
+    is_temporary,
+    request_gist,
+    standing_rules,
+)
 from batchcompact.tokenizer import count_tokens
 
 DETAILED_CHANGES = 8  # the newest changed files say what changed; older ones, that they changed
@@ -275,7 +281,8 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
                 gist=_gist if tight > 0 else None),
         Section(
             "## Constraints & Preferences",
-            standing_rules(prev.get("## Constraints & Preferences", []) + facts.constraints.list()),
+            _lifted(standing_rules(prev.get("## Constraints & Preferences", []) + facts.constraints.list()), facts,
+                    set(prev.get("## Constraints & Preferences", []))),
             weight=weight("## Constraints & Preferences", tight),
         ),
         Section("## Progress", [], None),
@@ -309,6 +316,21 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
     return sections
 
 
+def _lifted(rules: list[str], facts: Facts, earlier: set[str]) -> list[str]:
+    """The rules, a temporary one that a later go-ahead lifted said so ("Don't change anything yet. (lifted:
+    "go ahead")"): its words stay, so that the reader knows it was said and no longer binds; an
+    earlier checkpoint's temporary rule is lifted by a go-ahead of this span. A lifted rule keeps its place."""
+    out = []
+    for rule in rules:
+        by = facts.lifted.get(rule) or (facts.go_ahead if rule in earlier and rule not in facts.constraints
+                                        and is_temporary(rule) and LIFTED not in rule else None)
+        out.append(f'{rule} ({LIFTED} "{by.lower()}")' if by else rule)
+    return out
+
+
+LIFTED = "lifted:"
+
+
 def _gist(item: str) -> str:
     """A request's line said by its gist (handover.request_gist), its label ("Later request: ", "Finish: ")
     kept."""
@@ -338,7 +360,8 @@ def build_turn_prefix_sections(facts: Facts, max_chars: int = TRAIL_TOKENS * 40,
     request = [clean_item(r, 300) for r in (facts.requests or [facts.first_words])[:1] if r]
     shown = request[0] if request else ""
     # no Constraints heading in a turn prefix: the rules follow the request, unless its shown start holds them
-    rules = [f"Rule: {rule}" for rule in standing_rules(facts.constraints.list()) if rule not in shown]
+    rules = [f"Rule: {rule}" for rule in _lifted(standing_rules(facts.constraints.list()), facts, set())
+             if rule not in shown]
     return [
         Section("## Original Request", request + rules, "", keep="goal", weight=2),
         Section("## Early Progress", early, weight=3),
