@@ -440,7 +440,7 @@ def test_a_temporary_rule_is_lifted_by_a_later_go_ahead():
                 assistant(text("Understood."), stop="stop")]
     out = summarize_offline(call(messages))
     assert section(out, "## Constraints & Preferences").splitlines() == [
-        '- Don\'t change anything yet. (lifted: "go ahead")',
+        "- Don't change anything yet. (lifted later)",
         "- Leave the docs alone for now, and never push to main.",  # a standing "never": not lifted
         "- Don't touch the CI config until I say so.",  # said again after the go-ahead: it binds again
     ]
@@ -450,6 +450,12 @@ def test_a_temporary_rule_is_lifted_by_a_later_go_ahead():
     assert is_temporary("Leave the docs alone for now.") and not is_temporary("Never push to main.")
     assert go_ahead("ok, now do it") == "now do it" and go_ahead("you can fix them now") == "you can fix"
     assert go_ahead("Why did it fail?") is None and go_ahead("see\n```\ngo ahead\n```") is None
+    # a request for a change is a go-ahead too; one that mentions a change is not
+    assert go_ahead("Tests fail on CI after my last change to `a.ts`. Run the suite and fix what broke.") == \
+        "fix what broke"
+    assert go_ahead("Write docs for the loader in `docs/x.md`.") == "Write docs"
+    assert go_ahead("Why did you change the import order in `a.ts`?") is None
+    assert go_ahead("Run `npm test` and summarize the failures.") is None
 
 
 def test_a_rule_after_a_reaction_is_said_once():

@@ -317,18 +317,18 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
 
 
 def _lifted(rules: list[str], facts: Facts, earlier: set[str]) -> list[str]:
-    """The rules, a temporary one that a later go-ahead lifted said so ("Don't change anything yet. (lifted:
-    "go ahead")"): its words stay, so that the reader knows it was said and no longer binds; an
+    """The rules, a temporary one that a later go-ahead lifted said so ("Don't change anything yet. (lifted
+    later)"): its words stay, so that the reader knows it was said and no longer binds; an
     earlier checkpoint's temporary rule is lifted by a go-ahead of this span. A lifted rule keeps its place."""
     out = []
     for rule in rules:
         by = facts.lifted.get(rule) or (facts.go_ahead if rule in earlier and rule not in facts.constraints
                                         and is_temporary(rule) and LIFTED not in rule else None)
-        out.append(f'{rule} ({LIFTED} "{by.lower()}")' if by else rule)
+        out.append(f'{rule} ({LIFTED})' if by else rule)
     return out
 
 
-LIFTED = "lifted:"
+LIFTED = "lifted later"
 
 
 def _gist(item: str) -> str:

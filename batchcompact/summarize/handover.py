@@ -344,11 +344,29 @@ def is_temporary(rule: str) -> bool:
     return bool(_TEMPORARY.search(rule)) and not _STANDING.search(rule)
 
 
+# A request for a change lifts it too: a sentence, or its "and"/"then" part, that opens with a verb of
+# change ("Run the suite and fix what broke.", "Write docs for X.", "Now rename `x`."), not one that
+# mentions a change ("Why did you change X?", "after my last change to X").
+_ASKS_CHANGE = re.compile(
+    r"(?:^|[.!?;]\s+|\band\s+|\bthen\s+)(?:(?:ok(?:ay)?|now|please|just|so|then|also|can you|could you|would you)"
+    r"[,\s]+)*((?:fix|add|remove|delete|change|rename|write|update|create|implement|refactor|revert|undo|apply|"
+    r"commit|push|move|split|port|edit|roll back)\b(?:\s+[\w`'./-]+){0,2})", re.IGNORECASE)
+
+
 def go_ahead(text: str) -> str | None:
-    """The words by which a user message lifts a temporary rule ("Go ahead", "now do it"), or None. Only
-    the user's own words before anything they pasted count."""
-    found = _GO_AHEAD.search(own_words(text)[:SCAN_PASTE])
-    return found.group(0) if found else None
+    """The words by which a user message lifts a temporary rule ("Go ahead", "now do it", "fix what
+    broke"), or None. Only the user's own words before anything they pasted count."""
+    own = own_words(text)[:SCAN_PASTE]
+    found = _GO_AHEAD.search(own)
+    if found:
+        return found.group(0)
+    found = _ASKS_CHANGE.search(own)
+    if not found:
+        return None
+    said = found.group(1).rstrip(".,;:!").split()  # "fix what broke", "write docs" (not "write docs for")
+    while len(said) > 1 and said[-1].lower() in _STOP:
+        said.pop()
+    return " ".join(said)
 
 
 def own_words(text: str) -> str:
