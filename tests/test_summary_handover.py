@@ -313,6 +313,33 @@ def test_a_split_turn_carries_the_rules_its_request_stated():
     assert section(out, "## Original Request") == "Split the migration into subtasks. Never run two migrations at once."
 
 
+def test_a_tight_budget_gives_a_split_turn_s_request_and_rules_the_room():
+    """The split turn's sections kept their shares at every budget (Original Request 2, Early Progress 3,
+    Context for Suffix 4): at pi's own length a slash command's rules past the request's shown start lost
+    to the trail (Claude Code's sample-project: one of four). Below the default budget they move as the
+    history's do (Original Request 4, Early Progress 2, Context for Suffix 3)."""
+    process = "## Process\n" + "".join(f"{n}. Step {n} of the plan: read the schema of table {n}.\n" for n in range(8))
+    rules = ["Each subtask should take 5-15 minutes.", "Never run two migrations at once.",
+             "Always keep a rollback script beside each migration.", "Make sure every table keeps its primary key.",
+             "Don't rename columns the reporting jobs read."]
+    messages = [user(f"Split the migration into independent subtasks.\n{process}" + "".join(f"- {r}\n" for r in rules))]
+    for n in range(12):
+        messages += [assistant(tool_call(f"r{n}", "read", path=f"db/tables/table_{n}_schema.py")),
+                     result(f"r{n}", f"class Table{n}Schema: migrate_table_{n} = 1", name="read")]
+
+    def prefix(summary_budget: int) -> str:
+        out = summarize_offline(SummaryCall(kind=TURN_PREFIX, system_prompt="", user_prompt="", max_tokens=300,
+                                            messages=tuple(messages), meta={"summary_budget": summary_budget}))
+        assert summary_tokens(out) <= 300
+        return out
+
+    tight, roomy = prefix(1000), prefix(2000)
+    assert section(tight, "## Original Request").splitlines()[1:] == [f"Rule: {r}" for r in rules]
+    # at the default budget the layout is the one it had: the trail's share first
+    assert section(roomy, "## Original Request").count("Rule:") == 1
+    assert roomy.count("table_") > tight.count("table_") > 0
+
+
 def _tight_session():
     """A first request, six later requests the agent worked on (each still open: none answered, none short),
     two rules, and edits to twelve files: more than a 1,000-token summary holds."""
