@@ -26,9 +26,12 @@ from batchcompact.summarize.builtin_words import rule_sentences
 from batchcompact.summarize.handover import (
     Request,
     asked_words,
+    go_ahead,
     goal_requests,
     is_question,
+    is_temporary,
     request_gist,
+    said_once,
     without_rules,
 )
 from batchcompact.tokenizer import count_tokens
@@ -310,6 +313,33 @@ def test_a_split_turn_carries_the_rules_its_request_stated():
     assert section(out, "## Original Request") == "Split the migration into subtasks. Never run two migrations at once."
 
 
+def test_a_tight_budget_gives_a_split_turn_s_request_and_rules_the_room():
+    """The split turn's sections kept their shares at every budget (Original Request 2, Early Progress 3,
+    Context for Suffix 4): at pi's own length a slash command's rules past the request's shown start lost
+    to the trail (Claude Code's sample-project: one of four). Below the default budget they move as the
+    history's do (Original Request 4, Early Progress 2, Context for Suffix 3)."""
+    process = "## Process\n" + "".join(f"{n}. Step {n} of the plan: read the schema of table {n}.\n" for n in range(8))
+    rules = ["Each subtask should take 5-15 minutes.", "Never run two migrations at once.",
+             "Always keep a rollback script beside each migration.", "Make sure every table keeps its primary key.",
+             "Don't rename columns the reporting jobs read."]
+    messages = [user(f"Split the migration into independent subtasks.\n{process}" + "".join(f"- {r}\n" for r in rules))]
+    for n in range(12):
+        messages += [assistant(tool_call(f"r{n}", "read", path=f"db/tables/table_{n}_schema.py")),
+                     result(f"r{n}", f"class Table{n}Schema: migrate_table_{n} = 1", name="read")]
+
+    def prefix(summary_budget: int) -> str:
+        out = summarize_offline(SummaryCall(kind=TURN_PREFIX, system_prompt="", user_prompt="", max_tokens=300,
+                                            messages=tuple(messages), meta={"summary_budget": summary_budget}))
+        assert summary_tokens(out) <= 300
+        return out
+
+    tight, roomy = prefix(1000), prefix(2000)
+    assert section(tight, "## Original Request").splitlines()[1:] == [f"Rule: {r}" for r in rules]
+    # at the default budget the layout is the one it had: the trail's share first
+    assert section(roomy, "## Original Request").count("Rule:") == 1
+    assert roomy.count("table_") > tight.count("table_") > 0
+
+
 def _tight_session():
     """A first request, six later requests the agent worked on (each still open: none answered, none short),
     two rules, and edits to twelve files: more than a 1,000-token summary holds."""
@@ -373,6 +403,107 @@ def test_a_request_s_gist_is_its_own_words_without_acknowledgement_or_politeness
                         "Then tell me what it was and why the tests did not catch it before.") == "Tests fail on CI after my change to `src/index.ts`. Run the suite and fix what broke."
     long = request_gist("Make " + "the colours less intense " * 20)
     assert len(long) <= 160 and long.endswith("…")
+
+
+# -- what the last rounds left: pasted screens, "without", temporary rules, a rule said twice --------------
+_SCREEN = ("\n\n ⠇ Working... (esc to interrupt)                                        \n\n"
+           "──────────────────────────────────────────────────\n  dark       (current)\n→ light\n"
+           "──────────────────────────────────────────────────\n~/workspaces/app\n"
+           "↑880 ↓68k R29394k W3499k 22.966 73.5%           claude-sonnet-4-5\n"
+           "/home/dev/app/src/theme/theme.ts:213\n        throw new Error(`Variable reference not found: ${value}`);\n\n"
+           "Error: Variable reference not found: dimGray\n    at resolveVarRefs (/home/dev/app/src/theme/theme.ts:213:9)\n"
+           "    at setTheme (/home/dev/app/src/theme/theme.ts:433:10)\n")
+
+
+def test_a_pasted_terminal_screen_is_pasted_material():
+    """pi's large-session.jsonl: "hm, i selected the theme while you were working and got a crash, that
+    should never happen." and the pi TUI's screen pasted under it. The sentence went to Constraints as a
+    rule and the Goal line left was the screen: "Later request: ⠇ Working..."."""
+    messages = [user("Add a theme selector to src/tui/selector.ts."),
+                assistant(text("Added it."), stop="stop"),
+                user("hm, i selected the theme while you were working and got a crash, that should never happen."
+                     + _SCREEN + "You must restart the app to pick up the theme\n")]
+    out = summarize_offline(call(messages))
+    goal = section(out, "## Goal").splitlines()
+    assert goal[1] == ("Later request: hm, i selected the theme while you were working and got a crash, that should "
+                       "never happen. (with a pasted terminal screen: Error: Variable reference not found: dimGray)")
+    assert "Working" not in out and "───" not in out
+    # said once: the sentence is the complaint about what was pasted, not a rule; the screen's words are none
+    assert "## Constraints & Preferences\n(none)" in out
+    # prompts, a Python prompt and progress bars open a screen too; a quote or a dash in the words does not
+    assert asked_words("why does it differ?\n\nghostty:\n➜  app git:(main) ✗ echo $TERM\nxterm-ghostty") == \
+        "why does it differ?\n\nghostty: (with a pasted terminal screen)"
+    assert asked_words("it hangs here\ndev@box:~/app$ make\n  45%|████▌     | 9/20") == \
+        "it hangs here (with a pasted terminal screen)"
+    assert asked_words("stuck at\n[=====>      ] 50% downloading") == "stuck at (with a pasted terminal screen)"
+    assert asked_words("see\n>>> import app\nok") == "see (with a pasted terminal screen)"
+    assert asked_words("> a quote\nuse a ─ dash here") == "> a quote\nuse a ─ dash here"
+    # a screen pasted alone asks for nothing by itself (unless it is the newest request)
+    assert goal_requests([Request("Add a theme selector."), Request("───────\n│ > hello │\n───────", True, True),
+                          Request("Now add a light theme to src/theme/light.json please.")], False)[1:] == [
+        (False, "Now add a light theme to src/theme/light.json please.")]
+
+
+def test_without_is_no_rule_word():
+    """"Two jobs fire in the same second and the scheduler drops one of them without a log line" is a bug
+    report, but `without` made it a rule: Constraints carried it and the request lost the sentence."""
+    assert rule_sentences("Two jobs fire in the same second and the scheduler drops one of them without a log "
+                          "line. Find the cause in src/jobs.py.") == []
+    assert rule_sentences("Never merge without a review. Do it without asking me.") == ["Never merge without a review."]
+
+
+def test_a_temporary_rule_is_lifted_by_a_later_go_ahead():
+    """"Don't change anything yet." (sample_sessions' big-refactor: "Run `npm test` and summarize the
+    failures. Don't change anything yet.", then "Go ahead.") still read as standing after the go-ahead."""
+    messages = [user("Add pagination to the invoices route in src/routes/invoices.ts."),
+                assistant(text("Added a cursor."), stop="stop"),
+                user("Run `npm test` and summarize the failures. Don't change anything yet."),
+                assistant(text("Two failures in tests/invoices.test.ts."), stop="stop"),
+                user("Leave the docs alone for now, and never push to main. Don't touch the CI config until I say so."),
+                assistant(text("Ok."), stop="stop"),
+                user("Looks right. Go ahead and fix them."),
+                assistant(text("Fixed both."), stop="stop"),
+                user("Don't touch the CI config until I say so."),
+                assistant(text("Understood."), stop="stop")]
+    out = summarize_offline(call(messages))
+    assert section(out, "## Constraints & Preferences").splitlines() == [
+        "- Don't change anything yet. (lifted later)",
+        "- Leave the docs alone for now, and never push to main.",  # a standing "never": not lifted
+        "- Don't touch the CI config until I say so.",  # said again after the go-ahead: it binds again
+    ]
+    # without a go-ahead the same rule stands
+    still = summarize_offline(call(messages[:4]))
+    assert "- Don't change anything yet.\n" in still + "\n" and "lifted" not in still
+    assert is_temporary("Leave the docs alone for now.") and not is_temporary("Never push to main.")
+    assert go_ahead("ok, now do it") == "now do it" and go_ahead("you can fix them now") == "you can fix"
+    assert go_ahead("Why did it fail?") is None and go_ahead("see\n```\ngo ahead\n```") is None
+    # a request for a change is a go-ahead too; one that mentions a change is not
+    assert go_ahead("Tests fail on CI after my last change to `a.ts`. Run the suite and fix what broke.") == \
+        "fix what broke"
+    assert go_ahead("Write docs for the loader in `docs/x.md`.") == "Write docs"
+    assert go_ahead("Why did you change the import order in `a.ts`?") is None
+    assert go_ahead("Run `npm test` and summarize the failures.") is None
+
+
+def test_a_rule_after_a_reaction_is_said_once():
+    """"That's not what I meant. Keep the public signature of `paginate` unchanged." was a Goal line (two
+    significant words left without the rule: the line was kept whole) and the rule under Constraints."""
+    messages = [user("Refactor the pagination helpers in src/api/pagination.py."),
+                assistant(text("I changed `paginate` to take a cursor object."), stop="stop"),
+                user("That's not what I meant. Keep the public signature of `paginate` unchanged."),
+                assistant(text("Reverted the signature."), stop="stop"),
+                user("Stop. Use vitest fixtures for this, not a custom implementation."),
+                assistant(text("Ok."), stop="stop"),
+                user("Now add a test for an empty page in tests/test_pagination.py.")]
+    out = summarize_offline(call(messages))
+    assert out.count("public signature") == 1 and out.count("vitest fixtures") == 1
+    assert section(out, "## Constraints & Preferences").splitlines() == [
+        "- Keep the public signature of `paginate` unchanged.",
+        "- Use vitest fixtures for this, not a custom implementation."]
+    assert section(out, "## Goal").splitlines()[1:] == [
+        "Later request: Now add a test for an empty page in tests/test_pagination.py."]
+    assert said_once("no console logs! setTheme should return an error", ["setTheme should return an error"]) == \
+        ("no console logs! setTheme should return an error", ["setTheme should return an error"])
 
 
 # -- names ----------------------------------------------------------------------------------------------

@@ -31,7 +31,13 @@ from batchcompact.summarize.builtin_sections import (
     parse_previous,
 )
 from batchcompact.summarize.builtin_text import clean_item, clip
-from batchcompact.summarize.handover import current_failures, goal_requests, request_gist, standing_rules
+from batchcompact.summarize.handover import (
+    current_failures,
+    goal_requests,
+    is_temporary,
+    request_gist,
+    standing_rules,
+)
 from batchcompact.tokenizer import count_tokens
 
 DETAILED_CHANGES = 8  # the newest changed files say what changed; older ones, that they changed
@@ -49,7 +55,9 @@ TRAIL_WEIGHT = 10  # of 26: the largest share; measured in docs/summaries.md ("T
 ROOMY_BUDGET, TIGHT_BUDGET = 2000, 1000
 WEIGHTS = {"## Goal": (4, 6), "## Constraints & Preferences": (3, 5), "### Done": (3, 2),
            "### In Progress": (1, 1), "### Blocked": (1, 1), "## Key Decisions": (1, 1), "## Next Steps": (1, 1),
-           "## Critical Context": (2, 1)}
+           "## Critical Context": (2, 1),
+           # a split turn's prefix (pi's turn-prefix layout): its request and the rules it stated come first too
+           "## Original Request": (2, 4), "## Early Progress": (3, 2), "## Context for Suffix": (4, 3)}
 _VERBS = {"added": "Added", "wrote": "Wrote", "edited": "Edited", "deleted": "Deleted", "moved": "Moved"}
 _WAITING = "no result yet"
 _IN_FLIGHT = {"added": "Adding", "wrote": "Writing", "edited": "Editing", "deleted": "Deleting", "moved": "Moving"}
@@ -275,7 +283,8 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
                 gist=_gist if tight > 0 else None),
         Section(
             "## Constraints & Preferences",
-            standing_rules(prev.get("## Constraints & Preferences", []) + facts.constraints.list()),
+            _lifted(standing_rules(prev.get("## Constraints & Preferences", []) + facts.constraints.list()), facts,
+                    set(prev.get("## Constraints & Preferences", []))),
             weight=weight("## Constraints & Preferences", tight),
         ),
         Section("## Progress", [], None),
@@ -309,6 +318,21 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
     return sections
 
 
+def _lifted(rules: list[str], facts: Facts, earlier: set[str]) -> list[str]:
+    """The rules, a temporary one that a later go-ahead lifted said so ("Don't change anything yet. (lifted
+    later)"): its words stay, so that the reader knows it was said and no longer binds; an
+    earlier checkpoint's temporary rule is lifted by a go-ahead of this span. A lifted rule keeps its place."""
+    out = []
+    for rule in rules:
+        by = facts.lifted.get(rule) or (facts.go_ahead if rule in earlier and rule not in facts.constraints
+                                        and is_temporary(rule) and LIFTED not in rule else None)
+        out.append(f'{rule} ({LIFTED})' if by else rule)
+    return out
+
+
+LIFTED = "lifted later"
+
+
 def _gist(item: str) -> str:
     """A request's line said by its gist (handover.request_gist), its label ("Later request: ", "Finish: ")
     kept."""
@@ -326,7 +350,10 @@ def _last_message_gist(item: str) -> str:
 
 
 def build_turn_prefix_sections(facts: Facts, max_chars: int = TRAIL_TOKENS * 40,
-                               listed: tuple[str, ...] = ()) -> list[Section]:
+                               listed: tuple[str, ...] = (), summary_budget: int = ROOMY_BUDGET) -> list[Section]:
+    """A split turn's prefix: its request and rules, what it did, what the rest of the turn needs; the whole
+    summary's budget sets their shares as for the history (`tightness`)."""
+    tight = tightness(summary_budget)
     early = change_items(facts) + [f"Checks passed: {c}" for c in facts.checks_passed.values()]
     early += blocked_items(facts)[-3:]
     context = trail_items(facts, max_chars, listed)
@@ -338,11 +365,13 @@ def build_turn_prefix_sections(facts: Facts, max_chars: int = TRAIL_TOKENS * 40,
     request = [clean_item(r, 300) for r in (facts.requests or [facts.first_words])[:1] if r]
     shown = request[0] if request else ""
     # no Constraints heading in a turn prefix: the rules follow the request, unless its shown start holds them
-    rules = [f"Rule: {rule}" for rule in standing_rules(facts.constraints.list()) if rule not in shown]
+    rules = [f"Rule: {rule}" for rule in _lifted(standing_rules(facts.constraints.list()), facts, set())
+             if rule not in shown]
     return [
-        Section("## Original Request", request + rules, "", keep="goal", weight=2),
-        Section("## Early Progress", early, weight=3),
-        Section("## Context for Suffix", context, keep="first", weight=4),
+        Section("## Original Request", request + rules, "", keep="goal", weight=weight("## Original Request", tight)),
+        Section("## Early Progress", early, weight=weight("## Early Progress", tight)),
+        Section("## Context for Suffix", context, keep="first", weight=weight("## Context for Suffix", tight),
+                gist=_last_message_gist if tight > 0 else None),
     ]
 
 
@@ -360,7 +389,8 @@ def summarize_offline(call: SummaryCall) -> str:
     facts = extract_facts(call.messages)
     listed = tuple(call.meta.get("listed_files") or ())
     if call.kind == TURN_PREFIX:
-        sections = build_turn_prefix_sections(facts, budget * 4, listed)
+        sections = build_turn_prefix_sections(facts, budget * 4, listed,
+                                              summary_budget=call.meta.get("summary_budget") or budget)
     else:
         sections = build_history_sections(facts, call.previous_summary, branch=call.kind == BRANCH,
                                           max_chars=budget * 4, listed=listed,

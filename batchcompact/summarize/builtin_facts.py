@@ -45,7 +45,16 @@ from batchcompact.summarize.builtin_words import (
     rule_sentences,
     user_request,
 )
-from batchcompact.summarize.handover import Request, asked_words, is_acknowledgement, is_go_on, without_rules
+from batchcompact.summarize.handover import (
+    Request,
+    asked_words,
+    go_ahead,
+    is_acknowledgement,
+    is_go_on,
+    is_temporary,
+    own_words,
+    said_once,
+)
 
 
 @dataclass
@@ -85,6 +94,9 @@ class Facts:
     last_assistant_text: str = ""
     announced: str | None = None  # "Now let me X:" at the end: what the agent was about to do
     unfinished: str | None = None
+    # a temporary rule ("Don't change anything yet.") -> the go-ahead that lifted it ("Go ahead")
+    lifted: dict[str, str] = field(default_factory=dict)
+    go_ahead: str | None = None  # the span's last go-ahead: it lifts an earlier checkpoint's temporary rules
     salience: Salience = field(default_factory=lambda: Salience(1))  # the artifact trail
 
 
@@ -120,6 +132,12 @@ class _Walker:
         if request is None:
             return
         self.facts.salience.add("user", request)
+        lifted_by = go_ahead(request)
+        if lifted_by:  # "Go ahead": the rules bounded by "yet", "for now" no longer bind (handover.is_temporary)
+            self.facts.go_ahead = lifted_by
+            for rule in self.facts.constraints.list():
+                if is_temporary(rule):
+                    self.facts.lifted.setdefault(rule, lifted_by)
         acknowledgement = is_acknowledgement(request)
         if acknowledgement and not is_go_on(request):
             return  # "thanks", "great": nothing asked
@@ -132,13 +150,18 @@ class _Walker:
             self.facts.first_words = clip(asked_words(request), 300)
         if is_substantive(request) and not acknowledgement:
             self.facts.requests.append(self.last_request)
-            rules = rule_sentences(request)
-            # the Goal line leaves out the rules Constraints carries (handover.without_rules)
-            line = clip(without_rules(asked_words(request), rules), 300)
+            rules = rule_sentences(own_words(request))  # not what the user pasted
+            # the Goal line leaves out the rules Constraints carries, each said once (handover.said_once);
+            # the first request is the session's goal, said whole, its rules carried too
+            line, carried = said_once(asked_words(request), rules)
+            if len(self.facts.asked) == 0:
+                carried = rules
+            line = clip(line, 300)
             self.facts.asked.append(Request(self.last_request, line=None if line == self.last_request else line))
-            for sentence in rules:
+            for sentence in carried:
                 self.facts.constraints.discard(clip(sentence))  # said again: the newest statement's place
                 self.facts.constraints.add(clip(sentence))
+                self.facts.lifted.pop(clip(sentence), None)  # said again after the go-ahead: it binds again
 
     def assistant(self, message: dict[str, Any]) -> None:
         has_calls = False

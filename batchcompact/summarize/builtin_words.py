@@ -21,7 +21,7 @@ from batchcompact.summarize.handover import ONE_WORD_REPLY, QUESTION_WORDS
 
 _RULE = re.compile(
     r"\b(?:must|mustn't|never|always|don't|do not|should|shouldn't|prefer|make sure|ensure|avoid|only use|"
-    r"please use|use only|without|keep|no need to|instead|from now on|every time|each time|whenever)\b"
+    r"please use|use only|keep|no need to|instead|from now on|every time|each time|whenever)\b"
     r"|\buse\b[^.!?\n]{1,60}?,?\s+not\b",  # "use X, not Y": which thing to use
     re.IGNORECASE,
 )

@@ -56,10 +56,19 @@ _ASKS_WORK = re.compile(
     r"remove|delete|rename|refactor|move|port|build|run|test|commit|push|release)\b",
     re.IGNORECASE,
 )
-_PASTED = re.compile(r"^\s*(?:\+\s|\d+\s+[-+]\s|```|diff --git|@@|\||<[a-z])")
-# Where pasted material starts inside a request: a traceback, a fenced block, a diff, a log (a line of its own)
-_PASTE_START = re.compile(r"^\s*(?:Traceback \(most recent call last\)|```|diff --git|@@ |\$ |"
-                          r"(?:[A-Z]\w*)?(?:Error|Exception): [^\n]*\n\s+at )", re.MULTILINE)  # last: a JS stack
+# A line of a pasted terminal screen: one that opens with a box-drawing character (`─────`, `│ > `, `╭─`) or a
+# spinner glyph and a word (`⠇ Working...`), a prompt (`❯ `, `➜ `, `>>> `, `dev@host:~/app$ `), or a line with a
+# progress bar (`███░░░ 60%`, `[=====>   ]`). A user's own words never open a line so.
+SCREEN_LINE = (r"[ \t]*(?:[\u2500-\u257f]|[\u2800-\u28ff][ \t]+\S|(?:[❯➜]|>>>)[ \t]|"
+               r"[\w.-]+@[\w.-]+:[^\n]{0,80}?[$#][ \t]|"
+               r"(?=[^\n]*(?:[\u2580-\u259f]{3}|\[[=#]{3,}[=#>]*[ .-]*\])))")
+_SCREEN = re.compile(SCREEN_LINE)
+_PASTED = re.compile(rf"^\s*(?:\+\s|\d+\s+[-+]\s|```|diff --git|@@|\||<[a-z])|^{SCREEN_LINE}")
+# Where pasted material starts inside a request: a traceback, a fenced block, a diff, a log (a line of its own),
+# a terminal screen
+_PASTE_START = re.compile(rf"^(?:\s*(?:Traceback \(most recent call last\)|```|diff --git|@@ |\$ |"
+                          rf"(?:[A-Z]\w*)?(?:Error|Exception): [^\n]*\n\s+at )|{SCREEN_LINE})",
+                          re.MULTILINE)  # `Error: …` then `at`: a JS stack
 # The line of a pasted traceback or stack that says what went wrong: `KeyError: 'cursor'`
 _ERROR_LINE = re.compile(r"^\s*((?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt)\b.*)$", re.MULTILINE)
 _NAMED = re.compile(r"[\w-]+\.[a-z]{1,5}\b|[a-z0-9]_[a-z0-9]|[a-z][A-Z]|/")
@@ -88,7 +97,9 @@ def asked_words(text: str) -> str:
         raised = _raised(paste)
         return f"{text[: start.start()].rstrip()} (with a traceback" + (f": {raised})" if raised else ")")
     errors = _ERROR_LINE.findall(paste[:SCAN_PASTE])  # a JS stack names it first
-    if errors and not paste.startswith(("```", "diff", "@@", "$")):
+    if _SCREEN.match(text, start.start()):  # what the screen shows went wrong, when it shows an error
+        pasted = "a pasted terminal screen" + (f": {_one_line(errors[0])}" if errors else "")
+    elif errors and not paste.startswith(("```", "diff", "@@", "$")):
         pasted = f"an error: {_one_line(errors[0])}"
     else:
         pasted = "pasted output"
@@ -174,7 +185,8 @@ _OPENING = re.compile(
     r"^(?:(?:ok(?:ay)?|great|good|nice|cool|perfect|alright|thanks|thank you|yes|yeah|sure|right|"
     r"looks (?:good|right|great|fine)|that works|lgtm)\b[\s,.!]*(?:but\s+|and\s+|so\s+)?)*"
     r"(?:(?:please|can you|could you|would you)\b[\s,]*)?", re.IGNORECASE)
-_WITH = re.compile(r" \(with (?:a traceback|an error|a code block|a diff|a log|[^()]{0,20})[^()]*\)$")
+# What `asked_words` says came with a request: " (with a traceback: KeyError: 'cursor')"
+_WITH = re.compile(r" \(with (?:a traceback|an error|a pasted terminal screen|pasted output)\b[^\n]*\)$")
 
 
 def request_gist(text: str) -> str:
@@ -265,27 +277,102 @@ def standing_rules(rules: list[str]) -> list[str]:
 
 # A request less its rules keeps its line only when this many significant words remain.
 REQUEST_WORDS = 3
+# What a user says before a rule to correct the agent, asking nothing by itself: "That's not what I meant.
+# Keep the public signature of `paginate` unchanged." is its rule.
+_REACTION = re.compile(
+    r"^\W*(?:(?:no+|nope|wrong|stop|wait|hm+|ugh|sorry|not quite|not like that|not that|"
+    r"that(?:'s| is) (?:not (?:it|right|what i (?:meant|asked for|asked|wanted))|wrong)|you misunderstood)"
+    r"\b[\s,.!;:-]*)+$", re.IGNORECASE)
+
+
+def said_once(request: str, sentences: list[str]) -> tuple[str, list[str]]:
+    """A later request's Goal line and the rules Constraints carries for it, so that each is said once:
+    - the request less its rule sentences ("Run `npm test` and summarize the failures. Don't change anything
+      yet." -> "Run `npm test` and summarize the failures."), its rules to Constraints;
+    - "" when nothing but an acknowledgement or a reaction remains: the request is its rules ("No, don't
+      touch `README.md`.", "That's not what I meant. Keep the signature of X unchanged."); with pasted
+      material after them the acknowledgement stays ("Go ahead. (with a traceback: …)");
+    - when one or two significant words would remain ("no console logs! setTheme should return an
+      error"), no Goal line and the whole request as one rule: the rest is part of it; unless the rest asks
+      for work ("The test passes for the wrong reason: it never reaches `x`. Fix the test."): then the
+      whole request as the Goal line and no rule;
+    - when only pasted material would remain ("…got a crash, that should never happen. (with a pasted
+      terminal screen: Error: …)"), the whole request as the Goal line and no rule: the sentence is the
+      user's complaint about what they pasted."""
+    tail = _WITH.search(request)
+    pasted = tail.group(0) if tail else ""
+    rest = request[: tail.start()] if tail else request
+    for sentence in sentences:
+        rest = rest.replace(sentence, "", 1)
+    if rest == (request[: tail.start()] if tail else request):
+        return request, sentences
+    rest = " ".join(line for line in rest.splitlines() if not _EMPTY_ITEM.match(line)).strip()  # a bullet it emptied
+    if not words(rest):
+        return (request, []) if pasted else ("", sentences)
+    if is_acknowledgement(rest) or _REACTION.match(rest):
+        return (rest + pasted, sentences) if pasted else ("", sentences)
+    if len(words(rest)) < REQUEST_WORDS:
+        return request, [] if pasted else sentences
+    return rest + pasted, sentences
 
 
 def without_rules(request: str, sentences: list[str]) -> str:
-    """A request as its Goal line says it, less the rule sentences Constraints carries ("Run `npm test`
-    and summarize the failures. Don't change anything yet." -> "Run `npm test` and summarize the
-    failures."); "" when nothing but an acknowledgement remains (the request is its rules: "No, don't touch
-    `README.md`.", "I want X to use Y instead of Z. Go ahead."); the whole request when one or two
-    significant words would remain ("no console logs! setTheme should return an error")."""
-    rest = request
-    for sentence in sentences:
-        rest = rest.replace(sentence, "", 1)
-    if rest == request:
-        return request
-    if not words(rest) or is_acknowledgement(rest):
-        return ""
-    if len(words(rest)) < REQUEST_WORDS:
-        return request
-    return " ".join(line for line in rest.splitlines() if not _EMPTY_ITEM.match(line))  # a bullet it emptied
+    """A request as its Goal line says it (`said_once`)."""
+    return said_once(request, sentences)[0]
 
 
 _EMPTY_ITEM = re.compile(r"^\s*(?:[-*•+]|\d+[.)])?\s*$")
+# A rule for one step: it binds until the user says to go on ("Don't change anything yet.", "Leave the tests
+# alone for now.", "Do not push until I say so.")
+_TEMPORARY = re.compile(
+    r"\b(?:yet|for now|for the moment|for the time being|until (?:i|we) (?:say|tell|confirm|approve|review|"
+    r"give|look|check)|until further notice|before (?:i|we) (?:say|confirm|approve|review|look|check))\b",
+    re.IGNORECASE)
+# A go-ahead: the user lifts such a rule ("Go ahead.", "ok, now do it", "you can fix them now", "proceed")
+_GO_AHEAD = re.compile(
+    r"\b(?:go ahead|go for it|(?:now )?do it|proceed|you can (?:now )?(?:start|go|change|edit|fix|proceed|make|"
+    r"apply|implement|commit|push)|now (?:fix|change|apply|implement|make|edit|commit|push)|"
+    r"(?:fix|change|apply) (?:it|them|those|these|that|all)(?: now)?)\b", re.IGNORECASE)
+
+
+_STANDING = re.compile(r"\b(?:never|always|from now on|every time|each time|whenever)\b", re.IGNORECASE)
+
+
+def is_temporary(rule: str) -> bool:
+    """A rule bounded by "yet", "for now", "until I say": a later go-ahead lifts it. One that also says
+    "never", "always", "from now on" ("Leave the docs alone for now, and never push to main.") stands."""
+    return bool(_TEMPORARY.search(rule)) and not _STANDING.search(rule)
+
+
+# A request for a change lifts it too: a sentence, or its "and"/"then" part, that opens with a verb of
+# change ("Run the suite and fix what broke.", "Write docs for X.", "Now rename `x`."), not one that
+# mentions a change ("Why did you change X?", "after my last change to X").
+_ASKS_CHANGE = re.compile(
+    r"(?:^|[.!?;]\s+|\band\s+|\bthen\s+)(?:(?:ok(?:ay)?|now|please|just|so|then|also|can you|could you|would you)"
+    r"[,\s]+)*((?:fix|add|remove|delete|change|rename|write|update|create|implement|refactor|revert|undo|apply|"
+    r"commit|push|move|split|port|edit|roll back)\b(?:\s+[\w`'./-]+){0,2})", re.IGNORECASE)
+
+
+def go_ahead(text: str) -> str | None:
+    """The words by which a user message lifts a temporary rule ("Go ahead", "now do it", "fix what
+    broke"), or None. Only the user's own words before anything they pasted count."""
+    own = own_words(text)[:SCAN_PASTE]
+    found = _GO_AHEAD.search(own)
+    if found:
+        return found.group(0)
+    found = _ASKS_CHANGE.search(own)
+    if not found:
+        return None
+    said = found.group(1).rstrip(".,;:!").split()  # "fix what broke", "write docs" (not "write docs for")
+    while len(said) > 1 and said[-1].lower() in _STOP:
+        said.pop()
+    return " ".join(said)
+
+
+def own_words(text: str) -> str:
+    """A user message less the material pasted after its words (a traceback, a terminal screen…)."""
+    start = _PASTE_START.search(text)
+    return text if start is None or not text[: start.start()].strip() else text[: start.start()]
 
 
 # -- names ----------------------------------------------------------------------------------------------
