@@ -6,11 +6,13 @@ tree's, and compare what they print and write, byte for byte.
 
 The commands, each on `sample_sessions/` and on `../shared/fixtures/` (when present):
 - `report PATHS --by K --format json` for every `--by` (and the default), `--by request` as jsonl too;
+- the usage export (`--by request --format parquet -o FILE`), then that export read back beside the same files
+  by a clone of this machine (the same name, another id): its rows and the duplicate-machine warning;
 - `plan PATHS --format json`, with and without `--force`;
 - `run PATHS --output-dir OUT` (and with `--force`: every session a writer can take), offline with the built-in summarizer: its stdout, every file it writes (the
   compacted sessions, and the run report's Parquet as rows).
 
-Both runs see the same inputs at the same paths, an empty HOME and cache, TZ=UTC and a fixed machine name.
+Both runs see the same inputs at the same paths, an empty HOME and cache, TZ=UTC and a fixed machine name and id.
 Masked before comparing: run ids, this run's clock (timestamps of today, durations) and the temporary
 folder; the run state database (`.batchcompact/`) is not compared. Prints one line per command (`same` or `DIFFERS` with the first differing line) and exits 1 when
 anything differs. The earlier commit is unpacked whole (`schemas/` too) with `git archive` and imported through PYTHONPATH from the
@@ -32,6 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT.parent / "shared" / "fixtures"
+CLONE_ID = "clone-id"  # a cloned image: another machine id under the same machine name
 BYS = ("day", "week", "month", "session", "project", "branch", "group", "model", "provider", "agent", "machine",
        "block")
 
@@ -46,6 +49,13 @@ def commands(inputs: dict[str, Path], out: Path) -> list[tuple[str, list[str]]]:
         found.append((f"report {label} --by request", ["report", str(path), "--by", "request", "--format", "jsonl"]))
         found.append((f"report {label} --by model --breakdown",
                       ["report", str(path), "--by", "model", "--breakdown", "--format", "json"]))
+        # a usage export, then read back beside this machine's own files by a clone of the same name (another
+        # machine id, CLONE_ID): the export's columns and the duplicate-machine warning
+        export = out / f"{label}-export.parquet"
+        found.append((f"report {label} export", ["report", str(path), "--by", "request", "--format", "parquet",
+                                                 "-o", str(export)]))
+        found.append((f"report {label} export read by a clone",
+                      ["report", str(export), str(path), "--by", "machine", "--format", "json"]))
         found.append((f"plan {label}", ["plan", str(path), "--format", "json"]))
         found.append((f"plan {label} --force", ["plan", str(path), "--format", "json", "--force"]))
         found.append((f"run {label}", ["run", str(path), "--output-dir", str(out / label), "--min-age", "0",
@@ -88,18 +98,21 @@ def run_tree(tree: Path, sources: dict[str, Path], work: Path) -> dict[str, str]
     env = {
         "PATH": os.environ.get("PATH", ""), "HOME": str(home), "XDG_CACHE_HOME": str(work / "cache"),
         "XDG_CONFIG_HOME": str(home / ".config"), "TZ": "UTC", "PYTHONPATH": str(tree), "COLUMNS": "160",
-        "BATCHCOMPACT_MACHINE": "machine", "LANG": "C.UTF-8",
+        "BATCHCOMPACT_MACHINE": "machine", "BATCHCOMPACT_MACHINE_ID": "machine-id", "LANG": "C.UTF-8",
     }
     where = subprocess.run([sys.executable, "-c", "import batchcompact; print(batchcompact.__file__)"], env=env,
                            capture_output=True, text=True, check=True, cwd=work).stdout.strip()
     if not where.startswith(str(tree)):
         raise SystemExit(f"same_behaviour: {tree}: the interpreter imports batchcompact from {where}")
     out = work / "out"
+    out.mkdir()  # the export's -o names a file in it
     found: dict[str, str] = {}
     for label, argv in commands(inputs, out):
         if argv[0] == "report":
             argv = [*argv, "--machine", "machine"]
-        done = subprocess.run([sys.executable, "-m", "batchcompact", *argv], env=env, capture_output=True, cwd=work)
+        clone = {"BATCHCOMPACT_MACHINE_ID": CLONE_ID} if label.endswith("read by a clone") else {}
+        done = subprocess.run([sys.executable, "-m", "batchcompact", *argv], env={**env, **clone}, capture_output=True,
+                              cwd=work)
         if done.returncode not in (0, 1):  # a usage error or an abort compares nothing: the command is wrong
             raise SystemExit(f"same_behaviour: {tree}: `batchcompact {' '.join(argv)}` exited {done.returncode}: "
                              + done.stderr.decode("utf-8", "replace").strip().splitlines()[-1])
