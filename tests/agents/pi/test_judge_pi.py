@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_judges import REPLY, FakeAnthropic, node_bin, npm_cli, sandbox_env
+from agent_judges import REPLY, FakeAnthropic, content_blocks, node_bin, npm_cli, sandbox_env
 from conftest import SAMPLES, fixture_path
 from test_planner import FIXTURE_TABLE
 
@@ -272,16 +272,6 @@ def _resume(pi_bin: Path, home: Path, work: Path, session: Path, prompt: str) ->
         return server.conversation_requests()
 
 
-def _blocks(messages: list[dict[str, Any]]):
-    for message in messages:
-        content = message["content"]
-        if isinstance(content, str):
-            yield message["role"], {"type": "text", "text": content}
-        else:
-            for block in content:
-                yield message["role"], block
-
-
 def _tool_id(call_id: str) -> str:
     """A tool-call id as pi's Anthropic provider sends it for another model (normalizeToolCallId)."""
     return "".join(c if c.isascii() and (c.isalnum() or c in "_-") else "_" for c in call_id)[:64]
@@ -316,7 +306,7 @@ def test_pi_resumes_from_our_summary_and_kept_tail(name, pi_bin, written, tmp_pa
         requests = _resume(pi_bin, home, work, session, prompt)
         assert len(requests) == 1, "pi made a request of its own (a compaction?) before the turn"
         messages = requests[0]["messages"]
-        blocks = list(_blocks(messages))
+        blocks = list(content_blocks(messages))
         texts = [b.get("text") for _, b in blocks if b.get("type") == "text"]
         sent_calls = [b["id"] for _, b in blocks if b.get("type") == "tool_use"]
         results = [b["tool_use_id"] for _, b in blocks if b.get("type") == "tool_result"]
