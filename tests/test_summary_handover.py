@@ -790,3 +790,30 @@ def test_the_newest_failing_run_of_a_check_stands_for_it():
     ]
     assert section(summarize_offline(call(messages)), "### Blocked").splitlines() == [
         "- `npm test` failed: exit 1: AssertionError: expected 3 to be 5"]
+
+
+# -- an item cut to fit its share ends where a reader can stop ------------------------------------------
+def test_a_shortened_item_ends_at_a_sentence_or_a_word():
+    from batchcompact.summarize.builtin_sections import _shorten
+
+    last = "Now ready for commit and tag. The steps are listed in the README and in the changelog."
+    assert _shorten(last, 40) == "Now ready for commit and tag."  # was "Now ready for commit and tag. The ste…"
+    assert _shorten('Wrap the heading text in `theme.fg("mdHeading", text)` so it shows', 36) == \
+        "Wrap the heading text in…"  # was "Wrap the heading text in `theme…"
+    assert _shorten("abcdefghij" * 10, 30) == "abcdefghij" * 2 + "abcdefghi…"  # one long word: cut as it must be
+    assert _shorten("line one is here\nline two is also here\nline three", 45) == \
+        "line one is here\nline two is also here…"
+    assert _shorten(last, 200) == last
+
+
+def test_at_a_tight_budget_the_last_message_is_said_by_whole_sentences(tmp_path):
+    """pi's large-session at 1,000 tokens: Critical Context had "Last assistant message: Now ready for commit
+    and tag. The ste…" (the fixture's last assistant message opens with that sentence; checked by hand)."""
+    out = tmp_path / "out"
+    done = _run("run", str(fixture_path("pi", "large-session.jsonl")), "--force", "--keep-recent-tokens", "3000",
+                "--summary-budget", "1000", "--min-age", "0", "--output-dir", str(out), "--jobs", "1")
+    assert done.exit_code == 0, done.output
+    written = next(out.rglob("large-session.jsonl"))
+    summary = [json.loads(line) for line in written.read_text().splitlines() if '"compaction"' in line][-1]["summary"]
+    assert "- Last assistant message: Now ready for commit and tag.\n" in summary
+    assert count_tokens(summary) <= 1000

@@ -187,13 +187,25 @@ def _select(section: Section, budget: int) -> list[str]:
     return [gists.get(i, items[i]) for i in sorted(chosen)]
 
 
+_SENTENCE_END = re.compile(r"[.!?](?=\s)")
+
+
 def _shorten(item: str, room: int) -> str:
+    """The start of `item` within `room` characters, ended where a reader can stop: at a line end (a
+    multi-line block), else at a sentence end, else at a word's end with "…", never inside a word (or a
+    `name`) when the kept start would still be at least half the room."""
     if len(item) <= room:
         return item
     cut = item[: max(room - 1, 0)]
-    if "\n" in cut and len(cut.rsplit("\n", 1)[0]) >= len(cut) // 2:  # a multi-line block: cut at a line end
-        cut = cut.rsplit("\n", 1)[0]
-    return cut.rstrip() + "…"
+    half = len(cut) // 2
+    if "\n" in cut and len(cut.rsplit("\n", 1)[0]) >= half:  # a multi-line block: cut at a line end
+        return cut.rsplit("\n", 1)[0].rstrip() + "…"
+    ends = [m.end() for m in _SENTENCE_END.finditer(item[: len(cut) + 1])]
+    if ends and ends[-1] >= half:  # a whole sentence reads as one: no "…" after it
+        return item[: ends[-1]]
+    if item[len(cut)] not in " \t" and " " in cut and len(cut.rsplit(" ", 1)[0]) >= half:
+        cut = cut.rsplit(" ", 1)[0]  # not inside a word
+    return cut.rstrip().rstrip(",;:(`") + "…"
 
 
 def fit_sections(sections: list[Section], max_chars: int) -> str:
