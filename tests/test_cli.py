@@ -38,6 +38,25 @@ def test_version_and_help():
         assert command in helped.stdout
 
 
+@pytest.mark.parametrize("args, said", [
+    ((), "Usage: "),  # a new user's first command: the help (click 8.2+ raised it)
+    (("-q",), "Error: Missing command."),
+    (("-v",), "Error: Missing command."),
+    (("-vv",), "Error: Missing command."),
+    (("--config", "nosuch.toml"), "Error: Missing command."),
+    (("--config",), "Error: Option '--config' requires an argument."),
+])
+def test_the_bare_command_and_global_options_alone_are_a_usage_error_without_a_traceback(args, said):
+    """`batchcompact` alone ended in `AttributeError: 'NoneType' object has no attribute 'color'` with the click
+    pip installs today (8.2+ raises NoArgsIsHelpError, whose ctx the group had cleared)."""
+    done = subprocess.run([sys.executable, "-m", "batchcompact", *args], capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    assert done.stderr.startswith(said), done.stderr
+    if not args:
+        assert "[OPTIONS] COMMAND" in done.stderr and "Commands:" in done.stderr and "validate" in done.stderr
+
+
 def test_help_and_the_package_description_name_what_is_compacted_and_reported():
     """Every agent of the registry is named in `--help` (from the registry: both it and the package description
     said "(pi, Claude Code, Codex)" after Gemini CLI and Qwen Code were added); the package description names

@@ -33,7 +33,8 @@ class LazyGroup(click.Group):
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except click.UsageError as exc:  # `batchcompact --nosuch`: one line, as in the commands (invoke)
-            exc.ctx = None
+            if type(exc).__name__ != "NoArgsIsHelpError":  # bare `batchcompact` (click 8.2+): the help, exit 2
+                exc.ctx = None
             raise
 
     def list_commands(self, ctx: click.Context) -> list[str]:
