@@ -13,6 +13,7 @@ from batchcompact.adapters.codex import read as codex
 from batchcompact.agents import file_tools
 from batchcompact.core.apply import compose_summary
 from batchcompact.core.fileops import FileOps, details_from_summary, patch_paths
+from batchcompact.core.filetags import file_tags
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
 from batchcompact.pipeline.planning import PlanOptions, plan_file
 
@@ -77,6 +78,8 @@ def test_details_from_summary_tags():
     text = "## Goal\nx\n\n<read-files>\na.py\n</read-files>\n\n<modified-files>\nb.py\nc.py\n</modified-files>"
     assert details_from_summary(text) == {"readFiles": ["a.py"], "modifiedFiles": ["b.py", "c.py"]}
     assert details_from_summary("no tags") is None
+    grouped = "s\n\n<read-files>\nweb/: src/a.ts, lib/b.ts\nREADME.md\n… and 3 more files\n</read-files>"
+    assert details_from_summary(grouped) == {"readFiles": ["web/src/a.ts", "web/lib/b.ts", "README.md"]}
 
 
 def _cut_before_boundary(tmp_path):
@@ -152,7 +155,8 @@ def test_codex_files_carry_over_through_the_summary_tags(tmp_path):
     session = codex.read(src)
     plan = plan_forced(session, 2000)
     assert isinstance(plan, CompactionPlan)
-    plan = CompactionPlan(**{**plan.__dict__, "read_files": ["a.py"], "modified_files": ["b.py"]})
+    plan = CompactionPlan(**{**plan.__dict__, "read_files": ["a.py"], "modified_files": ["b.py"],
+                             "file_tags": file_tags(["a.py"], ["b.py"])})
     summary = compose_summary(plan, {"history": "codex summary"})
     lines = codex.build_compaction(session, plan, summary, usage=None, now_iso=NOW)
     turn = [
@@ -162,9 +166,10 @@ def test_codex_files_carry_over_through_the_summary_tags(tmp_path):
     ]
     written = codex.read(write_appended(src, [*lines, *turn], tmp_path / src.name))
     compaction = [e for e in written.path_entries() if e.type == "compaction"][-1]
-    assert compaction.data["details"] == {"readFiles": ["a.py"], "modifiedFiles": ["b.py"]}
+    cwd = session.cwd.rstrip("/")  # the tags say paths relative to it; the reader resolves them again
+    assert compaction.data["details"] == {"readFiles": [f"{cwd}/a.py"], "modifiedFiles": [f"{cwd}/b.py"]}
     assert compaction.data["summary"] == summary
     second = plan_forced(written, 100)
     assert isinstance(second, CompactionPlan)
     assert second.previous_summary == summary
-    assert "a.py" in second.read_files and "b.py" in second.modified_files
+    assert f"{cwd}/a.py" in second.read_files and f"{cwd}/b.py" in second.modified_files

@@ -9,7 +9,9 @@ from click.testing import CliRunner
 from conftest import fixture_path
 
 from batchcompact.cli import cli
-from batchcompact.core.prompts import SPLIT_TURN_SEPARATOR, format_file_operations
+from batchcompact.core.filetags import file_tags
+from batchcompact.core.prompts import SPLIT_TURN_SEPARATOR
+from batchcompact.formats.detect import read_session
 
 # (model, USD per million input tokens, per million output, batch input, batch output): the prices in
 # litellm 1.106.2's bundled map, which are the providers' list prices.
@@ -31,8 +33,9 @@ def test_cost_estimate_by_hand(model, inp, out, binp, bout):
     path = fixture_path("pi", "large-session.jsonl")
     row = _plan(str(path), "--force", "--summary-model", model)[0]
     # Two calls (split turn): output assumed at the summary budget (2,000 tokens) less what the stored
-    # summary's file tags and the split-turn separator take of it (chars/4, rounded up).
-    tags = format_file_operations(row["read_files"], row["modified_files"])
+    # summary's file tags (relative to the session's folder, at most half the budget) and the split-turn
+    # separator take of it (chars/4, rounded up).
+    tags = file_tags(row["read_files"], row["modified_files"], read_session(path).cwd, max_tokens=1000)
     output = 2000 - -(-len(tags) // 4) - -(-len(SPLIT_TURN_SEPARATOR) // 4)
     assert row["est_output_tokens"] == output
     assert 1_500 < output < 2_000

@@ -98,10 +98,10 @@ Later request: Also write docs/cli.md please
 
 ## Relevant Files and Code Names
 - Files: `docs/cli.md`, `src/cli.py`, `tests/test_cli.py`
-- Code names: AssertionError, test_verbose"""
+- Code names: test_verbose"""
 TRAIL = """## Relevant Files and Code Names
 - Files: `docs/cli.md`, `src/cli.py`, `tests/test_cli.py`
-- Code names: AssertionError, test_verbose"""
+- Code names: test_verbose"""
 
 GOLDEN_TURN_PREFIX = """## Original Request
 Add a --verbose flag to cli.py. Don't change the public API.
@@ -113,7 +113,7 @@ Add a --verbose flag to cli.py. Don't change the public API.
 
 ## Context for Suffix
 - Files: `docs/cli.md`, `src/cli.py`, `tests/test_cli.py`
-- Code names: AssertionError, test_verbose
+- Code names: test_verbose
 - Last assistant message: Using click.count instead of a bool because -vv should work."""
 
 
@@ -160,11 +160,20 @@ def test_deterministic():
     assert summarize_offline(call(SMALL)) == summarize_offline(call(list(SMALL)))
 
 
+def _empty_headings(text: str) -> set[str]:
+    """The headings a summary says "(none)" under."""
+    lines = text.splitlines()
+    return {lines[i] for i in range(len(lines) - 1) if lines[i].startswith("#") and lines[i + 1] == "(none)"}
+
+
 @pytest.mark.parametrize("max_tokens", [40, 120, 400])
-def test_tiny_budget_keeps_headings(max_tokens):
+def test_tiny_budget_keeps_the_goal_and_says_none_only_for_nothing(max_tokens):
+    """At a budget too small for every heading the compact layout keeps the Goal and leaves out what does not
+    fit; "(none)" never stands for content (it did at 40 and 120 tokens: every heading, each "(none)")."""
     out = summarize_offline(call(SMALL * 20, max_tokens=max_tokens))
-    for heading in HISTORY_HEADINGS:
-        assert heading in out
+    assert out.startswith("## Goal\nAdd a --verbose flag to cli.py.")
+    assert "(none)" not in out  # every section of SMALL has something to say
+    assert len(out) <= max_tokens * 4
 
 
 def _fixture_messages(name: str) -> list[dict]:
@@ -185,11 +194,11 @@ def test_fixture_headings_within_budget(name, kind, max_tokens):
     messages = _fixture_messages(name)
     assert messages
     out = summarize_offline(call(messages, kind=kind, max_tokens=max_tokens))
-    for heading in HEADINGS[kind]:
-        assert heading in out, heading
-    if kind != BRANCH:
-        assert "## Critical Context" in out or kind == TURN_PREFIX
-    else:
+    roomy = summarize_offline(call(messages, kind=kind, max_tokens=10**6))
+    for heading in HEADINGS[kind]:  # a heading is left out only when its section's items did not fit
+        assert heading in out or heading in roomy and heading not in _empty_headings(roomy), heading
+    assert _empty_headings(out) <= _empty_headings(roomy)  # "(none)" only where there is nothing to say
+    if kind == BRANCH:
         assert "## Critical Context" not in out
     assert len(out) <= max_tokens * 4
 

@@ -35,6 +35,8 @@ def compose_summary(plan: CompactionPlan, texts: dict[str, str]) -> str:
     summary = history
     if plan.split_turn and TURN_PREFIX in texts:
         summary = history + SPLIT_TURN_SEPARATOR + texts[TURN_PREFIX]
+    if plan.file_tags is not None:
+        return summary + plan.file_tags
     return summary + format_file_operations(plan.read_files, plan.modified_files)
 
 

@@ -12,6 +12,7 @@ Other tools (shell commands) are not guessed at: only calls whose paths are cert
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,9 +103,12 @@ def patch_paths(patch: str) -> list[str]:
     return out
 
 
-def details_from_summary(summary: Any) -> dict[str, list[str]] | None:
+def details_from_summary(summary: Any, cwd: str | None = None) -> dict[str, list[str]] | None:
     """`details` {readFiles, modifiedFiles} from the `<read-files>`/`<modified-files>` tags at the end of a
-    summary we wrote (formats that have no field of their own for them keep them there); None without tags."""
+    summary we wrote (formats that have no field of their own for them keep them there); None without tags.
+    A line per path (pi's layout), or `folder/: a.ts, b.ts` for the files of one folder (core/filetags.py);
+    the tags' last line "… and N more files" names none. A relative path is resolved against `cwd` (the
+    session's working folder, which the tags say paths relative to) when it is given."""
     if not isinstance(summary, str):
         return None
     out: dict[str, list[str]] = {}
@@ -113,5 +117,21 @@ def details_from_summary(summary: Any) -> dict[str, list[str]] | None:
         end = summary.find(f"\n</{tag}>", start) if start >= 0 else -1
         if start >= 0 and end > start:
             body = summary[start + len(tag) + 3 : end]
-            out[key] = [line for line in body.split("\n") if line]
+            out[key] = [_resolved(path, cwd) for line in body.split("\n") if line and not line.startswith("… and ")
+                        for path in _tag_line_paths(line)]
     return out or None
+
+
+def _resolved(path: str, cwd: str | None) -> str:
+    """`path` joined to `cwd` (`..` parts folded) when it is relative and a folder is known."""
+    if not cwd or path.startswith(("/", "~")) or path[1:3] in (":/", ":\\"):
+        return path
+    return posixpath.normpath(posixpath.join(cwd.replace("\\", "/"), path))
+
+
+def _tag_line_paths(line: str) -> list[str]:
+    """The paths of one line of a file tag: `folder/: a.ts, b.ts` -> `folder/a.ts`, `folder/b.ts`."""
+    folder, mark, names = line.partition("/: ")
+    if not mark:
+        return [line]
+    return [f"{folder}/{name}" for name in names.split(", ") if name]

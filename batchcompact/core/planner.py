@@ -30,12 +30,12 @@ from batchcompact.core.defaults import (
 )
 from batchcompact.core.entries import Entry
 from batchcompact.core.fileops import FileOps, FileTools
+from batchcompact.core.filetags import file_tags
 from batchcompact.core.prompts import (
     SPLIT_TURN_SEPARATOR,
     SUMMARIZATION_SYSTEM_PROMPT,
     build_summary_prompt,
     build_turn_prefix_prompt,
-    format_file_operations,
 )
 from batchcompact.core.pruning import PruneAction, plan_pruning
 from batchcompact.core.serialize import serialize_conversation
@@ -46,9 +46,12 @@ from batchcompact.core.tokens import estimate_context_tokens, estimate_tokens
 EST_OUTPUT_TOKENS = {HISTORY: 2000, TURN_PREFIX: 1000, "branch": 1000}
 # What a split turn's prefix summary gets of the budget; the history summary the rest.
 TURN_PREFIX_SHARE = 1 / 3
-# Never less than the headings need ("## Goal\n(none)\n\n…": 68 and 24 tokens), whatever the file tags take.
-MIN_HISTORY_TOKENS = 100
-MIN_PREFIX_TOKENS = 40
+# Never less than a summary in the compact layout needs (a heading only where there is something to say:
+# docs/summaries.md, "The budget"), whatever the file tags take; the tags take at most `TAGS_SHARE` of the
+# budget, so at the smallest budget (200) the history, a split turn's prefix and the separator still fit.
+MIN_HISTORY_TOKENS = 50
+MIN_PREFIX_TOKENS = 25
+TAGS_SHARE = 0.5
 # At most this many summary tokens per token of a split turn's prefix (its serialized text): a summary
 # compresses; the built-in wrote 180 tokens of a 603-token share for a ~710-token prefix (eval's tuning set,
 # synth:long-refactor-codex cut at 60%).
@@ -58,9 +61,10 @@ PREFIX_PER_TOKEN = 0.5
 def summary_budgets(budget: int, tags_tokens: int, split: bool, has_history: bool,
                     prefix_tokens: int | None = None) -> tuple[int, int]:
     """(history max_tokens, turn-prefix max_tokens) that keep the stored summary within `budget` tokens: the
-    file tags (`tags_tokens`) and the split-turn separator come off first, never below a quarter of the budget
-    for the text (a span that touched a hundred files still gets a summary worth reading) nor below what the
-    headings need: only then can the stored summary pass the budget. A split turn's prefix gets a third of
+    file tags (`tags_tokens`, at most `TAGS_SHARE` of the budget: core/filetags.py) and the split-turn
+    separator come off first, never below a quarter of the budget for the text nor below what the compact
+    layout needs (`MIN_HISTORY_TOKENS`, `MIN_PREFIX_TOKENS`), which the tags' share leaves at every budget
+    from the smallest (200) up. A split turn's prefix gets a third of
     the rest, but no more than `PREFIX_PER_TOKEN` of its own text (`prefix_tokens`): a short prefix cannot
     use a third of 2,000 tokens, and what it cannot use goes to the history."""
     room = max(budget - tags_tokens, budget // 4, 1)
@@ -138,6 +142,9 @@ class CompactionPlan:
     extra: dict[str, Any] = field(default_factory=dict)
     prune: list[PruneAction] = field(default_factory=list)  # tool outputs to replace in the kept region
     threshold: int | None = None  # the trigger threshold for this window (None: window unknown)
+    # the `<read-files>`/`<modified-files>` tags the stored summary ends with (core/filetags.py); None: the
+    # whole lists as pi writes them (`prompts.format_file_operations`)
+    file_tags: str | None = None
 
 
 def session_model(path: list[Entry]) -> tuple[str | None, str | None]:
@@ -167,6 +174,7 @@ def prepare_compaction(
     *,
     file_tools: FileTools,
     rules: ContextRules = PI_RULES,
+    cwd: str | None = None,
 ) -> CompactionPlan | Skip:
     """Plan the compaction of the active path `path` (root first). `agent_threshold` is the agent's own
     auto-compaction point for `context_window` (core/triggers.py); None: pi's window - reserve.
@@ -174,7 +182,8 @@ def prepare_compaction(
     `cut`, when given, is where an earlier compaction cut this path (`batchcompact eval --existing`
     re-summarizes the same span): it replaces pi's cut-point search and the trigger check. `file_tools`: the
     tools whose calls name files (`batchcompact.agents.file_tools()`), for the plan's file lists. `rules`:
-    the context the trigger measures is the one the session's agent rebuilds (core/context.py)."""
+    the context the trigger measures is the one the session's agent rebuilds (core/context.py). `cwd`: the
+    session's working folder, which the summary's file tags write paths relative to (core/filetags.py)."""
     provider, model_id = session_model(path)
     window = settings.context_window or context_window
     if not path:
@@ -224,10 +233,11 @@ def prepare_compaction(
 
     previous_summary = previous.data.get("summary") if previous is not None else None
     read_files, modified_files = _file_lists(previous, history + (prefix if cut.is_split_turn else []), file_tools)
-    tags = estimate_text_tokens(format_file_operations(read_files, modified_files))
+    tags_text = file_tags(read_files, modified_files, cwd, max_tokens=int(settings.summary_budget * TAGS_SHARE))
+    tags = estimate_text_tokens(tags_text)
     calls, history_fallback = _summary_calls(settings, previous_summary, history_text, history_llm,
                                              prefix_text if split else "", prefix_llm, tags,
-                                             listed=tuple(dict.fromkeys(read_files + modified_files)))
+                                             listed=tuple(dict.fromkeys(read_files + modified_files)), cwd=cwd)
     prune = plan_pruning(path, cut.first_kept_index) if settings.prune_tool_outputs else []
     turn_start = path[cut.turn_start_index] if split else None
     return CompactionPlan(
@@ -251,6 +261,7 @@ def prepare_compaction(
         extra={"provider": provider, "boundary_start": boundary_start, "pi_split_turn": cut.is_split_turn},
         prune=prune,
         threshold=threshold,
+        file_tags=tags_text,
     )
 
 
@@ -295,7 +306,7 @@ def _file_lists(previous: Entry | None, messages: list[dict[str, Any]],
 def _summary_calls(settings: CompactionSettings, previous_summary: str | None, history_text: str,
                    history_llm: list[dict[str, Any]], prefix_text: str,
                    prefix_llm: list[dict[str, Any]], tags_tokens: int = 0,
-                   listed: tuple[str, ...] = ()) -> tuple[list[SummaryCall], str | None]:
+                   listed: tuple[str, ...] = (), cwd: str | None = None) -> tuple[list[SummaryCall], str | None]:
     """The model calls: the history (when there is any) and the split turn's prefix (when `prefix_text`);
     with no history, the text that stands in for its summary. Each call's max_tokens is its share of the
     summary budget (`summary_budgets`), never more than pi's 0.8 / 0.5 x reserve_tokens. `listed`: the files
@@ -316,7 +327,7 @@ def _summary_calls(settings: CompactionSettings, previous_summary: str | None, h
                 messages=tuple(history_llm),
                 previous_summary=previous_summary,
                 instructions=settings.instructions,
-                meta={"listed_files": listed, "summary_budget": settings.summary_budget},
+                meta={"listed_files": listed, "summary_budget": settings.summary_budget, "cwd": cwd},
             )
         )
     else:
@@ -332,7 +343,7 @@ def _summary_calls(settings: CompactionSettings, previous_summary: str | None, h
                 max_tokens=max(min(prefix_budget, math.floor(0.5 * settings.reserve_tokens)), 1),
                 messages=tuple(prefix_llm),
                 instructions=settings.instructions,
-                meta={"listed_files": listed, "summary_budget": settings.summary_budget},
+                meta={"listed_files": listed, "summary_budget": settings.summary_budget, "cwd": cwd},
             )
         )
     return calls, history_fallback

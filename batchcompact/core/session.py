@@ -34,6 +34,19 @@ class Session:
         return value if isinstance(value, str) else None
 
     @property
+    def cwd(self) -> str | None:
+        """The session's working folder: the header's `cwd`, else the first entry that records one (Claude Code's
+        lines, Codex's turn context)."""
+        value = (self.header or {}).get("cwd")
+        if isinstance(value, str) and value:
+            return value
+        for entry in self.entries[:50]:
+            value = entry.data.get("cwd")
+            if isinstance(value, str) and value:
+                return value
+        return None
+
+    @property
     def errors(self) -> list[Problem]:
         return [p for p in self.problems if p.severity == ERROR]
 

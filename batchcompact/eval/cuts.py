@@ -150,7 +150,8 @@ def existing_cuts(session: Session, settings: CompactionSettings) -> list[Cut]:
         cut.future = future_after(path, k + 1)
         if not summary.strip():
             cut.note = "the recorded summary is empty or encrypted (a remote compaction): nothing to read"
-        plan = (prepare_compaction(before, settings, cut=CutPoint(first_kept, -1, False), file_tools=file_tools())
+        plan = (prepare_compaction(before, settings, cut=CutPoint(first_kept, -1, False), file_tools=file_tools(),
+                                   cwd=session.cwd)
                 if first_kept > 0 else None)
         if isinstance(plan, CompactionPlan):
             cut.plan = plan

@@ -268,7 +268,7 @@ def _cut(session: Session, settings: CompactionSettings, options: PlanOptions,
     window = trigger.window
     agent_threshold = trigger.threshold if get(session.agent).own_threshold else None
     plan = prepare_compaction(path, settings, window, agent_threshold, file_tools=file_tools(),
-                              rules=rules_of(session))
+                              rules=rules_of(session), cwd=session.cwd)
     row.update(
         model=model,
         context_window=window,

@@ -8,8 +8,9 @@ file with what changed, checks that passed, failures not fixed later, the unfini
 agent was about to do. Invariants:
 - the same call gives the same text (no clock, no randomness, no dict-order surprises);
 - linear time in the size of the messages;
-- every heading of the call's kind is present, each section within a weighted share of
-  `call.max_tokens` (chars/4), unused shares going to the sections that need them;
+- each section within a weighted share of `call.max_tokens` (chars/4), unused shares going to the sections
+  that need them; "(none)" only under a section with nothing to say (one whose items do not fit is left out,
+  and at the smallest budgets only the sections with something to say are shown: `fit_sections`);
 - items of `call.previous_summary` are kept (update semantics); only "Next Steps" is rewritten; a
   previous summary in another layout (Claude Code's, Codex's) is kept as one block of critical context.
 """
@@ -31,6 +32,7 @@ from batchcompact.summarize.builtin_sections import (
     parse_previous,
 )
 from batchcompact.summarize.builtin_text import clean_item, clip
+from batchcompact.summarize.builtin_trail import normal_path
 from batchcompact.summarize.handover import (
     current_failures,
     goal_requests,
@@ -66,10 +68,16 @@ ROOT_MIN_PARTS = 3  # `/home/user/app`: a shorter common folder saves too little
 
 
 def project_root(facts: Facts) -> str | None:
-    """The folder every absolute path the span's tools changed or read lies in (`/home/user/projects/webapp`),
-    when there are at least `ROOT_MIN_PATHS` of them and it is `ROOT_MIN_PARTS` deep: the summary states it
-    once and writes those paths relative to it (`src/lib/session.ts`), a handful of tokens less a line."""
-    paths = sorted({p for p in list(facts.changes) + facts.read.list() if p.startswith("/") and " → " not in p})
+    """The folder the summary writes paths relative to (`src/lib/session.ts`, a handful of tokens less a line):
+    the session's working folder (`facts.cwd`: the resumed agent runs there) when a path the span's tools
+    changed or read lies in it; else the folder every absolute such path lies in (`/home/user/projects/webapp`),
+    when there are at least `ROOT_MIN_PATHS` of them and it is `ROOT_MIN_PARTS` deep: the summary then states
+    it once ("Project folder: …")."""
+    paths = sorted({p for p in list(facts.changes) + facts.read.list()
+                    if (p.startswith("/") or p[1:3] == ":/") and " → " not in p})
+    cwd = normal_path(facts.cwd).rstrip("/") if facts.cwd else None
+    if cwd and any(_inside(p, cwd) for p in paths):
+        return cwd
     if len(paths) < ROOT_MIN_PATHS:
         return None
     first, last = paths[0].split("/")[:-1], paths[-1].split("/")[:-1]  # sorted: their common folder is all's
@@ -82,8 +90,14 @@ def project_root(facts: Facts) -> str | None:
     return root if len(common) - 1 >= ROOT_MIN_PARTS else None
 
 
+def _inside(path: str, root: str) -> bool:
+    if root[1:3] == ":/":  # a Windows drive: case does not matter
+        return path.lower().startswith(root.lower() + "/")
+    return path.startswith(root + "/")
+
+
 def relative(path: str, root: str | None) -> str:
-    return path[len(root) + 1:] if root and path.startswith(root + "/") and len(path) > len(root) + 1 else path
+    return path[len(root) + 1:] if root and _inside(path, root) and len(path) > len(root) + 1 else path
 
 
 def change_items(facts: Facts, pending: bool | None = None) -> list[str]:
@@ -178,7 +192,8 @@ def trail_items(facts: Facts, max_chars: int, listed: tuple[str, ...] = ()) -> l
     name_lines = _chunks("Code names:", salience.ranked(salience.names))
     lines: list[str] = []
     used = 0
-    if root:  # first: the paths of the whole summary are relative to it
+    if root and root != (normal_path(facts.cwd).rstrip("/") if facts.cwd else None):
+        # first: the paths of the whole summary are relative to it (the working folder goes without saying)
         lines.append(f"Project folder: `{clip(root, 120)}` (paths relative to it)")
         used = len(lines[0]) + 3
     for index in range(max(len(file_lines), len(name_lines))):
@@ -387,6 +402,7 @@ def summarize_offline(call: SummaryCall) -> str:
     number of characters."""
     budget = max(call.max_tokens, 1)
     facts = extract_facts(call.messages)
+    facts.cwd = call.meta.get("cwd")
     listed = tuple(call.meta.get("listed_files") or ())
     if call.kind == TURN_PREFIX:
         sections = build_turn_prefix_sections(facts, budget * 4, listed,
@@ -407,7 +423,7 @@ def summarize_offline(call: SummaryCall) -> str:
         if chars <= 0:
             break
         text = fit_sections(sections, chars)
-    return text  # headings alone, at a budget too small for them (--summary-budget is at least 200)
+    return text  # the request alone, at a budget too small for more (--summary-budget is at least 200)
 
 
 class BuiltinSummarizer:

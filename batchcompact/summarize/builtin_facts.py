@@ -98,6 +98,7 @@ class Facts:
     lifted: dict[str, str] = field(default_factory=dict)
     go_ahead: str | None = None  # the span's last go-ahead: it lifts an earlier checkpoint's temporary rules
     salience: Salience = field(default_factory=lambda: Salience(1))  # the artifact trail
+    cwd: str | None = None  # the session's working folder (the call's meta), which paths are said relative to
 
 
 

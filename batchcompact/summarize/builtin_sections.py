@@ -3,7 +3,7 @@ weighted shares (`fit_sections`: a section that needs less gives the rest to the
 least important items first), and an earlier checkpoint's sections read back (`parse_previous`: ours by
 heading; another agent's kept as one block, its "Primary Request and Intent" as the goal).
 
-Linear in the number of items; every heading is always present.
+Linear in the number of items; "(none)" only under a section with nothing to say.
 """
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ def _select(section: Section, budget: int) -> list[str]:
             while room > 0 and _item_cost(section, index, short) > budget - used:  # indented lines cost more
                 room -= _item_cost(section, index, short) - (budget - used)
                 short = _shorten(item, room)
-            return [short] if room > 0 else []
+            return [short] if room > 0 and short else []
         elif section.gist is not None and ((short := section.gist(items[index])) != items[index]
                                            or budget - used - len(section.render_item(index, "")) - 1 < SHORTENED_MIN):
             # said by its gist, or skipped for the next one that fits; with room for the start of a long
@@ -181,7 +181,7 @@ def _select(section: Section, budget: int) -> list[str]:
             room = budget - used - len(section.render_item(index, "")) - 1
             if room >= SHORTENED_MIN:  # what is left holds the start of the next item (an earlier checkpoint)
                 short = _shorten(items[index], room)
-                if _item_cost(section, index, short) <= budget - used:
+                if short and _item_cost(section, index, short) <= budget - used:
                     return [items[i] if i != index else short for i in sorted(chosen + [index])]
             break
     return [gists.get(i, items[i]) for i in sorted(chosen)]
@@ -192,45 +192,103 @@ _SENTENCE_END = re.compile(r"[.!?](?=\s)")
 
 def _shorten(item: str, room: int) -> str:
     """The start of `item` within `room` characters, ended where a reader can stop: at a line end (a
-    multi-line block), else at a sentence end, else at a word's end with "…", never inside a word (or a
-    `name`) when the kept start would still be at least half the room."""
+    multi-line block), else at a sentence end, else at a word's end with "…", never inside a word, a `name`
+    or a path (a list of `names` ends at its last whole one) when the kept start would still be at least
+    half the room; "" when what would be kept says nothing (fewer than `SHORT_MIN` characters of words)."""
     if len(item) <= room:
         return item
     cut = item[: max(room - 1, 0)]
     half = len(cut) // 2
     if "\n" in cut and len(cut.rsplit("\n", 1)[0]) >= half:  # a multi-line block: cut at a line end
         return cut.rsplit("\n", 1)[0].rstrip() + "…"
-    ends = [m.end() for m in _SENTENCE_END.finditer(item[: len(cut) + 1])]
+    ends = [m.end() for m in _SENTENCE_END.finditer(item[: len(cut) + 1]) if cut[: m.end()].count("`") % 2 == 0]
     if ends and ends[-1] >= half:  # a whole sentence reads as one: no "…" after it
         return item[: ends[-1]]
-    if item[len(cut)] not in " \t" and " " in cut and len(cut.rsplit(" ", 1)[0]) >= half:
+    if cut.count("`") % 2:  # inside a `name` or a path: end before it
+        cut = cut[: cut.rindex("`")].rstrip().rstrip(",;:(")
+    elif item[len(cut)] not in " \t" and " " in cut and len(cut.rsplit(" ", 1)[0]) >= half:
         cut = cut.rsplit(" ", 1)[0]  # not inside a word
-    return cut.rstrip().rstrip(",;:(`") + "…"
+    cut = cut.rstrip().rstrip(",;:(`")
+    if len(re.sub(r"^[^:]{0,40}:\s*", "", cut)) < SHORT_MIN:  # "Last assistant message: There…"
+        return ""
+    return cut + "…"
+
+
+SHORT_MIN = 12
 
 
 def fit_sections(sections: list[Section], max_chars: int) -> str:
     """Render within `max_chars`: each section gets a weighted share; what one leaves unused goes to others.
 
-    Linear in the number of items. Every heading is always present, even at a tiny budget.
+    Linear in the number of items. "(none)" says that a section has nothing to say, never that its items did
+    not fit: a section none of whose items fits is left out, heading and all. At a budget too small for
+    every heading (`COMPACT`: the headings alone would take more than a third of it) the compact layout
+    shows only the sections that have something to say, and the Goal (a turn prefix's Original Request).
     """
     text = render_sections(sections)
     if len(text) <= max_chars:
         return text
-    bare = [Section(s.heading, [], s.prefix) for s in sections]
-    overhead = len(render_sections(bare)) - sum(len(NONE) + 1 for s in sections if s.prefix is not None)
+    compact = len(render_sections([Section(s.heading, [], s.prefix) for s in sections])) * COMPACT > max_chars
+    shown = [s for s in sections if s.items or s.prefix is None or not compact or s.heading in ALWAYS_SHOWN]
+    if compact:  # headings within half the room, the least needed sections left out first
+        for heading in reversed(COMPACT_ORDER):
+            if len(render_sections([Section(s.heading, [], s.prefix) for s in shown])) * 2 <= max_chars:
+                break
+            shown = [s for s in shown if s.heading != heading]
+    bare = [Section(s.heading, [], s.prefix) for s in shown]
+    overhead = len(render_sections(bare)) - sum(len(NONE) + 1 for s in shown if s.prefix is not None)
     room = max_chars - overhead
-    needs = {id(s): len(s.render()) - len(s.heading) for s in sections if s.prefix is not None}
-    budgets = _share(sections, needs, room)
+    needs = {id(s): len(s.render()) - len(s.heading) for s in shown if s.prefix is not None}
+    if compact:  # the request before anything else: half the room, at most what it needs
+        first = next((s for s in shown if s.heading in ALWAYS_SHOWN), None)
+        if first is not None:
+            needs[id(first)] = min(needs[id(first)], max(room // 2, 0))
+            budgets = _share([s for s in shown if s is not first], needs, room - needs[id(first)])
+            budgets[id(first)] = needs[id(first)]
+        else:
+            budgets = _share(shown, needs, room)
+    else:
+        budgets = _share(shown, needs, room)
     fitted = [
         s if s.prefix is None else Section(s.heading, _select(s, budgets[id(s)]), s.prefix, s.keep, s.weight)
-        for s in sections
+        for s in shown
     ]
+    fitted = _said(shown, fitted)
     text = render_sections(fitted)
-    if len(text) > max_chars and max_chars > len(render_sections(bare)) + 64:  # rounding: fit a little tighter
-        return fit_sections(sections, max_chars - (len(text) - max_chars) - 32)
-    if len(text) > max_chars:  # a budget too small for anything but the headings
-        text = render_sections(bare)
+    if len(text) > max_chars and max_chars > len(render_sections(_said(shown, bare))) + 64:
+        return fit_sections(sections, max_chars - (len(text) - max_chars) - 32)  # rounding: a little tighter
+    if len(text) > max_chars:  # a budget too small for anything but the request
+        text = _request_only(sections, max_chars)
     return text
+
+
+def _request_only(sections: list[Section], max_chars: int) -> str:
+    """The Goal (a turn prefix's Original Request) alone, its first item shortened to `max_chars`."""
+    first = next((s for s in sections if s.heading in ALWAYS_SHOWN), sections[0])
+    item = _shorten(first.items[0], max_chars - len(first.heading) - 4) if first.items else ""
+    return first.heading + "\n" + (first.render_item(0, item) if item else NONE)
+
+
+COMPACT = 3
+ALWAYS_SHOWN = frozenset({"## Goal", "## Original Request"})
+# In the compact layout, the sections in the order a reader needs them most (the last left out first)
+COMPACT_ORDER = ("## Goal", "## Original Request", "## Next Steps", "## Constraints & Preferences",
+                 "### In Progress", "### Blocked", "### Done", "## Early Progress", TRAIL_HEADING,
+                 "## Context for Suffix", "## Critical Context", "## Key Decisions")
+
+
+def _said(sections: list[Section], fitted: list[Section]) -> list[Section]:
+    """`fitted` without the sections that had items and kept none (their heading would say "(none)"), and a
+    group heading ("## Progress") none of whose subsections is left."""
+    kept = [f for s, f in zip(sections, fitted, strict=True)
+            if f.prefix is None or f.items or not s.items or f.heading in ALWAYS_SHOWN]
+    out = []
+    for index, section in enumerate(kept):
+        following = kept[index + 1] if index + 1 < len(kept) else None
+        if section.prefix is None and not (following and following.heading.startswith("### ")):
+            continue
+        out.append(section)
+    return out
 
 
 def _share(sections: list[Section], needs: dict[int, int], room: int) -> dict[int, int]:

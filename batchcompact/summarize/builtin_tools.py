@@ -16,7 +16,7 @@ from typing import Any
 
 from batchcompact.agents import tool_table
 from batchcompact.summarize.builtin_text import SCAN_CHARS, clip, message_text
-from batchcompact.summarize.builtin_trail import SHELL_SEGMENTS, trail_names
+from batchcompact.summarize.builtin_trail import SHELL_SEGMENTS, normal_path, trail_names
 
 # The lookahead names the only characters a match can start with (none has another case form), so the
 # engine skips every other position at once instead of trying each alternative case-insensitively there.
@@ -311,7 +311,7 @@ def classify_call(block: dict[str, Any]) -> Action:
     args = tool_args(block)
     path = args.get("path") or args.get("file_path") or args.get("notebook_path") or args.get("absolute_path") \
         or args.get("filePath")  # OpenCode's
-    path = path if isinstance(path, str) and path else None
+    path = normal_path(path) if isinstance(path, str) and path else None
     return SHAPES[shape](args, path) or Action("other")
 
 

@@ -13,7 +13,15 @@ from typing import Any
 from batchcompact.summarize.builtin_text import SCAN_CHARS
 from batchcompact.summarize.handover import is_noise_file, is_noise_name, strip_diff_prefix
 
-_NAME_TOKEN = re.compile(r"[\w./~@+-]+")
+# ASCII: a name glued to other words (`請看indicator.md和feedback.md`) is the name alone
+_NAME_TOKEN = re.compile(r"(?:\b[a-z]:(?=/))?[A-Za-z0-9_./~@+\[\]-]+")
+# A URL names no file of the project (`http://localhost:8765/chart.html` is no `8765/chart.html`)
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"`<>)\]]*")
+# A Windows path (`C:\Users\me\app\src\x.ts`, `c:/Users/...`): said with forward slashes and a lower-case
+# drive, as the tools' paths are (`normal_path`), so that both spellings are one file
+_WINDOWS_PATH = re.compile(r"\b[A-Za-z]:[\\/][^\s'\"`<>|*?]*")
+# A regex escape before a word (`\bBORDER_WIDTH\b`, `\n`): its letter is no part of the name
+_ESCAPE = re.compile(r"\\[bBnrtdswDSW](?=\w)")
 _CODE_NAME = re.compile(r"^_*[A-Za-z][A-Za-z0-9]*(?:(?:_+[A-Za-z0-9]+)+_*|(?:[a-z0-9][A-Z][A-Za-z0-9]*)+)$")
 _TWO_CAPS = re.compile(r"^[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*$")
 _FILE_EXTENSIONS = frozenset(
@@ -40,6 +48,8 @@ def string_values(value: Any, depth: int = 0) -> list[str]:
 def file_like(token: str) -> bool:
     name = token.rsplit("/", 1)[-1]
     base, dot, extension = name.rpartition(".")
+    if extension.isupper() and len(extension) > 1:  # `c.JSON`, `w.WriteHeader`: a call, not a file
+        return False
     return bool(dot and base.strip(".") and extension.lower() in _FILE_EXTENSIONS) and (
         "/" in token or extension.lower() not in ("log", "env", "lock", "c", "h", "cs", "conf", "cfg"))
 
@@ -79,21 +89,41 @@ def shell_reads(command: str) -> list[str]:
     return out
 
 
+def normal_path(path: str) -> str:
+    """A Windows path with forward slashes and a lower-case drive (`C:\\x\\y.ts` -> `c:/x/y.ts`); others as given."""
+    if len(path) > 2 and path[1] == ":" and path[0].isalpha() and path[2] in "\\/":
+        return path[0].lower() + ":" + path[2:].replace("\\", "/")
+    return path
+
+
 def trail_names(text: str) -> list[tuple[bool, str]]:
     """(is a file, name) for the file paths and code names in `text` (`src/cli.py`, `extract_facts`,
-    `SessionTree`), in order; a path's `:LINE` suffix and leading `./` dropped."""
+    `SessionTree`), in order; a path's `:LINE` suffix and leading `./` dropped; a token the scan limit cut
+    (the last one of a longer text) is left out: it may be a piece (`update_lock_`)."""
     out = []
-    for raw in _NAME_TOKEN.findall(text[: SCAN_CHARS * 4]):
+    scanned = text[: SCAN_CHARS * 4]
+    if ":" in scanned:
+        scanned = _WINDOWS_PATH.sub(lambda m: normal_path(m.group(0)), scanned)
+    if "\\" in scanned:
+        scanned = _ESCAPE.sub(" ", scanned)
+    if "://" in scanned:
+        scanned = _URL.sub(" ", scanned)
+    tokens = _NAME_TOKEN.findall(scanned)
+    if len(text) > SCAN_CHARS * 4 and tokens:
+        tokens.pop()
+    for raw in tokens:
         if raw.islower() and "." not in raw and "_" not in raw:  # a plain word: neither a file nor a code name
             continue
-        token = raw.lstrip(",;:()[]{}<>'\"`!?*#=|&-").rstrip(".,;:()[]{}<>'\"`!?*#=|&-")
+        token = raw.lstrip(",;:(){}<>'\"`!?*#=|&+-").rstrip(".,;:(){}<>'\"`!?*#=|&-")
+        if token.count("[") != token.count("]"):  # a bracket of the text, not of a path (`app/[id]/page.tsx`)
+            token = token.strip("[]")
         while token.startswith(("./", "../")):  # relative to a folder the summary does not know
             token = token.split("/", 1)[1]
         token = strip_diff_prefix(token)
         if len(token) < 4 or token.startswith("//"):  # a URL's remainder (`:` splits tokens)
             continue
         if file_like(token):
-            if not is_noise_file(token):
+            if not is_noise_file(token) and not _piece(token):
                 out.append((True, token))
             continue
         for piece in token.split("."):
@@ -101,6 +131,20 @@ def trail_names(text: str) -> list[tuple[bool, str]]:
                     and not is_noise_name(piece):
                 out.append((False, piece))
     return out
+
+
+# What only looks like a file: a piece of a longer path or pattern (`/page.tsx` of `app/[id]/page.tsx`,
+# `_test.go` of `*_test.go`, `Object..js`), not a whole path of the project
+_AFFIX = re.compile(r"^[_.-]?(?:test|spec|tests|specs)\.[a-z0-9]+$")
+
+
+def _piece(token: str) -> bool:
+    name = token.rsplit("/", 1)[-1]
+    return (token.startswith("/") and token.count("/") == 1) or ".." in token or bool(_AFFIX.match(name)) \
+        or name.startswith(("_", "-")) and not name.startswith("__") and not _NEXT_SPECIAL.match(name)
+
+
+_NEXT_SPECIAL = re.compile(r"^_(?:app|document|layout|error|middleware|index)\.")
 
 
 class Salience:
@@ -123,14 +167,14 @@ class Salience:
 
     def add_file(self, kind: str, path: str) -> None:
         weight = TRAIL_WEIGHTS[kind] * (0.25 + 0.75 * self.position / self.total)
-        path = strip_diff_prefix(path.removeprefix("./"))
+        path = strip_diff_prefix(normal_path(path).removeprefix("./"))
         self.files[path] = self.files.get(path, 0.0) + weight
 
     def add_path(self, path: str) -> None:
         """A folder (or a file of no known type: `Makefile`) a tool call was pointed at: where the agent
         searched, listed or ran; it passes the same path again."""
         weight = TRAIL_WEIGHTS["call"] * (0.25 + 0.75 * self.position / self.total)
-        path = strip_diff_prefix(path.removeprefix("./")).rstrip("/") or "/"
+        path = strip_diff_prefix(normal_path(path).removeprefix("./")).rstrip("/") or "/"
         self.paths[path] = self.paths.get(path, 0.0) + weight
 
     def ranked(self, table: dict[str, float]) -> list[str]:

@@ -397,7 +397,22 @@ get_event_loop run_until_complete create_task gather_results read_csv to_csv to_
 is_dir exists_ok mkdir_p rglob glob_pattern
 unwrap_or unwrap_or_else unwrap_or_default to_string to_owned as_str as_ref into_iter iter_mut is_some
 is_none is_ok is_err ok_or map_err and_then
-fmt.Println fmt.Sprintf Sprintf Println Printf Errorf
+fmt.Println fmt.Sprintf Sprintf Println Printf Errorf Fatalf Logf Sprint Fprintf
+isFinite isInteger BigInt ReactNode className onClick onChange onSubmit onKeyDown htmlFor
+TypeError ValueError KeyError IndexError AttributeError RuntimeError NameError ImportError ModuleNotFoundError
+FileNotFoundError FileExistsError PermissionError OSError IOError NotImplementedError StopIteration
+StopAsyncIteration AssertionError ZeroDivisionError OverflowError RecursionError TimeoutError ConnectionError
+ConnectionRefusedError ConnectionResetError BrokenPipeError KeyboardInterrupt SystemExit UnicodeDecodeError
+UnicodeEncodeError JSONDecodeError SyntaxError IndentationError LookupError ArithmeticError BaseException
+UnboundLocalError IsADirectoryError NotADirectoryError ChildProcessError BlockingIOError InterruptedError
+ProcessLookupError EOFError MemoryError BufferError ReferenceError EnvironmentError DeprecationWarning
+UserWarning RuntimeWarning FutureWarning PendingDeprecationWarning ResourceWarning CancelledError
+RangeError EvalError URIError AggregateError DOMException AbortError
+MagicMock AsyncMock NonCallableMock PropertyMock mock_open create_autospec mockResolvedValue mockReturnValue
+mockImplementation mockRejectedValue mockReturnValueOnce mockResolvedValueOnce mockClear mockReset spyOn
+toHaveBeenCalledTimes toHaveLength toMatchObject toStrictEqual toBeDefined toBeUndefined toBeNull toBeTruthy
+toBeFalsy toMatch toThrowError toBeInTheDocument toHaveTextContent getByText getByRole findByText queryByText
+tmp_path monkeypatch capsys caplog tmpdir pytest_mark
 """.split())
 # Product and language names that look like code names or files: they name no part of the work.
 GENERIC_NAMES = frozenset("""
@@ -441,6 +456,8 @@ def is_noise_name(name: str) -> bool:
     """A code-name-like token that names no part of the project: a built-in, a library call, a product,
     a redaction placeholder (`REDACTED_TEXT`), an id (`req_011CY4p6wvSLjiJyWSJ2VXzB`)."""
     if name in BUILTIN_NAMES or name in GENERIC_NAMES or name.startswith("REDACTED"):
+        return True
+    if name.endswith("_") and not name.endswith("__"):  # `update_lock_` of `update_lock_*`: a piece
         return True
     return any(_ID_PIECE.fullmatch(piece) for piece in name.split("_") if len(piece) >= 12)
 

@@ -342,7 +342,7 @@ def read(path: str | Path) -> Session:
             elif kind == "response_item":
                 builder.item(entry_id, lineno, timestamp, payload)
             elif kind == "compacted":
-                _add_compacted(builder, entry_id, lineno, timestamp, payload, tokens_seen)
+                _add_compacted(builder, entry_id, lineno, timestamp, payload, tokens_seen, (header or {}).get("cwd"))
             else:
                 builder.meta(entry_id, lineno, timestamp, kind)
     except OSError as exc:
@@ -383,7 +383,8 @@ def read(path: str | Path) -> Session:
 
 
 def _add_compacted(
-    builder: _Builder, entry_id: str, line: int, timestamp: Any, payload: dict[str, Any], tokens_seen: int
+    builder: _Builder, entry_id: str, line: int, timestamp: Any, payload: dict[str, Any], tokens_seen: int,
+    cwd: str | None = None,
 ) -> None:
     builder.close()
     summary = payload.get("message") if isinstance(payload.get("message"), str) else ""
@@ -433,7 +434,8 @@ def _add_compacted(
     encrypted = _encrypted_chars(history) if not summary else 0
     if encrypted:  # a remote compaction: the provider's summary is an opaque item (docs/formats.md)
         data["encryptedSummaryChars"] = encrypted
-    details = details_from_summary(summary)  # Codex's compacted item has no field for our file lists
+    # Codex's compacted item has no field for our file lists: the tags, relative to the session's folder
+    details = details_from_summary(summary, cwd if isinstance(cwd, str) else None)
     if details is not None:
         data["details"] = details
     builder._add(data, line)

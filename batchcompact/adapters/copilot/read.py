@@ -208,7 +208,8 @@ class _Reader:
         entry = {"type": "compaction", "id": event["id"], "parentId": self.parent, "timestamp": event.get("timestamp"),
                  "summary": summary, "firstKeptEntryId": first_kept or event["id"],
                  "tokensBefore": _num(data.get("preCompactionTokens")), "fromHook": False}
-        details = details_from_summary(summary)  # our summary's file tags (Copilot's data has no room for more)
+        # our summary's file tags (Copilot's data has no room for more), relative to the session's folder
+        details = details_from_summary(summary, (self.header or {}).get("cwd"))
         if details:
             entry["details"] = details
         self.entries.append(Entry(entry, lineno))

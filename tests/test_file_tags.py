@@ -1,0 +1,53 @@
+"""The `<read-files>`/`<modified-files>` tags of a compaction summary (core/filetags.py; docs/summaries.md,
+"The file tags"): paths relative to the session's working folder, files of one folder on one line, within
+half of the summary's budget; formats without `details` read them back."""
+
+from __future__ import annotations
+
+from conftest import fixture_path
+
+from batchcompact.agents import file_tools
+from batchcompact.core.fileops import details_from_summary
+from batchcompact.core.filetags import file_tags, tag_path
+from batchcompact.core.planner import CompactionPlan, CompactionSettings, prepare_compaction
+from batchcompact.formats.detect import read_session
+
+
+def test_paths_are_said_relative_to_the_working_folder_grouped_by_folder():
+    read = ["/home/u/app", "/home/u/app/web/src/ui/a.ts:1-104", "/home/u/app/web/src/ui/a.ts:200-260",
+            "/home/u/app/web/src/lib/b.ts", "/home/u/app/package.json:raw", "agent://0-Review", "/etc/hosts"]
+    modified = ["/home/u/app/src/c.ts", "/home/u/app/lib/x/y.py"]
+    # a file by its last two parts under its folder: a file name alone may be one of several (`index.ts`)
+    assert file_tags(read, modified, "/home/u/app") == (
+        "\n\n<read-files>\nweb/src/: ui/a.ts, lib/b.ts\npackage.json\n/etc/hosts\n</read-files>"
+        "\n\n<modified-files>\nsrc/c.ts\nlib/x/y.py\n</modified-files>")
+
+
+def test_a_path_beside_the_working_folder_and_a_windows_path():
+    assert tag_path("/home/user/raddit/src/x.ts", "/home/user/tmp") == "../raddit/src/x.ts"
+    assert tag_path("/opt/tool/x.ts", "/home/user/tmp") == "/opt/tool/x.ts"  # far away: as given
+    assert tag_path("C:\\Users\\me\\app\\src\\x.ts", "c:/Users/me/app") == "src/x.ts"
+
+
+def test_the_tags_keep_within_their_share_the_modified_files_first():
+    read = [f"/r/docs/d{i:03}.md" for i in range(200)]
+    modified = [f"/r/pkg/src/m{i}.py" for i in range(3)]
+    text = file_tags(read, modified, "/r", max_tokens=60)
+    assert len(text) <= 60 * 4
+    assert "<modified-files>\npkg/: src/m0.py, src/m1.py, src/m2.py\n</modified-files>" in text
+    assert text.split("</read-files>")[0].rstrip().endswith("more files")
+    assert details_from_summary("x" + text)["modifiedFiles"] == ["pkg/src/m0.py", "pkg/src/m1.py", "pkg/src/m2.py"]
+    assert details_from_summary("x" + text, "/r")["modifiedFiles"][0] == "/r/pkg/src/m0.py"
+
+
+def test_a_planned_compaction_says_its_tags_relative_and_within_half_the_budget():
+    """pi's large session at the smallest budget: its tags took 296 tokens of a 200-token summary before (29
+    files, one a line); now half of it, the rest counted, while the plan's lists (the entry's `details`) still
+    hold every path as pi computes them."""
+    session = read_session(fixture_path("pi", "large-session.jsonl"))
+    settings = CompactionSettings(force=True, keep_recent_tokens=3000, summary_budget=200)
+    plan = prepare_compaction(session.path_entries(), settings, 200_000, file_tools=file_tools(), cwd=session.cwd)
+    assert isinstance(plan, CompactionPlan)
+    assert -(-len(plan.file_tags) // 4) <= 100
+    assert "more files" in plan.file_tags and "packages/coding-agent/src/: " in plan.file_tags
+    assert len(plan.read_files) + len(plan.modified_files) == 29
