@@ -536,15 +536,15 @@ def test_names_are_whole_project_paths_and_identifiers():
                     "TypeError: x is undefined; MagicMock(); raise ValueError"),
         assistant(tool_call("r", "read", path="C:\\Users\\me\\app\\src\\lib\\db.ts")),
         result("r", "export const BORDER_WIDTH = 2"),
-        assistant(text("Edited c:/Users/me/app/src/lib/db.ts; the renderTable helper now reads BORDER_WIDTH."),
-                  stop="stop"),
+        assistant(text("Edited c:/Users/me/app/src/lib/db.ts; the renderTable helper now reads BORDER_WIDTH. "
+                       "Next: components\\events\\telegram-cta.tsx and supabase\\schema.sql."), stop="stop"),
     ]
     trail = section(summarize_offline(call(messages)), "## Relevant Files and Code Names")
     for whole in ("indicator.md", "feedback.md", "app/events/[slug]/page.tsx", "supabase/schema.sql",
-                  "c:/Users/me/app/src/lib/db.ts", "BORDER_WIDTH", "renderTable"):
+                  "c:/Users/me/app/src/lib/db.ts", "BORDER_WIDTH", "renderTable", "components/events/telegram-cta.tsx"):
         assert whole in trail, whole
     for piece in ("請看", "`/page.tsx`", "+supabase", "c.JSON", "_test.go", "8765/", "bBORDER_WIDTH", "TypeError",
-                  "MagicMock", "ValueError", "update_lock_", "C:\\Users", "/Users/me/app/src/lib/db.ts`, `c:"):
+                  "MagicMock", "ValueError", "update_lock_", "`elegram", "`chema.sql", "C:\\Users", "/Users/me/app/src/lib/db.ts`, `c:"):
         assert piece not in trail, piece
 
 

@@ -20,7 +20,9 @@ _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"`<>)\]]*")
 # A Windows path (`C:\Users\me\app\src\x.ts`, `c:/Users/...`): said with forward slashes and a lower-case
 # drive, as the tools' paths are (`normal_path`), so that both spellings are one file
 _WINDOWS_PATH = re.compile(r"\b[A-Za-z]:[\\/][^\s'\"`<>|*?]*")
-# A regex escape before a word (`\bBORDER_WIDTH\b`, `\n`): its letter is no part of the name
+# A relative Windows path (`components\events\card.tsx`): said with forward slashes before escapes are read
+_BACKSLASH_PATH = re.compile(r"(?:[\w.@-]+\\)+[\w.@-]+\.[A-Za-z0-9]+\b")
+# A regex or string escape before a word (`\bBORDER_WIDTH\b`, `\nimport`): its letter is no part of the name
 _ESCAPE = re.compile(r"\\[bBnrtdswDSW](?=\w)")
 _CODE_NAME = re.compile(r"^_*[A-Za-z][A-Za-z0-9]*(?:(?:_+[A-Za-z0-9]+)+_*|(?:[a-z0-9][A-Z][A-Za-z0-9]*)+)$")
 _TWO_CAPS = re.compile(r"^[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*$")
@@ -105,7 +107,7 @@ def trail_names(text: str) -> list[tuple[bool, str]]:
     if ":" in scanned:
         scanned = _WINDOWS_PATH.sub(lambda m: normal_path(m.group(0)), scanned)
     if "\\" in scanned:
-        scanned = _ESCAPE.sub(" ", scanned)
+        scanned = _ESCAPE.sub(" ", _BACKSLASH_PATH.sub(lambda m: m.group(0).replace("\\", "/"), scanned))
     if "://" in scanned:
         scanned = _URL.sub(" ", scanned)
     tokens = _NAME_TOKEN.findall(scanned)

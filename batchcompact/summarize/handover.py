@@ -398,7 +398,7 @@ is_dir exists_ok mkdir_p rglob glob_pattern
 unwrap_or unwrap_or_else unwrap_or_default to_string to_owned as_str as_ref into_iter iter_mut is_some
 is_none is_ok is_err ok_or map_err and_then
 fmt.Println fmt.Sprintf Sprintf Println Printf Errorf Fatalf Logf Sprint Fprintf
-isFinite isInteger BigInt ReactNode className onClick onChange onSubmit onKeyDown htmlFor
+isFinite isInteger
 TypeError ValueError KeyError IndexError AttributeError RuntimeError NameError ImportError ModuleNotFoundError
 FileNotFoundError FileExistsError PermissionError OSError IOError NotImplementedError StopIteration
 StopAsyncIteration AssertionError ZeroDivisionError OverflowError RecursionError TimeoutError ConnectionError
