@@ -31,17 +31,15 @@ from batchcompact.summarize.builtin_sections import (
     merge,
     parse_previous,
 )
-from batchcompact.summarize.builtin_text import clean_item, clip
+from batchcompact.summarize.builtin_text import clean_item, clip, clip_whole
 from batchcompact.summarize.builtin_trail import normal_path
-from batchcompact.summarize.handover import (
-    current_failures,
-    goal_requests,
-    is_temporary,
-    request_gist,
-    standing_rules,
-)
+from batchcompact.summarize.handover import current_failures, goal_requests, request_gist, standing_rules
+from batchcompact.summarize.user_message import is_temporary
 from batchcompact.tokenizer import count_tokens
 
+# A request as the Goal says it (the first: the session's goal, up to its outline; a later one, a split turn's):
+# ended at a whole item, sentence or word (builtin_text.clip_whole)
+FIRST_REQUEST_CHARS, REQUEST_CHARS = 600, 300
 DETAILED_CHANGES = 8  # the newest changed files say what changed; older ones, that they changed
 FIT_ROUNDS = 6  # refits when the tokenizer counts more than chars/4 (paths, code): rarely more than two
 KEEP_NEW = {"constraints": 8, "decisions": 8, "blocked": 5, "todos": 8, "checks": 4}
@@ -148,7 +146,7 @@ def count_of(count: int, noun: str) -> str:
 def _later_requests(facts: Facts, has_goal: bool) -> list[str]:
     """The first request (unless an earlier summary holds the goal), then the later ones still open at the
     cut (handover.goal_requests); the budget trims the oldest first, the first request last."""
-    return [clean_item(text, 300) if first else f"Later request: {clean_item(text, 240)}"
+    return [clip_whole(text, FIRST_REQUEST_CHARS) if first else f"Later request: {clip_whole(text, REQUEST_CHARS)}"
             for first, text in goal_requests(facts.asked, has_goal)]
 
 
@@ -377,7 +375,7 @@ def build_turn_prefix_sections(facts: Facts, max_chars: int = TRAIL_TOKENS * 40,
     last = facts.last_assistant_text.strip()
     if last and not last.endswith(":"):
         context.append(f"Last assistant message: {clip(last)}")
-    request = [clean_item(r, 300) for r in (facts.requests or [facts.first_words])[:1] if r]
+    request = [clip_whole(r, REQUEST_CHARS) for r in (facts.requests or [facts.first_words])[:1] if r]
     shown = request[0] if request else ""
     # no Constraints heading in a turn prefix: the rules follow the request, unless its shown start holds them
     rules = [f"Rule: {rule}" for rule in _lifted(standing_rules(facts.constraints.list()), facts, set())

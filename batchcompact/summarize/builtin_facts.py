@@ -3,7 +3,7 @@
 Every agent's reader hands the planner pi-shaped LLM messages (`user`, `assistant` with `toolCall` blocks,
 `toolResult`); `builtin_tools.classify_call` reads each call by its agent's tool table into one `Action`;
 `extract_facts` walks the messages once, matches every result to its call, and keeps what a handover note
-needs: requests and rules (`builtin_words`), changes, checks, failures, to-dos, work in flight and the
+needs: requests and rules (`user_message.read_user_message`), changes, checks, failures, to-dos, work in flight and the
 artifact trail (`builtin_trail.Salience`).
 
 Invariants: one pass, linear in the size of the messages (every "seen" check is a dict or set lookup,
@@ -37,24 +37,19 @@ from batchcompact.summarize.builtin_trail import (
     string_values,
     tool_path,
 )
-from batchcompact.summarize.builtin_words import (
-    ANNOUNCE,
+from batchcompact.summarize.builtin_words import ANNOUNCE, decisions
+from batchcompact.summarize.handover import Request
+from batchcompact.summarize.user_message import (
+    ACKNOWLEDGEMENT,
+    COMMAND,
+    GO_AHEAD,
+    INJECTED,
     RAN,
-    decisions,
-    is_substantive,
-    rule_sentences,
-    user_request,
-)
-from batchcompact.summarize.handover import (
-    Request,
-    asked_words,
-    go_ahead,
-    is_acknowledgement,
-    is_go_on,
     is_temporary,
-    own_words,
-    said_once,
+    read_user_message,
 )
+
+REQUEST_CHARS = 700  # a request as the Goal may say it: its outline (600) and what it pasted, named
 
 
 @dataclass
@@ -111,6 +106,7 @@ class _Walker:
         self.calls: dict[str, tuple[Action, str]] = {}  # tool call id -> (action, tool name)
         self.answered = True
         self.last_request: str | None = None
+        self.after_command = False  # the last message was a custom slash command's line: its template may follow
         self.failing_checks: dict[str, dict[str, None]] = {}  # check family -> failure keys
         self.model_errors: dict[str, None] = {}
         # a failed command's key -> (its steps, the files its command and output name, edited since): the
@@ -119,52 +115,51 @@ class _Walker:
         self.failing_steps: dict[str, set[str]] = {}  # a failed command's key -> its steps (`command_steps`)
 
     def user(self, message: dict[str, Any]) -> None:
-        text = message_text(message.get("content"))
-        ran = RAN.match(text)
-        if ran:  # pi's `!command` bash execution, converted to user text
-            command = ran.group(1)
-            code = exit_code(text[-500:])
+        """A user message, as `read_user_message` says it is: a harness's prompt or command is nothing, pi's
+        `!command` a command, an acknowledgement nothing asked, a go-ahead the request before still the work,
+        a request or a question a Goal line, its rules Constraints'."""
+        said = read_user_message(message, after_command=self.after_command)
+        self.after_command = bool(said and said.command and said.kind != RAN)  # its template may follow
+        if said is None or said.kind in (INJECTED, COMMAND):
+            return
+        if said.kind == RAN:  # pi's `!command` bash execution, converted to user text
+            command = said.command or ""
+            code = exit_code(said.words[-500:])
             self.facts.commands += 1
             self.facts.last_command = clip(command, 120)
             failed = bool(code and code.group(1) != "0")
             self._command_done(command, failed, f"exit {code.group(1)}" if failed else "")
             return
-        request = user_request(message)
-        if request is None:
-            return
-        self.facts.salience.add("user", request)
-        lifted_by = go_ahead(request)
-        if lifted_by:  # "Go ahead": the rules bounded by "yet", "for now" no longer bind (handover.is_temporary)
-            self.facts.go_ahead = lifted_by
+        self.facts.salience.add("user", said.words)
+        if said.go_ahead:  # "Go ahead": the rules bounded by "yet", "for now" no longer bind (is_temporary)
+            self.facts.go_ahead = said.go_ahead
             for rule in self.facts.constraints.list():
                 if is_temporary(rule):
-                    self.facts.lifted.setdefault(rule, lifted_by)
-        acknowledgement = is_acknowledgement(request)
-        if acknowledgement and not is_go_on(request):
+                    self.facts.lifted.setdefault(rule, said.go_ahead)
+        if said.kind == ACKNOWLEDGEMENT:
             return  # "thanks", "great": nothing asked
         # "continue", "ok, go on": the work asked for last is still the work (never "Finish: continue")
         self.answered = False
         self.facts.announced = None
-        if not acknowledgement:
-            self.last_request = clip(asked_words(request), 300)
+        if said.kind != GO_AHEAD:
+            self.last_request = clip(said.asked, REQUEST_CHARS)
         if self.facts.first_words is None:
-            self.facts.first_words = clip(asked_words(request), 300)
-        if is_substantive(request) and not acknowledgement:
+            self.facts.first_words = clip(said.asked, REQUEST_CHARS)
+        if said.substantive and said.kind != GO_AHEAD:
             self.facts.requests.append(self.last_request)
-            rules = rule_sentences(own_words(request))  # not what the user pasted
-            # the Goal line leaves out the rules Constraints carries, each said once (handover.said_once);
+            # the Goal line leaves out the rules Constraints carries, each said once (user_message.said_once);
             # the first request is the session's goal, said whole, its rules carried too
-            line, carried = said_once(asked_words(request), rules)
-            if len(self.facts.asked) == 0:
-                carried = rules
-            line = clip(line, 300)
-            self.facts.asked.append(Request(self.last_request, line=None if line == self.last_request else line))
+            carried = said.rules if len(self.facts.asked) == 0 else said.carried
+            line = clip(said.line, REQUEST_CHARS)
+            self.facts.asked.append(Request(self.last_request, line=None if line == self.last_request else line,
+                                            kind=said.kind))
             for sentence in carried:
                 self.facts.constraints.discard(clip(sentence))  # said again: the newest statement's place
                 self.facts.constraints.add(clip(sentence))
                 self.facts.lifted.pop(clip(sentence), None)  # said again after the go-ahead: it binds again
 
     def assistant(self, message: dict[str, Any]) -> None:
+        self.after_command = False
         has_calls = False
         own_text = ""
         for block in message.get("content") or ():

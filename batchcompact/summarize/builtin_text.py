@@ -21,6 +21,26 @@ def clip(text: Any, limit: int = ITEM_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def clip_whole(text: Any, limit: int = ITEM_CHARS) -> str:
+    """`clip`, ended where a reader can stop: after the last whole item of an outline ("; "), else a sentence
+    end, else a word's end, with "…" (a request said as asked: never "… organizer analytics R…")."""
+    text = " ".join(str(text)[: limit * 4].split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    items = cut.rfind("; ")
+    if items >= limit // 2:
+        return cut[:items].rstrip(",;:") + "…"
+    ends = [m.end() for m in _SENTENCE_END.finditer(cut)]
+    if ends and ends[-1] >= limit // 2:
+        return cut[: ends[-1]]
+    words = cut.rfind(" ")
+    return (cut[:words] if words >= limit // 2 else cut).rstrip(",;:") + "…"
+
+
+_SENTENCE_END = re.compile(r"(?<=[^\d\s])[.!?](?= )")  # not `4.` of a numbered list
+
+
 def clean_item(text: str, limit: int = ITEM_CHARS) -> str:
     """An item's text without leading bullets, so rendering never doubles them."""
     return BULLET.sub("", clip(text, limit)).strip()

@@ -1,0 +1,167 @@
+"""What a user message is (summarize/user_message.py; docs/summaries.md, "What a user message is"): one
+vocabulary and one classifying function, the harness's prompts recognised by their shape, a long request said
+by its outline, a rule a whole sentence. Examples in the shapes the public tuning sessions show."""
+
+from __future__ import annotations
+
+import pytest
+from test_summarize_builtin import assistant, call, text, tool_call, user
+
+from batchcompact.summarize.builtin import summarize_offline
+from batchcompact.summarize.user_message import (
+    ACKNOWLEDGEMENT,
+    COMMAND,
+    GO_AHEAD,
+    INJECTED,
+    PASTED,
+    QUESTION,
+    RAN,
+    REQUEST,
+    RULES,
+    outline,
+    read_user_message,
+    rule_sentences,
+    said_once,
+)
+
+
+def section(summary: str, heading: str) -> str:
+    return summary.split(heading + "\n", 1)[1].split("\n\n", 1)[0]
+
+
+FLUSH = ("Pre-compaction memory flush. Store durable memories only in memory/2026-03-24.md (create memory/ if "
+         "needed). Treat workspace bootstrap/reference files such as MEMORY.md, SOUL.md, TOOLS.md, and AGENTS.md "
+         "as read-only during this flush; never overwrite, replace, or edit them. If memory/2026-03-24.md already "
+         "exists, APPEND new content only and do not overwrite existing entries. Do NOT create timestamped variant "
+         "files; always use the canonical 2026-03-24.md filename. If nothing to store, reply with NO_REPLY.")
+
+
+@pytest.mark.parametrize(("words", "kind"), [
+    (FLUSH, INJECTED),
+    ("Read HEARTBEAT.md if it exists. Follow it strictly. If nothing needs attention, reply HEARTBEAT_OK.", INJECTED),
+    ("[PLAN MODE ACTIVE] You are in plan mode - a read-only exploration mode. Do not modify files.", INJECTED),
+    ("Plan mode is active. The user indicated that they do not want you to execute yet.", INJECTED),
+    ("<collaboration_mode># Collaboration Mode: Default\n\nYou are now in Default mode.</collaboration_mode>",
+     INJECTED),
+    ("Review the module.\n\nARGUMENTS: src/cli.py", INJECTED),  # what Claude Code appends to a template
+    ("<command-name>/model</command-name>\n<command-message>model</command-message>\n"
+     "<command-args>claude-opus-4-6-thinking</command-args>", COMMAND),
+    ("Ran `npm test`\n```\nok\n```", RAN),
+    ("great", ACKNOWLEDGEMENT),
+    ("thanks!", ACKNOWLEDGEMENT),
+    ("ok", GO_AHEAD),  # the request before it is still the work
+    ("yes do it", GO_AHEAD),
+    ("wait, do we only limit POST requests?", QUESTION),
+    ("diff --git a/x.py b/x.py\n+print(1)", PASTED),
+    ("No, don't touch `README.md`.", RULES),
+    ("Add a --verbose flag to cli.py.", REQUEST),
+])
+def test_one_function_says_what_a_user_message_is(words, kind):
+    assert read_user_message(user(words)).kind == kind
+
+
+def test_a_tagged_block_is_cut_and_the_user_s_words_after_it_stay():
+    """Claude Code's IDE note before the user's words (the tuning session Solsmile)."""
+    said = read_user_message(user(
+        "<ide_opened_file>The user opened the file c:\\Users\\y\\app\\page.tsx in the IDE. This may or may not be "
+        "related to the current task.</ide_opened_file>continue please and make sure u test deploy eveyrhting"))
+    assert said.words == "continue please and make sure u test deploy eveyrhting"
+    assert said.kind == RULES  # one sentence with "make sure": Constraints says it
+
+
+def test_a_long_message_naming_an_upper_case_constant_is_the_user_s():
+    """A build spec of the user's that says "returns PROPOSAL_BOND" is no maintenance prompt."""
+    spec = "# Market spec\n\nThe contract returns PROPOSAL_BOND to the proposer. " + "Details follow. " * 250
+    assert read_user_message(user(spec)).kind == REQUEST
+
+
+def test_a_slash_command_s_template_is_no_goal_and_no_rule():
+    """Claude Code writes the command's line, then the template it expands into: the goal is the command."""
+    messages = [
+        user("<command-message>review is running…</command-message>\n<command-name>/review</command-name>\n"
+             "<command-args>PR 42</command-args>"),
+        user("# Review a pull request\n\nYou must read every changed file. Never approve without running the "
+             "tests. Always post the review as one comment."),
+        assistant(tool_call("b", "bash", command="gh pr diff 42")),
+        {"role": "toolResult", "toolCallId": "b", "toolName": "bash", "content": [text("diff")], "isError": False},
+        assistant(text("Reviewed."), stop="stop"),
+    ]
+    out = summarize_offline(call(messages))
+    assert section(out, "## Goal") == "/review PR 42"
+    assert "Never approve" not in out and "must read every changed file" not in out
+
+
+def test_a_maintenance_prompt_does_not_push_the_user_s_rules_out():
+    """#55: a pi session compacted again lost its user's rules to a memory-maintenance prompt's lines."""
+    rules = [f"Never touch the {name} module." for name in ("billing", "auth", "search", "export", "audit")]
+    messages = [user("Refactor the importer. " + " ".join(rules)),
+                assistant(text("On it."), stop="stop"), user(FLUSH), assistant(text("NO_REPLY"), stop="stop")]
+    out = summarize_offline(call(messages))
+    constraints = section(out, "## Constraints & Preferences")
+    assert all(rule in constraints for rule in rules)
+    assert "NO_REPLY" not in section(out, "## Goal") and "memory" not in constraints
+
+
+KROSSS = """We need a full product-quality audit and positioning correction.
+
+IMPORTANT:
+Raveera is NOT a rave-only platform.
+Raveera is a premium event platform for:
+- creating events
+- promoting events
+- selling tickets
+
+--------------------------------------------------
+TASK 1  FULL CODE AUDIT
+--------------------------------------------------
+
+Analyze every file and fix broken imports, type errors and dead routes across app/, components/ and lib/.
+
+--------------------------------------------------
+TASK 2  POSITIONING CLEANUP
+--------------------------------------------------
+
+Replace rave-only wording in every page, keeping the brand's tone and the organizer's workflow intact.
+
+CRITICAL:
+Never expose the service role key in client code.
+"""
+
+
+def test_a_long_request_is_said_by_its_outline_not_cut_mid_word():
+    """The tuning session rave-era: its Goal was the first 300 characters, "… organizer analytics R…"."""
+    said = outline(KROSSS)
+    assert said.startswith("We need a full product-quality audit and positioning correction. — IMPORTANT: Raveera "
+                           "is NOT a rave-only platform; TASK 1 FULL CODE AUDIT; TASK 2 POSITIONING CLEANUP; "
+                           "CRITICAL: Never expose the service role key in client code")
+    goal = section(summarize_offline(call([user(KROSSS), assistant(text("Starting."), stop="stop")])), "## Goal")
+    assert goal == said and len(goal) <= 600
+
+
+def test_a_rule_is_a_whole_sentence():
+    """A sentence wrapped across lines is one rule; a list a rule introduces is part of it (the tuning
+    sessions Solsmile and rave-era: "…the contract calls" and "Keep brand name:" were rules of their own)."""
+    assert rule_sentences("In PolyDot, every time someone proposes an outcome, the contract must call\n"
+                          "the oracle first.") == [
+        "In PolyDot, every time someone proposes an outcome, the contract must call the oracle first."]
+    assert rule_sentences("Keep brand name:\n- Raveera\n\nImprove:\n- avoid layout shifts\n- cache fewer pages") == [
+        "Keep brand name: Raveera", "avoid layout shifts"]
+
+
+def test_a_goal_line_keeps_a_rule_sentence_that_is_no_whole_sentence_of_it():
+    """#55: a Goal read "…the current section is ." and the ask after it was gone (to Constraints)."""
+    request = ("Good job. Now add the test coverage for the current section `auth`\n"
+               "Make sure to add extensive unit, api and e2e tests.")
+    assert said_once(request, rule_sentences(request)) == (request, [])
+    request = "Run `npm test` and summarize the failures. Don't change anything yet."
+    assert said_once(request, rule_sentences(request)) == (
+        "Run `npm test` and summarize the failures.", ["Don't change anything yet."])
+
+
+def test_requests_in_korean_and_chinese_have_words():
+    """A request's significant words in any script: before #55 every Korean or Chinese request had none, so
+    each was a short one-off that left the Goal once the agent worked on it."""
+    from batchcompact.summarize.user_message import words
+
+    assert len(words("이것들을 예쁘게 리드미로 만들어서 awsome-agent-ide 라는 이름으로 깃허브 올려줘")) >= 6
+    assert len(words("請先分析並且拋出一些 idea 我們先討論後再開始實作")) >= 6
