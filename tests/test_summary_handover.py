@@ -548,6 +548,23 @@ def test_names_are_whole_project_paths_and_identifiers():
         assert piece not in trail, piece
 
 
+def test_a_long_mixed_case_piece_is_read_in_linear_time():
+    """The code-name pattern backtracked exponentially on a long mixed-case piece ending in a character no
+    name has (`aBaB…aB-`, ×4 each two bumps): a Claude Code session of #55's tuning part took minutes in
+    `trail_names`. Same answers as before on every short piece."""
+    import random
+    import re
+
+    from batchcompact.summarize.builtin_trail import is_code_name, trail_names
+
+    before = re.compile(r"^_*[A-Za-z][A-Za-z0-9]*(?:(?:_+[A-Za-z0-9]+)+_*|(?:[a-z0-9][A-Z][A-Za-z0-9]*)+)$")
+    rng = random.Random(7)
+    for _ in range(20_000):
+        piece = "".join(rng.choice("aBz1_-Q") for _ in range(rng.randint(1, 10)))
+        assert bool(before.match(piece)) == is_code_name(piece), piece
+    assert trail_names("see " + "aB" * 2000 + "-x and loadSettings") == [(False, "loadSettings")]
+
+
 def test_the_trail_does_not_repeat_the_files_the_tags_list():
     messages = [user("Fix the window in src/limits/window.ts"),
                 assistant(tool_call("e", "edit", path="src/limits/window.ts", oldText="a", newText="b")),

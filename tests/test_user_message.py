@@ -165,3 +165,117 @@ def test_requests_in_korean_and_chinese_have_words():
 
     assert len(words("이것들을 예쁘게 리드미로 만들어서 awsome-agent-ide 라는 이름으로 깃허브 올려줘")) >= 6
     assert len(words("請先分析並且拋出一些 idea 我們先討論後再開始實作")) >= 6
+
+
+# -- carried from the earlier summary -------------------------------------------------------------------
+PI_PREVIOUS = """## Goal
+- Migrate the chart to lightweight-charts v5 (issue #37)
+
+## Constraints & Preferences
+- **CONTRIBUTING.md workflow**: NEVER push directly to `main`/`dev`. Always topic branch → PR → merge-commit.
+- Commit style: Conventional Commits + Korean
+- Respond in Korean, concise
+- Commit/push/merge only with explicit user instruction
+
+## Progress
+
+### Done
+- [x] **PR #47** (`feat/lightweight-charts` → dev): migrated `drawChart()`.
+  - architect review found P1 + P3; fixed in `5fd8279`.
+
+### In Progress
+- Nothing actively in-flight
+
+### Blocked
+- None
+
+## Key Decisions
+- **`autoscaleInfoProvider: () => null` on overlays** (PR #50): candles define the Y-range.
+
+## Next Steps
+1. Add the pre/after-market session bands (#48) via a custom Primitive.
+2. Add a Yahoo spark -> v8/chart fallback (architect's P2 follow-up for PR #51).
+
+## Critical Context
+- **Current branch**: `dev` (synced, all PRs merged).
+
+---
+
+**Turn Context (split turn):**
+
+## Original Request
+Add the bid/ask order ratio column to the main dashboard table view.
+
+## Early Progress
+- Created branch `feat/dashboard-bidask-column` from `dev`.
+
+## Context for Suffix
+- **Remaining work**: `Dashboard.tsx` changes needed.
+
+<read-files>
+/home/user/raddit/README.md
+</read-files>"""
+
+
+def test_an_earlier_summary_s_rules_and_next_steps_are_carried():
+    """#55: a pi session compacted again kept 0.49 of its earlier summary's Constraints and Next Steps (five
+    next steps became "Wait for the user's next request"), and its Critical Context read "- ---" and
+    "- **Turn Context (split turn):**" (the split turn's part read as bullets)."""
+    span = [user("프론트 디자인 개선 이슈도 등록해줘"), assistant(text("등록했다."), stop="stop"), user(FLUSH),
+            assistant(text("NO_REPLY"), stop="stop")]
+    out = summarize_offline(call(span, previous=PI_PREVIOUS))
+    constraints = section(out, "## Constraints & Preferences")
+    for rule in ("NEVER push directly to `main`/`dev`", "Commit style: Conventional Commits + Korean",
+                 "Respond in Korean, concise", "Commit/push/merge only with explicit user instruction"):
+        assert rule in constraints, rule
+    steps = section(out, "## Next Steps")
+    assert "session bands (#48)" in steps and "Yahoo spark -> v8/chart fallback" in steps
+    assert "Wait for the user's next request" not in steps
+    assert "---" not in out.replace("\n---\n", "") and "Turn Context" not in out and "None" not in out
+    assert "Later request: Add the bid/ask order ratio column to the main dashboard table view." in out
+    assert "- [x] **PR #47** (`feat/lightweight-charts` → dev): migrated `drawChart()`.; architect review" in out
+    assert "- [x] Created branch `feat/dashboard-bidask-column` from `dev`." in out
+    assert "Nothing actively in-flight" not in out
+
+
+def test_a_step_the_span_did_is_marked_done():
+    previous = "## Goal\nShip it.\n\n## Next Steps\n1. Write `docs/bands.md` describing the session bands\n"
+    span = [user("go on"), assistant(tool_call("w", "write", path="docs/bands.md", content="# Session bands\n")),
+            {"role": "toolResult", "toolCallId": "w", "toolName": "write", "content": [text("ok")], "isError": False},
+            assistant(text("Wrote docs/bands.md describing the session bands."), stop="stop")]
+    out = summarize_offline(call(span, previous=previous))
+    assert "Write `docs/bands.md` describing the session bands" not in section(out, "## Next Steps")
+    assert "- [x] Write `docs/bands.md` describing the session bands (next step of the earlier summary)" in \
+        section(out, "### Done")
+
+
+CLAUDE_PREVIOUS = """Summary:
+1. Primary Request and Intent:
+   Build a dashboard of the top 5 engineers.
+
+7. Pending Tasks:
+   - Task #2 (in_progress): Wait for the data fetch to complete
+   - Task #9 (pending): Deploy to Streamlit Cloud + smoke test
+   - After fetch completes:
+     - Run final `python src/analyze.py`
+     - Verify deployed URL loads
+
+8. Current Work:
+   The fetcher is running.
+
+9. Optional Next Step:
+   Continue waiting for the background fetcher to finish. Then run the analysis and push.
+
+If you need specific details from before compaction (like exact code snippets), read the full transcript at: /x.jsonl
+Continue the conversation from where it left off without asking the user any further questions."""
+
+
+def test_claude_code_s_pending_tasks_and_next_step_are_next_steps():
+    out = summarize_offline(call([user("所以現在還差什麼？"), assistant(text("還差部署。"), stop="stop")],
+                                 previous=CLAUDE_PREVIOUS))
+    steps = section(out, "## Next Steps").splitlines()
+    assert steps == ["1. Task #2 (in_progress): Wait for the data fetch to complete",
+                     "2. Task #9 (pending): Deploy to Streamlit Cloud + smoke test",
+                     "3. After fetch completes: Run final `python src/analyze.py`; Verify deployed URL loads",
+                     "4. Continue waiting for the background fetcher to finish. Then run the analysis and push."]
+    assert "Continue the conversation from where it left off" not in out and "read the full transcript" not in out

@@ -23,18 +23,12 @@ import time
 from batchcompact.core.calls import BRANCH, TURN_PREFIX, SummaryCall
 from batchcompact.summarize.base import SummaryResult
 from batchcompact.summarize.builtin_facts import Facts, extract_facts
-from batchcompact.summarize.builtin_sections import (
-    TRAIL_HEADING,
-    Section,
-    fit_sections,
-    foreign_intent,
-    merge,
-    parse_previous,
-)
-from batchcompact.summarize.builtin_text import clean_item, clip, clip_whole
+from batchcompact.summarize.builtin_previous import parse_previous
+from batchcompact.summarize.builtin_sections import TRAIL_HEADING, Section, fit_sections, merge
+from batchcompact.summarize.builtin_text import SCAN_CHARS, SENTENCE, clean_item, clip, clip_whole
 from batchcompact.summarize.builtin_trail import normal_path
 from batchcompact.summarize.handover import current_failures, goal_requests, request_gist, standing_rules
-from batchcompact.summarize.user_message import is_temporary
+from batchcompact.summarize.user_message import is_temporary, words
 from batchcompact.tokenizer import count_tokens
 
 # A request as the Goal says it (the first: the session's goal, up to its outline; a later one, a split turn's):
@@ -258,9 +252,8 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
     below the default, the open requests and rules get more, and a request that does not fit whole is said by
     its gist (handover.request_gist)."""
     tight = tightness(summary_budget)
-    prev, foreign = parse_previous(previous)
-    intent = foreign_intent(foreign) if foreign else None
-    prev_goal = prev.get("## Goal", []) or ([intent] if intent else [])
+    prev = parse_previous(previous)
+    prev_goal = prev.goal + ([f"Later request: {clip_whole(prev.in_flight, REQUEST_CHARS)}"] if prev.in_flight else [])
     goal = merge(prev_goal, _later_requests(facts, bool(prev_goal)))
     todos = facts.todos or []
     in_progress = [clean_item(t) for t, status in todos if status == "in_progress"]
@@ -270,17 +263,21 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
     if facts.announced:
         in_progress.append(f"Working on: {clean_item(facts.announced)}")
     blocked = blocked_items(facts)[-KEEP_NEW["blocked"] :]
+    done = _done(facts)
     steps = [clean_item(t) for t, status in todos if status == "pending"][: KEEP_NEW["todos"]]
     if facts.unfinished:
         steps.insert(0, f"Finish: {clean_item(facts.unfinished)}")
     steps += [f"Fix: {b}" for b in blocked[-2:]]
     if not steps and facts.announced:
         steps.append(f"Continue: {clean_item(facts.announced)}")
+    carried, done_since = carried_steps(prev.steps, done, facts.last_assistant_text)
+    steps += [step for step in carried if step not in steps]
     if not steps and (facts.requests or prev_goal):
         steps.append("Wait for the user's next request")
+    foreign = prev.foreign
     critical = []
     if foreign:
-        label = "Earlier summary, its other sections" if prev else "Earlier summary (from the agent's own compaction)"
+        label = "Earlier summary, its other sections" if prev.ours else "Earlier summary (from the agent's own compaction)"
         critical.append(f"{label}:\n" + foreign)
     shown = " ".join(blocked)
     ran = [command for family, command in facts.checks_run.items()
@@ -296,9 +293,9 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
                 gist=_gist if tight > 0 else None),
         Section(
             "## Constraints & Preferences",
-            _lifted(standing_rules(prev.get("## Constraints & Preferences", []) + facts.constraints.list()), facts,
-                    set(prev.get("## Constraints & Preferences", []))),
-            weight=weight("## Constraints & Preferences", tight),
+            _lifted(standing_rules(prev.rules + facts.constraints.list()), facts, set(prev.rules)),
+            weight=weight("## Constraints & Preferences", tight) + min(len(prev.rules) / 2, CARRIED_RULES_WEIGHT),
+            pinned=frozenset(prev.rules) | frozenset(f"{rule} ({LIFTED})" for rule in prev.rules),
         ),
         Section("## Progress", [], None),
         Section(
@@ -306,7 +303,7 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
             # work in flight last time is done now, except changes whose result was not seen: their result
             # is in these messages, which report them again
             merge(prev.get("### Done", []) + [i for i in prev.get("### In Progress", []) if _WAITING not in i],
-                   _done(facts)),
+                  done + [f"{step} (next step of the earlier summary)" for step in done_since]),
             "- [x] ",
             weight=weight("### Done", tight),
         ),
@@ -318,8 +315,8 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
             merge(prev.get("## Key Decisions", []), facts.decisions.list()[-KEEP_NEW["decisions"] :]),
             weight=weight("## Key Decisions", tight),
         ),
-        Section("## Next Steps", steps or prev.get("## Next Steps", []), "1. ", keep="first",
-                weight=weight("## Next Steps", tight), gist=_gist if tight > 0 else None),
+        Section("## Next Steps", steps, "1. ", keep="first", gist=_gist if tight > 0 else None,
+                weight=weight("## Next Steps", tight) + min(len(carried), CARRIED_WEIGHT)),
     ]
     if not branch:
         sections.append(
@@ -329,6 +326,27 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
         )
     sections.append(Section(TRAIL_HEADING, trail, keep="first", weight=TRAIL_WEIGHT))
     return sections
+
+
+CARRIED_WEIGHT = 2  # Next Steps' weight grows by one a carried step, up to this: they stay the work
+CARRIED_RULES_WEIGHT = 3  # Constraints' by a half a carried rule, up to this: the user's rules still bind
+DONE_SHARE = 0.6  # of a carried step's words a span's Done line holds when it says the step is done
+
+
+def carried_steps(steps: list[str], done: list[str], said: str = "") -> tuple[list[str], list[str]]:
+    """(the earlier summary's next steps still open, those the span did): a step is done when one line of the
+    span's Done, or one sentence of the agent's last message, holds most (`DONE_SHARE`) of its significant
+    words besides its opening verb ("Write `docs/bands.md` describing the bands" / "Wrote docs/bands.md
+    describing the bands.")."""
+    lines = [words(line) for line in done] + [words(s) for s in SENTENCE.split(said[:SCAN_CHARS]) if s.strip()]
+    still, finished = [], []
+    for step in steps:
+        own = words(" ".join(step.split()[1:]))
+        if len(own) >= 2 and any(len(own & line) >= DONE_SHARE * len(own) for line in lines):
+            finished.append(step)
+        else:
+            still.append(step)
+    return still, finished
 
 
 def _lifted(rules: list[str], facts: Facts, earlier: set[str]) -> list[str]:

@@ -1,7 +1,7 @@
 """The sections of a built-in summary: each heading with its items, fitted into the summary's budget by
 weighted shares (`fit_sections`: a section that needs less gives the rest to the others, each drops its
-least important items first), and an earlier checkpoint's sections read back (`parse_previous`: ours by
-heading; another agent's kept as one block, its "Primary Request and Intent" as the goal).
+least important items first; an earlier checkpoint's carried items, `pinned`, go last). An earlier
+checkpoint is read back by `builtin_previous.py`.
 
 Linear in the number of items; "(none)" only under a section with nothing to say.
 """
@@ -11,14 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from batchcompact.core.prompts import HISTORY_HEADINGS, TURN_PREFIX_HEADINGS
-from batchcompact.summarize.builtin_text import clean_item
+from batchcompact.summarize.builtin_previous import NONE, TRAIL_HEADING
 
-NONE = "(none)"
 SHORTENED_MIN = 400  # room left in a section for the start of an item that does not fit whole
-TRAIL_HEADING = "## Relevant Files and Code Names"
-_OUR_HEADINGS = ("## Goal", "### Done", "## Next Steps", "## Original Request")
-_KNOWN_HEADINGS = frozenset(HISTORY_HEADINGS + TURN_PREFIX_HEADINGS + (TRAIL_HEADING,))
 
 
 class Section:
@@ -26,7 +21,7 @@ class Section:
 
     def __init__(
         self, heading: str, items: list[str], prefix: str = "- ", keep: str = "newest", weight: float = 1,
-        gist: Callable[[str], str] | None = None,
+        gist: Callable[[str], str] | None = None, pinned: frozenset[str] = frozenset(),
     ):
         self.heading = heading
         self.items = items
@@ -38,6 +33,8 @@ class Section:
         # with `gist`, an item that does not fit whole is said by its gist, and the items after it in
         # `keep` order are still tried (the tight layout's Goal: more open requests, each shorter)
         self.gist = gist
+        # items kept before the others, whatever `keep` says (the earlier summary's rules: carried over)
+        self.pinned = pinned
 
     def render_item(self, index: int, item: str) -> str:
         prefix = f"{index + 1}. " if self.prefix == "1. " else self.prefix
@@ -48,83 +45,6 @@ class Section:
             return self.heading
         lines = [self.render_item(i, item) for i, item in enumerate(self.items)]
         return self.heading + "\n" + ("\n".join(lines) if lines else NONE)
-
-
-def parse_previous(summary: str | None) -> tuple[dict[str, list[str]], str | None]:
-    """(heading -> items) of a previous checkpoint's sections in our layout, and the text of the rest.
-
-    A checkpoint written by another summarizer (Claude Code's own compaction, Codex's) has none of our
-    headings: it is kept whole, as one block of the critical context, rather than lost. One that has some
-    of them (pi's own checkpoints: "## Goal" beside "## Files Created/Modified", "## Next Steps (WP14-WP20)")
-    has its other sections kept the same way, as written: they are often what it knew best.
-    """
-    if not summary or not summary.strip():
-        return {}, None
-    if not any(h in summary for h in _OUR_HEADINGS):
-        return {}, _foreign_text(summary)
-    out: dict[str, list[str]] = {}
-    other: list[str] = []
-    heading = None
-    in_other = False
-    for line in _FENCE.sub("(code omitted)", summary).splitlines():
-        stripped = line.strip()
-        if stripped.startswith("#"):
-            in_other = stripped not in _KNOWN_HEADINGS
-            heading = None if in_other else stripped
-            if in_other:
-                other.append(stripped)
-            else:
-                out.setdefault(stripped, [])
-        elif stripped.startswith("<"):
-            heading, in_other = None, False  # file tags: the composition adds fresh ones
-        elif in_other:
-            if stripped:
-                other.append(line.rstrip())
-        elif heading and stripped and stripped != NONE:
-            item = clean_item(stripped, 400)
-            if item and item != NONE:
-                out[heading].append(item)
-    return out, "\n".join(other) if other else None
-
-
-_FENCE = re.compile(r"^\s*```.*?^\s*```[ \t]*$", re.DOTALL | re.MULTILINE)
-_INTENT = re.compile(
-    r"^\s*(?:\d+\.\s*)?(?:\*\*)?(?:Primary Request(?: and Intent)?|User Intent|Goal|Task)s?(?:\*\*)?:\s*(.*)$",
-    re.I,
-)
-_NUMBERED_HEADING = re.compile(r"^\s*\d+\.\s+\S.*:\s*$")
-
-
-def _foreign_text(summary: str) -> str:
-    """Another agent's checkpoint, without its preamble, analysis and code blocks (the files hold the code)."""
-    text = re.sub(r"<analysis>.*?</analysis>", "", summary, flags=re.DOTALL)
-    if "\nSummary:" in text:
-        text = text.split("\nSummary:", 1)[1]
-    text = _FENCE.sub("(code omitted)", text)
-    lines = [
-        line.rstrip()
-        for line in text.splitlines()
-        if line.strip()
-        and not line.startswith("This session is being continued")
-        and line.strip() != "Analysis:"
-    ]
-    return "\n".join(lines)
-
-
-def foreign_intent(text: str) -> str | None:
-    """The "Primary Request and Intent" of another agent's checkpoint: the goal it carries."""
-    lines = text.splitlines()
-    for index, line in enumerate(lines):
-        match = _INTENT.match(line)
-        if not match:
-            continue
-        body = [match.group(1)] if match.group(1).strip() else []
-        for following in lines[index + 1 :]:
-            if _NUMBERED_HEADING.match(following) or _INTENT.match(following):
-                break
-            body.append(following.strip())
-        return clean_item(" ".join(body), 400) or None
-    return None
 
 
 def merge(previous: list[str], new: list[str]) -> list[str]:
@@ -148,6 +68,8 @@ def _select(section: Section, budget: int) -> list[str]:
         order.reverse()
     elif section.keep == "goal":
         order = [0] + list(range(len(items) - 1, 0, -1)) if items else []
+    if section.pinned:  # carried items first, in the same order
+        order = [i for i in order if items[i] in section.pinned] + [i for i in order if items[i] not in section.pinned]
     chosen: list[int] = []
     gists: dict[int, str] = {}
     used = 0

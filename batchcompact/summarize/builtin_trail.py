@@ -24,7 +24,18 @@ _WINDOWS_PATH = re.compile(r"\b[A-Za-z]:[\\/][^\s'\"`<>|*?]*")
 _BACKSLASH_PATH = re.compile(r"(?:[\w.@-]+\\)+[\w.@-]+\.[A-Za-z0-9]+\b")
 # A regex or string escape before a word (`\bBORDER_WIDTH\b`, `\nimport`): its letter is no part of the name
 _ESCAPE = re.compile(r"\\[bBnrtdswDSW](?=\w)")
-_CODE_NAME = re.compile(r"^_*[A-Za-z][A-Za-z0-9]*(?:(?:_+[A-Za-z0-9]+)+_*|(?:[a-z0-9][A-Z][A-Za-z0-9]*)+)$")
+# A code name: snake_case with an inner underscore, or a word with a camelCase bump after its first letter. Two
+# linear patterns: the one pattern they replace backtracked exponentially on a long mixed-case piece that
+# ends in a character no name has (`aBaB…aB-`: minutes on a Claude Code session of #55's tuning part)
+_SNAKE_NAME = re.compile(r"^_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*$")
+_ALNUM_NAME = re.compile(r"^_*[A-Za-z][A-Za-z0-9]*$")
+_BUMP = re.compile(r"[a-z0-9][A-Z]")
+
+
+def is_code_name(piece: str) -> bool:
+    if _SNAKE_NAME.match(piece):
+        return True
+    return bool(_ALNUM_NAME.match(piece)) and bool(_BUMP.search(piece, len(piece) - len(piece.lstrip("_")) + 1))
 _TWO_CAPS = re.compile(r"^[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*$")
 _FILE_EXTENSIONS = frozenset(
     "py pyi ipynb ts tsx js jsx mjs cjs json jsonl md mdx rst txt toml yaml yml ini cfg conf lock rs go java kt "
@@ -129,7 +140,7 @@ def trail_names(text: str) -> list[tuple[bool, str]]:
                 out.append((True, token))
             continue
         for piece in token.split("."):
-            if len(piece) >= 4 and (_CODE_NAME.match(piece) or _TWO_CAPS.match(piece)) and piece not in _PLUMBING \
+            if len(piece) >= 4 and (is_code_name(piece) or _TWO_CAPS.match(piece)) and piece not in _PLUMBING \
                     and not is_noise_name(piece):
                 out.append((False, piece))
     return out

@@ -27,6 +27,7 @@ from batchcompact.summarize.user_message import (
     QUESTION,
     WITH,
     classify,
+    word_count,
     words,
 )
 
@@ -100,7 +101,7 @@ def _closed(request: Request, last: bool) -> bool:
         return False
     if request.kind == PASTED:
         return True  # pasted material (a diff, a numbered listing, a code block) asks for nothing by itself
-    few = len(words(request.text)) < SHORT_WORDS and not _NAMED.search(request.text)
+    few = word_count(request.text) < SHORT_WORDS and not _NAMED.search(request.text)
     return few and (request.answered or request.worked)
 
 

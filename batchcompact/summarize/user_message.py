@@ -274,7 +274,7 @@ def classify(text: str, command: str | None = None) -> UserMessage:
     line, carried = said_once(asked, rules)
     if not line:
         kind = RULES
-    elif PASTED_START.match(text):
+    elif is_pasted(text):
         kind = PASTED
     elif is_question(clip(asked, 300)):
         kind = QUESTION
@@ -312,7 +312,7 @@ _IMPERATIVE = re.compile(
 def is_question(text: str) -> bool:
     """A question rather than a request for work: "wait, do we only limit POST requests?" is one,
     "can you add a test?" and "Why did you change the import order? Undo that part." are requests."""
-    text = text.strip()
+    text = text.strip().replace("？", "?")  # a full-width question mark (Chinese, Japanese) too
     sentences = re.split(r"(?<=[.!?])\s+", text[:400])
     first = sentences[0]
     if _ASKS_WORK.search(first) and not first.lower().startswith(("what", "why", "how", "where", "which", "who")):
@@ -324,8 +324,11 @@ def is_question(text: str) -> bool:
 
 def is_pasted(text: str) -> bool:
     """Pasted material that asks nothing by itself: a diff, a numbered listing, a table, a code block, a
-    terminal screen."""
-    return bool(PASTED_START.match(text))
+    terminal screen, a link alone."""
+    return bool(PASTED_START.match(text) or _LINK_ALONE.match(text))
+
+
+_LINK_ALONE = re.compile(r"^\s*\S+://\S+\s*$")
 
 
 # -- the user's words and what they pasted --------------------------------------------------------------
@@ -450,6 +453,15 @@ def own_words(text: str) -> str:
     """A user message less the material pasted after its words (a traceback, a terminal screen…)."""
     start = _PASTE_START.search(text)
     return text if start is None or not text[: start.start()].strip() else text[: start.start()]
+
+
+def word_count(text: str) -> int:
+    """How many distinct significant words a text has, a word of Chinese or Japanese being two characters."""
+    plain, cjk = set(), 0
+    for word in _WORD.findall(text.lower()[:2000]):
+        cjk += sum((len(run) + 1) // 2 for run in _CJK.findall(word))
+        plain.update(w for w in _CJK.sub(" ", word).split() if w not in _STOP and len(w) > 1)
+    return len(plain) + cjk
 
 
 def words(text: str) -> frozenset[str]:
