@@ -241,7 +241,7 @@ Add rate limiting to the upload endpoint in api/upload.py. Always use the existi
 - [x] Edited `/home/dev/app/api/upload.py`: from api.limits import limit_uploads
 - [x] Wrote `/home/dev/app/api/limits.py` (5 lines)
 - [x] Completed: Add the limiter module
-- [x] Checks passed: pytest -q
+- [x] Checks passed: `pytest -q`
 
 ### In Progress
 - [ ] Wire it into the endpoint
@@ -520,7 +520,7 @@ def test_a_failure_fixed_later_is_not_blocked():
     ]
     out = summarize_offline(call(messages))
     assert "### Blocked\n(none)" in out
-    assert "- [x] Checks passed: pytest -q" in out
+    assert "- [x] Checks passed: `pytest -q`" in out
     assert "Fix:" not in out
 
 

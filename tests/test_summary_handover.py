@@ -859,3 +859,32 @@ def test_at_a_tight_budget_the_last_message_is_said_by_whole_sentences(tmp_path)
     summary = [json.loads(line) for line in written.read_text().splitlines() if '"compaction"' in line][-1]["summary"]
     assert "- Last assistant message: Now ready for commit and tag.\n" in summary
     assert count_tokens(summary) <= 1000
+
+
+# -- commands -------------------------------------------------------------------------------------------
+def test_a_shell_step_is_said_as_what_it_ran_and_where():
+    """#55: Done, Blocked and Next Steps held 40-character pieces of shell commands ("Checks passed: cd
+    /home/…/frontend && node…"); a step is what it ran and where, never cut inside a path or a word."""
+    from batchcompact.summarize.builtin_tools import check_family, say_command
+
+    assert say_command("cd /home/u/app/frontend && npm test 2>&1 | tail -20", "/home/u/app") == "`npm test` in `frontend/`"
+    assert say_command("cd /home/user/raddit/app && npm run build 2>&1 | tail -3 && echo \"=== E2E ===\" && "
+                       "nohup npm run dev >/tmp/dev.log 2>&1 &", "/home/user/tmp") == \
+        "`npm run build`, `npm run dev` in `../raddit/app/`"
+    long = say_command("uv run pytest tests/test_cli.py -k \"verbose and not slow\" -x --maxfail=1 --tb=short -q "
+                       "tests/test_a_module_with_a_long_name.py")
+    assert long == "`uv run pytest tests/test_cli.py -k \"verbose and not slow\" -x --maxfail=1 …`"
+    assert check_family("printf 'N\\n' | npx create-next-app@latest web --typescript --eslint") is None
+    assert check_family("cd web && npx eslint .") == "eslint"
+    messages = [
+        user("Make the frontend tests pass."),
+        assistant(tool_call("t", "bash", command="cd /home/u/app/frontend && npm test 2>&1 | tail -20")),
+        result("t", "Tests: 12 passed\n\nCommand exited with code 0"),
+        assistant(tool_call("b", "bash", command="cd /home/u/app/frontend && npm run build 2>&1 | tail -5")),
+        result("b", "error TS2322: Type 'string' is not assignable\n\nCommand exited with code 2", error=True),
+    ]
+    out = summarize_offline(SummaryCall(kind=HISTORY, system_prompt="", user_prompt="", max_tokens=2000,
+                                        messages=tuple(messages), meta={"cwd": "/home/u/app"}))
+    assert "- [x] Checks passed: `npm test` in `frontend/`" in out
+    assert "- `npm run build` in `frontend/` failed: exit 2: error TS2322: Type 'string' is not assignable" in out
+    assert "/home/u/app" not in out and "tail" not in out

@@ -281,9 +281,9 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
         critical.append(f"{label}:\n" + foreign)
     shown = " ".join(blocked)
     ran = [command for family, command in facts.checks_run.items()
-           if facts.checks_passed.get(family) != command and f"`{command}`" not in shown]
+           if facts.checks_passed.get(family) != command and command not in shown]
     if ran:  # how the project runs its checks, when Done does not already say it
-        critical.append("Checks run: " + ", ".join(f"`{clip(command, 80)}`" for command in ran[-KEEP_NEW["checks"]:]))
+        critical.append("Checks run: " + ", ".join(ran[-KEEP_NEW["checks"]:]))
     last = facts.last_assistant_text.strip()
     if last and not last.endswith(":"):
         critical.append(f"Last assistant message: {clip(last)}")
@@ -417,8 +417,7 @@ def summarize_offline(call: SummaryCall) -> str:
     are fitted to chars/4 of the budget, then, while the tokenizer counts more, to a proportionally smaller
     number of characters."""
     budget = max(call.max_tokens, 1)
-    facts = extract_facts(call.messages)
-    facts.cwd = call.meta.get("cwd")
+    facts = extract_facts(call.messages, call.meta.get("cwd"))
     listed = tuple(call.meta.get("listed_files") or ())
     if call.kind == TURN_PREFIX:
         sections = build_turn_prefix_sections(facts, budget * 4, listed,

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from batchcompact.core.filetags import tag_path
 from batchcompact.summarize.builtin_text import SCAN_CHARS, Items, clip, message_text
 from batchcompact.summarize.builtin_tools import (
     Action,
@@ -26,6 +27,7 @@ from batchcompact.summarize.builtin_tools import (
     failing_sources,
     only_looks,
     result_failed,
+    say_command,
     tool_args,
     work_steps,
 )
@@ -241,7 +243,7 @@ class _Walker:
         )  # Edit then MultiEdit: same file
         key = f"{group}:{','.join(p for p, _ in action.paths)}"
         if failed:
-            target = ", ".join(f"`{clip(p, 120)}`" for p, _ in action.paths)
+            target = ", ".join(f"`{tag_path(p, self.facts.cwd) or p}`" for p, _ in action.paths)
             self._block(key, f"`{name}`" + (f" on {target}" if target else "") + f" failed: {reason}")
             return
         self.facts.blocked.pop(key, None)
@@ -283,7 +285,7 @@ class _Walker:
     def _command_done(self, command: str | None, failed: bool, reason: str, label: str = "bash") -> None:
         if not command:
             return
-        shown = clip(command, 120)
+        shown = say_command(command, self.facts.cwd)  # "`npm test` in `frontend/`": what it ran and where
         family = check_family(command)
         if family:
             self.facts.checks_run.pop(family, None)  # re-inserted: the newest last
@@ -293,7 +295,7 @@ class _Walker:
         if failed and only_looks(command):
             failed = False  # it looked in the wrong place: nothing to fix
         elif failed:
-            self._block(key, f"`{shown}` failed" + (f": {reason}" if reason else ""))
+            self._block(key, f"{shown} failed" + (f": {reason}" if reason else ""))
             self.failing_steps[key] = steps
             self.failing_files[key] = (steps, failing_sources(f"{command}\n{reason}"), False)
             if family:
@@ -318,9 +320,11 @@ class _Walker:
                 self.facts.blocked.pop(stale, None)
 
 
-def extract_facts(messages: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -> Facts:
-    """One pass over the messages; tool results are matched to their calls by id."""
+def extract_facts(messages: list[dict[str, Any]] | tuple[dict[str, Any], ...], cwd: str | None = None) -> Facts:
+    """One pass over the messages; tool results are matched to their calls by id. `cwd`: the session's
+    working folder, which paths and commands are said relative to."""
     walker = _Walker(len(messages))
+    walker.facts.cwd = cwd
     for position, message in enumerate(messages):
         walker.facts.salience.position = position
         role = message.get("role")

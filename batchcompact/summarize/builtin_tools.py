@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from batchcompact.agents import tool_table
-from batchcompact.summarize.builtin_text import SCAN_CHARS, clip, message_text
+from batchcompact.core.filetags import tag_path
+from batchcompact.summarize.builtin_text import SCAN_CHARS, clip, clip_whole, message_text
 from batchcompact.summarize.builtin_trail import SHELL_SEGMENTS, normal_path, trail_names
 
 # The lookahead names the only characters a match can start with (none has another case form), so the
@@ -326,9 +327,79 @@ def _patch_from_command(args: dict[str, Any]) -> str | None:
 
 
 def check_family(command: str) -> str | None:
-    """'pytest', 'npm test', 'mix test'…: the kind of check a command runs, if it runs one."""
-    match = _CHECKS.search(_QUOTED.sub("", command))  # a commit message naming `pytest` runs no check
-    return match.group(0) if match else None
+    """'pytest', 'npm test', 'mix test'…: the kind of check a command runs, if it runs one: a step of it that
+    opens with the check (after `sudo`, `env X=1`, `npx`, `uv run`, `python -m`…; `npx create-next-app
+    --eslint` runs no eslint, a commit message naming `pytest` no pytest)."""
+    for segment in SHELL_SEGMENTS.split(_QUOTED.sub("", command[:SCAN_CHARS])):
+        match = _CHECKS.match(_RUNNER.sub("", segment.strip()))
+        if match:
+            return match.group(0)
+    return None
+
+
+# What runs a program without being the step (`npx eslint .` is eslint, `uv run pytest` pytest)
+_RUNNER = re.compile(r"^(?:(?:sudo|time|nohup|command|env|exec)\s+|\w+=\S*\s+|(?:npx|bunx|pnpm dlx|pnpm exec|"
+                     r"yarn dlx|uv run|uvx|poetry run|pipenv run|hatch run|pdm run|python3? -m|py -m)\s+)*")
+# After a pipe, what only filters the output a step prints (`| tail -3`, `| grep -v x`)
+_FILTERS = frozenset("tail head grep egrep fgrep rg less more cat tee sort uniq wc cut sed awk jq column tr nl "
+                     "cat".split())
+_REDIRECT = re.compile(r"\s*(?:\d?>>?|&>>?|<)\s*(?:&\d|[^\s&|;]+)")
+_CD = re.compile(r"^(?:cd|pushd)\s+(\S+)$")
+_NO_STEP = frozenset({"echo", "sleep", "printf", "true", "false", "clear", "set", "export", "source", ".", "exit",
+                      "wait"})
+COMMAND_WORDS = 80  # a step said within this many characters, at a whole argument ("…" for the rest)
+
+
+def say_command(command: str, cwd: str | None = None) -> str:
+    """A shell command as a reader needs it: what it ran and where, "`npm test` in `frontend/`" (not "cd
+    /home/…/frontend && node…"): the steps that do work (not `cd`, `echo`, `sleep`), without the filters
+    piped after them (`| tail -3`), redirections (`2>&1`, `>/tmp/log`) and wrappers (`nohup`, `&`), each at
+    most `COMMAND_WORDS` characters cut at a whole argument; the folder a leading `cd` went to, relative to
+    the session's folder `cwd`. Never cut inside a path or a word."""
+    quoted: list[str] = []
+    masked = _QUOTED.sub(lambda m: quoted.append(m.group(0)) or f"\x00{len(quoted) - 1}\x00", command[:SCAN_CHARS])
+    where = None
+    steps: list[str] = []
+    for segment in re.split(r"\s*(?:&&|\|\||;|\n)\s*", masked):
+        segment = segment.strip()
+        if not segment:
+            continue
+        cd = _CD.match(segment)
+        if cd and not steps:
+            where = cd.group(1)
+            continue
+        pieces = [p.strip() for p in segment.split("|")]
+        step = " ".join([pieces[0]] + [p for p in pieces[1:] if p.split(" ", 1)[0] not in _FILTERS]
+                        ).replace("  ", " ")
+        step = _REDIRECT.sub("", step).strip().rstrip("&").strip()
+        step = re.sub(r"^(?:nohup|time)\s+", "", step)
+        if step and step.split(" ", 1)[0] not in _NO_STEP:
+            steps.append(step)
+    if not steps:
+        steps = [masked.strip()]
+    restore = lambda text: re.sub(r"\x00(\d+)\x00", lambda m: quoted[int(m.group(1))], text)  # noqa: E731
+    said = ", ".join(f"`{_whole_words(restore(step), COMMAND_WORDS)}`" for step in steps[:2])
+    if len(steps) > 2:
+        said += f" and {len(steps) - 2} more"
+    folder = _folder(where.strip("'\"") if where else None, cwd)
+    return said + (f" in `{folder}`" if folder else "")
+
+
+def _whole_words(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0]
+    return (cut if cut.strip() else text[:limit]) + " …"
+
+
+def _folder(where: str | None, cwd: str | None) -> str | None:
+    """A `cd` target as the summary says it: relative to the session's folder, ending in "/"; None for the
+    session's folder itself."""
+    if not where:
+        return None
+    said = tag_path(normal_path(where), cwd)  # as the file tags say paths: `frontend`, `../raddit/app`
+    return said.rstrip("/") + "/" if said and said != "." else None
 
 
 def _program(command: str) -> str:
@@ -361,7 +432,7 @@ def _reason(text: str, code: int | None) -> str:
     ]
     line = next((ln for ln in lines if _ERRORISH.search(ln)), lines[0] if lines else "")
     line = re.sub(r"</?tool_use_error>", "", line)
-    reason = clip(line, 160)
+    reason = clip_whole(line, 160)  # at a whole word: never inside a path
     if code not in (None, 0):
         reason = f"exit {code}" + (f": {reason}" if reason else "")
     return reason or "error"
