@@ -4,6 +4,8 @@ half of the summary's budget; formats without `details` read them back."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from conftest import fixture_path
 
 from batchcompact.agents import file_tools
@@ -51,3 +53,23 @@ def test_a_planned_compaction_says_its_tags_relative_and_within_half_the_budget(
     assert -(-len(plan.file_tags) // 4) <= 100
     assert "more files" in plan.file_tags and "packages/coding-agent/src/: " in plan.file_tags
     assert len(plan.read_files) + len(plan.modified_files) == 29
+
+
+def test_a_split_turn_with_no_history_keeps_the_budget():
+    """With nothing before the split turn to summarize, the text standing in for the history (the previous
+    summary, or "No prior history.") and the prefix share the room: at 200 tokens a sample session cut at 90%
+    stored 539 (the previous summary whole) and one at 60% 212 (the separator not counted)."""
+    from batchcompact.core.apply import compose_summary
+    from batchcompact.core.planner import summary_budgets, whole_lines
+    from batchcompact.eval.run import EvalOptions, cuts_of_file
+    from batchcompact.summarize.builtin import summarize_offline
+
+    assert summary_budgets(200, 60, True, False, prefix_tokens=400, fallback_tokens=500) == (65, 65)
+    assert whole_lines("## Goal\nShip it.\n\n## Next Steps\n1. Tag the release", 6) == "## Goal\nShip it.\n…"
+    samples = Path(__file__).resolve().parent.parent / "sample_sessions" / "pi"
+    settings = CompactionSettings(keep_recent_tokens=3000, summary_budget=200)
+    for name, percent in (("legacy-v1.jsonl", 90), ("small-fix.jsonl", 60)):
+        found = cuts_of_file(str(samples / name), settings, EvalOptions(cut_at=(percent,)))
+        plan = found["cuts"][0].plan
+        stored = compose_summary(plan, {c.kind: summarize_offline(c) for c in plan.calls})
+        assert -(-len(stored) // 4) <= 200, (name, len(stored))

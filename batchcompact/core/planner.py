@@ -32,6 +32,7 @@ from batchcompact.core.entries import Entry
 from batchcompact.core.fileops import FileOps, FileTools
 from batchcompact.core.filetags import file_tags
 from batchcompact.core.prompts import (
+    NO_PRIOR_HISTORY,
     SPLIT_TURN_SEPARATOR,
     SUMMARIZATION_SYSTEM_PROMPT,
     build_summary_prompt,
@@ -59,23 +60,41 @@ PREFIX_PER_TOKEN = 0.5
 
 
 def summary_budgets(budget: int, tags_tokens: int, split: bool, has_history: bool,
-                    prefix_tokens: int | None = None) -> tuple[int, int]:
+                    prefix_tokens: int | None = None, fallback_tokens: int = 0) -> tuple[int, int]:
     """(history max_tokens, turn-prefix max_tokens) that keep the stored summary within `budget` tokens: the
     file tags (`tags_tokens`, at most `TAGS_SHARE` of the budget: core/filetags.py) and the split-turn
     separator come off first, never below a quarter of the budget for the text nor below what the compact
     layout needs (`MIN_HISTORY_TOKENS`, `MIN_PREFIX_TOKENS`), which the tags' share leaves at every budget
     from the smallest (200) up. A split turn's prefix gets a third of
     the rest, but no more than `PREFIX_PER_TOKEN` of its own text (`prefix_tokens`): a short prefix cannot
-    use a third of 2,000 tokens, and what it cannot use goes to the history."""
+    use a third of 2,000 tokens, and what it cannot use goes to the history. A split turn with no history
+    to summarize: the first value is what the text standing in for it may take (the previous summary, or
+    "No prior history.": `fallback_tokens`, at most half the room), the prefix the rest."""
     room = max(budget - tags_tokens, budget // 4, 1)
-    if not (split and has_history):
+    if not split:
         return max(room, MIN_HISTORY_TOKENS), max(room, MIN_PREFIX_TOKENS)
     room = max(room - estimate_text_tokens(SPLIT_TURN_SEPARATOR), 2)
+    if not has_history:  # the text standing in for the history (`fallback_tokens`) at most half, the prefix the rest
+        fallback = min(fallback_tokens, room // 2)
+        return fallback, max(room - fallback, MIN_PREFIX_TOKENS)
     share = int(room * TURN_PREFIX_SHARE)
     if prefix_tokens is not None:
         share = min(share, int(prefix_tokens * PREFIX_PER_TOKEN))
     prefix = max(share, MIN_PREFIX_TOKENS)
     return max(room - prefix, MIN_HISTORY_TOKENS), prefix
+
+
+def whole_lines(text: str, tokens: int) -> str:
+    """`text` within `tokens` (chars/4): its first whole lines that fit, then "…"."""
+    if estimate_text_tokens(text) <= tokens:
+        return text
+    kept, size = [], 2
+    for line in text.splitlines():
+        if size + len(line) + 1 > tokens * 4:
+            break
+        kept.append(line)
+        size += len(line) + 1
+    return "\n".join(kept).rstrip() + "\n…" if kept else "…"
 
 
 def estimate_text_tokens(text: str) -> int:
@@ -314,8 +333,10 @@ def _summary_calls(settings: CompactionSettings, previous_summary: str | None, h
     the whole summary's budget, which the built-in's layout scales with (docs/summaries.md, "The budget")."""
     calls: list[SummaryCall] = []
     history_fallback = None
+    fallback = previous_summary or NO_PRIOR_HISTORY  # with no history, it stands in for the history's summary
     history_budget, prefix_budget = summary_budgets(settings.summary_budget, tags_tokens, bool(prefix_text),
-                                                    bool(history_text), estimate_text_tokens(prefix_text))
+                                                    bool(history_text), estimate_text_tokens(prefix_text),
+                                                    estimate_text_tokens(fallback))
     if history_text:
         calls.append(
             SummaryCall(
@@ -331,8 +352,9 @@ def _summary_calls(settings: CompactionSettings, previous_summary: str | None, h
             )
         )
     else:
-        # pi sends "No prior history." and drops the previous summary here; we keep it.
-        history_fallback = previous_summary or "No prior history."
+        # pi sends "No prior history." and drops the previous summary here; we keep it, within its share of
+        # the budget (its first lines that fit)
+        history_fallback = whole_lines(fallback, history_budget) if prefix_text else fallback
     if prefix_text:
         calls.append(
             SummaryCall(

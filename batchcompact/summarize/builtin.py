@@ -68,7 +68,7 @@ def project_root(facts: Facts) -> str | None:
     paths = sorted({p for p in list(facts.changes) + facts.read.list()
                     if (p.startswith("/") or p[1:3] == ":/") and " → " not in p})
     cwd = normal_path(facts.cwd).rstrip("/") if facts.cwd else None
-    if cwd and any(_inside(p, cwd) for p in paths):
+    if cwd and (not paths or any(_inside(p, cwd) for p in paths)):  # the tools' paths relative: cwd's
         return cwd
     if len(paths) < ROOT_MIN_PATHS:
         return None

@@ -127,12 +127,12 @@ def _shorten(item: str, room: int) -> str:
     if ends and ends[-1] >= half:  # a whole sentence reads as one: no "…" after it
         return item[: ends[-1]]
     if cut.count("`") % 2:  # inside a `name` or a path: end before it
-        cut = cut[: cut.rindex("`")].rstrip().rstrip(",;:(")
+        cut = cut[: cut.rindex("`")]
     elif item[len(cut)] not in " \t" and " " in cut and len(cut.rsplit(" ", 1)[0]) >= half:
         cut = cut.rsplit(" ", 1)[0]  # not inside a word
-    cut = cut.rstrip().rstrip(",;:(`")
-    if len(re.sub(r"^[^:]{0,40}:\s*", "", cut)) < SHORT_MIN:  # "Last assistant message: There…"
+    if len(re.sub(r"^[^:`]{0,40}:\s*", "", cut.rstrip())) < SHORT_MIN:  # "Last assistant message: There…"
         return ""
+    cut = cut.rstrip().rstrip(",;:(")
     return cut + "…"
 
 

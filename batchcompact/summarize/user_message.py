@@ -337,6 +337,8 @@ def asked_words(text: str) -> str:
     traceback, a code block, a diff, a shell log), which the line names instead of quoting its start; a long
     request (`LONG_REQUEST`) by its outline (`outline`)."""
     start = _PASTE_START.search(text)
+    if start is not None and start.start() > LONG_REQUEST and _SCREEN.match(text, start.start()):
+        start = None  # a box or a prompt far into a long document is its diagram, not a terminal screen
     if start is None or not text[: start.start()].strip():
         return outline(text) if len(text) > LONG_REQUEST else text
     paste = text[start.start():].lstrip()
