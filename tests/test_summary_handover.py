@@ -533,7 +533,7 @@ def test_names_are_whole_project_paths_and_identifiers():
         user("請看indicator.md和feedback.md, then fix app/events/[slug]/page.tsx"),
         assistant(tool_call("g", "bash", command="grep -rn '\\bBORDER_WIDTH\\b' src && ls *_test.go update_lock_*")),
         result("g", "+supabase/schema.sql changed; c.JSON(200, x); open http://localhost:8765/chart-smoke.html\n"
-                    "TypeError: x is undefined; MagicMock(); raise ValueError"),
+                    "TypeError: x is undefined; MagicMock(); raise ValueError; curl -fsSL x | sh; click ref_12"),
         assistant(tool_call("r", "read", path="C:\\Users\\me\\app\\src\\lib\\db.ts")),
         result("r", "export const BORDER_WIDTH = 2"),
         assistant(text("Edited c:/Users/me/app/src/lib/db.ts; the renderTable helper now reads BORDER_WIDTH. "
@@ -544,7 +544,7 @@ def test_names_are_whole_project_paths_and_identifiers():
                   "c:/Users/me/app/src/lib/db.ts", "BORDER_WIDTH", "renderTable", "components/events/telegram-cta.tsx"):
         assert whole in trail, whole
     for piece in ("請看", "`/page.tsx`", "+supabase", "c.JSON", "_test.go", "8765/", "bBORDER_WIDTH", "TypeError",
-                  "MagicMock", "ValueError", "update_lock_", "`elegram", "`chema.sql", "C:\\Users", "/Users/me/app/src/lib/db.ts`, `c:"):
+                  "MagicMock", "ValueError", "fsSL", "ref_12", "update_lock_", "`elegram", "`chema.sql", "C:\\Users", "/Users/me/app/src/lib/db.ts`, `c:"):
         assert piece not in trail, piece
 
 

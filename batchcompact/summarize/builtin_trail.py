@@ -76,7 +76,7 @@ def tool_path(value: str) -> bool:
     """A path argument that names one place: not empty, no glob, no space, no variable, not `.`."""
     value = value.strip()
     return bool(value) and value not in (".", "./", "..") and len(value) <= 200 and not any(
-        c in value for c in "*?{} $\n")
+        c in value for c in "*?{} $\n") and "://" not in value  # a web tool's URL is no folder
 
 
 # A shell command that prints a file (how Codex and many agents read): its file arguments are reads.
@@ -127,6 +127,7 @@ def trail_names(text: str) -> list[tuple[bool, str]]:
     for raw in tokens:
         if raw.islower() and "." not in raw and "_" not in raw:  # a plain word: neither a file nor a code name
             continue
+        option = raw.startswith("-")  # `-fsSL`, `--maxWorkers`: an option, no code name
         token = raw.lstrip(",;:(){}<>'\"`!?*#=|&+-").rstrip(".,;:(){}<>'\"`!?*#=|&-")
         if token.count("[") != token.count("]"):  # a bracket of the text, not of a path (`app/[id]/page.tsx`)
             token = token.strip("[]")
@@ -138,6 +139,8 @@ def trail_names(text: str) -> list[tuple[bool, str]]:
         if file_like(token):
             if not is_noise_file(token) and not _piece(token):
                 out.append((True, token))
+            continue
+        if option:
             continue
         for piece in token.split("."):
             if len(piece) >= 4 and (is_code_name(piece) or _TWO_CAPS.match(piece)) and piece not in _PLUMBING \

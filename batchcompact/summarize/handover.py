@@ -227,12 +227,17 @@ def is_noise_file(token: str) -> bool:
 _ID_PIECE = re.compile(r"(?=[A-Za-z0-9]*(?:[0-9][A-Za-z]*){4})(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{12,}")
 
 
+_NUMBERED_REF = re.compile(r"^[a-z]{1,4}_\d+$")
+
+
 def is_noise_name(name: str) -> bool:
     """A code-name-like token that names no part of the project: a built-in, a library call, a product,
     a redaction placeholder (`REDACTED_TEXT`), an id (`req_011CY4p6wvSLjiJyWSJ2VXzB`)."""
     if name in BUILTIN_NAMES or name in GENERIC_NAMES or name.startswith("REDACTED"):
         return True
     if name.endswith("_") and not name.endswith("__"):  # `update_lock_` of `update_lock_*`: a piece
+        return True
+    if _NUMBERED_REF.match(name):  # `ref_12`, `e_3`: a browser tool's element reference, an id
         return True
     return any(_ID_PIECE.fullmatch(piece) for piece in name.split("_") if len(piece) >= 12)
 
