@@ -33,7 +33,7 @@ def render_message(message: dict[str, Any]) -> str:
     content = message.get("content")
     if isinstance(content, str):
         return content
-    return "\n".join(_render_block(b) for b in content or ())
+    return "\n".join(_render_block(b) for b in content) if isinstance(content, list) else ""
 
 
 @click.command()

@@ -31,7 +31,11 @@ _TYPE_RE = re.compile(rb'"type"\s*:\s*"([^"]{1,64})"')
 
 
 def detect_line(obj: dict, *, first: bool = False) -> str | None:
-    """The format one parsed line belongs to, or None when it says nothing (the registry's rules, in order)."""
+    """The format one parsed line belongs to, or None when it says nothing (the registry's rules, in order).
+    A line whose `type` is not a string (a list, an object: damaged) says nothing: the rules compare it to
+    sets of names."""
+    if not isinstance(obj.get("type", ""), str):
+        return None
     for agent in AGENTS:
         if agent.matches_line(obj, first):
             return agent.name

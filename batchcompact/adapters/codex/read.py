@@ -198,6 +198,8 @@ class _Builder:
 
     def item(self, entry_id: str, line: int, timestamp: Any, payload: dict[str, Any]) -> None:
         kind = payload.get("type")
+        if not isinstance(kind, str):  # compared with sets of item types below; the caller reports it
+            kind = None
         self.pending_user = None
         ms = parse_timestamp_ms(timestamp)
         base = {"type": "message", "id": entry_id, "timestamp": timestamp}
@@ -340,6 +342,9 @@ def read(path: str | Path) -> Session:
                 builder.model = payload.get("model") or builder.model
                 builder.meta(entry_id, lineno, timestamp, kind)
             elif kind == "response_item":
+                if not isinstance(payload.get("type"), str):  # a list or an object: damaged
+                    problems.append(Problem(name, lineno, ERROR, "response_item payload 'type' must be a string"))
+                    continue
                 builder.item(entry_id, lineno, timestamp, payload)
             elif kind == "compacted":
                 _add_compacted(builder, entry_id, lineno, timestamp, payload, tokens_seen)

@@ -163,7 +163,16 @@ class UsageRows:
     def to_table(self) -> Any:
         import pyarrow as pa
 
-        return pa.Table.from_pydict(self.columns, schema=usage_schema())
+        columns = self.columns
+        try:
+            return pa.Table.from_pydict(columns, schema=usage_schema())
+        except (pa.ArrowTypeError, pa.ArrowInvalid):
+            # a name read from a damaged line (a number, a list, an object where a session id or a model
+            # belongs) names nothing: null, as an absent one; only then is every string column gone over
+            for name, kind, _ in FIELDS:
+                if kind == "string":
+                    columns[name] = [v if v is None or type(v) is str else None for v in columns[name]]
+            return pa.Table.from_pydict(columns, schema=usage_schema())
 
 
 def empty_table() -> Any:

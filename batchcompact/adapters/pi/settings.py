@@ -78,15 +78,17 @@ def with_pi_settings(session: Any, settings: Any, fields: tuple[str, ...]) -> tu
     oh-my-pi session takes oh-my-pi's settings instead (adapters/pi/omp.py)."""
     from batchcompact.adapters.pi.omp import OMP_LIMITS, is_omp, omp_settings
 
+    cwd = (session.header or {}).get("cwd")
+    cwd = cwd if isinstance(cwd, str) else None  # a damaged header's cwd names no project
     if is_omp(session):
-        found, files, reserve_set = omp_settings(session.path, (session.header or {}).get("cwd"))
+        found, files, reserve_set = omp_settings(session.path, cwd)
         values = {k: v for k, v in found.items() if k in fields}
         limits = session.extra.setdefault(OMP_LIMITS, {})
         limits["reserve_set"] = limits.get("reserve_set", False) or (reserve_set and "reserve_tokens" in fields)
         if values.pop("enabled", True) is False and not settings.force:
             return settings, f"compaction disabled in oh-my-pi settings ({files[-1]}; --force compacts anyway)"
         return (dataclasses.replace(settings, **values) if values else settings), None
-    values, files = pi_overrides((session.header or {}).get("cwd"), fields)
+    values, files = pi_overrides(cwd, fields)
     if values.pop("enabled", True) is False and not settings.force:
         return settings, f"compaction disabled in pi settings ({files[-1]}; --force compacts anyway)"
     return (dataclasses.replace(settings, **values) if values else settings), None
