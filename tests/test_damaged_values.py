@@ -158,3 +158,44 @@ def test_a_damaged_line_in_what_we_wrote_still_fails_verification(tmp_path):
     written.write_bytes(paths["broken-line.jsonl"].read_bytes() + b'{"type":"compaction","id":"x\n')
     problems = verify(original, read_pi_session(written), None)
     assert any("invalid JSON" in p for p in problems), problems
+
+
+def _claude_result_before_call(path: Path) -> Path:
+    """A Claude Code transcript whose tool result line is written before the line of its tool call (as Claude
+    Code 2.1.121 wrote one in a public session), then enough turns to compact."""
+    session, cwd = "c1a0de00-0000-4000-8000-000000000001", "/home/user/projects/order"
+    lines, parent = [], None
+
+    def add(kind: str, uuid: str, parent_uuid: str | None, content, **extra) -> None:
+        message = {"role": kind, "content": content, **extra}
+        lines.append({"type": kind, "uuid": uuid, "parentUuid": parent_uuid, "sessionId": session, "cwd": cwd,
+                      "version": "2.1.121", "timestamp": f"2026-05-04T13:{len(lines):02d}:00.000Z",
+                      "isSidechain": False, "userType": "external", "message": message})
+
+    usage = {"input_tokens": 2000, "output_tokens": 50, "cache_read_input_tokens": 0,
+             "cache_creation_input_tokens": 0}
+    filler = "The order service keeps every request in a queue and retries it. " * 60
+    for n in range(6):
+        user, call, result, answer = (f"{n}{k}000000-0000-4000-8000-00000000000{n}" for k in "abcd")
+        add("user", user, parent, f"Step {n}: read src/step_{n}.py")
+        # the result line first (its parent is the call's line, written after it), then the call
+        add("user", result, call, [{"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": filler}])
+        add("assistant", call, user, [{"type": "tool_use", "id": f"toolu_{n}", "name": "Read",
+                                       "input": {"file_path": f"src/step_{n}.py"}}],
+            id=f"msg_{n}a", model="claude-sonnet-4-6", usage=usage, stop_reason="tool_use", type="message")
+        add("assistant", answer, result, [{"type": "text", "text": f"Step {n} reads the queue."}],
+            id=f"msg_{n}b", model="claude-sonnet-4-6", usage=usage, stop_reason="end_turn", type="message")
+        parent = answer
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def test_claude_tool_result_written_before_its_call_is_compacted_and_verified(tmp_path):
+    source = _claude_result_before_call(tmp_path / "in" / "order.jsonl")
+    done = _cli("run", str(tmp_path / "in"), "--output-dir", str(tmp_path / "out"), "--min-age", "0", "--force",
+                "--keep-recent-tokens", "1500", "--format", "json")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (row,) = json.loads(done.stdout)["rows"]
+    assert row["status"] == "compacted", row
+    assert (tmp_path / "out" / "order.jsonl").read_bytes().startswith(source.read_bytes())
