@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES
+from conftest import SAMPLES, fixture_path
 from pi_shapes import write_shapes
 
 PI = SAMPLES / "pi" / "big-refactor.jsonl"
@@ -63,12 +63,19 @@ CASES = [
     ("codex-item-type-list", CODEX, _line_of(CODEX, lambda o: o.get("type") == "response_item"),
      _set("type", [], "payload"), "error: response_item payload 'type' must be a string"),
     ("codex-session-id-number", CODEX, 1, _set("id", 1.5, "payload"), None),
+    # the shared fixtures' other agents (skipped without ../shared/fixtures, failed in CI)
+    ("gemini-session-id-number", ("agents", "gemini", "tmp", "project-a", "chats", "session-a.jsonl"), 1,
+     _set("sessionId", 1.5), None),
+    ("copilot-tool-requests-number", ("agents", "copilot", "session-state", "aaaabbbb-1111-2222-3333-ccccddddeeee",
+                                      "events.jsonl"), 4, _set("toolRequests", 1.5, "data"), None),
 ]
 
 
 @pytest.mark.parametrize(("name", "source", "line", "change", "message"), CASES, ids=[c[0] for c in CASES])
 def test_a_damaged_value_is_bad_input_in_every_command_never_an_internal_error(tmp_path, name, source, line, change,
                                                                               message):
+    if isinstance(source, tuple):
+        source = fixture_path(*source)
     inbox = tmp_path / "in"
     bad = _damage(source, inbox / "bad" / source.name, line, change)
     good = inbox / "good" / PI.name

@@ -68,6 +68,12 @@ USAGE_FIELDS = (
 )
 
 
+def _listed(value: Any) -> Any:
+    """`value` when it is a list, else nothing to iterate (a damaged line's number or object where a list
+    belongs: said by the checks, never a TypeError here)."""
+    return value if isinstance(value, list) else ()
+
+
 def _int(value: Any) -> int:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
@@ -146,8 +152,8 @@ def _assistant_blocks(payload: dict[str, Any], line: int) -> list[dict[str, Any]
     if kind == "message":
         return content_blocks(payload.get("content"))
     if kind == "reasoning":
-        parts = [s.get("text") or "" for s in payload.get("summary") or () if isinstance(s, dict)]
-        parts += [c.get("text") or "" for c in payload.get("content") or () if isinstance(c, dict)]
+        parts = [s.get("text") or "" for s in _listed(payload.get("summary")) if isinstance(s, dict)]
+        parts += [c.get("text") or "" for c in _listed(payload.get("content")) if isinstance(c, dict)]
         return [{"type": "thinking", "thinking": "\n".join(parts)}]
     return [_tool_call(payload, line)]
 

@@ -88,7 +88,8 @@ def event_message(kind: str, data: dict[str, Any], ms: int | None) -> dict[str, 
             blocks.append({"type": "thinking", "thinking": data["reasoningText"]})
         if isinstance(data.get("content"), str) and data["content"]:
             blocks.append({"type": "text", "text": data["content"]})
-        for request in data.get("toolRequests") or ():
+        requests = data.get("toolRequests")
+        for request in requests if isinstance(requests, list) else ():
             if not isinstance(request, dict):
                 continue
             args = request.get("arguments")

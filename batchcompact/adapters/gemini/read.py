@@ -47,6 +47,12 @@ IGNORED_PREFIXES = ("/", "?", "<session_context>", "<hook_context>")
 PROVIDER = "gemini"
 
 
+def _listed(value: Any) -> Any:
+    """`value` when it is a list, else nothing to iterate (a damaged line's number or object where a list
+    belongs: said by the checks, never a TypeError here)."""
+    return value if isinstance(value, list) else ()
+
+
 def _parts(content: Any) -> list[Any]:
     """Gemini's PartListUnion as a list of parts (a string is one text part)."""
     if content is None:
@@ -156,7 +162,7 @@ class ChatState:
             self.header.update({k: v for k, v in patch.items() if k != "messages"})
         elif isinstance(record.get("sessionId"), str) and isinstance(record.get("projectHash"), str):
             self.header.update({k: v for k, v in record.items() if k != "messages"})
-            for message in record.get("messages") or ():  # a legacy record on one line
+            for message in _listed(record.get("messages")):  # a legacy record on one line
                 if isinstance(message, dict) and isinstance(message.get("id"), str):
                     self._message(message, line)
         else:
@@ -216,10 +222,10 @@ class _Builder:
         elif kind == "gemini":
             content = [{"type": "thinking", "thinking": f"**{t.get('subject')}** {t.get('description') or ''}"
                         if t.get("subject") else str(t.get("description") or "")}
-                       for t in record.get("thoughts") or () if isinstance(t, dict)]
+                       for t in _listed(record.get("thoughts")) if isinstance(t, dict)]
             content += _blocks(parts)
             calls = [p["functionCall"] for p in parts if isinstance(p.get("functionCall"), dict)]
-            calls += [c for c in record.get("toolCalls") or () if isinstance(c, dict)]
+            calls += [c for c in _listed(record.get("toolCalls")) if isinstance(c, dict)]
             seen: set[str] = set()
             for call in calls:
                 call_id = str(call.get("id") or "")
@@ -238,7 +244,7 @@ class _Builder:
                 message["usage"] = gemini_usage(usage)
             self.add({**base, "message": message}, line, record)
             n = 0
-            for call in record.get("toolCalls") or ():
+            for call in _listed(record.get("toolCalls")):
                 if not isinstance(call, dict):
                     continue
                 for part in _parts(call.get("result")):
