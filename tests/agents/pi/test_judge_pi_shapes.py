@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -43,7 +44,9 @@ from batchcompact.core.context import (
 pytestmark = pytest.mark.slow
 
 SHAPES = ("subagent-merged.jsonl", "omp-model-change.jsonl", "broken-line.jsonl")
-PUBLIC = REPO.parent / "shared" / "public-sessions" / "pi"
+# the public sessions (gzipped, never copied into the repository): ../shared/public-sessions, or the folder
+# BATCHCOMPACT_TEST_PUBLIC_SESSIONS names
+PUBLIC = Path(os.environ.get("BATCHCOMPACT_TEST_PUBLIC_SESSIONS") or REPO.parent / "shared" / "public-sessions") / "pi"
 PUBLIC_NAMES = ("pinion05__agent-complex-task__awesome-agent-ide.jsonl",
                 "pinion05__agent-complex-task__raddit-dashboard-pr.jsonl",
                 "yofriadi__gsd-lite__pi-session.jsonl", "yofriadi__gsd-lite__pi-session-minimax-m3.jsonl",
