@@ -68,6 +68,8 @@ CASES = [
      _set("sessionId", 1.5), None),
     ("copilot-tool-requests-number", ("agents", "copilot", "session-state", "aaaabbbb-1111-2222-3333-ccccddddeeee",
                                       "events.jsonl"), 4, _set("toolRequests", 1.5, "data"), None),
+    ("copilot-type-list-no-data", ("agents", "copilot", "session-state", "aaaabbbb-1111-2222-3333-ccccddddeeee",
+                                   "events.jsonl"), 3, lambda obj: obj.update(type=[]) or obj.pop("data"), None),
 ]
 
 

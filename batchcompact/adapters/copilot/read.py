@@ -226,7 +226,8 @@ def read(path: str | Path) -> Session:
     try:
         for lineno, event in iter_json_lines(path, reader.problems):
             last_line = lineno
-            if "data" not in event and ("attributes" in event or event.get("type") in OTEL_TYPES):
+            kind = event.get("type")
+            if "data" not in event and ("attributes" in event or (isinstance(kind, str) and kind in OTEL_TYPES)):
                 otel = True  # an OpenTelemetry record: the file export, not a session log
                 continue
             reader.add(lineno, event)

@@ -200,7 +200,7 @@ def filter_compacted(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if info["id"] == tail:
                 break
             continue
-        if _finished_summary(info):
+        if _finished_summary(info) and isinstance(info.get("parentID"), str):  # a damaged row's list names none
             summarized.add(info.get("parentID"))
     out.reverse()
     at = next((i for i in range(len(out) - 1, -1, -1) if out[i]["info"].get("role") == "user"
