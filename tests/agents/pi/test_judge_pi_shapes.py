@@ -28,7 +28,7 @@ import pytest
 from agent_judges import REPLY, content_blocks
 from conftest import REPO, unavailable
 from pi_shapes import write_shapes
-from test_judge_omp import omp_bin, omp_modules, same_message  # noqa: F401 - omp_bin is a fixture
+from test_judge_omp import omp_bin, omp_modules, omp_turn, same_message, sandbox_copy  # noqa: F401 - omp_bin is a fixture
 from test_judge_pi import _pi_modules, _resume, pi_bin  # noqa: F401 - pi_bin is a fixture
 
 from batchcompact.adapters.pi.omp import OMP_RULES
@@ -210,3 +210,34 @@ def test_the_public_headerless_session_is_left_alone(tmp_path):
     rows = _run(tmp_path / "in", tmp_path / "out")
     assert rows[HEADERLESS]["status"] == "skipped" and "no session header" in rows[HEADERLESS]["reason"]
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_omp_resumes_from_our_summary(name, omp_bin, written, tmp_path):  # noqa: F811
+    """`omp -p --resume` on each shape we compacted: one request, our summary in it once and first, the kept
+    tail's tool calls in order, the prompt last. oh-my-pi appends to our file, except the one holding a line
+    it could not parse: that one it rewrites on its next write (its `#rewriteRequired`), without that line
+    (its choice, as pi's is to keep it; our output keeps it)."""
+    source, output = written[name]
+    (compaction,) = _appended(source, output)
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    session = sandbox_copy(output, work, home / ".omp" / "agent" / "sessions" / "--work--")
+    before = session.read_bytes()
+    requests = omp_turn(omp_bin, home, work, session, "judge turn one")
+    assert len(requests) == 1, "omp made a request of its own (a compaction?) before the turn"
+    sent = list(content_blocks(requests[0]["messages"]))
+    texts = [b.get("text") or "" for _, b in sent if b.get("type") == "text"]
+    summary = compaction["summary"]
+    assert sum(text.count(summary) for text in texts) == 1 and (summary in texts[0] or summary in texts[1])
+    ours = read_pi_session(output)
+    ours.extra[CONTEXT_RULES] = OMP_RULES
+    context = [m.message for m in session_context(ours).messages]
+    expected = [b["id"] for m in context if m["role"] == "assistant" for b in m["content"] if b.get("type") == "toolCall"]
+    assert [b["id"] for _, b in sent if b.get("type") == "tool_use"] == expected
+    assert texts[-1] == "judge turn one"
+    after = session.read_bytes()
+    if name == "broken-line.jsonl":
+        assert not after.startswith(before) and b'"id":"d0ffffff"' not in after  # rewritten without the line
+    else:
+        assert after.startswith(before), "omp rewrote our file instead of appending to it"
