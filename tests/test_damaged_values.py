@@ -208,3 +208,20 @@ def test_claude_tool_result_written_before_its_call_is_compacted_and_verified(tm
     (row,) = json.loads(done.stdout)["rows"]
     assert row["status"] == "compacted", row
     assert (tmp_path / "out" / "order.jsonl").read_bytes().startswith(source.read_bytes())
+
+
+def test_a_v1_session_with_a_line_pi_skips_is_left_alone_not_migrated_without_it(tmp_path):
+    """Migrating a v1 file rewrites it as v3 from the entries read: the skipped line would be lost."""
+    lines = (SAMPLES / "pi" / "legacy-v1.jsonl").read_text(encoding="utf-8").splitlines()
+    lines.insert(3, '{"type":"message","message":{"role":"user","content":"mail ***@***.***\\ later"}}')
+    source = tmp_path / "in" / "legacy-v1.jsonl"
+    source.parent.mkdir()
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    checked = _cli("validate", str(source))
+    assert checked.returncode == 0 and f"{source}:4: warning: invalid JSON" in checked.stdout
+    done = _cli("run", str(source.parent), "--output-dir", str(tmp_path / "out"), "--min-age", "0", "--force",
+                "--format", "json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (row,) = json.loads(done.stdout)["rows"]
+    assert row["status"] == "skipped" and row["reason"].startswith("a v1/v2 session with a line pi skips"), row
+    assert not (tmp_path / "out" / "legacy-v1.jsonl").exists()

@@ -59,11 +59,16 @@ def _read_pi_session(path: str | Path, digest: Any = None) -> Session:
         # pi 0.73.1 starts such a file afresh (its loadEntriesFromFile gives nothing, setSessionFile rewrites
         # it with a new header) and oh-my-pi refuses to resume it: no agent rebuilds a context from it
         session.extra["not_writable"] = NO_HEADER
+    elif session.migrated and any(p.message.endswith(SKIPPED_LINE) for p in session.problems):
+        # its v3 rewrite (ours, as pi's) holds only the entries read: the skipped line would be lost
+        session.extra["not_writable"] = MIGRATED_SKIPPED
     return session
 
 
 NO_HEADER = ("no session header (the file starts with an entry: a tail cut from a session?): pi starts such a "
              "file afresh and oh-my-pi refuses to resume it; left as it is")
+MIGRATED_SKIPPED = ("a v1/v2 session with a line pi skips: migrating it to v3 rewrites the file without that "
+                    "line; left as it is")
 SKIPPED_LINE = "; pi skips this line: left as it is, outside every context"
 ROOT = "; a root, as pi takes it (entries before it are not in its context)"
 
