@@ -143,3 +143,12 @@ def test_eval_rows_carry_it_beside_the_baselines_and_null_without_a_summary():
         "baseline:tail": None}
     assert all(0 <= r["carryover"] <= 1 for r in second if r["carryover_items"])
     assert all(r["carryover"] is None for r in rows if r["path"].endswith("small-fix.jsonl"))
+
+
+def test_the_eval_table_shows_it():
+    result = CliRunner().invoke(cli, ["eval", str(REPO / "sample_sessions/pi/second-compaction.jsonl"), "-q"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    header, *_ = result.stdout.splitlines()
+    assert "carry-over" in header.split("vs list", 1)[1]  # beside the lifts, in the rows and the pooled table
+    assert result.stdout.count("carry-over") == 2
