@@ -17,6 +17,9 @@ SAMPLES = REPO / "sample_sessions"
 BROKEN_SAMPLES = REPO / "examples" / "broken"  # sessions broken on purpose (validate shows them off)
 # The outside corpus; BATCHCOMPACT_TEST_FIXTURES points elsewhere (e.g. to show what CI does without it).
 SHARED_FIXTURES = Path(os.environ.get("BATCHCOMPACT_TEST_FIXTURES") or REPO.parent / "shared" / "fixtures")
+# Real sessions from public repositories, gzipped, beside the repository (never copied into it; bench/eval_table.py
+# decompresses them into a temporary folder): the held-out set's goals need them.
+PUBLIC_SESSIONS = Path(os.environ.get("BATCHCOMPACT_PUBLIC_SESSIONS") or REPO.parent / "shared" / "public-sessions")
 # The recorded transcripts of the three families we compact; `agents/` beside them holds other projects'
 # hand-written cases for the other agents, which their own tests read.
 RECORDED_FAMILIES = ("pi", "claude", "codex")
@@ -48,6 +51,13 @@ def shared_fixtures() -> Path:
     if not SHARED_FIXTURES.is_dir():
         unavailable(f"shared fixtures not found at {SHARED_FIXTURES}")
     return SHARED_FIXTURES
+
+
+def public_sessions() -> Path:
+    """../shared/public-sessions, or skip the test when that folder is absent (fail it in CI)."""
+    if not PUBLIC_SESSIONS.is_dir():
+        unavailable(f"public sessions not found at {PUBLIC_SESSIONS}")
+    return PUBLIC_SESSIONS
 
 
 def fixture_path(*parts: str) -> Path:

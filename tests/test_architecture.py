@@ -243,7 +243,7 @@ def test_only_the_floor_of_the_adapters_is_imported_from_outside():
 # `pipeline/model_calls.py` (the worker pool and the summary cache), which reads no transcript and writes no
 # summary.
 MEASURES = ("eval/text.py", "eval/probes.py", "eval/hindsight.py", "eval/scoring.py", "eval/baselines.py",
-            "eval/cuts.py", "eval/judge.py", "eval/pooling.py")
+            "eval/cuts.py", "eval/judge.py", "eval/pooling.py", "eval/carryover.py")
 MEASURE_MAY_USE = {"batchcompact.pipeline.model_calls"}
 
 

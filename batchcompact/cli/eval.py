@@ -14,7 +14,7 @@ from batchcompact.core.words import counted
 
 RECALLS = (("file_recall", "files"), ("symbol_recall", "symbols"), ("command_recall", "commands"),
            ("rule_recall", "rules"), ("task_recall", "tasks"), ("overall", "overall"), ("vs_first", "vs first N"),
-           ("vs_words", "vs words"), ("vs_list", "vs list"))
+           ("vs_words", "vs words"), ("vs_list", "vs list"), ("carryover", "carry-over"))
 TABLE_COLUMNS = (
     ("path", "session"), ("compaction", "#"), ("cut_at", "cut %"), ("shown", "summarizer"), ("status", "status"),
     *RECALLS,
