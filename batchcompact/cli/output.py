@@ -20,7 +20,8 @@ from batchcompact.core.words import COUNTED_NOUNS, plural
 from batchcompact.pipeline import statuses
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, cut: bool = True) -> str:
+    """A value as a table cell; `cut`: a text past 60 characters ends in '…' (a terminal's table)."""
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -32,7 +33,7 @@ def _cell(value: Any) -> str:
     if isinstance(value, list):
         return str(len(value))
     text = str(value)
-    return text if len(text) <= 60 else text[:59] + "…"
+    return text if len(text) <= 60 or not cut else text[:59] + "…"
 
 
 LEFT_ALIGNED = frozenset({"status", "model", "reason", "format", "source"})
@@ -142,11 +143,12 @@ def _fit(columns: list[tuple[str, str]], widths: list[int], limit: int, path_ind
 def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], width: int | None = None,
                  color: bool = False, drop_first: Sequence[str] = ()) -> str:
     """An aligned text table that fits `width` (None: no limit). `columns` are (key, heading) pairs;
-    path columns lose their middle first, then columns are dropped from the right."""
+    path columns lose their middle first, then columns are dropped from the right. Without a width (a
+    pipe, a file) no cell is cut: a reason is read whole."""
     columns = list(columns)
     cells = [[heading for _, heading in columns]]
-    cells += [[str(row.get(key)) if "path" in key and row.get(key) else _cell(row.get(key)) for key, _ in columns]
-              for row in rows]
+    cells += [[str(row.get(key)) if "path" in key and row.get(key) else _cell(row.get(key), width is not None)
+               for key, _ in columns] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
     path_index = next((i for i, (key, _) in enumerate(columns) if "path" in key), None)
     keep = list(range(len(columns)))

@@ -62,6 +62,7 @@ class Totals:
 
     status: Counter[str] = field(default_factory=Counter)
     skip_reasons: Counter[str] = field(default_factory=Counter)
+    error_reasons: Counter[str] = field(default_factory=Counter)
     calls: int = 0
     prompt_tokens: int = 0
     tokens_before: int = 0
@@ -89,6 +90,8 @@ class Totals:
         self.status[row["status"]] += 1
         if row["status"] == PLAN_SKIP:
             self.skip_reasons[reason_kind(row.get("reason"), "")] += 1
+        if row["status"] == PLAN_ERROR:
+            self.error_reasons[reason_kind(row.get("reason"), "")] += 1
         if row.get("branch_calls"):
             self.branch_calls += row["branch_calls"]
             if self.branch_cost_pico is not None and row.get("branch_est_cost_usd") is not None:
@@ -133,9 +136,12 @@ class Totals:
             branches = (f"\nabandoned branches: {self.branch_calls} could be summarized with "
                         f"`run --branch-summaries` ({counted(self.branch_calls, 'call')}, {price})")
         skips = ", ".join(f"{n} {kind}" for kind, n in self.skip_reasons.most_common())
+        errors = ", ".join(f"{n} {kind}" for kind, n in sorted(self.error_reasons.items(),
+                                                                key=lambda kv: (-kv[1], kv[0])))
         return (
             f"{counted(sum(self.status.values()), 'session')}: {parts or 'none'}\n"
-            + (f"  {self.status['skip']} skip: {skips}\n" if skips else "") +
+            + (f"  {self.status['skip']} skip: {skips}\n" if skips else "")
+            + (f"  {self.status[PLAN_ERROR]} error: {errors}\n" if errors else "") +
             f"to compact: {counted(self.status['compact'], 'session')}, {self.tokens_before:,} -> "
             f"~{counted(self.tokens_after, 'token')}, {counted(self.calls, 'call')}, "
             f"{counted(self.prompt_tokens, 'prompt token')}\n"
