@@ -348,6 +348,7 @@ NOT_AGENTS = {
     ("report/settings.py", "claude"), ("report/settings.py", "gemini"), ("report/settings.py", "grok"),
     ("report/settings.py", "qwen"),  # provider aliases (`--by provider`)
     ("summarize/batch_api.py", "claude"), ("summarize/preflight.py", "gemini"),  # model and provider names
+    ("summarize/provider_names.py", "gemini"),  # a provider's key variables
     ("tokenizer.py", "codex"),  # OpenAI's codex models
     ("adapters/droid/report.py", "claude"), ("adapters/droid/report.py", "gemini"), ("adapters/droid/report.py", "grok"),
     ("adapters/hermes/report.py", "claude"), ("adapters/hermes/report.py", "gemini"),  # model families -> provider

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import gzip
-import json
+import os
+import subprocess
+import sys
 
+import pytest
 from click.testing import CliRunner
 from conftest import SAMPLES
 
@@ -31,3 +34,49 @@ def test_plan_piped_keeps_each_reason_whole_and_counts_errors_by_kind(tmp_path):
     assert f"\n  1 error: 1 {reason}\n" in planned.stdout
     as_json = invoke("plan", str(packed), "--format", "json")
     assert f"\n  1 error: 1 {reason}\n" in as_json.stderr
+
+
+# ---- 13. an unknown model and a missing key are refused before litellm is imported ----
+
+REFUSE_WITHOUT_LITELLM = """
+import sys
+from batchcompact.cli import main
+sys.argv = ["batchcompact", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as exc:
+    print("exit", exc.code, "litellm imported:", "litellm" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize(("model", "code", "said"), [
+    ("nosuch/model", 2, "Error: unknown model 'nosuch/model': litellm cannot tell its provider; name it "
+                        "provider/model"),
+    ("openai/gpt-4o-mini", 3, "Error: no API key for openai/gpt-4o-mini: set OPENAI_API_KEY or pass --api-key "
+                              "(for a keyless local server add --api-base URL); nothing was sent"),
+    ("gpt-4o-mini", 3, "Error: no API key for gpt-4o-mini: set OPENAI_API_KEY or pass --api-key"),
+])
+def test_run_refuses_an_unknown_model_or_a_missing_key_without_importing_litellm(tmp_path, model, code, said):
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_API_BASE", "_BASE_URL"))}
+    done = subprocess.run([sys.executable, "-c", REFUSE_WITHOUT_LITELLM, "run", str(SMALL_FIX), "--output-dir",
+                           str(tmp_path / "out"), "--min-age", "0", "--model", model],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.stderr.startswith(said), done.stderr
+    assert done.stdout.strip() == f"exit {code} litellm imported: False"
+
+
+@pytest.mark.parametrize("model", ["nosuch/model", "opneai/gpt-4o-mini", "anthropic/x", "openai/my-local-model",
+                                   "openrouter/openai/gpt-4o", "gpt-4o-mini", "gemini/gemini-2.5-flash",
+                                   "hosted_vllm/m", "bedrock/x", "nosuch-model"])
+def test_what_litellm_s_files_call_unknown_litellm_refuses_too(model):
+    import litellm
+
+    from batchcompact.summarize.provider_names import plainly_unknown
+
+    try:
+        placed = bool(litellm.get_llm_provider(model=model)[1])
+    except litellm.exceptions.BadRequestError:
+        placed = False
+    if plainly_unknown(model, None):
+        assert not placed
+    assert plainly_unknown(model, None) == (model in ("nosuch/model", "opneai/gpt-4o-mini"))
