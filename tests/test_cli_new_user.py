@@ -9,7 +9,7 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from conftest import SAMPLES
+from conftest import REPO, SAMPLES
 
 from batchcompact.cli import cli
 
@@ -80,3 +80,23 @@ def test_what_litellm_s_files_call_unknown_litellm_refuses_too(model):
     if plainly_unknown(model, None):
         assert not placed
     assert plainly_unknown(model, None) == (model in ("nosuch/model", "opneai/gpt-4o-mini"))
+
+
+# ---- 15. what --help and the README say of the formats is what each command takes ----
+
+def test_each_command_s_help_names_only_the_formats_it_takes():
+    from batchcompact.cli import COMMANDS
+
+    readme = (REPO / "README.md").read_text()
+    for name in COMMANDS:
+        command = cli.get_command(None, name)
+        fmt = next((p for p in command.params if p.name == "fmt"), None)
+        if fmt is None:
+            continue
+        output = next(p for p in command.params if p.name == "output")
+        formats = list(fmt.type.choices)
+        assert ("parquet" in (output.help or "")) == ("parquet" in formats), name
+        if formats != ["table", "json", "jsonl", "csv", "parquet"]:
+            assert f"`{name}`" in readme and f"--format {'|'.join(formats)}" in readme, name
+    said = invoke("show", "--help").stdout
+    assert "parquet" not in said and "Write the result to FILE instead of stdout." in said

@@ -271,7 +271,8 @@ def output_options(formats: tuple[str, ...] = FORMATS, aliases: dict[str, str] |
                             help="Deprecated: use --format json.")(func)
         func = click.option("--output", "-o", type=click.Path(dir_okay=dir_okay), default=None, metavar="FILE",
                             callback=None if dir_okay else _writable,
-                            help="Write the result to FILE instead of stdout (parquet needs it).")(func)
+                            help="Write the result to FILE instead of stdout"
+                                 + (" (parquet needs it)." if "parquet" in formats else "."))(func)
         func = click.option("--format", "fmt", type=FormatChoice(formats, aliases), default="table",
                             show_default=True, help=_format_help(formats))(func)
         return func
