@@ -100,3 +100,26 @@ def test_each_command_s_help_names_only_the_formats_it_takes():
             assert f"`{name}`" in readme and f"--format {'|'.join(formats)}" in readme, name
     said = invoke("show", "--help").stdout
     assert "parquet" not in said and "Write the result to FILE instead of stdout." in said
+
+
+# ---- 19. messages: a word that is no number, a short "nothing found", a failure's kind without its line ----
+
+def test_a_word_given_for_a_number_is_said_as_such():
+    said = invoke("run", str(SMALL_FIX), "--limit", "abc")
+    assert said.exit_code == 2
+    assert said.stderr == "Error: Invalid value for '--limit': 'abc' is not a whole number.\n"
+    said = invoke("plan", str(SMALL_FIX), "--threshold-percent", "lots")
+    assert said.stderr == "Error: Invalid value for '--threshold-percent': 'lots' is not a number.\n"
+
+
+def test_a_failure_s_kind_has_no_line_number(tmp_path):
+    broken = tmp_path / "in" / "s.jsonl"
+    broken.parent.mkdir()
+    lines = SMALL_FIX.read_text().splitlines()
+    lines[4] = '{"type": "message", oops'
+    broken.write_text("\n".join(lines) + "\n")
+    ran = invoke("run", str(broken.parent), "--output-dir", str(tmp_path / "out"), "--min-age", "0")
+    assert ran.exit_code == 1
+    assert "\n  1 failed: 1 invalid JSON: Expecting property name enclosed in double quotes\n" in ran.output
+    planned = invoke("plan", str(broken))
+    assert "\n  1 error: 1 invalid JSON: Expecting property name enclosed in double quotes\n" in planned.stdout

@@ -63,6 +63,8 @@ def reason_kind(reason: str | None, min_age: str = "") -> str:
         return "internal error"
     text = re.sub(r"\s*\([^)]*\d[^)]*\)", _figures_aside, text)  # "(12,345 <= 100,000 tokens)"
     text = re.sub(r"^\S+:\d+:\s*(error:\s*)?", "", text).strip()  # "path:line: error: ..." -> the problem
+    text = re.sub(r"^line \d[\d,]*:\s*", "", text)  # "line 5: invalid JSON": the kind is "invalid JSON"
+    text = re.sub(r" at column \d+$", "", text)  # where on the line is per file too
     text = ONE_OF.sub(lambda m: f"N {plural(m.group(1))}", text)  # "1 attempt" is of the kind "N attempts"
     parts, end = [], 0
     for kept in KEPT_NUMBERS.finditer(text):
