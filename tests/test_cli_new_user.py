@@ -123,3 +123,20 @@ def test_a_failure_s_kind_has_no_line_number(tmp_path):
     assert "\n  1 failed: 1 invalid JSON: Expecting property name enclosed in double quotes\n" in ran.output
     planned = invoke("plan", str(broken))
     assert "\n  1 error: 1 invalid JSON: Expecting property name enclosed in double quotes\n" in planned.stdout
+
+
+# ---- 21. plan -v logs each decision, -vv its figures and the settings ----
+
+def test_plan_verbose_logs_each_decision():
+    quiet = invoke("plan", str(SAMPLES / "pi"))
+    assert "INFO" not in quiet.stderr
+    said = invoke("plan", str(SAMPLES / "pi"), "-v", "--jobs", "1")
+    assert said.exit_code == 0, said.output
+    logged = [line for line in said.stderr.splitlines() if line.startswith("INFO batchcompact.pipeline.planning: ")]
+    assert len(logged) == 6
+    assert any(line.endswith("small-fix.jsonl: skip: below threshold (10,182 <= 1,031,192 tokens)") for line in logged)
+    assert any("big-refactor.jsonl: compact: 222,461 tokens > threshold 183,616 (window 200,000 from price table); "
+               "cut at line 621 (a split turn), 609 messages summarized in 2 calls" in line for line in logged)
+    debug = invoke("plan", str(SMALL_FIX), "-vv")
+    assert "DEBUG batchcompact.pipeline.planning: settings: CompactionSettings(" in debug.stderr
+    assert "small-fix.jsonl: {'format': 'pi'" in debug.stderr
