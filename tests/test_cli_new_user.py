@@ -140,3 +140,19 @@ def test_plan_verbose_logs_each_decision():
     debug = invoke("plan", str(SMALL_FIX), "-vv")
     assert "DEBUG batchcompact.pipeline.planning: settings: CompactionSettings(" in debug.stderr
     assert "small-fix.jsonl: {'format': 'pi'" in debug.stderr
+
+
+# ---- 16. a report that filters everything out says so, and what the paths hold ----
+
+@pytest.mark.parametrize("args", [["--project", "nosuchproject"], ["--since", "2030-01-01"],
+                                  ["--since", "2030-01-01", "--format", "json"]])
+def test_a_report_whose_filters_match_nothing_says_what_the_paths_hold(args):
+    said = invoke("report", str(SAMPLES), *args)
+    assert said.exit_code == 0, said.output
+    named = " ".join(args[:2])
+    assert f"warning: nothing matched {named}: the paths hold 1,053 requests from 2025-11-28 to 2026-10-14 of " \
+           "claude, codex, pi in 6 projects (/home/user/projects/webapp, " in said.stderr
+    again = invoke("report", str(SAMPLES), *args)  # the stored report says it too
+    assert f"warning: nothing matched {named}: " in again.stderr
+    matched = invoke("report", str(SAMPLES), "--since", "2026-10-01")
+    assert "nothing matched" not in matched.stderr
