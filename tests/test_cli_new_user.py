@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import subprocess
 import sys
@@ -156,3 +157,32 @@ def test_a_report_whose_filters_match_nothing_says_what_the_paths_hold(args):
     assert f"warning: nothing matched {named}: " in again.stderr
     matched = invoke("report", str(SAMPLES), "--since", "2026-10-01")
     assert "nothing matched" not in matched.stderr
+
+
+# ---- 20. diagnoses: a torn header, Kilo's database, a session that is a header alone ----
+
+def test_a_torn_first_line_is_a_torn_line_of_its_agent_not_no_transcript(tmp_path):
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text('{"type":"session"\n')
+    checked = invoke("validate", str(torn))
+    assert checked.exit_code == 1
+    assert checked.stdout == (f"{torn}:1: error: invalid JSON: the line ends before its JSON does "
+                              "(torn: a write cut short?)\n")
+    planned = invoke("plan", str(torn), "--format", "json")
+    [row] = json.loads(planned.stdout)["rows"]
+    assert row["status"] == "error" and row["format"] == "pi" and "not a pi" not in row["reason"]
+
+
+def test_a_session_that_is_its_header_alone_is_one_thing_everywhere(tmp_path):
+    header = tmp_path / "s.jsonl"
+    header.write_text(SMALL_FIX.read_text().splitlines()[0] + "\n")
+    said = "empty session (no entries yet)"
+    checked = invoke("validate", str(header))
+    assert checked.exit_code == 0
+    assert checked.stdout == f"{header}: warning: {said}: nothing to compact\n"
+    planned = invoke("plan", str(header), "--format", "json")
+    [row] = json.loads(planned.stdout)["rows"]
+    assert (row["status"], row["reason"]) == ("skip", said)
+    reported = invoke("report", str(header))
+    assert reported.exit_code == 0 and "warning" not in reported.stderr
+    assert reported.stderr.endswith("1 file: 1 parsed, 0 from cache\n")

@@ -1,6 +1,7 @@
 """Which agent wrote a session file, from its first lines, and the reader for it.
 
-Rules (first non-empty lines within the first `PROBE_BYTES`; invalid or torn lines are skipped): each
+Rules (first non-empty lines within the first `PROBE_BYTES`; a line that is no JSON, torn by a write cut
+short, is judged by its leading bytes as a line cut by the probe is, else skipped): each
 registered agent's `detect_line` in the registry's order (`batchcompact/agents/<name>/detect.py`), e.g.
 - pi: the first object has `type: "session"`;
 - Codex: an object `{timestamp, type, payload}` whose `type` is a rollout item type;
@@ -88,8 +89,9 @@ def detect_agent(path: str | Path) -> str | None:
         if not cut:
             try:
                 obj = probe_line(raw)
-            except ValueError:
+            except ValueError:  # a torn line (a write cut short) still says whose it is by its leading bytes
                 obj = None
+                kind = _detect_prefix(raw, first=first)
             if isinstance(obj, dict):
                 kind = detect_line(obj, first=first)
         else:
