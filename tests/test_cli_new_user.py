@@ -186,3 +186,34 @@ def test_a_session_that_is_its_header_alone_is_one_thing_everywhere(tmp_path):
     reported = invoke("report", str(header))
     assert reported.exit_code == 0 and "warning" not in reported.stderr
     assert reported.stderr.endswith("1 file: 1 parsed, 0 from cache\n")
+
+
+# ---- 17. one JSON shape: `rows` first, one row per line, then `totals` and the command's keys ----
+
+def _shape(text: str) -> dict:
+    lines = text.splitlines()
+    doc = json.loads(text)
+    assert lines[0] in ('{"rows": [', '{"rows": [],'), lines[0]
+    rows = lines[1:1 + len(doc["rows"])]
+    assert [json.loads(line.rstrip(",")) for line in rows] == doc["rows"]
+    rest = lines[1 + len(doc["rows"]) + (1 if doc["rows"] else 0):-1]
+    assert [json.loads("{" + line.rstrip(",") + "}") for line in rest] == [{k: v} for k, v in doc.items()
+                                                                           if k != "rows"]
+    assert lines[-1] == "}" and text.endswith("}\n") and "totals" in doc
+    return doc
+
+
+def test_every_command_s_json_has_one_shape(tmp_path):
+    out = str(tmp_path / "out")
+    commands = [("plan", str(SAMPLES / "pi")), ("validate", str(SAMPLES / "pi")), ("show", str(SMALL_FIX)),
+                ("report", str(SAMPLES), "--by", "model"), ("eval", str(SMALL_FIX)),
+                ("run", str(SMALL_FIX), "--output-dir", out, "--min-age", "0"), ("batches", "--output-dir", out),
+                ("config", "run")]
+    docs = {}
+    for command in commands:
+        done = invoke(*command, "--format", "json")
+        assert done.exit_code == 0, (command, done.output)
+        docs[command[0]] = _shape(done.stdout)
+    assert docs["batches"]["totals"] == {"rows": 0} and docs["eval"]["totals"] == {"rows": 0}
+    assert docs["report"]["totals"]["requests"] == 1053 and docs["report"]["by"] == "model"
+    assert docs["run"]["totals"]["by_status"] == {"skipped": 1} and docs["run"]["by_status"] == {"skipped": 1}

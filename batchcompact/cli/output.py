@@ -214,18 +214,6 @@ def open_output(path: str | None, whole: bool = False) -> Iterator[TextIO]:
         yield handle
 
 
-def write_json_rows(rows: Iterable[dict[str, Any]], out: TextIO) -> int:
-    """Stream a JSON list, one object per line; returns the number of rows."""
-    count = 0
-    out.write("[")
-    for row in rows:
-        out.write(",\n" if count else "\n")
-        out.write(json.dumps(row, ensure_ascii=False, default=_plain))
-        count += 1
-    out.write("\n]\n" if count else "]\n")
-    return count
-
-
 def write_csv_rows(rows: Iterable[dict[str, Any]], columns: Sequence[str], out: TextIO) -> int:
     writer = csv.DictWriter(out, fieldnames=list(columns), extrasaction="ignore")
     writer.writeheader()
@@ -344,7 +332,8 @@ def pick_format(fmt: str, json_flag: bool) -> str:
 
 def write_rows(fmt: str, output: str | None, rows: Iterable[dict[str, Any]], columns: Sequence[str] | None = None,
                summary: Any = None) -> int:
-    """Rows in a machine format. json: `{"rows": [...], **summary()}` (summary called after the rows);
+    """Rows in a machine format. json: `{"rows": [...], **summary()}` (summary called after the rows; one
+    row per line, then one key per line: json_rows.py);
     jsonl: one row per line; csv: `columns` (or the first row's keys); parquet: to `output`."""
     require_output(fmt, output)
     if fmt == "parquet":
@@ -359,14 +348,21 @@ def write_rows(fmt: str, output: str | None, rows: Iterable[dict[str, Any]], col
             frame.write_parquet(where)
         return len(collected)
     with open_output(output, whole=True) as out:
-        if fmt == "json":
-            out.write('{"rows": ')
-            count = write_json_rows(rows, out)
-            extra = summary() if callable(summary) else (summary or {})
-            for key, value in extra.items():
-                out.write(f", {json.dumps(key)}: {json.dumps(value, ensure_ascii=False, default=_plain)}\n")
-            out.write("}\n")
-            return count
+        if fmt == "json":  # the one shape of every command (json_rows.py, docs/cli.md)
+            from batchcompact.json_rows import write_rows_object
+
+            counted_rows = [0]
+
+            def counting(items):
+                for item in items:
+                    counted_rows[0] += 1
+                    yield item
+
+            def rest() -> dict[str, Any]:  # `totals` in every command's JSON: at least how many rows
+                extra = dict(summary() if callable(summary) else (summary or {}))
+                return extra if "totals" in extra else {"totals": {"rows": counted_rows[0]}, **extra}
+
+            return write_rows_object(counting(rows), out, rest, default=_plain)
         if fmt == "jsonl":
             count = 0
             for row in rows:

@@ -275,6 +275,10 @@ def print_summary(summary: Any, fmt: str, output: str | None, min_age: str, quie
                 click.echo(text, err=quiet)
         return
     write_rows(fmt, output, summary.rows, summary=lambda: {
+        "totals": {"sessions": len(summary.rows), "by_status": dict(sorted(summary.by_status.items())),
+                   "cost_usd": None if any(r.get("unpriced") for r in summary.rows)
+                   else sum_usd(r["cost_usd"] for r in summary.rows),
+                   "unpriced_sessions": sum(1 for r in summary.rows if r.get("unpriced"))},
         "run_id": summary.run_id,
         "by_status": summary.by_status,
         "report": str(summary.report_path) if summary.report_path else None,
