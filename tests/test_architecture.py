@@ -68,7 +68,8 @@ def test_plan_does_not_import_litellm(tmp_path):
 # (docs/architecture.md). The name is the part after `batchcompact.`; `__init__` is the package itself.
 LAYERS = (
     ("core",),
-    ("__init__", "errors", "folders", "outfile", "lifecycle", "tokenizer", "token_cache", "money", "model_price"),
+    ("__init__", "errors", "folders", "outfile", "lifecycle", "tokenizer", "token_cache", "money", "model_price",
+     "json_rows"),
     ("agents",),
     ("formats", "schemas", "pricing", "price_index", "discover"),
     ("adapters",),
