@@ -217,3 +217,46 @@ def test_every_command_s_json_has_one_shape(tmp_path):
     assert docs["batches"]["totals"] == {"rows": 0} and docs["eval"]["totals"] == {"rows": 0}
     assert docs["report"]["totals"]["requests"] == 1053 and docs["report"]["by"] == "model"
     assert docs["run"]["totals"]["by_status"] == {"skipped": 1} and docs["run"]["by_status"] == {"skipped": 1}
+
+
+# ---- 14. one name per thing: --model everywhere, an agent in both spellings, a status one way ----
+
+def test_the_summary_model_is_model_in_plan_and_eval_with_the_old_names_kept():
+    new = invoke("plan", str(SMALL_FIX), "--force", "--model", "gpt-4o-mini", "--format", "json")
+    old = invoke("plan", str(SMALL_FIX), "--force", "--summary-model", "gpt-4o-mini", "--format", "json")
+    assert new.exit_code == old.exit_code == 0, new.output
+    assert new.stdout == old.stdout and json.loads(new.stdout)["rows"][0]["summary_model"] == "gpt-4o-mini"
+    assert "--model, --summary-model MODEL" in invoke("plan", "--help").stdout
+    scored = invoke("eval", str(SMALL_FIX), "--force", "--keep-recent-tokens", "2000", "--model", "builtin", "--format",
+                    "json")
+    before = invoke("eval", str(SMALL_FIX), "--force", "--keep-recent-tokens", "2000", "--summarizer", "builtin",
+                    "--format", "json")
+    assert scored.exit_code == before.exit_code == 0, scored.output
+    assert {r["summarizer"] for r in json.loads(scored.stdout)["rows"]} \
+        == {r["summarizer"] for r in json.loads(before.stdout)["rows"]} >= {"builtin"}
+
+
+def test_an_agent_is_taken_in_both_spellings():
+    planned = {name: invoke("plan", str(SAMPLES / "pi"), "--preset", name, "--format", "json").stdout
+               for name in ("claude", "claude-code", "pi")}
+    assert planned["claude"] == planned["claude-code"] != planned["pi"]
+    reported = {name: invoke("report", str(SAMPLES), "--agent", name, "--by", "agent", "--format", "json")
+                for name in ("claude", "claude-code")}
+    assert reported["claude"].exit_code == reported["claude-code"].exit_code == 0
+    assert json.loads(reported["claude"].stdout)["rows"] == json.loads(reported["claude-code"].stdout)["rows"]
+    assert [r["agent"] for r in json.loads(reported["claude-code"].stdout)["rows"]] == ["claude"]
+
+
+def test_a_status_is_said_as_its_rows_hold_it_and_a_reason_names_the_option(tmp_path):
+    broken = tmp_path / "in" / "s.jsonl"
+    broken.parent.mkdir()
+    broken.write_text('{"type":"session","version":3,"id":"x","timestamp":"2026-10-03T16:02:00.741Z","cwd":"/"}\n'
+                      '{"type": "message", oops\n')
+    args = ("run", str(broken.parent), "--output-dir", str(tmp_path / "out"), "--min-age", "0")
+    assert invoke(*args).exit_code == 1
+    again = invoke(*args)
+    assert again.exit_code == 0
+    assert ": 1 session: 1 known_invalid\n  1 known_invalid: reported by an earlier run" in again.output
+    planned = invoke("plan", str(SMALL_FIX), "--force", "--keep-recent-tokens", "100000", "--format", "json")
+    [row] = json.loads(planned.stdout)["rows"]
+    assert row["reason"] == "nothing to summarize: everything fits in --keep-recent-tokens (100,000)"

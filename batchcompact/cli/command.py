@@ -187,6 +187,20 @@ class NumberRange(click.FloatRange):
         return super().convert(value, param, ctx)
 
 
+class AliasChoice(click.Choice):
+    """A choice that also takes other spellings of its values (`--preset claude` = `--preset claude-code`,
+    `report --agent claude-code` = `--agent claude`), named in the option's help, never warned about."""
+
+    def __init__(self, choices, aliases: dict[str, str]) -> None:
+        super().__init__(list(choices))
+        self.aliases = {alias: name for alias, name in aliases.items() if name in self.choices}
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value in self.aliases:
+            value = self.aliases[value]
+        return super().convert(value, param, ctx)
+
+
 NUMBER_TYPES = {click.IntRange: WholeNumberRange, click.FloatRange: NumberRange}
 
 

@@ -153,10 +153,10 @@ class Totals:
 @click.argument("paths", nargs=-1)
 @planner_options
 @strategy_option
-@click.option("--summary-model", default=None, metavar="MODEL",
-              help="Model to price the summaries with (any litellm name). Default: the built-in offline "
-                   "summarizer, which costs nothing. Output is estimated at the summary budget "
-                   "(--summary-budget), the most a summary may hold.")
+@click.option("--model", "--summary-model", "summary_model", default=None, metavar="MODEL",
+              help="Model to price the summaries with (any litellm name), as `run --model`; --summary-model "
+                   "is its older name. Default: the built-in offline summarizer, which costs nothing. Output is "
+                   "estimated at the summary budget (--summary-budget), the most a summary may hold.")
 @branch_options
 @output_options()
 @executor_options
@@ -177,7 +177,7 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     Examples:
       batchcompact plan ~/.pi/agent/sessions
       batchcompact plan sample_sessions --force --keep-recent-tokens 5000 --format json
-      batchcompact plan archive/ --summary-model gpt-4o-mini --format parquet -o plan.parquet
+      batchcompact plan archive/ --model gpt-4o-mini --format parquet -o plan.parquet
       batchcompact plan /shared/archive --executor ray --ray-address head:6379
     """
     from batchcompact.discover import cli_paths
@@ -189,7 +189,7 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     if summary_model and summary_model.strip().lower() != "builtin":  # refused as `run` refuses it, before any work
         from batchcompact.summarize.preflight import check_priced_or_known
 
-        check_priced_or_known(summary_model, pricing, option="--model" if dry_run else "--summary-model")
+        check_priced_or_known(summary_model, pricing, option="--model")
     paths = cli_paths(paths, "run" if dry_run else "plan")  # no PATHS: every agent's session folders
     agent_setting = kwargs.pop("agent_settings", True)
     agent = agent_setting if isinstance(agent_setting, tuple) else agent_fields(ctx, agent_setting)

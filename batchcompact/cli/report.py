@@ -7,6 +7,8 @@ from datetime import date, datetime
 
 import click
 
+from batchcompact.agents import product_names
+from batchcompact.cli.command import AliasChoice
 from batchcompact.cli.config import ExpandedPath
 from batchcompact.cli.options import executor_options
 from batchcompact.cli.output import check_output, output_options, pick_format
@@ -76,12 +78,12 @@ def _check_timezone(ctx, param, value: str) -> str:
     help="Sort periods and blocks by time, sessions by last activity, projects and models by cost.",
 )
 @click.option(
-    "--agent", "agents", multiple=True, type=click.Choice(agent_names()),
+    "--agent", "agents", multiple=True, type=AliasChoice(agent_names(), product_names()),
     help="Only this agent's rows (repeatable; batchcompact: the run reports); without PATHS only its places "
-    "are read.",
+    "are read. An agent's product name is taken too (claude-code = claude, gemini-cli = gemini, ...).",
 )
 @click.option(
-    "--source", "sources", multiple=True, type=click.Choice(agent_names()), metavar="AGENT",
+    "--source", "sources", multiple=True, type=AliasChoice(agent_names(), product_names()), metavar="AGENT",
     help="The same as --agent (its older name, kept for scripts and config files).",
 )
 @click.option(

@@ -91,7 +91,7 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
             lines.append(f"  {len(skipped)} skipped: {_counted(skipped, min_age)}")
         known = by.get(KNOWN_INVALID, 0)
         if known:
-            lines.append(f"  {known} known invalid: reported by an earlier run and unchanged since "
+            lines.append(f"  {known} {KNOWN_INVALID}: reported by an earlier run and unchanged since "
                          "(not a failure; --strict makes it one; `batchcompact validate` shows the problems)")
         lines += [
             f"tokens (compacted sessions): {before:,} -> ~{after:,}",

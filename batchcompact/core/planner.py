@@ -220,7 +220,7 @@ def prepare_compaction(
     if not history_text and not split:
         since = "since the last compaction " if previous is not None else ""
         return Skip(
-            f"nothing to summarize: everything {since}fits in keep_recent_tokens ({settings.keep_recent_tokens})",
+            f"nothing to summarize: everything {since}fits in --keep-recent-tokens ({settings.keep_recent_tokens:,})",
             tokens_before,
             window,
             model_id,
