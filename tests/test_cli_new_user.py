@@ -260,3 +260,33 @@ def test_a_status_is_said_as_its_rows_hold_it_and_a_reason_names_the_option(tmp_
     planned = invoke("plan", str(SMALL_FIX), "--force", "--keep-recent-tokens", "100000", "--format", "json")
     [row] = json.loads(planned.stdout)["rows"]
     assert row["reason"] == "nothing to summarize: everything fits in --keep-recent-tokens (100,000)"
+
+
+# ---- 22. a copy compacted under oh-my-pi's rules is shown under them wherever it lies ----
+
+def _context_messages(path) -> int:
+    shown = invoke("show", str(path), "--format", "json")
+    assert shown.exit_code == 0, shown.output
+    return len(json.loads(shown.stdout)["rows"][0]["context_messages"])
+
+
+def test_a_session_compacted_under_oh_my_pi_s_rules_is_shown_under_them_outside_omp(tmp_path):
+    sessions = tmp_path / "home" / ".omp" / "agent" / "sessions"
+    (sessions / "proj").mkdir(parents=True)
+    (sessions / "proj" / "s.jsonl").write_bytes((SAMPLES / "pi" / "big-refactor.jsonl").read_bytes())
+    ran = invoke("run", str(sessions), "--output-dir", str(tmp_path / "out"), "--min-age", "0")
+    assert ran.exit_code == 0, ran.output
+    written = tmp_path / "out" / "proj" / "s.jsonl"
+    entries = [json.loads(line) for line in written.read_text().splitlines()]
+    assert entries[-1]["type"] == "compaction" and entries[-1]["contextRules"] == "oh-my-pi"
+    unmarked = [{k: v for k, v in e.items() if k != "contextRules"} for e in entries]
+    text = "".join(json.dumps(e) + "\n" for e in unmarked)
+    home_copy = tmp_path / "again" / ".omp" / "agent" / "sessions" / "s.jsonl"  # oh-my-pi's by where it is
+    home_copy.parent.mkdir(parents=True)
+    home_copy.write_text(text)
+    plain = tmp_path / "plain.jsonl"  # pi's rules: no mark, not under .omp
+    plain.write_text(text)
+    assert _context_messages(written) == _context_messages(home_copy) != _context_messages(plain)
+    pi_only = invoke("run", str(SAMPLES / "pi" / "big-refactor.jsonl"), "--output-dir", str(tmp_path / "pi"),
+                     "--min-age", "0")
+    assert pi_only.exit_code == 0 and "contextRules" not in (tmp_path / "pi" / "big-refactor.jsonl").read_text()
