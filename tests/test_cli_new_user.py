@@ -171,6 +171,10 @@ def test_a_torn_first_line_is_a_torn_line_of_its_agent_not_no_transcript(tmp_pat
     planned = invoke("plan", str(torn), "--format", "json")
     [row] = json.loads(planned.stdout)["rows"]
     assert row["status"] == "error" and row["format"] == "pi" and "not a pi" not in row["reason"]
+    reported = invoke("report", str(torn))  # pi's line, skipped with its line number: not "not a session file"
+    assert reported.exit_code == 0
+    assert reported.stderr.startswith(f"warning: {torn}:1: invalid JSON: ")
+    assert "not a session file" not in reported.stderr
 
 
 def test_a_session_that_is_its_header_alone_is_one_thing_everywhere(tmp_path):

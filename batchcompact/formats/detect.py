@@ -48,7 +48,7 @@ def probe_line(raw: bytes):
         return json.loads(raw)
 
 
-def _detect_prefix(raw: bytes, *, first: bool) -> str | None:
+def detect_prefix(raw: bytes, *, first: bool) -> str | None:
     """Judge a line cut by the probe from its leading bytes (top-level keys come first in every format)."""
     match = _TYPE_RE.search(raw[:4096])
     kind = match.group(1).decode("utf-8", "replace") if match else None
@@ -91,11 +91,11 @@ def detect_agent(path: str | Path) -> str | None:
                 obj = probe_line(raw)
             except ValueError:  # a torn line (a write cut short) still says whose it is by its leading bytes
                 obj = None
-                kind = _detect_prefix(raw, first=first)
+                kind = detect_prefix(raw, first=first)
             if isinstance(obj, dict):
                 kind = detect_line(obj, first=first)
         else:
-            kind = _detect_prefix(raw, first=first)
+            kind = detect_prefix(raw, first=first)
         if kind is not None:
             return kind
         first = False
