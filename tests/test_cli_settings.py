@@ -178,7 +178,7 @@ def test_a_bad_value_from_the_config_file_or_the_environment_says_where_it_came_
     config = _write(tmp_path / "c.toml", 'jobs = "two"\n[run]\nmin_age = "soon"\n')
     result = invoke("--config", config, "plan", SAMPLES)
     assert result.exit_code == 2
-    assert f"Invalid value for '--jobs': 'two' is not a valid integer range (from config {config})" in result.output
+    assert f"Invalid value for '--jobs': 'two' is not a whole number (from config {config})" in result.output
     result = invoke("--config", config, "run", SAMPLES, "--jobs", "1", "--output-dir", tmp_path / "out")
     assert result.exit_code == 2 and not (tmp_path / "out").exists()
     assert f"'--min-age': 'soon' is not a duration like 30s, 10m, 2h or 1d (from config {config})" in result.output
@@ -187,7 +187,7 @@ def test_a_bad_value_from_the_config_file_or_the_environment_says_where_it_came_
     assert "'--cache-above': 'huge': give a size such as 0, 512MB or 2GB (from environment " \
            "BATCHCOMPACT_CACHE_ABOVE)" in result.output
     result = invoke("plan", SAMPLES, "--jobs", "x", env={"BATCHCOMPACT_JOBS": "abc"})  # the command line's own
-    assert result.exit_code == 2 and "'x' is not a valid integer range" in result.output
+    assert result.exit_code == 2 and "'x' is not a whole number" in result.output
     assert "(from" not in result.output
     result = invoke("report", SAMPLES, "--by", "block", "--token-limit", "lots")
     assert result.exit_code == 2 and "Invalid value for '--token-limit': 'lots'" in result.output

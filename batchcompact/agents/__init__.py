@@ -178,6 +178,17 @@ def settings_fields() -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for agent in AGENTS for name in agent.settings_fields))
 
 
+def product_names() -> dict[str, str]:
+    """An agent's product name, as its one preset spells it (`claude-code`, `gemini-cli`, `qwen-code`,
+    `copilot-cli`) -> the agent's name (`claude`): every option that takes an agent takes both spellings."""
+    out: dict[str, str] = {}
+    for agent in AGENTS:
+        longer = [name for name in agent.presets if name.startswith(agent.name + "-")]
+        if agent.name not in agent.presets and len(longer) == 1:
+            out[longer[0]] = agent.name
+    return out
+
+
 def presets() -> dict[str, Mapping[str, object]]:
     """Every agent's presets by name (`--preset`)."""
     out: dict[str, Mapping[str, object]] = {}

@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from batchcompact.agents import presets as agent_presets
+from batchcompact.agents import product_names
 from batchcompact.errors import UsageError
 from batchcompact.folders import config_folder
 
@@ -34,6 +35,8 @@ GLOBAL_NAMES = ("quiet", "verbose", "config_file", "help")
 # Each agent's documented compaction defaults, as batchcompact's planner options: the registered agents'
 # `presets` (batchcompact/agents/<name>/__init__.py). Sources are listed in docs/cli.md ("Presets").
 PRESETS: dict[str, Mapping[str, Any]] = agent_presets()
+# `--preset claude` = `--preset claude-code`: an agent's name for its one preset (agents.product_names)
+PRESET_ALIASES: dict[str, str] = {agent: preset for preset, agent in product_names().items()}
 
 
 def option_key(param: click.Parameter) -> str:
@@ -181,6 +184,7 @@ def resolve(command: click.Command, name: str, args: list[str], parent: click.Co
     default_map: dict[str, Any] = {}
     preset = _scan_args(args, "--preset") or os.environ.get(f"{ENV_PREFIX}{name.upper()}_PRESET") \
         or os.environ.get(f"{ENV_PREFIX}PRESET") or section.get("preset")
+    preset = PRESET_ALIASES.get(preset, preset) if isinstance(preset, str) else preset
     if preset in PRESETS and "preset" in by_key:
         resolution.preset = preset
         resolution.preset_values = {k: v for k, v in PRESETS[preset].items() if k in by_key}

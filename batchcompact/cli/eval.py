@@ -95,9 +95,9 @@ def resolve_summarizers(specs: tuple[str, ...], *, api_base: str | None, api_key
               help="Place cuts inside each session instead of at its end: before the model turn this many "
                    "percent in (comma-separated, e.g. 30,50,70,90), each compacted as `run --force` would, with "
                    "the turns that really followed read for hindsight probes.")
-@click.option("--summarizer", "summarizers", multiple=True, metavar="NAME",
+@click.option("--model", "--summarizer", "summarizers", multiple=True, metavar="NAME",
               help="builtin, a litellm model (openai/gpt-4o-mini) or module:callable; repeat to compare "
-                   "[default: builtin, or none with --existing].")
+                   "(--summarizer is its older name) [default: builtin, or none with --existing].")
 @click.option("--judge-model", default=None, metavar="MODEL",
               help="Also have this litellm model answer probe questions from the compacted context and grade "
                    "the answers 0-5 (accuracy, context awareness, artifact trail, completeness, continuity, "

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from batchcompact.cli.config import PRESETS
+from batchcompact.cli.command import AliasChoice
+from batchcompact.cli.config import PRESET_ALIASES, PRESETS
 from batchcompact.cli.output import output_options  # noqa: F401  (re-exported: commands import it here)
 from batchcompact.core.defaults import (
     DEFAULT_KEEP_RECENT_TOKENS,
@@ -31,9 +32,11 @@ def _default_jobs() -> int:
 def planner_options(func):
     """The settings of the pure planner (pi's compaction settings plus oh-my-pi's thresholds)."""
     options = [
-        click.option("--preset", type=click.Choice(sorted(PRESETS)), default=None,
+        click.option("--preset", type=AliasChoice(sorted(PRESETS), PRESET_ALIASES), default=None,
                      help="Start from this agent's documented compaction defaults (see docs/cli.md); "
-                          "options, environment and config file still override them."),
+                          "options, environment and config file still override them. The agent's name is "
+                          "taken too: " + ", ".join(f"{a} = {p}" for a, p in sorted(PRESET_ALIASES.items()))
+                          + "."),
         click.option("--agent-settings/--no-agent-settings", "agent_settings", default=True, show_default=True,
                      help="Apply pi's own settings.json compaction settings (global and the project's "
                           ".pi/settings.json under the session's cwd) to pi sessions, for settings not set here."),

@@ -62,6 +62,7 @@ class Totals:
 
     status: Counter[str] = field(default_factory=Counter)
     skip_reasons: Counter[str] = field(default_factory=Counter)
+    error_reasons: Counter[str] = field(default_factory=Counter)
     calls: int = 0
     prompt_tokens: int = 0
     tokens_before: int = 0
@@ -89,6 +90,8 @@ class Totals:
         self.status[row["status"]] += 1
         if row["status"] == PLAN_SKIP:
             self.skip_reasons[reason_kind(row.get("reason"), "")] += 1
+        if row["status"] == PLAN_ERROR:
+            self.error_reasons[reason_kind(row.get("reason"), "")] += 1
         if row.get("branch_calls"):
             self.branch_calls += row["branch_calls"]
             if self.branch_cost_pico is not None and row.get("branch_est_cost_usd") is not None:
@@ -133,9 +136,12 @@ class Totals:
             branches = (f"\nabandoned branches: {self.branch_calls} could be summarized with "
                         f"`run --branch-summaries` ({counted(self.branch_calls, 'call')}, {price})")
         skips = ", ".join(f"{n} {kind}" for kind, n in self.skip_reasons.most_common())
+        errors = ", ".join(f"{n} {kind}" for kind, n in sorted(self.error_reasons.items(),
+                                                                key=lambda kv: (-kv[1], kv[0])))
         return (
             f"{counted(sum(self.status.values()), 'session')}: {parts or 'none'}\n"
-            + (f"  {self.status['skip']} skip: {skips}\n" if skips else "") +
+            + (f"  {self.status['skip']} skip: {skips}\n" if skips else "")
+            + (f"  {self.status[PLAN_ERROR]} error: {errors}\n" if errors else "") +
             f"to compact: {counted(self.status['compact'], 'session')}, {self.tokens_before:,} -> "
             f"~{counted(self.tokens_after, 'token')}, {counted(self.calls, 'call')}, "
             f"{counted(self.prompt_tokens, 'prompt token')}\n"
@@ -147,10 +153,10 @@ class Totals:
 @click.argument("paths", nargs=-1)
 @planner_options
 @strategy_option
-@click.option("--summary-model", default=None, metavar="MODEL",
-              help="Model to price the summaries with (any litellm name). Default: the built-in offline "
-                   "summarizer, which costs nothing. Output is estimated at the summary budget "
-                   "(--summary-budget), the most a summary may hold.")
+@click.option("--model", "--summary-model", "summary_model", default=None, metavar="MODEL",
+              help="Model to price the summaries with (any litellm name), as `run --model`; --summary-model "
+                   "is its older name. Default: the built-in offline summarizer, which costs nothing. Output is "
+                   "estimated at the summary budget (--summary-budget), the most a summary may hold.")
 @branch_options
 @output_options()
 @executor_options
@@ -171,7 +177,7 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     Examples:
       batchcompact plan ~/.pi/agent/sessions
       batchcompact plan sample_sessions --force --keep-recent-tokens 5000 --format json
-      batchcompact plan archive/ --summary-model gpt-4o-mini --format parquet -o plan.parquet
+      batchcompact plan archive/ --model gpt-4o-mini --format parquet -o plan.parquet
       batchcompact plan /shared/archive --executor ray --ray-address head:6379
     """
     from batchcompact.discover import cli_paths
@@ -183,7 +189,7 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     if summary_model and summary_model.strip().lower() != "builtin":  # refused as `run` refuses it, before any work
         from batchcompact.summarize.preflight import check_priced_or_known
 
-        check_priced_or_known(summary_model, pricing, option="--model" if dry_run else "--summary-model")
+        check_priced_or_known(summary_model, pricing, option="--model")
     paths = cli_paths(paths, "run" if dry_run else "plan")  # no PATHS: every agent's session folders
     agent_setting = kwargs.pop("agent_settings", True)
     agent = agent_setting if isinstance(agent_setting, tuple) else agent_fields(ctx, agent_setting)

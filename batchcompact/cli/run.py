@@ -91,7 +91,7 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
             lines.append(f"  {len(skipped)} skipped: {_counted(skipped, min_age)}")
         known = by.get(KNOWN_INVALID, 0)
         if known:
-            lines.append(f"  {known} known invalid: reported by an earlier run and unchanged since "
+            lines.append(f"  {known} {KNOWN_INVALID}: reported by an earlier run and unchanged since "
                          "(not a failure; --strict makes it one; `batchcompact validate` shows the problems)")
         lines += [
             f"tokens (compacted sessions): {before:,} -> ~{after:,}",
@@ -275,6 +275,10 @@ def print_summary(summary: Any, fmt: str, output: str | None, min_age: str, quie
                 click.echo(text, err=quiet)
         return
     write_rows(fmt, output, summary.rows, summary=lambda: {
+        "totals": {"sessions": len(summary.rows), "by_status": dict(sorted(summary.by_status.items())),
+                   "cost_usd": None if any(r.get("unpriced") for r in summary.rows)
+                   else sum_usd(r["cost_usd"] for r in summary.rows),
+                   "unpriced_sessions": sum(1 for r in summary.rows if r.get("unpriced"))},
         "run_id": summary.run_id,
         "by_status": summary.by_status,
         "report": str(summary.report_path) if summary.report_path else None,

@@ -43,6 +43,10 @@ from batchcompact.core.tokens import estimate_context_tokens, estimate_tokens
 
 # An upper bound some callers cap their output estimate by (eval's cost check). The planner's own estimates
 # take each call's max_tokens: the summary budget it was given (`summary_budgets`).
+# A session with no entry yet (pi's header alone: a session just started). `validate` says it in the same
+# words, as a warning: valid, nothing to compact.
+EMPTY_SESSION = "empty session (no entries yet)"
+
 EST_OUTPUT_TOKENS = {HISTORY: 2000, TURN_PREFIX: 1000, "branch": 1000}
 # What a split turn's prefix summary gets of the budget; the history summary the rest.
 TURN_PREFIX_SHARE = 1 / 3
@@ -178,7 +182,7 @@ def prepare_compaction(
     provider, model_id = session_model(path)
     window = settings.context_window or context_window
     if not path:
-        return Skip("empty session", 0, window, model_id)
+        return Skip(EMPTY_SESSION, 0, window, model_id)
     if path[-1].type == "compaction":
         return Skip("already compacted", None, window, model_id)
 
@@ -216,7 +220,7 @@ def prepare_compaction(
     if not history_text and not split:
         since = "since the last compaction " if previous is not None else ""
         return Skip(
-            f"nothing to summarize: everything {since}fits in keep_recent_tokens ({settings.keep_recent_tokens})",
+            f"nothing to summarize: everything {since}fits in --keep-recent-tokens ({settings.keep_recent_tokens:,})",
             tokens_before,
             window,
             model_id,

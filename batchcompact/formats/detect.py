@@ -1,6 +1,7 @@
 """Which agent wrote a session file, from its first lines, and the reader for it.
 
-Rules (first non-empty lines within the first `PROBE_BYTES`; invalid or torn lines are skipped): each
+Rules (first non-empty lines within the first `PROBE_BYTES`; a line that is no JSON, torn by a write cut
+short, is judged by its leading bytes as a line cut by the probe is, else skipped): each
 registered agent's `detect_line` in the registry's order (`batchcompact/agents/<name>/detect.py`), e.g.
 - pi: the first object has `type: "session"`;
 - Codex: an object `{timestamp, type, payload}` whose `type` is a rollout item type;
@@ -51,7 +52,7 @@ def probe_line(raw: bytes):
         return json.loads(raw)
 
 
-def _detect_prefix(raw: bytes, *, first: bool) -> str | None:
+def detect_prefix(raw: bytes, *, first: bool) -> str | None:
     """Judge a line cut by the probe from its leading bytes (top-level keys come first in every format)."""
     match = _TYPE_RE.search(raw[:4096])
     kind = match.group(1).decode("utf-8", "replace") if match else None
@@ -92,12 +93,13 @@ def detect_agent(path: str | Path) -> str | None:
         if not cut:
             try:
                 obj = probe_line(raw)
-            except ValueError:
+            except ValueError:  # a torn line (a write cut short) still says whose it is by its leading bytes
                 obj = None
+                kind = detect_prefix(raw, first=first)
             if isinstance(obj, dict):
                 kind = detect_line(obj, first=first)
         else:
-            kind = _detect_prefix(raw, first=first)
+            kind = detect_prefix(raw, first=first)
         if kind is not None:
             return kind
         first = False

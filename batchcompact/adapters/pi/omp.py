@@ -6,7 +6,9 @@ own code (src/session/session-context.ts, session-title-slot.ts; docs/formats.md
 - It rebuilds a context with less in it than pi's: `OMP_RULES`.
 A session is oh-my-pi's when it has the title slot, lies under an oh-my-pi home (`.omp/agent/...`), or holds
 a `model_change` entry in oh-my-pi's shape (`{"model": "provider/id", "role"?}`, never pi's `provider` +
-`modelId`), as a session oh-my-pi wrote and someone moved elsewhere does.
+`modelId`), as a session oh-my-pi wrote and someone moved elsewhere does, or a compaction batchcompact wrote
+under oh-my-pi's rules (`"contextRules": "oh-my-pi"` on the entry: the file written under `--output-dir` is no
+longer under `.omp`, and is still rebuilt as oh-my-pi rebuilds it).
 """
 
 from __future__ import annotations
@@ -25,6 +27,16 @@ OMP_RULES = ContextRules(
 )
 TITLE_SLOT = "title"  # SESSION_TITLE_SLOT_ENTRY_TYPE
 HOME = ".omp"  # CONFIG_DIR_NAME (pi-utils dirs.ts; PI_CONFIG_DIR renames it)
+
+
+# The field a compaction written under oh-my-pi's rules carries, and its value (pi and oh-my-pi ignore it).
+RULES_FIELD = "contextRules"
+RULES_NAME = "oh-my-pi"
+
+
+def written_under_omp_rules(compactions: Any) -> bool:
+    """A compaction entry batchcompact wrote under oh-my-pi's rules is among `compactions`."""
+    return any(entry.data.get(RULES_FIELD) == RULES_NAME for entry in compactions)
 
 
 def is_title_slot(obj: dict[str, Any]) -> bool:

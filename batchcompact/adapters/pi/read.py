@@ -7,7 +7,13 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from batchcompact.adapters.pi.omp import OMP_RULES, has_omp_entries, is_title_slot, under_omp_home
+from batchcompact.adapters.pi.omp import (
+    OMP_RULES,
+    has_omp_entries,
+    is_title_slot,
+    under_omp_home,
+    written_under_omp_rules,
+)
 from batchcompact.core.context import CONTEXT_RULES
 from batchcompact.core.entries import ERROR, KNOWN_ENTRY_TYPES, MESSAGE_ROLES, WARNING, Entry, Problem
 from batchcompact.core.migrate import header_version, migrate
@@ -49,7 +55,7 @@ def _read_pi_session(path: str | Path, digest: Any = None) -> Session:
     _check_compactions(session, compactions)
     if digest is not None:
         session.extra[SOURCE] = digest
-    if slot or under_omp_home(name) or has_omp_entries(entries):
+    if slot or under_omp_home(name) or has_omp_entries(entries) or written_under_omp_rules(compactions):
         session.extra[CONTEXT_RULES] = OMP_RULES
         session.extra["agent_limits"] = {"rules": "oh-my-pi"}  # its trigger (adapters/pi/trigger.py)
     if slot:

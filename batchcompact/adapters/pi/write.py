@@ -25,6 +25,10 @@ def build_compaction(session: Session, plan: Any, summary: str, *, usage: dict[s
         usage=usage,
         from_hook=from_hook,
     )
+    from batchcompact.adapters.pi.omp import RULES_FIELD, RULES_NAME, is_omp
+
+    if is_omp(session):  # the rules it was planned under, kept with it: `show` of the copy rebuilds the same
+        entry[RULES_FIELD] = RULES_NAME
     return [entry]
 
 
