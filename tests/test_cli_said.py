@@ -161,7 +161,7 @@ def test_a_session_that_names_no_model_says_so():
 def test_more_problems_are_counted_in_words(tmp_path, bad_lines, said):
     path = tmp_path / "s.jsonl"
     path.write_text('{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00Z","cwd":"/"}\n'
-                    + "{oops\n" * bad_lines)
+                    + "[1]\n" * bad_lines)  # a line pi skips ({oops) is a warning
     [row] = json.loads(invoke("plan", str(path), "--format", "json").stdout)["rows"]
     assert row["reason"].endswith(said), row["reason"]
 
