@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -28,3 +29,22 @@ def test_a_budget_of_zero_never_refuses_the_free_built_in(bc, samples, tmp_path)
                         "--jobs", "1")
     assert code == 0, err
     assert "6 compacted" in out and "budget of" not in out + err
+
+
+# -- 7. --breakdown by period: each period's models by cost -----------------------------------------------
+@pytest.mark.parametrize("fmt", ["table", "json"])
+@pytest.mark.parametrize("by", ["day", "week", "month"])
+def test_a_period_s_models_are_ordered_by_cost(bc, by, fmt):
+    code, out, err = bc("report", SAMPLES, "--by", by, "--breakdown", "--format", "json", "--no-cache")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    periods = [row[by if by != "day" else "date"] for row in rows]
+    assert periods == sorted(periods)
+    for period in set(periods):
+        costs = [row["cost_usd"] for row in rows if row[by if by != "day" else "date"] == period]
+        assert costs == sorted(costs, reverse=True), (period, costs)
+    assert len(rows) > len(set(periods))  # some period has two models
+    if fmt == "table":  # the table (the fast engine, then the stored result) in the same order
+        code, table, err = bc("report", SAMPLES, "--by", by, "--breakdown")
+        models = [line.split()[1] for line in table.splitlines()[2:] if line[:4].isdigit()]
+        assert models == [row["model"] for row in rows]
