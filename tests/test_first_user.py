@@ -48,3 +48,25 @@ def test_a_period_s_models_are_ordered_by_cost(bc, by, fmt):
         code, table, err = bc("report", SAMPLES, "--by", by, "--breakdown")
         models = [line.split()[1] for line in table.splitlines()[2:] if line[:4].isdigit()]
         assert models == [row["model"] for row in rows]
+
+
+# -- 9. eval counts what it scored ----------------------------------------------------------------------
+def test_eval_does_not_call_skipped_rows_scored(bc):
+    path = SAMPLES / "pi" / "small-fix.jsonl"  # at 5% nothing comes before the cut: both rows are skipped
+    code, out, err = bc("eval", path, "--cut-at", "5")
+    assert code == 0, err
+    assert "0 compactions scored, 2 rows; not scored: 1 nothing to summarize" in err
+    code, out, err = bc("eval", path, "--cut-at", "5", "--format", "json")
+    doc = json.loads(out)
+    assert {row["status"] for row in doc["rows"]} == {"skipped"}
+    assert doc["scored"] == 0
+    assert list(doc["not_scored"].values()) == [1] and "nothing to summarize" in next(iter(doc["not_scored"]))
+
+
+def test_eval_existing_says_as_many_scored_as_the_pooled_table(bc, samples, tmp_path):
+    code, _, err = bc("run", samples, "--output-dir", tmp_path / "out", "--min-age", "0", "--jobs", "1")
+    assert code == 0, err
+    code, out, err = bc("eval", tmp_path / "out", "--existing")
+    assert code == 0, err
+    pooled = int(out.split("Pooled over the cuts (")[1].split(" ")[0])
+    assert f"eval: {pooled} compactions scored" in err
