@@ -70,3 +70,21 @@ def test_eval_existing_says_as_many_scored_as_the_pooled_table(bc, samples, tmp_
     assert code == 0, err
     pooled = int(out.split("Pooled over the cuts (")[1].split(" ")[0])
     assert f"eval: {pooled} compactions scored" in err
+
+
+# -- 10. a file the report could not read makes it incomplete ---------------------------------------------
+def test_a_zst_rollout_without_zstandard_makes_the_report_incomplete(bc, tmp_path, monkeypatch):
+    import sys
+
+    zstandard = pytest.importorskip("zstandard")
+    rollout = next((SAMPLES / "codex").rglob("*.jsonl"))
+    path = tmp_path / "rollout-x.jsonl.zst"
+    path.write_bytes(zstandard.ZstdCompressor().compress(rollout.read_bytes()))
+    monkeypatch.setitem(sys.modules, "zstandard", None)
+    for cache in ("--no-cache", None):  # the cold report, then the cached one
+        code, out, err = bc("report", path, *([cache] if cache else []))
+        assert code == 1, err
+        warning = next(line for line in err.splitlines() if "zstandard" in line)
+        assert warning == (f"warning: {path}: zstd-compressed transcript: install the zstandard package "
+                           "(pip install 'batchcompact[zstd]')")  # the path once
+        assert "warning: the report is incomplete: 1 file not read or cut short (named above); exit 1" in err

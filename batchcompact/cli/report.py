@@ -197,8 +197,8 @@ def report(paths, fmt, output, json_flag, compact, chart, html, machine, cache_d
     out = produce_report(request, say=None if quiet else lambda m: click.echo(m, err=True),
                          warn=lambda w: click.echo(f"warning: {w}", err=True))
     _print(out, fmt, output, compact, quiet=quiet, verbose=verbose)
-    if out.incomplete:  # an export cut short: the numbers lack its lost rows
-        click.echo(f"warning: the report is incomplete: {counted(out.incomplete, 'usage export')} cut short "
+    if out.incomplete:  # an export cut short, a file not read: the numbers lack their rows
+        click.echo(f"warning: the report is incomplete: {counted(out.incomplete, 'file')} not read or cut short "
                    "(named above); exit 1", err=True)
         return INCOMPLETE_EXIT
     return 0
