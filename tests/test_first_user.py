@@ -88,3 +88,16 @@ def test_a_zst_rollout_without_zstandard_makes_the_report_incomplete(bc, tmp_pat
         assert warning == (f"warning: {path}: zstd-compressed transcript: install the zstandard package "
                            "(pip install 'batchcompact[zstd]')")  # the path once
         assert "warning: the report is incomplete: 1 file not read or cut short (named above); exit 1" in err
+
+
+# -- 11. a --pricing file's bad value is said, by entry and field ------------------------------------------
+@pytest.mark.parametrize("command", ["report", "plan"])
+def test_a_bad_price_in_a_pricing_file_is_named(bc, tmp_path, command):
+    prices = tmp_path / "prices.json"
+    prices.write_text('{\n  "my-model": {\n    "input_cost_per_token": "free",\n    "output_cost_per_token": 0\n  }\n}\n')
+    code, out, err = bc(command, SAMPLES / "pi" / "small-fix.jsonl", "--pricing", prices)
+    assert code == 2, err
+    assert err.strip().splitlines()[-1] == (
+        f"Error: pricing file {prices}:3: 'my-model': input_cost_per_token is \"free\", not a number of USD "
+        "(per token) >= 0")
+    assert out == ""
