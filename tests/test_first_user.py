@@ -101,3 +101,30 @@ def test_a_bad_price_in_a_pricing_file_is_named(bc, tmp_path, command):
         f"Error: pricing file {prices}:3: 'my-model': input_cost_per_token is \"free\", not a number of USD "
         "(per token) >= 0")
     assert out == ""
+
+
+# -- 4. every unknown key and section of the config file, with the nearest name -----------------------------
+@pytest.mark.parametrize("command", [["config"], ["config", "run"], ["validate", str(SAMPLES / "pi" / "small-fix.jsonl")]])
+def test_unknown_config_keys_and_sections_are_each_a_warning(bc, tmp_path, command):
+    config = tmp_path / "config.toml"
+    config.write_text('summary_budjet = 1500\nmin-age = "0"\n\n[reprot]\nby = "day"\n\n[run]\nsummary_budjet = 1500\n'
+                      '\n[report]\nby = "day"\n\n[report.projcts]\na = "b"\n')
+    code, out, err = bc("--config", config, *command)
+    assert code == 0, err
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        f"warning: {config}: no command has an option 'summary_budjet'; did you mean 'summary-budget'?",
+        f"warning: {config}: unknown section [reprot]; did you mean [report]? (the sections are the commands: "
+        "batches, config, eval, plan, report, run, show, validate)",
+        f"warning: {config}: [run] has no option 'summary_budjet'; did you mean 'summary-budget'? "
+        "(see `batchcompact run --help`)",
+        f"warning: {config}: [report] has no table [report.projcts]; did you mean [report.projects]?",
+    ]
+
+
+def test_a_config_file_every_command_knows_says_nothing(bc, tmp_path):
+    config = tmp_path / "config.toml"
+    config.write_text('min-age = "0"\nsummary_budget = 1500\n[report]\nby = "day"\n[report.projects]\na = "b"\n'
+                      '[run]\nmax-cost = 2.0\n')
+    code, out, err = bc("--config", config, "config")
+    assert code == 0 and "warning" not in err, err
