@@ -201,7 +201,7 @@ def resolve(command: click.Command, name: str, args: list[str], parent: click.Co
     checked = parent.find_root().meta.setdefault(CHECKED_KEY, set()) if parent is not None else set()
     if path is not None and str(path) not in checked:  # the whole file, once per command line (`config`
         checked.add(str(path))                         # resolves every command)
-        for line in config_problems(path, data, name, set(by_key)):
+        for line in config_problems(path, data, name, set(by_key), parent):
             click.echo(f"warning: {line}", err=True)
     return default_map, resolution
 
@@ -209,7 +209,8 @@ def resolve(command: click.Command, name: str, args: list[str], parent: click.Co
 CHECKED_KEY = "batchcompact.config_checked"
 
 
-def config_problems(path: Path, data: dict[str, Any], name: str, here: set[str]) -> list[str]:
+def config_problems(path: Path, data: dict[str, Any], name: str, here: set[str],
+                    parent: click.Context | None = None) -> list[str]:
     """Every key and section of the config file that no command knows, each with the nearest known name:
     a top-level key no command has, a [section] that is no command, a key its command has not, a table
     its command does not read ([report.projects] is the one). `name`/`here`: the running command and its
@@ -219,7 +220,7 @@ def config_problems(path: Path, data: dict[str, Any], name: str, here: set[str])
     if all(key in here for key in top) and set(sections) <= {name} and all(
             key in here or key in TABLES.get(name, ()) for key in sections.get(name, {})):
         return []
-    keys = _command_keys()
+    keys = _command_keys(parent)
     keys[name] = keys.get(name, set()) | here
     every = set().union(*keys.values())
     problems = []
@@ -253,20 +254,20 @@ def _nearest(key: str, known: set[str], shape: str = "{!r}") -> str:
     return f"; did you mean {shape.format(found[0])}?" if found else ""
 
 
-def _command_keys() -> dict[str, set[str]]:
-    """Each command's option keys as the config file may write them (`min-age`, `min_age`, the name)."""
-    import importlib
-
-    from batchcompact.cli import COMMANDS
-
+def _command_keys(parent: click.Context | None) -> dict[str, set[str]]:
+    """Each command's option keys as the config file may write them (`min-age`, `min_age`, the name), from
+    the group that runs them (`parent`: its context)."""
+    root = parent.find_root() if parent is not None else None
+    group = root.command if root is not None else None
+    if not isinstance(group, click.Group):
+        return {}
     keys: dict[str, set[str]] = {}
-    for command, (module, attr, _) in COMMANDS.items():
-        try:
-            params = getattr(importlib.import_module(module), attr).params
-        except ImportError:  # a command whose extra is not installed
+    for command in group.list_commands(root):
+        found = group.get_command(root, command)
+        if found is None:
             continue
         names = set(GLOBAL_NAMES[:3]) | {"config"}
-        for param in params:
+        for param in found.params:
             if isinstance(param, click.Option):
                 key = option_key(param)
                 names.update((key, key.replace("-", "_"), param.name or key))
