@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES, cli_invoker
+from conftest import SAMPLES, cli_invoker, fixture_path
 
 
 @pytest.fixture
@@ -128,3 +128,22 @@ def test_a_config_file_every_command_knows_says_nothing(bc, tmp_path):
                       '[run]\nmax-cost = 2.0\n')
     code, out, err = bc("--config", config, "config")
     assert code == 0 and "warning" not in err, err
+
+
+# -- 5. Droid's transcripts are reported, not compacted -------------------------------------------------------
+def test_droid_transcripts_are_skipped_by_run_and_passed_over_by_report(bc, tmp_path):
+    sessions = fixture_path("agents", "droid", "sessions")
+    factory = tmp_path / "home" / ".factory"
+    factory.mkdir(parents=True)
+    shutil.copytree(sessions, factory / "sessions")
+    code, out, err = bc("run", factory / "sessions", "--output-dir", tmp_path / "out", "--min-age", "0",
+                        "--format", "json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert sorted(Path(r["input_path"]).name for r in rows) == ["droid_large.jsonl", "session-b.jsonl"]
+    assert {(r["status"], r["reason"]) for r in rows} == {("skipped", "a Droid transcript: reported, not compacted")}
+    for cache in ("--no-cache", None):
+        code, out, err = bc("report", factory / "sessions", "--format", "json", *([cache] if cache else []))
+        assert code == 0, err
+        assert "warning" not in err, err  # Droid's own files, each known
+        assert json.loads(out)["totals"]["requests"] == 3  # the three settings files
