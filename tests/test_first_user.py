@@ -147,3 +147,27 @@ def test_droid_transcripts_are_skipped_by_run_and_passed_over_by_report(bc, tmp_
         assert code == 0, err
         assert "warning" not in err, err  # Droid's own files, each known
         assert json.loads(out)["totals"]["requests"] == 3  # the three settings files
+
+
+# -- 6. a session no cut can bring under its threshold is said so by plan, before any call ------------------
+def test_a_last_message_above_the_window_is_skipped_by_plan_and_run(bc, tmp_path):
+    from factories import Builder
+
+    builder = Builder()
+    for i in range(6):
+        builder.user(f"step {i} " + "word " * 400)
+        builder.assistant(f"done {i} " + "ok " * 400, usage=1000)
+    builder.user("here is the log: " + "x1 y2 z3 " * 40_000)  # ~90k tokens alone, the window is 50k
+    (tmp_path / "in").mkdir()
+    path = builder.write(tmp_path / "in" / "huge.jsonl")
+    window = ("--context-window", "50000")
+    code, out, err = bc("plan", path, *window, "--format", "json")
+    assert code == 0, err
+    [row] = json.loads(out)["rows"]
+    assert row["status"] == "skip" and row["calls"] == 0
+    assert row["reason"].startswith("no cut brings it under the threshold (what it must keep, from line 14, is ~")
+    assert row["reason"].endswith("tokens alone; threshold 33,616): nothing is summarized")
+    code, out, err = bc("run", path, *window, "--output-dir", tmp_path / "out", "--min-age", "0", "--format", "json")
+    assert code == 0, err
+    [row] = json.loads(out)["rows"]
+    assert row["status"] == "skipped" and row["calls"] == 0 and "no cut brings it under" in row["reason"]
