@@ -171,3 +171,23 @@ def test_a_last_message_above_the_window_is_skipped_by_plan_and_run(bc, tmp_path
     assert code == 0, err
     [row] = json.loads(out)["rows"]
     assert row["status"] == "skipped" and row["calls"] == 0 and "no cut brings it under" in row["reason"]
+
+
+# -- 8. report tables fit the terminal; piped, every value is whole ---------------------------------------
+@pytest.mark.parametrize("by", ["session", "project", "day", "model"])
+@pytest.mark.parametrize("columns", [72, 80, 100])
+def test_report_tables_fit_the_terminal_width(bc, monkeypatch, by, columns):
+    monkeypatch.setenv("COLUMNS", str(columns))  # what a terminal of that width says (stdout here is no tty)
+    code, out, err = bc("report", SAMPLES, "--by", by)
+    assert code == 0, err
+    lines = out.rstrip("\n").splitlines()
+    assert max(len(line) for line in lines) <= columns, out
+    assert lines[-1].startswith("TOTAL") and lines[-1].endswith("$68.78")  # every number whole
+
+
+def test_piped_report_tables_keep_every_value_whole(bc, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    code, out, err = bc("report", SAMPLES, "--by", "session")
+    rows = json.loads(bc("report", SAMPLES, "--by", "session", "--format", "json")[1])["rows"]
+    assert code == 0 and "…" not in out
+    assert all(row["session_id"] in out and row["project"] in out for row in rows)
