@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -20,6 +21,8 @@ def samples(tmp_path) -> Path:
     """A fresh copy of sample_sessions, as a clone has it (every file modified a moment ago)."""
     copy = tmp_path / "sample_sessions"
     shutil.copytree(SAMPLES, copy)
+    for path in copy.rglob("*"):
+        os.utime(path)  # a clone writes every file now
     return copy
 
 
@@ -191,3 +194,41 @@ def test_piped_report_tables_keep_every_value_whole(bc, monkeypatch):
     rows = json.loads(bc("report", SAMPLES, "--by", "session", "--format", "json")[1])["rows"]
     assert code == 0 and "…" not in out
     assert all(row["session_id"] in out and row["project"] in out for row in rows)
+
+
+# -- 3. run --dry-run says what the run would do ---------------------------------------------------------
+def _to_compact(out: str) -> int:
+    line = next(line for line in out.splitlines() if line.startswith("to compact: "))
+    return int(line.split()[2])
+
+
+def test_the_dry_run_says_what_the_run_does(bc, samples, tmp_path):
+    out_dir = ("--output-dir", tmp_path / "out")
+    # a fresh clone: every file was modified a moment ago, under run's default --min-age of 10m
+    code, out, err = bc("run", samples, *out_dir, "--dry-run")
+    assert code == 0, err
+    assert _to_compact(out) == 0 and "9 modified within --min-age 10m (live?)" in out
+    code, out, err = bc("run", samples, *out_dir)
+    assert code == 0 and "nothing compacted: all 9 sessions were modified within --min-age 10m" in out, out + err
+    # --limit: the dry run compacts as many as the run
+    code, out, err = bc("run", samples, *out_dir, "--min-age", "0", "--limit", "2", "--dry-run")
+    assert _to_compact(out) == 2 and "4 --limit N reached" in out, out
+    code, out, err = bc("run", samples, *out_dir, "--min-age", "0", "--limit", "2", "--format", "json")
+    assert code == 0 and json.loads(out)["by_status"]["compacted"] == 2, err
+    # earlier runs: what they finished is not compacted again
+    code, out, err = bc("run", samples, *out_dir, "--min-age", "0", "--dry-run")
+    assert _to_compact(out) == 4 and "2 finished in an earlier run (compacted)" in out, out
+    code, out, err = bc("run", samples, *out_dir, "--min-age", "0", "--format", "json")
+    assert json.loads(out)["by_status"]["compacted"] == 4, err
+    code, out, err = bc("run", samples, *out_dir, "--min-age", "0", "--dry-run")
+    assert _to_compact(out) == 0, out
+
+
+def test_plan_takes_min_age(bc, samples):
+    code, out, err = bc("plan", samples, "--min-age", "1h", "--format", "json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert len(rows) == 9 and {r["status"] for r in rows} == {"skip"}
+    assert all(r["reason"].endswith("under --min-age (live session?)") for r in rows)
+    code, out, err = bc("plan", samples)  # plan's default: 0, every file planned
+    assert _to_compact(out) == 6
