@@ -239,7 +239,7 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
 
 
 def _duration_checked(value: str) -> str:
-    from batchcompact.cli.run import parse_duration
+    from batchcompact.cli.options import parse_duration
 
     parse_duration(value)
     return value
@@ -251,7 +251,7 @@ DRY_RUN_KEY = "batchcompact.dry_run"  # ctx.meta: the run's options that decide 
 def _dry_run(ctx: click.Context, settings: Any, min_age: str) -> Any:
     """The `DryRun` of `run --dry-run` (its run state and settings hash, --limit, --min-age) or of `plan
     --min-age`; None when nothing but the plan decides."""
-    from batchcompact.cli.run import parse_duration
+    from batchcompact.cli.options import parse_duration
     from batchcompact.pipeline.dry_run import DryRun
 
     seconds = parse_duration(min_age)
