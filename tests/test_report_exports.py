@@ -203,7 +203,7 @@ def test_a_truncated_parquet_is_named_and_skipped(bc, monkeypatch, machines, tmp
         code, out, err = bc("report", shared, "--by", "machine", "--format", "json", *path)
         assert code == 1, err  # the report is made, and is incomplete (issue 50)
         assert f"warning: {shared / 'alice.parquet'}: not a complete Parquet file (" in err
-        assert "warning: the report is incomplete: 1 usage export cut short (named above); exit 1" in err
+        assert "warning: the report is incomplete: 1 file not read or cut short (named above); exit 1" in err
         assert "2 files: 1 parsed, 0 from cache, 1 not read (named above)" in err
         assert [r["machine"] for r in json.loads(out)["rows"]] == ["bob"]
 

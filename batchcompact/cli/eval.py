@@ -158,6 +158,7 @@ def eval_command(ctx: click.Context, paths: tuple[str, ...], existing: bool, cut
                           plan_options=PlanOptions(pricing_file=pricing, agent_settings=agent))
     result = evaluate(paths, settings, options, chosen, pool, judge)
     quiet = (ctx.find_root().obj or {}).get("quiet", False)
+    scored, unscored = _scored(result.rows)
     for problem in result.problems:
         click.echo(f"error: {problem}", err=True)
     if fmt == "table":
@@ -175,12 +176,31 @@ def eval_command(ctx: click.Context, paths: tuple[str, ...], existing: bool, cut
                           "count (docs/eval.md).\n")
     else:
         write_rows(fmt, output, result.rows, summary=lambda: {
-            "skipped": result.skipped, "problems": result.problems, "spent_usd": result.spent_usd,
+            "scored": scored, "not_scored": unscored, "skipped": result.skipped, "problems": result.problems, "spent_usd": result.spent_usd,
             "exit_code": result.exit_code})
     if not quiet:
-        compactions = len({(r["path"], r["compaction"], r["cut_at"]) for r in result.rows})
         skipped = ", ".join(f"{n} {reason}" for reason, n in sorted(result.skipped.items()))
-        click.echo(f"eval: {counted(compactions, 'compaction')} scored, {counted(len(result.rows), 'row')}"
+        others = ", ".join(f"{n} {reason}" for reason, n in sorted(unscored.items()))
+        click.echo(f"eval: {counted(scored, 'compaction')} scored, {counted(len(result.rows), 'row')}"
+                   + (f"; not scored: {others}" if others else "")
                    + (f"; sessions skipped: {skipped}" if skipped else "")
                    + f"; spent ${result.spent_usd:.4f}", err=True)
     return result.exit_code
+
+
+def _scored(rows: list[dict[str, Any]]) -> tuple[int, dict[str, int]]:
+    """(compactions with a score, the others counted by why): a compaction is scored when one of its rows
+    is `ok` with an `overall` (what the pooled table counts as "with a score"); else the reason of its
+    first row that is not ok, or "no probe to score"."""
+    rows_of: dict[tuple, list[dict[str, Any]]] = {}
+    for row in rows:
+        rows_of.setdefault((row["path"], row["compaction"], row["cut_at"]), []).append(row)
+    scored, unscored = 0, {}
+    for members in rows_of.values():
+        if any(r["status"] == "ok" and r.get("overall") is not None for r in members):
+            scored += 1
+            continue
+        failed = next((r for r in members if r["status"] != "ok"), None)
+        reason = (failed.get("reason") or failed["status"]) if failed is not None else "no probe to score"
+        unscored[reason] = unscored.get(reason, 0) + 1
+    return scored, unscored

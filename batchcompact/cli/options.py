@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from typing import TYPE_CHECKING
 
 import click
@@ -173,3 +174,15 @@ def open_executor(kind: str, jobs: int, ray_address: str | None):
     from batchcompact.pipeline.executor import make_executor
 
     return make_executor(kind, jobs=jobs, ray_address=ray_address)
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+
+
+def parse_duration(text: str) -> float:
+    """'10m' -> 600.0; units s, m, h, d; a bare number is seconds."""
+    match = _DURATION.match(text)
+    if not match:
+        raise click.BadParameter(f"{text!r} is not a duration like 30s, 10m, 2h or 1d")
+    value, unit = float(match.group(1)), match.group(2) or "s"
+    return value * {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit]

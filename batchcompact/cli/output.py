@@ -433,3 +433,49 @@ def old_output_dir(ctx: click.Context, command: str, output: str | None, output_
         return output, None
     check_output(output, "-o/--output", made=output_dir)  # a results FILE: checked before the work
     return output_dir, output
+
+
+TEXT_FLOOR = 8  # a text column elided to fit keeps at least this many characters
+
+
+def fit_rendered_table(text: str, width: int | None) -> str:
+    """An already rendered table (a header, a rule of dashes per column, rows, a rule, a total row; other lines
+    around it untouched) made to fit `width` by eliding its text columns, the widest first, never below
+    TEXT_FLOOR: paths lose their middle, other values their end ('…'). Numbers are never cut. None: as is
+    (piped output keeps every value whole)."""
+    lines = text.split("\n")
+    rules = [i for i, line in enumerate(lines) if line and set(line) <= {"-", " "} and "--" in line]
+    if width is None or not rules or rules[0] != 1:
+        return text
+    end = min(rules[-1] + 1, len(lines) - 1)  # the total row after the last rule
+    if max(len(line) for line in lines[: end + 1]) <= width:
+        return text
+    spans = [(m.start(), m.end()) for m in re.finditer(r"-+", lines[1])]
+    table = [[line.ljust(spans[-1][1])[a:b] for a, b in spans] for line in lines[: end + 1]]
+    header, body = table[0], [row for i, row in enumerate(table) if i not in rules and i != 0]
+    text_columns = [c for c, cell in enumerate(header)
+                    if cell[:1] != " " and (cell[-1:] == " " or any(row[c][-1:] == " " and row[c].strip() for row in body))]
+    widths = [b - a for a, b in spans]
+    total = sum(widths) + 2 * (len(widths) - 1)
+    while total > width:
+        candidates = [c for c in text_columns if widths[c] > TEXT_FLOOR]
+        if not candidates:
+            break
+        column = max(candidates, key=lambda c: (widths[c], -c))
+        cut = min(total - width, widths[column] - TEXT_FLOOR,
+                  max(1, widths[column] - max((widths[c] for c in candidates if c != column), default=0)))
+        widths[column] -= cut
+        total -= cut
+    out = []
+    for index, row in enumerate(table):
+        if index in rules:
+            out.append("  ".join("-" * w for w in widths))
+            continue
+        cells = []
+        for c, cell in enumerate(row):
+            if c in text_columns and len(cell.rstrip()) > widths[c]:
+                value = cell.rstrip()
+                cell = middle_ellipsis(value, widths[c]) if "/" in value else value[: widths[c] - 1] + "…"
+            cells.append(cell[: widths[c]].ljust(widths[c]) if c in text_columns else cell)
+        out.append("  ".join(cells).rstrip())
+    return "\n".join(out + lines[end + 1:])

@@ -201,8 +201,8 @@ def report(paths, fmt, output, json_flag, compact, chart, html, machine, cache_d
     _print(out, fmt, output, compact, quiet=quiet, verbose=verbose)
     if out.requests == 0 and not quiet:
         _say_nothing_matched(request)
-    if out.incomplete:  # an export cut short: the numbers lack its lost rows
-        click.echo(f"warning: the report is incomplete: {counted(out.incomplete, 'usage export')} cut short "
+    if out.incomplete:  # an export cut short, a file not read: the numbers lack their rows
+        click.echo(f"warning: the report is incomplete: {counted(out.incomplete, 'file')} not read or cut short "
                    "(named above); exit 1", err=True)
         return INCOMPLETE_EXIT
     return 0
@@ -326,15 +326,19 @@ def _warn_unpriced(models: list[str]) -> None:
 
 
 def _emit(texts: dict[str, str], table_width: int | None, fmt: str, output, compact: bool) -> None:
-    """The rendered text to --output or stdout; a table fitted to the terminal."""
-    if fmt == "table" and not compact and not output and sys.stdout.isatty():
-        import shutil
+    """The rendered text to --output or stdout; a table fitted to the terminal (or $COLUMNS): the compact one
+    when the wide one does not fit, then its long text columns elided. Piped without $COLUMNS: whole."""
+    from batchcompact.cli.output import fit_rendered_table
+    from batchcompact.cli.output import table_width as terminal_width
 
+    width = terminal_width(sys.stdout) if fmt == "table" and not output else None
+    if width is not None and not compact:
         from batchcompact.report.render import COMPACT_WIDTH
 
-        width = shutil.get_terminal_size((COMPACT_WIDTH, 24)).columns
         compact = width < min(COMPACT_WIDTH, table_width or 0)
     text = texts["compact"] if fmt == "table" and compact else texts["wide"]
+    if width is not None:
+        text = fit_rendered_table(text, width)
     if output:
         from batchcompact.outfile import write_text
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +13,7 @@ from batchcompact.cli.options import (
     branch_options,
     executor_options,
     open_executor,
+    parse_duration,
     planner_options,
     pop_settings,
     resolve_jobs,
@@ -39,18 +39,6 @@ from batchcompact.pipeline.statuses import COMPACTED, FAILED_STATUSES, KNOWN_INV
 
 if TYPE_CHECKING:
     from batchcompact.pipeline.run_request import RunRequest
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
-
-
-def parse_duration(text: str) -> float:
-    """'10m' -> 600.0; units s, m, h, d; a bare number is seconds."""
-    match = _DURATION.match(text)
-    if not match:
-        raise click.BadParameter(f"{text!r} is not a duration like 30s, 10m, 2h or 1d")
-    value, unit = float(match.group(1)), match.group(2) or "s"
-    return value * {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit]
-
 
 def _duration_checked(value: str) -> str:
     """--min-age checked while the options are parsed (so a bad one names the option and where it came

@@ -49,10 +49,11 @@ def extract_rows(path: str | Path, fmt: str | None = None) -> tuple[UsageRows, E
         if getattr(exc, "fatal", False):  # the report would be wrong without this file (a newer export)
             raise
         stats.refuse(str(exc))
-        if getattr(exc, "incomplete", False):  # an export cut short: the report lacks its rows
+        if getattr(exc, "incomplete", False):  # an export cut short, a .zst without zstandard: rows missing
             stats.incomplete = 1
-    except OSError as exc:
+    except OSError as exc:  # a transcript not read: the report lacks its rows
         stats.refuse(f"cannot read: {exc.strerror or exc}")
+        stats.incomplete = 1
     except Exception as exc:
         if _is_sqlite_error(exc):  # a database that is locked, damaged or not one of ours
             stats.refuse(f"cannot read the database: {exc}")

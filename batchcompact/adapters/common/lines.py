@@ -12,8 +12,9 @@ from typing import IO, Any
 
 import orjson
 
-from batchcompact.errors import UsageError
+from batchcompact.errors import MissingExtraError
 from batchcompact.formats import jsonl
+from batchcompact.formats.compressed import ZSTD_MISSING
 from batchcompact.formats.jsonl import capped_lines
 
 MAX_WARNINGS_KEPT = 50
@@ -74,10 +75,7 @@ def open_binary(path: str | Path, buffer: int = 1 << 20) -> IO[bytes]:
         try:
             import zstandard
         except ImportError:
-            raise UsageError(
-                f"{path} is zstd-compressed; install the zstandard package "
-                "(pip install 'batchcompact[zstd]') to read it"
-            ) from None
+            raise MissingExtraError(ZSTD_MISSING) from None
         raw = open(path, "rb")  # noqa: SIM115 - closed with the reader below
         reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
         import io
