@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -229,10 +230,11 @@ def parse_timestamp(value: Any) -> datetime | None:
 
 
 def as_int(value: Any) -> int:
-    """Token counts: numbers as int, anything else 0."""
+    """Token counts: numbers as int, anything else 0 (also a float that is not finite: int() raises on
+    inf and NaN). A count too large to be one is checked where the rows are made (report/extract_rows.py)."""
     if type(value) is int:  # the common case first: this runs for every token field of every request
         return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return 0
     return int(value)
 

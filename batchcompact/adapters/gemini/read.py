@@ -35,6 +35,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from batchcompact.adapters.common.lines import as_int
 from batchcompact.core.context import parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.session import Session
@@ -82,7 +83,7 @@ def gemini_usage(tokens: dict[str, Any]) -> dict[str, int]:
 
     def num(key: str) -> int:
         value = tokens.get(key)
-        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+        return as_int(value)  # 0 for what is not a finite number (inf, NaN)
 
     cached = num("cached")
     out = {

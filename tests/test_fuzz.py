@@ -1,0 +1,178 @@
+"""Bad input never reaches a traceback or exit 4 (#56): the fuzzer (bench/fuzz.py) at a small seeded size,
+and one test from the command line for each crash it found, each failing before its fix."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import REPO, SHARED_FIXTURES
+
+CLAUDE_LINE = {
+    "parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/home/user/projects/webapp",
+    "sessionId": "bd6e388f-417b-444a-b6e3-88a50c28ea27", "version": "2.1.42", "type": "assistant",
+    "uuid": "2cee0a20-9240-4684-9a32-ed061bec9080", "timestamp": "2026-10-12T13:24:34.881Z",
+    "requestId": "req_1", "message": {
+        "model": "claude-haiku-4-5-20251001", "id": "msg_1", "type": "message", "role": "assistant",
+        "content": [{"type": "text", "text": "Found it."}],
+        "usage": {"input_tokens": 5, "cache_creation_input_tokens": 10, "cache_read_input_tokens": 0,
+                  "output_tokens": 11}},
+}
+
+
+def claude_file(tmp_path: Path, text: str) -> Path:
+    """One Claude Code session under `tmp_path/projects/...` holding the line `text` (raw JSON text)."""
+    path = tmp_path / "projects" / "-home-user-projects-webapp" / "bd6e388f-417b-444a-b6e3-88a50c28ea27.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text + "\n")
+    return path
+
+
+def claude_line_with(**usage) -> str:
+    line = json.loads(json.dumps(CLAUDE_LINE))
+    marker = {}
+    for key, value in usage.items():
+        line["message"]["usage"][key] = f"@{key}@"
+        marker[key] = value
+    text = json.dumps(line)
+    for key, raw in marker.items():
+        text = text.replace(f'"@{key}@"', raw)
+    return text
+
+
+@pytest.mark.parametrize("raw", ["1e999", "18446744073709551616", "-1e999", "NaN", "4.5e22"])
+@pytest.mark.parametrize("fmt", ["table", "json", "parquet"])
+def test_report_takes_a_token_count_that_is_no_count_as_0_with_a_warning(bc, tmp_path, raw, fmt):
+    """`"output_tokens": 1e999` (int() of inf: OverflowError) or 2**64 (past the Int64 column: OverflowError in
+    pyarrow, or polars' cast of the cost) stopped the report with exit 4."""
+    path = claude_file(tmp_path, claude_line_with(output_tokens=raw))
+    out_file = ["-o", tmp_path / "r.parquet"] if fmt == "parquet" else []
+    code, out, err = bc("report", tmp_path / "projects", "--no-cache", "--jobs", "1", "--format", fmt, *out_file,
+                        "--timezone", "UTC")
+    assert code == 0, err
+    assert "internal error" not in err
+    if raw not in ("1e999", "-1e999", "NaN"):  # a count the reader took: named by its line
+        assert f"{path}:1: output_tokens" in err and "is not a token count" in err and "counted as 0" in err
+    if fmt == "json":
+        (row,) = json.loads(out)["rows"]
+        assert row["output_tokens"] == 0 and row["input_tokens"] == 5
+
+
+@pytest.mark.parametrize("model", [["gpt-5"], {"id": "gpt-5"}, 4.5])
+@pytest.mark.parametrize("extra", [[], ["--by", "model"], ["--html", "page.html"]])
+def test_report_leaves_a_model_that_is_not_text_empty(bc, tmp_path, model, extra):
+    """A Codex rollout whose turn_context model is a list, an object or a number: unhashable in the cold
+    report's price lookup (`report/fast.py` tiers), or `'float' object has no attribute 'strip'` in the
+    price map's resolve: exit 4."""
+    source = next((REPO / "sample_sessions" / "codex").rglob("rollout-*.jsonl"))
+    lines = []
+    for raw in source.read_text().splitlines():
+        obj = json.loads(raw)
+        if obj.get("type") == "turn_context":
+            obj["payload"]["model"] = model
+        lines.append(json.dumps(obj))
+    path = tmp_path / "sessions" / source.name
+    path.parent.mkdir()
+    path.write_text("\n".join(lines) + "\n")
+    extra = [str(tmp_path / e) if e.endswith(".html") else e for e in extra]
+    code, out, err = bc("report", tmp_path / "sessions", "--no-cache", "--jobs", "1", *extra)
+    assert code == 0, err
+    assert "internal error" not in err
+    assert f"{path}:" in err and ": model " in err and "is not text; left empty" in err
+
+
+@pytest.mark.parametrize("when", ["2026-02-30T25:61:61.000Z", "0000-00-00T00:00:00Z", "yesterday"])
+def test_the_html_page_takes_a_request_with_no_time(bc, tmp_path, when):
+    """An impossible date leaves the request without a day: the page sorted the days with None among them
+    (`'<' not supported between 'NoneType' and 'datetime.date'`), exit 4."""
+    claude_file(tmp_path, json.dumps({**CLAUDE_LINE, "timestamp": when}))
+    page = tmp_path / "page.html"
+    code, _, err = bc("report", tmp_path / "projects", "--no-cache", "--jobs", "1", "--html", page)
+    assert code == 0, err
+    assert page.stat().st_size > 0
+
+
+def test_show_counts_an_entry_whose_type_is_null(bc, tmp_path):
+    """`"type": null` beside strings: show sorted the entry types (`'<' not supported between 'NoneType' and
+    'str'`), exit 4."""
+    lines = (REPO / "sample_sessions" / "pi" / "small-fix.jsonl").read_text().splitlines()
+    entry = json.loads(lines[2])
+    entry["type"] = None
+    lines[2] = json.dumps(entry)
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    code, out, err = bc("show", path)
+    assert code in (0, 1), err
+    assert "internal error" not in err
+    assert "None 1" in out
+
+
+def test_validate_says_a_value_nested_too_deeply_for_the_schema_check(bc, tmp_path):
+    """A token count that is an object nested 1,000 levels (orjson parses up to 1,024): the JSON Schema
+    error's repr of it recursed past Python's limit (RecursionError), exit 4. Now the entry is invalid,
+    with its line."""
+    lines = (REPO / "sample_sessions" / "pi" / "small-fix.jsonl").read_text().splitlines()
+    at = next(i for i, raw in enumerate(lines) if '"usage"' in raw and '"assistant"' in raw)
+    entry = json.loads(lines[at])
+    entry["message"]["usage"]["output"] = "@DEEP@"
+    lines[at] = json.dumps(entry).replace('"@DEEP@"', '{"a":' * 1000 + "1" + "}" * 1000)
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    code, out, err = bc("validate", path)
+    assert code == 1, err
+    assert f"{path}:{at + 1}: error:" in out and "nested too deeply to check" in out
+
+
+def test_a_first_line_nested_too_deeply_to_parse_is_not_a_transcript(bc, tmp_path):
+    """Detection probed the line with json after orjson refused it, and json's RecursionError escaped:
+    `show` exited 4."""
+    path = tmp_path / "s.jsonl"
+    path.write_text("[" * 5000 + "]" * 5000 + "\n")
+    code, _, err = bc("show", path)
+    assert code == 1, err
+    assert "internal error" not in err and str(path) in err
+
+
+def test_run_compacts_a_gemini_chat_whose_token_count_is_not_finite(bc, tmp_path):
+    """Gemini CLI's reader took `int()` of a recorded `1e999` (OverflowError): the session failed as an
+    internal error, exit 4 (the same helper in the Codex, Qwen, Copilot, OpenCode and Claude readers)."""
+    source = REPO / "tests" / "data" / "recorded" / "gemini-cli" / "session-tools.jsonl"
+    lines = source.read_text().splitlines()
+    last = max(i for i, raw in enumerate(lines) if '"tokens"' in raw)  # the last model message
+    obj = json.loads(lines[last])
+    obj["tokens"]["output"] = "@INF@"
+    lines[last] = json.dumps(obj).replace('"@INF@"', "1e999")
+    path = tmp_path / "chats" / "session-tools.jsonl"
+    path.parent.mkdir()
+    path.write_text("\n".join(lines) + "\n")
+    code, out, err = bc("run", tmp_path / "chats", "--output-dir", tmp_path / "out", "--min-age", "0", "--force",
+                        "--jobs", "1", "--format", "json")
+    assert code == 0, err
+    (row,) = json.loads(out)["rows"]
+    assert row["status"] in ("compacted", "skipped"), row
+    assert "internal error" not in out + err
+
+
+def test_the_fuzzer_finds_no_traceback_exit_4_or_hang():
+    """bench/fuzz.py at its suite size: seeded, every agent's seeds and every command, at most 45 s of cases
+    (the cases are in this process; one in 40 also runs the installed command line). A failure prints the
+    case (agent, file, mutation, command) and its traceback: replay it with `python -m bench.fuzz --seed 56
+    --cases N --keep DIR`."""
+    if not SHARED_FIXTURES.is_dir():
+        pytest.skip("the fuzzer's seeds include ../shared/fixtures")
+    import sys
+
+    sys.path.insert(0, str(REPO))
+    from bench import fuzz
+
+    saved = dict(os.environ)
+    try:
+        tally = fuzz.fuzz(cases=2000, seed=56, timeout=20.0, spot_every=40, budget=45.0)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    assert tally.cases >= len(fuzz.COMMANDS)
+    assert set(tally.by_command) == set(fuzz.COMMANDS)
+    assert not tally.failures, "\n".join(json.dumps(f, indent=1) for f in tally.failures[:5])
