@@ -176,3 +176,82 @@ def test_the_fuzzer_finds_no_traceback_exit_4_or_hang():
     assert tally.cases >= len(fuzz.COMMANDS)
     assert set(tally.by_command) == set(fuzz.COMMANDS)
     assert not tally.failures, "\n".join(json.dumps(f, indent=1) for f in tally.failures[:5])
+
+
+def pi_lines() -> list[dict]:
+    return [json.loads(raw) for raw in (REPO / "sample_sessions" / "pi" / "small-fix.jsonl").read_text().splitlines()]
+
+
+def write_lines(path: Path, objs: list, raw: dict[str, str] | None = None) -> Path:
+    """JSON lines; each `"@NAME@"` placeholder replaced by `raw[NAME]` (JSON text json.dumps cannot make)."""
+    text = "\n".join(json.dumps(obj) for obj in objs) + "\n"
+    for name, value in (raw or {}).items():
+        text = text.replace(f'"@{name}@"', value)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_report_takes_a_recorded_cost_past_float_s_range(bc, tmp_path):
+    """`"cost": {"total": 1000...0}` (400 digits, an int json reads): `float()` of it overflowed in
+    `as_float` (OverflowError), exit 4; the cost is now no cost and the request is priced from its tokens."""
+    objs = pi_lines()
+    at = next(i for i, obj in enumerate(objs) if obj.get("message", {}).get("usage"))
+    objs[at]["message"]["usage"]["cost"] = {"total": "@HUGE@"}
+    write_lines(tmp_path / "pi" / "s.jsonl", objs, {"HUGE": "1" + "0" * 400})
+    code, out, err = bc("report", tmp_path / "pi", "--no-cache", "--jobs", "1", "--format", "json")
+    assert code == 0, err
+    assert "internal error" not in err
+
+
+def test_plan_takes_a_pi_header_whose_cwd_is_a_list(bc, tmp_path):
+    """pi's settings were looked up under `Path(cwd)` for a cwd that is a list (TypeError), exit 4."""
+    objs = pi_lines()
+    objs[0]["cwd"] = ["/home/user/src/ledgerkit"]
+    path = write_lines(tmp_path / "s.jsonl", objs)
+    code, out, err = bc("plan", path, "--force", "--format", "json")
+    assert code in (0, 1), err
+    assert "internal error" not in out + err
+
+
+def test_show_and_report_take_a_provider_and_a_time_nested_1000_levels(bc, tmp_path):
+    """`str()` of a value nested 1,000 levels (orjson reads up to 1,024) recursed past Python's limit:
+    in show's model line and in the report's key of a pi request, exit 4."""
+    objs = pi_lines()
+    objs[1]["provider"] = "@DEEP@"
+    at = next(i for i, obj in enumerate(objs) if obj.get("message", {}).get("usage"))
+    objs[at]["message"]["timestamp"] = "@DEEP@"
+    objs[at]["message"]["usage"]["input"] = 5
+    path = write_lines(tmp_path / "pi" / "s.jsonl", objs, {"DEEP": "[" * 1000 + "]" * 1000})
+    code, out, err = bc("show", path)
+    assert code in (0, 1) and "internal error" not in err, err
+    code, out, err = bc("report", tmp_path / "pi", "--no-cache", "--jobs", "1")
+    assert code == 0, err
+
+
+def test_a_legacy_gemini_chat_nested_too_deeply_is_invalid_json(bc, tmp_path):
+    """A legacy Gemini CLI chat (one JSON document) nested deeper than json recurses: RecursionError out of
+    the reader, exit 4; now the file is invalid, said with its path."""
+    text = (REPO / "tests" / "data" / "recorded" / "gemini-cli" / "legacy-session.json").read_text()
+    path = tmp_path / "chats" / "session-2026-01-01T00-00-x.json"
+    path.parent.mkdir()
+    path.write_text(text.replace('"type": "user"', '"type": "user", "deep": ' + "[" * 5000 + "]" * 5000, 1))
+    code, out, err = bc("validate", path)
+    assert code == 1, out + err
+    assert "nested too deeply to parse" in out
+
+
+def test_report_takes_a_hermes_provider_that_is_a_blob(bc, tmp_path):
+    """Hermes' `billing_provider` cell holding a blob (SQLite keeps any type): `.replace("-", "_")` on bytes
+    (TypeError), exit 4."""
+    import shutil
+    import sqlite3
+
+    db = tmp_path / ".hermes" / "state.db"
+    db.parent.mkdir()
+    shutil.copyfile(SHARED_FIXTURES / "agents" / "hermes" / ".hermes" / "state.db", db)
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE sessions SET billing_provider = ?", (b"\xff\xfe",))
+    code, out, err = bc("report", tmp_path / ".hermes", "--no-cache", "--jobs", "1", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["rows"]

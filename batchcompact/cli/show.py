@@ -101,7 +101,8 @@ def _print_text(session: Any, info: dict[str, Any], with_context: bool) -> int:
     if info["message_roles"]:
         click.echo("messages: " + ", ".join(f"{k} {v}" for k, v in sorted(info["message_roles"].items(), key=_by_name)))
     model = info["model"] or {}
-    name = "/".join(str(part) for part in (model.get("provider"), model.get("modelId")) if part) or "-"
+    # only text is a name (a file's provider may be a list nested 1,000 deep: its str() recursed too far)
+    name = "/".join(part for part in (model.get("provider"), model.get("modelId")) if part and isinstance(part, str)) or "-"
     click.echo(f"model: {name}  thinking: {info['thinking_level']}")
     if info["leaf_id"] is None:
         click.echo("active leaf: none (no conversation entries)")

@@ -252,9 +252,13 @@ def rest_is_output(numbers: list[int], total: int, *, else_into: int | None = No
 
 
 def as_float(value: Any) -> float | None:
+    """Numbers as float (None for anything else, also an int past float's range: 10**400)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        return None
 
 
 def first_str(obj: dict, *keys: str) -> str | None:

@@ -284,6 +284,9 @@ def read_state(path: str | Path, problems: list[Problem]) -> tuple[ChatState, bo
         except UnicodeDecodeError as exc:
             problems.append(Problem(name, None, ERROR, f"not UTF-8: {exc.reason}"))
             return state, True
+        except RecursionError:
+            problems.append(Problem(name, None, ERROR, "invalid JSON: nested too deeply to parse"))
+            return state, True
         if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
             problems.append(Problem(name, 1, ERROR, "a legacy Gemini CLI chat is an object with a messages list"))
             return state, True
@@ -301,7 +304,7 @@ def _first_line_is_object(path: str | Path) -> bool:
         first = handle.readline(MAX_LINE_BYTES)  # a longer line is no object this reader can read
     try:
         return isinstance(json.loads(first), dict)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than json recurses: no object of ours
         return False
 
 
