@@ -586,7 +586,8 @@ def fuzz(cases: int, seed: int, timeout: float, spot_every: int, keep: Path | No
                 shutil.rmtree(case_dir / "in")
                 shutil.copytree(pristine, case_dir / "in")
                 again = invoke(args, timeout, debug=True)
-                failure["traceback"] = (again.problem or again.stderr)[-1500:]
+                said = again.stderr if "Traceback" in again.stderr else (again.problem or again.stderr)
+                failure["traceback"] = said[-1500:]
             if keep is not None:
                 target = keep / f"case-{seed}-{number}"
                 shutil.rmtree(target, ignore_errors=True)

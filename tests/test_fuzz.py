@@ -175,7 +175,9 @@ def test_the_fuzzer_finds_no_traceback_exit_4_or_hang():
         os.environ.update(saved)
     assert tally.cases >= len(fuzz.COMMANDS)
     assert set(tally.by_command) == set(fuzz.COMMANDS)
-    assert not tally.failures, "\n".join(json.dumps(f, indent=1) for f in tally.failures[:5])
+    said = [f"case {f['case']}: {f['agent']} {f['file']} [{f['mutation']}] {f['command']}: {f['problem']}: "
+            + (f.get("traceback") or f["stderr"]).strip().splitlines()[-1] for f in tally.failures]
+    assert not tally.failures, "\n".join(said)
 
 
 def pi_lines() -> list[dict]:
