@@ -257,3 +257,70 @@ def test_report_takes_a_hermes_provider_that_is_a_blob(bc, tmp_path):
     code, out, err = bc("report", tmp_path / ".hermes", "--no-cache", "--jobs", "1", "--format", "json")
     assert code == 0, err
     assert json.loads(out)["rows"]
+
+
+def test_run_takes_a_claude_message_whose_time_is_not_finite(bc, tmp_path):
+    """`"timestamp": 1e999` on an assistant line: `int()` of inf in `core/context.parse_timestamp_ms`
+    (OverflowError), the session failed as an internal error, exit 4."""
+    source = next(p for p in (REPO / "sample_sessions" / "claude").rglob("*.jsonl") if "subagents" not in p.parts)
+    objs = [json.loads(raw) for raw in source.read_text().splitlines()]
+    at = next(i for i, obj in enumerate(objs) if obj.get("type") == "assistant")
+    objs[at]["timestamp"] = "@INF@"
+    path = write_lines(tmp_path / "projects" / source.parent.name / source.name, objs, {"INF": "1e999"})
+    code, out, err = bc("run", path, "--output-dir", tmp_path / "out", "--min-age", "0", "--force", "--jobs", "1")
+    assert code in (0, 1), out + err
+    assert "internal error" not in out + err
+
+
+def test_report_takes_a_kimi_time_nested_1000_levels(bc, tmp_path):
+    """kimi-cli's call key joined `str()` of the line's time, here an object nested 1,000 levels: str()
+    recursed past Python's limit (RecursionError), exit 4."""
+    source = SHARED_FIXTURES / "agents" / "kimi" / "kimi-cli-legacy-wire" / ".kimi"
+    if not source.is_dir():
+        pytest.skip("needs ../shared/fixtures")
+    import shutil
+
+    home = tmp_path / ".kimi"
+    shutil.copytree(source, home)
+    wire = next(home.rglob("wire.jsonl"))
+    lines = wire.read_text().splitlines()
+    at = next(i for i, raw in enumerate(lines) if "token_usage" in raw)
+    lines[at] = lines[at].replace('"timestamp":1770983427.123', '"timestamp":' + '{"a":' * 1000 + "1" + "}" * 1000, 1)
+    assert '"a"' in lines[at]
+    wire.write_text("\n".join(lines) + "\n")
+    code, out, err = bc("report", home, "--no-cache", "--jobs", "1")
+    assert code == 0, err
+
+
+def test_report_takes_a_kimi_code_config_line_nested_too_deeply(bc, tmp_path):
+    """Kimi Code's sub-agent rows take the main agent's cwd from its `config.update` line, parsed with json:
+    a line nested 5,000 levels raised RecursionError out of the reader, exit 4."""
+    from agent_sessions import write_kimi_code
+
+    write_kimi_code(tmp_path)
+    for wire in (tmp_path / ".kimi-code").rglob("main/wire.jsonl"):
+        text = wire.read_text().replace('"type": "config.update",', '"type": "config.update", "x": '
+                                        + "[" * 5000 + "]" * 5000 + ",")
+        wire.write_text(text)
+    code, out, err = bc("report", tmp_path / ".kimi-code", "--no-cache", "--jobs", "1")
+    assert code == 0, err
+
+
+def test_report_cleans_a_droid_settings_file_with_a_surrogate_s_bytes(bc, tmp_path):
+    """The UTF-8 bytes of a lone surrogate (ED A0 80) in a Droid settings file: json decodes them (bytes are
+    read with "surrogatepass"), the row's text was not cleaned and the Parquet table could not encode it
+    (UnicodeEncodeError), exit 4."""
+    source = SHARED_FIXTURES / "agents" / "droid" / "sessions"
+    if not source.is_dir():
+        pytest.skip("needs ../shared/fixtures")
+    import shutil
+
+    sessions = tmp_path / ".factory" / "sessions"
+    shutil.copytree(source, sessions)
+    settings = sessions / "-tmp-project" / "session-a.settings.json"
+    settings.write_bytes(settings.read_bytes().replace(b"Claude-Sonnet", b"Claude\xed\xa0\x80Sonnet", 1))
+    for fmt in ("jsonl", "parquet"):
+        out_file = ["-o", tmp_path / "r.parquet"] if fmt == "parquet" else []
+        code, out, err = bc("report", sessions, "--no-cache", "--jobs", "1", "--by", "request", "--format", fmt,
+                            *out_file)
+        assert code == 0, err

@@ -19,6 +19,8 @@ from batchcompact.formats.jsonl import capped_lines
 
 MAX_WARNINGS_KEPT = 50
 SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # "\ud800": how JSON writes a (lone) surrogate
+# a surrogate's own UTF-8 bytes (not UTF-8: json.loads of bytes decodes them with "surrogatepass")
+SURROGATE_BYTES = re.compile(rb"\xed[\xa0-\xbf]")
 
 
 @dataclass
@@ -185,7 +187,7 @@ def note_surrogates(raw: bytes | str, stats: ExtractStats) -> None:
     """Mark `stats.unclean` when `raw`, JSON that the standard library decoded (orjson refuses a lone
     surrogate), escapes a surrogate: its rows are cleaned before they are written or printed."""
     data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
-    if b"\\u" in data and SURROGATE_ESCAPE.search(data):
+    if (b"\\u" in data and SURROGATE_ESCAPE.search(data)) or (b"\xed" in data and SURROGATE_BYTES.search(data)):
         stats.unclean = True
 
 

@@ -206,7 +206,7 @@ class CallKeys:
         """The key of the next row of this log named `call_id` (None without an id)."""
         if not isinstance(call_id, str) or not call_id:
             return None
-        key = ":".join((self.agent, call_id, *map(str, numbers)))
+        key = ":".join((self.agent, call_id, *map(_scalar, numbers)))
         count = self.seen[key] = self.seen.get(key, 0) + 1
         return key if count == 1 else f"{key}#{count}"
 
