@@ -271,12 +271,14 @@ SLOW_FILES = (
     "test_judge_opencode.py",  # OpenCode and Kilo, ~160 s on one core
     "test_judge_openclaw.py",  # five turns of the real OpenClaw, ~145 s
     "test_judge_report_agents.py",  # OpenCode, Kilo, Gemini CLI, Qwen Code, Codex, ~135 s
+    "test_bench.py",  # every bench stage at its smallest size, ~80 s, and same_behaviour
     "test_providers.py",
     "test_executor_ray_cluster.py",
     "test_executor_ray.py",
     "test_judge_qwen.py",
     "test_judge_pi.py",
     "test_judge_omp.py",  # oh-my-pi's modules, CLI turns and thresholds, ~35 s
+    "test_fuzz.py",  # the fuzzer's 45 s of cases
     "test_faults.py",
     "test_judge_vibe.py",
     "test_judge_cline.py",

@@ -49,7 +49,10 @@ def probe_line(raw: bytes):
     try:
         return orjson.loads(raw)
     except ValueError:
-        return json.loads(raw)
+        try:
+            return json.loads(raw)
+        except RecursionError:  # nested deeper than json's recursion allows (orjson stops at 1,024 levels)
+            raise ValueError("JSON nested too deeply to parse") from None
 
 
 def detect_prefix(raw: bytes, *, first: bool) -> str | None:

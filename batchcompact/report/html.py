@@ -74,6 +74,7 @@ def page_data(parts: list[str], settings: ReportSettings, table=None) -> dict[st
             head = report
         keys = list(GROUP_KEYS[dim])
         frame = _capped(report.rows, keys)
+        frame = frame.filter(frame["local_date"].is_not_null())  # a request with no time has no day on the chart
         days.update(frame["local_date"].to_list())
         dims[dim] = frame
     assert head is not None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from batchcompact.adapters.common.lines import as_int
 from batchcompact.core.context import parse_timestamp_ms
 
 SUMMARY_PREAMBLE = (
@@ -33,7 +34,7 @@ def claude_usage(usage: Any) -> dict[str, int] | None:
 
     def n(key: str) -> int:
         value = usage.get(key)
-        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+        return as_int(value)  # 0 for what is not a finite number (inf, NaN)
 
     out = {
         "input": n("input_tokens"),

@@ -31,6 +31,7 @@ from typing import Any
 
 from batchcompact.adapters.codex.items import SUMMARY_PREFIX, is_context_text, item_text
 from batchcompact.adapters.codex.write import build_compaction, verify
+from batchcompact.adapters.common.lines import as_int
 from batchcompact.core.context import build_session_context, convert_to_llm, parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.fileops import details_from_summary
@@ -75,7 +76,7 @@ def _listed(value: Any) -> Any:
 
 
 def _int(value: Any) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+    return as_int(value)  # 0 for what is not a finite number (inf, NaN)
 
 
 def codex_usage(last: dict[str, Any]) -> dict[str, int]:

@@ -31,6 +31,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from batchcompact.adapters.common.lines import as_int
 from batchcompact.core.context import parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.fileops import details_from_summary
@@ -49,7 +50,7 @@ HISTORY_EDITS = frozenset({"session.snapshot_rewind", "session.context_cleared"}
 
 
 def _num(value: Any) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+    return as_int(value)  # 0 for what is not a finite number (inf, NaN)
 
 
 def copilot_usage(usage: dict[str, Any]) -> dict[str, int]:

@@ -35,6 +35,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from batchcompact.adapters.common.lines import as_int
 from batchcompact.core.context import parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.session import Session
@@ -88,7 +89,7 @@ def gemini_usage(tokens: dict[str, Any]) -> dict[str, int]:
 
     def num(key: str) -> int:
         value = tokens.get(key)
-        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+        return as_int(value)  # 0 for what is not a finite number (inf, NaN)
 
     cached = num("cached")
     out = {
@@ -289,6 +290,9 @@ def read_state(path: str | Path, problems: list[Problem]) -> tuple[ChatState, bo
         except UnicodeDecodeError as exc:
             problems.append(Problem(name, None, ERROR, f"not UTF-8: {exc.reason}"))
             return state, True
+        except RecursionError:
+            problems.append(Problem(name, None, ERROR, "invalid JSON: nested too deeply to parse"))
+            return state, True
         if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
             problems.append(Problem(name, 1, ERROR, "a legacy Gemini CLI chat is an object with a messages list"))
             return state, True
@@ -306,7 +310,7 @@ def _first_line_is_object(path: str | Path) -> bool:
         first = handle.readline(MAX_LINE_BYTES)  # a longer line is no object this reader can read
     try:
         return isinstance(json.loads(first), dict)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than json recurses: no object of ours
         return False
 
 

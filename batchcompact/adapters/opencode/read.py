@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import quote
 
 from batchcompact.adapters.common.database import SEP
+from batchcompact.adapters.common.lines import as_int
 from batchcompact.adapters.opencode.settings import model_limits
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.session import Session
@@ -239,7 +240,7 @@ def usage(info: dict[str, Any]) -> dict[str, int] | None:
 
 
 def _int(value: Any) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+    return as_int(value)  # 0 for what is not a finite number (inf, NaN)
 
 
 def user_message(message: dict[str, Any]) -> dict[str, Any] | None:

@@ -67,6 +67,8 @@ def pi_overrides(cwd: str | None, fields: tuple[str, ...]) -> tuple[dict[str, An
     """The values pi's settings give the `fields` still at their defaults, for a session started in `cwd`
     (read once per project and file version, so an archive of many sessions costs a stat or two each)."""
     agent_dir = pi_agent_dir()
+    if not isinstance(cwd, str):  # a header whose cwd is a list or an object names no project
+        cwd = None
     stamps = (mtime_ns(agent_dir / "settings.json"), mtime_ns(Path(cwd) / ".pi" / "settings.json") if cwd else None)
     values, used = _pi_settings_cached(cwd, str(agent_dir), stamps)
     return {k: v for k, v in values if k in fields}, list(used)
