@@ -106,7 +106,7 @@ def test_show_counts_an_entry_whose_type_is_null(bc, tmp_path):
     code, out, err = bc("show", path)
     assert code in (0, 1), err
     assert "internal error" not in err
-    assert "None 1" in out
+    assert "(no type) 1" in out  # an entry whose type is null or no name (pipeline/session_info.py)
 
 
 def test_validate_says_a_value_nested_too_deeply_for_the_schema_check(bc, tmp_path):
@@ -324,3 +324,28 @@ def test_report_cleans_a_droid_settings_file_with_a_surrogate_s_bytes(bc, tmp_pa
         code, out, err = bc("report", sessions, "--no-cache", "--jobs", "1", "--by", "request", "--format", fmt,
                             *out_file)
         assert code == 0, err
+
+
+def test_show_takes_a_gemini_part_that_is_a_list_nested_1000_levels(bc, tmp_path):
+    """A part of a user message that is neither an object nor text, nested 1,000 levels (json parses it): the
+    Gemini CLI reader took str() of it for its text and recursed, exit 4 (the 10,000-case run on main)."""
+    chat = json.loads((REPO / "tests" / "data" / "recorded" / "gemini-cli" / "legacy-session.json").read_text())
+    first_user = next(m for m in chat["messages"] if m.get("type") == "user")
+    first_user["content"].append("@deep@")
+    path = tmp_path / "chats" / "session-2026-01-01T00-00-x.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(chat).replace('"@deep@"', "[" * 1000 + "]" * 1000))
+    code, out, err = bc("show", path, "--context")
+    assert code in (0, 1), err
+    assert "internal error" not in err
+
+
+def test_validate_takes_a_claude_tool_call_id_nested_1000_levels(bc, tmp_path):
+    """A tool call whose id is a list nested 1,000 levels: the Claude Code reader took str() of it to name the
+    call's tool and recursed, exit 4 (the 10,000-case run on main)."""
+    line = json.loads(json.dumps(CLAUDE_LINE))
+    line["message"]["content"] = [{"type": "tool_use", "id": "@deep@", "name": "Read", "input": {}}]
+    path = claude_file(tmp_path, json.dumps(line).replace('"@deep@"', "[" * 1000 + "]" * 1000))
+    code, out, err = bc("validate", path)
+    assert code in (0, 1), out + err
+    assert "internal error" not in out + err

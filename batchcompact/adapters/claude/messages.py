@@ -27,6 +27,14 @@ STOP_REASONS = {
 }
 
 
+
+def as_name(value: Any) -> str:
+    """An id or a name as text: a number said as digits, anything else (a list, an object: str() of one nested
+    1,000 levels recursed, exit 4) none."""
+    if isinstance(value, str):
+        return value
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else ""
+
 def claude_usage(usage: Any) -> dict[str, int] | None:
     """Anthropic usage -> pi usage (input excludes cache reads and writes, as Anthropic reports it)."""
     if not isinstance(usage, dict):
@@ -94,8 +102,8 @@ def _assistant_blocks(content: Any, tool_names: dict[str, str]) -> list[dict[str
                 {"type": "thinking", "thinking": "", "thinkingSignature": block.get("data"), "redacted": True}
             )
         elif kind in ("tool_use", "server_tool_use"):
-            call_id = str(block.get("id") or "")
-            name = str(block.get("name") or "")
+            call_id = as_name(block.get("id"))
+            name = as_name(block.get("name"))
             tool_names[call_id] = name
             arguments = block.get("input")
             out.append(
@@ -127,7 +135,7 @@ def user_message(obj: dict[str, Any], tool_names: dict[str, str]) -> dict[str, A
         blocks.extend(_blocks_to_pi(result.get("content")))
     others = [b for b in content if isinstance(b, dict) and b.get("type") != "tool_result"]
     blocks.extend(_blocks_to_pi(others))
-    ids = [str(r.get("tool_use_id") or "") for r in results]
+    ids = [as_name(r.get("tool_use_id")) for r in results]
     return {
         "role": "toolResult",
         "toolCallId": ids[0],

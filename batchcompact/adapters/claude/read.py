@@ -33,6 +33,7 @@ from typing import Any
 
 from batchcompact.adapters.claude.messages import (
     SUMMARY_PREAMBLE,
+    as_name,
     assistant_message,
     summary_text,
     user_message,
@@ -316,7 +317,7 @@ def _tool_names(raw: Any) -> dict[str, str]:
         content = message.get("content") if isinstance(message, dict) else None
         for block in content if isinstance(content, list) else ():
             if isinstance(block, dict) and block.get("type") in ("tool_use", "server_tool_use"):
-                names.setdefault(str(block.get("id") or ""), str(block.get("name") or ""))
+                names.setdefault(as_name(block.get("id")), as_name(block.get("name")))
     return names
 
 

@@ -62,7 +62,10 @@ def _parts(content: Any) -> list[Any]:
         return [{"text": content}]
     if isinstance(content, dict):
         return [content]
-    return [p if isinstance(p, dict) else {"text": str(p)} for p in content] if isinstance(content, list) else []
+    # A part that is neither an object nor a scalar (a list, nested 1,000 deep by a fuzzer: str() of it recursed)
+    # has no text.
+    return [p if isinstance(p, dict) else {"text": str(p) if isinstance(p, str | int | float) else ""}
+            for p in content] if isinstance(content, list) else []
 
 
 def parts_text(content: Any) -> str:

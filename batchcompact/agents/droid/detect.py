@@ -18,8 +18,11 @@ def detect_file(path: Path, head: bytes) -> bool:
         return False
     if path.with_name(name[: -len(".jsonl")] + SETTINGS).is_file():
         return True
+    line = head.split(b"\n", 1)[0]
+    if b"session_start" not in line:
+        return False
     try:
-        first = json.loads(head.split(b"\n", 1)[0])
-    except ValueError:
+        first = json.loads(line)
+    except (ValueError, RecursionError):  # json recurses: a line nested 5,000 deep is no header (tests/test_fuzz.py)
         return False
     return isinstance(first, dict) and first.get("type") == "session_start" and "sessionTitle" in first
