@@ -1,6 +1,6 @@
 """Extract one file's usage rows: dispatch by detected format to its agent's `usage` reader.
 
-No pyarrow or polars here: the Parquet cache (extract.py) turns the rows into a table, the cold
+No pyarrow or polars here: the Parquet cache (part_cache.py) turns the rows into a table, the cold
 `--no-cache` report (fast.py) aggregates them as they are.
 """
 

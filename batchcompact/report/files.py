@@ -52,7 +52,7 @@ EXTRACT_RULES_VERSION = 13
 
 def part_file(cache_dir: str | Path, source: str) -> Path:
     """Where the usage part of the source at absolute path `source` lives under `cache_dir`
-    (`extract.UsageCache`; computed here without pyarrow)."""
+    (`part_cache.UsageCache`; computed here without pyarrow)."""
     return Path(cache_dir) / f"usage-v{USAGE_SCHEMA_VERSION}" / part_name(source)
 
 

@@ -178,7 +178,17 @@ def _full_report(paths: list[str], request: ReportRequest, sources: list[dict], 
             warnings = _warnings(collected, settings)
             for warning in warnings if warn is not None else ():
                 warn(warning)
-            result = build_report(collected.parts, settings)
+            usage = None
+            if html:  # the page deduplicates and prices the requests as the table does (`page_settings` only
+                # changes what shapes groups): done once for both (a team's year: seconds each)
+                from batchcompact.pricing import PriceTable
+                from batchcompact.report.aggregate import priced_usage
+
+                table = PriceTable.load(settings.pricing_file)
+                usage = priced_usage(collected.parts, settings, table)
+                result = build_report(collected.parts, settings, table, usage=usage)
+            else:
+                result = build_report(collected.parts, settings)
             if chart:
                 from batchcompact.report.chart import write_chart
 
@@ -186,7 +196,7 @@ def _full_report(paths: list[str], request: ReportRequest, sources: list[dict], 
             if html:  # the page: the same aggregation (`build_report`) per dimension and day (html.py)
                 from batchcompact.report.html import write_page
 
-                write_page(collected.parts, settings, html, paths)
+                write_page(collected.parts, settings, html, paths, usage=usage)
         finally:
             collected.cleanup()
     out = ReportOutput(warnings, result.unpriced_models, result.dropped_zero, collected.files, collected.extracted,
