@@ -146,12 +146,7 @@ def test_every_bench_stage_has_its_smallest_size_here():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("script", [
-    pytest.param(script, marks=pytest.mark.xfail(
-        strict=True, reason="WAITING FOR THE REPORT BRANCH (#56): bench_html.py's KeyError 'export_rows' after the "
-                            "export's version 2 is fixed there; remove this mark when it is merged"))
-    if script == "bench_html.py" else script
-    for script in SMALLEST])
+@pytest.mark.parametrize("script", SMALLEST)
 def test_every_bench_stage_runs_at_its_smallest_size(script, tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO), BATCHCOMPACT_TOKEN_CACHE="off", XDG_CACHE_HOME=str(tmp_path / "cache"))
     done = subprocess.run([sys.executable, str(REPO / "bench" / script), *SMALLEST[script]], cwd=REPO, env=env,
