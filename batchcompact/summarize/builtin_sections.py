@@ -276,7 +276,13 @@ def fit_sections(sections: list[Section], max_chars: int) -> str:
     overhead = len(render_sections(bare)) - sum(len(NONE) + 1 for s in sections if s.prefix is not None)
     room = max_chars - overhead
     needs = {id(s): len(s.render()) - len(s.heading) for s in sections if s.prefix is not None}
-    budgets = _share(sections, needs, room)
+    # an earlier checkpoint's pinned items (its rules, its next steps) get their room first, up to a quarter
+    floors = {id(s): min(sum(_item_cost(s, i, item) for i, item in enumerate(s.items) if item in s.pinned),
+                         max(room, 0) // 4)
+              for s in sections if s.prefix is not None and s.pinned}
+    budgets = _share(sections, {k: v - floors.get(k, 0) for k, v in needs.items()}, room - sum(floors.values()))
+    for key, floor in floors.items():
+        budgets[key] += floor
     fitted = [
         s if s.prefix is None else Section(s.heading, _select(s, budgets[id(s)]), s.prefix, s.keep, s.weight,
                                            pinned=s.pinned)
