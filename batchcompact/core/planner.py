@@ -333,6 +333,12 @@ def _summary_calls(settings: CompactionSettings, previous_summary: str | None, h
     else:
         # pi sends "No prior history." and drops the previous summary here; we keep it.
         history_fallback = previous_summary or "No prior history."
+        if prefix_text:  # the earlier summary stands in for the history: the prefix gets what it leaves
+            from batchcompact.tokenizer import count_tokens  # the stored summary is counted by both
+
+            text = history_fallback + SPLIT_TURN_SEPARATOR
+            used = max(estimate_text_tokens(text), count_tokens(text))
+            prefix_budget = max(min(prefix_budget, settings.summary_budget - tags_tokens - used), MIN_PREFIX_TOKENS)
     if prefix_text:
         calls.append(
             SummaryCall(
