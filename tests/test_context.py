@@ -201,3 +201,23 @@ def test_last_model_is_path_model_applied_along_the_path():
         for entry in path:
             model = path_model(entry, model)
         assert last_model(path) == model, combo
+
+
+def test_file_tags_are_bounded_to_their_share_and_read_back_without_the_marker():
+    """#55: the tags take at most their share of the summary budget (3 characters a token), the modified files
+    first, each list cut at its end with pi's "… (N more files omitted)" line, which is never read back as a
+    path (formats without a field of their own keep the lists in the tags)."""
+    from batchcompact.core.fileops import details_from_summary
+    from batchcompact.core.planner import tags_share
+
+    read = [f"/home/user/project/src/module_{n}/reader.py" for n in range(60)]
+    modified = [f"/home/user/project/src/module_{n}/writer.py" for n in range(30)]
+    unbounded = format_file_operations(read, modified)
+    assert format_file_operations(read, modified, 10_000) == unbounded
+    tags = format_file_operations(read, modified, tags_share(400))
+    assert len(tags) <= tags_share(400) * 3
+    assert "/home/user/project/src/module_0/writer.py" in tags
+    assert "more files omitted)\n</read-files>" in tags
+    details = details_from_summary("## Goal\nx" + tags)
+    assert details["modifiedFiles"] == modified[: len(details["modifiedFiles"])]
+    assert all(not p.startswith("…") for p in details["readFiles"] + details["modifiedFiles"])

@@ -158,7 +158,6 @@ def test_overall_beats_the_list_for_each_agent(results, agent):
     assert met, figures
 
 
-@pytest.mark.xfail(strict=True, reason="held-out file recall 0.56 (goal 0.7) on this commit: docs/eval.md")
 def test_file_recall(results):
     met, figures = _goal(results, "hindsight file recall")
     assert met, figures
@@ -174,14 +173,12 @@ def test_no_summary_over_the_default_budget(results):
     assert met, figures
 
 
-@pytest.mark.xfail(strict=True, reason="at --summary-budget 200 the built-in writes up to 870 tokens, 44 of 68 "
-                   "rows over (docs/eval.md)")
 def test_no_summary_over_the_least_budget(results):
     met, figures = _goal(results, "least budget")
     assert met, figures
 
 
-@pytest.mark.xfail(strict=True, reason="carry-over 0.19 of 184 items (goal 0.8; the list 0.17, the agents' own "
+@pytest.mark.xfail(strict=True, reason="carry-over 0.77 of 184 items (goal 0.8; the list 0.17, the agents' own "
                    "summaries 0.25) on the held-out sessions with recorded compactions (docs/eval.md)")
 def test_carryover_on_the_sessions_with_recorded_compactions(results):
     met, figures = _goal(results, "carry-over")

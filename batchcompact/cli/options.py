@@ -22,8 +22,10 @@ if TYPE_CHECKING:
     from batchcompact.core.planner import CompactionSettings
 
 
-# Below this a summary holds its headings and little else.
-MIN_SUMMARY_BUDGET = 200
+# The least --summary-budget: the file tags take at most half (core/planner.tags_share); the other half holds
+# the nine headings (~70 tokens), a line for each section with content and a split turn's prefix (#55: at 200
+# the sections read "(none)" where the span had content).
+MIN_SUMMARY_BUDGET = 500
 
 
 def _default_jobs() -> int:
@@ -47,8 +49,8 @@ def planner_options(func):
                      show_default=True, help="Tokens reserved for the reply; compact when context > window - reserve."),
         click.option("--summary-budget", type=click.IntRange(min=MIN_SUMMARY_BUDGET), default=DEFAULT_SUMMARY_BUDGET,
                      show_default=True, metavar="TOKENS",
-                     help="Tokens the whole summary may hold (file tags included): the built-in fills it by "
-                          "priority and never passes it, a model is told it and gets it as max_tokens, a "
+                     help="Tokens the whole summary may hold (file tags included, at most half of it; "
+                          f"at least {MIN_SUMMARY_BUDGET}): the built-in fills it by priority and never passes it, a model is told it and gets it as max_tokens, a "
                           "--summarizer hook reads it as call.max_tokens (docs/summaries.md)."),
         click.option("--context-window", type=click.IntRange(min=1), default=None,
                      help="Context window of the sessions' model (default: from litellm's bundled model map)."),

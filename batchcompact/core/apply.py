@@ -35,7 +35,7 @@ def compose_summary(plan: CompactionPlan, texts: dict[str, str]) -> str:
     summary = history
     if plan.split_turn and TURN_PREFIX in texts:
         summary = history + SPLIT_TURN_SEPARATOR + texts[TURN_PREFIX]
-    return summary + format_file_operations(plan.read_files, plan.modified_files)
+    return summary + format_file_operations(plan.read_files, plan.modified_files, plan.tags_budget)
 
 
 def usage_record(

@@ -113,5 +113,6 @@ def details_from_summary(summary: Any) -> dict[str, list[str]] | None:
         end = summary.find(f"\n</{tag}>", start) if start >= 0 else -1
         if start >= 0 and end > start:
             body = summary[start + len(tag) + 3 : end]
-            out[key] = [line for line in body.split("\n") if line]
+            # pi's "… (N more files omitted)" line (a list cut to fit the budget) is no path
+            out[key] = [line for line in body.split("\n") if line and not line.startswith("… (")]
     return out or None

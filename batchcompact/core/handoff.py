@@ -130,7 +130,7 @@ def is_handoff(plan: Any) -> bool:
 
 def handoff_document(plan: CompactionPlan, text: str) -> str:
     """The document: the summary's text and the session's file lists (as a compaction summary ends)."""
-    return text.strip() + format_file_operations(plan.read_files, plan.modified_files)
+    return text.strip() + format_file_operations(plan.read_files, plan.modified_files, plan.tags_budget)
 
 
 def handoff_content(document: str) -> str:

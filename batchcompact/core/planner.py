@@ -78,6 +78,11 @@ def summary_budgets(budget: int, tags_tokens: int, split: bool, has_history: boo
     return max(room - prefix, MIN_HISTORY_TOKENS), prefix
 
 
+def tags_share(budget: int) -> int:
+    """The most tokens the file tags may take of a summary budget: half (the handover keeps the rest)."""
+    return budget // 2
+
+
 def estimate_text_tokens(text: str) -> int:
     """chars/4 rounded up: how the summaries' lengths are estimated and measured (`eval`)."""
     return -(-len(text) // 4)
@@ -140,6 +145,7 @@ class CompactionPlan:
     model: str | None
     leaf_id: str | None
     extra: dict[str, Any] = field(default_factory=dict)
+    tags_budget: int | None = None  # the file tags' bound (`tags_share` of the summary budget), None: none
     prune: list[PruneAction] = field(default_factory=list)  # tool outputs to replace in the kept region
     threshold: int | None = None  # the trigger threshold for this window (None: window unknown)
 
@@ -228,10 +234,14 @@ def prepare_compaction(
 
     previous_summary = previous.data.get("summary") if previous is not None else None
     read_files, modified_files = _file_lists(previous, history + (prefix if cut.is_split_turn else []), file_tools)
-    tags = estimate_text_tokens(format_file_operations(read_files, modified_files))
+    tags_budget = tags_share(settings.summary_budget)
+    tags_text = format_file_operations(read_files, modified_files, tags_budget)
+    tags = estimate_text_tokens(tags_text)
+    shown = set(tags_text.split("\n"))  # a file the bounded tags leave out may still be in the summary's trail
     calls, history_fallback = _summary_calls(settings, previous_summary, history_text, history_llm,
                                              prefix_text if split else "", prefix_llm, tags,
-                                             listed=tuple(dict.fromkeys(read_files + modified_files)))
+                                             listed=tuple(p for p in dict.fromkeys(read_files + modified_files)
+                                                          if p in shown))
     prune = plan_pruning(path, cut.first_kept_index) if settings.prune_tool_outputs else []
     kept_tokens = _kept_tokens(path[cut.first_kept_index :], prune)
     if threshold is not None and kept_tokens > threshold and settings.strategy == "compact":
@@ -263,6 +273,7 @@ def prepare_compaction(
         model=model_id,
         leaf_id=path[-1].id,
         extra={"provider": provider, "boundary_start": boundary_start, "pi_split_turn": cut.is_split_turn},
+        tags_budget=tags_budget,
         prune=prune,
         threshold=threshold,
     )
@@ -336,6 +347,12 @@ def _summary_calls(settings: CompactionSettings, previous_summary: str | None, h
     else:
         # pi sends "No prior history." and drops the previous summary here; we keep it.
         history_fallback = previous_summary or "No prior history."
+        if prefix_text:  # the earlier summary stands in for the history: the prefix gets what it leaves
+            from batchcompact.tokenizer import count_tokens  # the stored summary is counted by both
+
+            text = history_fallback + SPLIT_TURN_SEPARATOR
+            used = max(estimate_text_tokens(text), count_tokens(text))
+            prefix_budget = max(min(prefix_budget, settings.summary_budget - tags_tokens - used), MIN_PREFIX_TOKENS)
     if prefix_text:
         calls.append(
             SummaryCall(

@@ -218,8 +218,43 @@ def build_branch_summary_prompt(
     return _conversation(conversation) + BRANCH_SUMMARY_PROMPT + budget_line(budget) + _focus(instructions)
 
 
-def format_file_operations(read_files: list[str], modified_files: list[str]) -> str:
-    """The `<read-files>` / `<modified-files>` tags appended to a summary ("" when both are empty)."""
+# A path tokenizes at about 3 characters a token: the tags' bound counts 3 characters a token.
+TAG_CHARS_PER_TOKEN = 3
+OMITTED = "… ({} more files omitted)"  # pi's own spelling of a cut list
+
+
+def _bounded(paths: list[str], chars: int) -> list[str]:
+    """The first paths within `chars` characters, then pi's "… (N more files omitted)" line."""
+    out: list[str] = []
+    used = 0
+    for index, path in enumerate(paths):
+        rest = len(paths) - index - 1
+        marker = len(OMITTED.format(rest)) + 1 if rest else 0
+        if used + len(path) + 1 + marker > chars:
+            return out + [OMITTED.format(len(paths) - index)]
+        out.append(path)
+        used += len(path) + 1
+    return out
+
+
+def format_file_operations(read_files: list[str], modified_files: list[str], max_tokens: int | None = None) -> str:
+    """The `<read-files>` / `<modified-files>` tags appended to a summary ("" when both are empty).
+
+    With `max_tokens` (half the summary budget: the handover keeps the other half), the tags hold at most that
+    many tokens (`TAG_CHARS_PER_TOKEN`): the modified files first, then the read files, each list cut at its
+    end with pi's "… (N more files omitted)" line. pi and oh-my-pi keep the whole lists in the entry's
+    `details`; the other formats keep what the tags hold."""
+    if max_tokens is not None:
+        full = format_file_operations(read_files, modified_files)
+        if -(-len(full) // TAG_CHARS_PER_TOKEN) > max_tokens:
+            overhead = len(format_file_operations(read_files[:1], modified_files[:1])) - len(
+                (read_files[:1] or [""])[0]) - len((modified_files[:1] or [""])[0])
+            chars = max(max_tokens * TAG_CHARS_PER_TOKEN - overhead, 0)
+            marker = len(OMITTED.format(len(read_files))) + 1 if read_files else 0  # the read list's, at least
+            modified = _bounded(modified_files, max(chars - marker, 0))
+            chars -= sum(len(p) + 1 for p in modified)
+            read = _bounded(read_files, max(chars, 0)) if read_files else []
+            return format_file_operations(read, modified)
     sections = []
     if read_files:
         sections.append("<read-files>\n" + "\n".join(read_files) + "\n</read-files>")

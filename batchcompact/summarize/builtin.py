@@ -263,6 +263,10 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
     steps += [f"Fix: {b}" for b in blocked[-2:]]
     if not steps and facts.announced:
         steps.append(f"Continue: {clean_item(facts.announced)}")
+    # an earlier checkpoint's next steps stay (the plan the agent resumed with), after this span's own, unless
+    # this span says one again; "wait for the next request" only when nothing at all is open
+    prev_steps = [s for s in prev.get("## Next Steps", []) if s not in steps]
+    steps += prev_steps
     if not steps and (facts.requests or prev_goal):
         steps.append("Wait for the user's next request")
     critical = []
@@ -286,6 +290,7 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
             _lifted(standing_rules(prev.get("## Constraints & Preferences", []) + facts.constraints.list()), facts,
                     set(prev.get("## Constraints & Preferences", []))),
             weight=weight("## Constraints & Preferences", tight),
+            pinned=frozenset(prev.get("## Constraints & Preferences", [])),
         ),
         Section("## Progress", [], None),
         Section(
@@ -305,8 +310,9 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
             merge(prev.get("## Key Decisions", []), facts.decisions.list()[-KEEP_NEW["decisions"] :]),
             weight=weight("## Key Decisions", tight),
         ),
-        Section("## Next Steps", steps or prev.get("## Next Steps", []), "1. ", keep="first",
-                weight=weight("## Next Steps", tight), gist=_gist if tight > 0 else None),
+        Section("## Next Steps", steps, "1. ", keep="first",
+                weight=weight("## Next Steps", tight), gist=_gist if tight > 0 else None,
+                pinned=frozenset(prev_steps)),
     ]
     if not branch:
         sections.append(

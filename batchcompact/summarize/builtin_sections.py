@@ -11,14 +11,20 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from batchcompact.core.prompts import HISTORY_HEADINGS, TURN_PREFIX_HEADINGS
+from batchcompact.core.prompts import HISTORY_HEADINGS
 from batchcompact.summarize.builtin_text import clean_item
 
 NONE = "(none)"
 SHORTENED_MIN = 400  # room left in a section for the start of an item that does not fit whole
 TRAIL_HEADING = "## Relevant Files and Code Names"
 _OUR_HEADINGS = ("## Goal", "### Done", "## Next Steps", "## Original Request")
-_KNOWN_HEADINGS = frozenset(HISTORY_HEADINGS + TURN_PREFIX_HEADINGS + (TRAIL_HEADING,))
+# the headings read back as items: a split turn's ("## Original Request"…) in a history checkpoint are the
+# text of an earlier turn, kept whole with its other sections
+_HISTORY_KNOWN = frozenset(HISTORY_HEADINGS + (TRAIL_HEADING,))
+# an item that says its section is empty ("None", "Nothing actively in-flight"): no item
+_EMPTY_ITEM = re.compile(r"^(?:\(?(?:none|nothing|n/a|no blockers?)\)?)(?:[\s.,:;-]+\S+){0,3}[.!]?$", re.I)
+_RULE_LINE = re.compile(r"^(?:-{3,}|\*{3,}|_{3,})$")
+_BOLD_HEADING = re.compile(r"^\*\*[^*]+\*\*:?$|^\*\*[^*]+:\*\*$")
 
 
 class Section:
@@ -26,7 +32,7 @@ class Section:
 
     def __init__(
         self, heading: str, items: list[str], prefix: str = "- ", keep: str = "newest", weight: float = 1,
-        gist: Callable[[str], str] | None = None,
+        gist: Callable[[str], str] | None = None, pinned: frozenset[str] = frozenset(),
     ):
         self.heading = heading
         self.items = items
@@ -38,6 +44,9 @@ class Section:
         # with `gist`, an item that does not fit whole is said by its gist, and the items after it in
         # `keep` order are still tried (the tight layout's Goal: more open requests, each shorter)
         self.gist = gist
+        # items kept before all others whatever `keep` says (an earlier checkpoint's rules and next steps:
+        # the user's words and the plan the agent resumed with outrank what the span added)
+        self.pinned = pinned
 
     def render_item(self, index: int, item: str) -> str:
         prefix = f"{index + 1}. " if self.prefix == "1. " else self.prefix
@@ -61,15 +70,24 @@ def parse_previous(summary: str | None) -> tuple[dict[str, list[str]], str | Non
     if not summary or not summary.strip():
         return {}, None
     if not any(h in summary for h in _OUR_HEADINGS):
-        return {}, _foreign_text(summary)
+        return _foreign_sections(_foreign_text(summary))
     out: dict[str, list[str]] = {}
     other: list[str] = []
     heading = None
     in_other = False
     for line in _FENCE.sub("(code omitted)", summary).splitlines():
         stripped = line.strip()
+        if _RULE_LINE.match(stripped):  # a horizontal rule ends the section ("---" before pi's split turn)
+            heading, in_other = None, True
+            continue
+        if _BOLD_HEADING.match(stripped) and (heading or in_other):
+            # a bold line alone is a heading of the text it starts ("**Turn Context (split turn):**"): kept as
+            # written with the other sections, never an item of the section above it
+            heading, in_other = None, True
+            other.append(stripped)
+            continue
         if stripped.startswith("#"):
-            in_other = stripped not in _KNOWN_HEADINGS
+            in_other = stripped not in _HISTORY_KNOWN
             heading = None if in_other else stripped
             if in_other:
                 other.append(stripped)
@@ -82,7 +100,7 @@ def parse_previous(summary: str | None) -> tuple[dict[str, list[str]], str | Non
                 other.append(line.rstrip())
         elif heading and stripped and stripped != NONE:
             item = clean_item(stripped, 400)
-            if item and item != NONE:
+            if item and item != NONE and not _EMPTY_ITEM.match(item):
                 out[heading].append(item)
     return out, "\n".join(other) if other else None
 
@@ -109,6 +127,42 @@ def _foreign_text(summary: str) -> str:
         and line.strip() != "Analysis:"
     ]
     return "\n".join(lines)
+
+
+_FOREIGN_HEADING = re.compile(r"^\s*(?:#+\s*|\d+\.\s+|\*\*)?([A-Z][^:*#]{1,60}?)(?:\*\*)?:?(?:\*\*)?\s*$")
+_HARNESS_TAIL = ("If you need specific details from before compaction", "Continue the conversation from where it left off")
+_FOREIGN_RULES = re.compile(r"constraint|preference|\brules?\b|instruction|user message", re.I)
+_FOREIGN_STEPS = re.compile(r"next step|pending|remain|\btodo|to do|open request", re.I)
+
+
+def _foreign_sections(text: str) -> tuple[dict[str, list[str]], str | None]:
+    """Another agent's checkpoint: the items of its rule sections (Claude Code's "All user messages",
+    "Constraints") and of its open-work sections ("Pending Tasks", "Optional Next Step", "What remains"), read
+    as our Constraints and Next Steps, so that they are carried as ours are; the rest kept whole as text."""
+    out: dict[str, list[str]] = {}
+    rest: list[str] = []
+    target = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        heading = _FOREIGN_HEADING.match(line) if line[:1] != " " or stripped.startswith("#") else None
+        if heading and not stripped.startswith(("- ", "* ")) and (stripped.endswith(":") or stripped[:1] in "#*"
+                                                                  or stripped[:1].isdigit()):
+            name = heading.group(1)
+            target = ("## Next Steps" if _FOREIGN_STEPS.search(name)
+                      else "## Constraints & Preferences" if _FOREIGN_RULES.search(name) else None)
+            if target is None:
+                rest.append(line)
+            continue
+        if stripped.startswith(_HARNESS_TAIL):  # the harness's lines after Claude Code's summary: not its text
+            target = None
+            continue
+        if target is None:
+            rest.append(line)
+            continue
+        item = clean_item(stripped, 400)
+        if item and item != NONE and not _EMPTY_ITEM.match(item) and not item.endswith(":"):
+            out.setdefault(target, []).append(item)
+    return out, "\n".join(rest) if any(line.strip() for line in rest) else None
 
 
 def foreign_intent(text: str) -> str | None:
@@ -148,6 +202,8 @@ def _select(section: Section, budget: int) -> list[str]:
         order.reverse()
     elif section.keep == "goal":
         order = [0] + list(range(len(items) - 1, 0, -1)) if items else []
+    if section.pinned:
+        order = [i for i in order if items[i] in section.pinned] + [i for i in order if items[i] not in section.pinned]
     chosen: list[int] = []
     gists: dict[int, str] = {}
     used = 0
@@ -220,9 +276,16 @@ def fit_sections(sections: list[Section], max_chars: int) -> str:
     overhead = len(render_sections(bare)) - sum(len(NONE) + 1 for s in sections if s.prefix is not None)
     room = max_chars - overhead
     needs = {id(s): len(s.render()) - len(s.heading) for s in sections if s.prefix is not None}
-    budgets = _share(sections, needs, room)
+    # an earlier checkpoint's pinned items (its rules, its next steps) get their room first, up to a quarter
+    floors = {id(s): min(sum(_item_cost(s, i, item) for i, item in enumerate(s.items) if item in s.pinned),
+                         max(room, 0) // 4)
+              for s in sections if s.prefix is not None and s.pinned}
+    budgets = _share(sections, {k: v - floors.get(k, 0) for k, v in needs.items()}, room - sum(floors.values()))
+    for key, floor in floors.items():
+        budgets[key] += floor
     fitted = [
-        s if s.prefix is None else Section(s.heading, _select(s, budgets[id(s)]), s.prefix, s.keep, s.weight)
+        s if s.prefix is None else Section(s.heading, _select(s, budgets[id(s)]), s.prefix, s.keep, s.weight,
+                                           pinned=s.pinned)
         for s in sections
     ]
     text = render_sections(fitted)
