@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES, cli_invoker, fixture_path
+from conftest import SAMPLES, cli_invoker, fixture_path, required_module
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ def test_eval_existing_says_as_many_scored_as_the_pooled_table(bc, samples, tmp_
 def test_a_zst_rollout_without_zstandard_makes_the_report_incomplete(bc, tmp_path, monkeypatch):
     import sys
 
-    zstandard = pytest.importorskip("zstandard")
+    zstandard = required_module("zstandard", "zstd")
     rollout = next((SAMPLES / "codex").rglob("*.jsonl"))
     path = tmp_path / "rollout-x.jsonl.zst"
     path.write_bytes(zstandard.ZstdCompressor().compress(rollout.read_bytes()))
