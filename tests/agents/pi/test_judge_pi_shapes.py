@@ -122,26 +122,24 @@ def _parsed(path: Path) -> int:
     return count
 
 
-@pytest.fixture(scope="module")
-def pi_opened(pi_bin, written, tmp_path_factory) -> dict[str, dict[str, Any]]:  # noqa: F811
-    root = tmp_path_factory.mktemp("pi-shapes-opened")
+def _opened(modules, binary, written, root: Path) -> dict[str, dict[str, Any]]:
+    """Each written file copied under `root` and opened by the judge's own session code (`modules`)."""
     copies = {}
     for name, (_, output) in written.items():
         copies[name] = root / name
         shutil.copyfile(output, copies[name])
-    answer = _pi_modules(pi_bin, root / "home", {"open": [str(p) for p in copies.values()]})
+    answer = modules(binary, root / "home", {"open": [str(p) for p in copies.values()]})
     return dict(zip(copies, answer["open"], strict=True))
+
+
+@pytest.fixture(scope="module")
+def pi_opened(pi_bin, written, tmp_path_factory) -> dict[str, dict[str, Any]]:  # noqa: F811
+    return _opened(_pi_modules, pi_bin, written, tmp_path_factory.mktemp("pi-shapes-opened"))
 
 
 @pytest.fixture(scope="module")
 def omp_opened(omp_bin, written, tmp_path_factory) -> dict[str, dict[str, Any]]:  # noqa: F811
-    root = tmp_path_factory.mktemp("omp-shapes-opened")
-    copies = {}
-    for name, (_, output) in written.items():
-        copies[name] = root / name
-        shutil.copyfile(output, copies[name])
-    answer = omp_modules(omp_bin, root / "home", {"open": [str(p) for p in copies.values()]})
-    return dict(zip(copies, answer["open"], strict=True))
+    return _opened(omp_modules, omp_bin, written, tmp_path_factory.mktemp("omp-shapes-opened"))
 
 
 @pytest.mark.parametrize("name", _names())
