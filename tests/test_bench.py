@@ -100,6 +100,8 @@ def test_same_behaviour_compares_real_outputs_and_names_what_differs(tmp_path):
     for name in ("batchcompact", "schemas", "sample_sessions"):
         shutil.copytree(REPO / name, repo / name, symlinks=True,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".batchcompact"))
+    # the recorded databases whose --in-place writes it compares (OpenCode, Kilo, OpenClaw)
+    shutil.copytree(REPO / "tests" / "data", repo / "tests" / "data", symlinks=True)
     (repo / "bench").mkdir()
     shutil.copy(REPO / "bench" / "same_behaviour.py", repo / "bench")
     git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
