@@ -11,7 +11,6 @@ this table does not know the key of) is left to litellm. When a file cannot be r
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import re
 from collections.abc import Mapping
@@ -33,9 +32,14 @@ _MEMBER = re.compile(r'^\s+[A-Z0-9_]+\s*=\s*"([^"]+)"', re.M)
 
 
 def _litellm_folder() -> Path | None:
-    spec = importlib.util.find_spec("litellm")
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    return Path(locations[0]) if locations else None
+    """litellm's package folder: where its bundled price map lies (`pricing.bundled_map_path`)."""
+    from batchcompact.errors import UsageError
+    from batchcompact.pricing import bundled_map_path
+
+    try:
+        return bundled_map_path().parent
+    except UsageError:
+        return None
 
 
 @functools.lru_cache(maxsize=1)

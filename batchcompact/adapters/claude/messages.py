@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from batchcompact.adapters.common.lines import as_int
+from batchcompact.adapters.common.lines import as_int, as_name
 from batchcompact.core.context import parse_timestamp_ms
 
 SUMMARY_PREAMBLE = (
@@ -27,13 +27,6 @@ STOP_REASONS = {
 }
 
 
-
-def as_name(value: Any) -> str:
-    """An id or a name as text: a number said as digits, anything else (a list, an object: str() of one nested
-    1,000 levels recursed, exit 4) none."""
-    if isinstance(value, str):
-        return value
-    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else ""
 
 def claude_usage(usage: Any) -> dict[str, int] | None:
     """Anthropic usage -> pi usage (input excludes cache reads and writes, as Anthropic reports it)."""

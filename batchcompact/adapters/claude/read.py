@@ -33,12 +33,12 @@ from typing import Any
 
 from batchcompact.adapters.claude.messages import (
     SUMMARY_PREAMBLE,
-    as_name,
     assistant_message,
     summary_text,
     user_message,
 )
 from batchcompact.adapters.claude.write import build_compaction, verify
+from batchcompact.adapters.common.lines import as_name
 from batchcompact.core.context import build_session_context, convert_to_llm
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.session import Session

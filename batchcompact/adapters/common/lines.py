@@ -261,6 +261,14 @@ def as_float(value: Any) -> float | None:
         return None
 
 
+def as_name(value: Any) -> str:
+    """An id, a name or a text part as text: a number said as digits, anything else (a list, an object: str()
+    of one nested 1,000 levels recursed, exit 4; tests/test_fuzz.py) none."""
+    if isinstance(value, str):
+        return value
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else ""
+
+
 def first_str(obj: dict, *keys: str) -> str | None:
     """The first of `keys` whose value in `obj` is a non-empty string (stripped)."""
     for key in keys:

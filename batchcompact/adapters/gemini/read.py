@@ -35,7 +35,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from batchcompact.adapters.common.lines import as_int
+from batchcompact.adapters.common.lines import as_int, as_name
 from batchcompact.core.context import parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.session import Session
@@ -62,10 +62,7 @@ def _parts(content: Any) -> list[Any]:
         return [{"text": content}]
     if isinstance(content, dict):
         return [content]
-    # A part that is neither an object nor a scalar (a list, nested 1,000 deep by a fuzzer: str() of it recursed)
-    # has no text.
-    return [p if isinstance(p, dict) else {"text": str(p) if isinstance(p, str | int | float) else ""}
-            for p in content] if isinstance(content, list) else []
+    return [p if isinstance(p, dict) else {"text": as_name(p)} for p in content] if isinstance(content, list) else []
 
 
 def parts_text(content: Any) -> str:
