@@ -104,6 +104,35 @@ def searched_places(report: bool = False, agents: tuple[str, ...] | None = None)
     return ", ".join(hint for _, place, _ in _places(report, agents) for hint in place.hint())
 
 
+PLACES_SAID = 200  # characters of places a "nothing found" line names; past them, -v lists them one per agent
+
+
+def _places_said(report: bool, agents: tuple[str, ...] | None) -> str:
+    """The places of the "nothing found" line: all when they are few, else each agent's first place up to
+    PLACES_SAID and how to see the others (every agent's places made one line of ~3,000 characters). With
+    -v each agent's places are logged, one line per place label."""
+    import logging
+
+    log = logging.getLogger(__name__)
+    hints: list[str] = []
+    firsts: dict[str, str] = {}  # an agent -> its first place: what the short line names
+    for label, place, agent in _places(report, agents):
+        said = list(place.hint())
+        log.info("looked in %s: %s", label, ", ".join(said))
+        hints += said
+        if said:
+            firsts.setdefault(agent.name, said[0])
+    text = ", ".join(hints)
+    if len(text) <= PLACES_SAID:
+        return text
+    shown: list[str] = []
+    for hint in firsts.values():
+        if len(", ".join([*shown, hint])) > PLACES_SAID - 60:
+            break
+        shown.append(hint)
+    return f"{', '.join(shown)}, … {len(hints) - len(shown)} more: -v lists them"
+
+
 def paths_or_discovered(
     paths, command: str, echo=None, agents: tuple[str, ...] | None = None, walk=None, globs: bool = True
 ) -> tuple[list[str], list[SessionSource]]:
@@ -131,7 +160,7 @@ def paths_or_discovered(
         which = f"no {' or '.join(agents)} sessions found in their" if agents else "no agent sessions found in the"
         raise UsageError(
             f"{command}: no PATHS given and {which} usual places "
-            f"({searched_places(report, agents or None)}); pass the folders to read"
+            f"({_places_said(report, agents or None)}); pass the folders to read"
         )
     if echo is not None:
         for source in sources:

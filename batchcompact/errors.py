@@ -50,6 +50,13 @@ class SessionReadError(BatchCompactError):
     line or error that reports it names the file once (a reason without its path is grouped by kind)."""
 
 
+class MissingExtraError(SessionReadError):
+    """A file that needs an optional package that is not installed (a `.jsonl.zst` without zstandard): it is
+    not read, so a report without it is incomplete (exit 1)."""
+
+    incomplete = True
+
+
 class NotCompacted(SessionReadError):
     """A session file of an agent batchcompact reports on but does not read for compaction (Kimi): every
     command that compacts treats it as a file it leaves alone (`plan` and `run`: `skip`; `validate`: a

@@ -269,11 +269,73 @@ def _load_cached(pricing_file: str | None) -> PriceTable:
         entries = _objects(read_price_map(bundled))
     source = f"litellm {_litellm_version()} bundled map"
     if pricing_file:
-        extra = _objects(read_price_map(pricing_file))
+        extra = _objects(check_user_map(pricing_file, read_price_map(pricing_file)))
         merged = {key: {**entries.get(key, {}), **fields} for key, fields in extra.items()}
         entries = ChainMap(merged, entries)  # the bundled keys in their order, then the new ones
         source += f" + {pricing_file}"
     return PriceTable(entries, source=source)
+
+
+_COUNT_FIELDS = frozenset({"max_input_tokens", "max_output_tokens", "max_tokens"})
+
+
+def check_user_map(path: str | Path, data: dict[str, Any]) -> dict[str, Any]:
+    """A `--pricing` file's entries, refused (a usage error naming the entry, its field and line) where a
+    value would be ignored: an entry that is no object, a token price (`*cost_per_token*`, `*token_cost*`) or
+    a token limit that is not a number >= 0. Without this, "free" left the model unpriced, unsaid."""
+    text: list[str] | None = None
+
+    def refuse(key: str, field: str | None, why: str) -> UsageError:
+        nonlocal text
+        if text is None:
+            try:
+                text = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                text = []
+        where = _line_of(text, key, field)
+        place = f"{path}:{where}" if where else str(path)
+        what = f"{key!r}" + (f": {field}" if field else "")
+        return UsageError(f"pricing file {place}: {what} {why}")
+
+    for key, entry in data.items():
+        if key == SKIPPED:
+            continue
+        if not isinstance(entry, dict):
+            raise refuse(key, None, f"is {_json_kind(entry)}, not an object of prices (model key -> fields)")
+        for field, value in entry.items():
+            if "cost_per_token" not in field and "token_cost" not in field and field not in _COUNT_FIELDS:
+                continue
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                unit = "a number of tokens" if field in _COUNT_FIELDS else "a number of USD (per token)"
+                raise refuse(key, field, f"is {_shown(value)}, not {unit} >= 0")
+    return data
+
+
+def _json_kind(value: Any) -> str:
+    return {str: "a string", list: "a list", bool: "true or false", type(None): "null"}.get(
+        type(value), f"the number {value}" if isinstance(value, (int, float)) else "not an object")
+
+
+def _shown(value: Any) -> str:
+    import json
+
+    shown = json.dumps(value)
+    return shown if len(shown) <= 40 else shown[:39] + "…"
+
+
+def _line_of(lines: list[str], key: str, field: str | None) -> int | None:
+    """The line where `key` (then its `field`) is written, for the message; None when not found."""
+    import json
+
+    start = next((i for i, line in enumerate(lines) if json.dumps(key) + ":" in line.replace('" :', '":')), None)
+    if start is None:
+        return None
+    if field is None:
+        return start + 1
+    found = next((i for i in range(start, len(lines)) if json.dumps(field) in lines[i]), start)
+    return found + 1
 
 
 def _objects(entries: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -86,13 +86,16 @@ class _Checker:
         return Draft202012Validator(self.schema, registry=_registry())
 
     def errors(self, obj: Any, root: str) -> list[str]:
-        if self.is_valid(obj):
-            return []
-        errors = sorted(
-            self.validator.iter_errors(obj),
-            key=lambda e: ([str(p) for p in e.absolute_path], str(e.validator)),
-        )
-        return list(dict.fromkeys(_describe(e, root) for e in errors))
+        try:
+            if self.is_valid(obj):
+                return []
+            errors = sorted(
+                self.validator.iter_errors(obj),
+                key=lambda e: ([str(p) for p in e.absolute_path], str(e.validator)),
+            )
+            return list(dict.fromkeys(_describe(e, root) for e in errors))
+        except RecursionError:  # a value nested deeper than the checkers recurse (a file's [[[[...]]]])
+            return [f"{root}: nested too deeply to check (more levels than Python's recursion limit)"]
 
 
 @cache

@@ -103,12 +103,15 @@ def floor_cpu(agent: str, home: Path) -> float:
     test it for the reader's markers (its `WANT`; Gemini's reader has none: every line) and `orjson.loads`
     the lines it parses, the objects dropped at once. No Python work per object at all: a floor, not a
     reader."""
-    import importlib
     import time
 
     import orjson
 
-    want = getattr(importlib.import_module(f"batchcompact.agents.{agent}.report"), "WANT", ())
+    from batchcompact import agents
+
+    # The agent's usage reader, found through the registry (its module moved once: agents/ -> adapters/).
+    usage_module = agents.load(agents.get(agent).usage.partition(":")[0])
+    want = getattr(usage_module, "WANT", ())
     loads = orjson.loads
     paths = sorted(home.rglob("*.jsonl"))
     start = time.process_time()

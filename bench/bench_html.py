@@ -96,6 +96,7 @@ def generate(folder: Path, requests: int) -> int:
                         "cache_read_tokens": cache_read, "cache_write_tokens": rng.randrange(0, 8_000),
                         "cache_write_1h_tokens": 0, "reasoning_tokens": 0,
                         "recorded_cost_usd": None, "cost_usd": None, "dedupe_rank": 0,
+                        "export_rows": None,  # each export's row count, set when it is written
                     }
                     row["total_tokens"] = (row["input_tokens"] + row["output_tokens"] + row["cache_read_tokens"]
                                            + row["cache_write_tokens"])
@@ -104,6 +105,7 @@ def generate(folder: Path, requests: int) -> int:
                     written += 1
     schema = export_schema()
     for machine, data in columns.items():
+        data["export_rows"] = [len(data["request_id"])] * len(data["request_id"])
         pq.write_table(pa.table(data, schema=schema), folder / f"{machine}.parquet")
     return written
 

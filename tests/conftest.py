@@ -17,6 +17,9 @@ SAMPLES = REPO / "sample_sessions"
 BROKEN_SAMPLES = REPO / "examples" / "broken"  # sessions broken on purpose (validate shows them off)
 # The outside corpus; BATCHCOMPACT_TEST_FIXTURES points elsewhere (e.g. to show what CI does without it).
 SHARED_FIXTURES = Path(os.environ.get("BATCHCOMPACT_TEST_FIXTURES") or REPO.parent / "shared" / "fixtures")
+# Real sessions from public repositories, gzipped, beside the repository (never copied into it; bench/eval_table.py
+# decompresses them into a temporary folder): the held-out set's goals need them.
+PUBLIC_SESSIONS = Path(os.environ.get("BATCHCOMPACT_PUBLIC_SESSIONS") or REPO.parent / "shared" / "public-sessions")
 # The recorded transcripts of the three families we compact; `agents/` beside them holds other projects'
 # hand-written cases for the other agents, which their own tests read.
 RECORDED_FAMILIES = ("pi", "claude", "codex")
@@ -48,6 +51,13 @@ def shared_fixtures() -> Path:
     if not SHARED_FIXTURES.is_dir():
         unavailable(f"shared fixtures not found at {SHARED_FIXTURES}")
     return SHARED_FIXTURES
+
+
+def public_sessions() -> Path:
+    """../shared/public-sessions, or skip the test when that folder is absent (fail it in CI)."""
+    if not PUBLIC_SESSIONS.is_dir():
+        unavailable(f"public sessions not found at {PUBLIC_SESSIONS}")
+    return PUBLIC_SESSIONS
 
 
 def fixture_path(*parts: str) -> Path:
@@ -261,12 +271,14 @@ SLOW_FILES = (
     "test_judge_opencode.py",  # OpenCode and Kilo, ~160 s on one core
     "test_judge_openclaw.py",  # five turns of the real OpenClaw, ~145 s
     "test_judge_report_agents.py",  # OpenCode, Kilo, Gemini CLI, Qwen Code, Codex, ~135 s
+    "test_bench.py",  # every bench stage at its smallest size, ~80 s, and same_behaviour
     "test_providers.py",
     "test_executor_ray_cluster.py",
     "test_executor_ray.py",
     "test_judge_qwen.py",
     "test_judge_pi.py",
     "test_judge_omp.py",  # oh-my-pi's modules, CLI turns and thresholds, ~35 s
+    "test_fuzz.py",  # the fuzzer's 45 s of cases
     "test_faults.py",
     "test_judge_vibe.py",
     "test_judge_cline.py",

@@ -112,7 +112,7 @@ def test_a_report_only_agent_is_planned_as_a_skip(toy, tmp_path):
 
 
 def test_report_extraction_goes_through_the_agent(toy, tmp_path):
-    from batchcompact.report.extract import extract_file
+    from batchcompact.report.part_cache import extract_file
 
     path = tmp_path / "s.jsonl"
     path.write_text(json.dumps({"kind": "toy-session"}) + "\n")

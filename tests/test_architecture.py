@@ -68,7 +68,8 @@ def test_plan_does_not_import_litellm(tmp_path):
 # (docs/architecture.md). The name is the part after `batchcompact.`; `__init__` is the package itself.
 LAYERS = (
     ("core",),
-    ("__init__", "errors", "folders", "outfile", "lifecycle", "tokenizer", "token_cache", "money", "model_price"),
+    ("__init__", "errors", "folders", "outfile", "lifecycle", "tokenizer", "token_cache", "money", "model_price",
+     "json_rows"),
     ("agents",),
     ("formats", "schemas", "pricing", "price_index", "discover"),
     ("adapters",),
@@ -243,7 +244,7 @@ def test_only_the_floor_of_the_adapters_is_imported_from_outside():
 # `pipeline/model_calls.py` (the worker pool and the summary cache), which reads no transcript and writes no
 # summary.
 MEASURES = ("eval/text.py", "eval/probes.py", "eval/hindsight.py", "eval/scoring.py", "eval/baselines.py",
-            "eval/cuts.py", "eval/judge.py", "eval/pooling.py")
+            "eval/cuts.py", "eval/judge.py", "eval/pooling.py", "eval/carryover.py")
 MEASURE_MAY_USE = {"batchcompact.pipeline.model_calls"}
 
 
@@ -348,6 +349,7 @@ NOT_AGENTS = {
     ("report/settings.py", "claude"), ("report/settings.py", "gemini"), ("report/settings.py", "grok"),
     ("report/settings.py", "qwen"),  # provider aliases (`--by provider`)
     ("summarize/batch_api.py", "claude"), ("summarize/preflight.py", "gemini"),  # model and provider names
+    ("summarize/provider_names.py", "gemini"),  # a provider's key variables
     ("tokenizer.py", "codex"),  # OpenAI's codex models
     ("adapters/droid/report.py", "claude"), ("adapters/droid/report.py", "gemini"), ("adapters/droid/report.py", "grok"),
     ("adapters/hermes/report.py", "claude"), ("adapters/hermes/report.py", "gemini"),  # model families -> provider

@@ -134,8 +134,8 @@ def test_an_unknown_summary_model_is_refused_by_plan_as_by_run(tmp_path, command
     line = result.stderr.strip().splitlines()[-1]
     assert line.startswith("Error: unknown model 'gpt-4o-mni': litellm cannot tell its provider (did you mean "
                            "'gpt-4o-mini'?); name it provider/model"), line
-    assert line.endswith(f"use {option[-1]} openai/gpt-4o-mni" + (" --api-base http://127.0.0.1:8000/v1"
-                                                                    if command == "run" else "")), line
+    server = " --api-base http://127.0.0.1:8000/v1" if command == "run" else ""
+    assert line.endswith(f"use --model openai/gpt-4o-mni{server}"), line  # plan's --summary-model: --model's old name
 
 
 @pytest.mark.parametrize("option", ["--summarizer", "--judge-model"])
@@ -205,12 +205,12 @@ def test_plan_reports_broken_sessions_as_error_rows(tmp_path):
     good = Builder()
     good.user("x")
     good.write(tmp_path / "good.jsonl")
-    (tmp_path / "bad.jsonl").write_text('{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}\n{oops\n')
+    (tmp_path / "bad.jsonl").write_text('{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}\n[1]\n')
     result = invoke("plan", str(tmp_path), "--jobs", "1", "--format", "json", "--context-window", "1000")
     assert result.exit_code == 1  # an error row is an invalid session: exit 1, as validate and run say it
     rows = {r["path"].rsplit("/", 1)[-1]: r for r in json.loads(result.output.split("\n", 0)[0][result.output.index("["):result.output.rindex("]") + 1])}
     assert rows["bad.jsonl"]["status"] == "error"
-    assert rows["bad.jsonl"]["reason"] == "line 2: invalid JSON: Expecting property name enclosed in double quotes at column 2"
+    assert rows["bad.jsonl"]["reason"] == "line 2: line is a JSON list, not an object"
     assert rows["good.jsonl"]["status"] == "skip"
 
 
@@ -228,7 +228,8 @@ def test_validate_lines_and_exit_codes(tmp_path):
     result = invoke("validate", str(tmp_path))
     assert result.exit_code == 1
     lines = result.output.splitlines()
-    assert f"{bad}:3: error: parentId 'nowhere' points to no entry" in lines
+    assert f"{bad}:3: warning: parentId 'nowhere' points to no entry; a root, as pi takes it (entries before it are " \
+           "not in its context)" in lines  # pi's getBranch stops there
     assert f"{bad}:4: error: line is a JSON list, not an object" in lines
     assert "2 files checked: 1 valid, 1 invalid" in result.output
 
@@ -310,7 +311,7 @@ def test_validate_every_fixture_and_sample():
     result = CliRunner().invoke(cli, ["validate", str(BROKEN_SAMPLES), "--jobs", "1", "--errors-only"])
     assert result.exit_code == 1
     errors = [line for line in result.stdout.splitlines() if ": error: " in line]
-    assert [line.split(":")[1] for line in errors] == ["16", "19", "39"]
+    assert [line.split(":")[1] for line in errors] == ["19", "39"]  # 16 is invalid JSON pi skips: a warning
     assert all(line.startswith(str(BROKEN_SAMPLES / "pi" / "malformed.jsonl")) for line in errors)
     assert "1 file checked: 0 valid, 1 invalid" in result.stderr
 

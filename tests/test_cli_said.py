@@ -134,19 +134,20 @@ def test_json_rows_write_whole_seconds_with_six_decimals_too():
 
 def test_a_database_that_is_not_one_we_know_is_named_once():
     """`kilo.db: kilo.db: no `session` table`: the store's reason named its database, and the row (or line,
-    or error) that reports it named it again."""
+    or error) that reports it named it again. kilo.db is Kilo's, and says what it holds (it was "not an
+    OpenCode database", #56 item 20)."""
     db = fixture_path("agents", "kilo", ".local", "share", "kilo", "kilo.db")
     planned = invoke("plan", str(db), "--format", "json")
     [row] = json.loads(planned.stdout)["rows"]
-    assert row["reason"] == "no `session` table: not an OpenCode database this version knows"
+    assert row["reason"] == "no `session` table (it holds only `message`): not a Kilo session database this version knows"
     checked = invoke("validate", str(db))
-    assert checked.stdout == f"{db}: error: no `session` table: not an OpenCode database this version knows\n"
+    assert checked.stdout == f"{db}: error: no `session` table (it holds only `message`): not a Kilo session database this version knows\n"
     shown = invoke("show", str(db))
     assert shown.exit_code == 1
-    assert shown.stderr.strip() == f"Error: {db}: no `session` table: not an OpenCode database this version knows"
+    assert shown.stderr.strip() == f"Error: {db}: no `session` table (it holds only `message`): not a Kilo session database this version knows"
     scored = invoke("eval", str(db), "--format", "json")
     assert json.loads(scored.stdout)["problems"] == [
-        f"{db}: no `session` table: not an OpenCode database this version knows"]
+        f"{db}: no `session` table (it holds only `message`): not a Kilo session database this version knows"]
 
 
 def test_a_session_that_names_no_model_says_so():
@@ -160,7 +161,7 @@ def test_a_session_that_names_no_model_says_so():
 def test_more_problems_are_counted_in_words(tmp_path, bad_lines, said):
     path = tmp_path / "s.jsonl"
     path.write_text('{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00Z","cwd":"/"}\n'
-                    + "{oops\n" * bad_lines)
+                    + "[1]\n" * bad_lines)  # a line pi skips ({oops) is a warning
     [row] = json.loads(invoke("plan", str(path), "--format", "json").stdout)["rows"]
     assert row["reason"].endswith(said), row["reason"]
 

@@ -178,7 +178,7 @@ def test_a_bad_value_from_the_config_file_or_the_environment_says_where_it_came_
     config = _write(tmp_path / "c.toml", 'jobs = "two"\n[run]\nmin_age = "soon"\n')
     result = invoke("--config", config, "plan", SAMPLES)
     assert result.exit_code == 2
-    assert f"Invalid value for '--jobs': 'two' is not a valid integer range (from config {config})" in result.output
+    assert f"Invalid value for '--jobs': 'two' is not a whole number (from config {config})" in result.output
     result = invoke("--config", config, "run", SAMPLES, "--jobs", "1", "--output-dir", tmp_path / "out")
     assert result.exit_code == 2 and not (tmp_path / "out").exists()
     assert f"'--min-age': 'soon' is not a duration like 30s, 10m, 2h or 1d (from config {config})" in result.output
@@ -187,7 +187,7 @@ def test_a_bad_value_from_the_config_file_or_the_environment_says_where_it_came_
     assert "'--cache-above': 'huge': give a size such as 0, 512MB or 2GB (from environment " \
            "BATCHCOMPACT_CACHE_ABOVE)" in result.output
     result = invoke("plan", SAMPLES, "--jobs", "x", env={"BATCHCOMPACT_JOBS": "abc"})  # the command line's own
-    assert result.exit_code == 2 and "'x' is not a valid integer range" in result.output
+    assert result.exit_code == 2 and "'x' is not a whole number" in result.output
     assert "(from" not in result.output
     result = invoke("report", SAMPLES, "--by", "block", "--token-limit", "lots")
     assert result.exit_code == 2 and "Invalid value for '--token-limit': 'lots'" in result.output
@@ -332,7 +332,7 @@ def test_known_invalid_files_fail_once_then_are_reported_without_failing(tmp_pat
     args = ("run", src, "--output-dir", tmp_path / "out", "--min-age", "0")
     first = invoke(*args)
     assert first.exit_code == 1
-    assert "malformed.jsonl: line 16: invalid JSON" in first.output
+    assert "malformed.jsonl: line 19: line is a JSON list, not an object" in first.output
     second = invoke(*args, "--format", "json")
     assert second.exit_code == 0, second.output
     (row,) = [r for r in json.loads(second.stdout)["rows"] if r["input_path"].endswith("malformed.jsonl")]
@@ -342,13 +342,13 @@ def test_known_invalid_files_fail_once_then_are_reported_without_failing(tmp_pat
     strict = invoke(*args, "--strict", "--format", "json")
     assert strict.exit_code == 1
     (row,) = [r for r in json.loads(strict.stdout)["rows"] if r["input_path"].endswith("malformed.jsonl")]
-    assert row["status"] == "failed" and "line 16: invalid JSON" in row["reason"], row
+    assert row["status"] == "failed" and "line 19: line is a JSON list" in row["reason"], row
     with (src / "malformed.jsonl").open("a") as handle:  # changed bytes: reported (and failing) again
         handle.write("\n{broken\n")
     changed = invoke(*args, "--format", "json")
     assert changed.exit_code == 1
     (row,) = [r for r in json.loads(changed.stdout)["rows"] if r["input_path"].endswith("malformed.jsonl")]
-    assert row["status"] == "failed" and row["reason"].startswith("line 16: invalid JSON")
+    assert row["status"] == "failed" and row["reason"].startswith("line 19: line is a JSON list")
 
 
 # -- tables -----------------------------------------------------------------------------------
@@ -391,7 +391,7 @@ def test_crontab_style_run_is_quiet_and_takes_its_settings_from_the_config_file(
     shutil.copy(BROKEN_SAMPLES / "pi" / "malformed.jsonl", src / "malformed.jsonl")
     first = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=120)
     assert first.returncode == 1 and first.stdout == ""
-    assert re.search(r"malformed\.jsonl: line 16: invalid JSON", first.stderr)
+    assert re.search(r"malformed\.jsonl: line 19: line is a JSON list", first.stderr)
     again = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=120)
     assert again.returncode == 0 and again.stdout == "" and again.stderr == ""
 

@@ -201,3 +201,23 @@ def test_last_model_is_path_model_applied_along_the_path():
         for entry in path:
             model = path_model(entry, model)
         assert last_model(path) == model, combo
+
+
+def test_file_tags_are_bounded_to_their_share_and_read_back_without_the_count_line():
+    """#55: the tags take at most their share of the summary budget, the modified files first, the rest
+    counted on a last "… and N more files" line, which is never read back as a path (formats without a
+    field of their own keep the lists in the tags)."""
+    from batchcompact.core.fileops import details_from_summary
+    from batchcompact.core.filetags import file_tags
+
+    read = [f"/home/user/project/src/module_{n}/reader.py" for n in range(60)]
+    modified = [f"/home/user/project/src/module_{n}/writer.py" for n in range(30)]
+    unbounded = file_tags(read, modified, "/home/user/project")
+    assert file_tags(read, modified, "/home/user/project", max_tokens=10_000) == unbounded
+    tags = file_tags(read, modified, "/home/user/project", max_tokens=200)
+    assert len(tags) <= 200 * 4
+    assert "src/: module_0/writer.py, module_1/writer.py" in tags and "/home/user" not in tags
+    assert "more files\n</read-files>" in tags
+    details = details_from_summary("## Goal\nx" + tags, "/home/user/project")
+    assert details["modifiedFiles"] == modified[: len(details["modifiedFiles"])]
+    assert all(not p.startswith("…") for p in details["readFiles"] + details["modifiedFiles"])

@@ -135,7 +135,12 @@ def test_nothing_found_is_a_usage_error_naming_the_places(tmp_path, monkeypatch)
     monkeypatch.setenv("HOME", str(tmp_path))
     result = CliRunner().invoke(cli, ["report"])
     assert result.exit_code == 2
-    assert "~/.claude/projects" in result.output and "$CODEX_HOME" in result.output
+    [line] = result.stderr.splitlines()  # every agent's places made one line of ~3,000 characters
+    assert len(line) < 300 and "~/.codex/sessions" in line and line.endswith("-v lists them); pass the folders to read")
+    listed = CliRunner().invoke(cli, ["report", "-v"])
+    assert listed.exit_code == 2
+    assert "~/.claude/projects" in listed.stderr and "$CODEX_HOME" in listed.stderr
+    assert "INFO batchcompact.discover: looked in claude: " in listed.stderr
 
 
 def test_nothing_found_for_the_named_agents_names_only_their_places(tmp_path, monkeypatch):

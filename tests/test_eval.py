@@ -369,7 +369,7 @@ def test_max_cost_refuses_before_any_call(tmp_path, llm_server):
 
 # -- the goals on real sessions ---------------------------------------------------------------------------
 def test_goals_on_real_sessions_cut_inside(eval_hooks):
-    """On the tuning set's real sessions (bench/eval_table.py's SETS["tuning"] less the synth ones; the
+    """On the tuning set's real fixtures (bench/eval_table.py's SETS["tuning"] less the synth and public ones; the
     held-out set's goals are tests/test_eval_goals.py's): the built-in summary keeps >= 60% of the files the
     next turns needed, and more files and code names than the first, the last N tokens and the unchosen
     words of its length. Only pi's large session gives probes there (the Codex rollouts are redacted, the
@@ -379,7 +379,8 @@ def test_goals_on_real_sessions_cut_inside(eval_hooks):
     from batchcompact.eval.pooling import mean_rows
     from bench.eval_table import SETS, path_of
 
-    names = SETS["tuning"]
+    names = tuple(n for n in SETS["tuning"] if not n.startswith("public:"))  # the fixtures' (the public
+    # sessions' figures are the bench table's: they would add minutes here, and some are unreadable today)
     assert "pi/large-session.jsonl" in names and not any("before-compaction" in n for n in names)
     real = {path_of(n) for n in names if ":" not in n}
     rows = eval_rows(*map(path_of, names), "--cut-at", "30,40,50,60,70,80,90", "--keep-recent-tokens", "3000",
@@ -492,7 +493,7 @@ def test_our_compactions_score_as_the_planned_cut_did(tmp_path):
 def test_invalid_file_is_named_with_its_line_and_fails(tmp_path):
     good = work_session().write(tmp_path / "good.jsonl")
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(good.read_text().splitlines()[0] + "\n{not json\n")
+    bad.write_text(good.read_text().splitlines()[0] + "\n{not json")  # torn (a line pi skips is a warning)
     result = invoke("eval", str(good), str(bad), "--force", "--keep-recent-tokens", "2000")
     assert result.exit_code == 1
     assert f"error: {bad}:2: " in result.stderr

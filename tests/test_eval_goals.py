@@ -1,10 +1,16 @@
-"""#47's goals, on the held-out set (docs/eval.md, "The two sets"; bench/eval_table.py computes them):
-at the default budget, on the fixtures' real pi and Claude Code sessions cut at 30-90%, a summary keeps
->= 0.6 of the files the next turns needed, files + names >= the first N tokens + 0.2, overall >= the
-list baseline + 0.1, and no summary over the budget; at pi's recorded compactions, at pi's own summary
-length, at least what pi's LLM summaries keep. A list of user messages and names, and the built-in without
-its handover sections, must fail them; docs/eval.md's goals and held-out tables must be what the bench
-prints."""
+"""The goals on the held-out set (docs/eval.md, "Goals"; bench/eval_table.py computes them): 14 real sessions
+of 11 repositories (two fixtures and twelve public sessions, split by repository), cut at 30-90% at the
+default budget. #55: overall >= the list baseline + 0.05 and >= the list for each agent; file recall >= 0.7;
+no summary over the budget at 2,000 and at the least budget the CLI allows; carry-over >= 0.8 on the sessions
+with recorded compactions; at pi's two recorded compactions, at pi's own length, at least as many probes kept
+as pi's LLM summary (a tie passes). #47: files + names >= the first N tokens + 0.2. A list of user messages
+and names, and the built-in without its handover sections, must each fail a goal that is not a length;
+docs/eval.md's goals and held-out tables must be what the bench prints.
+
+A goal the built-in does not meet on this commit is an `xfail(strict=True)` with its figures: meeting it
+makes the test fail until the mark goes. Cost: one eval of the held-out set with three summarizers, one at
+the least budget, one `--existing` and two at pi's lengths, each once per module (about a minute of CPU
+more than the two-session set: docs/eval.md)."""
 
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from conftest import REPO, shared_fixtures
+from conftest import REPO, public_sessions, shared_fixtures
 from eval_goal_hooks import BUDGET, strip_sections
 
 from batchcompact.cli import cli
@@ -30,34 +36,68 @@ def _bench():
     return module
 
 
-def _rows(*args: str) -> list[dict]:
-    result = CliRunner().invoke(cli, ["eval", *args, "--format", "json", "-q"], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)["rows"]
-
-
 @pytest.fixture(scope="module")
 def bench():
     shared_fixtures()
+    public_sessions()
     return _bench()
 
 
 @pytest.fixture(scope="module")
-def heldout(bench):
-    """The held-out set cut inside, scored for the built-in, the list and the built-in without handover."""
-    paths = [bench.path_of(name) for name in bench.SETS["heldout"]]
-    return _rows(*paths, "--cut-at", bench.PERCENTS, "--keep-recent-tokens", bench.KEEP_RECENT,
-                 "--summarizer", "builtin", "--summarizer", "eval_goal_hooks:as_list",
-                 "--summarizer", "eval_goal_hooks:without_handover")
+def rows(bench):
+    """`eval ARGS` in this process: its rows; files today's readers refuse (exit 1) are noted for the tables."""
+    def run(*args: str) -> list[dict]:
+        result = CliRunner().invoke(cli, ["eval", *args, "--format", "json", "-q"], catch_exceptions=False)
+        assert result.exit_code in (0, 1), result.output
+        output = json.loads(result.stdout)
+        assert result.exit_code == 0 or output["problems"], result.output  # 1 only for an unreadable file
+        return bench.note_problems(output)
+    return run
 
 
 @pytest.fixture(scope="module")
-def recorded(bench):
-    return _rows("--existing", *map(bench.path_of, bench.EXISTING), "--summarizer", "builtin")
+def heldout(bench, rows):
+    """The held-out set cut inside, scored for the built-in, the list and the built-in without handover."""
+    paths = [bench.path_of(name) for name in bench.SETS["heldout"]]
+    return rows(*paths, "--cut-at", bench.PERCENTS, "--keep-recent-tokens", bench.KEEP_RECENT,
+                "--summarizer", "builtin", "--summarizer", "eval_goal_hooks:as_list",
+                "--summarizer", "eval_goal_hooks:without_handover")
+
+
+@pytest.fixture(scope="module")
+def at_minimum(bench, rows):
+    """The held-out set cut inside, the built-in at the least `--summary-budget` the CLI allows."""
+    paths = [bench.path_of(name) for name in bench.SETS["heldout"]]
+    return rows(*paths, "--cut-at", bench.PERCENTS, "--keep-recent-tokens", bench.KEEP_RECENT,
+                "--summary-budget", str(bench.min_budget()))
+
+
+@pytest.fixture(scope="module")
+def recorded(bench, rows):
+    return rows("--existing", *map(bench.path_of, bench.EXISTING), "--summarizer", "builtin")
+
+
+@pytest.fixture(scope="module")
+def at_pis_length(bench, recorded):
+    return bench.recorded_at_pis_length(recorded)
+
+
+@pytest.fixture(scope="module")
+def results(bench, heldout, recorded, at_minimum, at_pis_length):
+    """Every goal for the built-in: name -> (met, figures)."""
+    least = bench.min_budget()
+    return {**bench.goals(bench.only(heldout, "builtin"), "builtin", BUDGET),
+            f"least budget {least}": bench.over_budget(at_minimum, "builtin", least),
+            **bench.carryover_goal(heldout, recorded), **bench.recorded_goal(at_pis_length[0])}
 
 
 def _failed(results: dict) -> list[str]:
     return [name for name, (met, _) in results.items() if not met]
+
+
+def _goal(results: dict, start: str) -> tuple[bool, str]:
+    (found,) = [value for name, value in results.items() if name.startswith(start)]
+    return found
 
 
 def test_overall_is_the_mean_over_the_kinds_present_not_pooled():
@@ -84,6 +124,19 @@ def test_strip_sections_drops_a_section_with_its_subsections():
     assert strip_sections(text) == "## Goal\ng\n## Relevant Files\nf"
 
 
+def test_the_heldout_set_is_the_leads_split_by_repository(bench):
+    """14 real sessions of 27 (11 repositories); the two held-out fixtures stay held out; no repository is in
+    both sets (docs/eval.md, "The two sets")."""
+    def repository(name: str) -> str:
+        return name.split("/", 1)[1].split("__")[0] if name.startswith("public:") else name
+
+    heldout, tuning = bench.SETS["heldout"], bench.SETS["tuning"]
+    assert len(heldout) == 14 and len({repository(n) for n in heldout}) == 11
+    assert "pi/before-compaction.jsonl" in heldout and bench.SPOTTER in heldout
+    assert not {repository(n) for n in heldout} & {repository(n) for n in tuning}
+    assert set(bench.EXISTING) <= set(heldout)
+
+
 def test_a_list_of_user_messages_and_names_fails_the_goals(bench, heldout):
     failed = _failed(bench.goals(heldout, "eval_goal_hooks:as_list"))
     assert any(name.startswith(SUBSTANCE) for name in failed), failed  # not only by its length
@@ -94,32 +147,61 @@ def test_the_builtin_without_its_handover_sections_fails_the_goals(bench, heldou
     assert any(name.startswith(SUBSTANCE) for name in failed), failed
 
 
-def test_the_builtin_meets_the_goals_on_the_heldout_set(bench, heldout):
-    results = bench.goals(heldout, "builtin", BUDGET)
-    assert _failed(results) == [], results
+def test_overall_beats_the_list_by_the_margin(results):
+    met, figures = _goal(results, "overall ≥ baseline:list +")
+    assert met, figures
 
 
-@pytest.mark.xfail(strict=True, reason="pi's second compaction: the built-in at 874 of pi's 913 tokens keeps overall "
-                   "0.17 against pi's 0.25 (docs/eval.md), after the tight-budget round as before it and after "
-                   "the round on a reader's defects; the first is met (0.67 against 0.50)")
-def test_at_pis_recorded_compactions_the_builtin_keeps_what_pis_llm_summaries_keep_at_their_length(recorded):
+@pytest.mark.parametrize("agent", ["pi", "claude", "codex"])
+def test_overall_beats_the_list_for_each_agent(results, agent):
+    met, figures = _goal(results, f"overall ≥ baseline:list, {agent} sessions")
+    assert met, figures
+
+
+def test_file_recall(results):
+    met, figures = _goal(results, "hindsight file recall")
+    assert met, figures
+
+
+def test_files_and_names_beat_the_first_n_tokens(results):
+    met, figures = _goal(results, "files + names")
+    assert met, figures
+
+
+def test_no_summary_over_the_default_budget(results):
+    met, figures = _goal(results, f"summary tokens ≤ {BUDGET:,}")
+    assert met, figures
+
+
+def test_no_summary_over_the_least_budget(results):
+    met, figures = _goal(results, "least budget")
+    assert met, figures
+
+
+@pytest.mark.xfail(strict=True, reason="carry-over 0.77 of 184 items (goal 0.8; the list 0.17, the agents' own "
+                   "summaries 0.25) on the held-out sessions with recorded compactions (docs/eval.md)")
+def test_carryover_on_the_sessions_with_recorded_compactions(results):
+    met, figures = _goal(results, "carry-over")
+    assert met, figures
+
+
+def test_at_pis_recorded_compactions_the_builtin_keeps_as_many_probes_at_their_length(at_pis_length, results):
     """The built-in re-summarizes each of pi's two compacted spans with pi's own summary length as its
-    budget (`--summary-budget`), and keeps at least what pi's LLM summary kept."""
-    pi = [r for r in recorded if r["path"].endswith("before-compaction.jsonl") and r["summarizer"] == "recorded"]
+    budget (`--summary-budget`) and keeps at least as many probes as pi's LLM summary; a tie passes (#55's
+    decision on #47's goal 5; the mean over kinds it replaces read 0.17 vs 0.25 at the second)."""
+    rows, budgeted = at_pis_length
+    assert budgeted
+    pi = [r for r in rows if r["path"].endswith("before-compaction.jsonl") and r["summarizer"] == "recorded"]
     assert [r["summary_tokens"] for r in pi] == [1073, 913]
-    for theirs in pi:
-        rows = _rows("--existing", theirs["path"], "--summarizer", "builtin", "--summary-budget",
-                     str(theirs["summary_tokens"]))
-        mine = next(r for r in rows if r["compaction"] == theirs["compaction"] and r["summarizer"] == "builtin")
-        assert mine["summary_tokens"] <= theirs["summary_tokens"]
-        assert (mine["hindsight_recall"] or 0) >= (theirs["hindsight_recall"] or 0)
-        assert mine["overall"] >= theirs["overall"]
+    for number in (1, 2):
+        met, figures = _goal(results, f"pi's compaction {number}:")
+        assert met, figures
 
 
-def test_docs_eval_md_holds_the_goals_and_heldout_tables_the_bench_prints(bench, heldout, recorded):
+def test_docs_eval_md_holds_the_goals_and_heldout_tables_the_bench_prints(bench, heldout, recorded, at_pis_length,
+                                                                        at_minimum):
     """`python bench/eval_table.py --write docs/eval.md` regenerates them; a summarizer that changes the
     figures changes the doc in the same commit."""
-    at_length, budgeted = bench.recorded_at_pis_length(recorded)
-    expected = bench.heldout_part(heldout, recorded, at_length, budgeted)
+    expected = bench.heldout_part(heldout, recorded, *at_pis_length, at_minimum)
     doc = (REPO / "docs" / "eval.md").read_text()
     assert expected in doc, "docs/eval.md is stale: run `python bench/eval_table.py --write docs/eval.md`"

@@ -421,7 +421,7 @@ def test_odd_files_fail_one_by_one_and_the_run_goes_on(tmp_path):
     assert [os.fsencode(p.name) for p in written] == [b"odd\xff\xfe.jsonl"]
     rerun = _cli("run", str(archive), "--output-dir", str(tmp_path / "out"), "--min-age", "0", "--force")
     assert "Traceback" not in rerun.stderr and rerun.returncode == 1  # the symlink loop fails every time
-    assert "3 known invalid" in rerun.stdout + rerun.stderr  # empty, gzip, binary: reported once
+    assert "3 known_invalid" in rerun.stdout + rerun.stderr  # empty, gzip, binary: reported once
     assert "finished in an earlier run" in _cli(
         "run", str(archive), "--output-dir", str(tmp_path / "out"), "--min-age", "0", "--force", "--format",
         "jsonl").stdout

@@ -19,7 +19,7 @@ from conftest import SAMPLES
 import batchcompact.formats.jsonl as jsonl
 from batchcompact.adapters.pi.read import SOURCE, read_pi_session
 from batchcompact.formats.jsonl import capped_lines
-from batchcompact.report.extract import extract_file
+from batchcompact.report.part_cache import extract_file
 
 LIMIT = 1 << 20
 LONG = 24 << 20  # 24 times the limit

@@ -10,7 +10,7 @@ import pytest
 from conftest import fixture_path
 from factories import Builder
 
-from batchcompact.adapters.pi.read import read_pi_session
+from batchcompact.adapters.pi.read import NO_HEADER, read_pi_session
 from batchcompact.core.entries import ERROR, WARNING
 from batchcompact.formats.jsonl import dumps_line
 
@@ -100,25 +100,32 @@ E2 = '{"type":"message","id":"b","parentId":"a","timestamp":"t","message":{"role
     ("text", "expected"),
     [
         ("", [(None, ERROR, "empty file")]),
-        (HEADER + E1 + "{not json\n" + E2, [(3, ERROR, "invalid JSON: Expecting property name enclosed in double quotes at column 2")]),
+        (HEADER + E1 + "{not json\n" + E2, [(3, WARNING, "invalid JSON: Expecting property name enclosed in double quotes at "
+                                              "column 2; pi skips this line: left as it is, outside every context")]),
         (HEADER + E1 + "[1, 2]\n", [(3, ERROR, "line is a JSON list, not an object")]),
         (HEADER + E1 + '{"type":"message","id":"b","par', [(3, ERROR, "torn last line: no newline and incomplete JSON (still being written?)")]),
         (HEADER + E1 + E2.rstrip("\n"), [(3, WARNING, "last line has no trailing newline")]),
-        (E1 + E2, [(1, ERROR, "missing session header: the first line must have type 'session'")]),
+        (E1 + E2, [(1, WARNING, NO_HEADER)]),
         ('{"type":"session","version":3,"timestamp":"t"}\n' + E1, [(1, ERROR, "session header has no string 'id'")]),
         (HEADER + '{"type":"message","parentId":null,"timestamp":"t","message":{"role":"user","content":"x"}}\n',
-         [(2, ERROR, "'message' entry has no string 'id'")]),
+         [(2, WARNING, "'message' entry has no 'id': pi keeps it on no path; left as it is")]),
         (HEADER + '{"type":"message","id":"a","timestamp":"t","message":{"role":"user","content":"x"}}\n',
-         [(2, ERROR, "'message' entry has no 'parentId'")]),
+         [(2, WARNING, "'message' entry has no 'parentId': a root, as pi takes it")]),
         (HEADER + E1 + E1, [(3, ERROR, "duplicate id 'a' (first used on line 2)")]),
-        (HEADER + E1.replace('"parentId":null', '"parentId":"zz"'), [(2, ERROR, "parentId 'zz' points to no entry")]),
+        (HEADER + E1.replace('"parentId":null', '"parentId":"zz"'),
+         [(2, WARNING, "parentId 'zz' points to no entry; a root, as pi takes it (entries before it are not in its "
+                       "context)")]),
+        (HEADER + E1.replace('"type":"message"', '"type":["message"]'), [(2, ERROR, "'type' must be a string, not a list")]),
+        (HEADER + E1.replace('"type":"message"', '"type":{}'), [(2, ERROR, "'type' must be a string, not an object")]),
+        (HEADER + E1.replace('"role":"user"', '"role":[]'), [(2, ERROR, "message 'role' must be a string")]),
         (HEADER + E1 + '{"type":"weird","id":"c","parentId":"a","timestamp":"t"}\n',
          [(3, WARNING, "unknown entry type 'weird'; kept and ignored for context")]),
         (HEADER + E1 + '{"type":"compaction","id":"c","parentId":"a","timestamp":"t","summary":"s","firstKeptEntryId":"nope","tokensBefore":1}\n',
          [(3, ERROR, "compaction firstKeptEntryId 'nope' is not on the path to this compaction")]),
     ],
     ids=["empty", "invalid-json", "not-object", "torn-last-line", "no-final-newline", "no-header", "header-no-id",
-         "no-id", "no-parentId", "duplicate-id", "dangling-parent", "unknown-type", "first-kept-off-path"],
+         "no-id", "no-parentId", "duplicate-id", "dangling-parent", "type-a-list", "type-an-object", "role-a-list",
+         "unknown-type", "first-kept-off-path"],
 )
 def test_each_problem_is_reported_with_its_line(tmp_path, text, expected):
     session, problems = _problems(tmp_path, text)
@@ -206,7 +213,7 @@ def test_orjson_fast_path_keeps_the_standard_librarys_semantics(tmp_path):
     expected = [std_json.loads(line) for line in lines[:3]]
     assert [std_json.dumps(o) for o in got] == [std_json.dumps(o) for o in expected]
     assert [(p.line, p.message) for p in problems] == [
-        (4, "invalid JSON: Expecting value at column 1"),
+        (4, "invalid JSON: the line ends before its JSON does (torn: a write cut short?)"),
         (5, "JSON nested too deeply to parse"),
     ]
     assert loads_line(b'{"x": [1, 2]}') == {"x": [1, 2]}

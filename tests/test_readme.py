@@ -96,14 +96,15 @@ def test_the_deprecated_spelling_check_finds_them():
 
 def test_what_first_ten_minutes_writes_is_ignored_by_git(tmp_path):
     """Run in a clone, the section's commands leave the files they write (`-o FILE`, `--output-dir DIR`)
-    in the repository's root: each is in .gitignore, so `git status` stays clean (usage.parquet was not)."""
+    in the repository's root: each is in .gitignore, so `git status` stays clean (usage.parquet was not, nor
+    spend.html from `--html`)."""
     section = _section(README.read_text(), "First ten minutes")
     written = []
     for command in (c for block in _blocks(section, "sh") for c in _commands(block)):
         words = shlex.split(command, comments=True)
-        written += [words[i + 1] for i, w in enumerate(words[:-1]) if w in ("-o", "--output")]
+        written += [words[i + 1] for i, w in enumerate(words[:-1]) if w in ("-o", "--output", "--html", "--chart")]
         written += [words[i + 1].rstrip("/") + "/" for i, w in enumerate(words[:-1]) if w == "--output-dir"]
-    assert "usage.parquet" in written
+    assert "usage.parquet" in written and "spend.html" in written
     git = shutil.which("git")
     assert git, "git is needed to read .gitignore as git does"
     subprocess.run([git, "init", "-q", str(tmp_path)], check=True)

@@ -14,7 +14,7 @@ from conftest import RECORDED_FAMILIES, fixture_path, shared_fixtures
 from test_report_extract import run_rows, write_run_report
 
 from batchcompact.report import ReportSettings, build_report, collect_usage, run_report
-from batchcompact.report import extract as extract_module
+from batchcompact.report import part_cache as extract_module
 
 
 def _ts(value) -> datetime | None:

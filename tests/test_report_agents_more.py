@@ -21,7 +21,7 @@ from agent_sessions import (
 
 from batchcompact.report import ReportSettings, build_report, collect_usage
 from batchcompact.report.detect import detect_agent
-from batchcompact.report.extract import extract_file
+from batchcompact.report.part_cache import extract_file
 
 
 def rows_of(path: Path) -> list[dict]:

@@ -375,7 +375,7 @@ def test_an_export_cut_short_is_named_with_the_rows_it_lost(tmp_path, cache, fmt
     ends = "it ends mid-line" if where == "mid-line" else "it ends early"
     assert (f"warning: {cut}: a usage export cut short (half-synced?): {rows - kept:,} of its {rows:,} rows are "
             f"missing ({ends}); the report is incomplete") in result.stderr
-    assert "warning: the report is incomplete: 1 usage export cut short (named above); exit 1" in result.stderr
+    assert "warning: the report is incomplete: 1 file not read or cut short (named above); exit 1" in result.stderr
     assert json.loads(result.stdout)["totals"]["requests"] == counted_rows(data[:cut_at], fmt)
     again = run_report(tmp_path, cut, cache)  # a stored report replayed says it too
     assert again.exit_code == 1 and "the report is incomplete" in again.stderr

@@ -13,7 +13,7 @@ from conftest import fixture_path
 
 from batchcompact.adapters.common.usage_rows import USAGE_SCHEMA, USAGE_SCHEMA_VERSION
 from batchcompact.report.detect import detect_agent
-from batchcompact.report.extract import extract_file
+from batchcompact.report.part_cache import extract_file
 
 SPOTTER = ("claude", "projects", "-home-USER-projects-spotter")
 CLAUDE_MAIN = (*SPOTTER, "4d5611e5-241a-462a-8d15-5122611a9569.jsonl")

@@ -10,8 +10,8 @@ from conftest import fixture_path
 
 from batchcompact.pricing import PriceTable
 from batchcompact.report import ReportSettings, build_report, collect_usage, run_report
-from batchcompact.report import extract as extract_module
-from batchcompact.report.extract import sum_path
+from batchcompact.report import part_cache as extract_module
+from batchcompact.report.part_cache import sum_path
 
 
 def _claude_file(path: Path, usages: list[dict], model: str = "claude-opus-4-6") -> Path:

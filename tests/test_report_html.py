@@ -499,3 +499,44 @@ def test_a_dimension_of_many_groups_keeps_the_costliest_and_sums_the_rest_per_da
     assert got[("(other)",)]["requests"] == sum(row["requests"] for row in rest)
     assert got[("(other)",)]["total_tokens"] == sum(row["total_tokens"] for row in rest)
     assert f"{got[('(other)',)]['cost_usd']:.2f}" == f"{sum(row['cost_usd'] for row in rest):.2f}"
+
+
+def test_a_run_after_the_last_day_of_use_counts_in_the_whole_period(browser, tmp_path):
+    """The README's own `run` happens today, after the sample sessions' last day of use: the page's whole
+    period (and "Whole period") counts it; a range that ends before the last day of use does not (#56)."""
+    from datetime import UTC, datetime
+
+    from batchcompact.pipeline.runreport.schema import empty_row
+    from batchcompact.pipeline.runreport.write import write_compactions
+
+    done = empty_row()
+    done.update(run_id="r1", started_at=datetime(2030, 1, 2, 9, tzinfo=UTC), ended_at=datetime(2030, 1, 2, 10, tzinfo=UTC),
+                input_path="/s/a.jsonl", session_id="a", status="compacted", tokens_before=100_000,
+                tokens_after_est=20_000, calls=1, cost_usd=0.0, model="builtin")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    write_compactions([done], runs, "r1")
+    path = tmp_path / "p.html"
+    page(path, str(SAMPLES), str(runs))
+    opened = Opened(browser, path)
+    assert opened.text("#batchcompact-value") == "1 session"
+    last = opened.page.eval_on_selector("#to", "e => e.value")
+    opened.page.fill("#to", "2026-10-05")
+    opened.page.dispatch_event("#to", "change")
+    assert last > "2026-10-05" and opened.text("#batchcompact-value") == "0 sessions"
+    opened.page.click("#reset-range")
+    assert opened.text("#batchcompact-value") == "1 session"
+    opened.clean(path)
+
+
+def test_at_a_phone_s_width_only_the_tables_scroll_sideways(browser, tmp_path):
+    path = tmp_path / "p.html"
+    page(path, str(SAMPLES))
+    opened = Opened(browser, path, width=390)
+    width = opened.page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    assert width[0] <= width[1] == 390, width  # the page itself does not scroll sideways
+    for table in ("dim-table", "session-table"):
+        box = opened.page.eval_on_selector(f"#{table}", "t => [t.parentElement.scrollWidth, "
+                                           "t.parentElement.clientWidth, getComputedStyle(t.parentElement).overflowX]")
+        assert box[0] > box[1] and box[2] == "auto", (table, box)  # its own box scrolls
+    opened.clean(path)

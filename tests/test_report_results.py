@@ -180,8 +180,8 @@ def test_the_first_report_writes_the_parts_the_parts_path_writes(archive, tmp_pa
     import polars as pl
 
     from batchcompact.report.collect import collect_usage
-    from batchcompact.report.extract import UsageCache
     from batchcompact.report.files import FileKey
+    from batchcompact.report.part_cache import UsageCache
 
     first = tmp_path / "first"
     out, err = report(archive, "--format", "json", "--cache-dir", first, "--cache-above", "1KB", "--jobs", "2")

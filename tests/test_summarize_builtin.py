@@ -310,3 +310,36 @@ def test_the_exit_prefilter_is_the_case_insensitive_xit_search():
             assert may_hold_exit(text), ascii(text)
         elif may_hold_exit(text):
             assert "xi\u0307t" in text.lower(), ascii(text)
+
+
+PI_PREVIOUS = (
+    "## Goal\n- Migrate the chart to lightweight-charts v5\n\n## Constraints & Preferences\n"
+    "- Never push directly to `main`; always a topic branch and a PR\n- Respond in Korean, concise\n\n"
+    "## Progress\n\n### Done\n- [x] **PR #47**: migrated `Dashboard.tsx`\n\n### In Progress\n- Nothing\n\n"
+    "### Blocked\n- None\n\n## Key Decisions\n- **Overlays**: `autoscaleInfoProvider` returns null\n\n"
+    "## Next Steps\n1. Add the pre/after-market session bands (issue #48)\n"
+    "2. Add the Yahoo spark fallback to v8 chart\n\n## Critical Context\n- **Current branch**: `dev`\n\n"
+    "---\n\n**Turn Context (split turn):**\n\n## Original Request\nAdd the bid/ask column to the table.\n\n"
+    "## Early Progress\n- Created branch `feat/bidask`\n\n## Context for Suffix\n- Remaining: `Dashboard.tsx`\n\n"
+    "<read-files>\n/home/user/raddit/README.md\n</read-files>\n"
+)
+
+
+def test_previous_pi_summary_carries_its_rules_and_next_steps_and_is_never_reparsed_as_bullets():
+    """#55: a span that starts from pi's own summary keeps its Constraints and Next Steps items (even when
+    the span has its own steps and rules and the budget is tight), and its "---" and split-turn text are
+    not bullets of Critical Context."""
+    rules = [user(f"Always run the linter number {n} before every commit of the widget module.")
+             for n in range(12)]
+    new = rules + [user("Now fix the squish when switching ranges"),
+                   assistant(tool_call("e1", "edit", path="src/Dashboard.tsx"))]
+    for budget in (2000, 600):
+        out = summarize_offline(call(new, max_tokens=budget, previous=PI_PREVIOUS))
+        steps = out.split("## Next Steps")[1].split("##")[0]
+        rules_text = out.split("## Constraints & Preferences")[1].split("##")[0]
+        assert "Never push directly to `main`" in rules_text, budget
+        assert "Respond in Korean" in rules_text, budget
+        assert "pre/after-market session bands" in steps, budget
+        assert "Wait for the user's next request" not in steps
+        assert "- ---" not in out and "- **Turn Context" not in out
+        assert "- ## " not in out

@@ -16,6 +16,7 @@ from test_summarize_builtin import assistant, call, text, tool_call, user
 
 from batchcompact.agents import file_tools
 from batchcompact.cli import cli
+from batchcompact.cli.options import MIN_SUMMARY_BUDGET
 from batchcompact.core.apply import compose_summary
 from batchcompact.core.calls import HISTORY, TURN_PREFIX, SummaryCall
 from batchcompact.core.planner import CompactionPlan, CompactionSettings, prepare_compaction
@@ -669,12 +670,12 @@ def _sessions() -> list[Path]:
     return shared + sorted(p for p in (REPO / "sample_sessions").rglob("*.jsonl") if "subagents" not in p.parts)
 
 
-@pytest.mark.parametrize("budget", [200, 300, 900, 2000])
+@pytest.mark.parametrize("budget", [200, MIN_SUMMARY_BUDGET, 900, 2000])
 def test_the_summary_never_exceeds_the_budget(budget):
     """Over the fixtures and sample_sessions: each built-in text within its call's share, counted by the
-    tokenizer and by chars/4, and the stored summary (split-turn part and file tags) within the budget, the
-    tags within half of it, at every budget from the smallest (200: the stored summary had 485 tokens, the
-    tags uncapped, before #55)."""
+    tokenizer and by chars/4, and the stored summary (split-turn part and file tags) within the budget, by
+    both counts, the tags within half of it, however many files the span touched, at every budget down to
+    200 (below the CLI's least, 500: the stored summary had 485 tokens at 200, the tags uncapped, before #55)."""
     planned = 0
     for path in _sessions():
         session = read_session(path)
@@ -692,6 +693,7 @@ def test_the_summary_never_exceeds_the_budget(budget):
             stored = compose_summary(plan, texts)
             assert -(-len(plan.file_tags) // 4) <= budget // 2, (path, keep)
             assert -(-len(stored) // 4) <= budget, (path, keep, len(stored))
+            assert summary_tokens(stored) <= budget, (path, keep, len(stored))
     assert planned >= 10
 
 

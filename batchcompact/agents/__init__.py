@@ -2,7 +2,7 @@
 
 Everything that depends on which agent wrote a file goes through here: detection (`formats/detect.py`,
 `report/detect.py`), reading and writing (`pipeline/planning.py`, `pipeline/outcome.py`), the report's
-usage extraction (`report/extract.py`), discovery (`discover.py`), presets (`cli/config.py`), the
+usage extraction (`report/part_cache.py`), discovery (`discover.py`), presets (`cli/config.py`), the
 built-in summarizer's tool table (`summarize/builtin_tools.py`) and the auto-compaction trigger
 (`pipeline/planning.py` → the agent's `trigger.py`). Adding an agent is one folder under
 `batchcompact/agents/` defining `AGENT`, its code in `batchcompact/adapters/<name>/` named by `AGENT`'s lazy
@@ -176,6 +176,17 @@ def settings_fields() -> tuple[str, ...]:
     """The planner settings some agent's own settings files may set (`Agent.settings_fields`), each once, in
     registry order."""
     return tuple(dict.fromkeys(name for agent in AGENTS for name in agent.settings_fields))
+
+
+def product_names() -> dict[str, str]:
+    """An agent's product name, as its one preset spells it (`claude-code`, `gemini-cli`, `qwen-code`,
+    `copilot-cli`) -> the agent's name (`claude`): every option that takes an agent takes both spellings."""
+    out: dict[str, str] = {}
+    for agent in AGENTS:
+        longer = [name for name in agent.presets if name.startswith(agent.name + "-")]
+        if agent.name not in agent.presets and len(longer) == 1:
+            out[longer[0]] = agent.name
+    return out
 
 
 def presets() -> dict[str, Mapping[str, object]]:

@@ -101,7 +101,7 @@ HELP_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 def _say_where(exc: click.BadParameter, resolution: Any) -> None:
     """A bad value that came from the environment, the config file or a preset names where it came from
-    ("Invalid value for '--jobs': 'two' is not a valid integer range (from environment BATCHCOMPACT_JOBS)"):
+    ("Invalid value for '--jobs': 'two' is not a whole number (from environment BATCHCOMPACT_JOBS)"):
     a cron job's command line does not show it."""
     param, ctx = exc.param, exc.ctx
     if param is None or ctx is None or param.name is None:
@@ -162,6 +162,48 @@ class BatchCommand(click.Command):
                 formatter.write_dl(rows)
 
 
+class WholeNumberRange(click.IntRange):
+    """click.IntRange that says a word that is no number as such: `'abc' is not a whole number.` (click says
+    `'abc' is not a valid integer range.`, which reads as if a range were asked for)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str):
+            try:
+                int(value)
+            except ValueError:
+                self.fail(f"{value!r} is not a whole number.", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class NumberRange(click.FloatRange):
+    """click.FloatRange that says `'abc' is not a number.` (click: `'abc' is not a valid float range.`)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str):
+            try:
+                float(value)
+            except ValueError:
+                self.fail(f"{value!r} is not a number.", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class AliasChoice(click.Choice):
+    """A choice that also takes other spellings of its values (`--preset claude` = `--preset claude-code`,
+    `report --agent claude-code` = `--agent claude`), named in the option's help, never warned about."""
+
+    def __init__(self, choices, aliases: dict[str, str]) -> None:
+        super().__init__(list(choices))
+        self.aliases = {alias: name for alias, name in aliases.items() if name in self.choices}
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value in self.aliases:
+            value = self.aliases[value]
+        return super().convert(value, param, ctx)
+
+
+NUMBER_TYPES = {click.IntRange: WholeNumberRange, click.FloatRange: NumberRange}
+
+
 def adopt(command: click.Command) -> click.Command:
     """Make a plain click command a BatchCommand with the global options (idempotent)."""
     if getattr(command, "_batchcompact_adopted", False) or isinstance(command, click.Group):
@@ -173,6 +215,8 @@ def adopt(command: click.Command) -> click.Command:
     for param in command.params:  # `~` and $VARS in every path, from the command line, environment or file
         if type(param.type) is click.Path:
             param.type.__class__ = ExpandedPath
+        elif type(param.type) in NUMBER_TYPES:  # the same state, a plainer word for a value that is no number
+            param.type.__class__ = NUMBER_TYPES[type(param.type)]
     present = {p.name for p in command.params}
     for option in global_options():
         if option.name not in present:

@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from batchcompact.agents import presets as agent_presets
+from batchcompact.agents import product_names
 from batchcompact.errors import UsageError
 from batchcompact.folders import config_folder
 
@@ -34,6 +35,8 @@ GLOBAL_NAMES = ("quiet", "verbose", "config_file", "help")
 # Each agent's documented compaction defaults, as batchcompact's planner options: the registered agents'
 # `presets` (batchcompact/agents/<name>/__init__.py). Sources are listed in docs/cli.md ("Presets").
 PRESETS: dict[str, Mapping[str, Any]] = agent_presets()
+# `--preset claude` = `--preset claude-code`: an agent's name for its one preset (agents.product_names)
+PRESET_ALIASES: dict[str, str] = {agent: preset for preset, agent in product_names().items()}
 
 
 def option_key(param: click.Parameter) -> str:
@@ -181,6 +184,7 @@ def resolve(command: click.Command, name: str, args: list[str], parent: click.Co
     default_map: dict[str, Any] = {}
     preset = _scan_args(args, "--preset") or os.environ.get(f"{ENV_PREFIX}{name.upper()}_PRESET") \
         or os.environ.get(f"{ENV_PREFIX}PRESET") or section.get("preset")
+    preset = PRESET_ALIASES.get(preset, preset) if isinstance(preset, str) else preset
     if preset in PRESETS and "preset" in by_key:
         resolution.preset = preset
         resolution.preset_values = {k: v for k, v in PRESETS[preset].items() if k in by_key}
@@ -198,10 +202,81 @@ def resolve(command: click.Command, name: str, args: list[str], parent: click.Co
             continue
         default_map[param.name] = value
         resolution.file_values[param.name] = value
-    for key in resolution.unknown_keys:
-        click.echo(f"warning: {path}: [{name}] has no option {key!r} (see `batchcompact {name} --help`)",
-                   err=True)
+    checked = parent.find_root().meta.setdefault(CHECKED_KEY, set()) if parent is not None else set()
+    if path is not None and str(path) not in checked:  # the whole file, once per command line (`config`
+        checked.add(str(path))                         # resolves every command)
+        for line in config_problems(path, data, name, set(by_key), parent):
+            click.echo(f"warning: {line}", err=True)
     return default_map, resolution
+
+
+CHECKED_KEY = "batchcompact.config_checked"
+
+
+def config_problems(path: Path, data: dict[str, Any], name: str, here: set[str],
+                    parent: click.Context | None = None) -> list[str]:
+    """Every key and section of the config file that no command knows, each with the nearest known name:
+    a top-level key no command has, a [section] that is no command, a key its command has not, a table
+    its command does not read ([report.projects] is the one). `name`/`here`: the running command and its
+    keys, so the other commands' options are loaded only when the file holds something `name` lacks."""
+    sections = {key: value for key, value in data.items() if isinstance(value, dict)}
+    top = [key for key, value in data.items() if not isinstance(value, dict)]
+    if all(key in here for key in top) and set(sections) <= {name} and all(
+            key in here or key in TABLES.get(name, ()) for key in sections.get(name, {})):
+        return []
+    keys = _command_keys(parent)
+    keys[name] = keys.get(name, set()) | here
+    every = set().union(*keys.values())
+    problems = []
+    for key in top:
+        if key not in every:
+            problems.append(f"{path}: no command has an option {key!r}{_nearest(key, every)}")
+    for section, values in sections.items():
+        if section not in keys:
+            known = ", ".join(sorted(keys))
+            problems.append(f"{path}: unknown section [{section}]{_nearest(section, set(keys), '[{}]')} "
+                            f"(the sections are the commands: {known})")
+            continue
+        tables = TABLES.get(section, ())
+        for key, value in values.items():
+            if isinstance(value, dict) and key not in keys[section]:
+                if key not in tables:
+                    problems.append(f"{path}: [{section}] has no table [{section}.{key}]"
+                                    + _nearest(key, set(tables), f"[{section}.{{}}]"))
+            elif key not in keys[section]:
+                problems.append(f"{path}: [{section}] has no option {key!r}{_nearest(key, keys[section])} "
+                                f"(see `batchcompact {section} --help`)")
+    return problems
+
+
+def _nearest(key: str, known: set[str], shape: str = "{!r}") -> str:
+    """' (did you mean NAME?)' for the closest known name (dashes and underscores alike), else ''."""
+    import difflib
+
+    spelled = sorted({k.replace("_", "-") for k in known})
+    found = difflib.get_close_matches(key.replace("_", "-"), spelled, n=1, cutoff=0.6)
+    return f"; did you mean {shape.format(found[0])}?" if found else ""
+
+
+def _command_keys(parent: click.Context | None) -> dict[str, set[str]]:
+    """Each command's option keys as the config file may write them (`min-age`, `min_age`, the name), from
+    the group that runs them (`parent`: its context)."""
+    root = parent.find_root() if parent is not None else None
+    group = root.command if root is not None else None
+    if not isinstance(group, click.Group):
+        return {}
+    keys: dict[str, set[str]] = {}
+    for command in group.list_commands(root):
+        found = group.get_command(root, command)
+        if found is None:
+            continue
+        names = set(GLOBAL_NAMES[:3]) | {"config"}
+        for param in found.params:
+            if isinstance(param, click.Option):
+                key = option_key(param)
+                names.update((key, key.replace("-", "_"), param.name or key))
+        keys[command] = names
+    return keys
 
 
 def color_enabled(stream: Any = None) -> bool:

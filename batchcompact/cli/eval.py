@@ -14,7 +14,7 @@ from batchcompact.core.words import counted
 
 RECALLS = (("file_recall", "files"), ("symbol_recall", "symbols"), ("command_recall", "commands"),
            ("rule_recall", "rules"), ("task_recall", "tasks"), ("overall", "overall"), ("vs_first", "vs first N"),
-           ("vs_words", "vs words"), ("vs_list", "vs list"))
+           ("vs_words", "vs words"), ("vs_list", "vs list"), ("carryover", "carry-over"))
 TABLE_COLUMNS = (
     ("path", "session"), ("compaction", "#"), ("cut_at", "cut %"), ("shown", "summarizer"), ("status", "status"),
     *RECALLS,
@@ -95,9 +95,9 @@ def resolve_summarizers(specs: tuple[str, ...], *, api_base: str | None, api_key
               help="Place cuts inside each session instead of at its end: before the model turn this many "
                    "percent in (comma-separated, e.g. 30,50,70,90), each compacted as `run --force` would, with "
                    "the turns that really followed read for hindsight probes.")
-@click.option("--summarizer", "summarizers", multiple=True, metavar="NAME",
+@click.option("--model", "--summarizer", "summarizers", multiple=True, metavar="NAME",
               help="builtin, a litellm model (openai/gpt-4o-mini) or module:callable; repeat to compare "
-                   "[default: builtin, or none with --existing].")
+                   "(--summarizer is its older name) [default: builtin, or none with --existing].")
 @click.option("--judge-model", default=None, metavar="MODEL",
               help="Also have this litellm model answer probe questions from the compacted context and grade "
                    "the answers 0-5 (accuracy, context awareness, artifact trail, completeness, continuity, "
@@ -158,6 +158,7 @@ def eval_command(ctx: click.Context, paths: tuple[str, ...], existing: bool, cut
                           plan_options=PlanOptions(pricing_file=pricing, agent_settings=agent))
     result = evaluate(paths, settings, options, chosen, pool, judge)
     quiet = (ctx.find_root().obj or {}).get("quiet", False)
+    scored, unscored = _scored(result.rows)
     for problem in result.problems:
         click.echo(f"error: {problem}", err=True)
     if fmt == "table":
@@ -175,12 +176,31 @@ def eval_command(ctx: click.Context, paths: tuple[str, ...], existing: bool, cut
                           "count (docs/eval.md).\n")
     else:
         write_rows(fmt, output, result.rows, summary=lambda: {
-            "skipped": result.skipped, "problems": result.problems, "spent_usd": result.spent_usd,
+            "scored": scored, "not_scored": unscored, "skipped": result.skipped, "problems": result.problems, "spent_usd": result.spent_usd,
             "exit_code": result.exit_code})
     if not quiet:
-        compactions = len({(r["path"], r["compaction"], r["cut_at"]) for r in result.rows})
         skipped = ", ".join(f"{n} {reason}" for reason, n in sorted(result.skipped.items()))
-        click.echo(f"eval: {counted(compactions, 'compaction')} scored, {counted(len(result.rows), 'row')}"
+        others = ", ".join(f"{n} {reason}" for reason, n in sorted(unscored.items()))
+        click.echo(f"eval: {counted(scored, 'compaction')} scored, {counted(len(result.rows), 'row')}"
+                   + (f"; not scored: {others}" if others else "")
                    + (f"; sessions skipped: {skipped}" if skipped else "")
                    + f"; spent ${result.spent_usd:.4f}", err=True)
     return result.exit_code
+
+
+def _scored(rows: list[dict[str, Any]]) -> tuple[int, dict[str, int]]:
+    """(compactions with a score, the others counted by why): a compaction is scored when one of its rows
+    is `ok` with an `overall` (what the pooled table counts as "with a score"); else the reason of its
+    first row that is not ok, or "no probe to score"."""
+    rows_of: dict[tuple, list[dict[str, Any]]] = {}
+    for row in rows:
+        rows_of.setdefault((row["path"], row["compaction"], row["cut_at"]), []).append(row)
+    scored, unscored = 0, {}
+    for members in rows_of.values():
+        if any(r["status"] == "ok" and r.get("overall") is not None for r in members):
+            scored += 1
+            continue
+        failed = next((r for r in members if r["status"] != "ok"), None)
+        reason = (failed.get("reason") or failed["status"]) if failed is not None else "no probe to score"
+        unscored[reason] = unscored.get(reason, 0) + 1
+    return scored, unscored

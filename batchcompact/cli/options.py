@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from typing import TYPE_CHECKING
 
 import click
 
-from batchcompact.cli.config import PRESETS
+from batchcompact.cli.command import AliasChoice
+from batchcompact.cli.config import PRESET_ALIASES, PRESETS
 from batchcompact.cli.output import output_options  # noqa: F401  (re-exported: commands import it here)
 from batchcompact.core.defaults import (
     DEFAULT_KEEP_RECENT_TOKENS,
@@ -20,8 +22,10 @@ if TYPE_CHECKING:
     from batchcompact.core.planner import CompactionSettings
 
 
-# Below this a summary holds its headings and little else.
-MIN_SUMMARY_BUDGET = 200
+# The least --summary-budget: the file tags take at most half (core/planner.TAGS_SHARE); the other half holds
+# the nine headings (~70 tokens), a line for each section with content and a split turn's prefix (#55: at 200
+# the sections read "(none)" where the span had content).
+MIN_SUMMARY_BUDGET = 500
 
 
 def _default_jobs() -> int:
@@ -31,9 +35,11 @@ def _default_jobs() -> int:
 def planner_options(func):
     """The settings of the pure planner (pi's compaction settings plus oh-my-pi's thresholds)."""
     options = [
-        click.option("--preset", type=click.Choice(sorted(PRESETS)), default=None,
+        click.option("--preset", type=AliasChoice(sorted(PRESETS), PRESET_ALIASES), default=None,
                      help="Start from this agent's documented compaction defaults (see docs/cli.md); "
-                          "options, environment and config file still override them."),
+                          "options, environment and config file still override them. The agent's name is "
+                          "taken too: " + ", ".join(f"{a} = {p}" for a, p in sorted(PRESET_ALIASES.items()))
+                          + "."),
         click.option("--agent-settings/--no-agent-settings", "agent_settings", default=True, show_default=True,
                      help="Apply pi's own settings.json compaction settings (global and the project's "
                           ".pi/settings.json under the session's cwd) to pi sessions, for settings not set here."),
@@ -43,8 +49,8 @@ def planner_options(func):
                      show_default=True, help="Tokens reserved for the reply; compact when context > window - reserve."),
         click.option("--summary-budget", type=click.IntRange(min=MIN_SUMMARY_BUDGET), default=DEFAULT_SUMMARY_BUDGET,
                      show_default=True, metavar="TOKENS",
-                     help="Tokens the whole summary may hold (file tags included): the built-in fills it by "
-                          "priority and never passes it, a model is told it and gets it as max_tokens, a "
+                     help="Tokens the whole summary may hold (file tags included, at most half of it; "
+                          f"at least {MIN_SUMMARY_BUDGET}): the built-in fills it by priority and never passes it, a model is told it and gets it as max_tokens, a "
                           "--summarizer hook reads it as call.max_tokens (docs/summaries.md)."),
         click.option("--context-window", type=click.IntRange(min=1), default=None,
                      help="Context window of the sessions' model (default: from litellm's bundled model map)."),
@@ -170,3 +176,15 @@ def open_executor(kind: str, jobs: int, ray_address: str | None):
     from batchcompact.pipeline.executor import make_executor
 
     return make_executor(kind, jobs=jobs, ray_address=ray_address)
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+
+
+def parse_duration(text: str) -> float:
+    """'10m' -> 600.0; units s, m, h, d; a bare number is seconds."""
+    match = _DURATION.match(text)
+    if not match:
+        raise click.BadParameter(f"{text!r} is not a duration like 30s, 10m, 2h or 1d")
+    value, unit = float(match.group(1)), match.group(2) or "s"
+    return value * {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit]

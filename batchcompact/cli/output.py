@@ -20,7 +20,8 @@ from batchcompact.core.words import COUNTED_NOUNS, plural
 from batchcompact.pipeline import statuses
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, cut: bool = True) -> str:
+    """A value as a table cell; `cut`: a text past 60 characters ends in '…' (a terminal's table)."""
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -32,7 +33,7 @@ def _cell(value: Any) -> str:
     if isinstance(value, list):
         return str(len(value))
     text = str(value)
-    return text if len(text) <= 60 else text[:59] + "…"
+    return text if len(text) <= 60 or not cut else text[:59] + "…"
 
 
 LEFT_ALIGNED = frozenset({"status", "model", "reason", "format", "source"})
@@ -62,6 +63,8 @@ def reason_kind(reason: str | None, min_age: str = "") -> str:
         return "internal error"
     text = re.sub(r"\s*\([^)]*\d[^)]*\)", _figures_aside, text)  # "(12,345 <= 100,000 tokens)"
     text = re.sub(r"^\S+:\d+:\s*(error:\s*)?", "", text).strip()  # "path:line: error: ..." -> the problem
+    text = re.sub(r"^line \d[\d,]*:\s*", "", text)  # "line 5: invalid JSON": the kind is "invalid JSON"
+    text = re.sub(r" at column \d+$", "", text)  # where on the line is per file too
     text = ONE_OF.sub(lambda m: f"N {plural(m.group(1))}", text)  # "1 attempt" is of the kind "N attempts"
     parts, end = [], 0
     for kept in KEPT_NUMBERS.finditer(text):
@@ -142,11 +145,12 @@ def _fit(columns: list[tuple[str, str]], widths: list[int], limit: int, path_ind
 def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], width: int | None = None,
                  color: bool = False, drop_first: Sequence[str] = ()) -> str:
     """An aligned text table that fits `width` (None: no limit). `columns` are (key, heading) pairs;
-    path columns lose their middle first, then columns are dropped from the right."""
+    path columns lose their middle first, then columns are dropped from the right. Without a width (a
+    pipe, a file) no cell is cut: a reason is read whole."""
     columns = list(columns)
     cells = [[heading for _, heading in columns]]
-    cells += [[str(row.get(key)) if "path" in key and row.get(key) else _cell(row.get(key)) for key, _ in columns]
-              for row in rows]
+    cells += [[str(row.get(key)) if "path" in key and row.get(key) else _cell(row.get(key), width is not None)
+               for key, _ in columns] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
     path_index = next((i for i, (key, _) in enumerate(columns) if "path" in key), None)
     keep = list(range(len(columns)))
@@ -210,18 +214,6 @@ def open_output(path: str | None, whole: bool = False) -> Iterator[TextIO]:
         yield handle
 
 
-def write_json_rows(rows: Iterable[dict[str, Any]], out: TextIO) -> int:
-    """Stream a JSON list, one object per line; returns the number of rows."""
-    count = 0
-    out.write("[")
-    for row in rows:
-        out.write(",\n" if count else "\n")
-        out.write(json.dumps(row, ensure_ascii=False, default=_plain))
-        count += 1
-    out.write("\n]\n" if count else "]\n")
-    return count
-
-
 def write_csv_rows(rows: Iterable[dict[str, Any]], columns: Sequence[str], out: TextIO) -> int:
     writer = csv.DictWriter(out, fieldnames=list(columns), extrasaction="ignore")
     writer.writeheader()
@@ -269,7 +261,8 @@ def output_options(formats: tuple[str, ...] = FORMATS, aliases: dict[str, str] |
                             help="Deprecated: use --format json.")(func)
         func = click.option("--output", "-o", type=click.Path(dir_okay=dir_okay), default=None, metavar="FILE",
                             callback=None if dir_okay else _writable,
-                            help="Write the result to FILE instead of stdout (parquet needs it).")(func)
+                            help="Write the result to FILE instead of stdout"
+                                 + (" (parquet needs it)." if "parquet" in formats else "."))(func)
         func = click.option("--format", "fmt", type=FormatChoice(formats, aliases), default="table",
                             show_default=True, help=_format_help(formats))(func)
         return func
@@ -339,7 +332,8 @@ def pick_format(fmt: str, json_flag: bool) -> str:
 
 def write_rows(fmt: str, output: str | None, rows: Iterable[dict[str, Any]], columns: Sequence[str] | None = None,
                summary: Any = None) -> int:
-    """Rows in a machine format. json: `{"rows": [...], **summary()}` (summary called after the rows);
+    """Rows in a machine format. json: `{"rows": [...], **summary()}` (summary called after the rows; one
+    row per line, then one key per line: json_rows.py);
     jsonl: one row per line; csv: `columns` (or the first row's keys); parquet: to `output`."""
     require_output(fmt, output)
     if fmt == "parquet":
@@ -354,14 +348,21 @@ def write_rows(fmt: str, output: str | None, rows: Iterable[dict[str, Any]], col
             frame.write_parquet(where)
         return len(collected)
     with open_output(output, whole=True) as out:
-        if fmt == "json":
-            out.write('{"rows": ')
-            count = write_json_rows(rows, out)
-            extra = summary() if callable(summary) else (summary or {})
-            for key, value in extra.items():
-                out.write(f", {json.dumps(key)}: {json.dumps(value, ensure_ascii=False, default=_plain)}\n")
-            out.write("}\n")
-            return count
+        if fmt == "json":  # the one shape of every command (json_rows.py, docs/cli.md)
+            from batchcompact.json_rows import write_rows_object
+
+            counted_rows = [0]
+
+            def counting(items):
+                for item in items:
+                    counted_rows[0] += 1
+                    yield item
+
+            def rest() -> dict[str, Any]:  # `totals` in every command's JSON: at least how many rows
+                extra = dict(summary() if callable(summary) else (summary or {}))
+                return extra if "totals" in extra else {"totals": {"rows": counted_rows[0]}, **extra}
+
+            return write_rows_object(counting(rows), out, rest, default=_plain)
         if fmt == "jsonl":
             count = 0
             for row in rows:
@@ -432,3 +433,49 @@ def old_output_dir(ctx: click.Context, command: str, output: str | None, output_
         return output, None
     check_output(output, "-o/--output", made=output_dir)  # a results FILE: checked before the work
     return output_dir, output
+
+
+TEXT_FLOOR = 8  # a text column elided to fit keeps at least this many characters
+
+
+def fit_rendered_table(text: str, width: int | None) -> str:
+    """An already rendered table (a header, a rule of dashes per column, rows, a rule, a total row; other lines
+    around it untouched) made to fit `width` by eliding its text columns, the widest first, never below
+    TEXT_FLOOR: paths lose their middle, other values their end ('…'). Numbers are never cut. None: as is
+    (piped output keeps every value whole)."""
+    lines = text.split("\n")
+    rules = [i for i, line in enumerate(lines) if line and set(line) <= {"-", " "} and "--" in line]
+    if width is None or not rules or rules[0] != 1:
+        return text
+    end = min(rules[-1] + 1, len(lines) - 1)  # the total row after the last rule
+    if max(len(line) for line in lines[: end + 1]) <= width:
+        return text
+    spans = [(m.start(), m.end()) for m in re.finditer(r"-+", lines[1])]
+    table = [[line.ljust(spans[-1][1])[a:b] for a, b in spans] for line in lines[: end + 1]]
+    header, body = table[0], [row for i, row in enumerate(table) if i not in rules and i != 0]
+    text_columns = [c for c, cell in enumerate(header)
+                    if cell[:1] != " " and (cell[-1:] == " " or any(row[c][-1:] == " " and row[c].strip() for row in body))]
+    widths = [b - a for a, b in spans]
+    total = sum(widths) + 2 * (len(widths) - 1)
+    while total > width:
+        candidates = [c for c in text_columns if widths[c] > TEXT_FLOOR]
+        if not candidates:
+            break
+        column = max(candidates, key=lambda c: (widths[c], -c))
+        cut = min(total - width, widths[column] - TEXT_FLOOR,
+                  max(1, widths[column] - max((widths[c] for c in candidates if c != column), default=0)))
+        widths[column] -= cut
+        total -= cut
+    out = []
+    for index, row in enumerate(table):
+        if index in rules:
+            out.append("  ".join("-" * w for w in widths))
+            continue
+        cells = []
+        for c, cell in enumerate(row):
+            if c in text_columns and len(cell.rstrip()) > widths[c]:
+                value = cell.rstrip()
+                cell = middle_ellipsis(value, widths[c]) if "/" in value else value[: widths[c] - 1] + "…"
+            cells.append(cell[: widths[c]].ljust(widths[c]) if c in text_columns else cell)
+        out.append("  ".join(cells).rstrip())
+    return "\n".join(out + lines[end + 1:])

@@ -62,6 +62,7 @@ class Totals:
 
     status: Counter[str] = field(default_factory=Counter)
     skip_reasons: Counter[str] = field(default_factory=Counter)
+    error_reasons: Counter[str] = field(default_factory=Counter)
     calls: int = 0
     prompt_tokens: int = 0
     tokens_before: int = 0
@@ -72,6 +73,7 @@ class Totals:
     unpriced: int = 0
     branch_calls: int = 0
     branch_cost_pico: int | None = 0
+    min_age: str = ""  # --min-age as given, for the skips it explains
 
     @property
     def cost(self) -> float:
@@ -88,7 +90,9 @@ class Totals:
     def add(self, row: dict[str, Any]) -> None:
         self.status[row["status"]] += 1
         if row["status"] == PLAN_SKIP:
-            self.skip_reasons[reason_kind(row.get("reason"), "")] += 1
+            self.skip_reasons[reason_kind(row.get("reason"), self.min_age)] += 1
+        if row["status"] == PLAN_ERROR:
+            self.error_reasons[reason_kind(row.get("reason"), "")] += 1
         if row.get("branch_calls"):
             self.branch_calls += row["branch_calls"]
             if self.branch_cost_pico is not None and row.get("branch_est_cost_usd") is not None:
@@ -133,9 +137,12 @@ class Totals:
             branches = (f"\nabandoned branches: {self.branch_calls} could be summarized with "
                         f"`run --branch-summaries` ({counted(self.branch_calls, 'call')}, {price})")
         skips = ", ".join(f"{n} {kind}" for kind, n in self.skip_reasons.most_common())
+        errors = ", ".join(f"{n} {kind}" for kind, n in sorted(self.error_reasons.items(),
+                                                                key=lambda kv: (-kv[1], kv[0])))
         return (
             f"{counted(sum(self.status.values()), 'session')}: {parts or 'none'}\n"
-            + (f"  {self.status['skip']} skip: {skips}\n" if skips else "") +
+            + (f"  {self.status['skip']} skip: {skips}\n" if skips else "")
+            + (f"  {self.status[PLAN_ERROR]} error: {errors}\n" if errors else "") +
             f"to compact: {counted(self.status['compact'], 'session')}, {self.tokens_before:,} -> "
             f"~{counted(self.tokens_after, 'token')}, {counted(self.calls, 'call')}, "
             f"{counted(self.prompt_tokens, 'prompt token')}\n"
@@ -147,23 +154,28 @@ class Totals:
 @click.argument("paths", nargs=-1)
 @planner_options
 @strategy_option
-@click.option("--summary-model", default=None, metavar="MODEL",
-              help="Model to price the summaries with (any litellm name). Default: the built-in offline "
-                   "summarizer, which costs nothing. Output is estimated at the summary budget "
-                   "(--summary-budget), the most a summary may hold.")
+@click.option("--model", "--summary-model", "summary_model", default=None, metavar="MODEL",
+              help="Model to price the summaries with (any litellm name), as `run --model`; --summary-model "
+                   "is its older name. Default: the built-in offline summarizer, which costs nothing. Output is "
+                   "estimated at the summary budget (--summary-budget), the most a summary may hold.")
+@click.option("--min-age", default="0", show_default=True, metavar="DURATION",
+              callback=lambda ctx, param, value: _duration_checked(value),
+              help="Skip files modified more recently than this (live sessions), as `run --min-age` does.")
 @branch_options
 @output_options()
 @executor_options
 @click.pass_context
 def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, fmt: str, output: str | None,
          pricing: str | None, jobs: int | None, min_branch_tokens: int = 0, branch_reserve_tokens: int = 16384,
-         json_flag: bool = False, executor: str = "local", ray_address: str | None = None, **kwargs: Any) -> int:
+         json_flag: bool = False, executor: str = "local", ray_address: str | None = None, min_age: str = "0",
+         **kwargs: Any) -> int:
     """Plan compactions of the sessions under PATHS (files, directories, globs) without calling any model.
 
     Without PATHS, every agent's session folders found on this machine are planned (named on stderr).
 
     One row per session: status `compact`, `skip` (with the reason) or `error` (unreadable or invalid; see
-    `batchcompact validate`). Exit 0 when no row is an `error`, 1 when some are (the other files are still
+    `batchcompact validate`). `run --dry-run` is this plan decided as the run would: --min-age, --limit and
+    the sessions earlier runs finished (read from the run state) are skipped with the run's reason. Exit 0 when no row is an `error`, 1 when some are (the other files are still
     planned), 2 when the command line is wrong, 4 when a file hit an internal error (a bug: its row and one
     line on stderr say so).
 
@@ -171,10 +183,11 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     Examples:
       batchcompact plan ~/.pi/agent/sessions
       batchcompact plan sample_sessions --force --keep-recent-tokens 5000 --format json
-      batchcompact plan archive/ --summary-model gpt-4o-mini --format parquet -o plan.parquet
+      batchcompact plan archive/ --model gpt-4o-mini --format parquet -o plan.parquet
       batchcompact plan /shared/archive --executor ray --ray-address head:6379
     """
     from batchcompact.discover import cli_paths
+    from batchcompact.pipeline.dry_run import decided
     from batchcompact.pipeline.planning import PLAN_COLUMNS, PlanOptions, plan_paths
 
     fmt = pick_format(fmt, json_flag)
@@ -183,7 +196,7 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     if summary_model and summary_model.strip().lower() != "builtin":  # refused as `run` refuses it, before any work
         from batchcompact.summarize.preflight import check_priced_or_known
 
-        check_priced_or_known(summary_model, pricing, option="--model" if dry_run else "--summary-model")
+        check_priced_or_known(summary_model, pricing, option="--model")
     paths = cli_paths(paths, "run" if dry_run else "plan")  # no PATHS: every agent's session folders
     agent_setting = kwargs.pop("agent_settings", True)
     agent = agent_setting if isinstance(agent_setting, tuple) else agent_fields(ctx, agent_setting)
@@ -193,13 +206,15 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     runner = open_executor(executor, resolve_jobs(jobs), ray_address)
     if runner is not None:
         ctx.call_on_close(runner.close)
-    totals = Totals()
+    totals = Totals(min_age=min_age)
     warned: set[str] = set()
 
     internal: list[str] = []
+    dry = _dry_run(ctx, settings, min_age)
 
     def rows():
-        for row in plan_paths(paths, settings, options, jobs=resolve_jobs(jobs), executor=runner):
+        planned = plan_paths(paths, settings, options, jobs=resolve_jobs(jobs), executor=runner)
+        for row in planned if dry is None else decided(planned, dry):
             totals.add(row)
             if row["status"] == PLAN_ERROR and is_internal_error(row.get("reason")):
                 internal.append(row["path"])
@@ -229,9 +244,53 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     return outcome_exit_code(totals.status[PLAN_ERROR], len(internal))
 
 
+def _duration_checked(value: str) -> str:
+    from batchcompact.cli.options import parse_duration
+
+    parse_duration(value)
+    return value
+
+
+DRY_RUN_KEY = "batchcompact.dry_run"  # ctx.meta: the run's options that decide beyond the plan
+
+
+def _dry_run(ctx: click.Context, settings: Any, min_age: str) -> Any:
+    """The `DryRun` of `run --dry-run` (its run state and settings hash, --limit, --min-age) or of `plan
+    --min-age`; None when nothing but the plan decides."""
+    from batchcompact.cli.options import parse_duration
+    from batchcompact.pipeline.dry_run import DryRun
+
+    seconds = parse_duration(min_age)
+    run = ctx.meta.pop(DRY_RUN_KEY, None)
+    if run is None:
+        return DryRun(min_age_s=seconds) if seconds > 0 else None
+    from types import SimpleNamespace
+
+    from batchcompact.pipeline.run_ledger import run_settings_key
+
+    options, summarizer = run
+    key = run_settings_key(settings, options, SimpleNamespace(name=summarizer))
+    return DryRun(min_age_s=seconds, limit=options.limit, state_path=options.resolved_state_path(), settings_key=key)
+
+
 def plan_instead_of_run(ctx: click.Context, paths: tuple[str, ...], **params: Any) -> int:
-    """`run --dry-run`: the same as `plan` with run's planner options (the built-in model is plan's default);
+    """`run --dry-run`: the same as `plan` with run's planner options (the built-in model is plan's default),
+    decided as the run would decide (`pipeline/dry_run.py`: --min-age, --limit, earlier runs in the state);
     run's other options (where to write, the pool, ...) do not apply to a plan."""
+    from pathlib import Path
+
+    from batchcompact.pipeline.run import RunOptions
+    from batchcompact.pipeline.run_request import SummarizerChoice
+
+    choice = SummarizerChoice(model=params["model"], spec=params.get("summarizer"))
+    options = RunOptions(output_dir=Path(params["output_dir"]) if params.get("output_dir") else None,
+                         in_place=params["in_place"], limit=params.get("limit"),
+                         state_path=Path(params["state"]) if params.get("state") else None,
+                         summary_model=choice.summary_model, branch_summaries=params["branch_summaries"],
+                         min_branch_tokens=params["min_branch_tokens"],
+                         branch_reserve_tokens=params["branch_reserve_tokens"])
+    name = choice.summary_model if choice.spec else "builtin" if not choice.calls_a_provider else choice.model.strip()
+    ctx.meta[DRY_RUN_KEY] = (options, name)
     kwargs = {name: value for name, value in params.items() if name in _PLAN_PARAMS}
     # which settings pi's files may still set is known here, where the command line was parsed
     kwargs["agent_settings"] = agent_fields(ctx, kwargs.get("agent_settings", True))

@@ -7,6 +7,8 @@ from datetime import date, datetime
 
 import click
 
+from batchcompact.agents import product_names
+from batchcompact.cli.command import AliasChoice
 from batchcompact.cli.config import ExpandedPath
 from batchcompact.cli.options import executor_options
 from batchcompact.cli.output import check_output, output_options, pick_format
@@ -76,12 +78,12 @@ def _check_timezone(ctx, param, value: str) -> str:
     help="Sort periods and blocks by time, sessions by last activity, projects and models by cost.",
 )
 @click.option(
-    "--agent", "agents", multiple=True, type=click.Choice(agent_names()),
+    "--agent", "agents", multiple=True, type=AliasChoice(agent_names(), product_names()),
     help="Only this agent's rows (repeatable; batchcompact: the run reports); without PATHS only its places "
-    "are read.",
+    "are read. An agent's product name is taken too (claude-code = claude, gemini-cli = gemini, ...).",
 )
 @click.option(
-    "--source", "sources", multiple=True, type=click.Choice(agent_names()), metavar="AGENT",
+    "--source", "sources", multiple=True, type=AliasChoice(agent_names(), product_names()), metavar="AGENT",
     help="The same as --agent (its older name, kept for scripts and config files).",
 )
 @click.option(
@@ -197,11 +199,46 @@ def report(paths, fmt, output, json_flag, compact, chart, html, machine, cache_d
     out = produce_report(request, say=None if quiet else lambda m: click.echo(m, err=True),
                          warn=lambda w: click.echo(f"warning: {w}", err=True))
     _print(out, fmt, output, compact, quiet=quiet, verbose=verbose)
-    if out.incomplete:  # an export cut short: the numbers lack its lost rows
-        click.echo(f"warning: the report is incomplete: {counted(out.incomplete, 'usage export')} cut short "
+    if out.requests == 0 and not quiet:
+        _say_nothing_matched(request)
+    if out.incomplete:  # an export cut short, a file not read: the numbers lack their rows
+        click.echo(f"warning: the report is incomplete: {counted(out.incomplete, 'file')} not read or cut short "
                    "(named above); exit 1", err=True)
         return INCOMPLETE_EXIT
     return 0
+
+
+def _say_nothing_matched(request) -> None:
+    """A report of zero under filters (--project, --session, --since, --until, --agent) says so, and what the
+    paths hold without them: a typo in a project's name is otherwise an empty table and exit 0."""
+    import dataclasses
+    import json
+
+    from batchcompact.report.produce import produce_report
+
+    settings = request.settings
+    named = [f"--since {settings.since}" if settings.since else "", f"--until {settings.until}" if settings.until else "",
+             *(f"--project {p}" for p in settings.projects), *(f"--session {s}" for s in settings.sessions),
+             *((f"--agent {a}" for a in settings.agents) if request.paths else ())]
+    named = [n for n in named if n]
+    if not named:
+        return
+    plain = dataclasses.replace(settings, since=None, until=None, projects=(), sessions=(),
+                                agents=() if request.paths else settings.agents, by="project", breakdown=False,
+                                last=None)
+    held = produce_report(dataclasses.replace(request, settings=plain, fmt="json", output=None, chart=None,
+                                              html=None))
+    found = json.loads(held.texts["wide"]) if held.texts.get("wide") else {"rows": [], "totals": {}}
+    totals = found.get("totals") or {}
+    if not totals.get("requests"):
+        click.echo(f"warning: nothing matched {' '.join(named)}: the paths hold no usage at all", err=True)
+        return
+    projects = [str(row.get("project")) for row in found.get("rows") or []]
+    shown = ", ".join(projects[:5]) + (f", … {len(projects) - 5} more" if len(projects) > 5 else "")
+    first, last = (str(totals.get(k) or "")[:10] for k in ("first_timestamp", "last_timestamp"))
+    click.echo(f"warning: nothing matched {' '.join(named)}: the paths hold {counted(totals['requests'], 'request')} "
+               f"from {first} to {last} of {', '.join(totals.get('agents') or [])} in "
+               f"{counted(len(projects), 'project')} ({shown})", err=True)
 
 
 def _project_table(ctx: click.Context):
@@ -289,15 +326,19 @@ def _warn_unpriced(models: list[str]) -> None:
 
 
 def _emit(texts: dict[str, str], table_width: int | None, fmt: str, output, compact: bool) -> None:
-    """The rendered text to --output or stdout; a table fitted to the terminal."""
-    if fmt == "table" and not compact and not output and sys.stdout.isatty():
-        import shutil
+    """The rendered text to --output or stdout; a table fitted to the terminal (or $COLUMNS): the compact one
+    when the wide one does not fit, then its long text columns elided. Piped without $COLUMNS: whole."""
+    from batchcompact.cli.output import fit_rendered_table
+    from batchcompact.cli.output import table_width as terminal_width
 
+    width = terminal_width(sys.stdout) if fmt == "table" and not output else None
+    if width is not None and not compact:
         from batchcompact.report.render import COMPACT_WIDTH
 
-        width = shutil.get_terminal_size((COMPACT_WIDTH, 24)).columns
         compact = width < min(COMPACT_WIDTH, table_width or 0)
     text = texts["compact"] if fmt == "table" and compact else texts["wide"]
+    if width is not None:
+        text = fit_rendered_table(text, width)
     if output:
         from batchcompact.outfile import write_text
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +13,7 @@ from batchcompact.cli.options import (
     branch_options,
     executor_options,
     open_executor,
+    parse_duration,
     planner_options,
     pop_settings,
     resolve_jobs,
@@ -39,18 +39,6 @@ from batchcompact.pipeline.statuses import COMPACTED, FAILED_STATUSES, KNOWN_INV
 
 if TYPE_CHECKING:
     from batchcompact.pipeline.run_request import RunRequest
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
-
-
-def parse_duration(text: str) -> float:
-    """'10m' -> 600.0; units s, m, h, d; a bare number is seconds."""
-    match = _DURATION.match(text)
-    if not match:
-        raise click.BadParameter(f"{text!r} is not a duration like 30s, 10m, 2h or 1d")
-    value, unit = float(match.group(1)), match.group(2) or "s"
-    return value * {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit]
-
 
 def _duration_checked(value: str) -> str:
     """--min-age checked while the options are parsed (so a bad one names the option and where it came
@@ -91,7 +79,7 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
             lines.append(f"  {len(skipped)} skipped: {_counted(skipped, min_age)}")
         known = by.get(KNOWN_INVALID, 0)
         if known:
-            lines.append(f"  {known} known invalid: reported by an earlier run and unchanged since "
+            lines.append(f"  {known} {KNOWN_INVALID}: reported by an earlier run and unchanged since "
                          "(not a failure; --strict makes it one; `batchcompact validate` shows the problems)")
         lines += [
             f"tokens (compacted sessions): {before:,} -> ~{after:,}",
@@ -275,6 +263,10 @@ def print_summary(summary: Any, fmt: str, output: str | None, min_age: str, quie
                 click.echo(text, err=quiet)
         return
     write_rows(fmt, output, summary.rows, summary=lambda: {
+        "totals": {"sessions": len(summary.rows), "by_status": dict(sorted(summary.by_status.items())),
+                   "cost_usd": None if any(r.get("unpriced") for r in summary.rows)
+                   else sum_usd(r["cost_usd"] for r in summary.rows),
+                   "unpriced_sessions": sum(1 for r in summary.rows if r.get("unpriced"))},
         "run_id": summary.run_id,
         "by_status": summary.by_status,
         "report": str(summary.report_path) if summary.report_path else None,

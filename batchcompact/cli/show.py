@@ -33,7 +33,7 @@ def render_message(message: dict[str, Any]) -> str:
     content = message.get("content")
     if isinstance(content, str):
         return content
-    return "\n".join(_render_block(b) for b in content or ())
+    return "\n".join(_render_block(b) for b in content) if isinstance(content, list) else ""
 
 
 @click.command()
@@ -85,17 +85,24 @@ def show(session_path: str, with_context: bool, fmt: str, output: str | None, js
     return _print_text(session, info, with_context)
 
 
+def _by_name(item: tuple) -> str:
+    """Counts keyed by what a file says (an entry's type, a role) sort by their text: a file's `null` type
+    is a None key beside the strings."""
+    return str(item[0])
+
+
 def _print_text(session: Any, info: dict[str, Any], with_context: bool) -> int:
     header = session.header or {}
     # What a format does not record is left out (Gemini CLI chats carry no version) or shown as '-'.
     version = f", version {info['version']}" if info["version"] is not None else ""
     click.echo(f"{info['path']}  ({info['format']}{version})")
     click.echo(f"session {info['session_id']}  cwd {header.get('cwd') or '-'}")
-    click.echo(f"entries: {info['entries']}  " + ", ".join(f"{k} {v}" for k, v in sorted(info["entry_types"].items())))
+    click.echo(f"entries: {info['entries']}  " + ", ".join(f"{k} {v}" for k, v in sorted(info["entry_types"].items(), key=_by_name)))
     if info["message_roles"]:
-        click.echo("messages: " + ", ".join(f"{k} {v}" for k, v in sorted(info["message_roles"].items())))
+        click.echo("messages: " + ", ".join(f"{k} {v}" for k, v in sorted(info["message_roles"].items(), key=_by_name)))
     model = info["model"] or {}
-    name = "/".join(str(part) for part in (model.get("provider"), model.get("modelId")) if part) or "-"
+    # only text is a name (a file's provider may be a list nested 1,000 deep: its str() recursed too far)
+    name = "/".join(part for part in (model.get("provider"), model.get("modelId")) if part and isinstance(part, str)) or "-"
     click.echo(f"model: {name}  thinking: {info['thinking_level']}")
     if info["leaf_id"] is None:
         click.echo("active leaf: none (no conversation entries)")

@@ -26,7 +26,9 @@ def validate(ctx: click.Context, paths: tuple[str, ...], fmt: str, output: str |
 
     Prints `path:line: severity: message` for each problem, then a summary. Errors (invalid JSON, torn
     last line, missing header, duplicate ids, dangling or cyclic parentIds, schema violations, ...) make
-    a file invalid, and `run` will not rewrite it; warnings (unknown entry types) do not.
+    a file invalid, and `run` will not rewrite it; warnings (unknown entry types; in a pi session what pi
+    passes over when it opens it: a line that is not JSON, a parent not in the file, an entry without an
+    id, no header) do not.
     Exit 0 when every file is valid, 1 otherwise, 2 when PATHS hold no session file, 4 when a file hit
     an internal error (a bug in batchcompact; the other files are still checked).
     --format json/jsonl/csv/parquet give one row per file with its problems.

@@ -6,6 +6,7 @@ summaries.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -50,7 +51,7 @@ class SessionContext:
 def parse_timestamp_ms(value: Any) -> int | None:
     """ISO-8601 string to epoch milliseconds, as JavaScript's Date.parse (None when unparsable)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return int(value)
+        return int(value) if math.isfinite(value) else None  # a file's 1e999 is no time
     if not isinstance(value, str):
         return None
     try:

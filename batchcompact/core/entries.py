@@ -40,9 +40,12 @@ class Entry:
     def __init__(self, data: dict[str, Any], line: int | None) -> None:
         self.data = data
         self.line = line
-        self.type = data.get("type")
-        self.id = data.get("id")
-        self.parent_id = data.get("parentId")
+        # a type, id or parentId that is a list or an object (damaged input) names nothing: they key sets,
+        # counters and the tree's index; the readers report the value from `data`
+        kind, entry_id, parent_id = data.get("type"), data.get("id"), data.get("parentId")
+        self.type = None if isinstance(kind, (list, dict)) else kind
+        self.id = None if isinstance(entry_id, (list, dict)) else entry_id
+        self.parent_id = None if isinstance(parent_id, (list, dict)) else parent_id
 
     @property
     def message(self) -> dict[str, Any] | None:

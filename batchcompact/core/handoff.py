@@ -130,6 +130,8 @@ def is_handoff(plan: Any) -> bool:
 
 def handoff_document(plan: CompactionPlan, text: str) -> str:
     """The document: the summary's text and the session's file lists (as a compaction summary ends)."""
+    if plan.file_tags is not None:
+        return text.strip() + plan.file_tags
     return text.strip() + format_file_operations(plan.read_files, plan.modified_files)
 
 

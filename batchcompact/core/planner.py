@@ -44,6 +44,10 @@ from batchcompact.core.tokens import estimate_context_tokens, estimate_tokens
 
 # An upper bound some callers cap their output estimate by (eval's cost check). The planner's own estimates
 # take each call's max_tokens: the summary budget it was given (`summary_budgets`).
+# A session with no entry yet (pi's header alone: a session just started). `validate` says it in the same
+# words, as a warning: valid, nothing to compact.
+EMPTY_SESSION = "empty session (no entries yet)"
+
 EST_OUTPUT_TOKENS = {HISTORY: 2000, TURN_PREFIX: 1000, "branch": 1000}
 # What a split turn's prefix summary gets of the budget; the history summary the rest.
 TURN_PREFIX_SHARE = 1 / 3
@@ -206,7 +210,7 @@ def prepare_compaction(
     provider, model_id = session_model(path)
     window = settings.context_window or context_window
     if not path:
-        return Skip("empty session", 0, window, model_id)
+        return Skip(EMPTY_SESSION, 0, window, model_id)
     if path[-1].type == "compaction":
         return Skip("already compacted", None, window, model_id)
 
@@ -244,7 +248,7 @@ def prepare_compaction(
     if not history_text and not split:
         since = "since the last compaction " if previous is not None else ""
         return Skip(
-            f"nothing to summarize: everything {since}fits in keep_recent_tokens ({settings.keep_recent_tokens})",
+            f"nothing to summarize: everything {since}fits in --keep-recent-tokens ({settings.keep_recent_tokens:,})",
             tokens_before,
             window,
             model_id,
@@ -258,6 +262,16 @@ def prepare_compaction(
                                              prefix_text if split else "", prefix_llm, tags,
                                              listed=tuple(dict.fromkeys(read_files + modified_files)), cwd=cwd)
     prune = plan_pruning(path, cut.first_kept_index) if settings.prune_tool_outputs else []
+    kept_tokens = _kept_tokens(path[cut.first_kept_index :], prune)
+    if threshold is not None and kept_tokens > threshold and settings.strategy == "compact":
+        # the rebuilt context would fail verification ("still above the threshold") after a paid call
+        return Skip(
+            f"no cut brings it under the threshold (what it must keep, from line {first_kept.line}, is "
+            f"~{kept_tokens:,} tokens alone; threshold {threshold:,}): nothing is summarized",
+            tokens_before,
+            window,
+            model_id,
+        )
     turn_start = path[cut.turn_start_index] if split else None
     return CompactionPlan(
         first_kept_entry_id=first_kept.id,
@@ -371,13 +385,19 @@ def _summary_calls(settings: CompactionSettings, previous_summary: str | None, h
     return calls, history_fallback
 
 
-def _tokens_after(kept: list[Entry], calls: list[SummaryCall], prune: list, tags_tokens: int = 0) -> int:
-    """Estimated context after the compaction: the kept entries (less what pruning removes) and the
-    summaries at their expected length."""
+def _kept_tokens(kept: list[Entry], prune: list) -> int:
+    """Estimated tokens of the kept entries, less what pruning removes: the context's floor, whatever the
+    summary."""
     kept_tokens = 0
     for entry in kept:
         message = compaction_message(entry) if entry.type == "compaction" else entry_to_message(entry)
         if message is not None and entry.type != "compaction":
             kept_tokens += estimate_tokens(message)
+    return kept_tokens - sum(a.tokens for a in prune)
+
+
+def _tokens_after(kept: list[Entry], calls: list[SummaryCall], prune: list, tags_tokens: int = 0) -> int:
+    """Estimated context after the compaction: the kept entries (less what pruning removes) and the
+    summaries at their expected length."""
     summary_est = sum(c.max_tokens for c in calls) + tags_tokens  # the budget: the built-in fills it
-    return kept_tokens - sum(a.tokens for a in prune) + summary_est
+    return _kept_tokens(kept, prune) + summary_est

@@ -219,7 +219,8 @@ def build_branch_summary_prompt(
 
 
 def format_file_operations(read_files: list[str], modified_files: list[str]) -> str:
-    """The `<read-files>` / `<modified-files>` tags appended to a summary ("" when both are empty)."""
+    """The `<read-files>` / `<modified-files>` tags appended to a summary, as pi writes them ("" when both are
+    empty). A planned compaction's tags are `core/filetags.file_tags` (relative, grouped, bounded)."""
     sections = []
     if read_files:
         sections.append("<read-files>\n" + "\n".join(read_files) + "\n</read-files>")

@@ -50,7 +50,8 @@ def estimate_chars(message: dict[str, Any]) -> int:
         return _text_chars(message.get("content"), IMAGE_CHARS)
     if role == "assistant":
         chars = 0
-        for block in message.get("content") or ():
+        content = message.get("content")
+        for block in content if isinstance(content, list) else ():
             if not isinstance(block, dict):
                 continue
             kind = block.get("type")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-IRREGULAR = {"entry": "entries", "batch": "batches", "summary": "summaries", "batch submission": "batch submissions"}
+IRREGULAR = {"entry": "entries", "batch": "batches", "process": "processes", "summary": "summaries", "batch submission": "batch submissions"}
 # The nouns messages count. A reason's kind (cli/output.py `reason_kind`) turns `1 attempt` into
 # `N attempts`, so one kind holds the sessions whatever their count.
 COUNTED_NOUNS = ("attempt", "batch submission", "file", "session", "call", "error", "warning", "request", "line",

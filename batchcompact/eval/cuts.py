@@ -60,6 +60,7 @@ class Cut:
     cut_at: int | None = None  # `--cut-at`: the percent of the session's model turns before the cut
     skip: str | None = None  # why no compaction could be placed here (`--cut-at`): a row with the reason
     hindsight: bool = False  # turns follow the cut: its hindsight probes were read from them
+    previous_summary: str | None = None  # the summary the span starts from (docs/eval.md, "Carry-over")
     history: tuple[str, ...] = ("", "", "", "")  # the replaced history's text: its start, its end, its
     # distinct words unchosen, its user messages and names (the baselines' material)
 
@@ -116,10 +117,12 @@ def existing_cuts(session: Session, settings: CompactionSettings) -> list[Cut]:
     path = full_path(session)
     cuts = []
     number = 0
+    previous: str | None = None  # the summary of the compaction before this one on the path
     for k, entry in enumerate(path):
         if entry.type != "compaction":
             continue
         number += 1
+        earlier, previous = previous, _summary_text(entry)
         first_kept = _index(path[:k], entry.data.get("firstKeptEntryId"), k)
         before = path[:k]
         context = build_session_context(before)
@@ -146,6 +149,7 @@ def existing_cuts(session: Session, settings: CompactionSettings) -> list[Cut]:
             recorded_summary=summary,
             context_prefix=[p for p in prefix if isinstance(p, str)] if isinstance(prefix, list) else [],
             cwd=_cwd(session),
+            previous_summary=earlier,
         )
         cut.future = future_after(path, k + 1)
         if not summary.strip():
@@ -205,7 +209,21 @@ def planned_cut(session: Session, plan: CompactionPlan | Skip | None) -> Cut | N
         tokens_before=plan.tokens_before,
         plan=plan,
         cwd=_cwd(session),
+        previous_summary=plan.previous_summary or _previous_summary(path[:first_kept]),
     )
+
+
+def _summary_text(entry: Entry) -> str | None:
+    summary = entry.data.get("summary")
+    return summary if isinstance(summary, str) and summary.strip() else None
+
+
+def _previous_summary(path: list[Entry]) -> str | None:
+    """The newest compaction summary on `path` (the one a span after it starts from)."""
+    for entry in reversed(path):
+        if entry.type == "compaction":
+            return _summary_text(entry)
+    return None
 
 
 def context_messages(cut: Cut, summary: str | None) -> list[dict[str, Any]]:

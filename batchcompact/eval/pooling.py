@@ -21,11 +21,17 @@ def mean_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per summarizer (and baseline at its length) pooled over every cut it scored: each kind's
     recall is kept / probes summed over the cuts, `overall` the mean of those recalls over the kinds with a
     probe (not pooled by probe count: docs/eval.md), `summary_tokens` the mean and `max_summary_tokens`
-    the largest."""
+    the largest, `carryover` carried / items summed over the rows that have a previous summary's items."""
     groups: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
+    carried: dict[tuple[str, str | None], list[int]] = {}  # [carried, items] over the rows with a previous summary
     for row in rows:
+        key = (row["summarizer"], row["baseline_for"])
         if row["status"] == "ok" and row["overall"] is not None:
-            groups.setdefault((row["summarizer"], row["baseline_for"]), []).append(row)
+            groups.setdefault(key, []).append(row)
+        if row["status"] == "ok" and row.get("carryover_items"):
+            sums = carried.setdefault(key, [0, 0])
+            sums[0] += round(row["carryover"] * row["carryover_items"])
+            sums[1] += row["carryover_items"]
     means = []
     for (label, baseline_for), members in groups.items():
         mean: dict[str, Any] = {"summarizer": label, "baseline_for": baseline_for, "cuts": len(members)}
@@ -43,6 +49,9 @@ def mean_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         mean["overall"] = mean_recall({kind: mean[f"{kind}_recall"] for kind in KINDS})
         mean["summary_tokens"] = round(sum(r["summary_tokens"] or 0 for r in members) / len(members))
         mean["max_summary_tokens"] = max(r["summary_tokens"] or 0 for r in members)
+        kept, items = carried.get((label, baseline_for), (0, 0))
+        mean["carryover"] = round(kept / items, 4) if items else None  # docs/eval.md, "Carry-over"
+        mean["carryover_items"] = items or None
         means.append(mean)
     by_key = {(m["summarizer"], m["baseline_for"]): m for m in means}
     for mean in means:

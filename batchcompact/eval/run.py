@@ -34,6 +34,7 @@ from batchcompact.eval.baselines import (
     tokens_of,
     unchosen_words,
 )
+from batchcompact.eval.carryover import measure_carryover
 from batchcompact.eval.cuts import (
     Cut,
     context_messages,
@@ -62,6 +63,7 @@ ROW_COLUMNS = (
     *(f"{kind}_{what}" for kind in KINDS for what in ("probes", "recall")),
     "names_recall", "hindsight_recall", "overall", "summary_overall", "lift_tail", "lift_first", "lift_last",
     "lift_words", "lift_list", "beats_first", "summary_tokens", "tokens_before", "tokens_after", "cost_usd", "missed",
+    "carryover", "carryover_items",
 )
 
 @dataclass(frozen=True)
@@ -275,9 +277,12 @@ def score_row(row: dict[str, Any], cut: Cut, probes: list[Probe], summary: str |
         alone = score_context(probes, [{"role": "user", "content": own_text if own_text is not None
                                         else without_file_tags(summary)}], cut.cwd).overall
         row["summary_overall"] = alone
+    carried = measure_carryover(cut.previous_summary, summary)
+    if carried is not None and carried.items:
+        row["carryover"], row["carryover_items"] = carried.share, carried.items
     row["summary_tokens"] = tokens_of(summary or "")
     row["tokens_after"] = context_tokens(messages)
-    row["missed"] = score.missed
+    row["missed"] = score.missed + [f"carryover {m}" for m in (carried.missed if carried else ())]
     reasons = [] if probes else ["no probe in the replaced span"]
     if not cut.hindsight:
         reasons.append(cut.note or ("no turns after the cut: no hindsight probes (--cut-at places cuts inside "

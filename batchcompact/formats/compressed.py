@@ -11,7 +11,10 @@ import io
 from pathlib import Path
 from typing import IO
 
-from batchcompact.errors import SessionReadError
+from batchcompact.errors import MissingExtraError
+
+# Said without the path: the warning, row or problem line that reports it names the file once.
+ZSTD_MISSING = "zstd-compressed transcript: install the zstandard package (pip install 'batchcompact[zstd]')"
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
@@ -28,9 +31,7 @@ def _zstandard():
     try:
         import zstandard
     except ImportError:
-        raise SessionReadError(
-            "zstd-compressed transcript: install the zstandard package (pip install 'batchcompact[zstd]')"
-        ) from None
+        raise MissingExtraError(ZSTD_MISSING) from None
     return zstandard
 
 

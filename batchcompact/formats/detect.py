@@ -1,6 +1,7 @@
 """Which agent wrote a session file, from its first lines, and the reader for it.
 
-Rules (first non-empty lines within the first `PROBE_BYTES`; invalid or torn lines are skipped): each
+Rules (first non-empty lines within the first `PROBE_BYTES`; a line that is no JSON, torn by a write cut
+short, is judged by its leading bytes as a line cut by the probe is, else skipped): each
 registered agent's `detect_line` in the registry's order (`batchcompact/agents/<name>/detect.py`), e.g.
 - pi: the first object has `type: "session"`;
 - Codex: an object `{timestamp, type, payload}` whose `type` is a rollout item type;
@@ -31,7 +32,11 @@ _TYPE_RE = re.compile(rb'"type"\s*:\s*"([^"]{1,64})"')
 
 
 def detect_line(obj: dict, *, first: bool = False) -> str | None:
-    """The format one parsed line belongs to, or None when it says nothing (the registry's rules, in order)."""
+    """The format one parsed line belongs to, or None when it says nothing (the registry's rules, in order).
+    A line whose `type` is not a string (a list, an object: damaged) says nothing: the rules compare it to
+    sets of names."""
+    if not isinstance(obj.get("type", ""), str):
+        return None
     for agent in AGENTS:
         if agent.matches_line(obj, first):
             return agent.name
@@ -44,10 +49,13 @@ def probe_line(raw: bytes):
     try:
         return orjson.loads(raw)
     except ValueError:
-        return json.loads(raw)
+        try:
+            return json.loads(raw)
+        except RecursionError:  # nested deeper than json's recursion allows (orjson stops at 1,024 levels)
+            raise ValueError("JSON nested too deeply to parse") from None
 
 
-def _detect_prefix(raw: bytes, *, first: bool) -> str | None:
+def detect_prefix(raw: bytes, *, first: bool) -> str | None:
     """Judge a line cut by the probe from its leading bytes (top-level keys come first in every format)."""
     match = _TYPE_RE.search(raw[:4096])
     kind = match.group(1).decode("utf-8", "replace") if match else None
@@ -88,12 +96,13 @@ def detect_agent(path: str | Path) -> str | None:
         if not cut:
             try:
                 obj = probe_line(raw)
-            except ValueError:
+            except ValueError:  # a torn line (a write cut short) still says whose it is by its leading bytes
                 obj = None
+                kind = detect_prefix(raw, first=first)
             if isinstance(obj, dict):
                 kind = detect_line(obj, first=first)
         else:
-            kind = _detect_prefix(raw, first=first)
+            kind = detect_prefix(raw, first=first)
         if kind is not None:
             return kind
         first = False

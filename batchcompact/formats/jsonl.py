@@ -116,6 +116,8 @@ def _describe_json_error(exc: Exception, text: bytes) -> str:
     if isinstance(exc, RecursionError):
         return "JSON nested too deeply to parse"
     if isinstance(exc, json.JSONDecodeError):
+        if exc.doc.strip() and exc.pos >= len(exc.doc.rstrip()):  # `{"type":"session"`: cut, not misspelt
+            return "invalid JSON: the line ends before its JSON does (torn: a write cut short?)"
         message = exc.msg[:-3] if exc.msg.endswith(" at") else exc.msg
         return f"invalid JSON: {message} at column {exc.colno}"
     return f"invalid JSON: {exc}"

@@ -407,9 +407,30 @@ def plan_paths(paths: Iterable[str], settings: CompactionSettings, options: Plan
     from batchcompact.formats.scan import iter_session_files
     from batchcompact.pricing import PriceTable
 
-    PriceTable.load(options.pricing_file)  # a missing or broken price map is one usage error, not a row per file
+    prices = PriceTable.load(options.pricing_file)  # a missing or broken price map: one usage error, not a row per file
+    log.debug("settings: %s", settings)
+    log.debug("summary model %s, prices from %s, %s", options.summary_model or BUILTIN, prices.source,
+              f"up to {counted(jobs, 'process')}" if executor is None else type(executor).__name__)
     files = (str(item.path) for item in iter_session_files(paths, require_any=True))
-    return iter_plan_rows(files, settings, options, jobs=jobs, executor=executor)
+    return _logged(iter_plan_rows(files, settings, options, jobs=jobs, executor=executor))
+
+
+def _logged(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The rows, each decision logged as it arrives (-v): why a session is compacted and where it is cut,
+    or why it is skipped; -vv adds the row's figures."""
+    for row in rows:
+        path, status = row["path"], row["status"]
+        if status == PLAN_COMPACT:
+            log.info("%s: compact: %s tokens > threshold %s (window %s from %s); cut at line %s%s, %s messages "
+                     "summarized in %s", path, f"{row['tokens_before'] or 0:,}", f"{row['threshold'] or 0:,}",
+                     f"{row['context_window'] or 0:,}", row["window_source"],
+                     row["first_kept_line"], " (a split turn)" if row["split_turn"] else "",
+                     f"{row['messages_to_summarize'] or 0:,}", counted(row["calls"] or 0, "call"))
+        else:
+            log.info("%s: %s: %s", path, status, row["reason"])
+        log.debug("%s: %s", path, {key: value for key, value in row.items()
+                                   if value not in (None, [], 0) and key not in ("path", "status", "reason")})
+        yield row
 
 
 def iter_plan_rows(

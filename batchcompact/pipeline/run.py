@@ -48,7 +48,7 @@ from batchcompact.pipeline.runreport.schema import ReportRow
 from batchcompact.pipeline.runreport.write import write_compactions
 from batchcompact.pipeline.session_task import FileTask
 from batchcompact.pipeline.state import RunState
-from batchcompact.pipeline.statuses import COMPACTED, FAILED, SKIPPED
+from batchcompact.pipeline.statuses import BUDGET_EXHAUSTED, COMPACTED, FAILED, SKIPPED
 from batchcompact.pipeline.task_records import Outcome
 
 log = logging.getLogger(__name__)
@@ -116,11 +116,13 @@ class RunSummary:
     @property
     def exit_code(self) -> int:
         """3 aborted; 4 a session failed on a bug (an internal error; the others were still processed);
-        1 some sessions failed; else 0 (docs/reliability.md)."""
+        1 some sessions failed (also: left uncompacted by --max-cost reached mid-run); else 0
+        (docs/reliability.md)."""
         if self.aborted:
             return 3
         bugs = sum(row["status"] == FAILED and is_internal_error(row.get("reason")) for row in self.rows)
-        return outcome_exit_code(self.by_status.get(FAILED, 0), bugs)
+        failed = self.by_status.get(FAILED, 0) + self.by_status.get(BUDGET_EXHAUSTED, 0)
+        return outcome_exit_code(failed, bugs)
 
 
 def _new_run_id(moment: datetime) -> str:

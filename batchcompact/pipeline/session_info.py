@@ -32,8 +32,8 @@ def describe_branches(session: Session) -> list[dict[str, Any]]:
 def describe_session(session: Session, with_context: bool = False) -> dict[str, Any]:
     tree = session.tree
     assert tree is not None
-    types = Counter(e.type for e in session.entries)
-    roles = Counter(e.role for e in session.entries if e.type == "message")
+    types = Counter(e.type if isinstance(e.type, str) else "(no type)" for e in session.entries)
+    roles = Counter(e.role if isinstance(e.role, str) else "(no role)" for e in session.entries if e.type == "message")
     path = tree.path() if session.entries else []
     context = build_session_context(path, rules_of(session))
     messages = [m.message for m in context.messages]

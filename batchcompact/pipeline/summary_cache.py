@@ -14,6 +14,7 @@ class CachingSummarizer:
     def __init__(self, inner: Any, state: RunState, model_key: str) -> None:
         self.inner = inner
         self.name = inner.name
+        self.free = getattr(inner, "free", False)  # the pool's budget never refuses a free summarizer
         self.remote = getattr(inner, "remote", True)  # the pool redacts prompts only for remote ones
         self.state = state
         self.model_key = model_key

@@ -7,6 +7,7 @@ from typing import Any
 
 from batchcompact.agents import find, load
 from batchcompact.core.entries import ERROR, WARNING, Problem
+from batchcompact.core.planner import EMPTY_SESSION
 from batchcompact.errors import BatchCompactError, NotCompacted, internal_error_reason
 from batchcompact.formats.scan import unreadable_reason
 
@@ -25,6 +26,8 @@ def validate_file(path: str) -> dict[str, Any]:
             seen = {p.line for p in problems if p.line is not None}
             problems.extend(p for p in load(agent.validate)(session) if p.line not in seen)
         fmt, entries, session_id = session.agent, len(session.entries), session.session_id
+        if not session.entries and not any(p.severity == ERROR for p in problems):  # just started
+            problems.append(Problem(path, None, WARNING, f"{EMPTY_SESSION}: nothing to compact"))
     except NotCompacted as exc:  # an agent batchcompact only reports: not checked, not invalid (plan skips it)
         problems = [Problem(path, None, WARNING, f"{exc}; its lines are not checked")]
         fmt, entries, session_id = None, 0, None

@@ -16,19 +16,8 @@ from pathlib import Path
 from batchcompact.errors import UsageError
 from batchcompact.folders import cache_folder
 from batchcompact.lifecycle import map_in_processes
-from batchcompact.report.extract import UsageCache, extract_to_part
-from batchcompact.report.files import (  # noqa: F401  (re-exported)
-    PARALLEL_MIN_BYTES,
-    FileKey,
-    Tally,
-    Walk,
-    extract_workers,
-    folder_note,
-    iter_resolved,
-    iter_source_files,
-    parts_folder_problem,
-    stats_warnings,
-)
+from batchcompact.report.files import Tally, Walk, extract_workers, folder_note, parts_folder_problem
+from batchcompact.report.part_cache import UsageCache, extract_to_part
 from batchcompact.report.snapshot import SNAPSHOT_MIN_FILES, load_snapshot, write_snapshot
 
 log = logging.getLogger(__name__)

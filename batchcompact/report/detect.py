@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from batchcompact.agents import file_detectors, session_suffixes
-from batchcompact.formats.detect import detect_line, probe_line
+from batchcompact.formats.detect import detect_line, detect_prefix, probe_line
 
 PROBE_LINES = 30
 
@@ -60,7 +60,10 @@ def detect_agent(path: str | Path) -> str | None:
                 break
             try:
                 obj = probe_line(raw)
-            except ValueError:
+            except ValueError:  # a torn line says whose it is by its leading bytes, as plan and validate read it
+                kind = detect_prefix(raw, first=number == 1)
+                if kind:
+                    return kind
                 continue
             if not isinstance(obj, dict):
                 continue

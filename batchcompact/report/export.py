@@ -26,7 +26,7 @@ import io
 import json
 import math
 import struct
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -236,7 +236,10 @@ def extract_export(path: str | Path, rows, stats) -> None:
     path = Path(path)
     name = str(path)
     if name.endswith(".parquet"):
-        records = _parquet_records(path)
+        table = _parquet_table(path)
+        if _add_clean_table(table, name, rows, stats):
+            return
+        records = _parquet_records(table)
     elif name.endswith(".csv"):
         records = _csv_records(path, stats)
     else:
@@ -328,8 +331,66 @@ def _check(record: dict) -> str | None:
     return None
 
 
-def _parquet_records(path: Path):
-    """(row number, record) of a Parquet export; a file pyarrow cannot read is one error naming it."""
+def _add_clean_table(table, name: str, rows, stats) -> bool:
+    """A Parquet export every row of which `_check` would pass, added column by column (a team's year is a
+    million rows: one dict per row and its checks took most of a cold report); False, adding nothing,
+    when any row might not pass: the rows are then read one by one, each bad one named."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(),
+             "timestamp": pa.timestamp("us", tz="UTC")}
+    names = set(table.column_names)
+    for field, kind in TYPES.items():
+        if field not in names:
+            continue
+        column = table.column(field)
+        if column.type != types[kind]:
+            return False
+        if field in REQUIRED and column.null_count:
+            return False
+        if kind == "int64" and len(column) and column.null_count < len(column):
+            low, high = pc.min_max(column).values()
+            if field == "export_version":
+                if high.as_py() > EXPORT_SCHEMA_VERSION:
+                    return False
+            elif low.as_py() < 0:
+                return False
+    try:
+        total = table.column("input_tokens")
+        for field in ("output_tokens", "cache_read_tokens", "cache_write_tokens"):
+            total = pc.add_checked(total, table.column(field))
+    except pa.ArrowInvalid:  # an overflow: Python's sum would not; `_check` names the row
+        return False
+    if not pc.all(pc.equal(total, table.column("total_tokens"))).as_py() and len(total):
+        return False
+
+    def values(field: str) -> list:
+        return table.column(field).to_pylist() if field in names else [None] * table.num_rows
+
+    count = table.num_rows
+    sources, agents = values("source"), values("agent")
+    machines, machine_ids = values("machine"), values("machine_id")
+    stamps: list = [None] * count
+    if "timestamp" in names:  # from microseconds: pyarrow's own datetimes are five times slower to make
+        epoch, micros = datetime(1970, 1, 1, tzinfo=UTC), timedelta
+        stamps = [None if at is None else epoch + micros(microseconds=at)
+                  for at in table.column("timestamp").cast(pa.int64()).to_pylist()]
+    rows.rows.extend(zip(
+        sources, [agent or source for agent, source in zip(agents, sources, strict=True)], [name] * count,
+        range(1, count + 1), values("session_id"), values("project"), stamps, values("provider"),
+        values("model"), values("kind"), values("request_id"), values("dedupe_rank"),
+        *(values(field) for field, _, _ in TOKEN_FIELDS), values("recorded_cost_usd"), values("branch"),
+        machines, machine_ids, strict=True))
+    seen: dict[str, set[str]] = {}
+    for machine, machine_id in set(zip(machines, machine_ids, strict=True)):
+        seen.setdefault(machine, set()).add(machine_id)
+    stats.machines = {machine: sorted(ids) for machine, ids in sorted(seen.items())}
+    return True
+
+
+def _parquet_table(path: Path):
+    """A Parquet export's table; a file pyarrow cannot read is one error naming it."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -346,6 +407,11 @@ def _parquet_records(path: Path):
     missing = [c for c in REQUIRED if c not in table.column_names]
     if missing:
         raise ExportUnreadable(f"a usage export without the column {missing[0]!r}: skipped")
+    return table
+
+
+def _parquet_records(table):
+    """(row number, record) of a Parquet export's table."""
     for number, record in enumerate(table.to_pylist(), start=1):
         when = record.get("timestamp")
         if isinstance(when, datetime):

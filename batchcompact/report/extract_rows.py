@@ -1,6 +1,6 @@
 """Extract one file's usage rows: dispatch by detected format to its agent's `usage` reader.
 
-No pyarrow or polars here: the Parquet cache (extract.py) turns the rows into a table, the cold
+No pyarrow or polars here: the Parquet cache (part_cache.py) turns the rows into a table, the cold
 `--no-cache` report (fast.py) aggregates them as they are.
 """
 
@@ -49,10 +49,11 @@ def extract_rows(path: str | Path, fmt: str | None = None) -> tuple[UsageRows, E
         if getattr(exc, "fatal", False):  # the report would be wrong without this file (a newer export)
             raise
         stats.refuse(str(exc))
-        if getattr(exc, "incomplete", False):  # an export cut short: the report lacks its rows
+        if getattr(exc, "incomplete", False):  # an export cut short, a .zst without zstandard: rows missing
             stats.incomplete = 1
-    except OSError as exc:
+    except OSError as exc:  # a transcript not read: the report lacks its rows
         stats.refuse(f"cannot read: {exc.strerror or exc}")
+        stats.incomplete = 1
     except Exception as exc:
         if _is_sqlite_error(exc):  # a database that is locked, damaged or not one of ours
             stats.refuse(f"cannot read the database: {exc}")
@@ -63,6 +64,7 @@ def extract_rows(path: str | Path, fmt: str | None = None) -> tuple[UsageRows, E
     if stats.unclean or printable(stats.path) is not stats.path:
         rows.rows = [tuple(printable(v) if type(v) is str else v for v in row) for row in rows.rows]
     _sane_costs(rows, stats)
+    _sane_values(rows, stats)
     _identify(rows)
     stats.rows = len(rows)
     return rows, stats
@@ -90,6 +92,42 @@ def _sane_costs(rows: UsageRows, stats: ExtractStats) -> None:
         stats.warn(row[_LINE], f"recorded cost {row[at]!r} is not a cost (not a finite number under "
                                f"${MAX_RECORDED_USD:,.0f}); priced from its tokens instead")
         rows.rows[index] = (*row[:at], None, *row[at + 1:])
+
+
+# A token count over this in one request is no count (a file's 1e19 or 2**64): no model has a window of a
+# billion tokens, and a billion tokens at the dearest price stays inside the money sums' Int64 (money.py).
+MAX_REQUEST_TOKENS = 1_000_000_000
+_COUNTS = tuple(COLUMNS.index(n) for n in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+                                            "cache_write_1h_tokens", "reasoning_tokens"))
+_TOTAL = COLUMNS.index("total_tokens")
+_TEXTS = tuple(COLUMNS.index(n) for n in ("session_id", "project", "provider", "model", "branch"))
+
+
+def _sane_values(rows: UsageRows, stats: ExtractStats) -> None:
+    """What a reader took from the file as it was is checked once here, for every reader and both engines:
+    a token count that is not a whole number under MAX_REQUEST_TOKENS counts 0, and a session, project,
+    provider, model or branch that is not text (a number, a list, an object) is left empty; each named by
+    its line. The report never fails on them (a huge count overflowed the Int64 columns: an internal error)."""
+    for index, row in enumerate(rows.rows):
+        bad_counts = [i for i in _COUNTS if type(row[i]) is not int or not -MAX_REQUEST_TOKENS <= row[i] <= MAX_REQUEST_TOKENS]
+        bad_texts = [i for i in _TEXTS if row[i] is not None and type(row[i]) is not str]
+        if not bad_counts and not bad_texts:
+            continue
+        fixed = list(row)
+        for i in bad_counts:
+            stats.warn(row[_LINE], f"{COLUMNS[i]} {_shown(row[i])} is not a token count (a whole number under "
+                                   f"{MAX_REQUEST_TOKENS:,}); counted as 0")
+            fixed[i] = 0
+        for i in bad_texts:
+            stats.warn(row[_LINE], f"{COLUMNS[i]} {_shown(row[i])} is not text; left empty")
+            fixed[i] = None
+        fixed[_TOTAL] = sum(fixed[i] for i in _COUNTS[:4])
+        rows.rows[index] = tuple(fixed)
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _identify(rows: UsageRows) -> None:

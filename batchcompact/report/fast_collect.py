@@ -81,7 +81,7 @@ def file_rows(path: str, cache_dir: str | None = None) -> tuple[list[tuple], dic
 def _store_part(cache_dir: str, key: FileKey, rows, stats) -> None:
     """The usage part of one file, written as `UsageCache.store` writes it (pyarrow imported here); a cache
     that cannot be written is a warning: the report does not need it."""
-    from batchcompact.report.extract import UsageCache
+    from batchcompact.report.part_cache import UsageCache
 
     try:
         UsageCache(cache_dir).store(key, rows.to_table(), stats)

@@ -45,13 +45,14 @@ log = logging.getLogger(__name__)
 # 12 = pi-format messages keyed by their times and counts (`schema.PiEntryKeys`: a fork or a migrated copy
 # counts once), Copilot CLI's own compaction call (`compactionTokensUsed`) counted, an export cut short
 # named (`incomplete`), Claude calls repeating both ids told apart by their prompt side (`#n`), a recorded
-# cost that is no cost (NaN, an infinity, $1M+) dropped and named (`extract_rows._sane_costs`).
-EXTRACT_RULES_VERSION = 12
+# cost that is no cost (NaN, an infinity, $1M+) dropped and named (`extract_rows._sane_costs`);
+# 13 = a torn line (`{"type":"session"`) names its agent by its leading bytes (it made a file of no agent).
+EXTRACT_RULES_VERSION = 13
 
 
 def part_file(cache_dir: str | Path, source: str) -> Path:
     """Where the usage part of the source at absolute path `source` lives under `cache_dir`
-    (`extract.UsageCache`; computed here without pyarrow)."""
+    (`part_cache.UsageCache`; computed here without pyarrow)."""
     return Path(cache_dir) / f"usage-v{USAGE_SCHEMA_VERSION}" / part_name(source)
 
 

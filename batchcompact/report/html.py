@@ -56,15 +56,17 @@ def initial_view(settings: ReportSettings, days: list[date]) -> dict[str, str]:
     return {"bucket": bucket, "dimension": settings.by if settings.by in DIMENSIONS else "model"}
 
 
-def page_data(parts: list[str], settings: ReportSettings, table=None) -> dict[str, Any]:
-    """Everything the page shows, as plain JSON-able data (see the module's doc)."""
+def page_data(parts: list[str], settings: ReportSettings, table=None, usage=None) -> dict[str, Any]:
+    """Everything the page shows, as plain JSON-able data (see the module's doc). `usage`:
+    `aggregate.priced_usage(parts, settings, table)` already made (the report beside the page made it)."""
     from batchcompact.pricing import PriceTable
     from batchcompact.report.aggregate import build_report, priced_usage
     from batchcompact.report.render import totals_record
 
     table = table or PriceTable.load(settings.pricing_file)
     base = page_settings(settings)
-    usage = priced_usage(parts, base, table)  # deduplicated and priced once, grouped per dimension below
+    if usage is None:  # deduplicated and priced once, grouped per dimension below
+        usage = priced_usage(parts, base, table)
     days: set[date] = set()
     dims: dict[str, Any] = {}
     head = None
@@ -74,6 +76,7 @@ def page_data(parts: list[str], settings: ReportSettings, table=None) -> dict[st
             head = report
         keys = list(GROUP_KEYS[dim])
         frame = _capped(report.rows, keys)
+        frame = frame.filter(frame["local_date"].is_not_null())  # a request with no time has no day on the chart
         days.update(frame["local_date"].to_list())
         dims[dim] = frame
     assert head is not None
@@ -306,13 +309,14 @@ def run_savings(paths: list[str], settings: ReportSettings, table, day_index: di
     return {"files": files, "days": sorted(per_day), "by_day": [per_day[d] for d in sorted(per_day)]}
 
 
-def write_page(parts: list[str], settings: ReportSettings, path: str, paths: list[str] = ()) -> int:
+def write_page(parts: list[str], settings: ReportSettings, path: str, paths: list[str] = (), usage=None) -> int:
     """Build the page and write it whole (outfile: a temp file beside it, renamed); returns its bytes.
-    `paths`: the report's PATHS, where run reports are looked for (`run_savings`)."""
+    `paths`: the report's PATHS, where run reports are looked for (`run_savings`); `usage`: as `page_data`'s
+    (the same prices as `settings.pricing_file`'s)."""
     from batchcompact.outfile import write_text
     from batchcompact.pricing import PriceTable
 
-    data = page_data(parts, settings)
+    data = page_data(parts, settings, usage=usage)
     data["runs"] = run_savings(list(paths), settings, PriceTable.load(settings.pricing_file))
     text = render_page(data)
     write_text(path, text)

@@ -88,17 +88,19 @@ class ReportOutput:
     texts: dict[str, str] = field(default_factory=dict)
     table_width: int | None = None
     records: list[dict] | None = None
+    requests: int | None = None  # the report's requests (None: not known, a report stored before it was kept)
 
     @classmethod
     def stored(cls, kept: dict[str, Any]) -> ReportOutput:
         return cls(kept["warnings"], kept["unpriced"], kept["dropped_zero"], kept["files"], 0, kept["files"],
-                   unread=kept.get("unread", 0), incomplete=kept.get("incomplete", 0), replayed=True, texts=kept["texts"], table_width=kept.get("table_width"))
+                   unread=kept.get("unread", 0), incomplete=kept.get("incomplete", 0), replayed=True, texts=kept["texts"], table_width=kept.get("table_width"),
+                   requests=kept.get("requests"))
 
     def kept(self) -> dict[str, Any]:
         """What is stored for the next identical report (result_cache.py)."""
         kept: dict[str, Any] = {"warnings": self.warnings, "unpriced": self.unpriced,
                                 "dropped_zero": self.dropped_zero, "files": self.files, "texts": self.texts,
-                                "unread": self.unread, "incomplete": self.incomplete}
+                                "unread": self.unread, "incomplete": self.incomplete, "requests": self.requests}
         if self.table_width is not None:
             kept["table_width"] = self.table_width
         return kept
@@ -176,7 +178,17 @@ def _full_report(paths: list[str], request: ReportRequest, sources: list[dict], 
             warnings = _warnings(collected, settings)
             for warning in warnings if warn is not None else ():
                 warn(warning)
-            result = build_report(collected.parts, settings)
+            usage = None
+            if html:  # the page deduplicates and prices the requests as the table does (`page_settings` only
+                # changes what shapes groups): done once for both (a team's year: seconds each)
+                from batchcompact.pricing import PriceTable
+                from batchcompact.report.aggregate import priced_usage
+
+                table = PriceTable.load(settings.pricing_file)
+                usage = priced_usage(collected.parts, settings, table)
+                result = build_report(collected.parts, settings, table, usage=usage)
+            else:
+                result = build_report(collected.parts, settings)
             if chart:
                 from batchcompact.report.chart import write_chart
 
@@ -184,11 +196,12 @@ def _full_report(paths: list[str], request: ReportRequest, sources: list[dict], 
             if html:  # the page: the same aggregation (`build_report`) per dimension and day (html.py)
                 from batchcompact.report.html import write_page
 
-                write_page(collected.parts, settings, html, paths)
+                write_page(collected.parts, settings, html, paths, usage=usage)
         finally:
             collected.cleanup()
     out = ReportOutput(warnings, result.unpriced_models, result.dropped_zero, collected.files, collected.extracted,
-                       collected.cached, collected.rejected, collected.unread, collected.incomplete)
+                       collected.cached, collected.rejected, collected.unread, collected.incomplete,
+                       requests=(result.totals or {}).get("requests"))
     if settings.by == "request":  # the per-request export: its own columns and writer
         from batchcompact.report.export import write_export
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -62,7 +61,9 @@ def render_json(report: Report, sources: list[dict] | None = None) -> str:
         "dropped_zero_token_requests": report.dropped_zero,
         "pricing": report.pricing_source,
     }
-    return json.dumps(doc, indent=2)
+    from batchcompact.json_rows import rows_object_text
+
+    return rows_object_text(doc).rstrip("\n")  # every command's shape: the rows first, one per line (docs/cli.md)
 
 
 def flat_frame(report: Report) -> pl.DataFrame:

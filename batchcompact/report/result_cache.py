@@ -40,7 +40,7 @@ FORMATS = ("table", "json", "csv")  # outputs stored as text (parquet and jsonl 
 # so a result stored by the earlier code is not replayed (2: costs summed as exact picodollars; 3: CSV
 # times end +00:00 as JSON's do, counts of one in the singular; 4: a request naming no model is
 # "(unknown model)", --breakdown keeps a group's rows together).
-RESULT_RULES_VERSION = 4
+RESULT_RULES_VERSION = 5  # 5: --format json in every command's shape (json_rows.py), not indented
 
 
 def storable(settings: ReportSettings, fmt: str) -> bool:

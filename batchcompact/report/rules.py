@@ -317,6 +317,9 @@ def group_values(groups: list[tuple], costs: list[float | None], lasts: list) ->
 def sort_order(settings: ReportSettings, keys: list[str]) -> list[tuple[str, bool]]:
     """The report's row order as (column, descending) pairs, first key first (nulls go last)."""
     if settings.by in PERIODS:
+        if settings.breakdown and "model" in keys:  # a period's models by cost, as every other breakdown's
+            periods = [(k, settings.order == "desc") for k in keys if k != "model"]
+            return [*periods, ("cost_usd", settings.order != "asc"), ("model", False)]
         return [(k, settings.order == "desc") for k in keys]
     base = breakdown_groups(settings, keys)
     if base is not None:

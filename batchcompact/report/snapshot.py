@@ -1,6 +1,6 @@
 """One consolidated usage table per set of source files, so a warm report reads one file, not thousands.
 
-Per-file parts (extract.py) make a changed file cheap to redo, but opening ten thousand small Parquet
+Per-file parts (part_cache.py) make a changed file cheap to redo, but opening ten thousand small Parquet
 files costs seconds each time they are scanned. After a collection of at least SNAPSHOT_MIN_FILES
 files, their rows are written once more as one snapshot, next to an index of every file's key
 (path, size, mtime_ns) and stats. The next report over the same files, unchanged, stats them, finds
@@ -21,7 +21,8 @@ import tempfile
 from pathlib import Path
 
 from batchcompact.adapters.common.usage_rows import USAGE_SCHEMA_VERSION
-from batchcompact.report.extract import EXTRACT_RULES_VERSION, FileKey, _sha256
+from batchcompact.report.files import EXTRACT_RULES_VERSION, FileKey
+from batchcompact.report.part_cache import _sha256
 
 log = logging.getLogger(__name__)
 

@@ -446,6 +446,7 @@ class BuiltinSummarizer:
 
     name = "builtin"
     remote = False  # prompts never leave the machine: no redaction needed
+    free = True  # costs nothing: a --max-cost budget never refuses it (pool.py)
 
     async def summarize(self, call: SummaryCall) -> SummaryResult:
         return self.summarize_now(call)

@@ -111,6 +111,7 @@ class OverflowSummarizer:
         self.inner = inner
         self.name = inner.name
         self.remote = getattr(inner, "remote", True)
+        self.free = getattr(inner, "free", False)
         self.context_window = (
             context_window if context_window is not None else getattr(inner, "context_window", None)
         )

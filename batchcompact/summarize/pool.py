@@ -138,6 +138,7 @@ class _Pool:
         self.stop: _Stop | None = None
         self.pause_until = 0.0
         self.redact = settings.redact and getattr(summarizer, "remote", True)
+        self.free = getattr(summarizer, "free", False)  # the built-in: no budget can be spent by it
 
     # -- outcomes ------------------------------------------------------------------------------
     async def emit(self, outcome: JobOutcome) -> None:
@@ -166,7 +167,7 @@ class _Pool:
         if self.stop is not None:
             raise self.stop
         budget = self.settings.max_cost_usd
-        if budget is not None and self.stats.cost_usd >= budget:
+        if budget is not None and not self.free and self.stats.cost_usd >= budget:
             self.request_stop(BUDGET, f"budget of ${budget:.4f} reached (spent ${self.stats.cost_usd:.4f})")
             raise self.stop
 

@@ -110,13 +110,14 @@ def _is_unknown_model(litellm, exc: Exception) -> bool:
 
 
 def unknown_model_message(model: str, api_base: str | None, option: str | None = None,
-                          server_hint: bool = True) -> str:
+                          server_hint: bool = True, without_litellm: bool = False) -> str:
     """One line: why `model` cannot be used and what would work. `option`: the command's option that names
     the model (`--model`, `--summary-model`); None (a caller that does not say) names none, so the line
-    never suggests an option the command lacks. `server_hint`: the command takes --api-base."""
+    never suggests an option the command lacks. `server_hint`: the command takes --api-base.
+    `without_litellm`: the suggestion is checked from litellm's files (provider_names), not by litellm."""
     name = model.split("/", 1)[-1] if "/" in model else model
     local = f"{option} openai/{name}" if option else f"openai/{name}"
-    near = _near_model(model)
+    near = _near_model(model, without_litellm)
     said = f"unknown model {model!r}: litellm cannot tell its provider" + (f" (did you mean {near!r}?)" if near else "")
     if api_base:
         return f"{said}; for an OpenAI-compatible server use {local} --api-base {api_base}"
@@ -125,15 +126,21 @@ def unknown_model_message(model: str, api_base: str | None, option: str | None =
             f"gemini/gemini-2.5-flash), or for a local OpenAI-compatible server use {local}{server}")
 
 
-def _near_model(model: str) -> str | None:
+def _near_model(model: str, without_litellm: bool = False) -> str | None:
     """The bundled price map's name closest to a mistyped `model` (`gpt-4o-mni` -> `gpt-4o-mini`) that
-    litellm places, or None."""
+    litellm places, or None. `without_litellm`: only a `provider/name` whose provider litellm's files name."""
     import difflib
 
     from batchcompact.pricing import PriceTable
 
     try:
         names = PriceTable.load(None).names()
+        if without_litellm:
+            from batchcompact.summarize.provider_names import known_providers
+
+            providers = known_providers() or frozenset()
+            return next((near for near in difflib.get_close_matches(model.strip(), names, n=3, cutoff=0.85)
+                         if "/" in near and near.split("/", 1)[0] in providers), None)
         litellm = _litellm()
         for near in difflib.get_close_matches(model.strip(), names, n=3, cutoff=0.85):
             try:
@@ -152,6 +159,10 @@ def resolve_provider(model: str, api_base: str | None = None, option: str | None
     `option`, `server_hint`: for the message of an unknown model (`unknown_model_message`)."""
     if not model or not model.strip():
         raise UsageError(f"{option or 'the model'} is empty: name a model such as openai/gpt-4o-mini, or 'builtin'")
+    from batchcompact.summarize.provider_names import plainly_unknown
+
+    if plainly_unknown(model, api_base):  # told from litellm's files: no import of litellm (seconds) to refuse it
+        raise UsageError(unknown_model_message(model, api_base, option, server_hint, without_litellm=True))
     litellm = _litellm()
     try:
         name, provider, _key, base = litellm.get_llm_provider(model=model.strip(), api_base=api_base)
@@ -201,6 +212,12 @@ def preflight(model: str, api_base: str | None = None, api_key: str | None = Non
     key is missing and no `--api-base` was given.
     """
     env = os.environ if env is None else env
+    if not api_key and not api_base:  # a provider whose key variables are known: refused before litellm loads
+        from batchcompact.summarize.provider_names import missing_key, plainly_unknown
+
+        keys = () if plainly_unknown(model, api_base) else missing_key(model, env)
+        if keys:
+            raise MissingCredentialsError(_no_key_message(model, keys))
     name, provider, provider_base = resolve_provider(model, api_base, option)
     url = base_url(provider, api_base, provider_base, env)
     common = dict(model=model.strip(), provider=provider, provider_model=name, base_url=url, api_base=api_base)
@@ -216,11 +233,12 @@ def preflight(model: str, api_base: str | None = None, api_key: str | None = Non
     if api_base:
         # A keyless local server: send a placeholder (the OpenAI client needs some key).
         return ProviderInfo(**common, key_source="placeholder", api_key=PLACEHOLDER_KEY)
-    names = " or ".join(keys)
-    raise MissingCredentialsError(
-        f"no API key for {model}: set {names} or pass --api-key (for a keyless local server add "
-        f"--api-base URL); nothing was sent"
-    )
+    raise MissingCredentialsError(_no_key_message(model, keys))
+
+
+def _no_key_message(model: str, keys: list[str] | tuple[str, ...]) -> str:
+    return (f"no API key for {model}: set {' or '.join(keys)} or pass --api-key (for a keyless local server add "
+            "--api-base URL); nothing was sent")
 
 
 def _missing_variables(model: str, api_base: str | None) -> list[str]:

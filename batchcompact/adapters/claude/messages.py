@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from batchcompact.adapters.common.lines import as_int, as_name
 from batchcompact.core.context import parse_timestamp_ms
 
 SUMMARY_PREAMBLE = (
@@ -26,6 +27,7 @@ STOP_REASONS = {
 }
 
 
+
 def claude_usage(usage: Any) -> dict[str, int] | None:
     """Anthropic usage -> pi usage (input excludes cache reads and writes, as Anthropic reports it)."""
     if not isinstance(usage, dict):
@@ -33,7 +35,7 @@ def claude_usage(usage: Any) -> dict[str, int] | None:
 
     def n(key: str) -> int:
         value = usage.get(key)
-        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+        return as_int(value)  # 0 for what is not a finite number (inf, NaN)
 
     out = {
         "input": n("input_tokens"),
@@ -93,8 +95,8 @@ def _assistant_blocks(content: Any, tool_names: dict[str, str]) -> list[dict[str
                 {"type": "thinking", "thinking": "", "thinkingSignature": block.get("data"), "redacted": True}
             )
         elif kind in ("tool_use", "server_tool_use"):
-            call_id = str(block.get("id") or "")
-            name = str(block.get("name") or "")
+            call_id = as_name(block.get("id"))
+            name = as_name(block.get("name"))
             tool_names[call_id] = name
             arguments = block.get("input")
             out.append(
@@ -126,7 +128,7 @@ def user_message(obj: dict[str, Any], tool_names: dict[str, str]) -> dict[str, A
         blocks.extend(_blocks_to_pi(result.get("content")))
     others = [b for b in content if isinstance(b, dict) and b.get("type") != "tool_result"]
     blocks.extend(_blocks_to_pi(others))
-    ids = [str(r.get("tool_use_id") or "") for r in results]
+    ids = [as_name(r.get("tool_use_id")) for r in results]
     return {
         "role": "toolResult",
         "toolCallId": ids[0],

@@ -38,6 +38,7 @@ from batchcompact.adapters.claude.messages import (
     user_message,
 )
 from batchcompact.adapters.claude.write import build_compaction, verify
+from batchcompact.adapters.common.lines import as_name
 from batchcompact.core.context import build_session_context, convert_to_llm
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.session import Session
@@ -261,7 +262,7 @@ def _entry_datas(name: str, lines: _Lines, alias: dict[str, str], group_of: dict
     """The pi-shaped entry of every tree line (one per response group): (datas by uuid, the raw lines of
     each message entry, the boundaries' uuids)."""
     raw = lines.raw
-    tool_names: dict[str, str] = {}
+    tool_names = _tool_names(raw.values())
     last_model: str | None = None
     datas: dict[str, dict[str, Any]] = {}
     entry_lines: dict[str, list[tuple[int, dict[str, Any]]]] = {}
@@ -304,6 +305,20 @@ def _entry_datas(name: str, lines: _Lines, alias: dict[str, str], group_of: dict
             boundaries.append(uuid)
         datas[uuid] = data
     return datas, entry_lines, boundaries
+
+
+def _tool_names(raw: Any) -> dict[str, str]:
+    """The name of every tool call in the file, by call id, whatever the order its lines are taken in: a
+    result's `toolName` must not depend on whether its call's line was taken first (a written file, whose
+    appended lines change that order, would then read differently from its original)."""
+    names: dict[str, str] = {}
+    for _, obj in raw:
+        message = obj.get("message") if obj.get("type") == "assistant" else None
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block, dict) and block.get("type") in ("tool_use", "server_tool_use"):
+                names.setdefault(as_name(block.get("id")), as_name(block.get("name")))
+    return names
 
 
 def _compaction_data(obj: dict[str, Any], boundary: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:

@@ -36,7 +36,8 @@ def item_text(item: dict[str, Any]) -> str:
     content = item.get("content")
     if isinstance(content, str):
         return content
-    parts = [c.get("text") for c in content or () if isinstance(c, dict) and isinstance(c.get("text"), str)]
+    parts = [c.get("text") for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)] \
+        if isinstance(content, list) else []
     return "\n".join(p for p in parts if p)
 
 

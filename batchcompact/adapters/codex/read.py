@@ -31,6 +31,7 @@ from typing import Any
 
 from batchcompact.adapters.codex.items import SUMMARY_PREFIX, is_context_text, item_text
 from batchcompact.adapters.codex.write import build_compaction, verify
+from batchcompact.adapters.common.lines import as_int
 from batchcompact.core.context import build_session_context, convert_to_llm, parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.fileops import details_from_summary
@@ -68,8 +69,14 @@ USAGE_FIELDS = (
 )
 
 
+def _listed(value: Any) -> Any:
+    """`value` when it is a list, else nothing to iterate (a damaged line's number or object where a list
+    belongs: said by the checks, never a TypeError here)."""
+    return value if isinstance(value, list) else ()
+
+
 def _int(value: Any) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+    return as_int(value)  # 0 for what is not a finite number (inf, NaN)
 
 
 def codex_usage(last: dict[str, Any]) -> dict[str, int]:
@@ -146,8 +153,8 @@ def _assistant_blocks(payload: dict[str, Any], line: int) -> list[dict[str, Any]
     if kind == "message":
         return content_blocks(payload.get("content"))
     if kind == "reasoning":
-        parts = [s.get("text") or "" for s in payload.get("summary") or () if isinstance(s, dict)]
-        parts += [c.get("text") or "" for c in payload.get("content") or () if isinstance(c, dict)]
+        parts = [s.get("text") or "" for s in _listed(payload.get("summary")) if isinstance(s, dict)]
+        parts += [c.get("text") or "" for c in _listed(payload.get("content")) if isinstance(c, dict)]
         return [{"type": "thinking", "thinking": "\n".join(parts)}]
     return [_tool_call(payload, line)]
 
@@ -198,6 +205,8 @@ class _Builder:
 
     def item(self, entry_id: str, line: int, timestamp: Any, payload: dict[str, Any]) -> None:
         kind = payload.get("type")
+        if not isinstance(kind, str):  # compared with sets of item types below; the caller reports it
+            kind = None
         self.pending_user = None
         ms = parse_timestamp_ms(timestamp)
         base = {"type": "message", "id": entry_id, "timestamp": timestamp}
@@ -340,6 +349,9 @@ def read(path: str | Path) -> Session:
                 builder.model = payload.get("model") or builder.model
                 builder.meta(entry_id, lineno, timestamp, kind)
             elif kind == "response_item":
+                if not isinstance(payload.get("type"), str):  # a list or an object: damaged
+                    problems.append(Problem(name, lineno, ERROR, "response_item payload 'type' must be a string"))
+                    continue
                 builder.item(entry_id, lineno, timestamp, payload)
             elif kind == "compacted":
                 _add_compacted(builder, entry_id, lineno, timestamp, payload, tokens_seen, (header or {}).get("cwd"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -12,12 +13,15 @@ from typing import IO, Any
 
 import orjson
 
-from batchcompact.errors import UsageError
+from batchcompact.errors import MissingExtraError
 from batchcompact.formats import jsonl
+from batchcompact.formats.compressed import ZSTD_MISSING
 from batchcompact.formats.jsonl import capped_lines
 
 MAX_WARNINGS_KEPT = 50
 SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # "\ud800": how JSON writes a (lone) surrogate
+# a surrogate's own UTF-8 bytes (not UTF-8: json.loads of bytes decodes them with "surrogatepass")
+SURROGATE_BYTES = re.compile(rb"\xed[\xa0-\xbf]")
 
 
 @dataclass
@@ -74,10 +78,7 @@ def open_binary(path: str | Path, buffer: int = 1 << 20) -> IO[bytes]:
         try:
             import zstandard
         except ImportError:
-            raise UsageError(
-                f"{path} is zstd-compressed; install the zstandard package "
-                "(pip install 'batchcompact[zstd]') to read it"
-            ) from None
+            raise MissingExtraError(ZSTD_MISSING) from None
         raw = open(path, "rb")  # noqa: SIM115 - closed with the reader below
         reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
         import io
@@ -184,7 +185,7 @@ def note_surrogates(raw: bytes | str, stats: ExtractStats) -> None:
     """Mark `stats.unclean` when `raw`, JSON that the standard library decoded (orjson refuses a lone
     surrogate), escapes a surrogate: its rows are cleaned before they are written or printed."""
     data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
-    if b"\\u" in data and SURROGATE_ESCAPE.search(data):
+    if (b"\\u" in data and SURROGATE_ESCAPE.search(data)) or (b"\xed" in data and SURROGATE_BYTES.search(data)):
         stats.unclean = True
 
 
@@ -229,10 +230,11 @@ def parse_timestamp(value: Any) -> datetime | None:
 
 
 def as_int(value: Any) -> int:
-    """Token counts: numbers as int, anything else 0."""
+    """Token counts: numbers as int, anything else 0 (also a float that is not finite: int() raises on
+    inf and NaN). A count too large to be one is checked where the rows are made (report/extract_rows.py)."""
     if type(value) is int:  # the common case first: this runs for every token field of every request
         return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return 0
     return int(value)
 
@@ -250,9 +252,21 @@ def rest_is_output(numbers: list[int], total: int, *, else_into: int | None = No
 
 
 def as_float(value: Any) -> float | None:
+    """Numbers as float (None for anything else, also an int past float's range: 10**400)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        return None
+
+
+def as_name(value: Any) -> str:
+    """An id, a name or a text part as text: a number said as digits, anything else (a list, an object: str()
+    of one nested 1,000 levels recursed, exit 4; tests/test_fuzz.py) none."""
+    if isinstance(value, str):
+        return value
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else ""
 
 
 def first_str(obj: dict, *keys: str) -> str | None:

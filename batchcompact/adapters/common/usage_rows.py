@@ -163,7 +163,16 @@ class UsageRows:
     def to_table(self) -> Any:
         import pyarrow as pa
 
-        return pa.Table.from_pydict(self.columns, schema=usage_schema())
+        columns = self.columns
+        try:
+            return pa.Table.from_pydict(columns, schema=usage_schema())
+        except (pa.ArrowTypeError, pa.ArrowInvalid):
+            # a name read from a damaged line (a number, a list, an object where a session id or a model
+            # belongs) names nothing: null, as an absent one; only then is every string column gone over
+            for name, kind, _ in FIELDS:
+                if kind == "string":
+                    columns[name] = [v if v is None or type(v) is str else None for v in columns[name]]
+            return pa.Table.from_pydict(columns, schema=usage_schema())
 
 
 def empty_table() -> Any:
@@ -206,9 +215,15 @@ class CallKeys:
         """The key of the next row of this log named `call_id` (None without an id)."""
         if not isinstance(call_id, str) or not call_id:
             return None
-        key = ":".join((self.agent, call_id, *map(str, numbers)))
+        key = ":".join((self.agent, call_id, *map(_scalar, numbers)))
         count = self.seen[key] = self.seen.get(key, 0) + 1
         return key if count == 1 else f"{key}#{count}"
+
+
+def _scalar(value: Any) -> str:
+    """A key part: a string or number as `str` gives it; a list or an object (a file's bad value, maybe nested
+    a thousand levels: its `str` recursed past Python's limit) as its type's name."""
+    return str(value) if value is None or isinstance(value, str | int | float) else f"<{type(value).__name__}>"
 
 
 class PiEntryKeys:
@@ -245,8 +260,8 @@ class PiEntryKeys:
         entry_time, message_time = entry.get("timestamp"), message.get("timestamp")
         if entry_time is None and message_time is None:
             return fallback
-        model = f"{message.get('provider') or ''}/{message.get('model') or ''}"
-        key = ":".join((self.PREFIX, str(entry_time), "" if message_time is None else str(message_time),
+        model = f"{_scalar(message.get('provider') or '')}/{_scalar(message.get('model') or '')}"
+        key = ":".join((self.PREFIX, _scalar(entry_time), "" if message_time is None else _scalar(message_time),
                         model, *map(str, counts)))
         entry_id = entry.get("id") if isinstance(entry.get("id"), str) else None
         ids = self.ids.setdefault(key, [])

@@ -31,6 +31,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from batchcompact.adapters.common.lines import as_int
 from batchcompact.core.context import parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.fileops import details_from_summary
@@ -49,7 +50,7 @@ HISTORY_EDITS = frozenset({"session.snapshot_rewind", "session.context_cleared"}
 
 
 def _num(value: Any) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+    return as_int(value)  # 0 for what is not a finite number (inf, NaN)
 
 
 def copilot_usage(usage: dict[str, Any]) -> dict[str, int]:
@@ -88,7 +89,8 @@ def event_message(kind: str, data: dict[str, Any], ms: int | None) -> dict[str, 
             blocks.append({"type": "thinking", "thinking": data["reasoningText"]})
         if isinstance(data.get("content"), str) and data["content"]:
             blocks.append({"type": "text", "text": data["content"]})
-        for request in data.get("toolRequests") or ():
+        requests = data.get("toolRequests")
+        for request in requests if isinstance(requests, list) else ():
             if not isinstance(request, dict):
                 continue
             args = request.get("arguments")
@@ -226,7 +228,8 @@ def read(path: str | Path) -> Session:
     try:
         for lineno, event in iter_json_lines(path, reader.problems):
             last_line = lineno
-            if "data" not in event and ("attributes" in event or event.get("type") in OTEL_TYPES):
+            kind = event.get("type")
+            if "data" not in event and ("attributes" in event or (isinstance(kind, str) and kind in OTEL_TYPES)):
                 otel = True  # an OpenTelemetry record: the file export, not a session log
                 continue
             reader.add(lineno, event)

@@ -75,6 +75,8 @@ def sidecar_model(settings: Path) -> str | None:
 
 def extract_droid(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     path = Path(path)
+    if path.name.endswith(".jsonl"):  # the transcript: no usage in it (its settings file counts the session)
+        return
     settings = read_object(path, stats)
     if settings is None:
         return

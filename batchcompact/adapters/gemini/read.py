@@ -35,6 +35,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from batchcompact.adapters.common.lines import as_int, as_name
 from batchcompact.core.context import parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.session import Session
@@ -47,6 +48,12 @@ IGNORED_PREFIXES = ("/", "?", "<session_context>", "<hook_context>")
 PROVIDER = "gemini"
 
 
+def _listed(value: Any) -> Any:
+    """`value` when it is a list, else nothing to iterate (a damaged line's number or object where a list
+    belongs: said by the checks, never a TypeError here)."""
+    return value if isinstance(value, list) else ()
+
+
 def _parts(content: Any) -> list[Any]:
     """Gemini's PartListUnion as a list of parts (a string is one text part)."""
     if content is None:
@@ -55,7 +62,7 @@ def _parts(content: Any) -> list[Any]:
         return [{"text": content}]
     if isinstance(content, dict):
         return [content]
-    return [p if isinstance(p, dict) else {"text": str(p)} for p in content] if isinstance(content, list) else []
+    return [p if isinstance(p, dict) else {"text": as_name(p)} for p in content] if isinstance(content, list) else []
 
 
 def parts_text(content: Any) -> str:
@@ -82,7 +89,7 @@ def gemini_usage(tokens: dict[str, Any]) -> dict[str, int]:
 
     def num(key: str) -> int:
         value = tokens.get(key)
-        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+        return as_int(value)  # 0 for what is not a finite number (inf, NaN)
 
     cached = num("cached")
     out = {
@@ -156,7 +163,7 @@ class ChatState:
             self.header.update({k: v for k, v in patch.items() if k != "messages"})
         elif isinstance(record.get("sessionId"), str) and isinstance(record.get("projectHash"), str):
             self.header.update({k: v for k, v in record.items() if k != "messages"})
-            for message in record.get("messages") or ():  # a legacy record on one line
+            for message in _listed(record.get("messages")):  # a legacy record on one line
                 if isinstance(message, dict) and isinstance(message.get("id"), str):
                     self._message(message, line)
         else:
@@ -216,10 +223,10 @@ class _Builder:
         elif kind == "gemini":
             content = [{"type": "thinking", "thinking": f"**{t.get('subject')}** {t.get('description') or ''}"
                         if t.get("subject") else str(t.get("description") or "")}
-                       for t in record.get("thoughts") or () if isinstance(t, dict)]
+                       for t in _listed(record.get("thoughts")) if isinstance(t, dict)]
             content += _blocks(parts)
             calls = [p["functionCall"] for p in parts if isinstance(p.get("functionCall"), dict)]
-            calls += [c for c in record.get("toolCalls") or () if isinstance(c, dict)]
+            calls += [c for c in _listed(record.get("toolCalls")) if isinstance(c, dict)]
             seen: set[str] = set()
             for call in calls:
                 call_id = str(call.get("id") or "")
@@ -238,7 +245,7 @@ class _Builder:
                 message["usage"] = gemini_usage(usage)
             self.add({**base, "message": message}, line, record)
             n = 0
-            for call in record.get("toolCalls") or ():
+            for call in _listed(record.get("toolCalls")):
                 if not isinstance(call, dict):
                     continue
                 for part in _parts(call.get("result")):
@@ -283,6 +290,9 @@ def read_state(path: str | Path, problems: list[Problem]) -> tuple[ChatState, bo
         except UnicodeDecodeError as exc:
             problems.append(Problem(name, None, ERROR, f"not UTF-8: {exc.reason}"))
             return state, True
+        except RecursionError:
+            problems.append(Problem(name, None, ERROR, "invalid JSON: nested too deeply to parse"))
+            return state, True
         if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
             problems.append(Problem(name, 1, ERROR, "a legacy Gemini CLI chat is an object with a messages list"))
             return state, True
@@ -300,7 +310,7 @@ def _first_line_is_object(path: str | Path) -> bool:
         first = handle.readline(MAX_LINE_BYTES)  # a longer line is no object this reader can read
     try:
         return isinstance(json.loads(first), dict)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than json recurses: no object of ours
         return False
 
 

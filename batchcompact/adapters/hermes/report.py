@@ -40,7 +40,8 @@ def extract_hermes(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
             continue
         input_tokens, output, cache_read, cache_write, reasoning = numbers
         started = as_float(row.get("started_at"))
-        provider = (row.get("billing_provider") or "").strip().lower().replace("-", "_")
+        provider = row.get("billing_provider")
+        provider = provider.strip().lower().replace("-", "_") if isinstance(provider, str) else ""  # a blob: none
         model = row.get("model")
         session_id = str(row.get("id") or rowid)
         rows.add(

@@ -90,7 +90,7 @@ def main_agent_cwd(path: Path) -> str | None:
                     obj = json.loads(raw)
                     if isinstance(obj, dict) and first_str(obj, "cwd"):
                         return printable(first_str(obj, "cwd"))  # "\ud800" is text to the standard library
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: a line nested deeper than json recurses
         return None
     return None
 

@@ -45,7 +45,7 @@ def workspace_root(path: Path) -> str | None:
                     continue
                 try:
                     obj = json.loads(raw)
-                except ValueError:
+                except (ValueError, RecursionError):  # nested deeper than json recurses: no line of ours
                     continue
                 payload = obj.get("payload") if isinstance(obj, dict) else None
                 record = payload.get("record") if isinstance(payload, dict) else None

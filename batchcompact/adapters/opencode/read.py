@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import quote
 
 from batchcompact.adapters.common.database import SEP
+from batchcompact.adapters.common.lines import as_int
 from batchcompact.adapters.opencode.settings import model_limits
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.session import Session
@@ -81,14 +82,19 @@ def check_schema(conn: sqlite3.Connection, path: str | Path, fmt: str = FORMAT) 
     """Raise `OpenCodeStoreError` unless the database has the tables and columns we use and its newest
     migration is one we know; returns that migration's name (None for a database without a `migration`
     table, the older releases', whose tables are checked all the same)."""
+    display = DISPLAY.get(fmt, fmt)  # kilo.db is Kilo's, said as such (it was "not an OpenCode database")
     for table, needed in TABLES.items():
         have = {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}
         if not have:
-            raise OpenCodeStoreError(f"{path}: no `{table}` table: not an OpenCode database this version knows")
+            tables = [row[0] for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+            held = f"it holds only {', '.join(f'`{t}`' for t in tables)}" if tables else "it holds no table"
+            raise OpenCodeStoreError(f"{path}: no `{table}` table ({held}): not {_a(display)} session database "
+                                     "this version knows")
         missing = [c for c in needed if c not in have]
         if missing:
             raise OpenCodeStoreError(f"{path}: table `{table}` has no column {', '.join(missing)}: "
-                                     "an OpenCode schema this version does not know")
+                                     f"{_a(display)} schema this version does not know")
     if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='migration'").fetchone():
         return None
     newest = conn.execute("SELECT id FROM migration ORDER BY id DESC LIMIT 1").fetchone()
@@ -101,6 +107,10 @@ def check_schema(conn: sqlite3.Connection, path: str | Path, fmt: str = FORMAT) 
 
 
 # Every session of a database is the path `<db>#<session id>` (`SEP`, the floor's; store.py's addresses too).
+
+
+def _a(name: str) -> str:
+    return f"an {name}" if name[:1].lower() in "aeiou" else f"a {name}"
 
 
 def format_of(db: str | Path) -> str:
@@ -200,7 +210,7 @@ def filter_compacted(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if info["id"] == tail:
                 break
             continue
-        if _finished_summary(info):
+        if _finished_summary(info) and isinstance(info.get("parentID"), str):  # a damaged row's list names none
             summarized.add(info.get("parentID"))
     out.reverse()
     at = next((i for i in range(len(out) - 1, -1, -1) if out[i]["info"].get("role") == "user"
@@ -230,7 +240,7 @@ def usage(info: dict[str, Any]) -> dict[str, int] | None:
 
 
 def _int(value: Any) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+    return as_int(value)  # 0 for what is not a finite number (inf, NaN)
 
 
 def user_message(message: dict[str, Any]) -> dict[str, Any] | None:

@@ -4,7 +4,11 @@ own code (src/session/session-context.ts, session-title-slot.ts; docs/formats.md
 - Its files may start with a fixed-width title slot line (`{"type":"title","v":1,...}`) before the header,
   which it rewrites in place when the title changes; the reader passes over it and the writers keep it.
 - It rebuilds a context with less in it than pi's: `OMP_RULES`.
-A session is oh-my-pi's when it has the title slot, or lies under an oh-my-pi home (`.omp/agent/...`).
+A session is oh-my-pi's when it has the title slot, lies under an oh-my-pi home (`.omp/agent/...`), or holds
+a `model_change` entry in oh-my-pi's shape (`{"model": "provider/id", "role"?}`, never pi's `provider` +
+`modelId`), as a session oh-my-pi wrote and someone moved elsewhere does, or a compaction batchcompact wrote
+under oh-my-pi's rules (`"contextRules": "oh-my-pi"` on the entry: the file written under `--output-dir` is no
+longer under `.omp`, and is still rebuilt as oh-my-pi rebuilds it).
 """
 
 from __future__ import annotations
@@ -25,8 +29,25 @@ TITLE_SLOT = "title"  # SESSION_TITLE_SLOT_ENTRY_TYPE
 HOME = ".omp"  # CONFIG_DIR_NAME (pi-utils dirs.ts; PI_CONFIG_DIR renames it)
 
 
+# The field a compaction written under oh-my-pi's rules carries, and its value (pi and oh-my-pi ignore it).
+RULES_FIELD = "contextRules"
+RULES_NAME = "oh-my-pi"
+
+
+def written_under_omp_rules(compactions: Any) -> bool:
+    """A compaction entry batchcompact wrote under oh-my-pi's rules is among `compactions`."""
+    return any(entry.data.get(RULES_FIELD) == RULES_NAME for entry in compactions)
+
+
 def is_title_slot(obj: dict[str, Any]) -> bool:
     return obj.get("type") == TITLE_SLOT and obj.get("v") == 1
+
+
+def has_omp_entries(entries: list[Any]) -> bool:
+    """A `model_change` entry as oh-my-pi writes it (session-entries.ts `ModelChangeEntry`): a string
+    `model` and no pi `modelId`."""
+    return any(e.type == "model_change" and isinstance(e.data.get("model"), str) and "modelId" not in e.data
+               for e in entries)
 
 
 def under_omp_home(name: str) -> bool:

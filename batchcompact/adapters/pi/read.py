@@ -7,7 +7,13 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from batchcompact.adapters.pi.omp import OMP_RULES, is_title_slot, under_omp_home
+from batchcompact.adapters.pi.omp import (
+    OMP_RULES,
+    has_omp_entries,
+    is_title_slot,
+    under_omp_home,
+    written_under_omp_rules,
+)
 from batchcompact.core.context import CONTEXT_RULES
 from batchcompact.core.entries import ERROR, KNOWN_ENTRY_TYPES, MESSAGE_ROLES, WARNING, Entry, Problem
 from batchcompact.core.migrate import header_version, migrate
@@ -49,12 +55,42 @@ def _read_pi_session(path: str | Path, digest: Any = None) -> Session:
     _check_compactions(session, compactions)
     if digest is not None:
         session.extra[SOURCE] = digest
-    if slot or under_omp_home(name):
+    if slot or under_omp_home(name) or has_omp_entries(entries) or written_under_omp_rules(compactions):
         session.extra[CONTEXT_RULES] = OMP_RULES
         session.extra["agent_limits"] = {"rules": "oh-my-pi"}  # its trigger (adapters/pi/trigger.py)
     if slot:
         session.extra["header_line"] = 2
+    _as_pi_takes_it(session)
+    if header is None and entries:
+        # pi 0.73.1 starts such a file afresh (its loadEntriesFromFile gives nothing, setSessionFile rewrites
+        # it with a new header) and oh-my-pi refuses to resume it: no agent rebuilds a context from it
+        session.extra["not_writable"] = NO_HEADER
+    elif session.migrated and any(p.message.endswith(SKIPPED_LINE) for p in session.problems):
+        # its v3 rewrite (ours, as pi's) holds only the entries read: the skipped line would be lost
+        session.extra["not_writable"] = MIGRATED_SKIPPED
     return session
+
+
+NO_HEADER = ("no session header (the file starts with an entry: a tail cut from a session?): pi starts such a "
+             "file afresh and oh-my-pi refuses to resume it; left as it is")
+MIGRATED_SKIPPED = ("a v1/v2 session with a line pi skips: migrating it to v3 rewrites the file without that "
+                    "line; left as it is")
+SKIPPED_LINE = "; pi skips this line: left as it is, outside every context"
+ROOT = "; a root, as pi takes it (entries before it are not in its context)"
+
+
+def _as_pi_takes_it(session: Session) -> None:
+    """Problems pi and oh-my-pi pass over when they open the file become warnings that say what they do
+    (docs/formats.md, "What we accept of pi's files"): a whole line that is not JSON (their loaders skip
+    it; a torn last line stays an error: the file is being written) and a parentId that names no entry
+    (their `getBranch` stops there: the entry is a root). The file's bytes stay as they are."""
+    for index, problem in enumerate(session.problems):
+        if problem.severity != ERROR:
+            continue
+        if problem.message.startswith("invalid JSON"):
+            session.problems[index] = Problem(problem.path, problem.line, WARNING, problem.message + SKIPPED_LINE)
+        elif problem.message.startswith("parentId ") and problem.message.endswith(" points to no entry"):
+            session.problems[index] = Problem(problem.path, problem.line, WARNING, problem.message + ROOT)
 
 
 def _split_lines(items: Any, name: str, problems: list[Problem], *, first: bool) -> tuple[Any, list[Entry]]:
@@ -76,9 +112,7 @@ def _split_lines(items: Any, name: str, problems: list[Problem], *, first: bool)
             continue
         if first:
             first = False
-            problems.append(
-                Problem(name, lineno, ERROR, "missing session header: the first line must have type 'session'")
-            )
+            problems.append(Problem(name, lineno, WARNING, NO_HEADER))
         keep(entry)
     return header, entries
 
@@ -123,6 +157,7 @@ def read_pi_appended(original: Session, path: str | Path, size: int, sha256: str
         # still do (no appended entry is an ancestor of theirs), so only the appended ones are checked.
         fresh = None if problems else [e for e in new if e.type == "compaction"]
         _check_compactions(session, fresh)
+        _as_pi_takes_it(session)
     return session
 
 
@@ -157,19 +192,33 @@ def _check_entries(name: str, entries: list[Entry], problems: list[Problem], *, 
     known = KNOWN_ENTRY_TYPES
     for entry in entries:
         kind = entry.type
+        raw_kind = entry.data.get("type")
+        if raw_kind is not None and not isinstance(raw_kind, str):  # a list or an object (Entry.type None), a number
+            entry_problems.append(Problem(name, entry.line, ERROR, f"'type' must be a string, not {_json_kind(raw_kind)}"))
+            continue
         if ids:
-            if not isinstance(entry.id, str):
+            # pi indexes an entry without an id under `undefined`: nothing points to it, so it is on no
+            # path but its own when it is the last line; one without a parentId is a root (getBranch
+            # stops at a falsy parentId). Sub-agent records merged into a session are written this way.
+            entry_id = entry.data.get("id")
+            if entry_id is None:
+                id_problems.append(Problem(name, entry.line, WARNING, f"{kind!r} entry has no 'id': "
+                                           "pi keeps it on no path; left as it is"))
+            elif not isinstance(entry_id, str):
                 id_problems.append(Problem(name, entry.line, ERROR, f"{kind!r} entry has no string 'id'"))
-            parent = entry.parent_id
+            parent = entry.data.get("parentId")
             if parent is None:
-                if "parentId" not in entry.data:
-                    id_problems.append(Problem(name, entry.line, ERROR, f"{kind!r} entry has no 'parentId'"))
+                if "parentId" not in entry.data and entry_id is not None:
+                    id_problems.append(Problem(name, entry.line, WARNING,
+                                               f"{kind!r} entry has no 'parentId': a root, as pi takes it"))
             elif not isinstance(parent, str):
                 id_problems.append(Problem(name, entry.line, ERROR, "'parentId' must be a string or null"))
         if kind == "message":
             message = entry.data.get("message")
             if not isinstance(message, dict):
                 entry_problems.append(Problem(name, entry.line, ERROR, "message entry has no 'message' object"))
+            elif not isinstance(message.get("role"), str):
+                entry_problems.append(Problem(name, entry.line, ERROR, "message 'role' must be a string"))
             elif message.get("role") not in MESSAGE_ROLES:
                 entry_problems.append(
                     Problem(name, entry.line, WARNING, f"unknown message role {message.get('role')!r}; ignored")
@@ -183,6 +232,17 @@ def _check_entries(name: str, entries: list[Entry], problems: list[Problem], *, 
     problems.extend(id_problems)
     problems.extend(entry_problems)
     return compactions
+
+
+def _json_kind(value: Any) -> str:
+    """How a JSON value is named in a message ("a list", "an object", "null", "a number")."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {list: "a list", dict: "an object"}.get(type(value), "a string")
 
 
 def _check_compactions(session: Session, compactions: list[Entry] | None = None) -> None:

@@ -95,6 +95,9 @@ def extract_pi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
             last_provider, last_model = provider or last_provider, model or last_model
             kind = "main"
             when = obj.get("timestamp") or message.get("timestamp")
+        elif not isinstance(entry_type, str):  # a list or an object (damaged): said, and its usage not read
+            stats.warn(number, f"'type' is {json.dumps(entry_type)[:40]}, not a string; its usage is not counted")
+            continue
         elif entry_type in ENTRY_KINDS or (entry_type == "custom_message" and obj.get("customType") == "handoff"):
             # a handoff's document (`run --strategy handoff`) records its call as a compaction does
             usage = obj.get("usage")

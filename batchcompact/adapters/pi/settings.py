@@ -67,6 +67,8 @@ def pi_overrides(cwd: str | None, fields: tuple[str, ...]) -> tuple[dict[str, An
     """The values pi's settings give the `fields` still at their defaults, for a session started in `cwd`
     (read once per project and file version, so an archive of many sessions costs a stat or two each)."""
     agent_dir = pi_agent_dir()
+    if not isinstance(cwd, str):  # a header whose cwd is a list or an object names no project
+        cwd = None
     stamps = (mtime_ns(agent_dir / "settings.json"), mtime_ns(Path(cwd) / ".pi" / "settings.json") if cwd else None)
     values, used = _pi_settings_cached(cwd, str(agent_dir), stamps)
     return {k: v for k, v in values if k in fields}, list(used)
@@ -78,15 +80,17 @@ def with_pi_settings(session: Any, settings: Any, fields: tuple[str, ...]) -> tu
     oh-my-pi session takes oh-my-pi's settings instead (adapters/pi/omp.py)."""
     from batchcompact.adapters.pi.omp import OMP_LIMITS, is_omp, omp_settings
 
+    cwd = (session.header or {}).get("cwd")
+    cwd = cwd if isinstance(cwd, str) else None  # a damaged header's cwd names no project
     if is_omp(session):
-        found, files, reserve_set = omp_settings(session.path, (session.header or {}).get("cwd"))
+        found, files, reserve_set = omp_settings(session.path, cwd)
         values = {k: v for k, v in found.items() if k in fields}
         limits = session.extra.setdefault(OMP_LIMITS, {})
         limits["reserve_set"] = limits.get("reserve_set", False) or (reserve_set and "reserve_tokens" in fields)
         if values.pop("enabled", True) is False and not settings.force:
             return settings, f"compaction disabled in oh-my-pi settings ({files[-1]}; --force compacts anyway)"
         return (dataclasses.replace(settings, **values) if values else settings), None
-    values, files = pi_overrides((session.header or {}).get("cwd"), fields)
+    values, files = pi_overrides(cwd, fields)
     if values.pop("enabled", True) is False and not settings.force:
         return settings, f"compaction disabled in pi settings ({files[-1]}; --force compacts anyway)"
     return (dataclasses.replace(settings, **values) if values else settings), None

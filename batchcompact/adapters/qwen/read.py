@@ -25,6 +25,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from batchcompact.adapters.common.lines import as_int
 from batchcompact.core.context import parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.session import Session
@@ -38,8 +39,14 @@ PROVIDER = "qwen"
 ENVELOPE_KEYS = ("sessionId", "cwd", "version", "gitBranch")
 
 
+def _listed(value: Any) -> Any:
+    """`value` when it is a list, else nothing to iterate (a damaged line's number or object where a list
+    belongs: said by the checks, never a TypeError here)."""
+    return value if isinstance(value, list) else ()
+
+
 def _num(value: Any) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+    return as_int(value)  # 0 for what is not a finite number (inf, NaN)
 
 
 def qwen_usage(meta: dict[str, Any]) -> dict[str, int]:
@@ -66,7 +73,7 @@ def _response_text(response: Any) -> str:
 def content_message(content: dict[str, Any], ms: Any) -> dict[str, Any] | None:
     """One Gemini-shaped Content ({role, parts}) as a pi message (None for an empty one). The same for a
     record's `message` and an item of a compressed history, so both read back alike."""
-    parts = [p for p in content.get("parts") or () if isinstance(p, dict)]
+    parts = [p for p in _listed(content.get("parts")) if isinstance(p, dict)]
     if not parts:
         return None
     if content.get("role") == "model":
@@ -101,7 +108,7 @@ def content_message(content: dict[str, Any], ms: Any) -> dict[str, Any] | None:
 
 def _text(content: Any) -> str:
     parts = content.get("parts") if isinstance(content, dict) else None
-    return "".join(p.get("text") or "" for p in parts or () if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return "".join(p.get("text") or "" for p in _listed(parts) if isinstance(p, dict) and isinstance(p.get("text"), str))
 
 
 def read(path: str | Path) -> Session:
@@ -184,7 +191,7 @@ def _add_compaction(entries: list[Entry], contents: dict[str, dict[str, Any]], u
                     line: int, record: dict[str, Any]) -> str:
     """The kept items of a compressed history as entries, then the compaction entry; returns its id."""
     payload = record.get("systemPayload") if isinstance(record.get("systemPayload"), dict) else {}
-    history = [c for c in payload.get("compressedHistory") or () if isinstance(c, dict)]
+    history = [c for c in _listed(payload.get("compressedHistory")) if isinstance(c, dict)]
     marker = payload.get("batchcompact") if isinstance(payload.get("batchcompact"), dict) else {}
     summary = _text(history[0]) if history and history[0].get("role") == "user" else ""
     if marker:
@@ -192,7 +199,7 @@ def _add_compaction(entries: list[Entry], contents: dict[str, dict[str, Any]], u
     rest = history[1:] if summary else history
     if rest and rest[0].get("role") == "model" and _text(rest[0]).strip().startswith(ACK_TEXT):
         ack = rest[0]
-        calls = [p for p in ack.get("parts") or () if isinstance(p, dict) and "functionCall" in p]
+        calls = [p for p in _listed(ack.get("parts")) if isinstance(p, dict) and "functionCall" in p]
         rest = ([{"role": "model", "parts": calls}] if calls else []) + rest[1:]
     ms = parse_timestamp_ms(record.get("timestamp"))
     first_kept = None

@@ -90,7 +90,15 @@ def write_compactions(rows: list[ReportRow], report_dir: Path, run_id: str) -> P
 
     # file names that are not UTF-8 are written with \xNN escapes
     rows = [{k: printable(v) if isinstance(v, str) else v for k, v in row.items()} for row in rows]
-    table = pa.Table.from_pylist(rows, schema=compactions_schema())
+    schema = compactions_schema()
+    # a name read from a damaged session (a number, a list where a session id or a model belongs) names
+    # nothing: null in its string column
+    texts = [field.name for field in schema if pa.types.is_string(field.type)]
+    for row in rows:
+        for name in texts:
+            if row.get(name) is not None and not isinstance(row[name], str):
+                row[name] = None
+    table = pa.Table.from_pylist(rows, schema=schema)
     try:
         pq.write_table(table, tmp)
         os.replace(tmp, target)

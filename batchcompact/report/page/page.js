@@ -119,7 +119,12 @@
     const runs = DATA.runs;
     if (!runs) return card("batchcompact", "Compacted by batchcompact", "none", "no run report (compactions-*.parquet) in these files");
     const t = {compacted: 0, failed: 0, tokens_before: 0, tokens_after: 0, cost_usd: 0, batch_saved_usd: 0, calls: 0, latency_s: 0, output_tokens: 0};
-    runs.days.forEach((day, i) => { if (day >= state.from && day <= state.to) for (const k in t) t[k] += runs.by_day[i][k]; });
+    // a range's end at the period's own end is open: the runs before its first day of use or after its last
+    // (a run today on an archive last used yesterday) count in the whole period, as in "Whole period"
+    const openFrom = !days.length || state.from <= days[0], openTo = !days.length || state.to >= days[days.length - 1];
+    runs.days.forEach((day, i) => {
+      if ((openFrom || day >= state.from) && (openTo || day <= state.to)) for (const k in t) t[k] += runs.by_day[i][k];
+    });
     const lines = [];
     if (t.tokens_before) lines.push("context " + fmtInt(t.tokens_before) + " → " + fmtInt(t.tokens_after) + " tokens (−" +
       (100 * (1 - t.tokens_after / t.tokens_before)).toFixed(0) + "%)");

@@ -345,5 +345,5 @@ def test_an_otel_export_is_reported_not_compacted(tmp_path: Path) -> None:
 
 def test_the_preset_keeps_batchcompact_s_tail() -> None:
     row = _plan(TOOLS, "--preset", "copilot-cli", "--force")
-    assert row["reason"] == "nothing to summarize: everything fits in keep_recent_tokens (20000)"
+    assert row["reason"] == "nothing to summarize: everything fits in --keep-recent-tokens (20,000)"
     assert (row["threshold"], row["window_source"]) == (51_200, "copilot maxPromptTokens")

@@ -348,7 +348,7 @@ def test_the_database_itself_and_an_unknown_session_are_one_line_each(tmp_path):
 def test_preset_opencode_keeps_opencodes_tail(tmp_path):
     db, session_id = _plain(tmp_path)
     [row] = _rows(_cli("plan", "--preset", "opencode", "--force", "--format", "jsonl", f"{db}#{session_id}"))
-    assert row["status"] == "skip" and "keep_recent_tokens (15000)" in row["reason"]
+    assert row["status"] == "skip" and "--keep-recent-tokens (15,000)" in row["reason"]
 
 
 def test_plan_without_paths_finds_the_database_not_the_legacy_storage(tmp_path, monkeypatch):

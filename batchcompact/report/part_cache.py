@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from batchcompact.adapters.common.lines import ExtractStats
 from batchcompact.adapters.common.usage_rows import USAGE_SCHEMA_VERSION, usage_schema
 from batchcompact.report.extract_rows import extract_rows
-from batchcompact.report.files import EXTRACT_RULES_VERSION, FileKey, part_file  # noqa: F401  (re-exported)
+from batchcompact.report.files import EXTRACT_RULES_VERSION, FileKey, part_file
 
 META_KEY = b"batchcompact.usage_cache"
 
