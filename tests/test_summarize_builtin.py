@@ -343,3 +343,16 @@ def test_previous_pi_summary_carries_its_rules_and_next_steps_and_is_never_repar
         assert "Wait for the user's next request" not in steps
         assert "- ---" not in out and "- **Turn Context" not in out
         assert "- ## " not in out
+
+
+def test_previous_items_lines_beyond_an_items_room_are_items_of_their_own():
+    """#55 item 3: an earlier checkpoint's rule with many lines under it keeps every line: the lines join
+    their item while it holds them (400 characters), then stand as items of their own (the last ones were
+    cut off with the item's end before)."""
+    lines = [f"  - the module number {n} keeps its public name `handler_{n}` for the plugins" for n in range(10)]
+    previous = ("## Goal\nKeep the plugin API stable.\n\n## Constraints & Preferences\n- Never rename these:\n"
+                + "\n".join(lines) + "\n\n## Progress\n### Done\n- [x] Listed the modules\n")
+    out = summarize_offline(call([user("Now add the release notes.")], previous=previous))
+    rules = out.split("## Constraints & Preferences\n")[1].split("\n## ")[0]
+    for n in range(10):
+        assert f"handler_{n}" in rules, n

@@ -668,3 +668,32 @@ def test_fixture_summaries_read_like_a_handover(parts):
     assert "- - " not in out
     for line in out.split("## Constraints & Preferences\n")[1].split("\n\n")[0].splitlines():
         assert not line.rstrip().endswith("?")
+
+
+CLAUDE_WITH_USER_MESSAGES = CLAUDE_PREVIOUS + """4. Errors and fixes:
+   - none
+5. Problem Solving:
+   Moved the retry loop out of the handler.
+6. All user messages:
+   - "Please migrate the billing service to the new API, keep the old endpoints until Friday."
+   - "ok"
+   - "Use the sandbox keys only, never the live ones, and log every webhook payload to a file."
+   - "/model opus"
+7. Pending Tasks:
+   - Remove the old endpoints after Friday
+"""
+
+
+def test_previous_claude_summary_carries_the_users_messages_as_rules():
+    """#55 item 3: Claude Code's "All user messages" are the user's own words: a later compaction carries each
+    that says something (not "ok", not a harness command) beside its pending tasks, even when the span adds
+    rules and the budget binds (they were lost with the block of Critical Context)."""
+    span = [user(f"Always check the invoice number {n} twice before you send the reminder email.") for n in range(10)]
+    span += [user("Now add retries to the webhook handler.")]
+    for budget in (2000, 700):
+        out = summarize_offline(call(span, max_tokens=budget, previous=CLAUDE_WITH_USER_MESSAGES))
+        rules = out.split("## Constraints & Preferences\n")[1].split("\n## ")[0]
+        assert "Use the sandbox keys only, never the live ones" in rules, budget
+        assert "keep the old endpoints until Friday" in rules, budget
+        assert "- ok" not in rules and "/model" not in rules
+        assert "Remove the old endpoints after Friday" in out.split("## Next Steps\n")[1], budget

@@ -316,7 +316,7 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
             weight=weight("## Key Decisions", tight),
         ),
         Section("## Next Steps", steps, "1. ", keep="first", gist=_gist if tight > 0 else None,
-                weight=weight("## Next Steps", tight) + min(len(carried), CARRIED_WEIGHT)),
+                weight=weight("## Next Steps", tight) + min(len(carried), CARRIED_WEIGHT), pinned=frozenset(carried)),
     ]
     if not branch:
         sections.append(

@@ -20,6 +20,14 @@ from dataclasses import dataclass, field
 
 from batchcompact.core.prompts import HISTORY_HEADINGS, TURN_PREFIX_HEADINGS
 from batchcompact.summarize.builtin_text import clean_item
+from batchcompact.summarize.user_message import (
+    ACKNOWLEDGEMENT,
+    COMMAND,
+    GO_AHEAD,
+    INJECTED,
+    classify,
+    is_injected,
+)
 
 TRAIL_HEADING = "## Relevant Files and Code Names"
 NONE = "(none)"
@@ -39,7 +47,12 @@ ITEM_CHARS = 400  # an item with the lines under it, at most this long
 _TITLE = re.compile(r"^(?:#{1,4}\s+(.{3,60}?)\s*#*|\d+\.\s+([A-Z][^:\n]{2,60}):|\*\*([^*\n]{3,60}?):?\*\*:?)\s*$")
 _INTENT_TITLE = re.compile(r"primary request|user intent|^goal|^task\b|^objective", re.IGNORECASE)
 _RULES_TITLE = re.compile(r"constraint|preference|rule|requirement|convention", re.IGNORECASE)
+# Claude Code's "6. All user messages:": the user's own words, carried as rules are (each as the user said it)
+_USER_TITLE = re.compile(r"user(?:'s)? (?:messages?|instructions?|feedback)|instructions", re.IGNORECASE)
+_SLASH_COMMAND = re.compile(r"^/[\w:-]+(?:\s+\S+)?$")  # "/model opus": a harness command, no words of the user's
 _STEPS_TITLE = re.compile(r"next step|pending|remaining|to ?do|open (?:tasks|items)|follow-?ups?", re.IGNORECASE)
+# the sections carried as rules or next steps: not repeated in the block of Critical Context
+_CARRIED_TITLE = re.compile("|".join(p.pattern for p in (_USER_TITLE, _RULES_TITLE, _STEPS_TITLE)), re.IGNORECASE)
 # A harness's instructions after another agent's checkpoint (Claude Code's): to the model, not the summary's
 _CLOSING = re.compile(r"^(?:If you need specific details from before compaction|Continue the conversation from where "
                       r"it left off|Please continue the conversation from where we left)", re.MULTILINE)
@@ -119,9 +132,11 @@ def _by_heading(text: str) -> tuple[dict[str, list[str]], list[str]]:
         elif heading and stripped:
             items = out[heading]
             item = _ITEM.match(line)
-            if items and (not item and line[:1].isspace() or item and len(item.group(1)) >= 2):
+            under = _ITEM.sub("", line).strip()
+            if (items and (not item and line[:1].isspace() or item and len(item.group(1)) >= 2)
+                    and len(items[-1]) + len(under) + 2 <= ITEM_CHARS):  # its lines, while the item holds them
                 joint = " " if items[-1].endswith(":") else "; "
-                items[-1] = clean_item(f"{items[-1]}{joint}{_ITEM.sub('', line).strip()}", ITEM_CHARS)  # its lines
+                items[-1] = clean_item(f"{items[-1]}{joint}{under}", ITEM_CHARS)
                 continue
             said = clean_item(stripped, ITEM_CHARS)
             if said and said != NONE and not _NOTHING.match(said):
@@ -134,25 +149,46 @@ def _by_heading(text: str) -> tuple[dict[str, list[str]], list[str]]:
 def _foreign(summary: str) -> Previous:
     """Another agent's checkpoint: kept whole, its request, rules and next steps read by their titles."""
     text = foreign_text(summary)
-    previous = Previous(foreign=text)
+    previous = Previous()
     intent = foreign_intent(text)
     previous.goal = [intent] if intent else []
     title = None
     body: dict[str, list[str]] = {}
+    rest: list[str] = []  # the block of Critical Context: what is not carried as rules or next steps
     for line in text.splitlines():
         match = _TITLE.match(line)
         if match:  # "## Next steps", "7. Pending Tasks:", "**Constraints**"
             title = next(g for g in match.groups() if g).strip()
             body.setdefault(title, [])
-            continue
-        if title is not None:
+        elif title is not None:
             body[title].append(line)
+        if title is None or not _CARRIED_TITLE.search(title):
+            rest.append(line)
     for name, lines in body.items():
-        if _RULES_TITLE.search(name):
+        if _USER_TITLE.search(name):
+            previous.rules += [said for said in map(_unquoted, _items(lines)) if _users(said)]
+        elif _RULES_TITLE.search(name):
             previous.rules += _items(lines)
         elif _STEPS_TITLE.search(name):
             previous.steps += _items(lines)
+    previous.foreign = "\n".join(rest) if any(line.strip() for line in rest) else None
     return previous
+
+
+def _unquoted(item: str) -> str:
+    """A user's message as a summary quotes it ('"Use the sandbox keys"'), without the quotes."""
+    if len(item) > 1 and item[0] in "\"“" and item[-1] in "\"”":
+        return item[1:-1].strip()
+    return item
+
+
+def _users(item: str) -> bool:
+    """An item of another agent's "All user messages" that says something: not an acknowledgement, a harness
+    command or a prompt a harness injected (`user_message`'s vocabulary)."""
+    said = item.strip()
+    if not said or is_injected(said) or _SLASH_COMMAND.match(said):
+        return False
+    return classify(said).kind not in (ACKNOWLEDGEMENT, GO_AHEAD, COMMAND, INJECTED)
 
 
 def _items(lines: list[str]) -> list[str]:
@@ -168,7 +204,7 @@ def _items(lines: list[str]) -> list[str]:
         if item and (base is None or indent <= base):
             base = indent
             items.append(_ITEM.sub("", line).strip())
-        elif items:
+        elif items and len(items[-1]) + len(line.strip()) + 2 <= ITEM_CHARS:  # its lines, while it holds them
             joint = " " if items[-1].endswith(":") or not item else "; "
             items[-1] = f"{items[-1]}{joint}{_ITEM.sub('', line).strip()}"
         else:

@@ -161,6 +161,12 @@ def fit_sections(sections: list[Section], max_chars: int) -> str:
     overhead = len(render_sections(bare)) - sum(len(NONE) + 1 for s in shown if s.prefix is not None)
     room = max_chars - overhead
     needs = {id(s): len(s.render()) - len(s.heading) for s in shown if s.prefix is not None}
+    # an earlier checkpoint's pinned items (its rules, its next steps) get their room first, up to a quarter
+    floors = {id(s): min(sum(_item_cost(s, i, item) for i, item in enumerate(s.items) if item in s.pinned),
+                         max(room, 0) // 4)
+              for s in shown if s.prefix is not None and s.pinned}
+    needs = {key: need - floors.get(key, 0) for key, need in needs.items()}
+    room -= sum(floors.values())
     if compact:  # the request before anything else: half the room, at most what it needs
         first = next((s for s in shown if s.heading in ALWAYS_SHOWN), None)
         if first is not None:
@@ -171,8 +177,11 @@ def fit_sections(sections: list[Section], max_chars: int) -> str:
             budgets = _share(shown, needs, room)
     else:
         budgets = _share(shown, needs, room)
+    for key, floor in floors.items():
+        budgets[key] += floor
     fitted = [
-        s if s.prefix is None else Section(s.heading, _select(s, budgets[id(s)]), s.prefix, s.keep, s.weight)
+        s if s.prefix is None else Section(s.heading, _select(s, budgets[id(s)]), s.prefix, s.keep, s.weight,
+                                           pinned=s.pinned)
         for s in shown
     ]
     fitted = _said(shown, fitted)
