@@ -161,9 +161,9 @@ def fit_sections(sections: list[Section], max_chars: int) -> str:
     overhead = len(render_sections(bare)) - sum(len(NONE) + 1 for s in shown if s.prefix is not None)
     room = max_chars - overhead
     needs = {id(s): len(s.render()) - len(s.heading) for s in shown if s.prefix is not None}
-    # an earlier checkpoint's pinned items (its rules, its next steps) get their room first, up to a quarter
+    # an earlier checkpoint's pinned items (its rules, its next steps) get their room first, up to a third
     floors = {id(s): min(sum(_item_cost(s, i, item) for i, item in enumerate(s.items) if item in s.pinned),
-                         max(room, 0) // 4)
+                         max(room, 0) // 3)
               for s in shown if s.prefix is not None and s.pinned}
     needs = {key: need - floors.get(key, 0) for key, need in needs.items()}
     room -= sum(floors.values())
