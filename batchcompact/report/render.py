@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from batchcompact.core.times import iso_time
 from batchcompact.errors import UsageError
+from batchcompact.report.dimensions import PERIOD_COLUMNS
 from batchcompact.report.result import Report
 from batchcompact.report.rules import UNKNOWN
 
@@ -232,7 +233,7 @@ def parquet_frame(report: Report):
     if not isinstance(rows, pl.DataFrame):  # the cold report's rows (row_list.RowList)
         rows = pl.DataFrame(report_records(report))
     periods = []
-    for name in ("date", "week", "month"):
+    for name in PERIOD_COLUMNS.values():
         if name in rows.columns and rows.schema[name] == pl.String:
             label = pl.when(pl.col(name) == UNKNOWN).then(None).otherwise(pl.col(name))
             if name == "month":
