@@ -264,11 +264,11 @@ def run_reports(paths: list[str]) -> list[str]:
 
 def run_savings(paths: list[str], settings: ReportSettings, table, day_index: dict[date, int] | None = None
                 ) -> dict[str, Any] | None:
-    """What batchcompact's runs did, per local day, from the run reports among `paths` (report/runreport.py
+    """What batchcompact's runs did, per local day, from the run reports among `paths` (report/run_usage.py
     reads the same files for their spend): sessions compacted, context tokens before -> after, what they
     cost, what the batch API saved (the on-demand price of the same tokens minus the batch price paid),
     failed sessions and the summary calls' latency and output tokens. None where there is no run report.
-    A file `report/runreport.py` refuses (another table, torn) is left out here too (the report names it)."""
+    A file `report/run_usage.py` refuses (another table, torn) is left out here too (the report names it)."""
     from zoneinfo import ZoneInfo
 
     import pyarrow.parquet as pq

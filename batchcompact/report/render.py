@@ -123,13 +123,13 @@ def render_table(report: Report, compact: bool = False) -> str:
     first_number = len(key_cells) + len(extra)
     numeric = set(range(first_number, first_number + len(cells) + 1 + (1 if limit else 0)))
 
-    def fmt(row: list[str]) -> str:
+    def line_of(row: list[str]) -> str:
         return "  ".join(
             c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
         ).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
-    body = [fmt(headers), rule, *(fmt(r) for r in lines[:-1]), rule, fmt(lines[-1])]
+    body = [line_of(headers), rule, *(line_of(r) for r in lines[:-1]), rule, line_of(lines[-1])]
     body += _active_block_lines(report)
     return "\n".join(body) + "\n"
 
