@@ -10,10 +10,10 @@ A dimension is what `report --by NAME` groups by. Its entry says everything the 
   in the page's switch; the page's script reads the names from here, html.py writes them in);
 - a period (day, week, month: `settings.PERIODS`, a local day's label by `rules.period_label`).
 
-Read by: `settings` users and the CLI (`GROUPINGS`: `--by`'s choices and help), rules.py's callers for
-the group keys (`keys_of`), fast.py (`Builder`'s key getters, `supported`), aggregate.py (`with_names`,
-`with_periods`), html.py and page/page.js (`PAGE`, `page_labels_js`), render.py (the period columns),
-docs/report.md (its lists, held by tests/test_report_dimensions.py). docs/architecture.md, "Adding a
+Read by: the CLI (`GROUPINGS`, `by_help`: `--by`'s choices and help; `batchcompact.report.GROUPINGS`),
+fast.py (`supported`, `Builder`'s keys and key getters), aggregate.py (`build_report`'s keys, `with_names`,
+`with_periods`), html.py and page/page.js (`PAGE`, `page_labels_js`), render.py (the period columns), and
+docs/report.md's lists (held equal by tests/test_report_dimensions.py). docs/architecture.md, "Adding a
 dimension", says how to add one.
 
 Standard library and rules.py only (the CLI reads it for `--help`).
