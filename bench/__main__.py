@@ -31,6 +31,7 @@ STAGES = [
     ("startup", "bench_startup.py"),
     ("redact", "bench_redact.py"),
     ("ray", "bench_ray.py"),
+    ("routes", "bench_routes.py"),
 ]
 
 

@@ -131,7 +131,7 @@ def _write_generated(home: Path) -> None:
 
 def build_seeds(work: Path) -> list[Seed]:
     """Every file a registered agent's reader takes, labelled by the agent that detection gives it."""
-    from batchcompact.report.detect import detect_agent
+    from batchcompact.report.detect import detect_usage_source
 
     roots: list[Path] = [REPO / "sample_sessions", REPO / "tests" / "data"]
     if SHARED_FIXTURES.is_dir():
@@ -151,7 +151,7 @@ def build_seeds(work: Path) -> list[Seed]:
             if size > SEED_MAX_BYTES or path.name.endswith(("-wal", "-shm")):
                 continue
             try:
-                agent = detect_agent(path)
+                agent = detect_usage_source(path)
             except Exception:  # a seed that detection cannot read is no seed (the fuzzer finds those)
                 agent = None
             if agent is None or agent in ("batchcompact", "usage-export"):

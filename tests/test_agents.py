@@ -12,7 +12,7 @@ import batchcompact.agents as registry
 from batchcompact.agents import AGENTS, Agent, Place, get, presets, tool_table
 from batchcompact.core.session import Session
 from batchcompact.discover import discover_sources
-from batchcompact.formats.detect import detect_agent, read_session
+from batchcompact.formats.detect import detect_session_agent, read_session
 from batchcompact.summarize.builtin_tools import classify_call
 
 
@@ -87,7 +87,7 @@ def test_a_name_or_preset_taken_twice_is_refused(toy):
 def test_a_registered_agent_is_detected_read_discovered_and_summarized(toy, tmp_path):
     path = tmp_path / "s.jsonl"
     path.write_text(json.dumps({"kind": "toy-session"}) + "\n")
-    assert detect_agent(path) == "toy"
+    assert detect_session_agent(path) == "toy"
     assert read_session(path).agent == "toy"
     home = tmp_path / "home"
     (home / ".toy" / "chats").mkdir(parents=True)
@@ -129,7 +129,7 @@ def test_an_agent_with_json_documents_is_walked_and_detected(tmp_path):
                 usage="test_agents:toy_usage")
     with registered(doc):
         from batchcompact.formats.scan import iter_session_files
-        from batchcompact.report.detect import detect_agent as report_detect
+        from batchcompact.report.detect import detect_usage_source as report_detect
         from batchcompact.report.files import iter_source_files
 
         path = tmp_path / "a" / "chat.toy.json"
@@ -138,7 +138,7 @@ def test_an_agent_with_json_documents_is_walked_and_detected(tmp_path):
         (tmp_path / "a" / "other.json").write_text("{}")
         assert [i.path for i in iter_session_files([tmp_path])] == [path]
         assert list(iter_source_files([tmp_path])) == [path]
-        assert detect_agent(path) == "doc" and report_detect(path) == "doc"
+        assert detect_session_agent(path) == "doc" and report_detect(path) == "doc"
 
 
 def test_a_report_only_agent_is_discovered_for_report_alone(tmp_path):

@@ -138,6 +138,7 @@ SMALLEST = {
     "bench_startup.py": [],
     "bench_redact.py": ["--mb", "0.1", "--ds-kb", "16", "--runs", "1"],
     "bench_ray.py": ["--total", "1MB", "--runs", "1", "--cpus", "1"],
+    "bench_routes.py": ["--sizes", "1000", "--runs", "1"],
 }
 
 

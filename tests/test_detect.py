@@ -10,7 +10,7 @@ from conftest import fixture_path
 
 from batchcompact.agents import AGENTS, describe
 from batchcompact.errors import SessionReadError
-from batchcompact.formats.detect import PROBE_BYTES, detect_agent, read_session
+from batchcompact.formats.detect import PROBE_BYTES, detect_session_agent, read_session
 
 FIXTURES = [
     (("pi", "large-session.jsonl"), "pi"),
@@ -45,7 +45,7 @@ FIXTURES = [
 @pytest.mark.parametrize(("parts", "expected"), FIXTURES, ids=[p[-1][:24] for p, _ in FIXTURES])
 def test_fixtures_are_detected(parts, expected):
     path = fixture_path(*parts)
-    assert detect_agent(path) == expected
+    assert detect_session_agent(path) == expected
     session = read_session(path)
     assert session.agent == expected and session.errors == []
 
@@ -74,14 +74,14 @@ def write_lines(tmp_path, name, objs, raw_prefix: bytes = b""):
     ],
 )
 def test_sniffing_rules(tmp_path, objs, expected):
-    assert detect_agent(write_lines(tmp_path, "f.jsonl", objs)) == expected
+    assert detect_session_agent(write_lines(tmp_path, "f.jsonl", objs)) == expected
 
 
 def test_invalid_lines_are_skipped_while_sniffing(tmp_path):
     path = write_lines(
         tmp_path, "f.jsonl", [{"type": "user", "uuid": "u", "sessionId": "s"}], b"not json\n\n"
     )
-    assert detect_agent(path) == "claude"
+    assert detect_session_agent(path) == "claude"
 
 
 def test_a_first_line_longer_than_the_probe_is_judged_by_its_start(tmp_path):
@@ -92,15 +92,15 @@ def test_a_first_line_longer_than_the_probe_is_judged_by_its_start(tmp_path):
     claude = write_lines(
         tmp_path, "a.jsonl", [{"type": "file-history-snapshot", "messageId": "m", "data": big}]
     )
-    assert detect_agent(codex) == "codex"
-    assert detect_agent(claude) == "claude"
+    assert detect_session_agent(codex) == "codex"
+    assert detect_session_agent(claude) == "claude"
 
 
 def test_missing_or_binary_files(tmp_path):
-    assert detect_agent(tmp_path / "nope.jsonl") is None
+    assert detect_session_agent(tmp_path / "nope.jsonl") is None
     binary = tmp_path / "b.jsonl"
     binary.write_bytes(bytes(range(256)) * 10)
-    assert detect_agent(binary) is None
+    assert detect_session_agent(binary) is None
 
 
 def test_read_session_dispatch_and_explicit_format(tmp_path):
@@ -123,14 +123,14 @@ def test_a_first_line_orjson_refuses_is_judged_by_json(bc, tmp_path):
     to `plan` and to `report`, from the CLI."""
     from pathlib import Path
 
-    from batchcompact.report.detect import detect_agent as report_detect
+    from batchcompact.report.detect import detect_usage_source as report_detect
 
     source = Path(__file__).resolve().parent.parent / "sample_sessions" / "pi" / "big-refactor.jsonl"
     header, rest = source.read_bytes().split(b"\n", 1)
     assert header.endswith(b"}")
     path = tmp_path / "odd-header.jsonl"
     path.write_bytes(header[:-1] + b',"probe":NaN,"big":123456789012345678901234567890}\n' + rest)
-    assert detect_agent(path) == "pi" and report_detect(path) == "pi"
+    assert detect_session_agent(path) == "pi" and report_detect(path) == "pi"
     code, out, err = bc("plan", path, "--force", "--format", "json")
     assert code == 0, err
     rows = json.loads(out)["rows"]

@@ -110,14 +110,14 @@ def test_validate_says_a_bug_and_exits_4(bc, archive, monkeypatch):
 def test_report_names_the_file_a_bug_stopped(bc, archive, monkeypatch):
     from batchcompact.report import extract_rows  # every reader's entry, the polars path's and the fast one's
 
-    real = extract_rows.detect_agent
+    real = extract_rows.detect_usage_source
 
-    def detect_agent(path):
+    def detect_usage_source(path):
         if Path(path).name == BROKEN:
             raise AttributeError("no such thing")
         return real(path)
 
-    monkeypatch.setattr(extract_rows, "detect_agent", detect_agent)
+    monkeypatch.setattr(extract_rows, "detect_usage_source", detect_usage_source)
     code, out, err = bc("report", archive, "--no-cache", "--jobs", "1")
     assert code == 4 and out == "" and "Traceback" not in err
     assert err.strip().splitlines() == [

@@ -20,7 +20,7 @@ from agent_sessions import (
 )
 
 from batchcompact.report import ReportSettings, build_report, collect_usage
-from batchcompact.report.detect import detect_agent
+from batchcompact.report.detect import detect_usage_source
 from batchcompact.report.part_cache import extract_file
 
 
@@ -124,7 +124,7 @@ def test_kimi_cli_model_from_config_toml(tmp_path):
             "token_usage": {"input_other": 7, "output": 3, "input_cache_read": 0, "input_cache_creation": 0},
             "message_id": "chatcmpl-1"}}},
     ])
-    assert detect_agent(wire) == "kimi"
+    assert detect_usage_source(wire) == "kimi"
     (row,) = rows_of(wire)
     assert (row["model"], row["input_tokens"], row["dedupe_key"]) == ("kimi-k2.5", 7, "kimi:chatcmpl-1:7:3:0:0:0:1770983427.5")
 
@@ -143,7 +143,7 @@ def test_openclaw_tree_is_openclaw_not_pi_and_archives_count_once(tmp_path):
     ]
     live = write_jsonl(sessions / "sess-1.jsonl", records)
     shutil.copy(live, sessions / "sess-1.jsonl.reset.2026-01-31T00-00-00")
-    assert detect_agent(live) == "openclaw"  # a pi-format file, but under .openclaw
+    assert detect_usage_source(live) == "openclaw"  # a pi-format file, but under .openclaw
     rows = totals([tmp_path / ".openclaw"], tmp_path, by="agent")
     assert [(r["agent"], r["requests"], r["total_tokens"], r["cost_usd"]) for r in rows] == [
         ("openclaw", 1, 115, pytest.approx(0.01))]
@@ -152,7 +152,7 @@ def test_openclaw_tree_is_openclaw_not_pi_and_archives_count_once(tmp_path):
 def test_openclaw_database_and_its_jsonl_export_count_once(home, tmp_path):
     agent = home / ".openclaw" / "agents" / "work"
     database = agent / "agent" / "openclaw-agent.sqlite"
-    assert detect_agent(database) == "openclaw"
+    assert detect_usage_source(database) == "openclaw"
     rows = rows_of(database)
     assert [(r["session_id"], r["model"], r["input_tokens"], r["cache_read_tokens"], r["recorded_cost_usd"])
             for r in rows] == [(OPENCLAW_DB_SESSION, "claude-sonnet-4-5", 1_200, 8_000, 0.0105),
@@ -232,7 +232,7 @@ def test_copilot_home_replaces_the_default_folder(home, tmp_path):
 
 def test_grok_turns_are_summed_cache_taken_out_of_input_cost_from_ticks(home, tmp_path):
     log = next((home / ".grok").rglob("updates.jsonl"))
-    assert detect_agent(log) == "grok"
+    assert detect_usage_source(log) == "grok"
     rows = rows_of(log)  # the cancelled turn (usage null) is no row
     assert [(r["input_tokens"], r["cache_read_tokens"], r["output_tokens"], r["reasoning_tokens"]) for r in rows] == [
         (55_777, 376_576, 9_958, 6_134), (5_000, 15_000, 500, 100)]
@@ -254,12 +254,12 @@ def test_openclaw_state_dir_is_openclaws_own_override(home, tmp_path):
         env={"HOME": str(home), "OPENCLAW_STATE_DIR": str(state)}, home=home, report=True) if s.agent == "openclaw"]
     assert ("openclaw", state, "OPENCLAW_STATE_DIR") in found  # besides ~/.openclaw (records count once)
     # the database is OpenClaw's by its name wherever the state folder is
-    assert detect_agent(state / "agents" / "work" / "agent" / "openclaw-agent.sqlite") == "openclaw"
+    assert detect_usage_source(state / "agents" / "work" / "agent" / "openclaw-agent.sqlite") == "openclaw"
 
 
 def test_zcode_counts_completed_calls_with_the_cache_taken_out_of_input(home, tmp_path):
     db = home / ".zcode" / "cli" / "db" / "db.sqlite"
-    assert detect_agent(db) == "zcode"
+    assert detect_usage_source(db) == "zcode"
     rows = rows_of(db)  # the failed and the cancelled call are not rows
     assert [(r["dedupe_key"], r["input_tokens"], r["cache_read_tokens"], r["cache_write_tokens"], r["output_tokens"],
              r["reasoning_tokens"]) for r in rows] == [("zcode:mu_1", 2_000, 6_000, 2_000, 600, 100),

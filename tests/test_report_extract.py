@@ -12,7 +12,7 @@ import pytest
 from conftest import fixture_path
 
 from batchcompact.adapters.common.usage_rows import USAGE_SCHEMA, USAGE_SCHEMA_VERSION
-from batchcompact.report.detect import detect_agent
+from batchcompact.report.detect import detect_usage_source
 from batchcompact.report.part_cache import extract_file
 
 SPOTTER = ("claude", "projects", "-home-USER-projects-spotter")
@@ -56,13 +56,13 @@ def test_schema_is_versioned():
     ],
 )
 def test_detect_format(parts, fmt):
-    assert detect_agent(fixture_path(*parts)) == fmt
+    assert detect_usage_source(fixture_path(*parts)) == fmt
 
 
 def test_detect_rejects_non_transcripts(tmp_path):
     other = tmp_path / "notes.jsonl"
     other.write_text('{"hello": 1}\n')
-    assert detect_agent(other) is None
+    assert detect_usage_source(other) is None
 
 
 def test_claude_main_session_139_requests_28755_output():
@@ -281,7 +281,7 @@ def test_zst_without_zstandard_says_how_to_fix(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "zstandard", None)
     path = tmp_path / "rollout-x.jsonl.zst"
     path.write_bytes(b"\x28\xb5\x2f\xfd")
-    table, stats = extract_file(path, fmt="codex")
+    table, stats = extract_file(path, source="codex")
     assert table.num_rows == 0
     assert "pip install 'batchcompact[zstd]'" in stats.warnings[0]
 
@@ -341,7 +341,7 @@ def run_rows() -> list[dict]:
 def test_batchcompact_run_report(tmp_path):
     path = tmp_path / "compactions-r1.parquet"
     write_run_report(path, run_rows())
-    assert detect_agent(path) == "batchcompact"
+    assert detect_usage_source(path) == "batchcompact"
     table, _ = extract_file(path)
     rows = table.to_pylist()
     assert len(rows) == 1  # the skipped session made no calls

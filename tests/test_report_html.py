@@ -18,9 +18,10 @@ from click.testing import CliRunner
 from conftest import SAMPLES, unavailable
 
 from batchcompact.cli import cli
+from batchcompact.report.dimensions import PAGE
 
 CHROMIUM = os.environ.get("BATCHCOMPACT_CHROMIUM", "/usr/bin/chromium")
-DIMENSIONS = ("model", "agent", "provider", "project", "group", "branch", "machine")
+DIMENSIONS = tuple(d.name for d in PAGE)  # the table's (report/dimensions.py)
 HOSTILE_PROJECT = "/home/u/<script>window.__pwned=1</script>"
 QUOTED_PROJECT = "/home/u/\"quo'te\" & ü 日本 </script><!--"
 HOSTILE_MODEL = "<img src=x onerror=window.__pwned=2>"

@@ -27,6 +27,7 @@ import batchcompact.agents as registry
 from batchcompact.adapters.common.usage_rows import UsageRows
 from batchcompact.model_price import tier_rate, token_cost
 from batchcompact.report import aggregate, fast, fast_collect, rules
+from batchcompact.report.dimensions import FAST_GROUPINGS
 from batchcompact.report.render import write_report
 from batchcompact.report.settings import WEEKDAYS, ReportSettings
 
@@ -144,10 +145,14 @@ VARIANTS = [
     {"last": 2, "now": MIDNIGHT + timedelta(days=9)},
     {"since": date(2026, 3, 8), "until": date(2026, 3, 10), "timezone": "Asia/Kolkata"},
     {"agents": ("pi",)},
+    # the naming rules of project and group ([report.projects]), the project and session filters
+    {"project_aliases": (("/w/a", "shop"), ("b", "shop")), "project_groups": (("store", ("shop", "/w/z")),),
+     "breakdown": True},
+    {"projects": ("shop", "/w/z/"), "sessions": ("day", "s1"), "project_aliases": (("/w/shop", "shop"),)},
 ]
 
 
-@pytest.mark.parametrize("by", fast.GROUPINGS)
+@pytest.mark.parametrize("by", FAST_GROUPINGS)
 def test_both_engines_print_the_same_bytes_for_every_rule(corpus, by):
     for variant in VARIANTS:
         slow, quick = both(corpus, by=by, **variant)

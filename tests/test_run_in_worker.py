@@ -38,9 +38,9 @@ def reads(monkeypatch):
     real = detect.read_session
     real_appended = pi.read_pi_appended
 
-    def counting(path, fmt=None, **kwargs):
+    def counting(path, agent_name=None, **kwargs):
         counts[str(path)] += 1
-        return real(path, fmt, **kwargs)
+        return real(path, agent_name, **kwargs)
 
     def appended(original, path, *args, **kwargs):
         session = real_appended(original, path, *args, **kwargs)

@@ -11,7 +11,6 @@ import click
 
 from batchcompact.cli.command import AliasChoice
 from batchcompact.cli.config import PRESET_ALIASES, PRESETS
-from batchcompact.cli.output import output_options  # noqa: F401  (re-exported: commands import it here)
 from batchcompact.core.defaults import (
     DEFAULT_KEEP_RECENT_TOKENS,
     DEFAULT_RESERVE_TOKENS,

@@ -315,10 +315,10 @@ def check_output(path: str | None, option: str, made: str | None = None) -> None
         raise click.UsageError(str(exc)) from exc
     if path and os.path.isfile(path):
         from batchcompact.agents import session_suffixes
-        from batchcompact.formats.detect import detect_agent
+        from batchcompact.formats.detect import detect_session_agent
 
         try:
-            agent = detect_agent(path) if path.endswith(session_suffixes()) else None
+            agent = detect_session_agent(path) if path.endswith(session_suffixes()) else None
         except Exception:  # a file that cannot even be probed is no transcript to protect
             agent = None
         if agent is not None:

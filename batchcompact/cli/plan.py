@@ -13,7 +13,6 @@ from batchcompact.cli.options import (
     branch_options,
     executor_options,
     open_executor,
-    output_options,
     planner_options,
     pop_settings,
     resolve_jobs,
@@ -22,6 +21,7 @@ from batchcompact.cli.options import (
 from batchcompact.cli.output import (
     echo_err,
     open_output,
+    output_options,
     pick_format,
     print_table,
     reason_kind,

@@ -14,8 +14,8 @@ from batchcompact.cli.options import executor_options
 from batchcompact.cli.output import check_output, output_options, pick_format
 from batchcompact.core.words import counted
 from batchcompact.errors import UsageError
+from batchcompact.report.dimensions import GROUPINGS, by_help
 from batchcompact.report.readers import agent_names
-from batchcompact.report.settings import GROUPINGS
 
 INCOMPLETE_EXIT = 1  # the report was made, without rows an input lost (a usage export cut short)
 
@@ -50,10 +50,7 @@ def _check_timezone(ctx, param, value: str) -> str:
     type=click.Choice(GROUPINGS),
     default="day",
     show_default=True,
-    help="Group rows by this key (branch: project and git branch; group: the project groups of the config "
-    "file's [report.projects]; provider: who served the request; agent: the agent that wrote the file; "
-    "machine: where it was recorded; block: Claude's 5-hour billing windows; request: one row per model "
-    "request, the export other machines' reports read: --format jsonl, csv or parquet).",
+    help=by_help(),
 )
 @click.option("--breakdown", is_flag=True, help="Split each group per model.")
 @click.option(

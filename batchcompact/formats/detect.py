@@ -9,7 +9,8 @@ registered agent's `detect_line` in the registry's order (`batchcompact/agents/<
   `leafUuid` or `messageId`;
 - else None. A first line longer than the probe (a huge file-history-snapshot or session_meta) is
   judged by its leading bytes instead.
-(`batchcompact/report/detect.py` reuses `detect_line` and adds run reports and `.jsonl.zst`.)
+(`batchcompact/report/detect.py`'s `detect_usage_source`, which file a report reads and with which reader,
+reuses `detect_line` and adds run reports, usage exports and the files agents claim by name and place.)
 """
 
 from __future__ import annotations
@@ -65,9 +66,10 @@ def detect_prefix(raw: bytes, *, first: bool) -> str | None:
     return None
 
 
-def detect_agent(path: str | Path) -> str | None:
-    """The name of the agent that wrote the file ("pi", "claude", "codex"…), or None (not a transcript this
-    program reads). Reads at most 64 KB. A session kept in an agent's database (`<db>#<id>`), or the
+def detect_session_agent(path: str | Path) -> str | None:
+    """The name of the agent whose session reader reads the file ("pi", "claude", "codex"…), or None (not a
+    transcript this program reads; the report's `report.detect.detect_usage_source` also names run reports,
+    usage exports and the files agents claim by name and place). Reads at most 64 KB. A session kept in an agent's database (`<db>#<id>`), or the
     database itself, is that agent's."""
     store = store_agent(path) or store_database(Path(path).name)
     if store is not None:
@@ -112,11 +114,11 @@ def detect_agent(path: str | Path) -> str | None:
     return None
 
 
-def read_session(path: str | Path, fmt: str | None = None, *, digest: bool = False) -> Session:
-    """Read a session of any registered format (detected when `fmt` is None). `digest`: a format whose reader
-    can (`Agent.read_appended`) also records what it was read from (`formats.jsonl.SourceDigest`)."""
-    fmt = fmt or detect_agent(path)
-    agent = find(fmt)
+def read_session(path: str | Path, agent_name: str | None = None, *, digest: bool = False) -> Session:
+    """Read a session of any registered agent's format (`detect_session_agent` when `agent_name` is None).
+    `digest`: a format whose reader can (`Agent.read_appended`) also records what it was read from
+    (`formats.jsonl.SourceDigest`)."""
+    agent = find(agent_name or detect_session_agent(path))
     if agent is None:
         with open(path, "rb"):  # a file that cannot be opened says why (OSError), not "not a transcript"
             pass

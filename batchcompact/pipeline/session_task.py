@@ -138,10 +138,10 @@ def _reads_with_digest(path: str) -> bool:
     not zstd files)."""
     from batchcompact.agents import find
     from batchcompact.formats.compressed import is_zstd
-    from batchcompact.formats.detect import detect_agent
+    from batchcompact.formats.detect import detect_session_agent
 
     try:
-        agent = None if is_zstd(path) else find(detect_agent(path))
+        agent = None if is_zstd(path) else find(detect_session_agent(path))
         return agent is not None and agent.read_appended is not None
     except (OSError, BatchCompactError):  # the usual path reports it
         return False

@@ -25,23 +25,23 @@ def validate_file(path: str) -> dict[str, Any]:
             # reported a second time by the schema.
             seen = {p.line for p in problems if p.line is not None}
             problems.extend(p for p in load(agent.validate)(session) if p.line not in seen)
-        fmt, entries, session_id = session.agent, len(session.entries), session.session_id
+        agent_name, entries, session_id = session.agent, len(session.entries), session.session_id
         if not session.entries and not any(p.severity == ERROR for p in problems):  # just started
             problems.append(Problem(path, None, WARNING, f"{EMPTY_SESSION}: nothing to compact"))
     except NotCompacted as exc:  # an agent batchcompact only reports: not checked, not invalid (plan skips it)
         problems = [Problem(path, None, WARNING, f"{exc}; its lines are not checked")]
-        fmt, entries, session_id = None, 0, None
+        agent_name, entries, session_id = None, 0, None
     except (OSError, BatchCompactError, UnicodeError) as exc:  # empty, compressed, binary, a symlink loop
         problems = [Problem(path, None, ERROR, unreadable_reason(str(path), exc))]
-        fmt, entries, session_id = None, 0, None
+        agent_name, entries, session_id = None, 0, None
     except Exception as exc:  # one broken file must not stop the others
         problems = [Problem(path, None, ERROR, internal_error_reason(exc))]
-        fmt, entries, session_id = None, 0, None
+        agent_name, entries, session_id = None, 0, None
     problems.sort(key=lambda p: (p.line or 0))
     errors = sum(1 for p in problems if p.severity == ERROR)
     return {
         "path": path,
-        "format": fmt,
+        "format": agent_name,
         "session_id": session_id,
         "entries": entries,
         "valid": errors == 0,

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from batchcompact.adapters.common.usage_rows import USAGE_SCHEMA_VERSION
-from batchcompact.report.settings import GROUPINGS, ReportSettings
+from batchcompact.report.dimensions import GROUPINGS
+from batchcompact.report.settings import ReportSettings
 
 if TYPE_CHECKING:
     from batchcompact.report.collect import CollectResult

@@ -40,7 +40,7 @@ from batchcompact import money
 from batchcompact.model_price import prompt_tokens, tier_rate, token_cost
 from batchcompact.money import from_pico
 from batchcompact.pricing import PriceTable
-from batchcompact.report import rules
+from batchcompact.report import dimensions, rules
 from batchcompact.report.result import Report
 from batchcompact.report.settings import PERIODS, ReportSettings, week_start_index
 
@@ -160,30 +160,33 @@ def with_periods(lf: pl.LazyFrame, timezone: str, by: str, start_of_week: str = 
     """Add `local_date` and the period column `by` needs (only that one: strings cost memory): the label of
     each distinct local day (`rules.period_label`; a report spans few days), joined to the rows."""
     lf = lf.with_columns(pl.col("timestamp").dt.convert_time_zone(timezone).dt.date().alias("local_date"))
-    if by not in rules.PERIOD_COLUMNS:
+    if by not in dimensions.PERIOD_COLUMNS:
         return lf
     first = week_start_index(start_of_week)
-    return _mapped(lf, ["local_date"], lambda day: rules.period_label(day, by, first), rules.PERIOD_COLUMNS[by],
-                   pl.String)
+    return _mapped(lf, ["local_date"], lambda day: rules.period_label(day, by, first),
+                   dimensions.PERIOD_COLUMNS[by], pl.String)
 
 
 def with_names(lf: pl.LazyFrame, settings: ReportSettings) -> pl.LazyFrame:
-    """The project as shown (`[report.projects]` aliases) and the column `--by` groups by where it is not
-    a recorded one (`group`, `provider`, `branch`), each value from the same functions fast.py calls."""
+    """The columns `--by` groups by that its dimensions' naming rules make (dimensions.py: `group`,
+    `provider`, `branch`), each mapped over the distinct recorded values by the function fast.py calls per
+    row; and those every report shows by name (`Dimension.every_row`): the model, the project as shown
+    (`[report.projects]` aliases), the session and project "unknown" (in `build_report`)."""
     names = rules.ProjectNames(settings)
     if settings.by == "request":  # an export keeps what the files recorded: aliases apply where it is read
         return lf
     # a request whose file names no model is shown as such (after pricing, which reads the recorded model)
     lf = lf.with_columns(pl.when(pl.col("model").is_null() | (pl.col("model") == "")).then(pl.lit(rules.UNKNOWN_MODEL))
                          .otherwise(pl.col("model")).alias("model"))
-    if settings.by == "group":  # from the recorded project, before it is renamed (a group may list its path)
-        lf = _mapped(lf, ["project"], names.group, "group", pl.String)
+    for column in dimensions.keys_of(settings.by):
+        made = dimensions.BY_COLUMN[column]
+        if made.shown is None or made.every_row or made.period:
+            continue
+        # from the recorded values: after pricing (which reads the recorded provider), before the project is
+        # renamed (a group may list its path)
+        lf = _mapped(lf, list(made.reads), made.shown(names), column, pl.String, replace=column in made.reads)
     if names.active:
         lf = _mapped(lf, ["project"], names.name, "project", pl.String, replace=True)
-    if settings.by == "provider":  # after pricing, which reads the recorded provider
-        lf = _mapped(lf, ["agent", "provider"], rules.provider_name, "provider", pl.String, replace=True)
-    elif settings.by == "branch":
-        lf = _mapped(lf, ["branch"], rules.branch_name, "branch", pl.String, replace=True)
     return lf
 
 
@@ -312,7 +315,7 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
         report.unpriced_models = [m for m in unpriced if m in set(report.totals.get("models") or [])]
         report.pricing_source = table.source
         return report
-    keys = list(rules.GROUP_KEYS[settings.by])
+    keys = dimensions.keys_of(settings.by)
     if settings.breakdown and "model" not in keys:
         keys.append("model")
     keys += [k for k in also if k not in keys]

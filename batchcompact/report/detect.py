@@ -37,7 +37,10 @@ def is_candidate(path: Path) -> bool:
     return path.name.endswith(session_suffixes()) or is_run_report(path)
 
 
-def detect_agent(path: str | Path) -> str | None:
+def detect_usage_source(path: str | Path) -> str | None:
+    """Whose usage the report reads from the file: an agent's name, `batchcompact` (a run report),
+    `usage-export` (`report --by request`'s), or None (see the module's doc; `formats.detect.
+    detect_session_agent` is the session readers' own: sessions in databases, no run reports or exports)."""
     path = Path(path)
     if is_run_report(path):
         return "batchcompact"

@@ -15,34 +15,34 @@ from batchcompact.adapters.common.usage_rows import COLUMNS, UsageRows, row_iden
 from batchcompact.errors import BatchCompactError, InternalError, internal_error_reason
 from batchcompact.formats.compressed import is_decompress_error
 from batchcompact.formats.scan import PARQUET_NOT_SESSION, printable, unreadable_reason
-from batchcompact.report.detect import detect_agent
+from batchcompact.report.detect import detect_usage_source
 
 NOT_A_SESSION = "not a session file of any agent batchcompact reports on"
 # A Parquet file named to `report` that holds neither kind of batchcompact table it reads (docs/report.md).
 NOT_AN_EXPORT = "a Parquet file, but not a usage export (`report --by request`) nor a run report of batchcompact's"
 
 
-def extract_rows(path: str | Path, fmt: str | None = None) -> tuple[UsageRows, ExtractStats]:
+def extract_rows(path: str | Path, source: str | None = None) -> tuple[UsageRows, ExtractStats]:
     """All usage rows of one file (column lists), and what extraction saw. Never raises for bad content."""
     from batchcompact.agents import find, load
 
     stats = ExtractStats(path=str(path))
     rows = UsageRows()
     try:
-        fmt = fmt or detect_agent(path)
-        stats.format = fmt
-        agent = find(fmt)
-        if fmt == "batchcompact":  # our run reports (Parquet: pyarrow only for these)
-            from batchcompact.report.runreport import extract_runs
+        source = source or detect_usage_source(path)
+        stats.format = source
+        agent = find(source)
+        if source == "batchcompact":  # our run reports (Parquet: pyarrow only for these)
+            from batchcompact.report.run_usage import extract_runs
 
             extract_runs(path, rows, stats)
-        elif fmt == "usage-export":  # report --by request's files, read back (report/export.py)
+        elif source == "usage-export":  # report --by request's files, read back (report/export.py)
             from batchcompact.report.export import extract_export
 
             extract_export(path, rows, stats)
         elif agent is not None and agent.usage:
             load(agent.usage)(path, rows, stats)
-        elif fmt is None:  # empty, compressed, binary, or JSON lines of no agent: said, as validate says it
+        elif source is None:  # empty, compressed, binary, or JSON lines of no agent: said, as validate says it
             reason = unreadable_reason(str(path), ValueError(NOT_A_SESSION))
             stats.refuse(NOT_AN_EXPORT if reason == PARQUET_NOT_SESSION else reason)
     except BatchCompactError as exc:  # e.g. zstandard missing: say so, keep going

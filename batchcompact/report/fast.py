@@ -28,7 +28,7 @@ from batchcompact import money
 from batchcompact.model_price import prompt_tokens, tier_rate, token_cost
 from batchcompact.money import from_pico
 from batchcompact.pricing import PriceTable
-from batchcompact.report import rules
+from batchcompact.report import dimensions, rules
 from batchcompact.report.files import Walk
 from batchcompact.report.result import Report
 from batchcompact.report.row_list import RowList
@@ -36,8 +36,6 @@ from batchcompact.report.settings import PERIODS, ReportSettings, week_start_ind
 
 log = logging.getLogger(__name__)
 
-GROUPINGS = ("day", "week", "month", "session", "project", "branch", "group", "model", "provider", "agent",
-             "machine")
 FORMATS = ("table", "json", "csv")
 COLUMNS = rules.REPORT_COLUMNS  # the row tuple
 (SOURCE, AGENT, SESSION, PROJECT, TIME, PROVIDER, MODEL, KIND, KEY, RANK, INP, OUT, CR, CW, CW1H,
@@ -49,7 +47,6 @@ PICO, GROUP = WIDTH, WIDTH + 1
 SUMS = tuple((name, COLUMNS.index(name)) for name in rules.SUM_COLUMNS)
 _SUM_GETTERS = tuple(operator.itemgetter(index) for _, index in SUMS)
 _PICO_OF, _MODEL_OF, _AGENT_OF, _TIME_OF = (operator.itemgetter(index) for index in (PICO, MODEL, AGENT, TIME))
-KEY_INDEX = {"session_id": SESSION, "agent": AGENT, "model": MODEL, "machine": MACHINE}
 
 
 class Unsupported(Exception):
@@ -63,7 +60,7 @@ def supported(settings: ReportSettings, fmt: str) -> bool:
     s = settings
     return (
         fmt in FORMATS
-        and s.by in GROUPINGS
+        and s.by in dimensions.FAST_GROUPINGS
     )
 
 
@@ -286,7 +283,8 @@ class Group:
 
 
 def build_report(rows: list[tuple], settings: ReportSettings, table: PriceTable | None = None) -> Report:
-    """`aggregate.build_report` for the groupings in `GROUPINGS`; raises Unsupported."""
+    """`aggregate.build_report` for the dimensions both engines compute (`dimensions.FAST_GROUPINGS`); raises
+    Unsupported."""
     builder = Builder(settings, table or PriceTable.load(settings.pricing_file))
     builder.feed(rows)
     return builder.report()
@@ -297,13 +295,13 @@ class Builder:
     computed then, while the workers still extract), `report()` once all are in (dedupe, filter, sums)."""
 
     def __init__(self, settings: ReportSettings, table: PriceTable) -> None:
-        if settings.by not in GROUPINGS:
+        if settings.by not in dimensions.FAST_GROUPINGS:
             raise Unsupported(f"--by {settings.by}")
         self.settings = settings
         self.table = table
         self.pricer = Pricer(table, settings.cost_mode)
         self.periods = Periods(settings.timezone, settings.by, settings.start_of_week) if settings.by in PERIODS else None
-        self.keys = list(rules.GROUP_KEYS[settings.by])
+        self.keys = dimensions.keys_of(settings.by)
         if settings.breakdown and "model" not in self.keys:
             self.keys.append("model")
         self.rows: list[tuple] = []
@@ -440,28 +438,25 @@ def row_filter(settings: ReportSettings):
 TAIL = re.compile(rules.PROJECT_DIR)
 
 
-def _key_getter(name: str, periods: Periods | None, names: rules.ProjectNames) -> Callable[[tuple], object]:
-    """A row -> its value of group key `name` (a period label; the project as shown, `aggregate.with_names`;
-    project and session "unknown" when null)."""
-    if name in ("date", "week", "month"):
+def _key_getter(column: str, periods: Periods | None, names: rules.ProjectNames) -> Callable[[tuple], object]:
+    """A row -> its value of group key `column`, by the entry of the dimension that defines it
+    (dimensions.py): a period's label, or its naming rule over the columns it reads (as `aggregate.with_names`
+    maps it), or the recorded value."""
+    dimension = dimensions.BY_COLUMN[column]
+    if dimension.period:
         label = periods.label
         return lambda row: label(row[TIME])
-    if name == "project":
-        shown = names.name
-        return lambda row: rules.UNKNOWN if (value := shown(row[PROJECT])) is None else value
-    if name == "group":
-        group = names.group
-        return lambda row: group(row[PROJECT])
-    if name == "provider":
-        return lambda row: rules.provider_name(row[AGENT], row[PROVIDER])
-    if name == "branch":
-        return lambda row: rules.branch_name(row[BRANCH])
-    index = KEY_INDEX[name]
-    if name == "model":
-        return lambda row: rules.model_name(row[index])
-    if name == "session_id":
-        return lambda row: rules.UNKNOWN if row[index] is None else row[index]
-    return operator.itemgetter(index)
+    indexes = [COLUMNS.index(name) for name in dimension.reads]
+    if dimension.shown is None:
+        return operator.itemgetter(*indexes)
+    shown = dimension.shown(names)
+    if len(indexes) == 1:
+        (index,) = indexes
+        return lambda row: shown(row[index])
+    if len(indexes) == 2:
+        first, second = indexes
+        return lambda row: shown(row[first], row[second])
+    return lambda row: shown(*[row[index] for index in indexes])
 
 
 def sort_records(records: list[dict], keys: list[str], settings: ReportSettings) -> list[dict]:

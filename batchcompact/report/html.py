@@ -23,11 +23,15 @@ from html import escape
 from importlib import resources
 from typing import Any
 
-from batchcompact.report.rules import GROUP_KEYS, first_day
+from batchcompact.report.dimensions import PAGE, keys_of, page_labels_js
+from batchcompact.report.rules import first_day
 from batchcompact.report.settings import PERIODS, ReportSettings
 
-# The dimensions the reader stacks the chart by and lists in a table, in the switch's order.
-DIMENSIONS = ("model", "agent", "provider", "project", "group", "branch", "machine")
+# The dimensions the reader stacks the chart by and lists in a table, in the switch's order: the table's
+# (dimensions.PAGE), with their names on the page written into its script (LABELS_SLOT, `render_page`).
+DIMENSIONS = tuple(d.name for d in PAGE)
+# Where page/page.js's `DIM_LABELS` gets the dimensions' names (`page_script`):
+LABELS_SLOT = "/* the dimensions' names: report/html.py writes them here from report/dimensions.py */"
 MAX_KEYS = 250  # a dimension's groups embedded one by one; the rest summed per day as one "other" group
 MAX_SESSIONS = 2000  # the costliest sessions embedded with their days (the page says how many there are)
 OTHER = "(other)"
@@ -74,7 +78,7 @@ def page_data(parts: list[str], settings: ReportSettings, table=None, usage=None
         report = build_report(parts, replace(base, by=dim), table, also=("local_date",), usage=usage)
         if head is None:
             head = report
-        keys = list(GROUP_KEYS[dim])
+        keys = keys_of(dim)
         frame = _capped(report.rows, keys)
         frame = frame.filter(frame["local_date"].is_not_null())  # a request with no time has no day on the chart
         days.update(frame["local_date"].to_list())
@@ -93,7 +97,7 @@ def page_data(parts: list[str], settings: ReportSettings, table=None, usage=None
         "filters": _filters(settings),
         "view": initial_view(settings, day_list),
         "start_of_week": settings.start_of_week,
-        "dimensions": {dim: _encode(frame, list(GROUP_KEYS[dim]), day_index) for dim, frame in dims.items()},
+        "dimensions": {dim: _encode(frame, keys_of(dim), day_index) for dim, frame in dims.items()},
     }
     data["sessions"] = _sessions(parts, base, table, day_index, usage)
     return data
@@ -142,7 +146,7 @@ def _sessions(parts, base: ReportSettings, table, day_index: dict[date, int], us
     from batchcompact.report.aggregate import build_report
     from batchcompact.report.rules import branch_name
 
-    keys = list(GROUP_KEYS["session"])
+    keys = keys_of("session")
     report = build_report(parts, replace(base, by="session"), table, also=("local_date", "branch"), usage=usage)
     rows = report.rows.with_columns(
         pl.Series("branch", [branch_name(b) for b in report.rows["branch"].to_list()], dtype=pl.String))
@@ -214,9 +218,19 @@ def library_source() -> str:
     return text
 
 
+def page_script() -> str:
+    """page/page.js with the dimensions' names on the page (`dimensions.page_labels_js`) in its slot."""
+    script = _asset("page.js")
+    at = script.index(LABELS_SLOT)
+    if script.count(LABELS_SLOT) != 1:
+        raise ValueError(f"page.js must name {LABELS_SLOT} once")
+    indent = at - (script.rfind("\n", 0, at) + 1)
+    return script[:at] + page_labels_js(indent) + script[at + len(LABELS_SLOT):]
+
+
 def render_page(data: dict[str, Any], title: str = "AI spend") -> str:
     """The page: styles, the data, Chart.js and the page's script, in one file."""
-    script = _asset("page.js")
+    script = page_script()
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
@@ -250,11 +264,11 @@ def run_reports(paths: list[str]) -> list[str]:
 
 def run_savings(paths: list[str], settings: ReportSettings, table, day_index: dict[date, int] | None = None
                 ) -> dict[str, Any] | None:
-    """What batchcompact's runs did, per local day, from the run reports among `paths` (report/runreport.py
+    """What batchcompact's runs did, per local day, from the run reports among `paths` (report/run_usage.py
     reads the same files for their spend): sessions compacted, context tokens before -> after, what they
     cost, what the batch API saved (the on-demand price of the same tokens minus the batch price paid),
     failed sessions and the summary calls' latency and output tokens. None where there is no run report.
-    A file `report/runreport.py` refuses (another table, torn) is left out here too (the report names it)."""
+    A file `report/run_usage.py` refuses (another table, torn) is left out here too (the report names it)."""
     from zoneinfo import ZoneInfo
 
     import pyarrow.parquet as pq

@@ -32,9 +32,9 @@ from batchcompact.report.files import EXTRACT_RULES_VERSION, FileKey, part_file
 META_KEY = b"batchcompact.usage_cache"
 
 
-def extract_file(path: str | Path, fmt: str | None = None) -> tuple[pa.Table, ExtractStats]:
+def extract_file(path: str | Path, source: str | None = None) -> tuple[pa.Table, ExtractStats]:
     """All usage rows of one file as an Arrow table, and what extraction saw. Never raises for bad content."""
-    rows, stats = extract_rows(path, fmt)
+    rows, stats = extract_rows(path, source)
     return rows.to_table(), stats
 
 

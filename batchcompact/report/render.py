@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from batchcompact.core.times import iso_time
 from batchcompact.errors import UsageError
+from batchcompact.report.dimensions import PERIOD_COLUMNS
 from batchcompact.report.result import Report
 from batchcompact.report.rules import UNKNOWN
 
@@ -122,13 +123,13 @@ def render_table(report: Report, compact: bool = False) -> str:
     first_number = len(key_cells) + len(extra)
     numeric = set(range(first_number, first_number + len(cells) + 1 + (1 if limit else 0)))
 
-    def fmt(row: list[str]) -> str:
+    def line_of(row: list[str]) -> str:
         return "  ".join(
             c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
         ).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
-    body = [fmt(headers), rule, *(fmt(r) for r in lines[:-1]), rule, fmt(lines[-1])]
+    body = [line_of(headers), rule, *(line_of(r) for r in lines[:-1]), rule, line_of(lines[-1])]
     body += _active_block_lines(report)
     return "\n".join(body) + "\n"
 
@@ -232,7 +233,7 @@ def parquet_frame(report: Report):
     if not isinstance(rows, pl.DataFrame):  # the cold report's rows (row_list.RowList)
         rows = pl.DataFrame(report_records(report))
     periods = []
-    for name in ("date", "week", "month"):
+    for name in PERIOD_COLUMNS.values():
         if name in rows.columns and rows.schema[name] == pl.String:
             label = pl.when(pl.col(name) == UNKNOWN).then(None).otherwise(pl.col(name))
             if name == "month":

@@ -19,9 +19,10 @@ each rule is here, as data or as one function:
 - the row filters (`row_filters`: `--agent` (alias `--source`), `--project`, `--session`, the local days from
   `--since`/`--until`/`--last`), which fast.py applies as a predicate on a row and aggregate.py as polars
   expressions, both from the values and constants `RowFilters` holds;
-- the group keys (`GROUP_KEYS`), the names some groupings show (`model_name`, `provider_name`,
-  `branch_name`, `ProjectNames`), the row order (`sort_order`, and `breakdown_groups`/`group_values`, the
-  derived columns `--breakdown` orders by) and which groups `--last N` keeps (`last_groups_order`,
+- the names the dimensions show (`model_name`, `provider_name`, `branch_name`, `session_name`,
+  `ProjectNames`; a dimension's group keys and the rule it shows them by are its entry in dimensions.py),
+  the row order (`sort_order`, and `breakdown_groups`/`group_values`, the derived columns `--breakdown`
+  orders by) and which groups `--last N` keeps (`last_groups_order`,
   `last_periods_since`).
 
 Standard library only (the cold path must not import polars); no agent is named here: the agents a rule
@@ -67,6 +68,11 @@ def branch_name(branch: str | None) -> str:
     return branch or UNKNOWN
 
 
+def session_name(session_id: str | None) -> str:
+    """`--by session`: the recorded session id, "unknown" where the file gives none."""
+    return UNKNOWN if session_id is None else session_id
+
+
 def project_tail(project: str) -> str:
     """A project path's last component (`/a/b` -> `b`; a name without a separator is itself)."""
     return project.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] or project
@@ -100,6 +106,11 @@ class ProjectNames:
                 found = self.aliases.get(project_tail(project), project)
             self.names[project] = found
         return found
+
+    def shown(self, project: str | None) -> str:
+        """The project as a report's rows show it: its `name`, "unknown" where there is none."""
+        found = self.name(project)
+        return UNKNOWN if found is None else found
 
     def group(self, project: str | None) -> str:
         """The project's group: the first of its alias, its path, the alias's and the path's folder names
@@ -244,9 +255,6 @@ def first_day(settings: ReportSettings) -> date | None:
 
 # ---- periods ----
 
-PERIOD_COLUMNS = {"day": "date", "week": "week", "month": "month"}
-
-
 def period_label(day: date | None, by: str, first_weekday: int) -> str:
     """The period a local day falls in: `YYYY-MM-DD` (day), the week's first day (weeks start on
     `first_weekday`, Monday = 1 ... Sunday = 7), `YYYY-MM` (month); "unknown" with no date."""
@@ -260,24 +268,6 @@ def period_label(day: date | None, by: str, first_weekday: int) -> str:
 
 
 # ---- groups ----
-
-# The columns each grouping's rows are keyed by (both engines).
-GROUP_KEYS = {
-    "day": ["date"],
-    "week": ["week"],
-    "month": ["month"],
-    "session": ["session_id", "agent", "project"],
-    "project": ["project"],
-    "branch": ["project", "branch"],
-    "group": ["group"],
-    "model": ["model"],
-    "provider": ["provider"],
-    "agent": ["agent"],
-    "machine": ["machine"],
-    "block": ["block_start"],
-    "request": ["request_id"],
-}
-
 
 def last_groups_order(keys: Sequence[str]) -> list[tuple[str, bool]]:
     """`--last N` on a grouping that is not a period keeps the first N groups by this order: the latest

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 
-GROUPINGS = ("day", "week", "month", "session", "project", "branch", "group", "model", "provider", "agent",
-             "machine", "block", "request")
+# The dimensions a report groups by are report/dimensions.py's table (`--by`'s choices: `GROUPINGS` there);
+# the periods among them (a local day's label, `rules.period_label`; `--last N` periods, the page's buckets):
 PERIODS = ("day", "week", "month")
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 COST_MODES = ("auto", "calculate", "recorded")

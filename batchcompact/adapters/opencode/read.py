@@ -78,11 +78,11 @@ def connect(path: str | Path, *, write: bool = False, timeout: float = 5.0) -> s
     return conn
 
 
-def check_schema(conn: sqlite3.Connection, path: str | Path, fmt: str = FORMAT) -> str | None:
+def check_schema(conn: sqlite3.Connection, path: str | Path, agent: str = FORMAT) -> str | None:
     """Raise `OpenCodeStoreError` unless the database has the tables and columns we use and its newest
     migration is one we know; returns that migration's name (None for a database without a `migration`
     table, the older releases', whose tables are checked all the same)."""
-    display = DISPLAY.get(fmt, fmt)  # kilo.db is Kilo's, said as such (it was "not an OpenCode database")
+    display = DISPLAY.get(agent, agent)  # kilo.db is Kilo's, said as such (it was "not an OpenCode database")
     for table, needed in TABLES.items():
         have = {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}
         if not have:
@@ -99,9 +99,9 @@ def check_schema(conn: sqlite3.Connection, path: str | Path, fmt: str = FORMAT) 
         return None
     newest = conn.execute("SELECT id FROM migration ORDER BY id DESC LIMIT 1").fetchone()
     name = newest[0] if newest else None
-    known = KNOWN_MIGRATIONS.get(fmt, KNOWN_MIGRATIONS[FORMAT])
+    known = KNOWN_MIGRATIONS.get(agent, KNOWN_MIGRATIONS[FORMAT])
     if isinstance(name, str) and name > known:
-        raise OpenCodeStoreError(f"{path}: unknown {DISPLAY.get(fmt, fmt)} schema version {name!r} (newest known: "
+        raise OpenCodeStoreError(f"{path}: unknown {DISPLAY.get(agent, agent)} schema version {name!r} (newest known: "
                                  f"{known!r}); not read or written")
     return name
 
@@ -126,12 +126,12 @@ def split_session_path(path: str | Path) -> tuple[Path, str] | None:
     return Path(db), session_id
 
 
-def session_ids(path: str | Path, fmt: str | None = None) -> list[str]:
-    """The ids of the database's sessions, oldest first (`fmt` by the file's name unless given;
+def session_ids(path: str | Path, agent: str | None = None) -> list[str]:
+    """The ids of the database's sessions, oldest first (`agent` by the file's name unless given;
     OpenCodeStoreError for one we cannot read)."""
     try:
         with closing(connect(path)) as conn:
-            check_schema(conn, path, fmt or format_of(path))
+            check_schema(conn, path, agent or format_of(path))
             return [row[0] for row in conn.execute("SELECT id FROM session ORDER BY time_created, id")]
     except sqlite3.Error as exc:
         raise OpenCodeStoreError(f"{path}: not a readable SQLite database ({exc})") from None
@@ -318,7 +318,7 @@ def summary_text(message: dict[str, Any]) -> str:
     return "".join(p.get("text") or "" for p in message["parts"] if p.get("type") == "text")
 
 
-def read_session(path: str | Path, session_id: str, *, fmt: str = FORMAT,
+def read_session(path: str | Path, session_id: str, *, agent: str = FORMAT,
                  conn: sqlite3.Connection | None = None) -> Session:
     """One session of an OpenCode database (through `conn` when given: a writer's own transaction). Never
     raises on bad content (problems go on the Session); an unreadable database or an unknown schema is one
@@ -330,7 +330,7 @@ def read_session(path: str | Path, session_id: str, *, fmt: str = FORMAT,
     migration = None
     try:
         with closing(connect(path)) if conn is None else nullcontext(conn) as db:
-            migration = check_schema(db, path, fmt)
+            migration = check_schema(db, path, agent)
             row = db.execute("SELECT directory, time_updated FROM session WHERE id = ?", (session_id,)).fetchone()
             if row is None:
                 raise OpenCodeStoreError(f"{path}: no session {session_id!r}")
@@ -351,7 +351,7 @@ def read_session(path: str | Path, session_id: str, *, fmt: str = FORMAT,
         problems.append(Problem(name, None, ERROR, "the session has no messages"))
     extra = {"database": str(path), "session_id": session_id, "messages": messages, "migration": migration,
              "last_message": messages[-1]["info"]["id"] if messages else None, "model": model}
-    return Session(name, fmt, header, entries, problems=problems, tree=tree, extra=extra)
+    return Session(name, agent, header, entries, problems=problems, tree=tree, extra=extra)
 
 
 def build_entries(messages: list[dict[str, Any]], name: str, problems: list[Problem]) -> list[Entry]:
@@ -415,7 +415,7 @@ def read(path: str | os.PathLike) -> Session:
     if where is None:
         raise SessionReadError(f"{path}: not an OpenCode session (<opencode.db>#<session id>)")
     db, session_id = where
-    session = read_session(db, session_id, fmt=format_of(db))
+    session = read_session(db, session_id, agent=format_of(db))
     limits = model_limits(session)
     if limits.get("context"):
         session.extra["context_window"] = limits["context"]

@@ -26,9 +26,9 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def config_files(fmt: str, project: str | None) -> list[Path]:
+def config_files(agent: str, project: str | None) -> list[Path]:
     """The config files OpenCode (Kilo) reads, in merge order (existing or not)."""
-    name = "kilo" if fmt == "kilo" else "opencode"
+    name = "kilo" if agent == "kilo" else "opencode"
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     names = ("config.json", "opencode.json", "kilo.json") if name == "kilo" else ("config.json", "opencode.json")
     files = [Path(base) / name / n for n in names]

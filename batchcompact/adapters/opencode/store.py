@@ -199,7 +199,7 @@ def write_compaction(path: str | Path, session: Any, *, summary: str, first_kept
                 _events(conn, session_id, message_rows, part_rows, f"{session_id}\0{written.summary_id}")
 
             write_in_one_transaction(conn, lambda: begin(conn, path, tries), unchanged_then_write,
-                                     lambda: read_session(path, session_id, fmt=session.agent, conn=conn), verify)
+                                     lambda: read_session(path, session_id, agent=session.agent, conn=conn), verify)
     except sqlite3.Error as exc:
         raise OpenCodeStoreError(f"{path}: {exc}; nothing written") from None
     return written
@@ -297,10 +297,10 @@ def write_session(session: Any, lines: list[dict[str, Any]], target: str | Path,
                                         in_place=in_place, backup=backup, expect=expect)
 
 
-def verify(path: str | Path, original: Any, written: Written, *, summary: str, fmt: str) -> list[str]:
+def verify(path: str | Path, original: Any, written: Written, *, summary: str, agent: str) -> list[str]:
     """Re-read the session from the database: OpenCode's loader must start from our summary exactly once,
     then hold the kept tail in order."""
-    again = read_session(path, original.extra["session_id"], fmt=fmt)
+    again = read_session(path, original.extra["session_id"], agent=agent)
     problems = [p.message for p in again.errors]
     if problems:
         return problems

@@ -2,7 +2,8 @@
 `~/.moltbot`, `~/.moldbot`. Sessions are pi's session lines, kept in `agents/<agent>/agent/openclaw-agent.sqlite`
 (2026.9+; each session is `<database>#<session id>`: store.py) or, in older releases, in
 `agents/<agent>/sessions/<id>.jsonl` (archived `.reset.`/`.deleted.` copies are read, never compacted).
-Reader `read.py`, writer `write.py` (pi's compaction entry), database store `store.py`, usage `report.py`;
+Reader `read.py`, writer pi's (`adapters/pi/write.py`: pi's compaction entry), database store `store.py`, usage
+`report.py`;
 the trigger is `trigger.py`, the window and settings from the user's openclaw.json (`settings.py`)."""
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ AGENT = Agent(
            Files(("openclaw-agent.sqlite",), sqlite=True)),
     homes=HOMES,
     reader="batchcompact.adapters.openclaw.read:read",
-    writer="batchcompact.adapters.openclaw.write",
+    # pi's compaction entry, the one OpenClaw's own `appendCompaction` writes (`summary`, `firstKeptEntryId`,
+    # `tokensBefore`, `details`, `fromHook`; parent = the active leaf), and pi's verify: OpenClaw rebuilds the
+    # context from it as pi does. In a database it is one more event row (store.py), in a JSONL one more line.
+    writer="batchcompact.adapters.pi.write",
     usage="batchcompact.adapters.openclaw.report:extract_openclaw",
     # OpenClaw's coding tools (pi's read/write/edit with `path`, exec's `command`, apply_patch's envelope)
     file_tools={"read": ("read", ("path",)), "write": ("write", ("path",)), "edit": ("edit", ("path",)),

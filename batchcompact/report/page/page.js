@@ -3,8 +3,7 @@
 "use strict";
 (function () {
   const DATA = JSON.parse(document.getElementById("report-data").textContent);
-  const DIM_LABELS = {model: "model", agent: "agent", provider: "provider", project: "project",
-    group: "project group", branch: "branch", machine: "machine"};
+  const DIM_LABELS = /* the dimensions' names: report/html.py writes them here from report/dimensions.py */;
   // 20 colours told apart at a glance (Tableau 20 reordered: the darker of each pair first), "other" grey.
   const PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f",
     "#ff9da7", "#17becf", "#1f3a93", "#bcbd22", "#8c564b", "#2ca02c", "#d62728", "#9467bd", "#ffbe7d",

@@ -15,7 +15,7 @@ from batchcompact.adapters.copilot.trigger import copilot_trigger
 from batchcompact.agents import tool_table
 from batchcompact.cli import cli as main
 from batchcompact.core.context import build_session_context
-from batchcompact.formats.detect import detect_agent
+from batchcompact.formats.detect import detect_session_agent
 
 RECORDED = Path(__file__).parents[2] / "data" / "recorded" / "copilot-cli"
 TOOLS = RECORDED / "session-tools.jsonl"
@@ -62,10 +62,10 @@ def _calls(messages: list[dict]) -> list[str]:
 def test_recorded_logs_are_copilot_by_content(tmp_path: Path) -> None:
     renamed = tmp_path / "x.jsonl"
     shutil.copyfile(TOOLS, renamed)
-    assert detect_agent(renamed) == "copilot"
+    assert detect_session_agent(renamed) == "copilot"
     # a log whose first lines were cut off is still told by its events
     _write(renamed, _events(TOOLS)[5:])
-    assert detect_agent(renamed) == "copilot"
+    assert detect_session_agent(renamed) == "copilot"
 
 
 def test_the_reader_follows_copilot_s_loader() -> None:
@@ -338,7 +338,7 @@ def test_an_otel_export_is_reported_not_compacted(tmp_path: Path) -> None:
             "attributes": {"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 10}}
     path = _write(tmp_path / "otel" / "copilot-otel.jsonl", [{"type": "metric", "name": "gen_ai.client.token.usage"},
                                                              span])
-    assert detect_agent(path) == "copilot" and not read(path).problems
+    assert detect_session_agent(path) == "copilot" and not read(path).problems
     row = _plan(path, "--force")
     assert row["reason"] == "a Copilot CLI OpenTelemetry export: reported, not compacted"
 

@@ -17,7 +17,7 @@ from batchcompact.adapters.qwen.trigger import qwen_trigger
 from batchcompact.agents import get, tool_table
 from batchcompact.cli import cli as main
 from batchcompact.core.context import build_session_context
-from batchcompact.formats.detect import detect_agent
+from batchcompact.formats.detect import detect_session_agent
 
 RECORDED = Path(__file__).parents[2] / "data" / "recorded"
 GEMINI = RECORDED / "gemini-cli"
@@ -41,7 +41,7 @@ def _records(path: Path) -> list[dict]:
 def test_recorded_chats_are_told_apart_by_content(path: Path, fmt: str, tmp_path: Path) -> None:
     renamed = tmp_path / "chat.jsonl"  # by content, not by name or folder
     shutil.copyfile(path, renamed)
-    assert detect_agent(renamed) == fmt
+    assert detect_session_agent(renamed) == fmt
 
 
 def test_a_qwen_record_is_not_taken_for_claude_code() -> None:

@@ -21,7 +21,7 @@ from batchcompact.adapters.openclaw.trigger import openclaw_trigger
 from batchcompact.agents import get, tool_table
 from batchcompact.cli import cli as main
 from batchcompact.errors import SessionReadError, VerificationError
-from batchcompact.formats.detect import detect_agent
+from batchcompact.formats.detect import detect_session_agent
 
 RECORDED = Path(__file__).parents[2] / "data" / "recorded" / "openclaw" / "openclaw-agent.sqlite.gz"
 SESSION = "s1"  # the recorded session: 22 events (seq 0-21), prompts alpha, beta, gamma, each with a read call
@@ -73,7 +73,7 @@ def run(*args: str):
 def test_a_database_is_listed_session_by_session_and_planned_with_openclaws_window(tmp_path):
     state = make_home(tmp_path)
     db = db_of(state)
-    assert detect_agent(f"{db}#{SESSION}") == "openclaw" and detect_agent(db) == "openclaw"
+    assert detect_session_agent(f"{db}#{SESSION}") == "openclaw" and detect_session_agent(db) == "openclaw"
     [row] = plan_rows("--force", "--keep-recent-tokens", KEEP, str(state))
     assert row["path"] == f"{db}#{SESSION}" and row["format"] == "openclaw" and row["session_id"] == SESSION
     assert row["status"] == "compact" and row["entries"] == 21 and row["first_kept_line"] == 15  # line = seq
@@ -263,7 +263,7 @@ def test_jsonl_transcripts_of_older_releases_compact_and_archives_do_not(tmp_pat
     text = "".join(json.dumps(line) + "\n" for line in lines)
     (folder / "s1.jsonl").write_text(text)
     (folder / "s1.jsonl.reset.2026-11-26T13-00-00.000Z").write_text(text)
-    assert detect_agent(folder / "s1.jsonl") == "openclaw"
+    assert detect_session_agent(folder / "s1.jsonl") == "openclaw"
     by_path = {Path(r["path"]).name: r for r in plan_rows("--force", "--keep-recent-tokens", KEEP, str(folder),
                                                             str(folder / "s1.jsonl.reset.2026-11-26T13-00-00.000Z"))}
     assert by_path["s1.jsonl"]["status"] == "compact" and by_path["s1.jsonl"]["format"] == "openclaw"

@@ -76,7 +76,7 @@ def judged(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         [session_id] = session_ids(db, name)
         usage_before = _report(db)
         shutil.copy(db, root / "original.db")
-        session = read_session(db, session_id, fmt=name)
+        session = read_session(db, session_id, agent=name)
         assert not session.errors, session.problems
         cut = next(e for e in session.path_entries() if e.role == "user" and "STEP-TWO" in json.dumps(e.message))
         path = f"{db}#{session_id}"
@@ -87,7 +87,7 @@ def judged(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         [row] = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
         assert row["status"] == "compacted", row
         assert Path(f"{db}.bak").exists()  # the in-place write kept a backup of the database
-        again = read_session(db, session_id, fmt=name)
+        again = read_session(db, session_id, agent=name)
         [summary] = [m for m in again.extra["messages"] if m["info"].get("summary") is True]
         problems = [p.message for p in again.problems]
         usage_after = _report(db)

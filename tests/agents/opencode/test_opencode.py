@@ -95,7 +95,7 @@ def test_write_records_our_compaction_as_opencode_does(db):
     written = write_compaction(db, session, summary=SUMMARY, first_kept_entry_id=cut.id, now_ms=1,
                                marker={"tokensBefore": 99})
     assert _counts(db) == (before[0] + 2, before[1] + 2, before[2] + 4)
-    assert verify(db, session, written, summary=SUMMARY, fmt="opencode") == []
+    assert verify(db, session, written, summary=SUMMARY, agent="opencode") == []
     again = _session(db)
     loaded = filter_compacted(again.extra["messages"])
     assert [m["info"]["id"] for m in loaded[:3]] == [written.user_id, written.summary_id, cut.id]
@@ -374,7 +374,7 @@ def test_kilo_databases_are_compacted_as_kilo(tmp_path):
     assert result.exit_code == 0, result.output
     [row] = _rows(result)
     assert row["format"] == "kilo" and row["status"] == "compacted" and row["output_path"] == f"{db}#{session_id}"
-    assert filter_compacted(read_session(db, session_id, fmt="kilo").extra["messages"])[1]["info"]["summary"] is True
+    assert filter_compacted(read_session(db, session_id, agent="kilo").extra["messages"])[1]["info"]["summary"] is True
 
 
 def test_a_session_changed_during_the_run_or_a_failed_verify_writes_nothing(tmp_path):

@@ -12,7 +12,7 @@ from batchcompact.adapters.pi.omp import OMP_RULES, omp_settings, read_yaml_comp
 from batchcompact.adapters.pi.read import read_pi_session
 from batchcompact.adapters.pi.trigger import omp_threshold
 from batchcompact.core.context import CONTEXT_RULES, build_session_context, session_context
-from batchcompact.formats.detect import detect_agent
+from batchcompact.formats.detect import detect_session_agent
 
 SLOT = '{"type":"title","v":1,"title":"fix the export","updatedAt":"2026-05-01T10:00:00.000Z","pad":"        "}\n'
 
@@ -26,7 +26,7 @@ def omp_file(folder: Path, name: str = "small-fix.jsonl", slot: bool = True) -> 
 
 def test_a_title_slot_first_is_read_as_an_omp_session(tmp_path):
     path = omp_file(tmp_path)
-    assert detect_agent(path) == "pi"
+    assert detect_session_agent(path) == "pi"
     session = read_pi_session(path)
     assert session.problems == [] and session.header["type"] == "session"
     assert session.entries[0].line == 3  # line numbers stay the file's
