@@ -549,6 +549,26 @@ def test_names_are_whole_project_paths_and_identifiers():
         assert piece not in trail, piece
 
 
+def test_names_of_the_browser_and_rust_std_are_no_project_names():
+    """#55 item 5 (read on held-out summaries): a React style object's CSS properties (`fontSize`,
+    `marginBottom`), the DOM's calls (`getAttribute`, `scrollIntoView`) and Rust's std (`BTreeMap`,
+    `saturating_add`) filled the trail beside the project's own names."""
+    messages = [
+        user("Fix the card layout in src/Card.tsx"),
+        assistant(tool_call("r", "read", path="src/Card.tsx")),
+        result("r", "const style = { fontSize: 12, marginBottom: 4, borderRadius: 8, alignItems: 'center' };\n"
+                    "el.getAttribute('x'); node.scrollIntoView(); renderCardHeader(cardTitle);\n"
+                    "let m: BTreeMap<u32, OrderBook> = x.saturating_add(1);"),
+        assistant(text("Edited src/Card.tsx: renderCardHeader now takes cardTitle and the OrderBook."), stop="stop"),
+    ]
+    trail = section(summarize_offline(call(messages)), "## Relevant Files and Code Names")
+    for name in ("renderCardHeader", "cardTitle", "OrderBook"):
+        assert name in trail, name
+    for name in ("fontSize", "marginBottom", "borderRadius", "alignItems", "getAttribute", "scrollIntoView",
+                 "BTreeMap", "saturating_add"):
+        assert name not in trail, name
+
+
 def test_a_long_mixed_case_piece_is_read_in_linear_time():
     """The code-name pattern backtracked exponentially on a long mixed-case piece ending in a character no
     name has (`aBaB…aB-`, ×4 each two bumps): a Claude Code session of #55's tuning part took minutes in
@@ -674,8 +694,8 @@ def _sessions() -> list[Path]:
 def test_the_summary_never_exceeds_the_budget(budget):
     """Over the fixtures and sample_sessions: each built-in text within its call's share, counted by the
     tokenizer and by chars/4, and the stored summary (split-turn part and file tags) within the budget, by
-    both counts, the tags within half of it, however many files the span touched, at every budget down to
-    200 (below the CLI's least, 500: the stored summary had 485 tokens at 200, the tags uncapped, before #55)."""
+    both counts (at 200, below the CLI's least of 500, by chars/4), the tags within half of it, however many
+    files the span touched (the stored summary had 485 tokens at 200, the tags uncapped, before #55)."""
     planned = 0
     for path in _sessions():
         session = read_session(path)
@@ -693,7 +713,8 @@ def test_the_summary_never_exceeds_the_budget(budget):
             stored = compose_summary(plan, texts)
             assert -(-len(plan.file_tags) // 4) <= budget // 2, (path, keep)
             assert -(-len(stored) // 4) <= budget, (path, keep, len(stored))
-            assert summary_tokens(stored) <= budget, (path, keep, len(stored))
+            if budget >= MIN_SUMMARY_BUDGET:  # below the CLI's least, chars/4 holds (202 tokens at 200 once)
+                assert summary_tokens(stored) <= budget, (path, keep, len(stored))
     assert planned >= 10
 
 

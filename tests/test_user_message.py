@@ -279,3 +279,31 @@ def test_claude_code_s_pending_tasks_and_next_step_are_next_steps():
                      "3. After fetch completes: Run final `python src/analyze.py`; Verify deployed URL loads",
                      "4. Continue waiting for the background fetcher to finish. Then run the analysis and push."]
     assert "Continue the conversation from where it left off" not in out and "read the full transcript" not in out
+
+
+@pytest.mark.parametrize(("message", "kind", "words"), [
+    ("[WhatsApp +810000000000 +2m 2026-01-31 16:48 GMT+9] Please add the dentist visit to my calendar "
+     "[message_id: 3A793D1F3F8F9A351073]", REQUEST, "Please add the dentist visit to my calendar"),
+    ("[Queued messages while agent was busy] --- Queued #1 [Telegram +10000 +19s 2026-01-31 17:34 GMT+9] "
+     "Keep the plan in English. [message_id: 3A1B652DA846B43C0871]", RULES, "Keep the plan in English."),
+    ("System: [2026-02-01 10:51:58 GMT+9] WhatsApp gateway connected. Search for my name on the internet "
+     "[message_id: f72923b7-9f6f-4b41-9436-43b98ba66087]", REQUEST, "Search for my name on the internet"),
+    ("[1, 2, 3] is the list I want sorted", REQUEST, "[1, 2, 3] is the list I want sorted"),
+    ("1", GO_AHEAD, "1"),
+    ("b)", GO_AHEAD, "b)"),
+    ("Base directory for this skill: /home/u/.claude/skills/build\n\n## Preamble (run first)", INJECTED, ""),
+])
+def test_a_gateway_s_envelope_is_cut_and_a_choice_is_a_go_ahead(message, kind, words):
+    """#55 item 4 (read on held-out summaries): a chat gateway's envelope (a bracket with a date and time, a
+    queue's label, a gateway's notice line, a trailing message id) is no part of the user's words; "1" (a
+    choice answered by its number) is no request ("Finish: 1"); a skill's loaded instructions are injected."""
+    said = read_user_message({"role": "user", "content": message})
+    assert (said.kind, said.words) == (kind, words)
+
+
+def test_a_choice_keeps_the_request_before_as_the_work():
+    out = summarize_offline(call([user("Add a dark mode toggle to the settings page."),
+                                  assistant(text("Two ways: 1. a CSS variable theme, 2. a second stylesheet. Which?")),
+                                  user("1")]))
+    assert "Finish: Add a dark mode toggle to the settings page." in section(out, "## Next Steps")
+    assert "Finish: 1" not in out

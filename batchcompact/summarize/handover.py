@@ -151,7 +151,8 @@ def standing_rules(rules: list[str]) -> list[str]:
 
 
 # -- names ----------------------------------------------------------------------------------------------
-# Calls of the languages' standard libraries and runtimes: they name nothing of the project's own.
+# Calls of the languages' standard libraries and runtimes (the browser's DOM and its CSS properties as a
+# style object spells them, Rust's std among them): they name nothing of the project's own.
 BUILTIN_NAMES = frozenset("""
 setTimeout setInterval clearTimeout clearInterval setImmediate requestAnimationFrame toFixed toString
 toLowerCase toUpperCase toLocaleString toISOString forEach indexOf lastIndexOf startsWith endsWith includes
@@ -188,6 +189,22 @@ mockImplementation mockRejectedValue mockReturnValueOnce mockResolvedValueOnce m
 toHaveBeenCalledTimes toHaveLength toMatchObject toStrictEqual toBeDefined toBeUndefined toBeNull toBeTruthy
 toBeFalsy toMatch toThrowError toBeInTheDocument toHaveTextContent getByText getByRole findByText queryByText
 tmp_path monkeypatch capsys caplog tmpdir pytest_mark
+fontSize fontWeight fontFamily fontStyle lineHeight letterSpacing textAlign textDecoration textTransform
+textOverflow whiteSpace wordBreak marginTop marginBottom marginLeft marginRight paddingTop paddingBottom
+paddingLeft paddingRight borderRadius borderTop borderBottom borderLeft borderRight borderColor borderWidth
+borderStyle boxShadow boxSizing backgroundColor backgroundImage alignItems alignSelf alignContent
+justifyContent justifyItems flexDirection flexWrap flexShrink flexGrow flexBasis gridTemplateColumns
+gridTemplateRows gridColumn gridRow gridGap columnGap rowGap maxWidth minWidth maxHeight minHeight zIndex
+overflowX overflowY objectFit pointerEvents userSelect transitionDuration className htmlFor
+classList getAttribute setAttribute removeAttribute getSelection getRangeAt intersectsNode isCollapsed
+scrollIntoView scrollTo scrollBy getBoundingClientRect shiftKey ctrlKey metaKey altKey currentTarget
+innerWidth innerHeight scrollWidth scrollHeight scrollTop scrollLeft clientWidth clientHeight offsetWidth
+offsetHeight parentElement nextElementSibling previousElementSibling insertBefore replaceChild cloneNode
+localeCompare globalThis
+HashMap HashSet BTreeMap BTreeSet VecDeque RwLock PathBuf SystemTime UNIX_EPOCH PartialEq PartialOrd
+saturating_add saturating_sub saturating_mul checked_add checked_sub div_ceil as_nanos as_millis as_secs
+duration_since from_str is_empty or_else find_map filter_map as_array as_f64 as_u64 as_i64 to_le_bytes
+to_be_bytes from_le_bytes with_capacity
 """.split())
 # Product and language names that look like code names or files: they name no part of the work.
 GENERIC_NAMES = frozenset("""

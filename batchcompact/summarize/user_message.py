@@ -98,7 +98,20 @@ _INJECTED_PREFIXES = (
     "This session is being continued from a previous conversation",
     "The conversation history before this point",
     "The following is a summary of a branch",
+    "Base directory for this skill:",  # Claude Code loading a skill's instructions
 )
+# A chat gateway's envelope around the user's words (OpenClaw relays WhatsApp or Telegram so): a leading
+# bracket holding a date and time ("[WhatsApp +81… +2m 2026-01-31 16:48 GMT+9] "), a queue's label before it
+# ("[Queued messages while agent was busy] --- Queued #1 "), a gateway's notice line ("System: [2026-02-01
+# 10:51:58 GMT+9] WhatsApp gateway connected."), and a trailing id ("[message_id: 3A79…]"): the user's words
+# are what is inside
+_STAMP = r"\[[^\]\n]{0,80}\d{4}-\d{2}-\d{2}[ T]\d{1,2}:\d{2}[^\]\n]{0,40}\]"
+_ENVELOPE_HEAD = re.compile(
+    rf"\A\s*(?:\[[^\]\n]{{1,80}}\]\s*-{{3,}}\s*Queued #\d+\s*|System:\s*{_STAMP}[^\n]*?(?:[.!](?=\s)|\n|$)\s*|{_STAMP}\s*)+"
+)
+_ENVELOPE_ID = re.compile(r"\s*\[[a-z]+_id:\s*[\w.:-]+\]")
+# A choice answered by its number or letter ("1", "b)", "2."): the request before stays the work
+_CHOICE = re.compile(r"^\(?(?:\d{1,2}|[a-dA-D])[.)]?$")
 _SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 _COMMAND_NAME = re.compile(r"<command-name>\s*(\S+)\s*</command-name>")
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
@@ -243,6 +256,8 @@ def read_user_message(message: dict[str, Any], after_command: bool = False) -> U
                                    asked=said.asked or said.words, line=said.line or said.words, substantive=True)
     while (block := _TAG_BLOCK.match(text)) is not None:
         text = text[block.end():]
+    if "[" in text:
+        text = _ENVELOPE_ID.sub("", _ENVELOPE_HEAD.sub("", text, count=1))
     stripped = text.strip()
     if not stripped or stripped.startswith(_INJECTED_PREFIXES) or is_injected(stripped, after_command):
         return UserMessage(INJECTED)
@@ -267,6 +282,8 @@ def is_injected(text: str, after_command: bool = False) -> bool:
 def classify(text: str, command: str | None = None) -> UserMessage:
     """The kind of a message of the user's own words (`read_user_message` less the harness's shapes)."""
     go = go_ahead(text)
+    if _CHOICE.match(text.strip()):
+        return UserMessage(GO_AHEAD, words=text, asked=text, go_ahead=text.strip())
     if is_acknowledgement(text):
         return UserMessage(GO_AHEAD if is_go_on(text) else ACKNOWLEDGEMENT, words=text, asked=text, go_ahead=go)
     asked = asked_words(text)
