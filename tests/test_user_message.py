@@ -51,6 +51,9 @@ FLUSH = ("Pre-compaction memory flush. Store durable memories only in memory/202
     ("thanks!", ACKNOWLEDGEMENT),
     ("ok", GO_AHEAD),  # the request before it is still the work
     ("yes do it", GO_AHEAD),
+    ("ok 開始", GO_AHEAD),  # "ok, start" (the tuning session posthog; a carried rule before)
+    ("繼續", GO_AHEAD),
+    ("開始實作 login 頁面", REQUEST),  # "start implementing the login page": work asked
     ("wait, do we only limit POST requests?", QUESTION),
     ("diff --git a/x.py b/x.py\n+print(1)", PASTED),
     ("No, don't touch `README.md`.", RULES),

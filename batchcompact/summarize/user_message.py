@@ -33,7 +33,9 @@ ACKNOWLEDGEMENTS = (OK, "yes", "yep", "yeah", "sure", "great", "perfect", "nice"
                     "works", "it works", "that works", "done", "fine", "right", "exactly", "correct", "got it",
                     "makes sense", "yes please")
 # Go on with the work asked ("do it", "go ahead", "continue")
-GO_AHEADS = ("do it", "go", "go ahead", "go for it", "proceed", "continue", "next", "ship it", "commit")
+GO_AHEADS = ("do it", "go", "go ahead", "go for it", "proceed", "continue", "next", "ship it", "commit",
+             # the same in Chinese and Korean ("ok 開始": ok, start), as the users of the public sessions write
+             "開始", "开始", "繼續", "继续", "請繼續", "请继续", "好的", "계속", "진행", "시작")
 # What may follow an acknowledgement or a go-ahead and still ask nothing new ("yeah, do it all")
 AS_ASKED = ("it all", "all", "everything", "both", "that", "please")
 # One word of reply, whatever follows it ("ok?", "no", "nope", "y", "thank you")
@@ -42,7 +44,8 @@ ONE_WORD = (OK, "yes", "yep", "y", "no", "nope", "sure", r"thanks?(?: you)?", "c
 # A go-ahead's words inside an acknowledgement ("great, go ahead", "yeah, do it all")
 GO_WORDS = ("yes", "yep", "yeah", "sure", *GO_AHEADS, "please", "all", "everything", "both")
 # A go-on alone ("ok, continue", "yes", "keep going")
-GO_ON = ("yes", "yep", "y", "sure", "continue", "go on", "go ahead", "proceed", "do it", "next", "keep going")
+GO_ON = ("yes", "yep", "y", "sure", "continue", "go on", "go ahead", "proceed", "do it", "next", "keep going",
+         "開始", "开始", "繼續", "继续", "請繼續", "请继续", "계속", "진행", "시작")
 # What opens a request without asking anything ("Looks right.", "Good, but", "Ok, now"; request_gist)
 OPENINGS = (OK, "great", "good", "nice", "cool", "perfect", "alright", "thanks", "thank you", "yes", "yeah",
             "sure", "right", "looks (?:good|right|great|fine)", "that works", "lgtm")
