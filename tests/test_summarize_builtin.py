@@ -356,3 +356,21 @@ def test_previous_items_lines_beyond_an_items_room_are_items_of_their_own():
     rules = out.split("## Constraints & Preferences\n")[1].split("\n## ")[0]
     for n in range(10):
         assert f"handler_{n}" in rules, n
+
+
+def test_a_tight_constraints_section_keeps_the_first_rules_and_the_newest():
+    """#55 item 8 (the tuning session rave-era read before and after): when Constraints cannot hold every
+    rule, the oldest (the brief's: "Do not overuse words like rave") and the newest are kept, dropping from
+    the middle; newest-first lost the brief's rules."""
+    said = ["Do not overuse the word rave anywhere in the landing copy.", "Keep every price in euros with two decimals.",
+            "Never push directly to the main branch.", "Use tabs for indentation in the Go services.",
+            "Write commit messages in the imperative mood.", "Avoid adding heavy charting libraries to the bundle.",
+            "Always run the linter before you open a pull request.", "Prefer server components for static pages.",
+            "Do not touch the legacy payments adapter this week.", "Keep the API responses under fifty kilobytes.",
+            "Never log customer email addresses in plain text.", "Use the sandbox Stripe keys for every local test.",
+            "Keep the dark theme as the default for new users.", "Do not rename exported functions of the SDK.",
+            "Always add a changelog entry for user-facing fixes.", "Prefer date-fns over moment for date handling."]
+    out = summarize_offline(call([user("Add the invoice export."), *map(user, said)], max_tokens=160))
+    constraints = out.split("## Constraints & Preferences\n")[1].split("\n## ")[0]
+    assert "overuse the word rave" in constraints and "date-fns over moment" in constraints, constraints
+    assert "sandbox Stripe keys" not in constraints

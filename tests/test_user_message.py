@@ -149,6 +149,10 @@ def test_a_rule_is_a_whole_sentence():
         "In PolyDot, every time someone proposes an outcome, the contract must call the oracle first."]
     assert rule_sentences("Keep brand name:\n- Raveera\n\nImprove:\n- avoid layout shifts\n- cache fewer pages") == [
         "Keep brand name: Raveera", "avoid layout shifts"]
+    # the line under it when it is no list (rave-era wrote the brand on the next line: "Keep brand name:" alone)
+    assert rule_sentences("Keep brand name:\nRaveera Group  Concerts\n\nBut positioning should be:\n"
+                          "Raveera helps organizers sell events.") == [
+        "Keep brand name: Raveera Group  Concerts", "But positioning should be: Raveera helps organizers sell events."]
 
 
 def test_a_goal_line_keeps_a_rule_sentence_that_is_no_whole_sentence_of_it():

@@ -295,7 +295,7 @@ def build_history_sections(facts: Facts, previous: str | None, branch: bool,
             "## Constraints & Preferences",
             _lifted(standing_rules(prev.rules + facts.constraints.list()), facts, set(prev.rules)),
             weight=weight("## Constraints & Preferences", tight) + min(len(prev.rules) / 2, CARRIED_RULES_WEIGHT),
-            pinned=frozenset(prev.rules) | frozenset(f"{rule} ({LIFTED})" for rule in prev.rules),
+            pinned=frozenset(prev.rules) | frozenset(f"{rule} ({LIFTED})" for rule in prev.rules), keep="ends",
         ),
         Section("## Progress", [], None),
         Section(

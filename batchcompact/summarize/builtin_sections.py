@@ -27,7 +27,8 @@ class Section:
         self.items = items
         self.prefix = prefix
         self.keep = (
-            keep  # newest: drop the oldest first; first: drop from the end; goal: keep item 0, then newest
+            keep  # newest: drop the oldest first; first: drop from the end; goal: keep item 0, then newest;
+            # ends: keep the first and the newest, drop from the middle
         )
         self.weight = weight
         # with `gist`, an item that does not fit whole is said by its gist, and the items after it in
@@ -68,6 +69,9 @@ def _select(section: Section, budget: int) -> list[str]:
         order.reverse()
     elif section.keep == "goal":
         order = [0] + list(range(len(items) - 1, 0, -1)) if items else []
+    elif section.keep == "ends":
+        # the first and the newest, dropping from the middle: 0, n-1, 1, n-2, …
+        order = list(dict.fromkeys(i for k in range(len(items)) for i in (k, len(items) - 1 - k)))
     if section.pinned:  # carried items first, in the same order
         order = [i for i in order if items[i] in section.pinned] + [i for i in order if items[i] not in section.pinned]
     chosen: list[int] = []

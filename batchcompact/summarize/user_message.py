@@ -521,8 +521,9 @@ def rule_sentences(text: str) -> list[str]:
 def _sentences(text: str) -> list[str]:
     """The sentences of a text: split at sentence ends and line ends, then a line that ends no sentence joined
     to the next when that starts in lower case (one sentence wrapped, while it stays a sentence's length), and
-    a rule that introduces a list ("Keep brand name:", "Ensure:") joined to the items under it, in pieces of
-    at most `LIST_RULE_CHARS` ("Ensure: all routes work, role guards are safe, …")."""
+    a rule that introduces a list ("Ensure:") joined to the items under it, in pieces of at most
+    `LIST_RULE_CHARS` ("Ensure: all routes work, role guards are safe, …"), or to the one line under it
+    ("Keep brand name:" and "Raveera Group")."""
     pieces: list[tuple[str, bool]] = []  # (text, a list item)
     for raw in SENTENCE.split(text):
         piece = raw.strip()
@@ -547,6 +548,10 @@ def _sentences(text: str) -> list[str]:
                     line = sentence
                 line = f"{line} {item}" if line == sentence else f"{line}, {item}"
             sentence = line
+        elif sentence.endswith(":") and _RULE.search(sentence) and index < len(pieces) \
+                and len(pieces[index][0]) <= LIST_RULE_CHARS // 2:
+            sentence = f"{sentence} {pieces[index][0]}"  # "Keep brand name:" and the line it introduces
+            index += 1
         out.append(sentence)
     return out
 
