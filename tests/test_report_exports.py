@@ -319,3 +319,35 @@ def test_a_clean_parquet_export_is_read_column_by_column_to_the_same_rows(tmp_pa
     rows, stats = UsageRows(), ExtractStats(path=str(path))
     export.extract_export(path, rows, stats)
     assert len(rows) == table.num_rows - 1 and stats.malformed == 1
+
+
+def test_a_clean_parquet_export_becomes_its_usage_part_in_arrow(tmp_path):
+    """#57: the parts path (`--html`, `--chart`, polars) takes a clean Parquet export's table as the usage part
+    column by column (`export.usage_table`): the same table and stats as its rows read one by one; a cost or a
+    count that `extract_rows` would fix (and name) sends the file to that read."""
+    import sys
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from batchcompact.report import export
+    from batchcompact.report.extract_rows import extract_rows
+    from batchcompact.report.part_cache import extract_file
+    from bench.bench_html import generate
+
+    generate(tmp_path, 300)
+    path = sorted(tmp_path.glob("*.parquet"))[0]
+    made, stats = export.usage_table(path)
+    rows, row_stats = extract_rows(path)
+    assert made.num_rows > 10 and made.equals(rows.to_table()) and stats.to_dict() == row_stats.to_dict()
+    table = pq.read_table(path)
+    for name, value in (("recorded_cost_usd", 2e6), ("reasoning_tokens", 2_000_000_000)):
+        at = table.column_names.index(name)
+        kind = table.schema.field(name).type
+        bad = table.set_column(at, name, pa.array([value] + table.column(at).to_pylist()[1:], kind))
+        pq.write_table(bad, path)
+        assert export.usage_table(path) is None
+        part, part_stats = extract_file(path)
+        assert part.num_rows == table.num_rows and part_stats.warning_count == 1, name
+        assert f"{path}:1: " in part_stats.warnings[0]

@@ -97,8 +97,9 @@ def _sane_costs(rows: UsageRows, stats: ExtractStats) -> None:
 # A token count over this in one request is no count (a file's 1e19 or 2**64): no model has a window of a
 # billion tokens, and a billion tokens at the dearest price stays inside the money sums' Int64 (money.py).
 MAX_REQUEST_TOKENS = 1_000_000_000
-_COUNTS = tuple(COLUMNS.index(n) for n in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-                                            "cache_write_1h_tokens", "reasoning_tokens"))
+COUNT_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens",
+                "reasoning_tokens")  # the counts `_sane_values` checks (and export.usage_table, column by column)
+_COUNTS = tuple(COLUMNS.index(n) for n in COUNT_FIELDS)
 _TOTAL = COLUMNS.index("total_tokens")
 _TEXTS = tuple(COLUMNS.index(n) for n in ("session_id", "project", "provider", "model", "branch"))
 
