@@ -351,3 +351,37 @@ def test_a_clean_parquet_export_becomes_its_usage_part_in_arrow(tmp_path):
         part, part_stats = extract_file(path)
         assert part.num_rows == table.num_rows and part_stats.warning_count == 1, name
         assert f"{path}:1: " in part_stats.warnings[0]
+
+
+def test_parquet_exports_of_many_requests_take_the_polars_path(bc, tmp_path, monkeypatch):
+    """#57: a cold report whose Parquet exports hold more than `MAX_EXPORT_ROWS` requests is polars' (they are
+    read as Arrow columns; the plain-Python engine makes a tuple of each): `collect_rows` refuses before any
+    file is read, the footers counted, and the report is the same bytes as the plain-Python engine's."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import pyarrow.parquet as pq
+
+    from batchcompact.report import collect, fast, fast_collect
+    from bench.bench_html import generate
+
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    generate(exports, 300)
+    files = sorted(str(p) for p in exports.glob("*.parquet"))
+    rows = sum(pq.read_metadata(p).num_rows for p in files)
+    assert fast_collect.parquet_export_rows(files, rows) == rows
+    assert fast_collect.parquet_export_rows([str(SAMPLES / "pi" / "small-fix.jsonl")], 0) == 0
+    with pytest.raises(fast.Unsupported) as refused:
+        fast_collect.collect_rows([exports], max_export_rows=rows - 1)
+    assert refused.value.walk.files == len(files)
+    polars = []
+    real = collect.collect_usage
+    monkeypatch.setattr(collect, "collect_usage", lambda *a, **k: polars.append(1) or real(*a, **k))
+    inputs = (exports, SAMPLES, "--no-cache", "--format", "json", "--by")
+    expected = {by: bc("report", *inputs, by) for by in ("day", "session", "model")}  # plain Python: under the bound
+    assert all(code == 0 for code, _, _ in expected.values()) and not polars
+    monkeypatch.setattr(fast_collect, "MAX_EXPORT_ROWS", rows - 1)
+    for by, output in expected.items():
+        assert bc("report", *inputs, by) == output, by
+    assert len(polars) == len(expected)

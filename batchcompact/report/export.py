@@ -199,6 +199,20 @@ def _parquet_marked(fh) -> bool | None:
         return None
 
 
+def parquet_export_rows(path: str | Path) -> int:
+    """The rows of a Parquet usage export by its footer; 0 for any other file or one whose footer cannot be read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        with open(path, "rb") as fh:
+            if not _parquet_marked(fh):
+                return 0
+        return pq.read_metadata(path).num_rows
+    except (OSError, pa.ArrowException):
+        return 0
+
+
 def is_export_name(name: str) -> bool:
     """A file a folder walk looks into for an export (by content, `detect`): Parquet or CSV."""
     return name.endswith((".parquet", ".csv"))
