@@ -138,9 +138,11 @@ def add_costs(lf: pl.LazyFrame, table: PriceTable, cost_mode: str) -> tuple[pl.L
     pairs_df = lf.select("model", "provider").unique().collect()
     pairs = list(zip(pairs_df["model"].to_list(), pairs_df["provider"].to_list(), strict=True))
     prices, width, unpriced = price_frame(table, pairs)
-    lf = lf.with_columns(
-        pl.col("model").fill_null("").alias("_model"), pl.col("provider").fill_null("").alias("_provider")
-    ).join(prices.lazy(), on=["_model", "_provider"], how="left")
+    # Each row's rates: only the two key columns are joined, in the rows' order, and set beside the rows
+    # (a join of the whole frame made a copy of every column: a team's year, ~200 MB more at the peak).
+    keys = lf.select(pl.col("model").fill_null("").alias("_model"), pl.col("provider").fill_null("").alias("_provider"))
+    rates = keys.join(prices.lazy(), on=["_model", "_provider"], how="left", maintain_order="left")
+    lf = pl.concat([lf, rates], how="horizontal")
     tokens = [pl.col(c) for c in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
                                    "cache_write_1h_tokens")]
     prompt = prompt_tokens(tokens[0], tokens[2], tokens[3])
