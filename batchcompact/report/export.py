@@ -345,36 +345,61 @@ def _check(record: dict) -> str | None:
     return None
 
 
+def _clean(kinds: dict[str, str | None], nulls: dict[str, int], low: dict, high: dict, totals_match: bool,
+           costs_ok: bool) -> bool:
+    """Whether every row of a Parquet export passes `_check` and needs none of `extract_rows`' fixes, from a
+    summary of its columns (pyarrow's, `_is_clean`, or polars', `direct_part`; the one decision for both):
+    `kinds` each present column's type (our name; None: another), `nulls` each column's nulls, `low`/`high`
+    each count column's least and greatest value (None: no value), whether `total_tokens` is the sum in every
+    row (`totals_match`) and every recorded cost a finite number under MAX_RECORDED_USD (`costs_ok`)."""
+    from batchcompact.report.extract_rows import COUNT_FIELDS, MAX_REQUEST_TOKENS
+
+    if any(kinds[field] != TYPES[field] for field in kinds):
+        return False
+    if any(nulls.get(field) for field in REQUIRED):
+        return False
+    for field, least in low.items():
+        if least is None:
+            continue
+        if field == "export_version":
+            if high[field] > EXPORT_SCHEMA_VERSION:
+                return False
+        elif least < 0 or (field in COUNT_FIELDS and high[field] > MAX_REQUEST_TOKENS):
+            return False
+    return totals_match and costs_ok
+
+
 def _is_clean(table) -> bool:
-    """Whether every row of a Parquet export's table would pass `_check` (checked column by column)."""
+    """`_clean` of a Parquet export's table (pyarrow: checked column by column)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(),
-             "timestamp": pa.timestamp("us", tz="UTC")}
-    names = set(table.column_names)
-    for field, kind in TYPES.items():
-        if field not in names:
-            continue
-        column = table.column(field)
-        if column.type != types[kind]:
-            return False
-        if field in REQUIRED and column.null_count:
-            return False
-        if kind == "int64" and len(column) and column.null_count < len(column):
-            low, high = pc.min_max(column).values()
-            if field == "export_version":
-                if high.as_py() > EXPORT_SCHEMA_VERSION:
-                    return False
-            elif low.as_py() < 0:
-                return False
+    from batchcompact.report.extract_rows import MAX_RECORDED_USD
+
+    types = {pa.string(): "string", pa.int64(): "int64", pa.float64(): "float64",
+             pa.timestamp("us", tz="UTC"): "timestamp"}
+    present = [field for field in TYPES if field in set(table.column_names)]
+    kinds = {field: types.get(table.column(field).type) for field in present}
+    if any(kinds[field] != TYPES[field] for field in present):
+        return False
+    nulls = {field: table.column(field).null_count for field in present}
+    low, high = {}, {}
+    for field in present:
+        if TYPES[field] == "int64":
+            low[field], high[field] = (v.as_py() for v in pc.min_max(table.column(field)).values())
     try:
         total = table.column("input_tokens")
         for field in ("output_tokens", "cache_read_tokens", "cache_write_tokens"):
             total = pc.add_checked(total, table.column(field))
+        totals_match = pc.all(pc.equal(total, table.column("total_tokens"))).as_py() or not len(total)
     except pa.ArrowInvalid:  # an overflow: Python's sum would not; `_check` names the row
-        return False
-    return pc.all(pc.equal(total, table.column("total_tokens"))).as_py() or not len(total)
+        totals_match = False
+    costs_ok = True
+    if "recorded_cost_usd" in present:
+        costs = table.column("recorded_cost_usd")
+        costs_ok = costs.null_count == len(costs) or pc.all(
+            pc.and_(pc.is_finite(costs), pc.less(pc.abs(costs), MAX_RECORDED_USD))).as_py()
+    return _clean(kinds, nulls, low, high, totals_match, costs_ok)
 
 
 def _add_clean_table(table, name: str, rows, stats) -> bool:
@@ -430,7 +455,6 @@ def usage_table(path: str | Path):
     from batchcompact.adapters.common.usage_rows import FIELDS as USAGE_FIELDS
     from batchcompact.adapters.common.usage_rows import usage_schema
     from batchcompact.formats.scan import printable
-    from batchcompact.report.extract_rows import COUNT_FIELDS, MAX_RECORDED_USD, MAX_REQUEST_TOKENS
 
     name = str(Path(path))
     if printable(name) is not name:
@@ -448,12 +472,6 @@ def usage_table(path: str | Path):
         return table.column(field) if field in have else pa.nulls(count, pa.string())
 
     costs = column("recorded_cost_usd") if "recorded_cost_usd" in have else pa.nulls(count, pa.float64())
-    if costs.null_count < count and not pc.all(pc.and_(pc.is_finite(costs),
-                                                       pc.less(pc.abs(costs), MAX_RECORDED_USD))).as_py():
-        return None  # extract_rows drops such a cost, naming its line
-    for field in COUNT_FIELDS:
-        if count and pc.max(table.column(field)).as_py() > MAX_REQUEST_TOKENS:  # (no negative: _is_clean)
-            return None
     source, agent = table.column("source"), table.column("agent")
     made = {
         "source": source, "agent": pc.if_else(pc.equal(agent, ""), source, agent),  # `agent or source`
