@@ -385,3 +385,45 @@ def test_parquet_exports_of_many_requests_take_the_polars_path(bc, tmp_path, mon
     for by, output in expected.items():
         assert bc("report", *inputs, by) == output, by
     assert len(polars) == len(expected)
+
+
+def test_a_clean_parquet_export_is_its_own_part_when_no_part_is_kept(tmp_path):
+    """#57: a report that keeps no parts (`--no-cache`) reads a clean Parquet export's columns with polars where
+    it would read the part made from it (`export.direct_part`, `scan_export`): the same rows and stats as that
+    part; the files keep their order among the others; an export that is not clean is extracted as before."""
+    import sys
+
+    import polars as pl
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from batchcompact.report import export
+    from batchcompact.report.aggregate import REPORT_COLUMNS
+    from batchcompact.report.collect import collect_usage
+    from bench.bench_html import generate
+
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    generate(folder, 300)
+    paths = sorted(folder.glob("*.parquet"))
+    part, stats = export.direct_part(paths[0])
+    table, table_stats = export.usage_table(paths[0])
+    assert isinstance(part, export.ExportPart) and stats.to_dict() == table_stats.to_dict()
+    direct = export.scan_export(part, REPORT_COLUMNS).collect()
+    assert direct.equals(pl.from_arrow(table).select(REPORT_COLUMNS)) and direct.height > 10
+    table = pq.read_table(paths[1])
+    at = table.column_names.index("recorded_cost_usd")
+    pq.write_table(table.set_column(at, "recorded_cost_usd", pa.array([2e6] + [None] * (table.num_rows - 1),
+                                                                      pa.float64())), paths[1])
+    assert export.direct_part(paths[1]) is None and export.direct_part(SAMPLES / "pi" / "small-fix.jsonl") is None
+    shutil.copy(PI_SESSION, folder / "b-session.jsonl")  # a transcript among the exports
+    collected = collect_usage([folder], use_cache=False)
+    try:
+        kinds = [(type(p) is export.ExportPart, Path(s["path"]).name) for p, s in zip(collected.parts, collected.stats,
+                                                                                     strict=True)]
+        assert kinds == sorted(kinds, key=lambda kind: kind[1]) and sum(k for k, _ in kinds) == len(paths) - 1
+        bad = next(s for s in collected.stats if s["path"] == str(paths[1]))
+        assert bad["warning_count"] == 1 and collected.extracted == len(paths) + 1
+    finally:
+        collected.cleanup()

@@ -59,10 +59,13 @@ def scan_usage(parts: list[str], settings: ReportSettings | None = None) -> pl.L
     """The columns reports need, one row per dedupe_key (the highest rank, then the largest usage wins;
     ties: first session id). A row read from this machine's own files is this machine's (`settings`)."""
     from batchcompact.adapters.common.usage_rows import USAGE_SCHEMA
+    from batchcompact.report.export import ExportPart, scan_export
 
     if not parts:
         return pl.from_arrow(USAGE_SCHEMA.empty_table()).lazy().select(REPORT_COLUMNS)
-    lf = pl.scan_parquet(parts).select(REPORT_COLUMNS)
+    written = [part for part in parts if not isinstance(part, ExportPart)]
+    exports = [scan_export(part, REPORT_COLUMNS) for part in parts if isinstance(part, ExportPart)]
+    lf = pl.concat([*([pl.scan_parquet(written).select(REPORT_COLUMNS)] if written else []), *exports])
     if settings is not None:  # before the dedupe: the machine breaks its ties, as in fast.py
         lf = lf.with_columns(pl.col("machine").fill_null(settings.machine),
                              pl.col("machine_id").fill_null(settings.machine_id))

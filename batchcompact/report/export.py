@@ -489,6 +489,74 @@ def usage_table(path: str | Path):
     return out, stats
 
 
+class ExportPart(str):
+    """A clean Parquet usage export that is its own usage part (`direct_part`): polars reads the report's
+    columns from it (`scan_export`) where a part written from it would be read. Only for a report that keeps
+    no parts (`--no-cache`, an archive under `--cache-above`): nothing is written, nothing read twice."""
+
+
+def direct_part(path: str | Path):
+    """`(ExportPart, stats)` for a clean Parquet usage export (the decision of `_clean`, from polars' summary of
+    its columns) whose rows `extract_rows` would give as they are; None otherwise (the caller extracts it, which
+    names each bad row, or says why the file cannot be read)."""
+    import polars as pl
+
+    from batchcompact.adapters.common.lines import ExtractStats
+    from batchcompact.formats.scan import printable
+    from batchcompact.report.extract_rows import MAX_RECORDED_USD
+
+    name = str(Path(path))
+    if not name.endswith(".parquet") or printable(name) is not name or detect(name) != EXPORT_TABLE:
+        return None
+    types = {pl.String: "string", pl.Int64: "int64", pl.Float64: "float64", pl.Datetime("us", "UTC"): "timestamp"}
+    try:
+        version = _parquet_version({k.encode(): v.encode() for k, v in pl.read_parquet_metadata(name).items()})
+        frame = pl.scan_parquet(name)
+        schema = frame.collect_schema()
+        if version is None or version > EXPORT_SCHEMA_VERSION or any(c not in schema for c in REQUIRED):
+            return None
+        kinds = {field: types.get(schema[field]) for field in TYPES if field in schema}
+        if any(kinds[field] != TYPES[field] for field in kinds):
+            return None
+        ints = [field for field in kinds if kinds[field] == "int64"]
+        total = pl.sum_horizontal("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+        cost = pl.col("recorded_cost_usd") if "recorded_cost_usd" in schema else pl.lit(None, pl.Float64)
+        summary = frame.select(
+            *[pl.col(field).null_count().alias(f"nulls {field}") for field in kinds],
+            *[pl.col(field).min().alias(f"low {field}") for field in ints],
+            *[pl.col(field).max().alias(f"high {field}") for field in ints],
+            (total == pl.col("total_tokens")).all().alias("totals"),
+            (cost.is_null() | (cost.is_finite() & (cost.abs() < MAX_RECORDED_USD))).all().alias("costs"),
+            pl.len().alias("rows"),
+        ).collect().row(0, named=True)
+        if not _clean(kinds, {f: summary[f"nulls {f}"] for f in kinds}, {f: summary[f"low {f}"] for f in ints},
+                      {f: summary[f"high {f}"] for f in ints}, summary["totals"], summary["costs"]):
+            return None
+        pairs = frame.select("machine", "machine_id").unique().collect()
+    except (pl.exceptions.PolarsError, OSError):
+        return None
+    stats = ExtractStats(path=name, format=EXPORT_TABLE, rows=summary["rows"])
+    stats.machines = _machines(zip(pairs["machine"].to_list(), pairs["machine_id"].to_list(), strict=True))
+    return ExportPart(name), stats
+
+
+def scan_export(part: ExportPart, columns: tuple[str, ...]):
+    """A clean export's rows as a usage part holds them (`usage_table`: `request_id` as the dedupe key, an
+    empty agent as its source), the given usage `columns` (polars)."""
+    import polars as pl
+
+    from batchcompact.adapters.common.usage_rows import FIELDS as USAGE_FIELDS
+
+    frame = pl.scan_parquet(str(part))
+    have = frame.collect_schema()
+    types = {"string": pl.String, "int64": pl.Int64, "float64": pl.Float64, "timestamp": pl.Datetime("us", "UTC")}
+    kinds = {name: kind for name, kind, _ in USAGE_FIELDS}
+    made = {"agent": pl.when(pl.col("agent") == "").then(pl.col("source")).otherwise(pl.col("agent")),
+            "dedupe_key": pl.col("request_id")}
+    return frame.select([made[c].alias(c) if c in made else pl.col(c) if c in have
+                         else pl.lit(None, types[kinds[c]]).alias(c) for c in columns])
+
+
 def _parquet_table(path: Path):
     """A Parquet export's table; a file pyarrow cannot read is one error naming it."""
     import pyarrow as pa
