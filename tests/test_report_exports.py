@@ -379,7 +379,8 @@ def test_parquet_exports_of_many_requests_take_the_polars_path(bc, tmp_path, mon
     real = collect.collect_usage
     monkeypatch.setattr(collect, "collect_usage", lambda *a, **k: polars.append(1) or real(*a, **k))
     inputs = (exports, SAMPLES, "--no-cache", "--format", "json", "--by")
-    expected = {by: bc("report", *inputs, by) for by in ("day", "session", "model")}  # plain Python: under the bound
+    monkeypatch.setattr(fast_collect, "MAX_EXPORT_ROWS", rows)
+    expected = {by: bc("report", *inputs, by) for by in ("day", "session", "model")}  # plain Python: at the bound
     assert all(code == 0 for code, _, _ in expected.values()) and not polars
     monkeypatch.setattr(fast_collect, "MAX_EXPORT_ROWS", rows - 1)
     for by, output in expected.items():

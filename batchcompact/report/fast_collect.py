@@ -36,8 +36,8 @@ from batchcompact.report.files import (
 from batchcompact.report.settings import ReportSettings
 
 # Requests in Parquet usage exports above which the polars path makes the report faster than this one: a
-# team's year of exports (953,693 requests) 7.7 s here, 2.4 s there; equal at ~40,000 (docs/performance.md).
-MAX_EXPORT_ROWS = 50_000
+# team's year of exports (953,693 requests) 7.7 s here, 2.2 s there; equal at 10,000-20,000 (docs/performance.md).
+MAX_EXPORT_ROWS = 20_000
 _PICK = operator.itemgetter(*(USAGE_COLUMNS.index(name) for name in COLUMNS))  # a usage row -> these
 
 
