@@ -352,7 +352,7 @@ def _clean(kinds: dict[str, str | None], nulls: dict[str, int], low: dict, high:
     `kinds` each present column's type (our name; None: another), `nulls` each column's nulls, `low`/`high`
     each count column's least and greatest value (None: no value), whether `total_tokens` is the sum in every
     row (`totals_match`) and every recorded cost a finite number under MAX_RECORDED_USD (`costs_ok`)."""
-    from batchcompact.report.extract_rows import COUNT_FIELDS, MAX_REQUEST_TOKENS
+    from batchcompact.adapters.common.usage_rows import COUNT_FIELDS, MAX_REQUEST_TOKENS
 
     if any(kinds[field] != TYPES[field] for field in kinds):
         return False
@@ -374,7 +374,7 @@ def _is_clean(table) -> bool:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from batchcompact.report.extract_rows import MAX_RECORDED_USD
+    from batchcompact.adapters.common.usage_rows import MAX_RECORDED_USD
 
     types = {pa.string(): "string", pa.int64(): "int64", pa.float64(): "float64",
              pa.timestamp("us", tz="UTC"): "timestamp"}
@@ -502,8 +502,8 @@ def direct_part(path: str | Path):
     import polars as pl
 
     from batchcompact.adapters.common.lines import ExtractStats
+    from batchcompact.adapters.common.usage_rows import MAX_RECORDED_USD
     from batchcompact.formats.scan import printable
-    from batchcompact.report.extract_rows import MAX_RECORDED_USD
 
     name = str(Path(path))
     if not name.endswith(".parquet") or printable(name) is not name or detect(name) != EXPORT_TABLE:
