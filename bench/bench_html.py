@@ -3,9 +3,12 @@ unpriced, 50 projects, 20 branches, 5 machines, ~1M requests), as the five machi
 (`report --by request --format parquet`, what a team's nightly cron collects in one folder).
 
 Figures: the page's weight, the time to write it (`report EXPORTS --html`, a subprocess, cold: `--no-cache`)
-beside `report EXPORTS --format json` on the same files (the baseline: the report the page's numbers come
-from), and the time to first render in Chromium (navigation start to the page's `data-ready` mark, from
-`performance.now()` in the page; Debian's /usr/bin/chromium through Playwright).
+and to make `report EXPORTS --format json` of the same files (the report the page's numbers come from), each
+beside a baseline taken in the same round: polars alone reading the same exports and grouping their rows by
+day (a subprocess too: the floor of any polars report of these rows, `BASELINE`), with the peak memory of each
+command (issue 57: `--html` <= 5 s, `--format json` <= 3 s, each under 1 GB); and the time to first render in
+Chromium (navigation start to the page's `data-ready` mark, from `performance.now()` in the page; Debian's
+/usr/bin/chromium through Playwright).
 
     python bench/bench_html.py [--requests 1000000] [--runs 3] [--dir FOLDER] [--page FILE]
     python -m bench --only html --quick     # 100k requests, one run
@@ -21,6 +24,7 @@ import argparse
 import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -30,10 +34,20 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from bench.figures import emit  # noqa: E402
-from bench.timing import run_checked  # noqa: E402
+from bench.timing import BenchFailure, run_checked  # noqa: E402
 
 PEOPLE, AGENTS, MODELS, PROJECTS, BRANCHES, MACHINES, DAYS = 10, 25, 30, 50, 20, 5, 365
 GOAL_BYTES, GOAL_RENDER_S = 5_000_000, 1.0
+GOAL_HTML_S, GOAL_JSON_S, GOAL_PEAK_MB = 5.0, 3.0, 1000  # issue 57, item 3 (cold, --no-cache)
+# The baseline: polars alone, the same exports read and their rows grouped by day (no dedupe, no prices).
+BASELINE = """
+import sys
+import polars as pl
+rows = pl.read_parquet(sys.argv[1:])
+days = rows.group_by(pl.col("timestamp").dt.date()).agg(pl.len(), pl.col("total_tokens").sum(),
+                                                         pl.col("output_tokens").sum())
+print(days.height, days["len"].sum())
+"""
 
 
 def model_names() -> list[str]:
@@ -110,6 +124,20 @@ def generate(folder: Path, requests: int) -> int:
     return written
 
 
+def measured(command: list[str], env: dict[str, str], label: str) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS in MB) of one checked run of `command` (its own rusage: `wait4`)."""
+    started = time.perf_counter()
+    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    stderr = child.stderr.read() if child.stderr else b""
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        tail = " | ".join(stderr.decode("utf-8", "replace").strip().splitlines()[-3:])
+        raise BenchFailure(f"bench: {label} failed with exit code {child.returncode}; nothing timed. {tail}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
 def render_seconds(page: Path, runs: int) -> list[float]:
     """Navigation start to the page's ready mark, in a fresh tab each run."""
     from playwright.sync_api import sync_playwright
@@ -151,22 +179,32 @@ def main() -> None:
     page = Path(args.page) if args.page else work / "spend.html"
     env = {**os.environ, "XDG_CACHE_HOME": str(work / "cache")}
     cli = [sys.executable, "-m", "batchcompact", "-q", "report", str(exports), "--no-cache"]
-    writes, jsons = [], []
-    for _ in range(args.runs):
-        t = time.perf_counter()
-        run_checked([*cli, "--html", str(page)], env=env, label="report --html")
-        writes.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        run_checked([*cli, "--format", "json", "-o", str(work / "r.json")], env=env, label="report --format json")
-        jsons.append(time.perf_counter() - t)
+    files = sorted(str(p) for p in exports.glob("*.parquet"))
+    commands = {
+        "baseline": [sys.executable, "-c", BASELINE, *files],
+        "html": [*cli, "--html", str(page)],
+        "json": [*cli, "--format", "json", "-o", str(work / "r.json")],
+    }
+    run_checked(commands["json"], env=env, label="report --format json")  # untimed: bytecode, page cache
+    rounds: dict[str, list[tuple[float, float, float]]] = {name: [] for name in commands}
+    for _ in range(args.runs):  # the three take turns in each round, so the machine's load hits all of them
+        for name, command in commands.items():
+            rounds[name].append(measured(command, env, name))
     size = page.stat().st_size
     renders = render_seconds(page, args.runs)
-    write_s, json_s, render_s = (statistics.median(x) for x in (writes, jsons, renders))
-    print(f"page: {size:,} bytes; written in {write_s:.2f}s (report --format json: {json_s:.2f}s); "
-          f"first render in Chromium {render_s:.3f}s (medians of {args.runs})")
+    base_s = statistics.median(r[0] for r in rounds["baseline"])
+    print(f"baseline (polars: read, group by day): {base_s:.2f}s")
+    for name, label, goal in (("html", "--html", GOAL_HTML_S), ("json", "--format json", GOAL_JSON_S)):
+        wall, cpu, peak = (statistics.median(r[i] for r in rounds[name]) for i in range(3))
+        ratio = statistics.median(r[0] / b[0] for r, b in zip(rounds[name], rounds["baseline"], strict=True))
+        print(f"report {label}: {wall:.2f}s wall, {cpu:.2f} CPU s, peak RSS {peak:.0f} MB ({ratio:.2f}x the baseline)")
+        emit("html", f"report {label}, cold (--no-cache), {len(files)} exports", wall, "s",
+             "polars alone: read the exports, group by day", base_s, goal=f"value <= {goal:g}", runs=args.runs,
+             ratio=ratio, note=f"{cpu:.2f} CPU s")
+        emit("html", f"report {label}, cold, peak RSS", peak, "MB", goal=f"value <= {GOAL_PEAK_MB}", runs=args.runs)
+    render_s = statistics.median(renders)
+    print(f"page: {size:,} bytes; first render in Chromium {render_s:.3f}s (medians of {args.runs})")
     emit("html", "page weight", size / 1e6, "MB", goal=f"value <= {GOAL_BYTES / 1e6:g}")
-    emit("html", "time to write the page (cold)", write_s, "s", "report --format json, same files", json_s,
-         runs=args.runs)
     emit("html", "first render in Chromium", render_s, "s", goal=f"value <= {GOAL_RENDER_S:g}", runs=args.runs)
 
 

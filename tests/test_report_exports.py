@@ -319,3 +319,112 @@ def test_a_clean_parquet_export_is_read_column_by_column_to_the_same_rows(tmp_pa
     rows, stats = UsageRows(), ExtractStats(path=str(path))
     export.extract_export(path, rows, stats)
     assert len(rows) == table.num_rows - 1 and stats.malformed == 1
+
+
+def test_a_clean_parquet_export_becomes_its_usage_part_in_arrow(tmp_path):
+    """#57: the parts path (`--html`, `--chart`, polars) takes a clean Parquet export's table as the usage part
+    column by column (`export.usage_table`): the same table and stats as its rows read one by one; a cost or a
+    count that `extract_rows` would fix (and name) sends the file to that read."""
+    import sys
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from batchcompact.report import export
+    from batchcompact.report.extract_rows import extract_rows
+    from batchcompact.report.part_cache import extract_file
+    from bench.bench_html import generate
+
+    generate(tmp_path, 300)
+    path = sorted(tmp_path.glob("*.parquet"))[0]
+    made, stats = export.usage_table(path)
+    rows, row_stats = extract_rows(path)
+    assert made.num_rows > 10 and made.equals(rows.to_table()) and stats.to_dict() == row_stats.to_dict()
+    table = pq.read_table(path)
+    for name, value in (("recorded_cost_usd", 2e6), ("reasoning_tokens", 2_000_000_000)):
+        at = table.column_names.index(name)
+        kind = table.schema.field(name).type
+        bad = table.set_column(at, name, pa.array([value] + table.column(at).to_pylist()[1:], kind))
+        pq.write_table(bad, path)
+        assert export.usage_table(path) is None
+        part, part_stats = extract_file(path)
+        assert part.num_rows == table.num_rows and part_stats.warning_count == 1, name
+        assert f"{path}:1: " in part_stats.warnings[0]
+
+
+def test_parquet_exports_of_many_requests_take_the_polars_path(bc, tmp_path, monkeypatch):
+    """#57: a cold report whose Parquet exports hold more than `MAX_EXPORT_ROWS` requests is polars' (they are
+    read as Arrow columns; the plain-Python engine makes a tuple of each): `collect_rows` refuses before any
+    file is read, the footers counted, and the report is the same bytes as the plain-Python engine's."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import pyarrow.parquet as pq
+
+    from batchcompact.report import collect, fast, fast_collect
+    from bench.bench_html import generate
+
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    generate(exports, 300)
+    files = sorted(str(p) for p in exports.glob("*.parquet"))
+    rows = sum(pq.read_metadata(p).num_rows for p in files)
+    assert fast_collect.parquet_export_rows(files, rows) == rows
+    assert fast_collect.parquet_export_rows([str(SAMPLES / "pi" / "small-fix.jsonl")], 0) == 0
+    with pytest.raises(fast.Unsupported) as refused:
+        fast_collect.collect_rows([exports], max_export_rows=rows - 1)
+    assert refused.value.walk.files == len(files)
+    polars = []
+    real = collect.collect_usage
+    monkeypatch.setattr(collect, "collect_usage", lambda *a, **k: polars.append(1) or real(*a, **k))
+    inputs = (exports, SAMPLES, "--no-cache", "--format", "json", "--by")
+    monkeypatch.setattr(fast_collect, "MAX_EXPORT_ROWS", rows)
+    expected = {by: bc("report", *inputs, by) for by in ("day", "session", "model")}  # plain Python: at the bound
+    assert all(code == 0 for code, _, _ in expected.values()) and not polars
+    monkeypatch.setattr(fast_collect, "MAX_EXPORT_ROWS", rows - 1)
+    for by, output in expected.items():
+        assert bc("report", *inputs, by) == output, by
+    assert len(polars) == len(expected)
+
+
+def test_a_clean_parquet_export_is_its_own_part_when_no_part_is_kept(tmp_path):
+    """#57: a report that keeps no parts (`--no-cache`) reads a clean Parquet export's columns with polars where
+    it would read the part made from it (`export.direct_part`, `scan_export`): the same rows and stats as that
+    part; the files keep their order among the others; an export that is not clean is extracted as before."""
+    import sys
+
+    import polars as pl
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from batchcompact.report import export
+    from batchcompact.report.aggregate import REPORT_COLUMNS
+    from batchcompact.report.collect import collect_usage
+    from bench.bench_html import generate
+
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    generate(folder, 300)
+    paths = sorted(folder.glob("*.parquet"))
+    part, stats = export.direct_part(paths[0])
+    table, table_stats = export.usage_table(paths[0])
+    assert isinstance(part, export.ExportPart) and stats.to_dict() == table_stats.to_dict()
+    direct = export.scan_export(part, REPORT_COLUMNS).collect()
+    assert direct.equals(pl.from_arrow(table).select(REPORT_COLUMNS)) and direct.height > 10
+    table = pq.read_table(paths[1])
+    at = table.column_names.index("recorded_cost_usd")
+    pq.write_table(table.set_column(at, "recorded_cost_usd", pa.array([2e6] + [None] * (table.num_rows - 1),
+                                                                      pa.float64())), paths[1])
+    assert export.direct_part(paths[1]) is None and export.direct_part(SAMPLES / "pi" / "small-fix.jsonl") is None
+    shutil.copy(PI_SESSION, folder / "b-session.jsonl")  # a transcript among the exports
+    collected = collect_usage([folder], use_cache=False)
+    try:
+        kinds = [(type(p) is export.ExportPart, Path(s["path"]).name) for p, s in zip(collected.parts, collected.stats,
+                                                                                     strict=True)]
+        assert kinds == sorted(kinds, key=lambda kind: kind[1]) and sum(k for k, _ in kinds) == len(paths) - 1
+        bad = next(s for s in collected.stats if s["path"] == str(paths[1]))
+        assert bad["warning_count"] == 1 and collected.extracted == len(paths) + 1
+    finally:
+        collected.cleanup()

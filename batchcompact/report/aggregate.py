@@ -59,33 +59,41 @@ def scan_usage(parts: list[str], settings: ReportSettings | None = None) -> pl.L
     """The columns reports need, one row per dedupe_key (the highest rank, then the largest usage wins;
     ties: first session id). A row read from this machine's own files is this machine's (`settings`)."""
     from batchcompact.adapters.common.usage_rows import USAGE_SCHEMA
+    from batchcompact.report.export import ExportPart, scan_export
 
     if not parts:
         return pl.from_arrow(USAGE_SCHEMA.empty_table()).lazy().select(REPORT_COLUMNS)
-    lf = pl.scan_parquet(parts).select(REPORT_COLUMNS)
+    written = [part for part in parts if not isinstance(part, ExportPart)]
+    exports = [scan_export(part, REPORT_COLUMNS) for part in parts if isinstance(part, ExportPart)]
+    lf = pl.concat([*([pl.scan_parquet(written).select(REPORT_COLUMNS)] if written else []), *exports])
     if settings is not None:  # before the dedupe: the machine breaks its ties, as in fast.py
         lf = lf.with_columns(pl.col("machine").fill_null(settings.machine),
                              pl.col("machine_id").fill_null(settings.machine_id))
-    # Read once, then only the keys seen more than once are grouped: a team's exports hold a million
-    # requests whose ids are unique, and a group_by of one row per group cost half a minute; a unique key's
-    # row is its own first. (Lazy, each branch below scanned the files again.)
-    rows = lf.with_columns(pl.col("dedupe_key").is_duplicated().alias("_copied")).collect()
-    keyed = rows.filter(pl.col("dedupe_key").is_not_null())
-    keyed = pl.concat([
-        keyed.lazy().filter(~pl.col("_copied")).select(REPORT_COLUMNS),
-        keyed.lazy().filter(pl.col("_copied")).group_by("dedupe_key")
-        .agg(pl.all().sort_by(**_sort_args(rules.DEDUPE_ORDER)).first())
-        .select(REPORT_COLUMNS),
-    ])
-    unkeyed = rows.lazy().filter(pl.col("dedupe_key").is_null()).select(REPORT_COLUMNS)
-    return pl.concat([unkeyed, *collapse_sidechain_replays(keyed)])
+    # Read once; then each step touches only the rows it can change, and copies nothing when there are
+    # none (a team's exports: a million requests whose ids are unique, none of an agent that replays). A
+    # group_by of one row per key cost half a minute there; a unique key's row is its own first.
+    rows = lf.collect()
+    key = rows.get_column("dedupe_key")
+    copied = key.is_duplicated() & key.is_not_null()  # a null key is never merged
+    if copied.any():
+        rows = pl.concat([
+            rows.filter(~copied),
+            rows.filter(copied).group_by("dedupe_key")
+            .agg(pl.all().sort_by(**_sort_args(rules.DEDUPE_ORDER)).first()).select(REPORT_COLUMNS),
+        ])
+    del key, copied
+    replays = pl.col("agent").is_in(list(rules.replay_agents())) & pl.col("dedupe_key").is_not_null()
+    sides = rows.select((replays & (pl.col("kind") != rules.MAIN_KIND)).any()).item()
+    if not sides:  # no side conversation of an agent that replays: no copy to collapse
+        return rows.lazy()
+    return pl.concat([rows.lazy().filter(~replays), *collapse_sidechain_replays(rows.lazy().filter(replays))])
 
 
-def collapse_sidechain_replays(keyed: pl.LazyFrame) -> list[pl.LazyFrame]:
-    """The sidechain replay collapse (`rules.REPLAY_ORDER`): of a replaying agent's rows that share a
-    message with a side-conversation copy, the first by that order is kept; the other rows are untouched."""
-    replays = pl.col("agent").is_in(list(rules.replay_agents()))
-    rows = keyed.filter(replays).with_columns(
+def collapse_sidechain_replays(replaying: pl.LazyFrame) -> list[pl.LazyFrame]:
+    """The sidechain replay collapse (`rules.REPLAY_ORDER`) of the keyed rows of the agents that replay: of the
+    rows that share a message with a side-conversation copy, the first by that order is kept; the other
+    rows are untouched."""
+    rows = replaying.with_columns(
         pl.col("dedupe_key").str.extract(f"^(.*?){re.escape(rules.MESSAGE_END)}", 1).alias("_message"),
         (pl.col("kind") != rules.MAIN_KIND).alias(rules.SIDE))
     side_ids = rows.filter(pl.col(rules.SIDE)).select("_message").unique()
@@ -95,7 +103,6 @@ def collapse_sidechain_replays(keyed: pl.LazyFrame) -> list[pl.LazyFrame]:
         .unique(subset="_message", keep="first", maintain_order=True)
     )
     return [
-        keyed.filter(~replays),
         rows.join(side_ids, on="_message", how="anti").select(REPORT_COLUMNS),
         merged.select(REPORT_COLUMNS),
     ]
@@ -134,9 +141,11 @@ def add_costs(lf: pl.LazyFrame, table: PriceTable, cost_mode: str) -> tuple[pl.L
     pairs_df = lf.select("model", "provider").unique().collect()
     pairs = list(zip(pairs_df["model"].to_list(), pairs_df["provider"].to_list(), strict=True))
     prices, width, unpriced = price_frame(table, pairs)
-    lf = lf.with_columns(
-        pl.col("model").fill_null("").alias("_model"), pl.col("provider").fill_null("").alias("_provider")
-    ).join(prices.lazy(), on=["_model", "_provider"], how="left")
+    # Each row's rates: only the two key columns are joined, in the rows' order, and set beside the rows
+    # (a join of the whole frame made a copy of every column: a team's year, ~200 MB more at the peak).
+    keys = lf.select(pl.col("model").fill_null("").alias("_model"), pl.col("provider").fill_null("").alias("_provider"))
+    rates = keys.join(prices.lazy(), on=["_model", "_provider"], how="left", maintain_order="left")
+    lf = pl.concat([lf, rates], how="horizontal")
     tokens = [pl.col(c) for c in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
                                    "cache_write_1h_tokens")]
     prompt = prompt_tokens(tokens[0], tokens[2], tokens[3])
@@ -265,15 +274,13 @@ def _aggs(total: bool = False) -> list[pl.Expr]:
     ]
 
 
-USAGE_ORDER = ["timestamp", "agent", "source", "session_id", "dedupe_key", "model", "total_tokens", "output_tokens"]
-
-
 def _usage(parts: list[str], settings: ReportSettings) -> pl.LazyFrame:
     """Deduplicated once: the price lookup, the groups and the totals all read it (one row per request,
     far smaller than the transcripts; the dedupe's group_by holds it in memory anyway).
-    Sorted by time, so the blocks and any order-sensitive step read the rows in one order (the sums
-    themselves are exact: see pico_usd)."""
-    return scan_usage(parts, settings).collect().sort(USAGE_ORDER, nulls_last=True).lazy()
+    In no particular order: nothing after depends on it (the sums are exact integers, see pico_usd; the
+    groups, the blocks and the export sort what they show), so a million requests are not sorted for
+    nothing (test_report_determinism: the same bytes whatever order the files are read in)."""
+    return scan_usage(parts, settings).collect().lazy()
 
 
 def priced_usage(parts: list[str], settings: ReportSettings, table: PriceTable) -> tuple[pl.DataFrame, list[str]]:

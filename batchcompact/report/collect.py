@@ -99,6 +99,12 @@ def collect_usage(
         if problem is not None:
             result.stats.insert(0, folder_note(root, problem))
             store, snapshot_worth = spill, False
+    direct: dict[int, tuple[str, dict, bool]] = {}
+    if not use_cache and executor is None:  # clean Parquet exports are their own parts: nothing written
+        direct = _direct_exports(todo)
+        todo_bytes -= sum(Path(todo[i]).stat().st_size for i in direct)
+    everything, todo = todo, [path for i, path in enumerate(todo) if i not in direct]
+    before = len(result.parts), len(result.stats)
     if executor is not None:
         for part, stats, cached in executor.map(extract_on_node, todo, store):
             if part is None:
@@ -111,11 +117,50 @@ def collect_usage(
             done = _extract_parallel(result, todo, store, workers, spill)
             todo = todo[done:]
         _add(result, (extract_to_part(p, store, spill) for p in todo))
+        if todo:  # the tables made here are written and gone: their memory back to the system before polars
+            release_arrow_memory()  # reads them (a team's year: ~180 MB that Arrow's allocator kept)
+    if direct:  # in the order found, as if each had been extracted in its turn
+        _in_order(result, before, len(everything), direct)
     if snapshot_worth:
         snapshot = write_snapshot(root, keys, result.parts, result.stats)
         if snapshot is not None:
             result.parts = [snapshot]
     return result
+
+
+def _direct_exports(todo: list[str]) -> dict[int, tuple[str, dict, bool]]:
+    """The clean Parquet usage exports among `todo` by their index, each as its own part (`export.direct_part`:
+    polars reads their columns where it would read the parts made from them; a team's year: 0.2 s instead of
+    1.3 s of CPU for reading, writing and reading back)."""
+    from batchcompact.report.export import direct_part
+
+    out = {}
+    for index, path in enumerate(todo):
+        if path.endswith(".parquet"):
+            found = direct_part(path)
+            if found is not None:
+                out[index] = (found[0], found[1].to_dict(), False)
+    return out
+
+
+def _in_order(result: CollectResult, before: tuple[int, int], count: int, direct: dict[int, tuple]) -> None:
+    """Put the direct parts among the extracted ones (added after `before`, one part and stats each) in the
+    order of the `count` files."""
+    parts, stats = iter(result.parts[before[0]:]), iter(result.stats[before[1]:])
+    del result.parts[before[0]:], result.stats[before[1]:]
+    for index in range(count):
+        if index in direct:
+            _add(result, [direct[index]])
+        else:
+            result.parts.append(next(parts))
+            result.stats.append(next(stats))
+
+
+def release_arrow_memory() -> None:
+    """Return what pyarrow's allocator keeps of freed tables to the system (it holds on to it otherwise)."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
 
 
 def extract_on_node(path: str, root: str) -> tuple[str | None, dict, bool]:

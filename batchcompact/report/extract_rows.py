@@ -11,7 +11,14 @@ import sys
 from pathlib import Path
 
 from batchcompact.adapters.common.lines import ExtractStats
-from batchcompact.adapters.common.usage_rows import COLUMNS, UsageRows, row_identity
+from batchcompact.adapters.common.usage_rows import (
+    COLUMNS,
+    COUNT_FIELDS,
+    MAX_RECORDED_USD,
+    MAX_REQUEST_TOKENS,
+    UsageRows,
+    row_identity,
+)
 from batchcompact.errors import BatchCompactError, InternalError, internal_error_reason
 from batchcompact.formats.compressed import is_decompress_error
 from batchcompact.formats.scan import PARQUET_NOT_SESSION, printable, unreadable_reason
@@ -73,9 +80,6 @@ def extract_rows(path: str | Path, source: str | None = None) -> tuple[UsageRows
 _KEY = COLUMNS.index("dedupe_key")
 _RECORDED = COLUMNS.index("recorded_cost_usd")
 _LINE = COLUMNS.index("line")
-# A request's recorded cost at or over this (USD) is no cost: beyond what whole picodollars in an Int64 hold
-# (9.2e6 USD), where the sums are exact (money.py); no request has cost a million dollars.
-MAX_RECORDED_USD = 1e6
 
 
 def _sane_costs(rows: UsageRows, stats: ExtractStats) -> None:
@@ -94,11 +98,7 @@ def _sane_costs(rows: UsageRows, stats: ExtractStats) -> None:
         rows.rows[index] = (*row[:at], None, *row[at + 1:])
 
 
-# A token count over this in one request is no count (a file's 1e19 or 2**64): no model has a window of a
-# billion tokens, and a billion tokens at the dearest price stays inside the money sums' Int64 (money.py).
-MAX_REQUEST_TOKENS = 1_000_000_000
-_COUNTS = tuple(COLUMNS.index(n) for n in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-                                            "cache_write_1h_tokens", "reasoning_tokens"))
+_COUNTS = tuple(COLUMNS.index(n) for n in COUNT_FIELDS)
 _TOTAL = COLUMNS.index("total_tokens")
 _TEXTS = tuple(COLUMNS.index(n) for n in ("session_id", "project", "provider", "model", "branch"))
 

@@ -26,6 +26,8 @@ import pyarrow.parquet as pq
 
 from batchcompact.adapters.common.lines import ExtractStats
 from batchcompact.adapters.common.usage_rows import USAGE_SCHEMA_VERSION, usage_schema
+from batchcompact.report.detect import detect_usage_source
+from batchcompact.report.export import EXPORT_TABLE, usage_table
 from batchcompact.report.extract_rows import extract_rows
 from batchcompact.report.files import EXTRACT_RULES_VERSION, FileKey, part_file
 
@@ -33,7 +35,13 @@ META_KEY = b"batchcompact.usage_cache"
 
 
 def extract_file(path: str | Path, source: str | None = None) -> tuple[pa.Table, ExtractStats]:
-    """All usage rows of one file as an Arrow table, and what extraction saw. Never raises for bad content."""
+    """All usage rows of one file as an Arrow table, and what extraction saw. Never raises for bad content.
+    A clean Parquet usage export becomes the table column by column (`export.usage_table`), never rows."""
+    if source in (None, EXPORT_TABLE) and str(path).endswith(".parquet") and detect_usage_source(path) == EXPORT_TABLE:
+        read = usage_table(path)
+        if read is not None:
+            return read
+        source = EXPORT_TABLE
     rows, stats = extract_rows(path, source)
     return rows.to_table(), stats
 

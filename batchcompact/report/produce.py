@@ -248,7 +248,8 @@ def chart_report(result, parts: list[str], settings: ReportSettings):
 def _quick_report(paths, settings: ReportSettings, fmt: str, jobs, max_bytes: int | None = None,
                   cache_dir: str | Path | None = None, empty_ok: bool = False):
     """((Report, Collected), None) from the cold path without polars (report/fast.py), or (None, walk) when
-    these options or rows need the polars path, or the archive is larger than `max_bytes` and `cache_dir`
+    these options or rows need the polars path (Parquet usage exports of more than `MAX_EXPORT_ROWS` requests
+    too: polars reads them as columns), or the archive is larger than `max_bytes` and `cache_dir`
     already holds most of its usage parts (`fast_collect.writes_parts`; otherwise the workers write them as they
     read). `walk`: the files found, when they were (the polars path then does not stat them again)."""
     from batchcompact.report import fast, fast_collect
@@ -270,7 +271,8 @@ def _quick_report(paths, settings: ReportSettings, fmt: str, jobs, max_bytes: in
     builders.append(fast.Builder(settings, PriceTable.load(settings.pricing_file)))
     try:  # the workers price their own rows
         collected = fast_collect.collect_rows(paths, jobs, on_rows=take, settings=settings, max_bytes=max_bytes,
-                                      cache_dir=cache_dir, empty_ok=empty_ok)
+                                      cache_dir=cache_dir, empty_ok=empty_ok,
+                                      max_export_rows=fast_collect.MAX_EXPORT_ROWS)
         return (builders[0].report(), collected), None
     except fast.Unsupported as refused:
         return None, refused.walk

@@ -56,6 +56,16 @@ TOKEN_FIELDS: tuple[tuple[str, str, bool], ...] = (
     ("reasoning_tokens", "int64", False),
     ("total_tokens", "int64", False),
 )
+# The ranges a value read from a file is held to (report/extract_rows.py names and fixes what is outside them;
+# report/export.py reads an export as columns only when nothing is):
+# a request's recorded cost at or over this (USD) is no cost: beyond what whole picodollars in an Int64 hold
+# (9.2e6 USD), where the sums are exact (money.py); no request has cost a million dollars.
+MAX_RECORDED_USD = 1e6
+# A token count over this in one request is no count (a file's 1e19 or 2**64): no model has a window of a
+# billion tokens, and a billion tokens at the dearest price stays inside the money sums' Int64 (money.py).
+MAX_REQUEST_TOKENS = 1_000_000_000
+COUNT_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens",
+                "reasoning_tokens")  # the counts held to MAX_REQUEST_TOKENS
 FIELDS: tuple[tuple[str, str, bool], ...] = (
     ("source", "string", False),
     ("agent", "string", False),
