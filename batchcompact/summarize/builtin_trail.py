@@ -127,26 +127,39 @@ def trail_names(text: str) -> list[tuple[bool, str]]:
     for raw in tokens:
         if raw.islower() and "." not in raw and "_" not in raw:  # a plain word: neither a file nor a code name
             continue
-        option = raw.startswith("-")  # `-fsSL`, `--maxWorkers`: an option, no code name
-        token = raw.lstrip(",;:(){}<>'\"`!?*#=|&+-").rstrip(".,;:(){}<>'\"`!?*#=|&-")
-        if token.count("[") != token.count("]"):  # a bracket of the text, not of a path (`app/[id]/page.tsx`)
-            token = token.strip("[]")
-        while token.startswith(("./", "../")):  # relative to a folder the summary does not know
-            token = token.split("/", 1)[1]
-        token = strip_diff_prefix(token)
-        if len(token) < 4 or token.startswith("//"):  # a URL's remainder (`:` splits tokens)
-            continue
-        if file_like(token):
-            if not is_noise_file(token) and not _piece(token):
-                out.append((True, token))
-            continue
-        if option:
-            continue
-        for piece in token.split("."):
-            if len(piece) >= 4 and (is_code_name(piece) or _TWO_CAPS.match(piece)) and piece not in _PLUMBING \
-                    and not is_noise_name(piece):
-                out.append((False, piece))
+        names = _TOKEN_NAMES.get(raw)
+        if names is None:
+            if len(_TOKEN_NAMES) >= TOKEN_CACHE_SIZE:
+                _TOKEN_NAMES.clear()
+            names = _TOKEN_NAMES[raw] = _token_names(raw)
+        out.extend(names)
     return out
+
+
+# What each token of a text gives (`_token_names` is a function of the token alone): a text repeats its
+# names, and tool outputs repeat each other's, so each is worked out once per process (bounded).
+_TOKEN_NAMES: dict[str, tuple[tuple[bool, str], ...]] = {}
+TOKEN_CACHE_SIZE = 200_000
+
+
+def _token_names(raw: str) -> tuple[tuple[bool, str], ...]:
+    """(is a file, name) for one token of `trail_names`: a file, the code names of its dotted pieces, or none."""
+    option = raw.startswith("-")  # `-fsSL`, `--maxWorkers`: an option, no code name
+    token = raw.lstrip(",;:(){}<>'\"`!?*#=|&+-").rstrip(".,;:(){}<>'\"`!?*#=|&-")
+    if token.count("[") != token.count("]"):  # a bracket of the text, not of a path (`app/[id]/page.tsx`)
+        token = token.strip("[]")
+    while token.startswith(("./", "../")):  # relative to a folder the summary does not know
+        token = token.split("/", 1)[1]
+    token = strip_diff_prefix(token)
+    if len(token) < 4 or token.startswith("//"):  # a URL's remainder (`:` splits tokens)
+        return ()
+    if file_like(token):
+        return () if is_noise_file(token) or _piece(token) else ((True, token),)
+    if option:
+        return ()
+    return tuple((False, piece) for piece in token.split(".")
+                 if len(piece) >= 4 and (is_code_name(piece) or _TWO_CAPS.match(piece)) and piece not in _PLUMBING
+                 and not is_noise_name(piece))
 
 
 # What only looks like a file: a piece of a longer path or pattern (`/page.tsx` of `app/[id]/page.tsx`,
