@@ -15,6 +15,7 @@ from batchcompact.summarize.handover import is_noise_file, is_noise_name, strip_
 
 # ASCII: a name glued to other words (`請看indicator.md和feedback.md`) is the name alone
 _NAME_TOKEN = re.compile(r"(?:\b[a-z]:(?=/))?[A-Za-z0-9_./~@+\[\]-]+")
+_PLAIN_TOKEN = re.compile(r"[A-Za-z0-9_./~@+\[\]-]+")  # the same where no ":/" stands
 # A URL names no file of the project (`http://localhost:8765/chart.html` is no `8765/chart.html`)
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"`<>)\]]*")
 # A Windows path (`C:\Users\me\app\src\x.ts`, `c:/Users/...`): said with forward slashes and a lower-case
@@ -115,13 +116,13 @@ def trail_names(text: str) -> list[tuple[bool, str]]:
     (the last one of a longer text) is left out: it may be a piece (`update_lock_`)."""
     out = []
     scanned = text[: SCAN_CHARS * 4]
-    if ":" in scanned:
+    if ":/" in scanned or ":\\" in scanned:  # where `_WINDOWS_PATH` can match (a scan of its own per text)
         scanned = _WINDOWS_PATH.sub(lambda m: normal_path(m.group(0)), scanned)
     if "\\" in scanned:
         scanned = _ESCAPE.sub(" ", _BACKSLASH_PATH.sub(lambda m: m.group(0).replace("\\", "/"), scanned))
     if "://" in scanned:
         scanned = _URL.sub(" ", scanned)
-    tokens = _NAME_TOKEN.findall(scanned)
+    tokens = (_NAME_TOKEN if ":/" in scanned else _PLAIN_TOKEN).findall(scanned)  # no drive to match: twice as fast
     if len(text) > SCAN_CHARS * 4 and tokens:
         tokens.pop()
     for raw in tokens:
