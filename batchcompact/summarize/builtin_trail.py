@@ -15,7 +15,16 @@ from batchcompact.summarize.handover import is_noise_file, is_noise_name, strip_
 
 # ASCII: a name glued to other words (`請看indicator.md和feedback.md`) is the name alone
 _NAME_TOKEN = re.compile(r"(?:\b[a-z]:(?=/))?[A-Za-z0-9_./~@+\[\]-]+")
-_PLAIN_TOKEN = re.compile(r"[A-Za-z0-9_./~@+\[\]-]+")  # the same where no ":/" stands
+# `_NAME_TOKEN.findall` where no ":/" stands (no drive to match) at four times its speed: its characters are
+# ASCII, so every other character (a non-ASCII one as "?") becomes a space and the text is split
+_NOT_TOKEN = bytes(c if chr(c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./~@+[]-"
+                   else 32 for c in range(256))
+
+
+def plain_tokens(text: str) -> list[str]:
+    return text.encode("ascii", "replace").translate(_NOT_TOKEN).decode("ascii").split()
+
+
 # A URL names no file of the project (`http://localhost:8765/chart.html` is no `8765/chart.html`)
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"`<>)\]]*")
 # A Windows path (`C:\Users\me\app\src\x.ts`, `c:/Users/...`): said with forward slashes and a lower-case
@@ -122,7 +131,7 @@ def trail_names(text: str) -> list[tuple[bool, str]]:
         scanned = _ESCAPE.sub(" ", _BACKSLASH_PATH.sub(lambda m: m.group(0).replace("\\", "/"), scanned))
     if "://" in scanned:
         scanned = _URL.sub(" ", scanned)
-    tokens = (_NAME_TOKEN if ":/" in scanned else _PLAIN_TOKEN).findall(scanned)  # no drive to match: twice as fast
+    tokens = _NAME_TOKEN.findall(scanned) if ":/" in scanned else plain_tokens(scanned)
     if len(text) > SCAN_CHARS * 4 and tokens:
         tokens.pop()
     for raw in tokens:
