@@ -134,22 +134,25 @@ def trail_names(text: str) -> list[tuple[bool, str]]:
     tokens = _NAME_TOKEN.findall(scanned) if ":/" in scanned else plain_tokens(scanned)
     if len(text) > SCAN_CHARS * 4 and tokens:
         tokens.pop()
+    known = _TOKEN_NAMES.get
     for raw in tokens:
-        if raw.islower() and "." not in raw and "_" not in raw:  # a plain word: neither a file nor a code name
-            continue
-        names = _TOKEN_NAMES.get(raw)
+        names = known(raw)
         if names is None:
             if len(_TOKEN_NAMES) >= TOKEN_CACHE_SIZE:
                 _TOKEN_NAMES.clear()
-            names = _TOKEN_NAMES[raw] = _token_names(raw)
-        out.extend(names)
+            # a plain word: neither a file nor a code name
+            plain = raw.islower() and "." not in raw and "_" not in raw
+            names = _TOKEN_NAMES[raw] = () if plain else _token_names(raw)
+        if names:
+            out.extend(names)
     return out
 
 
-# What each token of a text gives (`_token_names` is a function of the token alone): a text repeats its
-# names, and tool outputs repeat each other's, so each is worked out once per process (bounded).
+# What each token of a text gives (`_token_names` is a function of the token alone; a plain word none): a
+# text repeats its words, and tool outputs repeat each other's, so each is worked out once per process (at
+# most TOKEN_CACHE_SIZE tokens: ~10 MB).
 _TOKEN_NAMES: dict[str, tuple[tuple[bool, str], ...]] = {}
-TOKEN_CACHE_SIZE = 200_000
+TOKEN_CACHE_SIZE = 100_000
 
 
 def _token_names(raw: str) -> tuple[tuple[bool, str], ...]:
