@@ -314,3 +314,41 @@ def test_a_choice_keeps_the_request_before_as_the_work():
                                   user("1")]))
     assert "Finish: Add a dark mode toggle to the settings page." in section(out, "## Next Steps")
     assert "Finish: 1" not in out
+
+
+def test_the_loose_sentence_matcher_finds_what_the_compiled_pattern_finds():
+    """`_loose` matches a sentence without compiling a pattern per user message (for speed); its matches are
+    exactly the regex's: separators, bullets and numbered items between the words, greedy with backtracking
+    (a word that a separator could also take: "-", "1."), non-ASCII spaces and digits, no overlaps."""
+    import random
+    import re
+
+    from batchcompact.summarize import user_message
+
+    def compiled(sentence: str) -> re.Pattern[str]:
+        tokens = [t for t in re.split(r"[\s,]+", sentence.strip()) if t]
+        return re.compile(user_message._SEPARATOR.join(re.escape(t) for t in tokens))
+
+    def spans(pattern, text):
+        return [(m.start(), m.end()) for m in pattern.finditer(text)]
+
+    alphabet = ["a", "b", "a.", "1", "2", "١", ".", ")", "-", "*", "•", "+", " ", "\n", "\u00a0", ",", "\t", "x y"]
+    rng = random.Random(55)
+    cases = [("run the tests", "First: run the\n  tests. Then run   the tests"),
+             ("a - b", "a - b, a -b, a - - b"), ("x 1. y", "x 1. 1. y and x\n1. y"),
+             ("Never use mocks, keep it small.", "- Never use\n- mocks,\n  keep it small.")]
+    words, separators = ["a", "b", "-", "1.", "2)", "+", "•", "١.", "a.b"], [" ", " - ", "1. ", "\n* ", ", ", "\u00a0"]
+    for _ in range(3000):
+        sentence = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6)))
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        cases.append((sentence, text))
+        sentence = " ".join(rng.choice(words) for _ in range(rng.randint(2, 4)))  # the text made of its words
+        text = "".join(rng.choice(words + separators * 2) for _ in range(rng.randint(0, 25)))
+        cases.append((sentence, text))
+    for sentence, text in cases:
+        if not re.split(r"[\s,]+", sentence.strip()) or not sentence.strip(" ,\t\n\u00a0"):
+            continue
+        expected = compiled(sentence)
+        assert spans(user_message._loose(sentence), text) == spans(expected, text), (sentence, text)
+        found, want = user_message._loose(sentence).search(text), expected.search(text)
+        assert (found and (found.start(), found.end())) == (want and want.span()), (sentence, text)

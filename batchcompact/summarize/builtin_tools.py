@@ -427,10 +427,11 @@ def result_failed(result: dict[str, Any], command: str | None) -> tuple[bool, st
 
 
 def _reason(text: str, code: int | None) -> str:
-    lines = [
+    lines = (  # lazily: the lines after the first errorish one are never looked at
         line.strip() for line in text[:SCAN_CHARS].splitlines() if line.strip() and not exit_code(line)
-    ]
-    line = next((ln for ln in lines if _ERRORISH.search(ln)), lines[0] if lines else "")
+    )
+    first = next(lines, "")
+    line = first if _ERRORISH.search(first) else next((ln for ln in lines if _ERRORISH.search(ln)), first)
     line = re.sub(r"</?tool_use_error>", "", line)
     reason = clip_whole(line, 160)  # at a whole word: never inside a path
     if code not in (None, 0):

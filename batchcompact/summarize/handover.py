@@ -131,7 +131,8 @@ def goal_requests(requests: list[Request], has_goal: bool) -> list[tuple[bool, s
 def _similar(a: frozenset[str], b: frozenset[str]) -> bool:
     if not a or not b:
         return a == b
-    return len(a & b) / len(a | b) >= SAME_REQUEST
+    shared = len(a & b)
+    return shared / (len(a) + len(b) - shared) >= SAME_REQUEST  # len(a | b), without building it
 
 
 # -- rules ----------------------------------------------------------------------------------------------

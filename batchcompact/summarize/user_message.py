@@ -600,9 +600,92 @@ def said_once(request: str, sentences: list[str]) -> tuple[str, list[str]]:
 _SEPARATOR = r"(?:[\s,]|[-*•+](?=\s)|\d+[.)](?=\s))+"
 
 
-def _loose(sentence: str) -> re.Pattern[str]:
-    """`sentence` as it may stand in its text: wrapped across lines, its list items under bullets."""
-    return re.compile(_SEPARATOR.join(re.escape(token) for token in re.split(r"[\s,]+", sentence.strip()) if token))
+def _loose(sentence: str) -> _Loose | re.Pattern[str]:
+    """`sentence` as it may stand in its text: wrapped across lines, its list items under bullets. The
+    pattern `_SEPARATOR.join(re.escape(token) ...)`, matched without compiling it (a compile per user message
+    took seconds on long sessions: tests/test_user_message.py checks both give the same matches)."""
+    tokens = [token for token in re.split(r"[\s,]+", sentence.strip()) if token]
+    return _Loose(tokens) if tokens else re.compile("")
+
+
+def _separator_ends(text: str, pos: int) -> list[int]:
+    """Where `_SEPARATOR` can end when it starts at `pos`, in the order the regex tries them (the longest
+    first): its three alternatives start with different characters, so each repetition matches one way."""
+    ends = []
+    size = len(text)
+    while pos < size:
+        char = text[pos]
+        if char.isspace() or char == ",":
+            pos += 1
+        elif char in "-*•+" and pos + 1 < size and text[pos + 1].isspace():
+            pos += 1
+        elif char.isdecimal():  # \d+[.)](?=\s): the whole run of digits (a shorter one is no match either)
+            end = pos + 1
+            while end < size and text[end].isdecimal():
+                end += 1
+            if not (end + 1 < size and text[end] in ".)" and text[end + 1].isspace()):
+                break
+            pos = end + 1
+        else:
+            break
+        ends.append(pos)
+    ends.reverse()
+    return ends
+
+
+class _Found:
+    """A match's span, as `re.Match` gives it."""
+
+    __slots__ = ("_start", "_end")
+
+    def __init__(self, start: int, end: int) -> None:
+        self._start, self._end = start, end
+
+    def start(self) -> int:
+        return self._start
+
+    def end(self) -> int:
+        return self._end
+
+
+class _Loose:
+    """The tokens of a sentence joined by `_SEPARATOR`, searched as the regex would: leftmost, the separators
+    greedy with backtracking, matches that do not overlap."""
+
+    def __init__(self, tokens: list[str]) -> None:
+        self.tokens = tokens
+
+    def _end(self, text: str, start: int) -> int | None:
+        tokens = self.tokens
+        pos = start + len(tokens[0])
+        if len(tokens) == 1:
+            return pos
+        stack = [iter(_separator_ends(text, pos))]
+        while stack:
+            token = tokens[len(stack)]
+            for end in stack[-1]:
+                if text.startswith(token, end):
+                    if len(stack) + 1 == len(tokens):
+                        return end + len(token)
+                    stack.append(iter(_separator_ends(text, end + len(token))))
+                    break
+            else:
+                stack.pop()
+        return None
+
+    def finditer(self, text: str):
+        first = self.tokens[0]
+        start = text.find(first)
+        while start >= 0:
+            end = self._end(text, start)
+            if end is None:
+                start = text.find(first, start + 1)
+            else:
+                yield _Found(start, end)
+                start = text.find(first, end)
+
+    def search(self, text: str) -> _Found | None:
+        return next(self.finditer(text), None)
 
 
 def _whole_sentence_at(text: str, sentence: str) -> tuple[int, int] | None:
