@@ -349,3 +349,42 @@ def test_validate_takes_a_claude_tool_call_id_nested_1000_levels(bc, tmp_path):
     code, out, err = bc("validate", path)
     assert code in (0, 1), out + err
     assert "internal error" not in out + err
+
+
+def test_a_gemini_tool_response_whose_name_is_an_object_is_no_name(tmp_path):
+    """The fuzzer's case 499 (seed 7): a legacy Gemini CLI chat whose functionResponse (of a call the chat does
+    not hold) has an object for its name: the reader took str() of it, which recursed on one nested 1,000
+    levels (RecursionError: `show --context` exited 4), and named the tool by an object's repr otherwise. A
+    name or an id that is no text or number is none."""
+    from batchcompact.pipeline.planning import read_session
+
+    text = (REPO / "tests" / "data" / "recorded" / "gemini-cli" / "legacy-session.json").read_text()
+    at = text.index('"functionResponse"', text.index('"toolCalls"'))  # a tool call's recorded result
+    call_id = text.index('"id"', at)
+    name = text.index('"name"', at)
+    id_start, name_start = text.index(":", call_id) + 1, text.index(":", name) + 1
+    id_end, name_end = text.index(",", id_start), text.index(",", name_start)
+    path = tmp_path / "legacy-session.json"
+    path.write_text(text[:id_start] + ' {"no": "id"}' + text[id_end:name_start] + ' {"a": {"b": 1}}'
+                    + text[name_end:])
+    results = [e.data["message"] for e in read_session(path).entries
+               if (e.data.get("message") or {}).get("role") == "toolResult"]
+    assert results and all("{" not in str(m.get("toolName")) + str(m.get("toolCallId")) for m in results)
+
+
+def test_an_amp_thread_whose_message_id_is_an_object_is_reported(bc, tmp_path):
+    """The fuzzer's case 2541 (seed 7): an Amp thread whose messageId is an object (unhashable as the cache's
+    key: TypeError, `report` exited 4). An id that is no text or number is none; the ledger's events are
+    still counted."""
+    if not SHARED_FIXTURES.is_dir():
+        pytest.skip("needs ../shared/fixtures")
+    thread = json.loads((SHARED_FIXTURES / "agents" / "amp" / "threads" / "T-ledger-a.json").read_text())
+    for message in thread["messages"]:
+        message["messageId"] = {"id": message.get("messageId")}
+    path = tmp_path / ".local" / "share" / "amp" / "threads" / "T-ledger-a.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(thread))
+    code, out, err = bc("report", path, "--agent", "amp", "--format", "json", "--no-cache")
+    assert code in (0, 1), err
+    assert "internal error" not in err
+    assert json.loads(out)["totals"]["input_tokens"] > 0

@@ -23,6 +23,7 @@ from batchcompact.adapters.common.documents import read_object
 from batchcompact.adapters.common.lines import (
     ExtractStats,
     as_int,
+    as_name,
     first_str,
     parse_timestamp,
     rest_is_output,
@@ -45,13 +46,13 @@ def extract_amp(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
         cache = {}
         for message in messages:
             usage = message.get("usage")
-            if message.get("role") == "assistant" and isinstance(usage, dict) and message.get("messageId") is not None:
-                cache[message["messageId"]] = (as_int(usage.get("cacheCreationInputTokens")),
-                                               as_int(usage.get("cacheReadInputTokens")))
+            key = as_name(message.get("messageId"))  # an id; a list or an object is none (unhashable: exit 4)
+            if message.get("role") == "assistant" and isinstance(usage, dict) and key:
+                cache[key] = (as_int(usage.get("cacheCreationInputTokens")), as_int(usage.get("cacheReadInputTokens")))
         for position, event in enumerate(events):
             if not isinstance(event, dict) or not isinstance(event.get("tokens"), dict):
                 continue
-            writes, reads = cache.get(event.get("toMessageId"), (0, 0))
+            writes, reads = cache.get(as_name(event.get("toMessageId")), (0, 0))
             tokens = event["tokens"]
             add_row(rows, path, thread_id, event.get("timestamp"), first_str(event, "model"),
                     [as_int(tokens.get("input")), as_int(tokens.get("output")), reads, writes],

@@ -191,11 +191,12 @@ class _Builder:
 
     def _result(self, entry_id: str, part: dict[str, Any], ms: Any, status: Any, line: int,
                 record: dict[str, Any] | None) -> None:
-        response = part.get("functionResponse") or {}
-        call_id = str(response.get("id") or "")
+        response = part.get("functionResponse")
+        response = response if isinstance(response, dict) else {}
+        call_id = as_name(response.get("id"))
         self.answered.add(call_id)
         message = {"role": "toolResult", "toolCallId": call_id,
-                   "toolName": self.tool_names.get(call_id, str(response.get("name") or "")),
+                   "toolName": self.tool_names.get(call_id, as_name(response.get("name"))),
                    "content": [{"type": "text", "text": response_text(response.get("response"))}],
                    "isError": status == "error" or (isinstance(response.get("response"), dict)
                                                      and "error" in response["response"]),
@@ -229,7 +230,7 @@ class _Builder:
             calls += [c for c in _listed(record.get("toolCalls")) if isinstance(c, dict)]
             seen: set[str] = set()
             for call in calls:
-                call_id = str(call.get("id") or "")
+                call_id = as_name(call.get("id"))
                 if call_id in seen:
                     continue
                 seen.add(call_id)
