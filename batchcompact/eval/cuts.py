@@ -93,18 +93,6 @@ def without_copies(replaced: list[dict[str, Any]], kept: list[dict[str, Any]]) -
     return replaced
 
 
-def _cwd(session: Session) -> str | None:
-    header = session.header or {}
-    cwd = header.get("cwd")
-    if isinstance(cwd, str) and cwd:
-        return cwd
-    for entry in session.entries[:50]:
-        value = entry.data.get("cwd")
-        if isinstance(value, str) and value:
-            return value
-    return None
-
-
 def _index(path: list[Entry], entry_id: Any, default: int) -> int:
     for index, entry in enumerate(path):
         if entry.id == entry_id:
@@ -148,7 +136,7 @@ def existing_cuts(session: Session, settings: CompactionSettings) -> list[Cut]:
             plan=None,
             recorded_summary=summary,
             context_prefix=[p for p in prefix if isinstance(p, str)] if isinstance(prefix, list) else [],
-            cwd=_cwd(session),
+            cwd=session.cwd,
             previous_summary=earlier,
         )
         cut.future = future_after(path, k + 1)
@@ -208,7 +196,7 @@ def planned_cut(session: Session, plan: CompactionPlan | Skip | None) -> Cut | N
         kept=llm_messages(path[first_kept:]),
         tokens_before=plan.tokens_before,
         plan=plan,
-        cwd=_cwd(session),
+        cwd=session.cwd,
         previous_summary=plan.previous_summary or _previous_summary(path[:first_kept]),
     )
 
