@@ -134,7 +134,7 @@ def _encode(frame, keys: list[str], day_index: dict[date, int]) -> dict[str, Any
         "day": [day_index[d] for d in frame["local_date"].to_list()],
     }
     for column in NUMBERS:
-        out[column] = _finite(frame[column].to_list())
+        out[column] = _numbers(frame[column])
     return out
 
 
@@ -174,8 +174,14 @@ def _sessions(report, day_index: dict[date, int]) -> dict[str, Any]:
         "last": [_iso(t) for t in per_day["last_timestamp"].to_list()],
     }
     for column in NUMBERS:
-        out[column] = _finite(per_day[column].to_list())
+        out[column] = _numbers(per_day[column])
     return out
+
+
+def _numbers(series) -> list:
+    """A column of numbers as JSON may hold it (`_finite`: only a float can be no finite number)."""
+    values = series.to_list()
+    return _finite(values) if series.dtype.is_float() else values
 
 
 def _finite(values: list) -> list:
