@@ -46,7 +46,7 @@ def test_every_grouping_at_once_is_each_build_report(corpus):
     name, collected, rows = corpus
     table = PriceTable.load(None)
     groupings = [(by, also) for by in FAST_GROUPINGS for also in ALSO]
-    compared = 0
+    compared = dropped = 0
     for variant in [*VARIANTS, *filter_variants(rows)]:
         settings = ReportSettings(**variant)
         usage = priced_usage(collected.parts, settings, table)
@@ -55,10 +55,11 @@ def test_every_grouping_at_once_is_each_build_report(corpus):
             want = build_report(collected.parts, replace(settings, by=by), table, also=also, usage=usage)
             same(report, want, f"{name} --by {by} {also} {variant}")
             compared += want.rows.height
+            dropped += want.dropped_zero
         # without a priced frame given, the same
         alone = build_reports(collected.parts, settings, groupings[:1], table)[0]
         same(alone, got[0], f"{name} {variant} unpriced frame")
-    assert compared > 100  # real groups were compared
+    assert compared > 100 and dropped > 0  # real groups were compared, zero-token requests among them
 
 
 def test_a_grouping_made_from_each_request_is_refused(corpus):
