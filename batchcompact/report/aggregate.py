@@ -388,7 +388,7 @@ def build_reports(parts: list[str], settings: ReportSettings, groupings: list[tu
                   table: PriceTable | None = None, usage: tuple[pl.DataFrame, list[str]] | None = None
                   ) -> list[Report]:
     """`build_report(parts, replace(settings, by=by), table, also, usage)` for each (by, also) of `groupings`
-    (none of them `block` or `request`), the same figures, for several reports of one archive (the HTML
+    (none of them `block` or `request`; `also` among FINE_KEYS), the same figures, for several reports of one archive (the HTML
     page: a grouping per dimension and day, and the sessions). The requests are grouped once, by FINE_KEYS
     (a team's year: 954k requests in 77k groups); each report then groups those groups (`_aggs(summed=True)`:
     exact integer sums, least and greatest times, the lists over keys), its names and filters applied to
