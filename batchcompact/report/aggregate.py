@@ -33,6 +33,7 @@ by a total order (ties broken by every column), and rows are sorted by their key
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import polars as pl
 
@@ -168,7 +169,16 @@ def add_costs(lf: pl.LazyFrame, table: PriceTable, cost_mode: str) -> tuple[pl.L
 def with_periods(lf: pl.LazyFrame, timezone: str, by: str, start_of_week: str = "monday") -> pl.LazyFrame:
     """Add `local_date` and the period column `by` needs (only that one: strings cost memory): the label of
     each distinct local day (`rules.period_label`; a report spans few days), joined to the rows."""
-    lf = lf.with_columns(pl.col("timestamp").dt.convert_time_zone(timezone).dt.date().alias("local_date"))
+    return with_period(lf.with_columns(local_date(timezone)), by, start_of_week)
+
+
+def local_date(timezone: str) -> pl.Expr:
+    """Each request's day where the report is read (`local_date`)."""
+    return pl.col("timestamp").dt.convert_time_zone(timezone).dt.date().alias("local_date")
+
+
+def with_period(lf: pl.LazyFrame, by: str, start_of_week: str = "monday") -> pl.LazyFrame:
+    """The period column `by` needs (if it is a period) from `local_date`."""
     if by not in dimensions.PERIOD_COLUMNS:
         return lf
     first = week_start_index(start_of_week)
@@ -257,20 +267,30 @@ def usd_from_pico(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.Series("cost_usd", values, dtype=pl.Float64))
 
 
-def _aggs(total: bool = False) -> list[pl.Expr]:
-    """What every group (and the totals) sums; `cost_usd` comes out in picodollars (see usd_from_pico)."""
+def _aggs(total: bool = False, summed: bool = False) -> list[pl.Expr]:
+    """What every group (and the totals) sums; `cost_usd` comes out in picodollars (see usd_from_pico).
+    `summed`: the same figures from rows that are already groups of requests summed by these rules
+    (`build_reports`' fine groups, where `model` and `agent` are keys): the counts and sums add, the first
+    and last times are the least and the greatest, the lists are the same expressions."""
     models = pl.col("model").drop_nulls().unique().sort()
     agents = pl.col("agent").unique().sort()
+    if summed:
+        counts = [pl.col(c).sum() for c in ("requests", *SUM_COLUMNS, "cost_usd", "unpriced_requests")]
+    else:
+        counts = [
+            pl.len().alias("requests"),
+            *[pl.col(c).sum() for c in SUM_COLUMNS],
+            # integers add up the same in any order; Decimal(38) does not overflow where Int64 would (~$9M)
+            pl.col("_cost_pico").cast(pl.Decimal(38, 0)).sum().alias("cost_usd"),
+            pl.col("cost_usd").is_null().sum().alias("unpriced_requests"),
+        ]
+    first, last = ("first_timestamp", "last_timestamp") if summed else ("timestamp", "timestamp")
     return [
-        pl.len().alias("requests"),
-        *[pl.col(c).sum() for c in SUM_COLUMNS],
-        # integers add up the same in any order; Decimal(38) does not overflow where Int64 would (~$9M)
-        pl.col("_cost_pico").cast(pl.Decimal(38, 0)).sum().alias("cost_usd"),
-        pl.col("cost_usd").is_null().sum().alias("unpriced_requests"),
+        *counts,
         (models.implode() if total else models).alias("models"),
         (agents.implode() if total else agents).alias("agents"),
-        pl.col("timestamp").min().alias("first_timestamp"),
-        pl.col("timestamp").max().alias("last_timestamp"),
+        pl.col(first).min().alias("first_timestamp"),
+        pl.col(last).max().alias("last_timestamp"),
     ]
 
 
@@ -322,17 +342,24 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
         report.unpriced_models = [m for m in unpriced if m in set(report.totals.get("models") or [])]
         report.pricing_source = table.source
         return report
+    return _grouped(lf, settings, also, zero_frame, unpriced, table, summed=False)
+
+
+def _grouped(lf: pl.LazyFrame, settings: ReportSettings, also: tuple[str, ...], zero_frame: pl.LazyFrame,
+             unpriced: list[str], table: PriceTable, summed: bool) -> Report:
+    """`settings.by`'s groups of the requests (or of build_reports' fine groups: `summed`) in `lf`, their
+    order, `--last N`'s groups and the totals of what is shown."""
     keys = dimensions.keys_of(settings.by)
     if settings.breakdown and "model" not in keys:
         keys.append("model")
     keys += [k for k in also if k not in keys]
     rows, zero, totals_frame = pl.collect_all(
-        [lf.group_by(keys).agg(_aggs()), zero_frame, lf.select(_aggs(total=True))]
+        [lf.group_by(keys).agg(_aggs(summed=summed)), zero_frame, lf.select(_aggs(total=True, summed=summed))]
     )
     if settings.last and settings.by not in PERIODS:  # the N groups with the latest activity
         rows = rows.sort(**_sort_args(rules.last_groups_order(keys))).head(settings.last)
         kept = lf.join(rows.lazy().select(keys), on=keys, how="semi", nulls_equal=True)
-        totals_frame = kept.select(_aggs(total=True)).collect()
+        totals_frame = kept.select(_aggs(total=True, summed=summed)).collect()
     rows = sort_rows(usd_from_pico(rows), keys, settings)
     totals_frame = usd_from_pico(totals_frame)
     totals = totals_frame.row(0, named=True) if totals_frame.height else {}
@@ -345,8 +372,46 @@ def build_report(parts: list[str], settings: ReportSettings, table: PriceTable |
         totals=totals,
         unpriced_models=unpriced,
         pricing_source=table.source,
-        dropped_zero=int(zero.item()),
+        dropped_zero=int(zero.item() or 0),
     )
+
+
+# What `build_reports` groups the requests by first: every column a grouping's key, naming rule or filter
+# reads (dimensions.py's `reads`, rules.row_filters' columns), the local day and whether the request counts.
+COUNTS = "_counts"
+FINE_KEYS = tuple(dict.fromkeys(
+    [*(c for d in dimensions.DIMENSIONS if d.fast and not d.period for c in d.reads), "agent", "project",
+     "session_id", "local_date", COUNTS]))
+
+
+def build_reports(parts: list[str], settings: ReportSettings, groupings: list[tuple[str, tuple[str, ...]]],
+                  table: PriceTable | None = None, usage: tuple[pl.DataFrame, list[str]] | None = None
+                  ) -> list[Report]:
+    """`build_report(parts, replace(settings, by=by), table, also, usage)` for each (by, also) of `groupings`
+    (none of them `block` or `request`; `also` among FINE_KEYS), the same figures, for several reports of one archive (the HTML
+    page: a grouping per dimension and day, and the sessions). The requests are grouped once, by FINE_KEYS
+    (a team's year: 954k requests in 77k groups); each report then groups those groups (`_aggs(summed=True)`:
+    exact integer sums, least and greatest times, the lists over keys), its names and filters applied to
+    them as `build_report` applies them to the requests (they read only FINE_KEYS)."""
+    table = table or PriceTable.load(settings.pricing_file)
+    if usage is not None:
+        lf, unpriced = usage[0].lazy(), list(usage[1])
+    else:
+        lf, unpriced = add_costs(_usage(parts, settings), table, settings.cost_mode)
+    lf = lf.with_columns(local_date(settings.timezone), nonzero().alias(COUNTS))
+    fine = lf.group_by(list(FINE_KEYS)).agg(
+        [e for e in _aggs() if e.meta.output_name() not in ("models", "agents")]).collect()
+    reports = []
+    for by, also in groupings:
+        if not dimensions.BY_NAME[by].fast:
+            raise ValueError(f"build_reports: --by {by} is made from the requests (build_report)")
+        shown = replace(settings, by=by)
+        groups = filter_usage(with_period(with_names(fine.lazy(), shown), by, shown.start_of_week), shown)
+        zero_frame = groups.filter(~pl.col(COUNTS)).select(pl.col("requests").sum())
+        groups = groups.filter(pl.col(COUNTS)).with_columns(
+            pl.col("project").fill_null(rules.UNKNOWN), pl.col("session_id").fill_null(rules.UNKNOWN))
+        reports.append(_grouped(groups, shown, also, zero_frame, unpriced, table, summed=True))
+    return reports
 
 
 def sort_rows(rows: pl.DataFrame, keys: list[str], settings: ReportSettings) -> pl.DataFrame:

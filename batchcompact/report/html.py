@@ -1,7 +1,8 @@
 """`report --html FILE`: one self-contained page of the archive's spend (docs/report.md, "The HTML page").
 
-The page's numbers are the report's own: every dimension's groups come from `aggregate.build_report`
-(the function `--format json` renders) with the local day added to the group key (`also`), so a
+The page's numbers are the report's own: every dimension's groups come from `aggregate.build_reports`
+(`aggregate.build_report`'s figures, the function `--format json` renders, for several groupings of the
+requests at once) with the local day added to the group key, so a
 dimension's rows summed over the days are `report --by DIM --format json`'s rows, and the headline's
 totals are that report's `totals` as they are. The page embeds these aggregates (not the requests): a
 dimension's groups per day, the sessions' groups per day; the browser sums them for the range, the
@@ -64,26 +65,25 @@ def page_data(parts: list[str], settings: ReportSettings, table=None, usage=None
     """Everything the page shows, as plain JSON-able data (see the module's doc). `usage`:
     `aggregate.priced_usage(parts, settings, table)` already made (the report beside the page made it)."""
     from batchcompact.pricing import PriceTable
-    from batchcompact.report.aggregate import build_report, priced_usage
+    from batchcompact.report.aggregate import build_reports, priced_usage
     from batchcompact.report.render import totals_record
 
     table = table or PriceTable.load(settings.pricing_file)
     base = page_settings(settings)
     if usage is None:  # deduplicated and priced once, grouped per dimension below
         usage = priced_usage(parts, base, table)
+    # every dimension's report per day, and the sessions' per day and branch: grouped together (build_reports)
+    *reports, sessions = build_reports(parts, base, [*((dim, ("local_date",)) for dim in DIMENSIONS),
+                                                     ("session", ("local_date", "branch"))], table, usage)
     days: set[date] = set()
     dims: dict[str, Any] = {}
-    head = None
-    for dim in DIMENSIONS:
-        report = build_report(parts, replace(base, by=dim), table, also=("local_date",), usage=usage)
-        if head is None:
-            head = report
+    head = reports[0]
+    for dim, report in zip(DIMENSIONS, reports, strict=True):
         keys = keys_of(dim)
         frame = _capped(report.rows, keys)
         frame = frame.filter(frame["local_date"].is_not_null())  # a request with no time has no day on the chart
         days.update(frame["local_date"].to_list())
         dims[dim] = frame
-    assert head is not None
     totals = totals_record(head)
     day_list = sorted(days)
     day_index = {d: i for i, d in enumerate(day_list)}
@@ -99,7 +99,7 @@ def page_data(parts: list[str], settings: ReportSettings, table=None, usage=None
         "start_of_week": settings.start_of_week,
         "dimensions": {dim: _encode(frame, keys_of(dim), day_index) for dim, frame in dims.items()},
     }
-    data["sessions"] = _sessions(parts, base, table, day_index, usage)
+    data["sessions"] = _sessions(sessions, day_index)
     return data
 
 
@@ -134,20 +134,18 @@ def _encode(frame, keys: list[str], day_index: dict[date, int]) -> dict[str, Any
         "day": [day_index[d] for d in frame["local_date"].to_list()],
     }
     for column in NUMBERS:
-        out[column] = _finite(frame[column].to_list())
+        out[column] = _numbers(frame[column])
     return out
 
 
-def _sessions(parts, base: ReportSettings, table, day_index: dict[date, int], usage) -> dict[str, Any]:
+def _sessions(report, day_index: dict[date, int]) -> dict[str, Any]:
     """The MAX_SESSIONS costliest sessions (`--by session`'s groups: id, agent, project) with each day's
-    numbers, models and branch."""
+    numbers, models and branch, from `report`: `--by session`'s groups per local day and branch."""
     import polars as pl
 
-    from batchcompact.report.aggregate import build_report
     from batchcompact.report.rules import branch_name
 
     keys = keys_of("session")
-    report = build_report(parts, replace(base, by="session"), table, also=("local_date", "branch"), usage=usage)
     rows = report.rows.with_columns(
         pl.Series("branch", [branch_name(b) for b in report.rows["branch"].to_list()], dtype=pl.String))
     per_day = rows.group_by([*keys, "local_date"]).agg(
@@ -176,8 +174,14 @@ def _sessions(parts, base: ReportSettings, table, day_index: dict[date, int], us
         "last": [_iso(t) for t in per_day["last_timestamp"].to_list()],
     }
     for column in NUMBERS:
-        out[column] = _finite(per_day[column].to_list())
+        out[column] = _numbers(per_day[column])
     return out
+
+
+def _numbers(series) -> list:
+    """A column of numbers as JSON may hold it (`_finite`: only a float can be no finite number)."""
+    values = series.to_list()
+    return _finite(values) if series.dtype.is_float() else values
 
 
 def _finite(values: list) -> list:
