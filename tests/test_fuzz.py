@@ -388,3 +388,25 @@ def test_an_amp_thread_whose_message_id_is_an_object_is_reported(bc, tmp_path):
     assert code in (0, 1), err
     assert "internal error" not in err
     assert json.loads(out)["totals"]["input_tokens"] > 0
+
+
+def test_a_claude_line_whose_message_id_is_an_object_is_reported(tmp_path):
+    """The fuzzer's case 2075 (seed 11): a Claude Code line whose message id is an object: the usage reader
+    took str() of it, which recursed on one nested 1,000 levels (RecursionError: `report` exited 4), and keyed
+    the request by an object's repr otherwise. An id that is no text or number is none: the line is counted
+    by its line, as one with no ids."""
+    from batchcompact.adapters.claude.report import extract_claude
+    from batchcompact.adapters.common.lines import ExtractStats
+    from batchcompact.adapters.common.usage_rows import UsageRows
+
+    usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    lines = [{"type": "assistant", "sessionId": "s", "timestamp": f"2026-05-01T01:02:0{n}.000Z", "requestId": None,
+              "message": {"id": {"nested": n}, "model": "claude-sonnet-4-20250514", "role": "assistant",
+                          "usage": usage, "content": []}} for n in range(2)]
+    path = tmp_path / "projects" / "-home-u-app" / "s.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    rows, stats = UsageRows(), ExtractStats(str(path))
+    extract_claude(path, rows, stats)
+    table = rows.to_table().to_pylist()
+    assert len(table) == 2 and all("{" not in str(row.get("dedupe_key")) for row in table), table

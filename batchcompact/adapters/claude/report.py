@@ -47,6 +47,7 @@ from batchcompact.adapters.common.lines import (
     ExtractStats,
     as_float,
     as_int,
+    as_name,
     iter_json_lines,
     parse_timestamp,
 )
@@ -118,13 +119,14 @@ def extract_claude(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
         model = message.get("model")
         if model == "<synthetic>":
             continue
-        message_id = message.get("id")
-        request_id = obj.get("requestId")
+        # ids as text; a list or an object is none (str() of one nested 1,000 levels recursed: exit 4)
+        message_id = as_name(message.get("id"))
+        request_id = as_name(obj.get("requestId"))
         counts = usage_counts(message["usage"])
         if not message_id and not request_id:
             key = ("", f"line:{number}")
         else:
-            key = (str(message_id or ""), str(request_id or ""))
+            key = (message_id, request_id)
             prompts = calls.setdefault(key, [])
             prompt = (counts[0], counts[2], counts[3])
             if prompt not in prompts:
