@@ -99,11 +99,6 @@ def _readable_source(path: Path, agent, report: bool) -> bool:
     return path.name in agent.store_names and path.is_file()
 
 
-def searched_places(report: bool = False, agents: tuple[str, ...] | None = None) -> str:
-    """Where discovery looks (for `agents`, only their places), for the "nothing found" message."""
-    return ", ".join(hint for _, place, _ in _places(report, agents) for hint in place.hint())
-
-
 PLACES_SAID = 200  # characters of places a "nothing found" line names; past them, -v lists them one per agent
 
 

@@ -128,16 +128,17 @@ def test_an_agent_with_json_documents_is_walked_and_detected(tmp_path):
     doc = Agent(name="doc", display_name="Doc", suffixes=(".toy.json",), detect_file="test_agents:toy_document",
                 usage="test_agents:toy_usage")
     with registered(doc):
+        from code_helpers import source_files
+
         from batchcompact.formats.scan import iter_session_files
         from batchcompact.report.detect import detect_usage_source as report_detect
-        from batchcompact.report.files import iter_source_files
 
         path = tmp_path / "a" / "chat.toy.json"
         path.parent.mkdir()
         path.write_text('{\n  "messages": []\n}\n')
         (tmp_path / "a" / "other.json").write_text("{}")
         assert [i.path for i in iter_session_files([tmp_path])] == [path]
-        assert list(iter_source_files([tmp_path])) == [path]
+        assert source_files([tmp_path]) == [path]
         assert detect_session_agent(path) == "doc" and report_detect(path) == "doc"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from code_helpers import common_ancestor
 from factories import Builder
 
 from batchcompact.agents import file_tools
@@ -34,11 +35,11 @@ def test_tree_leaf_path_branches_and_common_ancestor():
     assert [e.id for e in tree.path()] == [root, a1, last]
     leaves = {e.id for e in tree.abandoned_leaves()}
     assert abandoned in leaves and nested in leaves and last not in leaves
-    assert tree.common_ancestor(abandoned, last).id == a1
-    assert tree.common_ancestor(nested, abandoned).id == u2
+    assert common_ancestor(tree, abandoned, last).id == a1
+    assert common_ancestor(tree, nested, abandoned).id == u2
     other_root = b.user("second root", parent=None)
     tree = SessionTree(b.objects())
-    assert tree.common_ancestor(other_root, abandoned) is None
+    assert common_ancestor(tree, other_root, abandoned) is None
 
 
 def test_leaf_is_last_line_even_when_metadata():

@@ -205,9 +205,10 @@ def test_a_folder_that_cannot_be_listed_is_named_and_the_walk_goes_on(tmp_path, 
     import logging
     import os
 
+    from code_helpers import source_files
+
     from batchcompact.formats import scan
     from batchcompact.formats.scan import iter_session_files
-    from batchcompact.report.files import iter_source_files
 
     sample = Path(__file__).resolve().parent.parent / "sample_sessions" / "pi" / "small-fix.jsonl"
     for relative in ("a.jsonl", "locked/b.jsonl", "z/c.jsonl"):
@@ -222,7 +223,7 @@ def test_a_folder_that_cannot_be_listed_is_named_and_the_walk_goes_on(tmp_path, 
 
     monkeypatch.setattr(os, "scandir", scandir)
     for walk in (lambda: [item.path for item in iter_session_files([tmp_path])],
-                 lambda: list(iter_source_files([tmp_path]))):
+                 lambda: source_files([tmp_path])):
         caplog.clear()
         monkeypatch.setattr(scan, "_WARNED", set())  # each walk says it (a process says it once)
         with caplog.at_level(logging.WARNING):

@@ -9,6 +9,7 @@ from importlib import resources
 from typing import Any
 
 import pytest
+from code_helpers import written_entry_problems
 from conftest import REPO, fixture_path
 from jsonschema import Draft202012Validator
 
@@ -20,7 +21,6 @@ from batchcompact.adapters.pi.schema import (
     validate_entry,
     validate_header,
     validate_session,
-    validate_written_entry,
 )
 from batchcompact.core.entries import ERROR
 from batchcompact.schemas import SchemaCompileError, load_schema
@@ -369,13 +369,13 @@ def test_broken_headers_name_the_field(header: dict[str, Any], field: str) -> No
 def test_written_style_compaction_validates() -> None:
     obj = written_compaction()
     assert validate_entry(obj) == []
-    assert validate_written_entry(obj) == []
+    assert written_entry_problems(obj) == []
     branch = entry(
         "branch_summary", fromId="root", summary="s", details={"readFiles": [], "modifiedFiles": []}
     )
-    assert validate_written_entry(branch) == []
+    assert written_entry_problems(branch) == []
     # An extension's summary may carry any details.
-    assert validate_written_entry(written_compaction(fromHook=True, details="anything")) == []
+    assert written_entry_problems(written_compaction(fromHook=True, details="anything")) == []
 
 
 @pytest.mark.parametrize(
@@ -392,7 +392,7 @@ def test_written_style_compaction_validates() -> None:
     ],
 )
 def test_written_schema_is_stricter(obj: dict[str, Any], field: str) -> None:
-    problems = validate_written_entry(obj)
+    problems = written_entry_problems(obj)
     assert any(p.startswith(f"{field}:") for p in problems), problems
 
 

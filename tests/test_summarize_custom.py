@@ -9,6 +9,7 @@ import types
 import click
 import pytest
 from click.testing import CliRunner
+from code_helpers import unwrap
 
 from batchcompact.core.calls import HISTORY, SummaryCall
 from batchcompact.errors import UsageError
@@ -19,7 +20,7 @@ from batchcompact.summarize import (
     build_summarizer,
     load_summarizer,
 )
-from batchcompact.summarize.overflow import OverflowSummarizer, unwrap
+from batchcompact.summarize.overflow import OverflowSummarizer
 
 CALL = SummaryCall(
     kind=HISTORY,

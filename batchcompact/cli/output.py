@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 import re
@@ -87,10 +86,6 @@ def middle_ellipsis(text: str, width: int) -> str:
     tail = (width - 1) * 3 // 5
     head = width - 1 - tail
     return text[:head] + "…" + text[len(text) - tail:]
-
-
-def short_path(text: str, width: int = 56) -> str:
-    return middle_ellipsis(text, width)
 
 
 def table_width(out: TextIO | None = None) -> int | None:
@@ -410,12 +405,6 @@ def require_output(fmt: str, output: str | None) -> None:
 
 def echo_err(text: str) -> None:
     click.echo(text, err=True)
-
-
-def to_text(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> str:
-    buffer = io.StringIO()
-    buffer.write(format_table(rows, columns))
-    return buffer.getvalue()
 
 
 def old_output_dir(ctx: click.Context, command: str, output: str | None, output_dir: str | None, fmt: str,

@@ -6,8 +6,6 @@ entry on the last line of the file, as pi's `_buildIndex` sets it, whatever its 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from batchcompact.core.entries import ERROR, Entry, Problem
 
 # The key of a root that continues earlier history: the id of the entry that history ended on (None when
@@ -192,19 +190,3 @@ class SessionTree:
         on_path = {id(e) for e in self.history()}
         return [e for e in self.leaves() if id(e) not in on_path]
 
-    def common_ancestor(self, a: Entry | str, b: Entry | str) -> Entry | None:
-        """The deepest entry on both paths, or None when they share no entry."""
-        on_b = {id(e) for e in self.path(b)}
-        ancestor = None
-        for entry in self.path(a):
-            if id(entry) in on_b:
-                ancestor = entry
-            else:
-                break
-        return ancestor
-
-    def index_of(self, path: Iterable[Entry], entry_id: str) -> int:
-        for index, entry in enumerate(path):
-            if entry.id == entry_id:
-                return index
-        return -1

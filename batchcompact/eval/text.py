@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 MAX_CHARS = 200_000  # one text block read at most (a pasted log beyond this names nothing new to a probe)
@@ -337,5 +337,3 @@ def is_command_key(key: str) -> bool:
     return key in ("command", "cmd", "argv", "script")
 
 
-def flatten(texts: Iterable[str]) -> str:
-    return "\n".join(texts)

@@ -240,10 +240,6 @@ class BatchStore:
             self.db.execute("DELETE FROM batch_jobs WHERE job_key=?", (job_key,))
             self.db.commit()
 
-    def mark_cancelled(self, local_id: str, info: Any) -> None:
-        self.update_status(local_id, info)
-
-
 def open_store(state_path: Path) -> tuple[sqlite3.Connection, BatchStore]:
     """The batch tables of a state database, without taking the run lock (listing, cancelling)."""
     if not state_path.exists():

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from batchcompact.agents import file_detectors, session_suffixes
+from batchcompact.agents import file_detectors
 from batchcompact.formats.detect import detect_line, detect_prefix, probe_line
 
 PROBE_LINES = 30
@@ -30,11 +30,6 @@ def is_run_report(path: Path) -> bool:
 
 def is_run_report_name(name: str) -> bool:
     return name.startswith("compactions") and name.endswith(".parquet")
-
-
-def is_candidate(path: Path) -> bool:
-    """A file worth probing: a session file of a registered agent (JSONL, maybe zstd) or a run report."""
-    return path.name.endswith(session_suffixes()) or is_run_report(path)
 
 
 def detect_usage_source(path: str | Path) -> str | None:

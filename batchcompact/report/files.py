@@ -110,17 +110,6 @@ class FileKey:
         return cls(real, size, mtime)
 
 
-def iter_source_files(paths: Iterable[str | Path]) -> Iterator[Path]:
-    """Files under `paths` worth reading, each once, in a stable order.
-
-    Directories are walked recursively (every agent's session suffixes: `*.jsonl`, `*.jsonl.zst`; the
-    JSON documents and SQLite databases an agent claims by name and place, `Agent.files`;
-    `compactions*.parquet`); a file named explicitly is always taken. A `.jsonl.zst` with a plain `.jsonl` sibling is skipped (Codex keeps both).
-    """
-    for file, _ in iter_resolved(paths):
-        yield file
-
-
 def iter_resolved(paths: Iterable[str | Path]) -> Iterator[tuple[Path, str]]:
     """(file as found, its resolved path): each folder is resolved once, a file only when it is a link."""
     for shown, real, _ in _iter_found(paths):

@@ -15,7 +15,6 @@ running summary placed before the chunk (turn prefix, branch). Invariants:
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from batchcompact.core.calls import BRANCH, HANDOFF, HISTORY, TURN_PREFIX, SummaryCall
 from batchcompact.core.prompts import (
@@ -181,8 +180,3 @@ class OverflowSummarizer:
         return results
 
 
-def unwrap(summarizer: Any) -> Any:
-    """The innermost summarizer (for `isinstance` checks and repr)."""
-    while hasattr(summarizer, "inner"):
-        summarizer = summarizer.inner
-    return summarizer

@@ -43,10 +43,6 @@ PROVIDERS = {"claude": "anthropic", "anthropic": "anthropic", "openai": "openai"
              "gemini": "google", "vertex_ai": "google", "xai": "xai", "x_ai": "xai", "grok": "xai"}
 
 
-def is_settings_file(path: str | Path) -> bool:
-    return Path(path).name.endswith(SUFFIX)
-
-
 def normalize_model(raw: str) -> str:
     """`custom:Claude-Opus-4.5-Thinking-[Anthropic]-0` -> `claude-opus-4-5-thinking-0`."""
     text = raw.removeprefix("custom:")

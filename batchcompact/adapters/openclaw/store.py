@@ -41,7 +41,7 @@ from batchcompact.adapters.common.database import (
     session_path,
     write_in_one_transaction,
 )
-from batchcompact.core.entries import ERROR, Entry, Problem
+from batchcompact.core.entries import ERROR, Problem
 from batchcompact.core.session import Session
 from batchcompact.errors import BatchCompactError, SessionReadError
 
@@ -375,6 +375,3 @@ def write_session(session: Session, lines: list[dict[str, Any]], target: str | P
         in_place=in_place, backup=backup, expect=expect)
 
 
-def entries_after(session: Session, seq: int) -> list[Entry]:
-    """The session's entries stored after `seq` (what an append added)."""
-    return [e for e in session.entries if e.line is not None and e.line > seq]

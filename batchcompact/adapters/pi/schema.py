@@ -53,11 +53,6 @@ def validate_entry(obj: Any, definitions: dict[str, str] = ENTRY_DEFS) -> list[s
     return definition_checker(ENTRY_SCHEMA, definition).errors(obj, "entry")
 
 
-def validate_written_entry(obj: Any) -> list[str]:
-    """Problems of an entry batchcompact is about to write, against the stricter written schema."""
-    return file_checker(WRITTEN_ENTRY_SCHEMA).errors(obj, "entry")
-
-
 def validate_session(session: Session) -> list[Problem]:
     """Schema errors of a read (and migrated) pi session, one Problem per error with its line number."""
     from batchcompact.adapters.pi.omp import is_omp
