@@ -354,7 +354,7 @@ def test_entry_fields_order_summary_and_id():
 
 
 def test_entry_validates_against_the_written_entry_schema():
-    from batchcompact.adapters.pi.schema import validate_written_entry as validate
+    from code_helpers import written_entry_problems as validate
     b, _ = _nested()
     tree, chain = _apply_all(_tree(b))
     assert len(chain) == 2
