@@ -25,8 +25,7 @@ from batchcompact.summarize.user_message import (
     COMMAND,
     GO_AHEAD,
     INJECTED,
-    classify,
-    is_injected,
+    read_user_message,
 )
 
 TRAIL_HEADING = "## Relevant Files and Code Names"
@@ -49,7 +48,6 @@ _INTENT_TITLE = re.compile(r"primary request|user intent|^goal|^task\b|^objectiv
 _RULES_TITLE = re.compile(r"constraint|preference|rule|requirement|convention", re.IGNORECASE)
 # Claude Code's "6. All user messages:": the user's own words, carried as rules are (each as the user said it)
 _USER_TITLE = re.compile(r"user(?:'s)? (?:messages?|instructions?|feedback)|instructions", re.IGNORECASE)
-_SLASH_COMMAND = re.compile(r"^/[\w:-]+(?:\s+\S+)?$")  # "/model opus": a harness command, no words of the user's
 _STEPS_TITLE = re.compile(r"next step|pending|remaining|to ?do|open (?:tasks|items)|follow-?ups?", re.IGNORECASE)
 # the sections carried as rules or next steps: not repeated in the block of Critical Context
 _CARRIED_TITLE = re.compile("|".join(p.pattern for p in (_USER_TITLE, _RULES_TITLE, _STEPS_TITLE)), re.IGNORECASE)
@@ -183,12 +181,10 @@ def _unquoted(item: str) -> str:
 
 
 def _users(item: str) -> bool:
-    """An item of another agent's "All user messages" that says something: not an acknowledgement, a harness
-    command or a prompt a harness injected (`user_message`'s vocabulary)."""
-    said = item.strip()
-    if not said or is_injected(said) or _SLASH_COMMAND.match(said):
-        return False
-    return classify(said).kind not in (ACKNOWLEDGEMENT, GO_AHEAD, COMMAND, INJECTED)
+    """An item of another agent's "All user messages" that says something: not an acknowledgement, a go-ahead,
+    a harness command ("/model opus") or a prompt a harness injected (`read_user_message`'s vocabulary)."""
+    said = read_user_message({"role": "user", "content": item.strip()})
+    return said is not None and said.kind not in (ACKNOWLEDGEMENT, GO_AHEAD, COMMAND, INJECTED)
 
 
 def _items(lines: list[str]) -> list[str]:

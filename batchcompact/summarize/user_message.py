@@ -113,6 +113,8 @@ _ENVELOPE_HEAD = re.compile(
     rf"\A\s*(?:\[[^\]\n]{{1,80}}\]\s*-{{3,}}\s*Queued #\d+\s*|System:\s*{_STAMP}[^\n]*?(?:[.!](?=\s)|\n|$)\s*|{_STAMP}\s*)+"
 )
 _ENVELOPE_ID = re.compile(r"\s*\[[a-z]+_id:\s*[\w.:-]+\]")
+# A command typed as text: "/mode", "/model opus" (a harness's with one argument; "/fix-issue 42" asks work)
+_TYPED_COMMAND = re.compile(r"^/([\w:-]+)(\s+\S+)?$")
 # A choice answered by its number or letter ("1", "b)", "2."): the request before stays the work
 _CHOICE = re.compile(r"^\(?(?:\d{1,2}|[a-dA-D])[.)]?$")
 _SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
@@ -264,7 +266,8 @@ def read_user_message(message: dict[str, Any], after_command: bool = False) -> U
     stripped = text.strip()
     if not stripped or stripped.startswith(_INJECTED_PREFIXES) or is_injected(stripped, after_command):
         return UserMessage(INJECTED)
-    if re.fullmatch(r"/\S+", stripped):  # a bare slash command such as /mode
+    typed = _TYPED_COMMAND.match(stripped)  # a bare slash command (/mode), or a harness's with its argument
+    if typed and (typed.group(2) is None or typed.group(1).lower() in HARNESS_COMMANDS):
         return UserMessage(COMMAND)
     ran = RAN_COMMAND.match(stripped)
     if ran:
