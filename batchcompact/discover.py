@@ -1,25 +1,17 @@
 """Where the agents keep their sessions: the folders `report`, `plan`, `run` and `validate` read when
 they are given no path. Standard library only (it runs before any command's heavy imports).
 
-The places are the registered agents' (`Agent.places`, batchcompact/agents/); today's rules (the
-agents' own, and ccusage's for Claude and Codex):
-- pi: `$PI_CODING_AGENT_DIR` (pi's agent folder) or `~/.pi/agent`, then its `sessions/`; ccusage's
-  `$PI_AGENT_DIR` (comma-separated sessions folders) is read too.
-- pi's descendants, same layout under their own agent folder: Atomic `$ATOMIC_CODING_AGENT_DIR` or
-  `~/.atomic/agent`, indusagi `$INDUSAGI_CODING_AGENT_DIR` or `~/.indusagi/agent`, oh-my-pi
-  `~/.omp/agent`.
-- Claude Code: `$CLAUDE_CONFIG_DIR` (comma-separated; each a config folder holding `projects/`, or the
-  `projects/` folder itself) REPLACES the defaults; without it `$XDG_CONFIG_HOME/claude/projects`
-  (`~/.config/claude/projects`) and `~/.claude/projects`.
-- Codex: `$CODEX_HOME` (comma-separated) or `~/.codex`; in each, `sessions/` and `archived_sessions/`.
-Those are the agents whose sessions batchcompact reads; `plan`, `run` and `validate` look only in their places
-(for OpenCode and Kilo: their `opencode.db` / `kilo.db`, whose sessions they read as `<db>#<id>`).
-`report` also looks in the report-only agents' places (`<data>` = `$XDG_DATA_HOME`, else `~/.local/share`;
-a variable naming folders is a comma-separated list and replaces the defaults):
-- OpenCode: `$OPENCODE_DATA_DIR` or `<data>/opencode`: `opencode.db`, every channel `opencode-*.db`, the
-  legacy `storage/message/`. Kilo: `$KILO_DATA_DIR` or `<data>/kilo`: `kilo.db`, `kilo-*.db`.
-- Gemini CLI: `$GEMINI_DATA_DIR` or `~/.gemini/tmp`. Qwen Code: `$QWEN_DATA_DIR` or `~/.qwen`, its `projects/`.
-- and every other registered agent's `places` (batchcompact/agents/<agent>/__init__.py).
+The places are the registered agents' (`Agent.places`, batchcompact/agents/<name>/__init__.py; each agent's
+folders, the variables that replace them and their rules are in its adapter's README.md,
+batchcompact/adapters/<name>/). A variable naming folders is a comma-separated list and replaces the
+defaults; `$XDG_*` defaults fall back to their standard folders.
+- `plan`, `run` and `validate` look only in the places of the agents whose sessions batchcompact reads
+  (`Agent.reader`: pi and its descendants, Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI, OpenCode,
+  Kilo, OpenClaw): a folder of the agent's session files (`Agent.suffixes`; OpenClaw's databases are found
+  in its folders), or its session database (`Agent.store_names`: `opencode.db`, `kilo.db`; each session read
+  as `<db>#<id>`), never a folder of an agent with no session file suffix (OpenCode's legacy `storage/`).
+- `report` looks in every agent's places, the report-only agents' included, and reads the files they name
+  too (channel databases, JSON documents).
 Only folders (and, for `report`, files) that exist are returned, each once (by resolved path), in the
 registry's order.
 """

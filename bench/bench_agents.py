@@ -10,7 +10,7 @@ one day per file, laid out where the agent keeps them under a fresh HOME. Both t
 `report --agent A --no-cache`, theirs `ccusage A daily --offline`, each as a user runs it.
 
 Before anything is timed the bench checks both tools read the same thing: for Gemini the same total
-tokens; for Qwen Code, whose counts differ by rule (docs/report.md: ccusage 20 reads only the assistant
+tokens; for Qwen Code, whose counts differ by rule (batchcompact/adapters/qwen/README.md: ccusage 20 reads only the assistant
 records and counts their cached and thought tokens twice), both list every session the corpus holds.
 """
 

@@ -265,7 +265,7 @@ SHARED_WORKER = {
     "test_judge_copilot.py": "copilot",
     "test_judge_copilot_compaction.py": "copilot",
 }
-# The files that take longest (measured, docs/architecture.md "Tests"), longest first: sent to the workers
+# The files that take longest (measured with `--durations`; docs/performance.md, "The test suite's time"), longest first: sent to the workers
 # before the others, so no long file starts last. Only an order: a file missing here costs time, not a test.
 SLOW_FILES = (
     "test_judge_opencode.py",  # OpenCode and Kilo, ~160 s on one core

@@ -1,5 +1,5 @@
-"""Hand-made pi sessions in the shapes real public sessions take where pi still opens them (docs/formats.md,
-"What we accept of pi's files"): sub-agent records merged in without an id or a parentId, oh-my-pi's
+"""Hand-made pi sessions in the shapes real public sessions take where pi still opens them (batchcompact/adapters/pi/
+README.md, "What we accept of pi's files"): sub-agent records merged in without an id or a parentId, oh-my-pi's
 `model_change` (`model: "provider/id"`), a line a redaction left invalid (the next entry then names no parent),
 and a file without its header line. Deterministic: the same bytes on every call."""
 

@@ -64,7 +64,7 @@ KNOWN_DIFFERENCES = {
 
 # A real Copilot CLI log compacted by `copilot -p /compact` (tests/data/recorded): Copilot records its own
 # compaction call only in `session.compaction_complete.compactionTokensUsed`; ccusage 20 reads only the usage
-# records, we count that call too (docs/report.md, Copilot CLI).
+# records, we count that call too (batchcompact/adapters/copilot/README.md).
 COPILOT_COMPACTED = Path(__file__).parent / "data" / "recorded" / "copilot-cli" / "session-compacted.jsonl"
 COPILOT_COMPACTED_ID = "9bea0655-7b06-4271-8856-0dc11d127cd9"
 

@@ -165,7 +165,7 @@ def test_a_report_whose_filters_match_nothing_says_what_the_paths_hold(args):
 
 def test_a_torn_first_line_is_a_torn_line_of_its_agent_not_no_transcript(tmp_path):
     """A write cut short (no newline after it): pi's torn line, an error. (With its newline it is a line pi
-    itself skips, a warning, and the file has no header: docs/formats.md, "What we accept of pi's files".)"""
+    itself skips, a warning, and the file has no header: batchcompact/adapters/pi/README.md, "What we accept of pi's files".)"""
     torn = tmp_path / "torn.jsonl"
     torn.write_text('{"type":"session"')
     checked = invoke("validate", str(torn))

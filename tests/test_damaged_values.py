@@ -101,7 +101,7 @@ def test_a_damaged_value_is_bad_input_in_every_command_never_an_internal_error(t
     assert (tmp_path / "out" / "good" / PI.name).exists(), "the other file was not compacted"
 
 
-# ---- the shapes of real pi sessions (docs/formats.md, "What we accept of pi's files") ------------------------
+# ---- the shapes of real pi sessions (batchcompact/adapters/pi/README.md, "What we accept of pi's files") ---
 
 WARNINGS = {
     "subagent-merged.jsonl": [(16, "warning: 'custom' entry has no 'id': pi keeps it on no path; left as it is")],

@@ -2,7 +2,7 @@
 
 Everything that depends on which agent wrote a file goes through here: detection (`formats/detect.py`,
 `report/detect.py`), reading and writing (`pipeline/planning.py`, `pipeline/outcome.py`), the report's
-usage extraction (`report/part_cache.py`), discovery (`discover.py`), presets (`cli/config.py`), the
+usage extraction (`report/extract_rows.py`), discovery (`discover.py`), presets (`cli/config.py`), the
 built-in summarizer's tool table (`summarize/builtin_tools.py`) and the auto-compaction trigger
 (`pipeline/planning.py` → the agent's `trigger.py`). Adding an agent is one folder under
 `batchcompact/agents/` defining `AGENT`, its code in `batchcompact/adapters/<name>/` named by `AGENT`'s lazy

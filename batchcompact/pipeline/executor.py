@@ -10,7 +10,7 @@ concurrency).
 
 The run state, the lock, the budget, the model pool and the report stay in the calling process: only
 pure, idempotent file work is submitted (a task repeated after a lost node gives the same result).
-Worker lifecycle of the local pool lives in `pipeline.parallel`.
+The local pool's ordered map is `pipeline.parallel`; its workers' lifecycle, `batchcompact/lifecycle.py`.
 """
 
 from __future__ import annotations

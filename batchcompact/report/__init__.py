@@ -1,6 +1,7 @@
 """Usage and cost across session archives: extraction, per-file Parquet cache, aggregation, chart.
 
-Library entry point: `run_report(paths, settings, cache_dir=..., use_cache=...)` -> `Report`.
+Library entry point: `run_report(paths, settings, cache_dir=..., use_cache=..., jobs=...)` ->
+`(Report, CollectResult)`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The per-request usage export (`report --by request`) and reading exports back as report inputs.
 
 An export row is one model request after the dedupe: its identity (`request_id`, the key the dedupe uses:
-the reader's `dedupe_key`, else `schema.row_identity`), the machine it was recorded on, and everything the
+the reader's `dedupe_key`, else `usage_rows.row_identity`), the machine it was recorded on, and everything the
 report counts. Written as Parquet (this schema, `batchcompact_table` = `usage-export` and the version in
 the file's metadata), JSON lines and CSV (the columns in this order, `export_version` first); every row
 also carries `export_version`, so each format says what it is: `report` recognises an export by that,

@@ -40,9 +40,9 @@ log = logging.getLogger(__name__)
 # agent, Codex forks and sub-agent replays count only the child's own turns, the other agents' readers;
 # 7 = Codex `cache_write_input_tokens`; 8 = a file of no agent or not readable is named (`unread`), a
 # compactions-*.parquet that is not a run report by its schema is left out; 9 = a provider's response id
-# keys a row with its numbers (`schema.CallKeys`); 10 = OpenClaw's cold-stored `event_zstd` events counted;
+# keys a row with its numbers (`usage_rows.CallKeys`); 10 = OpenClaw's cold-stored `event_zstd` events counted;
 # 11 = a pi header on line 2, after oh-my-pi's title slot (its session id and project);
-# 12 = pi-format messages keyed by their times and counts (`schema.PiEntryKeys`: a fork or a migrated copy
+# 12 = pi-format messages keyed by their times and counts (`usage_rows.PiEntryKeys`: a fork or a migrated copy
 # counts once), Copilot CLI's own compaction call (`compactionTokensUsed`) counted, an export cut short
 # named (`incomplete`), Claude calls repeating both ids told apart by their prompt side (`#n`), a recorded
 # cost that is no cost (NaN, an infinity, $1M+) dropped and named (`extract_rows._sane_costs`);

@@ -1,4 +1,5 @@
-"""Extract one file's usage rows (dispatch by detected format to its agent's `usage`) and the per-file Parquet cache.
+"""One file's usage rows as an Arrow table (`extract_file`; the rows from `extract_rows.py`) and the per-file
+Parquet cache.
 
 Cache invariant: a part file holds exactly the rows extracted from one source (a file, or a SQLite
 database with its WAL, see `FileKey`) whose

@@ -4,8 +4,8 @@ min(model max output, 20,000) - 13,000, measured as the last reply's usage (inpu
 + output) plus an estimate of what came after it. Constants read in the Claude Code 2.1.328 binary (npm
 @anthropic-ai/claude-code-linux-x64): the output reserve cap `20000`, the auto-compact buffer `13000` (threshold
 = effective window - 13000), the token count `input_tokens + cache_creation_input_tokens +
-cache_read_input_tokens + output_tokens` and the 1M check "last assistant usage > 200000". docs/formats.md lists
-the sources.
+cache_read_input_tokens + output_tokens` and the 1M check "last assistant usage > 200000". README.md beside this
+file ("When it compacts") lists the sources.
 
 Pure: no I/O (`core/triggers.py` holds the shared `Trigger` and rules)."""
 

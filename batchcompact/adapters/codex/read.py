@@ -444,7 +444,7 @@ def _add_compacted(
     if prefix_users:
         data["prefixUserMessages"] = prefix_users
     encrypted = _encrypted_chars(history) if not summary else 0
-    if encrypted:  # a remote compaction: the provider's summary is an opaque item (docs/formats.md)
+    if encrypted:  # a remote compaction: the provider's summary is an opaque item (README.md beside this file)
         data["encryptedSummaryChars"] = encrypted
     # Codex's compacted item has no field for our file lists: the tags, relative to the session's folder
     details = details_from_summary(summary, cwd if isinstance(cwd, str) else None)

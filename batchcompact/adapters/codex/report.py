@@ -23,7 +23,7 @@ there are two or more of them (a burst no model answers in; one event there is t
 first call). Inherited events still set the running total the child's own events are compared with
 (`stats.inherited_dropped` counts them).
 
-Reading (docs/report.md, "How a Codex rollout is read"): lines are told apart by how Codex starts them
+Reading (README.md beside this file, "How the report reads a rollout"): lines are told apart by how Codex starts them
 (`read_lines`); a repeated event and a turn_context equal to the last parsed one but for its turn id are
 read by comparing their bytes with that parsed line (`stats.read_by_bytes`), the rest are parsed.
 """

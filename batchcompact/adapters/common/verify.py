@@ -1,4 +1,4 @@
-"""Checks shared by the Claude Code and Codex writers' `verify` (pi-shaped planning views on both sides)."""
+"""Checks the appending writers share in their `verify` (pi-shaped planning views on both sides)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ planning view.
 
 A log is a chain of events `{type, data, id, timestamp, parentId}` (parentId: the event before it).
 Copilot CLI 1.0.102 rebuilds the model's history on `--resume` from these events (its native runtime;
-the rules below were observed with the real CLI against a recording loopback provider, docs/formats.md):
+the rules below were observed with the real CLI against a recording loopback provider, README.md beside this file):
 
 - `user.message` -> a user message (`transformedContent`, what the model was sent; else `content`);
 - `assistant.message` -> an assistant message (`content`, `reasoningText` as thinking, `toolRequests` as

@@ -6,7 +6,7 @@ path set); `${COPILOT_HOME:-~/.copilot}/session-state/<session id>/events.jsonl`
 `session-state/<session id>.jsonl`), written always. One reader takes both: a line with `attributes` is an
 OTel record, a line with `type` and `data` a session event.
 
-One row per model call, keyed by its response id and numbers (`schema.CallKeys`): the OTel
+One row per model call, keyed by its response id and numbers (`usage_rows.CallKeys`): the OTel
 `gen_ai.response.id` and the session event's `apiCallId` are the same provider id (`chatcmpl-…`), so a
 call present in both files counts once, and two calls a server gave one id stay two.
 

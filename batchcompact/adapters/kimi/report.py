@@ -14,7 +14,7 @@ Where the files are:
 Counting: `input_other` / `inputOther` already EXCLUDES cached tokens (kosong subtracts them), so it
 maps to input as is; cache read and creation are beside it. Forks copy history: kimi-cli's fork copies
 the parent's wire lines verbatim (same `message_id`), so rows are keyed by `message_id` (the
-provider's response id), numbers and time (`schema.CallKeys`) and count once across sessions; Kimi Code's fork rewrites the parent's records
+provider's response id), numbers and time (`usage_rows.CallKeys`) and count once across sessions; Kimi Code's fork rewrites the parent's records
 into the new session and appends a `forked` record, so only records after the last `forked` record are
 the file's own. A kimi-cli `_usage.token_count` (context size) is never usage.
 

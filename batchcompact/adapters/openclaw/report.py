@@ -15,7 +15,7 @@ cacheWrite, totalTokens, cost.total}`; `input` EXCLUDES cache reads, as pi's doe
 One file, one agent: a file under an OpenClaw folder is OpenClaw's, never also pi's, so pointing pi's
 folder at an OpenClaw tree does not count it twice (ccusage 20 counts such a tree once per adapter).
 Archived copies repeat the live file's records: each row is keyed as pi keys its messages
-(`schema.PiEntryKeys`: the entry's and the message's times and the token counts, prefix `pi-entry:`), so a
+(`usage_rows.PiEntryKeys`: the entry's and the message's times and the token counts, prefix `pi-entry:`), so a
 record present in the live file and in a `.reset.` copy, in the database and in an export, or in a copy
 of the transcript under pi's folder counts once; an entry with no time falls back to the session and the
 entry's `id`.

@@ -1,5 +1,5 @@
 """oh-my-pi (can1357/oh-my-pi, npm @oh-my-pi/pi-coding-agent): where its sessions differ from pi's, by its
-own code (src/session/session-context.ts, session-title-slot.ts; docs/formats.md, "oh-my-pi").
+own code (src/session/session-context.ts, session-title-slot.ts; README.md beside this file, "oh-my-pi").
 
 - Its files may start with a fixed-width title slot line (`{"type":"title","v":1,...}`) before the header,
   which it rewrites in place when the title changes; the reader passes over it and the writers keep it.

@@ -81,7 +81,7 @@ ROOT = "; a root, as pi takes it (entries before it are not in its context)"
 
 def _as_pi_takes_it(session: Session) -> None:
     """Problems pi and oh-my-pi pass over when they open the file become warnings that say what they do
-    (docs/formats.md, "What we accept of pi's files"): a whole line that is not JSON (their loaders skip
+    (README.md beside this file, "What we accept of pi's files"): a whole line that is not JSON (their loaders skip
     it; a torn last line stays an error: the file is being written) and a parentId that names no entry
     (their `getBranch` stops there: the entry is a root). The file's bytes stay as they are."""
     for index, problem in enumerate(session.problems):

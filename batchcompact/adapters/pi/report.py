@@ -2,10 +2,10 @@
 
 Every line counts (abandoned branches were paid for too). pi's `usage.input` is non-cached input,
 so it maps straight to the table; recorded cost is `usage.cost.total`. A message's dedupe key is what
-every copy of the entry keeps (`schema.PiEntryKeys`: its times and token counts, not its session, line or
+every copy of the entry keeps (`usage_rows.PiEntryKeys`: its times and token counts, not its session, line or
 entry id), so a copy of the file elsewhere (a synced folder, another machine's export), a `/fork` of it
 (a new session holding the old entries) and a copy migrated from v1 (new entry ids) count once; a summary
-entry's is `schema.entry_key`. A token count that is not a number (`"input": "many"`) counts as 0 and is named once
+entry's is `usage_rows.entry_key`. A token count that is not a number (`"input": "many"`) counts as 0 and is named once
 per file, at the first line that has one.
 """
 

@@ -29,7 +29,7 @@ ENTRY_DEFS = {
     "label": "labelEntry",
     "session_info": "sessionInfoEntry",
 }
-# oh-my-pi writes two of them its own way (docs/formats.md, "oh-my-pi")
+# oh-my-pi writes two of them its own way (README.md beside this file, "oh-my-pi")
 OMP_ENTRY_DEFS = {**ENTRY_DEFS, "thinking_level_change": "ompThinkingLevelChangeEntry",
                   "model_change": "ompModelChangeEntry"}
 

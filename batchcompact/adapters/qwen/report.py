@@ -11,7 +11,7 @@ sub-agent's call adds `subagent_name`). The main agent's calls are also an `assi
 the same numbers as `usageMetadata` (`promptTokenCount`, `candidatesTokenCount`, `thoughtsTokenCount`,
 `cachedContentTokenCount`, `totalTokenCount`); a sub-agent's calls (the memory extractor, Task agents)
 are ONLY in the telemetry. So: one row per `api_response` event, keyed by its `response_id`, numbers and
-event time (`schema.CallKeys`: a server that gives every response one id merges nothing); an
+event time (`usage_rows.CallKeys`: a server that gives every response one id merges nothing); an
 assistant record counts only when no telemetry event stands for it (files of versions that wrote none),
 i.e. when the last unclaimed main-agent event before it does not carry the same numbers.
 

@@ -7,7 +7,7 @@ row while the frame runs): `input_tokens`, `output_tokens`, `cache_read_tokens`,
 `aux_output_tokens`, `aux_cache_read_tokens`, `aux_cache_write_tokens`, `aux_cost` (the frame's auxiliary
 calls, another model, beside the main counters). `projects(id, name)` names `project_id`.
 
-Counting (docs/report.md, "Claude Science", has the evidence and where ccusage differs):
+Counting (README.md beside this file, "How the report reads it", has the evidence and where ccusage differs):
 - one row per frame, keyed `science:<frame id>` (the same frame in a copy of the database counts once, the
   copy with more output winning: counters only grow); its session is the conversation
   (`root_frame_id`, else the frame's own id), its time `updated_at` (else `created_at`);

@@ -1,7 +1,7 @@
 """A pi session starts with its header: the first object has `type: "session"`. oh-my-pi puts a fixed-width
 title slot (`type: "title"`, `v: 1`) before its header. A file whose first line is a pi entry (a pi entry
 type with a string `id`, a `parentId` and a `timestamp`) is a pi session that lost its header (a tail cut
-from one): the reader says so (docs/formats.md, "What we accept of pi's files")."""
+from one): the reader says so (batchcompact/adapters/pi/README.md, "What we accept of pi's files")."""
 
 from __future__ import annotations
 

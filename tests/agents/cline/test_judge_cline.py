@@ -6,7 +6,7 @@ Cline records each call as `metrics {inputTokens: 1200, cacheReadTokens: 1000, o
 input count INCLUDES the cache reads. The report must give every call the provider answered as one request
 of 200 input, 1,000 cache reads and 30 output tokens (1,230), in the session and project the CLI recorded.
 ccusage 20 reads no Cline files; a reader that took inputTokens as uncached (ccusage's newer Cline adapter)
-would count 2,230 tokens a call (docs/report.md).
+would count 2,230 tokens a call (batchcompact/adapters/cline/README.md).
 """
 
 from __future__ import annotations

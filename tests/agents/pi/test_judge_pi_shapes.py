@@ -1,5 +1,5 @@
 """pi 0.73.1 and oh-my-pi 18.2.3 resume what we make of pi sessions in the shapes real public sessions take
-(docs/formats.md, "What we accept of pi's files"; tests/pi_shapes.py builds them by hand):
+(batchcompact/adapters/pi/README.md, "What we accept of pi's files"; tests/pi_shapes.py builds them by hand):
 
 - sub-agent records merged in with no `id` and no `parentId`, the sub-agent's entries a second root;
 - oh-my-pi's `model_change` (`model: "provider/id"`), read under oh-my-pi's rules;
