@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from batchcompact.adapters.claude.extra import ClaudeSessionExtra
 from batchcompact.adapters.claude.messages import (
     SUMMARY_PREAMBLE,
     assistant_message,
@@ -243,18 +244,13 @@ def read(path: str | Path) -> Session:
         "version": last.get("version"),
         "gitBranch": last.get("gitBranch"),
     }
-    extra = {
-        "subagent": side,  # the lines we write are sidechain lines too (claude_write)
-        "size": size,
-        "last_line": lines.last_line,
-        "entry_lines": entry_lines,
-        "uuids": set(raw),
-        "leaf_uuid": leaf_uuid,
-        "envelope": {k: last[k] for k in ENVELOPE_KEYS if k in last},
-    }
+    extra = ClaudeSessionExtra(entry_lines=entry_lines, uuids=set(raw), leaf_uuid=leaf_uuid,
+                               envelope={k: last[k] for k in ENVELOPE_KEYS if k in last})
     if not any(p.severity == ERROR for p in problems) and not lines.count:
         problems.append(Problem(name, None, ERROR, "no transcript lines"))
-    return Session(name, FORMAT, header, entries, problems=problems, tree=tree, extra=extra)
+    # a sub-agent's file: the lines we write are sidechain lines too (claude_write)
+    return Session(name, FORMAT, header, entries, problems=problems, tree=tree, subagent=side, size=size,
+                   last_line=lines.last_line, extra=extra)
 
 
 def _entry_datas(name: str, lines: _Lines, alias: dict[str, str], group_of: dict[str, str],

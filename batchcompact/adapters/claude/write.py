@@ -30,6 +30,7 @@ from __future__ import annotations
 import uuid as uuidlib
 from typing import Any
 
+from batchcompact.adapters.claude.extra import ClaudeSessionExtra
 from batchcompact.adapters.claude.messages import SUMMARY_PREAMBLE
 from batchcompact.adapters.common.verify import verify_written
 from batchcompact.core.planner import CompactionPlan
@@ -47,7 +48,7 @@ def copy_message_id(session: Session, plan: CompactionPlan, original: str) -> st
 
 
 def _uuid_maker(session: Session, plan: CompactionPlan, count: int):
-    used = session.extra.get("uuids", set())
+    used = ClaudeSessionExtra.of(session).uuids
     seed = f"{session.session_id}|{plan.leaf_id}|{plan.first_kept_entry_id}"
     for salt in range(1000):
         ids = [str(uuidlib.uuid5(NAMESPACE, f"{seed}|{salt}|{n}")) for n in range(count)]
@@ -62,10 +63,10 @@ def kept_lines(session: Session, plan: CompactionPlan) -> list[dict[str, Any]]:
     index = next((i for i, e in enumerate(path) if e.id == plan.first_kept_entry_id), -1)
     if index < 0:
         raise ValueError(f"first kept entry {plan.first_kept_entry_id!r} is not on the active path")
-    entry_lines = session.extra.get("entry_lines", {})
+    entry_lines = ClaudeSessionExtra.of(session).entry_lines
     out = []
     for entry in path[index:]:
-        if entry.type == "message":
+        if entry.type == "message" and entry.id is not None:
             out.extend(obj for _, obj in entry_lines.get(entry.id, ()))
     return out
 
@@ -83,8 +84,9 @@ def build_compaction(
     kept = kept_lines(session, plan)
     ids = _uuid_maker(session, plan, len(kept) + 2)
     boundary_id, summary_id, copy_ids = ids[0], ids[1], ids[2:]
-    side = bool(session.extra.get("subagent"))  # a sub-agent's own file: its lines are sidechain lines
-    env = session.extra.get("envelope", {})
+    side = session.subagent  # a sub-agent's own file: its lines are sidechain lines
+    extra = ClaudeSessionExtra.of(session)
+    env = extra.envelope
     remap = {obj.get("uuid"): new for obj, new in zip(kept, copy_ids, strict=True)}
     marker: dict[str, Any] = {
         "tool": "batchcompact",
@@ -100,7 +102,7 @@ def build_compaction(
         marker["usage"] = usage
     boundary = {
         "parentUuid": None,
-        "logicalParentUuid": session.extra.get("leaf_uuid"),
+        "logicalParentUuid": extra.leaf_uuid,
         "isSidechain": side,
         **env,
         "type": "system",

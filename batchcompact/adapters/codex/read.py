@@ -29,6 +29,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from batchcompact.adapters.codex.extra import CodexSessionExtra
 from batchcompact.adapters.codex.items import SUMMARY_PREFIX, is_context_text, item_text
 from batchcompact.adapters.codex.write import build_compaction, verify
 from batchcompact.adapters.common.lines import as_int
@@ -379,19 +380,12 @@ def read(path: str | Path) -> Session:
             initial.append((entry_id, payload))
         builder.initial = initial
     initial_ids = {i for i, _ in builder.initial}
-    extra = {
-        "initial_context": [p for _, p in builder.initial],
-        "initial_ids": initial_ids,
-        "real_users": builder.real_users,
-        # A thread a Codex agent spawned (`session_meta.source.subagent`): its parent owns the work.
-        "subagent": isinstance(source, dict) and "subagent" in source,
-        "size": size,
-        "last_line": last_line,
-        "entry_items": builder.items,
-        "context_window": context_window,
-        "model": builder.model,
-    }
-    return Session(name, FORMAT, header, entries, problems=problems, extra=extra)
+    extra = CodexSessionExtra(initial_context=[p for _, p in builder.initial], initial_ids=initial_ids,
+                              real_users=builder.real_users, entry_items=builder.items)
+    # A thread a Codex agent spawned (`session_meta.source.subagent`): its parent owns the work.
+    subagent = isinstance(source, dict) and "subagent" in source
+    return Session(name, FORMAT, header, entries, problems=problems, context_window=context_window,
+                   subagent=subagent, size=size, last_line=last_line, extra=extra)
 
 
 def _add_compacted(
@@ -461,7 +455,7 @@ def context_messages(session: Session) -> list[dict[str, Any]]:
 
 def context_window(session: Session) -> int | None:
     """The model's window as the rollout reports it (`token_count.info.model_context_window`)."""
-    return session.extra.get("context_window")
+    return session.context_window
 
 
 __all__ = ["read", "build_compaction", "verify", "context_messages", "context_window", "FORMAT", "SUMMARY_PREFIX"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from batchcompact.adapters.codex.extra import CodexSessionExtra
 from batchcompact.adapters.codex.items import (
     SUMMARY_PREFIX,
     USER_MESSAGE_BUDGET_TOKENS,
@@ -49,10 +50,10 @@ def kept_items(session: Session, plan: CompactionPlan) -> list[dict[str, Any]]:
     """The raw response items of the kept tail, in order (an earlier compaction's prefix items excluded:
     the new prefix is rebuilt)."""
     path = session.path_entries()
-    entry_items = session.extra.get("entry_items", {})
+    entry_items = CodexSessionExtra.of(session).entry_items
     out: list[dict[str, Any]] = []
     for entry in path[_first_kept_index(path, plan) :]:
-        if not _is_prefix(entry):
+        if not _is_prefix(entry) and entry.id is not None:
             out.extend(entry_items.get(entry.id, ()))  # messages, and ghost snapshots / encrypted items
     return out
 
@@ -62,13 +63,14 @@ def _user_text(entry: Any, session: Session) -> str | None:
     message = entry.message if entry.type == "message" else None
     if not message or message.get("role") != "user" or message.get("agentRole"):
         return None
-    if entry.id in session.extra.get("initial_ids", ()):
+    extra = CodexSessionExtra.of(session)
+    if entry.id in extra.initial_ids:
         return None
-    items = session.extra.get("entry_items", {}).get(entry.id) or ()
+    items = extra.entry_items.get(entry.id) or ()
     if not items or items[0].get("type") != "message":
         return None
     text = item_text(items[0])
-    if entry.id in session.extra.get("real_users", ()):
+    if entry.id in extra.real_users:
         return text
     return None if is_context_text(text) or not text else text
 
@@ -77,7 +79,7 @@ def earlier_user_messages(session: Session, plan: CompactionPlan) -> list[str]:
     """Codex's selection of earlier user messages for the new history (see the module docstring)."""
     path = session.path_entries()
     first_kept = _first_kept_index(path, plan)
-    start = int(plan.extra.get("boundary_start") or 0)
+    start = plan.boundary_start
     candidates: list[str] = []
     previous = next((e for e in reversed(path[:first_kept]) if e.type == "compaction"), None)
     if previous is not None:
@@ -124,7 +126,7 @@ def build_compaction(
     """The JSON objects to append to the rollout (pure). `usage` and `from_hook` have no place in Codex's
     shape and are not written (the run report records them)."""
     kept = kept_items(session, plan)
-    initial = [item for item in session.extra.get("initial_context") or () if item not in kept]
+    initial = [item for item in CodexSessionExtra.of(session).initial_context if item not in kept]
     users = [_message(text) for text in earlier_user_messages(session, plan)]
     history = [*initial, *users, _message(SUMMARY_PREFIX + "\n" + summary), *kept]
     compacted = {

@@ -67,13 +67,13 @@ def orphan_tool_results(messages: list[dict[str, Any]]) -> list[str]:
 def verify_written(original: Session, written: Session, first_kept_entry_id: str) -> list[str]:
     """Problems of a written file: errors on re-read, lost bytes, context != summary + kept tail, orphans."""
     out = [str(p) for p in written.errors]
-    last_line = original.extra.get("last_line") or 0
+    last_line = original.last_line
     out.extend(
         str(p)
         for p in written.problems
         if p.severity != "error" and p.line is not None and p.line > last_line
     )
-    out.extend(check_byte_prefix(original.path, written.path, original.extra.get("size")))
+    out.extend(check_byte_prefix(original.path, written.path, original.size))
     path = written.path_entries()
     if not path or path[-1].type != "compaction":
         out.append(f"{written.path}: the written file does not end in a compaction on its active path")

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from batchcompact.adapters.common.lines import as_int
+from batchcompact.adapters.copilot.extra import CopilotSessionExtra
 from batchcompact.core.context import parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.fileops import details_from_summary
@@ -237,33 +238,28 @@ def read(path: str | Path) -> Session:
         reader.problems.append(Problem(name, None, ERROR, f"cannot read file: {exc.strerror or exc}"))
     tree = SessionTree(reader.entries, name)
     reader.problems.extend(tree.problems)
-    extra: dict[str, Any] = {
-        "size": size,
-        "last_line": last_line,
-        "events": reader.events,
-        "last_event_id": reader.last_event_id,
-        "context_window": reader.context_window,
-        "model": reader.model,
-    }
+    refused: str | None = None  # why the file cannot be rewritten
     if otel and not reader.ids:
-        extra["not_writable"] = reported_not_compacted("a Copilot CLI OpenTelemetry export")
+        refused = reported_not_compacted("a Copilot CLI OpenTelemetry export")
     elif not reader.ids and not any(p.severity == ERROR for p in reader.problems):
         reader.problems.append(Problem(name, None, ERROR, "no Copilot CLI session events"))
     unfinished = _unfinished(reader)
     if reader.unfollowed is not None:
         line, kind = reader.unfollowed
-        extra["not_writable"] = (f"line {line}: {kind} edits the history in a way batchcompact does not follow; "
-                                 "not compacted")
+        refused = f"line {line}: {kind} edits the history in a way batchcompact does not follow; not compacted"
     elif unfinished is not None:
         line, what = unfinished
         reader.problems.append(Problem(name, line, WARNING, f"the events end mid-turn ({what})"))
-        extra["not_writable"] = (f"line {line}: the events end mid-turn ({what}): Copilot CLI may still be "
-                                 "running it; not compacted")
+        refused = (f"line {line}: the events end mid-turn ({what}): Copilot CLI may still be "
+                   "running it; not compacted")
     header = {**reader.header, "model": reader.model}
     # without a session.start: the folder (`session-state/<id>/events.jsonl`) or the flat `<id>.jsonl` of older builds
     header["id"] = header.get("id") or (Path(name).parent.name if Path(name).name == "events.jsonl"
                                         else Path(name).name.split(".jsonl")[0])
-    return Session(name, FORMAT, header, reader.entries, problems=reader.problems, tree=tree, extra=extra)
+    extra = CopilotSessionExtra(events=reader.events, last_event_id=reader.last_event_id)
+    return Session(name, FORMAT, header, reader.entries, problems=reader.problems, tree=tree,
+                   context_window=reader.context_window, not_writable=refused, size=size, last_line=last_line,
+                   extra=extra)
 
 
 def _unfinished(reader: _Reader) -> tuple[int, str] | None:
@@ -283,5 +279,5 @@ def kept_events(session: Session, first_kept_entry_id: str) -> list[dict[str, An
     index = next((i for i, e in enumerate(path) if e.id == first_kept_entry_id), -1)
     if index < 0:
         raise ValueError(f"first kept entry {first_kept_entry_id!r} is not on the active path")
-    events = session.extra.get("events", {})
+    events = CopilotSessionExtra.of(session).events
     return [json.loads(json.dumps(events[e.id])) for e in path[index:] if e.id in events]

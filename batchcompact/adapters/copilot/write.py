@@ -28,6 +28,7 @@ import uuid as uuidlib
 from typing import Any
 
 from batchcompact.adapters.common.verify import verify_written
+from batchcompact.adapters.copilot.extra import CopilotSessionExtra
 from batchcompact.adapters.copilot.read import kept_events
 from batchcompact.core.context import build_session_context
 from batchcompact.core.planner import CompactionPlan
@@ -81,7 +82,7 @@ def build_compaction(session: Session, plan: CompactionPlan, summary: str, *, us
     if used is not None:
         data["compactionTokensUsed"] = used
     events.append({"type": "session.compaction_complete", "data": data})
-    parent = session.extra.get("last_event_id")
+    parent = CopilotSessionExtra.of(session).last_event_id
     out = []
     for index, event in enumerate(events):
         event_id = str(uuidlib.uuid5(NAMESPACE, f"{seed}|{index}"))
@@ -94,7 +95,7 @@ def build_compaction(session: Session, plan: CompactionPlan, summary: str, *, us
 def verify(original: Session, written: Session, plan: CompactionPlan) -> list[str]:
     """Problems with a written log (empty when it is good)."""
     out = verify_written(original, written, plan.first_kept_entry_id)
-    refused = written.extra.get("not_writable")
+    refused = written.not_writable
     if refused:
         out.append(f"{written.path}: {refused}")
     return out

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from batchcompact.adapters.common.lines import as_int, as_name
+from batchcompact.adapters.gemini.extra import GeminiSessionExtra
 from batchcompact.core.context import parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.session import Session
@@ -340,20 +341,12 @@ def read(path: str | Path) -> Session:
     if not state.header and not any(p.severity == ERROR for p in problems):
         problems.append(Problem(name, 1, ERROR, "no Gemini CLI session header (sessionId, projectHash)"))
     entries = [Entry(data, line) for data, line in builder.entries]
-    extra = {
-        "subagent": header.get("kind") == "subagent",
-        "size": size,
-        "legacy": legacy,
-        # a legacy chat could only be rewritten whole, losing the usage its summarized replies recorded
-        "not_writable": "legacy Gemini CLI chat (one JSON document): a current Gemini CLI migrates it "
-        "to JSONL when it resumes it; compact that" if legacy else None,
-        "last_line": state.last_line,
-        "records": builder.records,
-        "state_ids": [r["id"] for r, _ in records],
-        "last_tokens": state.last_tokens,
-        "model": model,
-    }
-    return Session(name, FORMAT, header, entries, problems=problems, extra=extra)
+    # a legacy chat could only be rewritten whole, losing the usage its summarized replies recorded
+    refused = ("legacy Gemini CLI chat (one JSON document): a current Gemini CLI migrates it to JSONL when it "
+               "resumes it; compact that") if legacy else None
+    extra = GeminiSessionExtra(records=builder.records, state_ids=[r["id"] for r, _ in records])
+    return Session(name, FORMAT, header, entries, problems=problems, not_writable=refused,
+                   subagent=header.get("kind") == "subagent", size=size, last_line=state.last_line, extra=extra)
 
 
 def _compaction_entry(record: dict[str, Any], line: int) -> dict[str, Any]:

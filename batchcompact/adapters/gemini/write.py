@@ -23,6 +23,7 @@ import uuid as uuidlib
 from typing import Any
 
 from batchcompact.adapters.common.verify import verify_written
+from batchcompact.adapters.gemini.extra import GeminiSessionExtra
 from batchcompact.adapters.gemini.read import ACK_TEXT, META_TYPE, is_ignored_user
 from batchcompact.core.apply import batchcompact_marker
 from batchcompact.core.planner import CompactionPlan
@@ -42,11 +43,11 @@ def kept_records(session: Session, plan: CompactionPlan) -> list[dict[str, Any]]
         raise ValueError(f"first kept entry {plan.first_kept_entry_id!r} is not on the active path")
     while index < len(path) and path[index].type == META_TYPE:
         index += 1
-    records = session.extra.get("records", {})
+    records = GeminiSessionExtra.of(session).records
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     for entry in path[index:]:
-        record = records.get(entry.id)
+        record = records.get(entry.id) if entry.id is not None else None
         if record is not None and record["id"] not in seen:
             seen.add(record["id"])
             out.append(record)
@@ -62,8 +63,9 @@ def compacted_messages(session: Session, plan: CompactionPlan, summary: str, *, 
                        usage: dict[str, Any] | None = None, from_hook: bool = False) -> list[dict[str, Any]]:
     """The conversation after the compaction: context, summary, acknowledgement, kept tail."""
     kept = kept_records(session, plan)
-    records = session.extra.get("records", {})
-    context = [records[i] for i in session.extra.get("state_ids", ()) if i in records
+    extra = GeminiSessionExtra.of(session)
+    records = extra.records
+    context = [records[i] for i in extra.state_ids if i in records
                and records[i].get("type") == "user" and is_ignored_user(records[i])
                and str(records[i].get("content")).find("<session_context>") >= 0]
     context = [r for r in context[:1] if r not in kept]

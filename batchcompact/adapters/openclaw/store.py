@@ -41,6 +41,7 @@ from batchcompact.adapters.common.database import (
     session_path,
     write_in_one_transaction,
 )
+from batchcompact.adapters.openclaw.extra import OpenClawStoreExtra
 from batchcompact.core.entries import ERROR, Problem
 from batchcompact.core.session import Session
 from batchcompact.errors import BatchCompactError, SessionReadError
@@ -48,9 +49,6 @@ from batchcompact.errors import BatchCompactError, SessionReadError
 DATABASE = "openclaw-agent.sqlite"
 KNOWN_SCHEMA_VERSIONS = frozenset({23})  # PRAGMA user_version of the databases we have read and written
 BUSY_TIMEOUT_S = 5.0  # OpenClaw's OPENCLAW_SQLITE_BUSY_TIMEOUT_MS
-DB = "openclaw_db"  # Session.extra: the database, the session id and the last seq read
-SESSION = "openclaw_session"
-LAST_SEQ = "openclaw_last_seq"
 
 
 class StoreBusy(BatchCompactError):
@@ -182,7 +180,7 @@ def read_session(path: str | Path, conn: sqlite3.Connection | None = None) -> Se
     compactions = _check_entries(name, entries, problems, ids=True)
     session = Session(name, "openclaw", header, entries, version=(header or {}).get("version"), problems=problems)
     _check_compactions(session, compactions)
-    session.extra.update({DB: str(db), SESSION: session_id, LAST_SEQ: rows[-1][0]})
+    session.extra = OpenClawStoreExtra(database=str(db), session_id=session_id, last_seq=rows[-1][0])
     return session
 
 
@@ -367,10 +365,11 @@ def write_session(session: Session, lines: list[dict[str, Any]], target: str | P
     """Append `lines` to the session in `target` (`<db>#<id>`): in place (after a backup of the database,
     unless disabled), or in a copy of the database at the target (made once, then shared by the other
     sessions of that database). `verify(written session)` runs inside the transaction."""
-    session_id = session.extra[SESSION]
+    extra = OpenClawStoreExtra.of(session)
+    session_id = extra.session_id
     return DATABASE_STORE.write_session(
-        Path(session.extra[DB]), session_id, target,
-        lambda out_db: append_events(out_db, session_id, lines, last_seq=session.extra[LAST_SEQ], expect=expect,
+        Path(extra.database), session_id, target,
+        lambda out_db: append_events(out_db, session_id, lines, last_seq=extra.last_seq, expect=expect,
                                      verify=verify),
         in_place=in_place, backup=backup, expect=expect)
 

@@ -35,6 +35,7 @@ from urllib.parse import quote
 
 from batchcompact.adapters.common.database import SEP
 from batchcompact.adapters.common.lines import as_int
+from batchcompact.adapters.opencode.extra import OpenCodeSessionExtra
 from batchcompact.adapters.opencode.settings import model_limits
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.session import Session
@@ -349,8 +350,8 @@ def read_session(path: str | Path, session_id: str, *, agent: str = FORMAT,
     header["model"] = model["modelID"] if model else None
     if not messages and not any(p.severity == ERROR for p in problems):
         problems.append(Problem(name, None, ERROR, "the session has no messages"))
-    extra = {"database": str(path), "session_id": session_id, "messages": messages, "migration": migration,
-             "last_message": messages[-1]["info"]["id"] if messages else None, "model": model}
+    extra = OpenCodeSessionExtra(database=str(path), session_id=session_id, messages=messages, migration=migration,
+                                 last_message=messages[-1]["info"]["id"] if messages else None, model=model)
     return Session(name, agent, header, entries, problems=problems, tree=tree, extra=extra)
 
 
@@ -418,6 +419,6 @@ def read(path: str | os.PathLike) -> Session:
     session = read_session(db, session_id, agent=format_of(db))
     limits = model_limits(session)
     if limits.get("context"):
-        session.extra["context_window"] = limits["context"]
-    session.extra["agent_limits"] = limits
+        session.context_window = limits["context"]
+    session.agent_limits = limits
     return session

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from batchcompact.adapters.common.settings_files import json_settings, positive
+from batchcompact.adapters.opencode.extra import OpenCodeSessionExtra
 from batchcompact.core.session import Session
 
 
@@ -51,7 +52,7 @@ def model_limits(session: Session) -> dict[str, Any]:
     """The session model's limits and OpenCode's compaction settings from the user's config: `context`,
     `input`, `output` (None where not set), `reserved`, `auto`, `preserve`."""
     config = load_config(session)
-    model = session.extra.get("model") or {}
+    model = OpenCodeSessionExtra.of(session).model or {}
     providers = config.get("provider") if isinstance(config.get("provider"), dict) else {}
     provider = providers.get(model.get("providerID")) if isinstance(providers, dict) else None
     models = provider.get("models") if isinstance(provider, dict) else None
@@ -77,7 +78,7 @@ def with_opencode_settings(session: Any, settings: Any, fields: tuple[str, ...])
         opencode_usable,
     )
 
-    limits = session.extra.get("agent_limits") or {}
+    limits = session.agent_limits or {}
     if limits.get("auto") is False and not settings.force:
         return settings, "compaction.auto is false in the OpenCode config (--force compacts anyway)"
     if "keep_recent_tokens" not in fields:

@@ -35,6 +35,7 @@ from batchcompact.adapters.common.database import (
     begin_immediate,
     write_in_one_transaction,
 )
+from batchcompact.adapters.opencode.extra import OpenCodeSessionExtra
 from batchcompact.adapters.opencode.read import (
     COMPACTION_PROMPT,
     OpenCodeStoreError,
@@ -76,7 +77,7 @@ def ascending_id(prefix: str, ms: int, counter: int, seed: str) -> str:
 
 def tail_message_id(session: Any, first_kept_entry_id: str) -> str | None:
     """The message a planned first kept entry belongs to (a tool result's entry id is its part id)."""
-    messages = session.extra["messages"]
+    messages = OpenCodeSessionExtra.of(session).messages
     for message in messages:
         if message["info"]["id"] == first_kept_entry_id:
             if message["info"].get("role") == "assistant" and message["info"].get("summary") is True:  # an earlier compaction: keep from its user message
@@ -90,8 +91,8 @@ def tail_message_id(session: Any, first_kept_entry_id: str) -> str | None:
 def build_rows(session: Any, *, summary: str, first_kept_entry_id: str, now_ms: int,
                marker: dict[str, Any]) -> tuple[list[tuple], list[tuple], Written]:
     """The message rows and part rows (id, session, created, updated, data) of our compaction."""
-    messages = session.extra["messages"]
-    session_id = session.extra["session_id"]
+    extra = OpenCodeSessionExtra.of(session)
+    messages, session_id = extra.messages, extra.session_id
     last = messages[-1]["info"]
     ms = max(now_ms, max(_created(m["info"]) for m in messages) + 1)
     seed = f"{session_id}\0{first_kept_entry_id}\0{summary}"
@@ -100,7 +101,7 @@ def build_rows(session: Any, *, summary: str, first_kept_entry_id: str, now_ms: 
     tail = tail_message_id(session, first_kept_entry_id)
     last_user = next((m["info"] for m in reversed(messages) if m["info"].get("role") == "user"), {})
     last_assistant = next((m["info"] for m in reversed(messages) if m["info"].get("role") == "assistant"), {})
-    model = session.extra.get("model") or {}
+    model = extra.model or {}
     user_model = last_user.get("model") if isinstance(last_user.get("model"), dict) else \
         {"providerID": model.get("providerID"), "modelID": model.get("modelID")}
     user_info = {"role": "user", "model": user_model, "agent": last_user.get("agent") or "build",
@@ -177,7 +178,8 @@ def write_compaction(path: str | Path, session: Any, *, summary: str, first_kept
     checked inside the transaction; `verify(written session) -> problems`, run on the session re-read
     inside the transaction before it commits. Raises `DatabaseBusy`, `ChangedSince`, `VerificationError`
     or `OpenCodeStoreError`; nothing is written then."""
-    session_id = session.extra["session_id"]
+    extra = OpenCodeSessionExtra.of(session)
+    session_id = extra.session_id
     message_rows, part_rows, written = build_rows(session, summary=summary, first_kept_entry_id=first_kept_entry_id,
                                                   now_ms=now_ms, marker=marker or {})
     try:
@@ -189,7 +191,7 @@ def write_compaction(path: str | Path, session: Any, *, summary: str, first_kept
                 last = conn.execute("SELECT id FROM message WHERE session_id = ? ORDER BY time_created DESC, id DESC "
                                     "LIMIT 1", (session_id,)).fetchone()
                 if row is None or row[0] != session.header.get("time_updated") or \
-                        (last[0] if last else None) != session.extra.get("last_message") or \
+                        (last[0] if last else None) != extra.last_message or \
                         (expect is not None and rows_digest(conn, session_id)[:2] != expect):
                     raise ChangedSince(f"{path}: session {session_id} changed since it was read; not written")
                 conn.executemany("INSERT INTO message (id, session_id, time_created, time_updated, data) "
@@ -293,14 +295,15 @@ def write_session(session: Any, lines: list[dict[str, Any]], target: str | Path,
                          first_kept_entry_id=compaction["firstKeptEntryId"], now_ms=compaction["now_ms"],
                          marker=marker, expect=expect, verify=verify, busy_timeout=BUSY_TIMEOUT_S, tries=BUSY_TRIES)
 
-    return DATABASE_STORE.write_session(Path(session.extra["database"]), session.extra["session_id"], target, write,
+    extra = OpenCodeSessionExtra.of(session)
+    return DATABASE_STORE.write_session(Path(extra.database), extra.session_id, target, write,
                                         in_place=in_place, backup=backup, expect=expect)
 
 
 def verify(path: str | Path, original: Any, written: Written, *, summary: str, agent: str) -> list[str]:
     """Re-read the session from the database: OpenCode's loader must start from our summary exactly once,
     then hold the kept tail in order."""
-    again = read_session(path, original.extra["session_id"], agent=agent)
+    again = read_session(path, OpenCodeSessionExtra.of(original).session_id, agent=agent)
     problems = [p.message for p in again.errors]
     if problems:
         return problems
@@ -315,7 +318,7 @@ def verify(path: str | Path, original: Any, written: Written, *, summary: str, a
         return ["the summary is not in the rebuilt context exactly once"]
     from batchcompact.adapters.opencode.read import filter_compacted
 
-    loaded = filter_compacted(again.extra["messages"])
+    loaded = filter_compacted(OpenCodeSessionExtra.of(again).messages)
     if not loaded or loaded[0]["info"]["id"] != written.user_id or len(loaded) < 2 \
             or loaded[1]["info"]["id"] != written.summary_id:
         return [f"OpenCode's loader would not start from the summary ('{COMPACTION_PROMPT}' then the summary)"]

@@ -11,6 +11,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from batchcompact.adapters.opencode.extra import OpenCodeSessionExtra
 from batchcompact.adapters.opencode.read import compaction_part, filter_compacted
 from batchcompact.adapters.opencode.store import build_rows, tail_message_id
 
@@ -62,7 +63,7 @@ def verify(original: Any, written: Any, plan: Any) -> list[str]:
     quoted = json.dumps(last.data["summary"], ensure_ascii=False)[1:-1]
     if json.dumps([m.message for m in context], ensure_ascii=False).count(quoted) != 1:
         return ["the summary is not in the rebuilt context exactly once"]
-    loaded = filter_compacted(written.extra["messages"])
+    loaded = filter_compacted(OpenCodeSessionExtra.of(written).messages)
     if len(loaded) < 3 or compaction_part(loaded[0]) is None or loaded[1]["info"]["id"] != last.id \
             or loaded[2]["info"]["id"] != tail:
         return ["OpenCode's loader would not start from the summary, then the kept tail"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from batchcompact.core.context import CONTEXT_RULES, ContextRules
+from batchcompact.core.context import ContextRules
 
 OMP_RULES = ContextRules(
     replay_only_clean_turns=True,
@@ -57,14 +57,13 @@ def under_omp_home(name: str) -> bool:
 
 
 def is_omp(session: Any) -> bool:
-    return session.extra.get(CONTEXT_RULES) == OMP_RULES
+    return session.context_rules == OMP_RULES
 
 
 # ---- its compaction settings (config/settings.ts, settings-schema.ts) ----------------------------------
 # oh-my-pi's compaction keys -> planner settings; a threshold <= 0 (its default -1) is unset
 OMP_SETTINGS_KEYS = {"reserveTokens": "reserve_tokens", "keepRecentTokens": "keep_recent_tokens",
                      "thresholdPercent": "threshold_percent", "thresholdTokens": "threshold_tokens"}
-OMP_LIMITS = "agent_limits"  # Session.extra key the trigger reads (planning.session_trigger)
 
 
 def agent_dir(session_path: str) -> Path:

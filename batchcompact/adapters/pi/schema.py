@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from batchcompact.adapters.pi.extra import PiSessionExtra
 from batchcompact.core.entries import ERROR, Problem
 from batchcompact.schemas import definition_checker, file_checker
 
@@ -60,7 +61,7 @@ def validate_session(session: Session) -> list[Problem]:
     definitions = OMP_ENTRY_DEFS if is_omp(session) else ENTRY_DEFS
     problems: list[Problem] = []
     if session.header is not None:
-        line = session.extra.get("header_line", 1)
+        line = PiSessionExtra.of(session).header_line
         problems.extend(
             Problem(session.path, line, ERROR, f"session header: {text}")
             for text in validate_header(session.header)

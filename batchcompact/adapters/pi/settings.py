@@ -78,14 +78,16 @@ def with_pi_settings(session: Any, settings: Any, fields: tuple[str, ...]) -> tu
     """pi's own compaction settings (global, then the project's under the session's cwd) for the settings
     nobody set; returns the settings and, when pi's settings disable compaction, the skip reason. An
     oh-my-pi session takes oh-my-pi's settings instead (adapters/pi/omp.py)."""
-    from batchcompact.adapters.pi.omp import OMP_LIMITS, is_omp, omp_settings
+    from batchcompact.adapters.pi.omp import is_omp, omp_settings
 
     cwd = (session.header or {}).get("cwd")
     cwd = cwd if isinstance(cwd, str) else None  # a damaged header's cwd names no project
     if is_omp(session):
         found, files, reserve_set = omp_settings(session.path, cwd)
         values = {k: v for k, v in found.items() if k in fields}
-        limits = session.extra.setdefault(OMP_LIMITS, {})
+        if session.agent_limits is None:
+            session.agent_limits = {}
+        limits = session.agent_limits  # the trigger reads them (planning.session_trigger)
         limits["reserve_set"] = limits.get("reserve_set", False) or (reserve_set and "reserve_tokens" in fields)
         if values.pop("enabled", True) is False and not settings.force:
             return settings, f"compaction disabled in oh-my-pi settings ({files[-1]}; --force compacts anyway)"

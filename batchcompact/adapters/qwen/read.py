@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from batchcompact.adapters.common.lines import as_int
+from batchcompact.adapters.qwen.extra import QwenSessionExtra
 from batchcompact.core.context import parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.session import Session
@@ -175,16 +176,10 @@ def read(path: str | Path) -> Session:
               "version": last.get("version"), "model": model}
     if not order and not any(p.severity == ERROR for p in problems):
         problems.append(Problem(name, None, ERROR, "no Qwen Code chat records"))
-    extra = {
-        "size": size,
-        "last_line": last_line,
-        "contents": contents,
-        "leaf_uuid": leaf,
-        "envelope": {k: last[k] for k in ENVELOPE_KEYS if k in last},
-        "context_window": context_window,
-        "model": model,
-    }
-    return Session(name, FORMAT, header, entries, problems=problems, tree=tree, extra=extra)
+    extra = QwenSessionExtra(contents=contents, leaf_uuid=leaf,
+                             envelope={k: last[k] for k in ENVELOPE_KEYS if k in last})
+    return Session(name, FORMAT, header, entries, problems=problems, tree=tree, context_window=context_window,
+                   size=size, last_line=last_line, extra=extra)
 
 
 def _add_compaction(entries: list[Entry], contents: dict[str, dict[str, Any]], uuid: str, parent: str | None,
@@ -229,5 +224,5 @@ def kept_contents(session: Session, first_kept_entry_id: str) -> list[dict[str, 
     index = next((i for i, e in enumerate(path) if e.id == first_kept_entry_id), -1)
     if index < 0:
         raise ValueError(f"first kept entry {first_kept_entry_id!r} is not on the active path")
-    contents = session.extra.get("contents", {})
+    contents = QwenSessionExtra.of(session).contents
     return [copy.deepcopy(contents[e.id]) for e in path[index:] if e.id in contents]

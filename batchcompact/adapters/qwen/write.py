@@ -17,6 +17,7 @@ import uuid as uuidlib
 from typing import Any
 
 from batchcompact.adapters.common.verify import verify_written
+from batchcompact.adapters.qwen.extra import QwenSessionExtra
 from batchcompact.adapters.qwen.read import ACK_TEXT, kept_contents
 from batchcompact.core.apply import batchcompact_marker
 from batchcompact.core.planner import CompactionPlan
@@ -35,10 +36,11 @@ def build_compaction(session: Session, plan: CompactionPlan, summary: str, *, us
     history += kept
     marker = batchcompact_marker(plan, from_hook, usage)
     seed = f"{session.session_id}|{plan.leaf_id}|{plan.first_kept_entry_id}"
+    extra = QwenSessionExtra.of(session)
     record = {
         "uuid": str(uuidlib.uuid5(NAMESPACE, seed)),
-        "parentUuid": session.extra.get("leaf_uuid"),
-        **session.extra.get("envelope", {}),
+        "parentUuid": extra.leaf_uuid,
+        **extra.envelope,
         "timestamp": now_iso,
         "type": "system",
         "provenance": "system",
