@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from batchcompact.adapters.common.lines import as_int, as_name
+from batchcompact.adapters.common.lines import as_int, as_name, object_at
 from batchcompact.core.context import parse_timestamp_ms
+from batchcompact.core.jsontypes import JsonValue
 
 SUMMARY_PREAMBLE = (
     "This session is being continued from a previous conversation that ran out of context. "
@@ -59,7 +60,7 @@ def _blocks_to_pi(content: Any) -> list[dict[str, Any]]:
         if kind == "text":
             out.append({"type": "text", "text": block.get("text") or ""})
         elif kind == "image":
-            source = block.get("source") if isinstance(block.get("source"), dict) else {}
+            source = object_at(block, "source")
             out.append(
                 {
                     "type": "image",
@@ -113,8 +114,8 @@ def _assistant_blocks(content: Any, tool_names: dict[str, str]) -> list[dict[str
 
 
 def user_message(obj: dict[str, Any], tool_names: dict[str, str]) -> dict[str, Any]:
-    message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
-    content = message.get("content")
+    message = object_at(obj, "message")
+    content: JsonValue = message.get("content")  # a list when it holds results
     timestamp = parse_timestamp_ms(obj.get("timestamp"))
     results = (
         [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
@@ -146,7 +147,7 @@ def assistant_message(lines: list[dict[str, Any]], tool_names: dict[str, str]) -
     best: tuple[tuple[int, int], dict[str, int]] | None = None
     error = None
     for obj in lines:
-        message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+        message = object_at(obj, "message")
         blocks.extend(_assistant_blocks(message.get("content"), tool_names))
         model = message.get("model") or model
         stop = message.get("stop_reason") or stop
@@ -181,7 +182,7 @@ def assistant_message(lines: list[dict[str, Any]], tool_names: dict[str, str]) -
 
 
 def summary_text(obj: dict[str, Any]) -> str:
-    message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+    message = object_at(obj, "message")
     content = message.get("content")
     if isinstance(content, list):
         content = "".join(

@@ -27,6 +27,7 @@ Mapping, one planning `Entry` per line unless said otherwise (`Entry.line` = the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,9 +40,10 @@ from batchcompact.adapters.claude.messages import (
     user_message,
 )
 from batchcompact.adapters.claude.write import build_compaction, verify
-from batchcompact.adapters.common.lines import as_name
+from batchcompact.adapters.common.lines import as_name, object_at
 from batchcompact.core.context import build_session_context, convert_to_llm
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.session import Session
 from batchcompact.core.tree import SessionTree
 from batchcompact.formats.jsonl import file_size, iter_json_lines
@@ -105,7 +107,8 @@ def _is_tool_results(obj: dict[str, Any]) -> bool:
     )
 
 
-def _open_group(line, message_id, raw, group_of, group_lines) -> str | None:
+def _open_group(line: str | None, message_id: str, raw: dict[str, tuple[int, JsonObject]], group_of: dict[str, str],
+                group_lines: dict[str, list[str]]) -> str | None:
     """The group whose last line is `line`, if that response has id `message_id`."""
     owner = group_of.get(line) if line is not None else None
     if owner is not None and group_lines[owner][-1] == line and _message_id(raw[line][1]) == message_id:
@@ -113,7 +116,9 @@ def _open_group(line, message_id, raw, group_of, group_lines) -> str | None:
     return None
 
 
-def _group_responses(order, raw, conversational_ancestor, side=False):
+def _group_responses(order: list[str], raw: dict[str, tuple[int, JsonObject]],
+                     conversational_ancestor: Callable[[object], str | None],
+                     side: bool = False) -> tuple[dict[str, str], dict[str, str], dict[str, list[str]]]:
     """Merge the assistant lines of one API response (same `message.id`) into one group.
 
     A line joins the group when its nearest conversational ancestor is the group's last line (streamed
@@ -233,7 +238,7 @@ def read(path: str | Path) -> Session:
     tree = SessionTree(entries, name)
     leaf_uuid = next((u for u in reversed(order) if _is_conversational(raw[u][1], side)), None)
     leaf_id = group_of.get(leaf_uuid, leaf_uuid) if leaf_uuid is not None else None
-    leaf_id = redirect.get(leaf_id, leaf_id)
+    leaf_id = redirect.get(leaf_id, leaf_id) if leaf_id is not None else None
     tree.leaf = tree.get(leaf_id)
     problems.extend(tree.problems)
 
@@ -254,7 +259,8 @@ def read(path: str | Path) -> Session:
 
 
 def _entry_datas(name: str, lines: _Lines, alias: dict[str, str], group_of: dict[str, str],
-                 group_lines: dict[str, list[str]], problems: list[Problem]):
+                 group_lines: dict[str, list[str]], problems: list[Problem],
+                 ) -> tuple[dict[str, JsonObject], dict[str, list[tuple[int, JsonObject]]], list[str]]:
     """The pi-shaped entry of every tree line (one per response group): (datas by uuid, the raw lines of
     each message entry, the boundaries' uuids)."""
     raw = lines.raw
@@ -324,7 +330,7 @@ def _compaction_data(obj: dict[str, Any], boundary: dict[str, Any], base: dict[s
     meta = meta if isinstance(meta, dict) else {}
     # Claude keeps nothing from before its boundary: the first kept entry is the boundary itself
     # (metadata), or the summary's own id when it has no boundary parent (then nothing is kept).
-    marker = meta.get(MARKER_KEY) if isinstance(meta.get(MARKER_KEY), dict) else {}
+    marker = object_at(meta, MARKER_KEY)
     data = {
         "type": "compaction",
         **base,
@@ -381,15 +387,16 @@ def _relink_kept_tails(
     redirect: dict[str, str] = {}
     for boundary in boundaries:
         lineno, obj = raw[boundary]
-        meta = obj.get("compactMetadata") if isinstance(obj.get("compactMetadata"), dict) else {}
+        meta = object_at(obj, "compactMetadata")
         marker = meta.get(MARKER_KEY)
         if not isinstance(marker, dict) or not marker.get("keptHeadUuid"):
             continue
         summary = next(
             (d for d in datas.values() if d["type"] == "compaction" and d["parentId"] == boundary), None
         )
-        head = group_of.get(marker.get("keptHeadUuid"), marker.get("keptHeadUuid"))
-        tail = group_of.get(marker.get("keptTailUuid"), marker.get("keptTailUuid"))
+        head = group_of.get(marker["keptHeadUuid"], marker["keptHeadUuid"])
+        tail_uuid = marker.get("keptTailUuid")
+        tail = group_of.get(tail_uuid, tail_uuid) if tail_uuid is not None else None
         if (
             summary is None
             or head not in datas

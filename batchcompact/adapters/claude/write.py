@@ -33,6 +33,7 @@ from typing import Any
 from batchcompact.adapters.claude.extra import ClaudeSessionExtra
 from batchcompact.adapters.claude.messages import SUMMARY_PREAMBLE
 from batchcompact.adapters.common.verify import verify_written
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.core.session import Session
 
@@ -47,7 +48,7 @@ def copy_message_id(session: Session, plan: CompactionPlan, original: str) -> st
     return "msg_" + uuidlib.uuid5(NAMESPACE, seed).hex[:24]
 
 
-def _uuid_maker(session: Session, plan: CompactionPlan, count: int):
+def _uuid_maker(session: Session, plan: CompactionPlan, count: int) -> list[str]:
     used = ClaudeSessionExtra.of(session).uuids
     seed = f"{session.session_id}|{plan.leaf_id}|{plan.first_kept_entry_id}"
     for salt in range(1000):
@@ -64,7 +65,7 @@ def kept_lines(session: Session, plan: CompactionPlan) -> list[dict[str, Any]]:
     if index < 0:
         raise ValueError(f"first kept entry {plan.first_kept_entry_id!r} is not on the active path")
     entry_lines = ClaudeSessionExtra.of(session).entry_lines
-    out = []
+    out: list[JsonObject] = []
     for entry in path[index:]:
         if entry.type == "message" and entry.id is not None:
             out.extend(obj for _, obj in entry_lines.get(entry.id, ()))

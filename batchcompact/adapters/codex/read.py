@@ -36,6 +36,7 @@ from batchcompact.adapters.common.lines import as_int
 from batchcompact.core.context import build_session_context, convert_to_llm, parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.fileops import details_from_summary
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.session import Session
 from batchcompact.formats.jsonl import file_size, iter_json_lines
 
@@ -217,7 +218,7 @@ class _Builder:
                 if block["type"] == "toolCall":
                     self.tool_names[block["id"]] = block["name"]
             if self.group is None:
-                message = {
+                message: JsonObject = {
                     "role": "assistant",
                     "content": [],
                     "api": "openai-responses",
@@ -415,9 +416,9 @@ def _add_compacted(
                     if not is_context_text(text):
                         prefix_users.append(text)
                 continue
-            text = _summary_item_text(item)
-            if text is not None:
-                summary = summary or text
+            summary_text = _summary_item_text(item)
+            if summary_text is not None:
+                summary = summary or summary_text
                 builder.close()
                 continue
             before = len(builder.entries)

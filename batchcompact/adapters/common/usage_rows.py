@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from datetime import datetime
 from typing import Any
 
 USAGE_SCHEMA_VERSION = 4  # 3: + agent, dedupe_rank; 4: + branch, machine, machine_id
@@ -137,7 +138,7 @@ class UsageRows:
         line: int | None,
         session_id: str | None,
         project: str | None,
-        timestamp,
+        timestamp: datetime | None,
         provider: str | None,
         model: str | None,
         kind: str,

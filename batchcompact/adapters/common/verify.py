@@ -51,8 +51,8 @@ def kept_messages(session: Session, first_kept_entry_id: str) -> list[dict[str, 
 
 def orphan_tool_results(messages: list[dict[str, Any]]) -> list[str]:
     """Tool results whose call is not in an earlier assistant message of `messages`."""
-    calls: set[str] = set()
-    orphans = []
+    calls: set[str | None] = set()  # a call without an id answers a result without one
+    orphans: list[str] = []
     for message in messages:
         if message.get("role") == "assistant":
             for block in message.get("content") or ():

@@ -31,7 +31,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from batchcompact.adapters.common.lines import as_int
+from batchcompact.adapters.common.lines import as_int, object_at
 from batchcompact.adapters.copilot.extra import CopilotSessionExtra
 from batchcompact.core.context import parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
@@ -68,8 +68,8 @@ def copilot_usage(usage: dict[str, Any]) -> dict[str, int]:
 
 
 def _result_text(data: dict[str, Any]) -> tuple[str, bool]:
-    result = data.get("result") if isinstance(data.get("result"), dict) else {}
-    error = data.get("error") if isinstance(data.get("error"), dict) else {}
+    result = object_at(data, "result")
+    error = object_at(data, "error")
     if isinstance(result.get("content"), str):
         return result["content"], data.get("success") is False
     if isinstance(error.get("message"), str):
@@ -123,7 +123,9 @@ class _Reader:
         self.parent: str | None = None
         self.ids: set[str] = set()
         self.header: dict[str, Any] = {}
-        self.context_window = self.model = self.last_event_id = None
+        self.context_window: int | None = None
+        self.model: str | None = None
+        self.last_event_id: str | None = None
         self.open_turn: int | None = None  # line of an assistant.turn_start not yet ended
         self.pending_calls: dict[str, int] = {}  # toolCallId -> line of its request, while it has no result
         self.unfollowed: tuple[int, str] | None = None  # (line, event type) of a history edit not followed
@@ -141,7 +143,7 @@ class _Reader:
         if event.get("agentId"):  # a sub-agent's events: not the main conversation
             return
         if kind == "session.start":
-            context = data.get("context") if isinstance(data.get("context"), dict) else {}
+            context = object_at(data, "context")
             self.header = {"id": data.get("sessionId"), "cwd": context.get("cwd"), "version": data.get("copilotVersion")}
             self.model = data.get("selectedModel") or self.model
         elif kind == "session.usage_record" and isinstance(data.get("usage"), dict):
@@ -173,7 +175,8 @@ class _Reader:
         if message is None:
             return
         if kind == "assistant.message":
-            usage = self.usage.pop(data.get("apiCallId"), None) if isinstance(data.get("apiCallId"), str) else None
+            call_id = data.get("apiCallId")
+            usage = self.usage.pop(call_id, None) if isinstance(call_id, str) else None
             model = data.get("model") or (usage or {}).get("model") or self.model
             self.model = model
             message["model"] = model

@@ -14,7 +14,6 @@ The window and the compaction settings come from the user's `openclaw.json` (set
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from batchcompact.adapters.openclaw.settings import config_window
@@ -23,7 +22,7 @@ from batchcompact.core.session import Session
 ARCHIVED = (".jsonl.reset.", ".jsonl.deleted.")
 
 
-def read(path: str | os.PathLike) -> Session:
+def read(path: str | Path) -> Session:
     """Any OpenClaw session: one in a database (`<db>#<id>`) or a JSONL transcript."""
     from batchcompact.adapters.openclaw import store
 

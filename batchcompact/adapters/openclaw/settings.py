@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from batchcompact.adapters.common.lines import object_at
 from batchcompact.adapters.common.settings_files import json_settings, positive
 from batchcompact.core.session import Session
 
@@ -64,8 +65,8 @@ def config_window(path: str | os.PathLike, session: Session) -> int | None:
 def compaction_settings(path: str | os.PathLike) -> tuple[dict[str, Any], Path | None]:
     """`agents.defaults.compaction` of the session's openclaw.json."""
     config, where = load_config(path)
-    agents = config.get("agents") if isinstance(config.get("agents"), dict) else {}
-    defaults = agents.get("defaults") if isinstance(agents.get("defaults"), dict) else {}
+    agents = object_at(config, "agents")
+    defaults = object_at(agents, "defaults")
     compaction = defaults.get("compaction")
     return (compaction if isinstance(compaction, dict) else {}), where
 

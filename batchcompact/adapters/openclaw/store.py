@@ -41,6 +41,7 @@ from batchcompact.adapters.common.database import (
     session_path,
     write_in_one_transaction,
 )
+from batchcompact.adapters.common.lines import object_at
 from batchcompact.adapters.openclaw.extra import OpenClawStoreExtra
 from batchcompact.core.entries import ERROR, Problem
 from batchcompact.core.session import Session
@@ -226,7 +227,7 @@ def _identity(event: dict[str, Any]) -> tuple[str, str | None, str | None, str |
     event_id = event.get("id")
     if not isinstance(event_id, str) or not event_id:
         return None
-    message = event.get("message") if isinstance(event.get("message"), dict) else {}
+    message = object_at(event, "message")
     key = message.get("idempotencyKey")
     parent = event.get("parentId")
     return (event_id, event.get("type") if isinstance(event.get("type"), str) else None,

@@ -26,7 +26,6 @@ OpenCode's. Usage: `tokens.input` is non-cached, `reasoning` is added to `output
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from contextlib import closing, nullcontext
 from pathlib import Path
@@ -34,7 +33,7 @@ from typing import Any
 from urllib.parse import quote
 
 from batchcompact.adapters.common.database import SEP
-from batchcompact.adapters.common.lines import as_int
+from batchcompact.adapters.common.lines import as_int, object_at
 from batchcompact.adapters.opencode.extra import OpenCodeSessionExtra
 from batchcompact.adapters.opencode.settings import model_limits
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
@@ -233,7 +232,7 @@ def usage(info: dict[str, Any]) -> dict[str, int] | None:
     tokens = info.get("tokens")
     if not isinstance(tokens, dict):
         return None
-    cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+    cache = object_at(tokens, "cache")
     out = {"input": _int(tokens.get("input")), "output": _int(tokens.get("output")) + _int(tokens.get("reasoning")),
            "cacheRead": _int(cache.get("read")), "cacheWrite": _int(cache.get("write"))}
     out["totalTokens"] = sum(out.values())
@@ -262,7 +261,7 @@ def user_message(message: dict[str, Any]) -> dict[str, Any] | None:
 
 def tool_output(part: dict[str, Any]) -> tuple[str, bool]:
     """A tool part's result as OpenCode sends it: (text, is an error)."""
-    state = part.get("state") if isinstance(part.get("state"), dict) else {}
+    state = object_at(part, "state")
     status = state.get("status")
     if status == "completed":
         if isinstance(state.get("time"), dict) and state["time"].get("compacted"):
@@ -270,7 +269,7 @@ def tool_output(part: dict[str, Any]) -> tuple[str, bool]:
         output = state.get("output")
         return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False), False
     if status == "error":
-        metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
+        metadata = object_at(state, "metadata")
         if metadata.get("interrupted") is True and isinstance(metadata.get("output"), str):
             return metadata["output"], False
         return str(state.get("error") or ""), True
@@ -295,10 +294,10 @@ def assistant_messages(message: dict[str, Any]) -> list[tuple[str, dict[str, Any
         elif kind == "reasoning":
             blocks.append({"type": "thinking", "thinking": part.get("text") or ""})
         elif kind == "tool":
-            state = part.get("state") if isinstance(part.get("state"), dict) else {}
+            state = object_at(part, "state")
             call_id = str(part.get("callID") or part["id"])
             name = str(part.get("tool") or "")
-            arguments = state.get("input") if isinstance(state.get("input"), dict) else {}
+            arguments = object_at(state, "input")
             blocks.append({"type": "toolCall", "id": call_id, "name": name, "arguments": arguments})
             text, is_error = tool_output(part)
             results.append((part["id"], {"role": "toolResult", "toolCallId": call_id, "toolName": name,
@@ -380,7 +379,7 @@ def build_entries(messages: list[dict[str, Any]], name: str, problems: list[Prob
                 problems.append(Problem(name, None, WARNING, f"compaction {info['id']}: tail_start_id "
                                         f"{first_kept!r} is not a message of the session"))
                 first_kept = info["id"]
-            marker = info.get("batchcompact") if isinstance(info.get("batchcompact"), dict) else {}
+            marker = object_at(info, "batchcompact")
             data = {"type": "compaction", "id": info["id"], "timestamp": ts, "summary": summary_text(message),
                     "firstKeptEntryId": first_kept, "tokensBefore": _int(marker.get("tokensBefore")),
                     "fromHook": False}
@@ -404,7 +403,7 @@ def build_entries(messages: list[dict[str, Any]], name: str, problems: list[Prob
     return entries
 
 
-def read(path: str | os.PathLike) -> Session:
+def read(path: str | Path) -> Session:
     """An OpenCode or Kilo session in its database (`<db>#<id>`)."""
     if Path(path).name in DATABASES:  # the database itself: its problem, or which sessions to name
         from batchcompact.core.words import counted

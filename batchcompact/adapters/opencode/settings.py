@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from batchcompact.adapters.common.lines import object_at
 from batchcompact.adapters.common.settings_files import json_settings, positive
 from batchcompact.adapters.opencode.extra import OpenCodeSessionExtra
 from batchcompact.core.session import Session
@@ -43,7 +44,7 @@ def config_files(agent: str, project: str | None) -> list[Path]:
 
 def load_config(session: Session) -> dict[str, Any]:
     config: dict[str, Any] = {}
-    for path in config_files(session.agent, session.header.get("cwd")):
+    for path in config_files(session.agent, (session.header or {}).get("cwd")):
         config = _merge(config, json_settings(path))
     return config
 
@@ -53,12 +54,12 @@ def model_limits(session: Session) -> dict[str, Any]:
     `input`, `output` (None where not set), `reserved`, `auto`, `preserve`."""
     config = load_config(session)
     model = OpenCodeSessionExtra.of(session).model or {}
-    providers = config.get("provider") if isinstance(config.get("provider"), dict) else {}
+    providers = config.get("provider")
     provider = providers.get(model.get("providerID")) if isinstance(providers, dict) else None
     models = provider.get("models") if isinstance(provider, dict) else None
     entry = models.get(model.get("modelID")) if isinstance(models, dict) else None
-    limit = entry.get("limit") if isinstance(entry, dict) and isinstance(entry.get("limit"), dict) else {}
-    compaction = config.get("compaction") if isinstance(config.get("compaction"), dict) else {}
+    limit = object_at(entry, "limit") if isinstance(entry, dict) else {}
+    compaction = object_at(config, "compaction")
     reserved = compaction.get("reserved")
     preserve = compaction.get("preserve_recent_tokens")
     return {"context": positive(limit.get("context")), "input": positive(limit.get("input")),

@@ -47,6 +47,7 @@ from batchcompact.adapters.opencode.read import (
     split_session_path,
 )
 from batchcompact.core.context import build_session_context
+from batchcompact.core.jsontypes import JsonObject
 
 BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 BUSY_TRIES = 6
@@ -99,10 +100,11 @@ def build_rows(session: Any, *, summary: str, first_kept_entry_id: str, now_ms: 
     user_id = ascending_id("msg", ms, 1, seed + "\0user")
     summary_id = ascending_id("msg", ms, 3, seed + "\0summary")
     tail = tail_message_id(session, first_kept_entry_id)
-    last_user = next((m["info"] for m in reversed(messages) if m["info"].get("role") == "user"), {})
-    last_assistant = next((m["info"] for m in reversed(messages) if m["info"].get("role") == "assistant"), {})
+    last_user: JsonObject = next((m["info"] for m in reversed(messages) if m["info"].get("role") == "user"), {})
+    last_assistant: JsonObject = next((m["info"] for m in reversed(messages) if m["info"].get("role") == "assistant"),
+                                      {})
     model = extra.model or {}
-    user_model = last_user.get("model") if isinstance(last_user.get("model"), dict) else \
+    user_model: JsonObject = last_user["model"] if isinstance(last_user.get("model"), dict) else \
         {"providerID": model.get("providerID"), "modelID": model.get("modelID")}
     user_info = {"role": "user", "model": user_model, "agent": last_user.get("agent") or "build",
                  "time": {"created": ms}}
@@ -145,10 +147,10 @@ def _events(conn: sqlite3.Connection, session_id: str, message_rows: list[tuple]
     if row is None:
         return
     seq = row[0]
-    events = []
-    parts_of = {}
-    for part in part_rows:
-        parts_of.setdefault(part[1], []).append(part)
+    events: list[tuple[int, str, JsonObject]] = []
+    parts_of: dict[str, list[tuple]] = {}
+    for part_row in part_rows:
+        parts_of.setdefault(part_row[1], []).append(part_row)
     for message_id, _, created, _, data in message_rows:
         info = {"id": message_id, "sessionID": session_id, **json.loads(data)}
         events.append((created, "message.updated.1", {"sessionID": session_id, "info": info}))

@@ -16,6 +16,7 @@ from batchcompact.adapters.pi.omp import (
     written_under_omp_rules,
 )
 from batchcompact.core.entries import ERROR, KNOWN_ENTRY_TYPES, MESSAGE_ROLES, WARNING, Entry, Problem
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.migrate import header_version, migrate
 from batchcompact.core.session import Session
 from batchcompact.formats.jsonl import SourceDigest, iter_json_lines, paused_gc
@@ -33,7 +34,9 @@ def read_pi_session(path: str | Path, *, digest: bool = False) -> Session:
 def _read_pi_session(path: str | Path, digest: Any = None) -> Session:
     name = str(path)
     problems: list[Problem] = []
-    header, entries, slot = None, [], False
+    header: JsonObject | None = None
+    entries: list[Entry] = []
+    slot = False
     try:
         lines = iter_json_lines(path, problems, digest=digest)
         first_line = next(lines, None)
@@ -242,7 +245,7 @@ def _json_kind(value: Any) -> str:
         return "a boolean"
     if isinstance(value, (int, float)):
         return "a number"
-    return {list: "a list", dict: "an object"}.get(type(value), "a string")
+    return "a list" if isinstance(value, list) else "an object" if isinstance(value, dict) else "a string"
 
 
 def _check_compactions(session: Session, compactions: list[Entry] | None = None) -> None:

@@ -19,7 +19,7 @@ def build_compaction(session: Session, plan: Any, summary: str, *, usage: dict[s
     entry = build_compaction_entry(
         plan,
         summary,
-        existing_ids=session.tree.by_id if session.tree is not None else [e.id for e in session.entries],
+        existing_ids=session.tree.by_id if session.tree is not None else [e.id for e in session.entries if e.id],
         session_id=session.session_id or "",
         timestamp=now_iso,
         usage=usage,

@@ -25,10 +25,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from batchcompact.adapters.common.lines import as_int
+from batchcompact.adapters.common.lines import as_int, object_at
 from batchcompact.adapters.qwen.extra import QwenSessionExtra
 from batchcompact.core.context import parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
+from batchcompact.core.jsontypes import JsonValue
 from batchcompact.core.session import Session
 from batchcompact.core.tree import SessionTree
 from batchcompact.formats.jsonl import file_size, iter_json_lines
@@ -147,7 +148,7 @@ def read(path: str | Path) -> Session:
         timestamp = record.get("timestamp")
         ms = parse_timestamp_ms(timestamp)
         kind = record.get("type")
-        message = record.get("message")
+        message: JsonValue = record.get("message")  # a Content when it is built into a message
         if kind == "system" and record.get("subtype") == "chat_compression":
             parent = _add_compaction(entries, contents, uuid, parent, lineno, record)
             continue
@@ -185,9 +186,9 @@ def read(path: str | Path) -> Session:
 def _add_compaction(entries: list[Entry], contents: dict[str, dict[str, Any]], uuid: str, parent: str | None,
                     line: int, record: dict[str, Any]) -> str:
     """The kept items of a compressed history as entries, then the compaction entry; returns its id."""
-    payload = record.get("systemPayload") if isinstance(record.get("systemPayload"), dict) else {}
+    payload = object_at(record, "systemPayload")
     history = [c for c in _listed(payload.get("compressedHistory")) if isinstance(c, dict)]
-    marker = payload.get("batchcompact") if isinstance(payload.get("batchcompact"), dict) else {}
+    marker = object_at(payload, "batchcompact")
     summary = _text(history[0]) if history and history[0].get("role") == "user" else ""
     if marker:
         summary = summary.removeprefix("<state_snapshot>\n").removesuffix("\n</state_snapshot>")
@@ -208,7 +209,7 @@ def _add_compaction(entries: list[Entry], contents: dict[str, dict[str, Any]], u
         contents[entry_id] = content
         first_kept = first_kept or entry_id
         parent = entry_id
-    info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
+    info = object_at(payload, "info")
     data = {"type": "compaction", "id": uuid, "parentId": parent, "timestamp": record.get("timestamp"),
             "summary": summary, "firstKeptEntryId": first_kept or uuid,
             "tokensBefore": marker.get("tokensBefore") or _num(info.get("originalTokenCount")), "fromHook": False}
