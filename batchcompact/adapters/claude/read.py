@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from batchcompact.adapters.claude.extra import ClaudeSessionExtra
 from batchcompact.adapters.claude.messages import (
@@ -43,10 +43,14 @@ from batchcompact.adapters.claude.write import build_compaction, verify
 from batchcompact.adapters.common.lines import as_name, object_at
 from batchcompact.core.context import build_session_context, convert_to_llm
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
-from batchcompact.core.jsontypes import JsonObject
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 from batchcompact.core.session import Session
 from batchcompact.core.tree import SessionTree
 from batchcompact.formats.jsonl import file_size, iter_json_lines
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 
 FORMAT = "claude"
 META_TYPE = "claude_meta"
@@ -71,17 +75,17 @@ SLIM_KEYS = (
 ENVELOPE_KEYS = ("userType", "cwd", "sessionId", "version", "gitBranch", "agentId", "slug")
 
 
-def _on_chain(obj: dict[str, Any], side: bool) -> bool:
+def _on_chain(obj: JsonObject, side: bool) -> bool:
     """Whether a line is on the file's own chain: the main chain, or in a sub-agent's own file (`side`:
     every conversational line is a sidechain line) the sidechain."""
     return bool(obj.get("isSidechain")) == side
 
 
-def _is_conversational(obj: dict[str, Any], side: bool = False) -> bool:
+def _is_conversational(obj: JsonObject, side: bool = False) -> bool:
     return obj.get("type") in CONVERSATIONAL and _on_chain(obj, side)
 
 
-def _in_tree(obj: dict[str, Any], side: bool = False) -> bool:
+def _in_tree(obj: JsonObject, side: bool = False) -> bool:
     """The chain's user/assistant lines and compact boundaries; other lines are looked through."""
     if not _on_chain(obj, side):
         return False
@@ -90,13 +94,13 @@ def _in_tree(obj: dict[str, Any], side: bool = False) -> bool:
     )
 
 
-def _message_id(obj: dict[str, Any]) -> str | None:
+def _message_id(obj: JsonObject) -> str | None:
     message = obj.get("message")
     value = message.get("id") if isinstance(message, dict) else None
     return value if isinstance(value, str) else None
 
 
-def _is_tool_results(obj: dict[str, Any]) -> bool:
+def _is_tool_results(obj: JsonObject) -> bool:
     message = obj.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     return (
@@ -160,14 +164,14 @@ class _Lines:
     """The transcript's lines that carry a uuid, in file order (non-conversational ones slimmed), and what
     the header needs from the others."""
 
-    raw: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)  # uuid -> (line number, object)
+    raw: dict[str, tuple[int, JsonObject]] = field(default_factory=dict)  # uuid -> (line number, object)
     order: list[str] = field(default_factory=list)
-    first: dict[str, Any] = field(default_factory=dict)  # envelope of the first line with a sessionId
+    first: JsonObject = field(default_factory=dict)  # envelope of the first line with a sessionId
     count: int = 0
     last_line: int = 0
     side: bool = False  # a sub-agent's own file: its sidechain lines are its chain (`_on_chain`)
 
-    def conversational_ancestor(self, parent: Any) -> str | None:
+    def conversational_ancestor(self, parent: JsonValue) -> str | None:
         """The nearest user/assistant line at or above `parent` (through any other lines)."""
         raw = self.raw
         seen: set[str] = set()
@@ -178,7 +182,7 @@ class _Lines:
             parent = raw[parent][1].get("parentUuid")
         return None
 
-    def tree_ancestor(self, parent: Any) -> tuple[str | None, str | None]:
+    def tree_ancestor(self, parent: JsonValue) -> tuple[str | None, str | None]:
         """(nearest ancestor that is in the tree, a parent uuid missing from the file or None)."""
         raw = self.raw
         seen: set[str] = set()
@@ -243,7 +247,7 @@ def read(path: str | Path) -> Session:
     problems.extend(tree.problems)
 
     last = raw[leaf_uuid][1] if leaf_uuid is not None else lines.first
-    header: dict[str, Any] = {
+    header: JsonObject = {
         "id": lines.first.get("sessionId") or Path(name).name.split(".")[0],
         "cwd": last.get("cwd") or lines.first.get("cwd"),
         "version": last.get("version"),
@@ -266,8 +270,8 @@ def _entry_datas(name: str, lines: _Lines, alias: dict[str, str], group_of: dict
     raw = lines.raw
     tool_names = _tool_names(raw.values())
     last_model: str | None = None
-    datas: dict[str, dict[str, Any]] = {}
-    entry_lines: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    datas: dict[str, JsonObject] = {}
+    entry_lines: dict[str, list[tuple[int, JsonObject]]] = {}
     boundaries: list[str] = []
     for uuid in lines.order:
         if group_of.get(uuid, uuid) != uuid:
@@ -309,7 +313,7 @@ def _entry_datas(name: str, lines: _Lines, alias: dict[str, str], group_of: dict
     return datas, entry_lines, boundaries
 
 
-def _tool_names(raw: Any) -> dict[str, str]:
+def _tool_names(raw: Iterable[tuple[int, JsonObject]]) -> dict[str, str]:
     """The name of every tool call in the file, by call id, whatever the order its lines are taken in: a
     result's `toolName` must not depend on whether its call's line was taken first (a written file, whose
     appended lines change that order, would then read differently from its original)."""
@@ -323,7 +327,7 @@ def _tool_names(raw: Any) -> dict[str, str]:
     return names
 
 
-def _compaction_data(obj: dict[str, Any], boundary: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+def _compaction_data(obj: JsonObject, boundary: JsonObject, base: JsonObject) -> JsonObject:
     """A compact summary line (and the `compact_boundary` it hangs from) as a pi `compaction` entry."""
     is_boundary = boundary.get("subtype") == "compact_boundary"
     meta = boundary.get("compactMetadata") if is_boundary else None
@@ -347,10 +351,10 @@ def _compaction_data(obj: dict[str, Any], boundary: dict[str, Any], base: dict[s
     return data
 
 
-def _chain_sibling_results(order: list[str], datas: dict[str, dict[str, Any]]) -> None:
+def _chain_sibling_results(order: list[str], datas: dict[str, JsonObject]) -> None:
     """Results of parallel tool calls written as siblings (each under the line of its own tool_use) are
     chained in file order, and the conversation continues from the last one: all stay on the path."""
-    children: dict[Any, list[str]] = {}
+    children: dict[JsonValue, list[str]] = {}  # by parentId (None: the roots)
     for uuid in order:
         if uuid in datas:
             children.setdefault(datas[uuid]["parentId"], []).append(uuid)
@@ -376,9 +380,9 @@ def _chain_sibling_results(order: list[str], datas: dict[str, dict[str, Any]]) -
 def _relink_kept_tails(
     name: str,
     boundaries: list[str],
-    raw: dict[str, tuple[int, dict[str, Any]]],
+    raw: dict[str, tuple[int, JsonObject]],
     group_of: dict[str, str],
-    datas: dict[str, dict[str, Any]],
+    datas: dict[str, JsonObject],
     problems: list[Problem],
 ) -> dict[str, str]:
     """Put a batchcompact kept tail before its compaction entry (see the module docstring).
@@ -417,7 +421,7 @@ def _relink_kept_tails(
     return redirect
 
 
-def context_messages(session: Session) -> list[dict[str, Any]]:
+def context_messages(session: Session) -> list[JsonObject]:
     """The LLM messages Claude Code would resume with, in pi's shape (for `show --context`)."""
     context = build_session_context(session.path_entries())
     return convert_to_llm([m.message for m in context.messages])

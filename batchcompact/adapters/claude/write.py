@@ -28,7 +28,6 @@ uuid5(session id, first kept entry, original message id). Old lines are never to
 from __future__ import annotations
 
 import uuid as uuidlib
-from typing import Any
 
 from batchcompact.adapters.claude.extra import ClaudeSessionExtra
 from batchcompact.adapters.claude.messages import SUMMARY_PREAMBLE
@@ -58,7 +57,7 @@ def _uuid_maker(session: Session, plan: CompactionPlan, count: int) -> list[str]
     raise ValueError("cannot find unused uuids")  # pragma: no cover
 
 
-def kept_lines(session: Session, plan: CompactionPlan) -> list[dict[str, Any]]:
+def kept_lines(session: Session, plan: CompactionPlan) -> list[JsonObject]:
     """The raw user/assistant lines of the kept tail, in path order."""
     path = session.path_entries()
     index = next((i for i, e in enumerate(path) if e.id == plan.first_kept_entry_id), -1)
@@ -77,10 +76,10 @@ def build_compaction(
     plan: CompactionPlan,
     summary: str,
     *,
-    usage: dict[str, Any] | None = None,
+    usage: JsonObject | None = None,
     now_iso: str,
     from_hook: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """The JSON objects to append to the transcript (pure)."""
     kept = kept_lines(session, plan)
     ids = _uuid_maker(session, plan, len(kept) + 2)
@@ -89,7 +88,7 @@ def build_compaction(
     extra = ClaudeSessionExtra.of(session)
     env = extra.envelope
     remap = {obj.get("uuid"): new for obj, new in zip(kept, copy_ids, strict=True)}
-    marker: dict[str, Any] = {
+    marker: JsonObject = {
         "tool": "batchcompact",
         "keptHeadUuid": copy_ids[0] if copy_ids else None,
         "keptTailUuid": copy_ids[-1] if copy_ids else None,

@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from batchcompact.adapters.common.lines import as_int, object_at
 from batchcompact.adapters.copilot.extra import CopilotSessionExtra
 from batchcompact.core.context import parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.fileops import details_from_summary
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 from batchcompact.core.session import Session
 from batchcompact.core.tree import SessionTree
 from batchcompact.errors import reported_not_compacted
@@ -50,11 +50,11 @@ OTEL_TYPES = frozenset({"span", "metric", "log"})
 HISTORY_EDITS = frozenset({"session.snapshot_rewind", "session.context_cleared"})
 
 
-def _num(value: Any) -> int:
+def _num(value: JsonValue) -> int:
     return as_int(value)  # 0 for what is not a finite number (inf, NaN)
 
 
-def copilot_usage(usage: dict[str, Any]) -> dict[str, int]:
+def copilot_usage(usage: JsonObject) -> dict[str, int]:
     """A `session.usage_record`'s usage (input includes cache reads) -> pi usage."""
     cache_read = _num(usage.get("cacheReadTokens"))
     out = {
@@ -67,7 +67,7 @@ def copilot_usage(usage: dict[str, Any]) -> dict[str, int]:
     return out
 
 
-def _result_text(data: dict[str, Any]) -> tuple[str, bool]:
+def _result_text(data: JsonObject) -> tuple[str, bool]:
     result = object_at(data, "result")
     error = object_at(data, "error")
     if isinstance(result.get("content"), str):
@@ -77,7 +77,7 @@ def _result_text(data: dict[str, Any]) -> tuple[str, bool]:
     return "", data.get("success") is False
 
 
-def event_message(kind: str, data: dict[str, Any], ms: int | None) -> dict[str, Any] | None:
+def event_message(kind: str, data: JsonObject, ms: int | None) -> JsonObject | None:
     """The pi message one conversation event stands for (None: not a message). The same for an original
     event and for our copy of it, so both read back alike."""
     if kind == "user.message":
@@ -85,7 +85,7 @@ def event_message(kind: str, data: dict[str, Any], ms: int | None) -> dict[str, 
         return {"role": "user", "content": [{"type": "text", "text": text if isinstance(text, str) else ""}],
                 "timestamp": ms}
     if kind == "assistant.message":
-        blocks: list[dict[str, Any]] = []
+        blocks: list[JsonObject] = []
         if isinstance(data.get("reasoningText"), str) and data["reasoningText"]:
             blocks.append({"type": "thinking", "thinking": data["reasoningText"]})
         if isinstance(data.get("content"), str) and data["content"]:
@@ -115,14 +115,14 @@ class _Reader:
         self.name = name
         self.problems: list[Problem] = []
         self.entries: list[Entry] = []
-        self.events: dict[str, dict[str, Any]] = {}  # entry id -> the event it came from (the writer copies it)
-        self.usage: dict[str, dict[str, Any]] = {}  # apiCallId -> usage not yet matched to its message
+        self.events: dict[str, JsonObject] = {}  # entry id -> the event it came from (the writer copies it)
+        self.usage: dict[str, JsonObject] = {}  # apiCallId -> usage not yet matched to its message
         self.tool_names: dict[str, str] = {}  # toolCallId -> tool name
         self.open_compactions: dict[str, str | None] = {}  # attempt id -> first message entry after its start
         self.last_start: str | None = None  # the attempt id of the latest start not yet completed
         self.parent: str | None = None
         self.ids: set[str] = set()
-        self.header: dict[str, Any] = {}
+        self.header: JsonObject = {}
         self.context_window: int | None = None
         self.model: str | None = None
         self.last_event_id: str | None = None
@@ -130,7 +130,7 @@ class _Reader:
         self.pending_calls: dict[str, int] = {}  # toolCallId -> line of its request, while it has no result
         self.unfollowed: tuple[int, str] | None = None  # (line, event type) of a history edit not followed
 
-    def add(self, lineno: int, event: dict[str, Any]) -> None:
+    def add(self, lineno: int, event: JsonObject) -> None:
         kind, data, event_id = event.get("type"), event.get("data"), event.get("id")
         if not isinstance(kind, str) or not isinstance(data, dict) or not isinstance(event_id, str):
             self.problems.append(Problem(self.name, lineno, WARNING, "not a Copilot event (type, data, id); ignored"))
@@ -169,7 +169,7 @@ class _Reader:
         elif kind in MESSAGE_EVENTS:
             self._message(lineno, event, kind, data)
 
-    def _message(self, lineno: int, event: dict[str, Any], kind: str, data: dict[str, Any]) -> None:
+    def _message(self, lineno: int, event: JsonObject, kind: str, data: JsonObject) -> None:
         timestamp = event.get("timestamp")
         message = event_message(kind, data, parse_timestamp_ms(timestamp))
         if message is None:
@@ -199,7 +199,7 @@ class _Reader:
             if first is None:
                 self.open_compactions[attempt] = event_id
 
-    def _compaction(self, lineno: int, event: dict[str, Any], data: dict[str, Any]) -> None:
+    def _compaction(self, lineno: int, event: JsonObject, data: JsonObject) -> None:
         attempt = data.get("compactionAttemptId")
         attempt = attempt if attempt in self.open_compactions else self.last_start
         first_kept = self.open_compactions.pop(attempt, None) if attempt is not None else None
@@ -276,7 +276,7 @@ def _unfinished(reader: _Reader) -> tuple[int, str] | None:
     return None
 
 
-def kept_events(session: Session, first_kept_entry_id: str) -> list[dict[str, Any]]:
+def kept_events(session: Session, first_kept_entry_id: str) -> list[JsonObject]:
     """The events behind the active path's messages from the first kept entry on, in order."""
     path = session.path_entries()
     index = next((i for i, e in enumerate(path) if e.id == first_kept_entry_id), -1)

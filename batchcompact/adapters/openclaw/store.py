@@ -32,7 +32,6 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from batchcompact.adapters.common.database import (
     SEP,
@@ -44,6 +43,7 @@ from batchcompact.adapters.common.database import (
 from batchcompact.adapters.common.lines import object_at
 from batchcompact.adapters.openclaw.extra import OpenClawStoreExtra
 from batchcompact.core.entries import ERROR, Problem
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.session import Session
 from batchcompact.errors import BatchCompactError, SessionReadError
 
@@ -91,7 +91,7 @@ def connect(db: str | Path, *, write: bool = False) -> sqlite3.Connection:
     return conn
 
 
-def _octet_length(value: Any) -> int | None:
+def _octet_length(value: object) -> int | None:
     """SQLite's octet_length: the bytes of a value as text (UTF-8) or blob."""
     if value is None:
         return None
@@ -129,7 +129,7 @@ def session_ids(db: str | Path) -> list[str]:
     return [row[0] for row in rows]
 
 
-def _event(db: str | Path, row: tuple, problems: list[Problem]) -> dict[str, Any] | None:
+def _event(db: str | Path, row: tuple, problems: list[Problem]) -> JsonObject | None:
     """One stored event as its JSON object; a problem (file, seq) when it is not one."""
     seq, text, packed = row
     where = str(db)  # the database; the line is the event's seq
@@ -222,7 +222,7 @@ def fingerprint(path: str | Path) -> tuple[int, int, str]:
     return size, (changed or 0) * 1_000_000, sha
 
 
-def _identity(event: dict[str, Any]) -> tuple[str, str | None, str | None, str | None] | None:
+def _identity(event: JsonObject) -> tuple[str, str | None, str | None, str | None] | None:
     """(event id, type, parent id, message idempotency key), as OpenClaw's `readTranscriptEventIdentity`."""
     event_id = event.get("id")
     if not isinstance(event_id, str) or not event_id:
@@ -234,7 +234,7 @@ def _identity(event: dict[str, Any]) -> tuple[str, str | None, str | None, str |
             parent if isinstance(parent, str) else None, key if isinstance(key, str) else None)
 
 
-def append_events(db: str | Path, session_id: str, events: list[dict[str, Any]], *, last_seq: int,
+def append_events(db: str | Path, session_id: str, events: list[JsonObject], *, last_seq: int,
                   now_ms: int | None = None, attempts: int = 3, busy_timeout_s: float | None = None,
                   expect: tuple[int, str] | None = None,
                   verify: Callable[[Session], list[str]] | None = None) -> list[int]:
@@ -274,7 +274,7 @@ def _begin(conn: sqlite3.Connection, db: str | Path, attempts: int, busy_timeout
 
 
 def _append_in_transaction(conn: sqlite3.Connection, db: str | Path, session_id: str,
-                           events: list[dict[str, Any]], last_seq: int, now_ms: int) -> list[int]:
+                           events: list[JsonObject], last_seq: int, now_ms: int) -> list[int]:
     current = conn.execute("SELECT MAX(seq) FROM transcript_events WHERE session_id = ?", (session_id,)).fetchone()[0]
     if current != last_seq:
         raise StoreChanged(f"{session_path(db, session_id)} changed while it was being compacted "
@@ -300,7 +300,7 @@ def _append_in_transaction(conn: sqlite3.Connection, db: str | Path, session_id:
     return seqs
 
 
-def _index_appended(conn: sqlite3.Connection, session_id: str, appended: list[tuple[int, dict[str, Any]]],
+def _index_appended(conn: sqlite3.Connection, session_id: str, appended: list[tuple[int, JsonObject]],
                     now_ms: int) -> None:
     """OpenClaw's projection of the active path, carried forward over the appended events as its
     `createTranscriptIndexAppenderInTransaction` does: each event that extends the indexed leaf gets its
@@ -360,7 +360,7 @@ DATABASE_STORE = SessionDatabase(split=split_session_path, open_checked=connect,
 copy_session = DATABASE_STORE.copy_session  # an unchanged session to --output-dir (the store protocol's)
 
 
-def write_session(session: Session, lines: list[dict[str, Any]], target: str | Path,
+def write_session(session: Session, lines: list[JsonObject], target: str | Path,
                   verify: Callable[[Session], list[str]] | None, *, in_place: bool, backup: bool,
                   expect: tuple[int, str]) -> str:
     """Append `lines` to the session in `target` (`<db>#<id>`): in place (after a backup of the database,

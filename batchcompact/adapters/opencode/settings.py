@@ -13,15 +13,19 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from batchcompact.adapters.common.lines import object_at
 from batchcompact.adapters.common.settings_files import json_settings, positive
 from batchcompact.adapters.opencode.extra import OpenCodeSessionExtra
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.session import Session
 
+if TYPE_CHECKING:
+    from batchcompact.core.planner import CompactionSettings
 
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+
+def _merge(base: JsonObject, over: JsonObject) -> JsonObject:
     out = dict(base)
     for key, value in over.items():
         out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
@@ -42,14 +46,14 @@ def config_files(agent: str, project: str | None) -> list[Path]:
     return files
 
 
-def load_config(session: Session) -> dict[str, Any]:
-    config: dict[str, Any] = {}
+def load_config(session: Session) -> JsonObject:
+    config: JsonObject = {}
     for path in config_files(session.agent, (session.header or {}).get("cwd")):
         config = _merge(config, json_settings(path))
     return config
 
 
-def model_limits(session: Session) -> dict[str, Any]:
+def model_limits(session: Session) -> JsonObject:
     """The session model's limits and OpenCode's compaction settings from the user's config: `context`,
     `input`, `output` (None where not set), `reserved`, `auto`, `preserve`."""
     config = load_config(session)
@@ -69,7 +73,8 @@ def model_limits(session: Session) -> dict[str, Any]:
             "auto": compaction.get("auto") is not False}
 
 
-def with_opencode_settings(session: Any, settings: Any, fields: tuple[str, ...]) -> tuple[Any, str | None]:
+def with_opencode_settings(session: Session, settings: CompactionSettings,
+                           fields: tuple[str, ...]) -> tuple[CompactionSettings, str | None]:
     """OpenCode's own settings for the settings nobody set: its kept tail (`compaction.preserve_recent_tokens`,
     else 25% of the usable window within 2,000..15,000; 15,000 when the window is the price table's); the
     skip reason when `compaction.auto` is false (--force compacts anyway, as /compact still does)."""

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from batchcompact.adapters.common.database import (
     SessionDatabase,
@@ -47,7 +47,10 @@ from batchcompact.adapters.opencode.read import (
     split_session_path,
 )
 from batchcompact.core.context import build_session_context
-from batchcompact.core.jsontypes import JsonObject
+from batchcompact.core.jsontypes import JsonObject, JsonValue
+
+if TYPE_CHECKING:
+    from batchcompact.core.session import Session
 
 BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 BUSY_TRIES = 6
@@ -76,7 +79,7 @@ def ascending_id(prefix: str, ms: int, counter: int, seed: str) -> str:
     return f"{prefix}_{stamp:012x}" + "".join(BASE62[b % 62] for b in digest[:14])
 
 
-def tail_message_id(session: Any, first_kept_entry_id: str) -> str | None:
+def tail_message_id(session: Session, first_kept_entry_id: str) -> str | None:
     """The message a planned first kept entry belongs to (a tool result's entry id is its part id)."""
     messages = OpenCodeSessionExtra.of(session).messages
     for message in messages:
@@ -89,8 +92,8 @@ def tail_message_id(session: Any, first_kept_entry_id: str) -> str | None:
     return None
 
 
-def build_rows(session: Any, *, summary: str, first_kept_entry_id: str, now_ms: int,
-               marker: dict[str, Any]) -> tuple[list[tuple], list[tuple], Written]:
+def build_rows(session: Session, *, summary: str, first_kept_entry_id: str, now_ms: int,
+               marker: JsonObject) -> tuple[list[tuple], list[tuple], Written]:
     """The message rows and part rows (id, session, created, updated, data) of our compaction."""
     extra = OpenCodeSessionExtra.of(session)
     messages, session_id = extra.messages, extra.session_id
@@ -112,7 +115,7 @@ def build_rows(session: Any, *, summary: str, first_kept_entry_id: str, now_ms: 
     if tail is not None:
         compaction["tail_start_id"] = tail
     where = last_assistant.get("path") if isinstance(last_assistant.get("path"), dict) else \
-        {"cwd": session.header.get("cwd"), "root": "/"}
+        {"cwd": (session.header or {}).get("cwd"), "root": "/"}
     summary_info = {
         "role": "assistant", "parentID": user_id, "mode": "compaction", "agent": "compaction", "summary": True,
         "path": where, "cost": 0,
@@ -131,12 +134,12 @@ def build_rows(session: Any, *, summary: str, first_kept_entry_id: str, now_ms: 
     return message_rows, part_rows, Written(user_id, summary_id, tail)
 
 
-def _created(info: dict[str, Any]) -> int:
+def _created(info: JsonObject) -> int:
     value = (info.get("time") or {}).get("created")
     return int(value) if isinstance(value, (int, float)) else 0
 
 
-def _dump(value: Any) -> str:
+def _dump(value: JsonValue) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -171,10 +174,10 @@ def begin(conn: sqlite3.Connection, path: str | Path, tries: int = BUSY_TRIES, p
         f"{path}: the database stayed locked by another writer ({exc}; {tries} tries); nothing written"))
 
 
-def write_compaction(path: str | Path, session: Any, *, summary: str, first_kept_entry_id: str, now_ms: int,
-                     marker: dict[str, Any] | None = None, busy_timeout: float = 2.0,
+def write_compaction(path: str | Path, session: Session, *, summary: str, first_kept_entry_id: str, now_ms: int,
+                     marker: JsonObject | None = None, busy_timeout: float = 2.0,
                      tries: int = BUSY_TRIES, expect: tuple[int, str] | None = None,
-                     verify: Callable[[Any], list[str]] | None = None) -> Written:
+                     verify: Callable[[Session], list[str]] | None = None) -> Written:
     """Record our compaction of `session` (read from `path`, or from the database `path` is a copy of)
     in one transaction. `expect`: the (bytes, SHA-256) of the session's rows as read (`fingerprint`),
     checked inside the transaction; `verify(written session) -> problems`, run on the session re-read
@@ -192,7 +195,7 @@ def write_compaction(path: str | Path, session: Any, *, summary: str, first_kept
                 row = conn.execute("SELECT time_updated FROM session WHERE id = ?", (session_id,)).fetchone()
                 last = conn.execute("SELECT id FROM message WHERE session_id = ? ORDER BY time_created DESC, id DESC "
                                     "LIMIT 1", (session_id,)).fetchone()
-                if row is None or row[0] != session.header.get("time_updated") or \
+                if row is None or row[0] != (session.header or {}).get("time_updated") or \
                         (last[0] if last else None) != extra.last_message or \
                         (expect is not None and rows_digest(conn, session_id)[:2] != expect):
                     raise ChangedSince(f"{path}: session {session_id} changed since it was read; not written")
@@ -282,8 +285,8 @@ DATABASE_STORE = SessionDatabase(split=split_session_path, open_checked=_open_ch
 copy_session = DATABASE_STORE.copy_session  # an unchanged session to --output-dir (the store protocol's `copy_session`)
 
 
-def write_session(session: Any, lines: list[dict[str, Any]], target: str | Path,
-                  verify: Callable[[Any], list[str]] | None, *, in_place: bool, backup: bool,
+def write_session(session: Session, lines: list[JsonObject], target: str | Path,
+                  verify: Callable[[Session], list[str]] | None, *, in_place: bool, backup: bool,
                   expect: tuple[int, str]) -> str:
     """Record the compaction line (`write.build_compaction`) in the session's database at `target`
     (`<db>#<id>`): in place (after a backup of the database, unless disabled), or in a copy of the database
@@ -302,7 +305,7 @@ def write_session(session: Any, lines: list[dict[str, Any]], target: str | Path,
                                         in_place=in_place, backup=backup, expect=expect)
 
 
-def verify(path: str | Path, original: Any, written: Written, *, summary: str, agent: str) -> list[str]:
+def verify(path: str | Path, original: Session, written: Written, *, summary: str, agent: str) -> list[str]:
     """Re-read the session from the database: OpenCode's loader must start from our summary exactly once,
     then hold the kept tail in order."""
     again = read_session(path, OpenCodeSessionExtra.of(original).session_id, agent=agent)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from batchcompact.adapters.pi.extra import PiSessionExtra
 from batchcompact.adapters.pi.omp import (
@@ -16,10 +16,14 @@ from batchcompact.adapters.pi.omp import (
     written_under_omp_rules,
 )
 from batchcompact.core.entries import ERROR, KNOWN_ENTRY_TYPES, MESSAGE_ROLES, WARNING, Entry, Problem
-from batchcompact.core.jsontypes import JsonObject
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 from batchcompact.core.migrate import header_version, migrate
 from batchcompact.core.session import Session
 from batchcompact.formats.jsonl import SourceDigest, iter_json_lines, paused_gc
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 
 
 def read_pi_session(path: str | Path, *, digest: bool = False) -> Session:
@@ -31,7 +35,7 @@ def read_pi_session(path: str | Path, *, digest: bool = False) -> Session:
         return _read_pi_session(path, SourceDigest() if digest else None)
 
 
-def _read_pi_session(path: str | Path, digest: Any = None) -> Session:
+def _read_pi_session(path: str | Path, digest: SourceDigest | None = None) -> Session:
     name = str(path)
     problems: list[Problem] = []
     header: JsonObject | None = None
@@ -96,10 +100,11 @@ def _as_pi_takes_it(session: Session) -> None:
             session.problems[index] = Problem(problem.path, problem.line, WARNING, problem.message + ROOT)
 
 
-def _split_lines(items: Any, name: str, problems: list[Problem], *, first: bool) -> tuple[Any, list[Entry]]:
+def _split_lines(items: Iterable[tuple[int, JsonObject]], name: str, problems: list[Problem], *,
+                 first: bool) -> tuple[JsonObject | None, list[Entry]]:
     """(header, entries) from (line number, object) pairs; `first`: the pairs start at the file's first
     line (where the header belongs). One Entry per line as it is read (a header's is dropped)."""
-    header: dict[str, Any] | None = None
+    header: JsonObject | None = None
     entries: list[Entry] = []
     keep = entries.append
     for lineno, obj in items:
@@ -237,7 +242,7 @@ def _check_entries(name: str, entries: list[Entry], problems: list[Problem], *, 
     return compactions
 
 
-def _json_kind(value: Any) -> str:
+def _json_kind(value: JsonValue) -> str:
     """How a JSON value is named in a message ("a list", "an object", "null", "a number")."""
     if value is None:
         return "null"
@@ -262,7 +267,7 @@ def _check_compactions(session: Session, compactions: list[Entry] | None = None)
     # the whole path would give): one walk that indexes only those few
     wanted = {kept for e in compactions if isinstance(kept := e.data.get("firstKeptEntryId"), str)}
     position: dict[int, int] = {}
-    index_by_id: dict[Any, int] = {}
+    index_by_id: dict[str, int] = {}  # only ids in `wanted`: strings
     for i, e in enumerate(active):
         if e.id in wanted:
             index_by_id[e.id] = i
