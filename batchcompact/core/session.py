@@ -52,7 +52,7 @@ class Session:
     tree: SessionTree | None = None
     # What the reader knows that code shared by the agents reads (the module docstring):
     context_window: int | None = None  # the window the session records (its trigger's `recorded_window`)
-    agent_limits: JsonObject | None = None  # the agent's own limits, read only by its trigger
+    agent_limits: JsonObject | None = None  # the agent's own limits, for its trigger (and its settings)
     not_writable: str | None = None  # why the file cannot be rewritten (planning skips it with this reason)
     subagent: bool = False  # a sub-agent's transcript (its parent owns the work)
     size: int | None = None  # bytes read: the appending writers' verify checks them unchanged (adapters/common)
