@@ -17,7 +17,7 @@ import pytest
 from conftest import SAMPLES
 
 import batchcompact.formats.jsonl as jsonl
-from batchcompact.adapters.pi.read import SOURCE, read_pi_session
+from batchcompact.adapters.pi.read import read_pi_session
 from batchcompact.formats.jsonl import capped_lines
 from batchcompact.report.part_cache import extract_file
 
@@ -80,7 +80,7 @@ def test_the_session_reader_names_the_long_line_and_reads_the_rest(tmp_path, sma
         (3, f"line of {len(long) + 1} bytes is larger than the limit ({LIMIT} bytes); not read")]
     assert len(session.entries) == count - 2  # every other line but the header is an entry
     assert session.entries[-1].line == count  # the lines after it keep their numbers
-    digest = session.extra[SOURCE]
+    digest = session.source
     assert (digest.size, digest.lines) == (path.stat().st_size, count)
     assert digest.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
     assert peak < LONG // 2, peak  # never read whole (it took more than LONG)

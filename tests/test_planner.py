@@ -227,7 +227,7 @@ def test_fixture_second_compaction_uses_fix_boundary_not_snap():
     session = read_pi_session(fixture_path("pi", "before-compaction.jsonl"))
     plan = prepare_compaction(session.tree.path(), CompactionSettings(force=True), file_tools=file_tools())
     # SNAP would start after the compaction on line 629; FIX starts at its first kept entry (line 552).
-    assert plan.extra["boundary_start"] == 550
+    assert plan.boundary_start == 550
     assert plan.previous_summary.startswith("# Context Checkpoint")
 
 

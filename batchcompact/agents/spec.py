@@ -241,7 +241,7 @@ class Agent:
     # `read_appended(original, path, size, sha256, *, prefix_checked)` ("module:function"): an appended write
     # verified by parsing only the new lines. An agent with one has a reader that takes `digest=True` and
     # records the SHA-256 of the bytes it parsed (`formats.jsonl.SourceDigest` in
-    # `Session.extra[formats.jsonl.SOURCE]`), which run takes as the file's fingerprint. None: the written
+    # `Session.source`), which run takes as the file's fingerprint. None: the written
     # file is read whole, and fingerprinted apart from the read.
     read_appended: str | None = None
     migrate_on_write: bool = False  # a session of an older format version is written whole in the current one

@@ -132,7 +132,7 @@ def last_model(path: list[Entry]) -> dict[str, Any] | None:
 class ContextRules:
     """How strictly a format's agent rebuilds the context beyond pi's `buildSessionContext` (the default:
     none of it). An agent that writes pi's format and replays less (oh-my-pi, adapters/pi/omp.py) says so here,
-    and its reader puts its rules on the session (`Session.extra[CONTEXT_RULES]`).
+    and its reader puts its rules on the session (`Session.context_rules`).
 
     - `replay_only_clean_turns`: failed requests with nothing in them and retried turns (`retryRecovery`)
       left out as read; tool calls with no result in the context stripped from every assistant turn (its
@@ -149,12 +149,12 @@ class ContextRules:
 
 
 PI_RULES = ContextRules()
-CONTEXT_RULES = "context_rules"  # Session.extra key: the session's ContextRules (absent: pi's)
 
 
 def rules_of(session: Any) -> ContextRules:
     """The context rules a session is rebuilt with: the ones its reader put on it, else pi's."""
-    return session.extra.get(CONTEXT_RULES, PI_RULES) if session is not None else PI_RULES
+    rules = session.context_rules if session is not None else None
+    return rules if rules is not None else PI_RULES
 
 
 def session_context(session: Any) -> SessionContext:
@@ -291,16 +291,13 @@ def build_session_context(path: list[Entry], rules: ContextRules = PI_RULES) -> 
     return SessionContext(out, thinking_level, model, compaction, stale)
 
 
-WRITTEN_CONTEXT = "written_context"  # Session.extra key of `written_context`'s result
-
-
 def written_context(written: Any) -> SessionContext:
     """`build_session_context` of a written file's active path (a `Session` read back to be verified), built
     once: the format's verify and the size check both need it. A file read back is only checked, never
     changed, so the context stays its context."""
-    context = written.extra.get(WRITTEN_CONTEXT)
+    context = written.rebuilt_context
     if context is None:
-        context = written.extra[WRITTEN_CONTEXT] = session_context(written)
+        context = written.rebuilt_context = session_context(written)
     return context
 
 

@@ -93,9 +93,8 @@ def handoff_plan(plan: CompactionPlan, path: list[Entry], settings: CompactionSe
         instructions=settings.instructions,
     )
     read_files, modified_files = _file_lists(context.compaction, body, file_tools)
-    extra = {**plan.extra, "strategy": STRATEGY}
     return dataclasses.replace(plan, calls=[call], split_turn=False, turn_start_line=None, turn_prefix_messages=0,
-                               messages_to_summarize=len(body), history_fallback=None, prune=[], extra=extra,
+                               messages_to_summarize=len(body), history_fallback=None, prune=[], strategy=STRATEGY,
                                read_files=read_files, modified_files=modified_files, tokens_after_est=max(
                                    call.max_tokens, 1))
 
@@ -121,11 +120,11 @@ def after_compaction(path: list[Entry], settings: CompactionSettings, window: in
                           turn_start_line=None, split_turn=False, tokens_before=tokens_before, tokens_after_est=0,
                           messages_to_summarize=0, turn_prefix_messages=0, read_files=[], modified_files=[], calls=[],
                           previous_summary=last.data.get("summary"), history_fallback=None, context_window=window,
-                          model=model, leaf_id=last.id, extra={"provider": provider}, threshold=threshold)
+                          model=model, leaf_id=last.id, provider=provider, threshold=threshold)
 
 
 def is_handoff(plan: Any) -> bool:
-    return isinstance(plan, CompactionPlan) and plan.extra.get("strategy") == STRATEGY
+    return isinstance(plan, CompactionPlan) and plan.strategy == STRATEGY
 
 
 def handoff_document(plan: CompactionPlan, text: str) -> str:

@@ -162,7 +162,10 @@ class CompactionPlan:
     context_window: int | None
     model: str | None
     leaf_id: str | None
-    extra: dict[str, Any] = field(default_factory=dict)
+    provider: str | None = None  # the session's, with `model`
+    boundary_start: int = 0  # path index where the summarized span starts (after the previous compaction)
+    pi_split_turn: bool = False  # pi's cut is a split turn (`split_turn`: and the turn's prefix has text)
+    strategy: str = "compact"  # or "handoff" (core/handoff.py), as `CompactionSettings.strategy`
     prune: list[PruneAction] = field(default_factory=list)  # tool outputs to replace in the kept region
     threshold: int | None = None  # the trigger threshold for this window (None: window unknown)
     # the `<read-files>`/`<modified-files>` tags the stored summary ends with (core/filetags.py); None: the
@@ -291,7 +294,9 @@ def prepare_compaction(
         context_window=window,
         model=model_id,
         leaf_id=path[-1].id,
-        extra={"provider": provider, "boundary_start": boundary_start, "pi_split_turn": cut.is_split_turn},
+        provider=provider,
+        boundary_start=boundary_start,
+        pi_split_turn=cut.is_split_turn,
         prune=prune,
         threshold=threshold,
         file_tags=tags_text,

@@ -35,7 +35,6 @@ MAX_LINE_BYTES = 256 * 1024 * 1024
 READ_BUFFER = 1 << 20
 
 
-SOURCE = "source"  # Session.extra: the SourceDigest of the bytes the session was read from
 
 
 class SourceDigest:

@@ -109,7 +109,7 @@ def session_trigger(
 ):
     """The window, its source and the agent's own threshold for a session (`Agent.trigger`, core/triggers.py)."""
     agent = get(session.agent)
-    recorded = session.extra.get("context_window") if session.extra else None
+    recorded = session.context_window
     table_window = max_output = None
     needs_table = agent.trigger_table_window and not settings.context_window and not recorded
     if model and (needs_table or agent.trigger_max_output):
@@ -128,7 +128,7 @@ def session_trigger(
         max_output_tokens=max_output,
         override_window=settings.context_window,
         reserve_tokens=settings.reserve_tokens,
-        agent_limits=session.extra.get("agent_limits") if session.extra else None,
+        agent_limits=session.agent_limits,
     )
 
 
@@ -244,14 +244,14 @@ def _left_alone(session: Session, settings: CompactionSettings,
     """The settings for this session (its agent's own settings applied) and why it is not planned at all
     (a report-only agent, compaction disabled in the agent's settings, a sub-agent transcript), or None."""
     agent = get(session.agent)
-    refused = session.extra.get("not_writable")  # a reader's reason why this file cannot be rewritten
+    refused = session.not_writable  # a reader's reason why this file cannot be rewritten
     if agent.writer is None or refused:
         return settings, refused or reported_not_compacted(f"a {agent.display_name} transcript")
     if agent.settings and options.agent_settings:
         settings, disabled = load(agent.settings)(session, settings, options.agent_settings)
         if disabled:
             return settings, disabled
-    if session.extra.get("subagent") and not settings.force:
+    if session.subagent and not settings.force:
         return settings, "sub-agent transcript"
     return settings, None
 
@@ -297,7 +297,7 @@ def _compact_fields(plan: CompactionPlan, options: PlanOptions) -> dict[str, Any
     cost, batch_cost = estimate_cost(calls, est_output, options.summary_model, options.pricing_file)
     return dict(
         status=PLAN_COMPACT,
-        reason="handoff" if plan.extra.get("strategy") == HANDOFF_STRATEGY else "split turn" if plan.split_turn else "",
+        reason="handoff" if plan.strategy == HANDOFF_STRATEGY else "split turn" if plan.split_turn else "",
         tokens_before=plan.tokens_before,
         tokens_after_est=plan.tokens_after_est,
         first_kept_entry_id=plan.first_kept_entry_id,

@@ -167,9 +167,7 @@ def _read_fingerprint(path: str, before: Fingerprint, session: Any) -> tuple[Fin
     the file stat'ed before (as many bytes, and the same size and mtime after the read). Else (a format
     read without a digest, a file that changed meanwhile) as before: `fingerprint_file`, then a new read,
     so the session never holds less than the fingerprinted bytes."""
-    from batchcompact.formats.jsonl import SOURCE
-
-    source = session.extra.get(SOURCE)
+    source = session.source
     if source is not None and source.size == before.size:
         after = os.stat(path)
         if (after.st_size, after.st_mtime_ns) == (before.size, before.mtime_ns):

@@ -8,10 +8,10 @@ search results, future types) -> text holding their JSON, so their size still co
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from batchcompact.adapters.common.lines import as_int, as_name
+from batchcompact.adapters.common.lines import as_int, as_name, object_at
 from batchcompact.core.context import parse_timestamp_ms
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 
 SUMMARY_PREAMBLE = (
     "This session is being continued from a previous conversation that ran out of context. "
@@ -28,7 +28,7 @@ STOP_REASONS = {
 
 
 
-def claude_usage(usage: Any) -> dict[str, int] | None:
+def claude_usage(usage: JsonValue) -> dict[str, int] | None:
     """Anthropic usage -> pi usage (input excludes cache reads and writes, as Anthropic reports it)."""
     if not isinstance(usage, dict):
         return None
@@ -47,11 +47,11 @@ def claude_usage(usage: Any) -> dict[str, int] | None:
     return out
 
 
-def _blocks_to_pi(content: Any) -> list[dict[str, Any]]:
+def _blocks_to_pi(content: JsonValue) -> list[JsonObject]:
     """Text/image blocks of a user message or a tool result -> pi blocks."""
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     for block in content if isinstance(content, list) else ():
         if not isinstance(block, dict):
             continue
@@ -59,7 +59,7 @@ def _blocks_to_pi(content: Any) -> list[dict[str, Any]]:
         if kind == "text":
             out.append({"type": "text", "text": block.get("text") or ""})
         elif kind == "image":
-            source = block.get("source") if isinstance(block.get("source"), dict) else {}
+            source = object_at(block, "source")
             out.append(
                 {
                     "type": "image",
@@ -72,8 +72,8 @@ def _blocks_to_pi(content: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _assistant_blocks(content: Any, tool_names: dict[str, str]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _assistant_blocks(content: JsonValue, tool_names: dict[str, str]) -> list[JsonObject]:
+    out: list[JsonObject] = []
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     for block in content if isinstance(content, list) else ():
@@ -112,9 +112,9 @@ def _assistant_blocks(content: Any, tool_names: dict[str, str]) -> list[dict[str
     return out
 
 
-def user_message(obj: dict[str, Any], tool_names: dict[str, str]) -> dict[str, Any]:
-    message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
-    content = message.get("content")
+def user_message(obj: JsonObject, tool_names: dict[str, str]) -> JsonObject:
+    message = object_at(obj, "message")
+    content: JsonValue = message.get("content")  # a list when it holds results
     timestamp = parse_timestamp_ms(obj.get("timestamp"))
     results = (
         [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
@@ -123,7 +123,7 @@ def user_message(obj: dict[str, Any], tool_names: dict[str, str]) -> dict[str, A
     )
     if not results:
         return {"role": "user", "content": _blocks_to_pi(content), "timestamp": timestamp}
-    blocks: list[dict[str, Any]] = []
+    blocks: list[JsonObject] = []
     for result in results:
         blocks.extend(_blocks_to_pi(result.get("content")))
     others = [b for b in content if isinstance(b, dict) and b.get("type") != "tool_result"]
@@ -140,13 +140,13 @@ def user_message(obj: dict[str, Any], tool_names: dict[str, str]) -> dict[str, A
     }
 
 
-def assistant_message(lines: list[dict[str, Any]], tool_names: dict[str, str]) -> dict[str, Any]:
-    blocks: list[dict[str, Any]] = []
+def assistant_message(lines: list[JsonObject], tool_names: dict[str, str]) -> JsonObject:
+    blocks: list[JsonObject] = []
     model = stop = None
     best: tuple[tuple[int, int], dict[str, int]] | None = None
     error = None
     for obj in lines:
-        message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+        message = object_at(obj, "message")
         blocks.extend(_assistant_blocks(message.get("content"), tool_names))
         model = message.get("model") or model
         stop = message.get("stop_reason") or stop
@@ -163,7 +163,7 @@ def assistant_message(lines: list[dict[str, Any]], tool_names: dict[str, str]) -
         if isinstance(stop, str)
         else ("toolUse" if has_calls else "stop")
     )
-    out: dict[str, Any] = {
+    out: JsonObject = {
         "role": "assistant",
         "content": blocks,
         "api": "anthropic-messages",
@@ -180,8 +180,8 @@ def assistant_message(lines: list[dict[str, Any]], tool_names: dict[str, str]) -
     return out
 
 
-def summary_text(obj: dict[str, Any]) -> str:
-    message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+def summary_text(obj: JsonObject) -> str:
+    message = object_at(obj, "message")
     content = message.get("content")
     if isinstance(content, list):
         content = "".join(

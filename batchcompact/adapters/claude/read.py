@@ -27,10 +27,12 @@ Mapping, one planning `Entry` per line unless said otherwise (`Entry.line` = the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from batchcompact.adapters.claude.extra import ClaudeSessionExtra
 from batchcompact.adapters.claude.messages import (
     SUMMARY_PREAMBLE,
     assistant_message,
@@ -38,12 +40,17 @@ from batchcompact.adapters.claude.messages import (
     user_message,
 )
 from batchcompact.adapters.claude.write import build_compaction, verify
-from batchcompact.adapters.common.lines import as_name
+from batchcompact.adapters.common.lines import as_name, object_at
 from batchcompact.core.context import build_session_context, convert_to_llm
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 from batchcompact.core.session import Session
 from batchcompact.core.tree import SessionTree
 from batchcompact.formats.jsonl import file_size, iter_json_lines
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 
 FORMAT = "claude"
 META_TYPE = "claude_meta"
@@ -68,17 +75,17 @@ SLIM_KEYS = (
 ENVELOPE_KEYS = ("userType", "cwd", "sessionId", "version", "gitBranch", "agentId", "slug")
 
 
-def _on_chain(obj: dict[str, Any], side: bool) -> bool:
+def _on_chain(obj: JsonObject, side: bool) -> bool:
     """Whether a line is on the file's own chain: the main chain, or in a sub-agent's own file (`side`:
     every conversational line is a sidechain line) the sidechain."""
     return bool(obj.get("isSidechain")) == side
 
 
-def _is_conversational(obj: dict[str, Any], side: bool = False) -> bool:
+def _is_conversational(obj: JsonObject, side: bool = False) -> bool:
     return obj.get("type") in CONVERSATIONAL and _on_chain(obj, side)
 
 
-def _in_tree(obj: dict[str, Any], side: bool = False) -> bool:
+def _in_tree(obj: JsonObject, side: bool = False) -> bool:
     """The chain's user/assistant lines and compact boundaries; other lines are looked through."""
     if not _on_chain(obj, side):
         return False
@@ -87,13 +94,13 @@ def _in_tree(obj: dict[str, Any], side: bool = False) -> bool:
     )
 
 
-def _message_id(obj: dict[str, Any]) -> str | None:
+def _message_id(obj: JsonObject) -> str | None:
     message = obj.get("message")
     value = message.get("id") if isinstance(message, dict) else None
     return value if isinstance(value, str) else None
 
 
-def _is_tool_results(obj: dict[str, Any]) -> bool:
+def _is_tool_results(obj: JsonObject) -> bool:
     message = obj.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     return (
@@ -104,7 +111,8 @@ def _is_tool_results(obj: dict[str, Any]) -> bool:
     )
 
 
-def _open_group(line, message_id, raw, group_of, group_lines) -> str | None:
+def _open_group(line: str | None, message_id: str, raw: dict[str, tuple[int, JsonObject]], group_of: dict[str, str],
+                group_lines: dict[str, list[str]]) -> str | None:
     """The group whose last line is `line`, if that response has id `message_id`."""
     owner = group_of.get(line) if line is not None else None
     if owner is not None and group_lines[owner][-1] == line and _message_id(raw[line][1]) == message_id:
@@ -112,7 +120,9 @@ def _open_group(line, message_id, raw, group_of, group_lines) -> str | None:
     return None
 
 
-def _group_responses(order, raw, conversational_ancestor, side=False):
+def _group_responses(order: list[str], raw: dict[str, tuple[int, JsonObject]],
+                     conversational_ancestor: Callable[[object], str | None],
+                     side: bool = False) -> tuple[dict[str, str], dict[str, str], dict[str, list[str]]]:
     """Merge the assistant lines of one API response (same `message.id`) into one group.
 
     A line joins the group when its nearest conversational ancestor is the group's last line (streamed
@@ -154,14 +164,14 @@ class _Lines:
     """The transcript's lines that carry a uuid, in file order (non-conversational ones slimmed), and what
     the header needs from the others."""
 
-    raw: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)  # uuid -> (line number, object)
+    raw: dict[str, tuple[int, JsonObject]] = field(default_factory=dict)  # uuid -> (line number, object)
     order: list[str] = field(default_factory=list)
-    first: dict[str, Any] = field(default_factory=dict)  # envelope of the first line with a sessionId
+    first: JsonObject = field(default_factory=dict)  # envelope of the first line with a sessionId
     count: int = 0
     last_line: int = 0
     side: bool = False  # a sub-agent's own file: its sidechain lines are its chain (`_on_chain`)
 
-    def conversational_ancestor(self, parent: Any) -> str | None:
+    def conversational_ancestor(self, parent: JsonValue) -> str | None:
         """The nearest user/assistant line at or above `parent` (through any other lines)."""
         raw = self.raw
         seen: set[str] = set()
@@ -172,7 +182,7 @@ class _Lines:
             parent = raw[parent][1].get("parentUuid")
         return None
 
-    def tree_ancestor(self, parent: Any) -> tuple[str | None, str | None]:
+    def tree_ancestor(self, parent: JsonValue) -> tuple[str | None, str | None]:
         """(nearest ancestor that is in the tree, a parent uuid missing from the file or None)."""
         raw = self.raw
         seen: set[str] = set()
@@ -232,40 +242,36 @@ def read(path: str | Path) -> Session:
     tree = SessionTree(entries, name)
     leaf_uuid = next((u for u in reversed(order) if _is_conversational(raw[u][1], side)), None)
     leaf_id = group_of.get(leaf_uuid, leaf_uuid) if leaf_uuid is not None else None
-    leaf_id = redirect.get(leaf_id, leaf_id)
+    leaf_id = redirect.get(leaf_id, leaf_id) if leaf_id is not None else None
     tree.leaf = tree.get(leaf_id)
     problems.extend(tree.problems)
 
     last = raw[leaf_uuid][1] if leaf_uuid is not None else lines.first
-    header: dict[str, Any] = {
+    header: JsonObject = {
         "id": lines.first.get("sessionId") or Path(name).name.split(".")[0],
         "cwd": last.get("cwd") or lines.first.get("cwd"),
         "version": last.get("version"),
         "gitBranch": last.get("gitBranch"),
     }
-    extra = {
-        "subagent": side,  # the lines we write are sidechain lines too (claude_write)
-        "size": size,
-        "last_line": lines.last_line,
-        "entry_lines": entry_lines,
-        "uuids": set(raw),
-        "leaf_uuid": leaf_uuid,
-        "envelope": {k: last[k] for k in ENVELOPE_KEYS if k in last},
-    }
+    extra = ClaudeSessionExtra(entry_lines=entry_lines, uuids=set(raw), leaf_uuid=leaf_uuid,
+                               envelope={k: last[k] for k in ENVELOPE_KEYS if k in last})
     if not any(p.severity == ERROR for p in problems) and not lines.count:
         problems.append(Problem(name, None, ERROR, "no transcript lines"))
-    return Session(name, FORMAT, header, entries, problems=problems, tree=tree, extra=extra)
+    # a sub-agent's file: the lines we write are sidechain lines too (claude_write)
+    return Session(name, FORMAT, header, entries, problems=problems, tree=tree, subagent=side, size=size,
+                   last_line=lines.last_line, extra=extra)
 
 
 def _entry_datas(name: str, lines: _Lines, alias: dict[str, str], group_of: dict[str, str],
-                 group_lines: dict[str, list[str]], problems: list[Problem]):
+                 group_lines: dict[str, list[str]], problems: list[Problem],
+                 ) -> tuple[dict[str, JsonObject], dict[str, list[tuple[int, JsonObject]]], list[str]]:
     """The pi-shaped entry of every tree line (one per response group): (datas by uuid, the raw lines of
     each message entry, the boundaries' uuids)."""
     raw = lines.raw
     tool_names = _tool_names(raw.values())
     last_model: str | None = None
-    datas: dict[str, dict[str, Any]] = {}
-    entry_lines: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    datas: dict[str, JsonObject] = {}
+    entry_lines: dict[str, list[tuple[int, JsonObject]]] = {}
     boundaries: list[str] = []
     for uuid in lines.order:
         if group_of.get(uuid, uuid) != uuid:
@@ -307,7 +313,7 @@ def _entry_datas(name: str, lines: _Lines, alias: dict[str, str], group_of: dict
     return datas, entry_lines, boundaries
 
 
-def _tool_names(raw: Any) -> dict[str, str]:
+def _tool_names(raw: Iterable[tuple[int, JsonObject]]) -> dict[str, str]:
     """The name of every tool call in the file, by call id, whatever the order its lines are taken in: a
     result's `toolName` must not depend on whether its call's line was taken first (a written file, whose
     appended lines change that order, would then read differently from its original)."""
@@ -321,14 +327,14 @@ def _tool_names(raw: Any) -> dict[str, str]:
     return names
 
 
-def _compaction_data(obj: dict[str, Any], boundary: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+def _compaction_data(obj: JsonObject, boundary: JsonObject, base: JsonObject) -> JsonObject:
     """A compact summary line (and the `compact_boundary` it hangs from) as a pi `compaction` entry."""
     is_boundary = boundary.get("subtype") == "compact_boundary"
     meta = boundary.get("compactMetadata") if is_boundary else None
     meta = meta if isinstance(meta, dict) else {}
     # Claude keeps nothing from before its boundary: the first kept entry is the boundary itself
     # (metadata), or the summary's own id when it has no boundary parent (then nothing is kept).
-    marker = meta.get(MARKER_KEY) if isinstance(meta.get(MARKER_KEY), dict) else {}
+    marker = object_at(meta, MARKER_KEY)
     data = {
         "type": "compaction",
         **base,
@@ -345,10 +351,10 @@ def _compaction_data(obj: dict[str, Any], boundary: dict[str, Any], base: dict[s
     return data
 
 
-def _chain_sibling_results(order: list[str], datas: dict[str, dict[str, Any]]) -> None:
+def _chain_sibling_results(order: list[str], datas: dict[str, JsonObject]) -> None:
     """Results of parallel tool calls written as siblings (each under the line of its own tool_use) are
     chained in file order, and the conversation continues from the last one: all stay on the path."""
-    children: dict[Any, list[str]] = {}
+    children: dict[JsonValue, list[str]] = {}  # by parentId (None: the roots)
     for uuid in order:
         if uuid in datas:
             children.setdefault(datas[uuid]["parentId"], []).append(uuid)
@@ -374,9 +380,9 @@ def _chain_sibling_results(order: list[str], datas: dict[str, dict[str, Any]]) -
 def _relink_kept_tails(
     name: str,
     boundaries: list[str],
-    raw: dict[str, tuple[int, dict[str, Any]]],
+    raw: dict[str, tuple[int, JsonObject]],
     group_of: dict[str, str],
-    datas: dict[str, dict[str, Any]],
+    datas: dict[str, JsonObject],
     problems: list[Problem],
 ) -> dict[str, str]:
     """Put a batchcompact kept tail before its compaction entry (see the module docstring).
@@ -385,15 +391,16 @@ def _relink_kept_tails(
     redirect: dict[str, str] = {}
     for boundary in boundaries:
         lineno, obj = raw[boundary]
-        meta = obj.get("compactMetadata") if isinstance(obj.get("compactMetadata"), dict) else {}
+        meta = object_at(obj, "compactMetadata")
         marker = meta.get(MARKER_KEY)
         if not isinstance(marker, dict) or not marker.get("keptHeadUuid"):
             continue
         summary = next(
             (d for d in datas.values() if d["type"] == "compaction" and d["parentId"] == boundary), None
         )
-        head = group_of.get(marker.get("keptHeadUuid"), marker.get("keptHeadUuid"))
-        tail = group_of.get(marker.get("keptTailUuid"), marker.get("keptTailUuid"))
+        head = group_of.get(marker["keptHeadUuid"], marker["keptHeadUuid"])
+        tail_uuid = marker.get("keptTailUuid")
+        tail = group_of.get(tail_uuid, tail_uuid) if tail_uuid is not None else None
         if (
             summary is None
             or head not in datas
@@ -414,7 +421,7 @@ def _relink_kept_tails(
     return redirect
 
 
-def context_messages(session: Session) -> list[dict[str, Any]]:
+def context_messages(session: Session) -> list[JsonObject]:
     """The LLM messages Claude Code would resume with, in pi's shape (for `show --context`)."""
     context = build_session_context(session.path_entries())
     return convert_to_llm([m.message for m in context.messages])

@@ -12,8 +12,8 @@ Pure: no I/O (`core/triggers.py` holds the shared `Trigger` and rules)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.triggers import Trigger
 
 CLAUDE_WINDOW = 200_000
@@ -22,7 +22,7 @@ CLAUDE_OUTPUT_RESERVE_CAP = 20_000
 CLAUDE_AUTOCOMPACT_BUFFER = 13_000
 
 
-def claude_window(messages: Iterable[dict[str, Any]]) -> tuple[int, str]:
+def claude_window(messages: Iterable[JsonObject]) -> tuple[int, str]:
     """(window, source) of a Claude Code session from its assistant messages (pi-shaped)."""
     for message in messages:
         if message.get("role") != "assistant":
@@ -42,8 +42,8 @@ def claude_threshold(window: int, max_output_tokens: int | None = None) -> int:
     return max(window - reserve - CLAUDE_AUTOCOMPACT_BUFFER, 1)
 
 
-def claude_trigger(*, messages: Iterable[dict[str, Any]] = (), override_window: int | None = None,
-                   max_output_tokens: int | None = None, **_: Any) -> Trigger:
+def claude_trigger(*, messages: Iterable[JsonObject] = (), override_window: int | None = None,
+                   max_output_tokens: int | None = None, **_: object) -> Trigger:
     """Claude Code's: its 200k/1M window (or --context-window) and its auto-compact point."""
     if override_window:
         window, source = override_window, "--context-window"

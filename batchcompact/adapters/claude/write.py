@@ -28,10 +28,11 @@ uuid5(session id, first kept entry, original message id). Old lines are never to
 from __future__ import annotations
 
 import uuid as uuidlib
-from typing import Any
 
+from batchcompact.adapters.claude.extra import ClaudeSessionExtra
 from batchcompact.adapters.claude.messages import SUMMARY_PREAMBLE
 from batchcompact.adapters.common.verify import verify_written
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.core.session import Session
 
@@ -46,8 +47,8 @@ def copy_message_id(session: Session, plan: CompactionPlan, original: str) -> st
     return "msg_" + uuidlib.uuid5(NAMESPACE, seed).hex[:24]
 
 
-def _uuid_maker(session: Session, plan: CompactionPlan, count: int):
-    used = session.extra.get("uuids", set())
+def _uuid_maker(session: Session, plan: CompactionPlan, count: int) -> list[str]:
+    used = ClaudeSessionExtra.of(session).uuids
     seed = f"{session.session_id}|{plan.leaf_id}|{plan.first_kept_entry_id}"
     for salt in range(1000):
         ids = [str(uuidlib.uuid5(NAMESPACE, f"{seed}|{salt}|{n}")) for n in range(count)]
@@ -56,16 +57,16 @@ def _uuid_maker(session: Session, plan: CompactionPlan, count: int):
     raise ValueError("cannot find unused uuids")  # pragma: no cover
 
 
-def kept_lines(session: Session, plan: CompactionPlan) -> list[dict[str, Any]]:
+def kept_lines(session: Session, plan: CompactionPlan) -> list[JsonObject]:
     """The raw user/assistant lines of the kept tail, in path order."""
     path = session.path_entries()
     index = next((i for i, e in enumerate(path) if e.id == plan.first_kept_entry_id), -1)
     if index < 0:
         raise ValueError(f"first kept entry {plan.first_kept_entry_id!r} is not on the active path")
-    entry_lines = session.extra.get("entry_lines", {})
-    out = []
+    entry_lines = ClaudeSessionExtra.of(session).entry_lines
+    out: list[JsonObject] = []
     for entry in path[index:]:
-        if entry.type == "message":
+        if entry.type == "message" and entry.id is not None:
             out.extend(obj for _, obj in entry_lines.get(entry.id, ()))
     return out
 
@@ -75,18 +76,19 @@ def build_compaction(
     plan: CompactionPlan,
     summary: str,
     *,
-    usage: dict[str, Any] | None = None,
+    usage: JsonObject | None = None,
     now_iso: str,
     from_hook: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """The JSON objects to append to the transcript (pure)."""
     kept = kept_lines(session, plan)
     ids = _uuid_maker(session, plan, len(kept) + 2)
     boundary_id, summary_id, copy_ids = ids[0], ids[1], ids[2:]
-    side = bool(session.extra.get("subagent"))  # a sub-agent's own file: its lines are sidechain lines
-    env = session.extra.get("envelope", {})
+    side = session.subagent  # a sub-agent's own file: its lines are sidechain lines
+    extra = ClaudeSessionExtra.of(session)
+    env = extra.envelope
     remap = {obj.get("uuid"): new for obj, new in zip(kept, copy_ids, strict=True)}
-    marker: dict[str, Any] = {
+    marker: JsonObject = {
         "tool": "batchcompact",
         "keptHeadUuid": copy_ids[0] if copy_ids else None,
         "keptTailUuid": copy_ids[-1] if copy_ids else None,
@@ -100,7 +102,7 @@ def build_compaction(
         marker["usage"] = usage
     boundary = {
         "parentUuid": None,
-        "logicalParentUuid": session.extra.get("leaf_uuid"),
+        "logicalParentUuid": extra.leaf_uuid,
         "isSidechain": side,
         **env,
         "type": "system",

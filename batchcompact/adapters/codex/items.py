@@ -3,7 +3,7 @@ imports the other's module at load time."""
 
 from __future__ import annotations
 
-from typing import Any
+from batchcompact.core.jsontypes import JsonObject
 
 # Texts Codex injects as user-role messages (instructions, environment, shell commands run by the user,
 # aborted-turn notes): context, not a request. codex-rs `is_session_prefix` and friends.
@@ -31,7 +31,7 @@ SUMMARY_PREFIX = (
 )
 
 
-def item_text(item: dict[str, Any]) -> str:
+def item_text(item: JsonObject) -> str:
     """The text of a message response item (its text parts joined with newlines, as Codex joins them)."""
     content = item.get("content")
     if isinstance(content, str):

@@ -27,14 +27,15 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
 
+from batchcompact.adapters.codex.extra import CodexSessionExtra
 from batchcompact.adapters.codex.items import SUMMARY_PREFIX, is_context_text, item_text
 from batchcompact.adapters.codex.write import build_compaction, verify
 from batchcompact.adapters.common.lines import as_int
 from batchcompact.core.context import build_session_context, convert_to_llm, parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.fileops import details_from_summary
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 from batchcompact.core.session import Session
 from batchcompact.formats.jsonl import file_size, iter_json_lines
 
@@ -69,17 +70,17 @@ USAGE_FIELDS = (
 )
 
 
-def _listed(value: Any) -> Any:
+def _listed(value: JsonValue) -> list[JsonValue] | tuple[()]:
     """`value` when it is a list, else nothing to iterate (a damaged line's number or object where a list
     belongs: said by the checks, never a TypeError here)."""
     return value if isinstance(value, list) else ()
 
 
-def _int(value: Any) -> int:
+def _int(value: JsonValue) -> int:
     return as_int(value)  # 0 for what is not a finite number (inf, NaN)
 
 
-def codex_usage(last: dict[str, Any]) -> dict[str, int]:
+def codex_usage(last: JsonObject) -> dict[str, int]:
     """Codex usage (input includes cached, output includes reasoning) -> pi usage."""
     cached = _int(last.get("cached_input_tokens"))
     out = {
@@ -92,11 +93,11 @@ def codex_usage(last: dict[str, Any]) -> dict[str, int]:
     return out
 
 
-def _text(value: Any) -> str:
+def _text(value: JsonValue) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def content_blocks(content: Any) -> list[dict[str, Any]]:
+def content_blocks(content: JsonValue) -> list[JsonObject]:
     """input_text/output_text/input_image blocks (or a plain string/object) -> pi text/image blocks."""
     if content is None:
         return []
@@ -108,7 +109,7 @@ def content_blocks(content: Any) -> list[dict[str, Any]]:
         if "content" in content:
             return content_blocks(content.get("content"))
         return [{"type": "text", "text": _text(content)}]
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     for block in content if isinstance(content, list) else ():
         if not isinstance(block, dict):
             continue
@@ -119,11 +120,11 @@ def content_blocks(content: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _digest(payload: dict[str, Any]) -> str:
+def _digest(payload: JsonObject) -> str:
     return hashlib.sha1(json.dumps(payload, sort_keys=True).encode(), usedforsecurity=False).hexdigest()[:12]
 
 
-def _tool_call(payload: dict[str, Any], line: int) -> dict[str, Any]:
+def _tool_call(payload: JsonObject, line: int) -> JsonObject:
     kind = payload.get("type")
     # No call id (web_search_call): one derived from the item itself, so a re-appended copy keeps it.
     call_id = payload.get("call_id") or payload.get("id") or f"{kind}-{_digest(payload)}"
@@ -148,7 +149,7 @@ def _tool_call(payload: dict[str, Any], line: int) -> dict[str, Any]:
     return {"type": "toolCall", "id": str(call_id), "name": str(name), "arguments": arguments}
 
 
-def _assistant_blocks(payload: dict[str, Any], line: int) -> list[dict[str, Any]]:
+def _assistant_blocks(payload: JsonObject, line: int) -> list[JsonObject]:
     kind = payload.get("type")
     if kind == "message":
         return content_blocks(payload.get("content"))
@@ -163,11 +164,11 @@ class _Builder:
     """Turns response items into chained pi-shaped entry dicts, grouping one model call's items."""
 
     def __init__(self) -> None:
-        self.entries: list[tuple[dict[str, Any], int]] = []
-        self.items: dict[str, list[dict[str, Any]]] = {}  # message entry id -> its raw response items
+        self.entries: list[tuple[JsonObject, int]] = []
+        self.items: dict[str, list[JsonObject]] = {}  # message entry id -> its raw response items
         self.tool_names: dict[str, str] = {}
-        self.group: dict[str, Any] | None = None
-        self.last_assistant: dict[str, Any] | None = None
+        self.group: JsonObject | None = None
+        self.last_assistant: JsonObject | None = None
         self.model: str | None = None
         self.provider = "openai"
         # Real user prompts: a user message item an `event_msg/user_message` follows (or precedes).
@@ -176,11 +177,11 @@ class _Builder:
         self.expect_user = False
         self.seen_prompt = False
         # Developer/user message items recorded before the first real prompt: Codex's initial context.
-        self.initial: list[tuple[str, dict[str, Any]]] = []
+        self.initial: list[tuple[str, JsonObject]] = []
 
     def _add(
-        self, data: dict[str, Any], line: int, items: list[dict[str, Any]] | None = None
-    ) -> dict[str, Any]:
+        self, data: JsonObject, line: int, items: list[JsonObject] | None = None
+    ) -> JsonObject:
         data["parentId"] = self.entries[-1][0]["id"] if self.entries else None
         self.entries.append((data, line))
         if items is not None:
@@ -190,7 +191,8 @@ class _Builder:
     def close(self) -> None:
         self.group = None
 
-    def meta(self, entry_id: str, line: int, timestamp: Any, line_type: Any, subtype: Any = None) -> None:
+    def meta(self, entry_id: str, line: int, timestamp: JsonValue, line_type: JsonValue,
+             subtype: JsonValue = None) -> None:
         self.close()
         self._add(
             {
@@ -203,7 +205,7 @@ class _Builder:
             line,
         )
 
-    def item(self, entry_id: str, line: int, timestamp: Any, payload: dict[str, Any]) -> None:
+    def item(self, entry_id: str, line: int, timestamp: JsonValue, payload: JsonObject) -> None:
         kind = payload.get("type")
         if not isinstance(kind, str):  # compared with sets of item types below; the caller reports it
             kind = None
@@ -216,7 +218,7 @@ class _Builder:
                 if block["type"] == "toolCall":
                     self.tool_names[block["id"]] = block["name"]
             if self.group is None:
-                message = {
+                message: JsonObject = {
                     "role": "assistant",
                     "content": [],
                     "api": "openai-responses",
@@ -278,12 +280,12 @@ class _Builder:
             self.seen_prompt = True
             self.initial = [(i, p) for i, p in self.initial if i != entry_id]
 
-    def usage(self, last: dict[str, Any]) -> None:
+    def usage(self, last: JsonObject) -> None:
         if self.last_assistant is not None:
             self.last_assistant["usage"] = codex_usage(last)
 
 
-def _encrypted_chars(history: Any) -> int:
+def _encrypted_chars(history: JsonValue) -> int:
     """The characters of the encrypted `compaction` items of a remote compaction's replacement history."""
     if not isinstance(history, list):
         return 0
@@ -292,7 +294,7 @@ def _encrypted_chars(history: Any) -> int:
                and isinstance(item.get("encrypted_content"), str))
 
 
-def _summary_item_text(payload: dict[str, Any]) -> str | None:
+def _summary_item_text(payload: JsonObject) -> str | None:
     if payload.get("type") != "message" or payload.get("role") != "user":
         return None
     text = "".join(b["text"] for b in content_blocks(payload.get("content")) if b["type"] == "text")
@@ -305,7 +307,7 @@ def read(path: str | Path) -> Session:
     """Read a Codex rollout. Never raises on bad content: problems are collected on the Session."""
     name = str(path)
     problems: list[Problem] = []
-    header: dict[str, Any] | None = None
+    header: JsonObject | None = None
     builder = _Builder()
     previous_total: tuple[int, ...] | None = None
     context_window = None
@@ -379,23 +381,16 @@ def read(path: str | Path) -> Session:
             initial.append((entry_id, payload))
         builder.initial = initial
     initial_ids = {i for i, _ in builder.initial}
-    extra = {
-        "initial_context": [p for _, p in builder.initial],
-        "initial_ids": initial_ids,
-        "real_users": builder.real_users,
-        # A thread a Codex agent spawned (`session_meta.source.subagent`): its parent owns the work.
-        "subagent": isinstance(source, dict) and "subagent" in source,
-        "size": size,
-        "last_line": last_line,
-        "entry_items": builder.items,
-        "context_window": context_window,
-        "model": builder.model,
-    }
-    return Session(name, FORMAT, header, entries, problems=problems, extra=extra)
+    extra = CodexSessionExtra(initial_context=[p for _, p in builder.initial], initial_ids=initial_ids,
+                              real_users=builder.real_users, entry_items=builder.items)
+    # A thread a Codex agent spawned (`session_meta.source.subagent`): its parent owns the work.
+    subagent = isinstance(source, dict) and "subagent" in source
+    return Session(name, FORMAT, header, entries, problems=problems, context_window=context_window,
+                   subagent=subagent, size=size, last_line=last_line, extra=extra)
 
 
 def _add_compacted(
-    builder: _Builder, entry_id: str, line: int, timestamp: Any, payload: dict[str, Any], tokens_seen: int,
+    builder: _Builder, entry_id: str, line: int, timestamp: JsonValue, payload: JsonObject, tokens_seen: int,
     cwd: str | None = None,
 ) -> None:
     builder.close()
@@ -421,9 +416,9 @@ def _add_compacted(
                     if not is_context_text(text):
                         prefix_users.append(text)
                 continue
-            text = _summary_item_text(item)
-            if text is not None:
-                summary = summary or text
+            summary_text = _summary_item_text(item)
+            if summary_text is not None:
+                summary = summary or summary_text
                 builder.close()
                 continue
             before = len(builder.entries)
@@ -453,7 +448,7 @@ def _add_compacted(
     builder._add(data, line)
 
 
-def context_messages(session: Session) -> list[dict[str, Any]]:
+def context_messages(session: Session) -> list[JsonObject]:
     """The LLM messages Codex would resume with, in pi's shape (for `show --context`)."""
     context = build_session_context(session.path_entries())
     return convert_to_llm([m.message for m in context.messages])
@@ -461,7 +456,7 @@ def context_messages(session: Session) -> list[dict[str, Any]]:
 
 def context_window(session: Session) -> int | None:
     """The model's window as the rollout reports it (`token_count.info.model_context_window`)."""
-    return session.extra.get("context_window")
+    return session.context_window
 
 
 __all__ = ["read", "build_compaction", "verify", "context_messages", "context_window", "FORMAT", "SUMMARY_PREFIX"]

@@ -7,8 +7,6 @@ Pure: no I/O (`core/triggers.py` holds the shared `Trigger` and rules)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from batchcompact.core.triggers import Trigger
 
 CODEX_USABLE_PERCENT = 95  # ModelInfo.effective_context_window_percent default
@@ -26,7 +24,7 @@ def codex_threshold(model_window: int) -> int:
 
 
 def codex_trigger(*, recorded_window: int | None = None, table_window: int | None = None,
-                  override_window: int | None = None, **_: Any) -> Trigger:
+                  override_window: int | None = None, **_: object) -> Trigger:
     """Codex's: the window the rollout recorded (else the table's) and 90% of the model's window."""
     if override_window:
         # The user names the model's window; Codex's limit is 90% of it.

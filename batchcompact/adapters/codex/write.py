@@ -20,8 +20,9 @@ summary + kept tail. Old lines are never touched.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
+from batchcompact.adapters.codex.extra import CodexSessionExtra
 from batchcompact.adapters.codex.items import (
     SUMMARY_PREFIX,
     USER_MESSAGE_BUDGET_TOKENS,
@@ -30,45 +31,50 @@ from batchcompact.adapters.codex.items import (
     item_text,
 )
 from batchcompact.adapters.common.verify import verify_written
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.core.session import Session
 
+if TYPE_CHECKING:
+    from batchcompact.core.entries import Entry
 
-def _first_kept_index(path: list[Any], plan: CompactionPlan) -> int:
+
+def _first_kept_index(path: list[Entry], plan: CompactionPlan) -> int:
     index = next((i for i, e in enumerate(path) if e.id == plan.first_kept_entry_id), -1)
     if index < 0:
         raise ValueError(f"first kept entry {plan.first_kept_entry_id!r} is not on the active path")
     return index
 
 
-def _is_prefix(entry: Any) -> bool:
+def _is_prefix(entry: Entry) -> bool:
     return entry.type == "codex_meta" and entry.data.get("lineType") == "replacement_prefix"
 
 
-def kept_items(session: Session, plan: CompactionPlan) -> list[dict[str, Any]]:
+def kept_items(session: Session, plan: CompactionPlan) -> list[JsonObject]:
     """The raw response items of the kept tail, in order (an earlier compaction's prefix items excluded:
     the new prefix is rebuilt)."""
     path = session.path_entries()
-    entry_items = session.extra.get("entry_items", {})
-    out: list[dict[str, Any]] = []
+    entry_items = CodexSessionExtra.of(session).entry_items
+    out: list[JsonObject] = []
     for entry in path[_first_kept_index(path, plan) :]:
-        if not _is_prefix(entry):
+        if not _is_prefix(entry) and entry.id is not None:
             out.extend(entry_items.get(entry.id, ()))  # messages, and ghost snapshots / encrypted items
     return out
 
 
-def _user_text(entry: Any, session: Session) -> str | None:
+def _user_text(entry: Entry, session: Session) -> str | None:
     """The text of a real user prompt entry, or None."""
     message = entry.message if entry.type == "message" else None
     if not message or message.get("role") != "user" or message.get("agentRole"):
         return None
-    if entry.id in session.extra.get("initial_ids", ()):
+    extra = CodexSessionExtra.of(session)
+    if entry.id in extra.initial_ids:
         return None
-    items = session.extra.get("entry_items", {}).get(entry.id) or ()
+    items = (extra.entry_items.get(entry.id) if entry.id is not None else None) or ()
     if not items or items[0].get("type") != "message":
         return None
     text = item_text(items[0])
-    if entry.id in session.extra.get("real_users", ()):
+    if entry.id in extra.real_users:
         return text
     return None if is_context_text(text) or not text else text
 
@@ -77,7 +83,7 @@ def earlier_user_messages(session: Session, plan: CompactionPlan) -> list[str]:
     """Codex's selection of earlier user messages for the new history (see the module docstring)."""
     path = session.path_entries()
     first_kept = _first_kept_index(path, plan)
-    start = int(plan.extra.get("boundary_start") or 0)
+    start = plan.boundary_start
     candidates: list[str] = []
     previous = next((e for e in reversed(path[:first_kept]) if e.type == "compaction"), None)
     if previous is not None:
@@ -108,7 +114,7 @@ def truncate_to_tokens(text: str, tokens: int) -> str:
     return f"{head}…{removed} tokens truncated…{tail}"
 
 
-def _message(text: str) -> dict[str, Any]:
+def _message(text: str) -> JsonObject:
     return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
 
 
@@ -117,14 +123,14 @@ def build_compaction(
     plan: CompactionPlan,
     summary: str,
     *,
-    usage: dict[str, Any] | None = None,
+    usage: JsonObject | None = None,
     now_iso: str,
     from_hook: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """The JSON objects to append to the rollout (pure). `usage` and `from_hook` have no place in Codex's
     shape and are not written (the run report records them)."""
     kept = kept_items(session, plan)
-    initial = [item for item in session.extra.get("initial_context") or () if item not in kept]
+    initial = [item for item in CodexSessionExtra.of(session).initial_context if item not in kept]
     users = [_message(text) for text in earlier_user_messages(session, plan)]
     history = [*initial, *users, _message(SUMMARY_PREFIX + "\n" + summary), *kept]
     compacted = {

@@ -19,13 +19,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from batchcompact.adapters.common.files import ChangedDuringRun, backup_names, make_folders, temp_name
 from batchcompact.errors import SessionReadError, VerificationError
 
 SEP = "#"  # a session inside a database: "<database>#<session id>"
 T = TypeVar("T")
+S = TypeVar("S")  # the session read back
 
 
 def session_path(db: str | Path, session_id: str) -> str:
@@ -105,7 +106,7 @@ def begin_immediate(conn: sqlite3.Connection, *, tries: int, pause: float,
 
 
 def write_in_one_transaction(conn: sqlite3.Connection, begin: Callable[[], None], write: Callable[[], T],
-                             reread: Callable[[], Any], verify: Callable[[Any], list[str]] | None) -> T:
+                             reread: Callable[[], S], verify: Callable[[S], list[str]] | None) -> T:
     """`write()` (which first checks the session is as it was read) inside one transaction opened by
     `begin()`; then, before the commit, `verify(reread())`: the written session read back through the same
     connection (VerificationError naming its first problems). Any failure rolls it all back; `write`'s result."""

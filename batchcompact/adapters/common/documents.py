@@ -13,15 +13,18 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from batchcompact.adapters.common.lines import ExtractStats, note_surrogates
 
+if TYPE_CHECKING:
+    from batchcompact.core.jsontypes import JsonValue
+
 MAX_DOCUMENT_BYTES = 512 << 20  # a JSON document larger than this is not one of an agent's session files
 
 
-def read_json(path: str | Path, stats: ExtractStats) -> Any:
+def read_json(path: str | Path, stats: ExtractStats) -> JsonValue:
     """The parsed document, or None (with a warning) when it is not JSON."""
     path = Path(path)
     size = path.stat().st_size
@@ -102,7 +105,7 @@ def _replacing_text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
-def json_column(value: Any, stats: ExtractStats, where: str) -> dict | None:
+def json_column(value: JsonValue, stats: ExtractStats, where: str) -> dict | None:
     """A JSON object stored in a text column, or None (with a warning naming `where`)."""
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")

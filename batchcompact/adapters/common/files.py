@@ -10,6 +10,7 @@ import functools
 import hashlib
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 from batchcompact.outfile import fitted_name
@@ -49,7 +50,7 @@ class ChangedDuringRun(Exception):
     """The input changed after it was read; nothing was replaced."""
 
 
-def backup_names(target: Path):
+def backup_names(target: Path) -> Iterator[Path]:
     """`NAME.bak`, then `NAME.bak.1`, `NAME.bak.2`, ...: where backups of `target` go, in order."""
     yield Path(f"{target}.bak")
     for n in range(1, 10_000):

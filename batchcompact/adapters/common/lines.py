@@ -9,10 +9,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import orjson
 
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 from batchcompact.errors import MissingExtraError
 from batchcompact.formats import jsonl
 from batchcompact.formats.compressed import ZSTD_MISSING
@@ -66,7 +67,7 @@ class ExtractStats:
         self.malformed += 1
         self.warn(line, f"line of {size} bytes is larger than the limit ({jsonl.MAX_LINE_BYTES} bytes); skipped")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return dict(self.__dict__)
 
 
@@ -161,7 +162,7 @@ def load_line(raw: bytes, number: int, stats: ExtractStats) -> dict | None:
     return obj
 
 
-def slow_load(raw: bytes, number: int, stats: ExtractStats) -> Any:
+def slow_load(raw: bytes, number: int, stats: ExtractStats) -> JsonValue:
     """A line orjson refused: `json` decides (it accepts NaN…) and words the error. None for a blank line
     or, with a warning naming file:line, one that is not JSON."""
     if not raw.strip():  # a blank line (tested only here: strip copies the line)
@@ -189,7 +190,7 @@ def note_surrogates(raw: bytes | str, stats: ExtractStats) -> None:
         stats.unclean = True
 
 
-def _contains_any(markers: tuple[bytes, ...]):
+def _contains_any(markers: tuple[bytes, ...]) -> Callable[[bytes], bool] | None:
     """A fast `any(m in raw for m in markers)` (None for no markers). Plain `in` tests: a regular
     expression of the alternatives was 2.5x slower on Codex rollouts (it cannot search for a literal)."""
     if not markers:
@@ -203,7 +204,7 @@ def _contains_any(markers: tuple[bytes, ...]):
     return lambda raw: any(m in raw for m in markers)
 
 
-def parse_timestamp(value: Any) -> datetime | None:
+def parse_timestamp(value: JsonValue) -> datetime | None:
     """ISO-8601 string or epoch milliseconds -> aware UTC datetime; None when absent or unreadable."""
     if type(value) is str:  # the common case: 3.11's fromisoformat reads "Z" and offsets itself
         try:
@@ -229,7 +230,7 @@ def parse_timestamp(value: Any) -> datetime | None:
     return None
 
 
-def as_int(value: Any) -> int:
+def as_int(value: JsonValue) -> int:
     """Token counts: numbers as int, anything else 0 (also a float that is not finite: int() raises on
     inf and NaN). A count too large to be one is checked where the rows are made (report/extract_rows.py)."""
     if type(value) is int:  # the common case first: this runs for every token field of every request
@@ -251,7 +252,7 @@ def rest_is_output(numbers: list[int], total: int, *, else_into: int | None = No
         numbers[else_into] += rest
 
 
-def as_float(value: Any) -> float | None:
+def as_float(value: JsonValue) -> float | None:
     """Numbers as float (None for anything else, also an int past float's range: 10**400)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -261,12 +262,18 @@ def as_float(value: Any) -> float | None:
         return None
 
 
-def as_name(value: Any) -> str:
+def as_name(value: JsonValue) -> str:
     """An id, a name or a text part as text: a number said as digits, anything else (a list, an object: str()
     of one nested 1,000 levels recursed, exit 4; tests/test_fuzz.py) none."""
     if isinstance(value, str):
         return value
     return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else ""
+
+
+def object_at(obj: JsonObject, key: str) -> JsonObject:
+    """`obj[key]` when it is a JSON object, else an empty one (a missing or malformed part reads as nothing)."""
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def first_str(obj: dict, *keys: str) -> str | None:

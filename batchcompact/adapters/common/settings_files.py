@@ -8,18 +8,18 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 from batchcompact.folders import mtime_ns
 
 
-def json_settings(path: str | Path) -> dict[str, Any]:
+def json_settings(path: str | Path) -> JsonObject:
     """The settings file at `path` as a dict (shared between calls: do not change it)."""
     return _document(str(path), mtime_ns(path))
 
 
 @lru_cache(maxsize=64)
-def _document(path: str, stamp: int | None) -> dict[str, Any]:
+def _document(path: str, stamp: int | None) -> JsonObject:
     if stamp is None:
         return {}
     try:
@@ -30,6 +30,6 @@ def _document(path: str, stamp: int | None) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def positive(value: Any) -> int | None:
+def positive(value: JsonValue) -> int | None:
     """A count or limit from a settings file: a positive number as an int, anything else None."""
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None

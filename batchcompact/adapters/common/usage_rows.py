@@ -38,7 +38,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from typing import Any
+import os
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from batchcompact.core.jsontypes import JsonValue
 
 USAGE_SCHEMA_VERSION = 4  # 3: + agent, dedupe_rank; 4: + branch, machine, machine_id
 
@@ -94,7 +99,7 @@ _NUMBERS = tuple(COLUMNS.index(n) for n in ("input_tokens", "output_tokens", "ca
 
 
 @functools.cache
-def usage_schema() -> Any:
+def usage_schema() -> Any:  # Any: a pyarrow.Schema (pyarrow is untyped)
     """The usage table's Arrow schema (pyarrow imported here)."""
     import pyarrow as pa
 
@@ -106,7 +111,7 @@ def usage_schema() -> Any:
     )
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> Any:  # Any: the module's lazy attributes (USAGE_SCHEMA: a pyarrow.Schema)
     if name == "USAGE_SCHEMA":  # the schema object, for callers that name it
         return usage_schema()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -137,7 +142,7 @@ class UsageRows:
         line: int | None,
         session_id: str | None,
         project: str | None,
-        timestamp,
+        timestamp: datetime | None,
         provider: str | None,
         model: str | None,
         kind: str,
@@ -162,15 +167,16 @@ class UsageRows:
             machine, machine_id,
         ))
 
-    def add_request(self, agent: str, path: Any, session_id: str, identity: str, *, line: int | None = None,
-                    **fields: Any) -> None:
+    def add_request(self, agent: str, path: str | os.PathLike[str], session_id: str, identity: str, *,
+                    # Any: `add`'s other keywords, each of its own type
+                    line: int | None = None, **fields: Any) -> None:
         """One model request of a session, known in it by `identity` (its id there, else its place): a `main`
         row of `agent` keyed `<agent>:<session>:<identity>`, the same key in every copy of the session.
         `fields`: the rest of `add`'s (project, timestamp, provider, model, the counts, ...)."""
         self.add(source=agent, file=str(path), line=line, session_id=session_id, kind="main",
                  dedupe_key=f"{agent}:{session_id}:{identity}", **fields)
 
-    def to_table(self) -> Any:
+    def to_table(self) -> Any:  # Any: a pyarrow.Table (pyarrow is untyped)
         import pyarrow as pa
 
         columns = self.columns
@@ -185,7 +191,7 @@ class UsageRows:
             return pa.Table.from_pydict(columns, schema=usage_schema())
 
 
-def empty_table() -> Any:
+def empty_table() -> Any:  # Any: a pyarrow.Table (pyarrow is untyped)
     return usage_schema().empty_table()
 
 
@@ -230,7 +236,7 @@ class CallKeys:
         return key if count == 1 else f"{key}#{count}"
 
 
-def _scalar(value: Any) -> str:
+def _scalar(value: JsonValue) -> str:
     """A key part: a string or number as `str` gives it; a list or an object (a file's bad value, maybe nested
     a thousand levels: its `str` recursed past Python's limit) as its type's name."""
     return str(value) if value is None or isinstance(value, str | int | float) else f"<{type(value).__name__}>"

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from batchcompact.core.context import written_context
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.session import Session
 from batchcompact.formats.compressed import is_zstd, open_session
 
@@ -36,11 +35,11 @@ def check_byte_prefix(original_path: str, written_path: str, size: int | None = 
 IGNORED_KEYS = frozenset({"timestamp", "usage", "model"})
 
 
-def _comparable(message: dict[str, Any]) -> dict[str, Any]:
+def _comparable(message: JsonObject) -> JsonObject:
     return {k: v for k, v in message.items() if k not in IGNORED_KEYS}
 
 
-def kept_messages(session: Session, first_kept_entry_id: str) -> list[dict[str, Any]] | None:
+def kept_messages(session: Session, first_kept_entry_id: str) -> list[JsonObject] | None:
     """The messages of the active path from `first_kept_entry_id` on, as the new context must keep them."""
     path = session.path_entries()
     index = next((i for i, e in enumerate(path) if e.id == first_kept_entry_id), -1)
@@ -49,10 +48,10 @@ def kept_messages(session: Session, first_kept_entry_id: str) -> list[dict[str, 
     return [e.message for e in path[index:] if e.type == "message" and e.message is not None]
 
 
-def orphan_tool_results(messages: list[dict[str, Any]]) -> list[str]:
+def orphan_tool_results(messages: list[JsonObject]) -> list[str]:
     """Tool results whose call is not in an earlier assistant message of `messages`."""
-    calls: set[str] = set()
-    orphans = []
+    calls: set[str | None] = set()  # a call without an id answers a result without one
+    orphans: list[str] = []
     for message in messages:
         if message.get("role") == "assistant":
             for block in message.get("content") or ():
@@ -67,13 +66,13 @@ def orphan_tool_results(messages: list[dict[str, Any]]) -> list[str]:
 def verify_written(original: Session, written: Session, first_kept_entry_id: str) -> list[str]:
     """Problems of a written file: errors on re-read, lost bytes, context != summary + kept tail, orphans."""
     out = [str(p) for p in written.errors]
-    last_line = original.extra.get("last_line") or 0
+    last_line = original.last_line
     out.extend(
         str(p)
         for p in written.problems
         if p.severity != "error" and p.line is not None and p.line > last_line
     )
-    out.extend(check_byte_prefix(original.path, written.path, original.extra.get("size")))
+    out.extend(check_byte_prefix(original.path, written.path, original.size))
     path = written.path_entries()
     if not path or path[-1].type != "compaction":
         out.append(f"{written.path}: the written file does not end in a compaction on its active path")

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-from batchcompact.adapters.common.lines import as_int
+from batchcompact.adapters.common.lines import as_int, object_at
+from batchcompact.adapters.copilot.extra import CopilotSessionExtra
 from batchcompact.core.context import parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
 from batchcompact.core.fileops import details_from_summary
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 from batchcompact.core.session import Session
 from batchcompact.core.tree import SessionTree
 from batchcompact.errors import reported_not_compacted
@@ -49,11 +50,11 @@ OTEL_TYPES = frozenset({"span", "metric", "log"})
 HISTORY_EDITS = frozenset({"session.snapshot_rewind", "session.context_cleared"})
 
 
-def _num(value: Any) -> int:
+def _num(value: JsonValue) -> int:
     return as_int(value)  # 0 for what is not a finite number (inf, NaN)
 
 
-def copilot_usage(usage: dict[str, Any]) -> dict[str, int]:
+def copilot_usage(usage: JsonObject) -> dict[str, int]:
     """A `session.usage_record`'s usage (input includes cache reads) -> pi usage."""
     cache_read = _num(usage.get("cacheReadTokens"))
     out = {
@@ -66,9 +67,9 @@ def copilot_usage(usage: dict[str, Any]) -> dict[str, int]:
     return out
 
 
-def _result_text(data: dict[str, Any]) -> tuple[str, bool]:
-    result = data.get("result") if isinstance(data.get("result"), dict) else {}
-    error = data.get("error") if isinstance(data.get("error"), dict) else {}
+def _result_text(data: JsonObject) -> tuple[str, bool]:
+    result = object_at(data, "result")
+    error = object_at(data, "error")
     if isinstance(result.get("content"), str):
         return result["content"], data.get("success") is False
     if isinstance(error.get("message"), str):
@@ -76,7 +77,7 @@ def _result_text(data: dict[str, Any]) -> tuple[str, bool]:
     return "", data.get("success") is False
 
 
-def event_message(kind: str, data: dict[str, Any], ms: int | None) -> dict[str, Any] | None:
+def event_message(kind: str, data: JsonObject, ms: int | None) -> JsonObject | None:
     """The pi message one conversation event stands for (None: not a message). The same for an original
     event and for our copy of it, so both read back alike."""
     if kind == "user.message":
@@ -84,7 +85,7 @@ def event_message(kind: str, data: dict[str, Any], ms: int | None) -> dict[str, 
         return {"role": "user", "content": [{"type": "text", "text": text if isinstance(text, str) else ""}],
                 "timestamp": ms}
     if kind == "assistant.message":
-        blocks: list[dict[str, Any]] = []
+        blocks: list[JsonObject] = []
         if isinstance(data.get("reasoningText"), str) and data["reasoningText"]:
             blocks.append({"type": "thinking", "thinking": data["reasoningText"]})
         if isinstance(data.get("content"), str) and data["content"]:
@@ -114,20 +115,22 @@ class _Reader:
         self.name = name
         self.problems: list[Problem] = []
         self.entries: list[Entry] = []
-        self.events: dict[str, dict[str, Any]] = {}  # entry id -> the event it came from (the writer copies it)
-        self.usage: dict[str, dict[str, Any]] = {}  # apiCallId -> usage not yet matched to its message
+        self.events: dict[str, JsonObject] = {}  # entry id -> the event it came from (the writer copies it)
+        self.usage: dict[str, JsonObject] = {}  # apiCallId -> usage not yet matched to its message
         self.tool_names: dict[str, str] = {}  # toolCallId -> tool name
         self.open_compactions: dict[str, str | None] = {}  # attempt id -> first message entry after its start
         self.last_start: str | None = None  # the attempt id of the latest start not yet completed
         self.parent: str | None = None
         self.ids: set[str] = set()
-        self.header: dict[str, Any] = {}
-        self.context_window = self.model = self.last_event_id = None
+        self.header: JsonObject = {}
+        self.context_window: int | None = None
+        self.model: str | None = None
+        self.last_event_id: str | None = None
         self.open_turn: int | None = None  # line of an assistant.turn_start not yet ended
         self.pending_calls: dict[str, int] = {}  # toolCallId -> line of its request, while it has no result
         self.unfollowed: tuple[int, str] | None = None  # (line, event type) of a history edit not followed
 
-    def add(self, lineno: int, event: dict[str, Any]) -> None:
+    def add(self, lineno: int, event: JsonObject) -> None:
         kind, data, event_id = event.get("type"), event.get("data"), event.get("id")
         if not isinstance(kind, str) or not isinstance(data, dict) or not isinstance(event_id, str):
             self.problems.append(Problem(self.name, lineno, WARNING, "not a Copilot event (type, data, id); ignored"))
@@ -140,7 +143,7 @@ class _Reader:
         if event.get("agentId"):  # a sub-agent's events: not the main conversation
             return
         if kind == "session.start":
-            context = data.get("context") if isinstance(data.get("context"), dict) else {}
+            context = object_at(data, "context")
             self.header = {"id": data.get("sessionId"), "cwd": context.get("cwd"), "version": data.get("copilotVersion")}
             self.model = data.get("selectedModel") or self.model
         elif kind == "session.usage_record" and isinstance(data.get("usage"), dict):
@@ -166,13 +169,14 @@ class _Reader:
         elif kind in MESSAGE_EVENTS:
             self._message(lineno, event, kind, data)
 
-    def _message(self, lineno: int, event: dict[str, Any], kind: str, data: dict[str, Any]) -> None:
+    def _message(self, lineno: int, event: JsonObject, kind: str, data: JsonObject) -> None:
         timestamp = event.get("timestamp")
         message = event_message(kind, data, parse_timestamp_ms(timestamp))
         if message is None:
             return
         if kind == "assistant.message":
-            usage = self.usage.pop(data.get("apiCallId"), None) if isinstance(data.get("apiCallId"), str) else None
+            call_id = data.get("apiCallId")
+            usage = self.usage.pop(call_id, None) if isinstance(call_id, str) else None
             model = data.get("model") or (usage or {}).get("model") or self.model
             self.model = model
             message["model"] = model
@@ -195,7 +199,7 @@ class _Reader:
             if first is None:
                 self.open_compactions[attempt] = event_id
 
-    def _compaction(self, lineno: int, event: dict[str, Any], data: dict[str, Any]) -> None:
+    def _compaction(self, lineno: int, event: JsonObject, data: JsonObject) -> None:
         attempt = data.get("compactionAttemptId")
         attempt = attempt if attempt in self.open_compactions else self.last_start
         first_kept = self.open_compactions.pop(attempt, None) if attempt is not None else None
@@ -237,33 +241,28 @@ def read(path: str | Path) -> Session:
         reader.problems.append(Problem(name, None, ERROR, f"cannot read file: {exc.strerror or exc}"))
     tree = SessionTree(reader.entries, name)
     reader.problems.extend(tree.problems)
-    extra: dict[str, Any] = {
-        "size": size,
-        "last_line": last_line,
-        "events": reader.events,
-        "last_event_id": reader.last_event_id,
-        "context_window": reader.context_window,
-        "model": reader.model,
-    }
+    refused: str | None = None  # why the file cannot be rewritten
     if otel and not reader.ids:
-        extra["not_writable"] = reported_not_compacted("a Copilot CLI OpenTelemetry export")
+        refused = reported_not_compacted("a Copilot CLI OpenTelemetry export")
     elif not reader.ids and not any(p.severity == ERROR for p in reader.problems):
         reader.problems.append(Problem(name, None, ERROR, "no Copilot CLI session events"))
     unfinished = _unfinished(reader)
     if reader.unfollowed is not None:
         line, kind = reader.unfollowed
-        extra["not_writable"] = (f"line {line}: {kind} edits the history in a way batchcompact does not follow; "
-                                 "not compacted")
+        refused = f"line {line}: {kind} edits the history in a way batchcompact does not follow; not compacted"
     elif unfinished is not None:
         line, what = unfinished
         reader.problems.append(Problem(name, line, WARNING, f"the events end mid-turn ({what})"))
-        extra["not_writable"] = (f"line {line}: the events end mid-turn ({what}): Copilot CLI may still be "
-                                 "running it; not compacted")
+        refused = (f"line {line}: the events end mid-turn ({what}): Copilot CLI may still be "
+                   "running it; not compacted")
     header = {**reader.header, "model": reader.model}
     # without a session.start: the folder (`session-state/<id>/events.jsonl`) or the flat `<id>.jsonl` of older builds
     header["id"] = header.get("id") or (Path(name).parent.name if Path(name).name == "events.jsonl"
                                         else Path(name).name.split(".jsonl")[0])
-    return Session(name, FORMAT, header, reader.entries, problems=reader.problems, tree=tree, extra=extra)
+    extra = CopilotSessionExtra(events=reader.events, last_event_id=reader.last_event_id)
+    return Session(name, FORMAT, header, reader.entries, problems=reader.problems, tree=tree,
+                   context_window=reader.context_window, not_writable=refused, size=size, last_line=last_line,
+                   extra=extra)
 
 
 def _unfinished(reader: _Reader) -> tuple[int, str] | None:
@@ -277,11 +276,11 @@ def _unfinished(reader: _Reader) -> tuple[int, str] | None:
     return None
 
 
-def kept_events(session: Session, first_kept_entry_id: str) -> list[dict[str, Any]]:
+def kept_events(session: Session, first_kept_entry_id: str) -> list[JsonObject]:
     """The events behind the active path's messages from the first kept entry on, in order."""
     path = session.path_entries()
     index = next((i for i, e in enumerate(path) if e.id == first_kept_entry_id), -1)
     if index < 0:
         raise ValueError(f"first kept entry {first_kept_entry_id!r} is not on the active path")
-    events = session.extra.get("events", {})
+    events = CopilotSessionExtra.of(session).events
     return [json.loads(json.dumps(events[e.id])) for e in path[index:] if e.id in events]

@@ -7,15 +7,13 @@ Pure: no I/O (`core/triggers.py` holds the shared `Trigger` and rules)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from batchcompact.core.triggers import Trigger, chosen_window
 
 COPILOT_BACKGROUND_FRACTION = 0.80
 
 
 def copilot_trigger(*, recorded_window: int | None = None, table_window: int | None = None,
-                    override_window: int | None = None, **_: Any) -> Trigger:
+                    override_window: int | None = None, **_: object) -> Trigger:
     """Copilot CLI's: the recorded maxPromptTokens (else the table's window) and 80% of it."""
     window, source = chosen_window(override_window, recorded_window, "copilot maxPromptTokens", table_window)
     if window is None:

@@ -25,11 +25,12 @@ session's `workspace.yaml` (`summary_count`) is left as it is: the writer writes
 from __future__ import annotations
 
 import uuid as uuidlib
-from typing import Any
 
 from batchcompact.adapters.common.verify import verify_written
+from batchcompact.adapters.copilot.extra import CopilotSessionExtra
 from batchcompact.adapters.copilot.read import kept_events
 from batchcompact.core.context import build_session_context
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.core.session import Session
 
@@ -38,7 +39,7 @@ KEPT_SOURCE = "batchcompact-kept"
 COPIED = frozenset({"type", "data"})  # an event's own keys a copy keeps (id, time and chain are new)
 
 
-def compaction_tokens_used(usage: dict[str, Any] | None, calls: int) -> dict[str, Any] | None:
+def compaction_tokens_used(usage: JsonObject | None, calls: int) -> JsonObject | None:
     """Our summary calls' usage as Copilot records its compaction call's (input includes cache reads)."""
     if usage is None:
         return None
@@ -47,15 +48,15 @@ def compaction_tokens_used(usage: dict[str, Any] | None, calls: int) -> dict[str
             "cacheWriteTokens": usage.get("cacheWrite", 0)}
 
 
-def build_compaction(session: Session, plan: CompactionPlan, summary: str, *, usage: dict[str, Any] | None = None,
-                     now_iso: str, from_hook: bool = False) -> list[dict[str, Any]]:
+def build_compaction(session: Session, plan: CompactionPlan, summary: str, *, usage: JsonObject | None = None,
+                     now_iso: str, from_hook: bool = False) -> list[JsonObject]:
     """The events to append to the log (pure)."""
     kept = kept_events(session, plan.first_kept_entry_id)
     seed = f"{session.session_id}|{plan.leaf_id}|{plan.first_kept_entry_id}"
     attempt = str(uuidlib.uuid5(NAMESPACE, seed + "|attempt"))
     # Copilot's counts: the messages of the context now (an earlier summary is one), and after (ours + kept)
     messages = len(build_session_context(session.path_entries()).messages)
-    events: list[dict[str, Any]] = [{"type": "session.compaction_start", "data": {
+    events: list[JsonObject] = [{"type": "session.compaction_start", "data": {
         "compactionAttemptId": attempt,
         "currentTokens": plan.tokens_before,
         "trigger": "manual",
@@ -65,7 +66,7 @@ def build_compaction(session: Session, plan: CompactionPlan, summary: str, *, us
         if event["type"] == "user.message" and "source" not in copy["data"]:
             copy["data"] = {**copy["data"], "source": KEPT_SOURCE}
         events.append(copy)
-    data: dict[str, Any] = {
+    data: JsonObject = {
         "success": True,
         "outcome": "applied",
         "compactionAttemptId": attempt,
@@ -81,7 +82,7 @@ def build_compaction(session: Session, plan: CompactionPlan, summary: str, *, us
     if used is not None:
         data["compactionTokensUsed"] = used
     events.append({"type": "session.compaction_complete", "data": data})
-    parent = session.extra.get("last_event_id")
+    parent = CopilotSessionExtra.of(session).last_event_id
     out = []
     for index, event in enumerate(events):
         event_id = str(uuidlib.uuid5(NAMESPACE, f"{seed}|{index}"))
@@ -94,7 +95,7 @@ def build_compaction(session: Session, plan: CompactionPlan, summary: str, *, us
 def verify(original: Session, written: Session, plan: CompactionPlan) -> list[str]:
     """Problems with a written log (empty when it is good)."""
     out = verify_written(original, written, plan.first_kept_entry_id)
-    refused = written.extra.get("not_writable")
+    refused = written.not_writable
     if refused:
         out.append(f"{written.path}: {refused}")
     return out

@@ -33,11 +33,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from batchcompact.adapters.common.lines import as_int, as_name
+from batchcompact.adapters.gemini.extra import GeminiSessionExtra
 from batchcompact.core.context import parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 from batchcompact.core.session import Session
 from batchcompact.formats.jsonl import MAX_LINE_BYTES, file_size, iter_json_lines
 
@@ -48,13 +49,13 @@ IGNORED_PREFIXES = ("/", "?", "<session_context>", "<hook_context>")
 PROVIDER = "gemini"
 
 
-def _listed(value: Any) -> Any:
+def _listed(value: JsonValue) -> list[JsonValue] | tuple[()]:
     """`value` when it is a list, else nothing to iterate (a damaged line's number or object where a list
     belongs: said by the checks, never a TypeError here)."""
     return value if isinstance(value, list) else ()
 
 
-def _parts(content: Any) -> list[Any]:
+def _parts(content: JsonValue) -> list[JsonValue]:
     """Gemini's PartListUnion as a list of parts (a string is one text part)."""
     if content is None:
         return []
@@ -65,11 +66,11 @@ def _parts(content: Any) -> list[Any]:
     return [p if isinstance(p, dict) else {"text": as_name(p)} for p in content] if isinstance(content, list) else []
 
 
-def parts_text(content: Any) -> str:
+def parts_text(content: JsonValue) -> str:
     return "".join(p.get("text") or "" for p in _parts(content) if isinstance(p.get("text"), str))
 
 
-def is_ignored_user(record: dict[str, Any]) -> bool:
+def is_ignored_user(record: JsonObject) -> bool:
     """What Gemini CLI drops from a user message on resume (`isIgnoredUserContent`): empty text-only
     content, slash/`?` commands and the regenerated context blocks."""
     parts = _parts(record.get("content"))
@@ -79,12 +80,12 @@ def is_ignored_user(record: dict[str, Any]) -> bool:
     return not text or text.startswith(IGNORED_PREFIXES)
 
 
-def is_results_only(record: dict[str, Any]) -> bool:
+def is_results_only(record: JsonObject) -> bool:
     parts = _parts(record.get("content"))
     return bool(parts) and all("functionResponse" in p for p in parts)
 
 
-def gemini_usage(tokens: dict[str, Any]) -> dict[str, int]:
+def gemini_usage(tokens: JsonObject) -> dict[str, int]:
     """Gemini's `tokens` (input includes cached; thoughts beside output) -> pi usage."""
 
     def num(key: str) -> int:
@@ -102,7 +103,7 @@ def gemini_usage(tokens: dict[str, Any]) -> dict[str, int]:
     return out
 
 
-def response_text(response: Any) -> str:
+def response_text(response: JsonValue) -> str:
     """The text of a functionResponse's `response` (Gemini tools answer `{output}` or `{error}`)."""
     if isinstance(response, dict):
         for key in ("output", "error", "content"):
@@ -111,7 +112,7 @@ def response_text(response: Any) -> str:
     return response if isinstance(response, str) else json.dumps(response, ensure_ascii=False)
 
 
-def _blocks(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _blocks(parts: list[JsonObject]) -> list[JsonObject]:
     out = []
     for part in parts:
         if isinstance(part.get("text"), str):
@@ -128,14 +129,14 @@ class ChatState:
     def __init__(self, name: str, problems: list[Problem]) -> None:
         self.name = name
         self.problems = problems
-        self.header: dict[str, Any] = {}
-        self.messages: dict[str, tuple[dict[str, Any], int]] = {}
+        self.header: JsonObject = {}
+        self.messages: dict[str, tuple[JsonObject, int]] = {}
         self.first_line: dict[str, int] = {}  # message id -> the line it first appeared on
-        self.tokens: dict[str, dict[str, Any]] = {}  # message id -> the last tokens any record gave it
-        self.last_tokens: tuple[str, dict[str, Any]] | None = None  # the latest reply usage in the file
+        self.tokens: dict[str, JsonObject] = {}  # message id -> the last tokens any record gave it
+        self.last_tokens: tuple[str, JsonObject] | None = None  # the latest reply usage in the file
         self.last_line = 0  # the file's last record
 
-    def _message(self, record: dict[str, Any], line: int) -> None:
+    def _message(self, record: JsonObject, line: int) -> None:
         mid = record["id"]
         self.first_line.setdefault(mid, line)
         self.messages[mid] = (record, line)  # in place when the id exists (a JavaScript Map keeps its order)
@@ -143,7 +144,7 @@ class ChatState:
             self.tokens[mid] = record["tokens"]
             self.last_tokens = (mid, record["tokens"])
 
-    def add(self, record: dict[str, Any], line: int) -> None:
+    def add(self, record: JsonObject, line: int) -> None:
         if isinstance(record.get("$rewindTo"), str):
             ids = list(self.messages)
             target = record["$rewindTo"]
@@ -174,23 +175,23 @@ class _Builder:
     """Chains pi-shaped entry dicts and remembers each entry's raw record."""
 
     def __init__(self) -> None:
-        self.entries: list[tuple[dict[str, Any], int]] = []
-        self.records: dict[str, dict[str, Any]] = {}  # entry id -> the raw message record it came from
+        self.entries: list[tuple[JsonObject, int]] = []
+        self.records: dict[str, JsonObject] = {}  # entry id -> the raw message record it came from
         self.answered: set[str] = set()
         self.tool_names: dict[str, str] = {}
 
-    def add(self, data: dict[str, Any], line: int, record: dict[str, Any] | None) -> None:
+    def add(self, data: JsonObject, line: int, record: JsonObject | None) -> None:
         data["parentId"] = self.entries[-1][0]["id"] if self.entries else None
         self.entries.append((data, line))
         if record is not None:
             self.records[data["id"]] = record
 
-    def meta(self, mid: str, line: int, record: dict[str, Any], kind: str) -> None:
+    def meta(self, mid: str, line: int, record: JsonObject, kind: str) -> None:
         self.add({"type": META_TYPE, "id": mid, "timestamp": record.get("timestamp"), "lineType": kind,
                   "subtype": record.get("type")}, line, record)
 
-    def _result(self, entry_id: str, part: dict[str, Any], ms: Any, status: Any, line: int,
-                record: dict[str, Any] | None) -> None:
+    def _result(self, entry_id: str, part: JsonObject, ms: int | None, status: JsonValue, line: int,
+                record: JsonObject | None) -> None:
         response = part.get("functionResponse")
         response = response if isinstance(response, dict) else {}
         call_id = as_name(response.get("id"))
@@ -203,7 +204,7 @@ class _Builder:
                    "timestamp": ms}
         self.add({"type": "message", "id": entry_id, "timestamp": None, "message": message}, line, record)
 
-    def message(self, record: dict[str, Any], line: int, usage: dict[str, Any] | None, model: str | None) -> None:
+    def message(self, record: JsonObject, line: int, usage: JsonObject | None, model: str | None) -> None:
         mid = record["id"]
         kind = record.get("type")
         ms = parse_timestamp_ms(record.get("timestamp"))
@@ -257,7 +258,7 @@ class _Builder:
             self.meta(mid, line, record, "notice")
 
 
-def _compaction_at(records: list[tuple[dict[str, Any], int]]) -> int | None:
+def _compaction_at(records: list[tuple[JsonObject, int]]) -> int | None:
     """Index of the summary of Gemini's own compression: a user text message followed by the model's
     acknowledgement, with only context before it; None when the conversation has none."""
     for index, (record, _) in enumerate(records):
@@ -340,23 +341,15 @@ def read(path: str | Path) -> Session:
     if not state.header and not any(p.severity == ERROR for p in problems):
         problems.append(Problem(name, 1, ERROR, "no Gemini CLI session header (sessionId, projectHash)"))
     entries = [Entry(data, line) for data, line in builder.entries]
-    extra = {
-        "subagent": header.get("kind") == "subagent",
-        "size": size,
-        "legacy": legacy,
-        # a legacy chat could only be rewritten whole, losing the usage its summarized replies recorded
-        "not_writable": "legacy Gemini CLI chat (one JSON document): a current Gemini CLI migrates it "
-        "to JSONL when it resumes it; compact that" if legacy else None,
-        "last_line": state.last_line,
-        "records": builder.records,
-        "state_ids": [r["id"] for r, _ in records],
-        "last_tokens": state.last_tokens,
-        "model": model,
-    }
-    return Session(name, FORMAT, header, entries, problems=problems, extra=extra)
+    # a legacy chat could only be rewritten whole, losing the usage its summarized replies recorded
+    refused = ("legacy Gemini CLI chat (one JSON document): a current Gemini CLI migrates it to JSONL when it "
+               "resumes it; compact that") if legacy else None
+    extra = GeminiSessionExtra(records=builder.records, state_ids=[r["id"] for r, _ in records])
+    return Session(name, FORMAT, header, entries, problems=problems, not_writable=refused,
+                   subagent=header.get("kind") == "subagent", size=size, last_line=state.last_line, extra=extra)
 
 
-def _compaction_entry(record: dict[str, Any], line: int) -> dict[str, Any]:
+def _compaction_entry(record: JsonObject, line: int) -> JsonObject:
     """The `compaction` entry of a compression's summary message (its marker when it is ours)."""
     text = parts_text(record.get("content"))
     data = {"type": "compaction", "id": record["id"], "timestamp": record.get("timestamp"), "summary": text,
@@ -369,7 +362,7 @@ def _compaction_entry(record: dict[str, Any], line: int) -> dict[str, Any]:
     return data
 
 
-def _build_compacted(builder: _Builder, state: ChatState, records: list[tuple[dict[str, Any], int]], at: int,
+def _build_compacted(builder: _Builder, state: ChatState, records: list[tuple[JsonObject, int]], at: int,
                      model: str | None) -> None:
     """Entries of a conversation that starts (after its context) with a compression's summary at `at`:
     the context, the acknowledgement (metadata), the messages the compression kept (those that existed

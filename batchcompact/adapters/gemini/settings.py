@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from batchcompact.adapters.common.settings_files import json_settings
+from batchcompact.core.jsontypes import JsonObject
+
+if TYPE_CHECKING:
+    from batchcompact.core.planner import CompactionSettings
+    from batchcompact.core.session import Session
 
 
 def gemini_settings_path() -> Path:
@@ -24,7 +29,7 @@ def gemini_threshold(path: Path) -> float | None:
     return None
 
 
-def gemini_overrides(fields: tuple[str, ...]) -> tuple[dict[str, Any], str | None]:
+def gemini_overrides(fields: tuple[str, ...]) -> tuple[JsonObject, str | None]:
     """`threshold_percent` from Gemini CLI's `model.compressionThreshold` when it is among `fields`;
     (values, the file that set it)."""
     if "threshold_percent" not in fields:
@@ -34,7 +39,8 @@ def gemini_overrides(fields: tuple[str, ...]) -> tuple[dict[str, Any], str | Non
     return ({"threshold_percent": value * 100}, str(path)) if value is not None else ({}, None)
 
 
-def with_gemini_settings(session: Any, settings: Any, fields: tuple[str, ...]) -> tuple[Any, str | None]:
+def with_gemini_settings(session: Session, settings: CompactionSettings,
+                         fields: tuple[str, ...]) -> tuple[CompactionSettings, str | None]:
     """`model.compressionThreshold` from the user's Gemini CLI settings as `threshold_percent`, when nobody
     set a threshold; Gemini CLI has no switch that turns compression off, so never a skip reason."""
     if settings.threshold_tokens is not None:

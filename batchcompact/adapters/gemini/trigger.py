@@ -8,8 +8,8 @@ Pure: no I/O (`core/triggers.py` holds the shared `Trigger` and rules)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.triggers import Trigger
 
 GEMINI_TOKEN_LIMIT = 1_048_576  # Gemini CLI tokenLimit(): every model but Gemma 4
@@ -22,8 +22,8 @@ def gemini_window(model: str | None) -> int:
     return GEMMA_4_TOKEN_LIMIT if isinstance(model, str) and model.startswith("gemma-4-") else GEMINI_TOKEN_LIMIT
 
 
-def gemini_trigger(*, messages: Iterable[dict[str, Any]] = (), override_window: int | None = None,
-                   **_: Any) -> Trigger:
+def gemini_trigger(*, messages: Iterable[JsonObject] = (), override_window: int | None = None,
+                   **_: object) -> Trigger:
     """Gemini CLI's: tokenLimit of the session's model and half of it."""
     if override_window:
         return Trigger(override_window, "--context-window", int(override_window * GEMINI_COMPRESSION_FRACTION))

@@ -20,11 +20,12 @@ the usage its summarized replies recorded; Gemini CLI 0.40+ migrates it to JSONL
 from __future__ import annotations
 
 import uuid as uuidlib
-from typing import Any
 
 from batchcompact.adapters.common.verify import verify_written
+from batchcompact.adapters.gemini.extra import GeminiSessionExtra
 from batchcompact.adapters.gemini.read import ACK_TEXT, META_TYPE, is_ignored_user
 from batchcompact.core.apply import batchcompact_marker
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.core.session import Session
 
@@ -33,7 +34,7 @@ SNAPSHOT_OPEN = "<state_snapshot>\n"
 SNAPSHOT_CLOSE = "\n</state_snapshot>"
 
 
-def kept_records(session: Session, plan: CompactionPlan) -> list[dict[str, Any]]:
+def kept_records(session: Session, plan: CompactionPlan) -> list[JsonObject]:
     """The raw message records of the kept tail in order (leading metadata left out: context blocks and
     repeated results whose call is summarized)."""
     path = session.path_entries()
@@ -42,11 +43,11 @@ def kept_records(session: Session, plan: CompactionPlan) -> list[dict[str, Any]]
         raise ValueError(f"first kept entry {plan.first_kept_entry_id!r} is not on the active path")
     while index < len(path) and path[index].type == META_TYPE:
         index += 1
-    records = session.extra.get("records", {})
-    out: list[dict[str, Any]] = []
+    records = GeminiSessionExtra.of(session).records
+    out: list[JsonObject] = []
     seen: set[str] = set()
     for entry in path[index:]:
-        record = records.get(entry.id)
+        record = records.get(entry.id) if entry.id is not None else None
         if record is not None and record["id"] not in seen:
             seen.add(record["id"])
             out.append(record)
@@ -59,11 +60,12 @@ def _ids(session: Session, plan: CompactionPlan) -> tuple[str, str]:
 
 
 def compacted_messages(session: Session, plan: CompactionPlan, summary: str, *, now_iso: str,
-                       usage: dict[str, Any] | None = None, from_hook: bool = False) -> list[dict[str, Any]]:
+                       usage: JsonObject | None = None, from_hook: bool = False) -> list[JsonObject]:
     """The conversation after the compaction: context, summary, acknowledgement, kept tail."""
     kept = kept_records(session, plan)
-    records = session.extra.get("records", {})
-    context = [records[i] for i in session.extra.get("state_ids", ()) if i in records
+    extra = GeminiSessionExtra.of(session)
+    records = extra.records
+    context = [records[i] for i in extra.state_ids if i in records
                and records[i].get("type") == "user" and is_ignored_user(records[i])
                and str(records[i].get("content")).find("<session_context>") >= 0]
     context = [r for r in context[:1] if r not in kept]
@@ -76,8 +78,8 @@ def compacted_messages(session: Session, plan: CompactionPlan, summary: str, *, 
     return out + kept
 
 
-def build_compaction(session: Session, plan: CompactionPlan, summary: str, *, usage: dict[str, Any] | None = None,
-                     now_iso: str, from_hook: bool = False) -> list[dict[str, Any]]:
+def build_compaction(session: Session, plan: CompactionPlan, summary: str, *, usage: JsonObject | None = None,
+                     now_iso: str, from_hook: bool = False) -> list[JsonObject]:
     """The records to append to the chat (pure): one `$set` checkpoint."""
     messages = compacted_messages(session, plan, summary, now_iso=now_iso, usage=usage, from_hook=from_hook)
     return [{"$set": {"messages": messages, "lastUpdated": now_iso}}]

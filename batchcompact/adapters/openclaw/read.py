@@ -14,7 +14,6 @@ The window and the compaction settings come from the user's `openclaw.json` (set
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from batchcompact.adapters.openclaw.settings import config_window
@@ -23,7 +22,7 @@ from batchcompact.core.session import Session
 ARCHIVED = (".jsonl.reset.", ".jsonl.deleted.")
 
 
-def read(path: str | os.PathLike) -> Session:
+def read(path: str | Path) -> Session:
     """Any OpenClaw session: one in a database (`<db>#<id>`) or a JSONL transcript."""
     from batchcompact.adapters.openclaw import store
 
@@ -43,16 +42,16 @@ def read(path: str | os.PathLike) -> Session:
         name = Path(path).name
         if any(mark in name for mark in ARCHIVED):
             kind = "reset" if ".jsonl.reset." in name else "deleted"
-            session.extra["not_writable"] = (f"an archived OpenClaw session (.{kind} copy): OpenClaw does not "
-                                             "resume it, so it is not compacted")
+            session.not_writable = (f"an archived OpenClaw session (.{kind} copy): OpenClaw does not resume it, "
+                                    "so it is not compacted")
     kinds = {e.type for e in session.entries}
-    if "leaf" in kinds and "not_writable" not in session.extra:
-        session.extra["not_writable"] = ("OpenClaw leaf-control entries choose its active path, which batchcompact "
-                                         "does not follow; not compacted")
-    elif "reset" in kinds and "not_writable" not in session.extra:
-        session.extra["not_writable"] = ("an OpenClaw reset boundary in the session: OpenClaw rebuilds its context "
-                                         "across it in its own way; not compacted")
+    if "leaf" in kinds and session.not_writable is None:
+        session.not_writable = ("OpenClaw leaf-control entries choose its active path, which batchcompact does not "
+                                "follow; not compacted")
+    elif "reset" in kinds and session.not_writable is None:
+        session.not_writable = ("an OpenClaw reset boundary in the session: OpenClaw rebuilds its context across it "
+                                "in its own way; not compacted")
     window = config_window(path, session)
     if window is not None:
-        session.extra["context_window"] = window
+        session.context_window = window
     return session

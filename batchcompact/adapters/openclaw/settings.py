@@ -10,10 +10,15 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from batchcompact.adapters.common.lines import object_at
 from batchcompact.adapters.common.settings_files import json_settings, positive
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.session import Session
+
+if TYPE_CHECKING:
+    from batchcompact.core.planner import CompactionSettings
 
 CONFIG = "openclaw.json"
 
@@ -35,7 +40,7 @@ def config_path(path: str | os.PathLike) -> Path | None:
     return state / CONFIG if state is not None else None
 
 
-def load_config(path: str | os.PathLike) -> tuple[dict[str, Any], Path | None]:
+def load_config(path: str | os.PathLike) -> tuple[JsonObject, Path | None]:
     """The config as a dict and its file; {} when missing or not plain JSON (OpenClaw also reads JSON5:
     comments and trailing commas are not understood here, and the price table's window is used instead)."""
     where = config_path(path)
@@ -61,22 +66,23 @@ def config_window(path: str | os.PathLike, session: Session) -> int | None:
     return None
 
 
-def compaction_settings(path: str | os.PathLike) -> tuple[dict[str, Any], Path | None]:
+def compaction_settings(path: str | os.PathLike) -> tuple[JsonObject, Path | None]:
     """`agents.defaults.compaction` of the session's openclaw.json."""
     config, where = load_config(path)
-    agents = config.get("agents") if isinstance(config.get("agents"), dict) else {}
-    defaults = agents.get("defaults") if isinstance(agents.get("defaults"), dict) else {}
+    agents = object_at(config, "agents")
+    defaults = object_at(agents, "defaults")
     compaction = defaults.get("compaction")
     return (compaction if isinstance(compaction, dict) else {}), where
 
 
-def with_openclaw_settings(session: Any, settings: Any, fields: tuple[str, ...]) -> tuple[Any, str | None]:
+def with_openclaw_settings(session: Session, settings: CompactionSettings,
+                           fields: tuple[str, ...]) -> tuple[CompactionSettings, str | None]:
     """OpenClaw's own compaction settings for the settings nobody set; the skip reason when they turn
     threshold compaction off (`enabled: false`; --force compacts anyway, as `/compact` still does)."""
     values, where = compaction_settings(session.path)
     if values.get("enabled") is False and not settings.force:
         return settings, f"compaction disabled in OpenClaw settings ({where}; --force compacts anyway)"
-    changes = {}
+    changes: dict[str, Any] = {}  # Any: CompactionSettings fields by name (dataclasses.replace checks them)
     for key, field in (("keepRecentTokens", "keep_recent_tokens"), ("reserveTokens", "reserve_tokens")):
         value = positive(values.get(key))
         if value is not None and field in fields:

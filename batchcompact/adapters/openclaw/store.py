@@ -32,7 +32,6 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from batchcompact.adapters.common.database import (
     SEP,
@@ -41,16 +40,16 @@ from batchcompact.adapters.common.database import (
     session_path,
     write_in_one_transaction,
 )
+from batchcompact.adapters.common.lines import object_at
+from batchcompact.adapters.openclaw.extra import OpenClawStoreExtra
 from batchcompact.core.entries import ERROR, Problem
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.session import Session
 from batchcompact.errors import BatchCompactError, SessionReadError
 
 DATABASE = "openclaw-agent.sqlite"
 KNOWN_SCHEMA_VERSIONS = frozenset({23})  # PRAGMA user_version of the databases we have read and written
 BUSY_TIMEOUT_S = 5.0  # OpenClaw's OPENCLAW_SQLITE_BUSY_TIMEOUT_MS
-DB = "openclaw_db"  # Session.extra: the database, the session id and the last seq read
-SESSION = "openclaw_session"
-LAST_SEQ = "openclaw_last_seq"
 
 
 class StoreBusy(BatchCompactError):
@@ -92,7 +91,7 @@ def connect(db: str | Path, *, write: bool = False) -> sqlite3.Connection:
     return conn
 
 
-def _octet_length(value: Any) -> int | None:
+def _octet_length(value: object) -> int | None:
     """SQLite's octet_length: the bytes of a value as text (UTF-8) or blob."""
     if value is None:
         return None
@@ -130,7 +129,7 @@ def session_ids(db: str | Path) -> list[str]:
     return [row[0] for row in rows]
 
 
-def _event(db: str | Path, row: tuple, problems: list[Problem]) -> dict[str, Any] | None:
+def _event(db: str | Path, row: tuple, problems: list[Problem]) -> JsonObject | None:
     """One stored event as its JSON object; a problem (file, seq) when it is not one."""
     seq, text, packed = row
     where = str(db)  # the database; the line is the event's seq
@@ -182,7 +181,7 @@ def read_session(path: str | Path, conn: sqlite3.Connection | None = None) -> Se
     compactions = _check_entries(name, entries, problems, ids=True)
     session = Session(name, "openclaw", header, entries, version=(header or {}).get("version"), problems=problems)
     _check_compactions(session, compactions)
-    session.extra.update({DB: str(db), SESSION: session_id, LAST_SEQ: rows[-1][0]})
+    session.extra = OpenClawStoreExtra(database=str(db), session_id=session_id, last_seq=rows[-1][0])
     return session
 
 
@@ -223,19 +222,19 @@ def fingerprint(path: str | Path) -> tuple[int, int, str]:
     return size, (changed or 0) * 1_000_000, sha
 
 
-def _identity(event: dict[str, Any]) -> tuple[str, str | None, str | None, str | None] | None:
+def _identity(event: JsonObject) -> tuple[str, str | None, str | None, str | None] | None:
     """(event id, type, parent id, message idempotency key), as OpenClaw's `readTranscriptEventIdentity`."""
     event_id = event.get("id")
     if not isinstance(event_id, str) or not event_id:
         return None
-    message = event.get("message") if isinstance(event.get("message"), dict) else {}
+    message = object_at(event, "message")
     key = message.get("idempotencyKey")
     parent = event.get("parentId")
     return (event_id, event.get("type") if isinstance(event.get("type"), str) else None,
             parent if isinstance(parent, str) else None, key if isinstance(key, str) else None)
 
 
-def append_events(db: str | Path, session_id: str, events: list[dict[str, Any]], *, last_seq: int,
+def append_events(db: str | Path, session_id: str, events: list[JsonObject], *, last_seq: int,
                   now_ms: int | None = None, attempts: int = 3, busy_timeout_s: float | None = None,
                   expect: tuple[int, str] | None = None,
                   verify: Callable[[Session], list[str]] | None = None) -> list[int]:
@@ -275,7 +274,7 @@ def _begin(conn: sqlite3.Connection, db: str | Path, attempts: int, busy_timeout
 
 
 def _append_in_transaction(conn: sqlite3.Connection, db: str | Path, session_id: str,
-                           events: list[dict[str, Any]], last_seq: int, now_ms: int) -> list[int]:
+                           events: list[JsonObject], last_seq: int, now_ms: int) -> list[int]:
     current = conn.execute("SELECT MAX(seq) FROM transcript_events WHERE session_id = ?", (session_id,)).fetchone()[0]
     if current != last_seq:
         raise StoreChanged(f"{session_path(db, session_id)} changed while it was being compacted "
@@ -301,7 +300,7 @@ def _append_in_transaction(conn: sqlite3.Connection, db: str | Path, session_id:
     return seqs
 
 
-def _index_appended(conn: sqlite3.Connection, session_id: str, appended: list[tuple[int, dict[str, Any]]],
+def _index_appended(conn: sqlite3.Connection, session_id: str, appended: list[tuple[int, JsonObject]],
                     now_ms: int) -> None:
     """OpenClaw's projection of the active path, carried forward over the appended events as its
     `createTranscriptIndexAppenderInTransaction` does: each event that extends the indexed leaf gets its
@@ -361,16 +360,17 @@ DATABASE_STORE = SessionDatabase(split=split_session_path, open_checked=connect,
 copy_session = DATABASE_STORE.copy_session  # an unchanged session to --output-dir (the store protocol's)
 
 
-def write_session(session: Session, lines: list[dict[str, Any]], target: str | Path,
+def write_session(session: Session, lines: list[JsonObject], target: str | Path,
                   verify: Callable[[Session], list[str]] | None, *, in_place: bool, backup: bool,
                   expect: tuple[int, str]) -> str:
     """Append `lines` to the session in `target` (`<db>#<id>`): in place (after a backup of the database,
     unless disabled), or in a copy of the database at the target (made once, then shared by the other
     sessions of that database). `verify(written session)` runs inside the transaction."""
-    session_id = session.extra[SESSION]
+    extra = OpenClawStoreExtra.of(session)
+    session_id = extra.session_id
     return DATABASE_STORE.write_session(
-        Path(session.extra[DB]), session_id, target,
-        lambda out_db: append_events(out_db, session_id, lines, last_seq=session.extra[LAST_SEQ], expect=expect,
+        Path(extra.database), session_id, target,
+        lambda out_db: append_events(out_db, session_id, lines, last_seq=extra.last_seq, expect=expect,
                                      verify=verify),
         in_place=in_place, backup=backup, expect=expect)
 

@@ -5,8 +5,6 @@ Pure: no I/O (`core/triggers.py` holds the shared `Trigger` and rules)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from batchcompact.core.triggers import Trigger, chosen_window
 
 
@@ -16,7 +14,7 @@ def openclaw_threshold(window: int, reserve_tokens: int) -> int:
 
 
 def openclaw_trigger(*, recorded_window: int | None = None, table_window: int | None = None,
-                     override_window: int | None = None, reserve_tokens: int, **_: Any) -> Trigger:
+                     override_window: int | None = None, reserve_tokens: int, **_: object) -> Trigger:
     """OpenClaw's: the model's window from the user's openclaw.json (else the table's), minus the reserve
     (at most a quarter of the window)."""
     window, source = chosen_window(override_window, recorded_window, "openclaw.json contextWindow", table_window)

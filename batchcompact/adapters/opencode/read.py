@@ -26,17 +26,17 @@ OpenCode's. Usage: `tokens.input` is non-cached, `reasoning` is added to `output
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from contextlib import closing, nullcontext
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 from batchcompact.adapters.common.database import SEP
-from batchcompact.adapters.common.lines import as_int
+from batchcompact.adapters.common.lines import as_int, object_at
+from batchcompact.adapters.opencode.extra import OpenCodeSessionExtra
 from batchcompact.adapters.opencode.settings import model_limits
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 from batchcompact.core.session import Session
 from batchcompact.core.tree import SessionTree
 from batchcompact.errors import SessionReadError
@@ -138,11 +138,11 @@ def session_ids(path: str | Path, agent: str | None = None) -> list[str]:
 
 
 def load_messages(conn: sqlite3.Connection, session_id: str, problems: list[Problem], name: str
-                  ) -> list[dict[str, Any]]:
+                  ) -> list[JsonObject]:
     """The session's messages, oldest first: `{"info": message JSON with id, "parts": [part JSON with id],
     "updated": time_updated}` (a row whose JSON is broken is a problem, never a crash)."""
-    messages: list[dict[str, Any]] = []
-    by_id: dict[str, dict[str, Any]] = {}
+    messages: list[JsonObject] = []
+    by_id: dict[str, JsonObject] = {}
     rows = conn.execute("SELECT id, time_created, time_updated, data FROM message WHERE session_id = ? "
                         "ORDER BY time_created, id", (session_id,))
     for message_id, created, updated, data in rows:
@@ -166,9 +166,9 @@ def load_messages(conn: sqlite3.Connection, session_id: str, problems: list[Prob
     return messages
 
 
-def _json(raw: Any, problems: list[Problem], name: str, what: str) -> dict[str, Any] | None:
+def _json(raw: str | bytes | None, problems: list[Problem], name: str, what: str) -> JsonObject | None:
     try:
-        value = json.loads(raw)
+        value = json.loads(raw)  # type: ignore[arg-type]  # NULL: its TypeError is the problem said
     except (TypeError, ValueError) as exc:
         problems.append(Problem(name, None, ERROR, f"{what}: its data is not JSON ({exc})"))
         return None
@@ -178,19 +178,19 @@ def _json(raw: Any, problems: list[Problem], name: str, what: str) -> dict[str, 
     return value
 
 
-def _finished_summary(info: dict[str, Any]) -> bool:
+def _finished_summary(info: JsonObject) -> bool:
     return info.get("role") == "assistant" and bool(info.get("summary")) and bool(info.get("finish")) \
         and not info.get("error")
 
 
-def compaction_part(message: dict[str, Any]) -> dict[str, Any] | None:
+def compaction_part(message: JsonObject) -> JsonObject | None:
     return next((p for p in message["parts"] if p.get("type") == "compaction"), None)
 
 
-def filter_compacted(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def filter_compacted(messages: list[JsonObject]) -> list[JsonObject]:
     """OpenCode's `filterCompacted` (1.18.33): what it loads of an oldest-first message list, in the order
     it sends it to the model."""
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     summarized: set[str] = set()
     tail: str | None = None
     for message in reversed(messages):
@@ -228,22 +228,22 @@ def filter_compacted(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def usage(info: dict[str, Any]) -> dict[str, int] | None:
+def usage(info: JsonObject) -> dict[str, int] | None:
     tokens = info.get("tokens")
     if not isinstance(tokens, dict):
         return None
-    cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+    cache = object_at(tokens, "cache")
     out = {"input": _int(tokens.get("input")), "output": _int(tokens.get("output")) + _int(tokens.get("reasoning")),
            "cacheRead": _int(cache.get("read")), "cacheWrite": _int(cache.get("write"))}
     out["totalTokens"] = sum(out.values())
     return out
 
 
-def _int(value: Any) -> int:
+def _int(value: JsonValue) -> int:
     return as_int(value)  # 0 for what is not a finite number (inf, NaN)
 
 
-def user_message(message: dict[str, Any]) -> dict[str, Any] | None:
+def user_message(message: JsonObject) -> JsonObject | None:
     """A user message's model content (None when OpenCode sends nothing of it)."""
     blocks = []
     for part in message["parts"]:
@@ -259,9 +259,9 @@ def user_message(message: dict[str, Any]) -> dict[str, Any] | None:
     return {"role": "user", "content": blocks, "timestamp": message["info"]["time"].get("created")}
 
 
-def tool_output(part: dict[str, Any]) -> tuple[str, bool]:
+def tool_output(part: JsonObject) -> tuple[str, bool]:
     """A tool part's result as OpenCode sends it: (text, is an error)."""
-    state = part.get("state") if isinstance(part.get("state"), dict) else {}
+    state = object_at(part, "state")
     status = state.get("status")
     if status == "completed":
         if isinstance(state.get("time"), dict) and state["time"].get("compacted"):
@@ -269,14 +269,14 @@ def tool_output(part: dict[str, Any]) -> tuple[str, bool]:
         output = state.get("output")
         return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False), False
     if status == "error":
-        metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
+        metadata = object_at(state, "metadata")
         if metadata.get("interrupted") is True and isinstance(metadata.get("output"), str):
             return metadata["output"], False
         return str(state.get("error") or ""), True
     return INTERRUPTED, True
 
 
-def assistant_messages(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def assistant_messages(message: JsonObject) -> list[tuple[str, JsonObject]]:
     """An assistant message's model content as (entry id, pi message): the reply, then one toolResult per
     tool part; nothing for a message OpenCode leaves out (an error that is not an abort with content)."""
     info = message["info"]
@@ -285,8 +285,8 @@ def assistant_messages(message: dict[str, Any]) -> list[tuple[str, dict[str, Any
                       and any(p.get("type") not in ("step-start", "reasoning") for p in message["parts"])):
         return []
     created = info["time"].get("created")
-    blocks: list[dict[str, Any]] = []
-    results: list[tuple[str, dict[str, Any]]] = []
+    blocks: list[JsonObject] = []
+    results: list[tuple[str, JsonObject]] = []
     for part in message["parts"]:
         kind = part.get("type")
         if kind == "text":
@@ -294,10 +294,10 @@ def assistant_messages(message: dict[str, Any]) -> list[tuple[str, dict[str, Any
         elif kind == "reasoning":
             blocks.append({"type": "thinking", "thinking": part.get("text") or ""})
         elif kind == "tool":
-            state = part.get("state") if isinstance(part.get("state"), dict) else {}
+            state = object_at(part, "state")
             call_id = str(part.get("callID") or part["id"])
             name = str(part.get("tool") or "")
-            arguments = state.get("input") if isinstance(state.get("input"), dict) else {}
+            arguments = object_at(state, "input")
             blocks.append({"type": "toolCall", "id": call_id, "name": name, "arguments": arguments})
             text, is_error = tool_output(part)
             results.append((part["id"], {"role": "toolResult", "toolCallId": call_id, "toolName": name,
@@ -314,7 +314,7 @@ def assistant_messages(message: dict[str, Any]) -> list[tuple[str, dict[str, Any
     return [(info["id"], reply), *results]
 
 
-def summary_text(message: dict[str, Any]) -> str:
+def summary_text(message: JsonObject) -> str:
     return "".join(p.get("text") or "" for p in message["parts"] if p.get("type") == "text")
 
 
@@ -325,8 +325,8 @@ def read_session(path: str | Path, session_id: str, *, agent: str = FORMAT,
     error problem."""
     name = f"{path}#{session_id}"
     problems: list[Problem] = []
-    header: dict[str, Any] = {"id": session_id}
-    messages: list[dict[str, Any]] = []
+    header: JsonObject = {"id": session_id}
+    messages: list[JsonObject] = []
     migration = None
     try:
         with closing(connect(path)) if conn is None else nullcontext(conn) as db:
@@ -349,19 +349,19 @@ def read_session(path: str | Path, session_id: str, *, agent: str = FORMAT,
     header["model"] = model["modelID"] if model else None
     if not messages and not any(p.severity == ERROR for p in problems):
         problems.append(Problem(name, None, ERROR, "the session has no messages"))
-    extra = {"database": str(path), "session_id": session_id, "messages": messages, "migration": migration,
-             "last_message": messages[-1]["info"]["id"] if messages else None, "model": model}
+    extra = OpenCodeSessionExtra(database=str(path), session_id=session_id, messages=messages, migration=migration,
+                                 last_message=messages[-1]["info"]["id"] if messages else None, model=model)
     return Session(name, agent, header, entries, problems=problems, tree=tree, extra=extra)
 
 
-def build_entries(messages: list[dict[str, Any]], name: str, problems: list[Problem]) -> list[Entry]:
+def build_entries(messages: list[JsonObject], name: str, problems: list[Problem]) -> list[Entry]:
     """The chained entries of an oldest-first message list (see the module docstring)."""
     entries: list[Entry] = []
     parent: str | None = None
     by_id = {m["info"]["id"]: m for m in messages}
     compaction_users = {m["info"].get("parentID") for m in messages if _finished_summary(m["info"])}
 
-    def add(data: dict[str, Any]) -> None:
+    def add(data: JsonObject) -> None:
         nonlocal parent
         data["parentId"] = parent
         entries.append(Entry(data, None))
@@ -379,7 +379,7 @@ def build_entries(messages: list[dict[str, Any]], name: str, problems: list[Prob
                 problems.append(Problem(name, None, WARNING, f"compaction {info['id']}: tail_start_id "
                                         f"{first_kept!r} is not a message of the session"))
                 first_kept = info["id"]
-            marker = info.get("batchcompact") if isinstance(info.get("batchcompact"), dict) else {}
+            marker = object_at(info, "batchcompact")
             data = {"type": "compaction", "id": info["id"], "timestamp": ts, "summary": summary_text(message),
                     "firstKeptEntryId": first_kept, "tokensBefore": _int(marker.get("tokensBefore")),
                     "fromHook": False}
@@ -403,7 +403,7 @@ def build_entries(messages: list[dict[str, Any]], name: str, problems: list[Prob
     return entries
 
 
-def read(path: str | os.PathLike) -> Session:
+def read(path: str | Path) -> Session:
     """An OpenCode or Kilo session in its database (`<db>#<id>`)."""
     if Path(path).name in DATABASES:  # the database itself: its problem, or which sessions to name
         from batchcompact.core.words import counted
@@ -418,6 +418,6 @@ def read(path: str | os.PathLike) -> Session:
     session = read_session(db, session_id, agent=format_of(db))
     limits = model_limits(session)
     if limits.get("context"):
-        session.extra["context_window"] = limits["context"]
-    session.extra["agent_limits"] = limits
+        session.context_window = limits["context"]
+    session.agent_limits = limits
     return session

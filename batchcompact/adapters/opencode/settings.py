@@ -13,13 +13,19 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from batchcompact.adapters.common.lines import object_at
 from batchcompact.adapters.common.settings_files import json_settings, positive
+from batchcompact.adapters.opencode.extra import OpenCodeSessionExtra
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.session import Session
 
+if TYPE_CHECKING:
+    from batchcompact.core.planner import CompactionSettings
 
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+
+def _merge(base: JsonObject, over: JsonObject) -> JsonObject:
     out = dict(base)
     for key, value in over.items():
         out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
@@ -40,24 +46,24 @@ def config_files(agent: str, project: str | None) -> list[Path]:
     return files
 
 
-def load_config(session: Session) -> dict[str, Any]:
-    config: dict[str, Any] = {}
-    for path in config_files(session.agent, session.header.get("cwd")):
+def load_config(session: Session) -> JsonObject:
+    config: JsonObject = {}
+    for path in config_files(session.agent, (session.header or {}).get("cwd")):
         config = _merge(config, json_settings(path))
     return config
 
 
-def model_limits(session: Session) -> dict[str, Any]:
+def model_limits(session: Session) -> JsonObject:
     """The session model's limits and OpenCode's compaction settings from the user's config: `context`,
     `input`, `output` (None where not set), `reserved`, `auto`, `preserve`."""
     config = load_config(session)
-    model = session.extra.get("model") or {}
-    providers = config.get("provider") if isinstance(config.get("provider"), dict) else {}
+    model = OpenCodeSessionExtra.of(session).model or {}
+    providers = config.get("provider")
     provider = providers.get(model.get("providerID")) if isinstance(providers, dict) else None
     models = provider.get("models") if isinstance(provider, dict) else None
     entry = models.get(model.get("modelID")) if isinstance(models, dict) else None
-    limit = entry.get("limit") if isinstance(entry, dict) and isinstance(entry.get("limit"), dict) else {}
-    compaction = config.get("compaction") if isinstance(config.get("compaction"), dict) else {}
+    limit = object_at(entry, "limit") if isinstance(entry, dict) else {}
+    compaction = object_at(config, "compaction")
     reserved = compaction.get("reserved")
     preserve = compaction.get("preserve_recent_tokens")
     return {"context": positive(limit.get("context")), "input": positive(limit.get("input")),
@@ -67,7 +73,8 @@ def model_limits(session: Session) -> dict[str, Any]:
             "auto": compaction.get("auto") is not False}
 
 
-def with_opencode_settings(session: Any, settings: Any, fields: tuple[str, ...]) -> tuple[Any, str | None]:
+def with_opencode_settings(session: Session, settings: CompactionSettings,
+                           fields: tuple[str, ...]) -> tuple[CompactionSettings, str | None]:
     """OpenCode's own settings for the settings nobody set: its kept tail (`compaction.preserve_recent_tokens`,
     else 25% of the usable window within 2,000..15,000; 15,000 when the window is the price table's); the
     skip reason when `compaction.auto` is false (--force compacts anyway, as /compact still does)."""
@@ -77,7 +84,7 @@ def with_opencode_settings(session: Any, settings: Any, fields: tuple[str, ...])
         opencode_usable,
     )
 
-    limits = session.extra.get("agent_limits") or {}
+    limits = session.agent_limits or {}
     if limits.get("auto") is False and not settings.force:
         return settings, "compaction.auto is false in the OpenCode config (--force compacts anyway)"
     if "keep_recent_tokens" not in fields:

@@ -28,13 +28,14 @@ from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from batchcompact.adapters.common.database import (
     SessionDatabase,
     begin_immediate,
     write_in_one_transaction,
 )
+from batchcompact.adapters.opencode.extra import OpenCodeSessionExtra
 from batchcompact.adapters.opencode.read import (
     COMPACTION_PROMPT,
     OpenCodeStoreError,
@@ -46,6 +47,10 @@ from batchcompact.adapters.opencode.read import (
     split_session_path,
 )
 from batchcompact.core.context import build_session_context
+from batchcompact.core.jsontypes import JsonObject, JsonValue
+
+if TYPE_CHECKING:
+    from batchcompact.core.session import Session
 
 BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 BUSY_TRIES = 6
@@ -74,9 +79,9 @@ def ascending_id(prefix: str, ms: int, counter: int, seed: str) -> str:
     return f"{prefix}_{stamp:012x}" + "".join(BASE62[b % 62] for b in digest[:14])
 
 
-def tail_message_id(session: Any, first_kept_entry_id: str) -> str | None:
+def tail_message_id(session: Session, first_kept_entry_id: str) -> str | None:
     """The message a planned first kept entry belongs to (a tool result's entry id is its part id)."""
-    messages = session.extra["messages"]
+    messages = OpenCodeSessionExtra.of(session).messages
     for message in messages:
         if message["info"]["id"] == first_kept_entry_id:
             if message["info"].get("role") == "assistant" and message["info"].get("summary") is True:  # an earlier compaction: keep from its user message
@@ -87,21 +92,22 @@ def tail_message_id(session: Any, first_kept_entry_id: str) -> str | None:
     return None
 
 
-def build_rows(session: Any, *, summary: str, first_kept_entry_id: str, now_ms: int,
-               marker: dict[str, Any]) -> tuple[list[tuple], list[tuple], Written]:
+def build_rows(session: Session, *, summary: str, first_kept_entry_id: str, now_ms: int,
+               marker: JsonObject) -> tuple[list[tuple], list[tuple], Written]:
     """The message rows and part rows (id, session, created, updated, data) of our compaction."""
-    messages = session.extra["messages"]
-    session_id = session.extra["session_id"]
+    extra = OpenCodeSessionExtra.of(session)
+    messages, session_id = extra.messages, extra.session_id
     last = messages[-1]["info"]
     ms = max(now_ms, max(_created(m["info"]) for m in messages) + 1)
     seed = f"{session_id}\0{first_kept_entry_id}\0{summary}"
     user_id = ascending_id("msg", ms, 1, seed + "\0user")
     summary_id = ascending_id("msg", ms, 3, seed + "\0summary")
     tail = tail_message_id(session, first_kept_entry_id)
-    last_user = next((m["info"] for m in reversed(messages) if m["info"].get("role") == "user"), {})
-    last_assistant = next((m["info"] for m in reversed(messages) if m["info"].get("role") == "assistant"), {})
-    model = session.extra.get("model") or {}
-    user_model = last_user.get("model") if isinstance(last_user.get("model"), dict) else \
+    last_user: JsonObject = next((m["info"] for m in reversed(messages) if m["info"].get("role") == "user"), {})
+    last_assistant: JsonObject = next((m["info"] for m in reversed(messages) if m["info"].get("role") == "assistant"),
+                                      {})
+    model = extra.model or {}
+    user_model: JsonObject = last_user["model"] if isinstance(last_user.get("model"), dict) else \
         {"providerID": model.get("providerID"), "modelID": model.get("modelID")}
     user_info = {"role": "user", "model": user_model, "agent": last_user.get("agent") or "build",
                  "time": {"created": ms}}
@@ -109,7 +115,7 @@ def build_rows(session: Any, *, summary: str, first_kept_entry_id: str, now_ms: 
     if tail is not None:
         compaction["tail_start_id"] = tail
     where = last_assistant.get("path") if isinstance(last_assistant.get("path"), dict) else \
-        {"cwd": session.header.get("cwd"), "root": "/"}
+        {"cwd": (session.header or {}).get("cwd"), "root": "/"}
     summary_info = {
         "role": "assistant", "parentID": user_id, "mode": "compaction", "agent": "compaction", "summary": True,
         "path": where, "cost": 0,
@@ -128,12 +134,12 @@ def build_rows(session: Any, *, summary: str, first_kept_entry_id: str, now_ms: 
     return message_rows, part_rows, Written(user_id, summary_id, tail)
 
 
-def _created(info: dict[str, Any]) -> int:
+def _created(info: JsonObject) -> int:
     value = (info.get("time") or {}).get("created")
     return int(value) if isinstance(value, (int, float)) else 0
 
 
-def _dump(value: Any) -> str:
+def _dump(value: JsonValue) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -144,10 +150,10 @@ def _events(conn: sqlite3.Connection, session_id: str, message_rows: list[tuple]
     if row is None:
         return
     seq = row[0]
-    events = []
-    parts_of = {}
-    for part in part_rows:
-        parts_of.setdefault(part[1], []).append(part)
+    events: list[tuple[int, str, JsonObject]] = []
+    parts_of: dict[str, list[tuple]] = {}
+    for part_row in part_rows:
+        parts_of.setdefault(part_row[1], []).append(part_row)
     for message_id, _, created, _, data in message_rows:
         info = {"id": message_id, "sessionID": session_id, **json.loads(data)}
         events.append((created, "message.updated.1", {"sessionID": session_id, "info": info}))
@@ -168,16 +174,17 @@ def begin(conn: sqlite3.Connection, path: str | Path, tries: int = BUSY_TRIES, p
         f"{path}: the database stayed locked by another writer ({exc}; {tries} tries); nothing written"))
 
 
-def write_compaction(path: str | Path, session: Any, *, summary: str, first_kept_entry_id: str, now_ms: int,
-                     marker: dict[str, Any] | None = None, busy_timeout: float = 2.0,
+def write_compaction(path: str | Path, session: Session, *, summary: str, first_kept_entry_id: str, now_ms: int,
+                     marker: JsonObject | None = None, busy_timeout: float = 2.0,
                      tries: int = BUSY_TRIES, expect: tuple[int, str] | None = None,
-                     verify: Callable[[Any], list[str]] | None = None) -> Written:
+                     verify: Callable[[Session], list[str]] | None = None) -> Written:
     """Record our compaction of `session` (read from `path`, or from the database `path` is a copy of)
     in one transaction. `expect`: the (bytes, SHA-256) of the session's rows as read (`fingerprint`),
     checked inside the transaction; `verify(written session) -> problems`, run on the session re-read
     inside the transaction before it commits. Raises `DatabaseBusy`, `ChangedSince`, `VerificationError`
     or `OpenCodeStoreError`; nothing is written then."""
-    session_id = session.extra["session_id"]
+    extra = OpenCodeSessionExtra.of(session)
+    session_id = extra.session_id
     message_rows, part_rows, written = build_rows(session, summary=summary, first_kept_entry_id=first_kept_entry_id,
                                                   now_ms=now_ms, marker=marker or {})
     try:
@@ -188,8 +195,8 @@ def write_compaction(path: str | Path, session: Any, *, summary: str, first_kept
                 row = conn.execute("SELECT time_updated FROM session WHERE id = ?", (session_id,)).fetchone()
                 last = conn.execute("SELECT id FROM message WHERE session_id = ? ORDER BY time_created DESC, id DESC "
                                     "LIMIT 1", (session_id,)).fetchone()
-                if row is None or row[0] != session.header.get("time_updated") or \
-                        (last[0] if last else None) != session.extra.get("last_message") or \
+                if row is None or row[0] != (session.header or {}).get("time_updated") or \
+                        (last[0] if last else None) != extra.last_message or \
                         (expect is not None and rows_digest(conn, session_id)[:2] != expect):
                     raise ChangedSince(f"{path}: session {session_id} changed since it was read; not written")
                 conn.executemany("INSERT INTO message (id, session_id, time_created, time_updated, data) "
@@ -278,8 +285,8 @@ DATABASE_STORE = SessionDatabase(split=split_session_path, open_checked=_open_ch
 copy_session = DATABASE_STORE.copy_session  # an unchanged session to --output-dir (the store protocol's `copy_session`)
 
 
-def write_session(session: Any, lines: list[dict[str, Any]], target: str | Path,
-                  verify: Callable[[Any], list[str]] | None, *, in_place: bool, backup: bool,
+def write_session(session: Session, lines: list[JsonObject], target: str | Path,
+                  verify: Callable[[Session], list[str]] | None, *, in_place: bool, backup: bool,
                   expect: tuple[int, str]) -> str:
     """Record the compaction line (`write.build_compaction`) in the session's database at `target`
     (`<db>#<id>`): in place (after a backup of the database, unless disabled), or in a copy of the database
@@ -293,14 +300,15 @@ def write_session(session: Any, lines: list[dict[str, Any]], target: str | Path,
                          first_kept_entry_id=compaction["firstKeptEntryId"], now_ms=compaction["now_ms"],
                          marker=marker, expect=expect, verify=verify, busy_timeout=BUSY_TIMEOUT_S, tries=BUSY_TRIES)
 
-    return DATABASE_STORE.write_session(Path(session.extra["database"]), session.extra["session_id"], target, write,
+    extra = OpenCodeSessionExtra.of(session)
+    return DATABASE_STORE.write_session(Path(extra.database), extra.session_id, target, write,
                                         in_place=in_place, backup=backup, expect=expect)
 
 
-def verify(path: str | Path, original: Any, written: Written, *, summary: str, agent: str) -> list[str]:
+def verify(path: str | Path, original: Session, written: Written, *, summary: str, agent: str) -> list[str]:
     """Re-read the session from the database: OpenCode's loader must start from our summary exactly once,
     then hold the kept tail in order."""
-    again = read_session(path, original.extra["session_id"], agent=agent)
+    again = read_session(path, OpenCodeSessionExtra.of(original).session_id, agent=agent)
     problems = [p.message for p in again.errors]
     if problems:
         return problems
@@ -315,7 +323,7 @@ def verify(path: str | Path, original: Any, written: Written, *, summary: str, a
         return ["the summary is not in the rebuilt context exactly once"]
     from batchcompact.adapters.opencode.read import filter_compacted
 
-    loaded = filter_compacted(again.extra["messages"])
+    loaded = filter_compacted(OpenCodeSessionExtra.of(again).messages)
     if not loaded or loaded[0]["info"]["id"] != written.user_id or len(loaded) < 2 \
             or loaded[1]["info"]["id"] != written.summary_id:
         return [f"OpenCode's loader would not start from the summary ('{COMPACTION_PROMPT}' then the summary)"]

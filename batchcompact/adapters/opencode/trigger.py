@@ -12,8 +12,7 @@ Pure: no I/O (`core/triggers.py` holds the shared `Trigger` and rules)."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.triggers import Trigger, chosen_window
 
 OPENCODE_OUTPUT_TOKEN_MAX = 32_000  # ProviderTransform.OUTPUT_TOKEN_MAX (OPENCODE_EXPERIMENTAL_OUTPUT_TOKEN_MAX)
@@ -50,7 +49,7 @@ def opencode_tail_tokens(usable: int, preserve_recent_tokens: int | None = None)
 
 def opencode_trigger(*, recorded_window: int | None = None, table_window: int | None = None,
                      max_output_tokens: int | None = None, override_window: int | None = None,
-                     agent_limits: dict[str, Any] | None = None, **_: Any) -> Trigger:
+                     agent_limits: JsonObject | None = None, **_: object) -> Trigger:
     """OpenCode's (and Kilo's): the model's `limit.context` from the user's config (`recorded_window`; else
     the price table's window) and its usable window as the threshold (`agent_limits`: the config's
     `limit.input`, `limit.output` and `compaction.reserved`; the output limit else the table's)."""

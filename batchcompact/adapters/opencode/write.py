@@ -9,18 +9,24 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
+from batchcompact.adapters.opencode.extra import OpenCodeSessionExtra
 from batchcompact.adapters.opencode.read import compaction_part, filter_compacted
 from batchcompact.adapters.opencode.store import build_rows, tail_message_id
+from batchcompact.core.jsontypes import JsonObject
+
+if TYPE_CHECKING:
+    from batchcompact.core.planner import CompactionPlan
+    from batchcompact.core.session import Session
 
 
 def _ms(now_iso: str) -> int:
     return int(datetime.fromisoformat(now_iso.replace("Z", "+00:00")).timestamp() * 1000)
 
 
-def build_compaction(session: Any, plan: Any, summary: str, *, usage: dict[str, Any] | None, now_iso: str,
-                     from_hook: bool = False) -> list[dict[str, Any]]:
+def build_compaction(session: Session, plan: CompactionPlan, summary: str, *, usage: JsonObject | None, now_iso: str,
+                     from_hook: bool = False) -> list[JsonObject]:
     """The compaction to record (pure): its summary, the first kept entry, the time and our marker (tokens
     before, file lists); `id` is the summary message's id the store will give it."""
     marker = {"tokensBefore": plan.tokens_before, "readFiles": list(plan.read_files),
@@ -36,7 +42,7 @@ def build_compaction(session: Any, plan: Any, summary: str, *, usage: dict[str, 
     return [line]
 
 
-def verify(original: Any, written: Any, plan: Any) -> list[str]:
+def verify(original: Session, written: Session, plan: CompactionPlan) -> list[str]:
     """What is wrong with the session as written (empty when it is good)."""
     from batchcompact.core.context import written_context
 
@@ -62,7 +68,7 @@ def verify(original: Any, written: Any, plan: Any) -> list[str]:
     quoted = json.dumps(last.data["summary"], ensure_ascii=False)[1:-1]
     if json.dumps([m.message for m in context], ensure_ascii=False).count(quoted) != 1:
         return ["the summary is not in the rebuilt context exactly once"]
-    loaded = filter_compacted(written.extra["messages"])
+    loaded = filter_compacted(OpenCodeSessionExtra.of(written).messages)
     if len(loaded) < 3 or compaction_part(loaded[0]) is None or loaded[1]["info"]["id"] != last.id \
             or loaded[2]["info"]["id"] != tail:
         return ["OpenCode's loader would not start from the summary, then the kept tail"]

@@ -14,9 +14,16 @@ longer under `.omp`, and is still rebuilt as oh-my-pi rebuilds it).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from batchcompact.core.context import CONTEXT_RULES, ContextRules
+from batchcompact.core.context import ContextRules
+from batchcompact.core.jsontypes import JsonObject
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from batchcompact.core.entries import Entry
+    from batchcompact.core.session import Session
 
 OMP_RULES = ContextRules(
     replay_only_clean_turns=True,
@@ -34,16 +41,16 @@ RULES_FIELD = "contextRules"
 RULES_NAME = "oh-my-pi"
 
 
-def written_under_omp_rules(compactions: Any) -> bool:
+def written_under_omp_rules(compactions: Iterable[Entry]) -> bool:
     """A compaction entry batchcompact wrote under oh-my-pi's rules is among `compactions`."""
     return any(entry.data.get(RULES_FIELD) == RULES_NAME for entry in compactions)
 
 
-def is_title_slot(obj: dict[str, Any]) -> bool:
+def is_title_slot(obj: JsonObject) -> bool:
     return obj.get("type") == TITLE_SLOT and obj.get("v") == 1
 
 
-def has_omp_entries(entries: list[Any]) -> bool:
+def has_omp_entries(entries: list[Entry]) -> bool:
     """A `model_change` entry as oh-my-pi writes it (session-entries.ts `ModelChangeEntry`): a string
     `model` and no pi `modelId`."""
     return any(e.type == "model_change" and isinstance(e.data.get("model"), str) and "modelId" not in e.data
@@ -56,15 +63,14 @@ def under_omp_home(name: str) -> bool:
     return any(part == HOME and following == "agent" for part, following in zip(parts, parts[1:], strict=False))
 
 
-def is_omp(session: Any) -> bool:
-    return session.extra.get(CONTEXT_RULES) == OMP_RULES
+def is_omp(session: Session) -> bool:
+    return session.context_rules == OMP_RULES
 
 
 # ---- its compaction settings (config/settings.ts, settings-schema.ts) ----------------------------------
 # oh-my-pi's compaction keys -> planner settings; a threshold <= 0 (its default -1) is unset
 OMP_SETTINGS_KEYS = {"reserveTokens": "reserve_tokens", "keepRecentTokens": "keep_recent_tokens",
                      "thresholdPercent": "threshold_percent", "thresholdTokens": "threshold_tokens"}
-OMP_LIMITS = "agent_limits"  # Session.extra key the trigger reads (planning.session_trigger)
 
 
 def agent_dir(session_path: str) -> Path:
@@ -76,7 +82,7 @@ def agent_dir(session_path: str) -> Path:
     return Path.home() / HOME / "agent"
 
 
-def _scalar(text: str) -> Any:
+def _scalar(text: str) -> str | int | float | bool | None:
     """A YAML scalar as oh-my-pi's config.yml holds one (numbers, booleans, null, plain or quoted strings)."""
     text = text.split(" #", 1)[0].strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
@@ -94,7 +100,7 @@ def _scalar(text: str) -> Any:
     return text
 
 
-def read_yaml_compaction(path: Path) -> dict[str, Any]:
+def read_yaml_compaction(path: Path) -> JsonObject:
     """The `compaction` keys of an oh-my-pi config.yml: its block of `key: value` scalars (or dotted
     `compaction.key: value` lines). Only that much YAML is read: no dependency for a settings file that is
     a convenience; anything else in the file is passed over."""
@@ -102,7 +108,7 @@ def read_yaml_compaction(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeError):
         return {}
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     inside = False
     indent = None
     for raw in text.splitlines():
@@ -126,7 +132,7 @@ def read_yaml_compaction(path: Path) -> dict[str, Any]:
     return out
 
 
-def _read_json_compaction(path: Path) -> dict[str, Any]:
+def _read_json_compaction(path: Path) -> JsonObject:
     import json
 
     try:
@@ -137,7 +143,7 @@ def _read_json_compaction(path: Path) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def omp_settings(session_path: str, cwd: str | None) -> tuple[dict[str, Any], list[str], bool]:
+def omp_settings(session_path: str, cwd: str | None) -> tuple[JsonObject, list[str], bool]:
     """oh-my-pi's compaction settings for a session: (planner values, files that set any, whether the
     reserve was set). Global `config.yml` (or `config.yaml`; a legacy `settings.json` when neither exists,
     which oh-my-pi migrates) in the session's agent folder, then the project's `.omp/settings.json` and
@@ -148,7 +154,7 @@ def omp_settings(session_path: str, cwd: str | None) -> tuple[dict[str, Any], li
         candidates = [home / "settings.json"]
     if cwd:
         candidates += [Path(cwd) / HOME / "settings.json", Path(cwd) / HOME / "config.yml"]
-    values: dict[str, Any] = {}
+    values: JsonObject = {}
     used: list[str] = []
     reserve_set = False
     for path in candidates:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from batchcompact.adapters.pi.extra import PiSessionExtra
 from batchcompact.adapters.pi.omp import (
     OMP_RULES,
     has_omp_entries,
@@ -14,26 +15,32 @@ from batchcompact.adapters.pi.omp import (
     under_omp_home,
     written_under_omp_rules,
 )
-from batchcompact.core.context import CONTEXT_RULES
 from batchcompact.core.entries import ERROR, KNOWN_ENTRY_TYPES, MESSAGE_ROLES, WARNING, Entry, Problem
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 from batchcompact.core.migrate import header_version, migrate
 from batchcompact.core.session import Session
-from batchcompact.formats.jsonl import SOURCE, SourceDigest, iter_json_lines, paused_gc
+from batchcompact.formats.jsonl import SourceDigest, iter_json_lines, paused_gc
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 
 
 def read_pi_session(path: str | Path, *, digest: bool = False) -> Session:
     """Read one pi session file. Never raises on bad content: problems are collected on the Session.
 
-    With `digest`, `session.extra[SOURCE]` is the SourceDigest of exactly the bytes that were parsed
+    With `digest`, `session.source` is the SourceDigest of exactly the bytes that were parsed
     (a fingerprint taken from the read itself, and what `read_pi_appended` needs to trust them)."""
     with paused_gc():
         return _read_pi_session(path, SourceDigest() if digest else None)
 
 
-def _read_pi_session(path: str | Path, digest: Any = None) -> Session:
+def _read_pi_session(path: str | Path, digest: SourceDigest | None = None) -> Session:
     name = str(path)
     problems: list[Problem] = []
-    header, entries, slot = None, [], False
+    header: JsonObject | None = None
+    entries: list[Entry] = []
+    slot = False
     try:
         lines = iter_json_lines(path, problems, digest=digest)
         first_line = next(lines, None)
@@ -54,20 +61,20 @@ def _read_pi_session(path: str | Path, digest: Any = None) -> Session:
     session = Session(name, "pi", header, entries, version=version if header is not None else None, problems=problems)
     _check_compactions(session, compactions)
     if digest is not None:
-        session.extra[SOURCE] = digest
+        session.source = digest
     if slot or under_omp_home(name) or has_omp_entries(entries) or written_under_omp_rules(compactions):
-        session.extra[CONTEXT_RULES] = OMP_RULES
-        session.extra["agent_limits"] = {"rules": "oh-my-pi"}  # its trigger (adapters/pi/trigger.py)
+        session.context_rules = OMP_RULES
+        session.agent_limits = {"rules": "oh-my-pi"}  # its trigger (adapters/pi/trigger.py)
     if slot:
-        session.extra["header_line"] = 2
+        session.extra = PiSessionExtra(header_line=2)
     _as_pi_takes_it(session)
     if header is None and entries:
         # pi 0.73.1 starts such a file afresh (its loadEntriesFromFile gives nothing, setSessionFile rewrites
         # it with a new header) and oh-my-pi refuses to resume it: no agent rebuilds a context from it
-        session.extra["not_writable"] = NO_HEADER
+        session.not_writable = NO_HEADER
     elif session.migrated and any(p.message.endswith(SKIPPED_LINE) for p in session.problems):
         # its v3 rewrite (ours, as pi's) holds only the entries read: the skipped line would be lost
-        session.extra["not_writable"] = MIGRATED_SKIPPED
+        session.not_writable = MIGRATED_SKIPPED
     return session
 
 
@@ -93,10 +100,11 @@ def _as_pi_takes_it(session: Session) -> None:
             session.problems[index] = Problem(problem.path, problem.line, WARNING, problem.message + ROOT)
 
 
-def _split_lines(items: Any, name: str, problems: list[Problem], *, first: bool) -> tuple[Any, list[Entry]]:
+def _split_lines(items: Iterable[tuple[int, JsonObject]], name: str, problems: list[Problem], *,
+                 first: bool) -> tuple[JsonObject | None, list[Entry]]:
     """(header, entries) from (line number, object) pairs; `first`: the pairs start at the file's first
     line (where the header belongs). One Entry per line as it is read (a header's is dropped)."""
-    header: dict[str, Any] | None = None
+    header: JsonObject | None = None
     entries: list[Entry] = []
     keep = entries.append
     for lineno, obj in items:
@@ -130,7 +138,7 @@ def read_pi_appended(original: Session, path: str | Path, size: int, sha256: str
     lines) and checked; the tree and the compaction checks run over all entries. Relies on `original`
     not being mutated since it was read (planning and applying are pure functions).
     """
-    source = original.extra.get(SOURCE)
+    source = original.source
     if (not isinstance(source, SourceDigest) or (source.size, source.sha256) != (size, sha256)
             or original.problems or original.header is None or original.version != 3 or original.agent != "pi"):
         return None
@@ -149,9 +157,9 @@ def read_pi_appended(original: Session, path: str | Path, size: int, sha256: str
         assert original.tree is not None  # a Session always builds its tree
         tree = original.tree.extended(new, name)
         session = Session(name, "pi", original.header, tree.entries, version=3, problems=problems, tree=tree)
-        if CONTEXT_RULES in original.extra:
-            session.extra[CONTEXT_RULES] = original.extra[CONTEXT_RULES]
-            session.extra["agent_limits"] = dict(original.extra.get("agent_limits") or {})
+        if original.context_rules is not None:
+            session.context_rules = original.context_rules
+            session.agent_limits = dict(original.agent_limits or {})
         problems.extend(tree.problems)  # as Session does with a tree it builds
         # The original's compactions passed this check on the same paths; with no new id problem they
         # still do (no appended entry is an ancestor of theirs), so only the appended ones are checked.
@@ -234,7 +242,7 @@ def _check_entries(name: str, entries: list[Entry], problems: list[Problem], *, 
     return compactions
 
 
-def _json_kind(value: Any) -> str:
+def _json_kind(value: JsonValue) -> str:
     """How a JSON value is named in a message ("a list", "an object", "null", "a number")."""
     if value is None:
         return "null"
@@ -242,7 +250,7 @@ def _json_kind(value: Any) -> str:
         return "a boolean"
     if isinstance(value, (int, float)):
         return "a number"
-    return {list: "a list", dict: "an object"}.get(type(value), "a string")
+    return "a list" if isinstance(value, list) else "an object" if isinstance(value, dict) else "a string"
 
 
 def _check_compactions(session: Session, compactions: list[Entry] | None = None) -> None:
@@ -259,7 +267,7 @@ def _check_compactions(session: Session, compactions: list[Entry] | None = None)
     # the whole path would give): one walk that indexes only those few
     wanted = {kept for e in compactions if isinstance(kept := e.data.get("firstKeptEntryId"), str)}
     position: dict[int, int] = {}
-    index_by_id: dict[Any, int] = {}
+    index_by_id: dict[str, int] = {}  # only ids in `wanted`: strings
     for i, e in enumerate(active):
         if e.id in wanted:
             index_by_id[e.id] = i

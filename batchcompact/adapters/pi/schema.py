@@ -4,12 +4,14 @@ checks). The checks are compiled and explained by `batchcompact.schemas`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from batchcompact.adapters.pi.extra import PiSessionExtra
 from batchcompact.core.entries import ERROR, Problem
 from batchcompact.schemas import definition_checker, file_checker
 
 if TYPE_CHECKING:
+    from batchcompact.core.jsontypes import JsonValue
     from batchcompact.core.session import Session
 
 HEADER_SCHEMA = "pi-session-header.schema.json"
@@ -34,12 +36,12 @@ OMP_ENTRY_DEFS = {**ENTRY_DEFS, "thinking_level_change": "ompThinkingLevelChange
                   "model_change": "ompModelChangeEntry"}
 
 
-def validate_header(obj: Any) -> list[str]:
+def validate_header(obj: JsonValue) -> list[str]:
     """Problems of a session header (first line) against pi-session-header.schema.json; [] when valid."""
     return file_checker(HEADER_SCHEMA).errors(obj, "header")
 
 
-def validate_entry(obj: Any, definitions: dict[str, str] = ENTRY_DEFS) -> list[str]:
+def validate_entry(obj: JsonValue, definitions: dict[str, str] = ENTRY_DEFS) -> list[str]:
     """Problems of one entry against pi-entry.schema.json; [] when valid or of an unknown type.
     `definitions`: which definition checks each type (OMP_ENTRY_DEFS for an oh-my-pi session).
 
@@ -60,7 +62,7 @@ def validate_session(session: Session) -> list[Problem]:
     definitions = OMP_ENTRY_DEFS if is_omp(session) else ENTRY_DEFS
     problems: list[Problem] = []
     if session.header is not None:
-        line = session.extra.get("header_line", 1)
+        line = PiSessionExtra.of(session).header_line
         problems.extend(
             Problem(session.path, line, ERROR, f"session header: {text}")
             for text in validate_header(session.header)

@@ -10,9 +10,14 @@ import json
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 from batchcompact.folders import mtime_ns
+
+if TYPE_CHECKING:
+    from batchcompact.core.planner import CompactionSettings
+    from batchcompact.core.session import Session
 
 # pi's settings.json compaction keys -> planner setting names.
 PI_SETTINGS_KEYS = {"reserveTokens": "reserve_tokens", "keepRecentTokens": "keep_recent_tokens"}
@@ -23,7 +28,7 @@ def pi_agent_dir() -> Path:
     return Path(os.path.expanduser(explicit)) if explicit else Path.home() / ".pi" / "agent"
 
 
-def read_pi_compaction(path: Path) -> dict[str, Any]:
+def read_pi_compaction(path: Path) -> JsonObject:
     """The `compaction` object of one pi settings.json, or {}."""
     try:
         with open(path, encoding="utf-8") as handle:
@@ -34,9 +39,9 @@ def read_pi_compaction(path: Path) -> dict[str, Any]:
     return compaction if isinstance(compaction, dict) else {}
 
 
-def pi_settings(cwd: str | None = None) -> tuple[dict[str, Any], list[str]]:
+def pi_settings(cwd: str | None = None) -> tuple[JsonObject, list[str]]:
     """pi's compaction settings for a session started in `cwd`: (planner values, files that set any)."""
-    values: dict[str, Any] = {}
+    values: JsonObject = {}
     used: list[str] = []
     candidates = [pi_agent_dir() / "settings.json"]
     if cwd:
@@ -58,12 +63,13 @@ def pi_settings(cwd: str | None = None) -> tuple[dict[str, Any], list[str]]:
 
 
 @lru_cache(maxsize=1024)
-def _pi_settings_cached(cwd: str | None, agent_dir: str, stamps: tuple[int | None, ...]) -> tuple[Any, ...]:
+def _pi_settings_cached(cwd: str | None, agent_dir: str,
+                        stamps: tuple[int | None, ...]) -> tuple[tuple[tuple[str, JsonValue], ...], tuple[str, ...]]:
     values, used = pi_settings(cwd)
     return tuple(sorted(values.items())), tuple(used)
 
 
-def pi_overrides(cwd: str | None, fields: tuple[str, ...]) -> tuple[dict[str, Any], list[str]]:
+def pi_overrides(cwd: str | None, fields: tuple[str, ...]) -> tuple[JsonObject, list[str]]:
     """The values pi's settings give the `fields` still at their defaults, for a session started in `cwd`
     (read once per project and file version, so an archive of many sessions costs a stat or two each)."""
     agent_dir = pi_agent_dir()
@@ -74,18 +80,21 @@ def pi_overrides(cwd: str | None, fields: tuple[str, ...]) -> tuple[dict[str, An
     return {k: v for k, v in values if k in fields}, list(used)
 
 
-def with_pi_settings(session: Any, settings: Any, fields: tuple[str, ...]) -> tuple[Any, str | None]:
+def with_pi_settings(session: Session, settings: CompactionSettings,
+                     fields: tuple[str, ...]) -> tuple[CompactionSettings, str | None]:
     """pi's own compaction settings (global, then the project's under the session's cwd) for the settings
     nobody set; returns the settings and, when pi's settings disable compaction, the skip reason. An
     oh-my-pi session takes oh-my-pi's settings instead (adapters/pi/omp.py)."""
-    from batchcompact.adapters.pi.omp import OMP_LIMITS, is_omp, omp_settings
+    from batchcompact.adapters.pi.omp import is_omp, omp_settings
 
     cwd = (session.header or {}).get("cwd")
     cwd = cwd if isinstance(cwd, str) else None  # a damaged header's cwd names no project
     if is_omp(session):
         found, files, reserve_set = omp_settings(session.path, cwd)
         values = {k: v for k, v in found.items() if k in fields}
-        limits = session.extra.setdefault(OMP_LIMITS, {})
+        if session.agent_limits is None:
+            session.agent_limits = {}
+        limits = session.agent_limits  # the trigger reads them (planning.session_trigger)
         limits["reserve_set"] = limits.get("reserve_set", False) or (reserve_set and "reserve_tokens" in fields)
         if values.pop("enabled", True) is False and not settings.force:
             return settings, f"compaction disabled in oh-my-pi settings ({files[-1]}; --force compacts anyway)"

@@ -8,11 +8,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.triggers import Trigger, window_trigger
 
 
 def pi_trigger(*, recorded_window: int | None = None, override_window: int | None = None,
-               agent_limits: dict[str, Any] | None = None, **kwargs: Any) -> Trigger:
+               # Any: the trigger protocol's other keywords, passed on to `window_trigger` as they came
+               agent_limits: JsonObject | None = None, **kwargs: Any) -> Trigger:
     """pi's: the window the session recorded, else the generic rule (window - reserve_tokens). An oh-my-pi
     session (its reader and settings say so in `agent_limits`): oh-my-pi's reserve rule (`omp_threshold`).
     --threshold-tokens and --threshold-percent (oh-my-pi's thresholdTokens, thresholdPercent) come first

@@ -5,21 +5,25 @@ pure but the `verify`s, which look only at sessions already read (read.py). Open
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from batchcompact.core.entries import ERROR
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.session import Session
 
+if TYPE_CHECKING:
+    from batchcompact.core.planner import CompactionPlan
 
-def build_compaction(session: Session, plan: Any, summary: str, *, usage: dict[str, Any] | None,
-                     now_iso: str, from_hook: bool = False) -> list[dict[str, Any]]:
+
+def build_compaction(session: Session, plan: CompactionPlan, summary: str, *, usage: JsonObject | None,
+                     now_iso: str, from_hook: bool = False) -> list[JsonObject]:
     """The lines to append to a pi session for `plan` (pure): one v3 compaction entry."""
     from batchcompact.core.apply import build_compaction_entry
 
     entry = build_compaction_entry(
         plan,
         summary,
-        existing_ids=session.tree.by_id if session.tree is not None else [e.id for e in session.entries],
+        existing_ids=session.tree.by_id if session.tree is not None else [e.id for e in session.entries if e.id],
         session_id=session.session_id or "",
         timestamp=now_iso,
         usage=usage,
@@ -32,7 +36,7 @@ def build_compaction(session: Session, plan: Any, summary: str, *, usage: dict[s
     return [entry]
 
 
-def verify(original: Session, written: Session, plan: Any) -> list[str]:
+def verify(original: Session, written: Session, plan: CompactionPlan) -> list[str]:
     """What is wrong with a written pi file (empty when it is good)."""
     from batchcompact.core.context import written_context
 
@@ -75,8 +79,8 @@ def verify(original: Session, written: Session, plan: Any) -> list[str]:
     return problems
 
 
-def build_handoff(session: Session, plan: Any, document: str, *, usage: dict[str, Any] | None, now_iso: str,
-                  parent: str) -> tuple[str, list[dict[str, Any]]]:
+def build_handoff(session: Session, plan: CompactionPlan, document: str, *, usage: JsonObject | None, now_iso: str,
+                  parent: str) -> tuple[str, list[JsonObject]]:
     """A new session handed off from `session` (pure): its file name and lines. The header names the original
     in `parentSession`; one `custom_message` (oh-my-pi's `customType: "handoff"`, shown, attributed to the
     agent) holds the document, with the call's `usage` as a compaction entry records it; nothing else of the
@@ -85,9 +89,9 @@ def build_handoff(session: Session, plan: Any, document: str, *, usage: dict[str
     from batchcompact.core.handoff import handoff_content, handoff_session_id
 
     new_id = handoff_session_id(session.session_id or session.path, plan.leaf_id)
-    header: dict[str, Any] = {"type": "session", "version": 3, "id": new_id, "timestamp": now_iso,
+    header: JsonObject = {"type": "session", "version": 3, "id": new_id, "timestamp": now_iso,
                               "cwd": (session.header or {}).get("cwd") or "", "parentSession": parent}
-    message: dict[str, Any] = {"type": "custom_message", "id": new_id[-8:], "parentId": None, "timestamp": now_iso,
+    message: JsonObject = {"type": "custom_message", "id": new_id[-8:], "parentId": None, "timestamp": now_iso,
                                "customType": "handoff", "content": handoff_content(document), "display": True,
                                "attribution": "agent",
                                "details": {"readFiles": list(plan.read_files), "modifiedFiles": list(plan.modified_files),
@@ -98,7 +102,7 @@ def build_handoff(session: Session, plan: Any, document: str, *, usage: dict[str
     return name, [header, message]
 
 
-def handoff_file_suffix(session: Session, plan: Any) -> str:
+def handoff_file_suffix(session: Session, plan: CompactionPlan) -> str:
     """How the name of `session`'s handoff file for `plan` ends (whatever its timestamp)."""
     from batchcompact.core.handoff import handoff_session_id
 

@@ -23,11 +23,12 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
-from typing import Any
 
-from batchcompact.adapters.common.lines import as_int
+from batchcompact.adapters.common.lines import as_int, object_at
+from batchcompact.adapters.qwen.extra import QwenSessionExtra
 from batchcompact.core.context import parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 from batchcompact.core.session import Session
 from batchcompact.core.tree import SessionTree
 from batchcompact.formats.jsonl import file_size, iter_json_lines
@@ -39,17 +40,17 @@ PROVIDER = "qwen"
 ENVELOPE_KEYS = ("sessionId", "cwd", "version", "gitBranch")
 
 
-def _listed(value: Any) -> Any:
+def _listed(value: JsonValue) -> list[JsonValue] | tuple[()]:
     """`value` when it is a list, else nothing to iterate (a damaged line's number or object where a list
     belongs: said by the checks, never a TypeError here)."""
     return value if isinstance(value, list) else ()
 
 
-def _num(value: Any) -> int:
+def _num(value: JsonValue) -> int:
     return as_int(value)  # 0 for what is not a finite number (inf, NaN)
 
 
-def qwen_usage(meta: dict[str, Any]) -> dict[str, int]:
+def qwen_usage(meta: JsonObject) -> dict[str, int]:
     """`usageMetadata` (prompt includes cached; thoughts beside candidates) -> pi usage."""
     cached = _num(meta.get("cachedContentTokenCount"))
     out = {
@@ -62,7 +63,7 @@ def qwen_usage(meta: dict[str, Any]) -> dict[str, int]:
     return out
 
 
-def _response_text(response: Any) -> str:
+def _response_text(response: JsonValue) -> str:
     if isinstance(response, dict):
         for key in ("output", "error", "content"):
             if isinstance(response.get(key), str):
@@ -70,14 +71,14 @@ def _response_text(response: Any) -> str:
     return response if isinstance(response, str) else json.dumps(response, ensure_ascii=False)
 
 
-def content_message(content: dict[str, Any], ms: Any) -> dict[str, Any] | None:
+def content_message(content: JsonObject, ms: int | None) -> JsonObject | None:
     """One Gemini-shaped Content ({role, parts}) as a pi message (None for an empty one). The same for a
     record's `message` and an item of a compressed history, so both read back alike."""
     parts = [p for p in _listed(content.get("parts")) if isinstance(p, dict)]
     if not parts:
         return None
     if content.get("role") == "model":
-        blocks: list[dict[str, Any]] = []
+        blocks: list[JsonObject] = []
         for part in parts:
             if isinstance(part.get("text"), str) and part["text"]:
                 blocks.append({"type": "thinking", "thinking": part["text"]} if part.get("thought")
@@ -106,7 +107,7 @@ def content_message(content: dict[str, Any], ms: Any) -> dict[str, Any] | None:
     return {"role": "user", "content": blocks or [{"type": "text", "text": ""}], "timestamp": ms}
 
 
-def _text(content: Any) -> str:
+def _text(content: JsonValue) -> str:
     parts = content.get("parts") if isinstance(content, dict) else None
     return "".join(p.get("text") or "" for p in _listed(parts) if isinstance(p, dict) and isinstance(p.get("text"), str))
 
@@ -116,7 +117,7 @@ def read(path: str | Path) -> Session:
     name = str(path)
     problems: list[Problem] = []
     size = file_size(path)
-    records: dict[str, tuple[int, dict[str, Any]]] = {}
+    records: dict[str, tuple[int, JsonObject]] = {}
     order: list[str] = []
     last_line = 0
     try:
@@ -134,7 +135,7 @@ def read(path: str | Path) -> Session:
     except OSError as exc:
         problems.append(Problem(name, None, ERROR, f"cannot read file: {exc.strerror or exc}"))
     entries: list[Entry] = []
-    contents: dict[str, dict[str, Any]] = {}  # entry id -> the Content it holds (for the writer)
+    contents: dict[str, JsonObject] = {}  # entry id -> the Content it holds (for the writer)
     context_window = model = None
     for uuid in order:
         lineno, record = records[uuid]
@@ -146,7 +147,7 @@ def read(path: str | Path) -> Session:
         timestamp = record.get("timestamp")
         ms = parse_timestamp_ms(timestamp)
         kind = record.get("type")
-        message = record.get("message")
+        message: JsonValue = record.get("message")  # a Content when it is built into a message
         if kind == "system" and record.get("subtype") == "chat_compression":
             parent = _add_compaction(entries, contents, uuid, parent, lineno, record)
             continue
@@ -175,24 +176,18 @@ def read(path: str | Path) -> Session:
               "version": last.get("version"), "model": model}
     if not order and not any(p.severity == ERROR for p in problems):
         problems.append(Problem(name, None, ERROR, "no Qwen Code chat records"))
-    extra = {
-        "size": size,
-        "last_line": last_line,
-        "contents": contents,
-        "leaf_uuid": leaf,
-        "envelope": {k: last[k] for k in ENVELOPE_KEYS if k in last},
-        "context_window": context_window,
-        "model": model,
-    }
-    return Session(name, FORMAT, header, entries, problems=problems, tree=tree, extra=extra)
+    extra = QwenSessionExtra(contents=contents, leaf_uuid=leaf,
+                             envelope={k: last[k] for k in ENVELOPE_KEYS if k in last})
+    return Session(name, FORMAT, header, entries, problems=problems, tree=tree, context_window=context_window,
+                   size=size, last_line=last_line, extra=extra)
 
 
-def _add_compaction(entries: list[Entry], contents: dict[str, dict[str, Any]], uuid: str, parent: str | None,
-                    line: int, record: dict[str, Any]) -> str:
+def _add_compaction(entries: list[Entry], contents: dict[str, JsonObject], uuid: str, parent: str | None,
+                    line: int, record: JsonObject) -> str:
     """The kept items of a compressed history as entries, then the compaction entry; returns its id."""
-    payload = record.get("systemPayload") if isinstance(record.get("systemPayload"), dict) else {}
+    payload = object_at(record, "systemPayload")
     history = [c for c in _listed(payload.get("compressedHistory")) if isinstance(c, dict)]
-    marker = payload.get("batchcompact") if isinstance(payload.get("batchcompact"), dict) else {}
+    marker = object_at(payload, "batchcompact")
     summary = _text(history[0]) if history and history[0].get("role") == "user" else ""
     if marker:
         summary = summary.removeprefix("<state_snapshot>\n").removesuffix("\n</state_snapshot>")
@@ -213,7 +208,7 @@ def _add_compaction(entries: list[Entry], contents: dict[str, dict[str, Any]], u
         contents[entry_id] = content
         first_kept = first_kept or entry_id
         parent = entry_id
-    info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
+    info = object_at(payload, "info")
     data = {"type": "compaction", "id": uuid, "parentId": parent, "timestamp": record.get("timestamp"),
             "summary": summary, "firstKeptEntryId": first_kept or uuid,
             "tokensBefore": marker.get("tokensBefore") or _num(info.get("originalTokenCount")), "fromHook": False}
@@ -223,11 +218,11 @@ def _add_compaction(entries: list[Entry], contents: dict[str, dict[str, Any]], u
     return uuid
 
 
-def kept_contents(session: Session, first_kept_entry_id: str) -> list[dict[str, Any]]:
+def kept_contents(session: Session, first_kept_entry_id: str) -> list[JsonObject]:
     """The Contents of the active path from the first kept entry on, in order (metadata left out)."""
     path = session.path_entries()
     index = next((i for i, e in enumerate(path) if e.id == first_kept_entry_id), -1)
     if index < 0:
         raise ValueError(f"first kept entry {first_kept_entry_id!r} is not on the active path")
-    contents = session.extra.get("contents", {})
+    contents = QwenSessionExtra.of(session).contents
     return [copy.deepcopy(contents[e.id]) for e in path[index:] if e.id in contents]

@@ -6,8 +6,6 @@ Pure: no I/O (`core/triggers.py` holds the shared `Trigger` and rules)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from batchcompact.core.triggers import Trigger, chosen_window
 
 QWEN_DEFAULT_WINDOW = 200_000
@@ -24,7 +22,7 @@ def qwen_threshold(window: int) -> int:
 
 
 def qwen_trigger(*, recorded_window: int | None = None, table_window: int | None = None,
-                 override_window: int | None = None, **_: Any) -> Trigger:
+                 override_window: int | None = None, **_: object) -> Trigger:
     """Qwen Code's: the recorded contextWindowSize (else the table's, else 200,000) and its threshold."""
     window, source = chosen_window(override_window, recorded_window, "qwen contextWindowSize", table_window)
     if window is None:

@@ -14,31 +14,33 @@ last record, so it is the new leaf; old records are never touched and no usage i
 from __future__ import annotations
 
 import uuid as uuidlib
-from typing import Any
 
 from batchcompact.adapters.common.verify import verify_written
+from batchcompact.adapters.qwen.extra import QwenSessionExtra
 from batchcompact.adapters.qwen.read import ACK_TEXT, kept_contents
 from batchcompact.core.apply import batchcompact_marker
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.core.session import Session
 
 NAMESPACE = uuidlib.UUID("0b9f6c52-7d0e-4f8a-a3c4-5e2d1b6f9a70")
 
 
-def build_compaction(session: Session, plan: CompactionPlan, summary: str, *, usage: dict[str, Any] | None = None,
-                     now_iso: str, from_hook: bool = False) -> list[dict[str, Any]]:
+def build_compaction(session: Session, plan: CompactionPlan, summary: str, *, usage: JsonObject | None = None,
+                     now_iso: str, from_hook: bool = False) -> list[JsonObject]:
     """The record to append to the chat (pure)."""
     kept = kept_contents(session, plan.first_kept_entry_id)
-    history: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": f"<state_snapshot>\n{summary}\n</state_snapshot>"}]}]
+    history: list[JsonObject] = [{"role": "user", "parts": [{"text": f"<state_snapshot>\n{summary}\n</state_snapshot>"}]}]
     if not kept or kept[0].get("role") != "model":
         history.append({"role": "model", "parts": [{"text": ACK_TEXT}]})
     history += kept
     marker = batchcompact_marker(plan, from_hook, usage)
     seed = f"{session.session_id}|{plan.leaf_id}|{plan.first_kept_entry_id}"
+    extra = QwenSessionExtra.of(session)
     record = {
         "uuid": str(uuidlib.uuid5(NAMESPACE, seed)),
-        "parentUuid": session.extra.get("leaf_uuid"),
-        **session.extra.get("envelope", {}),
+        "parentUuid": extra.leaf_uuid,
+        **extra.envelope,
         "timestamp": now_iso,
         "type": "system",
         "provenance": "system",

@@ -138,7 +138,7 @@ def compactable():
 def test_subagent_transcript_is_its_sidechain():
     """A sub-agent's own file: every line a sidechain line, they are its conversation (--force plans it)."""
     session = claude.read(fixture_path(*SUBAGENT))
-    assert session.extra["subagent"] and len(session.entries) == 5
+    assert session.subagent and len(session.entries) == 5
     assert session.problems == []  # its first lines hang from its parent session's lines: no warning
     assert isinstance(plan_of(session, 1), CompactionPlan)
 
@@ -165,7 +165,7 @@ def test_compact_write_reread_verify(parts, keep, tmp_path):
     assert orphan_tool_results(messages[1:]) == []
     # fresh uuids, unique in the file
     new = [obj["uuid"] for obj in lines]
-    assert len(set(new)) == len(new) and not set(new) & session.extra["uuids"]
+    assert len(set(new)) == len(new) and not set(new) & session.extra.uuids
     again = plan_of(written, keep)
     assert isinstance(again, Skip) and again.reason == "already compacted"
 
@@ -190,7 +190,7 @@ def test_written_lines_have_the_shape_claude_writes(tmp_path):
     assert meta["trigger"] == "manual" and meta["preTokens"] == plan.tokens_before
     assert marker["keptHeadUuid"] == copies[0]["uuid"] and marker["keptTailUuid"] == copies[-1]["uuid"]
     assert marker["usage"] == {"output": 3}
-    assert boundary["parentUuid"] is None and boundary["logicalParentUuid"] == session.extra["leaf_uuid"]
+    assert boundary["parentUuid"] is None and boundary["logicalParentUuid"] == session.extra.leaf_uuid
     assert summary["parentUuid"] == boundary["uuid"] and copies[0]["parentUuid"] == summary["uuid"]
     assert summary["message"]["content"].startswith(claude.SUMMARY_PREAMBLE)
     for copy in copies:
@@ -237,7 +237,7 @@ def test_conversation_continues_after_our_compaction_and_compacts_again(tmp_path
     assert isinstance(second, CompactionPlan)
     assert second.previous_summary == "first summary"
     lines2 = claude.build_compaction(written, second, "second summary", usage=None, now_iso=NOW)
-    assert not {obj["uuid"] for obj in lines2} & written.extra["uuids"]
+    assert not {obj["uuid"] for obj in lines2} & written.extra.uuids
     out2 = write_compacted(out, lines2, tmp_path / "second.jsonl")
     assert claude.verify(written, claude.read(out2), second) == []
 
@@ -279,7 +279,7 @@ def test_verify_reports_a_lost_kept_line_and_a_reused_uuid(tmp_path):
     out = write_compacted(src, [lost, summary, *copies[:-1]], tmp_path / "lost.jsonl")
     assert any("not summary + kept tail" in p for p in claude.verify(session, claude.read(out), plan))
     # a written line that reuses an old uuid is ignored on re-read and reported
-    old_uuid = next(iter(session.extra["entry_lines"].values()))[0][1]["uuid"]
+    old_uuid = next(iter(session.extra.entry_lines.values()))[0][1]["uuid"]
     reused = [boundary, summary, *copies[:-1], {**copies[-1], "uuid": old_uuid}]
     out = write_compacted(src, reused, tmp_path / "reused.jsonl")
     assert any("repeats line" in p for p in claude.verify(session, claude.read(out), plan))

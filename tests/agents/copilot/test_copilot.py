@@ -83,7 +83,7 @@ def test_the_reader_follows_copilot_s_loader() -> None:
     record = [e for e in events if e["type"] == "session.usage_record"][-1]["data"]["usage"]
     assert last["usage"]["input"] == record["inputTokens"] - record["cacheReadTokens"]
     assert last["usage"]["cacheRead"] == record["cacheReadTokens"]
-    assert session.extra["context_window"] == record["maxPromptTokens"] == 64_000
+    assert session.context_window == record["maxPromptTokens"] == 64_000
 
 
 def test_copilot_s_own_compaction_is_read_as_a_compaction() -> None:

@@ -94,7 +94,7 @@ def test_qwen_own_compression_is_read_as_a_compaction() -> None:
     first, second = context.messages[0].message, context.messages[1].message
     assert first["role"] == "compactionSummary" and first["summary"].startswith("<state_snapshot>")
     assert "Recently accessed file" in second["content"][0]["text"]  # Qwen's restored files are kept
-    assert session.extra["context_window"] == 1_000_000
+    assert session.context_window == 1_000_000
 
 
 def test_rewind_and_rewritten_messages(tmp_path: Path) -> None:

@@ -170,7 +170,7 @@ def test_a_busy_database_fails_the_session_and_writes_nothing(tmp_path):
     try:
         with pytest.raises(store.StoreBusy, match="database is locked by another writer.*nothing written"):
             store.append_events(db, SESSION, [{"type": "custom", "id": "x", "parentId": None}],
-                                last_seq=session.extra[store.LAST_SEQ], attempts=2, busy_timeout_s=0.05)
+                                last_seq=session.extra.last_seq, attempts=2, busy_timeout_s=0.05)
     finally:
         holder.execute("ROLLBACK")
         holder.close()

@@ -88,7 +88,7 @@ def judged(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         assert row["status"] == "compacted", row
         assert Path(f"{db}.bak").exists()  # the in-place write kept a backup of the database
         again = read_session(db, session_id, agent=name)
-        [summary] = [m for m in again.extra["messages"] if m["info"].get("summary") is True]
+        [summary] = [m for m in again.extra.messages if m["info"].get("summary") is True]
         problems = [p.message for p in again.problems]
         usage_after = _report(db)
         first = _opencode(binary, project, env, api, "--session", session_id, "RESUME-ONE go on")
@@ -135,7 +135,7 @@ def test_run_wrote_opencodes_own_compaction(judged):
     assert judged["problems"] == []
     summary = judged["summary"]["info"]
     assert summary["mode"] == "compaction" and summary["finish"] == "stop" and summary["batchcompact"]["tokensBefore"]
-    loaded = filter_compacted(judged["again"].extra["messages"])
+    loaded = filter_compacted(judged["again"].extra.messages)
     assert loaded[0]["parts"][0]["type"] == "compaction" and loaded[0]["parts"][0]["tail_start_id"] == judged["cut"]
     assert loaded[1]["info"]["id"] == summary["id"] and loaded[2]["info"]["id"] == judged["cut"]
 

@@ -74,7 +74,7 @@ def test_reader_follows_opencodes_loader(db):
     assert [m.message["role"] for m in context.messages] == ["compactionSummary", "user", "assistant"]
     assert "STEP-FOUR" in json.dumps(context.messages[1].message)
     # the same messages OpenCode's loader keeps: its compaction's user message, the summary, then the rest
-    loaded = filter_compacted(session.extra["messages"])
+    loaded = filter_compacted(session.extra.messages)
     assert [m["info"].get("role") for m in loaded] == ["user", "assistant", "user", "assistant"]
     assert loaded[0]["parts"][0]["type"] == "compaction" and loaded[1]["info"]["summary"] is True
 
@@ -82,7 +82,7 @@ def test_reader_follows_opencodes_loader(db):
 def test_usage_is_non_cached_input_and_output_with_reasoning(db):
     session = _session(db)
     first = next(e for e in session.path_entries() if e.role == "assistant")
-    raw = next(m["info"] for m in session.extra["messages"] if m["info"]["id"] == first.id)
+    raw = next(m["info"] for m in session.extra.messages if m["info"]["id"] == first.id)
     usage = first.message["usage"]
     assert usage["input"] == raw["tokens"]["input"] and usage["cacheRead"] == raw["tokens"]["cache"]["read"]
     assert usage["output"] == raw["tokens"]["output"] + raw["tokens"]["reasoning"]
@@ -97,7 +97,7 @@ def test_write_records_our_compaction_as_opencode_does(db):
     assert _counts(db) == (before[0] + 2, before[1] + 2, before[2] + 4)
     assert verify(db, session, written, summary=SUMMARY, agent="opencode") == []
     again = _session(db)
-    loaded = filter_compacted(again.extra["messages"])
+    loaded = filter_compacted(again.extra.messages)
     assert [m["info"]["id"] for m in loaded[:3]] == [written.user_id, written.summary_id, cut.id]
     user, summary = loaded[0], loaded[1]
     assert user["parts"][0] == {**user["parts"][0], "type": "compaction", "auto": False, "tail_start_id": cut.id}
@@ -105,7 +105,7 @@ def test_write_records_our_compaction_as_opencode_does(db):
     assert summary["info"]["parentID"] == written.user_id and summary["info"]["finish"] == "stop"
     assert summary["info"]["tokens"]["input"] == 0 and summary["info"]["cost"] == 0
     # ids sort after every earlier message, as OpenCode's ascending ids do
-    assert all(m["info"]["id"] < written.user_id for m in session.extra["messages"])
+    assert all(m["info"]["id"] < written.user_id for m in session.extra.messages)
     # the sync log goes on where it was
     conn = sqlite3.connect(db)
     seqs = [row[0] for row in conn.execute("SELECT seq FROM event ORDER BY seq")]
@@ -134,7 +134,7 @@ def test_an_unknown_schema_version_is_named_and_nothing_is_written(db):
     conn.execute("INSERT INTO migration (id, time_completed) VALUES ('29990101000000_future_layout', 0)")
     conn.commit()
     conn.close()
-    again = read_session(db, session.extra["session_id"])
+    again = read_session(db, session.extra.session_id)
     [error] = again.errors
     assert "unknown OpenCode schema version '29990101000000_future_layout'" in error.message
     with pytest.raises(OpenCodeStoreError, match="newest known"):
@@ -198,10 +198,10 @@ def test_a_wal_left_by_a_crash_is_read(db, tmp_path):
     live.close()
     session = read_session(crashed / "opencode.db", session_id)
     assert not session.errors
-    assert all(m["info"].get("crashMark") == 1 for m in session.extra["messages"])
+    assert all(m["info"].get("crashMark") == 1 for m in session.extra.messages)
     copy = tmp_path / "copy.db"
     copy_database(crashed / "opencode.db", copy)
-    assert read_session(copy, session_id).extra["messages"] == session.extra["messages"]
+    assert read_session(copy, session_id).extra.messages == session.extra.messages
 
 
 # From the command line: each session of the database is `<opencode.db>#<id>` (adapters/opencode/store.py).
@@ -249,7 +249,7 @@ def test_plan_lists_each_session_of_the_database_with_the_windows_source(tmp_pat
     assert row["window_source"] == "price table" and row["context_window"] == 1_047_576
     assert row["threshold"] == 1_047_576 - 32_000  # OpenCode's usable window: context - max output (32,000 cap)
     # the user's opencode.json: the model's limits and OpenCode's compaction settings
-    model = read_session(db, session_id).extra["model"]
+    model = read_session(db, session_id).extra.model
     config = {"provider": {model["providerID"]: {"models": {model["modelID"]: {"limit": {"context": 3000,
                                                                                          "output": 1000}}}}},
               "compaction": {"preserve_recent_tokens": 100}}
@@ -279,7 +279,7 @@ def test_run_output_dir_writes_a_copy_of_the_database_and_the_original_is_untouc
     assert _counts(copy) == (before[0] + 2, before[1] + 2, before[2] + 4)
     again = read_session(copy, session_id)
     assert not again.problems
-    loaded = filter_compacted(again.extra["messages"])
+    loaded = filter_compacted(again.extra.messages)
     assert loaded[0]["parts"][0]["type"] == "compaction" and loaded[1]["info"]["summary"] is True
     assert loaded[2]["info"]["id"] == loaded[0]["parts"][0]["tail_start_id"] == row["first_kept_entry_id"]
     # the built-in summary knows OpenCode's tools (filePath, oldString/newString)
@@ -374,7 +374,7 @@ def test_kilo_databases_are_compacted_as_kilo(tmp_path):
     assert result.exit_code == 0, result.output
     [row] = _rows(result)
     assert row["format"] == "kilo" and row["status"] == "compacted" and row["output_path"] == f"{db}#{session_id}"
-    assert filter_compacted(read_session(db, session_id, agent="kilo").extra["messages"])[1]["info"]["summary"] is True
+    assert filter_compacted(read_session(db, session_id, agent="kilo").extra.messages)[1]["info"]["summary"] is True
 
 
 def test_a_session_changed_during_the_run_or_a_failed_verify_writes_nothing(tmp_path):
@@ -413,7 +413,7 @@ def test_summaries_bought_from_a_model_are_written_with_their_usage_in_the_run_r
     assert result.exit_code == 0, result.output
     [row] = _rows(result)
     assert row["status"] == "compacted" and row["written_entries"][0]["output"] == 20
-    loaded = filter_compacted(read_session(out / "opencode.db", session_id).extra["messages"])
+    loaded = filter_compacted(read_session(out / "opencode.db", session_id).extra.messages)
     text = "".join(p["text"] for p in loaded[1]["parts"] if p["type"] == "text")
     assert text.startswith("## Goal\nsummary from the test server")
     assert loaded[1]["info"]["tokens"]["output"] == 0  # OpenCode's own report stays the agent's usage

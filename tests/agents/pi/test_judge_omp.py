@@ -36,7 +36,7 @@ from test_judge_pi import _our_compaction as our_compaction
 
 from batchcompact.adapters.pi.omp import OMP_RULES
 from batchcompact.adapters.pi.read import read_pi_session
-from batchcompact.core.context import CONTEXT_RULES, session_context
+from batchcompact.core.context import session_context
 
 pytestmark = pytest.mark.slow
 
@@ -162,7 +162,7 @@ def test_omp_rebuilds_the_context_we_claim_with_our_compaction(name, written, om
     source, output = written[name]
     seen = omp_opened[name]
     session = read_pi_session(output)
-    assert session.extra.get(CONTEXT_RULES) == OMP_RULES
+    assert session.context_rules == OMP_RULES
     ours = [m.message for m in session_context(session).messages]
     theirs = seen["messages"]
     assert len(ours) == len(theirs) and all(map(same_message, ours, theirs)), first_difference(ours, theirs)
@@ -189,7 +189,7 @@ def test_show_context_counts_what_omp_rebuilds(written, omp_opened):
         rebuilt = [m["role"] for m in omp_opened[name]["messages"]]
         assert claimed == rebuilt, name
         pi_rules = read_pi_session(output)
-        pi_rules.extra.pop(CONTEXT_RULES)
+        pi_rules.context_rules = None
         differs_from_pi += len(session_context(pi_rules).messages) != len(rebuilt)
     assert differs_from_pi >= 5
 

@@ -235,7 +235,7 @@ def test_our_cut_is_pi_prepare_compaction_cut(name, pi_prepared):
         got = (plan.first_kept_line, plan.turn_start_line, plan.split_turn, plan.messages_to_summarize,
                plan.turn_prefix_messages, plan.tokens_before, len(plan.read_files), len(plan.modified_files))
         assert got == expected, f"keep={keep}: ours {got}, pi {expected}"
-        assert plan.extra["pi_split_turn"] == result["plan"]["isSplitTurn"], keep
+        assert plan.pi_split_turn == result["plan"]["isSplitTurn"], keep
 
 
 # ---- the pi CLI itself -----------------------------------------------------------------------------

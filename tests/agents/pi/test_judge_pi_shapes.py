@@ -35,7 +35,6 @@ from batchcompact.adapters.pi.omp import OMP_RULES
 from batchcompact.adapters.pi.read import read_pi_session
 from batchcompact.core.context import (
     COMPACTION_SUMMARY_PREFIX,
-    CONTEXT_RULES,
     build_session_context,
     convert_to_llm,
     session_context,
@@ -166,7 +165,7 @@ def test_omp_opens_our_compaction_and_rebuilds_the_context_we_claim(name, writte
     assert seen["leafId"] == seen["lastLineId"] == compaction["id"]
     assert seen["compactionInForce"] == compaction["id"]
     session = read_pi_session(output)
-    session.extra[CONTEXT_RULES] = OMP_RULES  # its rules, whoever wrote the file (the same under its home)
+    session.context_rules = OMP_RULES  # its rules, whoever wrote the file (the same under its home)
     ours = [m.message for m in session_context(session).messages]
     theirs = seen["messages"]
     assert len(ours) == len(theirs) and all(map(same_message, ours, theirs))
@@ -229,7 +228,7 @@ def test_omp_resumes_from_our_summary(name, omp_bin, written, tmp_path):  # noqa
     summary = compaction["summary"]
     assert sum(text.count(summary) for text in texts) == 1 and (summary in texts[0] or summary in texts[1])
     ours = read_pi_session(output)
-    ours.extra[CONTEXT_RULES] = OMP_RULES
+    ours.context_rules = OMP_RULES
     context = [m.message for m in session_context(ours).messages]
     expected = [b["id"] for m in context if m["role"] == "assistant" for b in m["content"] if b.get("type") == "toolCall"]
     assert [b["id"] for _, b in sent if b.get("type") == "tool_use"] == expected

@@ -11,7 +11,7 @@ from conftest import SAMPLES, cli_invoker
 from batchcompact.adapters.pi.omp import OMP_RULES, omp_settings, read_yaml_compaction
 from batchcompact.adapters.pi.read import read_pi_session
 from batchcompact.adapters.pi.trigger import omp_threshold
-from batchcompact.core.context import CONTEXT_RULES, build_session_context, session_context
+from batchcompact.core.context import build_session_context, session_context
 from batchcompact.formats.detect import detect_session_agent
 
 SLOT = '{"type":"title","v":1,"title":"fix the export","updatedAt":"2026-05-01T10:00:00.000Z","pad":"        "}\n'
@@ -30,12 +30,12 @@ def test_a_title_slot_first_is_read_as_an_omp_session(tmp_path):
     session = read_pi_session(path)
     assert session.problems == [] and session.header["type"] == "session"
     assert session.entries[0].line == 3  # line numbers stay the file's
-    assert session.extra[CONTEXT_RULES] == OMP_RULES
+    assert session.context_rules == OMP_RULES
     plain = read_pi_session(SAMPLES / "pi" / "small-fix.jsonl")
-    assert CONTEXT_RULES not in plain.extra
+    assert plain.context_rules is None
     # under an oh-my-pi home without the slot (older oh-my-pi): its rules too
     older = omp_file(tmp_path / ".omp" / "agent" / "sessions" / "--p--", slot=False)
-    assert read_pi_session(older).extra[CONTEXT_RULES] == OMP_RULES
+    assert read_pi_session(older).context_rules == OMP_RULES
 
 
 def test_validate_accepts_omps_own_entry_shapes(tmp_path, capsys, monkeypatch):
