@@ -20,7 +20,7 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from batchcompact.core.calls import SummaryCall
 from batchcompact.errors import RunAborted, UsageError
@@ -140,7 +140,28 @@ def resolve_target(model: str, api_base: str | None = None, api_key: str | None 
     return BatchTarget(provider, name, bare, base, key)
 
 
-def client_for(target: BatchTarget, timeout: float = 120.0) -> OpenAIBatches | AnthropicBatches:
+class BatchClient(Protocol):
+    """One provider's batch API, as the batch buyer (pipeline/batch.py) and `batchcompact batches` use it."""
+
+    max_requests: int  # requests in one batch at most
+    max_bytes: int  # its request lines' bytes at most
+
+    def request_line(self, custom_id: str, call: SummaryCall) -> bytes: ...
+
+    def submit(self, lines: list[bytes], tag: str) -> str: ...
+
+    def retrieve(self, batch_id: str) -> BatchInfo: ...
+
+    def results(self, info: BatchInfo) -> Iterator[RequestResult]: ...
+
+    def find(self, tag: str, created_after: float, count: int, known: frozenset[str] = ...) -> str | None: ...
+
+    def cancel(self, batch_id: str) -> BatchInfo: ...
+
+    def close(self) -> None: ...
+
+
+def client_for(target: BatchTarget, timeout: float = 120.0) -> BatchClient:
     if target.provider == ANTHROPIC:
         return AnthropicBatches(target, timeout)
     return OpenAIBatches(target, timeout)
