@@ -10,10 +10,15 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
 from batchcompact import __version__
+
+# Any: a click callback takes each option's value by name, each of its option's own type
+_Callback = TypeVar("_Callback", bound=Callable[..., Any])
 
 # name -> (module, attribute, one-line help shown by --help without importing the module)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -29,7 +34,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 
 
 class LazyGroup(click.Group):
-    def make_context(self, info_name, args, parent=None, **extra) -> click.Context:
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:  # Any: click's own context arguments, passed through
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except click.UsageError as exc:  # `batchcompact --nosuch`: one line, as in the commands (invoke)
@@ -50,7 +56,7 @@ class LazyGroup(click.Group):
 
         return adopt(getattr(importlib.import_module(module), attr))
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: click.Context) -> object:
         """Our exceptions become click errors here, and only here: message + exit code."""
         from batchcompact.errors import BatchCompactError, StdoutClosed, UsageError
 
@@ -66,7 +72,7 @@ class LazyGroup(click.Group):
             if os.environ.get("BATCHCOMPACT_DEBUG"):
                 raise
             error = click.ClickException(str(exc))
-            error.exit_code = exc.exit_code
+            error.exit_code = exc.exit_code  # type: ignore[misc]  # a ClassVar in click's types; read per instance
             raise error from exc
         except click.UsageError as exc:  # one line, as every other error: not click's usage block above it
             exc.ctx = None
@@ -96,7 +102,7 @@ def _internal(exc: Exception) -> click.ClickException:
     from batchcompact.errors import INTERNAL_ERROR_EXIT, internal_error_reason
 
     error = click.ClickException(internal_error_reason(exc))
-    error.exit_code = INTERNAL_ERROR_EXIT
+    error.exit_code = INTERNAL_ERROR_EXIT  # type: ignore[misc]  # a ClassVar in click's types; read per instance
     return error
 
 
@@ -106,11 +112,11 @@ def _module_exists(module: str) -> bool:
     return find_spec(module) is not None
 
 
-def _group_options(func):
+def _group_options(func: _Callback) -> _Callback:
     from batchcompact.cli.command import global_options
 
     for option in reversed(global_options()):
-        func.__click_params__ = [*getattr(func, "__click_params__", []), option]
+        func.__click_params__ = [*getattr(func, "__click_params__", []), option]  # type: ignore[attr-defined]  # click's list of a function's options
     return func
 
 

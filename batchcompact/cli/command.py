@@ -9,17 +9,26 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TypedDict
 
 import click
 
-from batchcompact.cli.config import option_source, resolve
+from batchcompact.cli.config import Resolution, option_source, resolve
 
 RESOLUTION_KEY = "batchcompact.resolution"
 DEPRECATED_KEY = "batchcompact.deprecated"
 
 
-def _root_obj(ctx: click.Context) -> dict[str, Any]:
+class RootOptions(TypedDict, total=False):
+    """The global options' values, kept on the root context's `obj` (set by their callbacks)."""
+
+    quiet: bool
+    verbose: int
+    config_file: str
+
+
+def _root_obj(ctx: click.Context) -> RootOptions:
     root = ctx.find_root()
     root.ensure_object(dict)
     return root.obj
@@ -65,7 +74,7 @@ class PlainFormatter(logging.Formatter):
         return f"{record.levelname.lower()}: {source}{record.getMessage()}"
 
 
-def configure_logging(obj: dict[str, Any]) -> None:
+def configure_logging(obj: RootOptions) -> None:
     level = logging.WARNING
     if obj.get("quiet"):
         level = logging.ERROR
@@ -99,7 +108,7 @@ HELP_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def _say_where(exc: click.BadParameter, resolution: Any) -> None:
+def _say_where(exc: click.BadParameter, resolution: Resolution | None) -> None:
     """A bad value that came from the environment, the config file or a preset names where it came from
     ("Invalid value for '--jobs': 'two' is not a whole number (from environment BATCHCOMPACT_JOBS)"):
     a cron job's command line does not show it."""
@@ -110,14 +119,14 @@ def _say_where(exc: click.BadParameter, resolution: Any) -> None:
         return
     found = option_source(param, resolution)
     if found is not None:
-        exc.message = f"{exc.message.rstrip('.')} (from {found[0]})"
+        exc.message = f"{exc.message.rstrip('.')} (from {found[0]})"  # type: ignore[misc]  # Final in click's types; click formats it later
 
 
 class BatchCommand(click.Command):
     """A command whose option values resolve CLI > environment > config file > preset > default."""
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
-                     **extra: Any) -> click.Context:
+                     **extra: Any) -> click.Context:  # Any: click's own context arguments, passed through
         name = info_name or self.name or ""
         default_map, resolution = resolve(self, name, list(args), parent)
         inherited = extra.get("default_map") or {}
@@ -130,7 +139,7 @@ class BatchCommand(click.Command):
         ctx.meta[RESOLUTION_KEY] = resolution
         return ctx
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: click.Context) -> object:
         configure_logging(_root_obj(ctx))
         return super().invoke(ctx)
 
@@ -166,7 +175,8 @@ class WholeNumberRange(click.IntRange):
     """click.IntRange that says a word that is no number as such: `'abc' is not a whole number.` (click says
     `'abc' is not a valid integer range.`, which reads as if a range were asked for)."""
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+    # Any: the raw value, a string from the command line or a number already (click's types say the latter)
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, str):
             try:
                 int(value)
@@ -178,7 +188,8 @@ class WholeNumberRange(click.IntRange):
 class NumberRange(click.FloatRange):
     """click.FloatRange that says `'abc' is not a number.` (click: `'abc' is not a valid float range.`)."""
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+    # Any: the raw value, a string from the command line or a number already (click's types say the latter)
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         if isinstance(value, str):
             try:
                 float(value)
@@ -187,21 +198,22 @@ class NumberRange(click.FloatRange):
         return super().convert(value, param, ctx)
 
 
-class AliasChoice(click.Choice):
+class AliasChoice(click.Choice[str]):
     """A choice that also takes other spellings of its values (`--preset claude` = `--preset claude-code`,
     `report --agent claude-code` = `--agent claude`), named in the option's help, never warned about."""
 
-    def __init__(self, choices, aliases: dict[str, str]) -> None:
+    def __init__(self, choices: Iterable[str], aliases: dict[str, str]) -> None:
         super().__init__(list(choices))
         self.aliases = {alias: name for alias, name in aliases.items() if name in self.choices}
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> str:
         if isinstance(value, str) and value in self.aliases:
             value = self.aliases[value]
         return super().convert(value, param, ctx)
 
 
-NUMBER_TYPES = {click.IntRange: WholeNumberRange, click.FloatRange: NumberRange}
+NUMBER_TYPES: dict[type[click.ParamType], type[click.ParamType]] = {click.IntRange: WholeNumberRange,
+                                                                    click.FloatRange: NumberRange}
 
 
 def adopt(command: click.Command) -> click.Command:

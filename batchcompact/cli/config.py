@@ -13,12 +13,13 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import click
 
 from batchcompact.agents import presets as agent_presets
 from batchcompact.agents import product_names
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 from batchcompact.errors import UsageError
 from batchcompact.folders import config_folder
 
@@ -34,7 +35,7 @@ GLOBAL_NAMES = ("quiet", "verbose", "config_file", "help")
 
 # Each agent's documented compaction defaults, as batchcompact's planner options: the registered agents'
 # `presets` (batchcompact/agents/<name>/__init__.py). Sources are listed in docs/cli.md ("Presets").
-PRESETS: dict[str, Mapping[str, Any]] = agent_presets()
+PRESETS: dict[str, Mapping[str, object]] = agent_presets()
 # `--preset claude` = `--preset claude-code`: an agent's name for its one preset (agents.product_names)
 PRESET_ALIASES: dict[str, str] = {agent: preset for preset, agent in product_names().items()}
 
@@ -70,7 +71,7 @@ def find_config(explicit: str | None) -> tuple[Path | None, str]:
     return path, how
 
 
-def load_config(path: Path | None) -> dict[str, Any]:
+def load_config(path: Path | None) -> JsonObject:
     if path is None:
         return {}
     import tomllib
@@ -92,6 +93,7 @@ def expand_path(text: str) -> str:
 class ExpandedPath(click.Path):
     """A click.Path that first expands `~` and $VARIABLES (quoted arguments reach us unexpanded)."""
 
+    # Any: click's own signature (the raw value in; the path, or a session's `<db>#<id>`, out)
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str):
             value = expand_path(value)
@@ -110,17 +112,18 @@ class Resolution:
     command: str
     config_path: Path | None
     config_how: str
-    file_values: dict[str, Any] = field(default_factory=dict)  # param name -> value
+    file_values: JsonObject = field(default_factory=dict)  # param name -> value
     preset: str | None = None
-    preset_values: dict[str, Any] = field(default_factory=dict)
+    preset_values: JsonObject = field(default_factory=dict)
     unknown_keys: list[str] = field(default_factory=list)
-    tables: dict[str, Any] = field(default_factory=dict)  # [command.<table>] -> its contents (TABLES)
+    tables: JsonObject = field(default_factory=dict)  # [command.<table>] -> its contents (TABLES)
 
 
-def option_source(param: click.Parameter, resolution: Resolution | None) -> tuple[str, Any] | None:
+def option_source(param: click.Parameter, resolution: Resolution | None) -> tuple[str, JsonValue] | None:
     """Where an option's value comes from when the command line does not give it, and the value:
     ("environment NAME", text), ("config FILE", value) or ("preset NAME", value); None for its default."""
-    envs = param.envvar if isinstance(param.envvar, list) else [param.envvar] if param.envvar else []
+    envvar = param.envvar  # ours are names (resolve), never another sequence
+    envs = envvar if isinstance(envvar, list) else [envvar] if isinstance(envvar, str) and envvar else []
     env_hit = next((e for e in envs if os.environ.get(e)), None)
     if env_hit:
         return f"environment {env_hit}", os.environ[env_hit]
@@ -131,7 +134,7 @@ def option_source(param: click.Parameter, resolution: Resolution | None) -> tupl
     return None
 
 
-def _section(data: dict[str, Any], command: str) -> dict[str, Any]:
+def _section(data: JsonObject, command: str) -> JsonObject:
     """Top-level keys apply to every command; the [command] table overrides them."""
     values = {k: v for k, v in data.items() if not isinstance(v, dict)}
     section = data.get(command)
@@ -153,7 +156,7 @@ def _scan_args(args: list[str], name: str) -> str | None:
 
 
 def resolve(command: click.Command, name: str, args: list[str], parent: click.Context | None) -> tuple[
-    dict[str, Any], Resolution
+    JsonObject, Resolution
 ]:
     """The `default_map` for one command (config file over preset), and a record of where values came from.
 
@@ -181,7 +184,7 @@ def resolve(command: click.Command, name: str, args: list[str], parent: click.Co
         if param.name:
             by_key[param.name] = param
 
-    default_map: dict[str, Any] = {}
+    default_map: JsonObject = {}
     preset = _scan_args(args, "--preset") or os.environ.get(f"{ENV_PREFIX}{name.upper()}_PRESET") \
         or os.environ.get(f"{ENV_PREFIX}PRESET") or section.get("preset")
     preset = PRESET_ALIASES.get(preset, preset) if isinstance(preset, str) else preset
@@ -193,15 +196,15 @@ def resolve(command: click.Command, name: str, args: list[str], parent: click.Co
         if isinstance(value, dict) and key in TABLES.get(name, ()):
             resolution.tables[key] = value
             continue
-        param = by_key.get(key)
-        if param is None:
+        option = by_key.get(key)
+        if option is None:
             if isinstance(data.get(name), dict) and key in data[name]:
                 resolution.unknown_keys.append(key)
             continue
-        if param.name in GLOBAL_NAMES[:3]:
+        if option.name in GLOBAL_NAMES[:3]:
             continue
-        default_map[param.name] = value
-        resolution.file_values[param.name] = value
+        default_map[option.name] = value
+        resolution.file_values[option.name] = value
     checked = parent.find_root().meta.setdefault(CHECKED_KEY, set()) if parent is not None else set()
     if path is not None and str(path) not in checked:  # the whole file, once per command line (`config`
         checked.add(str(path))                         # resolves every command)
@@ -213,7 +216,7 @@ def resolve(command: click.Command, name: str, args: list[str], parent: click.Co
 CHECKED_KEY = "batchcompact.config_checked"
 
 
-def config_problems(path: Path, data: dict[str, Any], name: str, here: set[str],
+def config_problems(path: Path, data: JsonObject, name: str, here: set[str],
                     parent: click.Context | None = None) -> list[str]:
     """Every key and section of the config file that no command knows, each with the nearest known name:
     a top-level key no command has, a [section] that is no command, a key its command has not, a table
@@ -263,7 +266,7 @@ def _command_keys(parent: click.Context | None) -> dict[str, set[str]]:
     the group that runs them (`parent`: its context)."""
     root = parent.find_root() if parent is not None else None
     group = root.command if root is not None else None
-    if not isinstance(group, click.Group):
+    if root is None or not isinstance(group, click.Group):
         return {}
     keys: dict[str, set[str]] = {}
     for command in group.list_commands(root):
@@ -279,7 +282,7 @@ def _command_keys(parent: click.Context | None) -> dict[str, set[str]]:
     return keys
 
 
-def color_enabled(stream: Any = None) -> bool:
+def color_enabled(stream: TextIO | None = None) -> bool:
     """Colour only on a terminal, and never with NO_COLOR set (https://no-color.org)."""
     if os.environ.get("NO_COLOR"):
         return False

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import click
 
 from batchcompact.agents import AGENTS, load
 from batchcompact.cli.config import PRESETS, env_names, option_key, option_source
 from batchcompact.cli.output import open_output, output_options, pick_format, write_rows
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 
 SECRET_NAMES = frozenset({"api_key"})
 
 
-def _agent_settings() -> dict[str, tuple[Any, str]]:
+def _agent_settings() -> dict[str, tuple[JsonValue, str]]:
     """Option name -> (value, source) from the agents' own global settings files (`Agent.settings_shown`);
     an earlier agent's value wins."""
-    shown: dict[str, tuple[Any, str]] = {}
+    shown: dict[str, tuple[JsonValue, str]] = {}
     for agent in reversed(AGENTS):
         if agent.settings_shown:
             values, files = load(agent.settings_shown)(None)
@@ -27,7 +27,7 @@ def _agent_settings() -> dict[str, tuple[Any, str]]:
     return shown
 
 
-def effective_settings(name: str, command: click.Command, parent: click.Context) -> list[dict[str, Any]]:
+def effective_settings(name: str, command: click.Command, parent: click.Context) -> list[JsonObject]:
     """One row per option: key, value, source (command line is not considered: this is what a run would get)."""
     from batchcompact.cli.command import RESOLUTION_KEY
 
@@ -39,7 +39,7 @@ def effective_settings(name: str, command: click.Command, parent: click.Context)
         if not isinstance(param, click.Option) or param.hidden or param.name in ("help", "quiet", "verbose",
                                                                                     "config_file"):
             continue
-        value: Any
+        value: JsonValue  # an option's value as the `config` rows show it (JSON)
         source: str
         found = option_source(param, resolution)
         if found is not None:
@@ -59,7 +59,7 @@ def effective_settings(name: str, command: click.Command, parent: click.Context)
     return rows
 
 
-def _toml_value(value: Any) -> str:
+def _toml_value(value: JsonValue) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
@@ -93,12 +93,13 @@ def config(ctx: click.Context, commands: tuple[str, ...], fmt: str, output: str 
     """
     from batchcompact.cli.command import RESOLUTION_KEY
 
-    group = ctx.parent.command if ctx.parent else None
+    parent = ctx.parent
+    group = parent.command if parent else None
     names = commands or tuple(_command_names())
-    rows: list[dict[str, Any]] = []
+    rows: list[JsonObject] = []
     resolution = None
     for name in names:
-        command = group.get_command(ctx.parent, name) if isinstance(group, click.Group) else None
+        command = group.get_command(parent, name) if parent is not None and isinstance(group, click.Group) else None
         if command is None:
             continue
         rows.extend(effective_settings(name, command, ctx.parent or ctx))

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from batchcompact.cli.options import agent_fields, planner_options, pop_settings, resolve_jobs
 from batchcompact.cli.output import output_options, pick_format, print_table, require_output, write_rows
 from batchcompact.cli.summarize_options import pool_options, pool_settings_from, provider_options
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.words import counted
+
+if TYPE_CHECKING:
+    from batchcompact.eval.run import EvalSummarizer
 
 RECALLS = (("file_recall", "files"), ("symbol_recall", "symbols"), ("command_recall", "commands"),
            ("rule_recall", "rules"), ("task_recall", "tasks"), ("overall", "overall"), ("vs_first", "vs first N"),
@@ -41,7 +45,7 @@ def parse_cut_at(value: str | None, existing: bool) -> tuple[int, ...]:
     return tuple(sorted(percents))
 
 
-def _shown(row: dict[str, Any]) -> dict[str, Any]:
+def _shown(row: JsonObject) -> JsonObject:
     """A row as the table shows it: a baseline named with the summary whose length it takes, a lift over
     the first N tokens with a `!` when the summary does not beat them."""
     from batchcompact.eval.baselines import BASELINE, LABEL
@@ -60,7 +64,7 @@ def _shown(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def resolve_summarizers(specs: tuple[str, ...], *, api_base: str | None, api_key: str | None, timeout: float,
-                        pricing: str | None) -> list[Any]:
+                        pricing: str | None) -> list[EvalSummarizer]:
     """Each --summarizer as an `EvalSummarizer`: `builtin`, `module:callable` (or an installed summarizer
     entry point), else a litellm model (checked before any file is read)."""
     from importlib.metadata import entry_points
@@ -116,7 +120,7 @@ def eval_command(ctx: click.Context, paths: tuple[str, ...], existing: bool, cut
                  judge_model: str | None, state: str | None, max_cost: float | None, fmt: str, output: str | None,
                  json_flag: bool, pricing: str | None, jobs: int | None, api_base: str | None, api_key: str | None,
                  timeout: float, no_redact: bool, concurrency: int, rpm: float | None, tpm: float | None,
-                 max_attempts: int, **kwargs: Any) -> int:
+                 max_attempts: int, **kwargs: Any) -> int:  # Any: the planner's options by name, each of its own type
     """Measure what compactions keep: the files, code names, commands and values the agent's next turns
     used that only the replaced span held (hindsight), and the user's rules and requests, scored against
     the compacted context (summary + kept messages), beside baselines at the summary's own length (the kept
@@ -188,14 +192,15 @@ def eval_command(ctx: click.Context, paths: tuple[str, ...], existing: bool, cut
     return result.exit_code
 
 
-def _scored(rows: list[dict[str, Any]]) -> tuple[int, dict[str, int]]:
+def _scored(rows: list[JsonObject]) -> tuple[int, dict[str, int]]:
     """(compactions with a score, the others counted by why): a compaction is scored when one of its rows
     is `ok` with an `overall` (what the pooled table counts as "with a score"); else the reason of its
     first row that is not ok, or "no probe to score"."""
-    rows_of: dict[tuple, list[dict[str, Any]]] = {}
+    rows_of: dict[tuple[str, int, int | None], list[JsonObject]] = {}  # (path, compaction, cut_at)
     for row in rows:
         rows_of.setdefault((row["path"], row["compaction"], row["cut_at"]), []).append(row)
-    scored, unscored = 0, {}
+    scored = 0
+    unscored: dict[str, int] = {}
     for members in rows_of.values():
         if any(r["status"] == "ok" and r.get("overall") is not None for r in members):
             scored += 1

@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -19,6 +20,10 @@ from batchcompact.core.defaults import (
 
 if TYPE_CHECKING:
     from batchcompact.core.planner import CompactionSettings
+    from batchcompact.pipeline.executor import Executor
+
+# Any: a click command function takes each option's value by name, each of its option's own type
+_Command = TypeVar("_Command", bound=Callable[..., Any])
 
 
 # The least --summary-budget: the file tags take at most half (core/planner.TAGS_SHARE); the other half holds
@@ -31,7 +36,7 @@ def _default_jobs() -> int:
     return max(os.cpu_count() or 1, 1)
 
 
-def planner_options(func):
+def planner_options(func: _Command) -> _Command:
     """The settings of the pure planner (pi's compaction settings plus oh-my-pi's thresholds)."""
     options = [
         click.option("--preset", type=AliasChoice(sorted(PRESETS), PRESET_ALIASES), default=None,
@@ -72,7 +77,7 @@ def planner_options(func):
     return func
 
 
-def strategy_option(func):
+def strategy_option(func: _Command) -> _Command:
     """`--strategy`: what `run` writes for a session over its threshold (`plan` shows it)."""
     return click.option(
         "--strategy", type=click.Choice(["compact", "handoff"]), default="compact", show_default=True,
@@ -130,7 +135,7 @@ def resolve_jobs(jobs: int | None) -> int:
     return jobs if jobs else _default_jobs()
 
 
-def branch_options(func):
+def branch_options(func: _Command) -> _Command:
     """Branch summaries (issue 7): which abandoned branches are worth a summary."""
     func = click.option("--branch-reserve-tokens", type=click.IntRange(min=0), default=16384, show_default=True,
                         help="Reserve for branch summaries: a branch is read up to window - reserve tokens.")(func)
@@ -156,7 +161,7 @@ def agent_fields(ctx: click.Context, enabled: bool) -> tuple[str, ...]:
     return tuple(fields)
 
 
-def executor_options(func):
+def executor_options(func: _Command) -> _Command:
     """Where file-level work runs: this machine's processes, or a Ray cluster."""
     func = click.option("--ray-address", default=None, metavar="ADDRESS",
                         help="With --executor ray: the cluster (host:6379, ray://host:10001, or 'local' to start "
@@ -168,7 +173,7 @@ def executor_options(func):
     return func
 
 
-def open_executor(kind: str, jobs: int, ray_address: str | None):
+def open_executor(kind: str, jobs: int, ray_address: str | None) -> Executor | None:
     """The executor for --executor/--ray-address (None for the local default: callers keep their own)."""
     if kind == "local":
         return None

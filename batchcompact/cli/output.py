@@ -7,19 +7,25 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeAlias, TypeVar
 
 import click
 
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.times import iso_text
 from batchcompact.core.words import COUNTED_NOUNS, plural
 from batchcompact.pipeline import statuses
 
+# Any: a click command function takes each option's value by name, each of its option's own type
+_Command = TypeVar("_Command", bound=Callable[..., Any])
+# What a machine format writes after the rows: a JSON object, or a function that gives it once they are written.
+Summary: TypeAlias = JsonObject | Callable[[], JsonObject] | None
 
-def _cell(value: Any, cut: bool = True) -> str:
+
+def _cell(value: object, cut: bool = True) -> str:
     """A value as a table cell; `cut`: a text past 60 characters ends in '…' (a terminal's table)."""
     if value is None:
         return "-"
@@ -137,7 +143,7 @@ def _fit(columns: list[tuple[str, str]], widths: list[int], limit: int, path_ind
     return keep, widths
 
 
-def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], width: int | None = None,
+def format_table(rows: Sequence[JsonObject], columns: Sequence[tuple[str, str]], width: int | None = None,
                  color: bool = False, drop_first: Sequence[str] = ()) -> str:
     """An aligned text table that fits `width` (None: no limit). `columns` are (key, heading) pairs;
     path columns lose their middle first, then columns are dropped from the right. Without a width (a
@@ -172,7 +178,7 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, st
     return "\n".join(lines)
 
 
-def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], out: TextIO,
+def print_table(rows: Sequence[JsonObject], columns: Sequence[tuple[str, str]], out: TextIO,
                 drop_first: Sequence[str] = ()) -> None:
     """A table fitted to where it goes, coloured only on a terminal without NO_COLOR."""
     from batchcompact.cli.config import color_enabled
@@ -209,7 +215,7 @@ def open_output(path: str | None, whole: bool = False) -> Iterator[TextIO]:
         yield handle
 
 
-def write_csv_rows(rows: Iterable[dict[str, Any]], columns: Sequence[str], out: TextIO) -> int:
+def write_csv_rows(rows: Iterable[JsonObject], columns: Sequence[str], out: TextIO) -> int:
     writer = csv.DictWriter(out, fieldnames=list(columns), extrasaction="ignore")
     writer.writeheader()
     count = 0
@@ -222,14 +228,14 @@ def write_csv_rows(rows: Iterable[dict[str, Any]], columns: Sequence[str], out: 
 FORMATS = ("table", "json", "jsonl", "csv", "parquet")
 
 
-class FormatChoice(click.Choice):
+class FormatChoice(click.Choice[str]):
     """A --format choice that also accepts old names (e.g. `text` for `table`) without listing them."""
 
     def __init__(self, choices: Sequence[str], aliases: dict[str, str] | None = None) -> None:
         super().__init__(list(choices))
         self.aliases = aliases or {}
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> str:
         if isinstance(value, str) and value in self.aliases:
             if ctx is not None:
                 from batchcompact.cli.command import deprecated
@@ -248,10 +254,10 @@ def _json_flag(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
 
 
 def output_options(formats: tuple[str, ...] = FORMATS, aliases: dict[str, str] | None = None,
-                   dir_okay: bool = False):
+                   dir_okay: bool = False) -> Callable[[_Command], _Command]:
     """--format and -o/--output FILE (the same on every command), plus the hidden old --json flag."""
 
-    def decorator(func):
+    def decorator(func: _Command) -> _Command:
         func = click.option("--json", "json_flag", is_flag=True, hidden=True, callback=_json_flag,
                             help="Deprecated: use --format json.")(func)
         func = click.option("--output", "-o", type=click.Path(dir_okay=dir_okay), default=None, metavar="FILE",
@@ -325,8 +331,8 @@ def pick_format(fmt: str, json_flag: bool) -> str:
     return "json" if json_flag and fmt == "table" else fmt
 
 
-def write_rows(fmt: str, output: str | None, rows: Iterable[dict[str, Any]], columns: Sequence[str] | None = None,
-               summary: Any = None) -> int:
+def write_rows(fmt: str, output: str | None, rows: Iterable[JsonObject], columns: Sequence[str] | None = None,
+               summary: Summary = None) -> int:
     """Rows in a machine format. json: `{"rows": [...], **summary()}` (summary called after the rows; one
     row per line, then one key per line: json_rows.py);
     jsonl: one row per line; csv: `columns` (or the first row's keys); parquet: to `output`."""
@@ -339,6 +345,7 @@ def write_rows(fmt: str, output: str | None, rows: Iterable[dict[str, Any]], col
             {c: [] for c in columns or ()})
         from batchcompact.outfile import replacing
 
+        assert output is not None  # require_output refused parquet without one
         with replacing(output) as where:
             frame.write_parquet(where)
         return len(collected)
@@ -348,12 +355,12 @@ def write_rows(fmt: str, output: str | None, rows: Iterable[dict[str, Any]], col
 
             counted_rows = [0]
 
-            def counting(items):
+            def counting(items: Iterable[JsonObject]) -> Iterator[JsonObject]:
                 for item in items:
                     counted_rows[0] += 1
                     yield item
 
-            def rest() -> dict[str, Any]:  # `totals` in every command's JSON: at least how many rows
+            def rest() -> JsonObject:  # `totals` in every command's JSON: at least how many rows
                 extra = dict(summary() if callable(summary) else (summary or {}))
                 return extra if "totals" in extra else {"totals": {"rows": counted_rows[0]}, **extra}
 
@@ -376,7 +383,7 @@ def write_rows(fmt: str, output: str | None, rows: Iterable[dict[str, Any]], col
     raise click.UsageError(f"unknown format {fmt!r}")
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> str:
     """A value JSON has no type for: a time in ISO 8601 (`2026-11-26T13:29:32.524680+00:00`, the form the
     report's JSON and CSV use), anything else as its text."""
     from datetime import date
@@ -384,7 +391,7 @@ def _plain(value: Any) -> Any:
     return iso_text(value) if isinstance(value, date) else str(value)
 
 
-def _csv_cell(value: Any) -> Any:
+def _csv_cell(value: object) -> object:
     from datetime import date
 
     if isinstance(value, date):

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -28,10 +29,15 @@ from batchcompact.cli.output import (
     require_output,
     write_rows,
 )
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.words import counted
 from batchcompact.errors import is_internal_error, outcome_exit_code
 from batchcompact.money import from_pico, to_pico
 from batchcompact.pipeline.statuses import PLAN_COMPACT, PLAN_ERROR, PLAN_SKIP
+
+if TYPE_CHECKING:
+    from batchcompact.core.planner import CompactionSettings
+    from batchcompact.pipeline.dry_run import DryRun
 
 TABLE_COLUMNS = (
     ("path", "session"),
@@ -87,7 +93,7 @@ class Totals:
     def branch_cost(self) -> float | None:
         return None if self.branch_cost_pico is None else from_pico(self.branch_cost_pico)
 
-    def add(self, row: dict[str, Any]) -> None:
+    def add(self, row: JsonObject) -> None:
         self.status[row["status"]] += 1
         if row["status"] == PLAN_SKIP:
             self.skip_reasons[reason_kind(row.get("reason"), self.min_age)] += 1
@@ -111,7 +117,7 @@ class Totals:
             self.cost_pico += to_pico(row["est_cost_usd"])
             self.batch_cost_pico += to_pico(row["est_batch_cost_usd"] or 0.0)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {
             "sessions": sum(self.status.values()),
             "by_status": dict(sorted(self.status.items())),
@@ -165,10 +171,10 @@ class Totals:
 @output_options()
 @executor_options
 @click.pass_context
-def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, fmt: str, output: str | None,
+def plan(ctx: click.Context, paths: Sequence[str], summary_model: str | None, fmt: str, output: str | None,
          pricing: str | None, jobs: int | None, min_branch_tokens: int = 0, branch_reserve_tokens: int = 16384,
          json_flag: bool = False, executor: str = "local", ray_address: str | None = None, min_age: str = "0",
-         **kwargs: Any) -> int:
+         **kwargs: Any) -> int:  # Any: the planner's options by name (pop_settings), each of its own type
     """Plan compactions of the sessions under PATHS (files, directories, globs) without calling any model.
 
     Without PATHS, every agent's session folders found on this machine are planned (named on stderr).
@@ -212,7 +218,7 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
     internal: list[str] = []
     dry = _dry_run(ctx, settings, min_age)
 
-    def rows():
+    def rows() -> Iterator[JsonObject]:
         planned = plan_paths(paths, settings, options, jobs=resolve_jobs(jobs), executor=runner)
         for row in planned if dry is None else decided(planned, dry):
             totals.add(row)
@@ -236,6 +242,7 @@ def plan(ctx: click.Context, paths: tuple[str, ...], summary_model: str | None, 
         from batchcompact.pipeline.plan_parquet import write_plan_parquet
 
         require_output(fmt, output)
+        assert output is not None  # require_output refused parquet without one
         write_plan_parquet(rows(), output)
     else:
         write_rows(fmt, output, rows(), PLAN_COLUMNS, summary=lambda: {"totals": totals.as_dict()})
@@ -254,7 +261,7 @@ def _duration_checked(value: str) -> str:
 DRY_RUN_KEY = "batchcompact.dry_run"  # ctx.meta: the run's options that decide beyond the plan
 
 
-def _dry_run(ctx: click.Context, settings: Any, min_age: str) -> Any:
+def _dry_run(ctx: click.Context, settings: CompactionSettings, min_age: str) -> DryRun | None:
     """The `DryRun` of `run --dry-run` (its run state and settings hash, --limit, --min-age) or of `plan
     --min-age`; None when nothing but the plan decides."""
     from batchcompact.cli.options import parse_duration
@@ -273,7 +280,8 @@ def _dry_run(ctx: click.Context, settings: Any, min_age: str) -> Any:
     return DryRun(min_age_s=seconds, limit=options.limit, state_path=options.resolved_state_path(), settings_key=key)
 
 
-def plan_instead_of_run(ctx: click.Context, paths: tuple[str, ...], **params: Any) -> int:
+# Any: `run`'s options by name, as click parsed them, each of its own type
+def plan_instead_of_run(ctx: click.Context, paths: Sequence[str], **params: Any) -> int:
     """`run --dry-run`: the same as `plan` with run's planner options (the built-in model is plan's default),
     decided as the run would decide (`pipeline/dry_run.py`: --min-age, --limit, earlier runs in the state);
     run's other options (where to write, the pool, ...) do not apply to a plan."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from datetime import date, datetime
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,10 +18,13 @@ from batchcompact.errors import UsageError
 from batchcompact.report.dimensions import GROUPINGS, by_help
 from batchcompact.report.readers import agent_names
 
+if TYPE_CHECKING:
+    from batchcompact.report.produce import ReportOutput, ReportRequest
+
 INCOMPLETE_EXIT = 1  # the report was made, without rows an input lost (a usage export cut short)
 
 
-def _parse_date(ctx, param, value: str | None) -> date | None:
+def _parse_date(ctx: click.Context, param: click.Parameter, value: str | None) -> date | None:
     if value is None:
         return None
     for fmt in ("%Y-%m-%d", "%Y%m%d"):
@@ -31,7 +35,7 @@ def _parse_date(ctx, param, value: str | None) -> date | None:
     raise click.BadParameter(f"{value!r} is not a date; use YYYY-MM-DD or YYYYMMDD")
 
 
-def _check_timezone(ctx, param, value: str) -> str:
+def _check_timezone(ctx: click.Context, param: click.Parameter, value: str) -> str:
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     try:
@@ -144,8 +148,10 @@ def _check_timezone(ctx, param, value: str) -> str:
     "you switch, tables, sessions) with the same filters; opens from file:// with no network.",
 )
 @executor_options
-def report(paths, fmt, output, json_flag, compact, chart, html, machine, cache_dir, no_cache, cache_above, jobs,
-           executor="local", ray_address=None, **counting) -> int:
+def report(paths: tuple[str, ...], fmt: str, output: str | None, json_flag: bool, compact: bool, chart: str | None,
+           html: str | None, machine: str | None, cache_dir: str | None, no_cache: bool, cache_above: int,
+           jobs: int | None, executor: str = "local", ray_address: str | None = None,
+           **counting: Any) -> int:  # Any: the other options by ReportSettings' field names, each of its own type
     """Usage and cost across session archives (every agent's, and batchcompact runs).
 
     PATHS are files or folders (walked for *.jsonl, *.jsonl.zst, compactions*.parquet and the JSON
@@ -205,7 +211,7 @@ def report(paths, fmt, output, json_flag, compact, chart, html, machine, cache_d
     return 0
 
 
-def _say_nothing_matched(request) -> None:
+def _say_nothing_matched(request: ReportRequest) -> None:
     """A report of zero under filters (--project, --session, --since, --until, --agent) says so, and what the
     paths hold without them: a typo in a project's name is otherwise an empty table and exit 0."""
     import dataclasses
@@ -238,7 +244,7 @@ def _say_nothing_matched(request) -> None:
                f"{counted(len(projects), 'project')} ({shown})", err=True)
 
 
-def _project_table(ctx: click.Context):
+def _project_table(ctx: click.Context) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, tuple[str, ...]], ...]]:
     """The config file's [report.projects] (aliases, groups) as ReportSettings takes them."""
     from batchcompact.cli.command import RESOLUTION_KEY
     from batchcompact.report.settings import project_config
@@ -285,7 +291,7 @@ def _page_file(value: str | None) -> str | None:
     return value
 
 
-def _print(out, fmt: str, output, compact: bool, *, quiet: bool, verbose: int) -> None:
+def _print(out: ReportOutput, fmt: str, output: str | None, compact: bool, *, quiet: bool, verbose: int) -> None:
     """The report's output, and on stderr what a person needs to know about it."""
     if out.replayed:
         for warning in out.warnings:  # the full path printed them as they came
@@ -322,7 +328,7 @@ def _warn_unpriced(models: list[str]) -> None:
         )
 
 
-def _emit(texts: dict[str, str], table_width: int | None, fmt: str, output, compact: bool) -> None:
+def _emit(texts: dict[str, str], table_width: int | None, fmt: str, output: str | None, compact: bool) -> None:
     """The rendered text to --output or stdout; a table fitted to the terminal (or $COLUMNS): the compact one
     when the wide one does not fit, then its long text columns elided. Piped without $COLUMNS: whole."""
     from batchcompact.cli.output import fit_rendered_table

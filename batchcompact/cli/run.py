@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import click
 
@@ -33,12 +33,18 @@ from batchcompact.cli.summarize_options import (
     pool_settings_from,
     summarizer_options,
 )
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.words import counted
 from batchcompact.money import sum_usd
 from batchcompact.pipeline.statuses import COMPACTED, FAILED_STATUSES, KNOWN_INVALID, SKIPPED
 
 if TYPE_CHECKING:
+    from batchcompact.pipeline.executor import Executor
+    from batchcompact.pipeline.run import RunSummary
     from batchcompact.pipeline.run_request import RunRequest
+
+# Any: `run`'s options by name, as click parsed them, each of its own type
+Params: TypeAlias = dict[str, Any]
 
 def _duration_checked(value: str) -> str:
     """--min-age checked while the options are parsed (so a bad one names the option and where it came
@@ -47,7 +53,7 @@ def _duration_checked(value: str) -> str:
     return value
 
 
-def _counted(rows: list[dict[str, Any]], min_age: str) -> str:
+def _counted(rows: list[JsonObject], min_age: str) -> str:
     kinds: dict[str, int] = {}
     for row in rows:
         kind = reason_kind(row.get("reason"), min_age)
@@ -55,7 +61,7 @@ def _counted(rows: list[dict[str, Any]], min_age: str) -> str:
     return ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = False) -> str:
+def summary_text(summary: RunSummary, wall: float, min_age: str = "10m", quiet: bool = False) -> str:
     """The run summary for people. Skips and failures are counted by reason; failed files are listed
     with their reason (file and line). Quiet: only what needs attention (nothing on a clean run)."""
     rows = summary.rows
@@ -151,7 +157,7 @@ def summary_text(summary: Any, wall: float, min_age: str = "10m", quiet: bool = 
 @executor_options
 @click.pass_context
 def run(ctx: click.Context, paths: tuple[str, ...], fmt: str, output: str | None, json_flag: bool,
-        dry_run: bool, **params: Any) -> int:
+        dry_run: bool, **params: Any) -> int:  # Any: as `Params`
     """Compact the sessions under PATHS: plan, summarize, write, verify, report. Without PATHS, every
     agent's session folders found on this machine (named on stderr).
 
@@ -195,8 +201,8 @@ def run(ctx: click.Context, paths: tuple[str, ...], fmt: str, output: str | None
     return summary.exit_code
 
 
-def run_request(ctx: click.Context, paths: tuple[str, ...], params: dict[str, Any], *,
-                progress: bool) -> tuple[RunRequest, Any]:
+def run_request(ctx: click.Context, paths: tuple[str, ...], params: Params, *,
+                progress: bool) -> tuple[RunRequest, Executor | None]:
     """(the `RunRequest` of the parsed options, the executor they open or None): the options' own conflicts
     first, then the paths they name, then the batch settings, in that order of complaint."""
     from batchcompact.discover import cli_paths
@@ -245,7 +251,7 @@ def run_request(ctx: click.Context, paths: tuple[str, ...], params: dict[str, An
     return RunRequest(paths, settings, options, choice, pool, wait_rounds=rounds), executor
 
 
-def print_summary(summary: Any, fmt: str, output: str | None, min_age: str, quiet: bool,
+def print_summary(summary: RunSummary, fmt: str, output: str | None, min_age: str, quiet: bool,
                   output_dir: str | None) -> None:
     """The run's result: the summary for people (table), or the rows (JSON, CSV, ...) with the summary on stderr."""
     if output:  # a results FILE inside --output-dir may be in a folder the run did not make

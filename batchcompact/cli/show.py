@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from batchcompact.cli.config import ExpandedPath
 from batchcompact.cli.output import output_options, pick_format
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 from batchcompact.core.words import counted
 
+if TYPE_CHECKING:
+    from batchcompact.core.session import Session
 
-def _render_block(block: Any) -> str:
+
+def _render_block(block: JsonValue) -> str:
     if not isinstance(block, dict):
         return str(block)
     kind = block.get("type")
@@ -29,7 +33,7 @@ def _render_block(block: Any) -> str:
     return f"({kind})"
 
 
-def render_message(message: dict[str, Any]) -> str:
+def render_message(message: JsonObject) -> str:
     content = message.get("content")
     if isinstance(content, str):
         return content
@@ -91,7 +95,7 @@ def _by_name(item: tuple) -> str:
     return str(item[0])
 
 
-def _print_text(session: Any, info: dict[str, Any], with_context: bool) -> int:
+def _print_text(session: Session, info: JsonObject, with_context: bool) -> int:
     header = session.header or {}
     # What a format does not record is left out (Gemini CLI chats carry no version) or shown as '-'.
     version = f", version {info['version']}" if info["version"] is not None else ""

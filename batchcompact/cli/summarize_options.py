@@ -9,21 +9,28 @@ The API key is never echoed: `show_default=False`, `show_envvar` only names the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import click
+
+if TYPE_CHECKING:
+    from batchcompact.summarize.pool_settings import PoolSettings
+
+# Any: a click command function takes each option's value by name, each of its option's own type
+CommandFunction: TypeAlias = Callable[..., Any]
+OptionDecorator: TypeAlias = Callable[[CommandFunction], CommandFunction]  # what click.option gives
 
 MODEL_ENV = "BATCHCOMPACT_MODEL"
 API_KEY_ENV = "BATCHCOMPACT_API_KEY"
 
 
-def _positive(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
     if value is not None and value <= 0:
         raise click.BadParameter("must be greater than 0")
     return value
 
 
-def _model_option() -> Any:
+def _model_option() -> OptionDecorator:
     return click.option(
         "--model",
         envvar=MODEL_ENV,
@@ -35,7 +42,7 @@ def _model_option() -> Any:
     )
 
 
-def _provider_option_list() -> list[Any]:
+def _provider_option_list() -> list[OptionDecorator]:
     """--api-base, --api-key, --timeout: where and how a model is reached."""
     return [
         click.option("--api-base", default=None, help="Base URL of an OpenAI-compatible or proxy endpoint."),
@@ -59,7 +66,7 @@ def _provider_option_list() -> list[Any]:
     ]
 
 
-def _no_redact_option() -> Any:
+def _no_redact_option() -> OptionDecorator:
     return click.option(
         "--no-redact",
         is_flag=True,
@@ -69,15 +76,15 @@ def _no_redact_option() -> Any:
     )
 
 
-def _apply(func: Callable, options: list[Any]) -> Callable:
+def _apply(func: CommandFunction, options: list[OptionDecorator]) -> CommandFunction:
     for option in reversed(options):
         func = option(func)
     return func
 
 
-def summarizer_options(func: Callable) -> Callable:
+def summarizer_options(func: CommandFunction) -> CommandFunction:
     """--model, --api-base, --api-key, --timeout, --summarizer, --check, --no-redact."""
-    options = [
+    options: list[OptionDecorator] = [
         _model_option(),
         *_provider_option_list(),
         click.option(
@@ -99,14 +106,14 @@ def summarizer_options(func: Callable) -> Callable:
     return _apply(func, options)
 
 
-def provider_options(func: Callable) -> Callable:
+def provider_options(func: CommandFunction) -> CommandFunction:
     """--api-base, --api-key, --timeout, --no-redact: for commands that pick their models otherwise (eval)."""
     return _apply(func, [*_provider_option_list(), _no_redact_option()])
 
 
-def pool_options(func: Callable) -> Callable:
+def pool_options(func: CommandFunction) -> CommandFunction:
     """--concurrency, --rpm, --tpm, --max-attempts."""
-    options = [
+    options: list[OptionDecorator] = [
         click.option(
             "--concurrency",
             type=int,
@@ -141,7 +148,7 @@ def pool_settings_from(
     max_attempts: int = 6,
     max_cost_usd: float | None = None,
     redact: bool = True,
-) -> Any:
+) -> PoolSettings:
     """`PoolSettings` from the option values (imports the pool lazily)."""
     from batchcompact.summarize.pool_settings import PoolSettings
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+
 import click
 
 from batchcompact.cli.options import resolve_jobs
 from batchcompact.cli.output import output_options, pick_format, require_output, write_rows
 from batchcompact.core.entries import Problem
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.words import counted
 from batchcompact.errors import is_internal_error, outcome_exit_code
 
@@ -19,7 +22,7 @@ COLUMNS = ("path", "format", "session_id", "entries", "valid", "errors", "warnin
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Processes [default: number of cores].")
 @click.option("--errors-only", is_flag=True, help="Do not print warnings.")
 @click.pass_context
-def validate(ctx: click.Context, paths: tuple[str, ...], fmt: str, output: str | None, json_flag: bool,
+def validate(ctx: click.Context, paths: Sequence[str], fmt: str, output: str | None, json_flag: bool,
              jobs: int | None, errors_only: bool) -> int:
     """Check session files under PATHS (files, directories, globs) for problems; without PATHS, every
     agent's session folders found on this machine (named on stderr).
@@ -50,7 +53,7 @@ def validate(ctx: click.Context, paths: tuple[str, ...], fmt: str, output: str |
 
     internal: list[str] = []
 
-    def checked():
+    def checked() -> Iterator[JsonObject]:
         for row in results:
             bugs = [p["message"] for p in row["problems"] if is_internal_error(p["message"])]
             if bugs:

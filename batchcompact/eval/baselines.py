@@ -21,8 +21,8 @@ import hashlib
 import json
 import re
 from collections import Counter
-from typing import Any
 
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.eval.probes import user_words
 from batchcompact.eval.text import FILE, SYMBOL, block_texts, names
 
@@ -42,7 +42,7 @@ def tokens_of(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
 
-def history_text(messages: list[dict[str, Any]]) -> str:
+def history_text(messages: list[JsonObject]) -> str:
     """The replaced messages as plain text, one block a line group: what a reader of the raw transcript sees."""
     parts: list[str] = []
     for message in messages:
@@ -75,7 +75,7 @@ def unchosen_words(history: str, limit: int) -> str:
     return " ".join(out)
 
 
-def message_list(messages: list[dict[str, Any]], limit: int) -> str:
+def message_list(messages: list[JsonObject], limit: int) -> str:
     """`list`'s material: every user message in order, one a line (whitespace collapsed, each at most
     `LIST_MESSAGE_CHARS`), then the span's files and code names by how often it names them (ties: first
     named first), at most `limit` characters."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from batchcompact.agents import file_tools
 from batchcompact.core.context import (
@@ -28,6 +27,7 @@ from batchcompact.core.context import (
 )
 from batchcompact.core.cutpoint import CutPoint
 from batchcompact.core.entries import Entry
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.planner import (
     CompactionPlan,
     CompactionSettings,
@@ -48,15 +48,15 @@ class Cut:
     agent: str  # the agent whose reader read the session (the rows' `format` column)
     number: int  # 1-based: the compaction's place among the session's compactions (planned: 1)
     line: int | None  # the compaction entry's line (existing) or the first kept entry's line (planned)
-    replaced: list[dict[str, Any]]  # LLM messages of the span the compaction replaced
-    kept: list[dict[str, Any]]  # LLM messages the agent keeps after the summary
+    replaced: list[JsonObject]  # LLM messages of the span the compaction replaced
+    kept: list[JsonObject]  # LLM messages the agent keeps after the summary
     tokens_before: int
     plan: CompactionPlan | None  # the calls a summarizer makes for this span (None: nothing to call)
     recorded_summary: str | None = None  # the agent's own summary (existing compactions only)
     context_prefix: list[str] = field(default_factory=list)  # texts the agent puts before the summary
     cwd: str | None = None
     note: str | None = None  # why a summarizer cannot be run here, when it cannot
-    future: list[dict[str, Any]] | None = None  # the turns after the cut (None: the session ends there)
+    future: list[JsonObject] | None = None  # the turns after the cut (None: the session ends there)
     cut_at: int | None = None  # `--cut-at`: the percent of the session's model turns before the cut
     skip: str | None = None  # why no compaction could be placed here (`--cut-at`): a row with the reason
     hindsight: bool = False  # turns follow the cut: its hindsight probes were read from them
@@ -72,16 +72,16 @@ def full_path(session: Session) -> list[Entry]:
     return session.tree.history()
 
 
-def llm_messages(entries: list[Entry]) -> list[dict[str, Any]]:
+def llm_messages(entries: list[Entry]) -> list[JsonObject]:
     """The LLM messages of a range of entries, compaction summaries left out (as the planner sees them)."""
     return convert_to_llm(summary_messages(entries))
 
 
-def _signature(message: dict[str, Any]) -> str:
+def _signature(message: JsonObject) -> str:
     return json.dumps([message.get("role"), message.get("content")], sort_keys=True, default=str)
 
 
-def without_copies(replaced: list[dict[str, Any]], kept: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def without_copies(replaced: list[JsonObject], kept: list[JsonObject]) -> list[JsonObject]:
     """The replaced messages without the originals of kept copies: a Claude Code or Codex compaction that
     batchcompact wrote re-appends its kept tail after the summary, so the span before it ends with the very
     messages that were kept, not replaced (only that exact ending is dropped)."""
@@ -93,7 +93,7 @@ def without_copies(replaced: list[dict[str, Any]], kept: list[dict[str, Any]]) -
     return replaced
 
 
-def _index(path: list[Entry], entry_id: Any, default: int) -> int:
+def _index(path: list[Entry], entry_id: object, default: int) -> int:
     for index, entry in enumerate(path):
         if entry.id == entry_id:
             return index
@@ -151,7 +151,7 @@ def existing_cuts(session: Session, settings: CompactionSettings) -> list[Cut]:
     return cuts
 
 
-def future_after(path: list[Entry], start: int) -> list[dict[str, Any]] | None:
+def future_after(path: list[Entry], start: int) -> list[JsonObject] | None:
     """The LLM messages after a cut, up to the session's next compaction (None: nothing after it)."""
     end = start
     while end < len(path) and path[end].type != "compaction":
@@ -214,7 +214,7 @@ def _previous_summary(path: list[Entry]) -> str | None:
     return None
 
 
-def context_messages(cut: Cut, summary: str | None) -> list[dict[str, Any]]:
+def context_messages(cut: Cut, summary: str | None) -> list[JsonObject]:
     """The compacted context as the agent rebuilds it: earlier prompts it re-adds, the summary, the kept tail
     (`summary` None: no summary message at all)."""
     prefix = [{"role": "user", "content": [{"type": "text", "text": t}]} for t in cut.context_prefix]
@@ -224,6 +224,6 @@ def context_messages(cut: Cut, summary: str | None) -> list[dict[str, Any]]:
     return prefix + summary_message + cut.kept
 
 
-def context_tokens(messages: list[dict[str, Any]]) -> int:
+def context_tokens(messages: list[JsonObject]) -> int:
     """chars/4, as the planner estimates a context."""
     return sum(estimate_tokens(m) for m in messages)

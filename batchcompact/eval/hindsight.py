@@ -14,8 +14,8 @@ matters. Rules: docs/eval.md. Written for eval alone: nothing here imports `batc
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.eval.probes import Probe
 from batchcompact.eval.text import (
     COMMAND,
@@ -55,14 +55,14 @@ class NameIndex:
         self._phrases: list[str] = []
 
     @classmethod
-    def of_messages(cls, messages: Iterable[dict[str, Any]], cwd: str | None = None, *,
+    def of_messages(cls, messages: Iterable[JsonObject], cwd: str | None = None, *,
                     phrases: bool = True) -> NameIndex:
         index = cls(cwd, phrases=phrases)
         for message in messages:
             index.add_message(message)
         return index
 
-    def add_message(self, message: dict[str, Any]) -> None:
+    def add_message(self, message: JsonObject) -> None:
         for text in block_texts(message):
             self.add_text(text)
         if message.get("role") == "assistant":
@@ -116,9 +116,9 @@ class NameIndex:
         return name in self.commands or (self.keep_phrases and any(phrase in text for text in self._phrases))
 
 
-def future_messages(messages: Iterable[dict[str, Any]], turns: int = FUTURE_TURNS) -> list[dict[str, Any]]:
+def future_messages(messages: Iterable[JsonObject], turns: int = FUTURE_TURNS) -> list[JsonObject]:
     """The messages after a cut up to (and with the results of) the agent's `turns`-th model turn."""
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     seen = 0
     for message in messages:
         if message.get("role") == "assistant":
@@ -129,7 +129,7 @@ def future_messages(messages: Iterable[dict[str, Any]], turns: int = FUTURE_TURN
     return out
 
 
-def hindsight_probes(replaced: list[dict[str, Any]], kept: list[dict[str, Any]], future: list[dict[str, Any]],
+def hindsight_probes(replaced: list[JsonObject], kept: list[JsonObject], future: list[JsonObject],
                      cwd: str | None = None) -> list[Probe]:
     """The hindsight probes of one cut, in the order the future turns used them."""
     span = NameIndex.of_messages(replaced, cwd, phrases=False)

@@ -14,12 +14,28 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from batchcompact.core.calls import SummaryCall
+from batchcompact.core.calls import Summarizer, SummaryCall, SummaryResult
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.serialize import serialize_conversation
 from batchcompact.eval.probes import RULE, TASK, Probe
 from batchcompact.eval.text import COMMAND, FILE, SYMBOL, VALUE
+
+if TYPE_CHECKING:
+    from batchcompact.eval.cuts import Cut
+    from batchcompact.pipeline.state import RunState
+
+# How eval buys model calls (`pipeline/model_calls.buy`), in eval's own names: a measure imports nothing of
+# `summarize/` (tests/test_architecture.py), so the pool's settings are passed through, never named.
+# The pool's `PoolSettings` (summarize/pool_settings.py): eval replaces its `max_cost_usd` and hands it to `buy`.
+# Any: eval may not import `summarize/` to name it (a measure shares no code with what it measures)
+PoolSettingsArg: TypeAlias = Any
+Clock: TypeAlias = Callable[[], float]  # monotonic seconds (the pool's, injected by tests)
+Sleep: TypeAlias = Callable[[float], Awaitable[None]]
+# A scored row, its compacted context, its probes and its cut: what the judge answers and grades from.
+JudgedContext: TypeAlias = "tuple[JsonObject, list[JsonObject], list[Probe], Cut]"
 
 DIMENSIONS = ("accuracy", "context_awareness", "artifact_trail", "completeness", "continuity",
               "instruction_following")
@@ -56,7 +72,7 @@ GRADE_SYSTEM = (
 )
 
 
-def answer_call(question: str, context: list[dict[str, Any]]) -> SummaryCall:
+def answer_call(question: str, context: list[JsonObject]) -> SummaryCall:
     prompt = f"<context>\n{serialize_conversation(context)}\n</context>\n\nQuestion: {question}"
     return SummaryCall(kind="judge_answer", system_prompt=ANSWER_SYSTEM, user_prompt=prompt,
                        max_tokens=ANSWER_TOKENS)
@@ -96,13 +112,13 @@ def parse_grade(text: str) -> dict[str, float | None]:
 class Judge:
     """Answers and grades with one model; fills each row's `judge_*` columns."""
 
-    def __init__(self, summarizer: Any, model: str) -> None:
+    def __init__(self, summarizer: Summarizer, model: str) -> None:
         self.summarizer = summarizer
         self.model = model
         self.model_key = f"judge:{model}"
 
-    def grade(self, contexts: list[tuple[dict[str, Any], list[dict[str, Any]], list[Probe], Any]], state: Any,
-              pool_settings: Any, *, clock: Any = None, sleep: Any = None) -> float:
+    def grade(self, contexts: list[JudgedContext], state: RunState | None, pool_settings: PoolSettingsArg, *,
+              clock: Clock | None = None, sleep: Sleep | None = None) -> float:
         """Grade every scored row; returns what this run spent."""
         from batchcompact.pipeline.model_calls import buy
 
@@ -142,7 +158,7 @@ class Judge:
             grades_of_row = per_row.get(index, [])
             means = []
             for name in DIMENSIONS:
-                values = [g[name] for g in grades_of_row if g[name] is not None]
+                values = [value for g in grades_of_row if (value := g[name]) is not None]
                 row[f"judge_{name}"] = round(sum(values) / len(values), 3) if values else None
                 if values:
                     means.append(sum(values) / len(values))
@@ -151,7 +167,8 @@ class Judge:
         return spent
 
 
-def _add_cost(costs: dict[int, float | None], index: int, buyer: Any, results: list[Any]) -> None:
+def _add_cost(costs: dict[int, float | None], index: int, buyer: object,
+              results: list[SummaryResult | None]) -> None:
     as_paid = getattr(buyer, "as_paid", lambda r: r)
     for result in results:
         cost = as_paid(result).cost_usd if result is not None else None

@@ -3,26 +3,25 @@ bench/eval_table.py), and the lift of a row over its baseline (`lift`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.eval.baselines import BASELINE, FIRST, LIST, WORDS
 from batchcompact.eval.hindsight import KINDS as HINDSIGHT_KINDS
 from batchcompact.eval.scoring import KINDS, NAME_KINDS, mean_recall
 
 
-def lift(row: dict[str, Any], base: dict[str, Any]) -> float | None:
+def lift(row: JsonObject, base: JsonObject) -> float | None:
     """How much `row`'s overall recall is above its baseline's (None when either has none)."""
     if row["overall"] is None or base["overall"] is None:
         return None
     return round(row["overall"] - base["overall"], 4)
 
 
-def mean_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def mean_rows(rows: list[JsonObject]) -> list[JsonObject]:
     """One row per summarizer (and baseline at its length) pooled over every cut it scored: each kind's
     recall is kept / probes summed over the cuts, `overall` the mean of those recalls over the kinds with a
     probe (not pooled by probe count: docs/eval.md), `summary_tokens` the mean and `max_summary_tokens`
     the largest, `carryover` carried / items summed over the rows that have a previous summary's items."""
-    groups: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str | None], list[JsonObject]] = {}
     carried: dict[tuple[str, str | None], list[int]] = {}  # [carried, items] over the rows with a previous summary
     for row in rows:
         key = (row["summarizer"], row["baseline_for"])
@@ -34,18 +33,18 @@ def mean_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             sums[1] += row["carryover_items"]
     means = []
     for (label, baseline_for), members in groups.items():
-        mean: dict[str, Any] = {"summarizer": label, "baseline_for": baseline_for, "cuts": len(members)}
+        mean: JsonObject = {"summarizer": label, "baseline_for": baseline_for, "cuts": len(members)}
         pools = {"names_recall": NAME_KINDS, "hindsight_recall": HINDSIGHT_KINDS}
-        sums = {}
+        totals: dict[str, tuple[int, int]] = {}  # kind -> (kept, probes)
         for kind in KINDS:
             probes = sum(r[f"{kind}_probes"] or 0 for r in members)
             kept = sum(round((r[f"{kind}_recall"] or 0) * (r[f"{kind}_probes"] or 0)) for r in members)
-            sums[kind] = (kept, probes)
+            totals[kind] = (kept, probes)
             mean[f"{kind}_probes"] = probes
             mean[f"{kind}_recall"] = round(kept / probes, 4) if probes else None
         for column, kinds in pools.items():
-            total = sum(sums[k][1] for k in kinds)
-            mean[column] = round(sum(sums[k][0] for k in kinds) / total, 4) if total else None
+            total = sum(totals[k][1] for k in kinds)
+            mean[column] = round(sum(totals[k][0] for k in kinds) / total, 4) if total else None
         mean["overall"] = mean_recall({kind: mean[f"{kind}_recall"] for kind in KINDS})
         mean["summary_tokens"] = round(sum(r["summary_tokens"] or 0 for r in members) / len(members))
         mean["max_summary_tokens"] = max(r["summary_tokens"] or 0 for r in members)

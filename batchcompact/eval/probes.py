@@ -16,9 +16,11 @@ Invariants: deterministic (the order of appearance in the span); linear in the s
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias
 
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.eval.text import GO_ON, MAX_CHARS, significant_words, stem
 
 RULE, TASK = "rule", "task"
@@ -61,12 +63,15 @@ class Probe:
         return f"{self.kind}: {self.text}"
 
 
+Keeps: TypeAlias = Callable[[Probe], bool]  # whether the kept context alone holds a probe (scoring.ContextIndex)
+
+
 def key_terms(text: str) -> tuple[str, ...]:
     """The first `MAX_TERMS` distinct stems of the significant words of `text`."""
     return tuple(dict.fromkeys(stem(w) for w in significant_words(text)))[:MAX_TERMS]
 
 
-def user_words(message: dict[str, Any]) -> str | None:
+def user_words(message: JsonObject) -> str | None:
     """What the person typed in a message (docs/eval.md, "the user's own words"); None for a message the
     agent wrote or injected (context files, reminders, command output, summaries, a lone slash command)."""
     if message.get("role") != "user" or message.get("agentRole"):
@@ -115,7 +120,7 @@ def rule_sentences(text: str) -> list[str]:
     return out
 
 
-def requests(messages: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+def requests(messages: list[JsonObject]) -> tuple[list[str], list[str]]:
     """The span's rules and its requests (each a user message less its rule sentences, not filler), in order."""
     rules: list[str] = []
     asks: list[str] = []
@@ -135,8 +140,8 @@ def requests(messages: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
     return rules, asks
 
 
-def lexical_probes(replaced: list[dict[str, Any]], kept: list[dict[str, Any]] | None = None,
-                   future: list[dict[str, Any]] | None = None, keeps: Any = None) -> list[Probe]:
+def lexical_probes(replaced: list[JsonObject], kept: list[JsonObject] | None = None,
+                   future: list[JsonObject] | None = None, keeps: Keeps | None = None) -> list[Probe]:
     """The rules and requests a reader needs after the cut (docs/eval.md): every rule the user stated in the
     span; of the requests, the span's first (the goal), its last when the kept messages hold no later one
     (open at the cut), and every one the next turns continue (`future`: at least `CONTINUED_AT` of its key
@@ -150,7 +155,7 @@ def lexical_probes(replaced: list[dict[str, Any]], kept: list[dict[str, Any]] | 
         if not later:
             chosen.append(len(asks) - 1)
     if future:
-        words = set()
+        words: set[str] = set()
         for message in future:
             if message.get("role") == "assistant":
                 for block in message.get("content") or ():
@@ -174,7 +179,7 @@ def lexical_probes(replaced: list[dict[str, Any]], kept: list[dict[str, Any]] | 
     return list(found.values())
 
 
-def _add(probes: dict[tuple[str, ...], Probe], kind: str, text: str, keeps: Any) -> None:
+def _add(probes: dict[tuple[str, ...], Probe], kind: str, text: str, keeps: Keeps | None) -> None:
     text = " ".join(text[: PROBE_CHARS * 4].split())
     shown = text if len(text) <= PROBE_CHARS else text[: PROBE_CHARS - 1].rstrip() + "…"
     terms = key_terms(text)

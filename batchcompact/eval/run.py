@@ -16,9 +16,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from batchcompact.core.apply import compose_summary
+from batchcompact.core.calls import Summarizer, SummaryResult
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.planner import CompactionSettings
 from batchcompact.errors import DEBUG_HINT, RunAborted, internal_error_reason, outcome_exit_code
 from batchcompact.eval.baselines import (
@@ -52,6 +54,12 @@ from batchcompact.eval.probes import Probe, lexical_probes
 from batchcompact.eval.scoring import KINDS, NAME_KINDS, ContextIndex, score_context
 from batchcompact.pipeline.model_calls import buy
 
+if TYPE_CHECKING:
+    from batchcompact.core.session import Session
+    from batchcompact.eval.judge import Clock, Judge, JudgedContext, PoolSettingsArg, Sleep
+    from batchcompact.pipeline.planning import PlanOptions
+    from batchcompact.pipeline.state import RunState
+
 log = logging.getLogger(__name__)
 
 RECORDED = "recorded"  # the summarizer label of a compaction already in the file
@@ -71,7 +79,7 @@ class EvalSummarizer:
     """One `--summarizer`: its label in the rows, the summarizer, and the model it is cached and priced by."""
 
     label: str
-    summarizer: Any
+    summarizer: Summarizer
     model_key: str  # as `run`'s summary_model: the litellm name, "builtin" or "custom:SPEC"
     priced_model: str | None = None  # the litellm model to estimate its cost by (None: free or self-priced)
 
@@ -82,14 +90,14 @@ class EvalOptions:
     state_path: Path | None = None
     pricing_file: str | None = None
     max_cost_usd: float | None = None
-    plan_options: Any = None  # pipeline.planning.PlanOptions for planned cuts
+    plan_options: PlanOptions | None = None  # for planned cuts
     jobs: int = 1  # processes that read the files and find their cuts
     cut_at: tuple[int, ...] = ()  # `--cut-at`: cuts placed this many percent into each session's model turns
 
 
 @dataclass
 class EvalResult:
-    rows: list[dict[str, Any]]
+    rows: list[JsonObject]
     problems: list[str] = field(default_factory=list)  # files that could not be read: path:line: what
     skipped: dict[str, int] = field(default_factory=dict)  # sessions with nothing to score, by reason
     spent_usd: float = 0.0  # paid in this run (summaries and judge calls reused from the cache cost 0)
@@ -100,7 +108,7 @@ class EvalResult:
         return outcome_exit_code(len(self.problems) + sum(r["status"] == "failed" for r in self.rows), bugs)
 
 
-def cuts_of_file(path: str, settings: CompactionSettings, options: EvalOptions) -> dict[str, Any]:
+def cuts_of_file(path: str, settings: CompactionSettings, options: EvalOptions) -> JsonObject:
     """One file's cuts with their probes (the replaced messages dropped once probed), or why it has none.
 
     Module-level and never raising, so it runs in a worker process: {"cuts", "probes", "problem", "skip"}.
@@ -108,7 +116,7 @@ def cuts_of_file(path: str, settings: CompactionSettings, options: EvalOptions) 
     from batchcompact.errors import NotCompacted, SessionReadError
     from batchcompact.pipeline.planning import PlanOptions, plan_session, read_session
 
-    out: dict[str, Any] = {"cuts": [], "probes": [], "problem": None, "skip": None}
+    out: JsonObject = {"cuts": [], "probes": [], "problem": None, "skip": None}
     try:
         session = read_session(path)
         if not session.compactable:
@@ -159,7 +167,7 @@ def probes_of(cut: Cut) -> list[Probe]:
     return probes + lexical_probes(cut.replaced, cut.kept, future, ContextIndex(kept, cut.cwd).keeps)
 
 
-def cuts_inside(session: Any, settings: CompactionSettings, options: EvalOptions) -> list[Cut]:
+def cuts_inside(session: Session, settings: CompactionSettings, options: EvalOptions) -> list[Cut]:
     """`--cut-at`: for each percent, the session as archived just before that model turn, compacted as `run`
     would compact it (forced), with the turns that really followed as its future."""
     import dataclasses as dc
@@ -215,7 +223,7 @@ def _truncated_copy(source: str, line: int, folder: str, percent: int) -> str | 
     return str(target) if written == line - 1 else None
 
 
-def _skipped_cut(session: Any, percent: int, line: int | None, reason: str) -> Cut:
+def _skipped_cut(session: Session, percent: int, line: int | None, reason: str) -> Cut:
     return Cut(path=session.path, session_id=session.session_id, agent=session.agent, number=1, line=line,
                replaced=[], kept=[], tokens_before=0, plan=None, cut_at=percent, skip=reason)
 
@@ -249,8 +257,8 @@ def _reason_kind(reason: str) -> str:
     return reason.split(" (", 1)[0]
 
 
-def _base_row(cut: Cut, label: str, baseline_for: str | None = None) -> dict[str, Any]:
-    row: dict[str, Any] = dict.fromkeys(ROW_COLUMNS)
+def _base_row(cut: Cut, label: str, baseline_for: str | None = None) -> JsonObject:
+    row: JsonObject = dict.fromkeys(ROW_COLUMNS)
     row.update(path=cut.path, session_id=cut.session_id, format=cut.agent, compaction=cut.number,
                cut_at=cut.cut_at, line=cut.line, summarizer=label, baseline_for=baseline_for, status="ok",
                reason="", tokens_before=cut.tokens_before, missed=[])
@@ -259,8 +267,8 @@ def _base_row(cut: Cut, label: str, baseline_for: str | None = None) -> dict[str
     return row
 
 
-def score_row(row: dict[str, Any], cut: Cut, probes: list[Probe], summary: str | None,
-              own_text: str | None = None) -> list[dict[str, Any]]:
+def score_row(row: JsonObject, cut: Cut, probes: list[Probe], summary: str | None,
+              own_text: str | None = None) -> list[JsonObject]:
     """Fill a row's recalls from the compacted context; returns the context (for the judge).
 
     `summary_overall` scores the summarizer's own words alone (`own_text`, default the summary without
@@ -291,7 +299,8 @@ def score_row(row: dict[str, Any], cut: Cut, probes: list[Probe], summary: str |
     return messages
 
 
-def baseline_rows(row: dict[str, Any], cut: Cut, probes: list[Probe], contexts: list) -> list[dict[str, Any]]:
+def baseline_rows(row: JsonObject, cut: Cut, probes: list[Probe],
+                  contexts: list[JudgedContext]) -> list[JsonObject]:
     """The `first`, `last`, `words` and `list` baselines at the length of `row`'s summary, and `row`'s lift
     over them."""
     out = []
@@ -340,15 +349,15 @@ def estimate_spend(cuts: list[Cut], summarizers: list[EvalSummarizer], pricing_f
 
 
 def evaluate(paths: Iterable[str], settings: CompactionSettings, options: EvalOptions,
-             summarizers: list[EvalSummarizer], pool_settings: Any, judge: Any = None, *,
-             clock: Any = None, sleep: Any = None) -> EvalResult:
+             summarizers: list[EvalSummarizer], pool_settings: PoolSettingsArg, judge: Judge | None = None, *,
+             clock: Clock | None = None, sleep: Sleep | None = None) -> EvalResult:
     """Score every cut under `paths` with each summarizer (and the recorded summaries with `existing`), each
     beside the baselines at its own length."""
     result = EvalResult(rows=[])
     cuts, probes = find_cuts(paths, settings, options, result)
     _check_budget(cuts, summarizers, options)
-    contexts: list[tuple[dict[str, Any], list[dict[str, Any]], list[Probe], Cut]] = []
-    rows_by_cut: list[list[dict[str, Any]]] = [[] for _ in cuts]
+    contexts: list[JudgedContext] = []
+    rows_by_cut: list[list[JsonObject]] = [[] for _ in cuts]
     for index, cut in enumerate(cuts):
         row = _base_row(cut, BASELINE + TAIL)
         if not cut.skip:
@@ -392,13 +401,13 @@ def evaluate(paths: Iterable[str], settings: CompactionSettings, options: EvalOp
     return result
 
 
-def _tail_lifts(rows: list[dict[str, Any]], tail: dict[str, Any]) -> None:
+def _tail_lifts(rows: list[JsonObject], tail: JsonObject) -> None:
     for row in rows:
         if not row["summarizer"].startswith(BASELINE) and row["status"] == "ok":
             row["lift_tail"] = lift(row, tail)
 
 
-def _ordered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _ordered(rows: list[JsonObject]) -> list[JsonObject]:
     """A cut's rows: each summary followed by its baselines, the kept tail alone last."""
     tail = [r for r in rows if r["summarizer"] == BASELINE + TAIL]
     return [r for r in rows if r["summarizer"] != BASELINE + TAIL] + tail
@@ -416,7 +425,7 @@ def _check_budget(cuts: list[Cut], summarizers: list[EvalSummarizer], options: E
                          "nothing was summarized (raise --max-cost or evaluate fewer sessions)")
 
 
-def _open_state(options: EvalOptions, summarizers: list[EvalSummarizer], judge: Any) -> Any:
+def _open_state(options: EvalOptions, summarizers: list[EvalSummarizer], judge: Judge | None) -> RunState | None:
     """The run state (its summary cache) when something is worth caching: a model, a custom hook, a judge."""
     if judge is None and all(s.model_key == "builtin" for s in summarizers):
         return None
@@ -429,8 +438,8 @@ def _open_state(options: EvalOptions, summarizers: list[EvalSummarizer], judge: 
 
 
 def _summarize(entry: EvalSummarizer, cuts: list[Cut], probes: list[list[Probe]],
-               rows_by_cut: list[list[dict[str, Any]]], contexts: list, state: Any, pool_settings: Any,
-               clock: Any, sleep: Any) -> float:
+               rows_by_cut: list[list[JsonObject]], contexts: list[JudgedContext], state: RunState | None,
+               pool_settings: PoolSettingsArg, clock: Clock | None, sleep: Sleep | None) -> float:
     """One summarizer over every cut; returns what it spent in this run."""
     jobs = [(str(i), list(cut.plan.calls)) for i, cut in enumerate(cuts) if cut.plan is not None]
     outcomes, buyer = buy(entry.summarizer, entry.model_key, jobs, state, pool_settings, clock=clock, sleep=sleep)
@@ -460,8 +469,8 @@ def _summarize(entry: EvalSummarizer, cuts: list[Cut], probes: list[list[Probe]]
     return spent
 
 
-def _cost(results: list[Any]) -> float | None:
+def _cost(results: list[SummaryResult | None]) -> float | None:
     costs = [r.cost_usd for r in results if r is not None]
     if any(c is None for c in costs):
         return None
-    return round(sum(costs), 6)
+    return round(sum(c for c in costs if c is not None), 6)

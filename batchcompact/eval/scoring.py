@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Any
 
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.eval.hindsight import KINDS as HINDSIGHT_KINDS
 from batchcompact.eval.hindsight import NameIndex
 from batchcompact.eval.probes import RULE, TASK, Probe
@@ -35,7 +35,7 @@ NEAR = 5  # a key-stem pair counts when its stems stand at most this many signif
 class ContextIndex:
     """A compacted context's names and stems, built once per context."""
 
-    def __init__(self, messages: list[dict[str, Any]], cwd: str | None = None) -> None:
+    def __init__(self, messages: list[JsonObject], cwd: str | None = None) -> None:
         self.names = NameIndex.of_messages(messages, cwd)
         positions: dict[str, list[int]] = {}
         offset = 0
@@ -102,7 +102,7 @@ def mean_recall(recall: dict[str, float | None]) -> float | None:
     return round(sum(present) / len(present), 4) if present else None
 
 
-def score_context(probes: list[Probe], messages: list[dict[str, Any]], cwd: str | None = None) -> Score:
+def score_context(probes: list[Probe], messages: list[JsonObject], cwd: str | None = None) -> Score:
     """Score `probes` against a compacted context's messages."""
     index = ContextIndex(messages, cwd)
     kept = dict.fromkeys(KINDS, 0)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from typing import Any
+
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 
 MAX_CHARS = 200_000  # one text block read at most (a pasted log beyond this names nothing new to a probe)
 
@@ -284,7 +285,7 @@ def normalize_phrase(text: str) -> str:
 
 
 # -- messages ---------------------------------------------------------------------------------------------
-def block_texts(message: dict[str, Any]) -> Iterator[str]:
+def block_texts(message: JsonObject) -> Iterator[str]:
     """The texts a model reads in one message (pi's LLM shape): text blocks, tool calls (name and
     arguments), tool results; thinking left out (providers drop it)."""
     content = message.get("content")
@@ -301,18 +302,18 @@ def block_texts(message: dict[str, Any]) -> Iterator[str]:
             yield f"{block.get('name')} {json.dumps(block.get('arguments'), ensure_ascii=False, sort_keys=True)}"
 
 
-def message_text(message: dict[str, Any]) -> str:
+def message_text(message: JsonObject) -> str:
     return "\n".join(block_texts(message))
 
 
-def call_strings(message: dict[str, Any]) -> Iterator[tuple[str, str]]:
+def call_strings(message: JsonObject) -> Iterator[tuple[str, str]]:
     """(argument key, string) for every string inside the tool calls of an assistant message."""
     for block in message.get("content") or ():
         if isinstance(block, dict) and block.get("type") == "toolCall":
             yield from _strings(block.get("arguments"), "")
 
 
-def _strings(value: Any, key: str) -> Iterator[tuple[str, str]]:
+def _strings(value: JsonValue, key: str) -> Iterator[tuple[str, str]]:
     if isinstance(value, str):
         text = value.strip()
         if key == "input" and text.startswith("{"):  # arguments a provider sent as one JSON string

@@ -5,7 +5,7 @@ Nothing here imports litellm at import time; the litellm summarizer imports it o
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from batchcompact.summarize.base import (
     Cancel,
@@ -21,6 +21,12 @@ from batchcompact.summarize.base import (
 )
 from batchcompact.summarize.builtin import BuiltinSummarizer
 
+if TYPE_CHECKING:  # what `__getattr__` loads on first use, as the type checker should see it
+    from batchcompact.summarize.custom import load_summarizer
+    from batchcompact.summarize.pool import JobOutcome, PoolStats, SummaryJob, run_jobs
+    from batchcompact.summarize.pool_settings import PoolSettings
+    from batchcompact.summarize.preflight import ProviderInfo
+
 BUILTIN = "builtin"
 
 # Loaded on first use (module __getattr__): the pool (asyncio) and custom summarizers (importlib.metadata)
@@ -35,6 +41,7 @@ _LAZY = {
 }
 
 
+# Any: one of `_LAZY`'s names (a function or a class); the type checker sees each through the imports above
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
@@ -55,7 +62,7 @@ def build_summarizer(
     summarizer_spec: str | None = None,
     pricing_file: str | None = None,
     reasoning_effort: str | None = None,
-    provider: Any = None,
+    provider: ProviderInfo | None = None,
 ) -> Summarizer:
     """The summarizer for the command-line options: a custom one, the builtin, or litellm + overflow recovery."""
     if summarizer_spec:

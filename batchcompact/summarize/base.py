@@ -1,5 +1,9 @@
 """The summarizer contract: one `SummaryCall` in, one `SummaryResult` out, and the error taxonomy.
 
+The call, the result and the `Summarizer` Protocols live in `core/calls.py`, so that what names a summarizer
+without running one (eval's measures, the pipeline's buyers) need not import this package; they are
+re-exported here.
+
 A summarizer makes exactly one attempt and never retries; the pool (`pool.py`) owns retries, rate limits
 and budgets. Every failure a summarizer raises is a `SummaryCallError` subclass, whose class tells the pool
 what to do:
@@ -12,48 +16,16 @@ what to do:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
-
-from batchcompact.core.calls import SummaryCall
+from batchcompact.core.calls import (
+    InPlaceSummarizer,
+    Summarizer,
+    SummaryCall,
+    SummaryResult,
+    WindowedSummarizer,
+    is_free,
+    is_remote,
+)
 from batchcompact.errors import BatchCompactError, RunAborted, SummarizerError
-
-
-@dataclass
-class SummaryResult:
-    """What one summary cost and produced. `cost_usd` is None when the model has no known price."""
-
-    text: str
-    model: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    cost_usd: float | None = 0.0
-    latency_s: float = 0.0
-    attempts: int = 1
-    redactions: dict[str, int] = field(default_factory=dict)
-    overflow_calls: int = 0  # 0: no overflow recovery; else number of model calls the recovery made
-    calls: int = 1
-    from_hook: bool = False
-    batch: bool = False  # bought through a provider batch API (at the batch price)
-
-    @property
-    def overflow_recovered(self) -> bool:
-        return self.overflow_calls > 0
-
-    @property
-    def redaction_count(self) -> int:
-        return sum(self.redactions.values())
-
-
-@runtime_checkable
-class Summarizer(Protocol):
-    """Anything with a `name` and an async `summarize` that makes one attempt."""
-
-    name: str
-
-    async def summarize(self, call: SummaryCall) -> SummaryResult: ...
 
 
 class SummaryCallError(SummarizerError):
@@ -113,6 +85,7 @@ class SummaryCancelled(BatchCompactError):
 __all__ = [
     "Cancel",
     "ContextTooLongError",
+    "InPlaceSummarizer",
     "RateLimitedError",
     "RetryableError",
     "RunFatalError",
@@ -122,6 +95,9 @@ __all__ = [
     "SummaryCancelled",
     "SummaryResult",
     "Summarizer",
+    "WindowedSummarizer",
+    "is_free",
+    "is_remote",
 ]
 
 

@@ -20,13 +20,17 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from batchcompact.core.calls import SummaryCall
 from batchcompact.errors import RunAborted, UsageError
 from batchcompact.formats.jsonl import sendable
 from batchcompact.summarize.base import REASONING_HEADROOM
 from batchcompact.summarize.redact import scrub
+
+if TYPE_CHECKING:
+    import httpx
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 
 OPENAI, AZURE, ANTHROPIC = "openai", "azure", "anthropic"
 OPENAI_BASE = "https://api.openai.com/v1"
@@ -71,7 +75,7 @@ class BatchInfo:
     cancelled: int = 0
     created_at: float | None = None
     tag: str | None = None
-    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    raw: JsonObject = field(default_factory=dict, repr=False)
 
 
 @dataclass
@@ -136,7 +140,28 @@ def resolve_target(model: str, api_base: str | None = None, api_key: str | None 
     return BatchTarget(provider, name, bare, base, key)
 
 
-def client_for(target: BatchTarget, timeout: float = 120.0) -> OpenAIBatches | AnthropicBatches:
+class BatchClient(Protocol):
+    """One provider's batch API, as the batch buyer (pipeline/batch.py) and `batchcompact batches` use it."""
+
+    max_requests: int  # requests in one batch at most
+    max_bytes: int  # its request lines' bytes at most
+
+    def request_line(self, custom_id: str, call: SummaryCall) -> bytes: ...
+
+    def submit(self, lines: list[bytes], tag: str) -> str: ...
+
+    def retrieve(self, batch_id: str) -> BatchInfo: ...
+
+    def results(self, info: BatchInfo) -> Iterator[RequestResult]: ...
+
+    def find(self, tag: str, created_after: float, count: int, known: frozenset[str] = ...) -> str | None: ...
+
+    def cancel(self, batch_id: str) -> BatchInfo: ...
+
+    def close(self) -> None: ...
+
+
+def client_for(target: BatchTarget, timeout: float = 120.0) -> BatchClient:
     if target.provider == ANTHROPIC:
         return AnthropicBatches(target, timeout)
     return OpenAIBatches(target, timeout)
@@ -167,7 +192,8 @@ class _Client(abc.ABC):
     def _url(self, path: str) -> str:
         return self.target.api_base + path
 
-    def _send(self, method: str, path: str, what: str, **kwargs: Any) -> Any:
+    # Any: httpx's own keyword arguments for the request (json, data, files, params, content, headers)
+    def _send(self, method: str, path: str, what: str, **kwargs: Any) -> httpx.Response:
         """One endpoint call; transient failures are retried a few times, others raise `BatchAPIError`."""
         url = self._url(path)
         delay = 1.0
@@ -192,7 +218,7 @@ class _Client(abc.ABC):
         raise AssertionError("unreachable")
 
 
-def _int(value: Any) -> int:
+def _int(value: JsonValue) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
@@ -244,7 +270,7 @@ class OpenAIBatches(_Client):
         }).json()
         return str(created["id"])
 
-    def _info(self, raw: dict[str, Any]) -> BatchInfo:
+    def _info(self, raw: JsonObject) -> BatchInfo:
         counts = raw.get("request_counts") or {}
         status = str(raw.get("status") or "unknown")
         ended = status in ("completed", "failed", "expired", "cancelled")
@@ -270,7 +296,7 @@ class OpenAIBatches(_Client):
                 if line.strip():
                     yield self._result(json.loads(line))
 
-    def _result(self, line: dict[str, Any]) -> RequestResult:
+    def _result(self, line: JsonObject) -> RequestResult:
         custom_id = str(line.get("custom_id"))
         response = line.get("response") or {}
         body = response.get("body") or {}
@@ -333,7 +359,7 @@ class AnthropicBatches(_Client):
                              headers={"content-type": "application/json"}).json()
         return str(created["id"])
 
-    def _info(self, raw: dict[str, Any]) -> BatchInfo:
+    def _info(self, raw: JsonObject) -> BatchInfo:
         counts = raw.get("request_counts") or {}
         status = str(raw.get("processing_status") or "unknown")
         info = BatchInfo(str(raw.get("id")), status, status == "ended",
@@ -352,7 +378,7 @@ class AnthropicBatches(_Client):
             if line.strip():
                 yield self._result(json.loads(line))
 
-    def _result(self, line: dict[str, Any]) -> RequestResult:
+    def _result(self, line: JsonObject) -> RequestResult:
         custom_id = str(line.get("custom_id"))
         result = line.get("result") or {}
         kind = result.get("type")
@@ -388,7 +414,7 @@ class AnthropicBatches(_Client):
                                      "cancelling the batch").json())
 
 
-def _timestamp(value: Any) -> float | None:
+def _timestamp(value: JsonValue) -> float | None:
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, str):

@@ -393,7 +393,7 @@ def build_turn_prefix_sections(facts: Facts, max_chars: int = TRAIL_TOKENS * 40,
     last = facts.last_assistant_text.strip()
     if last and not last.endswith(":"):
         context.append(f"Last assistant message: {clip(last)}")
-    request = [clip_whole(r, REQUEST_CHARS) for r in (facts.requests or [facts.first_words])[:1] if r]
+    request = [clip_whole(r, REQUEST_CHARS) for r in (facts.requests or [facts.first_words or ""])[:1] if r]
     shown = request[0] if request else ""
     # no Constraints heading in a turn prefix: the rules follow the request, unless its shown start holds them
     rules = [f"Rule: {rule}" for rule in _lifted(standing_rules(facts.constraints.list()), facts, set())

@@ -15,9 +15,9 @@ command (or the same check) succeeded.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from batchcompact.core.filetags import tag_path
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.summarize.builtin_text import SCAN_CHARS, Items, clip, message_text
 from batchcompact.summarize.builtin_tools import (
     Action,
@@ -116,7 +116,7 @@ class _Walker:
         self.failing_files: dict[str, tuple[set[str], frozenset[str], bool]] = {}
         self.failing_steps: dict[str, set[str]] = {}  # a failed command's key -> its steps (`command_steps`)
 
-    def user(self, message: dict[str, Any]) -> None:
+    def user(self, message: JsonObject) -> None:
         """A user message, as `read_user_message` says it is: a harness's prompt or command is nothing, pi's
         `!command` a command, an acknowledgement nothing asked, a go-ahead the request before still the work,
         a request or a question a Goal line, its rules Constraints'."""
@@ -129,8 +129,8 @@ class _Walker:
             code = exit_code(said.words[-500:])
             self.facts.commands += 1
             self.facts.last_command = clip(command, 120)
-            failed = bool(code and code.group(1) != "0")
-            self._command_done(command, failed, f"exit {code.group(1)}" if failed else "")
+            failed = code is not None and code.group(1) != "0"
+            self._command_done(command, failed, f"exit {code.group(1)}" if code is not None and failed else "")
             return
         self.facts.salience.add("user", said.words)
         if said.go_ahead:  # "Go ahead": the rules bounded by "yet", "for now" no longer bind (is_temporary)
@@ -148,6 +148,7 @@ class _Walker:
         if self.facts.first_words is None:
             self.facts.first_words = clip(said.asked, REQUEST_CHARS)
         if said.substantive and said.kind != GO_AHEAD:
+            assert self.last_request is not None  # set just above for every kind but GO_AHEAD
             self.facts.requests.append(self.last_request)
             # the Goal line leaves out the rules Constraints carries, each said once (user_message.said_once);
             # the first request is the session's goal, said whole, its rules carried too
@@ -160,7 +161,7 @@ class _Walker:
                 self.facts.constraints.add(clip(sentence))
                 self.facts.lifted.pop(clip(sentence), None)  # said again after the go-ahead: it binds again
 
-    def assistant(self, message: dict[str, Any]) -> None:
+    def assistant(self, message: JsonObject) -> None:
         self.after_command = False
         has_calls = False
         own_text = ""
@@ -208,7 +209,7 @@ class _Walker:
         elif action.kind == "todo" and action.todos is not None:
             self.facts.todos = action.todos
 
-    def _trail_call(self, block: dict[str, Any], action: Action) -> None:
+    def _trail_call(self, block: JsonObject, action: Action) -> None:
         salience = self.facts.salience
         for path, op in action.paths:
             salience.add_file("read" if op == "read" else "edited", path.split(" → ")[-1].strip())
@@ -224,7 +225,7 @@ class _Walker:
             if isinstance(value, str) and tool_path(value) and not file_like(value):
                 salience.add_path(value)
 
-    def result(self, message: dict[str, Any]) -> None:
+    def result(self, message: JsonObject) -> None:
         self.facts.salience.add("output", message_text(message.get("content")))
         ids = message.get("toolCallIds") or [message.get("toolCallId", "")]
         for call_id in ids:
@@ -233,7 +234,7 @@ class _Walker:
             )
             self._finish(action, name, message)
 
-    def _finish(self, action: Action, name: str, result: dict[str, Any]) -> None:
+    def _finish(self, action: Action, name: str, result: JsonObject) -> None:
         failed, reason = result_failed(result, action.command)
         if action.kind == "command":
             self._command_done(action.command, failed, reason, label=name)
@@ -320,7 +321,7 @@ class _Walker:
                 self.facts.blocked.pop(stale, None)
 
 
-def extract_facts(messages: list[dict[str, Any]] | tuple[dict[str, Any], ...], cwd: str | None = None) -> Facts:
+def extract_facts(messages: list[JsonObject] | tuple[JsonObject, ...], cwd: str | None = None) -> Facts:
     """One pass over the messages; tool results are matched to their calls by id. `cwd`: the session's
     working folder, which paths and commands are said relative to."""
     walker = _Walker(len(messages))

@@ -20,7 +20,7 @@ class Section:
     """A heading, its items and how items are rendered; `keep` says which items go last when trimming."""
 
     def __init__(
-        self, heading: str, items: list[str], prefix: str = "- ", keep: str = "newest", weight: float = 1,
+        self, heading: str, items: list[str], prefix: str | None = "- ", keep: str = "newest", weight: float = 1,
         gist: Callable[[str], str] | None = None, pinned: frozenset[str] = frozenset(),
     ):
         self.heading = heading
@@ -39,6 +39,7 @@ class Section:
 
     def render_item(self, index: int, item: str) -> str:
         prefix = f"{index + 1}. " if self.prefix == "1. " else self.prefix
+        assert prefix is not None  # a heading-only section (prefix None) has no items to render
         return prefix + item.replace("\n", "\n  ")
 
     def render(self) -> str:

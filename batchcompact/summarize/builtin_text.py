@@ -6,7 +6,8 @@ Linear: every text is clipped before it is split.
 from __future__ import annotations
 
 import re
-from typing import Any
+
+from batchcompact.core.jsontypes import JsonValue
 
 ITEM_CHARS = 200
 SCAN_CHARS = 4000  # user text beyond this is pasted material, not instructions
@@ -15,13 +16,13 @@ BULLET = re.compile(r"^(?:[-*•+]\s+|\d+[.)]\s+|\[[ xX]\]\s+)+")
 SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
-def clip(text: Any, limit: int = ITEM_CHARS) -> str:
+def clip(text: object, limit: int = ITEM_CHARS) -> str:
     """One line, whitespace collapsed, at most `limit` characters (linear: long text is cut first)."""
     text = " ".join(str(text)[: limit * 4].split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def clip_whole(text: Any, limit: int = ITEM_CHARS) -> str:
+def clip_whole(text: object, limit: int = ITEM_CHARS) -> str:
     """`clip`, ended where a reader can stop: after the last whole item of an outline ("; "), else a sentence
     end, else a word's end, with "…" (a request said as asked: never "… organizer analytics R…")."""
     text = " ".join(str(text)[: limit * 4].split())
@@ -46,7 +47,7 @@ def clean_item(text: str, limit: int = ITEM_CHARS) -> str:
     return BULLET.sub("", clip(text, limit)).strip()
 
 
-def message_text(content: Any) -> str:
+def message_text(content: JsonValue) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):

@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from batchcompact.agents import tool_table
 from batchcompact.core.filetags import tag_path
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 from batchcompact.summarize.builtin_text import SCAN_CHARS, clip, clip_whole, message_text
 from batchcompact.summarize.builtin_trail import SHELL_SEGMENTS, normal_path, trail_names
 
@@ -145,7 +145,7 @@ class Action:
     todos: list[tuple[str, str]] | None = None  # (text, status) of a full to-do list
 
 
-def tool_args(block: dict[str, Any]) -> dict[str, Any]:
+def tool_args(block: JsonObject) -> JsonObject:
     args = block.get("arguments")
     if isinstance(args, dict) and set(args) == {"input"} and isinstance(args["input"], str):
         text = args["input"].strip()
@@ -168,7 +168,7 @@ def telling(line: str) -> bool:
     return len(line) >= 6 and bool(_WORDISH.search(line))
 
 
-def _changed_line(old: Any, new: Any) -> str:
+def _changed_line(old: object, new: object) -> str:
     """The first telling line of `new` that is not in `old`: what an edit changed, in one line."""
     old_lines = set(str(old or "")[:SCAN_CHARS].splitlines())
     for line in str(new or "")[:SCAN_CHARS].splitlines():
@@ -177,7 +177,7 @@ def _changed_line(old: Any, new: Any) -> str:
     return ""
 
 
-def _command_text(value: Any) -> str | None:
+def _command_text(value: JsonValue) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
@@ -219,18 +219,18 @@ def parse_patch(text: str) -> list[tuple[str, str, str]]:
     return [(path, op, detail) for path, op, detail in out]
 
 
-def _read(args: dict[str, Any], path: str | None) -> Action | None:
+def _read(args: JsonObject, path: str | None) -> Action | None:
     return Action("read", [(path, "read")]) if path else None
 
 
-def _write(args: dict[str, Any], path: str | None) -> Action | None:
+def _write(args: JsonObject, path: str | None) -> Action | None:
     if not path:
         return None
     lines = len(str(args.get("content") or "")[: SCAN_CHARS * 64].splitlines())  # a final newline ends a line
     return Action("write", [(path, "wrote")], detail=f"{lines} line" + ("" if lines == 1 else "s"))
 
 
-def _edit(args: dict[str, Any], path: str | None) -> Action | None:
+def _edit(args: JsonObject, path: str | None) -> Action | None:
     if not path:
         return None
     edits = args.get("edits")
@@ -242,7 +242,7 @@ def _edit(args: dict[str, Any], path: str | None) -> Action | None:
     return Action("edit", [(path, "edited")], detail=_changed_line(old, new))
 
 
-def _multiedit(args: dict[str, Any], path: str | None) -> Action | None:
+def _multiedit(args: JsonObject, path: str | None) -> Action | None:
     if not path:
         return None
     edits = [e for e in args.get("edits") or [] if isinstance(e, dict)]
@@ -250,26 +250,26 @@ def _multiedit(args: dict[str, Any], path: str | None) -> Action | None:
     return Action("edit", [(path, "edited")], detail=detail)
 
 
-def _notebookedit(args: dict[str, Any], path: str | None) -> Action | None:
+def _notebookedit(args: JsonObject, path: str | None) -> Action | None:
     return Action("edit", [(path, "edited")], detail=_changed_line("", args.get("new_source"))) if path else None
 
 
-def _patch(args: dict[str, Any], path: str | None) -> Action:
+def _patch(args: JsonObject, path: str | None) -> Action:
     patch = args.get("input") or args.get("patch") or _patch_from_command(args) or ""
     files = parse_patch(patch) if isinstance(patch, str) else []
     return Action("patch", [(p, op) for p, op, _ in files], details={p: d for p, _, d in files if d})
 
 
-def _command(args: dict[str, Any], path: str | None) -> Action:
+def _command(args: JsonObject, path: str | None) -> Action:
     command = _command_text(args.get("command") if "command" in args else args.get("cmd"))
     return Action("command", command=command, detail=clip(args.get("description") or "", 120))
 
 
-def _shell(args: dict[str, Any], path: str | None) -> Action:
+def _shell(args: JsonObject, path: str | None) -> Action:
     return _patch(args, path) if _is_patch(args) else _command(args, path)
 
 
-def _todos(args: dict[str, Any], path: str | None) -> Action | None:
+def _todos(args: JsonObject, path: str | None) -> Action | None:
     if not isinstance(args.get("todos"), list):
         return None
     todos = [(str(t.get("content") or t.get("description") or ""), str(t.get("status") or ""))  # Gemini: description
@@ -277,14 +277,14 @@ def _todos(args: dict[str, Any], path: str | None) -> Action | None:
     return Action("todo", todos=todos)
 
 
-def _plan(args: dict[str, Any], path: str | None) -> Action | None:
+def _plan(args: JsonObject, path: str | None) -> Action | None:
     if not isinstance(args.get("plan"), list):
         return None
     todos = [(str(t.get("step") or ""), str(t.get("status") or "")) for t in args["plan"] if isinstance(t, dict)]
     return Action("todo", todos=todos)
 
 
-def _delegate(args: dict[str, Any], path: str | None) -> Action | None:
+def _delegate(args: JsonObject, path: str | None) -> Action | None:
     return Action("delegate", detail=clip(args["description"], 120)) if isinstance(args.get("description"), str) else None
 
 
@@ -304,7 +304,7 @@ SHAPES = {
 }
 
 
-def classify_call(block: dict[str, Any]) -> Action:
+def classify_call(block: JsonObject) -> Action:
     """Map one tool call of any registered agent to an `Action` (the agents' `tools` tables)."""
     shape = tool_table().get(str(block.get("name") or "").lower())
     if shape is None:
@@ -316,12 +316,12 @@ def classify_call(block: dict[str, Any]) -> Action:
     return SHAPES[shape](args, path) or Action("other")
 
 
-def _is_patch(args: dict[str, Any]) -> bool:
+def _is_patch(args: JsonObject) -> bool:
     command = args.get("command")
     return isinstance(command, list) and bool(command) and command[0] in ("apply_patch", "applypatch")
 
 
-def _patch_from_command(args: dict[str, Any]) -> str | None:
+def _patch_from_command(args: JsonObject) -> str | None:
     command = args.get("command")
     return command[-1] if isinstance(command, list) and len(command) > 1 else None
 
@@ -357,7 +357,12 @@ def say_command(command: str, cwd: str | None = None) -> str:
     most `COMMAND_WORDS` characters cut at a whole argument; the folder a leading `cd` went to, relative to
     the session's folder `cwd`. Never cut inside a path or a word."""
     quoted: list[str] = []
-    masked = _QUOTED.sub(lambda m: quoted.append(m.group(0)) or f"\x00{len(quoted) - 1}\x00", command[:SCAN_CHARS])
+
+    def mask(m: re.Match[str]) -> str:  # a quoted argument, kept aside: its separators split nothing
+        quoted.append(m.group(0))
+        return f"\x00{len(quoted) - 1}\x00"
+
+    masked = _QUOTED.sub(mask, command[:SCAN_CHARS])
     where = None
     steps: list[str] = []
     for segment in re.split(r"\s*(?:&&|\|\||;|\n)\s*", masked):
@@ -409,7 +414,7 @@ def _program(command: str) -> str:
     return ""
 
 
-def result_failed(result: dict[str, Any], command: str | None) -> tuple[bool, str]:
+def result_failed(result: JsonObject, command: str | None) -> tuple[bool, str]:
     """(failed, one-line reason) for a tool result; a search that found nothing is not a failure."""
     text = message_text(result.get("content"))[-SCAN_CHARS * 4 :] if result.get("content") else ""
     exits = exit_codes(text[-2000:])

@@ -8,8 +8,8 @@ Linear: every text is clipped before it is split; deterministic.
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from batchcompact.core.jsontypes import JsonValue
 from batchcompact.summarize.builtin_text import SCAN_CHARS
 from batchcompact.summarize.handover import is_noise_file, is_noise_name, strip_diff_prefix
 
@@ -58,7 +58,7 @@ _PLUMBING = frozenset({"in_progress", "tool_use_error", "system_reminder", "exit
 TRAIL_WEIGHTS = {"edited": 6.0, "read": 3.0, "user": 4.0, "call": 2.0, "said": 1.5, "output": 0.5}
 
 
-def string_values(value: Any, depth: int = 0) -> list[str]:
+def string_values(value: JsonValue, depth: int = 0) -> list[str]:
     """The strings inside a tool call's arguments (commands, paths, patterns, code)."""
     if isinstance(value, str):
         return [value]
@@ -123,7 +123,7 @@ def trail_names(text: str) -> list[tuple[bool, str]]:
     """(is a file, name) for the file paths and code names in `text` (`src/cli.py`, `extract_facts`,
     `SessionTree`), in order; a path's `:LINE` suffix and leading `./` dropped; a token the scan limit cut
     (the last one of a longer text) is left out: it may be a piece (`update_lock_`)."""
-    out = []
+    out: list[tuple[bool, str]] = []
     scanned = text[: SCAN_CHARS * 4]
     if ":/" in scanned or ":\\" in scanned:  # where `_WINDOWS_PATH` can match (a scan of its own per text)
         scanned = _WINDOWS_PATH.sub(lambda m: normal_path(m.group(0)), scanned)

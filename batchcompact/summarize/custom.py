@@ -15,14 +15,25 @@ import asyncio
 import importlib
 import inspect
 import time
+from collections.abc import Callable
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, Protocol, TypeAlias
 
 from batchcompact.core.calls import SummaryCall
 from batchcompact.errors import UsageError
-from batchcompact.summarize.base import Cancel, SessionFatalError, SummaryCancelled, SummaryResult
+from batchcompact.summarize.base import Cancel, SessionFatalError, Summarizer, SummaryCancelled, SummaryResult
 
 ENTRY_POINT_GROUP = "batchcompact.summarizers"
+
+# A user's function: it returns a summary string, a `Cancel`, a `SummaryResult` or an awaitable of one.
+# Any: what a user's function returns is whatever it returns; `to_result` checks it
+HookFunction: TypeAlias = Callable[[SummaryCall], Any]
+
+
+class SummarizerObject(Protocol):
+    """A user's summarizer object: `summarize(call)`, sync or async (`name` and `remote` are optional)."""
+
+    def summarize(self, call: SummaryCall) -> object: ...
 
 
 class HookSummarizer:
@@ -30,7 +41,7 @@ class HookSummarizer:
 
     remote = False
 
-    def __init__(self, func: Any, name: str):
+    def __init__(self, func: HookFunction, name: str) -> None:
         self.func = func
         self.name = name
 
@@ -45,7 +56,7 @@ class HookSummarizer:
         return to_result(value, self.name, time.perf_counter() - start)
 
 
-def to_result(value: Any, name: str, latency: float) -> SummaryResult:
+def to_result(value: object, name: str, latency: float) -> SummaryResult:
     if isinstance(value, Cancel):
         raise SummaryCancelled(value.reason)
     if isinstance(value, SummaryResult):
@@ -68,7 +79,7 @@ def to_result(value: Any, name: str, latency: float) -> SummaryResult:
 class _ObjectSummarizer:
     """Wraps an object that already has `summarize`, to flag its results `from_hook`."""
 
-    def __init__(self, obj: Any, name: str):
+    def __init__(self, obj: SummarizerObject, name: str) -> None:
         self.obj = obj
         self.name = getattr(obj, "name", name)
         self.remote = getattr(obj, "remote", False)
@@ -81,11 +92,11 @@ class _ObjectSummarizer:
         return to_result(value, self.name, time.perf_counter() - start)
 
 
-def _resolve(spec: str) -> Any:
+def _resolve(spec: str) -> object:
     if ":" in spec:
         module_name, _, attr = spec.partition(":")
         try:
-            target: Any = importlib.import_module(module_name)
+            target: object = importlib.import_module(module_name)
         except ImportError as exc:
             raise UsageError(f"--summarizer {spec}: cannot import {module_name!r} ({exc})") from None
         for part in attr.split("."):
@@ -102,7 +113,7 @@ def _resolve(spec: str) -> Any:
     return matches[0].load()
 
 
-def load_summarizer(spec: str) -> Any:
+def load_summarizer(spec: str) -> Summarizer:
     """A `Summarizer` from `module:callable` or the name of a `batchcompact.summarizers` entry point."""
     target = _resolve(spec)
     if inspect.isclass(target):

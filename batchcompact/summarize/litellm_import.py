@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from types import ModuleType
 
-_litellm: Any = None
+# litellm ships no annotations (pyproject's [tool.mypy]): what it gives is untyped, each caller narrows it
+_litellm: ModuleType | None = None
 
 
-def import_litellm() -> Any:
+def import_litellm() -> ModuleType:
     """Import litellm once, offline and quiet."""
     global _litellm
     if _litellm is None:

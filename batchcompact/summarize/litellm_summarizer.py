@@ -18,7 +18,8 @@ import email.utils
 import logging
 import re
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from batchcompact.core.calls import SummaryCall
 from batchcompact.formats.jsonl import sendable
@@ -35,11 +36,27 @@ from batchcompact.summarize.base import (
 from batchcompact.summarize.litellm_import import import_litellm
 from batchcompact.summarize.redact import scrub
 
+if TYPE_CHECKING:
+    from batchcompact.pricing import PriceTable
+    from batchcompact.summarize.preflight import ProviderInfo
+
 log = logging.getLogger(__name__)
 _PREFIX = re.compile(r"^(?:litellm\.\w+:\s*|\w+Error:\s*)+")
 
+# The keyword arguments of `litellm.acompletion` (model, messages, max_tokens, ...; any extra a caller adds).
+Request: TypeAlias = dict[str, object]
+# litellm's ModelResponse: `_result` reads each field it needs defensively (a missing one is a RetryableError).
+# Any: litellm ships no annotations, and no shape of its response is assumed here
+Response: TypeAlias = Any
 
-def _price_table(pricing_file: str | None) -> Any:
+
+class Headers(Protocol):
+    """A response's headers as httpx and litellm give them: only `get` is used."""
+
+    def get(self, key: str, /) -> str | None: ...
+
+
+def _price_table(pricing_file: str | None) -> PriceTable | None:
     try:
         from batchcompact.pricing import PriceTable
     except ImportError:  # pragma: no cover - pricing is written in parallel
@@ -73,8 +90,8 @@ class LiteLLMSummarizer:
         timeout: float | None = 600.0,
         pricing_file: str | None = None,
         reasoning_effort: str | None = None,
-        extra_params: dict[str, Any] | None = None,
-        provider: Any = None,
+        extra_params: Mapping[str, object] | None = None,
+        provider: ProviderInfo | None = None,
     ):
         self.name = model
         self.model = model
@@ -128,7 +145,7 @@ class LiteLLMSummarizer:
             return False
 
     # -- the call --------------------------------------------------------------------------------
-    def build_request(self, call: SummaryCall) -> dict[str, Any]:
+    def build_request(self, call: SummaryCall) -> Request:
         """The keyword arguments for `litellm.acompletion` (without the key, for logs and tests)."""
         max_tokens = call.max_tokens + (REASONING_HEADROOM if self._reasons() else 0)
         limit = self.max_output_tokens()
@@ -141,9 +158,9 @@ class LiteLLMSummarizer:
             request["reasoning_effort"] = self.reasoning_effort
         return request
 
-    def _request(self, messages: list[dict[str, str]], max_tokens: int) -> dict[str, Any]:
+    def _request(self, messages: list[dict[str, str]], max_tokens: int) -> Request:
         """The arguments every call shares: litellm's own retries off (the pool owns retries)."""
-        request: dict[str, Any] = {
+        request: Request = {
             "model": self.model,
             "messages": messages,
             "max_tokens": max_tokens,
@@ -157,7 +174,7 @@ class LiteLLMSummarizer:
             request["api_base"] = self.api_base
         return request
 
-    def provider(self) -> Any:
+    def provider(self) -> ProviderInfo:
         """The preflight's `ProviderInfo` (resolved once); an unusable model or key aborts the run."""
         if self._provider is None:
             from batchcompact.errors import BatchCompactError
@@ -169,7 +186,7 @@ class LiteLLMSummarizer:
                 raise RunFatalError(str(exc)) from None
         return self._provider
 
-    async def _send(self, request: dict[str, Any]) -> Any:
+    async def _send(self, request: Request) -> Response:
         info = self.provider()
         try:
             return await import_litellm().acompletion(**request, api_key=self._api_key or info.api_key)
@@ -194,7 +211,7 @@ class LiteLLMSummarizer:
             raise RetryableError(f"malformed response from {self.model}: no choices")
         return time.perf_counter() - start
 
-    def _result(self, response: Any, latency: float) -> SummaryResult:
+    def _result(self, response: Response, latency: float) -> SummaryResult:
         try:
             choice = response.choices[0]
             content = choice.message.content
@@ -224,7 +241,7 @@ class LiteLLMSummarizer:
         )
 
     def _cost(
-        self, response: Any, prompt: int, completion: int, cache_read: int, cache_write: int
+        self, response: Response, prompt: int, completion: int, cache_read: int, cache_write: int
     ) -> float | None:
         """USD from a --pricing override first, then litellm's calculation; None when unpriced."""
         if self.pricing_file and self._prices is not None:
@@ -256,7 +273,7 @@ class LiteLLMSummarizer:
 
 
 # -- errors ---------------------------------------------------------------------------------------
-def parse_retry_after(headers: Any, now: float | None = None) -> float | None:
+def parse_retry_after(headers: Headers | None, now: float | None = None) -> float | None:
     """Seconds from `retry-after-ms` / `retry-after` (seconds or an HTTP date), or None."""
     if not headers:
         return None
@@ -284,7 +301,7 @@ def parse_retry_after(headers: Any, now: float | None = None) -> float | None:
     return max(when - (now if now is not None else time.time()), 0.0)
 
 
-def _headers(exc: Exception) -> Any:
+def _headers(exc: Exception) -> Headers | None:
     headers = getattr(exc, "litellm_response_headers", None)
     if headers:
         return headers

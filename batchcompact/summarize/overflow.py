@@ -24,7 +24,7 @@ from batchcompact.core.prompts import (
     build_turn_prefix_prompt,
 )
 from batchcompact.core.serialize import serialize_message
-from batchcompact.summarize.base import ContextTooLongError, Summarizer, SummaryResult
+from batchcompact.summarize.base import ContextTooLongError, Summarizer, SummaryResult, is_free, is_remote
 from batchcompact.summarize.redact import merge_counts
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ def combine(results: list[SummaryResult], refused_calls: int) -> SummaryResult:
         completion_tokens=sum(r.completion_tokens for r in results),
         cache_read_tokens=sum(r.cache_read_tokens for r in results),
         cache_write_tokens=sum(r.cache_write_tokens for r in results),
-        cost_usd=None if any(c is None for c in costs) else sum(costs),
+        cost_usd=None if any(c is None for c in costs) else sum(c for c in costs if c is not None),
         latency_s=sum(r.latency_s for r in results),
         attempts=1,
         redactions=merge_counts(*(r.redactions for r in results)),
@@ -109,8 +109,8 @@ class OverflowSummarizer:
     def __init__(self, inner: Summarizer, context_window: int | None = None):
         self.inner = inner
         self.name = inner.name
-        self.remote = getattr(inner, "remote", True)
-        self.free = getattr(inner, "free", False)
+        self.remote = is_remote(inner)
+        self.free = is_free(inner)
         self.context_window = (
             context_window if context_window is not None else getattr(inner, "context_window", None)
         )

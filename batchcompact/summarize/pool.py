@@ -21,11 +21,12 @@ import inspect
 import logging
 import random
 import time
-from collections.abc import AsyncIterable, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TypeAlias
 
 from batchcompact.core.calls import SummaryCall
+from batchcompact.core.jsontypes import JsonValue
 from batchcompact.core.words import counted
 from batchcompact.summarize.base import (
     RetryableError,
@@ -34,6 +35,8 @@ from batchcompact.summarize.base import (
     Summarizer,
     SummaryCancelled,
     SummaryResult,
+    is_free,
+    is_remote,
 )
 from batchcompact.summarize.pool_settings import PoolSettings
 from batchcompact.summarize.ratelimit import RateLimits
@@ -93,6 +96,15 @@ class PoolStats:
     elapsed_s: float = 0.0
 
 
+# What the pool calls back, each either a plain function or a coroutine function (awaited when it returns an
+# awaitable): `on_outcome(outcome)` once per job taken, `on_result(job, call_index, result)` once per paid call.
+OutcomeHandler: TypeAlias = Callable[[JobOutcome], Awaitable[None] | None]
+ResultHandler: TypeAlias = Callable[[SummaryJob, int, SummaryResult], Awaitable[None] | None]
+Clock: TypeAlias = Callable[[], float]  # monotonic seconds
+Sleep: TypeAlias = Callable[[float], Awaitable[None]]
+Jobs: TypeAlias = Iterable[SummaryJob] | AsyncIterable[SummaryJob]
+
+
 class _Stop(Exception):
     """Raised inside a job when the run stopped launching calls."""
 
@@ -109,7 +121,7 @@ def redact_call(call: SummaryCall) -> tuple[SummaryCall, dict[str, int]]:
     return replace(call, user_prompt=user_prompt, previous_summary=previous, messages=messages), counts
 
 
-def _redact_value(value: Any) -> Any:
+def _redact_value(value: JsonValue) -> JsonValue:
     if isinstance(value, str):
         return redact_text(value)[0]
     if isinstance(value, dict):
@@ -123,8 +135,9 @@ def _redact_value(value: Any) -> Any:
 
 class _Pool:
     def __init__(
-        self, summarizer: Summarizer, settings: PoolSettings, on_outcome, on_result, clock, sleep, rng
-    ):
+        self, summarizer: Summarizer, settings: PoolSettings, on_outcome: OutcomeHandler | None,
+        on_result: ResultHandler | None, clock: Clock | None, sleep: Sleep | None, rng: random.Random | None,
+    ) -> None:
         self.summarizer = summarizer
         self.settings = settings
         self.on_outcome = on_outcome
@@ -137,8 +150,8 @@ class _Pool:
         self.stats = PoolStats()
         self.stop: _Stop | None = None
         self.pause_until = 0.0
-        self.redact = settings.redact and getattr(summarizer, "remote", True)
-        self.free = getattr(summarizer, "free", False)  # the built-in: no budget can be spent by it
+        self.redact = settings.redact and is_remote(summarizer)
+        self.free = is_free(summarizer)  # the built-in: no budget can be spent by it
 
     # -- outcomes ------------------------------------------------------------------------------
     async def emit(self, outcome: JobOutcome) -> None:
@@ -149,11 +162,13 @@ class _Pool:
             if inspect.isawaitable(value):
                 await value
 
-    def request_stop(self, status: str, message: str) -> None:
+    def request_stop(self, status: str, message: str) -> _Stop:
+        """Stop launching calls (the first request wins); the stop in force."""
         if self.stop is None:
             self.stop = _Stop(status, message)
             self.stats.stop_reason = message
             log.warning("pool stopped launching calls: %s", message)
+        return self.stop
 
     # -- one call, with retries ----------------------------------------------------------------
     def backoff(self, attempt: int, retry_after: float | None) -> float:
@@ -168,8 +183,7 @@ class _Pool:
             raise self.stop
         budget = self.settings.max_cost_usd
         if budget is not None and not self.free and self.stats.cost_usd >= budget:
-            self.request_stop(BUDGET, f"budget of ${budget:.4f} reached (spent ${self.stats.cost_usd:.4f})")
-            raise self.stop
+            raise self.request_stop(BUDGET, f"budget of ${budget:.4f} reached (spent ${self.stats.cost_usd:.4f})")
 
     async def run_call(self, call: SummaryCall, counter: list[int]) -> SummaryResult:
         redactions: dict[str, int] = {}
@@ -283,7 +297,7 @@ class _Pool:
         return FAILED, f"{type(exc).__name__}: {exc}"
 
     # -- workers and producer ------------------------------------------------------------------
-    async def worker(self, queue: asyncio.Queue) -> None:
+    async def worker(self, queue: asyncio.Queue[SummaryJob | None]) -> None:
         while True:
             job = await queue.get()
             if job is None:
@@ -291,9 +305,7 @@ class _Pool:
             outcome = await self.run_job(job)
             await self.emit(outcome)
 
-    async def produce(
-        self, jobs: Iterable[SummaryJob] | AsyncIterable[SummaryJob], queue: asyncio.Queue
-    ) -> None:
+    async def produce(self, jobs: Jobs, queue: asyncio.Queue[SummaryJob | None]) -> None:
         if isinstance(jobs, AsyncIterable):
             async for job in jobs:
                 if self._stop_taking():
@@ -311,10 +323,10 @@ class _Pool:
         """After a stop, keep taking jobs only to report them (abort/budget), never after a cancel."""
         return self.stop is not None and (self.stop.status == CANCELLED or not self.settings.drain_on_stop)
 
-    async def run(self, jobs) -> PoolStats:
+    async def run(self, jobs: Jobs) -> PoolStats:
         start = self.clock()
         self.workers = max(1, self.settings.concurrency)
-        queue: asyncio.Queue = asyncio.Queue(maxsize=2 * self.workers)
+        queue: asyncio.Queue[SummaryJob | None] = asyncio.Queue(maxsize=2 * self.workers)
         producer = asyncio.ensure_future(self.produce(jobs, queue))
         workers = [asyncio.ensure_future(self.worker(queue)) for _ in range(self.workers)]
         tasks = [producer, *workers]
@@ -326,16 +338,17 @@ class _Pool:
             raise
         finally:
             self.stats.elapsed_s = self.clock() - start
-        failed = [t for t in done if not t.cancelled() and t.exception() is not None]
+        failed = [error for t in done if not t.cancelled() and (error := t.exception()) is not None]
         if failed:  # e.g. on_outcome raised: stop everything and let the caller see it
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
-            raise failed[0].exception()
+            raise failed[0]
         return self.stats
 
     async def shutdown(
-        self, producer: asyncio.Future, workers: list[asyncio.Future], queue: asyncio.Queue
+        self, producer: asyncio.Future[None], workers: Sequence[asyncio.Future[None]],
+        queue: asyncio.Queue[SummaryJob | None],
     ) -> None:
         """Cancellation: stop launching, give in-flight calls `cancel_grace`, report every taken job."""
         self.request_stop(CANCELLED, "cancelled")
@@ -358,14 +371,14 @@ class _Pool:
 
 
 async def run_jobs(
-    jobs: Iterable[SummaryJob] | AsyncIterable[SummaryJob],
+    jobs: Jobs,
     summarizer: Summarizer,
     settings: PoolSettings | None = None,
     *,
-    on_outcome: Callable[[JobOutcome], Awaitable[None] | None] | None = None,
-    on_result: Callable[[SummaryJob, int, SummaryResult], Awaitable[None] | None] | None = None,
-    clock: Callable[[], float] | None = None,
-    sleep: Callable[[float], Awaitable[None]] | None = None,
+    on_outcome: OutcomeHandler | None = None,
+    on_result: ResultHandler | None = None,
+    clock: Clock | None = None,
+    sleep: Sleep | None = None,
     rng: random.Random | None = None,
     stop_event: asyncio.Event | None = None,
 ) -> PoolStats:

@@ -23,8 +23,9 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 
 from batchcompact.errors import RunAborted, UsageError
 
@@ -83,7 +84,7 @@ class ProviderLibraryError(RunAborted):
     not be checked, which is not the same as an unknown model. Nothing was sent."""
 
 
-def _litellm():
+def _litellm() -> ModuleType:
     from batchcompact.summarize.litellm_import import import_litellm
 
     try:
@@ -100,7 +101,7 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
-def _is_unknown_model(litellm, exc: Exception) -> bool:
+def _is_unknown_model(litellm: ModuleType, exc: Exception) -> bool:
     """litellm's own answer "I cannot tell this model's provider" (a BadRequestError it raises itself), as
     opposed to an error inside litellm, which it wraps as "GetLLMProvider Exception - ..."."""
     bad_request = getattr(getattr(litellm, "exceptions", None), "BadRequestError", None)
@@ -215,28 +216,31 @@ def preflight(model: str, api_base: str | None = None, api_key: str | None = Non
     if not api_key and not api_base:  # a provider whose key variables are known: refused before litellm loads
         from batchcompact.summarize.provider_names import missing_key, plainly_unknown
 
-        keys = () if plainly_unknown(model, api_base) else missing_key(model, env)
+        keys: Sequence[str] = () if plainly_unknown(model, api_base) else missing_key(model, env)
         if keys:
             raise MissingCredentialsError(_no_key_message(model, keys))
     name, provider, provider_base = resolve_provider(model, api_base, option)
     url = base_url(provider, api_base, provider_base, env)
-    common = dict(model=model.strip(), provider=provider, provider_model=name, base_url=url, api_base=api_base)
+    def info(key_source: str, api_key: str | None = None) -> ProviderInfo:
+        return ProviderInfo(model=model.strip(), provider=provider, provider_model=name, base_url=url,
+                            api_base=api_base, key_source=key_source, api_key=api_key)
+
     if api_key:
-        return ProviderInfo(**common, key_source="--api-key", api_key=api_key)
+        return info("--api-key", api_key)
     missing = _missing_variables(model.strip(), api_base)
     keys = [m for m in missing if _KEY_NAME.search(m) and not _AWS.match(m)]
     if missing and not keys:
         log.info("%s: not set: %s (the provider may find its credentials elsewhere)", model, ", ".join(missing))
     if not keys:
         found = _configured_key_variable(provider, env)
-        return ProviderInfo(**common, key_source=f"${found}" if found else "environment")
+        return info(f"${found}" if found else "environment")
     if api_base:
         # A keyless local server: send a placeholder (the OpenAI client needs some key).
-        return ProviderInfo(**common, key_source="placeholder", api_key=PLACEHOLDER_KEY)
+        return info("placeholder", PLACEHOLDER_KEY)
     raise MissingCredentialsError(_no_key_message(model, keys))
 
 
-def _no_key_message(model: str, keys: list[str] | tuple[str, ...]) -> str:
+def _no_key_message(model: str, keys: Sequence[str]) -> str:
     return (f"no API key for {model}: set {' or '.join(keys)} or pass --api-key (for a keyless local server add "
             "--api-base URL); nothing was sent")
 

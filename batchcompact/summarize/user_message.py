@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.summarize.builtin_text import BULLET, SCAN_CHARS, SENTENCE, clip, message_text
 
 # -- the vocabulary -------------------------------------------------------------------------------------
@@ -238,7 +239,7 @@ class UserMessage:
     command: str | None = None  # a slash command it runs (`/review`): its template may follow
 
 
-def read_user_message(message: dict[str, Any], after_command: bool = False) -> UserMessage | None:
+def read_user_message(message: JsonObject, after_command: bool = False) -> UserMessage | None:
     """What a user message is (the module's vocabulary); None for a message that is no user's (another
     role). `after_command`: the message follows a custom slash command's line with no reply between (Claude
     Code's expanded template)."""
@@ -251,8 +252,8 @@ def read_user_message(message: dict[str, Any], after_command: bool = False) -> U
         text = _SYSTEM_REMINDER.sub("", text)
     command = _COMMAND_NAME.search(text)
     if command and text.lstrip().startswith("<command-"):
-        args = _COMMAND_ARGS.search(text)  # before or after the name: Claude Code wrote both orders
-        name, args = command.group(1), (args.group(1) if args else "").strip()
+        found = _COMMAND_ARGS.search(text)  # before or after the name: Claude Code wrote both orders
+        name, args = command.group(1), (found.group(1) if found else "").strip()
         if name.lstrip("/").lower() in HARNESS_COMMANDS:
             return UserMessage(COMMAND)
         # a custom command: the user's ask is the command and its arguments, its template follows
@@ -482,7 +483,8 @@ def own_words(text: str) -> str:
 
 def word_count(text: str) -> int:
     """How many distinct significant words a text has, a word of Chinese or Japanese being two characters."""
-    plain, cjk = set(), 0
+    plain: set[str] = set()
+    cjk = 0
     for word in _WORD.findall(text.lower()[:2000]):
         cjk += sum((len(run) + 1) // 2 for run in _CJK.findall(word))
         plain.update(w for w in _CJK.sub(" ", word).split() if w not in _STOP and len(w) > 1)
@@ -492,7 +494,7 @@ def word_count(text: str) -> int:
 def words(text: str) -> frozenset[str]:
     """The significant words of a text, lower-cased (how requests and rules are compared), in any script: a
     request in Korean or Chinese has words too (before #55 it had none, so every one was a short one-off)."""
-    out = set()
+    out: set[str] = set()
     for word in _WORD.findall(text.lower()[:2000]):
         if _CJK.search(word):
             for run in _CJK.findall(word):
@@ -676,7 +678,7 @@ class _Loose:
                 stack.pop()
         return None
 
-    def finditer(self, text: str):
+    def finditer(self, text: str) -> Iterator[_Found]:
         first = self.tokens[0]
         start = text.find(first)
         while start >= 0:
