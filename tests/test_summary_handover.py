@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import fixture_path
-from test_summarize_builtin import assistant, call, text, tool_call, user
+from llm_messages import assistant, call, text, tool_call, user
 
 from batchcompact.agents import file_tools
 from batchcompact.cli import cli

@@ -5,7 +5,7 @@ by its outline, a rule a whole sentence. Examples in the shapes the public tunin
 from __future__ import annotations
 
 import pytest
-from test_summarize_builtin import assistant, call, text, tool_call, user
+from llm_messages import assistant, call, text, tool_call, user
 
 from batchcompact.summarize.builtin import summarize_offline
 from batchcompact.summarize.user_message import (
