@@ -138,7 +138,7 @@ def test_a_long_request_is_said_by_its_outline_not_cut_mid_word():
                            "is NOT a rave-only platform; TASK 1 FULL CODE AUDIT; TASK 2 POSITIONING CLEANUP; "
                            "CRITICAL: Never expose the service role key in client code")
     goal = section(summarize_offline(call([user(KROSSS), assistant(text("Starting."), stop="stop")])), "## Goal")
-    assert goal == said and len(goal) <= 600
+    assert goal == said and len(goal) < len(" ".join(KROSSS.split()))  # shorter than the request
 
 
 def test_a_rule_is_a_whole_sentence():
