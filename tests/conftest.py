@@ -205,6 +205,14 @@ def fake_summarizer() -> FakeSummarizer:
     return FakeSummarizer()
 
 
+@pytest.fixture(scope="session")
+def ccusage() -> tuple[Path, str]:
+    """(the ccusage 20 executable, its version), installed from npm on first use (tests/ccusage_cli.py)."""
+    from ccusage_cli import installed_ccusage
+
+    return installed_ccusage()
+
+
 @pytest.fixture
 def llm_server():
     """An OpenAI-compatible server on 127.0.0.1 (tests/llm_server.py); `.api_base` for litellm."""

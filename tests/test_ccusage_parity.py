@@ -18,76 +18,14 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from agent_judges import install_lock
-from conftest import shared_fixtures, unavailable
+from conftest import shared_fixtures
 
 from batchcompact.report import ReportSettings, build_report, collect_usage
 
 pytestmark = pytest.mark.slow
 
-# `ccusage@20` resolves to 20.0.26, whose launcher needs @ccusage/ccusage-linux-x64@20.0.26, a package
-# the registry does not have (the native packages stop at 20.0.24); then 20.0.24 is installed.
-CCUSAGE_SPECS = ("ccusage@20", "ccusage@20.0.24")
 TOKEN_FIELDS = ("input", "output", "cache_write", "cache_read", "total")
 AGENTS = ("claude", "codex", "pi")
-
-
-def _cache_root() -> Path:
-    base = os.environ.get("BATCHCOMPACT_TEST_CACHE") or Path.home() / ".cache" / "batchcompact-tests"
-    return Path(base)
-
-
-def _runs(binary: Path) -> str | None:
-    try:
-        done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
-
-
-def _install_ccusage(npm: str, spec: str, prefix: Path, binary: Path) -> tuple[str | None, str | None]:
-    """(the version of the ccusage at `prefix`, installing `spec` there first unless one runs; an error)."""
-    version = _runs(binary) if binary.exists() else None  # installed while this process waited
-    if version is not None:
-        return version, None
-    prefix.mkdir(parents=True, exist_ok=True)
-    try:
-        done = subprocess.run(
-            [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", spec],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    except subprocess.TimeoutExpired:
-        return None, f"{spec}: npm install timed out"
-    if done.returncode != 0:
-        return None, f"{spec}: {done.stderr.strip().splitlines()[-1:] or done.returncode}"
-    return _runs(binary), None
-
-
-@pytest.fixture(scope="session")
-def ccusage() -> tuple[Path, str]:
-    """(the ccusage executable, its version), installed from npm into the cache folder on first use."""
-    npm = shutil.which("npm")
-    errors = []
-    for spec in CCUSAGE_SPECS:
-        prefix = _cache_root() / spec.replace("@", "-")
-        binary = prefix / "node_modules" / ".bin" / "ccusage"
-        version = _runs(binary) if binary.exists() else None
-        if version is None and npm:
-            with install_lock(prefix):  # pytest-xdist's other worker may be installing it now
-                version, error = _install_ccusage(npm, spec, prefix, binary)
-            if error:
-                errors.append(error)
-                continue
-        if version:
-            return binary, version
-        errors.append(f"{spec}: installed launcher does not run (no native build for this platform)")
-    if not npm:
-        unavailable("npm is not installed, so ccusage cannot be fetched")
-    if all("ENOTFOUND" in e or "EAI_AGAIN" in e or "ECONNREFUSED" in e or "timed out" in e for e in errors):
-        unavailable("the npm registry cannot be reached: " + "; ".join(errors))
-    raise AssertionError("could not install a working ccusage 20: " + "; ".join(errors))
 
 
 @pytest.fixture(scope="module")
@@ -405,7 +343,7 @@ def test_codex_copies_match_ccusage(ccusage, other_home, tmp_path):
 
 # ---------------------------------------------------------------------------------------------------------
 # A pi /fork: where we differ from ccusage on purpose. pi's `createBranchedSession` writes a new session file
-# holding the parent's entries verbatim (tests/test_report_counted.py: `pi_fork`); ccusage 20 keys a pi
+# holding the parent's entries verbatim (tests/pi_copies.py: `pi_fork`); ccusage 20 keys a pi
 # message by its file (project, session from the file name, time, model, usage, cost) and counts the copied
 # requests again; we count them once, under the original session (docs/report.md, "One row per model
 # request"). Stated as: our report of the session plus its fork is ccusage's report of the session alone, to
@@ -423,7 +361,7 @@ def pi_layout(root: Path, files: list[Path]) -> Path:
 
 @pytest.mark.parametrize("view", ["daily", "session"])
 def test_a_pi_fork_counts_once_where_ccusage_counts_it_twice(ccusage, view, tmp_path):
-    from test_report_counted import our_migrated, pi_fork, read_lines
+    from pi_copies import our_migrated, pi_fork, read_lines
 
     original = our_migrated(shared_fixtures() / "pi" / "large-session.jsonl", tmp_path / "src" / "original.jsonl")
     entries = read_lines(original)[1:]

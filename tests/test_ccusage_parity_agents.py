@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from agent_sessions import KIMI_CODE_FORK, KIMI_CODE_SESSION, ZCODE_SESSION, build_home
-from test_ccusage_parity import ccusage  # noqa: F401  (the installed ccusage, a session fixture)
 
 from batchcompact.discover import discover_sources
 from batchcompact.report import ReportSettings, build_report, collect_usage
@@ -78,7 +77,7 @@ def home(tmp_path_factory) -> Path:
     return home
 
 
-def ccusage_sessions(ccusage, home: Path, agent: str) -> dict[str, dict]:  # noqa: F811
+def ccusage_sessions(ccusage, home: Path, agent: str) -> dict[str, dict]:
     binary, _ = ccusage
     done = subprocess.run(
         [str(binary), agent, "session", "--offline", "--json", "--timezone", "UTC"],
@@ -129,7 +128,7 @@ def differences(agent: str, ours: dict, theirs: dict) -> dict:
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-def test_sessions_match_ccusage(ccusage, home, agent, tmp_path):  # noqa: F811
+def test_sessions_match_ccusage(ccusage, home, agent, tmp_path):
     theirs = ccusage_sessions(ccusage, home, agent)
     ours = our_sessions(home, agent, tmp_path)
     assert ours, f"we found no {agent} usage"

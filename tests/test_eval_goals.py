@@ -114,7 +114,9 @@ def test_the_list_baseline_is_the_user_messages_then_the_names_by_frequency():
                 {"role": "user", "content": "now the tests"}]
     text = message_list(messages, 10_000)
     first, second, names = text.split("\n")[1], text.split("\n")[2], text.rsplit("Names: ", 1)[1]
-    assert first.startswith("- Fix the parser") and len(first) == 2 + 240 and second == "- now the tests"
+    asked, said = " ".join(messages[0]["content"].split()), first.removeprefix("- ")
+    assert said.endswith("…") and asked.startswith(said.removesuffix("…")) and len(said) < len(asked)  # cut, its start
+    assert second == "- now the tests"
     assert names == "src/parse.py, load_config, sessiontree"  # 2, 2 (src/parse.py named first), 1
     assert message_list(messages, 50) == text[:50]
 

@@ -768,7 +768,7 @@ def test_relative_and_absolute_output_dir_are_the_same_settings(tmp_path, bc, mo
 def _summarizing_run(tmp_path, llm_server, sessions: int = 8):
     """A run summarizing through the loopback server (slow answers), started as a subprocess."""
     from llm_server import Answer
-    from test_run import write_session
+    from run_cli import write_session
 
     llm_server.default = Answer(text="## Goal\nsummary", delay=0.5)
     inputs = tmp_path / "in"

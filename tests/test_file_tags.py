@@ -60,11 +60,14 @@ def test_a_split_turn_with_no_history_keeps_the_budget():
     summary, or "No prior history.") and the prefix share the room: at 200 tokens a sample session cut at 90%
     stored 539 (the previous summary whole) and one at 60% 212 (the separator not counted)."""
     from batchcompact.core.apply import compose_summary
-    from batchcompact.core.planner import summary_budgets, whole_lines
+    from batchcompact.core.planner import estimate_text_tokens, summary_budgets, whole_lines
+    from batchcompact.core.prompts import SPLIT_TURN_SEPARATOR
     from batchcompact.eval.run import EvalOptions, cuts_of_file
     from batchcompact.summarize.builtin import summarize_offline
 
-    assert summary_budgets(200, 60, True, False, prefix_tokens=400, fallback_tokens=500) == (65, 65)
+    # the room the tags (60) leave is shared, all of it, and the previous summary cannot crowd out the prefix
+    fallback, prefix = summary_budgets(200, 60, True, False, prefix_tokens=400, fallback_tokens=500)
+    assert fallback + prefix + estimate_text_tokens(SPLIT_TURN_SEPARATOR) + 60 == 200 and 0 < fallback <= prefix
     assert whole_lines("## Goal\nShip it.\n\n## Next Steps\n1. Tag the release", 6) == "## Goal\nShip it.\n…"
     samples = Path(__file__).resolve().parent.parent / "sample_sessions" / "pi"
     settings = CompactionSettings(keep_recent_tokens=3000, summary_budget=200)

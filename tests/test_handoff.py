@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SAMPLES, cli_invoker
-from test_run import FAST, Result, model_args, write_session
+from run_cli import FAST, Result, model_args, write_session
 
 from batchcompact.adapters.pi.read import read_pi_session
 from batchcompact.core.context import session_context

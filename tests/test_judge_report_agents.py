@@ -20,7 +20,6 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 from report_judges import CACHED, COMPLETION, KILO, MODEL, OPENCODE, PROMPT, REASONING, record_opencode_like
-from test_ccusage_parity import ccusage  # noqa: F401  (the installed ccusage 20, a session fixture)
 
 from batchcompact.cli import cli
 
@@ -92,7 +91,7 @@ def test_gemini_and_qwen_chats_count_every_call_once(recorded_chat, monkeypatch,
     assert row["total_tokens"] == calls * (PROMPT + output)
 
 
-def ccusage_totals(ccusage, agent: str, home) -> dict:  # noqa: F811
+def ccusage_totals(ccusage, agent: str, home) -> dict:
     import os
     import subprocess
 
@@ -134,21 +133,21 @@ def expected_ccusage(agent: str, ours: dict, calls: int, main_calls: int) -> dic
             "total": main_calls * (PROMPT + CACHED + COMPLETION + REASONING), "cost": round(main_calls * per_call, 9)}
 
 
-def test_ccusage_on_the_opencode_and_kilo_transcripts(ccusage, recorded, tmp_path):  # noqa: F811
+def test_ccusage_on_the_opencode_and_kilo_transcripts(ccusage, recorded, tmp_path):
     agent, home, calls = recorded
     ours = our_totals(agent, home, tmp_path)
     assert ours["total"] == calls * (PROMPT + COMPLETION)
     assert ccusage_totals(ccusage, agent, home) == expected_ccusage(agent, ours, calls, calls)
 
 
-def test_ccusage_on_the_gemini_and_qwen_transcripts(ccusage, recorded_chat, tmp_path):  # noqa: F811
+def test_ccusage_on_the_gemini_and_qwen_transcripts(ccusage, recorded_chat, tmp_path):
     agent, home, calls = recorded_chat
     ours = our_totals(agent, home, tmp_path)
     assert ours["input"] == calls * (PROMPT - CACHED)
     assert ccusage_totals(ccusage, agent, home) == expected_ccusage(agent, ours, calls, len(PROMPTS))
 
 
-def test_a_real_codex_fork_counts_its_own_call_once(ccusage, tmp_path):  # noqa: F811
+def test_a_real_codex_fork_counts_its_own_call_once(ccusage, tmp_path):
     """Codex 0.169 writes a fork as a new rollout with `forked_from_id` whose running total goes on from
     the parent's (its first event: total 39, last 13). Each of the 3 calls counts once; ccusage 20.0.24
     reports nothing for the fork's rollout, so the fork's own call is missing."""

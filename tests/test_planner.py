@@ -4,19 +4,30 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 import pytest
 from conftest import fixture_path
 from factories import Builder
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pi_cut_points import FIXTURE_TABLE
 
 from batchcompact.adapters.pi.read import read_pi_session
 from batchcompact.agents import file_tools
+from batchcompact.cli.options import MIN_SUMMARY_BUDGET
 from batchcompact.core.calls import HISTORY, TURN_PREFIX
 from batchcompact.core.cutpoint import find_cut_point
-from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
-from batchcompact.core.prompts import NO_PRIOR_HISTORY
+from batchcompact.core.defaults import DEFAULT_SUMMARY_BUDGET
+from batchcompact.core.planner import (
+    CompactionPlan,
+    CompactionSettings,
+    Skip,
+    estimate_text_tokens,
+    prepare_compaction,
+)
+from batchcompact.core.prompts import NO_PRIOR_HISTORY, SPLIT_TURN_SEPARATOR
+from batchcompact.core.serialize import serialize_conversation
 from batchcompact.core.tree import SessionTree
 
 FORCE = CompactionSettings(force=True)
@@ -53,7 +64,8 @@ def test_cut_never_lands_on_tool_result_and_falls_back_when_budget_crossed_in_re
     assert cut.first_kept_index == 0 and not cut.is_split_turn
 
 
-def test_split_turn_plans_two_calls_with_instructions_in_both():
+def _split_turn_session() -> Builder:
+    """An old exchange, then one request whose six edit steps are too big to keep whole: a split turn."""
     b = Builder()
     b.user("old request " * 30)
     b.assistant("old answer " * 30)
@@ -61,23 +73,66 @@ def test_split_turn_plans_two_calls_with_instructions_in_both():
     for index in range(6):
         b.assistant(f"step {index} " * 20, calls=[("edit", {"path": f"src/f{index}.py"})])
         b.tool_result("out " * 50)
-    settings = CompactionSettings(force=True, keep_recent_tokens=300, instructions="focus on tests")
-    plan = prepare_compaction(_path(b), settings, file_tools=file_tools())
+    return b
+
+
+SPLIT = CompactionSettings(force=True, keep_recent_tokens=300, instructions="focus on tests")
+
+
+def _split_plan(summary_budget: int | None = None) -> CompactionPlan:
+    settings = SPLIT if summary_budget is None else dataclasses.replace(SPLIT, summary_budget=summary_budget)
+    plan = prepare_compaction(_path(_split_turn_session()), settings, file_tools=file_tools())
     assert isinstance(plan, CompactionPlan) and plan.split_turn
+    return plan
+
+
+def _stored_summary_tokens(plan: CompactionPlan) -> int:
+    """The stored summary's tokens at each call's max_tokens: the history's and the prefix's summaries, the
+    separator between them and the file tags (chars/4, as the budget is measured)."""
+    return (sum(c.max_tokens for c in plan.calls) + estimate_text_tokens(SPLIT_TURN_SEPARATOR)
+            + estimate_text_tokens(plan.file_tags))
+
+
+def test_split_turn_plans_two_calls_with_instructions_in_both():
+    plan = _split_plan()
     assert [c.kind for c in plan.calls] == [HISTORY, TURN_PREFIX]
     assert all(c.user_prompt.endswith("Additional focus: focus on tests") for c in plan.calls)
-    # The default budget (2,000 tokens) holds the whole stored summary: the tags of src/f0..f2.py (66
-    # characters: 17 tokens) and the separator (39 characters: 10) come off, the prefix gets a third of the
-    # rest (1,973 / 3: 657) but at most half its own text's tokens (its steps serialize to ~320 tokens: 160),
-    # the history the remainder (1,973 - 160: 1,813).
     assert plan.modified_files == ["src/f0.py", "src/f1.py", "src/f2.py"]
-    assert plan.calls[0].max_tokens == 1813 and plan.calls[1].max_tokens == 160
     assert all("The whole summary must fit in" in c.user_prompt for c in plan.calls)
     assert plan.turn_prefix_messages > 0 and plan.messages_to_summarize == 2
-    # A budget past pi's own limits (0.8 and 0.5 x reserve_tokens) is held to them.
-    big = prepare_compaction(_path(b), dataclasses.replace(settings, summary_budget=100_000), file_tools=file_tools())
-    # (the prefix stays at half its own text, 160, under pi's 8,192)
-    assert big.calls[0].max_tokens == 13107 and big.calls[1].max_tokens == 160
+
+
+@pytest.mark.parametrize("summary_budget", [MIN_SUMMARY_BUDGET, 1000, DEFAULT_SUMMARY_BUDGET, 4000])
+def test_a_split_turn_s_summaries_fill_the_budget_and_hold_it(summary_budget):
+    """The history's and the prefix's max_tokens, with the separator and the file tags, are the whole
+    budget: never past it (the stored summary holds --summary-budget), none of it left unused (the built-in
+    fills what it is given), and each call has room, down to the least budget the CLI takes."""
+    plan = _split_plan(summary_budget)
+    assert _stored_summary_tokens(plan) == summary_budget
+    assert all(c.max_tokens > 0 for c in plan.calls)
+
+
+def test_a_split_turn_s_prefix_takes_what_its_text_can_use_and_the_history_the_rest():
+    """A summary compresses: the prefix's max_tokens stays under its own text's tokens whatever the budget,
+    and what it cannot use goes to the history, which grows with the budget."""
+    plans = [_split_plan(budget) for budget in (1000, DEFAULT_SUMMARY_BUDGET, 4000)]
+    prefix_text = serialize_conversation(list(plans[0].calls[1].messages))
+    prefixes = {plan.calls[1].max_tokens for plan in plans}
+    assert len(prefixes) == 1 and prefixes.pop() < estimate_text_tokens(prefix_text)
+    histories = [plan.calls[0].max_tokens for plan in plans]
+    assert histories == sorted(set(histories))  # strictly growing
+    assert all(plan.calls[0].max_tokens > plan.calls[1].max_tokens for plan in plans)
+
+
+def test_a_budget_past_pi_s_limits_is_held_to_them():
+    """pi gives a summary call at most 0.8 x reserve_tokens (the history) and 0.5 x (a split turn's
+    prefix): a budget past that changes nothing more, and the calls stay within pi's limits."""
+    past, further = _split_plan(100_000), _split_plan(1_000_000)
+    assert [c.max_tokens for c in past.calls] == [c.max_tokens for c in further.calls]
+    history, prefix = past.calls
+    assert history.max_tokens == math.floor(0.8 * SPLIT.reserve_tokens) > _split_plan().calls[0].max_tokens
+    assert prefix.max_tokens <= 0.5 * SPLIT.reserve_tokens
+    assert _stored_summary_tokens(past) < 100_000
 
 
 def test_nothing_to_summarize_is_a_skip_not_an_empty_call():
@@ -160,29 +215,6 @@ def test_already_compacted_and_threshold_and_unknown_window():
 )
 def test_thresholds(settings, window, threshold):
     assert settings.threshold(window) == threshold
-
-
-# What pi 0.73.1's own `prepareCompaction` (FIX boundary, reference 3.3-3.4) gives on the real fixtures:
-# tests/agents/pi/test_judge_pi.py runs it from the installed npm package with node (tests/agents/pi/pi_modules.mjs) and checks
-# this table row for row. Columns: keep, first kept line, turn start line, split (pi makes two calls: a
-# split turn with a non-empty prefix), messages summarized, prefix messages, tokens before, read files,
-# modified files.
-FIXTURE_TABLE = {
-    "large-session.jsonl": [
-        (2000, 1009, 988, True, 882, 21, 177657, 6, 23),
-        (5000, 985, 980, True, 874, 5, 177657, 6, 23),
-        (20000, 839, 836, True, 730, 3, 177657, 7, 20),
-        (50000, 396, 389, True, 361, 7, 177657, 6, 15),
-        (100000, 29, 26, True, 23, 3, 177657, 6, 1),
-    ],
-    "before-compaction.jsonl": [
-        (2000, 1002, None, False, 444, 0, 180820, 2, 12),
-        (5000, 1002, None, False, 444, 0, 180820, 2, 12),
-        (20000, 948, 941, True, 383, 7, 180820, 2, 12),
-        (50000, 792, 791, True, 233, 1, 180820, 1, 6),
-        (100000, 692, 679, True, 126, 13, 180820, 0, 2),
-    ],
-}
 
 
 def _independent_count(path, start_line: int, end_line: int) -> int:

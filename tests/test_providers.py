@@ -14,8 +14,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 from factories import Builder
+from fake_secrets import AWS_ID, AWS_SECRET, GITHUB, JWT, OPENAI, PEM
 from llm_server import LLMServer
-from test_redact import AWS_ID, AWS_SECRET, GITHUB, JWT, OPENAI, PEM
 
 REPO = Path(__file__).resolve().parent.parent
 KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "BATCHCOMPACT_API_KEY",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import RECORDED_FAMILIES, fixture_path, shared_fixtures
-from test_report_extract import run_rows, write_run_report
+from run_reports import run_rows, write_run_report
 
 from batchcompact.report import ReportSettings, build_report, collect_usage, run_report
 from batchcompact.report import part_cache as extract_module

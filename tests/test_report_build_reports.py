@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 from conftest import SAMPLES, shared_fixtures
-from test_report_fast import VARIANTS, filter_variants, outputs
+from report_variants import VARIANTS, filter_variants, outputs
 
 from batchcompact.pricing import PriceTable
 from batchcompact.report import fast_collect

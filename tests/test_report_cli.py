@@ -111,7 +111,7 @@ def test_parquet_output_and_chart(tmp_path):
 
 
 def test_source_filter_and_run_reports(tmp_path):
-    from test_report_extract import run_rows, write_run_report
+    from run_reports import run_rows, write_run_report
 
     write_run_report(tmp_path / "compactions-r1.parquet", run_rows())
     result = invoke(

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import pytest
 from conftest import fixture_path
+from run_reports import run_rows, write_run_report
 
 from batchcompact.adapters.common.usage_rows import USAGE_SCHEMA, USAGE_SCHEMA_VERSION
 from batchcompact.report.detect import detect_usage_source
@@ -284,58 +284,6 @@ def test_zst_without_zstandard_says_how_to_fix(tmp_path, monkeypatch):
     table, stats = extract_file(path, source="codex")
     assert table.num_rows == 0
     assert "pip install 'batchcompact[zstd]'" in stats.warnings[0]
-
-
-def write_run_report(path, rows: list[dict]) -> None:
-    """A small compactions-<run_id>.parquet shaped like the `run` command's."""
-    schema = pa.schema(
-        [
-            ("run_id", pa.string()),
-            ("started_at", pa.timestamp("us", "UTC")),
-            ("ended_at", pa.timestamp("us", "UTC")),
-            ("input_path", pa.string()),
-            ("session_id", pa.string()),
-            ("status", pa.string()),
-            ("calls", pa.int64()),
-            ("prompt_tokens", pa.int64()),
-            ("completion_tokens", pa.int64()),
-            ("cache_read_tokens", pa.int64()),
-            ("cache_write_tokens", pa.int64()),
-            ("cost_usd", pa.float64()),
-            ("model", pa.string()),
-        ]
-    )
-    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
-
-
-def run_rows() -> list[dict]:
-    t = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-    base = {"run_id": "r1", "started_at": t, "ended_at": t, "status": "compacted", "cache_write_tokens": 0}
-    return [
-        {
-            **base,
-            "input_path": "/a/one.jsonl",
-            "session_id": "one",
-            "calls": 2,
-            "prompt_tokens": 10_000,
-            "completion_tokens": 1_000,
-            "cache_read_tokens": 2_000,
-            "cost_usd": 0.02,
-            "model": "gpt-4o-mini",
-        },
-        {
-            **base,
-            "input_path": "/a/two.jsonl",
-            "session_id": "two",
-            "calls": 0,
-            "prompt_tokens": 0,
-            "completion_tokens": 0,
-            "cache_read_tokens": 0,
-            "cost_usd": None,
-            "model": None,
-            "status": "skipped",
-        },
-    ]
 
 
 def test_batchcompact_run_report(tmp_path):

@@ -17,25 +17,15 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 from conftest import SAMPLES, shared_fixtures
-from test_report_extract import run_rows, write_run_report
+from report_variants import VARIANTS, filter_variants, outputs
+from run_reports import run_rows, write_run_report
 
 from batchcompact.cli import cli
 from batchcompact.report import fast, fast_collect, row_list
 from batchcompact.report.aggregate import build_report
 from batchcompact.report.collect import collect_usage
 from batchcompact.report.dimensions import FAST_GROUPINGS
-from batchcompact.report.render import write_report
 from batchcompact.report.settings import ReportSettings
-
-VARIANTS = [
-    {},
-    {"breakdown": True},
-    {"order": "desc"},
-    {"order": "asc", "timezone": "America/New_York"},
-    {"timezone": "Asia/Kolkata", "start_of_week": "sunday", "breakdown": True},
-    {"cost_mode": "calculate"},
-    {"cost_mode": "recorded", "order": "desc"},
-]
 
 
 @pytest.fixture(scope="module", params=["fixtures", "samples", "runs"])
@@ -51,15 +41,6 @@ def corpus(request, tmp_path_factory):
     quick.paths = paths  # for the tests that extract again
     yield request.param, slow, quick
     slow.cleanup()
-
-
-def outputs(report) -> dict[str, str]:
-    return {
-        "table": write_report(report, "table", None),
-        "compact": write_report(report, "table", None, compact=True),
-        "json": write_report(report, "json", None, sources=[{"agent": "x"}]),
-        "csv": write_report(report, "csv", None),
-    }
 
 
 @pytest.mark.parametrize("by", FAST_GROUPINGS)
@@ -78,36 +59,6 @@ def test_fast_report_is_byte_identical_to_the_polars_report(corpus, by):
             assert got[fmt] == text, f"{name} --by {by} {variant} {fmt}"
         checked += len(json.loads(expected["json"])["rows"])
     assert checked > len(VARIANTS)  # real groups were compared, not empty reports
-
-
-def filter_variants(rows: list[tuple]) -> list[dict]:
-    """Filters that select part of these rows: agents (one, two, a place label), a project by path and by folder name,
-    a session id prefix, a date range in two time zones, `--last` (a pinned "now")."""
-    projects = sorted({r[fast.PROJECT] for r in rows if r[fast.PROJECT]})
-    sessions = sorted({r[fast.SESSION] for r in rows if r[fast.SESSION]})
-    days = sorted({r[fast.TIME].date() for r in rows if r[fast.TIME]})
-    agents = sorted({r[fast.AGENT] for r in rows})
-    latest = max(r[fast.TIME] for r in rows if r[fast.TIME])
-    middle = days[len(days) // 2]
-    return [
-        {"agents": (agents[0],)},
-        {"agents": tuple(agents[-2:])},
-        {"agents": ("codex", "atomic")},  # a place label selects its agent's rows (pi's)
-        {"projects": (projects[0],)},
-        {"projects": (projects[-1].rstrip("/").rsplit("/", 1)[-1] + "/", "/nowhere")},
-        {"sessions": (sessions[0][:4], sessions[-1])},
-        {"since": middle},
-        {"until": middle, "timezone": "Pacific/Kiritimati"},
-        {"since": days[0], "until": middle, "timezone": "America/Los_Angeles", "breakdown": True},
-        {"last": 2, "now": latest + timedelta(days=1)},  # periods: the last 2 from "now"; others: 2 groups
-        {"last": 3, "now": latest, "order": "desc", "breakdown": True, "timezone": "Asia/Tokyo"},
-        {"last": 1, "now": latest, "since": middle, "agents": (agents[-1],)},
-        # [report.projects]: an alias by path and one by folder name to one name, a group of it and
-        # another project, and --project naming the alias
-        {"project_aliases": ((projects[0], "shop"), (projects[-1].rsplit("/", 1)[-1], "shop")),
-         "project_groups": (("store", ("shop", projects[len(projects) // 2])),), "breakdown": True},
-        {"project_aliases": ((projects[0], "shop"),), "projects": ("shop",)},
-    ]
 
 
 @pytest.mark.parametrize("by", FAST_GROUPINGS)

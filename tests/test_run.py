@@ -14,55 +14,22 @@ import re
 import shutil
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import SAMPLES, cli_invoker, fixture_path
-from factories import Builder
+from run_cli import API_KEY, FAST, MODEL, Result, model_args, write_session
 
-MODEL = "openai/gpt-4o-mini"  # priced in litellm's bundled map
-API_KEY = "sk-test-do-not-log-123456"
-FAST = ("--min-age", "0", "--jobs", "1")
 FORCE = ("--force", "--keep-recent-tokens", "1500")
 
 
 # -- helpers ---------------------------------------------------------------------------------------------
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> dict[str, Any]:
-        return json.loads(self.out)
-
-
 @pytest.fixture
 def bc(capsys, monkeypatch):
     """Run `batchcompact ARGS...` through `batchcompact.cli:main`: a `Result` (conftest's `cli_invoker`)."""
     run = cli_invoker(capsys, monkeypatch)
     return lambda *args: Result(*run(*args))
-
-
-def model_args(server) -> tuple[str, ...]:
-    return ("--model", MODEL, "--api-base", server.api_base, "--api-key", API_KEY, "--max-attempts", "1")
-
-
-def write_session(path: Path, name: str, turns: int = 6, chars: int = 2400) -> Path:
-    """A small v3 pi session whose every message names `name` (so a prompt tells which session it is from)."""
-    builder = Builder()
-    builder.meta("medium")
-    for turn in range(turns):
-        filler = " ".join(f"{name}-word{turn}-{i}" for i in range(chars // 16))
-        builder.user(f"[{name}] request {turn}: {filler}")
-        builder.assistant(f"[{name}] answer {turn}: {filler}", usage=1000 * (turn + 1))
-    header = {"type": "session", "version": 3, "id": f"session-{name}", "timestamp": "2026-01-01T00:00:00.000Z",
-              "cwd": "/work"}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(x, separators=(",", ":")) + "\n" for x in [header, *builder.entries]))
-    return path
 
 
 def small_archive(root: Path, names: tuple[str, ...] = ("alpha", "bravo", "charlie")) -> dict[str, Path]:

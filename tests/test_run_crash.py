@@ -149,7 +149,7 @@ def names_in(folder: Path) -> set[str]:
 @pytest.mark.slow
 def test_sigkill_at_random_moments_never_corrupts_and_never_pays_twice(tmp_path, llm_server):
     from llm_server import Answer
-    from test_run import write_session
+    from run_cli import write_session
 
     rng = random.Random(20261122)
     names = [f"s{i:02d}" for i in range(SESSIONS)]

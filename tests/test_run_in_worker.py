@@ -14,10 +14,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES, copy_archive, session_outputs
-from test_run import FAST, bc  # noqa: F401  (the fixture)
+from conftest import SAMPLES, cli_invoker, copy_archive, session_outputs
+from run_cli import FAST, Result
 
 EPOCH = 1767323045  # 2026-01-02T03:04:05Z
+
+
+@pytest.fixture
+def bc(capsys, monkeypatch):
+    run = cli_invoker(capsys, monkeypatch)
+    return lambda *args: Result(*run(*args))
 
 
 def statuses(text: str) -> dict[str, tuple]:
@@ -53,7 +59,7 @@ def reads(monkeypatch):
     return counts
 
 
-def test_each_session_is_read_once_and_written_where_it_was_planned(bc, tmp_path, reads, monkeypatch):  # noqa: F811
+def test_each_session_is_read_once_and_written_where_it_was_planned(bc, tmp_path, reads, monkeypatch):
     monkeypatch.setenv("BATCHCOMPACT_TOKEN_CACHE", "off")
     inputs = copy_archive(tmp_path / "in")
     result = bc("run", inputs, "--output-dir", tmp_path / "out", "--force", *FAST, "--format", "json")
@@ -69,7 +75,7 @@ def test_each_session_is_read_once_and_written_where_it_was_planned(bc, tmp_path
         assert Path(row["output_path"]).is_file() and row["calls"] >= 1 and row["model"] == "builtin"
 
 
-def test_the_run_loop_path_gives_the_same_bytes_and_rows(bc, tmp_path, reads, monkeypatch):  # noqa: F811
+def test_the_run_loop_path_gives_the_same_bytes_and_rows(bc, tmp_path, reads, monkeypatch):
     """--limit needs the whole plan before anything is summarized: the sessions go through phase 2 in the
     run loop (re-read there). Same outputs, byte for byte, and the same rows."""
     monkeypatch.setenv("SOURCE_DATE_EPOCH", str(EPOCH))
@@ -87,7 +93,7 @@ def test_the_run_loop_path_gives_the_same_bytes_and_rows(bc, tmp_path, reads, mo
     assert len(session_outputs(tmp_path / "here")) >= 5
 
 
-def test_source_date_epoch_is_the_time_new_entries_carry(bc, tmp_path, monkeypatch):  # noqa: F811
+def test_source_date_epoch_is_the_time_new_entries_carry(bc, tmp_path, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", str(EPOCH))
     inputs = tmp_path / "in"
     shutil.copytree(SAMPLES / "pi", inputs, ignore=shutil.ignore_patterns("*.md", "*.json"))
@@ -104,7 +110,7 @@ def test_source_date_epoch_is_the_time_new_entries_carry(bc, tmp_path, monkeypat
     assert stamps == {expected}
 
 
-def test_a_fault_while_compacting_in_a_worker_fails_that_session_alone(bc, tmp_path, monkeypatch):  # noqa: F811
+def test_a_fault_while_compacting_in_a_worker_fails_that_session_alone(bc, tmp_path, monkeypatch):
     from batchcompact.pipeline import session_task
 
     real = session_task.lock_same_size
@@ -174,7 +180,7 @@ def _flip_one_byte(path: Path) -> None:
 
 
 @pytest.mark.parametrize("change", ["grown", "same size", "during the summary"])
-def test_a_session_changed_after_the_workers_read_is_never_written(bc, tmp_path, monkeypatch, change):  # noqa: F811
+def test_a_session_changed_after_the_workers_read_is_never_written(bc, tmp_path, monkeypatch, change):
     """The worker that read a session locks it and checks only its size (`lock_same_size`): a change of
     the same size is caught by the writer, which hashes the whole file again before the rename while it
     compares the copy in the temp file with it (`writer._check_appended`). Every way round, the session is

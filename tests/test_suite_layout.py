@@ -1,9 +1,11 @@
 """The suite's layout and its shared set-up: an agent's tests sit in tests/agents/<name>/ (a registered
 agent's name), test file names are unique across the folders (pytest imports them by name, with no
-`__init__.py`), and a judge is installed once however many test processes ask for it at the same time."""
+`__init__.py`), no test module imports another (shared helpers live in helper modules), and a judge is
+installed once however many test processes ask for it at the same time."""
 
 from __future__ import annotations
 
+import ast
 import os
 import stat
 import threading
@@ -42,6 +44,25 @@ def test_test_file_names_are_unique_and_no_test_folder_is_a_package():
     assert len(files) > 50
     assert [name for name, count in Counter(p.name for p in files).items() if count > 1] == []
     assert sorted(str(p.relative_to(TESTS)) for p in TESTS.rglob("__init__.py")) == []
+
+
+def test_no_test_module_imports_another():
+    """A helper two test files share lives in a helper module named for what it holds (tests/factories.py,
+    tests/run_cli.py, tests/agents/pi/pi_judges.py, ...), never in one of the tests: importing a test module
+    ties its tests' set-up to another file's, and a fixture imported that way is defined twice. Shared fixtures
+    go to conftest.py."""
+    found = []
+    for path in sorted(TESTS.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                modules = [node.module]
+            else:
+                continue
+            found += [f"{path.relative_to(TESTS)}:{node.lineno}: {module}" for module in modules
+                      if module.rpartition(".")[2].startswith("test_")]
+    assert found == []
 
 
 def test_a_judge_asked_for_by_two_processes_at_once_is_installed_once(tmp_path, monkeypatch):

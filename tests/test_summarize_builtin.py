@@ -7,51 +7,14 @@ import json
 
 import pytest
 from conftest import fixture_path
+from llm_messages import assistant, call, result, text, tool_call, user
 
-from batchcompact.core.calls import BRANCH, HISTORY, TURN_PREFIX, SummaryCall
+from batchcompact.core.calls import BRANCH, HISTORY, TURN_PREFIX
 from batchcompact.core.prompts import BRANCH_HEADINGS, HISTORY_HEADINGS, TURN_PREFIX_HEADINGS
 from batchcompact.summarize import BuiltinSummarizer, build_summarizer
 from batchcompact.summarize.builtin import summarize_offline
 
 HEADINGS = {HISTORY: HISTORY_HEADINGS, TURN_PREFIX: TURN_PREFIX_HEADINGS, BRANCH: BRANCH_HEADINGS}
-
-
-def call(messages, kind=HISTORY, max_tokens=2000, previous=None) -> SummaryCall:
-    return SummaryCall(
-        kind=kind,
-        system_prompt="",
-        user_prompt="",
-        max_tokens=max_tokens,
-        messages=tuple(messages),
-        previous_summary=previous,
-    )
-
-
-def user(text):
-    return {"role": "user", "content": text, "timestamp": 1}
-
-
-def assistant(*blocks, stop="toolUse"):
-    return {"role": "assistant", "content": list(blocks), "stopReason": stop, "timestamp": 1}
-
-
-def tool_call(id_, name, **arguments):
-    return {"type": "toolCall", "id": id_, "name": name, "arguments": arguments}
-
-
-def text(value):
-    return {"type": "text", "text": value}
-
-
-def result(id_, name, output, error=False):
-    return {
-        "role": "toolResult",
-        "toolCallId": id_,
-        "toolName": name,
-        "content": [text(output)],
-        "isError": error,
-        "timestamp": 1,
-    }
 
 
 SMALL = [
@@ -284,10 +247,10 @@ def test_exit_code_search_finds_what_the_plain_case_insensitive_pattern_finds():
         "no code here", "exited", "Command exited with code\n  10", "x" * 50 + "exit status 11",
         "succeeded", "", "exit code: none",
     ]
-    for text in texts:
-        assert builtin_tools.exit_codes(text) == plain.findall(text), text
-        found, expected = builtin_tools.exit_code(text), plain.search(text)
-        assert (found and found.group(0)) == (expected and expected.group(0)), text
+    for sample in texts:
+        assert builtin_tools.exit_codes(sample) == plain.findall(sample), sample
+        found, expected = builtin_tools.exit_code(sample), plain.search(sample)
+        assert (found and found.group(0)) == (expected and expected.group(0)), sample
     assert builtin_tools.exit_codes("EXİT status 6") == ["6"]  # the skip must not miss other case forms
 
 
@@ -305,11 +268,11 @@ def test_the_exit_prefilter_is_the_case_insensitive_xit_search():
     rng = random.Random(28)
     texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(20000)]
     texts += ["xİt", "XıT", "xi\u0307t", "EXİT", "exıt", "x\u0130t", "xI\u0307t", "x i t", "xt"]
-    for text in texts:
-        if pattern.search(text):
-            assert may_hold_exit(text), ascii(text)
-        elif may_hold_exit(text):
-            assert "xi\u0307t" in text.lower(), ascii(text)
+    for sample in texts:
+        if pattern.search(sample):
+            assert may_hold_exit(sample), ascii(sample)
+        elif may_hold_exit(sample):
+            assert "xi\u0307t" in sample.lower(), ascii(sample)
 
 
 PI_PREVIOUS = (

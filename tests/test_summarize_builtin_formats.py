@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import fixture_path
-from test_summarize_builtin import assistant, call, result, text, tool_call, user
+from llm_messages import assistant, call, result, text, tool_call, user
 
 from batchcompact.agents import file_tools
 from batchcompact.core.calls import HISTORY

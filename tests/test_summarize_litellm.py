@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
+from fake_clock import FakeClock
 from llm_server import Answer, Error, Hang, Malformed, context_too_long, rate_limited
-from test_pool import FakeClock
 
 from batchcompact.core.calls import HISTORY, TURN_PREFIX, SummaryCall
 from batchcompact.summarize import (

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import fixture_path
-from test_summarize_builtin import assistant, call, text, tool_call, user
+from llm_messages import assistant, call, text, tool_call, user
 
 from batchcompact.agents import file_tools
 from batchcompact.cli import cli
@@ -298,13 +298,16 @@ def test_a_split_turn_carries_the_rules_its_request_stated():
     """pi's turn-prefix layout has no Constraints heading: on main a rule the turn's request stated (Claude
     Code's sample-project: a slash command's "Each subtask should take 5-15 minutes") was in no section."""
     process = "## Process\n" + "".join(f"{n}. Step {n} of the plan: read the schema of table {n}.\n" for n in range(8))
-    messages = [user(f"Split the migration into independent subtasks.\n{process}- Each subtask should take 5-15 "
-                     "minutes.\n- Never run two migrations at once."),
-                assistant(tool_call("r1", "read", path="db/migrate.py")), result("r1", "x = 1", name="read")]
+    asked = (f"Split the migration into independent subtasks.\n{process}- Each subtask should take 5-15 minutes.\n"
+             "- Never run two migrations at once.")
+    messages = [user(asked), assistant(tool_call("r1", "read", path="db/migrate.py")), result("r1", "x = 1", name="read")]
     out = summarize_offline(call(messages, kind=TURN_PREFIX))
     request = section(out, "## Original Request").splitlines()
-    assert request[0].startswith("Split the migration into independent subtasks. ## Process") and len(request[0]) <= 300
-    assert request[0].endswith(" the…")  # at a word's end (#55: it was cut at 300 characters, inside a word)
+    # the request is too long to show whole: its start as asked (on one line), shorter, ended at a word's end
+    # (#55: it was cut inside a word), whatever the width it is clipped to
+    asked_line, shown = " ".join(asked.split()), request[0].removesuffix("…")
+    assert request[0].endswith("…") and len(request[0]) < len(asked_line)
+    assert asked_line.startswith(shown) and shown[-1].isalnum() and not asked_line[len(shown)].isalnum()
     assert request[1:] == ["Rule: Each subtask should take 5-15 minutes.", "Rule: Never run two migrations at once."]
     # a rule the request's shown start already says is not repeated
     out = summarize_offline(call([user("Split the migration into subtasks. Never run two migrations at once."),
@@ -401,8 +404,11 @@ def test_a_request_s_gist_is_its_own_words_without_acknowledgement_or_politeness
     assert request_gist("Go ahead. (with a traceback: KeyError: 'cursor')") == "Go ahead. (with a traceback: KeyError: 'cursor')"
     assert request_gist("Tests fail on CI after my change to `src/index.ts`. Run the suite and fix what broke. "
                         "Then tell me what it was and why the tests did not catch it before.") == "Tests fail on CI after my change to `src/index.ts`. Run the suite and fix what broke."
-    long = request_gist("Make " + "the colours less intense " * 20)
-    assert len(long) <= 160 and long.endswith("…")
+    asked = "Make " + "the colours less intense " * 20
+    long = request_gist(asked)
+    shown = long.removesuffix("…")
+    assert long.endswith("…") and len(long) < len(asked)  # too long for a gist: its start, shorter,
+    assert asked.startswith(shown) and asked[len(shown)] == " "  # ended at a word's end
 
 
 # -- what the last rounds left: pasted screens, "without", temporary rules, a rule said twice --------------
@@ -657,12 +663,24 @@ def test_files_a_shell_command_prints_are_reads():
 
 
 def test_a_short_split_turn_prefix_leaves_its_share_to_the_history():
-    from batchcompact.core.planner import summary_budgets
+    """A split turn's prefix summary gets what its text can use, a share under the history's however long
+    the prefix; the history takes the rest, and the two with the separator are the whole budget. A prefix
+    too short for a share of its own still gets room to say its request (docs/summaries.md, "The budget")."""
+    from batchcompact.core.planner import estimate_text_tokens, summary_budgets
+    from batchcompact.core.prompts import SPLIT_TURN_SEPARATOR
+    from batchcompact.core.serialize import serialize_conversation
 
-    assert summary_budgets(2000, 0, True, True, prefix_tokens=200) == (2000 - 10 - 100, 100)
-    assert summary_budgets(2000, 0, True, True, prefix_tokens=20_000) == (2000 - 10 - 663, 663)  # a third
-    # the least a prefix gets: what the compact layout needs (docs/summaries.md, "The budget")
-    assert summary_budgets(2000, 0, True, True, prefix_tokens=10) == (2000 - 10 - 25, 25)
+    tiny = [user("Fix the typo in README.md."), assistant(tool_call("r1", "read", path="README.md"))]
+    sizes = {"tiny": estimate_text_tokens(serialize_conversation(tiny)), "short": 200, "long": 20_000}
+    budgets = {name: summary_budgets(2000, 0, True, True, prefix_tokens=tokens) for name, tokens in sizes.items()}
+    for history, prefix in budgets.values():
+        assert history + prefix + estimate_text_tokens(SPLIT_TURN_SEPARATOR) == 2000
+    (short_history, short), (long_history, long) = budgets["short"], budgets["long"]
+    assert short < sizes["short"]  # a summary compresses: under its text's own tokens
+    assert short < long < long_history  # a long prefix: a share, under the history's
+    assert short_history > long_history  # what a short prefix cannot use goes to the history
+    said = summarize_offline(call(tiny, kind=TURN_PREFIX, max_tokens=budgets["tiny"][1]))
+    assert "Fix the typo in README.md." in said
 
 
 def test_progress_says_what_changed_file_by_file_not_how_many_commands():
@@ -721,11 +739,11 @@ def test_the_summary_never_exceeds_the_budget(budget):
 def test_large_session_summary_is_within_the_budget_and_reads_as_a_handover():
     path = fixture_path("pi", "large-session.jsonl")
     session = read_session(path)
-    plan = prepare_compaction(session.path_entries(), CompactionSettings(force=True, keep_recent_tokens=3000),
-                              200_000, file_tools=file_tools())
+    settings = CompactionSettings(force=True, keep_recent_tokens=3000)
+    plan = prepare_compaction(session.path_entries(), settings, 200_000, file_tools=file_tools())
     texts = {c.kind: summarize_offline(c) for c in plan.calls}
     stored = compose_summary(plan, texts)
-    assert len(stored) <= 2000 * 4  # main: 23,058 characters
+    assert -(-len(stored) // 4) <= settings.summary_budget  # main: 23,058 characters
     goal = section(stored, "## Goal").splitlines()
     assert len(goal) <= 7  # main: 78 lines; 6 before the file tags were said relative and grouped
     for noise in ("dude sleep 5 seconds", "think then say hello", "Node.js", "file.txt", "setTimeout", "Ran "):
@@ -785,17 +803,17 @@ def test_a_model_and_a_hook_are_told_the_budget(monkeypatch, tmp_path):
     assert f"must fit in {history.max_tokens:,} tokens" in request["messages"][1]["content"]
 
     # a reasoning model counts its thinking in max_tokens: it gets room beyond the budget its prompt states
-    from batchcompact.summarize.base import REASONING_HEADROOM
     from batchcompact.summarize.batch_api import BatchTarget, client_for
 
     reasoning = LiteLLMSummarizer("openai/gpt-5-mini").build_request(history)
-    assert reasoning["max_tokens"] == history.max_tokens + REASONING_HEADROOM
+    assert reasoning["max_tokens"] > history.max_tokens
     assert f"must fit in {history.max_tokens:,} tokens" in reasoning["messages"][1]["content"]
-    for model, field, extra in (("gpt-4o-mini", "max_tokens", 0), ("gpt-5-mini", "max_completion_tokens",
-                                                                    REASONING_HEADROOM)):
+    # the Batch API's request line gives each model what the direct call gives it
+    for model, field, sent in (("gpt-4o-mini", "max_tokens", request["max_tokens"]),
+                               ("gpt-5-mini", "max_completion_tokens", reasoning["max_tokens"])):
         line = client_for(BatchTarget("openai", f"openai/{model}", model, "http://127.0.0.1:9")).request_line(
             "id-1", history)
-        assert json.loads(line)["body"][field] == history.max_tokens + extra
+        assert json.loads(line)["body"][field] == sent
 
     seen = []
     module = types.ModuleType("budget_hooks")

@@ -5,7 +5,7 @@ by its outline, a rule a whole sentence. Examples in the shapes the public tunin
 from __future__ import annotations
 
 import pytest
-from test_summarize_builtin import assistant, call, text, tool_call, user
+from llm_messages import assistant, call, text, tool_call, user
 
 from batchcompact.summarize.builtin import summarize_offline
 from batchcompact.summarize.user_message import (
@@ -138,7 +138,7 @@ def test_a_long_request_is_said_by_its_outline_not_cut_mid_word():
                            "is NOT a rave-only platform; TASK 1 FULL CODE AUDIT; TASK 2 POSITIONING CLEANUP; "
                            "CRITICAL: Never expose the service role key in client code")
     goal = section(summarize_offline(call([user(KROSSS), assistant(text("Starting."), stop="stop")])), "## Goal")
-    assert goal == said and len(goal) <= 600
+    assert goal == said and len(goal) < len(" ".join(KROSSS.split()))  # shorter than the request
 
 
 def test_a_rule_is_a_whole_sentence():

@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 from agent_judges import REPLY, _LoopbackAPI, cache_dir, sandbox_env
 from report_judges import judge_cli
-from test_ccusage_parity import ccusage  # noqa: F401  (the installed ccusage, a session fixture)
 
 from batchcompact.report import ReportSettings, build_report, collect_usage
 
@@ -137,7 +136,7 @@ def test_report_counts_each_call_once(recorded, which, tmp_path):
     assert cost == pytest.approx((3_600 * 2 + 14_800 * 0.5 + 150 * 8) / 1e6)
 
 
-def test_ccusage_reads_the_same_totals(ccusage, recorded, tmp_path):  # noqa: F811
+def test_ccusage_reads_the_same_totals(ccusage, recorded, tmp_path):
     binary, _ = ccusage
     done = subprocess.run(
         [str(binary), "copilot", "daily", "--offline", "--json", "--timezone", "UTC"],

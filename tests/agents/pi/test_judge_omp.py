@@ -21,7 +21,6 @@ writes them today (a fixed-width title slot line before the header). Then:
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -29,10 +28,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_judges import REPLY, FakeAnthropic, content_blocks, npm_cli, sandbox_env
-from conftest import SAMPLES, fixture_path, unavailable
-from test_judge_pi import _lines as lines
-from test_judge_pi import _our_compaction as our_compaction
+from agent_judges import content_blocks, npm_cli
+from conftest import SAMPLES, fixture_path
+from pi_judges import (
+    PI_PACKAGE,
+    PI_VERSION,
+    lines,
+    omp_binary,
+    omp_modules,
+    omp_turn,
+    our_compaction,
+    pi_modules,
+    same_message,
+    sandbox_copy,
+)
 
 from batchcompact.adapters.pi.omp import OMP_RULES
 from batchcompact.adapters.pi.read import read_pi_session
@@ -40,10 +49,6 @@ from batchcompact.core.context import session_context
 
 pytestmark = pytest.mark.slow
 
-PACKAGE = "@oh-my-pi/pi-coding-agent"
-VERSION = "18.2.3"  # 18.2.9 and 18.3.x need an @oh-my-pi/omp-stats the npm registry does not serve
-BUN = "bun@1.4.4"  # its engine: bun >= 1.3.14
-MODULES_SCRIPT = Path(__file__).with_name("omp_modules.ts")
 FIXTURES = ("before-compaction.jsonl", "large-session.jsonl")
 SAMPLE_NAMES = tuple(sorted(p.name for p in (SAMPLES / "pi").glob("*.jsonl")))
 V3_SAMPLES = tuple(n for n in SAMPLE_NAMES if n != "legacy-v1.jsonl")
@@ -62,24 +67,7 @@ def title_slot(title: str = "") -> str:
 
 @pytest.fixture(scope="module")
 def omp_bin() -> Path:
-    binary = npm_cli(PACKAGE, VERSION, "omp", beside=(BUN,))
-    if not (binary.parent / "bun").exists():  # npm's bun fetches its binary as an optional dependency
-        unavailable(f"{BUN} installed without its binary ({binary.parent / 'bun'} is missing)")
-    return binary
-
-
-def omp_package(omp_bin: Path) -> Path:
-    return omp_bin.parent.parent / PACKAGE
-
-
-def omp_modules(omp_bin: Path, home: Path, request: dict[str, Any]) -> dict[str, Any]:
-    """oh-my-pi's own session modules (omp_modules.ts) on the files named in `request`: pass copies."""
-    home.mkdir(parents=True, exist_ok=True)
-    env = sandbox_env(home, PATH=f"{omp_bin.parent}{os.pathsep}/usr/bin{os.pathsep}/bin")
-    done = subprocess.run([str(omp_bin.parent / "bun"), str(MODULES_SCRIPT), str(omp_package(omp_bin))],
-                          input=json.dumps(request), env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout)
+    return omp_binary()
 
 
 def sources() -> dict[str, Path]:
@@ -122,19 +110,6 @@ def omp_opened(omp_bin, written, tmp_path_factory) -> dict[str, dict[str, Any]]:
         copies.append(str(folder / name))
     answer = omp_modules(omp_bin, root / "home", {"open": copies})
     return dict(zip(written, answer["open"], strict=True))
-
-
-def same_message(ours: dict[str, Any], theirs: dict[str, Any]) -> bool:
-    """One context message equal in what the model gets: a stored message value for value; a summary or
-    custom message by its text (oh-my-pi's own message objects carry display fields of their own)."""
-    role = ours.get("role")
-    if role != theirs.get("role"):
-        return False
-    if role in ("compactionSummary", "branchSummary"):
-        return ours.get("summary") == theirs.get("summary")
-    if role == "custom":
-        return (ours.get("customType"), ours.get("content")) == (theirs.get("customType"), theirs.get("content"))
-    return ours == theirs
 
 
 def first_difference(ours: list, theirs: list) -> str:
@@ -195,39 +170,6 @@ def test_show_context_counts_what_omp_rebuilds(written, omp_opened):
 
 
 # ---- the omp CLI itself -----------------------------------------------------------------------------
-
-
-def sandbox_copy(output: Path, work: Path, folder: Path) -> Path:
-    """Our file with only the header's cwd pointed at `work` (oh-my-pi resumes in a cwd that exists)."""
-    raw = output.read_text(encoding="utf-8").splitlines(keepends=True)
-    at = 1 if json.loads(raw[0])["type"] == "title" else 0
-    header = json.loads(raw[at])
-    header["cwd"] = str(work)
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / output.name
-    target.write_text("".join(raw[:at]) + json.dumps(header, separators=(",", ":")) + "\n" + "".join(raw[at + 1:]),
-                      encoding="utf-8")
-    return target
-
-
-def omp_turn(omp_bin: Path, home: Path, work: Path, session: Path, prompt: str) -> list[dict[str, Any]]:
-    """One `omp -p PROMPT --resume FILE` turn, offline but for the loopback fake; the requests it sent."""
-    with FakeAnthropic() as server:
-        agent = home / ".omp" / "agent"
-        agent.mkdir(parents=True, exist_ok=True)
-        model = {"id": "judge-model", "contextWindow": 2_000_000, "maxTokens": 1000, "reasoning": False,
-                 "input": ["text"]}
-        provider = {"baseUrl": server.url, "api": "anthropic-messages", "apiKey": "judge-key", "models": [model]}
-        (agent / "models.yml").write_text(json.dumps({"providers": {"judge": provider}}), encoding="utf-8")
-        env = sandbox_env(home, PATH=f"{omp_bin.parent}{os.pathsep}/usr/bin{os.pathsep}/bin")
-        done = subprocess.run(
-            [str(omp_bin), "-p", prompt, "--resume", str(session), "--model", "judge/judge-model", "--no-tools",
-             "--no-extensions", "--no-skills", "--no-rules", "--no-title", "--no-lsp"],
-            cwd=work, env=env, capture_output=True, text=True, timeout=300,
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
-        assert done.stdout.strip().startswith(REPLY)
-        return server.conversation_requests()
 
 
 RESUMED = ("big-refactor.jsonl", SLOT + "branched.jsonl", "before-compaction.jsonl")
@@ -354,16 +296,12 @@ def test_omp_resumes_the_handoff_session_from_the_document(omp_bin, handed_off, 
 def test_pi_opens_the_handoff_session_and_its_context_is_the_document(handed_off, tmp_path):
     """pi (its SessionManager and convertToLlm, tests/agents/pi/pi_modules.mjs) reads the same file: the
     custom_message is sent to the model as a user message holding the document."""
-    from test_judge_pi import PACKAGE as PI_PACKAGE
-    from test_judge_pi import VERSION as PI_VERSION
-    from test_judge_pi import _pi_modules
-
     pi_bin = npm_cli(PI_PACKAGE, PI_VERSION, "pi")
     copies = []
     for _, new in handed_off.values():
         shutil.copyfile(new, tmp_path / new.name)
         copies.append(str(tmp_path / new.name))
-    answer = _pi_modules(pi_bin, tmp_path / "home", {"open": copies})
+    answer = pi_modules(pi_bin, tmp_path / "home", {"open": copies})
     for (name, (_, new)), seen in zip(handed_off.items(), answer["open"], strict=True):
         header, message = lines(new)
         assert seen["header"] == {"id": header["id"], "version": 3} and not seen["rewritten"], name

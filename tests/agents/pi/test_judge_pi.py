@@ -9,7 +9,7 @@ new cut inside the earlier kept tail). Then pi judges every file written, two wa
   no line dropped, no migration or reset needed, no orphan, the leaf on our last line, our compaction
   the one in force, and the LLM messages pi rebuilds equal, value for value, what `core/context.py`
   builds. The same `prepareCompaction` on the real fixtures gives the planner's `FIXTURE_TABLE`
-  (tests/test_planner.py) and the cut our planner computes for every pi session at several budgets.
+  (tests/pi_cut_points.py) and the cut our planner computes for every pi session at several budgets.
 - the pi CLI itself (`pi -p … --session FILE`) resumes each file in a sandbox (HOME in tmp, offline,
   no tools, extensions, skills or context files) against a loopback fake Anthropic Messages API
   declared in its `models.json`: exactly one request, which starts with our summary, carries the kept
@@ -29,9 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_judges import REPLY, FakeAnthropic, content_blocks, node_bin, npm_cli, sandbox_env
+from agent_judges import REPLY, content_blocks
 from conftest import SAMPLES, fixture_path
-from test_planner import FIXTURE_TABLE
+from pi_cut_points import FIXTURE_TABLE
+from pi_judges import lines, our_compaction, pi_binary, pi_modules, pi_turn
 
 from batchcompact.adapters.pi.read import read_pi_session
 from batchcompact.agents import file_tools
@@ -47,9 +48,6 @@ from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, 
 
 pytestmark = pytest.mark.slow
 
-PACKAGE = "@mariozechner/pi-coding-agent"
-VERSION = "0.73.1"
-MODULES_SCRIPT = Path(__file__).with_name("pi_modules.mjs")
 FIXTURES = ("before-compaction.jsonl", "large-session.jsonl")
 SAMPLE_NAMES = tuple(sorted(p.name for p in (SAMPLES / "pi").glob("*.jsonl")))
 UNCHANGED = {"small-fix.jsonl"}  # everything fits in keep_recent_tokens: copied as it is
@@ -60,7 +58,7 @@ EXTRA_KEEPS = (1000, 10000, 30000, 75000)  # budgets compared with pi live, beyo
 
 @pytest.fixture(scope="module")
 def pi_bin() -> Path:
-    return npm_cli(PACKAGE, VERSION, "pi")
+    return pi_binary()
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +83,7 @@ def written(pi_bin, tmp_path_factory) -> dict[str, tuple[Path, Path]]:
     resumed = root / "resumed"
     resumed.mkdir()
     session = _sandbox_copy(written[Path(AGAIN).name][1], resumed)
-    _resume(pi_bin, root / "home", resumed, session, "judge turn before the second compaction")
+    pi_turn(pi_bin, root / "home", resumed, session, "judge turn before the second compaction")
     again = subprocess.run(
         [sys.executable, "-m", "batchcompact", "run", str(session), "--output-dir", str(root / "again"),
          "--min-age", "0", "--force", "--keep-recent-tokens", "4000"],
@@ -94,18 +92,6 @@ def written(pi_bin, tmp_path_factory) -> dict[str, tuple[Path, Path]]:
     assert again.returncode == 0 and "1 compacted" in again.stdout, again.stdout + again.stderr
     written[AGAIN] = (session, root / AGAIN)
     return written
-
-
-def _pi_modules(pi_bin: Path, home: Path, request: dict[str, Any]) -> dict[str, Any]:
-    """pi's own session modules on copies of the files named in `request` (pi_modules.mjs)."""
-    package = pi_bin.parent.parent / PACKAGE
-    home.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        [str(node_bin()), str(MODULES_SCRIPT), str(package)], input=json.dumps(request),
-        env=sandbox_env(home, PI_OFFLINE="1"), capture_output=True, text=True, timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout)
 
 
 @pytest.fixture(scope="module")
@@ -119,20 +105,8 @@ def pi_opened(pi_bin, written, tmp_path_factory) -> dict[str, dict[str, Any]]:
         shutil.copyfile(output, copy)
         copy.chmod(0o644)
         copies.append(str(copy))
-    answer = _pi_modules(pi_bin, root / "home", {"open": copies})
+    answer = pi_modules(pi_bin, root / "home", {"open": copies})
     return dict(zip(written, answer["open"], strict=True))
-
-
-def _lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def _our_compaction(source: Path, output: Path) -> dict[str, Any] | None:
-    """The compaction entry we appended (None when the file was copied unchanged)."""
-    appended = _lines(output)[len(_lines(source)) :]
-    ours = [o for o in appended if o["type"] == "compaction"]
-    assert len(ours) <= 1
-    return ours[0] if ours else None
 
 
 def _our_context(output: Path) -> tuple[list[dict[str, Any]], list[str]]:
@@ -154,7 +128,7 @@ def _first_difference(ours: list, theirs: list) -> str:
 def test_pi_opens_our_file_as_written(name, written, pi_opened):
     _, output = written[name]
     seen = pi_opened[name]
-    raw = _lines(output)
+    raw = lines(output)
     assert seen["header"] == {"id": raw[0]["id"], "version": 3}  # a valid header: pi did not reset the file
     assert not seen["rewritten"], "pi had to migrate (rewrite) the file"
     assert seen["entries"] == len(raw) - 1 == seen["lines"] - 1, "pi dropped a line it could not parse"
@@ -169,7 +143,7 @@ def test_pi_rebuilds_the_context_we_build_and_takes_our_compaction(name, written
     ours, roles = _our_context(output)
     assert seen["llm"] == ours, _first_difference(ours, seen["llm"])
     assert seen["roles"] == roles
-    compaction = _our_compaction(source, output)
+    compaction = our_compaction(source, output)
     if name in UNCHANGED:
         assert compaction is None
         return
@@ -208,7 +182,7 @@ def pi_prepared(pi_bin, tmp_path_factory) -> dict[str, dict[int, dict[str, Any]]
         shutil.copyfile(source, root / source.name)
         (root / source.name).chmod(0o644)
         request["prepare"].append({"file": str(root / source.name), "keep": keeps})
-    answer = _pi_modules(pi_bin, root / "home", request)
+    answer = pi_modules(pi_bin, root / "home", request)
     return {Path(item["file"]).name: {r["keep"]: r for r in item["results"]} for item in answer["prepare"]}
 
 
@@ -251,27 +225,6 @@ def _sandbox_copy(output: Path, work: Path) -> Path:
     return target
 
 
-def _resume(pi_bin: Path, home: Path, work: Path, session: Path, prompt: str) -> list[dict[str, Any]]:
-    """One `pi -p PROMPT --session FILE` turn; the conversation requests pi sent."""
-    with FakeAnthropic() as server:
-        agent = home / ".pi" / "agent"
-        agent.mkdir(parents=True, exist_ok=True)
-        model = {"id": "judge-model", "contextWindow": 2_000_000, "maxTokens": 1000, "reasoning": False,
-                 "input": ["text", "image"]}
-        provider = {"baseUrl": server.url, "api": "anthropic-messages", "apiKey": "judge-key", "models": [model]}
-        (agent / "models.json").write_text(json.dumps({"providers": {"judge": provider}}), encoding="utf-8")
-        done = subprocess.run(
-            [str(pi_bin), "-p", prompt, "--session", str(session), "--provider", "judge", "--model", "judge-model",
-             "--offline", "--no-tools", "--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes",
-             "--no-context-files"],
-            cwd=work, env=sandbox_env(home, PI_OFFLINE="1"), capture_output=True, text=True, timeout=120,
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
-        assert done.stdout.strip() == REPLY
-        assert done.stderr.strip() == ""
-        return server.conversation_requests()
-
-
 def _tool_id(call_id: str) -> str:
     """A tool-call id as pi's Anthropic provider sends it for another model (normalizeToolCallId)."""
     return "".join(c if c.isascii() and (c.isalnum() or c in "_-") else "_" for c in call_id)[:64]
@@ -300,10 +253,10 @@ def test_pi_resumes_from_our_summary_and_kept_tail(name, pi_bin, written, tmp_pa
     session = _sandbox_copy(output, work)
     ours = session.read_bytes()
     context, _ = _our_context(output)
-    compaction = _our_compaction(source, output)
+    compaction = our_compaction(source, output)
     turns = ("judge turn one", "judge turn two") if name == "second-compaction.jsonl" else ("judge turn one",)
     for turn, prompt in enumerate(turns):
-        requests = _resume(pi_bin, home, work, session, prompt)
+        requests = pi_turn(pi_bin, home, work, session, prompt)
         assert len(requests) == 1, "pi made a request of its own (a compaction?) before the turn"
         messages = requests[0]["messages"]
         blocks = list(content_blocks(messages))
@@ -322,20 +275,20 @@ def test_pi_resumes_from_our_summary_and_kept_tail(name, pi_bin, written, tmp_pa
         assert texts[0] == COMPACTION_SUMMARY_PREFIX + compaction["summary"] + COMPACTION_SUMMARY_SUFFIX
         assert summaries == texts[:1], "an earlier compaction's summary was sent too"
         assert not _dropped_calls(output, compaction) & set(sent_calls), "something from before our cut was sent"
-        for entry in _lines(output)[len(_lines(source)) :]:
+        for entry in lines(output)[len(lines(source)) :]:
             if entry["type"] == "branch_summary":
                 assert BRANCH_SUMMARY_PREFIX + entry["summary"] + BRANCH_SUMMARY_SUFFIX in texts
     after = session.read_bytes()
     assert after.startswith(ours), "pi rewrote the file instead of appending to it"
     appended = [json.loads(line) for line in after[len(ours) :].decode().splitlines()]
-    assert appended[0]["parentId"] == _lines(output)[-1]["id"]  # pi continued from our last line
+    assert appended[0]["parentId"] == lines(output)[-1]["id"]  # pi continued from our last line
     roles = [e["message"]["role"] for e in appended if e["type"] == "message"]
     assert roles == ["user", "assistant"] * len(turns), [e["type"] for e in appended]
 
 
 def test_pi_shows_our_branch_summaries(written, pi_opened):
     source, output = written["branched.jsonl"]
-    summaries = [o for o in _lines(output)[len(_lines(source)) :] if o["type"] == "branch_summary"]
+    summaries = [o for o in lines(output)[len(lines(source)) :] if o["type"] == "branch_summary"]
     assert len(summaries) >= 2
     seen = pi_opened["branched.jsonl"]
     shown = [m["content"][0]["text"] for m, role in zip(seen["llm"], seen["roles"], strict=True) if role == "branchSummary"]

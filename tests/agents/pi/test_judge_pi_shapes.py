@@ -27,9 +27,17 @@ from typing import Any
 import pytest
 from agent_judges import REPLY, content_blocks
 from conftest import REPO, unavailable
+from pi_judges import (
+    omp_binary,
+    omp_modules,
+    omp_turn,
+    pi_binary,
+    pi_modules,
+    pi_turn,
+    same_message,
+    sandbox_copy,
+)
 from pi_shapes import write_shapes
-from test_judge_omp import omp_bin, omp_modules, omp_turn, same_message, sandbox_copy  # noqa: F401 - omp_bin is a fixture
-from test_judge_pi import _pi_modules, _resume, pi_bin  # noqa: F401 - pi_bin is a fixture
 
 from batchcompact.adapters.pi.omp import OMP_RULES
 from batchcompact.adapters.pi.read import read_pi_session
@@ -51,6 +59,16 @@ PUBLIC_NAMES = ("pinion05__agent-complex-task__awesome-agent-ide.jsonl",
                 "yofriadi__gsd-lite__pi-session.jsonl", "yofriadi__gsd-lite__pi-session-minimax-m3.jsonl",
                 "yofriadi__gsd-lite__pi-session-minimax-m3-v2.jsonl")
 HEADERLESS = "pinion05__agent-complex-task__youtube-transcript-extraction.jsonl"
+
+
+@pytest.fixture(scope="module")
+def pi_bin() -> Path:
+    return pi_binary()
+
+
+@pytest.fixture(scope="module")
+def omp_bin() -> Path:
+    return omp_binary()
 
 
 def _public(folder: Path, names: tuple[str, ...]) -> dict[str, Path]:
@@ -132,12 +150,12 @@ def _opened(modules, binary, written, root: Path) -> dict[str, dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def pi_opened(pi_bin, written, tmp_path_factory) -> dict[str, dict[str, Any]]:  # noqa: F811
-    return _opened(_pi_modules, pi_bin, written, tmp_path_factory.mktemp("pi-shapes-opened"))
+def pi_opened(pi_bin, written, tmp_path_factory) -> dict[str, dict[str, Any]]:
+    return _opened(pi_modules, pi_bin, written, tmp_path_factory.mktemp("pi-shapes-opened"))
 
 
 @pytest.fixture(scope="module")
-def omp_opened(omp_bin, written, tmp_path_factory) -> dict[str, dict[str, Any]]:  # noqa: F811
+def omp_opened(omp_bin, written, tmp_path_factory) -> dict[str, dict[str, Any]]:
     return _opened(omp_modules, omp_bin, written, tmp_path_factory.mktemp("omp-shapes-opened"))
 
 
@@ -173,7 +191,7 @@ def test_omp_opens_our_compaction_and_rebuilds_the_context_we_claim(name, writte
 
 
 @pytest.mark.parametrize("name", SHAPES)
-def test_pi_resumes_from_our_summary(name, pi_bin, written, tmp_path):  # noqa: F811
+def test_pi_resumes_from_our_summary(name, pi_bin, written, tmp_path):
     source, output = written[name]
     (compaction,) = _appended(source, output)
     work, home = tmp_path / "work", tmp_path / "home"
@@ -184,7 +202,7 @@ def test_pi_resumes_from_our_summary(name, pi_bin, written, tmp_path):  # noqa: 
     session = work / name
     session.write_text(json.dumps(header, separators=(",", ":")) + "\n" + "".join(lines[1:]), encoding="utf-8")
     ours = session.read_bytes()
-    requests = _resume(pi_bin, home, work, session, "judge turn one")
+    requests = pi_turn(pi_bin, home, work, session, "judge turn one")
     assert len(requests) == 1
     texts = [b.get("text") for _, b in content_blocks(requests[0]["messages"]) if b.get("type") == "text"]
     assert texts[0].startswith(COMPACTION_SUMMARY_PREFIX) and compaction["summary"] in texts[0]
@@ -210,7 +228,7 @@ def test_the_public_headerless_session_is_left_alone(tmp_path):
 
 
 @pytest.mark.parametrize("name", SHAPES)
-def test_omp_resumes_from_our_summary(name, omp_bin, written, tmp_path):  # noqa: F811
+def test_omp_resumes_from_our_summary(name, omp_bin, written, tmp_path):
     """`omp -p --resume` on each shape we compacted: one request, our summary in it once and first, the kept
     tail's tool calls in order, the prompt last. oh-my-pi appends to our file, except the one holding a line
     it could not parse: that one it rewrites on its next write (its `#rewriteRequired`), without that line
