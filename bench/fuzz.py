@@ -113,20 +113,20 @@ class Tally:
 # --- the seeds ---------------------------------------------------------------------------------------------
 
 def _write_generated(home: Path) -> None:
-    """The agents' files that the tests write rather than keep (tests/agent_sessions.py and the tests of
+    """The agents' files that the tests write rather than keep (tests/agent_sessions.py and the databases of
     Buzz and Claude Science), plus the HOME of the other agents' shared fixtures."""
     tests = REPO / "tests"
     for folder in (tests, tests / "agents" / "buzz", tests / "agents" / "science"):
         if str(folder) not in sys.path:
             sys.path.insert(0, str(folder))
     import agent_sessions  # tests/agent_sessions.py: the fixtures' HOME and the generated sessions
-    import test_report_buzz
-    import test_report_science
+    import buzz_archive  # tests/agents/buzz/buzz_archive.py
+    import science_db  # tests/agents/science/science_db.py
 
     made = agent_sessions.build_home(home.parent / "generated")
     shutil.copytree(made, home, dirs_exist_ok=True, symlinks=True)
-    test_report_buzz.write_archive(home / ".buzz" / "archive" / "archive.db")
-    test_report_science.write_db(home / ".claude-science" / "cs-switch-proxy" / "orgs" / "o" / "operon-cli.db")
+    buzz_archive.write_archive(home / ".buzz" / "archive" / "archive.db")
+    science_db.write_db(home / ".claude-science" / "cs-switch-proxy" / "orgs" / "o" / "operon-cli.db")
 
 
 def build_seeds(work: Path) -> list[Seed]:

@@ -50,9 +50,10 @@ def test_no_test_module_imports_another():
     """A helper two test files share lives in a helper module named for what it holds (tests/factories.py,
     tests/run_cli.py, tests/agents/pi/pi_judges.py, ...), never in one of the tests: importing a test module
     ties its tests' set-up to another file's, and a fixture imported that way is defined twice. Shared fixtures
-    go to conftest.py."""
+    go to conftest.py. The benches and examples that build on the tests' data import the same helpers."""
     found = []
-    for path in sorted(TESTS.rglob("*.py")):
+    root = TESTS.parent
+    for path in sorted([*TESTS.rglob("*.py"), *(root / "bench").rglob("*.py"), *(root / "examples").rglob("*.py")]):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 modules = [alias.name for alias in node.names]
@@ -60,7 +61,7 @@ def test_no_test_module_imports_another():
                 modules = [node.module]
             else:
                 continue
-            found += [f"{path.relative_to(TESTS)}:{node.lineno}: {module}" for module in modules
+            found += [f"{path.relative_to(root)}:{node.lineno}: {module}" for module in modules
                       if module.rpartition(".")[2].startswith("test_")]
     assert found == []
 
