@@ -39,6 +39,7 @@ from typing import IO
 from batchcompact.adapters.codex.read import USAGE_FIELDS
 from batchcompact.adapters.common.lines import ExtractStats, as_int, load_line, open_binary, parse_timestamp
 from batchcompact.adapters.common.usage_rows import UsageRows
+from batchcompact.core.jsontypes import JsonValue
 from batchcompact.formats.jsonl import capped_lines
 
 WANT = (b"token_count", b'"turn_context"', b'"session_meta"')
@@ -316,7 +317,7 @@ def parent_thread(meta: dict) -> str | None:
     return None
 
 
-def _second(timestamp) -> str | None:
+def _second(timestamp: JsonValue) -> str | None:
     """An ISO time cut to the second (the copy burst's unit)."""
     return timestamp[:19] if isinstance(timestamp, str) and len(timestamp) >= 19 else None
 
