@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TextIO
+from typing import TextIO
+
+from batchcompact.core.jsontypes import JsonValue
 
 
-def write_rows_object(rows: Iterable[Any], out: TextIO, rest: Mapping[str, Any] | Callable[[], Mapping[str, Any]]
-                      | None = None, default: Callable[[Any], Any] | None = None) -> int:
+def write_rows_object(rows: Iterable[JsonValue], out: TextIO, rest: Mapping[str, JsonValue]
+                      | Callable[[], Mapping[str, JsonValue]] | None = None,
+                      default: Callable[[object], JsonValue] | None = None) -> int:
     """Write `{"rows": [...], **rest}` in the shape above; `rest` may be a callable, called after the rows
     (totals added up while they were written). Returns the number of rows."""
     count = 0
@@ -39,7 +42,7 @@ def write_rows_object(rows: Iterable[Any], out: TextIO, rest: Mapping[str, Any] 
     return count
 
 
-def rows_object_text(doc: Mapping[str, Any], default: Callable[[Any], Any] | None = None) -> str:
+def rows_object_text(doc: Mapping[str, JsonValue], default: Callable[[object], JsonValue] | None = None) -> str:
     """A document that holds `rows` as text in the shape above (its other keys after the rows, in order)."""
     import io
 

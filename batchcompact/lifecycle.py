@@ -29,7 +29,22 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
+
+if TYPE_CHECKING:
+    import asyncio
+    from concurrent.futures import Executor
+    from signal import _HANDLER
+    from types import FrameType
+
+Pool = TypeVar("Pool", bound="Executor")
+
+
+class PoolKwargs(TypedDict):
+    """`ProcessPoolExecutor`'s keyword arguments for its workers' start (`pool_kwargs`)."""
+
+    initializer: Callable[[int], None]
+    initargs: tuple[int]
 
 _FORGET: set[str] = set()  # real paths; a forked child closes every descriptor open on one of these
 _PR_SET_PDEATHSIG = 1
@@ -97,12 +112,12 @@ def worker_init(parent_pid: int) -> None:
         os._exit(1)
 
 
-def pool_kwargs() -> dict[str, Any]:
+def pool_kwargs() -> PoolKwargs:
     """Keyword arguments for ProcessPoolExecutor: the worker initializer above."""
     return {"initializer": worker_init, "initargs": (os.getpid(),)}
 
 
-def stop_pool(pool: Any) -> None:
+def stop_pool(pool: Executor) -> None:
     """Cancel queued work and end the workers now (the parent is stopping)."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
@@ -119,7 +134,7 @@ def stop_pool(pool: Any) -> None:
 
 
 @contextmanager
-def ending(pool: Any) -> Iterator[Any]:
+def ending(pool: Pool) -> Iterator[Pool]:
     """The pool for a block: shut down (its work done) when the block ends, its workers stopped at once
     (`stop_pool`) when anything leaves it early (an error, Ctrl-C, SIGTERM, a generator closed)."""
     try:
@@ -130,6 +145,7 @@ def ending(pool: Any) -> Iterator[Any]:
     pool.shutdown(wait=True)
 
 
+# Any: what `function` returns, handed to `on_outcome` as it is (here and in the helpers below)
 def map_in_processes(function: Callable, todo: list, workers: int, on_outcome: Callable[[Any], object], *,
                      more: tuple = (), initializer: Callable | None = None, initargs: tuple = ()) -> int:
     """`function(item, *more_items)` for each item of `todo` in `workers` processes, `on_outcome` called
@@ -149,6 +165,7 @@ def map_in_processes(function: Callable, todo: list, workers: int, on_outcome: C
     return _spawn_map(function, todo, workers, on_outcome, more, start, start_args)
 
 
+# Any: what `function` returns (map_in_processes)
 def _spawn_map(function: Callable, todo: list, workers: int, on_outcome: Callable[[Any], object], more: tuple,
                initializer: Callable, initargs: tuple) -> int:
     """`map_in_processes` through a "spawn" ProcessPoolExecutor (where the OS does not fork)."""
@@ -176,6 +193,7 @@ _FRAME = 8  # an item number, or a result's length before its pickle (index, ok,
 _AHEAD = 2  # items a worker holds: the next is there when it finishes one
 
 
+# Any: what `function` returns (map_in_processes)
 def _fork_map(function: Callable, todo: list, workers: int, on_outcome: Callable[[Any], object], more: tuple,
               initializer: Callable, initargs: tuple) -> int:
     """`map_in_processes` with forked workers, each fed item numbers through its own pipe (`_AHEAD` at a
@@ -186,7 +204,7 @@ def _fork_map(function: Callable, todo: list, workers: int, on_outcome: Callable
     import select
 
     children: dict[int, _Child] = {}  # by their results pipe
-    results: dict[int, tuple[bool, Any]] = {}
+    results: dict[int, tuple[bool, Any]] = {}  # Any: (True, what `function` returned) or (False, its error)
     queue = iter(range(len(todo)))
     emitted = 0
 
@@ -234,6 +252,7 @@ def _fork_map(function: Callable, todo: list, workers: int, on_outcome: Callable
             child.kill()
 
 
+# Any: (True, what `function` returned) or (False, the error it raised), as `_fork_map` keeps them
 def _emit(results: dict[int, tuple[bool, Any]], index: int, on_outcome: Callable[[Any], object]) -> int:
     """Hand result `index` on (or raise the error a worker met there); the next index."""
     ok, value = results.pop(index)
@@ -292,7 +311,7 @@ class _Child:
         except OSError:  # the worker is gone: its results pipe ends, and what it held is done here
             self.stopped = True
 
-    def receive(self) -> tuple[int, bool, Any] | None:
+    def receive(self) -> tuple[int, bool, Any] | None:  # Any: an unpickled outcome or error (`_emit`)
         """The worker's next answer, or None when it ended (an answer torn by its end counts as none)."""
         import pickle
 
@@ -374,7 +393,7 @@ class StopSignal:
     received: int | None = None
 
 
-def _raise_interrupt(signum: int, _frame: Any) -> None:
+def _raise_interrupt(signum: int, _frame: FrameType | None) -> None:
     StopSignal.received = signum
     raise KeyboardInterrupt
 
@@ -401,7 +420,7 @@ def install_stop_signals() -> None:
         signal.signal(signal.SIGINT, _raise_interrupt)
 
 
-def saved_stop_handlers() -> dict[int, Any]:
+def saved_stop_handlers() -> dict[int, _HANDLER]:
     """The SIGINT and SIGTERM handlers now (empty off the main thread), for `restore_stop_handlers`."""
     try:
         return {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -409,7 +428,7 @@ def saved_stop_handlers() -> dict[int, Any]:
         return {}
 
 
-def restore_stop_handlers(handlers: dict[int, Any]) -> None:
+def restore_stop_handlers(handlers: dict[int, _HANDLER]) -> None:
     """Give back handlers an event loop replaced (asyncio leaves SIGTERM at its default: die)."""
     for sig, handler in handlers.items():
         if handler is None:
@@ -420,7 +439,7 @@ def restore_stop_handlers(handlers: dict[int, Any]) -> None:
             pass
 
 
-def add_loop_stop_handlers(loop: Any, on_signal: Any) -> None:
+def add_loop_stop_handlers(loop: asyncio.AbstractEventLoop, on_signal: Callable[[int], object]) -> None:
     """SIGINT and SIGTERM call `on_signal(signum)` in `loop` (nothing off the main thread, e.g. in tests)."""
     try:
         loop.add_signal_handler(signal.SIGINT, on_signal, signal.SIGINT)
@@ -429,7 +448,7 @@ def add_loop_stop_handlers(loop: Any, on_signal: Any) -> None:
         pass
 
 
-def remove_loop_stop_handlers(loop: Any) -> None:
+def remove_loop_stop_handlers(loop: asyncio.AbstractEventLoop) -> None:
     try:
         loop.remove_signal_handler(signal.SIGINT)
         loop.remove_signal_handler(signal.SIGTERM)

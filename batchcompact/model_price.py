@@ -19,8 +19,11 @@ prices where the map has them, else 50% of the standard prices for providers tha
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias, TypeVar, cast, overload
+
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 
 # Providers whose batch APIs document a 50% discount on all usage (OpenAI, Azure OpenAI, Anthropic): used
 # when the map has no `*_batches` price for one of their models.
@@ -45,26 +48,33 @@ class PriceTier:
     cache_creation_input_token_cost: float | None = None
     cache_creation_1h_cost: float | None = None
 
-    def prices(self) -> tuple:
+    def prices(self) -> tuple[float, float, float, float, float]:
         """The five per-token prices in `token_cost`'s order (input, output, cache read, cache write, 1-hour
-        cache write)."""
-        return (self.input_cost_per_token, self.output_cost_per_token, self.cache_read_input_token_cost,
-                self.cache_creation_input_token_cost, self.cache_creation_1h_cost)
+        cache write): a tier of `ModelInfo.rates`, whose every price is filled."""
+        return cast(tuple[float, float, float, float, float], (  # (rates' tiers: no None)
+            self.input_cost_per_token, self.output_cost_per_token, self.cache_read_input_token_cost,
+            self.cache_creation_input_token_cost, self.cache_creation_1h_cost))
 
 
 # The rules of a request's cost, written once: `PriceTable.cost`, `plan`'s estimates and both report engines
 # (report/fast.py with numbers, report/aggregate.py with polars expressions) call these.
 
-def prompt_tokens(input_tokens, cache_read_tokens, cache_write_tokens):
+# Any: a number (fast.py, `ModelInfo.cost`) or a polars expression (aggregate.py): one arithmetic for both engines
+Amount: TypeAlias = Any
+Rate = TypeVar("Rate")  # what a tier holds: a PriceTier, a tuple of prices or of polars expressions
+
+
+def prompt_tokens(input_tokens: Amount, cache_read_tokens: Amount, cache_write_tokens: Amount) -> Amount:
     """The prompt a tier's threshold is compared with: input, cache read and cache write tokens."""
     return input_tokens + cache_read_tokens + cache_write_tokens
 
 
-def _either(condition, then, otherwise):
+def _either(condition: bool, then: Rate, otherwise: Rate) -> Rate:
     return then if condition else otherwise
 
 
-def tier_rate(tiers, prompt, pick=_either):
+def tier_rate(tiers: Sequence[tuple[Amount, Rate]], prompt: Amount,
+              pick: Callable[[Amount, Rate, Rate], Rate] = _either) -> Rate:
     """The rate a prompt pays: `tiers` are (threshold, rate) pairs, the base first (its threshold unused),
     then ascending thresholds; the highest threshold the prompt EXCEEDS wins (a prompt exactly at it pays
     the rate below). `pick(condition, then, otherwise)` chooses (polars: `when/then/otherwise`)."""
@@ -74,7 +84,8 @@ def tier_rate(tiers, prompt, pick=_either):
     return rate
 
 
-def token_cost(input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cache_write_1h_tokens, prices):
+def token_cost(input_tokens: Amount, output_tokens: Amount, cache_read_tokens: Amount, cache_write_tokens: Amount,
+               cache_write_1h_tokens: Amount, prices: Sequence[Amount]) -> Amount:
     """USD of one request at `prices` (`PriceTier.prices()` order), the float operations in this order (the
     report's engines agree to the bit): the 1-hour cache writes are the part of `cache_write_tokens` billed
     at the 1-hour rate."""
@@ -119,15 +130,15 @@ class ModelInfo:
         return self.input_cost_per_token is not None and self.output_cost_per_token is not None
 
     @classmethod
-    def from_entry(cls, key: str, entry: dict[str, Any]) -> ModelInfo:
+    def from_entry(cls, key: str, entry: JsonObject) -> ModelInfo:
         """Build from one map entry, tolerating missing or non-numeric fields."""
         tiers: dict[tuple[int, bool], dict[str, float]] = {}
         for field, value in entry.items():
             match = _TIER_KEY.match(field)
-            if match and _num(value) is not None:
+            if match and (number := _num(value)) is not None:
                 slot = (int(match.group(2)) * 1000, bool(match.group(3)))
                 name = _TIER_FIELDS.get(match.group(1), match.group(1))
-                tiers.setdefault(slot, {})[name] = _num(value)
+                tiers.setdefault(slot, {})[name] = number
         base_tiers = tuple(PriceTier(t, **p) for (t, b), p in sorted(tiers.items()) if not b)
         batch_tiers = tuple(PriceTier(t, **p) for (t, b), p in sorted(tiers.items()) if b)
         ranges = _ranges(entry.get("tiered_pricing"))
@@ -193,11 +204,12 @@ class ModelInfo:
         chosen = self._rate_for(input_tokens, cache_read_tokens, cache_write_tokens, batch)
         if chosen is None:
             return None
+        per_input, per_output, per_read, per_write, _ = chosen.prices()
         return {
-            "input": input_tokens * chosen.input_cost_per_token,
-            "output": output_tokens * chosen.output_cost_per_token,
-            "cacheRead": cache_read_tokens * chosen.cache_read_input_token_cost,
-            "cacheWrite": cache_write_tokens * chosen.cache_creation_input_token_cost,
+            "input": input_tokens * per_input,
+            "output": output_tokens * per_output,
+            "cacheRead": cache_read_tokens * per_read,
+            "cacheWrite": cache_write_tokens * per_write,
         }
 
     def _rate_for(self, input_tokens: int, cache_read_tokens: int, cache_write_tokens: int,
@@ -215,17 +227,15 @@ class ModelInfo:
         Every field is filled: a tier lacking a price takes the base one; cache prices missing from
         the map take the input price. Empty when the model is unpriced.
         """
-        if not self.priced:
-            return ()
         inp, out = self.input_cost_per_token, self.output_cost_per_token
+        if inp is None or out is None:  # (not `priced`)
+            return ()
         read, write = self.cache_read_input_token_cost, self.cache_creation_input_token_cost
         tiers = self.tiers
         if batch and self.input_cost_per_token_batches is None and self.output_cost_per_token_batches is None \
                 and (self.provider or "") in HALF_PRICE_BATCH_PROVIDERS:
             # no `*_batches` prices in the map, but the provider documents 50% off everything
-            return tuple(PriceTier(r.above_tokens, *(p * 0.5 for p in (
-                r.input_cost_per_token, r.output_cost_per_token, r.cache_read_input_token_cost,
-                r.cache_creation_input_token_cost, r.cache_creation_1h_cost))) for r in self.rates(batch=False))
+            return tuple(PriceTier(r.above_tokens, *(p * 0.5 for p in r.prices())) for r in self.rates(batch=False))
         if batch:
             inp = _first(self.input_cost_per_token_batches, inp)
             out = _first(self.output_cost_per_token_batches, out)
@@ -257,31 +267,36 @@ _RANGE_FIELDS = ("input_cost_per_token", "output_cost_per_token", "cache_read_in
                  "cache_creation_input_token_cost")
 
 
-def _ranges(value: Any) -> list[tuple[int, dict[str, float]]]:
+def _ranges(value: JsonValue) -> list[tuple[int, dict[str, float]]]:
     """`tiered_pricing` as (start of the range in tokens, its prices), by start; empty when unusable."""
     if not isinstance(value, list):
         return []
     out = []
     for item in value:
         span = item.get("range") if isinstance(item, dict) else None
-        if not isinstance(span, list) or not span or _num(span[0]) is None:
+        start = _num(span[0]) if isinstance(span, list) and span else None
+        if start is None:
             return []
-        prices = {k: _num(item[k]) for k in _RANGE_FIELDS if _num(item.get(k)) is not None}
-        out.append((int(_num(span[0])), prices))
+        prices = {k: price for k in _RANGE_FIELDS if (price := _num(item.get(k))) is not None}
+        out.append((int(start), prices))
     return sorted(out, key=lambda r: r[0])
 
 
+@overload
+def _first(value: float | None, fallback: float) -> float: ...
+@overload
+def _first(value: float | None, fallback: float | None) -> float | None: ...
 def _first(value: float | None, fallback: float | None) -> float | None:
     return fallback if value is None else value
 
 
-def _num(value: Any) -> float | None:
+def _num(value: JsonValue) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
 
 
-def _int(value: Any) -> int | None:
+def _int(value: JsonValue) -> int | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return int(value)

@@ -20,6 +20,7 @@ from typing import Any
 PICO_PER_USD = 10**12
 
 
+# Any: a float (`to_pico`) or a polars expression (report/aggregate.py): the same operations on either
 def pico(usd: Any, floor: Callable[[Any], Any] = math.floor) -> Any:
     """`usd` as whole picodollars, halves rounded up: floor(x * 1e12 + 0.5). The same operations on a float
     (`floor=math.floor`) and on a polars expression (`floor=pl.Expr.floor`)."""

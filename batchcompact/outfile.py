@@ -20,7 +20,7 @@ import re
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from batchcompact.errors import OutputError, StdoutClosed, UsageError
 
@@ -205,6 +205,12 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
         handle.write(text)
 
 
+class RawWriter(Protocol):
+    """A binary stream's `write`: the bytes taken, or None when a non-blocking stream took none."""
+
+    def write(self, data: memoryview, /) -> int | None: ...
+
+
 class GuardedStdout:
     """Standard output whose write failures are said as such (StdoutClosed, OutputError); everything else
     is the wrapped stream's."""
@@ -217,7 +223,7 @@ class GuardedStdout:
         # `report ... | head -1` ended 0, not 141 (`write_all`). A stream without one (a test's) is used as is.
         self._buffer = getattr(stream, "buffer", None)
 
-    def write(self, text: Any) -> int:
+    def write(self, text: Any) -> int:  # Any: what a caller hands sys.stdout; not a str: the stream's to refuse
         try:
             if self._buffer is None or not isinstance(text, str):
                 return self._stream.write(text)
@@ -234,11 +240,11 @@ class GuardedStdout:
         except OSError as exc:
             raise stdout_error(exc) from exc
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # Any: the wrapped stream's attribute, whatever it is
         return getattr(self._stream, name)
 
 
-def write_all(buffer: Any, data: bytes) -> None:
+def write_all(buffer: RawWriter, data: bytes) -> None:
     """Every byte of `data` into a binary stream, looping over short writes (a pipe whose reader left
     mid-write takes part of it and then raises BrokenPipeError: the caller hears of it)."""
     view = memoryview(data)
@@ -260,7 +266,7 @@ def guard_stdout() -> None:
     import sys
 
     if sys.stdout is not None and not isinstance(sys.stdout, GuardedStdout):
-        sys.stdout = GuardedStdout(sys.stdout)  # type: ignore[assignment]
+        sys.stdout = GuardedStdout(sys.stdout)
 
 
 def silence_stdout() -> None:

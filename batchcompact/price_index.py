@@ -25,10 +25,10 @@ import logging
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 import orjson
 
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.errors import UsageError
 from batchcompact.folders import cache_folder
 from batchcompact.formats.jsonl import loads_line
@@ -46,10 +46,10 @@ class IndexedEntries(Mapping):
         self._data = data
         self._at = {key: 2 * number for number, key in enumerate(keys)}
         self._spans = spans
-        self._parsed: dict[str, dict[str, Any]] = {}
+        self._parsed: dict[str, JsonObject] = {}
         self._index = index
 
-    def __getitem__(self, key: str) -> dict[str, Any]:
+    def __getitem__(self, key: str) -> JsonObject:
         found = self._parsed.get(key)
         if found is None:
             at = self._at[key]
@@ -109,8 +109,9 @@ def entry_spans(data: bytes) -> tuple[list[str], list[int]] | None:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    scan = json.JSONDecoder().scan_once
-    space = json.decoder.WHITESPACE.match
+    # the standard library's own scanner (json.decoder's internals, which typeshed does not list)
+    scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in JSONDecoder.__init__
+    space = json.decoder.WHITESPACE.match  # type: ignore[attr-defined]  # json.decoder's module constant
     found: dict[str, tuple[int, int, bool]] = {}
     try:
         at = space(text, 0).end()
@@ -123,7 +124,7 @@ def entry_spans(data: bytes) -> tuple[list[str], list[int]] | None:
             while True:
                 if text[at:at + 1] != '"':
                     return None
-                key, at = json.decoder.scanstring(text, at + 1)
+                key, at = json.decoder.scanstring(text, at + 1)  # type: ignore[attr-defined]  # (as above)
                 at = space(text, at).end()
                 if text[at:at + 1] != ":":
                     return None

@@ -37,8 +37,8 @@ import re
 from collections import ChainMap
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 from batchcompact.errors import UsageError
 from batchcompact.formats.jsonl import loads_line
 from batchcompact.model_price import ModelInfo
@@ -84,7 +84,7 @@ _BEDROCK_VERSION = re.compile(r"-v(\d+)(?::(\d+))?$")
 class PriceTable:
     """The merged price map with name resolution. Build it with `PriceTable.load()` (cached)."""
 
-    def __init__(self, entries: Mapping[str, dict[str, Any]], source: str = "") -> None:
+    def __init__(self, entries: Mapping[str, JsonObject], source: str = "") -> None:
         """`entries`: model key -> its fields, only entries that are objects and not `sample_spec` (a
         plain dict, or the bundled map's `price_index.IndexedEntries`, which parses each on first use)."""
         self._entries = entries
@@ -247,7 +247,7 @@ def bundled_map_path() -> Path:
     raise UsageError(f"litellm's {BUNDLED_MAP_NAME} was not found; pass --pricing FILE")
 
 
-def read_price_map(path: str | Path) -> dict[str, dict[str, Any]]:
+def read_price_map(path: str | Path) -> dict[str, JsonObject]:
     """Read a price map JSON file (model key -> fields)."""
     try:
         with open(path, "rb") as fh:
@@ -264,14 +264,15 @@ def read_price_map(path: str | Path) -> dict[str, dict[str, Any]]:
 @functools.lru_cache(maxsize=8)
 def _load_cached(pricing_file: str | None) -> PriceTable:
     bundled = bundled_map_path()
-    entries: Mapping[str, dict[str, Any]] | None = bundled_entries(bundled)
+    entries: Mapping[str, JsonObject] | None = bundled_entries(bundled)
     if entries is None:  # not a map the index can read: parsed whole, which says what is wrong with it
         entries = _objects(read_price_map(bundled))
     source = f"litellm {_litellm_version()} bundled map"
     if pricing_file:
         extra = _objects(check_user_map(pricing_file, read_price_map(pricing_file)))
         merged = {key: {**entries.get(key, {}), **fields} for key, fields in extra.items()}
-        entries = ChainMap(merged, entries)  # the bundled keys in their order, then the new ones
+        # the bundled keys in their order, then the new ones (read only: ChainMap's stub wants a mutable map)
+        entries = ChainMap(merged, entries)  # type: ignore[arg-type]
         source += f" + {pricing_file}"
     return PriceTable(entries, source=source)
 
@@ -279,7 +280,7 @@ def _load_cached(pricing_file: str | None) -> PriceTable:
 _COUNT_FIELDS = frozenset({"max_input_tokens", "max_output_tokens", "max_tokens"})
 
 
-def check_user_map(path: str | Path, data: dict[str, Any]) -> dict[str, Any]:
+def check_user_map(path: str | Path, data: JsonObject) -> JsonObject:
     """A `--pricing` file's entries, refused (a usage error naming the entry, its field and line) where a
     value would be ignored: an entry that is no object, a token price (`*cost_per_token*`, `*token_cost*`) or
     a token limit that is not a number >= 0. Without this, "free" left the model unpriced, unsaid."""
@@ -313,12 +314,12 @@ def check_user_map(path: str | Path, data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _json_kind(value: Any) -> str:
+def _json_kind(value: JsonValue) -> str:
     return {str: "a string", list: "a list", bool: "true or false", type(None): "null"}.get(
         type(value), f"the number {value}" if isinstance(value, (int, float)) else "not an object")
 
 
-def _shown(value: Any) -> str:
+def _shown(value: JsonValue) -> str:
     import json
 
     shown = json.dumps(value)
@@ -338,7 +339,7 @@ def _line_of(lines: list[str], key: str, field: str | None) -> int | None:
     return found + 1
 
 
-def _objects(entries: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _objects(entries: JsonObject) -> dict[str, JsonObject]:
     """A map's model entries: the values that are objects, but litellm's `sample_spec` template."""
     return {key: value for key, value in entries.items() if isinstance(value, dict) and key != SKIPPED}
 

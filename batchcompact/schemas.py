@@ -20,9 +20,10 @@ import re
 from collections.abc import Callable, Iterable
 from functools import cache, cached_property
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 from urllib.parse import urldefrag, urljoin
 
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 from batchcompact.errors import BatchCompactError
 
 if TYPE_CHECKING:
@@ -30,11 +31,11 @@ if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
     from referencing import Registry
 
-Check = Callable[[Any], bool]
+Check = Callable[[JsonValue], bool]
 
 
 @cache
-def load_schema(name: str) -> dict[str, Any]:
+def load_schema(name: str) -> JsonObject:
     """One schema file from the package's `schemas` folder, parsed (cached; do not mutate)."""
     text = resources.files("batchcompact").joinpath("schemas", name).read_text(encoding="utf-8")
     return json.loads(text)
@@ -48,7 +49,7 @@ def schema_files() -> tuple[str, ...]:
 
 
 @cache
-def _documents() -> dict[str, dict[str, Any]]:
+def _documents() -> dict[str, JsonObject]:
     """Every schema file by its `$id` (what a `$ref` resolves against)."""
     return {load_schema(name)["$id"]: load_schema(name) for name in schema_files()}
 
@@ -74,7 +75,7 @@ class SchemaCompileError(BatchCompactError):
 class _Checker:
     """One schema, checked fast (`is_valid`) and explained by jsonschema (`errors`) when it fails."""
 
-    def __init__(self, schema: dict[str, Any], base: str) -> None:
+    def __init__(self, schema: JsonObject, base: str) -> None:
         self.schema = schema
         self.is_valid = _FastCompiler().compile(schema, base)
 
@@ -85,7 +86,7 @@ class _Checker:
 
         return Draft202012Validator(self.schema, registry=_registry())
 
-    def errors(self, obj: Any, root: str) -> list[str]:
+    def errors(self, obj: JsonValue, root: str) -> list[str]:
         try:
             if self.is_valid(obj):
                 return []
@@ -115,14 +116,14 @@ def definition_checker(name: str, definition: str) -> _Checker:
 # --- messages -----------------------------------------------------------------------------------------
 
 
-def _path(parts: Iterable[Any]) -> str:
+def _path(parts: Iterable[object]) -> str:
     text = ""
     for part in parts:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text
 
 
-def _short(value: Any, limit: int = 60) -> str:
+def _short(value: object, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -133,7 +134,8 @@ def _describe(error: ValidationError, root: str) -> str:
     kind = error.validator
     if kind == "required" and isinstance(error.instance, dict):
         # jsonschema yields one error per missing property; its message starts with that name's repr.
-        missing = next((p for p in error.validator_value if error.message.startswith(repr(p))), None)
+        required = cast("list[str]", error.validator_value)  # a `required` error's: the property names
+        missing = next((p for p in required if error.message.startswith(repr(p))), None)
         if missing is not None:
             return f"{_path((*parts, missing))}: missing required property"
     where = _path(parts) or root
@@ -170,7 +172,7 @@ _TYPES: dict[str, Check] = {
 }
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: JsonValue, b: JsonValue) -> bool:
     """JSON equality for the scalar values our const/enum use (True is not 1, as in jsonschema)."""
     return type(a) is type(b) and a == b if isinstance(b, bool | str) or b is None else a == b
 
@@ -181,7 +183,7 @@ class _FastCompiler:
     def __init__(self) -> None:
         self._by_ref: dict[str, Check] = {}
 
-    def compile(self, schema: Any, base: str) -> Check:
+    def compile(self, schema: JsonValue, base: str) -> Check:
         if schema is True or schema == {}:
             return lambda x: True
         if schema is False:
@@ -192,12 +194,12 @@ class _FastCompiler:
                 f"fast schema check does not support {sorted(unknown) or 'additionalProperties'}; "
                 "extend _KEYWORDS in batchcompact/schemas.py before using it in schemas/"
             )
-        checks = [_KEYWORDS[key](self, schema, base) for key in schema if key in _KEYWORDS]
-        checks = [c for c in checks if c is not None]
+        compiled = [_KEYWORDS[key](self, schema, base) for key in schema if key in _KEYWORDS]
+        checks = [c for c in compiled if c is not None]
         if len(checks) == 1:
             return checks[0]
 
-        def all_of(x: Any) -> bool:
+        def all_of(x: JsonValue) -> bool:
             for check in checks:
                 if not check(x):
                     return False
@@ -205,33 +207,33 @@ class _FastCompiler:
 
         return all_of
 
-    def ref(self, schema: dict[str, Any], base: str) -> Check:
+    def ref(self, schema: JsonObject, base: str) -> Check:
         uri = urljoin(base, schema["$ref"])
         if uri not in self._by_ref:
             self._by_ref[uri] = lambda x: self._by_ref[uri](x)  # placeholder for recursive refs
             document_uri, fragment = urldefrag(uri)
-            target: Any = _documents()[document_uri]
+            target: JsonValue = _documents()[document_uri]
             for part in filter(None, fragment.split("/")):
                 target = target[part.replace("~1", "/").replace("~0", "~")]
             self._by_ref[uri] = self.compile(target, document_uri)
         return self._by_ref[uri]
 
 
-def _k_type(c: _FastCompiler, s: dict[str, Any], base: str) -> Check:
+def _k_type(c: _FastCompiler, s: JsonObject, base: str) -> Check:
     names = s["type"] if isinstance(s["type"], list) else [s["type"]]
     tests = [_TYPES[name] for name in names]
     return tests[0] if len(tests) == 1 else (lambda x: any(t(x) for t in tests))
 
 
-def _k_required(c: _FastCompiler, s: dict[str, Any], base: str) -> Check:
+def _k_required(c: _FastCompiler, s: JsonObject, base: str) -> Check:
     names = frozenset(s["required"])
     return lambda x: not isinstance(x, dict) or x.keys() >= names
 
 
-def _k_properties(c: _FastCompiler, s: dict[str, Any], base: str) -> Check:
+def _k_properties(c: _FastCompiler, s: JsonObject, base: str) -> Check:
     props = [(name, c.compile(sub, base)) for name, sub in s["properties"].items() if sub not in (True, {})]
 
-    def check(x: Any) -> bool:
+    def check(x: JsonValue) -> bool:
         if isinstance(x, dict):
             for name, sub in props:
                 if name in x and not sub(x[name]):
@@ -241,10 +243,10 @@ def _k_properties(c: _FastCompiler, s: dict[str, Any], base: str) -> Check:
     return check
 
 
-def _k_items(c: _FastCompiler, s: dict[str, Any], base: str) -> Check:
+def _k_items(c: _FastCompiler, s: JsonObject, base: str) -> Check:
     sub = c.compile(s["items"], base)
 
-    def check(x: Any) -> bool:
+    def check(x: JsonValue) -> bool:
         if isinstance(x, list):
             for item in x:
                 if not sub(item):
@@ -254,12 +256,12 @@ def _k_items(c: _FastCompiler, s: dict[str, Any], base: str) -> Check:
     return check
 
 
-def _k_all_of(c: _FastCompiler, s: dict[str, Any], base: str) -> Check:
+def _k_all_of(c: _FastCompiler, s: JsonObject, base: str) -> Check:
     subs = [c.compile(sub, base) for sub in s["allOf"]]
     if len(subs) == 1:
         return subs[0]
 
-    def check(x: Any) -> bool:
+    def check(x: JsonValue) -> bool:
         for sub in subs:
             if not sub(x):
                 return False
@@ -268,26 +270,26 @@ def _k_all_of(c: _FastCompiler, s: dict[str, Any], base: str) -> Check:
     return check
 
 
-def _k_if(c: _FastCompiler, s: dict[str, Any], base: str) -> Check:
+def _k_if(c: _FastCompiler, s: JsonObject, base: str) -> Check:
     cond = c.compile(s["if"], base)
     then = c.compile(s.get("then", True), base)
     other = c.compile(s.get("else", True), base)
     return lambda x: then(x) if cond(x) else other(x)
 
 
-def _k_not(c: _FastCompiler, s: dict[str, Any], base: str) -> Check:
+def _k_not(c: _FastCompiler, s: JsonObject, base: str) -> Check:
     sub = c.compile(s["not"], base)
     return lambda x: not sub(x)
 
 
-def _k_const(c: _FastCompiler, s: dict[str, Any], base: str) -> Check:
+def _k_const(c: _FastCompiler, s: JsonObject, base: str) -> Check:
     value = s["const"]
     if isinstance(value, str):
         return lambda x: x == value and isinstance(x, str)
     return lambda x: _same(x, value)
 
 
-def _k_enum(c: _FastCompiler, s: dict[str, Any], base: str) -> Check:
+def _k_enum(c: _FastCompiler, s: JsonObject, base: str) -> Check:
     values = s["enum"]
     if all(isinstance(v, str) for v in values):
         allowed = frozenset(values)
@@ -295,22 +297,22 @@ def _k_enum(c: _FastCompiler, s: dict[str, Any], base: str) -> Check:
     return lambda x: any(_same(x, v) for v in values)
 
 
-def _k_pattern(c: _FastCompiler, s: dict[str, Any], base: str) -> Check:
+def _k_pattern(c: _FastCompiler, s: JsonObject, base: str) -> Check:
     search = re.compile(s["pattern"]).search
     return lambda x: not isinstance(x, str) or search(x) is not None
 
 
-def _k_min_length(c: _FastCompiler, s: dict[str, Any], base: str) -> Check:
+def _k_min_length(c: _FastCompiler, s: JsonObject, base: str) -> Check:
     n = s["minLength"]
     return lambda x: not isinstance(x, str) or len(x) >= n
 
 
-def _k_minimum(c: _FastCompiler, s: dict[str, Any], base: str) -> Check:
+def _k_minimum(c: _FastCompiler, s: JsonObject, base: str) -> Check:
     n = s["minimum"]
     return lambda x: isinstance(x, bool) or not isinstance(x, int | float) or x >= n
 
 
-_KEYWORDS: dict[str, Callable[[_FastCompiler, dict[str, Any], str], Check | None]] = {
+_KEYWORDS: dict[str, Callable[[_FastCompiler, JsonObject, str], Check | None]] = {
     "$ref": lambda c, s, base: c.ref(s, base),
     "type": _k_type,
     "required": _k_required,

@@ -17,6 +17,7 @@ import logging
 import os
 import sqlite3
 from pathlib import Path
+from typing import cast
 
 from batchcompact.folders import cache_folder
 
@@ -45,8 +46,9 @@ class TokenCountCache:
         if self._db is not None and self._pid == os.getpid():
             return self._db
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
-            db = sqlite3.connect(self.path, timeout=2.0, isolation_level=None, check_same_thread=False)
+            path = cast(Path, self.path)  # (not disabled: a path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(path, timeout=2.0, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("CREATE TABLE IF NOT EXISTS counts (key BLOB PRIMARY KEY, tokens INTEGER NOT NULL) WITHOUT ROWID")
         except (sqlite3.Error, OSError) as exc:

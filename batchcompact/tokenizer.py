@@ -14,6 +14,10 @@ import os
 from functools import lru_cache
 from importlib.util import find_spec
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import tiktoken
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +64,7 @@ def _fall_back(name: str, why: str) -> None:
 
 
 @lru_cache(maxsize=4)
-def _encoding(name: str):
+def _encoding(name: str) -> tiktoken.Encoding | None:
     folder = configure_offline_cache()
     if folder is None:
         _fall_back(name, "not found offline: no TIKTOKEN_CACHE_DIR with it and litellm's copy is missing")

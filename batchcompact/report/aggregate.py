@@ -33,7 +33,9 @@ by a total order (ties broken by every column), and rows are sorted by their key
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import cast
 
 import polars as pl
 
@@ -51,7 +53,7 @@ REPORT_COLUMNS = rules.REPORT_COLUMNS
 SUM_COLUMNS = rules.SUM_COLUMNS
 
 
-def _sort_args(order) -> dict:
+def _sort_args(order: Sequence[tuple[str, bool]]) -> dict:
     """A rules order ((column, descending) pairs) as polars' sort arguments, nulls last."""
     return {"by": [c for c, _ in order], "descending": [d for _, d in order], "nulls_last": True}
 
@@ -63,7 +65,8 @@ def scan_usage(parts: list[str], settings: ReportSettings | None = None) -> pl.L
     from batchcompact.report.export import ExportPart, scan_export
 
     if not parts:
-        return pl.from_arrow(USAGE_SCHEMA.empty_table()).lazy().select(REPORT_COLUMNS)
+        empty = cast(pl.DataFrame, pl.from_arrow(USAGE_SCHEMA.empty_table()))  # (a Table gives a DataFrame)
+        return empty.lazy().select(REPORT_COLUMNS)
     written = [part for part in parts if not isinstance(part, ExportPart)]
     exports = [scan_export(part, REPORT_COLUMNS) for part in parts if isinstance(part, ExportPart)]
     lf = pl.concat([*([pl.scan_parquet(written).select(REPORT_COLUMNS)] if written else []), *exports])
@@ -152,10 +155,10 @@ def add_costs(lf: pl.LazyFrame, table: PriceTable, cost_mode: str) -> tuple[pl.L
     prompt = prompt_tokens(tokens[0], tokens[2], tokens[3])
     tiers = [(pl.col(f"r{i}_above"), tuple(pl.col(f"r{i}_{p}") for p in PRICE_SUFFIXES)) for i in range(width)]
 
-    def pick(condition: pl.Expr, then: tuple, otherwise: tuple) -> tuple:
+    def pick(condition: pl.Expr, then: Sequence[pl.Expr], otherwise: Sequence[pl.Expr]) -> Sequence[pl.Expr]:
         return tuple(pl.when(condition).then(t).otherwise(o) for t, o in zip(then, otherwise, strict=True))
 
-    computed = token_cost(*tokens, tier_rate(tiers, prompt, pick))
+    computed = token_cost(tokens[0], tokens[1], tokens[2], tokens[3], tokens[4], tier_rate(tiers, prompt, pick))
     lf = lf.with_columns(computed.alias("computed_cost_usd"))
     cost = rules.cost_usd(cost_mode, pl.col("recorded_cost_usd"), pl.col("computed_cost_usd"), pl.coalesce)
     lf = lf.with_columns(cost.alias("cost_usd"), pico_usd(cost).alias("_cost_pico")).drop(
@@ -209,7 +212,8 @@ def with_names(lf: pl.LazyFrame, settings: ReportSettings) -> pl.LazyFrame:
     return lf
 
 
-def _mapped(lf: pl.LazyFrame, columns: list[str], func, name: str, dtype, replace: bool = False) -> pl.LazyFrame:
+def _mapped(lf: pl.LazyFrame, columns: list[str], func: Callable[..., object], name: str,
+            dtype: pl.DataType | type[pl.DataType], replace: bool = False) -> pl.LazyFrame:
     """`name` = func(*columns) for each distinct value (a Python rule, computed once per value)."""
     values = lf.select(columns).unique().collect()
     table = values.with_columns(

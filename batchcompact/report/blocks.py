@@ -15,14 +15,17 @@ read; requests without a time cannot be placed and are left out).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 import polars as pl
 
 from batchcompact.money import from_pico, to_pico
 from batchcompact.report.result import Report
 from batchcompact.report.rules import model_name
+from batchcompact.report.settings import ReportSettings
 
 WARNING_SHARE = 0.8
 TOKEN_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens")
@@ -81,7 +84,7 @@ class Block:
         self.agents.add(row["agent"])
 
 
-def identify_blocks(rows, hours: float) -> list[Block]:
+def identify_blocks(rows: Iterable[dict], hours: float) -> list[Block]:
     """Blocks (and gaps) from requests sorted by time."""
     length = timedelta(hours=hours)
     blocks: list[Block] = []
@@ -91,7 +94,8 @@ def identify_blocks(rows, hours: float) -> list[Block]:
         if current is not None and (when - current.start > length or when - current.last > length):
             blocks.append(current)
             if when - current.last > length:
-                blocks.append(Block(start=current.last + length, end=when, gap=True))
+                gap_start = cast(datetime, current.last) + length  # (set by the block's first add)
+                blocks.append(Block(start=gap_start, end=when, gap=True))
             current = None
         if current is None:
             start = when.replace(minute=0, second=0, microsecond=0)
@@ -114,7 +118,7 @@ def parse_token_limit(value: str | None, largest: int) -> int | None:
     return limit if limit > 0 else None
 
 
-def build_blocks(lf: pl.LazyFrame, settings):
+def build_blocks(lf: pl.LazyFrame, settings: ReportSettings) -> Report:
     """A `Report` whose rows are billing blocks (key `block_start`)."""
     columns = ["timestamp", *TOKEN_COLUMNS, "reasoning_tokens", "cost_usd", "model", "agent"]
     frame = lf.filter(pl.col("timestamp").is_not_null()).select(columns).sort("timestamp").collect()

@@ -11,10 +11,14 @@ order (largest total cost at the bottom).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from batchcompact.errors import UsageError
 from batchcompact.report.result import Report
 from batchcompact.report.rules import model_name
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 PALETTE = (
     "#4e79a7",
@@ -56,7 +60,7 @@ def chart_series(report: Report) -> tuple[list[str], list[str], dict[str, list[f
     return [label for label, _ in bars], models, {m: [costs.get(m, 0.0) for _, costs in bars] for m in models}
 
 
-def _label(value) -> str:
+def _label(value: object) -> str:
     return "(unknown)" if value is None else str(value)
 
 
@@ -100,7 +104,7 @@ def write_png(report: Report, path: str | Path) -> None:
     plt.close(fig)
 
 
-def draw_png(report: Report):
+def draw_png(report: Report) -> Figure:
     """The matplotlib figure of `write_png`."""
     try:
         import matplotlib

@@ -12,6 +12,7 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from batchcompact.errors import UsageError
 from batchcompact.folders import cache_folder
@@ -19,6 +20,9 @@ from batchcompact.lifecycle import map_in_processes
 from batchcompact.report.files import Tally, Walk, extract_workers, folder_note, parts_folder_problem
 from batchcompact.report.part_cache import UsageCache, extract_to_part
 from batchcompact.report.snapshot import SNAPSHOT_MIN_FILES, load_snapshot, write_snapshot
+
+if TYPE_CHECKING:
+    from batchcompact.pipeline.executor import Executor
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +46,7 @@ def collect_usage(
     cache_dir: str | Path | None = None,
     use_cache: bool = True,
     jobs: int | None = None,
-    executor=None,
+    executor: Executor | None = None,
     walk: Walk | None = None,
     empty_ok: bool = False,
     cache_above: int | None = None,
@@ -78,11 +82,11 @@ def collect_usage(
     todo: list[str] = []
     todo_bytes = 0
     for path, key in found:
-        hit = cache.lookup(key) if use_cache else None
-        if hit is not None:
-            result.parts.append(str(hit[0]))
-            result.stats.append(hit[1].to_dict())
-            result.cached += not hit[1].unread  # a file the report could not read is counted as such
+        stored = cache.lookup(key) if use_cache else None
+        if stored is not None:
+            result.parts.append(str(stored[0]))
+            result.stats.append(stored[1].to_dict())
+            result.cached += not stored[1].unread  # a file the report could not read is counted as such
         else:
             todo.append(str(path))
             todo_bytes += key.size
@@ -98,7 +102,7 @@ def collect_usage(
             spill = result.temp_dir.name
         if problem is not None:
             result.stats.insert(0, folder_note(root, problem))
-            store, snapshot_worth = spill, False
+            store, snapshot_worth = cast(str, spill), False  # (set above: with an executor it raised)
     direct: dict[int, tuple[str, dict, bool]] = {}
     if not use_cache and executor is None:  # clean Parquet exports are their own parts: nothing written
         direct = _direct_exports(todo)
@@ -134,7 +138,7 @@ def _direct_exports(todo: list[str]) -> dict[int, tuple[str, dict, bool]]:
     1.3 s of CPU for reading, writing and reading back)."""
     from batchcompact.report.export import direct_part
 
-    out = {}
+    out: dict[int, tuple[str, dict, bool]] = {}
     for index, path in enumerate(todo):
         if path.endswith(".parquet"):
             found = direct_part(path)
@@ -180,7 +184,7 @@ def _extract_parallel(result: CollectResult, todo: list[str], root: str, workers
                             more=([root] * len(todo), [spill] * len(todo)))
 
 
-def _add(result: CollectResult, outcomes) -> None:
+def _add(result: CollectResult, outcomes: Iterable[tuple[str, dict, bool]]) -> None:
     for part, stats, _cached in outcomes:
         result.parts.append(part)
         result.stats.append(stats)

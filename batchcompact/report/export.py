@@ -26,13 +26,23 @@ import io
 import json
 import math
 import struct
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING
 
 from batchcompact.adapters.common.usage_rows import TOKEN_FIELDS
 from batchcompact.core.times import iso_time
 from batchcompact.errors import BatchCompactError, UsageError
+
+if TYPE_CHECKING:
+    import polars as pl
+    import pyarrow as pa
+
+    from batchcompact.adapters.common.lines import ExtractStats
+    from batchcompact.adapters.common.usage_rows import UsageRows
+    from batchcompact.core.jsontypes import JsonObject, JsonValue
+    from batchcompact.report.settings import ReportSettings
 
 EXPORT_SCHEMA_VERSION = 2  # 2: + export_rows
 EXPORT_TABLE = "usage-export"
@@ -82,7 +92,7 @@ class ExportUnreadable(BatchCompactError):
         self.incomplete = incomplete
 
 
-def export_schema() -> Any:
+def export_schema() -> pa.Schema:
     """The Parquet schema (pyarrow imported here)."""
     import pyarrow as pa
 
@@ -94,7 +104,7 @@ def export_schema() -> Any:
 
 # ---- writing ----
 
-def export_frame(lf, settings):
+def export_frame(lf: pl.LazyFrame, settings: ReportSettings) -> pl.DataFrame:
     """The requests of a report's counted rows (polars), in a stable order: time, then identity."""
     import polars as pl
 
@@ -108,7 +118,7 @@ def export_frame(lf, settings):
      .with_columns(pl.len().cast(pl.Int64).alias("export_rows")))
 
 
-def write_export(frame, fmt: str, output: str | Path | None) -> str | None:
+def write_export(frame: pl.DataFrame, fmt: str, output: str | Path | None) -> str | None:
     """The export in `fmt`; its text when there is no output file (JSON lines and CSV)."""
     if fmt not in FORMATS:
         raise UsageError(f"--by request writes {', '.join(FORMATS)}, not {fmt} (pick one with --format)")
@@ -142,7 +152,7 @@ def write_export(frame, fmt: str, output: str | Path | None) -> str | None:
     return text
 
 
-def _plain(value):
+def _plain(value: JsonValue) -> JsonValue:
     """A value as JSON holds it: a time in ISO 8601 UTC, a cost that is not a finite number null."""
     if isinstance(value, datetime):
         return iso_time(value)
@@ -151,7 +161,7 @@ def _plain(value):
     return value
 
 
-def _cell(value) -> str:
+def _cell(value: JsonValue) -> str:
     """A CSV cell: floats as their shortest repr (read back exactly)."""
     value = _plain(value)
     return "" if value is None else repr(value) if isinstance(value, float) else str(value)
@@ -185,7 +195,7 @@ def detect(path: str | Path) -> str | None:
     return None
 
 
-def _parquet_marked(fh) -> bool | None:
+def _parquet_marked(fh: IO[bytes]) -> bool | None:
     """Whether a Parquet file's footer holds the export's metadata key; None when it has no readable footer."""
     try:
         fh.seek(-8, 2)
@@ -220,7 +230,7 @@ def is_export_name(name: str) -> bool:
 
 # ---- machines ----
 
-def machine_warnings(stats: list[dict], settings) -> list[str]:
+def machine_warnings(stats: list[dict], settings: ReportSettings) -> list[str]:
     """One warning for each machine name that two machines use (two ids): their requests are reported
     under one name. The exports name their machines (`ExtractStats.machines`); the files of this machine's
     own agents are `settings.machine`."""
@@ -244,7 +254,7 @@ def machine_warnings(stats: list[dict], settings) -> list[str]:
 
 # ---- reading back ----
 
-def extract_export(path: str | Path, rows, stats) -> None:
+def extract_export(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
     """An export's rows as usage rows: `request_id` as the dedupe key, the machine kept; the machines it
     names go into `stats.machines` (name -> ids) for the duplicate-name check."""
     path = Path(path)
@@ -306,7 +316,7 @@ class Cut:
         elif isinstance(rows, str) and rows.isdigit():
             self.expected.add(int(rows))
 
-    def check(self, path: Path, stats) -> None:
+    def check(self, path: Path, stats: ExtractStats) -> None:
         torn = _torn(path)
         expected = next(iter(self.expected)) if len(self.expected) == 1 else None
         short = expected is not None and self.read < expected
@@ -369,7 +379,7 @@ def _clean(kinds: dict[str, str | None], nulls: dict[str, int], low: dict, high:
     return totals_match and costs_ok
 
 
-def _is_clean(table) -> bool:
+def _is_clean(table: pa.Table) -> bool:
     """`_clean` of a Parquet export's table (pyarrow: checked column by column)."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -402,7 +412,7 @@ def _is_clean(table) -> bool:
     return _clean(kinds, nulls, low, high, totals_match, costs_ok)
 
 
-def _add_clean_table(table, name: str, rows, stats) -> bool:
+def _add_clean_table(table: pa.Table, name: str, rows: UsageRows, stats: ExtractStats) -> bool:
     """A Parquet export every row of which `_check` would pass, added column by column (a team's year is a
     million rows: one dict per row and its checks took most of a cold report); False, adding nothing,
     when any row might not pass: the rows are then read one by one, each bad one named."""
@@ -433,7 +443,7 @@ def _add_clean_table(table, name: str, rows, stats) -> bool:
     return True
 
 
-def _machines(pairs) -> dict[str, list[str]]:
+def _machines(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
     """`stats.machines` of an export's (machine, machine_id) pairs: name -> its ids, sorted."""
     seen: dict[str, set[str]] = {}
     for machine, machine_id in set(pairs):
@@ -441,7 +451,7 @@ def _machines(pairs) -> dict[str, list[str]]:
     return {machine: sorted(ids) for machine, ids in sorted(seen.items())}
 
 
-def usage_table(path: str | Path):
+def usage_table(path: str | Path) -> tuple[pa.Table, ExtractStats] | None:
     """A clean Parquet export (`_is_clean`) as the usage table itself, `(table, stats)`, made column by column
     in Arrow with no Python object per row: the rows and stats `extract_rows` gives, as `UsageRows.to_table`
     would store them (a team's year: a million rows, ~0.5 s instead of ~6 s through tuples). None when the file
@@ -468,7 +478,7 @@ def usage_table(path: str | Path):
     count = table.num_rows
     have = set(table.column_names)
 
-    def column(field: str):
+    def column(field: str) -> pa.ChunkedArray:
         return table.column(field) if field in have else pa.nulls(count, pa.string())
 
     costs = column("recorded_cost_usd") if "recorded_cost_usd" in have else pa.nulls(count, pa.float64())
@@ -495,7 +505,7 @@ class ExportPart(str):
     no parts (`--no-cache`, an archive under `--cache-above`): nothing is written, nothing read twice."""
 
 
-def direct_part(path: str | Path):
+def direct_part(path: str | Path) -> tuple[ExportPart, ExtractStats] | None:
     """`(ExportPart, stats)` for a clean Parquet usage export (the decision of `_clean`, from polars' summary of
     its columns) whose rows `extract_rows` would give as they are; None otherwise (the caller extracts it, which
     names each bad row, or says why the file cannot be read)."""
@@ -540,7 +550,7 @@ def direct_part(path: str | Path):
     return ExportPart(name), stats
 
 
-def scan_export(part: ExportPart, columns: tuple[str, ...]):
+def scan_export(part: ExportPart, columns: tuple[str, ...]) -> pl.LazyFrame:
     """A clean export's rows as a usage part holds them (`usage_table`: `request_id` as the dedupe key, an
     empty agent as its source), the given usage `columns` (polars)."""
     import polars as pl
@@ -549,7 +559,8 @@ def scan_export(part: ExportPart, columns: tuple[str, ...]):
 
     frame = pl.scan_parquet(str(part))
     have = frame.collect_schema()
-    types = {"string": pl.String, "int64": pl.Int64, "float64": pl.Float64, "timestamp": pl.Datetime("us", "UTC")}
+    types: dict[str, pl.DataType | type[pl.DataType]] = {
+        "string": pl.String, "int64": pl.Int64, "float64": pl.Float64, "timestamp": pl.Datetime("us", "UTC")}
     kinds = {name: kind for name, kind, _ in USAGE_FIELDS}
     made = {"agent": pl.when(pl.col("agent") == "").then(pl.col("source")).otherwise(pl.col("agent")),
             "dedupe_key": pl.col("request_id")}
@@ -557,7 +568,7 @@ def scan_export(part: ExportPart, columns: tuple[str, ...]):
                          else pl.lit(None, types[kinds[c]]).alias(c) for c in columns])
 
 
-def _parquet_table(path: Path):
+def _parquet_table(path: Path) -> pa.Table:
     """A Parquet export's table; a file pyarrow cannot read is one error naming it."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -578,7 +589,7 @@ def _parquet_table(path: Path):
     return table
 
 
-def _parquet_records(table):
+def _parquet_records(table: pa.Table) -> Iterator[tuple[int, JsonObject]]:
     """(row number, record) of a Parquet export's table."""
     for number, record in enumerate(table.to_pylist(), start=1):
         when = record.get("timestamp")
@@ -612,7 +623,7 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-def _jsonl_records(path: Path, stats):
+def _jsonl_records(path: Path, stats: ExtractStats) -> Iterator[tuple[int, JsonObject]]:
     from batchcompact.adapters.common.lines import iter_json_lines
 
     for number, obj in iter_json_lines(path, stats):
@@ -622,7 +633,7 @@ def _jsonl_records(path: Path, stats):
         yield number, _typed(obj, number, stats)
 
 
-def _csv_records(path: Path, stats):
+def _csv_records(path: Path, stats: ExtractStats) -> Iterator[tuple[int, JsonObject]]:
     with open(path, encoding="utf-8", newline="") as fh:
         reader = csv.reader(fh)
         header = next(reader, None) or []
@@ -631,13 +642,13 @@ def _csv_records(path: Path, stats):
                 stats.warn(number, f"not a usage export row: {len(cells)} cells, the header has {len(header)}; skipped")
                 stats.malformed += 1
                 continue
-            record: dict[str, Any] = {}
+            record: JsonObject = {}
             for name, cell in zip(header, cells, strict=True):
                 record[name] = None if cell == "" else cell
             yield number, _typed(record, number, stats, text=True)
 
 
-def _typed(record: dict, line: int, stats, text: bool = False) -> dict:
+def _typed(record: JsonObject, line: int, stats: ExtractStats, text: bool = False) -> JsonObject:
     """A JSON or CSV record with its values as the Parquet columns hold them (a bad value: left as it is,
     `_check` names it)."""
     for name, kind in TYPES.items():

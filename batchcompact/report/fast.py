@@ -22,6 +22,7 @@ import operator
 import re
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
+from typing import cast
 from zoneinfo import ZoneInfo
 
 from batchcompact import money
@@ -72,7 +73,7 @@ _better = rules.first_wins([(_INDEX[name], descending) for name, descending in r
 _replay_better = rules.first_wins([(_INDEX[name], descending) for name, descending in rules.REPLAY_ORDER])
 
 
-def _first(rows: list[tuple], better) -> tuple:
+def _first(rows: list[tuple], better: Callable[[tuple, tuple], bool]) -> tuple:
     """The row that comes first by `better`."""
     best = rows[0]
     for row in rows[1:]:
@@ -119,6 +120,9 @@ def deduplicated(rows: list[tuple]) -> list[tuple]:
 
 # ---- costs (aggregate.add_costs) ----
 
+RowCost = Callable[[tuple], float | None]  # a row -> its cost in USD (None: unpriced)
+
+
 class Pricer:
     """Per-request cost as `add_costs` computes it (the rules: `model_price.tier_rate`, `model_price.token_cost`,
     `rules.cost_usd`), one price lookup per (model, provider)."""
@@ -129,7 +133,8 @@ class Pricer:
         self.rates: dict[tuple, tuple] = {}
         self.unpriced: set[str] = set()
         # the cost mode's choice made once: a function of the row (`rules.cost_usd` over row functions)
-        self.cost = rules.cost_usd(cost_mode, operator.itemgetter(RECORDED), self.computed, _coalesced)
+        recorded: RowCost = operator.itemgetter(RECORDED)
+        self.cost: RowCost = rules.cost_usd(cost_mode, recorded, self.computed, _coalesced)
 
     def tiers(self, model: str | None, provider: str | None) -> tuple:
         """The (threshold, prices) pairs `model_price.tier_rate` takes; empty when the model is unpriced."""
@@ -154,9 +159,9 @@ class Pricer:
         return token_cost(inp, row[OUT], cache_read, cache_write, row[CW1H], prices)
 
 
-def _coalesced(first: Callable[[tuple], object], second: Callable[[tuple], object]) -> Callable[[tuple], object]:
+def _coalesced(first: RowCost, second: RowCost) -> RowCost:
     """A row -> `first(row)`, or `second(row)` where that is None."""
-    def either(row: tuple):
+    def either(row: tuple) -> float | None:
         value = first(row)
         return second(row) if value is None else value
     return either
@@ -217,7 +222,7 @@ class Periods:
     def _label(self, when: datetime) -> str:
         return self._day_label(when.astimezone(self.zone).date())
 
-    def _day_label(self, day) -> str:
+    def _day_label(self, day: date | None) -> str:
         return rules.period_label(day, self.by, self.first)
 
 
@@ -308,7 +313,7 @@ class Builder:
         names = rules.ProjectNames(settings)
         getters = [_key_getter(name, self.periods, names) for name in self.keys]
         # One tuple per group, shared by its rows: pickling a worker's rows then writes each key once.
-        interned: dict[tuple, tuple] = {}
+        interned: dict[object, tuple] = {}
         if len(getters) == 1:
             (only,) = getters
 
@@ -341,6 +346,7 @@ class Builder:
                 row = (*row[:MACHINE], machine, machine_id if row[MACHINE_ID] is None else row[MACHINE_ID])
             elif row[MACHINE_ID] is None:
                 row = (*row[:MACHINE_ID], machine_id)
+            pico: int | Unsupported | None
             try:
                 usd = cost(row)
                 pico = None if usd is None else checked_pico(usd)
@@ -397,7 +403,7 @@ class Builder:
         )
 
 
-def row_filter(settings: ReportSettings):
+def row_filter(settings: ReportSettings) -> Callable[[tuple], bool] | None:
     """`rules.row_filters` as a predicate on a row (None: every row), applied before the zero check
     (aggregate.py's `filter_usage` turns the same values into polars expressions)."""
     wanted = rules.row_filters(settings)
@@ -444,7 +450,7 @@ def _key_getter(column: str, periods: Periods | None, names: rules.ProjectNames)
     maps it), or the recorded value."""
     dimension = dimensions.BY_COLUMN[column]
     if dimension.period:
-        label = periods.label
+        label = cast(Periods, periods).label  # (a period dimension: `settings.by` is a period, periods are made)
         return lambda row: label(row[TIME])
     indexes = [COLUMNS.index(name) for name in dimension.reads]
     if dimension.shown is None:
@@ -479,6 +485,6 @@ def _sorted(records: list[dict], order: list[tuple[str, bool]]) -> list[dict]:
     for name, descending in reversed(order):
         present = [r for r in out if r[name] is not None]
         missing = [r for r in out if r[name] is None]
-        present.sort(key=lambda r, n=name: r[n], reverse=descending)
+        present.sort(key=operator.itemgetter(name), reverse=descending)
         out = present + missing
     return out

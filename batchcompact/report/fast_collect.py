@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import operator
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from batchcompact.adapters.common.usage_rows import COLUMNS as USAGE_COLUMNS
 from batchcompact.formats.jsonl import paused_gc
@@ -34,6 +35,10 @@ from batchcompact.report.files import (
     parts_folder_problem,
 )
 from batchcompact.report.settings import ReportSettings
+
+if TYPE_CHECKING:
+    from batchcompact.adapters.common.lines import ExtractStats
+    from batchcompact.adapters.common.usage_rows import UsageRows
 
 # Requests in Parquet usage exports above which the polars path makes the report faster than this one: a
 # team's year of exports (953,693 requests) 7.7 s here, 2.2 s there; equal at 10,000-20,000 (docs/performance.md).
@@ -70,7 +75,7 @@ def file_rows(path: str, cache_dir: str | None = None) -> tuple[list[tuple], dic
 
     key = FileKey.of(path) if cache_dir is not None else None
     rows, stats = extract_rows(path)
-    if key is not None:
+    if key is not None and cache_dir is not None:  # (a key only with a cache_dir)
         _store_part(cache_dir, key, rows, stats)
     pick = _PICK
     out = [pick(row) for row in rows.rows]
@@ -82,7 +87,7 @@ def file_rows(path: str, cache_dir: str | None = None) -> tuple[list[tuple], dic
     return builder.prepare(out), stats.to_dict(), frozenset(builder.pricer.unpriced)
 
 
-def _store_part(cache_dir: str, key: FileKey, rows, stats) -> None:
+def _store_part(cache_dir: str, key: FileKey, rows: UsageRows, stats: ExtractStats) -> None:
     """The usage part of one file, written as `UsageCache.store` writes it (pyarrow imported here); a cache
     that cannot be written is a warning: the report does not need it."""
     from batchcompact.report.part_cache import UsageCache
@@ -93,7 +98,7 @@ def _store_part(cache_dir: str, key: FileKey, rows, stats) -> None:
         stats.warn(None, f"usage cache part not written: {exc.strerror or exc}")
 
 
-def _utc(value):
+def _utc(value: object) -> datetime | None:
     """A timestamp as the usage table stores it: UTC, whole microseconds (naive means UTC)."""
     if value is None:
         return None
@@ -104,7 +109,7 @@ def _utc(value):
     return value if value.tzinfo is UTC else value.astimezone(UTC)
 
 
-def collect_rows(paths, jobs: int | None = None,
+def collect_rows(paths: Iterable[str | Path], jobs: int | None = None,
                  on_rows: Callable[[list[tuple], frozenset | None], object] | None = None,
                  settings: ReportSettings | None = None, max_bytes: int | None = None,
                  cache_dir: str | Path | None = None, empty_ok: bool = False,
@@ -187,10 +192,11 @@ def _extract_parallel(result: Collected, todo: list[str], workers: int, settings
                       cache_dir: str | None = None) -> int:
     """`collect._extract_parallel` for rows: returns how many files finished (the rest go serial).
     With `settings` each worker prices its rows (`_start_worker`); with `cache_dir` it writes their parts."""
-    start = {"initializer": _start_worker, "initargs": (settings,)} if settings is not None else {}
+    priced = settings is not None
     # This process only unpickles the workers' rows and keeps every one until the report: rows hold no
     # cycles, and a collection would scan the growing list again and again for nothing (~0.7 µs a row).
     # The forked workers switch the collector back on for themselves (`lifecycle._Child.fork`).
     with paused_gc():
         return map_in_processes(file_rows, todo, workers, lambda outcome: _add(result, outcome),
-                                more=([cache_dir] * len(todo),), **start)
+                                more=([cache_dir] * len(todo),), initializer=_start_worker if priced else None,
+                                initargs=(settings,) if priced else ())

@@ -130,6 +130,7 @@ def _iter_found(paths: Iterable[str | Path]) -> Iterator[tuple[str, str, os.DirE
     missing = []
     for raw in paths:
         path = Path(raw).expanduser()
+        found: list[tuple[str, str, os.DirEntry | None]]
         if path.is_dir():
             found = list(_walk(str(path)))
         elif path.is_file():

@@ -22,11 +22,21 @@ from dataclasses import replace
 from datetime import date
 from html import escape
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from batchcompact.report.dimensions import PAGE, keys_of, page_labels_js
 from batchcompact.report.rules import first_day
 from batchcompact.report.settings import PERIODS, ReportSettings
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from datetime import datetime
+
+    import polars as pl
+
+    from batchcompact.core.jsontypes import JsonObject, JsonValue
+    from batchcompact.pricing import PriceTable
+    from batchcompact.report.result import Report
 
 # The dimensions the reader stacks the chart by and lists in a table, in the switch's order: the table's
 # (dimensions.PAGE), with their names on the page written into its script (LABELS_SLOT, `render_page`).
@@ -61,7 +71,8 @@ def initial_view(settings: ReportSettings, days: list[date]) -> dict[str, str]:
     return {"bucket": bucket, "dimension": settings.by if settings.by in DIMENSIONS else "model"}
 
 
-def page_data(parts: list[str], settings: ReportSettings, table=None, usage=None) -> dict[str, Any]:
+def page_data(parts: list[str], settings: ReportSettings, table: PriceTable | None = None,
+              usage: tuple[pl.DataFrame, list[str]] | None = None) -> JsonObject:
     """Everything the page shows, as plain JSON-able data (see the module's doc). `usage`:
     `aggregate.priced_usage(parts, settings, table)` already made (the report beside the page made it)."""
     from batchcompact.pricing import PriceTable
@@ -76,18 +87,18 @@ def page_data(parts: list[str], settings: ReportSettings, table=None, usage=None
     *reports, sessions = build_reports(parts, base, [*((dim, ("local_date",)) for dim in DIMENSIONS),
                                                      ("session", ("local_date", "branch"))], table, usage)
     days: set[date] = set()
-    dims: dict[str, Any] = {}
+    dims: JsonObject = {}
     head = reports[0]
     for dim, report in zip(DIMENSIONS, reports, strict=True):
         keys = keys_of(dim)
-        frame = _capped(report.rows, keys)
+        frame = _capped(cast("pl.DataFrame", report.rows), keys)  # (build_reports: polars rows)
         frame = frame.filter(frame["local_date"].is_not_null())  # a request with no time has no day on the chart
         days.update(frame["local_date"].to_list())
         dims[dim] = frame
     totals = totals_record(head)
     day_list = sorted(days)
     day_index = {d: i for i, d in enumerate(day_list)}
-    data: dict[str, Any] = {
+    data: JsonObject = {
         "version": 1,
         "days": [d.isoformat() for d in day_list],
         "totals": dict(zip(totals, _finite(list(totals.values())), strict=True)),
@@ -103,7 +114,7 @@ def page_data(parts: list[str], settings: ReportSettings, table=None, usage=None
     return data
 
 
-def _capped(rows, keys: list[str]):
+def _capped(rows: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     """A dimension's (keys, day) rows, its MAX_KEYS costliest groups as they are and the rest as one
     `OTHER` group per day (summed: its cost a float sum of exact group costs)."""
     import polars as pl
@@ -120,14 +131,14 @@ def _capped(rows, keys: list[str]):
     return pl.concat([rows.join(kept, on=keys, how="semi"), other.select(rows.columns)])
 
 
-def _encode(frame, keys: list[str], day_index: dict[date, int]) -> dict[str, Any]:
+def _encode(frame: pl.DataFrame, keys: list[str], day_index: dict[date, int]) -> JsonObject:
     """Columns, not records: the groups' names once (`names`), then per row its group and day indexes."""
     frame = frame.sort([*keys, "local_date"])
     names: dict[tuple, int] = {}
     group = []
     for key in frame.select(keys).iter_rows():
         group.append(names.setdefault(key, len(names)))
-    out: dict[str, Any] = {
+    out: JsonObject = {
         "keys": keys,
         "names": [list(k) for k in names],
         "group": group,
@@ -138,7 +149,7 @@ def _encode(frame, keys: list[str], day_index: dict[date, int]) -> dict[str, Any
     return out
 
 
-def _sessions(report, day_index: dict[date, int]) -> dict[str, Any]:
+def _sessions(report: Report, day_index: dict[date, int]) -> JsonObject:
     """The MAX_SESSIONS costliest sessions (`--by session`'s groups: id, agent, project) with each day's
     numbers, models and branch, from `report`: `--by session`'s groups per local day and branch."""
     import polars as pl
@@ -146,8 +157,9 @@ def _sessions(report, day_index: dict[date, int]) -> dict[str, Any]:
     from batchcompact.report.rules import branch_name
 
     keys = keys_of("session")
-    rows = report.rows.with_columns(
-        pl.Series("branch", [branch_name(b) for b in report.rows["branch"].to_list()], dtype=pl.String))
+    frame = cast(pl.DataFrame, report.rows)  # (build_reports: polars rows)
+    rows = frame.with_columns(
+        pl.Series("branch", [branch_name(b) for b in frame["branch"].to_list()], dtype=pl.String))
     per_day = rows.group_by([*keys, "local_date"]).agg(
         *[pl.col(c).sum() for c in NUMBERS],
         pl.col("models").alias("models"),  # a list per branch: joined below
@@ -162,7 +174,7 @@ def _sessions(report, day_index: dict[date, int]) -> dict[str, Any]:
     per_day = per_day.join(kept, on=keys, how="semi", nulls_equal=True).sort([*keys, "local_date"])
     names: dict[tuple, int] = {}
     group = [names.setdefault(k, len(names)) for k in per_day.select(keys).iter_rows()]
-    out: dict[str, Any] = {
+    out: JsonObject = {
         "count": count,
         "keys": keys,
         "names": [list(k) for k in names],
@@ -178,7 +190,7 @@ def _sessions(report, day_index: dict[date, int]) -> dict[str, Any]:
     return out
 
 
-def _numbers(series) -> list:
+def _numbers(series: pl.Series) -> list:
     """A column of numbers as JSON may hold it (`_finite`: only a float can be no finite number)."""
     values = series.to_list()
     return _finite(values) if series.dtype.is_float() else values
@@ -190,11 +202,11 @@ def _finite(values: list) -> list:
     return [None if isinstance(v, float) and not math.isfinite(v) else v for v in values]
 
 
-def _iso(value) -> str | None:
+def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def _filters(settings: ReportSettings) -> dict[str, Any]:
+def _filters(settings: ReportSettings) -> JsonObject:
     s = settings
     since = page_settings(s).since
     return {"since": since.isoformat() if since else None, "until": s.until.isoformat() if s.until else None,
@@ -206,7 +218,7 @@ def _asset(name: str) -> str:
     return resources.files("batchcompact.report").joinpath("page", name).read_text(encoding="utf-8")
 
 
-def embedded_json(data: Any) -> str:
+def embedded_json(data: JsonValue) -> str:
     """`data` as JSON safe inside a <script> element: `<`, `>`, `&` as \\u escapes (JSON reads them back
     as themselves), so no name ends the element or opens a comment."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -232,7 +244,7 @@ def page_script() -> str:
     return script[:at] + page_labels_js(indent) + script[at + len(LABELS_SLOT):]
 
 
-def render_page(data: dict[str, Any], title: str = "AI spend") -> str:
+def render_page(data: JsonObject, title: str = "AI spend") -> str:
     """The page: styles, the data, Chart.js and the page's script, in one file."""
     script = page_script()
     return (
@@ -266,8 +278,8 @@ def run_reports(paths: list[str]) -> list[str]:
     return sorted(found)
 
 
-def run_savings(paths: list[str], settings: ReportSettings, table, day_index: dict[date, int] | None = None
-                ) -> dict[str, Any] | None:
+def run_savings(paths: list[str], settings: ReportSettings, table: PriceTable, day_index: dict[date, int] | None = None
+                ) -> JsonObject | None:
     """What batchcompact's runs did, per local day, from the run reports among `paths` (report/run_usage.py
     reads the same files for their spend): sessions compacted, context tokens before -> after, what they
     cost, what the batch API saved (the on-demand price of the same tokens minus the batch price paid),
@@ -327,7 +339,8 @@ def run_savings(paths: list[str], settings: ReportSettings, table, day_index: di
     return {"files": files, "days": sorted(per_day), "by_day": [per_day[d] for d in sorted(per_day)]}
 
 
-def write_page(parts: list[str], settings: ReportSettings, path: str, paths: list[str] = (), usage=None) -> int:
+def write_page(parts: list[str], settings: ReportSettings, path: str, paths: Sequence[str] = (),
+               usage: tuple[pl.DataFrame, list[str]] | None = None) -> int:
     """Build the page and write it whole (outfile: a temp file beside it, renamed); returns its bytes.
     `paths`: the report's PATHS, where run reports are looked for (`run_savings`); `usage`: as `page_data`'s
     (the same prices as `settings.pricing_file`'s)."""

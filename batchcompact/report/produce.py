@@ -12,10 +12,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from batchcompact.errors import UsageError
 from batchcompact.report.settings import ReportSettings
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from batchcompact.core.jsontypes import JsonObject
+    from batchcompact.pipeline.executor import Executor
+    from batchcompact.report.collect import CollectResult
+    from batchcompact.report.fast_collect import Collected
+    from batchcompact.report.files import Walk
+    from batchcompact.report.result import Report
+    from batchcompact.report.result_cache import ResultCache
 
 
 @dataclass(frozen=True)
@@ -61,7 +72,7 @@ class ReportRequest:
             if given:
                 raise UsageError(f"{name} does not apply to --by request (one row per request; use --since/--until)")
 
-    def open_executor(self) -> Any:
+    def open_executor(self) -> Executor | None:
         """The executor extraction runs on (None: this machine's processes, the report's own pool)."""
         if self.executor == "local":
             return None
@@ -91,14 +102,14 @@ class ReportOutput:
     requests: int | None = None  # the report's requests (None: not known, a report stored before it was kept)
 
     @classmethod
-    def stored(cls, kept: dict[str, Any]) -> ReportOutput:
+    def stored(cls, kept: JsonObject) -> ReportOutput:
         return cls(kept["warnings"], kept["unpriced"], kept["dropped_zero"], kept["files"], 0, kept["files"],
                    unread=kept.get("unread", 0), incomplete=kept.get("incomplete", 0), replayed=True, texts=kept["texts"], table_width=kept.get("table_width"),
                    requests=kept.get("requests"))
 
-    def kept(self) -> dict[str, Any]:
+    def kept(self) -> JsonObject:
         """What is stored for the next identical report (result_cache.py)."""
-        kept: dict[str, Any] = {"warnings": self.warnings, "unpriced": self.unpriced,
+        kept: JsonObject = {"warnings": self.warnings, "unpriced": self.unpriced,
                                 "dropped_zero": self.dropped_zero, "files": self.files, "texts": self.texts,
                                 "unread": self.unread, "incomplete": self.incomplete, "requests": self.requests}
         if self.table_width is not None:
@@ -134,7 +145,8 @@ def produce_report(request: ReportRequest, *, say: Callable[[str], None] | None 
     return out
 
 
-def _stored_results(paths, settings: ReportSettings, fmt: str, sources: list[dict], cache_dir):
+def _stored_results(paths: list[str], settings: ReportSettings, fmt: str, sources: list[dict],
+                    cache_dir: str | None) -> tuple[ResultCache, str] | None:
     """(ResultCache, key) when this report's output can be kept for an unchanged archive, else None."""
     from batchcompact.folders import cache_folder
     from batchcompact.report.result_cache import ResultCache, archive_keys, result_key, storable
@@ -146,7 +158,8 @@ def _stored_results(paths, settings: ReportSettings, fmt: str, sources: list[dic
     return None if key is None else (ResultCache(cache_dir or cache_folder()), key)
 
 
-def _full_report(paths: list[str], request: ReportRequest, sources: list[dict], *, warn) -> ReportOutput:
+def _full_report(paths: list[str], request: ReportRequest, sources: list[dict], *,
+                 warn: Callable[[str], None] | None) -> ReportOutput:
     """Collect (cache-aware), aggregate (polars, or plain Python for a supported `--no-cache` report), render."""
     from batchcompact.folders import cache_folder
     from batchcompact.report.render import report_records, table_width, write_report
@@ -163,8 +176,9 @@ def _full_report(paths: list[str], request: ReportRequest, sources: list[dict], 
     if quick is not None:
         result, collected = quick
         warnings = _warnings(collected, settings)
-        for warning in warnings if warn is not None else ():
-            warn(warning)
+        if warn is not None:
+            for warning in warnings:
+                warn(warning)
     else:
         from batchcompact.report import build_report, collect_usage
 
@@ -176,8 +190,9 @@ def _full_report(paths: list[str], request: ReportRequest, sources: list[dict], 
                 runner.close()
         try:
             warnings = _warnings(collected, settings)
-            for warning in warnings if warn is not None else ():
-                warn(warning)
+            if warn is not None:
+                for warning in warnings:
+                    warn(warning)
             usage = None
             if html:  # the page deduplicates and prices the requests as the table does (`page_settings` only
                 # changes what shapes groups): done once for both (a team's year: seconds each)
@@ -205,7 +220,7 @@ def _full_report(paths: list[str], request: ReportRequest, sources: list[dict], 
     if settings.by == "request":  # the per-request export: its own columns and writer
         from batchcompact.report.export import write_export
 
-        text = write_export(result.rows, fmt, output)
+        text = write_export(cast("pl.DataFrame", result.rows), fmt, output)  # (polars' rows: fast.supported)
         if text is not None:
             out.texts = {"wide": text}
     elif fmt == "jsonl":
@@ -213,21 +228,22 @@ def _full_report(paths: list[str], request: ReportRequest, sources: list[dict], 
     elif fmt == "parquet":
         write_report(result, fmt, output)
     else:
-        out.texts = {"wide": write_report(result, fmt, None, compact=False, sources=sources)}
+        # (no output file: write_report gives the text)
+        out.texts = {"wide": cast(str, write_report(result, fmt, None, compact=False, sources=sources))}
         if fmt == "table":
-            out.texts["compact"] = write_report(result, fmt, None, compact=True, sources=sources)
+            out.texts["compact"] = cast(str, write_report(result, fmt, None, compact=True, sources=sources))
             out.table_width = table_width(result)
     return out
 
 
-def _warnings(collected, settings: ReportSettings) -> list[str]:
+def _warnings(collected: CollectResult | Collected, settings: ReportSettings) -> list[str]:
     """The files' warnings, then one for each machine name two machines use (report/export.py)."""
     from batchcompact.report.export import machine_warnings
 
     return [*collected.warnings, *machine_warnings(collected.stats, settings)]
 
 
-def chart_report(result, parts: list[str], settings: ReportSettings):
+def chart_report(result: Report, parts: list[str], settings: ReportSettings) -> Report:
     """What the chart draws: the table's groups (the same `--by`, filters and scope: `--by block` is
     Claude's unless `--agent`/`--source` say) broken down by model. The table itself where it already is
     (a breakdown, `--by model`) or carries its stacks (blocks); else the breakdown of the same groups,
@@ -239,14 +255,16 @@ def chart_report(result, parts: list[str], settings: ReportSettings):
         return result
     wide = build_report(parts, replace(settings, breakdown=True, last=settings.last if settings.by in PERIODS else None))
     keys = [k for k in result.keys if k != "model"]
-    bars = result.rows.select(keys).with_row_index("_bar")  # the table's rows, in its order
-    wide.rows = (wide.rows.join(bars, on=keys, how="inner", nulls_equal=True)
+    # (polars' rows: a chart is never the cold report's)
+    bars = cast("pl.DataFrame", result.rows).select(keys).with_row_index("_bar")  # the table's rows, in its order
+    wide.rows = (cast("pl.DataFrame", wide.rows).join(bars, on=keys, how="inner", nulls_equal=True)
                  .sort("_bar", maintain_order=True).drop("_bar"))
     return wide
 
 
-def _quick_report(paths, settings: ReportSettings, fmt: str, jobs, max_bytes: int | None = None,
-                  cache_dir: str | Path | None = None, empty_ok: bool = False):
+def _quick_report(paths: list[str], settings: ReportSettings, fmt: str, jobs: int | None, max_bytes: int | None = None,
+                  cache_dir: str | Path | None = None, empty_ok: bool = False
+                  ) -> tuple[tuple[Report, Collected] | None, Walk | None]:
     """((Report, Collected), None) from the cold path without polars (report/fast.py), or (None, walk) when
     these options or rows need the polars path (Parquet usage exports of more than `MAX_EXPORT_ROWS` requests
     too: polars reads them as columns), or the archive is larger than `max_bytes` and `cache_dir`

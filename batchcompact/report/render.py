@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from batchcompact.core.times import iso_time
 from batchcompact.errors import UsageError
@@ -72,7 +72,8 @@ def flat_frame(report: Report) -> pl.DataFrame:
     import polars as pl
 
     columns = [*report.keys, *JSON_FIELDS, *report.extra_columns]
-    return report.rows.select(columns).with_columns(pl.col("models").list.join(";"), pl.col("agents").list.join(";"))
+    rows = cast("pl.DataFrame", report.rows)  # (polars' rows: `write_report` writes a RowList's CSV itself)
+    return rows.select(columns).with_columns(pl.col("models").list.join(";"), pl.col("agents").list.join(";"))
 
 
 COMPACT_WIDTH = 120  # below this many columns a terminal gets the compact table
@@ -97,7 +98,8 @@ def render_table(report: Report, compact: bool = False) -> str:
     if by == "session" and not compact:
         extra = [("first", "first_timestamp"), ("last", "last_timestamp")]
     cells = COMPACT_CELLS if compact else TOKEN_CELLS
-    limit = by == "block" and report.rows.height and report.rows["token_limit"].drop_nulls().len()
+    limit = by == "block" and report.rows.height and cast(  # (blocks are polars' rows)
+        "pl.DataFrame", report.rows)["token_limit"].drop_nulls().len()
     headers = [h for h, _ in key_cells] + [h for h, _ in extra] + [h for h, _ in cells] + ["cost USD"]
     if limit:
         headers.append("% limit")
@@ -164,7 +166,7 @@ def _active_block_lines(report: Report) -> list[str]:
     return out
 
 
-def _cell(value, timezone: str = "UTC") -> str:
+def _cell(value: object, timezone: str = "UTC") -> str:
     """A table cell; ISO timestamps are shown to the minute in the report's time zone."""
     if value is None:
         return ""
@@ -225,7 +227,7 @@ REPORT_TABLE = "report"
 REPORT_SCHEMA_VERSION = 2
 
 
-def parquet_frame(report: Report):
+def parquet_frame(report: Report) -> pl.DataFrame:
     """The report's rows as the Parquet report holds them: the period keys as dates."""
     import polars as pl
 
@@ -242,7 +244,7 @@ def parquet_frame(report: Report):
     return rows.with_columns(periods) if periods else rows
 
 
-def write_parquet_report(report: Report, where) -> None:
+def write_parquet_report(report: Report, where: str | Path) -> None:
     """The Parquet report (pyarrow writes it; its metadata names the table and REPORT_SCHEMA_VERSION)."""
     import pyarrow.parquet as pq
 
@@ -255,11 +257,11 @@ def write_parquet_report(report: Report, where) -> None:
         pq.write_table(table.replace_schema_metadata(metadata), sink)
 
 
-def _plain(value):
+def _plain(value: object) -> object:
     if isinstance(value, datetime):
         return iso_time(value)
     if type(value).__module__.startswith("polars"):  # a list cell of a polars row (pl.Series)
-        return value.to_list()
+        return cast("pl.Series", value).to_list()
     return value
 
 
@@ -268,10 +270,10 @@ def _models_cell(models: list[str], limit: int = 60) -> str:
     return text if len(text) <= limit else f"{len(models)} models"
 
 
-def _n(value) -> str:
+def _n(value: object) -> str:
     return f"{value:,}" if isinstance(value, int) else ""
 
 
-def _cost(value, unpriced) -> str:
+def _cost(value: object, unpriced: object) -> str:
     text = f"${value:,.2f}" if isinstance(value, (int, float)) else "?"
     return text + ("*" if unpriced else "")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import polars as pl
 
+    from batchcompact.report.row_list import RowList
     from batchcompact.report.settings import ReportSettings
 
 
@@ -21,7 +22,7 @@ class Report:
 
     settings: ReportSettings
     keys: list[str]
-    rows: pl.DataFrame
+    rows: pl.DataFrame | RowList  # RowList: the cold report's (fast.py), read through the same two members
     totals: dict
     unpriced_models: list[str] = field(default_factory=list)
     pricing_source: str = ""

@@ -23,12 +23,13 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
 
 from batchcompact.adapters.common.usage_rows import USAGE_SCHEMA_VERSION
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 from batchcompact.report.files import EXTRACT_RULES_VERSION, FileKey, iter_keys
 from batchcompact.report.settings import ReportSettings
 
@@ -48,7 +49,7 @@ def storable(settings: ReportSettings, fmt: str) -> bool:
     return fmt in FORMATS and settings.by != "block" and settings.now is None
 
 
-def archive_keys(paths: list[str | Path]) -> list[FileKey] | None:
+def archive_keys(paths: Sequence[str | Path]) -> list[FileKey] | None:
     """Every file the report would cover, as the full path finds them; None when one cannot be stat'ed
     (the full path reports it)."""
     try:
@@ -85,7 +86,7 @@ class ResultCache:
     def __init__(self, cache_dir: str | Path) -> None:
         self.folder = Path(cache_dir) / f"usage-v{USAGE_SCHEMA_VERSION}" / "results"
 
-    def load(self, key: str) -> dict[str, Any] | None:
+    def load(self, key: str) -> JsonObject | None:
         """The stored payload for `key`, verified; None when absent or damaged."""
         path = self.folder / f"{key}.json"
         try:
@@ -102,7 +103,7 @@ class ResultCache:
             return None
         return payload if isinstance(payload, dict) else None
 
-    def store(self, key: str, payload: dict[str, Any]) -> None:
+    def store(self, key: str, payload: JsonObject) -> None:
         """Keep `payload` for `key` (never fails the report: a result is only an optimisation)."""
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         header = json.dumps({"key": key, "sha256": hashlib.sha256(body).hexdigest(), "bytes": len(body)})
@@ -148,7 +149,7 @@ def _today(timezone: str) -> str | None:
         return str(time.time())  # unknown zone: never the same key twice (the full path reports it)
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> JsonValue:
     if isinstance(value, (date, datetime)):
         return value.isoformat()
     if isinstance(value, tuple):

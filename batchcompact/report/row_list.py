@@ -4,7 +4,9 @@ engines print the same bytes (`tests/test_report_fast.py`). Standard library onl
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
+from typing import cast
 
 from batchcompact.core.times import iso_time
 
@@ -19,7 +21,7 @@ class RowList:
     def height(self) -> int:
         return len(self.rows)
 
-    def iter_rows(self, *, named: bool = True):
+    def iter_rows(self, *, named: bool = True) -> Iterator[dict]:
         return iter(self.rows)
 
     def csv(self, columns: list[str]) -> str:
@@ -34,9 +36,9 @@ class RowList:
 CSV_DATETIME = "%Y-%m-%dT%H:%M:%S%.6f%:z"
 
 
-def _csv_cell(value, joined: bool) -> str:
+def _csv_cell(value: object, joined: bool) -> str:
     if joined:
-        value = ";".join(value)
+        value = ";".join(cast("list[str]", value))  # `models`, `agents`: lists of names
     if value is None:
         return ""
     if isinstance(value, str):

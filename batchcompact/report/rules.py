@@ -34,9 +34,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from typing import TYPE_CHECKING, TypeVar, cast, overload
 
 from batchcompact.agents import find
 from batchcompact.report.settings import PERIODS, PROVIDER_ALIASES, ReportSettings, week_start_index
+
+if TYPE_CHECKING:
+    import polars as pl
+
+Cost = TypeVar("Cost")  # a float (fast.py) or a polars expression (aggregate.py)
 
 # ---- the names some groupings show ----
 
@@ -100,10 +106,11 @@ class ProjectNames:
     def name(self, project: str | None) -> str | None:
         """The project as reports show it: its alias (by whole path first, then folder name), else itself."""
         found = self.names.get(project, self)
-        if found is self:
-            found = self.aliases.get(project)
+        if isinstance(found, ProjectNames):  # (self: not seen yet)
+            path = cast(str, project)  # a str: None is in `names` from the start
+            found = self.aliases.get(path)
             if found is None:
-                found = self.aliases.get(project_tail(project), project)
+                found = self.aliases.get(project_tail(path), path)
             self.names[project] = found
         return found
 
@@ -117,8 +124,9 @@ class ProjectNames:
         that a group lists; else its name."""
         found = self.groups_of.get(project)
         if found is None:
-            shown = self.name(project)
-            found = next((self.members[c] for c in (shown, project, project_tail(shown), project_tail(project))
+            path = cast(str, project)  # a str: None is in `groups_of` from the start
+            shown = cast(str, self.name(path))  # a path's name is a str (its alias, else itself)
+            found = next((self.members[c] for c in (shown, path, project_tail(shown), project_tail(path))
                           if c in self.members), shown)
             self.groups_of[project] = found
         return found
@@ -193,7 +201,7 @@ def first_wins(order: Sequence[tuple[int, bool]]) -> Callable[[tuple, tuple], bo
 
 # ---- costs ----
 
-def cost_usd(cost_mode: str, recorded, computed, coalesce: Callable):
+def cost_usd(cost_mode: str, recorded: Cost, computed: Cost, coalesce: Callable[[Cost, Cost], Cost]) -> Cost:
     """A request's cost by `--cost-mode`: `calculate` the computed cost, `recorded` the recorded one, `auto`
     the recorded one where the file has it, else the computed one (`coalesce(recorded, computed)`)."""
     if cost_mode == "calculate":
@@ -203,7 +211,11 @@ def cost_usd(cost_mode: str, recorded, computed, coalesce: Callable):
     return coalesce(recorded, computed)
 
 
-def has_usage(total_tokens, recorded_or_zero):
+@overload
+def has_usage(total_tokens: pl.Expr, recorded_or_zero: pl.Expr) -> pl.Expr: ...
+@overload
+def has_usage(total_tokens: float, recorded_or_zero: float) -> bool: ...
+def has_usage(total_tokens: float | pl.Expr, recorded_or_zero: float | pl.Expr) -> bool | pl.Expr:
     """Whether a request is counted: some tokens, or a recorded cost above zero (no cost counts as zero);
     the others are dropped and reported as `dropped_zero`. Numbers or polars expressions."""
     return (total_tokens > 0) | (recorded_or_zero > 0)

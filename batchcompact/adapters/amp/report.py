@@ -29,6 +29,7 @@ from batchcompact.adapters.common.lines import (
     rest_is_output,
 )
 from batchcompact.adapters.common.usage_rows import UsageRows
+from batchcompact.core.jsontypes import JsonValue
 
 AGENT = "amp"
 
@@ -71,7 +72,7 @@ def extract_amp(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
                 identity=f"message{identity}" if identity is not None else f"position{position}")
 
 
-def add_row(rows: UsageRows, path: Path, thread_id: str, when, model: str | None, numbers: list[int],
+def add_row(rows: UsageRows, path: Path, thread_id: str, when: JsonValue, model: str | None, numbers: list[int],
             total: int, *, identity: str) -> None:
     """numbers: input, output, cache read, cache write."""
     rest_is_output(numbers, total)

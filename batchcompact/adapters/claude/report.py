@@ -52,6 +52,7 @@ from batchcompact.adapters.common.lines import (
     parse_timestamp,
 )
 from batchcompact.adapters.common.usage_rows import UsageRows
+from batchcompact.core.jsontypes import JsonValue
 
 # Every line usage_line reads holds this string: its own type, or the type of the assistant line inside it.
 WANT = (b'"assistant"',)
@@ -175,7 +176,7 @@ def usage_counts(usage: dict) -> tuple[int, int, int, int, int]:
     that breakdown, else `cache_creation_input_tokens`. `as_int` only for what is not already an int: this
     runs for every usage line of every Claude file."""
     get = usage.get
-    numbers = [get("input_tokens"), get("output_tokens"), get("cache_read_input_tokens")]
+    numbers: list[JsonValue] = [get("input_tokens"), get("output_tokens"), get("cache_read_input_tokens")]  # ints below
     for i, value in enumerate(numbers):
         if type(value) is not int:
             numbers[i] = as_int(value)

@@ -72,7 +72,8 @@ def extract_cline(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
         metrics = message.get("metrics")
         if not isinstance(metrics, dict):
             continue
-        info = message.get("modelInfo") if isinstance(message.get("modelInfo"), dict) else {}
+        info = message.get("modelInfo")
+        info = info if isinstance(info, dict) else {}
         model = first_str(info, "id")
         model = model.strip() if model else None
         uncached, read, write = split_input(metrics)

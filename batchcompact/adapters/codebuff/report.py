@@ -27,6 +27,7 @@ from pathlib import Path
 from batchcompact.adapters.common.documents import read_json
 from batchcompact.adapters.common.lines import ExtractStats, as_int, first_str, parse_timestamp
 from batchcompact.adapters.common.usage_rows import UsageRows
+from batchcompact.core.jsontypes import JsonValue
 
 AGENT = "codebuff"
 ASSISTANT = ("ai", "agent", "assistant")
@@ -46,7 +47,7 @@ def chat_time(chat_id: str) -> datetime | None:
     return parse_timestamp(f"{day}T{clock.replace('-', ':', 2)}") if sep else None
 
 
-def read_usage(usage) -> tuple[int, int, int, int] | None:
+def read_usage(usage: JsonValue) -> tuple[int, int, int, int] | None:
     """(input excluding cache, output, cache read, cache write) of one usage object, or None."""
     if not isinstance(usage, dict):
         return None
@@ -71,9 +72,11 @@ def read_usage(usage) -> tuple[int, int, int, int] | None:
 
 
 def message_usage(message: dict) -> tuple[tuple[int, int, int, int] | None, str | None]:
-    metadata = message.get("metadata") if isinstance(message.get("metadata"), dict) else {}
+    metadata = message.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
     model = first_str(metadata, "model")
-    codebuff = metadata.get("codebuff") if isinstance(metadata.get("codebuff"), dict) else {}
+    codebuff = metadata.get("codebuff")
+    codebuff = codebuff if isinstance(codebuff, dict) else {}
     found = read_usage(metadata.get("usage")) or read_usage(codebuff.get("usage"))
     if found:
         return found, model or first_str(codebuff, "model")
@@ -83,8 +86,10 @@ def message_usage(message: dict) -> tuple[tuple[int, int, int, int] | None, str 
     for entry in reversed(state if isinstance(state, list) else []):
         if not isinstance(entry, dict) or entry.get("role") != "assistant":
             continue
-        options = entry.get("providerOptions") if isinstance(entry.get("providerOptions"), dict) else {}
-        inner = options.get("codebuff") if isinstance(options.get("codebuff"), dict) else {}
+        options = entry.get("providerOptions")
+        options = options if isinstance(options, dict) else {}
+        inner = options.get("codebuff")
+        inner = inner if isinstance(inner, dict) else {}
         found = read_usage(inner.get("usage")) or read_usage(options.get("usage"))
         if found:
             return found, model or first_str(inner, "model")
@@ -104,7 +109,8 @@ def extract_codebuff(path: str | Path, rows: UsageRows, stats: ExtractStats) -> 
         numbers, model = message_usage(message)
         if numbers is None:
             continue
-        metadata = message.get("metadata") if isinstance(message.get("metadata"), dict) else {}
+        metadata = message.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
         when = parse_timestamp(message.get("timestamp") or message.get("createdAt") or metadata.get("timestamp"))
         identity = first_str(message, "id") or f"{position}:{':'.join(map(str, numbers))}"
         rows.add_request(

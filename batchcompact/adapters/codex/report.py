@@ -39,6 +39,7 @@ from typing import IO
 from batchcompact.adapters.codex.read import USAGE_FIELDS
 from batchcompact.adapters.common.lines import ExtractStats, as_int, load_line, open_binary, parse_timestamp
 from batchcompact.adapters.common.usage_rows import UsageRows
+from batchcompact.core.jsontypes import JsonValue
 from batchcompact.formats.jsonl import capped_lines
 
 WANT = (b"token_count", b'"turn_context"', b'"session_meta"')
@@ -171,7 +172,7 @@ def _read(fh: IO[bytes], path: Path, rows: UsageRows, stats: ExtractStats) -> No
     previous_total: tuple | None = None
     copy_second: str | None = None  # the second the inherited history was written in (a child rollout)
     copied_meta = False  # the parent's own session_meta was copied: what follows in that second is its history
-    held: list[tuple] = []  # events of the copy second in a child without a copied meta: a burst (>= 2) or its own
+    held = UsageRows()  # events of the copy second in a child without a copied meta: a burst (>= 2) or its own
     child = False
     # Lines read by their bytes (see docs/report.md, "Codex"): an event whose info is byte for byte the
     # last parsed event's is a repeat; a turn_context equal to the last parsed one but for its turn id
@@ -185,8 +186,8 @@ def _read(fh: IO[bytes], path: Path, rows: UsageRows, stats: ExtractStats) -> No
         if len(held) >= 2:
             stats.inherited_dropped += len(held)
         else:
-            rows.rows.extend(held)
-        held.clear()
+            rows.rows.extend(held.rows)
+        held.rows.clear()
 
     for number, raw, kind, at in read_lines(fh, stats):
         if kind is TOKEN_COUNT:
@@ -269,22 +270,16 @@ def _read(fh: IO[bytes], path: Path, rows: UsageRows, stats: ExtractStats) -> No
             release()
         given, cached, output, reasoning, _ = _counts(last)  # USAGE_FIELDS
         written = as_int(last.get("cache_write_input_tokens"))
-        fresh = max(given - cached - written, 0)
         when = obj.get("timestamp")
-        row = (  # schema.COLUMNS order, as UsageRows.add builds it (this runs for every request)
-            "codex", "codex", file, number, session_id or _session_from_name(path), project,
-            parse_timestamp(when), provider,
-            model or "gpt-5",  # logs before turn_context carried a model (Sept 2025) ran gpt-5
-            "main",
+        (held if in_copy else rows).add(
+            source="codex", file=file, line=number, session_id=session_id or _session_from_name(path),
+            project=project, timestamp=parse_timestamp(when), provider=provider,
+            model=model or "gpt-5",  # logs before turn_context carried a model (Sept 2025) ran gpt-5
+            kind="main",
             # Forked threads copy history; a copied event has the same time and cumulative total.
-            f"codex:{when}:{total_key}" if total_key else None, 0,
-            fresh, output, cached, written, 0, reasoning,
-            fresh + output + cached + written, None, branch, None, None,
-        )
-        if in_copy:
-            held.append(row)
-        else:
-            rows.rows.append(row)
+            dedupe_key=f"codex:{when}:{total_key}" if total_key else None,
+            input_tokens=max(given - cached - written, 0), output_tokens=output, cache_read_tokens=cached,
+            cache_write_tokens=written, reasoning_tokens=reasoning, branch=branch)
     release()
 
 
@@ -322,7 +317,7 @@ def parent_thread(meta: dict) -> str | None:
     return None
 
 
-def _second(timestamp) -> str | None:
+def _second(timestamp: JsonValue) -> str | None:
     """An ISO time cut to the second (the copy burst's unit)."""
     return timestamp[:19] if isinstance(timestamp, str) and len(timestamp) >= 19 else None
 

@@ -112,7 +112,8 @@ def otel_record(number: int, obj: dict, attributes: dict) -> dict | None:
     """The usage-bearing OTel record on this line, classified; None for metrics and other spans."""
     span = is_span(obj)
     operation = attributes.get("gen_ai.operation.name")
-    name = obj.get("name") if isinstance(obj.get("name"), str) else ""
+    name = obj.get("name")
+    name = name if isinstance(name, str) else ""
     body = obj.get("body") if isinstance(obj.get("body"), str) else obj.get("_body")
     body = body if isinstance(body, str) else ""
     event = attributes.get("event.name")
@@ -126,7 +127,8 @@ def otel_record(number: int, obj: dict, attributes: dict) -> dict | None:
         priority = AGENT_TURN_LOG
     else:
         return None
-    context = obj.get("spanContext") if isinstance(obj.get("spanContext"), dict) else {}
+    context = obj.get("spanContext")
+    context = context if isinstance(context, dict) else {}
     return {
         "line": number,
         "priority": priority,
@@ -244,7 +246,8 @@ def call_kind(event: dict, usage: dict) -> str:
 def add_call_row(file: str, session_id: str, project: str | None, call: dict, rows: UsageRows,
                  call_keys: CallKeys) -> None:
     usage, event = call["usage"], call["event"]
-    accounting = usage.get("accounting") if isinstance(usage.get("accounting"), dict) else {}
+    accounting = usage.get("accounting")
+    accounting = accounting if isinstance(accounting, dict) else {}
     identity = first_str(usage, "apiCallId") or first_str(accounting, "usageId")
     total_input = as_int(usage.get("inputTokens"))
     cache_read = min(as_int(usage.get("cacheReadTokens")), total_input)

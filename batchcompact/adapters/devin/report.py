@@ -42,11 +42,13 @@ def step_usage(step: dict) -> tuple[int, int, int, int] | None:
     """(uncached input, output, cache read, cache write) of an agent step, or None without metrics."""
     metrics = step.get("metrics")
     if isinstance(metrics, dict):
-        extra = metrics.get("extra") if isinstance(metrics.get("extra"), dict) else {}
+        extra = metrics.get("extra")
+        extra = extra if isinstance(extra, dict) else {}
         read, write = as_int(metrics.get("cached_tokens")), as_int(extra.get("cache_creation_input_tokens"))
         return (max(as_int(metrics.get("prompt_tokens")) - read - write, 0), as_int(metrics.get("completion_tokens")),
                 read, write)
-    metadata = step.get("metadata") if isinstance(step.get("metadata"), dict) else {}
+    metadata = step.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
     legacy = metadata.get("metrics")
     if isinstance(legacy, dict):
         return (as_int(legacy.get("input_tokens")), as_int(legacy.get("output_tokens")),
@@ -64,7 +66,8 @@ def extract_devin(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
         stats.refuse("not a Devin transcript (no ATIF `schema_version` and `steps` list)")
         return
     session_id = first_str(doc, "session_id") or path.stem
-    agent = doc.get("agent") if isinstance(doc.get("agent"), dict) else {}
+    agent = doc.get("agent")
+    agent = agent if isinstance(agent, dict) else {}
     fallback_model = first_str(agent, "model_name")
     for position, step in enumerate(doc["steps"]):
         if not isinstance(step, dict) or step.get("source") != "agent":
@@ -72,12 +75,14 @@ def extract_devin(path: str | Path, rows: UsageRows, stats: ExtractStats) -> Non
         usage = step_usage(step)
         if usage is None or not any(usage):
             continue
-        metadata = step.get("metadata") if isinstance(step.get("metadata"), dict) else {}
+        metadata = step.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
         when = parse_timestamp(step.get("timestamp")) or parse_timestamp(metadata.get("created_at"))
         if when is None:
             stats.warn(None, f"step {position + 1} has usage but no time; not counted")
             continue
-        extra = step.get("extra") if isinstance(step.get("extra"), dict) else {}
+        extra = step.get("extra")
+        extra = extra if isinstance(extra, dict) else {}
         model = first_str(extra, "generation_model") or first_str(metadata, "generation_model")
         if model is None:
             display = first_str(step, "model_name") or fallback_model

@@ -61,9 +61,9 @@ def sidecar_model(settings: Path) -> str | None:
                     break
                 line = raw.decode("utf-8", "replace")
                 if "Model:" in line:
-                    raw = re.split(r'["\\\[]', line.split("Model:", 1)[1])[0].strip()
-                    if raw:
-                        return normalize_model(raw)
+                    name = re.split(r'["\\\[]', line.split("Model:", 1)[1])[0].strip()
+                    if name:
+                        return normalize_model(name)
     except OSError:
         return None
     return None

@@ -27,6 +27,7 @@ from pathlib import Path
 from batchcompact.adapters.common.documents import read_json
 from batchcompact.adapters.common.lines import ExtractStats, as_int, iter_json_lines, parse_timestamp
 from batchcompact.adapters.common.usage_rows import UsageRows
+from batchcompact.core.jsontypes import JsonValue
 
 NO_ID = "\0"  # a message without an id is known by its place in the file, and not keyed across files
 
@@ -65,7 +66,7 @@ def extract_gemini(path: str | Path, rows: UsageRows, stats: ExtractStats) -> No
                 project=project, message_id=message_id)
 
 
-def _keep(messages: dict, message, line: int | None, session: str | None, *, fallback: str) -> None:
+def _keep(messages: dict, message: JsonValue, line: int | None, session: str | None, *, fallback: str) -> None:
     if not isinstance(message, dict) or message.get("type") != "gemini":
         return
     message_id = message.get("id") if isinstance(message.get("id"), str) and message.get("id") else fallback

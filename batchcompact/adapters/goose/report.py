@@ -23,12 +23,13 @@ from pathlib import Path
 from batchcompact.adapters.common.documents import json_column, table_rows
 from batchcompact.adapters.common.lines import ExtractStats, as_int, parse_timestamp
 from batchcompact.adapters.common.usage_rows import UsageRows
+from batchcompact.core.jsontypes import JsonValue
 
 AGENT = "goose"
 COUNTERS = ("input_tokens", "output_tokens", "total_tokens")
 
 
-def goose_time(value) -> datetime | None:
+def goose_time(value: JsonValue) -> datetime | None:
     """`created_at`: epoch seconds or ms, ISO text, or SQLite's `YYYY-MM-DD HH:MM:SS` (UTC)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return parse_timestamp(value if value > 1e12 else value * 1000)

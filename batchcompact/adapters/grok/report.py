@@ -55,12 +55,15 @@ def extract_grok(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
     path = Path(path)
     project = session_project(path.parent)
     for number, obj in iter_json_lines(path, stats, want=(b"turn_completed",)):
-        params = obj.get("params") if isinstance(obj.get("params"), dict) else {}
-        update = params.get("update") if isinstance(params.get("update"), dict) else {}
+        params = obj.get("params")
+        params = params if isinstance(params, dict) else {}
+        update = params.get("update")
+        update = update if isinstance(update, dict) else {}
         usage = update.get("usage")
         if update.get("sessionUpdate") != "turn_completed" or not isinstance(usage, dict):
             continue
-        meta = obj.get("_meta") if isinstance(obj.get("_meta"), dict) else params.get("_meta")
+        meta = obj.get("_meta")
+        meta = meta if isinstance(meta, dict) else params.get("_meta")
         meta = meta if isinstance(meta, dict) else {}
         event = first_str(meta, "eventId") or f"{path}:{number}"
         seconds = obj.get("timestamp")

@@ -39,6 +39,7 @@ from batchcompact.adapters.common.lines import (
     parse_timestamp,
 )
 from batchcompact.adapters.common.usage_rows import CallKeys, UsageRows
+from batchcompact.core.jsontypes import JsonValue
 from batchcompact.formats.jsonl import capped_lines
 from batchcompact.formats.scan import printable
 
@@ -88,8 +89,9 @@ def main_agent_cwd(path: Path) -> str | None:
                     break
                 if b'"config.update"' in raw:
                     obj = json.loads(raw)
-                    if isinstance(obj, dict) and first_str(obj, "cwd"):
-                        return printable(first_str(obj, "cwd"))  # "\ud800" is text to the standard library
+                    cwd = first_str(obj, "cwd") if isinstance(obj, dict) else None
+                    if cwd:
+                        return printable(cwd)  # "\ud800" is text to the standard library
     except (OSError, ValueError, RecursionError):  # RecursionError: a line nested deeper than json recurses
         return None
     return None
@@ -138,7 +140,7 @@ def add_kimi_cli_rows(path: Path, lines: list, rows: UsageRows) -> None:
                 key=call_keys(message_id, *numbers, seconds))
 
 
-def add_row(rows: UsageRows, path: Path, number: int, session_id: str, when, model: str | None,
+def add_row(rows: UsageRows, path: Path, number: int, session_id: str, when: JsonValue, model: str | None,
             usage: dict, *, camel: bool, kind: str, key: str | None, project: str | None = None) -> None:
     names = ("inputOther", "output", "inputCacheRead", "inputCacheCreation") if camel else (
         "input_other", "output", "input_cache_read", "input_cache_creation")
@@ -180,8 +182,9 @@ def configured_model(wire: Path) -> str | None:
     root = wire.parent.parent.parent.parent  # <share>/sessions/<group>/<session>/wire.jsonl
     try:
         value = json.loads((root / "config.json").read_text(encoding="utf-8"))
-        if isinstance(value, dict) and first_str(value, "model"):
-            return printable(first_str(value, "model"))  # "\ud800" is text to the standard library
+        model = first_str(value, "model") if isinstance(value, dict) else None
+        if model:
+            return printable(model)  # "\ud800" is text to the standard library
     except (OSError, ValueError):
         pass
     try:
@@ -189,7 +192,8 @@ def configured_model(wire: Path) -> str | None:
     except (OSError, ValueError):
         return None
     alias = config.get("default_model")
-    models = config.get("models") if isinstance(config.get("models"), dict) else {}
+    models = config.get("models")
+    models = models if isinstance(models, dict) else {}
     entry = models.get(alias) if isinstance(alias, str) else None
     if isinstance(entry, dict) and isinstance(entry.get("model"), str):
         return entry["model"]

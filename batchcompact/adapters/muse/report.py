@@ -61,9 +61,11 @@ def extract_muse(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
     project: str | None = None
     calls: list[tuple[int, dict]] = []
     for number, obj in iter_json_lines(path, stats, want=(b"model_completed", b"runtime.session.metadata")):
-        payload = obj.get("payload") if isinstance(obj.get("payload"), dict) else {}
+        payload = obj.get("payload")
+        payload = payload if isinstance(payload, dict) else {}
         if obj.get("payload_type") == "runtime.session.metadata":
-            record = payload.get("record") if isinstance(payload.get("record"), dict) else {}
+            record = payload.get("record")
+            record = record if isinstance(record, dict) else {}
             project = project or first_str(record, "workspace_root")
         elif obj.get("payload_type") == "runtime.session":
             calls.append((number, obj))
@@ -73,7 +75,8 @@ def extract_muse(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
         event = obj["payload"].get("event") if isinstance(obj.get("payload"), dict) else None
         if not isinstance(event, dict) or event.get("kind") != "model_completed":
             continue
-        usage = event.get("usage") if isinstance(event.get("usage"), dict) else {}
+        usage = event.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
         cache_read = as_int(usage.get("cache_read_tokens")) if "cache_read_tokens" in usage else as_int(
             usage.get("cached_tokens"))
         gross = as_int(usage.get("input_tokens"))
@@ -86,7 +89,8 @@ def extract_muse(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
         if when is None or model is None:
             stats.warn(number, f"a model call without {'a time' if when is None else 'a model'}; not counted")
             continue
-        stream = obj.get("stream") if isinstance(obj.get("stream"), dict) else {}
+        stream = obj.get("stream")
+        stream = stream if isinstance(stream, dict) else {}
         session_id = first_str(stream, "id") or path.parent.name
         record_id = first_str(obj, "id") or f"line{number}"
         rows.add_request(

@@ -101,7 +101,8 @@ def add_session_rows(file: str, session_id: str, records: Iterable[tuple[int, di
             rank = PiEntryKeys.rank(obj)
             continue
         if kind == "model_change" or (kind == "custom" and obj.get("customType") == "model-snapshot"):
-            source = obj.get("data") if isinstance(obj.get("data"), dict) else obj
+            source = obj.get("data")
+            source = source if isinstance(source, dict) else obj
             model = first_str(source, "modelId", "model") or model
             provider = first_str(source, "provider") or provider
             continue

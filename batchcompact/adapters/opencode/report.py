@@ -35,6 +35,7 @@ from batchcompact.adapters.common.documents import (
 )
 from batchcompact.adapters.common.lines import ExtractStats, as_float, as_int, parse_timestamp
 from batchcompact.adapters.common.usage_rows import UsageRows
+from batchcompact.core.jsontypes import JsonValue
 
 DATABASE_RANK = 1  # a database row beats a legacy JSON copy of the same message
 SECONDS_BEFORE = 10_000_000_000  # a `time.created` below this is in seconds, not milliseconds
@@ -76,7 +77,7 @@ def _extract_database(path: Path, rows: UsageRows, stats: ExtractStats, agent: s
                     project=directory, rank=DATABASE_RANK, sidechain=child)
 
 
-def _sessions(path: Path) -> dict[str, tuple[str | None, bool]]:
+def _sessions(path: Path) -> dict[object, tuple[str | None, bool]]:
     """session id -> (its working directory, whether it is a sub-agent's session: it has a parent), from
     the `session` table where there is one."""
     from contextlib import closing
@@ -91,7 +92,7 @@ def _sessions(path: Path) -> dict[str, tuple[str | None, bool]]:
 
 
 def add_message(rows: UsageRows, stats: ExtractStats, data: dict, *, agent: str, file: str, line: int | None,
-                message_id, session_id, project: str | None, rank: int, sidechain: bool = False) -> None:
+                message_id: JsonValue, session_id: JsonValue, project: str | None, rank: int, sidechain: bool = False) -> None:
     """One OpenCode/Kilo message JSON -> a row (nothing for user messages and messages without usage)."""
     if data.get("role") not in (None, "assistant"):
         return
@@ -106,7 +107,8 @@ def add_message(rows: UsageRows, stats: ExtractStats, data: dict, *, agent: str,
     if when is None:
         stats.warn(line, f"{agent} message {message_id} without a time; not counted")
         return
-    cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+    cache = tokens.get("cache")
+    cache = cache if isinstance(cache, dict) else {}
     reasoning = as_int(tokens.get("reasoning"))
     cost = as_float(data.get("cost"))
     where = data.get("path")

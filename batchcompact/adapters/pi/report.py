@@ -113,7 +113,7 @@ def extract_pi(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None:
             continue
         cost = usage.get("cost")
         counts = wrong.counts(usage, number)
-        if kind != "main":
+        if kind != "main" or message is None:  # (message is a dict wherever kind is "main")
             key = entry_key(session_id, obj.get("id"))
         else:
             key = keys(obj, message, counts, message_key(session_id, obj.get("id"), number, counts))

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from batchcompact.adapters.common.lines import ExtractStats, as_int, iter_json_lines, parse_timestamp
 from batchcompact.adapters.common.usage_rows import CallKeys, UsageRows
+from batchcompact.core.jsontypes import JsonValue
 
 WANT = (b"usageMetadata", b"api_response")
 
@@ -38,7 +39,8 @@ def extract_qwen(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
     call_keys = CallKeys("qwen")
     pending: list[tuple] = []  # numbers of main-agent telemetry events not yet matched by an assistant record
     for number, obj in iter_json_lines(path, stats, want=WANT):
-        session = obj.get("sessionId") if isinstance(obj.get("sessionId"), str) else path.stem
+        session = obj.get("sessionId")
+        session = session if isinstance(session, str) else path.stem
         project = obj.get("cwd") if isinstance(obj.get("cwd"), str) else None
         if obj.get("type") == "system" and obj.get("subtype") == "ui_telemetry":
             payload = obj.get("systemPayload")
@@ -69,8 +71,9 @@ def extract_qwen(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
                  key=f"qwen:{session}:{obj['uuid']}" if isinstance(obj.get("uuid"), str) else None)
 
 
-def _add(rows: UsageRows, *, file: str, line: int, session: str, project: str | None, when, model,
-         numbers: tuple[int, int, int, int], total, sidechain: bool, key: str | None) -> None:
+def _add(rows: UsageRows, *, file: str, line: int, session: str, project: str | None, when: JsonValue,
+         model: JsonValue, numbers: tuple[int, int, int, int], total: JsonValue, sidechain: bool,
+         key: str | None) -> None:
     prompt, output, cached, thoughts = numbers
     beside = isinstance(total, (int, float)) and total != prompt + output and total == prompt + output + thoughts
     rows.add(

@@ -36,7 +36,8 @@ AGENT = "rovo"
 
 def split(usage: dict) -> tuple[int, int, int, int]:
     """(uncached input, output, cache read, cache write) of one response's usage."""
-    details = usage.get("details") if isinstance(usage.get("details"), dict) else None
+    details = usage.get("details")
+    details = details if isinstance(details, dict) else None
     if details is not None:
         uncached = as_int(details.get("input_tokens"))
         write = as_int(details.get("cache_creation_input_tokens"))

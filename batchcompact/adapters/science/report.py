@@ -23,6 +23,7 @@ Counting (README.md beside this file, "How the report reads it", has the evidenc
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sqlite3
@@ -142,10 +143,10 @@ def _add_frame(path: Path, rowid: int, row: dict, projects: dict[str, str], rows
     model = row.get("model")
     model = model.partition(":")[2] or model if isinstance(model, str) and model.strip() else None
     main = [_count(row, name, stats, rowid) or 0 for name in MAIN]
-    common = dict(source=AGENT, file=str(path), line=rowid, session_id=session, project=project,
-                  timestamp=parse_timestamp(when), provider=None, kind="main")
+    add = functools.partial(rows.add, source=AGENT, file=str(path), line=rowid, session_id=session, project=project,
+                            timestamp=parse_timestamp(when), provider=None, kind="main")
     total_input, output, cache_read, cache_write = main
-    rows.add(**common, model=model.strip() if model else None, dedupe_key=f"{AGENT}:{frame_id}",
+    add(model=model.strip() if model else None, dedupe_key=f"{AGENT}:{frame_id}",
              input_tokens=_split(total_input, cache_read, cache_write), output_tokens=output,
              cache_read_tokens=cache_read, cache_write_tokens=cache_write,
              recorded_cost_usd=_cost(row, "total_cost", stats, rowid))
@@ -153,6 +154,6 @@ def _add_frame(path: Path, rowid: int, row: dict, projects: dict[str, str], rows
     aux_cost = _cost(row, "aux_cost", stats, rowid)
     if any(aux) or aux_cost:
         total_input, output, cache_read, cache_write = (n or 0 for n in aux)
-        rows.add(**common, model=None, dedupe_key=f"{AGENT}:{frame_id}:aux",
+        add(model=None, dedupe_key=f"{AGENT}:{frame_id}:aux",
                  input_tokens=_split(total_input, cache_read, cache_write), output_tokens=output,
                  cache_read_tokens=cache_read, cache_write_tokens=cache_write, recorded_cost_usd=aux_cost)

@@ -89,7 +89,8 @@ def unified_usage(folder: Path, stats: ExtractStats) -> tuple[dict, str | None, 
     runtime = _read_json_quietly(folder / "generations" / generation / "runtime-state.json")
     meta = runtime.get("session_metadata") if isinstance(runtime, dict) else None
     alias = meta.get("active_model") if isinstance(meta, dict) else None
-    return usage, alias if isinstance(alias, str) else None, session.get("updatedAt")
+    updated = session.get("updatedAt") if isinstance(session, dict) else None  # (a dict: it held the usage)
+    return usage, alias if isinstance(alias, str) else None, updated
 
 
 def home_models(folder: Path) -> object:
@@ -112,7 +113,8 @@ def extract_vibe(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
     if session_id is None:
         stats.refuse("no `session_id`: not a Mistral Vibe session's meta.json")
         return
-    environment = doc.get("environment") if isinstance(doc.get("environment"), dict) else {}
+    environment = doc.get("environment")
+    environment = environment if isinstance(environment, dict) else {}
     project = first_str(environment, "working_directory") or first_str(doc, "origin_directory")
     recorded_cost = None
     if isinstance(doc.get("stats"), dict):  # the legacy harness
@@ -122,7 +124,8 @@ def extract_vibe(path: str | Path, rows: UsageRows, stats: ExtractStats) -> None
         cost = counters.get("session_cost")
         if isinstance(cost, (int, float)) and not isinstance(cost, bool) and cost > 0:
             recorded_cost = float(cost)
-        config = doc.get("config") if isinstance(doc.get("config"), dict) else {}
+        config = doc.get("config")
+        config = config if isinstance(config, dict) else {}
         alias = config.get("active_model") if isinstance(config.get("active_model"), str) else None
         model, provider = configured_model(config.get("models"), alias)
         when = parse_timestamp(doc.get("end_time")) or parse_timestamp(doc.get("start_time"))
