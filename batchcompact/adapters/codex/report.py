@@ -174,7 +174,7 @@ def _read(fh: IO[bytes], path: Path, rows: UsageRows, stats: ExtractStats) -> No
     copied_meta = False  # the parent's own session_meta was copied: what follows in that second is its history
     held = UsageRows()  # events of the copy second in a child without a copied meta: a burst (>= 2) or its own
     child = False
-    # Lines read by their bytes (see docs/report.md, "Codex"): an event whose info is byte for byte the
+    # Lines read by their bytes (see this folder's README.md, "How the report reads a rollout"): an event whose info is byte for byte the
     # last parsed event's is a repeat; a turn_context equal to the last parsed one but for its turn id
     # names the same model and cwd. Each holds only after a parse of the line it is compared with.
     last_info: bytes | None = None  # the last parsed token_count's info, when its total became previous_total
