@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from batchcompact.agents import load, session_suffixes, store_agent, store_database
+from batchcompact.agents import contracts, session_suffixes, store_agent, store_database
 from batchcompact.errors import BatchCompactError, UsageError
 from batchcompact.formats.jsonl import LONE_SURROGATE
 
@@ -148,7 +148,7 @@ def database_sessions(db: Path) -> list[Path]:
     agent = store_database(db.name)
     assert agent is not None and agent.store is not None
     try:
-        return [Path(f"{db}#{session_id}") for session_id in load(agent.store).session_ids(db)]
+        return [Path(f"{db}#{session_id}") for session_id in contracts.store(agent).session_ids(db)]
     except (BatchCompactError, OSError):  # its reader reports the database's problem in one line
         return [db]
 

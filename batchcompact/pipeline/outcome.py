@@ -16,9 +16,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from batchcompact.agents import get, load
+from batchcompact.agents import contracts, get
 from batchcompact.core.apply import compose_summary, usage_record
 from batchcompact.core.context import written_context
 from batchcompact.core.handoff import handoff_document, is_handoff
@@ -29,6 +29,10 @@ from batchcompact.formats.scan import oserror_text
 from batchcompact.pipeline.planning import read_session
 from batchcompact.pipeline.statuses import CHANGED, COMPACTED, FAILED, SKIPPED
 from batchcompact.pipeline.writer import AlreadyWritten, ChangedDuringRun, write_new_session, write_session
+
+if TYPE_CHECKING:
+    from batchcompact.agents.contracts import HandoffWriter, Writer
+    from batchcompact.core.session import Session
 
 log = logging.getLogger(__name__)
 HANDED_OFF = "handed off: a new session holds the handoff document"  # the row's reason (--strategy handoff)
@@ -72,9 +76,9 @@ def iso(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def agent_writer(agent: str):
+def agent_writer(agent: str) -> Writer:
     """The writer module of an agent (`build_compaction`, `verify`): its declaration's `writer`."""
-    return get(agent).writer_module()
+    return contracts.writer(get(agent))
 
 
 class OutcomeWriter:
@@ -99,7 +103,7 @@ class OutcomeWriter:
         caching = self.caching
         paid = [caching.as_paid(r) if caching and r is not None else r for r in results]
         if is_handoff(plan):
-            return self._write_handoff(pending, module, paid, target)
+            return self._write_handoff(pending, cast("HandoffWriter", module), paid, target)  # planned only for one
         count = len(pending.branches)
         lines = self._branch_lines(pending, paid[:count])
         if plan is not None:
@@ -110,7 +114,7 @@ class OutcomeWriter:
         replacements = self._pruned_entries(session, plan)
         agent = get(session.agent)
         if agent.owns_store(session.path):  # a session inside a database: one verified transaction
-            output = load(agent.store).write_session(
+            output = contracts.store(agent).write_session(
                 session, lines, target, lambda written: self._verify_written(module, session, written, plan, lines),
                 in_place=self.in_place, backup=self.backup,
                 expect=(pending.fingerprint.size, pending.fingerprint.sha256))
@@ -123,7 +127,7 @@ class OutcomeWriter:
             written = None
             if agent.read_appended and not replacements:  # appended: parse only the new lines
                 # write_session checked that tmp's first bytes are exactly the fingerprinted ones
-                written = load(agent.read_appended)(session, tmp, pending.fingerprint.size,
+                written = contracts.appended_reader(agent)(session, tmp, pending.fingerprint.size,
                                                     pending.fingerprint.sha256, prefix_checked=True)
             if written is None:
                 written = read_session(tmp)
@@ -142,7 +146,7 @@ class OutcomeWriter:
         pending.row["written_entries"] = written_usage(lines, unpriced=unpriced)
         return result.output_path
 
-    def _write_handoff(self, pending: PreparedSession, module: Any, paid: list, target: Path) -> str:
+    def _write_handoff(self, pending: PreparedSession, module: HandoffWriter, paid: list, target: Path) -> str:
         """A new session beside `target` holding the handoff document (core/handoff.py); the original is
         only read. Its branch summaries, if any were bought, are not written: the new session has no branches."""
         session, plan = pending.session, pending.plan
@@ -157,7 +161,7 @@ class OutcomeWriter:
         pending.row["branch_summaries"] = 0
         return str(output)
 
-    def _verify_written(self, module: Any, session: Any, written: Any, plan: CompactionPlan | None,
+    def _verify_written(self, module: Writer, session: Session, written: Any, plan: CompactionPlan | None,
                         lines: list) -> list[str]:
         if plan is None:
             return _verify_branch_only(session, written, len(lines))
@@ -181,7 +185,7 @@ class OutcomeWriter:
             timestamp=iso(self._now()),
         )
 
-    def _compaction_lines(self, module: Any, session: Any, plan: CompactionPlan, results: list) -> list[dict]:
+    def _compaction_lines(self, module: Writer, session: Session, plan: CompactionPlan, results: list) -> list[dict]:
         texts = {call.kind: result.text for call, result in zip(plan.calls, results, strict=True)}
         summary = compose_summary(plan, texts)
         from_hook = any(getattr(r, "from_hook", False) for r in results if r is not None)
@@ -259,7 +263,8 @@ def handed_off_already(session: Any, plan: Any, target: Path) -> str | None:
     the same session and leaf, whatever its timestamp), or None."""
     if not is_handoff(plan):
         return None
-    suffix = agent_writer(session.agent).handoff_file_suffix(session, plan)
+    module = cast("HandoffWriter", agent_writer(session.agent))  # a handoff is planned only for one (planning.py)
+    suffix = module.handoff_file_suffix(session, plan)
     try:
         found = sorted(name for name in os.listdir(target.parent) if name.endswith(suffix))
     except OSError:

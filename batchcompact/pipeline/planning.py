@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from batchcompact.agents import file_of, file_tools, get, load
+from batchcompact.agents import contracts, file_of, file_tools, get
 from batchcompact.core.calls import SummaryCall
 from batchcompact.core.context import build_session_context, rules_of
 from batchcompact.core.handoff import STRATEGY as HANDOFF_STRATEGY
@@ -121,7 +121,7 @@ def session_trigger(
         if agent.trigger_max_output:
             max_output = table.max_output_tokens(model, provider)
     messages = (e.data.get("message") for e in session.entries if e.type == "message")
-    return load(agent.trigger)(
+    return contracts.trigger(agent)(
         messages=(m for m in messages if isinstance(m, dict)),
         recorded_window=int(recorded) if recorded else None,
         table_window=table_window,
@@ -248,7 +248,7 @@ def _left_alone(session: Session, settings: CompactionSettings,
     if agent.writer is None or refused:
         return settings, refused or reported_not_compacted(f"a {agent.display_name} transcript")
     if agent.settings and options.agent_settings:
-        settings, disabled = load(agent.settings)(session, settings, options.agent_settings)
+        settings, disabled = contracts.settings(agent)(session, settings, options.agent_settings)
         if disabled:
             return settings, disabled
     if session.extra.get("subagent") and not settings.force:
@@ -284,7 +284,7 @@ def _handoff(session: Session, plan: CompactionPlan, settings: CompactionSetting
     a new session from it (`build_handoff`: pi's format and its descendants)."""
     from batchcompact.core.handoff import handoff_plan
 
-    if not hasattr(get(session.agent).writer_module(), "build_handoff"):
+    if contracts.handoff_writer(get(session.agent)) is None:
         return Skip(f"--strategy handoff: {get(session.agent).display_name} sessions cannot be handed off "
                     "(only pi's format and its descendants)", plan.tokens_before, plan.context_window, plan.model)
     return handoff_plan(plan, session.path_entries(), settings, rules_of(session), file_tools=file_tools())

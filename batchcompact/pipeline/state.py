@@ -80,11 +80,11 @@ class Fingerprint:
 def fingerprint_file(path: str | Path) -> Fingerprint:
     """Size, mtime and content hash, taken so that a change made while we read is noticed (a session kept
     in a database, `<db>#<id>`: its events' bytes, last change and hash, from the agent's store)."""
-    from batchcompact.agents import load, store_agent
+    from batchcompact.agents import contracts, store_agent
 
     agent = store_agent(path)
     if agent is not None and agent.store:
-        return Fingerprint(*load(agent.store).fingerprint(path))
+        return Fingerprint(*contracts.store(agent).fingerprint(path))
     stat = os.stat(path)
     digest = hashlib.sha256()
     with open(path, "rb") as handle:

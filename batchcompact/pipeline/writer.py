@@ -53,11 +53,11 @@ def copy_file(source: str | Path, target: Path) -> None:
     """`source` copied to `target` through a temp file beside it and a rename (an unchanged session copied
     to --output-dir): a reader never sees half a copy. A session kept in a database goes into a copy of the
     database (made once; the agent's store)."""
-    from batchcompact.agents import load, store_agent
+    from batchcompact.agents import contracts, store_agent
 
     agent = store_agent(source)
     if agent is not None and agent.store:
-        load(agent.store).copy_session(source, target)
+        contracts.store(agent).copy_session(source, target)
         return
     tmp = temp_name(target)
     try:
