@@ -27,7 +27,7 @@ from batchcompact.core.tokens import estimate_tokens
 from batchcompact.errors import BatchCompactError, VerificationError, internal_error_reason
 from batchcompact.formats.scan import oserror_text
 from batchcompact.pipeline.planning import read_session
-from batchcompact.pipeline.statuses import CHANGED, COMPACTED, FAILED, SKIPPED
+from batchcompact.pipeline.statuses import CHANGED, COMPACTED, FAILED, SKIPPED, RunStatus
 from batchcompact.pipeline.writer import AlreadyWritten, ChangedDuringRun, write_new_session, write_session
 
 if TYPE_CHECKING:
@@ -150,6 +150,7 @@ class OutcomeWriter:
         """A new session beside `target` holding the handoff document (core/handoff.py); the original is
         only read. Its branch summaries, if any were bought, are not written: the new session has no branches."""
         session, plan = pending.session, pending.plan
+        assert plan is not None  # a handoff is a plan
         document = handoff_document(plan, paid[-1].text)
         parent = str(Path(session.path).resolve())
         name, lines = module.build_handoff(session, plan, document, usage=self._usage(paid[-1:]),
@@ -278,7 +279,7 @@ def _non_cached(result: Any) -> int:
 
 
 def write_outcome(writer: OutcomeWriter, pending: PreparedSession, results: list,
-                  target: Path) -> tuple[str, str, str | None]:
+                  target: Path) -> tuple[RunStatus, str, str | None]:
     """Write `pending` with its summaries: (status, reason, output path), one session's fault never raised."""
     try:
         output = writer.write(pending, results, target)

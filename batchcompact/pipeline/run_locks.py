@@ -27,6 +27,7 @@ class SessionLocks:
         for item, fingerprint, row in to_compact:
             lock, refused = take_lock(item.path)
             if lock is None:
+                assert refused is not None  # no lock: the session's outcome says why
                 finish(row, refused.status, refused.reason)
                 continue
             self.locked.append((item, row, lock))

@@ -247,8 +247,9 @@ class RunState:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def finished(self, input_path: str, fingerprint: Fingerprint, settings: str) -> Finished | None:
-        """The recorded final outcome for this exact input and settings, if any."""
+    def finished(self, input_path: str, fingerprint: Fingerprint | None, settings: str) -> Finished | None:
+        """The recorded final outcome for this exact input and settings, if any (None: a file with no
+        fingerprint, such as one no reader takes, is looked up as the text `None`)."""
         with self._db_lock:
             row = self.db.execute(
                 "SELECT status, output_path, reason FROM sessions WHERE input_path=? AND fingerprint=? "
@@ -268,7 +269,7 @@ class RunState:
             ).fetchall()
         return frozenset(fingerprint for fingerprint, status in rows if status in FINAL_STATUSES)
 
-    def record(self, input_path: str, fingerprint: Fingerprint, settings: str, status: str,
+    def record(self, input_path: str, fingerprint: Fingerprint | None, settings: str, status: str,
                output_path: str | None, reason: str | None, run_id: str) -> None:
         with self._db_lock:
             self.db.execute(
