@@ -77,7 +77,7 @@ class AbandonedBranch:
 
     @property
     def leaf_id(self) -> str:
-        return self.leaf.id  # type: ignore[return-value]  # leaves always have an id (tree.leaves)
+        return self.leaf.id  # leaves always have an id (tree.leaves)
 
     @property
     def ancestor_id(self) -> str | None:
@@ -256,7 +256,7 @@ def find_summarized_leaves(tree: SessionTree) -> dict[str, Entry]:
         if previous.id not in leaf_ids:
             continue
         if entry.parent_id is None or any(e.id == entry.parent_id for e in tree.path(previous)):
-            covered.setdefault(previous.id, entry)  # type: ignore[arg-type]
+            covered.setdefault(previous.id, entry)
     return covered
 
 

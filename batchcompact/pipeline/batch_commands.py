@@ -32,7 +32,8 @@ def wait_for_batches(state_path: Path, *, api_key: str | None = None, progress: 
         if progress:
             from tqdm import tqdm
 
-            bar = tqdm(total=sum(r.requests for r in rows), desc="batch requests", unit="request", leave=False)
+            total = sum(r.requests for r in rows)
+            bar = tqdm(total=total, desc="batch requests", unit="request", leave=False)
         while True:
             pending = done = 0
             for row in rows:
@@ -43,7 +44,7 @@ def wait_for_batches(state_path: Path, *, api_key: str | None = None, progress: 
                 done += info.succeeded + info.errored + info.expired + info.cancelled if not info.ended else row.requests
                 pending += 0 if info.ended else 1
             if bar is not None:
-                bar.n = min(done, bar.total)
+                bar.n = min(done, total)
                 bar.set_postfix({"open batches": pending}, refresh=True)
             if not pending:
                 return len(rows)
@@ -122,7 +123,9 @@ def cancel_batch(state_path: Path, ident: str, api_key: str | None = None) -> di
         finally:
             client.close()
         store.update_status(row.local_id, info)
-        return _as_dict(store.batch(row.local_id))
+        cancelled = store.batch(row.local_id)
+        assert cancelled is not None  # the row just updated
+        return _as_dict(cancelled)
     finally:
         db.close()
 

@@ -13,12 +13,13 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from batchcompact.agents import contracts, file_of, file_tools, get
 from batchcompact.core.calls import SummaryCall
 from batchcompact.core.context import build_session_context, rules_of
 from batchcompact.core.handoff import STRATEGY as HANDOFF_STRATEGY
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
 from batchcompact.core.session import Session
 from batchcompact.core.words import counted
@@ -30,6 +31,10 @@ from batchcompact.errors import (
     reported_not_compacted,
 )
 from batchcompact.pipeline.statuses import PLAN_COMPACT, PLAN_ERROR, PLAN_SKIP, PLAN_SUMMARIZE
+
+if TYPE_CHECKING:
+    from batchcompact.core.branches import BranchPlan, BranchSettings, BranchSkip
+    from batchcompact.core.triggers import Trigger
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +89,7 @@ class PlanOptions:
     # (`Agent.settings`, `Agent.settings_fields`); empty: the agent's settings are not read.
     agent_settings: tuple[str, ...] = ()
 
-    def branch_settings(self, settings: CompactionSettings):
+    def branch_settings(self, settings: CompactionSettings) -> BranchSettings:
         from batchcompact.core.branches import BRANCH_SUMMARY_MAX_TOKENS, BranchSettings
 
         return BranchSettings(
@@ -106,7 +111,7 @@ def read_session(path: str | Path, *, digest: bool = False) -> Session:
 
 def session_trigger(
     session: Session, settings: CompactionSettings, model: str | None, provider: str | None, pricing_file: str | None
-):
+) -> Trigger:
     """The window, its source and the agent's own threshold for a session (`Agent.trigger`, core/triggers.py)."""
     agent = get(session.agent)
     recorded = session.extra.get("context_window") if session.extra else None
@@ -318,12 +323,14 @@ def _compact_fields(plan: CompactionPlan, options: PlanOptions) -> dict[str, Any
     )
 
 
-def plan_branches(session: Session, settings: CompactionSettings, options: PlanOptions, window: int | None):
+def plan_branches(session: Session, settings: CompactionSettings, options: PlanOptions,
+                  window: int | None) -> list[BranchPlan | BranchSkip]:
     """Branch-summary plans (or skips) for every abandoned branch, with exact prompt token counts."""
     from batchcompact.core.branches import BranchPlan, plan_all_branches
 
+    assert session.tree is not None  # Session.__post_init__ builds it
     results = plan_all_branches(session.tree, options.branch_settings(settings), window, file_tools=file_tools())
-    out = []
+    out: list[BranchPlan | BranchSkip] = []
     for result in results:
         if isinstance(result, BranchPlan):
             result = dataclasses.replace(result, call=count_call_tokens([result.call], options.summary_model)[0])
@@ -376,7 +383,7 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
     except FileNotFoundError:
         from batchcompact.formats.scan import missing_file_reason
 
-        row = dict.fromkeys(PLAN_COLUMNS)
+        row: JsonObject = dict.fromkeys(PLAN_COLUMNS)
         row.update(path=str(path), status=PLAN_ERROR, reason=missing_file_reason(path), read_files=[], modified_files=[])
         return row
     except UsageError:  # the command's settings (a broken price map), not this file: stops the command
@@ -395,7 +402,7 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
         return row
     except Exception as exc:  # a bug on one file must not stop the others
         log.debug("planning %s failed", path, exc_info=True)  # the row says it in one line; -vv shows where
-        row: dict[str, Any] = dict.fromkeys(PLAN_COLUMNS)
+        row = dict.fromkeys(PLAN_COLUMNS)
         row.update(path=str(path), status=PLAN_ERROR, reason=internal_error_reason(exc), read_files=[], modified_files=[])
         return row
 

@@ -14,6 +14,7 @@ def describe_branches(session: Session) -> list[dict[str, Any]]:
     """Abandoned branches: leaves off the active path, their common ancestor with it, their size."""
     from batchcompact.core.branches import find_abandoned_branches, find_summarized_leaves
 
+    assert session.tree is not None  # Session.__post_init__ builds it
     summarized = find_summarized_leaves(session.tree)
     return [
         {
