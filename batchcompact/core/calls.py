@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+
+from batchcompact.core.jsontypes import JsonObject
 
 HISTORY = "history"
 TURN_PREFIX = "turn_prefix"
@@ -23,8 +24,8 @@ class SummaryCall:
     system_prompt: str
     user_prompt: str
     max_tokens: int
-    messages: tuple[dict[str, Any], ...] = ()
+    messages: tuple[JsonObject, ...] = ()
     previous_summary: str | None = None
     instructions: str | None = None
     prompt_tokens: int = 0
-    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+    meta: JsonObject = field(default_factory=dict, compare=False)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from batchcompact.core.entries import ERROR, Entry, Problem
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.tree import SessionTree
 
 
@@ -13,7 +14,7 @@ from batchcompact.core.tree import SessionTree
 class Session:
     path: str
     agent: str  # the agent whose reader read the file (its registered name)
-    header: dict[str, Any] | None
+    header: JsonObject | None
     entries: list[Entry]
     version: int | None = None
     problems: list[Problem] = field(default_factory=list)

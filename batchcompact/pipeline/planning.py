@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from batchcompact.agents import contracts, file_of, file_tools, get
 from batchcompact.core.calls import SummaryCall
@@ -35,6 +35,7 @@ from batchcompact.pipeline.statuses import PLAN_COMPACT, PLAN_ERROR, PLAN_SKIP, 
 if TYPE_CHECKING:
     from batchcompact.core.branches import BranchPlan, BranchSettings, BranchSkip
     from batchcompact.core.triggers import Trigger
+    from batchcompact.pipeline.executor import Executor
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +173,7 @@ def plan_session(
     settings: CompactionSettings,
     options: PlanOptions,
     prompt_tokens: list[int] | None = None,
-) -> tuple[CompactionPlan | Skip | None, dict[str, Any]]:
+) -> tuple[CompactionPlan | Skip | None, JsonObject]:
     """Plan one read session; returns the plan (None for an unreadable session) and its report row.
 
     `prompt_tokens`, when given, are the exact counts of the calls from an earlier planning of the same
@@ -213,9 +214,9 @@ def plan_session(
     return plan, row
 
 
-def _base_row(session: Session, options: PlanOptions) -> dict[str, Any]:
+def _base_row(session: Session, options: PlanOptions) -> JsonObject:
     """The session's plan row before anything is decided."""
-    row: dict[str, Any] = dict.fromkeys(PLAN_COLUMNS)
+    row: JsonObject = dict.fromkeys(PLAN_COLUMNS)
     row.update(
         path=session.path,
         format=session.agent,
@@ -262,7 +263,7 @@ def _left_alone(session: Session, settings: CompactionSettings,
 
 
 def _cut(session: Session, settings: CompactionSettings, options: PlanOptions,
-         row: dict[str, Any]) -> CompactionPlan | Skip:
+         row: JsonObject) -> CompactionPlan | Skip:
     """Where the session is cut (or why not), from the agent's trigger; the row gets the window, the
     threshold and the branch plans."""
     from batchcompact.core.planner import session_model
@@ -295,7 +296,7 @@ def _handoff(session: Session, plan: CompactionPlan, settings: CompactionSetting
     return handoff_plan(plan, session.path_entries(), settings, rules_of(session), file_tools=file_tools())
 
 
-def _compact_fields(plan: CompactionPlan, options: PlanOptions) -> dict[str, Any]:
+def _compact_fields(plan: CompactionPlan, options: PlanOptions) -> JsonObject:
     """The row of a session to compact: the cut, the calls, their tokens and estimated cost."""
     calls = plan.calls
     est_output = sum(c.max_tokens for c in calls)  # each call's share of the summary budget
@@ -340,7 +341,7 @@ def plan_branches(session: Session, settings: CompactionSettings, options: PlanO
 
 def describe_branch_plans(
     session: Session, settings: CompactionSettings, options: PlanOptions, window: int | None
-) -> dict[str, Any]:
+) -> JsonObject:
     from batchcompact.core.branches import BranchPlan
 
     branches = []
@@ -350,7 +351,7 @@ def describe_branch_plans(
     results = plan_branches(session, settings, options, window) if get(session.agent).branch_summaries else []
     for result in results:
         branch = result.branch
-        item: dict[str, Any] = {
+        item: JsonObject = {
             "leaf_id": branch.leaf.id,
             "leaf_line": branch.leaf.line,
             "ancestor_id": branch.ancestor.id if branch.ancestor is not None else None,
@@ -373,7 +374,7 @@ def describe_branch_plans(
     return {"branches": branches, "branch_calls": calls, "branch_prompt_tokens": prompt, "branch_est_cost_usd": cost}
 
 
-def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> dict[str, Any]:
+def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> JsonObject:
     """Read and plan one file; every failure becomes an `error` row, never an exception."""
     try:
         if not os.path.exists(file_of(path)):  # listed by the driver, not visible here (another node) or removed since
@@ -408,7 +409,7 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
 
 
 def plan_paths(paths: Iterable[str], settings: CompactionSettings, options: PlanOptions, jobs: int = 1,
-               executor: Any = None) -> Iterator[dict[str, Any]]:
+               executor: Executor | None = None) -> Iterator[JsonObject]:
     """`batchcompact plan`: the plan row of every session file under `paths` (files, folders, globs; none
     found is a UsageError), in the walk's order (`iter_plan_rows`)."""
     from batchcompact.formats.scan import iter_session_files
@@ -422,7 +423,7 @@ def plan_paths(paths: Iterable[str], settings: CompactionSettings, options: Plan
     return _logged(iter_plan_rows(files, settings, options, jobs=jobs, executor=executor))
 
 
-def _logged(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+def _logged(rows: Iterator[JsonObject]) -> Iterator[JsonObject]:
     """The rows, each decision logged as it arrives (-v): why a session is compacted and where it is cut,
     or why it is skipped; -vv adds the row's figures."""
     for row in rows:
@@ -441,8 +442,9 @@ def _logged(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
 
 
 def iter_plan_rows(
-    paths: Iterable[str], settings: CompactionSettings, options: PlanOptions, jobs: int = 1, executor: Any = None
-) -> Iterator[dict[str, Any]]:
+    paths: Iterable[str], settings: CompactionSettings, options: PlanOptions, jobs: int = 1,
+    executor: Executor | None = None
+) -> Iterator[JsonObject]:
     """Plan rows in input order, planned by `executor` (default: `jobs` local processes), bounded in flight.
 
     Without an executor a single file is planned in this process: starting workers would cost more

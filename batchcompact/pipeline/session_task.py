@@ -21,10 +21,11 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from batchcompact.agents import get, store_agent
 from batchcompact.core.handoff import is_handoff
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip
 from batchcompact.errors import BatchCompactError, NotCompacted, UsageError, internal_error_reason
 from batchcompact.formats.scan import ScanItem, missing_file_reason, unreadable_reason
@@ -277,7 +278,7 @@ def lock_same_size(path: str | Path, fingerprint: Fingerprint
 
 def _compact_here(work: FileWork, task: FileTask, fingerprint: Fingerprint, session: Session,
                   plan: CompactionPlan | Skip | None,
-                  row: dict[str, Any]) -> Outcome:
+                  row: JsonObject) -> Outcome:
     """Lock, summarize, apply, write and verify a session planned in this process: its outcome."""
     assert work.target is not None
     summarizer = task.summarizer
@@ -298,7 +299,7 @@ def _compact_here(work: FileWork, task: FileTask, fingerprint: Fingerprint, sess
         if done is not None:
             return Outcome(SKIPPED, done)
         # the written row is the run loop's; this one only collects what the writer adds to it
-        written: dict[str, Any] = {}
+        written: JsonObject = {}
         pending = PreparedSession(ScanItem(Path(work.path), Path(work.root)), current,
                                   session, plan, written, branches)
         try:
@@ -366,7 +367,7 @@ def finish_file(work: SessionWork, task: FileTask) -> Outcome:
         if isinstance(current, Outcome):
             return current
         session = read_session(work.path, digest=True)
-        written: dict[str, Any] = {}
+        written: JsonObject = {}
         pending = PreparedSession(ScanItem(Path(work.path), Path(work.root)), current, session, work.plan, written,
                                   list(work.branches))
         status, reason, output = write_outcome(task.writer(), pending, list(work.results), Path(work.target))

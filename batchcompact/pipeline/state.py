@@ -23,8 +23,9 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.errors import LockHeldError, RunAborted
 from batchcompact.lifecycle import forget_in_children, pid_alive, remember_in_children
 from batchcompact.pipeline.statuses import COMPACTED, SKIPPED
@@ -101,7 +102,7 @@ def call_key(model: str, system_prompt: str, user_prompt: str, max_tokens: int) 
     return digest.hexdigest()
 
 
-def settings_hash(values: dict[str, Any]) -> str:
+def settings_hash(values: JsonObject) -> str:
     return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -293,12 +294,12 @@ class RunState:
                             (_text(input_path), str(fingerprint), run_id, _text(reason)))
             self.db.commit()
 
-    def get_summary(self, key: str) -> dict[str, Any] | None:
+    def get_summary(self, key: str) -> JsonObject | None:
         with self._db_lock:
             row = self.db.execute("SELECT result FROM summaries WHERE call_key=?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
-    def put_summary(self, key: str, result: dict[str, Any]) -> None:
+    def put_summary(self, key: str, result: JsonObject) -> None:
         """Store a paid summary durably: the log is synced to disk before this returns."""
         with self._db_lock:
             self.db.execute("PRAGMA synchronous=FULL")

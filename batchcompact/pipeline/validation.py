@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from batchcompact.agents import contracts, find
 from batchcompact.core.entries import ERROR, WARNING, Problem
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.planner import EMPTY_SESSION
 from batchcompact.errors import BatchCompactError, NotCompacted, internal_error_reason
 from batchcompact.formats.scan import unreadable_reason
 
 
-def validate_file(path: str) -> dict[str, Any]:
+def validate_file(path: str) -> JsonObject:
     """Problems of one file as a row: path, format, entries, errors, warnings, problems."""
     from batchcompact.pipeline.planning import read_session
 
@@ -51,7 +51,7 @@ def validate_file(path: str) -> dict[str, Any]:
     }
 
 
-def validate_paths(paths: Iterable[str], jobs: int = 1) -> Iterator[dict[str, Any]]:
+def validate_paths(paths: Iterable[str], jobs: int = 1) -> Iterator[JsonObject]:
     """`batchcompact validate`: `validate_file` of every session file under `paths` (none found is a
     UsageError), in the walk's order, over `jobs` processes."""
     from batchcompact.formats.scan import iter_session_files

@@ -7,13 +7,15 @@ here. `not_a_run_report` is the same schema's rule for reading: what makes a Par
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from batchcompact.core.jsontypes import JsonObject
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 # one session's row: the columns below by name (a mapping, since that is what pyarrow writes and JSON prints)
-ReportRow = dict[str, Any]
+ReportRow = JsonObject
 
 COMPACTIONS_SCHEMA_VERSION = "3"
 
