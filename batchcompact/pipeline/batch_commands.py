@@ -23,7 +23,8 @@ POLL_MAX_S = 300.0
 
 
 def wait_for_batches(state_path: Path, *, api_key: str | None = None, progress: bool = False,
-                     sleep: Callable[[float], None] = time.sleep, poll_start: float | None = None, poll_max: float | None = None) -> int:
+                     sleep: Callable[[float], None] = time.sleep, poll_start: float | None = None,
+                     poll_max: float | None = None) -> int:
     """Poll the open batches with backoff until every one has ended; returns how many were open."""
     db, store = open_store(state_path)
     delay = POLL_START_S if poll_start is None else poll_start

@@ -69,7 +69,8 @@ class PreparedSession:
     plan: CompactionPlan | None  # None: only branch summaries to write
     row: JsonObject
     branches: list = field(default_factory=list)  # BranchPlans, written before the compaction
-    lock: SessionLock | DatabaseSessionLock | None = None  # the session's writer lock (pipeline/writer.py), held until it is written or given up
+    # the session's writer lock (pipeline/writer.py), held until it is written or given up
+    lock: SessionLock | DatabaseSessionLock | None = None
 
     @property
     def calls(self) -> list:

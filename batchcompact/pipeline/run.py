@@ -225,6 +225,7 @@ class Runner:
 
 def run_archive(paths: Iterable[str], settings: CompactionSettings, options: RunOptions, summarizer: Summarizer,
                 pool_settings: PoolSettings, *, clock: Callable[[], float] | None = None,
-                sleep: Callable[[float], Awaitable[None]] | None = None, executor: Executor | None = None) -> RunSummary:
+                sleep: Callable[[float], Awaitable[None]] | None = None,
+                executor: Executor | None = None) -> RunSummary:
     """Compact every session under `paths`; see the module docstring for the guarantees."""
     return Runner(settings, options, summarizer, pool_settings, clock=clock, sleep=sleep, executor=executor).run(paths)

@@ -20,7 +20,8 @@ class SessionLocks:
         self.locked: deque = deque()  # (item, row, lock) of the sessions `prepare_file` is working on, in order
         self.pending: dict[str, PreparedSession] = {}  # prepared, waiting for their summaries, by input path
 
-    def work(self, to_compact: list, prompt_tokens: dict[str, list[int] | None], finish: Callable[..., None]) -> Iterator[SessionWork]:
+    def work(self, to_compact: list, prompt_tokens: dict[str, list[int] | None],
+             finish: Callable[..., None]) -> Iterator[SessionWork]:
         """Each session to summarize as a worker's `SessionWork`, locked as it is asked for. Sessions that
         cannot be locked are finished through `finish(row, status, reason)`."""
         for item, fingerprint, row in to_compact:

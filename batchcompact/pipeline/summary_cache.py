@@ -24,7 +24,8 @@ class CachingSummarizer:
         self.model_key = model_key
         self.reused = 0
         self.cacheable = inner.name != "builtin"
-        self._paid_earlier: dict[int, tuple[SummaryResult, SummaryResult]] = {}  # id(returned) -> (returned, result as paid)
+        # id(returned) -> (returned, result as paid)
+        self._paid_earlier: dict[int, tuple[SummaryResult, SummaryResult]] = {}
 
     async def summarize(self, call: SummaryCall) -> SummaryResult:
         if not self.cacheable:

@@ -116,7 +116,8 @@ def _write_temp(
                 assert session.header is not None
                 out.write(dumps_line(session.header).encode())
                 for entry in session.entries:
-                    out.write(dumps_line(replacements.get(entry.line, entry.data) if entry.line is not None else entry.data).encode())
+                    data = replacements.get(entry.line, entry.data) if entry.line is not None else entry.data
+                    out.write(dumps_line(data).encode())
             else:
                 copy = _copy_lines if replacements else _copy_prefix_any
                 last = copy(Path(session.path), out, fingerprint, replacements)
