@@ -33,6 +33,8 @@ from batchcompact.pipeline.writer import AlreadyWritten, ChangedDuringRun, write
 
 if TYPE_CHECKING:
     from batchcompact.agents.contracts import HandoffWriter, Writer
+    from batchcompact.core.branches import BranchPlan
+    from batchcompact.core.calls import SummaryCall
     from batchcompact.core.session import Session
     from batchcompact.formats.scan import ScanItem
     from batchcompact.pipeline.session_lock import DatabaseSessionLock, SessionLock
@@ -68,12 +70,12 @@ class PreparedSession:
     session: Session | None  # None in the run loop's copy (run_locks.py): the worker that writes it reads it
     plan: CompactionPlan | None  # None: only branch summaries to write
     row: JsonObject
-    branches: list = field(default_factory=list)  # BranchPlans, written before the compaction
+    branches: list[BranchPlan] = field(default_factory=list)  # written before the compaction
     # the session's writer lock (pipeline/writer.py), held until it is written or given up
     lock: SessionLock | DatabaseSessionLock | None = None
 
     @property
-    def calls(self) -> list:
+    def calls(self) -> list[SummaryCall]:
         """Branch-summary calls first, then the compaction's (1, or 2 for a split turn)."""
         return [b.call for b in self.branches] + (list(self.plan.calls) if self.plan is not None else [])
 
@@ -172,7 +174,7 @@ class OutcomeWriter:
         return str(output)
 
     def _verify_written(self, module: Writer, session: Session, written: Session, plan: CompactionPlan | None,
-                        lines: list) -> list[str]:
+                        lines: list[JsonObject]) -> list[str]:
         if plan is None:
             return _verify_branch_only(session, written, len(lines))
         return module.verify(session, written, plan) + self._check_size(written, plan)

@@ -16,6 +16,7 @@ from batchcompact.pipeline.state import Fingerprint
 from batchcompact.pipeline.statuses import PlanStatus, RunStatus
 
 if TYPE_CHECKING:
+    from batchcompact.core.branches import BranchPlan
     from batchcompact.core.planner import CompactionPlan
 
 
@@ -54,4 +55,4 @@ class Prepared:
 
     fingerprint: Fingerprint  # now (the same bytes as planned: checked)
     plan: CompactionPlan | None  # None when only branch summaries are left to write
-    branches: list = field(default_factory=list)  # BranchPlans
+    branches: list[BranchPlan] = field(default_factory=list)
