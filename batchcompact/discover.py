@@ -19,11 +19,11 @@ registry's order.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from batchcompact.agents import AGENTS
+from batchcompact.agents import AGENTS, Agent, Place
 from batchcompact.errors import UsageError
 
 
@@ -69,7 +69,7 @@ def discover_sources(
     return unique
 
 
-def _places(report: bool, agents: tuple[str, ...] | None):
+def _places(report: bool, agents: tuple[str, ...] | None) -> Iterator[tuple[str, Place, Agent]]:
     """(label, place) of every place discovery looks in: `report` every agent's, the other commands those
     of the agents whose sessions they read; `agents` keeps only those agents' (or labels') places."""
     for agent in AGENTS:
@@ -81,7 +81,7 @@ def _places(report: bool, agents: tuple[str, ...] | None):
                 yield label, place, agent
 
 
-def _readable_source(path: Path, agent, report: bool) -> bool:
+def _readable_source(path: Path, agent: Agent, report: bool) -> bool:
     """A place `report` reads (a folder or a file), or one the other commands read: a folder of the agent's
     session files, or its session database (OpenCode's `opencode.db`: `Agent.store_names`)."""
     if report:
@@ -121,7 +121,8 @@ def _places_said(report: bool, agents: tuple[str, ...] | None) -> str:
 
 
 def paths_or_discovered(
-    paths, command: str, echo=None, agents: tuple[str, ...] | None = None, walk=None, globs: bool = True
+    paths: Sequence[str | Path], command: str, echo: Callable[[str], None] | None = None,
+    agents: tuple[str, ...] | None = None, walk: Callable[[str], Iterator[object]] | None = None, globs: bool = True
 ) -> tuple[list[str], list[SessionSource]]:
     """`paths` as given, or, when empty, every discovered session folder (named through `echo`).
     `report` looks in every agent's places, the other commands in those of the agents they compact;
@@ -155,7 +156,7 @@ def paths_or_discovered(
     return [str(s.path) for s in sources], sources
 
 
-def cli_paths(paths, command: str) -> list[str]:
+def cli_paths(paths: Sequence[str | Path], command: str) -> list[str]:
     """For a command line: `paths`, or the discovered folders, each named on stderr unless --quiet."""
     import click
 

@@ -62,7 +62,7 @@ FILE_TOOL_KINDS = frozenset({"read", "write", "edit", "patch", "shell"})
 
 
 @cache
-def load(ref: str) -> Any:
+def load(ref: str) -> Any:  # Any: whatever the string names; agents/contracts.py gives each field's type
     """The object a `"package.module:attribute"` reference names (a module for `"package.module"`)."""
     module_name, _, attribute = ref.partition(":")
     module = importlib.import_module(module_name)
@@ -229,7 +229,7 @@ class Agent:
     trigger_table_window: bool = True  # the price table's window is looked up when nothing else gives one
     trigger_max_output: bool = False  # the trigger needs the model's max output tokens (price table)
     own_threshold: bool = True  # the trigger's threshold is the agent's (False: window - reserve, pi's rule)
-    presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # --preset name -> option values
+    presets: Mapping[str, Mapping[str, object]] = field(default_factory=dict)  # --preset name -> option values
     branch_summaries: bool = False  # abandoned branches of the session tree are summarized (pi)
     prune: bool = False  # tool-output pruning is written (oh-my-pi's, on pi files)
     settings: str | None = None  # the agent's own compaction settings
@@ -266,7 +266,7 @@ class Agent:
         """batchcompact can read and rewrite this agent's sessions."""
         return self.reader is not None and self.writer is not None
 
-    def writer_module(self) -> Any:
+    def writer_module(self) -> Any:  # Any: a module resolved by name; agents/contracts.py `writer` types it
         """The module with `build_compaction` and `verify`; None when the agent is report-only."""
         return load(self.writer) if self.writer else None
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from typing import Any
 
 from batchcompact.core.calls import HISTORY, TURN_PREFIX
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.core.prompts import SPLIT_TURN_SEPARATOR, format_file_operations
 
@@ -47,7 +47,7 @@ def usage_record(
     cache_write: int,
     cost: float | None,
     cost_parts: dict[str, float] | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The summary calls' usage in pi's Usage shape (as later pi and Flue record it on compactions).
 
     `input_tokens` is the non-cached input, as pi counts it (cache reads and writes have their own fields).
@@ -72,9 +72,9 @@ def usage_record(
     }
 
 
-def batchcompact_marker(plan: CompactionPlan, from_hook: bool, usage: dict[str, Any] | None) -> dict[str, Any]:
+def batchcompact_marker(plan: CompactionPlan, from_hook: bool, usage: JsonObject | None) -> JsonObject:
     """What a Gemini CLI or Qwen Code compaction of ours records about itself (tool, cut, file lists, usage)."""
-    marker: dict[str, Any] = {
+    marker: JsonObject = {
         "tool": "batchcompact",
         "tokensBefore": plan.tokens_before,
         "firstKeptId": plan.first_kept_entry_id,
@@ -94,16 +94,16 @@ def build_compaction_entry(
     existing_ids: Iterable[str],
     session_id: str,
     timestamp: str,
-    usage: dict[str, Any] | None = None,
+    usage: JsonObject | None = None,
     from_hook: bool = False,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The v3 `compaction` entry, appended on the active path (parent = the active leaf).
 
     Field order follows pi's `appendCompaction`; `usage` comes last, as later pi versions add it.
     """
     used = set(existing_ids)
     entry_id = new_entry_id(f"{session_id}\x00{plan.leaf_id}\x00compaction", used)
-    entry: dict[str, Any] = {
+    entry: JsonObject = {
         "type": "compaction",
         "id": entry_id,
         "parentId": plan.leaf_id,

@@ -20,13 +20,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from batchcompact.core.apply import new_entry_id
 from batchcompact.core.calls import BRANCH, SummaryCall
 from batchcompact.core.context import compaction_message, convert_to_llm, entry_to_message, parse_timestamp_ms
 from batchcompact.core.entries import Entry
 from batchcompact.core.fileops import FileOps, FileTools
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.prompts import (
     BRANCH_SUMMARY_PREAMBLE,
     SUMMARIZATION_SYSTEM_PROMPT,
@@ -77,7 +77,7 @@ class AbandonedBranch:
 
     @property
     def leaf_id(self) -> str:
-        return self.leaf.id  # type: ignore[return-value]  # leaves always have an id (tree.leaves)
+        return self.leaf.id  # leaves always have an id (tree.leaves)
 
     @property
     def ancestor_id(self) -> str | None:
@@ -135,11 +135,11 @@ class BranchSummaryResult:
 
     plan: BranchPlan
     text: str
-    usage: dict[str, Any] | None = None
+    usage: JsonObject | None = None
     from_hook: bool = False
 
 
-def _size_message(entry: Entry) -> dict[str, Any] | None:
+def _size_message(entry: Entry) -> JsonObject | None:
     """An entry's message for sizing a branch: as the context maps it, compactions included."""
     return compaction_message(entry) if entry.type == "compaction" else entry_to_message(entry)
 
@@ -177,7 +177,7 @@ def find_abandoned_branches(tree: SessionTree) -> list[AbandonedBranch]:
     return out
 
 
-def branch_entry_message(entry: Entry) -> dict[str, Any] | None:
+def branch_entry_message(entry: Entry) -> JsonObject | None:
     """pi's getMessageFromEntry for branches: tool results give nothing; summaries always map."""
     kind = entry.type
     if kind == "message":
@@ -202,7 +202,7 @@ def branch_entry_message(entry: Entry) -> dict[str, Any] | None:
 
 def prepare_branch_entries(
     entries: list[Entry] | tuple[Entry, ...], token_budget: int = 0, *, file_tools: FileTools
-) -> tuple[list[dict[str, Any]], FileOps, int]:
+) -> tuple[list[JsonObject], FileOps, int]:
     """pi's prepareBranchEntries: (messages oldest first, file ops, their estimated tokens).
 
     Pass 1 takes file ops from every non-hook `branch_summary`'s details. Pass 2 walks newest to oldest,
@@ -214,7 +214,7 @@ def prepare_branch_entries(
     for entry in entries:
         if entry.type == "branch_summary" and not entry.data.get("fromHook") and entry.data.get("details"):
             file_ops.add_details(entry.data.get("details"))
-    messages: list[dict[str, Any]] = []
+    messages: list[JsonObject] = []
     total = 0
     for entry in reversed(entries):
         message = branch_entry_message(entry)
@@ -256,7 +256,7 @@ def find_summarized_leaves(tree: SessionTree) -> dict[str, Entry]:
         if previous.id not in leaf_ids:
             continue
         if entry.parent_id is None or any(e.id == entry.parent_id for e in tree.path(previous)):
-            covered.setdefault(previous.id, entry)  # type: ignore[arg-type]
+            covered.setdefault(previous.id, entry)
     return covered
 
 
@@ -343,15 +343,15 @@ def build_branch_summary_entry(
     existing_ids: Iterable[str],
     session_id: str,
     timestamp: str,
-    usage: dict[str, Any] | None = None,
+    usage: JsonObject | None = None,
     from_hook: bool = False,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The v3 `branch_summary` entry. Field order follows pi's `branchWithSummary`; `usage` comes last.
 
     The id derives from the session and the abandoned leaf, so a rerun of the same apply writes the same id.
     """
     entry_id = new_entry_id(f"{session_id}\x00{plan.leaf_id}\x00branch_summary", set(existing_ids))
-    entry: dict[str, Any] = {
+    entry: JsonObject = {
         "type": "branch_summary",
         "id": entry_id,
         "parentId": parent_id,
@@ -373,7 +373,7 @@ def build_branch_summary_chain(
     existing_ids: Iterable[str],
     session_id: str,
     timestamp: str,
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """The entries for several summaries, chained on the active path in the given order.
 
     The first's parent is the current leaf `leaf_id`, each next one's parent the previous summary, so the

@@ -5,7 +5,9 @@ module is the contract, so that code naming a summarizer (eval's measures, the p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
+
+from batchcompact.core.jsontypes import JsonObject
 
 HISTORY = "history"
 TURN_PREFIX = "turn_prefix"
@@ -25,11 +27,11 @@ class SummaryCall:
     system_prompt: str
     user_prompt: str
     max_tokens: int
-    messages: tuple[dict[str, Any], ...] = ()
+    messages: tuple[JsonObject, ...] = ()
     previous_summary: str | None = None
     instructions: str | None = None
     prompt_tokens: int = 0
-    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+    meta: JsonObject = field(default_factory=dict, compare=False)
 
 
 @dataclass

@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Protocol
 
 from batchcompact.core.entries import Entry
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 
 COMPACTION_SUMMARY_PREFIX = (
     "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
@@ -25,7 +26,7 @@ BRANCH_SUMMARY_SUFFIX = "</summary>"
 class ContextMessage:
     """An AgentMessage of the context and the entry it came from (None for a synthesized one)."""
 
-    message: dict[str, Any]
+    message: JsonObject
     entry: Entry | None
 
     @property
@@ -48,7 +49,7 @@ class SessionContext:
         return estimate_context_tokens([m.message for m in self.messages], usage_from=self.stale_count).tokens
 
 
-def parse_timestamp_ms(value: Any) -> int | None:
+def parse_timestamp_ms(value: JsonValue) -> int | None:
     """ISO-8601 string to epoch milliseconds, as JavaScript's Date.parse (None when unparsable)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return int(value) if math.isfinite(value) else None  # a file's 1e999 is no time
@@ -60,7 +61,7 @@ def parse_timestamp_ms(value: Any) -> int | None:
         return None
 
 
-def entry_to_message(entry: Entry) -> dict[str, Any] | None:
+def entry_to_message(entry: Entry) -> JsonObject | None:
     """The AgentMessage an entry contributes to the context, or None (pi's mapping, section 6.3)."""
     kind = entry.type
     data = entry.data
@@ -85,7 +86,7 @@ def entry_to_message(entry: Entry) -> dict[str, Any] | None:
     return None
 
 
-def compaction_message(entry: Entry) -> dict[str, Any]:
+def compaction_message(entry: Entry) -> JsonObject:
     message = {
         "role": "compactionSummary",
         "summary": entry.data.get("summary", ""),
@@ -102,7 +103,7 @@ def encrypted_summary_note(chars: int) -> str:
     return f"(summary encrypted by the provider, {chars:,} characters)"
 
 
-def path_model(entry: Entry, model: dict[str, Any] | None) -> dict[str, Any] | None:
+def path_model(entry: Entry, model: JsonObject | None) -> JsonObject | None:
     """The model after `entry`: a model_change or an assistant message sets it (pi's rule)."""
     if entry.type == "model_change":
         return {"provider": entry.data.get("provider"), "modelId": entry.data.get("modelId")}
@@ -113,10 +114,10 @@ def path_model(entry: Entry, model: dict[str, Any] | None) -> dict[str, Any] | N
     return model
 
 
-_UNSET: Any = object()
+_UNSET: JsonObject = {}  # a sentinel: no model change on this entry (compared by identity)
 
 
-def last_model(path: list[Entry]) -> dict[str, Any] | None:
+def last_model(path: list[Entry]) -> JsonObject | None:
     """`path_model` applied along the whole root-first path: the model its last model_change or assistant
     message sets, found from the end (no call per entry of the path before it)."""
     for entry in reversed(path):
@@ -151,18 +152,28 @@ class ContextRules:
 PI_RULES = ContextRules()
 
 
-def rules_of(session: Any) -> ContextRules:
+class ContextSource(Protocol):
+    """What the context is rebuilt from: a `core.session.Session` (named by its parts here, because the session
+    module imports this one for its fields' types)."""
+
+    context_rules: ContextRules | None
+    rebuilt_context: SessionContext | None
+
+    def path_entries(self) -> list[Entry]: ...
+
+
+def rules_of(session: ContextSource | None) -> ContextRules:
     """The context rules a session is rebuilt with: the ones its reader put on it, else pi's."""
     rules = session.context_rules if session is not None else None
     return rules if rules is not None else PI_RULES
 
 
-def session_context(session: Any) -> SessionContext:
+def session_context(session: ContextSource) -> SessionContext:
     """`build_session_context` of a session's active path, with its rules."""
     return build_session_context(session.path_entries(), rules_of(session))
 
 
-def _empty_error_turn(message: dict[str, Any]) -> bool:
+def _empty_error_turn(message: JsonObject) -> bool:
     """A failed request that produced nothing worth replaying (oh-my-pi's isEmptyErrorTurn)."""
     if message.get("stopReason") != "error":
         return False
@@ -291,7 +302,7 @@ def build_session_context(path: list[Entry], rules: ContextRules = PI_RULES) -> 
     return SessionContext(out, thinking_level, model, compaction, stale)
 
 
-def written_context(written: Any) -> SessionContext:
+def written_context(written: ContextSource) -> SessionContext:
     """`build_session_context` of a written file's active path (a `Session` read back to be verified), built
     once: the format's verify and the size check both need it. A file read back is only checked, never
     changed, so the context stays its context."""
@@ -301,7 +312,7 @@ def written_context(written: Any) -> SessionContext:
     return context
 
 
-def bash_execution_to_text(message: dict[str, Any]) -> str:
+def bash_execution_to_text(message: JsonObject) -> str:
     text = f"Ran `{message.get('command', '')}`\n"
     output = message.get("output")
     text += f"```\n{output}\n```" if output else "(no output)"
@@ -315,11 +326,11 @@ def bash_execution_to_text(message: dict[str, Any]) -> str:
     return text
 
 
-def _user_text(text: str, timestamp: Any) -> dict[str, Any]:
+def _user_text(text: str, timestamp: JsonValue) -> JsonObject:
     return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": timestamp}
 
 
-def convert_message(message: dict[str, Any]) -> dict[str, Any] | None:
+def convert_message(message: JsonObject) -> JsonObject | None:
     """One AgentMessage to an LLM message (pi's convertToLlm), or None when it is dropped."""
     role = message.get("role")
     if role in ("user", "assistant", "toolResult"):
@@ -344,7 +355,7 @@ def convert_message(message: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def convert_to_llm(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def convert_to_llm(messages: list[JsonObject]) -> list[JsonObject]:
     out = []
     for message in messages:
         converted = convert_message(message)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 
 ERROR = "error"
 WARNING = "warning"
@@ -37,18 +38,19 @@ class Entry:
 
     __slots__ = ("type", "id", "parent_id", "line", "data")
 
-    def __init__(self, data: dict[str, Any], line: int | None) -> None:
+    def __init__(self, data: JsonObject, line: int | None) -> None:
         self.data = data
         self.line = line
         # a type, id or parentId that is a list or an object (damaged input) names nothing: they key sets,
         # counters and the tree's index; the readers report the value from `data`
         kind, entry_id, parent_id = data.get("type"), data.get("id"), data.get("parentId")
-        self.type = None if isinstance(kind, (list, dict)) else kind
-        self.id = None if isinstance(entry_id, (list, dict)) else entry_id
-        self.parent_id = None if isinstance(parent_id, (list, dict)) else parent_id
+        # each is the JSON value as read (a string in a well-formed file), never a list or an object
+        self.type: JsonValue = None if isinstance(kind, (list, dict)) else kind
+        self.id: JsonValue = None if isinstance(entry_id, (list, dict)) else entry_id
+        self.parent_id: JsonValue = None if isinstance(parent_id, (list, dict)) else parent_id
 
     @property
-    def message(self) -> dict[str, Any] | None:
+    def message(self) -> JsonObject | None:
         """The AgentMessage of a `message` entry, else None."""
         if self.type == "message":
             message = self.data.get("message")
@@ -78,5 +80,5 @@ class Problem:
         where = f"{self.path}:{self.line}" if self.line is not None else self.path
         return f"{where}: {self.severity}: {self.message}"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {"path": self.path, "line": self.line, "severity": self.severity, "message": self.message}

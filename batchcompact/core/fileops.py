@@ -15,7 +15,8 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 
 # tool name -> (kind, argument names): see the module docstring
 FileTools = Mapping[str, tuple[str, tuple[str, ...]]]
@@ -35,7 +36,7 @@ class FileOps:
     written: set[str] = field(default_factory=set)
     edited: set[str] = field(default_factory=set)
 
-    def add_message(self, message: dict[str, Any]) -> None:
+    def add_message(self, message: JsonObject) -> None:
         """An assistant message's tool calls of the `tools` (see the module docstring)."""
         if message.get("role") != "assistant":
             return
@@ -58,7 +59,7 @@ class FileOps:
             if path is not None:
                 {"read": self.read, "write": self.written, "edit": self.edited}[kind].add(path)
 
-    def add_details(self, details: Any) -> None:
+    def add_details(self, details: JsonValue) -> None:
         """Carry over an earlier compaction's or branch summary's `details` lists."""
         if not isinstance(details, dict):
             return
@@ -75,7 +76,7 @@ class FileOps:
         return js_sort(self.read - modified), js_sort(modified)
 
 
-def patch_text(kind: str, names: tuple[str, ...], arguments: dict[str, Any]) -> str | None:
+def patch_text(kind: str, names: tuple[str, ...], arguments: JsonObject) -> str | None:
     """The apply_patch envelope a "patch" or "shell" tool call carries, or None."""
     if kind == "patch":
         return next((value for value in map(arguments.get, names) if isinstance(value, str)), None)
@@ -103,7 +104,7 @@ def patch_paths(patch: str) -> list[str]:
     return out
 
 
-def details_from_summary(summary: Any, cwd: str | None = None) -> dict[str, list[str]] | None:
+def details_from_summary(summary: JsonValue, cwd: str | None = None) -> dict[str, list[str]] | None:
     """`details` {readFiles, modifiedFiles} from the `<read-files>`/`<modified-files>` tags at the end of a
     summary we wrote (formats that have no field of their own for them keep them there); None without tags.
     A line per path (pi's layout), or `folder/: a.ts, b.ts` for the files of one folder (core/filetags.py);

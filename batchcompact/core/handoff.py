@@ -10,11 +10,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import uuid
-from typing import Any
+from collections.abc import Mapping
+from typing import TypeGuard
 
 from batchcompact.core.calls import HANDOFF, SummaryCall
 from batchcompact.core.context import ContextRules, build_session_context, convert_to_llm
 from batchcompact.core.entries import Entry
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, _file_lists
 from batchcompact.core.prompts import (
     SUMMARIZATION_SYSTEM_PROMPT,
@@ -37,12 +39,12 @@ _NAMESPACE = uuid.UUID("6f1d2c8e-2b5a-4c3e-9a61-5d0f0b7c4e21")  # ours: handoff 
 ALREADY_A_HANDOFF = "a handoff session with nothing after its handoff document"
 
 
-def only_a_handoff(messages: list[dict[str, Any]]) -> bool:
+def only_a_handoff(messages: list[JsonObject]) -> bool:
     """The context is a handoff document and nothing else (a session this strategy wrote, not yet resumed)."""
     return bool(messages) and all(m.get("role") == "custom" and m.get("customType") == HANDOFF for m in messages)
 
 
-def mid_turn(messages: list[dict[str, Any]]) -> str | None:
+def mid_turn(messages: list[JsonObject]) -> str | None:
     """Why the context's last turn is not over (its tool calls wait for results), or None."""
     if not messages:
         return None
@@ -61,7 +63,8 @@ def handoff_session_id(session_id: str, leaf_id: str | None) -> str:
 
 
 def handoff_plan(plan: CompactionPlan, path: list[Entry], settings: CompactionSettings,
-                 rules: ContextRules, *, file_tools: Any) -> CompactionPlan | Skip:
+                 rules: ContextRules, *,
+                 file_tools: Mapping[str, tuple[str, tuple[str, ...]]]) -> CompactionPlan | Skip:
     """`plan` turned into a handoff: one call over the whole context the agent would rebuild (an earlier
     compaction's summary as the previous summary, its kept tail and everything after it), within the
     summary budget; or why the session cannot be handed off now."""
@@ -123,7 +126,7 @@ def after_compaction(path: list[Entry], settings: CompactionSettings, window: in
                           model=model, leaf_id=last.id, provider=provider, threshold=threshold)
 
 
-def is_handoff(plan: Any) -> bool:
+def is_handoff(plan: object) -> TypeGuard[CompactionPlan]:
     return isinstance(plan, CompactionPlan) and plan.strategy == STRATEGY
 
 

@@ -7,12 +7,13 @@ position so that two reads of the same file give the same ids (and so the same p
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+
+from batchcompact.core.jsontypes import JsonObject
 
 CURRENT_VERSION = 3
 
 
-def header_version(header: dict[str, Any]) -> int:
+def header_version(header: JsonObject) -> int:
     version = header.get("version")
     return version if isinstance(version, int) and not isinstance(version, bool) else 1
 
@@ -28,7 +29,7 @@ def deterministic_id(seed: str, index: int, used: set[str]) -> str:
         attempt += 1
 
 
-def migrate_v1_to_v2(header: dict[str, Any], entries: list[dict[str, Any]]) -> None:
+def migrate_v1_to_v2(header: JsonObject, entries: list[JsonObject]) -> None:
     """Give every entry an id and chain parentIds in file order; convert firstKeptEntryIndex.
 
     `firstKeptEntryIndex` indexes the parsed line array with the header at index 0, so entry i of
@@ -52,7 +53,7 @@ def migrate_v1_to_v2(header: dict[str, Any], entries: list[dict[str, Any]]) -> N
     header["version"] = 2
 
 
-def migrate_v2_to_v3(header: dict[str, Any], entries: list[dict[str, Any]]) -> None:
+def migrate_v2_to_v3(header: JsonObject, entries: list[JsonObject]) -> None:
     """Rename message role hookMessage to custom; nothing else changes."""
     for entry in entries:
         if entry.get("type") == "message":
@@ -62,7 +63,7 @@ def migrate_v2_to_v3(header: dict[str, Any], entries: list[dict[str, Any]]) -> N
     header["version"] = 3
 
 
-def migrate(header: dict[str, Any], entries: list[dict[str, Any]]) -> int:
+def migrate(header: JsonObject, entries: list[JsonObject]) -> int:
     """Migrate in place to v3; return the version the data had. Versions above 3 are left unchanged."""
     version = header_version(header)
     if version < 2:

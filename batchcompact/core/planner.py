@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 from batchcompact.core.calls import HISTORY, TURN_PREFIX, SummaryCall
 from batchcompact.core.context import (
@@ -31,6 +30,7 @@ from batchcompact.core.defaults import (
 from batchcompact.core.entries import Entry
 from batchcompact.core.fileops import FileOps, FileTools
 from batchcompact.core.filetags import file_tags
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.prompts import (
     NO_PRIOR_HISTORY,
     SPLIT_TURN_SEPARATOR,
@@ -179,7 +179,7 @@ def session_model(path: list[Entry]) -> tuple[str | None, str | None]:
     return (model or {}).get("provider"), (model or {}).get("modelId")
 
 
-def summary_messages(entries: list[Entry]) -> list[dict[str, Any]]:
+def summary_messages(entries: list[Entry]) -> list[JsonObject]:
     """The messages of a range as compaction sees them; FIX skips earlier compaction entries."""
     out = []
     for entry in entries:
@@ -329,7 +329,7 @@ def _since_last_compaction(path: list[Entry]) -> tuple[int, Entry | None]:
     return boundary_start, previous
 
 
-def _file_lists(previous: Entry | None, messages: list[dict[str, Any]],
+def _file_lists(previous: Entry | None, messages: list[JsonObject],
                 file_tools: FileTools) -> tuple[list[str], list[str]]:
     """(read, modified) files: those the previous compaction recorded (unless a hook wrote it), then the
     summarized messages' tool calls."""
@@ -342,8 +342,8 @@ def _file_lists(previous: Entry | None, messages: list[dict[str, Any]],
 
 
 def _summary_calls(settings: CompactionSettings, previous_summary: str | None, history_text: str,
-                   history_llm: list[dict[str, Any]], prefix_text: str,
-                   prefix_llm: list[dict[str, Any]], tags_tokens: int = 0,
+                   history_llm: list[JsonObject], prefix_text: str,
+                   prefix_llm: list[JsonObject], tags_tokens: int = 0,
                    listed: tuple[str, ...] = (), cwd: str | None = None) -> tuple[list[SummaryCall], str | None]:
     """The model calls: the history (when there is any) and the split turn's prefix (when `prefix_text`);
     with no history, the text that stands in for its summary. Each call's max_tokens is its share of the

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 from batchcompact.core.tokens import js_json, js_len
 
 TOOL_RESULT_MAX_CHARS = 2000
 
 
-def _texts(content: Any) -> str:
+def _texts(content: JsonValue) -> str:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
@@ -30,7 +29,7 @@ def _truncate(text: str) -> str:
     return f"{head}\n\n[... {length - TOOL_RESULT_MAX_CHARS} more characters truncated]"
 
 
-def format_tool_call(block: dict[str, Any]) -> str:
+def format_tool_call(block: JsonObject) -> str:
     arguments = block.get("arguments")
     if not isinstance(arguments, dict):
         arguments = {}
@@ -38,7 +37,7 @@ def format_tool_call(block: dict[str, Any]) -> str:
     return f"{block.get('name', '')}({args})"
 
 
-def serialize_message(message: dict[str, Any]) -> list[str]:
+def serialize_message(message: JsonObject) -> list[str]:
     role = message.get("role")
     parts: list[str] = []
     if role == "user":
@@ -76,7 +75,7 @@ def serialize_message(message: dict[str, Any]) -> list[str]:
     return parts
 
 
-def serialize_conversation(messages: list[dict[str, Any]]) -> str:
+def serialize_conversation(messages: list[JsonObject]) -> str:
     """LLM messages (after convert_to_llm) to pi's labelled text, parts joined by a blank line."""
     parts: list[str] = []
     for message in messages:

@@ -11,7 +11,7 @@ names none of them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Self
+from typing import Protocol, Self
 
 from batchcompact.core.context import ContextRules, SessionContext
 from batchcompact.core.entries import ERROR, Entry, Problem
@@ -45,7 +45,7 @@ class ReadDigest(Protocol):
 class Session:
     path: str
     agent: str  # the agent whose reader read the file (its registered name)
-    header: dict[str, Any] | None
+    header: JsonObject | None
     entries: list[Entry]
     version: int | None = None
     problems: list[Problem] = field(default_factory=list)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any
+
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 
 IMAGE_CHARS = 4800
 
@@ -20,12 +21,12 @@ def js_len(text: str) -> int:
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
-def js_json(value: Any) -> str:
+def js_json(value: JsonValue) -> str:
     """Compact JSON as JavaScript's JSON.stringify writes it (non-ASCII kept)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _text_chars(content: Any, image_chars: int) -> int:
+def _text_chars(content: JsonValue, image_chars: int) -> int:
     if isinstance(content, str):
         return js_len(content)
     chars = 0
@@ -43,7 +44,7 @@ def _text_chars(content: Any, image_chars: int) -> int:
     return chars
 
 
-def estimate_chars(message: dict[str, Any]) -> int:
+def estimate_chars(message: JsonObject) -> int:
     role = message.get("role")
     if role in ("user", "custom", "toolResult"):
         # Images count 4800 chars everywhere (pi since JUN; user images counted 0 before).
@@ -69,12 +70,12 @@ def estimate_chars(message: dict[str, Any]) -> int:
     return 0
 
 
-def estimate_tokens(message: dict[str, Any]) -> int:
+def estimate_tokens(message: JsonObject) -> int:
     """ceil(chars / 4) for one AgentMessage."""
     return math.ceil(estimate_chars(message) / 4)
 
 
-def usage_tokens(usage: dict[str, Any]) -> int:
+def usage_tokens(usage: JsonObject) -> int:
     """pi's calculateContextTokens: totalTokens, or the sum of the parts when it is 0 or missing."""
     total = usage.get("totalTokens")
     if total:
@@ -87,7 +88,7 @@ def usage_tokens(usage: dict[str, Any]) -> int:
     )
 
 
-def usable_usage(message: dict[str, Any]) -> dict[str, Any] | None:
+def usable_usage(message: JsonObject) -> JsonObject | None:
     """The usage of an assistant message that is not aborted or an error, else None."""
     if message.get("role") != "assistant" or message.get("stopReason") in ("aborted", "error"):
         return None
@@ -103,7 +104,7 @@ class ContextEstimate:
     last_usage_index: int | None
 
 
-def estimate_context_tokens(messages: list[dict[str, Any]], usage_from: int = 0) -> ContextEstimate:
+def estimate_context_tokens(messages: list[JsonObject], usage_from: int = 0) -> ContextEstimate:
     """The context size: last usable assistant usage plus estimates of the messages after it.
 
     Usage on messages before index `usage_from` is ignored: after a compaction the kept messages carry

@@ -13,7 +13,6 @@ Pure: no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -26,7 +25,7 @@ class Trigger:
 
 
 def window_trigger(*, table_window: int | None = None, override_window: int | None = None,
-                   reserve_tokens: int, **_: Any) -> Trigger:
+                   reserve_tokens: int, **_: object) -> Trigger:
     """The generic rule: --context-window or the price table's window, minus reserve_tokens."""
     window = override_window or table_window
     source = "--context-window" if override_window else ("price table" if table_window else "unknown")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from types import ModuleType
 from typing import IO
 
 from batchcompact.errors import MissingExtraError
@@ -27,7 +28,7 @@ def is_zstd(path: str | Path) -> bool:
         return False
 
 
-def _zstandard():
+def _zstandard() -> ModuleType:
     try:
         import zstandard
     except ImportError:
@@ -48,7 +49,7 @@ def open_session(path: str | Path, buffer_size: int = io.DEFAULT_BUFFER_SIZE) ->
     except BaseException:
         raw.close()
         raise
-    return io.BufferedReader(reader, buffer_size=1 << 20)  # type: ignore[arg-type]
+    return io.BufferedReader(reader, buffer_size=1 << 20)
 
 
 def decompress(data: bytes) -> bytes:

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import orjson
 
-from batchcompact.agents import AGENTS, describe, file_detectors, find, load, store_agent, store_database
+from batchcompact.agents import AGENTS, contracts, describe, file_detectors, find, store_agent, store_database
+from batchcompact.core.jsontypes import JsonValue
 from batchcompact.core.session import Session
 from batchcompact.errors import NotCompacted, SessionReadError, reported_not_compacted
 from batchcompact.formats.compressed import is_decompress_error, open_session
@@ -44,7 +45,7 @@ def detect_line(obj: dict, *, first: bool = False) -> str | None:
     return None
 
 
-def probe_line(raw: bytes):
+def probe_line(raw: bytes) -> JsonValue:
     """A probed line's JSON value: orjson first, `json` decides what orjson refuses (NaN, integers beyond 64
     bits, lone surrogates, a byte order mark); raises ValueError for what neither accepts."""
     try:
@@ -128,5 +129,5 @@ def read_session(path: str | Path, agent_name: str | None = None, *, digest: boo
     if agent.reader is None:
         raise NotCompacted(reported_not_compacted(f"a {agent.display_name} transcript"))
     if digest and agent.read_appended:
-        return load(agent.reader)(path, digest=True)
-    return load(agent.reader)(path)
+        return contracts.digest_reader(agent)(path, digest=True)
+    return contracts.reader(agent)(path)

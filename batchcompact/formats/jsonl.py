@@ -20,11 +20,12 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Protocol
 
 import orjson
 
 from batchcompact.core.entries import ERROR, WARNING, Problem
+from batchcompact.core.jsontypes import JsonObject, JsonValue
 from batchcompact.formats.compressed import is_decompress_error, open_session
 
 # A single line longer than this is reported instead of read: it would need that much memory, and more
@@ -35,6 +36,10 @@ MAX_LINE_BYTES = 256 * 1024 * 1024
 READ_BUFFER = 1 << 20
 
 
+class Digest(Protocol):
+    """What the readers feed the bytes they read: a hashlib object, or a `SourceDigest` (which also counts them)."""
+
+    def update(self, data: bytes, /) -> None: ...
 
 
 class SourceDigest:
@@ -62,8 +67,8 @@ class SourceDigest:
         return self._sha.hexdigest()
 
 
-def capped_lines(handle: Any, on_long: Callable[[int, int], None] | None = None, *, first_line: int = 1,
-                 digest: Any = None, limit: int | None = None) -> Iterable[bytes]:
+def capped_lines(handle: IO[bytes], on_long: Callable[[int, int], None] | None = None, *, first_line: int = 1,
+                 digest: Digest | None = None, limit: int | None = None) -> Iterable[bytes]:
     """The lines of `handle` (a binary file read from a line's start, numbered from `first_line`) with none
     longer than `limit` (MAX_LINE_BYTES): a longer one is read in pieces and passed over, `on_long(line
     number, its bytes)` is told, and an empty line stands in its place (every reader passes over an empty
@@ -82,7 +87,7 @@ def capped_lines(handle: Any, on_long: Callable[[int, int], None] | None = None,
     return _capped(handle, on_long, first_line, digest, limit)
 
 
-def _capped(handle: Any, on_long: Callable[[int, int], None] | None, number: int, digest: Any,
+def _capped(handle: IO[bytes], on_long: Callable[[int, int], None] | None, number: int, digest: Digest | None,
             limit: int) -> Iterator[bytes]:
     read = functools.partial(handle.readline, limit)
     feed = None if digest is None else getattr(digest, "update_bytes", digest.update)
@@ -122,7 +127,7 @@ def _describe_json_error(exc: Exception, text: bytes) -> str:
     return f"invalid JSON: {exc}"
 
 
-def loads_line(raw: bytes) -> Any:
+def loads_line(raw: bytes) -> JsonValue:
     """One JSON line with the standard library's semantics, at orjson's speed when orjson agrees."""
     try:
         return orjson.loads(raw)
@@ -130,8 +135,8 @@ def loads_line(raw: bytes) -> Any:
         return json.loads(raw.decode())  # accepts what json accepts; raises json's error otherwise
 
 
-def iter_json_lines(path: str | Path, problems: list[Problem], *, digest: Any = None, offset: int = 0,
-                    first_line: int = 1) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_json_lines(path: str | Path, problems: list[Problem], *, digest: Digest | None = None, offset: int = 0,
+                    first_line: int = 1) -> Iterator[tuple[int, JsonObject]]:
     """Yield (line number, object) for every line that is a JSON object; append a Problem for the rest.
 
     Blank lines are skipped silently (pi's parser does the same). Only the last line can lack a newline:
@@ -229,7 +234,7 @@ def file_size(path: str | Path) -> int | None:
         return None
 
 
-def dumps_line(obj: dict[str, Any]) -> str:
+def dumps_line(obj: JsonObject) -> str:
     """One JSONL line as JavaScript's JSON.stringify writes it (compact, non-ASCII kept, and a lone
     surrogate escaped: `"\\ud83d"`, as a JavaScript agent wrote it when it cut an emoji in half; the
     standard library read it as text, and UTF-8 has no bytes for it)."""

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from batchcompact.agents import load, session_suffixes, store_agent, store_database
+from batchcompact.agents import contracts, session_suffixes, store_agent, store_database
 from batchcompact.errors import BatchCompactError, UsageError
 from batchcompact.formats.jsonl import LONE_SURROGATE
 
@@ -115,7 +115,8 @@ def folder_entries(folder: str | Path) -> tuple[list[os.DirEntry], list[os.DirEn
     except OSError as exc:
         _warn_once(f"{printable(str(folder))}: skipped, cannot list this folder: {oserror_text(exc)}")
         return [], []
-    files, folders = [], []
+    files: list[os.DirEntry[str]] = []
+    folders: list[os.DirEntry[str]] = []
     for entry in entries:
         try:
             is_dir = entry.is_dir()
@@ -148,7 +149,7 @@ def database_sessions(db: Path) -> list[Path]:
     agent = store_database(db.name)
     assert agent is not None and agent.store is not None
     try:
-        return [Path(f"{db}#{session_id}") for session_id in load(agent.store).session_ids(db)]
+        return [Path(f"{db}#{session_id}") for session_id in contracts.store(agent).session_ids(db)]
     except (BatchCompactError, OSError):  # its reader reports the database's problem in one line
         return [db]
 
@@ -178,7 +179,7 @@ def iter_session_files(paths: Iterable[str | Path], require_any: bool = False) -
             if not matches:
                 raise UsageError(f"no session files found under {text!r} (no file matches)")
             base = Path(_glob_base(text))
-            candidates = []
+            candidates: list[tuple[Path, Path]] = []
             for match in matches:
                 p = Path(match)
                 if p.is_dir():
@@ -299,7 +300,7 @@ def unreadable_reason(path: str, exc: BaseException) -> str:
     return str(exc)
 
 
-def broken_link_reason(path: str | Path) -> str | None:
+def broken_link_reason(path: str | os.PathLike[str]) -> str | None:
     """Why a symbolic link leads to no file, in the words every command uses ("cannot read: Too many
     levels of symbolic links" for a loop, "cannot read: a symbolic link to X, which does not exist");
     None when `path` is no link or its target is there."""
@@ -317,7 +318,7 @@ def broken_link_reason(path: str | Path) -> str | None:
         return f"cannot read: {oserror_text(exc)}"
 
 
-def missing_file_reason(path: str | os.PathLike) -> str:
+def missing_file_reason(path: str | os.PathLike[str]) -> str:
     """Why a file that was listed by the driver cannot be opened here, without its path (the row names it):
     a link that leads nowhere says so in the system's words, as `validate` and `run` do ("cannot read:
     Too many levels of symbolic links" for a loop); a file not there at all was removed since, or is on

@@ -28,8 +28,9 @@ import dataclasses
 import functools
 import logging
 import secrets
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from batchcompact.core.words import counted
 from batchcompact.pipeline.batch_store import (
@@ -45,6 +46,17 @@ from batchcompact.pipeline.batch_store import (
 from batchcompact.pipeline.state import call_key
 from batchcompact.pipeline.statuses import BATCH_PENDING, CHANGED
 from batchcompact.pipeline.summary_cache import CachingSummarizer
+
+if TYPE_CHECKING:
+    from batchcompact.core.calls import SummaryCall
+    from batchcompact.pipeline.state import RunState
+    from batchcompact.summarize.base import Summarizer, SummaryResult
+    from batchcompact.summarize.batch_api import BatchClient, RequestResult
+    from batchcompact.summarize.pool import JobOutcome, SummaryJob
+    from batchcompact.summarize.pool_settings import PoolSettings
+
+    Jobs = Iterable[SummaryJob] | AsyncIterable[SummaryJob]
+    OnOutcome = Callable[[JobOutcome], Awaitable[None] | None]
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +106,8 @@ class BatchBuyer:
 
     batch = True
 
-    def __init__(self, options: BatchOptions, summarizer: Any, state: Any, model_key: str, pool_settings: Any,
+    def __init__(self, options: BatchOptions, summarizer: Summarizer, state: RunState, model_key: str,
+                 pool_settings: PoolSettings,
                  run_id: str, *, pricing_file: str | None = None, max_cost_usd: float | None = None) -> None:
         from batchcompact.summarize.batch_api import resolve_target
 
@@ -109,7 +122,7 @@ class BatchBuyer:
         self.run_id = run_id
         self.pricing_file = pricing_file
         self.max_cost_usd = max_cost_usd
-        self._clients: dict[tuple[str, str], Any] = {}
+        self._clients: dict[tuple[str, str], BatchClient] = {}
         self.spool: list[tuple[str, str, float | None, bytes]] = []
         self.spool_bytes = 0
         self.spooled: set[str] = set()
@@ -120,12 +133,12 @@ class BatchBuyer:
         self.collected_batches = 0
         self.waiting_jobs = 0
         self.waiting_batches: set[str] = set()
-        self.on_demand: list[Any] = []
+        self.on_demand: list[SummaryJob] = []
         self.notes: list[str] = []
         self._deliver: dict[str, list[str]] = {}  # job key -> collected keys it is being handed
 
     # -- clients -----------------------------------------------------------------------------------
-    def client(self, provider: str | None = None, api_base: str | None = None) -> Any:
+    def client(self, provider: str | None = None, api_base: str | None = None) -> BatchClient:
         from batchcompact.summarize.batch_api import BatchTarget, client_for
 
         provider = provider or self.target.provider
@@ -150,7 +163,7 @@ class BatchBuyer:
             client.close()
 
     # -- the seam ------------------------------------------------------------------------------------
-    async def buy(self, jobs: Any, on_outcome: Any, stop_event: asyncio.Event | None = None) -> None:
+    async def buy(self, jobs: Jobs, on_outcome: OnOutcome, stop_event: asyncio.Event | None = None) -> None:
         from batchcompact.summarize.pool import CANCELLED, JobOutcome
 
         try:
@@ -159,10 +172,11 @@ class BatchBuyer:
                 if stop_event is not None and stop_event.is_set():
                     outcome = JobOutcome(job.key, CANCELLED, [None] * len(job.calls), "stop requested")
                 else:
-                    outcome = await asyncio.to_thread(self.route, job)
-                    if outcome is None:  # bought on demand after the batch jobs (see `route`)
+                    routed = await asyncio.to_thread(self.route, job)
+                    if routed is None:  # bought on demand after the batch jobs (see `route`)
                         self.on_demand.append(job)
                         continue
+                    outcome = routed
                 await _maybe_await(on_outcome(outcome))
                 # handed over and written (on_outcome returns after the write): from now on a rerun
                 # reuses these summaries at no cost instead of counting them again
@@ -174,7 +188,7 @@ class BatchBuyer:
             self.notes = self._notes()
             self.close()
 
-    async def _buy_on_demand(self, on_outcome: Any, stop_event: Any) -> None:
+    async def _buy_on_demand(self, on_outcome: OnOutcome, stop_event: asyncio.Event | None) -> None:
         from batchcompact.summarize.pool import run_jobs
 
         settings = self.pool_settings
@@ -185,7 +199,7 @@ class BatchBuyer:
                           "model's window needs successive calls)")
         jobs = {job.key: job for job in self.on_demand}
 
-        async def written(outcome: Any) -> None:
+        async def written(outcome: JobOutcome) -> None:
             await _maybe_await(on_outcome(outcome))
             job = jobs.get(outcome.key)
             if job is not None and outcome.ok:  # as in `buy`: delivered once applied and written
@@ -193,7 +207,7 @@ class BatchBuyer:
 
         await run_jobs(self.on_demand, _CollectedFirst(self), settings, on_outcome=written, stop_event=stop_event)
 
-    def as_paid(self, result: Any) -> Any:
+    def as_paid(self, result: SummaryResult) -> SummaryResult:
         return self.caching.as_paid(result)
 
     # -- collecting ------------------------------------------------------------------------------------
@@ -206,7 +220,10 @@ class BatchBuyer:
                 client = self.client(row.provider, row.api_base)
                 if row.state == SUBMITTING and not self._recover(row, client):
                     continue
-                row = self.store.batch(row.local_id)
+                current = self.store.batch(row.local_id)
+                assert current is not None  # an open batch of this store
+                row = current
+                assert row.batch_id is not None  # submitted, or adopted by `_recover`
                 info = client.retrieve(row.batch_id)
                 self.store.update_status(row.local_id, info)
                 if not info.ended:
@@ -220,7 +237,7 @@ class BatchBuyer:
                 log.warning("batch %s: %s", row.batch_id or row.local_id, exc)
                 self.notes.append(f"batch {row.batch_id or row.local_id} not checked: {exc}")
 
-    def _recover(self, row: BatchRow, client: Any) -> bool:
+    def _recover(self, row: BatchRow, client: BatchClient) -> bool:
         """A batch whose creation was not recorded: adopt it from the provider's listing, or forget it."""
         found = client.find(row.local_id, row.created_at, row.requests, self.store.known_batch_ids())
         if found is None:
@@ -231,13 +248,13 @@ class BatchBuyer:
         self.store.mark_submitted(row.local_id, found)
         return True
 
-    def _price(self, model: str, res: Any) -> float | None:
+    def _price(self, model: str, res: RequestResult) -> float | None:
         return batch_cost(model, self.pricing_file, prompt_tokens=res.prompt_tokens,
                           completion_tokens=res.completion_tokens, cache_read_tokens=res.cache_read_tokens,
                           cache_write_tokens=res.cache_write_tokens)
 
     # -- routing one job ---------------------------------------------------------------------------------
-    def _prepared(self, call: Any) -> tuple[Any, dict[str, int], str]:
+    def _prepared(self, call: SummaryCall) -> tuple[SummaryCall, dict[str, int], str]:
         """The call as it would be sent (redacted like the pool does), and its cache key."""
         counts: dict[str, int] = {}
         if self.redact:
@@ -246,7 +263,7 @@ class BatchBuyer:
             call, counts = redact_call(call)
         return call, counts, call_key(self.model_key, call.system_prompt, call.user_prompt, call.max_tokens)
 
-    def route(self, job: Any) -> Any:
+    def route(self, job: SummaryJob) -> JobOutcome | None:
         """The job's outcome now: ok (all summaries here), batch_pending, failed, budget, changed; or None
         when it must be bought on demand (a prompt beyond the model's window needs overflow recovery,
         whose successive calls each depend on the previous answer)."""
@@ -262,7 +279,7 @@ class BatchBuyer:
             return JobOutcome(job.key, CHANGED, [None] * n,
                               "the file changed after its summaries were requested in a batch; summaries "
                               "already paid for stay in the cache, and the next run plans the new content")
-        results: list[Any] = [None] * n
+        results: list[SummaryResult | None] = [None] * n
         fresh: list[int] = []
         waiting: list[str] = []
         failures: list[str] = []
@@ -298,7 +315,7 @@ class BatchBuyer:
         if not fresh and not waiting and not too_long:
             self._deliver[job.key] = delivered
             self.store.forget_job(job.key)
-            return JobOutcome(job.key, OK, results, None, sum(r.attempts for r in results))
+            return JobOutcome(job.key, OK, results, None, sum(r.attempts for r in results if r is not None))  # all here
         fits = getattr(self.summarizer, "fits", None)
         if not waiting and (too_long or (fits is not None and not all(fits(prepared[i][0]) for i in fresh))):
             return None
@@ -328,7 +345,7 @@ class BatchBuyer:
         return JobOutcome(job.key, BATCH_PENDING, results,
                           "summary requested in a provider batch; rerun to collect", 0)
 
-    def store_result(self, key: str) -> Any:
+    def store_result(self, key: str) -> SummaryResult | None:
         from batchcompact.summarize.base import SummaryResult
 
         cached = self.caching.state.get_summary(key)
@@ -340,7 +357,7 @@ class BatchBuyer:
         row = self.store.batch(local_id)
         return (row.batch_id or local_id) if row else local_id
 
-    def _estimate(self, call: Any) -> float | None:
+    def _estimate(self, call: SummaryCall) -> float | None:
         output = call.max_tokens  # the call's summary budget
         prompt = call.prompt_tokens or -(-len(call.system_prompt + call.user_prompt) // 4)
         return batch_cost(self.model_key, self.pricing_file, prompt_tokens=prompt, completion_tokens=output)
@@ -353,7 +370,8 @@ class BatchBuyer:
         local_id = secrets.token_hex(8)
         requests = [(key, job_key, est) for key, job_key, est, _ in self.spool]
         ests = [est for _, _, est, _ in self.spool]
-        est_total = None if any(e is None for e in ests) else sum(ests)
+        known = [e for e in ests if e is not None]
+        est_total = None if len(known) != len(ests) else sum(known)
         self.store.intend(local_id, self.target, self.run_id, requests, est_total)
         batch_id = self.client().submit([line for *_, line in self.spool], local_id)
         self.store.mark_submitted(local_id, batch_id)
@@ -387,7 +405,7 @@ class _CollectedFirst:
         self.name = buyer.caching.name
         self.remote = buyer.caching.remote
 
-    async def summarize(self, call: Any) -> Any:
+    async def summarize(self, call: SummaryCall) -> SummaryResult:
         key = self.buyer.caching.key(call)  # the pool hands over the call already redacted
         request = self.buyer.store.request(key)
         if request is not None and request[1] == COLLECTED:
@@ -397,7 +415,7 @@ class _CollectedFirst:
         return await self.buyer.caching.summarize(call)
 
 
-async def _aiter(jobs: Any):
+async def _aiter(jobs: Jobs) -> AsyncIterator[SummaryJob]:
     if hasattr(jobs, "__aiter__"):
         async for job in jobs:
             yield job
@@ -406,7 +424,7 @@ async def _aiter(jobs: Any):
             yield job
 
 
-async def _maybe_await(value: Any) -> None:
+async def _maybe_await(value: object) -> None:
     if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future):
         await value
 

@@ -8,23 +8,29 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.pipeline.batch_store import BatchRow, client_for_row, open_store
 from batchcompact.pipeline.statuses import BATCH_PENDING
+
+if TYPE_CHECKING:
+    from batchcompact.pipeline.run import RunSummary
+    from batchcompact.summarize.batch_api import BatchClient
 
 POLL_START_S = 10.0
 POLL_MAX_S = 300.0
 
 
 def wait_for_batches(state_path: Path, *, api_key: str | None = None, progress: bool = False,
-                     sleep: Any = time.sleep, poll_start: float | None = None, poll_max: float | None = None) -> int:
+                     sleep: Callable[[float], None] = time.sleep, poll_start: float | None = None,
+                     poll_max: float | None = None) -> int:
     """Poll the open batches with backoff until every one has ended; returns how many were open."""
     db, store = open_store(state_path)
     delay = POLL_START_S if poll_start is None else poll_start
     ceiling = POLL_MAX_S if poll_max is None else poll_max
     bar = None
-    clients: dict[str, Any] = {}
+    clients: dict[str, BatchClient] = {}
     try:
         rows = [r for r in store.open_batches() if r.batch_id]
         if not rows:
@@ -32,18 +38,20 @@ def wait_for_batches(state_path: Path, *, api_key: str | None = None, progress: 
         if progress:
             from tqdm import tqdm
 
-            bar = tqdm(total=sum(r.requests for r in rows), desc="batch requests", unit="request", leave=False)
+            total = sum(r.requests for r in rows)
+            bar = tqdm(total=total, desc="batch requests", unit="request", leave=False)
         while True:
             pending = done = 0
             for row in rows:
                 client = clients.get(row.local_id) or client_for_row(row, api_key)
                 clients[row.local_id] = client
+                assert row.batch_id is not None  # the open batches with an id (above)
                 info = client.retrieve(row.batch_id)
                 store.update_status(row.local_id, info)
                 done += info.succeeded + info.errored + info.expired + info.cancelled if not info.ended else row.requests
                 pending += 0 if info.ended else 1
             if bar is not None:
-                bar.n = min(done, bar.total)
+                bar.n = min(done, total)
                 bar.set_postfix({"open batches": pending}, refresh=True)
             if not pending:
                 return len(rows)
@@ -64,6 +72,7 @@ def refresh_batches(state_path: Path, api_key: str | None = None) -> int:
         rows = [r for r in store.open_batches() if r.batch_id]
         for row in rows:
             client = client_for_row(row, api_key)
+            assert row.batch_id is not None  # the open batches with an id (above)
             try:
                 store.update_status(row.local_id, client.retrieve(row.batch_id))
             finally:
@@ -73,7 +82,7 @@ def refresh_batches(state_path: Path, api_key: str | None = None) -> int:
         db.close()
 
 
-def list_batches(state_path: Path, limit: int = 50) -> list[dict[str, Any]]:
+def list_batches(state_path: Path, limit: int = 50) -> list[JsonObject]:
     """Open batches and the most recent others, newest first, as plain dicts."""
     db, store = open_store(state_path)
     try:
@@ -85,7 +94,7 @@ def list_batches(state_path: Path, limit: int = 50) -> list[dict[str, Any]]:
     return [_as_dict(r) for r in shown]
 
 
-def _as_dict(row: BatchRow) -> dict[str, Any]:
+def _as_dict(row: BatchRow) -> JsonObject:
     from datetime import UTC, datetime
 
     return {
@@ -105,7 +114,7 @@ def _as_dict(row: BatchRow) -> dict[str, Any]:
     }
 
 
-def cancel_batch(state_path: Path, ident: str, api_key: str | None = None) -> dict[str, Any]:
+def cancel_batch(state_path: Path, ident: str, api_key: str | None = None) -> JsonObject:
     """Ask the provider to cancel a batch (its finished requests are still collected by the next run)."""
     from batchcompact.errors import UsageError
 
@@ -122,13 +131,15 @@ def cancel_batch(state_path: Path, ident: str, api_key: str | None = None) -> di
         finally:
             client.close()
         store.update_status(row.local_id, info)
-        return _as_dict(store.batch(row.local_id))
+        cancelled = store.batch(row.local_id)
+        assert cancelled is not None  # the row just updated
+        return _as_dict(cancelled)
     finally:
         db.close()
 
 
-def run_until_collected(run: Callable[[], Any], state_path: Path, *, rounds: int, api_key: str | None = None,
-                        progress: bool = False, on_round: Callable[[Any], None] | None = None) -> Any:
+def run_until_collected(run: Callable[[], RunSummary], state_path: Path, *, rounds: int, api_key: str | None = None,
+                        progress: bool = False, on_round: Callable[[RunSummary], None] | None = None) -> RunSummary:
     """`run --batch --wait`: `run()` (a `RunSummary`), then, while sessions wait for batches, wait for every
     open batch and run again (collect, write, resubmit what failed), at most `rounds` times. `on_round`
     sees each summary that is followed by a wait. Ctrl-C while waiting ends the loop: the batches stay open

@@ -14,10 +14,14 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from batchcompact.pipeline.state import RunState
+    from batchcompact.summarize.batch_api import BatchClient, BatchInfo, BatchTarget, RequestResult
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS batches (
@@ -93,7 +97,7 @@ class BatchRow:
 class BatchStore:
     """The batch tables, added to the run state's database (same connection, same lock)."""
 
-    def __init__(self, db: sqlite3.Connection, lock: Any) -> None:
+    def __init__(self, db: sqlite3.Connection, lock: threading.Lock) -> None:
         self.db = db
         self.lock = lock
         with self.lock:
@@ -101,7 +105,7 @@ class BatchStore:
             self.db.commit()
 
     @classmethod
-    def of(cls, state: Any) -> BatchStore:
+    def of(cls, state: RunState) -> BatchStore:
         return cls(state.db, state._db_lock)
 
     # -- batches ---------------------------------------------------------------------------------
@@ -121,7 +125,7 @@ class BatchStore:
         with self.lock:
             return frozenset(r[0] for r in self.db.execute("SELECT batch_id FROM batches WHERE batch_id IS NOT NULL"))
 
-    def intend(self, local_id: str, target: Any, run_id: str, requests: list[tuple[str, str, float | None]],
+    def intend(self, local_id: str, target: BatchTarget, run_id: str, requests: list[tuple[str, str, float | None]],
                est_cost: float | None) -> None:
         """Record a batch about to be created and its requests (state `submitting`), before any upload."""
         now = time.time()
@@ -155,7 +159,7 @@ class BatchStore:
                             "AND state=?", (FAILED, "the batch was never created", local_id, SUBMITTING))
             self.db.commit()
 
-    def update_status(self, local_id: str, info: Any) -> None:
+    def update_status(self, local_id: str, info: BatchInfo) -> None:
         with self.lock:
             self.db.execute(
                 "UPDATE batches SET status=?, succeeded=?, errored=?, expired=?, cancelled=?, updated_at=? "
@@ -163,7 +167,8 @@ class BatchStore:
                 (info.status, info.succeeded, info.errored, info.expired, info.cancelled, time.time(), local_id))
             self.db.commit()
 
-    def settle(self, row: BatchRow, info: Any, results: Iterable[Any], price: Any) -> tuple[int, float | None]:
+    def settle(self, row: BatchRow, info: BatchInfo, results: Iterable[RequestResult],
+               price: Callable[[RequestResult], float | None]) -> tuple[int, float | None]:
         """An ended batch's results into the cache and the request states, in one transaction."""
         from batchcompact.summarize.base import SummaryResult
 
@@ -179,6 +184,7 @@ class BatchStore:
                         continue
                     if res.kind == "succeeded":
                         cost = price(res)
+                        assert res.text is not None  # a succeeded result has its text (summarize/batch_api.py)
                         result = SummaryResult(
                             text=res.text, model=row.model, prompt_tokens=res.prompt_tokens,
                             completion_tokens=res.completion_tokens, cache_read_tokens=res.cache_read_tokens,
@@ -256,7 +262,7 @@ def env_key(provider: str) -> str | None:
     return os.environ.get(variable)
 
 
-def client_for_row(row: BatchRow, api_key: str | None, timeout: float = 120.0) -> Any:
+def client_for_row(row: BatchRow, api_key: str | None, timeout: float = 120.0) -> BatchClient:
     """A batch API client for the provider a stored batch was submitted to."""
     from batchcompact.summarize.batch_api import BatchTarget, client_for
 

@@ -12,8 +12,8 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.pipeline.statuses import PLAN_COMPACT, PLAN_ERROR, PLAN_SKIP
 
 
@@ -28,7 +28,7 @@ class DryRun:
     settings_key: str | None = None
 
 
-def decided(rows: Iterable[dict[str, Any]], dry: DryRun) -> Iterator[dict[str, Any]]:
+def decided(rows: Iterable[JsonObject], dry: DryRun) -> Iterator[JsonObject]:
     """Each plan row, turned to `skip` with the run's reason where the run would not compact it."""
     from batchcompact.pipeline.session_task import _young_reason
 
@@ -53,7 +53,7 @@ def decided(rows: Iterable[dict[str, Any]], dry: DryRun) -> Iterator[dict[str, A
             state.close()
 
 
-def _skip(row: dict[str, Any], reason: str) -> None:
+def _skip(row: JsonObject, reason: str) -> None:
     row.update(status=PLAN_SKIP, reason=reason, calls=0, prompt_tokens=0, est_output_tokens=0, branch_calls=0,
                branch_est_cost_usd=None)
 

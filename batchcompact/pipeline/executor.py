@@ -16,13 +16,21 @@ The local pool's ordered map is `pipeline.parallel`; its workers' lifecycle, `ba
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from batchcompact.errors import BatchCompactError, RunAborted, UsageError
 
+if TYPE_CHECKING:
+    from concurrent.futures import Executor as FuturesExecutor
+
+    from ray import ObjectRef
+
+    from batchcompact.pipeline.parallel import Work
+
 T = TypeVar("T")
+ItemT = TypeVar("ItemT")  # what one task works on (a file, a session's work)
 
 LOCAL = "local"
 RAY = "ray"
@@ -39,14 +47,14 @@ class ExecutorLost(RunAborted):
 class Executor(Protocol):
     name: str
 
-    def map(self, func: Callable[..., T], items: Iterable[Any], *args: Any, lookahead: bool = True) -> Iterator[T]:
+    def map(self, func: Work[ItemT, T], items: Iterable[ItemT], *args: object, lookahead: bool = True) -> Iterator[T]:
         """`func(item, *args)` for each item, results in input order, bounded work in flight. With
         `lookahead` (small results) items behind a long one keep being worked on and wait for their turn;
         without (large results, or items that hold a lock until handed on) no more are submitted than are
         in flight: the consumer sets the pace."""
         ...
 
-    def submit(self, func: Callable[..., T], item: Any, *args: Any) -> Future:
+    def submit(self, func: Work[ItemT, T], item: ItemT, *args: object) -> Future[T]:
         """`func(item, *args)` on its own; its future (for asyncio: `asyncio.wrap_future`)."""
         ...
 
@@ -60,14 +68,14 @@ class LocalExecutor:
 
     def __init__(self, jobs: int = 1) -> None:
         self.jobs = max(1, jobs)
-        self._pool: Any = None  # for `submit`: made on first use
+        self._pool: FuturesExecutor | None = None  # for `submit`: made on first use
 
-    def map(self, func: Callable[..., T], items: Iterable[Any], *args: Any, lookahead: bool = True) -> Iterator[T]:
+    def map(self, func: Work[ItemT, T], items: Iterable[ItemT], *args: object, lookahead: bool = True) -> Iterator[T]:
         from batchcompact.pipeline.parallel import map_bounded
 
         return map_bounded(func, items, self.jobs, *args, lookahead=lookahead)
 
-    def submit(self, func: Callable[..., T], item: Any, *args: Any) -> Future:
+    def submit(self, func: Work[ItemT, T], item: ItemT, *args: object) -> Future[T]:
         """In a worker process (jobs > 1), else in a thread of this process (the caller's loop stays free)."""
         if self._pool is None:
             if self.jobs > 1:
@@ -137,25 +145,26 @@ class RayExecutor:
             self._started = True
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.in_flight = in_flight or max(2, IN_FLIGHT_PER_WORKER * cpus)
-        self._remote = ray.remote(_on_node).options(max_retries=RAY_TASK_RETRIES, retry_exceptions=False)
+        # Any: Ray's remote function of a generic function, after `.options()` (its types lose `_on_node`'s)
+        self._remote: Any = ray.remote(_on_node).options(max_retries=RAY_TASK_RETRIES, retry_exceptions=False)
 
-    def map(self, func: Callable[..., T], items: Iterable[Any], *args: Any, lookahead: bool = True) -> Iterator[T]:
+    def map(self, func: Work[ItemT, T], items: Iterable[ItemT], *args: object, lookahead: bool = True) -> Iterator[T]:
         from batchcompact.pipeline.parallel import in_order
 
         ray = self._ray
         shared = ray.put(args) if args else None  # shipped once, not with every task
 
-        def finished(running: set) -> list:
+        def finished(running: set[object]) -> list[object]:
             return ray.wait(list(running), num_returns=1)[0]
 
         for ref in in_order(lambda item: self._remote.remote(func, item, shared), items, self.in_flight,
                             (HELD_PER_IN_FLIGHT if lookahead else 1) * self.in_flight, finished):
             yield self._get(ref)
 
-    def submit(self, func: Callable[..., T], item: Any, *args: Any) -> Future:
-        ours: Future = Future()
+    def submit(self, func: Work[ItemT, T], item: ItemT, *args: object) -> Future[T]:
+        ours: Future[T] = Future()
 
-        def settle(theirs: Future) -> None:
+        def settle(theirs: Future[T]) -> None:
             error = theirs.exception()
             if error is None:
                 ours.set_result(theirs.result())
@@ -165,7 +174,7 @@ class RayExecutor:
         self._remote.remote(func, item, args or None).future().add_done_callback(settle)
         return ours
 
-    def _get(self, ref: Any) -> Any:
+    def _get(self, ref: ObjectRef[T]) -> T:
         try:
             return self._ray.get(ref)
         except self._ray.exceptions.RayError as error:
@@ -192,7 +201,7 @@ class RayExecutor:
             self._started = False
 
 
-def _on_node(func: Callable[..., T], item: Any, shared: Any) -> T:
+def _on_node(func: Work[ItemT, T], item: ItemT, shared: tuple[object, ...] | None) -> T:
     """Runs on a Ray worker: `shared` arrives resolved (Ray passes top-level object refs by value)."""
     return func(item, *(shared or ()))
 

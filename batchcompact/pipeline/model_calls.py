@@ -9,22 +9,32 @@ share no code (docs/eval.md; tests/test_architecture.py). Jobs are `(key, [Summa
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from batchcompact.core.calls import SummaryCall
+    from batchcompact.pipeline.state import RunState
+    from batchcompact.summarize.base import Summarizer
+    from batchcompact.summarize.pool import JobOutcome
+    from batchcompact.summarize.pool_settings import PoolSettings
 
 
-def buy(summarizer: Any, model_key: str, jobs: list[tuple[str, list[Any]]], state: Any, pool_settings: Any, *,
-        clock: Any = None, sleep: Any = None) -> tuple[dict[str, Any], Any]:
+def buy(summarizer: Summarizer, model_key: str, jobs: list[tuple[str, list[SummaryCall]]], state: RunState | None,
+        pool_settings: PoolSettings | None, *, clock: Callable[[], float] | None = None,
+        # Any: the pool's JobOutcomes, read by eval/, which may not name a type of `batchcompact.summarize` (above)
+        sleep: Callable[[float], Awaitable[None]] | None = None) -> tuple[dict[str, Any], Summarizer]:
     """Run `jobs` through the pool (and the summary cache when there is a state); outcomes by job key."""
     from batchcompact.summarize.pool import SummaryJob, run_jobs
 
-    buyer = summarizer
+    buyer: Summarizer = summarizer
     if state is not None:
         from batchcompact.pipeline.summary_cache import CachingSummarizer
 
         buyer = CachingSummarizer(summarizer, state, model_key)
-    outcomes: dict[str, Any] = {}
+    outcomes: dict[str, JobOutcome] = {}
 
-    def collect(outcome: Any) -> None:
+    def collect(outcome: JobOutcome) -> None:
         outcomes[outcome.key] = outcome
 
     pool_jobs = [SummaryJob(key, list(calls)) for key, calls in jobs]

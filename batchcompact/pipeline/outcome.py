@@ -16,19 +16,31 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
-from batchcompact.agents import get, load
+from batchcompact.agents import contracts, get
 from batchcompact.core.apply import compose_summary, usage_record
 from batchcompact.core.context import written_context
 from batchcompact.core.handoff import handoff_document, is_handoff
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.planner import CompactionPlan, CompactionSettings
 from batchcompact.core.tokens import estimate_tokens
 from batchcompact.errors import BatchCompactError, VerificationError, internal_error_reason
 from batchcompact.formats.scan import oserror_text
 from batchcompact.pipeline.planning import read_session
-from batchcompact.pipeline.statuses import CHANGED, COMPACTED, FAILED, SKIPPED
+from batchcompact.pipeline.statuses import CHANGED, COMPACTED, FAILED, SKIPPED, RunStatus
 from batchcompact.pipeline.writer import AlreadyWritten, ChangedDuringRun, write_new_session, write_session
+
+if TYPE_CHECKING:
+    from batchcompact.agents.contracts import HandoffWriter, Writer
+    from batchcompact.core.branches import BranchPlan
+    from batchcompact.core.calls import SummaryCall
+    from batchcompact.core.session import Session
+    from batchcompact.formats.scan import ScanItem
+    from batchcompact.pipeline.session_lock import DatabaseSessionLock, SessionLock
+    from batchcompact.pipeline.state import Fingerprint
+    from batchcompact.pipeline.summary_cache import CachingSummarizer
+    from batchcompact.summarize.base import SummaryResult
 
 log = logging.getLogger(__name__)
 HANDED_OFF = "handed off: a new session holds the handoff document"  # the row's reason (--strategy handoff)
@@ -53,16 +65,17 @@ def reproducible_now() -> datetime | None:
 class PreparedSession:
     """A session between planning and writing: what its summaries are for and where they go."""
 
-    item: Any  # ScanItem
-    fingerprint: Any  # Fingerprint of the bytes planned
-    session: Any
+    item: ScanItem
+    fingerprint: Fingerprint  # of the bytes planned
+    session: Session | None  # None in the run loop's copy (run_locks.py): the worker that writes it reads it
     plan: CompactionPlan | None  # None: only branch summaries to write
-    row: dict[str, Any]
-    branches: list = field(default_factory=list)  # BranchPlans, written before the compaction
-    lock: Any = None  # the session's writer lock (pipeline/writer.py), held until it is written or given up
+    row: JsonObject
+    branches: list[BranchPlan] = field(default_factory=list)  # written before the compaction
+    # the session's writer lock (pipeline/writer.py), held until it is written or given up
+    lock: SessionLock | DatabaseSessionLock | None = None
 
     @property
-    def calls(self) -> list:
+    def calls(self) -> list[SummaryCall]:
         """Branch-summary calls first, then the compaction's (1, or 2 for a split turn)."""
         return [b.call for b in self.branches] + (list(self.plan.calls) if self.plan is not None else [])
 
@@ -72,14 +85,15 @@ def iso(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def agent_writer(agent: str):
+def agent_writer(agent: str) -> Writer:
     """The writer module of an agent (`build_compaction`, `verify`): its declaration's `writer`."""
-    return get(agent).writer_module()
+    return contracts.writer(get(agent))
 
 
 class OutcomeWriter:
     def __init__(self, settings: CompactionSettings, *, in_place: bool, backup: bool,
-                 pricing_file: str | None, caching: Any = None, now: datetime | None = None) -> None:
+                 pricing_file: str | None, caching: CachingSummarizer | None = None,
+                 now: datetime | None = None) -> None:
         self.settings = settings
         self.in_place = in_place
         self.backup = backup
@@ -94,12 +108,13 @@ class OutcomeWriter:
         """Branch summaries (chained on the active path), then the compaction, in one verified write."""
         plan = pending.plan
         session = pending.session
+        assert session is not None  # read by the worker that writes it
         module = agent_writer(session.agent)
         # the entries record what their summaries cost, even those bought by an earlier, interrupted run
         caching = self.caching
         paid = [caching.as_paid(r) if caching and r is not None else r for r in results]
         if is_handoff(plan):
-            return self._write_handoff(pending, module, paid, target)
+            return self._write_handoff(pending, cast("HandoffWriter", module), paid, target)  # planned only for one
         count = len(pending.branches)
         lines = self._branch_lines(pending, paid[:count])
         if plan is not None:
@@ -110,7 +125,7 @@ class OutcomeWriter:
         replacements = self._pruned_entries(session, plan)
         agent = get(session.agent)
         if agent.owns_store(session.path):  # a session inside a database: one verified transaction
-            output = load(agent.store).write_session(
+            output = contracts.store(agent).write_session(
                 session, lines, target, lambda written: self._verify_written(module, session, written, plan, lines),
                 in_place=self.in_place, backup=self.backup,
                 expect=(pending.fingerprint.size, pending.fingerprint.sha256))
@@ -123,7 +138,7 @@ class OutcomeWriter:
             written = None
             if agent.read_appended and not replacements:  # appended: parse only the new lines
                 # write_session checked that tmp's first bytes are exactly the fingerprinted ones
-                written = load(agent.read_appended)(session, tmp, pending.fingerprint.size,
+                written = contracts.appended_reader(agent)(session, tmp, pending.fingerprint.size,
                                                     pending.fingerprint.sha256, prefix_checked=True)
             if written is None:
                 written = read_session(tmp)
@@ -142,10 +157,11 @@ class OutcomeWriter:
         pending.row["written_entries"] = written_usage(lines, unpriced=unpriced)
         return result.output_path
 
-    def _write_handoff(self, pending: PreparedSession, module: Any, paid: list, target: Path) -> str:
+    def _write_handoff(self, pending: PreparedSession, module: HandoffWriter, paid: list, target: Path) -> str:
         """A new session beside `target` holding the handoff document (core/handoff.py); the original is
         only read. Its branch summaries, if any were bought, are not written: the new session has no branches."""
         session, plan = pending.session, pending.plan
+        assert session is not None and plan is not None  # read by the worker that writes it; a handoff is a plan
         document = handoff_document(plan, paid[-1].text)
         parent = str(Path(session.path).resolve())
         name, lines = module.build_handoff(session, plan, document, usage=self._usage(paid[-1:]),
@@ -157,18 +173,20 @@ class OutcomeWriter:
         pending.row["branch_summaries"] = 0
         return str(output)
 
-    def _verify_written(self, module: Any, session: Any, written: Any, plan: CompactionPlan | None,
-                        lines: list) -> list[str]:
+    def _verify_written(self, module: Writer, session: Session, written: Session, plan: CompactionPlan | None,
+                        lines: list[JsonObject]) -> list[str]:
         if plan is None:
             return _verify_branch_only(session, written, len(lines))
         return module.verify(session, written, plan) + self._check_size(written, plan)
 
-    def _branch_lines(self, pending: Any, results: list) -> list[dict[str, Any]]:
+    def _branch_lines(self, pending: PreparedSession, results: list[SummaryResult]) -> list[JsonObject]:
         if not pending.branches:
             return []
         from batchcompact.core.branches import BranchSummaryResult, build_branch_summary_chain
 
         session = pending.session
+        assert session is not None  # read by the worker that writes it
+        assert session.tree is not None and session.tree.leaf is not None  # branches: the session has a leaf
         chained = [
             BranchSummaryResult(plan, result.text, usage=self._usage([result]), from_hook=result.from_hook)
             for plan, result in zip(pending.branches, results, strict=True)
@@ -181,14 +199,14 @@ class OutcomeWriter:
             timestamp=iso(self._now()),
         )
 
-    def _compaction_lines(self, module: Any, session: Any, plan: CompactionPlan, results: list) -> list[dict]:
+    def _compaction_lines(self, module: Writer, session: Session, plan: CompactionPlan, results: list) -> list[dict]:
         texts = {call.kind: result.text for call, result in zip(plan.calls, results, strict=True)}
         summary = compose_summary(plan, texts)
         from_hook = any(getattr(r, "from_hook", False) for r in results if r is not None)
         return module.build_compaction(session, plan, summary, usage=self._usage([r for r in results if r]),
                                        now_iso=iso(self._now()), from_hook=from_hook)
 
-    def _pruned_entries(self, session: Any, plan: CompactionPlan | None) -> dict[int, dict[str, Any]]:
+    def _pruned_entries(self, session: Session, plan: CompactionPlan | None) -> dict[int, JsonObject]:
         """Line number -> replacement entry for the planned tool-output pruning (agents with `prune`: pi)."""
         if plan is None or not plan.prune or not get(session.agent).prune:
             return {}
@@ -198,7 +216,7 @@ class OutcomeWriter:
         now_ms = int(self._now().timestamp() * 1000)
         return {a.line: apply_pruning(by_id[a.entry_id].data, a, now_ms) for a in plan.prune if a.line}
 
-    def _usage(self, results: list) -> dict[str, Any] | None:
+    def _usage(self, results: list) -> JsonObject | None:
         """The calls' usage for the written entry; None (no `usage` key) when no model was called.
 
         pi's `input` is the non-cached input (a result's `prompt_tokens` is the whole prompt). Each cost
@@ -241,7 +259,7 @@ class OutcomeWriter:
                 total[name] += value
         return total
 
-    def _check_size(self, written: Any, plan: CompactionPlan) -> list[str]:
+    def _check_size(self, written: Session, plan: CompactionPlan) -> list[str]:
         """The rebuilt context (estimated, stale usage ignored) must be under the trigger threshold."""
         window = self.settings.context_window or plan.context_window
         if window is None:
@@ -254,12 +272,13 @@ class OutcomeWriter:
         return []
 
 
-def handed_off_already(session: Any, plan: Any, target: Path) -> str | None:
+def handed_off_already(session: Session, plan: CompactionPlan | None, target: Path) -> str | None:
     """Why `plan`, a handoff, is not bought again: the new session it would write is there already (named by
     the same session and leaf, whatever its timestamp), or None."""
     if not is_handoff(plan):
         return None
-    suffix = agent_writer(session.agent).handoff_file_suffix(session, plan)
+    module = cast("HandoffWriter", agent_writer(session.agent))  # a handoff is planned only for one (planning.py)
+    suffix = module.handoff_file_suffix(session, plan)
     try:
         found = sorted(name for name in os.listdir(target.parent) if name.endswith(suffix))
     except OSError:
@@ -267,13 +286,13 @@ def handed_off_already(session: Any, plan: Any, target: Path) -> str | None:
     return f"already handed off ({target.parent / found[0]})" if found else None
 
 
-def _non_cached(result: Any) -> int:
+def _non_cached(result: SummaryResult) -> int:
     """A summary call's input that was neither read from nor written to a prompt cache."""
     return max(result.prompt_tokens - result.cache_read_tokens - result.cache_write_tokens, 0)
 
 
 def write_outcome(writer: OutcomeWriter, pending: PreparedSession, results: list,
-                  target: Path) -> tuple[str, str, str | None]:
+                  target: Path) -> tuple[RunStatus, str, str | None]:
     """Write `pending` with its summaries: (status, reason, output path), one session's fault never raised."""
     try:
         output = writer.write(pending, results, target)
@@ -294,7 +313,7 @@ def write_outcome(writer: OutcomeWriter, pending: PreparedSession, results: list
 
 
 def usage_fields(results: list, attempts: int, branch_count: int, *, default_model: str,
-                 reusable: bool) -> dict[str, Any]:
+                 reusable: bool) -> JsonObject:
     """The report row's usage columns for a session's summaries (None: a call that was not made).
 
     `reusable`: the summarizer's results may come from the summary cache (a result with no calls was
@@ -329,7 +348,7 @@ def usage_fields(results: list, attempts: int, branch_count: int, *, default_mod
     )
 
 
-def _verify_branch_only(original: Any, written: Any, added: int) -> list[str]:
+def _verify_branch_only(original: Session, written: Session, added: int) -> list[str]:
     """A written file that only gained branch summaries: nothing else changed, the leaf is the last one."""
     problems = [str(p) for p in written.errors]
     count = len(original.entries)
@@ -344,7 +363,7 @@ def _verify_branch_only(original: Any, written: Any, added: int) -> list[str]:
     return problems
 
 
-def written_usage(lines: list[dict[str, Any]], *, unpriced: bool = False) -> list[dict[str, Any]]:
+def written_usage(lines: list[JsonObject], *, unpriced: bool = False) -> list[JsonObject]:
     """The usage of each compaction / branch-summary entry written (for the run report).
 
     `unpriced`: the summaries came from a model without a price; the entries carry pi's zero costs, the

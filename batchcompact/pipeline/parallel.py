@@ -4,19 +4,22 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, wait
-from typing import Any, TypeVar
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from typing import Concatenate, TypeVar
 
 from batchcompact.lifecycle import ending, pool_kwargs
 
 T = TypeVar("T")
 H = TypeVar("H")
+ItemT = TypeVar("ItemT")  # what one task works on (a file, a session's work): its first argument
+# File work: a module-level function of one item and the shared arguments (which the executors only pass on).
+Work = Callable[Concatenate[ItemT, ...], T]
 
 BUSY_PER_WORKER = 4  # unfinished items kept submitted per worker: none waits for its next file
 HELD_PER_WORKER = 16  # items submitted and not yet handed on, per worker: finished ones wait for their turn
 
 
-def map_bounded(func: Callable[..., T], items: Iterable[Any], jobs: int, *args: Any,
+def map_bounded(func: Work[ItemT, T], items: Iterable[ItemT], jobs: int, *args: object,
                 lookahead: bool = True) -> Iterator[T]:
     """`func(item, *args)` for each item, results in input order.
 
@@ -40,7 +43,7 @@ def map_bounded(func: Callable[..., T], items: Iterable[Any], jobs: int, *args: 
             yield future.result()
 
 
-def in_order(submit: Callable[[Any], H], items: Iterable[Any], busy: int, held: int,
+def in_order(submit: Callable[[ItemT], H], items: Iterable[ItemT], busy: int, held: int,
              wait_some: Callable[[set[H]], Iterable[H]]) -> Iterator[H]:
     """Each item's handle from `submit(item)`, handed on in input order once it is finished.
 
@@ -50,13 +53,14 @@ def in_order(submit: Callable[[Any], H], items: Iterable[Any], busy: int, held: 
     unfinished at a time) and wait for their turn when they finish. `wait_some(running)` blocks until at
     least one of the running handles is finished and returns the finished ones."""
     todo = iter(items)
-    window: deque = deque()  # submitted, in input order
-    running: set = set()  # of those, the ones not seen finished
+    window: deque[H] = deque()  # submitted, in input order
+    running: set[H] = set()  # of those, the ones not seen finished
     more = True
     while True:
         while more and len(running) < busy and len(window) < held:
-            item = next(todo, _END)
-            if item is _END:
+            try:
+                item = next(todo)
+            except StopIteration:
                 more = False
                 break
             handle = submit(item)
@@ -70,8 +74,6 @@ def in_order(submit: Callable[[Any], H], items: Iterable[Any], busy: int, held: 
             running.difference_update(wait_some(running))
 
 
-def _finished_futures(running: set) -> set:
+def _finished_futures(running: set[Future[T]]) -> set[Future[T]]:
     return wait(running, return_when=FIRST_COMPLETED).done
 
-
-_END = object()

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from batchcompact.core.jsontypes import JsonObject
 
 PLAN_SCHEMA_VERSION = "1"
 PLAN_SCHEMA = pa.schema(
@@ -67,13 +68,13 @@ PLAN_SCHEMA = pa.schema(
 )
 
 
-def write_plan_parquet(rows: Iterable[dict[str, Any]], path: str, batch_size: int = 2000) -> int:
+def write_plan_parquet(rows: Iterable[JsonObject], path: str, batch_size: int = 2000) -> int:
     """Stream rows into a Parquet file in batches; returns the number of rows."""
     from batchcompact.outfile import replacing
 
     count = 0
     with replacing(path) as where, pq.ParquetWriter(where, PLAN_SCHEMA) as writer:
-        batch: list[dict[str, Any]] = []
+        batch: list[JsonObject] = []
         for row in rows:
             batch.append(row)
             if len(batch) >= batch_size:

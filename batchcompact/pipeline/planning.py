@@ -13,12 +13,13 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from batchcompact.agents import file_of, file_tools, get, load
+from batchcompact.agents import contracts, file_of, file_tools, get
 from batchcompact.core.calls import SummaryCall
 from batchcompact.core.context import build_session_context, rules_of
 from batchcompact.core.handoff import STRATEGY as HANDOFF_STRATEGY
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip, prepare_compaction
 from batchcompact.core.session import Session
 from batchcompact.core.words import counted
@@ -30,6 +31,11 @@ from batchcompact.errors import (
     reported_not_compacted,
 )
 from batchcompact.pipeline.statuses import PLAN_COMPACT, PLAN_ERROR, PLAN_SKIP, PLAN_SUMMARIZE
+
+if TYPE_CHECKING:
+    from batchcompact.core.branches import BranchPlan, BranchSettings, BranchSkip
+    from batchcompact.core.triggers import Trigger
+    from batchcompact.pipeline.executor import Executor
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +90,7 @@ class PlanOptions:
     # (`Agent.settings`, `Agent.settings_fields`); empty: the agent's settings are not read.
     agent_settings: tuple[str, ...] = ()
 
-    def branch_settings(self, settings: CompactionSettings):
+    def branch_settings(self, settings: CompactionSettings) -> BranchSettings:
         from batchcompact.core.branches import BRANCH_SUMMARY_MAX_TOKENS, BranchSettings
 
         return BranchSettings(
@@ -106,7 +112,7 @@ def read_session(path: str | Path, *, digest: bool = False) -> Session:
 
 def session_trigger(
     session: Session, settings: CompactionSettings, model: str | None, provider: str | None, pricing_file: str | None
-):
+) -> Trigger:
     """The window, its source and the agent's own threshold for a session (`Agent.trigger`, core/triggers.py)."""
     agent = get(session.agent)
     recorded = session.context_window
@@ -121,7 +127,7 @@ def session_trigger(
         if agent.trigger_max_output:
             max_output = table.max_output_tokens(model, provider)
     messages = (e.data.get("message") for e in session.entries if e.type == "message")
-    return load(agent.trigger)(
+    return contracts.trigger(agent)(
         messages=(m for m in messages if isinstance(m, dict)),
         recorded_window=int(recorded) if recorded else None,
         table_window=table_window,
@@ -167,7 +173,7 @@ def plan_session(
     settings: CompactionSettings,
     options: PlanOptions,
     prompt_tokens: list[int] | None = None,
-) -> tuple[CompactionPlan | Skip | None, dict[str, Any]]:
+) -> tuple[CompactionPlan | Skip | None, JsonObject]:
     """Plan one read session; returns the plan (None for an unreadable session) and its report row.
 
     `prompt_tokens`, when given, are the exact counts of the calls from an earlier planning of the same
@@ -208,9 +214,9 @@ def plan_session(
     return plan, row
 
 
-def _base_row(session: Session, options: PlanOptions) -> dict[str, Any]:
+def _base_row(session: Session, options: PlanOptions) -> JsonObject:
     """The session's plan row before anything is decided."""
-    row: dict[str, Any] = dict.fromkeys(PLAN_COLUMNS)
+    row: JsonObject = dict.fromkeys(PLAN_COLUMNS)
     row.update(
         path=session.path,
         format=session.agent,
@@ -248,7 +254,7 @@ def _left_alone(session: Session, settings: CompactionSettings,
     if agent.writer is None or refused:
         return settings, refused or reported_not_compacted(f"a {agent.display_name} transcript")
     if agent.settings and options.agent_settings:
-        settings, disabled = load(agent.settings)(session, settings, options.agent_settings)
+        settings, disabled = contracts.settings(agent)(session, settings, options.agent_settings)
         if disabled:
             return settings, disabled
     if session.subagent and not settings.force:
@@ -257,7 +263,7 @@ def _left_alone(session: Session, settings: CompactionSettings,
 
 
 def _cut(session: Session, settings: CompactionSettings, options: PlanOptions,
-         row: dict[str, Any]) -> CompactionPlan | Skip:
+         row: JsonObject) -> CompactionPlan | Skip:
     """Where the session is cut (or why not), from the agent's trigger; the row gets the window, the
     threshold and the branch plans."""
     from batchcompact.core.planner import session_model
@@ -284,13 +290,13 @@ def _handoff(session: Session, plan: CompactionPlan, settings: CompactionSetting
     a new session from it (`build_handoff`: pi's format and its descendants)."""
     from batchcompact.core.handoff import handoff_plan
 
-    if not hasattr(get(session.agent).writer_module(), "build_handoff"):
+    if contracts.handoff_writer(get(session.agent)) is None:
         return Skip(f"--strategy handoff: {get(session.agent).display_name} sessions cannot be handed off "
                     "(only pi's format and its descendants)", plan.tokens_before, plan.context_window, plan.model)
     return handoff_plan(plan, session.path_entries(), settings, rules_of(session), file_tools=file_tools())
 
 
-def _compact_fields(plan: CompactionPlan, options: PlanOptions) -> dict[str, Any]:
+def _compact_fields(plan: CompactionPlan, options: PlanOptions) -> JsonObject:
     """The row of a session to compact: the cut, the calls, their tokens and estimated cost."""
     calls = plan.calls
     est_output = sum(c.max_tokens for c in calls)  # each call's share of the summary budget
@@ -318,12 +324,14 @@ def _compact_fields(plan: CompactionPlan, options: PlanOptions) -> dict[str, Any
     )
 
 
-def plan_branches(session: Session, settings: CompactionSettings, options: PlanOptions, window: int | None):
+def plan_branches(session: Session, settings: CompactionSettings, options: PlanOptions,
+                  window: int | None) -> list[BranchPlan | BranchSkip]:
     """Branch-summary plans (or skips) for every abandoned branch, with exact prompt token counts."""
     from batchcompact.core.branches import BranchPlan, plan_all_branches
 
+    assert session.tree is not None  # Session.__post_init__ builds it
     results = plan_all_branches(session.tree, options.branch_settings(settings), window, file_tools=file_tools())
-    out = []
+    out: list[BranchPlan | BranchSkip] = []
     for result in results:
         if isinstance(result, BranchPlan):
             result = dataclasses.replace(result, call=count_call_tokens([result.call], options.summary_model)[0])
@@ -333,7 +341,7 @@ def plan_branches(session: Session, settings: CompactionSettings, options: PlanO
 
 def describe_branch_plans(
     session: Session, settings: CompactionSettings, options: PlanOptions, window: int | None
-) -> dict[str, Any]:
+) -> JsonObject:
     from batchcompact.core.branches import BranchPlan
 
     branches = []
@@ -343,7 +351,7 @@ def describe_branch_plans(
     results = plan_branches(session, settings, options, window) if get(session.agent).branch_summaries else []
     for result in results:
         branch = result.branch
-        item: dict[str, Any] = {
+        item: JsonObject = {
             "leaf_id": branch.leaf.id,
             "leaf_line": branch.leaf.line,
             "ancestor_id": branch.ancestor.id if branch.ancestor is not None else None,
@@ -366,7 +374,7 @@ def describe_branch_plans(
     return {"branches": branches, "branch_calls": calls, "branch_prompt_tokens": prompt, "branch_est_cost_usd": cost}
 
 
-def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> dict[str, Any]:
+def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> JsonObject:
     """Read and plan one file; every failure becomes an `error` row, never an exception."""
     try:
         if not os.path.exists(file_of(path)):  # listed by the driver, not visible here (another node) or removed since
@@ -376,7 +384,7 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
     except FileNotFoundError:
         from batchcompact.formats.scan import missing_file_reason
 
-        row = dict.fromkeys(PLAN_COLUMNS)
+        row: JsonObject = dict.fromkeys(PLAN_COLUMNS)
         row.update(path=str(path), status=PLAN_ERROR, reason=missing_file_reason(path), read_files=[], modified_files=[])
         return row
     except UsageError:  # the command's settings (a broken price map), not this file: stops the command
@@ -395,13 +403,13 @@ def plan_file(path: str, settings: CompactionSettings, options: PlanOptions) -> 
         return row
     except Exception as exc:  # a bug on one file must not stop the others
         log.debug("planning %s failed", path, exc_info=True)  # the row says it in one line; -vv shows where
-        row: dict[str, Any] = dict.fromkeys(PLAN_COLUMNS)
+        row = dict.fromkeys(PLAN_COLUMNS)
         row.update(path=str(path), status=PLAN_ERROR, reason=internal_error_reason(exc), read_files=[], modified_files=[])
         return row
 
 
 def plan_paths(paths: Iterable[str], settings: CompactionSettings, options: PlanOptions, jobs: int = 1,
-               executor: Any = None) -> Iterator[dict[str, Any]]:
+               executor: Executor | None = None) -> Iterator[JsonObject]:
     """`batchcompact plan`: the plan row of every session file under `paths` (files, folders, globs; none
     found is a UsageError), in the walk's order (`iter_plan_rows`)."""
     from batchcompact.formats.scan import iter_session_files
@@ -415,7 +423,7 @@ def plan_paths(paths: Iterable[str], settings: CompactionSettings, options: Plan
     return _logged(iter_plan_rows(files, settings, options, jobs=jobs, executor=executor))
 
 
-def _logged(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+def _logged(rows: Iterator[JsonObject]) -> Iterator[JsonObject]:
     """The rows, each decision logged as it arrives (-v): why a session is compacted and where it is cut,
     or why it is skipped; -vv adds the row's figures."""
     for row in rows:
@@ -434,8 +442,9 @@ def _logged(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
 
 
 def iter_plan_rows(
-    paths: Iterable[str], settings: CompactionSettings, options: PlanOptions, jobs: int = 1, executor: Any = None
-) -> Iterator[dict[str, Any]]:
+    paths: Iterable[str], settings: CompactionSettings, options: PlanOptions, jobs: int = 1,
+    executor: Executor | None = None
+) -> Iterator[JsonObject]:
     """Plan rows in input order, planned by `executor` (default: `jobs` local processes), bounded in flight.
 
     Without an executor a single file is planned in this process: starting workers would cost more

@@ -21,15 +21,14 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from batchcompact.core.planner import CompactionSettings
 from batchcompact.errors import UsageError, is_internal_error, outcome_exit_code
-from batchcompact.folders import state_folder
 from batchcompact.formats.scan import ScanItem, iter_session_files
 from batchcompact.formats.scan import oserror_text as _oserror
 from batchcompact.lifecycle import stop_signal_name
@@ -39,6 +38,7 @@ from batchcompact.pipeline.planning import PlanOptions
 from batchcompact.pipeline.run_budget import RunBudget
 from batchcompact.pipeline.run_ledger import RunLedger, run_settings_key
 from batchcompact.pipeline.run_locks import SessionLocks
+from batchcompact.pipeline.run_options import RunOptions
 from batchcompact.pipeline.run_plan import PlanPhase
 from batchcompact.pipeline.run_progress import Progress
 from batchcompact.pipeline.run_summarize import SummarizePhase
@@ -51,44 +51,11 @@ from batchcompact.pipeline.state import RunState
 from batchcompact.pipeline.statuses import BUDGET_EXHAUSTED, COMPACTED, FAILED, SKIPPED
 from batchcompact.pipeline.task_records import Outcome
 
+if TYPE_CHECKING:
+    from batchcompact.summarize.base import Summarizer
+    from batchcompact.summarize.pool_settings import PoolSettings
+
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    output_dir: Path | None = None
-    in_place: bool = False
-    backup: bool = True
-    copy_unchanged: bool = False
-    min_age_s: float = 600.0
-    state_path: Path | None = None
-    report_dir: Path | None = None
-    max_cost_usd: float | None = None
-    limit: int | None = None
-    jobs: int = 1
-    summary_model: str = "builtin"
-    pricing_file: str | None = None
-    progress: bool = False
-    branch_summaries: bool = False  # also summarize abandoned branches (pi sessions)
-    min_branch_tokens: int = 0
-    branch_reserve_tokens: int = 16384
-    strict: bool = False  # a known invalid file fails the run again
-    agent_settings: tuple[str, ...] = ()  # settings pi's settings.json may set for pi sessions (PlanOptions)
-    batch: Any = None  # BatchOptions: buy summaries through a provider batch API (pipeline/batch.py)
-
-    def resolved_state_path(self) -> Path:
-        if self.state_path is not None:
-            return self.state_path
-        if self.output_dir is not None:
-            return self.output_dir / ".batchcompact" / "state.sqlite"
-        return state_folder() / "state.sqlite"
-
-    def resolved_report_dir(self) -> Path:
-        if self.report_dir is not None:
-            return self.report_dir
-        if self.output_dir is not None:
-            return self.output_dir / ".batchcompact" / "reports"
-        return state_folder() / "reports"
 
 
 def check_destination(in_place: bool, output_dir: str | Path | None) -> None:
@@ -135,8 +102,9 @@ class Runner:
     row is finished. The phases: `run_targets.py`, `run_plan.py`, `run_summarize.py`; the work on the
     files: `session_task.py`."""
 
-    def __init__(self, settings: CompactionSettings, options: RunOptions, summarizer: Any, pool_settings: Any,
-                 *, clock=None, sleep=None, executor: Executor | None = None) -> None:
+    def __init__(self, settings: CompactionSettings, options: RunOptions, summarizer: Summarizer,
+                 pool_settings: PoolSettings, *, clock: Callable[[], float] | None = None,
+                 sleep: Callable[[float], Awaitable[None]] | None = None, executor: Executor | None = None) -> None:
         self.settings = settings
         self._owns_executor = executor is None  # closed at the end of the run; one given is the caller's
         self.executor = executor or LocalExecutor(options.jobs)
@@ -168,7 +136,7 @@ class Runner:
                              options.pricing_file, options.branch_summaries, reproducible_now())
 
     @staticmethod
-    def _compacts_here(options: RunOptions, summarizer: Any) -> bool:
+    def _compacts_here(options: RunOptions, summarizer: Summarizer) -> bool:
         """Whether phase 1 finishes each session where it planned it: the summarizer works in any process
         (the built-in one) and nothing needs the whole archive's plan first (--limit, --max-cost, --batch)."""
         if not callable(getattr(summarizer, "summarize_now", None)):
@@ -255,7 +223,9 @@ class Runner:
             return None, f"{aborted}; {problem}" if aborted else problem
 
 
-def run_archive(paths: Iterable[str], settings: CompactionSettings, options: RunOptions, summarizer: Any,
-                pool_settings: Any, **kwargs: Any) -> RunSummary:
+def run_archive(paths: Iterable[str], settings: CompactionSettings, options: RunOptions, summarizer: Summarizer,
+                pool_settings: PoolSettings, *, clock: Callable[[], float] | None = None,
+                sleep: Callable[[float], Awaitable[None]] | None = None,
+                executor: Executor | None = None) -> RunSummary:
     """Compact every session under `paths`; see the module docstring for the guarantees."""
-    return Runner(settings, options, summarizer, pool_settings, **kwargs).run(paths)
+    return Runner(settings, options, summarizer, pool_settings, clock=clock, sleep=sleep, executor=executor).run(paths)

@@ -4,7 +4,8 @@ will be bought at (the batch price with `--batch`), checked against the limit on
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+
+from batchcompact.core.jsontypes import JsonObject
 
 
 class RunBudget:
@@ -17,13 +18,13 @@ class RunBudget:
         self.estimate_field = "est_batch_cost_usd" if batch else "est_cost_usd"
         self.total = 0.0
 
-    def add(self, plan_row: dict[str, Any], with_branches: bool) -> None:
+    def add(self, plan_row: JsonObject, with_branches: bool) -> None:
         """Count one planned session (and its branch summaries when they are bought too)."""
         self.total += plan_row.get(self.estimate_field) or 0.0
         if with_branches:
             self.total += plan_row.get("branch_est_cost_usd") or 0.0
 
-    def refusal(self, rows: Iterable[dict[str, Any]]) -> str | None:
+    def refusal(self, rows: Iterable[JsonObject]) -> str | None:
         """Why the run must not start (above --max-cost, or a model whose price is unknown, so spend could
         not be counted), or None. `rows` are the planned sessions' rows."""
         if self.max_cost_usd is None:

@@ -4,12 +4,19 @@ finished under these settings (not redone), the outcomes it records, the invalid
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING
 
 from batchcompact.formats.scan import ScanItem, resolved
 from batchcompact.pipeline.state import Fingerprint, Finished, RunState, settings_hash
 from batchcompact.pipeline.statuses import FAILED, KNOWN_INVALID
 from batchcompact.pipeline.task_records import PlanRecord
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from batchcompact.core.planner import CompactionSettings
+    from batchcompact.pipeline.run_options import RunOptions
+    from batchcompact.summarize.base import Summarizer
 
 
 def state_key(item: ScanItem) -> str:
@@ -17,7 +24,7 @@ def state_key(item: ScanItem) -> str:
     return str(resolved(item.path))
 
 
-def run_settings_key(settings: Any, options: Any, summarizer: Any) -> str:
+def run_settings_key(settings: CompactionSettings, options: RunOptions, summarizer: Summarizer) -> str:
     """The hash of everything that makes an outcome reusable: a rerun with other settings redoes a session."""
     return settings_hash(
         {
@@ -41,7 +48,7 @@ class RunLedger:
         self.state = state
         self.settings_key = settings_key
         self.run_id = run_id
-        self._keys: dict[Any, str] = {}  # state_key per input path: resolved once per run, not per lookup
+        self._keys: dict[Path, str] = {}  # state_key per input path: resolved once per run, not per lookup
 
     def key(self, item: ScanItem) -> str:
         found = self._keys.get(item.path)
@@ -49,14 +56,14 @@ class RunLedger:
             found = self._keys[item.path] = state_key(item)
         return found
 
-    def finished_fingerprints(self, item: ScanItem) -> Any:
+    def finished_fingerprints(self, item: ScanItem) -> frozenset[str]:
         return self.state.finished_fingerprints(self.key(item), self.settings_key)
 
     def finished(self, item: ScanItem, fingerprint: Fingerprint | None) -> Finished | None:
         """The earlier outcome of these bytes under these settings, if any."""
         return self.state.finished(self.key(item), fingerprint, self.settings_key)
 
-    def record(self, item: ScanItem, fingerprint: Any, status: str, output_path: str | None,
+    def record(self, item: ScanItem, fingerprint: Fingerprint | None, status: str, output_path: str | None,
                reason: str | None) -> None:
         self.state.record(self.key(item), fingerprint, self.settings_key, status, output_path, reason, self.run_id)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from batchcompact.pipeline.outcome import PreparedSession
 from batchcompact.pipeline.session_task import SessionWork, take_lock
@@ -21,12 +20,14 @@ class SessionLocks:
         self.locked: deque = deque()  # (item, row, lock) of the sessions `prepare_file` is working on, in order
         self.pending: dict[str, PreparedSession] = {}  # prepared, waiting for their summaries, by input path
 
-    def work(self, to_compact: list, prompt_tokens: dict[str, Any], finish: Callable[..., None]) -> Iterator[SessionWork]:
+    def work(self, to_compact: list, prompt_tokens: dict[str, list[int] | None],
+             finish: Callable[..., None]) -> Iterator[SessionWork]:
         """Each session to summarize as a worker's `SessionWork`, locked as it is asked for. Sessions that
         cannot be locked are finished through `finish(row, status, reason)`."""
         for item, fingerprint, row in to_compact:
             lock, refused = take_lock(item.path)
             if lock is None:
+                assert refused is not None  # no lock: the session's outcome says why
                 finish(row, refused.status, refused.reason)
                 continue
             self.locked.append((item, row, lock))

@@ -36,7 +36,8 @@ class Queued(NamedTuple):
 class PlanPhase:
     """Phase 1 of one run (`Runner` holds what the phases share: options, rows, ledger, budget, executor)."""
 
-    def __init__(self, run: Any, ledger: RunLedger) -> None:  # run: the `Runner` (pipeline/run.py)
+    # Any: the `Runner` (pipeline/run.py), which imports this module
+    def __init__(self, run: Any, ledger: RunLedger) -> None:
         self.run = run
         self.options = run.options
         self.ledger = ledger

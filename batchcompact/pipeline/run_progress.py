@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 
 class Progress:
@@ -10,9 +13,9 @@ class Progress:
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
-        self.bars: dict[str, Any] = {}
+        self.bars: dict[str, tqdm[NoReturn]] = {}
 
-    def bar(self, name: str, total: int | None, desc: str) -> Any:
+    def bar(self, name: str, total: int | None, desc: str) -> tqdm[NoReturn] | None:
         if not self.enabled:
             return None
         from tqdm import tqdm
@@ -21,7 +24,7 @@ class Progress:
         self.bars[name] = bar
         return bar
 
-    def tick(self, name: str, **postfix: Any) -> None:
+    def tick(self, name: str, **postfix: object) -> None:
         bar = self.bars.get(name)
         if bar is not None:
             bar.update(1)

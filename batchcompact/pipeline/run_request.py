@@ -12,10 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from batchcompact.core.planner import CompactionSettings
 from batchcompact.pipeline.run import RunOptions, RunSummary
+
+if TYPE_CHECKING:
+    from batchcompact.pipeline.executor import Executor
+    from batchcompact.summarize.pool_settings import PoolSettings
+    from batchcompact.summarize.preflight import ProviderInfo
 
 
 @dataclass(frozen=True)
@@ -47,11 +52,11 @@ class RunRequest:
     settings: CompactionSettings
     options: RunOptions
     summarizer: SummarizerChoice
-    pool: Any  # summarize.pool_settings.PoolSettings (imported lazily: rate limits, attempts, redaction)
+    pool: PoolSettings  # rate limits, attempts, redaction (its module imported by the command line)
     wait_rounds: int = 0  # --batch --wait: how often to wait for the open batches and run again
 
 
-def check_provider(choice: SummarizerChoice, say: Callable[[str], None] | None = None) -> Any:
+def check_provider(choice: SummarizerChoice, say: Callable[[str], None] | None = None) -> ProviderInfo | None:
     """Resolve and check the summary model before any file is read; None for the built-in and custom
     summarizers. An unknown model is a usage error (exit 2), a missing key or a failed `--check` aborts
     (exit 3). `say` gets the one line `--check` has to tell."""
@@ -70,7 +75,7 @@ def check_provider(choice: SummarizerChoice, say: Callable[[str], None] | None =
     return info
 
 
-def compact(request: RunRequest, *, executor: Any = None, say: Callable[[str], None] | None = None,
+def compact(request: RunRequest, *, executor: Executor | None = None, say: Callable[[str], None] | None = None,
             on_round: Callable[[RunSummary, float], None] | None = None) -> RunSummary:
     """Run `request` over its archive: the summary of the last round (see the module docstring), with
     `wall_s` the seconds since the first round started (the checks and the summarizer's set-up left out).

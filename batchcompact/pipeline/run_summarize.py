@@ -10,7 +10,7 @@ calls in flight (those paid for are in the state).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from batchcompact.core.planner import CompactionPlan
 from batchcompact.lifecycle import (
@@ -20,7 +20,7 @@ from batchcompact.lifecycle import (
     saved_stop_handlers,
     stop_signal_name,
 )
-from batchcompact.pipeline.buying import make_buyer
+from batchcompact.pipeline.buying import Buyer, make_buyer
 from batchcompact.pipeline.executor import ExecutorLost
 from batchcompact.pipeline.outcome import PreparedSession, usage_fields
 from batchcompact.pipeline.run_ledger import RunLedger
@@ -29,14 +29,21 @@ from batchcompact.pipeline.session_task import SessionWork, finish_file, prepare
 from batchcompact.pipeline.statuses import BATCH_PENDING, BUDGET_EXHAUSTED, CHANGED, FAILED, SKIPPED
 from batchcompact.pipeline.task_records import Outcome
 
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from batchcompact.core.calls import SummaryCall
+    from batchcompact.summarize.pool import JobOutcome, SummaryJob
+
 
 class SummarizePhase:
     """Phase 2 of one run: `buyer` (its `notes` end up in the run summary) and the abort reason."""
 
-    def __init__(self, run: Any, ledger: RunLedger) -> None:  # run: the `Runner` (pipeline/run.py)
+    # Any: the `Runner` (pipeline/run.py), which imports this module
+    def __init__(self, run: Any, ledger: RunLedger) -> None:
         self.run = run
         self.ledger = ledger
-        self.buyer: Any = None  # how summaries are bought: on demand (the pool) or a provider batch API
+        self.buyer: Buyer | None = None  # how summaries are bought: on demand (the pool) or a provider batch API
         self.abort_reason: str | None = None
 
     def summarize_all(self, queued: list[Queued]) -> str | None:
@@ -46,6 +53,7 @@ class SummarizePhase:
         import asyncio  # only runs that buy summaries here (a model, a custom summarizer) get this far
 
         run = self.run
+        buyer: Buyer
         buyer = self.buyer = make_buyer(run.options, run.summarizer, self.ledger.state, run.pool_settings,
                                         run.run_id, clock=run.clock, sleep=run.sleep)
         run.progress.bar("summarize", len(queued), "compacting")
@@ -56,7 +64,7 @@ class SummarizePhase:
         prepared = run.executor.map(prepare_file, locks.work(queued, run.prompt_tokens, run.finish), run.task,
                                     lookahead=False)
 
-        async def jobs():
+        async def jobs() -> AsyncIterator[SummaryJob]:
             from batchcompact.summarize.pool import SummaryJob
 
             while (record := await asyncio.to_thread(next, prepared, None)) is not None:
@@ -64,7 +72,7 @@ class SummarizePhase:
                 if pending is not None:
                     yield SummaryJob(str(pending.item.path), pending.calls, str(pending.fingerprint))
 
-        async def on_outcome(outcome) -> None:
+        async def on_outcome(outcome: JobOutcome) -> None:
             pending = locks.take(outcome.key)
             if pending is None:
                 return
@@ -79,7 +87,7 @@ class SummarizePhase:
             run.stopped = run.stopped or stop_signal_name(signum)
             stop.set()
 
-        async def main():
+        async def main() -> object:
             loop = asyncio.get_running_loop()
             add_loop_stop_handlers(loop, on_signal)
             try:
@@ -96,7 +104,7 @@ class SummarizePhase:
             locks.release_unprepared()
         return self.abort_reason
 
-    async def _complete(self, pending: PreparedSession, outcome: Any) -> None:
+    async def _complete(self, pending: PreparedSession, outcome: JobOutcome) -> None:
         """Apply the summaries, write, verify (a worker's `finish_file`), record: the outcome becomes the row."""
         run = self.run
         row = pending.row
@@ -109,7 +117,7 @@ class SummarizePhase:
             return
         await self._write(pending, outcome)
 
-    def _not_bought(self, outcome: Any) -> Outcome | None:
+    def _not_bought(self, outcome: JobOutcome) -> Outcome | None:
         """The session's outcome when the pool's job did not bring all its summaries back, or None when it did
         (the pool's job statuses, named in summarize/pool.py, turned into the run report's)."""
         # the pool is loaded already: phase 2 buys through it
@@ -132,7 +140,7 @@ class SummarizePhase:
         if outcome.status == JOB_SKIPPED:
             return Outcome(SKIPPED, outcome.error)
         if outcome.status in (BATCH_PENDING, CHANGED):  # batch_pending: a later run collects it
-            return Outcome(outcome.status, outcome.error)
+            return Outcome(BATCH_PENDING if outcome.status == BATCH_PENDING else CHANGED, outcome.error)
         if outcome.status == CANCELLED:
             by = f" by {self.run.stopped}" if self.run.stopped else ""
             return Outcome(SKIPPED, f"run stopped{by} before this session was summarized")
@@ -140,7 +148,7 @@ class SummarizePhase:
             return Outcome(FAILED, outcome.error)
         return None
 
-    async def _write(self, pending: PreparedSession, outcome: Any) -> None:
+    async def _write(self, pending: PreparedSession, outcome: JobOutcome) -> None:
         """The bought summaries to a worker's `finish_file` (apply, write, verify); the outcome recorded."""
         import asyncio
 
@@ -161,7 +169,7 @@ class SummarizePhase:
         run.record_outcome(item, pending.row, done, self.ledger)
 
 
-def _lean(call: Any) -> Any:
+def _lean(call: SummaryCall) -> SummaryCall:
     """A summary call without what was sent (the writer needs only its kind): less to ship to a worker."""
     return dataclasses.replace(call, system_prompt="", user_prompt="", messages=())
 

@@ -6,16 +6,19 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from batchcompact.errors import UsageError
 from batchcompact.formats.scan import ScanItem, resolved
 from batchcompact.pipeline.writer import sweep_stale_temps
 
+if TYPE_CHECKING:
+    from batchcompact.pipeline.run_options import RunOptions
+
 log = logging.getLogger("batchcompact.pipeline.run")  # the run's log lines, as before the phases had modules
 
 
-def output_path(options: Any, item: ScanItem) -> Path:
+def output_path(options: RunOptions, item: ScanItem) -> Path:
     """Where `item`'s compacted session goes: over the original (a symlink: the file it points to, the link
     kept) or under --output-dir at the path it has under its PATH."""
     if options.in_place:
@@ -24,7 +27,7 @@ def output_path(options: Any, item: ScanItem) -> Path:
     return options.output_dir / item.relative
 
 
-def check_targets(items: list[ScanItem], options: Any) -> list[ScanItem]:
+def check_targets(items: list[ScanItem], options: RunOptions) -> list[ScanItem]:
     """Refuse an --output-dir that would overwrite an original; leave out our own earlier outputs.
 
     With `--output-dir` inside the inputs (`run sessions --output-dir sessions/compacted`) a rerun finds the
@@ -57,7 +60,7 @@ def check_targets(items: list[ScanItem], options: Any) -> list[ScanItem]:
     return kept
 
 
-def sweep(items: list[ScanItem], options: Any, output_of: Callable[[ScanItem], Path]) -> None:
+def sweep(items: list[ScanItem], options: RunOptions, output_of: Callable[[ScanItem], Path]) -> None:
     """Temp files of runs that died (beside the inputs and the outputs) go before anything is written."""
     folders = {os.path.dirname(os.path.realpath(item.path)) for item in items}
     if not options.in_place and options.output_dir is not None:

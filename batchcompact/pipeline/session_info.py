@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from batchcompact.core.context import build_session_context, convert_message, rules_of
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.session import Session
 from batchcompact.core.tokens import estimate_context_tokens
 
 
-def describe_branches(session: Session) -> list[dict[str, Any]]:
+def describe_branches(session: Session) -> list[JsonObject]:
     """Abandoned branches: leaves off the active path, their common ancestor with it, their size."""
     from batchcompact.core.branches import find_abandoned_branches, find_summarized_leaves
 
+    assert session.tree is not None  # Session.__post_init__ builds it
     summarized = find_summarized_leaves(session.tree)
     return [
         {
@@ -29,7 +30,7 @@ def describe_branches(session: Session) -> list[dict[str, Any]]:
     ]
 
 
-def describe_session(session: Session, with_context: bool = False) -> dict[str, Any]:
+def describe_session(session: Session, with_context: bool = False) -> JsonObject:
     tree = session.tree
     assert tree is not None
     types = Counter(e.type if isinstance(e.type, str) else "(no type)" for e in session.entries)
@@ -57,7 +58,7 @@ def describe_session(session: Session, with_context: bool = False) -> dict[str, 
         llm = convert_message(item.message)
         if llm is None:
             continue
-        record: dict[str, Any] = {"role": llm.get("role"), "source_role": item.message.get("role"), "line": item.line}
+        record: JsonObject = {"role": llm.get("role"), "source_role": item.message.get("role"), "line": item.line}
         if with_context:
             record["message"] = llm
         context_messages.append(record)
@@ -90,7 +91,7 @@ def describe_session(session: Session, with_context: bool = False) -> dict[str, 
     }
 
 
-def _agent_version(header: dict[str, Any] | None) -> str | None:
+def _agent_version(header: JsonObject | None) -> str | None:
     """Claude Code's `version` or Codex's `cli_version` from a transcript's header."""
     header = header or {}
     value = header.get("version") or header.get("cli_version")

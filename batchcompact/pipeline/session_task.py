@@ -21,11 +21,12 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from batchcompact.agents import get, store_agent
 from batchcompact.core.handoff import is_handoff
-from batchcompact.core.planner import CompactionPlan, CompactionSettings
+from batchcompact.core.jsontypes import JsonObject
+from batchcompact.core.planner import CompactionPlan, CompactionSettings, Skip
 from batchcompact.errors import BatchCompactError, NotCompacted, UsageError, internal_error_reason
 from batchcompact.formats.scan import ScanItem, missing_file_reason, unreadable_reason
 from batchcompact.formats.scan import oserror_text as _oserror
@@ -50,6 +51,21 @@ from batchcompact.pipeline.statuses import (
 )
 from batchcompact.pipeline.task_records import Outcome, PlanRecord, Prepared
 
+if TYPE_CHECKING:
+    from batchcompact.core.branches import BranchPlan
+    from batchcompact.core.calls import SummaryCall
+    from batchcompact.core.session import Session
+    from batchcompact.pipeline.session_lock import DatabaseSessionLock, SessionLock
+    from batchcompact.summarize.base import SummaryResult
+
+
+class SummarizesHere(Protocol):
+    """A summarizer that works in any process, at once (the built-in one): phase 1 compacts where it plans."""
+
+    name: str
+
+    def summarize_now(self, call: SummaryCall) -> SummaryResult: ...
+
 log = logging.getLogger(__name__)
 
 LOCKED = "locked by another run"
@@ -69,7 +85,7 @@ class FileTask:
     now: datetime | None = None  # SOURCE_DATE_EPOCH, read by the run loop's process
     # a summarizer that works in any process (`summarize_now(call)`): phase 1 compacts where it plans;
     # None: plan only, the run loop buys the summaries
-    summarizer: Any = None
+    summarizer: SummarizesHere | None = None
 
     def writer(self) -> OutcomeWriter:
         return OutcomeWriter(self.settings, in_place=self.in_place, backup=self.backup,
@@ -162,7 +178,7 @@ def _stat_fingerprint(path: str) -> Fingerprint:
     return Fingerprint(stat.st_size, stat.st_mtime_ns, "")
 
 
-def _read_fingerprint(path: str, before: Fingerprint, session: Any) -> tuple[Fingerprint, Any]:
+def _read_fingerprint(path: str, before: Fingerprint, session: Session) -> tuple[Fingerprint, Session]:
     """(fingerprint, session): the SHA-256 the reader computed of the bytes it parsed, when it read exactly
     the file stat'ed before (as many bytes, and the same size and mtime after the read). Else (a format
     read without a digest, a file that changed meanwhile) as before: `fingerprint_file`, then a new read,
@@ -186,7 +202,8 @@ def _fingerprint_or_none(path: str, fingerprint: Fingerprint) -> Fingerprint | N
         return None
 
 
-def branch_plans(session: Any, settings: CompactionSettings, options: PlanOptions, context_window: Any) -> list:
+def branch_plans(session: Session, settings: CompactionSettings, options: PlanOptions,
+                 context_window: int | None) -> list[BranchPlan]:
     """Branch-summary plans for the abandoned branches of a session whose agent has them (pi; already
     summarized ones skip)."""
     if not get(session.agent).branch_summaries or not session.compactable:
@@ -198,7 +215,7 @@ def branch_plans(session: Any, settings: CompactionSettings, options: PlanOption
     return [b for b in results if isinstance(b, BranchPlan)]
 
 
-def take_lock(path: str | Path) -> tuple[Any, Outcome | None]:
+def take_lock(path: str | Path) -> tuple[SessionLock | DatabaseSessionLock | None, Outcome | None]:
     """The session's writer lock: (lock, None), or (None, the session's outcome) when another run holds it
     or replaced the file since it was listed, or it cannot be opened."""
     try:
@@ -227,7 +244,8 @@ def unchanged(path: str | Path, fingerprint: Fingerprint) -> Fingerprint | Outco
     return current
 
 
-def lock_same_size(path: str | Path, fingerprint: Fingerprint) -> tuple[Any, Fingerprint | Outcome]:
+def lock_same_size(path: str | Path, fingerprint: Fingerprint
+                   ) -> tuple[SessionLock | DatabaseSessionLock | None, Fingerprint | Outcome | None]:
     """The writer lock of a session this task has just read and hashed (`_compact_here`), then the file's
     size against the planned one, without hashing its bytes a second time before the writer does. The writer copies exactly the planned bytes and checks their hash as it copies, checks the
     copy in the temp file, and hashes the whole file again before the rename (pipeline/writer.py), so a
@@ -256,13 +274,18 @@ def lock_same_size(path: str | Path, fingerprint: Fingerprint) -> tuple[Any, Fin
     return lock, Fingerprint(now.st_size, now.st_mtime_ns, fingerprint.sha256)
 
 
-def _compact_here(work: FileWork, task: FileTask, fingerprint: Fingerprint, session: Any, plan: Any,
-                  row: dict[str, Any]) -> Outcome:
+def _compact_here(work: FileWork, task: FileTask, fingerprint: Fingerprint, session: Session,
+                  plan: CompactionPlan | Skip | None,
+                  row: JsonObject) -> Outcome:
     """Lock, summarize, apply, write and verify a session planned in this process: its outcome."""
     assert work.target is not None
+    summarizer = task.summarizer
+    assert summarizer is not None  # asked only of a task that compacts where it plans
     lock, current = lock_same_size(work.path, fingerprint)
     if lock is None:
+        assert isinstance(current, Outcome)  # no lock: the session's outcome says why
         return current
+    assert isinstance(current, Fingerprint)  # locked: the fingerprint now
     try:
         branches = (branch_plans(session, task.settings, task.plan_options, row.get("context_window"))
                     if task.branch_summaries and not is_handoff(plan) else [])
@@ -274,16 +297,16 @@ def _compact_here(work: FileWork, task: FileTask, fingerprint: Fingerprint, sess
         if done is not None:
             return Outcome(SKIPPED, done)
         # the written row is the run loop's; this one only collects what the writer adds to it
-        written: dict[str, Any] = {}
+        written: JsonObject = {}
         pending = PreparedSession(ScanItem(Path(work.path), Path(work.root)), current,
                                   session, plan, written, branches)
         try:
-            results = [task.summarizer.summarize_now(call) for call in pending.calls]
+            results = [summarizer.summarize_now(call) for call in pending.calls]
         except Exception as exc:  # the built-in summarizer does not fail on what the reader accepted
             log.debug("summarizing %s failed", work.path, exc_info=True)  # the row says it in one line; -vv shows where
             return Outcome(FAILED, internal_error_reason(exc))
         status, reason, output = write_outcome(task.writer(), pending, results, Path(work.target))
-        fields = usage_fields(results, len(results), len(branches), default_model=task.summarizer.name,
+        fields = usage_fields(results, len(results), len(branches), default_model=summarizer.name,
                               reusable=False)
         return Outcome(status, reason, output, current, {**fields, **written})
     finally:
@@ -297,11 +320,11 @@ class SessionWork:
     path: str
     root: str
     fingerprint: Fingerprint  # of the bytes phase 1 planned
-    prompt_tokens: Any = None  # phase 1's exact counts of the same prompts (not counted again)
+    prompt_tokens: list[int] | None = None  # phase 1's exact counts of the same prompts (not counted again)
     target: str | None = None
-    plan: Any = None  # finish_file: the plan prepare_file made
-    branches: tuple = ()
-    results: tuple = ()  # finish_file: the summaries, as paid for (usage for the written entries)
+    plan: CompactionPlan | None = None  # finish_file: the plan prepare_file made
+    branches: tuple[BranchPlan, ...] = ()
+    results: tuple[SummaryResult | None, ...] = ()  # finish_file: the summaries, as paid for (their usage)
 
 
 def prepare_file(work: SessionWork, task: FileTask) -> Prepared | Outcome:
@@ -342,7 +365,7 @@ def finish_file(work: SessionWork, task: FileTask) -> Outcome:
         if isinstance(current, Outcome):
             return current
         session = read_session(work.path, digest=True)
-        written: dict[str, Any] = {}
+        written: JsonObject = {}
         pending = PreparedSession(ScanItem(Path(work.path), Path(work.root)), current, session, work.plan, written,
                                   list(work.branches))
         status, reason, output = write_outcome(task.writer(), pending, list(work.results), Path(work.target))

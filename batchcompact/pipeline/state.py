@@ -23,8 +23,9 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.errors import LockHeldError, RunAborted
 from batchcompact.lifecycle import forget_in_children, pid_alive, remember_in_children
 from batchcompact.pipeline.statuses import COMPACTED, SKIPPED
@@ -80,11 +81,11 @@ class Fingerprint:
 def fingerprint_file(path: str | Path) -> Fingerprint:
     """Size, mtime and content hash, taken so that a change made while we read is noticed (a session kept
     in a database, `<db>#<id>`: its events' bytes, last change and hash, from the agent's store)."""
-    from batchcompact.agents import load, store_agent
+    from batchcompact.agents import contracts, store_agent
 
     agent = store_agent(path)
     if agent is not None and agent.store:
-        return Fingerprint(*load(agent.store).fingerprint(path))
+        return Fingerprint(*contracts.store(agent).fingerprint(path))
     stat = os.stat(path)
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -101,7 +102,7 @@ def call_key(model: str, system_prompt: str, user_prompt: str, max_tokens: int) 
     return digest.hexdigest()
 
 
-def settings_hash(values: dict[str, Any]) -> str:
+def settings_hash(values: JsonObject) -> str:
     return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -247,8 +248,9 @@ class RunState:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def finished(self, input_path: str, fingerprint: Fingerprint, settings: str) -> Finished | None:
-        """The recorded final outcome for this exact input and settings, if any."""
+    def finished(self, input_path: str, fingerprint: Fingerprint | None, settings: str) -> Finished | None:
+        """The recorded final outcome for this exact input and settings, if any (None: a file with no
+        fingerprint, such as one no reader takes, is looked up as the text `None`)."""
         with self._db_lock:
             row = self.db.execute(
                 "SELECT status, output_path, reason FROM sessions WHERE input_path=? AND fingerprint=? "
@@ -268,7 +270,7 @@ class RunState:
             ).fetchall()
         return frozenset(fingerprint for fingerprint, status in rows if status in FINAL_STATUSES)
 
-    def record(self, input_path: str, fingerprint: Fingerprint, settings: str, status: str,
+    def record(self, input_path: str, fingerprint: Fingerprint | None, settings: str, status: str,
                output_path: str | None, reason: str | None, run_id: str) -> None:
         with self._db_lock:
             self.db.execute(
@@ -292,12 +294,12 @@ class RunState:
                             (_text(input_path), str(fingerprint), run_id, _text(reason)))
             self.db.commit()
 
-    def get_summary(self, key: str) -> dict[str, Any] | None:
+    def get_summary(self, key: str) -> JsonObject | None:
         with self._db_lock:
             row = self.db.execute("SELECT result FROM summaries WHERE call_key=?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
-    def put_summary(self, key: str, result: dict[str, Any]) -> None:
+    def put_summary(self, key: str, result: JsonObject) -> None:
         """Store a paid summary durably: the log is synced to disk before this returns."""
         with self._db_lock:
             self.db.execute("PRAGMA synchronous=FULL")

@@ -8,30 +8,30 @@ named once in summarize/pool.py; the run loop turns them into these (pipeline/ru
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 # -- a plan row's status (`plan`, and each file's phase-1 record in `run`) ------------------------------
-PLAN_COMPACT = "compact"
-PLAN_SKIP = "skip"
-PLAN_ERROR = "error"
+PLAN_COMPACT: Final = "compact"
+PLAN_SKIP: Final = "skip"
+PLAN_ERROR: Final = "error"
 # a branch plan's row (`plan` lists abandoned branches it would summarize)
-PLAN_SUMMARIZE = "summarize"
+PLAN_SUMMARIZE: Final = "summarize"
 # phase 1 of `run` only: modified within --min-age, left alone unread (a live session?)
-YOUNG = "young"
+YOUNG: Final = "young"
 
 PlanStatus = Literal["compact", "skip", "error", "young"]
 
 # -- a session's final status in the run report (`compactions-<run>.parquet`) ---------------------------
-COMPACTED = "compacted"
-SKIPPED = "skipped"
-FAILED = "failed"
-CHANGED = "changed_during_run"
+COMPACTED: Final = "compacted"
+SKIPPED: Final = "skipped"
+FAILED: Final = "failed"
+CHANGED: Final = "changed_during_run"
 # requested from a provider batch (`--batch`): a later run collects it
-BATCH_PENDING = "batch_pending"
+BATCH_PENDING: Final = "batch_pending"
 # --max-cost: refused before the start, or reached while buying
-BUDGET_EXHAUSTED = "budget_exhausted"
+BUDGET_EXHAUSTED: Final = "budget_exhausted"
 # an invalid file already reported by an earlier run, unchanged since: not a failure unless --strict
-KNOWN_INVALID = "known_invalid"
+KNOWN_INVALID: Final = "known_invalid"
 
 RunStatus = Literal["compacted", "skipped", "failed", "changed_during_run", "batch_pending", "budget_exhausted",
                     "known_invalid"]

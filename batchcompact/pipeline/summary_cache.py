@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING
 
 from batchcompact.pipeline.state import RunState, call_key
+
+if TYPE_CHECKING:
+    from batchcompact.core.calls import SummaryCall
+    from batchcompact.summarize.base import Summarizer, SummaryResult
 
 
 class CachingSummarizer:
     """Wraps a summarizer: a summary already paid for (same model and prompt) is reused from the state."""
 
-    def __init__(self, inner: Any, state: RunState, model_key: str) -> None:
+    def __init__(self, inner: Summarizer, state: RunState, model_key: str) -> None:
         self.inner = inner
         self.name = inner.name
         self.free = getattr(inner, "free", False)  # the pool's budget never refuses a free summarizer
@@ -20,9 +24,10 @@ class CachingSummarizer:
         self.model_key = model_key
         self.reused = 0
         self.cacheable = inner.name != "builtin"
-        self._paid_earlier: dict[int, tuple[Any, Any]] = {}  # id(returned) -> (returned, result as paid)
+        # id(returned) -> (returned, result as paid)
+        self._paid_earlier: dict[int, tuple[SummaryResult, SummaryResult]] = {}
 
-    async def summarize(self, call):
+    async def summarize(self, call: SummaryCall) -> SummaryResult:
         if not self.cacheable:
             return await self.inner.summarize(call)
         reused = self.cached(call)
@@ -32,12 +37,12 @@ class CachingSummarizer:
         self.state.put_summary(self.key(call), dataclasses.asdict(result))
         return result
 
-    def key(self, call) -> str:
+    def key(self, call: SummaryCall) -> str:
         return call_key(self.model_key, call.system_prompt, call.user_prompt, call.max_tokens)
 
-    def cached(self, call):
+    def cached(self, call: SummaryCall) -> SummaryResult | None:
         """The summary for `call` when an earlier run paid for it (this run spends nothing), else None."""
-        from batchcompact.summarize.base import SummaryResult
+        from batchcompact.summarize.base import SummaryResult  # noqa: F811  (the run-time import; typing's above)
 
         if not self.cacheable:
             return None
@@ -55,7 +60,7 @@ class CachingSummarizer:
         self._paid_earlier[id(reused)] = (reused, paid)
         return reused
 
-    def as_paid(self, result: Any) -> Any:
+    def as_paid(self, result: SummaryResult) -> SummaryResult:
         """`result` with the usage it was bought with, also when an earlier run paid for it."""
-        returned, paid = self._paid_earlier.pop(id(result), (None, None))
-        return paid if returned is result else result
+        earlier = self._paid_earlier.pop(id(result), None)  # (returned, as paid)
+        return earlier[1] if earlier is not None and earlier[0] is result else result

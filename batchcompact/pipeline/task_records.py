@@ -9,10 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
+from batchcompact.core.jsontypes import JsonValue
 from batchcompact.pipeline.state import Fingerprint
 from batchcompact.pipeline.statuses import PlanStatus, RunStatus
+
+if TYPE_CHECKING:
+    from batchcompact.core.branches import BranchPlan
+    from batchcompact.core.planner import CompactionPlan
 
 
 @dataclass(frozen=True)
@@ -25,7 +30,7 @@ class Outcome:
     output_path: str | None = None
     fingerprint: Fingerprint | None = None
     # the report columns the task filled: usage of the summaries, `branch_summaries`, `written_entries`
-    columns: Mapping[str, Any] = field(default_factory=dict)
+    columns: Mapping[str, JsonValue] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -37,7 +42,7 @@ class PlanRecord:
     root: str
     status: PlanStatus
     reason: str | None
-    plan_row: Mapping[str, Any] = field(default_factory=dict)  # `plan`'s row; empty when the file was not planned
+    plan_row: Mapping[str, JsonValue] = field(default_factory=dict)  # `plan`'s row; empty when the file was not planned
     fingerprint: Fingerprint | None = None
     invalid: bool = False  # its bytes are not a session (empty, compressed, binary): remembered like an invalid file
     prompt_tokens: list[int] | None = None  # the plan's exact prompt counts (phase 2 does not count again)
@@ -49,5 +54,5 @@ class Prepared:
     """A locked session re-read and re-planned by `prepare_file`: the calls to buy are in its plans."""
 
     fingerprint: Fingerprint  # now (the same bytes as planned: checked)
-    plan: Any  # CompactionPlan, or None when only branch summaries are left to write
-    branches: list = field(default_factory=list)  # BranchPlans
+    plan: CompactionPlan | None  # None when only branch summaries are left to write
+    branches: list[BranchPlan] = field(default_factory=list)

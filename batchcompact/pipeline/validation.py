@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
 
-from batchcompact.agents import find, load
+from batchcompact.agents import contracts, find
 from batchcompact.core.entries import ERROR, WARNING, Problem
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.planner import EMPTY_SESSION
 from batchcompact.errors import BatchCompactError, NotCompacted, internal_error_reason
 from batchcompact.formats.scan import unreadable_reason
 
 
-def validate_file(path: str) -> dict[str, Any]:
+def validate_file(path: str) -> JsonObject:
     """Problems of one file as a row: path, format, entries, errors, warnings, problems."""
     from batchcompact.pipeline.planning import read_session
 
@@ -24,7 +24,7 @@ def validate_file(path: str) -> dict[str, Any]:
             # A line the reader already reported (an error, or an unknown role it tolerates) is not
             # reported a second time by the schema.
             seen = {p.line for p in problems if p.line is not None}
-            problems.extend(p for p in load(agent.validate)(session) if p.line not in seen)
+            problems.extend(p for p in contracts.validator(agent)(session) if p.line not in seen)
         agent_name, entries, session_id = session.agent, len(session.entries), session.session_id
         if not session.entries and not any(p.severity == ERROR for p in problems):  # just started
             problems.append(Problem(path, None, WARNING, f"{EMPTY_SESSION}: nothing to compact"))
@@ -51,7 +51,7 @@ def validate_file(path: str) -> dict[str, Any]:
     }
 
 
-def validate_paths(paths: Iterable[str], jobs: int = 1) -> Iterator[dict[str, Any]]:
+def validate_paths(paths: Iterable[str], jobs: int = 1) -> Iterator[JsonObject]:
     """`batchcompact validate`: `validate_file` of every session file under `paths` (none found is a
     UsageError), in the walk's order, over `jobs` processes."""
     from batchcompact.formats.scan import iter_session_files

@@ -23,10 +23,10 @@ import hashlib
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO
 
 from batchcompact.adapters.common.files import (  # shared with the database stores (adapters/common/database.py)
     TMP_MARK,
@@ -37,6 +37,7 @@ from batchcompact.adapters.common.files import (  # shared with the database sto
     temp_name,
 )
 from batchcompact.agents import get
+from batchcompact.core.jsontypes import JsonObject
 from batchcompact.core.session import Session
 from batchcompact.errors import VerificationError
 from batchcompact.formats.compressed import compressor_writer, decompress, is_zstd
@@ -53,11 +54,11 @@ def copy_file(source: str | Path, target: Path) -> None:
     """`source` copied to `target` through a temp file beside it and a rename (an unchanged session copied
     to --output-dir): a reader never sees half a copy. A session kept in a database goes into a copy of the
     database (made once; the agent's store)."""
-    from batchcompact.agents import load, store_agent
+    from batchcompact.agents import contracts, store_agent
 
     agent = store_agent(source)
     if agent is not None and agent.store:
-        load(agent.store).copy_session(source, target)
+        contracts.store(agent).copy_session(source, target)
         return
     tmp = temp_name(target)
     try:
@@ -80,9 +81,9 @@ class WriteResult:
 def _write_temp(
     target: Path,
     session: Session,
-    new_lines: list[dict[str, Any]],
+    new_lines: list[JsonObject],
     fingerprint: Fingerprint,
-    replacements: dict[int, dict[str, Any]] | None = None,
+    replacements: dict[int, JsonObject] | None = None,
     in_place: bool = False,
 ) -> tuple[Path, bool, Durable]:
     """Write original (or migrated) content + new lines to a temp file beside `target`.
@@ -115,7 +116,8 @@ def _write_temp(
                 assert session.header is not None
                 out.write(dumps_line(session.header).encode())
                 for entry in session.entries:
-                    out.write(dumps_line(replacements.get(entry.line, entry.data)).encode())
+                    data = replacements.get(entry.line, entry.data) if entry.line is not None else entry.data
+                    out.write(dumps_line(data).encode())
             else:
                 copy = _copy_lines if replacements else _copy_prefix_any
                 last = copy(Path(session.path), out, fingerprint, replacements)
@@ -174,7 +176,7 @@ def _is_ours(name: str) -> bool:
     return TMP_MARK in name or name.endswith(".batchcompact-copy")
 
 
-def sweep_stale_temps(folders: Any) -> list[Path]:
+def sweep_stale_temps(folders: Iterable[str]) -> list[Path]:
     """Remove temp files that runs which are gone left in `folders` (killed, OOM, disk full); returns them.
 
     A temp file names its writer's pid and host: it is removed when that process no longer exists. Names
@@ -199,7 +201,7 @@ def sweep_stale_temps(folders: Any) -> list[Path]:
     return removed
 
 
-def _write_compressed(source: Path, out: Any, fingerprint: Fingerprint, new_lines: list[dict[str, Any]]) -> None:
+def _write_compressed(source: Path, out: IO[bytes], fingerprint: Fingerprint, new_lines: list[JsonObject]) -> None:
     """A zstd transcript: the bytes that were read (checked against the fingerprint), decompressed, then
     the new lines, compressed again as one frame. Verification compares the decompressed contents."""
     with open(source, "rb") as src:
@@ -216,7 +218,7 @@ def _write_compressed(source: Path, out: Any, fingerprint: Fingerprint, new_line
     writer.close()
 
 
-def _copy_prefix(source: Path, out: Any, fingerprint: Fingerprint, *, hashed: bool = True) -> bytes:
+def _copy_prefix(source: Path, out: IO[bytes], fingerprint: Fingerprint, *, hashed: bool = True) -> bytes:
     """Copy the first `fingerprint.size` bytes of `source`; they must hash to the fingerprint. Returns the last byte.
     `hashed=False`: the copy is not hashed here, because the caller compares it with the source and hashes
     that before anything is renamed (`_check_appended`); a source shorter than the fingerprint still raises."""
@@ -238,11 +240,12 @@ def _copy_prefix(source: Path, out: Any, fingerprint: Fingerprint, *, hashed: bo
     return last
 
 
-def _copy_prefix_any(source: Path, out: Any, fingerprint: Fingerprint, _replacements: Any) -> bytes:
+def _copy_prefix_any(source: Path, out: IO[bytes], fingerprint: Fingerprint,
+                     _replacements: dict[int, JsonObject] | None) -> bytes:
     return _copy_prefix(source, out, fingerprint, hashed=False)  # an appended output: _check_appended hashes
 
 
-def _copy_lines(source: Path, out: Any, fingerprint: Fingerprint, replacements: dict[int, dict[str, Any]]) -> bytes:
+def _copy_lines(source: Path, out: IO[bytes], fingerprint: Fingerprint, replacements: dict[int, JsonObject]) -> bytes:
     """Copy the bytes that were read line by line, writing `replacements[lineno]` instead of those lines."""
     digest = hashlib.sha256()
     remaining = fingerprint.size
@@ -360,14 +363,14 @@ def _check_appended(path: str, tmp: Path, fingerprint: Fingerprint) -> None:
 
 def write_session(
     session: Session,
-    new_lines: list[dict[str, Any]],
+    new_lines: list[JsonObject],
     target: Path,
     fingerprint: Fingerprint,
     verify: Callable[[Path], list[str]],
     *,
     in_place: bool = False,
     backup: bool = True,
-    replacements: dict[int, dict[str, Any]] | None = None,
+    replacements: dict[int, JsonObject] | None = None,
 ) -> WriteResult:
     """Write `session` + `new_lines` to `target` atomically after verifying the temp file.
 
@@ -416,7 +419,7 @@ class AlreadyWritten(Exception):
         self.path = path
 
 
-def write_new_session(target: Path, lines: list[dict[str, Any]], source: str | Path,
+def write_new_session(target: Path, lines: list[JsonObject], source: str | Path,
                       verify: Callable[[Path], list[str]]) -> Path:
     """Write a new session file (a handoff's) at `target`, whole or not at all: a temp file beside it with
     the source session's mode, synced and verified, then linked into place, never over an existing file

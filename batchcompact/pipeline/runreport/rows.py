@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any
 
+from batchcompact.core.jsontypes import JsonValue
 from batchcompact.formats.scan import ScanItem, printable
 from batchcompact.pipeline.outcome import now_utc
 from batchcompact.pipeline.runreport.schema import ReportRow, empty_row
@@ -15,7 +15,7 @@ from batchcompact.pipeline.runreport.schema import ReportRow, empty_row
 log = logging.getLogger("batchcompact.pipeline.run")  # the run's log lines, as before the rows had a module
 
 
-def row_from_plan(plan_row: Mapping[str, Any], item: ScanItem, run_id: str, started: datetime) -> ReportRow:
+def row_from_plan(plan_row: Mapping[str, JsonValue], item: ScanItem, run_id: str, started: datetime) -> ReportRow:
     """A session's report row as phase 1 planned it (its status and outcome come later)."""
     row = empty_row()
     row.update(

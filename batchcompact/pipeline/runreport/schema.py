@@ -7,10 +7,15 @@ here. `not_a_run_report` is the same schema's rule for reading: what makes a Par
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+from batchcompact.core.jsontypes import JsonObject
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # one session's row: the columns below by name (a mapping, since that is what pyarrow writes and JSON prints)
-ReportRow = dict[str, Any]
+ReportRow = JsonObject
 
 COMPACTIONS_SCHEMA_VERSION = "3"
 
@@ -61,7 +66,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
-def compactions_schema():
+def compactions_schema() -> pa.Schema:
     import pyarrow as pa
 
     types = {
@@ -109,7 +114,7 @@ def empty_row() -> ReportRow:
 REQUIRED = ("run_id", "input_path", "calls", "prompt_tokens", "completion_tokens", "cost_usd", "model")
 
 
-def not_a_run_report(schema) -> str | None:
+def not_a_run_report(schema: pa.Schema) -> str | None:
     """Why an Arrow schema is not a `run` report's (another batchcompact table, a column missing), or None.
     A table that names itself (`batchcompact_table`) must be `compactions`; one that does not (written by
     another tool, or by a test) needs the columns a run report has."""

@@ -7,9 +7,12 @@ Each run writes its own file in the report folder, so runs accumulate and
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from batchcompact.pipeline.runreport.schema import ReportRow, compactions_schema
+
+if TYPE_CHECKING:
+    import threading
 
 
 def import_pyarrow() -> None:
@@ -51,7 +54,7 @@ class ReportImports:
     """
 
     def __init__(self) -> None:
-        self._thread: Any = None
+        self._thread: threading.Thread | None = None
 
     def start(self) -> None:
         import sys
