@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
+from batchcompact.adapters.common.usage_reader import UsageReader
 from batchcompact.agents import AGENTS, contracts, load
 
 # A declaration's field -> (Protocol, the methods a module must have; None: the reference is the callable itself)
@@ -19,6 +20,7 @@ FIELDS = {
     "trigger": (contracts.TriggerRule, None),
     "settings": (contracts.SettingsHook, None),
     "validate": (contracts.Validator, None),
+    "usage": (UsageReader, None),
 }
 HANDOFF = ("build_handoff", "handoff_file_suffix", "verify_handoff")
 

@@ -11,8 +11,8 @@ module keeps (the module docstring of agents/spec.py states each in words):
 - `Store` (`Agent.store`, a module): a database of sessions, each addressed as `<database>#<session id>`.
 - `TriggerRule` (`Agent.trigger`), `SettingsHook` (`Agent.settings`), `Validator` (`Agent.validate`).
 
-The report's `Agent.usage` (rows appended to `adapters/common`'s `UsageRows`) is typed where it is called
-(report/): its argument types live above this layer.
+The report's `Agent.usage` (rows appended to `adapters/common`'s `UsageRows`) is `UsageReader` in
+adapters/common/usage_reader.py: its argument types live above this layer.
 
 This module imports nothing of the package at run time but the spec: the types it names are the core's,
 imported for the checker only.

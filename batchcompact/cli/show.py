@@ -141,14 +141,14 @@ def _print_text(session: Session, info: JsonObject, with_context: bool) -> int:
 def _the_one_session(path: str) -> str:
     """`DB#<id>` for an agent's session database named alone that holds one session (show it, as a file
     of one session is shown); any other path as it is (a database of several: the reader asks to name one)."""
-    from batchcompact.agents import load, store_database
+    from batchcompact.agents import contracts, store_database
     from batchcompact.errors import SessionReadError
 
     agent = store_database(os.path.basename(path))
     if agent is None or agent.store is None:
         return path
     try:
-        ids = load(agent.store).session_ids(path)
+        ids = contracts.store(agent).session_ids(path)
     except (OSError, SessionReadError):  # an unreadable database: the reader says why
         return path
     except Exception as exc:  # sqlite3's own errors: the reader says why

@@ -31,7 +31,8 @@ NOT_AN_EXPORT = "a Parquet file, but not a usage export (`report --by request`) 
 
 def extract_rows(path: str | Path, source: str | None = None) -> tuple[UsageRows, ExtractStats]:
     """All usage rows of one file (column lists), and what extraction saw. Never raises for bad content."""
-    from batchcompact.agents import find, load
+    from batchcompact.adapters.common.usage_reader import usage_reader
+    from batchcompact.agents import find
 
     stats = ExtractStats(path=str(path))
     rows = UsageRows()
@@ -48,7 +49,7 @@ def extract_rows(path: str | Path, source: str | None = None) -> tuple[UsageRows
 
             extract_export(path, rows, stats)
         elif agent is not None and agent.usage:
-            load(agent.usage)(path, rows, stats)
+            usage_reader(agent)(path, rows, stats)
         elif source is None:  # empty, compressed, binary, or JSON lines of no agent: said, as validate says it
             reason = unreadable_reason(str(path), ValueError(NOT_A_SESSION))
             stats.refuse(NOT_AN_EXPORT if reason == PARQUET_NOT_SESSION else reason)
