@@ -233,7 +233,7 @@ def adopt(command: click.Command) -> click.Command:
     for option in global_options():
         if option.name not in present:
             command.params.append(option)
-    command._batchcompact_adopted = True  # type: ignore[attr-defined]
+    command._batchcompact_adopted = True  # type: ignore[attr-defined]  # a mark on click's own object: adopted once (read with getattr above)
     return command
 
 

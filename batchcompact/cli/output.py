@@ -202,7 +202,7 @@ def open_output(path: str | None, whole: bool = False) -> Iterator[TextIO]:
 
         with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES, mode="w+", encoding="utf-8",
                                            newline="") as buffer:
-            yield buffer  # type: ignore[misc]
+            yield buffer  # type: ignore[misc]  # SpooledTemporaryFile[str] is no TextIO to its stub; its writer uses write() only
             buffer.seek(0)
             shutil.copyfileobj(buffer, sys.stdout)
         return
