@@ -22,6 +22,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
+from report_variants import outputs
 
 import batchcompact.agents as registry
 from batchcompact.adapters.common.usage_rows import UsageRows
@@ -118,15 +119,6 @@ def corpus(tmp_path_factory):
     prices.write_text(json.dumps(PRICES))
     rows = [fast_collect._PICK(row) for row in usage.rows]
     return [str(part)], rows, str(prices)
-
-
-def outputs(report) -> dict[str, str]:
-    return {
-        "table": write_report(report, "table", None),
-        "compact": write_report(report, "table", None, compact=True),
-        "json": write_report(report, "json", None, sources=[{"agent": "x"}]),
-        "csv": write_report(report, "csv", None),
-    }
 
 
 def both(corpus, **options) -> tuple[dict, dict]:
