@@ -12,14 +12,13 @@ import io
 import tokenize
 from pathlib import Path
 
-import pytest
+from mypy import api
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "batchcompact"
 
 
 def test_mypy_finds_no_error_in_the_package():
-    api = pytest.importorskip("mypy.api")
     stdout, stderr, status = api.run(["--config-file", str(ROOT / "pyproject.toml"),
                                       "--cache-dir", str(ROOT / ".mypy_cache")])
     assert status == 0, stdout + stderr
