@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from batchcompact.adapters.common.lines import as_int, as_name
+from batchcompact.adapters.common.lines import as_int, as_name, object_at
 from batchcompact.adapters.gemini.extra import GeminiSessionExtra
 from batchcompact.core.context import parse_timestamp_ms
 from batchcompact.core.entries import ERROR, WARNING, Entry, Problem
@@ -78,6 +78,11 @@ def is_ignored_user(record: JsonObject) -> bool:
         return False
     text = parts_text(parts).strip()
     return not text or text.startswith(IGNORED_PREFIXES)
+
+
+def _response_id(part: JsonObject) -> str:
+    """The id of the call a `functionResponse` part answers: one reading for the result and its repeat."""
+    return as_name(object_at(part, "functionResponse").get("id"))
 
 
 def is_results_only(record: JsonObject) -> bool:
@@ -192,9 +197,8 @@ class _Builder:
 
     def _result(self, entry_id: str, part: JsonObject, ms: int | None, status: JsonValue, line: int,
                 record: JsonObject | None) -> None:
-        response = part.get("functionResponse")
-        response = response if isinstance(response, dict) else {}
-        call_id = as_name(response.get("id"))
+        response = object_at(part, "functionResponse")
+        call_id = _response_id(part)
         self.answered.add(call_id)
         message = {"role": "toolResult", "toolCallId": call_id,
                    "toolName": self.tool_names.get(call_id, as_name(response.get("name"))),
@@ -214,7 +218,7 @@ class _Builder:
             if is_ignored_user(record):
                 self.meta(mid, line, record, "context")
             elif is_results_only(record):
-                fresh = [p for p in parts if str((p.get("functionResponse") or {}).get("id") or "") not in self.answered]
+                fresh = [p for p in parts if _response_id(p) not in self.answered]
                 if not fresh:
                     self.meta(mid, line, record, "repeated_results")
                 for n, part in enumerate(fresh):

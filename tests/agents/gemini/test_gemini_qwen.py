@@ -299,3 +299,26 @@ def test_a_gemini_sub_agent_chat_is_not_compacted(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["plan", "--format", "jsonl", "--keep-recent-tokens", "100",
                                        "--threshold-tokens", "1", str(chat)])
     assert json.loads(result.stdout.splitlines()[0])["reason"] == "sub-agent transcript"
+
+
+@pytest.mark.parametrize("call_id", ["call-7", 0, 7])
+def test_a_result_recorded_twice_is_read_once_whatever_its_id(call_id, tmp_path: Path) -> None:
+    """Gemini CLI records a call's result in the call (`toolCalls[].result`) and may repeat it in a results-only
+    user message: the reader keeps one. Both places name the call by the same id, a number as much as text
+    (the reader's id for the call and for the repeat must be one)."""
+    chat = tmp_path / "session-tools.jsonl"
+    shutil.copyfile(GEMINI / "session-tools.jsonl", chat)
+    response = {"functionResponse": {"id": call_id, "name": "read_file", "response": {"output": "x"}}}
+    records = [
+        {"id": "r-call", "timestamp": "2026-11-24T00:00:01.000Z", "type": "gemini", "content": "",
+         "toolCalls": [{"id": call_id, "name": "read_file", "args": {"file_path": "/p/a.txt"},
+                        "result": [response], "status": "success", "timestamp": "2026-11-24T00:00:01.000Z"}]},
+        {"id": "r-again", "timestamp": "2026-11-24T00:00:02.000Z", "type": "user", "content": [response]},
+    ]
+    with chat.open("a") as out:
+        out.writelines(json.dumps(r) + "\n" for r in records)
+    entries = read_gemini(chat).entries
+    results = [e for e in entries if (e.data.get("message") or {}).get("toolCallId") == str(call_id)]
+    assert len(results) == 1
+    again = next(e for e in entries if e.id == "r-again")
+    assert again.data["type"] == "gemini_meta" and again.data["lineType"] == "repeated_results"
