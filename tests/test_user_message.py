@@ -354,7 +354,9 @@ def test_the_loose_sentence_matcher_finds_what_the_compiled_pattern_finds():
         assert (found and (found.start(), found.end())) == (want and want.span()), (sentence, text)
 
 
-@pytest.mark.parametrize(("words", "kind"), [("/model opus", COMMAND), ("/clear", COMMAND), ("/fix-issue 42", REQUEST)])
+@pytest.mark.parametrize(("words", "kind"), [("/model opus", COMMAND), ("/clear", COMMAND), ("/fix-issue 42", REQUEST),
+                                             # one word after a slash stays what it was before arguments were read
+                                             ("/help!", COMMAND), ("/tmp/notes.txt", COMMAND)])
 def test_a_typed_harness_command_with_its_argument_is_a_command(words, kind):
     """"/model opus" typed as text configures the agent (a carried "All user messages" item was a rule); a
     custom command with its argument asks for work."""

@@ -115,7 +115,7 @@ _ENVELOPE_HEAD = re.compile(
 )
 _ENVELOPE_ID = re.compile(r"\s*\[[a-z]+_id:\s*[\w.:-]+\]")
 # A command typed as text: "/mode", "/model opus" (a harness's with one argument; "/fix-issue 42" asks work)
-_TYPED_COMMAND = re.compile(r"^/([\w:-]+)(\s+\S+)?$")
+_TYPED_COMMAND = re.compile(r"^/(\S+)(\s+\S+)?$")
 # A choice answered by its number or letter ("1", "b)", "2."): the request before stays the work
 _CHOICE = re.compile(r"^\(?(?:\d{1,2}|[a-dA-D])[.)]?$")
 _SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
