@@ -51,7 +51,7 @@ class PriceTier:
     def prices(self) -> tuple[float, float, float, float, float]:
         """The five per-token prices in `token_cost`'s order (input, output, cache read, cache write, 1-hour
         cache write): a tier of `ModelInfo.rates`, whose every price is filled."""
-        return cast(tuple[float, float, float, float, float], (  # (rates' tiers: no None)
+        return cast("tuple[float, float, float, float, float]", (  # (rates' tiers: no None)
             self.input_cost_per_token, self.output_cost_per_token, self.cache_read_input_token_cost,
             self.cache_creation_input_token_cost, self.cache_creation_1h_cost))
 

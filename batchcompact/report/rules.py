@@ -105,13 +105,15 @@ class ProjectNames:
 
     def name(self, project: str | None) -> str | None:
         """The project as reports show it: its alias (by whole path first, then folder name), else itself."""
-        found = self.names.get(project, self)
-        if isinstance(found, ProjectNames):  # (self: not seen yet)
-            path = cast(str, project)  # a str: None is in `names` from the start
-            found = self.aliases.get(path)
-            if found is None:
-                found = self.aliases.get(project_tail(path), path)
-            self.names[project] = found
+        try:  # (once per row: a hit costs no more than a lookup)
+            return self.names[project]
+        except KeyError:
+            pass
+        path = cast(str, project)  # a str: None is in `names` from the start
+        found = self.aliases.get(path)
+        if found is None:
+            found = self.aliases.get(project_tail(path), path)
+        self.names[project] = found
         return found
 
     def shown(self, project: str | None) -> str:
