@@ -56,7 +56,7 @@ def batches(ctx: click.Context, output_dir: str | None, state: str | None, cance
         write_rows,
     )
     from batchcompact.pipeline.batch_commands import cancel_batch, list_batches, refresh_batches
-    from batchcompact.pipeline.run import RunOptions
+    from batchcompact.pipeline.run_options import RunOptions
 
     output_dir, output = old_output_dir(ctx, "batches", output, output_dir, fmt, json_flag)
     fmt = pick_format(fmt, json_flag)

@@ -287,7 +287,7 @@ def plan_instead_of_run(ctx: click.Context, paths: Sequence[str], **params: Any)
     run's other options (where to write, the pool, ...) do not apply to a plan."""
     from pathlib import Path
 
-    from batchcompact.pipeline.run import RunOptions
+    from batchcompact.pipeline.run_options import RunOptions
     from batchcompact.pipeline.run_request import SummarizerChoice
 
     choice = SummarizerChoice(model=params["model"], spec=params.get("summarizer"))

@@ -32,6 +32,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, I
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from batchcompact.core.calls import is_remote
 from batchcompact.core.words import counted
 from batchcompact.pipeline.batch_store import (
     COLLECTED,
@@ -48,9 +49,8 @@ from batchcompact.pipeline.statuses import BATCH_PENDING, CHANGED
 from batchcompact.pipeline.summary_cache import CachingSummarizer
 
 if TYPE_CHECKING:
-    from batchcompact.core.calls import SummaryCall
+    from batchcompact.core.calls import Summarizer, SummaryCall, SummaryResult
     from batchcompact.pipeline.state import RunState
-    from batchcompact.summarize.base import Summarizer, SummaryResult
     from batchcompact.summarize.batch_api import BatchClient, RequestResult
     from batchcompact.summarize.pool import JobOutcome, SummaryJob
     from batchcompact.summarize.pool_settings import PoolSettings
@@ -118,7 +118,7 @@ class BatchBuyer:
         self.summarizer = summarizer
         self.model_key = model_key
         self.pool_settings = pool_settings
-        self.redact = pool_settings.redact and getattr(summarizer, "remote", True)
+        self.redact = pool_settings.redact and is_remote(summarizer)
         self.run_id = run_id
         self.pricing_file = pricing_file
         self.max_cost_usd = max_cost_usd
@@ -346,7 +346,7 @@ class BatchBuyer:
                           "summary requested in a provider batch; rerun to collect", 0)
 
     def store_result(self, key: str) -> SummaryResult | None:
-        from batchcompact.summarize.base import SummaryResult
+        from batchcompact.core.calls import SummaryResult
 
         cached = self.caching.state.get_summary(key)
         return SummaryResult(**cached) if cached is not None else None

@@ -170,7 +170,7 @@ class BatchStore:
     def settle(self, row: BatchRow, info: BatchInfo, results: Iterable[RequestResult],
                price: Callable[[RequestResult], float | None]) -> tuple[int, float | None]:
         """An ended batch's results into the cache and the request states, in one transaction."""
-        from batchcompact.summarize.base import SummaryResult
+        from batchcompact.core.calls import SummaryResult
 
         now = time.time()
         collected, total, unpriced = 0, 0.0, False

@@ -23,10 +23,10 @@ from batchcompact.pipeline.summary_cache import CachingSummarizer
 if TYPE_CHECKING:
     import asyncio
 
+    from batchcompact.core.calls import Summarizer, SummaryResult
     from batchcompact.pipeline.batch import BatchBuyer
     from batchcompact.pipeline.run_options import RunOptions
     from batchcompact.pipeline.state import RunState
-    from batchcompact.summarize.base import Summarizer, SummaryResult
     from batchcompact.summarize.pool import JobOutcome, PoolStats, SummaryJob
     from batchcompact.summarize.pool_settings import PoolSettings
 

@@ -13,9 +13,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from batchcompact.core.calls import SummaryCall
+    from batchcompact.core.calls import Summarizer, SummaryCall
     from batchcompact.pipeline.state import RunState
-    from batchcompact.summarize.base import Summarizer
     from batchcompact.summarize.pool import JobOutcome
     from batchcompact.summarize.pool_settings import PoolSettings
 

@@ -34,13 +34,12 @@ from batchcompact.pipeline.writer import AlreadyWritten, ChangedDuringRun, write
 if TYPE_CHECKING:
     from batchcompact.agents.contracts import HandoffWriter, Writer
     from batchcompact.core.branches import BranchPlan
-    from batchcompact.core.calls import SummaryCall
+    from batchcompact.core.calls import SummaryCall, SummaryResult
     from batchcompact.core.session import Session
     from batchcompact.formats.scan import ScanItem
     from batchcompact.pipeline.session_lock import DatabaseSessionLock, SessionLock
     from batchcompact.pipeline.state import Fingerprint
     from batchcompact.pipeline.summary_cache import CachingSummarizer
-    from batchcompact.summarize.base import SummaryResult
 
 log = logging.getLogger(__name__)
 HANDED_OFF = "handed off: a new session holds the handoff document"  # the row's reason (--strategy handoff)

@@ -52,7 +52,7 @@ from batchcompact.pipeline.statuses import BUDGET_EXHAUSTED, COMPACTED, FAILED, 
 from batchcompact.pipeline.task_records import Outcome
 
 if TYPE_CHECKING:
-    from batchcompact.summarize.base import Summarizer
+    from batchcompact.core.calls import Summarizer
     from batchcompact.summarize.pool_settings import PoolSettings
 
 log = logging.getLogger(__name__)

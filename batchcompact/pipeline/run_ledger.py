@@ -14,9 +14,9 @@ from batchcompact.pipeline.task_records import PlanRecord
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from batchcompact.core.calls import Summarizer
     from batchcompact.core.planner import CompactionSettings
     from batchcompact.pipeline.run_options import RunOptions
-    from batchcompact.summarize.base import Summarizer
 
 
 def state_key(item: ScanItem) -> str:

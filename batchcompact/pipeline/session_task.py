@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from batchcompact.agents import get, store_agent
 from batchcompact.core.handoff import is_handoff
@@ -53,18 +53,10 @@ from batchcompact.pipeline.task_records import Outcome, PlanRecord, Prepared
 
 if TYPE_CHECKING:
     from batchcompact.core.branches import BranchPlan
-    from batchcompact.core.calls import SummaryCall
+    from batchcompact.core.calls import InPlaceSummarizer, SummaryResult
     from batchcompact.core.session import Session
     from batchcompact.pipeline.session_lock import DatabaseSessionLock, SessionLock
-    from batchcompact.summarize.base import SummaryResult
 
-
-class SummarizesHere(Protocol):
-    """A summarizer that works in any process, at once (the built-in one): phase 1 compacts where it plans."""
-
-    name: str
-
-    def summarize_now(self, call: SummaryCall) -> SummaryResult: ...
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +77,7 @@ class FileTask:
     now: datetime | None = None  # SOURCE_DATE_EPOCH, read by the run loop's process
     # a summarizer that works in any process (`summarize_now(call)`): phase 1 compacts where it plans;
     # None: plan only, the run loop buys the summaries
-    summarizer: SummarizesHere | None = None
+    summarizer: InPlaceSummarizer | None = None
 
     def writer(self) -> OutcomeWriter:
         return OutcomeWriter(self.settings, in_place=self.in_place, backup=self.backup,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from batchcompact.core.calls import SummaryResult, is_free, is_remote
 from batchcompact.pipeline.state import RunState, call_key
 
 if TYPE_CHECKING:
-    from batchcompact.core.calls import SummaryCall
-    from batchcompact.summarize.base import Summarizer, SummaryResult
+    from batchcompact.core.calls import Summarizer, SummaryCall
 
 
 class CachingSummarizer:
@@ -18,8 +18,8 @@ class CachingSummarizer:
     def __init__(self, inner: Summarizer, state: RunState, model_key: str) -> None:
         self.inner = inner
         self.name = inner.name
-        self.free = getattr(inner, "free", False)  # the pool's budget never refuses a free summarizer
-        self.remote = getattr(inner, "remote", True)  # the pool redacts prompts only for remote ones
+        self.free = is_free(inner)  # the pool's budget never refuses a free summarizer
+        self.remote = is_remote(inner)  # the pool redacts prompts only for remote ones
         self.state = state
         self.model_key = model_key
         self.reused = 0
@@ -42,8 +42,6 @@ class CachingSummarizer:
 
     def cached(self, call: SummaryCall) -> SummaryResult | None:
         """The summary for `call` when an earlier run paid for it (this run spends nothing), else None."""
-        from batchcompact.summarize.base import SummaryResult  # noqa: F811  (the run-time import; typing's above)
-
         if not self.cacheable:
             return None
         cached = self.state.get_summary(self.key(call))
