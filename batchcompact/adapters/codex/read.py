@@ -454,9 +454,4 @@ def context_messages(session: Session) -> list[JsonObject]:
     return convert_to_llm([m.message for m in context.messages])
 
 
-def context_window(session: Session) -> int | None:
-    """The model's window as the rollout reports it (`token_count.info.model_context_window`)."""
-    return session.context_window
-
-
-__all__ = ["read", "build_compaction", "verify", "context_messages", "context_window", "FORMAT", "SUMMARY_PREFIX"]
+__all__ = ["read", "build_compaction", "verify", "context_messages", "FORMAT", "SUMMARY_PREFIX"]

@@ -138,7 +138,6 @@ class ChatState:
         self.messages: dict[str, tuple[JsonObject, int]] = {}
         self.first_line: dict[str, int] = {}  # message id -> the line it first appeared on
         self.tokens: dict[str, JsonObject] = {}  # message id -> the last tokens any record gave it
-        self.last_tokens: tuple[str, JsonObject] | None = None  # the latest reply usage in the file
         self.last_line = 0  # the file's last record
 
     def _message(self, record: JsonObject, line: int) -> None:
@@ -147,7 +146,6 @@ class ChatState:
         self.messages[mid] = (record, line)  # in place when the id exists (a JavaScript Map keeps its order)
         if isinstance(record.get("tokens"), dict):
             self.tokens[mid] = record["tokens"]
-            self.last_tokens = (mid, record["tokens"])
 
     def add(self, record: JsonObject, line: int) -> None:
         if isinstance(record.get("$rewindTo"), str):

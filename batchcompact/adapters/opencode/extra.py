@@ -16,6 +16,5 @@ class OpenCodeSessionExtra(SessionExtra):
     database: str = ""  # the database file
     session_id: str = ""  # the session's id in it
     messages: list[JsonObject] = field(default_factory=list)  # oldest first: {"info": message, "parts": [...]}
-    migration: str | None = None  # the newest schema migration the database names (read.check_schema)
     last_message: str | None = None  # the newest message's id: the store checks it unchanged before writing
     model: JsonObject | None = None  # the last reply's {"providerID", "modelID"}: its config's limits

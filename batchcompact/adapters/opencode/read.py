@@ -327,10 +327,9 @@ def read_session(path: str | Path, session_id: str, *, agent: str = FORMAT,
     problems: list[Problem] = []
     header: JsonObject = {"id": session_id}
     messages: list[JsonObject] = []
-    migration = None
     try:
         with closing(connect(path)) if conn is None else nullcontext(conn) as db:
-            migration = check_schema(db, path, agent)
+            check_schema(db, path, agent)
             row = db.execute("SELECT directory, time_updated FROM session WHERE id = ?", (session_id,)).fetchone()
             if row is None:
                 raise OpenCodeStoreError(f"{path}: no session {session_id!r}")
@@ -349,7 +348,7 @@ def read_session(path: str | Path, session_id: str, *, agent: str = FORMAT,
     header["model"] = model["modelID"] if model else None
     if not messages and not any(p.severity == ERROR for p in problems):
         problems.append(Problem(name, None, ERROR, "the session has no messages"))
-    extra = OpenCodeSessionExtra(database=str(path), session_id=session_id, messages=messages, migration=migration,
+    extra = OpenCodeSessionExtra(database=str(path), session_id=session_id, messages=messages,
                                  last_message=messages[-1]["info"]["id"] if messages else None, model=model)
     return Session(name, agent, header, entries, problems=problems, tree=tree, extra=extra)
 

@@ -64,7 +64,7 @@ def test_remote_compaction_restarts_the_context_with_its_replacement_history():
 def test_model_window_and_usage_come_from_the_rollout():
     session = codex.read(fixture_path(*BIG))
     assert session.header["model"] == "gpt-5.3-codex"
-    assert session.header["context_window"] == codex.context_window(session) == 258400
+    assert session.header["context_window"] == session.context_window == 258400
     last = [e for e in session.path_entries() if e.role == "assistant" and "usage" in e.message][-1]
     # the last token_count's last_token_usage: input includes the cached tokens in Codex
     assert last.message["usage"] == {
