@@ -408,6 +408,7 @@ def test_a_request_s_gist_is_its_own_words_without_acknowledgement_or_politeness
     long = request_gist(asked)
     shown = long.removesuffix("…")
     assert long.endswith("…") and len(long) < len(asked)  # too long for a gist: its start, shorter,
+    assert len(long) <= 160  # docs/summaries.md: a gist is at most 160 characters
     assert asked.startswith(shown) and asked[len(shown)] == " "  # ended at a word's end
 
 
@@ -676,8 +677,9 @@ def test_a_short_split_turn_prefix_leaves_its_share_to_the_history():
     for history, prefix in budgets.values():
         assert history + prefix + estimate_text_tokens(SPLIT_TURN_SEPARATOR) == 2000
     (short_history, short), (long_history, long) = budgets["short"], budgets["long"]
-    assert short < sizes["short"]  # a summary compresses: under its text's own tokens
+    assert short <= sizes["short"] // 2  # docs/summaries.md: at most half its own text's tokens
     assert short < long < long_history  # a long prefix: a share, under the history's
+    assert long <= (2000 - estimate_text_tokens(SPLIT_TURN_SEPARATOR)) // 3  # docs/summaries.md: a third of the rest
     assert short_history > long_history  # what a short prefix cannot use goes to the history
     said = summarize_offline(call(tiny, kind=TURN_PREFIX, max_tokens=budgets["tiny"][1]))
     assert "Fix the typo in README.md." in said

@@ -234,7 +234,7 @@ class Agent:
     prune: bool = False  # tool-output pruning is written (oh-my-pi's, on pi files)
     settings: str | None = None  # the agent's own compaction settings
     # `settings_fields`: the planner settings the agent's own files may set (`--agent-settings`);
-    # `settings_shown`: `() -> (values, files)`, the agent's global settings that `config` lists
+    # `settings_shown`: `(cwd) -> (values, files)` (`cwd` None: the global files only), the agent's global settings that `config` lists
     settings_fields: tuple[str, ...] = ()
     settings_shown: str | None = None
     validate: str | None = None  # extra checks for `validate`

@@ -174,7 +174,8 @@ class RayExecutor:
         self._remote.remote(func, item, args or None).future().add_done_callback(settle)
         return ours
 
-    def _get(self, ref: ObjectRef[T]) -> T:
+    # Any: a task's result, whatever the work returns (Ray's ObjectRef[T] is untyped where ray is not installed)
+    def _get(self, ref: ObjectRef) -> Any:
         try:
             return self._ray.get(ref)
         except self._ray.exceptions.RayError as error:
